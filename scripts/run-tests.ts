@@ -1,0 +1,76 @@
+// Runs every test file (test/**/*.test.ts) in its own Node 22 process, two at a time, and prints
+// one summary line "N passed, N failed" that .ci/run adds up. `npm test -- <word>` runs only the
+// files whose path contains <word>. A file that crashes or hangs counts as one failure.
+import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
+
+function findTests(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return name === 'fixtures' ? [] : findTests(p);
+    return name.endsWith('.test.ts') ? [p] : [];
+  });
+}
+
+const filters = process.argv.slice(2);
+const files = findTests(join(root, 'test'))
+  .sort()
+  .filter((f) => filters.length === 0 || filters.some((w) => relative(root, f).includes(w)));
+
+interface Result {
+  file: string;
+  passed: number;
+  failed: number;
+  ms: number;
+  output: string;
+  code: number | null;
+}
+
+const strip = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
+
+function runFile(file: string): Promise<Result> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [file], { cwd: root, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const timer = setTimeout(() => {
+      output += `\n[run-tests] ${relative(root, file)} did not finish within ${FILE_TIMEOUT_MS} ms; killed\n`;
+      child.kill('SIGKILL');
+    }, FILE_TIMEOUT_MS);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const text = strip(output);
+      const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? 0);
+      const passed = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? 0);
+      let failed = total - passed;
+      if (code !== 0 && failed === 0) failed = 1; // crashed, hung or failed outside a test
+      resolve({ file, passed, failed, ms: Date.now() - started, output: text, code });
+    });
+  });
+}
+
+const queue = [...files];
+const results: Result[] = [];
+const workers = Array.from({ length: Math.min(Number(process.env.TEST_CONCURRENCY ?? availableParallelism()), 4, queue.length) }, async () => {
+  for (let f = queue.shift(); f; f = queue.shift()) {
+    const r = await runFile(f);
+    results.push(r);
+    const mark = r.failed ? '✗' : '✓';
+    process.stdout.write(`${mark} ${relative(root, r.file)}: ${r.passed} passed, ${r.failed} failed (${(r.ms / 1000).toFixed(1)} s)\n`);
+    if (r.failed || process.env.TEST_VERBOSE) process.stdout.write(`${r.output.trim()}\n\n`);
+  }
+});
+await Promise.all(workers);
+
+const passed = results.reduce((n, r) => n + r.passed, 0);
+const failed = results.reduce((n, r) => n + r.failed, 0);
+if (files.length === 0) process.stdout.write('no test files matched\n');
+process.stdout.write(`${passed} passed, ${failed} failed\n`);
+process.exitCode = failed > 0 || files.length === 0 ? 1 : 0;

@@ -1,0 +1,51 @@
+import Koa from 'koa';
+import { buildOpenApi } from './http/openapi.ts';
+import { problems } from './http/problem.ts';
+import { cors, requestContext, securityHeaders } from './http/request-context.ts';
+import { ApiRouter, type RouterDeps } from './http/route.ts';
+import { IDENTITY_PREFIX, registerIdentityRoutes } from './identity/routes.ts';
+import { LEDGER_PREFIX, registerLedgerRoutes } from './ledger/routes.ts';
+import { registerHealthRoutes } from './ops/health.ts';
+import type { Runtime } from './runtime.ts';
+import { VERSION } from './version.ts';
+
+export interface BuiltApp {
+  app: Koa;
+  /** Every router, for the route-coverage tests that enumerate the stack. */
+  routers: ApiRouter[];
+}
+
+/**
+ * Builds the HTTP application: middleware order and route registration, nothing else (P1).
+ * Listening is the caller's business (src/cli/serve.ts, test/helpers.ts).
+ */
+export function buildApp(rt: Runtime): BuiltApp {
+  const { config, identity } = rt;
+  const deps: RouterDeps = { authenticate: (t) => identity.authenticate(t), access: identity.access, maxJsonBytes: config.maxJsonBytes };
+
+  const identityApi = new ApiRouter(IDENTITY_PREFIX, deps);
+  const authAlias = new ApiRouter(`${config.authPath}/v1`, deps);
+  registerIdentityRoutes(identityApi, authAlias, identity, { baseUrl: config.baseUrl, tokenTtlSeconds: config.tokenTtlSeconds });
+  identityApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } }, (ctx) => {
+    ctx.body = buildOpenApi({ title: 'contact-ledger identity service', version: VERSION, baseUrl: config.baseUrl, main: identityApi, extra: [authAlias], tag: 'identity' });
+  });
+
+  const ledgerApi = new ApiRouter(LEDGER_PREFIX, deps);
+  registerLedgerRoutes(ledgerApi, rt);
+  ledgerApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } }, (ctx) => {
+    ctx.body = buildOpenApi({ title: 'contact-ledger ledger service', version: VERSION, baseUrl: config.baseUrl, main: ledgerApi, tag: 'ledger' });
+  });
+
+  const ops = new ApiRouter('', deps);
+  registerHealthRoutes(ops, rt.readiness, rt.state);
+
+  const routers = [identityApi, authAlias, ledgerApi, ops];
+  const app = new Koa({ proxy: config.trustProxy });
+  app.silent = true; // errors are logged once, by problems()
+  app.use(requestContext(rt.log));
+  app.use(securityHeaders({ https: Boolean(config.tlsCert) }));
+  app.use(cors(config.corsOrigins));
+  app.use(problems(rt.log));
+  for (const r of routers) app.use(r.router.routes()).use(r.router.allowedMethods());
+  return { app, routers };
+}

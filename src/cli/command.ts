@@ -1,0 +1,72 @@
+import { parseArgs } from 'node:util';
+import { CONFIG_FLAGS, configHelp } from '../config.ts';
+
+/** Exit codes of every command (SPEC §8 via issue 5): 0 ok, 1 failure, 2 usage error. */
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export interface Io {
+  out(line: string): void;
+  err(line: string): void;
+  env: NodeJS.ProcessEnv;
+  isTTY: boolean;
+}
+
+export interface ParsedArgs {
+  positionals: string[];
+  /** Command-specific flags. */
+  flags: Record<string, string | boolean | undefined>;
+  /** Configuration flags (--data, --port, …), for loadConfig. */
+  config: Record<string, string | undefined>;
+}
+
+export interface Command {
+  name: string;
+  summary: string;
+  usage: string;
+  /** Command-specific flags with their help. */
+  flags?: Record<string, { type: 'string' | 'boolean'; help: string }>;
+  /** Whether the configuration flags apply to this command. */
+  takesConfig: boolean;
+  run(args: ParsedArgs, io: Io): Promise<number>;
+}
+
+/** Parses argv for one command; unknown flags and missing values are usage errors. */
+export function parseCommandArgs(cmd: Command, argv: string[]): ParsedArgs & { help: boolean } {
+  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
+  if (cmd.takesConfig) for (const f of CONFIG_FLAGS) options[f] = { type: 'string' };
+  for (const [name, f] of Object.entries(cmd.flags ?? {})) options[name] = { type: f.type };
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''));
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const config: Record<string, string | undefined> = {};
+  const flags: Record<string, string | boolean | undefined> = {};
+  for (const [k, v] of Object.entries(values)) {
+    if (k === 'help') continue;
+    if (cmd.takesConfig && CONFIG_FLAGS.includes(k)) config[k] = v as string;
+    else flags[k] = v;
+  }
+  return { positionals: parsed.positionals, flags, config, help: values.help === true };
+}
+
+/** `--help` text of one command. */
+export function commandHelp(cmd: Command): string {
+  const lines = [`Usage: contact-ledger ${cmd.usage}`, '', cmd.summary];
+  const own = Object.entries(cmd.flags ?? {});
+  if (own.length) {
+    lines.push('', 'Options:');
+    for (const [name, f] of own) lines.push(`  --${(name + (f.type === 'string' ? ' <value>' : '')).padEnd(34)} ${f.help}`);
+  }
+  if (cmd.takesConfig) lines.push('', 'Configuration (flag, environment variable; flags win; secrets also read VAR_FILE):', configHelp());
+  lines.push('  --help                             show this help');
+  return lines.join('\n');
+}

@@ -1,0 +1,19 @@
+import { loadConfig } from '../config.ts';
+import { rotateSigningKeys } from '../identity/signing-keys.ts';
+import { prepareDataDir } from '../runtime.ts';
+import { EXIT_OK, UsageError, type Command } from './command.ts';
+
+export const keysCommand: Command = {
+  name: 'keys',
+  summary: 'Rotate the access-token signing key: a new key signs, the previous one still verifies until its tokens expire. Restart the server afterwards.',
+  usage: 'keys rotate [options]',
+  takesConfig: true,
+  async run(args, io) {
+    if (args.positionals[0] !== 'rotate' || args.positionals.length !== 1) throw new UsageError('usage: contact-ledger keys rotate');
+    const config = loadConfig(io.env, args.config);
+    prepareDataDir(config.dataDir);
+    const r = rotateSigningKeys(config.dataDir);
+    io.out(`new signing key ${r.kid}${r.retired.length ? `; retired ${r.retired.join(', ')}` : ''}. Restart the server to use it.`);
+    return EXIT_OK;
+  },
+};

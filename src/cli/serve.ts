@@ -1,0 +1,111 @@
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import { buildApp } from '../app.ts';
+import { loadConfig } from '../config.ts';
+import { openRuntime } from '../runtime.ts';
+import { StartupError } from '../storage/db.ts';
+import { VERSION } from '../version.ts';
+import { EXIT_FAILURE, EXIT_OK, type Command, type Io } from './command.ts';
+
+const DRAIN_TIMEOUT_MS = 10_000;
+
+/** Resolves with the first of SIGTERM / SIGINT. */
+function shutdownSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (sig: NodeJS.Signals) => {
+      process.off('SIGTERM', on);
+      process.off('SIGINT', on);
+      resolve(sig);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
+  });
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new StartupError(`port ${port} on ${host} is already in use; stop the other program or set PORT`)
+          : err.code === 'EACCES'
+            ? new StartupError(`no permission to listen on ${host}:${port}; use a port above 1023 or grant the capability`)
+            : new StartupError(`cannot listen on ${host}:${port}: ${err.message}`),
+      );
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+export const serveCommand: Command = {
+  name: 'serve',
+  summary: 'Run the server (the default command): the APIs, the web application and the scheduler.',
+  usage: 'serve [options]',
+  takesConfig: true,
+  async run(args, io: Io) {
+    const config = loadConfig(io.env, args.config);
+    const rt = await openRuntime(config);
+    const { log } = rt;
+    if (rt.bootstrap?.generatedPassword) {
+      // Printed once, on the first start only; the operator should change it (PATCH /users/me).
+      io.err(
+        [
+          '',
+          '  contact-ledger created the first superuser:',
+          `    e-mail:   ${rt.bootstrap.email}`,
+          `    password: ${rt.bootstrap.generatedPassword}`,
+          '  This password is shown only now. Sign in and change it.',
+          '',
+        ].join('\n'),
+      );
+    } else if (rt.bootstrap) {
+      log.info({ email: rt.bootstrap.email }, 'created the first superuser from CONTACT_LEDGER_ADMIN_EMAIL');
+    }
+    const { app } = buildApp(rt);
+    const tls = config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined;
+    const server: http.Server = tls ? https.createServer(tls, app.callback()) : http.createServer(app.callback());
+    // Slow clients cannot hold connections forever (RELIABILITY.md I2).
+    server.headersTimeout = 20_000;
+    server.requestTimeout = 600_000;
+    server.keepAliveTimeout = 5_000;
+    try {
+      await listen(server, config.port, config.host);
+    } catch (err) {
+      await rt.close();
+      throw err;
+    }
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    log.info({ version: VERSION, host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https: Boolean(tls) }, 'listening');
+    if (config.host === '127.0.0.1' || config.host === 'localhost') {
+      io.err(`contact-ledger ${VERSION} listening on ${tls ? 'https' : 'http'}://${config.host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
+    }
+
+    const signal = await shutdownSignal();
+    log.info({ signal }, 'shutting down');
+    rt.state.shuttingDown = true;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      closed.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), DRAIN_TIMEOUT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      log.warn('in-flight requests did not finish in time; closing their connections');
+      server.closeAllConnections();
+    }
+    await rt.close();
+    log.info('stopped');
+    log.flush();
+    return timedOut ? EXIT_FAILURE : EXIT_OK;
+  },
+};

@@ -1,0 +1,75 @@
+/**
+ * Time, injected everywhere it matters so tests can move it (P14). All stored timestamps are
+ * milliseconds since the epoch (INTEGER columns); the wire format is produced here.
+ */
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** A clock tests can set and advance. */
+export class ManualClock implements Clock {
+  private t: number;
+  constructor(start: number | string = Date.now()) {
+    this.t = typeof start === 'number' ? start : Date.parse(start);
+  }
+  now(): number {
+    return this.t;
+  }
+  set(t: number | string): void {
+    this.t = typeof t === 'number' ? t : Date.parse(t);
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+/** `2026-11-22T10:32:00.123Z`: the timestamp format of every response (SPEC §2). */
+export function isoZ(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export function isoZOrNull(ms: number | null | undefined): string | null {
+  return ms === null || ms === undefined ? null : isoZ(ms);
+}
+
+/**
+ * `2026-11-22T11:32:00.123456`: the session's `expiresAt` — UTC, no zone, six fractional digits,
+ * exactly what the hosted service returns and what Python's `%Y-%m-%dT%H:%M:%S.%f` parses.
+ */
+export function sessionExpiry(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000');
+}
+
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+
+/**
+ * Parses a timestamp filter (SPEC §2): ISO 8601 with or without zone (no zone = UTC) or a plain
+ * date. Returns epoch milliseconds, or undefined when the text is not such a timestamp.
+ */
+export function parseTimestamp(text: string): number | undefined {
+  const s = text.trim();
+  let m = DATE_ONLY.exec(s);
+  if (m) return checked(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!), +m[1]!, +m[2]!, +m[3]!);
+  m = DATE_TIME.exec(s);
+  if (!m) return undefined;
+  const [, y, mo, d, h, mi, sec, frac, zone] = m;
+  if (+h! > 23 || +mi! > 59 || +(sec ?? 0) > 59) return undefined;
+  const ms = frac ? Math.floor(Number(`0.${frac}`) * 1000) : 0;
+  let t = Date.UTC(+y!, +mo! - 1, +d!, +h!, +mi!, +(sec ?? 0), ms);
+  if (zone && zone.toUpperCase() !== 'Z') {
+    const zm = /^([+-])(\d{2}):?(\d{2})$/.exec(zone)!;
+    const offset = (+zm[2]! * 60 + +zm[3]!) * 60_000;
+    t -= zm[1] === '+' ? offset : -offset;
+  }
+  return checked(t, +y!, +mo!, +d!);
+}
+
+/** Rejects dates like 2026-02-31 that Date.UTC silently rolls over. */
+function checked(t: number, y: number, mo: number, d: number): number | undefined {
+  const probe = new Date(Date.UTC(y, mo - 1, d));
+  if (probe.getUTCFullYear() !== y || probe.getUTCMonth() !== mo - 1 || probe.getUTCDate() !== d) return undefined;
+  return Number.isFinite(t) ? t : undefined;
+}

@@ -1,0 +1,218 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import cron from 'node-cron';
+import { LOG_LEVELS, type LogLevel } from './log.ts';
+
+/**
+ * The whole configuration, loaded once (defaults < environment < flags), validated, frozen (P12).
+ * Every setting has an environment name and a flag; secrets also have a `…_FILE` form.
+ */
+export interface Config {
+  dataDir: string;
+  port: number;
+  host: string;
+  baseUrl: string;
+  /** Path prefix of the `{auth_url}/v1/session` alias, e.g. `/auth`. */
+  authPath: string;
+  adminEmail: string | undefined;
+  adminPassword: string | undefined;
+  tokenTtlSeconds: number;
+  refreshIdleSeconds: number;
+  refreshMaxSeconds: number;
+  bcryptCost: number;
+  maxApiContacts: number;
+  maxUploadBytes: number;
+  maxJsonBytes: number;
+  backupCron: string | undefined;
+  backupKeep: number;
+  logLevel: LogLevel;
+  corsOrigins: string[];
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  trustProxy: boolean;
+  jwtIssuer: string;
+  jwtAudience: string;
+  loginMaxFailuresPerAccount: number;
+  loginMaxFailuresPerAddress: number;
+  loginWindowSeconds: number;
+  webhookAllowHosts: string[];
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Parse<T> = (raw: string, name: string) => T;
+
+interface Setting<K extends keyof Config> {
+  key: K;
+  env: string;
+  flag: string;
+  secret?: boolean;
+  help: string;
+  parse: Parse<Config[K]>;
+}
+
+const int = (min: number, max: number): Parse<number> => (raw, name) => {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return n;
+};
+const str: Parse<string> = (raw) => raw;
+const optStr: Parse<string | undefined> = (raw) => (raw === '' ? undefined : raw);
+const bool: Parse<boolean> = (raw, name) => {
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+};
+const list: Parse<string[]> = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
+const url: Parse<string> = (raw, name) => {
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http');
+    return raw.replace(/\/+$/, '');
+  } catch {
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got "${raw}"`);
+  }
+};
+const authUrl: Parse<string> = (raw, name) => {
+  // Either a full URL (its path is used) or a path.
+  let path = raw;
+  if (/^https?:\/\//i.test(raw)) path = new URL(url(raw, name)).pathname;
+  path = `/${path.replace(/^\/+|\/+$/g, '')}`;
+  if (path === '/' || !/^(\/[A-Za-z0-9._~-]+)+$/.test(path) || path.startsWith('/api/')) {
+    throw new ConfigError(`${name} must be a URL or path such as /auth (not / and not under /api/), got "${raw}"`);
+  }
+  return path;
+};
+const logLevel: Parse<LogLevel> = (raw, name) => {
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  return raw as LogLevel;
+};
+const cronExpr: Parse<string | undefined> = (raw, name) => {
+  if (raw.trim() === '') return undefined;
+  if (!cron.validate(raw)) throw new ConfigError(`${name} must be a cron expression such as "0 3 * * *", got "${raw}"`);
+  return raw;
+};
+const email: Parse<string | undefined> = (raw, name) => {
+  if (raw === '') return undefined;
+  if (!/^[^\s@]+@[^\s@]+$/.test(raw.trim())) throw new ConfigError(`${name} must be an e-mail address, got "${raw}"`);
+  return raw.trim();
+};
+
+const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
+  { key: 'dataDir', env: 'CONTACT_LEDGER_DATA', flag: 'data', help: 'data folder (database, keys, uploads)', parse: (raw) => resolve(raw) },
+  { key: 'port', env: 'PORT', flag: 'port', help: 'TCP port to listen on', parse: int(0, 65535) },
+  { key: 'host', env: 'HOST', flag: 'host', help: 'address to listen on', parse: str },
+  { key: 'baseUrl', env: 'BASE_URL', flag: 'base-url', help: 'public URL of this service', parse: url },
+  { key: 'authPath', env: 'AUTH_URL', flag: 'auth-url', help: 'URL or path of the {auth_url}/v1/session alias', parse: authUrl },
+  { key: 'adminEmail', env: 'CONTACT_LEDGER_ADMIN_EMAIL', flag: 'admin-email', secret: true, help: 'first superuser e-mail (first start)', parse: email },
+  { key: 'adminPassword', env: 'CONTACT_LEDGER_ADMIN_PASSWORD', flag: 'admin-password', secret: true, help: 'first superuser password (first start)', parse: optStr },
+  { key: 'tokenTtlSeconds', env: 'TOKEN_TTL_SECONDS', flag: 'token-ttl-seconds', help: 'access-token lifetime', parse: int(60, 86_400) },
+  { key: 'refreshIdleSeconds', env: 'REFRESH_TTL_SECONDS', flag: 'refresh-ttl-seconds', help: 'refresh-token lifetime without use', parse: int(300, 365 * 86_400) },
+  { key: 'refreshMaxSeconds', env: 'REFRESH_MAX_AGE_SECONDS', flag: 'refresh-max-age-seconds', help: 'absolute lifetime of a sign-in', parse: int(300, 3 * 365 * 86_400) },
+  { key: 'bcryptCost', env: 'BCRYPT_COST', flag: 'bcrypt-cost', help: 'bcrypt work factor for new password hashes', parse: int(4, 15) },
+  { key: 'maxApiContacts', env: 'MAX_API_CONTACTS', flag: 'max-api-contacts', help: 'most contacts in one API call', parse: int(1, 100_000) },
+  { key: 'maxUploadBytes', env: 'MAX_UPLOAD_BYTES', flag: 'max-upload-bytes', help: 'largest CSV upload', parse: int(1024, 64 * 1024 ** 3) },
+  { key: 'maxJsonBytes', env: 'MAX_JSON_BYTES', flag: 'max-json-bytes', help: 'largest JSON request body', parse: int(1024, 256 * 1024 ** 2) },
+  { key: 'backupCron', env: 'BACKUP_CRON', flag: 'backup-cron', help: 'schedule of automatic backups (cron)', parse: cronExpr },
+  { key: 'backupKeep', env: 'BACKUP_KEEP', flag: 'backup-keep', help: 'automatic backups to keep', parse: int(1, 10_000) },
+  { key: 'logLevel', env: 'LOG_LEVEL', flag: 'log-level', help: 'log level', parse: logLevel },
+  { key: 'corsOrigins', env: 'CORS_ORIGINS', flag: 'cors-origins', help: 'comma-separated origins allowed to call the API from a browser', parse: list },
+  { key: 'tlsCert', env: 'TLS_CERT', flag: 'tls-cert', help: 'PEM certificate file (serve HTTPS)', parse: optStr },
+  { key: 'tlsKey', env: 'TLS_KEY', flag: 'tls-key', secret: true, help: 'PEM private key file (serve HTTPS)', parse: optStr },
+  { key: 'trustProxy', env: 'TRUST_PROXY', flag: 'trust-proxy', help: 'trust X-Forwarded-* headers from a reverse proxy', parse: bool },
+  { key: 'jwtIssuer', env: 'JWT_ISSUER', flag: 'jwt-issuer', help: 'iss claim of access tokens', parse: str },
+  { key: 'loginMaxFailuresPerAccount', env: 'LOGIN_MAX_FAILURES_PER_ACCOUNT', flag: 'login-max-failures-per-account', help: 'failed sign-ins per account per window before 429', parse: int(1, 100_000) },
+  { key: 'loginMaxFailuresPerAddress', env: 'LOGIN_MAX_FAILURES_PER_ADDRESS', flag: 'login-max-failures-per-address', help: 'failed sign-ins per client address per window before 429', parse: int(1, 1_000_000) },
+  { key: 'loginWindowSeconds', env: 'LOGIN_WINDOW_SECONDS', flag: 'login-window-seconds', help: 'throttling window', parse: int(1, 86_400) },
+  { key: 'webhookAllowHosts', env: 'WEBHOOK_ALLOW_HOSTS', flag: 'webhook-allow-hosts', help: 'comma-separated host names webhooks may call (empty: any)', parse: list },
+];
+
+const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
+  dataDir: resolve('data'),
+  port: 8080,
+  host: '127.0.0.1',
+  authPath: '/auth',
+  adminEmail: undefined,
+  adminPassword: undefined,
+  tokenTtlSeconds: 3600,
+  refreshIdleSeconds: 30 * 86_400,
+  refreshMaxSeconds: 90 * 86_400,
+  bcryptCost: 12,
+  maxApiContacts: 1000,
+  maxUploadBytes: 512 * 1024 ** 2,
+  maxJsonBytes: 4 * 1024 ** 2,
+  backupCron: undefined,
+  backupKeep: 7,
+  logLevel: 'info',
+  corsOrigins: [],
+  tlsCert: undefined,
+  tlsKey: undefined,
+  trustProxy: false,
+  jwtIssuer: 'contact-ledger',
+  jwtAudience: 'contact-ledger-api',
+  loginMaxFailuresPerAccount: 10,
+  loginMaxFailuresPerAddress: 50,
+  loginWindowSeconds: 900,
+  webhookAllowHosts: [],
+};
+
+/** Flag names (without `--`) that configuration understands, for the CLI parser. */
+export const CONFIG_FLAGS: readonly string[] = SETTINGS.map((s) => s!.flag);
+
+/** Help lines for `--help`. */
+export function configHelp(): string {
+  return SETTINGS.map((s) => `  --${s!.flag.padEnd(34)} ${s!.env.padEnd(32)} ${s!.help}`).join('\n');
+}
+
+/**
+ * Builds the configuration from defaults, the environment and flags (flags win). A `…_FILE`
+ * variable supplies the value of `…` from a file (Docker/systemd credentials). Throws ConfigError
+ * naming the setting on any bad value.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string | undefined> = {}): Readonly<Config> {
+  const cfg: Record<string, unknown> = { ...DEFAULTS };
+  for (const s of SETTINGS) {
+    const setting = s!;
+    let raw: string | undefined;
+    let source = setting.env;
+    const fileVar = `${setting.env}_FILE`;
+    if (flags[setting.flag] !== undefined) {
+      raw = flags[setting.flag];
+      source = `--${setting.flag}`;
+    } else if (env[setting.env] !== undefined) {
+      raw = env[setting.env];
+    } else if (setting.secret && env[fileVar]) {
+      source = fileVar;
+      try {
+        raw = readFileSync(env[fileVar]!, 'utf8').replace(/\r?\n$/, '');
+      } catch (err) {
+        throw new ConfigError(`${fileVar}: cannot read ${env[fileVar]}: ${(err as Error).message}`);
+      }
+    }
+    if (raw === undefined) continue;
+    cfg[setting.key] = setting.parse(raw, source);
+  }
+  const c = cfg as unknown as Config;
+  if (!cfg.baseUrl) {
+    const host = c.host === '0.0.0.0' || c.host === '::' ? 'localhost' : c.host.includes(':') ? `[${c.host}]` : c.host;
+    c.baseUrl = `${c.tlsCert ? 'https' : 'http'}://${host}:${c.port}`;
+  }
+  if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError('TLS_CERT and TLS_KEY must be set together');
+  if (c.refreshMaxSeconds < c.refreshIdleSeconds) throw new ConfigError('REFRESH_MAX_AGE_SECONDS must be at least REFRESH_TTL_SECONDS');
+  if (c.adminPassword !== undefined && c.adminEmail === undefined) {
+    throw new ConfigError('CONTACT_LEDGER_ADMIN_PASSWORD needs CONTACT_LEDGER_ADMIN_EMAIL');
+  }
+  return Object.freeze(c);
+}
+
+/** The configuration as it may be logged: secrets masked. */
+export function describeConfig(c: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...c };
+  for (const s of SETTINGS) if (s!.secret && out[s!.key] !== undefined) out[s!.key] = '***';
+  return out;
+}

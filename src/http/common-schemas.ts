@@ -1,0 +1,30 @@
+import { z } from 'zod';
+
+/** Schemas shared by every service's route declarations. */
+
+/** `limit` query parameter: 1–1000, default 100 (SPEC §2). */
+export const limitParam = z
+  .string()
+  .regex(/^\d{1,7}$/, 'must be a whole number from 1 to 1000')
+  .transform(Number)
+  .pipe(z.number().int().min(1, 'must be at least 1').max(1000, 'must be at most 1000'))
+  .optional()
+  .meta({ description: 'Items per page, 1–1000 (default 100).' });
+
+export const cursorParam = z.string().min(1).max(2048).optional().meta({ description: 'Opaque cursor from the previous page\'s nextCursor.' });
+
+export const pageQuery = z.strictObject({ limit: limitParam, cursor: cursorParam });
+
+/** Trimmed, non-empty, bounded text. */
+export const text = (max: number) => z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+
+export const emailField = z
+  .string()
+  .trim()
+  .max(320, 'must be at most 320 characters')
+  .regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'must be an e-mail address');
+
+/** A page in the `{ <items>: [...], nextCursor }` envelope of SPEC §2. */
+export function pageOf<T, O>(key: string, page: { items: T[]; nextCursor: string | null }, present: (t: T) => O): Record<string, unknown> {
+  return { [key]: page.items.map(present), nextCursor: page.nextCursor };
+}

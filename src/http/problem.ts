@@ -1,0 +1,76 @@
+import type Koa from 'koa';
+import { STATUS_CODES } from 'node:http';
+import { AppError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { storageError } from '../storage/db.ts';
+
+/** Stable codes for HTTP errors that come from the framework or its libraries, not from us. */
+const FRAMEWORK_CODES: Record<number, string> = {
+  400: 'malformed_request',
+  404: 'route_not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  431: 'headers_too_large',
+};
+
+/** The RFC 9457 body with the `message` and `code` members SPEC §2 adds. */
+export function problemBody(e: AppError, requestId: string | undefined) {
+  return {
+    type: 'about:blank',
+    title: STATUS_CODES[e.status] ?? 'Error',
+    status: e.status,
+    detail: e.message,
+    message: e.message,
+    code: e.code,
+    ...(e.errors.length ? { errors: e.errors } : {}),
+    ...e.extra,
+    ...(requestId ? { requestId } : {}),
+  };
+}
+
+/** Converts anything thrown below into an AppError; unknown errors become an opaque 500. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const mapped = storageError(err);
+  if (mapped) return mapped;
+  const e = err as { status?: unknown; statusCode?: unknown; expose?: unknown; message?: unknown; type?: unknown };
+  const status = typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    // http-errors from Koa or koa-body: the status is right, the message is written for us here.
+    let message = STATUS_CODES[status] ?? 'Bad request';
+    if (status === 400 && (e.type === 'entity.parse.failed' || err instanceof SyntaxError)) message = 'The request body is not valid JSON.';
+    else if (status === 413) message = 'The request body is too large.';
+    else if (status === 415) message = 'The request body has an unsupported media type.';
+    else if (e.expose === true && typeof e.message === 'string') message = e.message;
+    return new AppError(status, FRAMEWORK_CODES[status] ?? `http_${status}`, message, { cause: err });
+  }
+  return new AppError(500, 'internal_error', 'Something went wrong on our side; the request id helps the operator find out what.', { cause: err });
+}
+
+/**
+ * The only place that writes an error body (P3): every failure below it — thrown errors, unknown
+ * routes, wrong methods — leaves as application/problem+json. 5xx details are logged, never sent.
+ */
+export function problems(log: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.body === undefined || ctx.body === null) {
+        if (ctx.status === 404) throw new AppError(404, 'route_not_found', `No route ${ctx.method} ${ctx.path}.`);
+        if (ctx.status === 405) throw new AppError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${String(ctx.response.get('Allow'))}.`);
+        if (ctx.status === 501) throw new AppError(501, 'not_implemented', `${ctx.method} is not implemented.`);
+      }
+    } catch (err) {
+      const e = toAppError(err);
+      const requestId = ctx.state.requestId as string | undefined;
+      if (e.status >= 500) log.error({ err: e.cause ?? e, requestId, method: ctx.method, path: ctx.path }, 'request failed');
+      if (ctx.headerSent || !ctx.writable) return; // a stream already started: nothing more to say
+      for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
+      ctx.status = e.status;
+      ctx.type = 'application/problem+json';
+      ctx.body = problemBody(e, requestId);
+    }
+  };
+}

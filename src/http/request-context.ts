@@ -1,0 +1,65 @@
+import type Koa from 'koa';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../log.ts';
+
+const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Gives every request an id (echoing a well-formed incoming X-Request-Id), returns it in the
+ * response, and writes one access-log line when the response ends. The line holds the path without
+ * its query string, so credentials wrongly put in a URL never reach the log.
+ */
+export function requestContext(log: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    const incoming = ctx.get('X-Request-Id');
+    const requestId = VALID_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
+    const started = process.hrtime.bigint();
+    ctx.res.once('close', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const actor = (ctx.state.caller as { actor?: { id?: string } } | undefined)?.actor?.id;
+      log.info(
+        { requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, ip: ctx.ip, actor, route: ctx.state.routeName as string | undefined },
+        'request',
+      );
+    });
+    await next();
+  };
+}
+
+/** Headers that make responses safe by default (nosniff, no framing, no caching of API data). */
+export function securityHeaders(opts: { https: boolean }): Koa.Middleware {
+  return async (ctx, next) => {
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.set('X-Frame-Options', 'DENY');
+    ctx.set('Cross-Origin-Opener-Policy', 'same-origin');
+    if (opts.https) ctx.set('Strict-Transport-Security', 'max-age=31536000');
+    if (ctx.path.startsWith('/api/') || ctx.path.endsWith('/session')) {
+      ctx.set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
+      ctx.set('Cache-Control', 'no-store');
+    }
+    await next();
+  };
+}
+
+/** CORS for the configured origins only; without CORS_ORIGINS no cross-origin access is granted. */
+export function cors(origins: string[]): Koa.Middleware {
+  const allowed = new Set(origins);
+  return async (ctx, next) => {
+    const origin = ctx.get('Origin');
+    if (!origin || !(allowed.has(origin) || allowed.has('*'))) return next();
+    ctx.vary('Origin');
+    ctx.set('Access-Control-Allow-Origin', origin);
+    ctx.set('Access-Control-Expose-Headers', 'X-Request-Id, Location, Retry-After, WWW-Authenticate, Content-Disposition');
+    if (ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method')) {
+      ctx.set('Access-Control-Allow-Methods', 'GET, HEAD, POST, PATCH, PUT, DELETE');
+      ctx.set('Access-Control-Allow-Headers', 'Authorization, Content-Type, X-Request-Id');
+      ctx.set('Access-Control-Max-Age', '600');
+      ctx.status = 204;
+      return;
+    }
+    await next();
+  };
+}

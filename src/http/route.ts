@@ -1,0 +1,211 @@
+import type Koa from 'koa';
+import { Router } from '@koa/router';
+import { koaBody } from 'koa-body';
+import { z } from 'zod';
+import { AppError, badRequest, invalid, tooLarge, unauthenticated, unsupportedMediaType, type FieldError } from '../errors.ts';
+import type { Access } from '../identity/access.ts';
+import type { Actor, Caller, Permission, RequestMeta, Role } from '../identity/model.ts';
+
+/**
+ * Routes are declared, not just registered: one declaration gives the guard, the request
+ * validation and the OpenAPI operation (P2, P4), so the document cannot drift from the code.
+ */
+
+export type AccessRule = 'public' | 'authenticated' | 'user' | 'superuser' | { org: Role } | { permission: Permission };
+export type BodyType = 'json' | 'form';
+type Schema = z.ZodType;
+
+export interface ResponseSpec {
+  description: string;
+  schema?: Schema;
+  contentType?: string;
+}
+
+export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q extends Schema | undefined = Schema | undefined, A extends AccessRule = AccessRule> {
+  method: 'get' | 'post' | 'patch' | 'put' | 'delete';
+  /** Path below the router prefix, koa-router syntax (`/orgs/:orgId`). */
+  path: string;
+  summary: string;
+  description?: string;
+  access: A;
+  body?: B;
+  /** Accepted request body media types (default json). */
+  bodyTypes?: BodyType[];
+  query?: Q;
+  responses: Record<number, ResponseSpec>;
+  /** Detail of the 413 answer when the body is over the limit. */
+  tooLargeMessage?: string;
+  /** Custom body handling (e.g. multipart upload): the route parses the body itself. */
+  rawBody?: { contentTypes: string[]; description: string };
+}
+
+type Infer<S> = S extends Schema ? z.output<S> : undefined;
+
+export interface RouteInput<B, Q, A> {
+  body: Infer<B>;
+  query: Infer<Q>;
+  params: Record<string, string>;
+  meta: RequestMeta;
+  caller: A extends 'public' ? undefined : Caller;
+}
+
+export type Handler<B, Q, A> = (ctx: Koa.Context, input: RouteInput<B, Q, A>) => unknown;
+
+export interface RouterDeps {
+  /** Verifies a bearer token and returns the current actor (401 otherwise). */
+  authenticate(token: string): Promise<Actor>;
+  access: Access;
+  maxJsonBytes: number;
+}
+
+/** Turns zod issues into `{path, message}` items (unknown keys become one item each). */
+export function fieldErrors(error: z.ZodError, root: string): FieldError[] {
+  const out: FieldError[] = [];
+  for (const issue of error.issues) {
+    const base = issue.path.map(String).join('.');
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) out.push({ path: base ? `${base}.${key}` : key, message: `is not a known ${root === 'query' ? 'parameter' : 'field'}` });
+    } else {
+      out.push({ path: base || root, message: issue.message });
+    }
+  }
+  return out;
+}
+
+const summarize = (errors: FieldError[]) =>
+  errors
+    .slice(0, 5)
+    .map((e) => `${e.path}: ${e.message}`)
+    .join('; ') + (errors.length > 5 ? `; and ${errors.length - 5} more` : '');
+
+/** Validates the query string: no repeated parameters, no unknown ones, typed values (400). */
+export function parseQuery<Q extends Schema | undefined>(ctx: Koa.Context, schema: Q): Infer<Q> {
+  const raw = ctx.query;
+  const repeated = Object.keys(raw).filter((k) => Array.isArray(raw[k]));
+  if (repeated.length) {
+    const errors = repeated.map((k) => ({ path: k, message: 'is given more than once' }));
+    throw badRequest('invalid_parameter', `Invalid query: ${summarize(errors)}.`, errors);
+  }
+  if (!schema) {
+    const keys = Object.keys(raw);
+    if (keys.length) {
+      const errors = keys.map((k) => ({ path: k, message: 'is not a known parameter' }));
+      throw badRequest('invalid_parameter', `Invalid query: ${summarize(errors)}.`, errors);
+    }
+    return undefined as Infer<Q>;
+  }
+  const parsed = schema.safeParse({ ...raw });
+  if (!parsed.success) {
+    const errors = fieldErrors(parsed.error, 'query');
+    throw badRequest('invalid_parameter', `Invalid query: ${summarize(errors)}.`, errors);
+  }
+  return parsed.data as Infer<Q>;
+}
+
+/** Validates a parsed body against its schema (422 naming each bad field). */
+export function parseBody<B extends Schema>(body: unknown, schema: B): z.output<B> {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) {
+    const errors = fieldErrors(parsed.error, 'body');
+    throw invalid(`Invalid request body: ${summarize(errors)}.`, errors);
+  }
+  return parsed.data;
+}
+
+const hasBody = (ctx: Koa.Context) => (ctx.request.length ?? 0) > 0 || ctx.get('Transfer-Encoding') !== '';
+
+function bodyParser(spec: RouteSpec, maxJsonBytes: number): Koa.Middleware {
+  const types = spec.bodyTypes ?? ['json'];
+  const mediaTypes = types.map((t) => (t === 'json' ? 'json' : 'urlencoded'));
+  const parse = koaBody({
+    json: types.includes('json'),
+    urlencoded: types.includes('form'),
+    text: false,
+    multipart: false,
+    jsonStrict: true,
+    jsonLimit: maxJsonBytes,
+    formLimit: 65_536,
+    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
+    onError: (err) => {
+      const status = (err as { status?: number }).status;
+      if (status === 413) throw tooLarge(spec.tooLargeMessage ?? `The request body is larger than ${maxJsonBytes} bytes.`);
+      if (status === 415) throw unsupportedMediaType(`Send the body as ${types.map((t) => (t === 'json' ? 'application/json' : 'application/x-www-form-urlencoded')).join(' or ')}.`);
+      if (status && status < 500) {
+        const proto = /__proto__|prototype/i.test(err.message);
+        throw badRequest('malformed_body', proto ? 'The request body contains a forbidden key (__proto__).' : `The request body is not valid ${types.includes('json') ? 'JSON' : 'form data'}.`);
+      }
+      throw err;
+    },
+  });
+  return async (ctx, next) => {
+    if (hasBody(ctx) && !ctx.is(mediaTypes)) {
+      throw unsupportedMediaType(
+        `Send the body as ${types.map((t) => (t === 'json' ? 'application/json' : 'application/x-www-form-urlencoded')).join(' or ')}, not ${ctx.get('Content-Type') || 'without a Content-Type'}.`,
+      );
+    }
+    await parse(ctx, next);
+  };
+}
+
+/** A service's routes under one prefix, and the declarations the OpenAPI document is built from. */
+export class ApiRouter {
+  readonly prefix: string;
+  readonly router: Router;
+  readonly routes: RouteSpec[] = [];
+  private readonly deps: RouterDeps;
+
+  constructor(prefix: string, deps: RouterDeps) {
+    this.prefix = prefix;
+    this.deps = deps;
+    this.router = new Router({ prefix });
+  }
+
+  /** Declares a route: authenticate → authorize → parse and validate → handler. */
+  add<B extends Schema | undefined = undefined, Q extends Schema | undefined = undefined, A extends AccessRule = AccessRule>(
+    spec: RouteSpec<B, Q, A>,
+    handler: Handler<B, Q, A>,
+  ): this {
+    const s = spec as RouteSpec;
+    this.routes.push(s);
+    const chain: Koa.Middleware[] = [];
+    const name = `${s.method.toUpperCase()} ${this.prefix}${s.path}`;
+    chain.push(async (ctx, next) => {
+      ctx.state.routeName = name;
+      ctx.state.meta = { requestId: ctx.state.requestId as string, ip: ctx.ip } satisfies RequestMeta;
+      if (s.access !== 'public') ctx.state.caller = await this.authorize(ctx, s.access);
+      await next();
+    });
+    if (s.body) chain.push(bodyParser(s, this.deps.maxJsonBytes));
+    chain.push(async (ctx) => {
+      const input = {
+        query: parseQuery(ctx, s.query),
+        body: s.body ? parseBody(ctx.request.body, s.body) : undefined,
+        params: ctx.params as Record<string, string>,
+        meta: ctx.state.meta as RequestMeta,
+        caller: ctx.state.caller as Caller | undefined,
+      };
+      await handler(ctx, input as RouteInput<B, Q, A>);
+    });
+    this.router.register(s.path, [s.method.toUpperCase()], chain as never, { name });
+    return this;
+  }
+
+  private async authorize(ctx: Koa.Context, rule: Exclude<AccessRule, 'public'>): Promise<Caller> {
+    const header = ctx.get('Authorization');
+    const m = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(header);
+    if (!m) throw unauthenticated(header ? 'The Authorization header must be "Bearer <accessToken>".' : 'A bearer access token is required (Authorization: Bearer <accessToken>).');
+    const actor = await this.deps.authenticate(m[1]!);
+    const caller: Caller = { actor, requestId: ctx.state.requestId as string, ip: ctx.ip };
+    ctx.state.caller = caller;
+    const access = this.deps.access;
+    if (rule === 'authenticated') return caller;
+    if (rule === 'user') access.requireUser(actor);
+    else if (rule === 'superuser') access.requireSuperuser(actor);
+    else if ('org' in rule) {
+      const orgId = (ctx.params as Record<string, string>).orgId;
+      if (!orgId) throw new AppError(500, 'internal_error', `route ${ctx.path} declares an org role without :orgId`);
+      access.requireOrgRole(actor, orgId, rule.org);
+    } else access.requirePermission(actor, rule.permission);
+    return caller;
+  }
+}

@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Db } from '../storage/db.ts';
+import { createSettingsRepo } from '../storage/settings-repo.ts';
+import { createAccess } from './access.ts';
+import { createAccessTokens } from './access-tokens.ts';
+import { createAudit } from './audit.ts';
+import { createAuditRepo } from './audit-repo.ts';
+import { createOrgService } from './org-service.ts';
+import { createOrgsRepo } from './orgs-repo.ts';
+import { createPasswordHasher } from './passwords.ts';
+import { createServiceAccountService } from './service-account-service.ts';
+import { createServiceAccountsRepo } from './service-accounts-repo.ts';
+import { createSessionService } from './session-service.ts';
+import { createSessionsRepo } from './sessions-repo.ts';
+import type { SigningKey } from './signing-keys.ts';
+import { createSignInThrottle } from './throttle.ts';
+import { createThrottleRepo } from './throttle-repo.ts';
+import { createUserService } from './user-service.ts';
+import { createUsersRepo } from './users-repo.ts';
+
+export type Identity = ReturnType<typeof createIdentity>;
+
+/** Wires the identity service: repos → services. The composition root calls this once. */
+export function createIdentity(deps: { db: Db; clock: Clock; config: Config; signingKeys: SigningKey[] }) {
+  const { db, clock, config } = deps;
+  const settings = createSettingsRepo(db);
+  // The pre-hash key lives in the database so that a restored backup keeps every password valid.
+  const prehashKey = Buffer.from(settings.getOrCreateSetting('password_prehash_key', () => randomBytes(32).toString('base64url')), 'base64url');
+  const repos = {
+    users: createUsersRepo(db),
+    orgs: createOrgsRepo(db),
+    serviceAccounts: createServiceAccountsRepo(db),
+    sessions: createSessionsRepo(db),
+  };
+  const hasher = createPasswordHasher({ cost: config.bcryptCost, prehashKey });
+  const access = createAccess(repos.orgs);
+  const audit = createAudit(createAuditRepo(db), clock);
+  const throttle = createSignInThrottle(createThrottleRepo(db), clock, {
+    maxFailuresPerAccount: config.loginMaxFailuresPerAccount,
+    maxFailuresPerAddress: config.loginMaxFailuresPerAddress,
+    windowSeconds: config.loginWindowSeconds,
+  });
+  const tokens = createAccessTokens(deps.signingKeys, { issuer: config.jwtIssuer, audience: config.jwtAudience, ttlSeconds: config.tokenTtlSeconds }, clock);
+  const sessions = createSessionService({
+    db, clock, ...repos, tokens, hasher, throttle, audit,
+    refreshIdleSeconds: config.refreshIdleSeconds,
+    refreshMaxSeconds: config.refreshMaxSeconds,
+  });
+  return {
+    access,
+    audit,
+    throttle,
+    tokens,
+    hasher,
+    repos,
+    sessions,
+    orgs: createOrgService({ db, clock, orgs: repos.orgs, users: repos.users, access, audit, hasher }),
+    users: createUserService({ db, clock, users: repos.users, sessions: repos.sessions, audit, hasher }),
+    serviceAccounts: createServiceAccountService({ db, clock, serviceAccounts: repos.serviceAccounts, sessions: repos.sessions, access, audit }),
+    /** Verifies an access token and resolves its actor (used by every authenticated route). */
+    async authenticate(token: string) {
+      return sessions.resolveActor(await tokens.verify(token));
+    },
+    /** Housekeeping: drop expired sessions, refresh tokens and throttle windows. */
+    prune(): number {
+      const now = clock.now();
+      return db.tx(() => repos.sessions.pruneSessions(now, now - 30 * 86_400_000) + throttle.prune());
+    },
+  };
+}

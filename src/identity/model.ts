@@ -1,0 +1,89 @@
+/** Identity domain types shared by the identity repos, services and the HTTP guards. */
+
+export const ROLES = ['viewer', 'editor', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** viewer < editor < admin; a role includes every lower one (SPEC §2). */
+export function roleAtLeast(have: Role | undefined, need: Role): boolean {
+  return have !== undefined && ROLES.indexOf(have) >= ROLES.indexOf(need);
+}
+
+export const PERMISSIONS = ['feed'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  passwordHash: string;
+  superuser: boolean;
+  disabled: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Org {
+  id: string;
+  name: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Member {
+  orgId: string;
+  userId: string;
+  email: string;
+  name: string;
+  role: Role;
+  addedAt: number;
+}
+
+export interface ServiceAccount {
+  id: string;
+  orgId: string | null;
+  name: string;
+  role: Role | null;
+  permissions: Permission[];
+  secretHash: Buffer;
+  createdBy: string | null;
+  createdAt: number;
+  rotatedAt: number | null;
+  lastUsedAt: number | null;
+}
+
+export interface Session {
+  id: string;
+  userId: string | null;
+  serviceAccountId: string | null;
+  createdAt: number;
+  lastUsedAt: number;
+  expiresAt: number;
+  revokedAt: number | null;
+  revokedReason: string | null;
+}
+
+/** Who is calling, resolved from the access token and re-read from the database on every request. */
+export type Actor =
+  | { type: 'user'; id: string; email: string; name: string; superuser: boolean; sessionId: string }
+  | {
+      type: 'service_account';
+      id: string;
+      name: string;
+      orgId: string | null;
+      role: Role | null;
+      permissions: Permission[];
+      sessionId: string;
+    };
+
+/** The actor plus the request facts that audit entries record. */
+export interface Caller {
+  actor: Actor;
+  requestId: string;
+  ip: string;
+}
+
+/** Request facts for unauthenticated calls (sign-in). */
+export interface RequestMeta {
+  requestId: string;
+  ip: string;
+}

@@ -1,0 +1,191 @@
+import type { Clock } from '../clock.ts';
+import { decodeKeyset, toPage, type Page } from '../cursor.ts';
+import { conflict, invalidField, notFound } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { Db } from '../storage/db.ts';
+import type { Access } from './access.ts';
+import type { Audit } from './audit.ts';
+import type { Caller, Member, Org, Role, User } from './model.ts';
+import type { OrgsRepo, OrgWithRole } from './orgs-repo.ts';
+import type { PasswordHasher } from './passwords.ts';
+import { checkPasswordPolicy } from './passwords.ts';
+import type { UsersRepo } from './users-repo.ts';
+
+export interface OrgDeps {
+  db: Db;
+  clock: Clock;
+  orgs: OrgsRepo;
+  users: UsersRepo;
+  access: Access;
+  audit: Audit;
+  hasher: PasswordHasher;
+}
+
+export interface NewMemberInput {
+  email: string;
+  role: Role;
+  name?: string;
+  password?: string;
+}
+
+export type OrgService = ReturnType<typeof createOrgService>;
+
+/** Organizations and their members (SPEC §3.2). Role checks happen in the route table. */
+export function createOrgService(d: OrgDeps) {
+  const requireOrg = (orgId: string): Org => {
+    const org = d.orgs.findOrgById(orgId);
+    if (!org) throw notFound('organization', orgId);
+    return org;
+  };
+
+  const requireMember = (orgId: string, userId: string): Member => {
+    const m = d.orgs.findMember(orgId, userId);
+    if (!m) throw notFound('member', userId);
+    return m;
+  };
+
+  /** Inserts a new user (inside a tx); the password hash is computed beforehand. */
+  const insertNewUser = (email: string, name: string, passwordHash: string): User => {
+    const now = d.clock.now();
+    const user: User = { id: newId('u'), email, name, passwordHash, superuser: false, disabled: false, createdAt: now, updatedAt: now };
+    d.users.insertUser(user);
+    return user;
+  };
+
+  /**
+   * Resolves the user an e-mail names, preparing a password hash when a new user must be created.
+   * Async work happens here, before the transaction.
+   */
+  const prepareUser = async (email: string, password: string | undefined, field: string) => {
+    const existing = d.users.findUserByEmail(email);
+    if (existing) {
+      if (password !== undefined) throw conflict('user_exists', `A user with e-mail ${email} already exists; add them without a password.`);
+      return { existing };
+    }
+    if (password === undefined) throw invalidField(field, `no user has the e-mail ${email}; give a password to create one`);
+    checkPasswordPolicy(password, field);
+    return { passwordHash: await d.hasher.hash(password) };
+  };
+
+  return {
+    /** Organizations the caller can access, with the caller's role in each. */
+    listOrgs(by: Caller, limit: number, cursor?: string): Page<OrgWithRole> {
+      const a = by.actor;
+      const from = decodeKeyset(cursor, 'orgs');
+      let rows: OrgWithRole[];
+      if (a.type === 'service_account') {
+        const org = a.orgId ? d.orgs.findOrgById(a.orgId) : undefined;
+        rows = org && !from ? [{ ...org, role: a.role }] : [];
+      } else if (a.superuser) {
+        rows = d.orgs.listOrgs(limit, from).map((o) => ({ ...o, role: 'admin' as Role }));
+      } else {
+        rows = d.orgs.listOrgsOfUser(a.id, limit, from);
+      }
+      return toPage(rows, limit, 'orgs', (o) => [o.createdAt, o.id]);
+    },
+
+    /**
+     * Creates an organization. Its first admin is the user named by adminEmail (created when a
+     * password is given), else the creating user.
+     */
+    async createOrg(by: Caller, input: { name: string; adminEmail?: string; adminName?: string; adminPassword?: string }): Promise<OrgWithRole> {
+      const adminEmail = input.adminEmail?.toLowerCase();
+      const prepared = adminEmail ? await prepareUser(adminEmail, input.adminPassword, 'adminPassword') : undefined;
+      return d.db.tx(() => {
+        const now = d.clock.now();
+        const org: Org = { id: newId('o'), name: input.name, createdAt: now, updatedAt: now };
+        d.orgs.insertOrg(org);
+        let admin: User | undefined;
+        if (adminEmail && prepared) {
+          admin = prepared.existing ?? d.users.findUserByEmail(adminEmail) ?? insertNewUser(adminEmail, input.adminName ?? '', prepared.passwordHash!);
+        } else if (by.actor.type === 'user') {
+          admin = d.users.findUserById(by.actor.id);
+        }
+        if (admin) d.orgs.insertMember({ orgId: org.id, userId: admin.id, role: 'admin', addedAt: now });
+        d.audit.record(by, { orgId: org.id, action: 'org.created', target: { type: 'org', id: org.id }, data: { name: org.name, adminUserId: admin?.id ?? null } });
+        return { ...org, role: d.access.orgRole(by.actor, org.id) ?? null };
+      });
+    },
+
+    getOrg(by: Caller, orgId: string): OrgWithRole {
+      return { ...requireOrg(orgId), role: d.access.orgRole(by.actor, orgId) ?? null };
+    },
+
+    updateOrg(by: Caller, orgId: string, patch: { name?: string }): OrgWithRole {
+      return d.db.tx(() => {
+        const org = requireOrg(orgId);
+        const next = { ...org, name: patch.name ?? org.name, updatedAt: d.clock.now() };
+        d.orgs.updateOrg(next);
+        d.audit.record(by, { orgId, action: 'org.updated', target: { type: 'org', id: orgId }, data: { name: { from: org.name, to: next.name } } });
+        return { ...next, role: d.access.orgRole(by.actor, orgId) ?? null };
+      });
+    },
+
+    /** Deletes the organization and everything it owns (cascade); audited installation-wide. */
+    deleteOrg(by: Caller, orgId: string): void {
+      d.db.tx(() => {
+        const org = requireOrg(orgId);
+        d.orgs.deleteOrg(orgId);
+        d.audit.record(by, { orgId: null, action: 'org.deleted', target: { type: 'org', id: orgId }, data: { name: org.name } });
+      });
+    },
+
+    listMembers(orgId: string, limit: number, cursor?: string): Page<Member> {
+      requireOrg(orgId);
+      const from = decodeKeyset(cursor, 'members');
+      return toPage(d.orgs.listMembers(orgId, limit, from), limit, 'members', (m) => [m.addedAt, m.userId]);
+    },
+
+    /**
+     * Adds an existing user, or creates one when a password is given. The first member of an
+     * organization becomes its admin whatever role was asked (SPEC §2).
+     */
+    async addMember(by: Caller, orgId: string, input: NewMemberInput): Promise<Member> {
+      requireOrg(orgId);
+      const email = input.email.toLowerCase();
+      const prepared = await prepareUser(email, input.password, 'password');
+      return d.db.tx(() => {
+        requireOrg(orgId);
+        const user = prepared.existing ?? d.users.findUserByEmail(email) ?? insertNewUser(email, input.name ?? '', prepared.passwordHash!);
+        if (d.orgs.findRole(orgId, user.id)) throw conflict('already_member', `${email} is already a member of ${orgId}.`);
+        const role: Role = d.orgs.countMembers(orgId) === 0 ? 'admin' : input.role;
+        d.orgs.insertMember({ orgId, userId: user.id, role, addedAt: d.clock.now() });
+        d.audit.record(by, {
+          orgId,
+          action: 'member.added',
+          target: { type: 'user', id: user.id },
+          data: { email, role, userCreated: !prepared.existing },
+        });
+        return requireMember(orgId, user.id);
+      });
+    },
+
+    /** Changes a member's role; demoting the last admin is refused (409). */
+    updateMember(by: Caller, orgId: string, userId: string, role: Role): Member {
+      return d.db.tx(() => {
+        requireOrg(orgId);
+        const member = requireMember(orgId, userId);
+        if (member.role === role) return member;
+        if (member.role === 'admin' && d.orgs.countAdmins(orgId) <= 1) {
+          throw conflict('last_admin', `${member.email} is the last admin of ${orgId}; make another member admin first.`);
+        }
+        d.orgs.updateMemberRole(orgId, userId, role);
+        d.audit.record(by, { orgId, action: 'member.role_changed', target: { type: 'user', id: userId }, data: { email: member.email, from: member.role, to: role } });
+        return requireMember(orgId, userId);
+      });
+    },
+
+    /** Removes a member; removing the last admin is refused (409). */
+    removeMember(by: Caller, orgId: string, userId: string): void {
+      d.db.tx(() => {
+        requireOrg(orgId);
+        const member = requireMember(orgId, userId);
+        if (member.role === 'admin' && d.orgs.countAdmins(orgId) <= 1) {
+          throw conflict('last_admin', `${member.email} is the last admin of ${orgId}; make another member admin first.`);
+        }
+        d.orgs.deleteMember(orgId, userId);
+        d.audit.record(by, { orgId, action: 'member.removed', target: { type: 'user', id: userId }, data: { email: member.email, role: member.role } });
+      });
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import { createHmac } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+import { AppError, invalidField } from '../errors.ts';
+import { paths } from '../paths.ts';
+import { COMMON_PASSWORDS } from './common-passwords.ts';
+
+export const PASSWORD_MIN = 8;
+export const PASSWORD_MAX = 256;
+
+/**
+ * Checks the password policy (SPEC §3.1, RELIABILITY.md A1): 8–256 characters, not one of the
+ * most common passwords. Throws 422 naming `field`.
+ */
+export function checkPasswordPolicy(password: string, field = 'password'): void {
+  const length = [...password].length;
+  if (length < PASSWORD_MIN) throw invalidField(field, `must be at least ${PASSWORD_MIN} characters`);
+  if (length > PASSWORD_MAX) throw invalidField(field, `must be at most ${PASSWORD_MAX} characters`);
+  if (COMMON_PASSWORDS.has(password.toLowerCase())) throw invalidField(field, 'is one of the most common passwords; choose another');
+}
+
+export interface PasswordHasher {
+  hash(password: string): Promise<string>;
+  verify(password: string, hash: string): Promise<boolean>;
+  /** Spends the same time as a real verification and returns false (unknown accounts, A3). */
+  verifyNothing(password: string): Promise<false>;
+  close(): Promise<void>;
+}
+
+/**
+ * bcrypt with an HMAC-SHA384 pre-hash, as OWASP's Password Storage Cheat Sheet describes: the
+ * password is verified exactly as given, whatever its length (bcrypt alone truncates at 72 bytes),
+ * and the installation key makes the inner hash useless outside this installation (no "shucking").
+ * The work runs on one worker thread, with a bounded queue.
+ */
+export function createPasswordHasher(opts: { cost: number; prehashKey: Buffer; maxQueue?: number }): PasswordHasher {
+  const prehash = (pw: string) => createHmac('sha384', opts.prehashKey).update(pw, 'utf8').digest('base64');
+  const maxQueue = opts.maxQueue ?? 64;
+  let worker: Worker | undefined;
+  let nextId = 1;
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+
+  const ensureWorker = (): Worker => {
+    if (worker) return worker;
+    const w = new Worker(paths.bcryptWorker);
+    w.unref(); // an idle hasher never keeps the process alive
+    w.on('message', (m: { id: number; result?: unknown; error?: string }) => {
+      const p = pending.get(m.id);
+      if (!p) return;
+      pending.delete(m.id);
+      if (m.error !== undefined) p.reject(new Error(m.error));
+      else p.resolve(m.result);
+    });
+    w.on('error', (err) => {
+      for (const p of pending.values()) p.reject(err);
+      pending.clear();
+      worker = undefined;
+    });
+    worker = w;
+    return w;
+  };
+
+  const run = <T>(op: 'hash' | 'compare', input: string, costOrHash: number | string): Promise<T> => {
+    if (pending.size >= maxQueue) {
+      return Promise.reject(new AppError(429, 'too_many_requests', 'Too many sign-ins are in progress; retry in a moment.', { headers: { 'Retry-After': '1' } }));
+    }
+    const w = ensureWorker();
+    const id = nextId++;
+    return new Promise<T>((resolve, reject) => {
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      w.postMessage({ id, op, input, costOrHash });
+    });
+  };
+
+  let dummyHash: Promise<string> | undefined;
+  return {
+    hash: (password) => run<string>('hash', prehash(password), opts.cost),
+    verify: (password, hash) => run<boolean>('compare', prehash(password), hash),
+    async verifyNothing(password) {
+      dummyHash ??= run<string>('hash', prehash('no such account'), opts.cost);
+      await run<boolean>('compare', prehash(password), await dummyHash);
+      return false;
+    },
+    async close() {
+      const w = worker;
+      worker = undefined;
+      if (w) await w.terminate();
+    },
+  };
+}

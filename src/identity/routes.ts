@@ -1,0 +1,284 @@
+import type Koa from 'koa';
+import type { z } from 'zod';
+import { isoZ, sessionExpiry } from '../clock.ts';
+import { AppError, badRequest } from '../errors.ts';
+import { pageOf, pageQuery } from '../http/common-schemas.ts';
+import { ApiRouter } from '../http/route.ts';
+import type { Audit } from './audit.ts';
+import type { OrgService } from './org-service.ts';
+import {
+  presentAuditEntry,
+  presentMember,
+  presentOrg,
+  presentServiceAccount,
+  presentSessionUser,
+  presentUser,
+} from './presenters.ts';
+import * as S from './schemas.ts';
+import type { ServiceAccountService, ServiceAccountWithSecret } from './service-account-service.ts';
+import type { Grant, IssuedSession, SessionPrincipal, SessionService } from './session-service.ts';
+import type { UserService } from './user-service.ts';
+
+export interface IdentityServices {
+  sessions: SessionService;
+  orgs: OrgService;
+  users: UserService;
+  serviceAccounts: ServiceAccountService;
+  audit: Audit;
+}
+
+export const IDENTITY_PREFIX = '/api/identity/v1';
+
+const invalidRequest = (message: string, path: string) =>
+  new AppError(422, 'validation_failed', message, { errors: [{ path, message }], extra: { error: 'invalid_request', error_description: message } });
+
+/** HTTP Basic client authentication (RFC 6749 §2.3.1): form-encoded id and secret. */
+function basicCredentials(header: string): { clientId: string; clientSecret: string } | undefined {
+  const m = /^Basic ([A-Za-z0-9+/]+=*)$/i.exec(header);
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const i = decoded.indexOf(':');
+  if (i < 0) return undefined;
+  try {
+    return { clientId: decodeURIComponent(decoded.slice(0, i)), clientSecret: decodeURIComponent(decoded.slice(i + 1)) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Normalizes the many spellings of SPEC §3.1 into one grant; 400/422 on contradictions. */
+export function toGrant(b: z.output<typeof S.SessionRequest>, authorization: string): Grant {
+  const pick = (field: string, a: string | undefined, c: string | undefined) => {
+    if (a !== undefined && c !== undefined && a !== c) throw invalidRequest(`${field} is given twice with different values`, field);
+    return a ?? c;
+  };
+  const basic = basicCredentials(authorization);
+  const email = pick('email', b.email, b.username);
+  const clientId = pick('clientId', b.clientId, b.client_id) ?? basic?.clientId;
+  const clientSecret = pick('clientSecret', b.clientSecret, b.client_secret) ?? basic?.clientSecret;
+  const refreshToken = pick('refreshToken', b.refreshToken, b.refresh_token);
+  const raw = pick('grantType', b.grantType, b.grant_type);
+  const grantType =
+    raw === undefined
+      ? email !== undefined && b.password !== undefined
+        ? 'password'
+        : clientId !== undefined && clientSecret !== undefined
+          ? 'clientCredentials'
+          : refreshToken !== undefined
+            ? 'refreshToken'
+            : undefined
+      : ({ password: 'password', clientCredentials: 'clientCredentials', client_credentials: 'clientCredentials', refreshToken: 'refreshToken', refresh_token: 'refreshToken' } as const)[raw as 'password'];
+  if (raw !== undefined && grantType === undefined) {
+    throw new AppError(400, 'unsupported_grant_type', `grantType "${raw}" is not supported; use password, clientCredentials or refreshToken.`, {
+      errors: [{ path: 'grantType', message: 'unsupported grant type' }],
+      extra: { error: 'unsupported_grant_type', error_description: 'use password, clientCredentials or refreshToken' },
+    });
+  }
+  switch (grantType) {
+    case 'password':
+      if (email === undefined) throw invalidRequest('email (or username) is required for the password grant', 'email');
+      if (b.password === undefined) throw invalidRequest('password is required for the password grant', 'password');
+      return { grantType, email, password: b.password };
+    case 'clientCredentials':
+      if (clientId === undefined) throw invalidRequest('clientId is required for the clientCredentials grant', 'clientId');
+      if (clientSecret === undefined) throw invalidRequest('clientSecret is required for the clientCredentials grant', 'clientSecret');
+      return { grantType, clientId, clientSecret };
+    case 'refreshToken':
+      if (refreshToken === undefined) throw invalidRequest('refreshToken is required for the refreshToken grant', 'refreshToken');
+      return { grantType, refreshToken };
+    default:
+      throw invalidRequest('grantType is required (password, clientCredentials or refreshToken)', 'grantType');
+  }
+}
+
+const presentPrincipal = (p: SessionPrincipal) => ({
+  user: p.user ? presentSessionUser(p.user) : null,
+  serviceAccount: p.serviceAccount
+    ? {
+        id: p.serviceAccount.id,
+        name: p.serviceAccount.name,
+        orgId: p.serviceAccount.orgId,
+        role: p.serviceAccount.role,
+        ...(p.serviceAccount.orgId === null ? { permissions: p.serviceAccount.permissions } : {}),
+      }
+    : null,
+  orgs: p.orgs,
+});
+
+/** The 200 body of POST /session (SPEC §3.1). */
+export const presentIssuedSession = (s: IssuedSession, ttlSeconds: number) => ({
+  accessToken: s.accessToken,
+  expiresAt: sessionExpiry(s.accessExpiresAt),
+  tokenType: 'Bearer',
+  expiresIn: ttlSeconds,
+  refreshToken: s.refreshToken,
+  refreshExpiresAt: isoZ(s.refreshExpiresAt),
+  ...presentPrincipal(s),
+});
+
+const presentSecret = (r: ServiceAccountWithSecret) => ({ ...presentServiceAccount(r.serviceAccount), clientSecret: r.clientSecret });
+
+/** Token responses must not be cached (RFC 6749 §5.1). */
+function noStore(ctx: Koa.Context): void {
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Pragma', 'no-cache');
+}
+
+/** Registers every route of the identity service (SPEC §3) and the `{auth_url}/v1/session` alias. */
+export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: IdentityServices, opts: { baseUrl: string; tokenTtlSeconds: number }): void {
+  const location = (ctx: Koa.Context, path: string) => ctx.set('Location', `${opts.baseUrl}${IDENTITY_PREFIX}${path}`);
+  const created = (ctx: Koa.Context, path: string, body: unknown) => {
+    ctx.status = 201;
+    location(ctx, path);
+    ctx.body = body;
+  };
+
+  // ── sessions ────────────────────────────────────────────────────────────
+  r.add(
+    {
+      method: 'post', path: '/session', access: 'public', body: S.SessionRequest, bodyTypes: ['json', 'form'],
+      summary: 'Sign in: password, clientCredentials or refreshToken grant',
+      description: 'Returns an access token (JWT, 1 hour) and a refresh token (rotated on every use). HTTP Basic client authentication is accepted for clientCredentials.',
+      responses: { 200: { description: 'Signed in' }, 401: { description: 'invalid_grant / invalid_client' } },
+    },
+    async (ctx, { body, meta }) => {
+      if (ctx.querystring) throw badRequest('credentials_in_url', 'Credentials must be sent in the request body, never in the URL.');
+      const issued = await svc.sessions.signIn(toGrant(body, ctx.get('Authorization')), meta);
+      noStore(ctx);
+      ctx.body = presentIssuedSession(issued, opts.tokenTtlSeconds);
+    },
+  );
+  r.add({ method: 'get', path: '/session', access: 'authenticated', summary: 'The current session', responses: { 200: { description: 'Session' } } }, (ctx, { caller }) => {
+    const s = svc.sessions.describe(caller);
+    ctx.body = { ...presentPrincipal(s), refreshExpiresAt: isoZ(s.expiresAt) };
+  });
+  r.add(
+    { method: 'delete', path: '/session', access: 'authenticated', summary: 'Sign out: revoke this session and its refresh tokens', responses: { 204: { description: 'Signed out' } } },
+    (ctx, { caller }) => {
+      svc.sessions.signOut(caller);
+      ctx.status = 204;
+    },
+  );
+
+  // ── organizations and members ───────────────────────────────────────────
+  r.add({ method: 'get', path: '/orgs', access: 'authenticated', query: pageQuery, summary: 'Organizations the caller can access', responses: { 200: { description: '{orgs, nextCursor}' } } }, (ctx, { caller, query }) => {
+    ctx.body = pageOf('orgs', svc.orgs.listOrgs(caller, query.limit ?? 100, query.cursor), presentOrg);
+  });
+  r.add({ method: 'post', path: '/orgs', access: 'superuser', body: S.NewOrg, summary: 'Create an organization', description: 'The user named by adminEmail (created when adminPassword is given), or else the creator, becomes its admin.', responses: { 201: { description: 'Created' } } }, async (ctx, { caller, body }) => {
+    const org = await svc.orgs.createOrg(caller, body);
+    created(ctx, `/orgs/${org.id}`, presentOrg(org));
+  });
+  r.add({ method: 'get', path: '/orgs/:orgId', access: { org: 'viewer' }, summary: 'An organization', responses: { 200: { description: 'Organization' } } }, (ctx, { caller, params }) => {
+    ctx.body = presentOrg(svc.orgs.getOrg(caller, params.orgId!));
+  });
+  r.add({ method: 'patch', path: '/orgs/:orgId', access: { org: 'admin' }, body: S.OrgPatch, summary: 'Rename an organization', responses: { 200: { description: 'Updated' } } }, (ctx, { caller, params, body }) => {
+    ctx.body = presentOrg(svc.orgs.updateOrg(caller, params.orgId!, body));
+  });
+  r.add({ method: 'delete', path: '/orgs/:orgId', access: 'superuser', summary: 'Delete an organization and everything it owns', responses: { 204: { description: 'Deleted' } } }, (ctx, { caller, params }) => {
+    svc.orgs.deleteOrg(caller, params.orgId!);
+    ctx.status = 204;
+  });
+  r.add({ method: 'get', path: '/orgs/:orgId/members', access: { org: 'viewer' }, query: pageQuery, summary: 'Members and their roles', responses: { 200: { description: '{members, nextCursor}' } } }, (ctx, { params, query }) => {
+    ctx.body = pageOf('members', svc.orgs.listMembers(params.orgId!, query.limit ?? 100, query.cursor), presentMember);
+  });
+  r.add({ method: 'post', path: '/orgs/:orgId/members', access: { org: 'admin' }, body: S.NewMember, summary: 'Add a member (creates the user when a password is given)', responses: { 201: { description: 'Added' }, 409: { description: 'Already a member' } } }, async (ctx, { caller, params, body }) => {
+    const m = await svc.orgs.addMember(caller, params.orgId!, body);
+    created(ctx, `/orgs/${params.orgId}/members/${m.userId}`, presentMember(m));
+  });
+  r.add({ method: 'patch', path: '/orgs/:orgId/members/:userId', access: { org: 'admin' }, body: S.MemberPatch, summary: "Change a member's role", responses: { 200: { description: 'Updated' }, 409: { description: 'Last admin' } } }, (ctx, { caller, params, body }) => {
+    ctx.body = presentMember(svc.orgs.updateMember(caller, params.orgId!, params.userId!, body.role));
+  });
+  r.add({ method: 'delete', path: '/orgs/:orgId/members/:userId', access: { org: 'admin' }, summary: 'Remove a member', responses: { 204: { description: 'Removed' }, 409: { description: 'Last admin' } } }, (ctx, { caller, params }) => {
+    svc.orgs.removeMember(caller, params.orgId!, params.userId!);
+    ctx.status = 204;
+  });
+
+  // ── organization service accounts ───────────────────────────────────────
+  r.add({ method: 'get', path: '/orgs/:orgId/service-accounts', access: { org: 'admin' }, query: pageQuery, summary: 'Service accounts (never their secrets)', responses: { 200: { description: '{serviceAccounts, nextCursor}' } } }, (ctx, { params, query }) => {
+    ctx.body = pageOf('serviceAccounts', svc.serviceAccounts.listOrgServiceAccounts(params.orgId!, query.limit ?? 100, query.cursor), presentServiceAccount);
+  });
+  r.add({ method: 'post', path: '/orgs/:orgId/service-accounts', access: { org: 'admin' }, body: S.NewOrgServiceAccount, summary: 'Create a service account; the secret is shown only in this response', responses: { 201: { description: 'Created, with clientSecret' } } }, (ctx, { caller, params, body }) => {
+    const res = svc.serviceAccounts.createOrgServiceAccount(caller, params.orgId!, body);
+    noStore(ctx);
+    created(ctx, `/orgs/${params.orgId}/service-accounts/${res.serviceAccount.id}`, presentSecret(res));
+  });
+  r.add({ method: 'post', path: '/orgs/:orgId/service-accounts/:serviceAccountId/rotate', access: { org: 'admin' }, summary: 'New secret (shown once); the old one and its sessions stop working', responses: { 200: { description: 'Rotated, with clientSecret' } } }, (ctx, { caller, params }) => {
+    noStore(ctx);
+    ctx.body = presentSecret(svc.serviceAccounts.rotateOrgServiceAccount(caller, params.orgId!, params.serviceAccountId!));
+  });
+  r.add({ method: 'delete', path: '/orgs/:orgId/service-accounts/:serviceAccountId', access: { org: 'admin' }, summary: 'Delete a service account; its tokens stop working at once', responses: { 204: { description: 'Deleted' } } }, (ctx, { caller, params }) => {
+    svc.serviceAccounts.deleteOrgServiceAccount(caller, params.orgId!, params.serviceAccountId!);
+    ctx.status = 204;
+  });
+
+  r.add({ method: 'get', path: '/orgs/:orgId/audit', access: { org: 'admin' }, query: pageQuery, summary: 'Audit log of the organization, newest first', responses: { 200: { description: '{events, nextCursor}' } } }, (ctx, { params, query }) => {
+    ctx.body = pageOf('events', svc.audit.list(params.orgId!, query.limit ?? 100, query.cursor), presentAuditEntry);
+  });
+
+  // ── users ───────────────────────────────────────────────────────────────
+  r.add({ method: 'get', path: '/users/me', access: 'user', summary: 'My profile', responses: { 200: { description: 'User' } } }, (ctx, { caller }) => {
+    ctx.body = presentUser(svc.users.me(caller));
+  });
+  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'Updated' } } }, async (ctx, { caller, body }) => {
+    ctx.body = presentUser(await svc.users.updateMe(caller, body));
+  });
+  r.add({ method: 'get', path: '/users', access: 'superuser', query: pageQuery, summary: 'Installation users', responses: { 200: { description: '{users, nextCursor}' } } }, (ctx, { query }) => {
+    ctx.body = pageOf('users', svc.users.listUsers(query.limit ?? 100, query.cursor), presentUser);
+  });
+  r.add({ method: 'post', path: '/users', access: 'superuser', body: S.NewUser, summary: 'Create a user', responses: { 201: { description: 'Created' }, 409: { description: 'E-mail taken' } } }, async (ctx, { caller, body }) => {
+    const u = await svc.users.createUser(caller, body);
+    created(ctx, `/users/${u.id}`, presentUser(u));
+  });
+  r.add({ method: 'get', path: '/users/:userId', access: 'superuser', summary: 'A user', responses: { 200: { description: 'User' } } }, (ctx, { params }) => {
+    ctx.body = presentUser(svc.users.getUser(params.userId!));
+  });
+  r.add({ method: 'patch', path: '/users/:userId', access: 'superuser', body: S.UserPatch, summary: 'Rename, disable, set superuser or reset the password of a user', responses: { 200: { description: 'Updated' }, 409: { description: 'Last superuser' } } }, async (ctx, { caller, params, body }) => {
+    ctx.body = presentUser(await svc.users.updateUser(caller, params.userId!, body));
+  });
+  r.add({ method: 'delete', path: '/users/:userId/sessions', access: 'superuser', summary: 'End every session of a user', responses: { 200: { description: '{revokedSessions}' } } }, (ctx, { caller, params }) => {
+    ctx.body = { revokedSessions: svc.users.revokeUserSessions(caller, params.userId!) };
+  });
+
+  // ── installation service accounts (feed pipelines) ──────────────────────
+  r.add({ method: 'get', path: '/service-accounts', access: 'superuser', query: pageQuery, summary: 'Installation service accounts', responses: { 200: { description: '{serviceAccounts, nextCursor}' } } }, (ctx, { query }) => {
+    ctx.body = pageOf('serviceAccounts', svc.serviceAccounts.listInstallationServiceAccounts(query.limit ?? 100, query.cursor), presentServiceAccount);
+  });
+  r.add({ method: 'post', path: '/service-accounts', access: 'superuser', body: S.NewInstallationServiceAccount, summary: 'Create an installation service account (e.g. permission feed)', responses: { 201: { description: 'Created, with clientSecret' } } }, (ctx, { caller, body }) => {
+    const res = svc.serviceAccounts.createInstallationServiceAccount(caller, body);
+    noStore(ctx);
+    created(ctx, `/service-accounts/${res.serviceAccount.id}`, presentSecret(res));
+  });
+  r.add({ method: 'post', path: '/service-accounts/:serviceAccountId/rotate', access: 'superuser', summary: 'New secret for an installation service account', responses: { 200: { description: 'Rotated, with clientSecret' } } }, (ctx, { caller, params }) => {
+    noStore(ctx);
+    ctx.body = presentSecret(svc.serviceAccounts.rotateInstallationServiceAccount(caller, params.serviceAccountId!));
+  });
+  r.add({ method: 'delete', path: '/service-accounts/:serviceAccountId', access: 'superuser', summary: 'Delete an installation service account', responses: { 204: { description: 'Deleted' } } }, (ctx, { caller, params }) => {
+    svc.serviceAccounts.deleteInstallationServiceAccount(caller, params.serviceAccountId!);
+    ctx.status = 204;
+  });
+  r.add({ method: 'get', path: '/audit', access: 'superuser', query: pageQuery, summary: 'Audit log of the whole installation, newest first', responses: { 200: { description: '{events, nextCursor}' } } }, (ctx, { query }) => {
+    ctx.body = pageOf('events', svc.audit.list(undefined, query.limit ?? 100, query.cursor), presentAuditEntry);
+  });
+
+  // ── the hosted service's auth alias: form username + password, snake_case answer ──
+  alias.add(
+    {
+      method: 'post', path: '/session', access: 'public', body: S.AuthAliasRequest, bodyTypes: ['form', 'json'],
+      summary: 'Sign in with form fields username and password (auth_url alias)',
+      responses: { 200: { description: '{access_token, token_type, expires_in, expires_at, refresh_token}' } },
+    },
+    async (ctx, { body, meta }) => {
+      if (ctx.querystring) throw badRequest('credentials_in_url', 'Credentials must be sent in the request body, never in the URL.');
+      const s = await svc.sessions.signIn({ grantType: 'password', email: body.username, password: body.password }, meta);
+      noStore(ctx);
+      ctx.body = {
+        access_token: s.accessToken,
+        token_type: 'Bearer',
+        expires_in: opts.tokenTtlSeconds,
+        expires_at: sessionExpiry(s.accessExpiresAt),
+        refresh_token: s.refreshToken,
+      };
+    },
+  );
+}
+

@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import { emailField, text } from '../http/common-schemas.ts';
+import { PERMISSIONS, ROLES } from './model.ts';
+
+/** Request schemas of the identity service: validation and the OpenAPI document in one place. */
+
+const credential = (max: number) => z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+
+/** Every spelling SPEC §3.1 accepts: camelCase, RFC 6749 snake_case, form `username`. */
+export const SessionRequest = z
+  .strictObject({
+    grantType: z.string().max(64).optional(),
+    grant_type: z.string().max(64).optional(),
+    email: credential(320).optional(),
+    username: credential(320).optional(),
+    password: credential(4096).optional(),
+    clientId: credential(128).optional(),
+    client_id: credential(128).optional(),
+    clientSecret: credential(512).optional(),
+    client_secret: credential(512).optional(),
+    refreshToken: credential(512).optional(),
+    refresh_token: credential(512).optional(),
+    scope: z.string().max(1024).optional().meta({ description: 'Accepted for OAuth clients; not used.' }),
+  })
+  .meta({ description: 'grantType password (email, password), clientCredentials (clientId, clientSecret) or refreshToken (refreshToken); snake_case and form fields work too.' });
+
+export const AuthAliasRequest = z.strictObject({
+  username: credential(320),
+  password: credential(4096),
+  grant_type: z.literal('password').optional(),
+  scope: z.string().max(1024).optional(),
+});
+
+const role = z.enum(ROLES, { error: `must be one of ${ROLES.join(', ')}` });
+const newPassword = z.string().min(1, 'must not be empty').max(1024);
+
+export const NewOrg = z.strictObject({
+  name: text(256),
+  adminEmail: emailField.optional(),
+  adminName: text(256).optional(),
+  adminPassword: newPassword.optional(),
+});
+
+export const OrgPatch = z.strictObject({ name: text(256).optional() });
+
+export const NewMember = z.strictObject({
+  email: emailField,
+  role,
+  name: text(256).optional(),
+  password: newPassword.optional(),
+});
+
+export const MemberPatch = z.strictObject({ role });
+
+export const MePatch = z.strictObject({
+  name: z.string().trim().max(256).optional(),
+  password: newPassword.optional(),
+  currentPassword: z.string().max(4096).optional(),
+});
+
+export const NewUser = z.strictObject({
+  email: emailField,
+  name: z.string().trim().max(256).optional(),
+  password: newPassword,
+  superuser: z.boolean().optional(),
+});
+
+export const UserPatch = z.strictObject({
+  name: z.string().trim().max(256).optional(),
+  superuser: z.boolean().optional(),
+  disabled: z.boolean().optional(),
+  password: newPassword.optional(),
+});
+
+export const NewOrgServiceAccount = z.strictObject({ name: text(256), role });
+
+export const NewInstallationServiceAccount = z.strictObject({
+  name: text(256),
+  permissions: z.array(z.enum(PERMISSIONS, { error: `must be one of ${PERMISSIONS.join(', ')}` })).min(1, 'must name at least one permission'),
+});

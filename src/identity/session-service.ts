@@ -1,0 +1,257 @@
+import type { Clock } from '../clock.ts';
+import { digestsEqual, randomToken, sha256 } from '../crypto.ts';
+import { AppError, unauthenticated } from '../errors.ts';
+import { isId, newId } from '../ids.ts';
+import type { Db } from '../storage/db.ts';
+import type { AccessClaims, AccessTokens } from './access-tokens.ts';
+import type { Audit } from './audit.ts';
+import type { Actor, Caller, RequestMeta, Role, ServiceAccount, User } from './model.ts';
+import type { OrgsRepo } from './orgs-repo.ts';
+import type { PasswordHasher } from './passwords.ts';
+import type { ServiceAccountsRepo } from './service-accounts-repo.ts';
+import type { SessionsRepo } from './sessions-repo.ts';
+import type { SignInThrottle, ThrottleKey } from './throttle.ts';
+import type { UsersRepo } from './users-repo.ts';
+
+/** A sign-in request, already normalized from camelCase, snake_case or form fields. */
+export type Grant =
+  | { grantType: 'password'; email: string; password: string }
+  | { grantType: 'clientCredentials'; clientId: string; clientSecret: string }
+  | { grantType: 'refreshToken'; refreshToken: string };
+
+export interface SessionPrincipal {
+  user: { id: string; email: string; name: string; superuser: boolean } | null;
+  serviceAccount: { id: string; name: string; orgId: string | null; role: Role | null; permissions: string[] } | null;
+  orgs: { id: string; name: string; role: Role }[];
+}
+
+export interface IssuedSession extends SessionPrincipal {
+  sessionId: string;
+  accessToken: string;
+  accessExpiresAt: number;
+  refreshToken: string;
+  refreshExpiresAt: number;
+}
+
+export interface SessionDeps {
+  db: Db;
+  clock: Clock;
+  users: UsersRepo;
+  orgs: OrgsRepo;
+  serviceAccounts: ServiceAccountsRepo;
+  sessions: SessionsRepo;
+  tokens: AccessTokens;
+  hasher: PasswordHasher;
+  throttle: SignInThrottle;
+  audit: Audit;
+  refreshIdleSeconds: number;
+  refreshMaxSeconds: number;
+}
+
+const REFRESH_PREFIX = 'clr_';
+/** A digest no secret hashes to: compared against when the client id is unknown (same timing). */
+const NO_SECRET = sha256('no service account has this secret');
+
+const invalidGrant = (message: string) =>
+  new AppError(401, 'invalid_grant', message, { extra: { error: 'invalid_grant', error_description: message } });
+const invalidClient = (message: string) =>
+  new AppError(401, 'invalid_client', message, { extra: { error: 'invalid_client', error_description: message } });
+
+export type SessionService = ReturnType<typeof createSessionService>;
+
+/**
+ * Sessions (SPEC §3.1): the password, clientCredentials and refreshToken grants, rotation with
+ * re-use detection, sign-out, and the per-request resolution of an access token to an actor.
+ */
+export function createSessionService(d: SessionDeps) {
+  const ms = (s: number) => s * 1000;
+
+  /** Organizations the principal can use, with its role in each. */
+  const orgsOf = (p: { user?: User; sa?: ServiceAccount }): SessionPrincipal['orgs'] => {
+    if (p.sa) {
+      if (!p.sa.orgId) return [];
+      const o = d.orgs.findOrgById(p.sa.orgId);
+      return o ? [{ id: o.id, name: o.name, role: p.sa.role! }] : [];
+    }
+    return d.orgs.listOrgsOfUser(p.user!.id, 10_000).map((o) => ({ id: o.id, name: o.name, role: o.role! }));
+  };
+
+  const principalOf = (p: { user?: User; sa?: ServiceAccount }): SessionPrincipal => ({
+    user: p.user ? { id: p.user.id, email: p.user.email, name: p.user.name, superuser: p.user.superuser } : null,
+    serviceAccount: p.sa ? { id: p.sa.id, name: p.sa.name, orgId: p.sa.orgId, role: p.sa.role, permissions: p.sa.permissions } : null,
+    orgs: orgsOf(p),
+  });
+
+  /** Inserts a refresh token for the session; returns the raw token and its expiry. Inside a tx. */
+  const issueRefreshToken = (sessionId: string, sessionExpiresAt: number): { token: string; expiresAt: number } => {
+    const now = d.clock.now();
+    const token = REFRESH_PREFIX + randomToken(32);
+    const expiresAt = Math.min(now + ms(d.refreshIdleSeconds), sessionExpiresAt);
+    d.sessions.insertRefreshToken(sha256(token), sessionId, now, expiresAt);
+    return { token, expiresAt };
+  };
+
+  /** Starts a new session for the principal and issues its first token pair. Inside a tx. */
+  const startSession = (p: { user?: User; sa?: ServiceAccount }) => {
+    const now = d.clock.now();
+    const session = {
+      id: newId('sf'),
+      userId: p.user?.id ?? null,
+      serviceAccountId: p.sa?.id ?? null,
+      createdAt: now,
+      lastUsedAt: now,
+      expiresAt: now + ms(d.refreshMaxSeconds),
+      revokedAt: null,
+      revokedReason: null,
+    };
+    d.sessions.insertSession(session);
+    return { sessionId: session.id, refresh: issueRefreshToken(session.id, session.expiresAt) };
+  };
+
+  const finish = async (sub: string, sessionId: string, refresh: { token: string; expiresAt: number }, p: { user?: User; sa?: ServiceAccount }): Promise<IssuedSession> => {
+    const access = await d.tokens.sign(sub, sessionId);
+    return {
+      sessionId,
+      accessToken: access.token,
+      accessExpiresAt: access.expiresAt,
+      refreshToken: refresh.token,
+      refreshExpiresAt: refresh.expiresAt,
+      ...principalOf(p),
+    };
+  };
+
+  async function passwordGrant(email: string, password: string, meta: RequestMeta): Promise<IssuedSession> {
+    const normalized = email.trim().toLowerCase();
+    const keys: ThrottleKey[] = [`account:${normalized}`, `address:${meta.ip}`];
+    d.throttle.assertAllowed(keys);
+    const user = d.users.findUserByEmail(normalized);
+    // Same work whether or not the account exists, so timing reveals nothing (RELIABILITY.md A3).
+    const ok = user && !user.disabled ? await d.hasher.verify(password, user.passwordHash) : await d.hasher.verifyNothing(password);
+    if (!ok || !user) {
+      d.db.tx(() => {
+        d.throttle.recordFailure(keys);
+        d.audit.recordAnonymous(meta, { orgId: null, action: 'session.sign_in_failed', data: { grantType: 'password', email: normalized } });
+      });
+      throw invalidGrant('The e-mail or password is incorrect.');
+    }
+    const started = d.db.tx(() => {
+      d.throttle.recordSuccess(keys[0]!);
+      d.audit.recordAnonymous(meta, { orgId: null, action: 'session.signed_in', actor: { type: 'user', id: user.id, label: user.email }, target: { type: 'user', id: user.id } });
+      return startSession({ user });
+    });
+    return finish(user.id, started.sessionId, started.refresh, { user });
+  }
+
+  async function clientCredentialsGrant(clientId: string, clientSecret: string, meta: RequestMeta): Promise<IssuedSession> {
+    const keys: ThrottleKey[] = [`client:${clientId.slice(0, 64)}`, `address:${meta.ip}`];
+    d.throttle.assertAllowed(keys);
+    const sa = isId('sa', clientId) ? d.serviceAccounts.findServiceAccountById(clientId) : undefined;
+    const match = digestsEqual(sha256(clientSecret), sa ? sa.secretHash : NO_SECRET);
+    if (!sa || !match) {
+      d.db.tx(() => {
+        d.throttle.recordFailure(keys);
+        d.audit.recordAnonymous(meta, { orgId: sa?.orgId ?? null, action: 'session.sign_in_failed', data: { grantType: 'clientCredentials', clientId: clientId.slice(0, 64) } });
+      });
+      throw invalidClient('The client id or secret is incorrect.');
+    }
+    const started = d.db.tx(() => {
+      d.throttle.recordSuccess(keys[0]!);
+      d.serviceAccounts.touchServiceAccount(sa.id, d.clock.now());
+      return startSession({ sa });
+    });
+    return finish(sa.id, started.sessionId, started.refresh, { sa });
+  }
+
+  async function refreshTokenGrant(refreshToken: string, meta: RequestMeta): Promise<IssuedSession> {
+    const keys: ThrottleKey[] = [`address:${meta.ip}`];
+    d.throttle.assertAllowed(keys);
+    const hash = sha256(refreshToken);
+    const now = d.clock.now();
+    // Decide inside one transaction, throw after it: a detected re-use must stay revoked.
+    const outcome = d.db.tx(():
+      | { kind: 'ok'; sessionId: string; refresh: { token: string; expiresAt: number }; user?: User; sa?: ServiceAccount }
+      | { kind: 'reused' }
+      | { kind: 'invalid'; reason: string } => {
+      const used = refreshToken.startsWith(REFRESH_PREFIX) ? d.sessions.useRefreshToken(hash, now) : undefined;
+      if (!used) {
+        const known = refreshToken.startsWith(REFRESH_PREFIX) ? d.sessions.findRefreshToken(hash) : undefined;
+        if (known && known.usedAt !== null) {
+          // A rotated token came back: someone holds a copy. End the whole family (RFC 9700 §4.14.2).
+          d.sessions.revokeSession(known.sessionId, now, 'refresh_token_reuse');
+          const s = d.sessions.findSession(known.sessionId);
+          d.audit.recordAnonymous(meta, {
+            orgId: null,
+            action: 'session.refresh_token_reused',
+            actor: s?.userId ? { type: 'user', id: s.userId, label: null } : { type: 'service_account', id: s?.serviceAccountId ?? null, label: null },
+            target: { type: 'session', id: known.sessionId },
+          });
+          return { kind: 'reused' };
+        }
+        d.throttle.recordFailure(keys);
+        return { kind: 'invalid', reason: 'The refresh token is not valid.' };
+      }
+      const session = d.sessions.findSession(used.sessionId);
+      if (!session || session.revokedAt !== null) return { kind: 'invalid', reason: 'The session has ended; sign in again.' };
+      if (used.expiresAt <= now || session.expiresAt <= now) return { kind: 'invalid', reason: 'The refresh token has expired; sign in again.' };
+      const user = session.userId ? d.users.findUserById(session.userId) : undefined;
+      const sa = session.serviceAccountId ? d.serviceAccounts.findServiceAccountById(session.serviceAccountId) : undefined;
+      if (session.userId && (!user || user.disabled)) return { kind: 'invalid', reason: 'The account is disabled.' };
+      if (session.serviceAccountId && !sa) return { kind: 'invalid', reason: 'The service account no longer exists.' };
+      d.sessions.touchSession(session.id, now);
+      return { kind: 'ok', sessionId: session.id, refresh: issueRefreshToken(session.id, session.expiresAt), user, sa };
+    });
+    if (outcome.kind === 'reused') throw invalidGrant('The refresh token was already used; the session has been revoked. Sign in again.');
+    if (outcome.kind === 'invalid') throw invalidGrant(outcome.reason);
+    const p = { user: outcome.user, sa: outcome.sa };
+    return finish((outcome.user ?? outcome.sa)!.id, outcome.sessionId, outcome.refresh, p);
+  }
+
+  return {
+    /** Runs a grant; throws 401 invalid_grant / invalid_client or 429 when throttled. */
+    signIn(grant: Grant, meta: RequestMeta): Promise<IssuedSession> {
+      switch (grant.grantType) {
+        case 'password':
+          return passwordGrant(grant.email, grant.password, meta);
+        case 'clientCredentials':
+          return clientCredentialsGrant(grant.clientId, grant.clientSecret, meta);
+        case 'refreshToken':
+          return refreshTokenGrant(grant.refreshToken, meta);
+      }
+    },
+
+    /** The caller's session as GET /session shows it. */
+    describe(by: Caller): SessionPrincipal & { expiresAt: number } {
+      const a = by.actor;
+      const session = d.sessions.findSession(a.sessionId)!;
+      const p = a.type === 'user' ? { user: d.users.findUserById(a.id)! } : { sa: d.serviceAccounts.findServiceAccountById(a.id)! };
+      return { ...principalOf(p), expiresAt: session.expiresAt };
+    },
+
+    /** Revokes the caller's session: its refresh tokens and access tokens stop working. */
+    signOut(by: Caller): void {
+      d.db.tx(() => {
+        d.sessions.revokeSession(by.actor.sessionId, d.clock.now(), 'signed_out');
+        d.audit.record(by, { orgId: null, action: 'session.signed_out', target: { type: 'session', id: by.actor.sessionId } });
+      });
+    },
+
+    /**
+     * Turns verified access-token claims into the current actor, re-reading the session, the user
+     * or service account from the database; throws 401 when any of them is gone or revoked.
+     */
+    resolveActor(claims: AccessClaims): Actor {
+      const session = d.sessions.findSession(claims.sid);
+      if (!session || session.revokedAt !== null || session.expiresAt <= d.clock.now()) {
+        throw unauthenticated('The session of this access token has ended; sign in again.');
+      }
+      if (session.userId) {
+        const u = d.users.findUserById(session.userId);
+        if (!u || u.disabled || u.id !== claims.sub) throw unauthenticated('The account of this access token is disabled or gone.');
+        return { type: 'user', id: u.id, email: u.email, name: u.name, superuser: u.superuser, sessionId: session.id };
+      }
+      const sa = d.serviceAccounts.findServiceAccountById(session.serviceAccountId!);
+      if (!sa || sa.id !== claims.sub) throw unauthenticated('The service account of this access token no longer exists.');
+      return { type: 'service_account', id: sa.id, name: sa.name, orgId: sa.orgId, role: sa.role, permissions: sa.permissions, sessionId: session.id };
+    },
+  };
+}

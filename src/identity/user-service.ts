@@ -1,0 +1,175 @@
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import { decodeKeyset, toPage, type Page } from '../cursor.ts';
+import { AppError, conflict, forbidden, invalidField, notFound } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { Db } from '../storage/db.ts';
+import type { Audit } from './audit.ts';
+import type { Caller, User } from './model.ts';
+import type { PasswordHasher } from './passwords.ts';
+import { checkPasswordPolicy } from './passwords.ts';
+import type { SessionsRepo } from './sessions-repo.ts';
+import type { UsersRepo } from './users-repo.ts';
+
+export interface UserDeps {
+  db: Db;
+  clock: Clock;
+  users: UsersRepo;
+  sessions: SessionsRepo;
+  audit: Audit;
+  hasher: PasswordHasher;
+}
+
+export interface UserPatch {
+  name?: string;
+  superuser?: boolean;
+  disabled?: boolean;
+  password?: string;
+}
+
+export type UserService = ReturnType<typeof createUserService>;
+
+/** Installation users, the caller's own profile, and the first-start superuser (SPEC §3.2, §8). */
+export function createUserService(d: UserDeps) {
+  const requireUser = (id: string): User => {
+    const u = d.users.findUserById(id);
+    if (!u) throw notFound('user', id);
+    return u;
+  };
+
+  const insertUser = (email: string, name: string, passwordHash: string, superuser: boolean): User => {
+    if (d.users.findUserByEmail(email)) throw conflict('email_taken', `A user with e-mail ${email} already exists.`);
+    const now = d.clock.now();
+    const user: User = { id: newId('u'), email, name, passwordHash, superuser, disabled: false, createdAt: now, updatedAt: now };
+    d.users.insertUser(user);
+    return user;
+  };
+
+  return {
+    me(by: Caller): User {
+      if (by.actor.type !== 'user') throw forbidden('Service accounts have no user profile.');
+      return requireUser(by.actor.id);
+    },
+
+    /**
+     * Updates the caller's name and/or password. A password change needs the current password and
+     * ends every other session of the user (their access tokens fail on the next request).
+     */
+    async updateMe(by: Caller, patch: { name?: string; password?: string; currentPassword?: string }): Promise<User> {
+      if (by.actor.type !== 'user') throw forbidden('Service accounts have no user profile.');
+      const userId = by.actor.id;
+      let passwordHash: string | undefined;
+      if (patch.password !== undefined) {
+        if (patch.currentPassword === undefined) throw invalidField('currentPassword', 'is required to change the password');
+        const current = requireUser(userId);
+        if (!(await d.hasher.verify(patch.currentPassword, current.passwordHash))) {
+          throw new AppError(422, 'invalid_current_password', 'currentPassword is not the current password.', {
+            errors: [{ path: 'currentPassword', message: 'is not the current password' }],
+          });
+        }
+        checkPasswordPolicy(patch.password);
+        passwordHash = await d.hasher.hash(patch.password);
+      }
+      return d.db.tx(() => {
+        const u = requireUser(userId);
+        const next: User = { ...u, name: patch.name ?? u.name, passwordHash: passwordHash ?? u.passwordHash, updatedAt: d.clock.now() };
+        d.users.updateUser(next);
+        if (passwordHash) {
+          const ended = d.sessions.revokeSessionsOfUser(userId, by.actor.sessionId, d.clock.now(), 'password_changed');
+          d.audit.record(by, { orgId: null, action: 'user.password_changed', target: { type: 'user', id: userId }, data: { otherSessionsEnded: ended } });
+        }
+        if (patch.name !== undefined && patch.name !== u.name) {
+          d.audit.record(by, { orgId: null, action: 'user.updated', target: { type: 'user', id: userId }, data: { name: { from: u.name, to: next.name } } });
+        }
+        return next;
+      });
+    },
+
+    listUsers(limit: number, cursor?: string): Page<User> {
+      const from = decodeKeyset(cursor, 'users');
+      return toPage(d.users.listUsers(limit, from), limit, 'users', (u) => [u.createdAt, u.id]);
+    },
+
+    getUser(userId: string): User {
+      return requireUser(userId);
+    },
+
+    async createUser(by: Caller, input: { email: string; name?: string; password: string; superuser?: boolean }): Promise<User> {
+      const email = input.email.toLowerCase();
+      if (d.users.findUserByEmail(email)) throw conflict('email_taken', `A user with e-mail ${email} already exists.`);
+      checkPasswordPolicy(input.password);
+      const hash = await d.hasher.hash(input.password);
+      return d.db.tx(() => {
+        const user = insertUser(email, input.name ?? '', hash, input.superuser ?? false);
+        d.audit.record(by, { orgId: null, action: 'user.created', target: { type: 'user', id: user.id }, data: { email, superuser: user.superuser } });
+        return user;
+      });
+    },
+
+    /**
+     * Superuser changes to a user. Disabling ends all their sessions; the last active superuser
+     * cannot be disabled or lose the flag (409).
+     */
+    async updateUser(by: Caller, userId: string, patch: UserPatch): Promise<User> {
+      requireUser(userId);
+      let passwordHash: string | undefined;
+      if (patch.password !== undefined) {
+        checkPasswordPolicy(patch.password);
+        passwordHash = await d.hasher.hash(patch.password);
+      }
+      return d.db.tx(() => {
+        const u = requireUser(userId);
+        const next: User = {
+          ...u,
+          name: patch.name ?? u.name,
+          superuser: patch.superuser ?? u.superuser,
+          disabled: patch.disabled ?? u.disabled,
+          passwordHash: passwordHash ?? u.passwordHash,
+          updatedAt: d.clock.now(),
+        };
+        const losesSuper = u.superuser && !u.disabled && (!next.superuser || next.disabled);
+        if (losesSuper && d.users.countActiveSuperusers() <= 1) {
+          throw conflict('last_superuser', 'This is the last active superuser; make another user superuser first.');
+        }
+        d.users.updateUser(next);
+        if ((next.disabled && !u.disabled) || passwordHash) {
+          d.sessions.revokeSessionsOfUser(userId, '', d.clock.now(), next.disabled ? 'user_disabled' : 'password_reset');
+        }
+        const changes: Record<string, unknown> = {};
+        for (const k of ['name', 'superuser', 'disabled'] as const) if (u[k] !== next[k]) changes[k] = { from: u[k], to: next[k] };
+        if (passwordHash) changes.passwordReset = true;
+        d.audit.record(by, { orgId: null, action: 'user.updated', target: { type: 'user', id: userId }, data: changes });
+        return next;
+      });
+    },
+
+    /** Ends every session of a user (an admin's "sign out everywhere"). */
+    revokeUserSessions(by: Caller, userId: string): number {
+      return d.db.tx(() => {
+        requireUser(userId);
+        const n = d.sessions.revokeSessionsOfUser(userId, '', d.clock.now(), 'revoked_by_admin');
+        d.audit.record(by, { orgId: null, action: 'user.sessions_revoked', target: { type: 'user', id: userId }, data: { sessions: n } });
+        return n;
+      });
+    },
+
+    /**
+     * Creates the first superuser when the installation has no user yet. Without a password one is
+     * generated and returned so that the caller can print it once. Returns undefined when users exist.
+     */
+    async bootstrapSuperuser(input: { email?: string; password?: string }): Promise<{ user: User; generatedPassword?: string } | undefined> {
+      if (d.users.countUsers() > 0) return undefined;
+      const email = (input.email ?? 'admin@contact-ledger.local').trim().toLowerCase();
+      const generatedPassword = input.password === undefined ? randomBytes(18).toString('base64url') : undefined;
+      const password = input.password ?? generatedPassword!;
+      checkPasswordPolicy(password, 'CONTACT_LEDGER_ADMIN_PASSWORD');
+      const hash = await d.hasher.hash(password);
+      return d.db.tx(() => {
+        if (d.users.countUsers() > 0) return undefined;
+        const user = insertUser(email, 'Administrator', hash, true);
+        d.audit.recordAnonymous(null, { orgId: null, action: 'user.created', actor: { type: 'system', id: null, label: 'bootstrap' }, target: { type: 'user', id: user.id }, data: { email, superuser: true } });
+        return { user, ...(generatedPassword ? { generatedPassword } : {}) };
+      });
+    },
+  };
+}

@@ -1,0 +1,71 @@
+import type { Keyset } from '../cursor.ts';
+import type { Db } from '../storage/db.ts';
+import type { User } from './model.ts';
+
+interface UserRow {
+  id: string;
+  email: string;
+  name: string;
+  password_hash: string;
+  superuser: 0 | 1;
+  disabled: 0 | 1;
+  created_at: number;
+  updated_at: number;
+}
+
+const COLS = 'id, email, name, password_hash, superuser, disabled, created_at, updated_at';
+
+const toUser = (r: UserRow): User => ({
+  id: r.id,
+  email: r.email,
+  name: r.name,
+  passwordHash: r.password_hash,
+  superuser: r.superuser === 1,
+  disabled: r.disabled === 1,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export type UsersRepo = ReturnType<typeof createUsersRepo>;
+
+export function createUsersRepo(db: Db) {
+  const byId = db.raw.prepare<[string], UserRow>(`SELECT ${COLS} FROM users WHERE id = ?`);
+  const byEmail = db.raw.prepare<[string], UserRow>(`SELECT ${COLS} FROM users WHERE email = ?`);
+  const insert = db.raw.prepare(
+    'INSERT INTO users (id, email, name, password_hash, superuser, disabled, created_at, updated_at) VALUES (@id, @email, @name, @passwordHash, @superuser, @disabled, @createdAt, @updatedAt)',
+  );
+  const update = db.raw.prepare(
+    'UPDATE users SET name = @name, password_hash = @passwordHash, superuser = @superuser, disabled = @disabled, updated_at = @updatedAt WHERE id = @id',
+  );
+  const count = db.raw.prepare<[], number>('SELECT count(*) FROM users').pluck();
+  const countSuper = db.raw.prepare<[], number>('SELECT count(*) FROM users WHERE superuser = 1 AND disabled = 0').pluck();
+  const first = db.raw.prepare<[number], UserRow>(`SELECT ${COLS} FROM users ORDER BY created_at, id LIMIT ?`);
+  const after = db.raw.prepare<[number, number, string, number], UserRow>(
+    `SELECT ${COLS} FROM users WHERE created_at > ? OR (created_at = ? AND id > ?) ORDER BY created_at, id LIMIT ?`,
+  );
+
+  return {
+    /** Returns undefined if there is no such user. */
+    findUserById: (id: string): User | undefined => {
+      const r = byId.get(id);
+      return r && toUser(r);
+    },
+    /** `email` must already be normalized (lower case). */
+    findUserByEmail: (email: string): User | undefined => {
+      const r = byEmail.get(email);
+      return r && toUser(r);
+    },
+    insertUser: (u: User): void => {
+      insert.run({ ...u, superuser: u.superuser ? 1 : 0, disabled: u.disabled ? 1 : 0 });
+    },
+    /** Writes name, password hash, flags and updatedAt of `u`. */
+    updateUser: (u: User): void => {
+      update.run({ id: u.id, name: u.name, passwordHash: u.passwordHash, superuser: u.superuser ? 1 : 0, disabled: u.disabled ? 1 : 0, updatedAt: u.updatedAt });
+    },
+    countUsers: (): number => count.get()!,
+    countActiveSuperusers: (): number => countSuper.get()!,
+    /** Users in creation order, `limit + 1` rows after the keyset position. */
+    listUsers: (limit: number, from?: Keyset): User[] =>
+      (from ? after.all(from.at, from.at, from.id, limit + 1) : first.all(limit + 1)).map(toUser),
+  };
+}

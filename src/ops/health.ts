@@ -1,0 +1,30 @@
+import { AppError } from '../errors.ts';
+import type { ApiRouter } from '../http/route.ts';
+
+/** Named readiness checks; each returns true when its part is working. */
+export type ReadinessChecks = Record<string, () => boolean>;
+
+/**
+ * GET /healthz (the process answers) and GET /readyz (database open, migrations applied,
+ * scheduler running — SPEC §8). Both are public and cheap.
+ */
+export function registerHealthRoutes(r: ApiRouter, checks: ReadinessChecks, state: { shuttingDown: boolean }): void {
+  r.add({ method: 'get', path: '/healthz', access: 'public', summary: 'Liveness', responses: { 200: { description: 'Alive' } } }, (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  r.add({ method: 'get', path: '/readyz', access: 'public', summary: 'Readiness', responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready' } } }, (ctx) => {
+    const results: Record<string, boolean> = { acceptingRequests: !state.shuttingDown };
+    for (const [name, check] of Object.entries(checks)) {
+      try {
+        results[name] = check();
+      } catch {
+        results[name] = false;
+      }
+    }
+    const failing = Object.keys(results).filter((k) => !results[k]);
+    if (failing.length) {
+      throw new AppError(503, 'not_ready', `Not ready: ${failing.join(', ')}.`, { extra: { checks: results }, headers: { 'Retry-After': '5' } });
+    }
+    ctx.body = { status: 'ready', checks: results };
+  });
+}

@@ -1,0 +1,90 @@
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { systemClock, type Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import { createIdentity, type Identity } from './identity/index.ts';
+import { loadSigningKeys } from './identity/signing-keys.ts';
+import { createLogger, type Logger } from './log.ts';
+import type { ReadinessChecks } from './ops/health.ts';
+import { paths } from './paths.ts';
+import { openDb, StartupError, type Db } from './storage/db.ts';
+import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './storage/migrate.ts';
+
+export const DB_FILE = 'contact-ledger.db';
+
+/** Everything the process runs on, built once by the composition root (P1). */
+export interface Runtime {
+  config: Readonly<Config>;
+  clock: Clock;
+  log: Logger;
+  db: Db;
+  identity: Identity;
+  readiness: ReadinessChecks;
+  /** Set when this start created the first superuser. */
+  bootstrap?: { email: string; generatedPassword?: string };
+  /** Set by the HTTP server during shutdown so /readyz answers 503. */
+  state: { shuttingDown: boolean };
+  close(): Promise<void>;
+}
+
+/** Creates the data folder (0700) and proves it is writable, with a clear message otherwise. */
+export function prepareDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    accessSync(dataDir, constants.W_OK | constants.R_OK);
+  } catch (err) {
+    throw new StartupError(`data folder ${dataDir} is not usable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); set CONTACT_LEDGER_DATA to a writable folder`);
+  }
+}
+
+/**
+ * Opens the database, backs it up and migrates it when the schema is behind, loads the signing
+ * keys, wires the services and creates the first superuser on a fresh installation.
+ */
+export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger } = {}): Promise<Runtime> {
+  const clock = opts.clock ?? systemClock;
+  const log = opts.log ?? createLogger(config.logLevel);
+  prepareDataDir(config.dataDir);
+  const db = openDb(join(config.dataDir, DB_FILE));
+  try {
+    const migrations = loadMigrations(paths.migrations);
+    const pending = pendingMigrations(db, migrations);
+    const from = schemaVersion(db);
+    if (pending.length && from > 0) {
+      // Forward-only upgrades: keep the way back (SPEC §8).
+      mkdirSync(join(config.dataDir, 'backups'), { recursive: true, mode: 0o700 });
+      const file = join(config.dataDir, 'backups', `pre-migrate-v${from}-${new Date(clock.now()).toISOString().replace(/[:.]/g, '')}.db`);
+      await db.raw.backup(file);
+      log.info({ file, from, to: migrations.at(-1)!.version }, 'backed up the database before migrating');
+    }
+    const applied = migrate(db, migrations, clock.now());
+    if (applied.length) log.info({ applied }, 'migrations applied');
+
+    const signingKeys = loadSigningKeys(config.dataDir, clock.now());
+    const identity = createIdentity({ db, clock, config, signingKeys });
+    const latest = migrations.at(-1)!.version;
+    const state = { shuttingDown: false };
+    const rt: Runtime = {
+      config,
+      clock,
+      log,
+      db,
+      identity,
+      state,
+      readiness: {
+        database: () => db.raw.open && db.raw.prepare('SELECT 1').pluck().get() === 1,
+        migrations: () => schemaVersion(db) === latest,
+      },
+      async close() {
+        await identity.hasher.close();
+        db.close();
+      },
+    };
+    const boot = await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
+    if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
+    return rt;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}

@@ -1,0 +1,132 @@
+import { closeSync, existsSync, openSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { AppError } from '../errors.ts';
+
+/** The oldest SQLite we accept: 3.51.3 fixes the WAL-reset corruption bug (RELIABILITY.md D1). */
+const MIN_SQLITE = [3, 51, 3] as const;
+
+export class StartupError extends Error {
+  override name = 'StartupError';
+}
+
+/**
+ * The database handle of the whole process: one writer connection on the main thread (D2).
+ * `tx` is the only way to write more than one statement atomically.
+ */
+export class Db {
+  readonly raw: Database.Database;
+  readonly file: string;
+  private readonly runTx: Database.Transaction<(fn: () => unknown) => unknown>;
+
+  constructor(raw: Database.Database, file: string) {
+    this.raw = raw;
+    this.file = file;
+    this.runTx = raw.transaction((fn: () => unknown) => {
+      const out = fn();
+      // A better-sqlite3 transaction cannot span an await: reject async callbacks loudly (rolls back).
+      if (out && typeof (out as { then?: unknown }).then === 'function') {
+        throw new Error('db.tx() callback must be synchronous');
+      }
+      return out;
+    });
+  }
+
+  /**
+   * Runs `fn` in a BEGIN IMMEDIATE transaction (a nested call becomes a savepoint). A throw rolls
+   * back everything `fn` wrote. `fn` must be synchronous and short: the event loop waits for it.
+   */
+  tx<T>(fn: () => T): T {
+    return (this.raw.inTransaction ? this.runTx(fn) : this.runTx.immediate(fn)) as T;
+  }
+
+  /** Checkpoints the WAL into the main file and closes the connection. */
+  close(): void {
+    if (!this.raw.open) return;
+    try {
+      this.raw.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      this.raw.close();
+    }
+  }
+}
+
+export interface OpenOptions {
+  /** Run `PRAGMA quick_check` and refuse a damaged file (default true). */
+  check?: boolean;
+  readonly?: boolean;
+}
+
+/**
+ * Opens the SQLite file with every pragma in one place (P7) and verifies the durability settings
+ * actually took effect (RELIABILITY.md D1, D7); throws StartupError with a clear message otherwise.
+ */
+export function openDb(file: string, opts: OpenOptions = {}): Db {
+  let raw: Database.Database;
+  try {
+    // Create the file readable by its owner only; SQLite gives -wal and -shm the same mode.
+    if (!opts.readonly && file !== ':memory:' && !existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+    raw = new Database(file, { readonly: opts.readonly ?? false, fileMustExist: opts.readonly ?? false });
+  } catch (err) {
+    throw new StartupError(`cannot open database ${file}: ${(err as Error).message}`);
+  }
+  try {
+    // busy_timeout first: switching to WAL may itself need to wait for a lock.
+    raw.pragma('busy_timeout = 5000');
+    if (!opts.readonly) {
+      const mode = raw.pragma('journal_mode = WAL', { simple: true });
+      if (mode !== 'wal') throw new StartupError(`database ${file}: journal_mode is ${String(mode)}, expected wal`);
+    }
+    // FULL: an acknowledged write survives power loss. Set on every open because the library
+    // default differs between a fresh file and a reopened WAL file (RELIABILITY.md M3).
+    raw.pragma('synchronous = FULL');
+    raw.pragma('foreign_keys = ON');
+    raw.pragma('cache_size = -65536'); // 64 MiB page cache
+    raw.pragma('temp_store = MEMORY');
+    raw.pragma('journal_size_limit = 67108864'); // truncate the -wal back to 64 MiB after checkpoints
+    verifySettings(raw, file, opts.readonly ?? false);
+    if (opts.check ?? true) {
+      const result = raw.pragma('quick_check', { simple: true });
+      if (result !== 'ok') throw new StartupError(`database ${file} is damaged (quick_check: ${String(result)}); restore a backup`);
+    }
+  } catch (err) {
+    raw.close();
+    if (err instanceof StartupError) throw err;
+    const msg = (err as Error).message;
+    if (/not a database|file is encrypted|malformed/i.test(msg)) {
+      throw new StartupError(`${file} is not a contact-ledger database or is damaged (${msg}); restore a backup`);
+    }
+    throw new StartupError(`cannot open database ${file}: ${msg}`);
+  }
+  return new Db(raw, file);
+}
+
+function verifySettings(raw: Database.Database, file: string, readonly: boolean): void {
+  const version = String(raw.prepare('SELECT sqlite_version() AS v').pluck().get());
+  const parts = version.split('.').map(Number);
+  for (let i = 0; i < 3; i++) {
+    const a = parts[i] ?? 0;
+    if (a > MIN_SQLITE[i]!) break;
+    if (a < MIN_SQLITE[i]!) throw new StartupError(`SQLite ${version} is too old; ${MIN_SQLITE.join('.')} or newer is required`);
+  }
+  const checks: [string, unknown, unknown][] = [
+    ['synchronous', raw.pragma('synchronous', { simple: true }), 2],
+    ['foreign_keys', raw.pragma('foreign_keys', { simple: true }), 1],
+  ];
+  if (!readonly) checks.push(['journal_mode', raw.pragma('journal_mode', { simple: true }), 'wal']);
+  for (const [name, got, want] of checks) {
+    if (got !== want) throw new StartupError(`database ${file}: ${name} is ${String(got)}, expected ${String(want)}`);
+  }
+}
+
+/** Maps SQLite failures that are the caller's to retry into HTTP-meaningful errors (D2, D3). */
+export function storageError(err: unknown): AppError | undefined {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return undefined;
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+    return new AppError(503, 'database_busy', 'The database is busy; retry shortly.', { headers: { 'Retry-After': '1' }, cause: err });
+  }
+  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
+    return new AppError(507, 'insufficient_storage', 'The server could not store the data (disk full or I/O error); nothing was written.', { cause: err });
+  }
+  return undefined;
+}

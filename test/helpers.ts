@@ -1,0 +1,212 @@
+// Test harness: a real app on an ephemeral port over a real SQLite file in a fresh temp folder.
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { buildApp } from '../src/app.ts';
+import { ManualClock, type Clock } from '../src/clock.ts';
+import { loadConfig, type Config } from '../src/config.ts';
+import type { ApiRouter } from '../src/http/route.ts';
+import { createLogger } from '../src/log.ts';
+import { openRuntime, type Runtime } from '../src/runtime.ts';
+
+export const ROOT_EMAIL = 'root@example.com';
+export const ROOT_PASSWORD = 'root password 1';
+/** A password every test user gets unless a test says otherwise. */
+export const PASSWORD = 'correct horse battery';
+
+export interface Response {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON when the response is JSON, else the text. */
+  body: any;
+  text: string;
+}
+
+export interface CallOptions {
+  token?: string;
+  body?: unknown;
+  /** Sends application/x-www-form-urlencoded instead of JSON. */
+  form?: Record<string, string>;
+  headers?: Record<string, string>;
+  /** A raw body sent as is (with the given headers). */
+  raw?: string | Buffer | FormData;
+}
+
+export interface TestApp {
+  base: string;
+  rt: Runtime;
+  routers: ApiRouter[];
+  clock: Clock;
+  dataDir: string;
+  logs: string[];
+  call(method: string, path: string, opts?: CallOptions): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** Makes a temp folder that is removed when the process exits. */
+export function tempDir(prefix = 'cl-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** The configuration tests run with: fast bcrypt, quiet logs, a fixed superuser. */
+export function testConfig(dataDir: string, overrides: Partial<Config> = {}, env: Record<string, string> = {}): Readonly<Config> {
+  const base = loadConfig({
+    CONTACT_LEDGER_DATA: dataDir,
+    PORT: '0',
+    BASE_URL: 'http://ledger.test',
+    BCRYPT_COST: '4',
+    LOG_LEVEL: 'info',
+    CONTACT_LEDGER_ADMIN_EMAIL: ROOT_EMAIL,
+    CONTACT_LEDGER_ADMIN_PASSWORD: ROOT_PASSWORD,
+    ...env,
+  });
+  return Object.freeze({ ...base, ...overrides });
+}
+
+export async function request(base: string, method: string, path: string, opts: CallOptions = {}): Promise<Response> {
+  const headers: Record<string, string> = { ...opts.headers };
+  let body: string | Buffer | FormData | undefined;
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.raw !== undefined) body = opts.raw;
+  else if (opts.form) {
+    headers['content-type'] ??= 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(opts.form).toString();
+  } else if (opts.body !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = JSON.stringify(opts.body);
+  }
+  const res = await fetch(base + path, { method, headers, body, redirect: 'manual' });
+  const text = await res.text();
+  let parsed: unknown = text;
+  if (/json/.test(res.headers.get('content-type') ?? '') && text) parsed = JSON.parse(text);
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+/** Starts the whole application on 127.0.0.1:0 with a fresh data folder. */
+export async function startApp(opts: { config?: Partial<Config>; env?: Record<string, string>; clock?: Clock; dataDir?: string } = {}): Promise<TestApp> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const config = testConfig(dataDir, opts.config, opts.env);
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      logs.push(chunk.toString());
+      cb();
+    },
+  });
+  const clock = opts.clock ?? new ManualClock(Date.now());
+  const rt = await openRuntime(config, { clock, log: createLogger('info', sink) });
+  const { app, routers } = buildApp(rt);
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    base,
+    rt,
+    routers,
+    clock,
+    dataDir,
+    logs,
+    call: (method, path, o) => request(base, method, path, o),
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rt.close();
+    },
+  };
+}
+
+export const ID = '/api/identity/v1';
+export const LEDGER = '/api/ledger/v1';
+
+/** Signs in with the password grant and returns the session body (throws on failure). */
+export async function signIn(t: TestApp, email: string, password: string): Promise<{ accessToken: string; refreshToken: string; [k: string]: any }> {
+  const res = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email, password } });
+  if (res.status !== 200) throw new Error(`sign-in of ${email} failed: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+export const signInRoot = (t: TestApp) => signIn(t, ROOT_EMAIL, ROOT_PASSWORD);
+
+/** Asserts a response status, showing the body when it differs. */
+export function expectStatus(res: Response, status: number, what = ''): void {
+  if (res.status !== status) throw new Error(`${what ? `${what}: ` : ''}expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
+}
+
+export interface World {
+  root: string;
+  orgId: string;
+  otherOrgId: string;
+  tokens: Record<'admin' | 'editor' | 'viewer' | 'outsider' | 'otherAdmin', string>;
+  users: Record<'admin' | 'editor' | 'viewer' | 'outsider' | 'otherAdmin', string>;
+  serviceAccounts: Record<'saViewer' | 'saEditor' | 'saAdmin' | 'feed', { id: string; secret: string; token: string }>;
+}
+
+/**
+ * Seeds two organizations: "A" with an admin, an editor, a viewer and a service account per role,
+ * "B" with its own admin; an outsider with no membership; and an installation feed account.
+ */
+export async function seedWorld(t: TestApp): Promise<World> {
+  const root = (await signInRoot(t)).accessToken;
+  const mk = async (name: string) => {
+    const r = await t.call('POST', `${ID}/orgs`, { token: root, body: { name } });
+    expectStatus(r, 201, `create org ${name}`);
+    return r.body.id as string;
+  };
+  const orgId = await mk('Org A');
+  const otherOrgId = await mk('Org B');
+  // root created both orgs and is their first admin; the users below are added as members
+  const add = async (org: string, email: string, role: string) => {
+    const r = await t.call('POST', `${ID}/orgs/${org}/members`, { token: root, body: { email, role, password: PASSWORD, name: email.split('@')[0] } });
+    expectStatus(r, 201, `add ${email}`);
+    return r.body.userId as string;
+  };
+  const users = {
+    admin: await add(orgId, 'admin@a.test', 'admin'),
+    editor: await add(orgId, 'editor@a.test', 'editor'),
+    viewer: await add(orgId, 'viewer@a.test', 'viewer'),
+    otherAdmin: await add(otherOrgId, 'admin@b.test', 'admin'),
+    outsider: '',
+  };
+  const created = await t.call('POST', `${ID}/users`, { token: root, body: { email: 'outsider@x.test', password: PASSWORD } });
+  expectStatus(created, 201, 'create outsider');
+  users.outsider = created.body.id;
+  const tokens = {
+    admin: (await signIn(t, 'admin@a.test', PASSWORD)).accessToken,
+    editor: (await signIn(t, 'editor@a.test', PASSWORD)).accessToken,
+    viewer: (await signIn(t, 'viewer@a.test', PASSWORD)).accessToken,
+    otherAdmin: (await signIn(t, 'admin@b.test', PASSWORD)).accessToken,
+    outsider: (await signIn(t, 'outsider@x.test', PASSWORD)).accessToken,
+  };
+  const sa = async (role: string) => {
+    const r = await t.call('POST', `${ID}/orgs/${orgId}/service-accounts`, { token: tokens.admin, body: { name: `sa ${role}`, role } });
+    expectStatus(r, 201, `create service account ${role}`);
+    return { id: r.body.clientId as string, secret: r.body.clientSecret as string, token: await clientToken(t, r.body.clientId, r.body.clientSecret) };
+  };
+  const feedSa = await t.call('POST', `${ID}/service-accounts`, { token: root, body: { name: 'feed pipeline', permissions: ['feed'] } });
+  expectStatus(feedSa, 201, 'create feed account');
+  return {
+    root,
+    orgId,
+    otherOrgId,
+    tokens,
+    users,
+    serviceAccounts: {
+      saViewer: await sa('viewer'),
+      saEditor: await sa('editor'),
+      saAdmin: await sa('admin'),
+      feed: { id: feedSa.body.clientId, secret: feedSa.body.clientSecret, token: await clientToken(t, feedSa.body.clientId, feedSa.body.clientSecret) },
+    },
+  };
+}
+
+export async function clientToken(t: TestApp, clientId: string, clientSecret: string): Promise<string> {
+  const r = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId, clientSecret } });
+  expectStatus(r, 200, 'client credentials');
+  return r.body.accessToken;
+}

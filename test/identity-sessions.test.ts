@@ -1,0 +1,361 @@
+// Sessions (SPEC §3.1) and RELIABILITY.md A1, A2, A3, A5, A6, A7.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import bcrypt from 'bcryptjs';
+import type { ManualClock } from '../src/clock.ts';
+import { expectStatus, ID, PASSWORD, ROOT_PASSWORD, seedWorld, signIn, startApp, type TestApp, type World } from './helpers.ts';
+
+const S = suite<{ t: TestApp; w: World }>('sessions');
+S.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+S.after(async (ctx) => ctx.t.close());
+
+S('password grant: camelCase JSON returns the SPEC §3.1 shape', async ({ t, w }) => {
+  const r = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'admin@a.test', password: PASSWORD } });
+  expectStatus(r, 200);
+  const b = r.body;
+  assert.type(b.accessToken, 'string');
+  assert.is(b.tokenType, 'Bearer');
+  assert.is(b.expiresIn, 3600);
+  assert.match(b.refreshToken, /^clr_[A-Za-z0-9_-]{43}$/);
+  assert.match(b.refreshExpiresAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.equal(b.user, { id: w.users.admin, email: 'admin@a.test', name: 'admin', superuser: false });
+  assert.is(b.serviceAccount, null);
+  assert.equal(b.orgs, [{ id: w.orgId, name: 'Org A', role: 'admin' }]);
+  assert.is(r.headers.get('cache-control'), 'no-store');
+  assert.is(r.headers.get('pragma'), 'no-cache');
+});
+
+S('expiresAt: UTC, no zone, six fractional digits, one hour ahead (parsable by Python %f)', async ({ t }) => {
+  const now = t.clock.now();
+  const r = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'admin@a.test', password: PASSWORD } });
+  assert.match(r.body.expiresAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$/);
+  const parsed = Date.parse(`${r.body.expiresAt.slice(0, 23)}Z`);
+  assert.is(parsed - now, 3600_000);
+  // the exact client check: a Python program parsing it with the hosted service's format
+  const out = execFileSync('python3', ['-c', 'import sys,datetime; print(datetime.datetime.strptime(sys.argv[1], "%Y-%m-%dT%H:%M:%S.%f").isoformat())', r.body.expiresAt]).toString().trim();
+  assert.is(out, r.body.expiresAt);
+});
+
+S('password grant: RFC 6749 snake_case JSON, form grant_type, and form username+password without grant type', async ({ t, w }) => {
+  const a = await t.call('POST', `${ID}/session`, { body: { grant_type: 'password', username: 'editor@a.test', password: PASSWORD } });
+  expectStatus(a, 200, 'snake json');
+  const b = await t.call('POST', `${ID}/session`, { form: { grant_type: 'password', username: 'editor@a.test', password: PASSWORD } });
+  expectStatus(b, 200, 'form with grant_type');
+  const c = await t.call('POST', `${ID}/session`, { form: { username: 'editor@a.test', password: PASSWORD } });
+  expectStatus(c, 200, 'form without grant type');
+  assert.is(c.body.user.id, w.users.editor);
+  const d = await t.call('POST', `${ID}/session`, { body: { email: 'EDITOR@A.test', password: PASSWORD } });
+  expectStatus(d, 200, 'json without grant type, e-mail in another case');
+});
+
+S('auth alias /auth/v1/session: form username+password → snake_case token response', async ({ t }) => {
+  const r = await t.call('POST', '/auth/v1/session', { form: { username: 'viewer@a.test', password: PASSWORD } });
+  expectStatus(r, 200);
+  assert.equal(Object.keys(r.body).sort(), ['access_token', 'expires_at', 'expires_in', 'refresh_token', 'token_type']);
+  assert.is(r.body.token_type, 'Bearer');
+  assert.is(r.body.expires_in, 3600);
+  assert.match(r.body.expires_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$/);
+  const me = await t.call('GET', `${ID}/users/me`, { token: r.body.access_token });
+  expectStatus(me, 200);
+  assert.is(me.body.email, 'viewer@a.test');
+  const bad = await t.call('POST', '/auth/v1/session', { form: { username: 'viewer@a.test', password: 'wrong password!' } });
+  assert.is(bad.status, 401);
+  assert.is(bad.body.code, 'invalid_grant');
+});
+
+S('wrong credentials: unknown e-mail and wrong password give the same 401 invalid_grant (A3)', async ({ t }) => {
+  const a = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'nobody@a.test', password: 'whatever123' } });
+  const b = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'viewer@a.test', password: 'whatever123' } });
+  assert.is(a.status, 401);
+  assert.is(b.status, 401);
+  const strip = (x: any) => ({ ...x, requestId: undefined });
+  assert.equal(strip(a.body), strip(b.body));
+  assert.is(a.body.code, 'invalid_grant');
+  assert.is(a.body.error, 'invalid_grant');
+  assert.match(a.headers.get('content-type') ?? '', /^application\/problem\+json/);
+});
+
+S('unknown accounts cost the same bcrypt work as real ones (A3: medians within 25%)', async ({ t }) => {
+  const time = async (email: string) => {
+    const samples: number[] = [];
+    for (let i = 0; i < 15; i++) {
+      const s = performance.now();
+      await t.rt.identity.sessions.signIn({ grantType: 'password', email, password: `wrong password ${i}` }, { requestId: 'x', ip: `10.9.${i}.1` }).catch(() => {});
+      samples.push(performance.now() - s);
+    }
+    samples.sort((x, y) => x - y);
+    return samples[7]!;
+  };
+  // fresh throttle keys per sample address, but the account key is shared: stay under its limit
+  t.rt.identity.throttle.recordSuccess('account:nobody-timing@a.test');
+  const unknown = await time('nobody-timing@a.test');
+  t.rt.db.raw.exec("DELETE FROM auth_throttle");
+  const known = await time('viewer@a.test');
+  t.rt.db.raw.exec("DELETE FROM auth_throttle");
+  const ratio = Math.max(unknown, known) / Math.min(unknown, known);
+  assert.ok(ratio < 1.25 || Math.abs(unknown - known) < 2, `unknown ${unknown.toFixed(2)} ms vs known ${known.toFixed(2)} ms`);
+});
+
+S('refresh: rotation returns a new pair; re-use of the old token revokes the whole family (A6a)', async ({ t }) => {
+  const s1 = await signIn(t, 'editor@a.test', PASSWORD);
+  const r2 = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: s1.refreshToken } });
+  expectStatus(r2, 200, 'first refresh');
+  assert.is.not(r2.body.refreshToken, s1.refreshToken);
+  assert.is.not(r2.body.accessToken, s1.accessToken);
+  assert.is(r2.body.user.email, 'editor@a.test');
+  // the old token comes back: re-use
+  const reuse = await t.call('POST', `${ID}/session`, { body: { grant_type: 'refresh_token', refresh_token: s1.refreshToken } });
+  assert.is(reuse.status, 401);
+  assert.is(reuse.body.code, 'invalid_grant');
+  // …which ends the family: the newest refresh token and the access tokens are dead too
+  const r3 = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: r2.body.refreshToken } });
+  assert.is(r3.status, 401);
+  const me = await t.call('GET', `${ID}/users/me`, { token: r2.body.accessToken });
+  assert.is(me.status, 401);
+  assert.match(me.headers.get('www-authenticate') ?? '', /Bearer error="invalid_token"/);
+  // another session of the same user is unaffected
+  const other = await signIn(t, 'editor@a.test', PASSWORD);
+  expectStatus(await t.call('GET', `${ID}/users/me`, { token: other.accessToken }), 200);
+});
+
+S('concurrent refreshes with one token: exactly one wins, the family is then revoked (A6b)', async ({ t }) => {
+  const s = await signIn(t, 'viewer@a.test', PASSWORD);
+  const results = await Promise.all(
+    Array.from({ length: 8 }, () => t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: s.refreshToken } })),
+  );
+  const ok = results.filter((r) => r.status === 200);
+  assert.is(ok.length, 1, 'exactly one refresh succeeds');
+  assert.ok(results.every((r) => r.status === 200 || (r.status === 401 && r.body.code === 'invalid_grant')));
+  // the documented policy: a second use of a rotated token revokes the family, winner included
+  const after = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: ok[0]!.body.refreshToken } });
+  assert.is(after.status, 401);
+});
+
+S('concurrent sign-ins each get their own session', async ({ t }) => {
+  const results = await Promise.all(Array.from({ length: 6 }, () => t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'editor@a.test', password: PASSWORD } })));
+  assert.ok(results.every((r) => r.status === 200));
+  const sids = new Set(results.map((r) => JSON.parse(Buffer.from(r.body.accessToken.split('.')[1], 'base64url').toString()).sid));
+  assert.is(sids.size, 6);
+  for (const r of results) expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: r.body.refreshToken } }), 200);
+});
+
+S('DELETE /session signs out: refresh fails and the access token is refused (A5a)', async ({ t }) => {
+  const s = await signIn(t, 'viewer@a.test', PASSWORD);
+  expectStatus(await t.call('GET', `${ID}/session`, { token: s.accessToken }), 200);
+  expectStatus(await t.call('DELETE', `${ID}/session`, { token: s.accessToken }), 204);
+  const me = await t.call('GET', `${ID}/users/me`, { token: s.accessToken });
+  assert.is(me.status, 401);
+  const r = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: s.refreshToken } });
+  assert.is(r.status, 401);
+  assert.is(r.body.code, 'invalid_grant');
+});
+
+S('GET /session returns the principal and organizations without tokens', async ({ t, w }) => {
+  const s = await signIn(t, 'admin@a.test', PASSWORD);
+  const r = await t.call('GET', `${ID}/session`, { token: s.accessToken });
+  expectStatus(r, 200);
+  assert.is(r.body.accessToken, undefined);
+  assert.is(r.body.refreshToken, undefined);
+  assert.is(r.body.user.id, w.users.admin);
+  assert.equal(r.body.orgs, [{ id: w.orgId, name: 'Org A', role: 'admin' }]);
+});
+
+S('client credentials: JSON, snake_case, form and HTTP Basic; service accounts get refresh tokens (SPEC)', async ({ t, w }) => {
+  const { id, secret } = w.serviceAccounts.saEditor;
+  const a = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: secret } });
+  expectStatus(a, 200, 'json');
+  assert.equal(a.body.serviceAccount, { id, name: 'sa editor', orgId: w.orgId, role: 'editor' });
+  assert.is(a.body.user, null);
+  assert.equal(a.body.orgs, [{ id: w.orgId, name: 'Org A', role: 'editor' }]);
+  assert.match(a.body.refreshToken, /^clr_/);
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { grant_type: 'client_credentials', client_id: id, client_secret: secret } }), 200, 'snake');
+  expectStatus(await t.call('POST', `${ID}/session`, { form: { grant_type: 'client_credentials', client_id: id, client_secret: secret } }), 200, 'form');
+  const basic = Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64');
+  expectStatus(await t.call('POST', `${ID}/session`, { form: { grant_type: 'client_credentials' }, headers: { authorization: `Basic ${basic}` } }), 200, 'basic');
+  const refreshed = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: a.body.refreshToken } });
+  expectStatus(refreshed, 200, 'service account refresh');
+  assert.is(refreshed.body.serviceAccount.id, id);
+});
+
+S('client credentials: wrong secret or unknown id → 401 invalid_client; secret in the URL → 400 and not logged (A7b, A7c)', async ({ t, w }) => {
+  const { id } = w.serviceAccounts.saViewer;
+  const wrong = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: 'cls_wrong' } });
+  assert.is(wrong.status, 401);
+  assert.is(wrong.body.code, 'invalid_client');
+  assert.is(wrong.body.error, 'invalid_client');
+  const unknown = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: 'sa_00000000000000000000000000', clientSecret: 'cls_wrong' } });
+  assert.is(unknown.status, 401);
+  assert.is(unknown.body.message, wrong.body.message);
+  const inUrl = await t.call('POST', `${ID}/session?client_secret=SECRETINURL123&client_id=${id}`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: 'x' } });
+  assert.is(inUrl.status, 400);
+  assert.not.ok(t.logs.join('').includes('SECRETINURL123'), 'the query string never reaches the log');
+});
+
+S('bad session requests: unknown grant type 400, missing fields 422, unknown fields 422, wrong media type 415', async ({ t }) => {
+  const a = await t.call('POST', `${ID}/session`, { body: { grantType: 'implicit' } });
+  assert.is(a.status, 400);
+  assert.is(a.body.code, 'unsupported_grant_type');
+  const b = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'a@b.c' } });
+  assert.is(b.status, 422);
+  assert.equal(b.body.errors, [{ path: 'password', message: 'password is required for the password grant' }]);
+  const c = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'a@b.c', password: 'x', admin: true } });
+  assert.is(c.status, 422);
+  assert.equal(c.body.errors, [{ path: 'admin', message: 'is not a known field' }]);
+  const d = await t.call('POST', `${ID}/session`, { raw: 'email=a', headers: { 'content-type': 'text/plain' } });
+  assert.is(d.status, 415);
+  const e = await t.call('POST', `${ID}/session`, { body: {} });
+  assert.is(e.status, 422);
+  const f = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: ['a@b.c', 'd@e.f'], password: 'x' } });
+  assert.is(f.status, 422, 'type confusion (I6)');
+});
+
+S('refresh token used as a bearer token → 401; an access token as refresh token → 401', async ({ t }) => {
+  const s = await signIn(t, 'viewer@a.test', PASSWORD);
+  const a = await t.call('GET', `${ID}/users/me`, { token: s.refreshToken });
+  assert.is(a.status, 401);
+  const b = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: s.accessToken } });
+  assert.is(b.status, 401);
+});
+
+S('refresh tokens expire after 30 idle days; a sign-in ends after its absolute lifetime (A5e, A6f)', async ({ t }) => {
+  const clock = t.clock as ManualClock;
+  const s = await signIn(t, 'viewer@a.test', PASSWORD);
+  clock.advance(31 * 86_400_000);
+  const idle = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: s.refreshToken } });
+  assert.is(idle.status, 401);
+  // used continuously, the family still ends at 90 days
+  let current = (await signIn(t, 'viewer@a.test', PASSWORD)).refreshToken;
+  for (let day = 0; day < 89; day += 20) {
+    clock.advance(20 * 86_400_000);
+    const r = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: current } });
+    if (r.status !== 200) break;
+    current = r.body.refreshToken;
+  }
+  clock.advance(20 * 86_400_000);
+  const late = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: current } });
+  assert.is(late.status, 401);
+  clock.set(Date.now());
+});
+
+S('no raw refresh token or client secret is stored anywhere in the database (A6d, A7a)', async ({ t, w }) => {
+  const s = await signIn(t, 'editor@a.test', PASSWORD);
+  const needles = [s.refreshToken, s.refreshToken.slice(4), w.serviceAccounts.saAdmin.secret, w.serviceAccounts.saAdmin.secret.slice(4), PASSWORD];
+  const db = new Database(join(t.dataDir, 'contact-ledger.db'), { readonly: true });
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+  for (const table of tables) {
+    for (const row of db.prepare(`SELECT * FROM "${table}"`).all() as Record<string, unknown>[]) {
+      const text = JSON.stringify(row, (_k, v) => (Buffer.isBuffer(v) ? v.toString('hex') : v));
+      for (const n of needles) assert.not.ok(text.includes(n), `${table} contains a secret`);
+    }
+  }
+  db.close();
+});
+
+S('logs never contain passwords, secrets or tokens (A1e)', async ({ t, w }) => {
+  const s = await signIn(t, 'editor@a.test', PASSWORD);
+  const all = t.logs.join('\n');
+  for (const needle of [PASSWORD, ROOT_PASSWORD, s.accessToken, s.refreshToken, w.serviceAccounts.saAdmin.secret]) assert.not.ok(all.includes(needle));
+  assert.ok(all.includes('"path":"/api/identity/v1/session"'), 'requests are logged');
+});
+
+S('password hashes are bcrypt at the configured cost; the default cost is 12 (A1a, A1c)', async ({ t }) => {
+  const hashes = t.rt.db.raw.prepare('SELECT password_hash FROM users').pluck().all() as string[];
+  for (const h of hashes) {
+    assert.match(h, /^\$2[aby]\$\d\d\$/);
+    assert.is(bcrypt.getRounds(h), 4); // tests run at cost 4 for speed
+  }
+  assert.is(new Set(hashes).size, hashes.length, 'same passwords hash differently (salt)');
+  const { loadConfig } = await import('../src/config.ts');
+  assert.ok(loadConfig({}).bcryptCost >= 12);
+});
+
+S('passwords are verified exactly: 64 × "é" works, the same first 72 bytes with another tail does not (A1b)', async ({ t, w }) => {
+  const long = 'é'.repeat(64); // 128 bytes: beyond bcrypt's 72
+  const add = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'long@a.test', role: 'viewer', password: long } });
+  expectStatus(add, 201);
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { email: 'long@a.test', password: long } }), 200);
+  const sameStart = 'é'.repeat(36) + 'x'.repeat(28);
+  const r = await t.call('POST', `${ID}/session`, { body: { email: 'long@a.test', password: sameStart } });
+  assert.is(r.status, 401);
+});
+
+S('password policy: too short, too long and common passwords → 422 (A1d)', async ({ t, w }) => {
+  for (const [pw, msg] of [['short7!', 'at least 8'], ['x'.repeat(257), 'at most 256'], ['password123', 'most common']] as const) {
+    const r = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: `p${pw.length}@a.test`, role: 'viewer', password: pw } });
+    assert.is(r.status, 422, pw);
+    assert.ok(r.body.errors[0].message.includes(msg), r.text);
+  }
+});
+
+S.run();
+
+// ── throttling gets its own app: it deliberately locks accounts ─────────────
+const T = suite<{ t: TestApp; w: World }>('sign-in throttling (A2)');
+T.before(async (ctx) => {
+  ctx.t = await startApp({ config: { loginMaxFailuresPerAccount: 10, loginMaxFailuresPerAddress: 1000, loginWindowSeconds: 900 } });
+  ctx.w = await seedWorld(ctx.t);
+});
+T.after(async (ctx) => ctx.t.close());
+
+T('100 wrong passwords, then the right one → 429 with Retry-After; the lock ends with the window (A2a, A2c)', async ({ t }) => {
+  const statuses: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    const r = await t.call('POST', `${ID}/session`, { body: { email: 'viewer@a.test', password: `wrong password ${i}` } });
+    statuses.push(r.status);
+  }
+  assert.equal(statuses.slice(0, 10), Array(10).fill(401));
+  assert.ok(statuses.slice(10).every((s) => s === 429));
+  const right = await t.call('POST', `${ID}/session`, { body: { email: 'viewer@a.test', password: PASSWORD } });
+  assert.is(right.status, 429);
+  assert.is(right.body.code, 'too_many_requests');
+  const retry = Number(right.headers.get('retry-after'));
+  assert.ok(retry > 0 && retry <= 900, `Retry-After ${retry}`);
+  // other accounts are not locked out by this one
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { email: 'editor@a.test', password: PASSWORD } }), 200);
+  (t.clock as ManualClock).advance(901_000);
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { email: 'viewer@a.test', password: PASSWORD } }), 200, 'after the window');
+});
+
+T('rotating X-Forwarded-For does not reset the counter (A2b: proxy headers not trusted by default)', async ({ t }) => {
+  for (let i = 0; i < 10; i++) {
+    await t.call('POST', `${ID}/session`, { body: { email: 'editor@a.test', password: `nope nope ${i}` }, headers: { 'x-forwarded-for': `203.0.113.${i}` } });
+  }
+  const r = await t.call('POST', `${ID}/session`, { body: { email: 'editor@a.test', password: PASSWORD }, headers: { 'x-forwarded-for': '198.51.100.7' } });
+  assert.is(r.status, 429);
+});
+
+T('client credentials are throttled per client id too (A2d)', async ({ t, w }) => {
+  const { id, secret } = w.serviceAccounts.saViewer;
+  for (let i = 0; i < 10; i++) await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: `cls_bad${i}` } });
+  const r = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: secret } });
+  assert.is(r.status, 429);
+  assert.ok(Number(r.headers.get('retry-after')) > 0);
+});
+
+T('each failure writes an audit entry without the password (A2e)', async ({ t }) => {
+  const rows = t.rt.db.raw.prepare("SELECT data FROM audit_log WHERE action = 'session.sign_in_failed'").pluck().all() as string[];
+  assert.ok(rows.length >= 20);
+  assert.not.ok(rows.some((r) => r.includes('wrong password') || r.includes('nope nope')));
+});
+
+T('the limiter survives a restart (stored in SQLite)', async ({ t }) => {
+  for (let i = 0; i < 10; i++) await t.call('POST', `${ID}/session`, { body: { email: 'admin@a.test', password: `bad bad ${i}` } });
+  const dataDir = t.dataDir;
+  const clock = t.clock;
+  await t.close();
+  const t2 = await startApp({ dataDir, clock, config: { loginMaxFailuresPerAccount: 10, loginMaxFailuresPerAddress: 1000 } });
+  const r = await t2.call('POST', `${ID}/session`, { body: { email: 'admin@a.test', password: PASSWORD } });
+  assert.is(r.status, 429);
+  await t2.close();
+  // the suite's after() closes t again: make that harmless
+  t.close = async () => {};
+});
+
+T.run();
+
