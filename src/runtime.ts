@@ -72,7 +72,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       identity,
       state,
       readiness: {
-        database: () => db.raw.open && db.raw.prepare('SELECT 1').pluck().get() === 1,
+        database: () => db.ping(),
         migrations: () => schemaVersion(db) === latest,
       },
       async close() {

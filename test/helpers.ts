@@ -5,6 +5,7 @@ import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import type Koa from 'koa';
 import { buildApp } from '../src/app.ts';
 import { ManualClock, type Clock } from '../src/clock.ts';
 import { loadConfig, type Config } from '../src/config.ts';
@@ -37,6 +38,7 @@ export interface CallOptions {
 
 export interface TestApp {
   base: string;
+  app: Koa;
   rt: Runtime;
   routers: ApiRouter[];
   clock: Clock;
@@ -46,10 +48,15 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+const tempDirs: string[] = [];
+process.once('exit', () => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
 /** Makes a temp folder that is removed when the process exits. */
 export function tempDir(prefix = 'cl-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  tempDirs.push(dir);
   return dir;
 }
 
@@ -88,7 +95,9 @@ export async function request(base: string, method: string, path: string, opts: 
 }
 
 /** Starts the whole application on 127.0.0.1:0 with a fresh data folder. */
-export async function startApp(opts: { config?: Partial<Config>; env?: Record<string, string>; clock?: Clock; dataDir?: string } = {}): Promise<TestApp> {
+export async function startApp(
+  opts: { config?: Partial<Config>; env?: Record<string, string>; clock?: Clock; dataDir?: string; extend?: (app: Koa) => void } = {},
+): Promise<TestApp> {
   const dataDir = opts.dataDir ?? tempDir();
   const config = testConfig(dataDir, opts.config, opts.env);
   const logs: string[] = [];
@@ -101,12 +110,14 @@ export async function startApp(opts: { config?: Partial<Config>; env?: Record<st
   const clock = opts.clock ?? new ManualClock(Date.now());
   const rt = await openRuntime(config, { clock, log: createLogger('info', sink) });
   const { app, routers } = buildApp(rt);
+  opts.extend?.(app); // test-only middleware, mounted after every real route
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     base,
+    app,
     rt,
     routers,
     clock,

@@ -49,6 +49,8 @@ export const serveCommand: Command = {
   takesConfig: true,
   async run(args, io: Io) {
     const config = loadConfig(io.env, args.config);
+    // Listen for signals first: a stop requested while starting is honoured once started.
+    const stopRequested = shutdownSignal();
     const rt = await openRuntime(config);
     const { log } = rt;
     if (rt.bootstrap?.generatedPassword) {
@@ -86,7 +88,7 @@ export const serveCommand: Command = {
       io.err(`contact-ledger ${VERSION} listening on ${tls ? 'https' : 'http'}://${config.host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
     }
 
-    const signal = await shutdownSignal();
+    const signal = await stopRequested;
     log.info({ signal }, 'shutting down');
     rt.state.shuttingDown = true;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -80,15 +80,16 @@ function operation(r: RouteSpec, tag: string) {
  */
 export function buildOpenApi(opts: { title: string; version: string; baseUrl: string; main: ApiRouter; extra?: ApiRouter[]; tag: string }) {
   const paths: Record<string, Record<string, unknown>> = {};
+  // Routers outside the main prefix are keyed by their full path with a path-level server.
   const add = (router: ApiRouter, servers?: { url: string }[]) => {
     for (const r of router.routes) {
-      const p = r.path.replace(/:(\w+)/g, '{$1}') || '/';
+      const p = (servers ? router.prefix : '') + (r.path.replace(/:(\w+)/g, '{$1}') || '/');
       paths[p] ??= servers ? { servers } : {};
       paths[p][r.method] = operation(r, opts.tag);
     }
   };
   add(opts.main);
-  for (const x of opts.extra ?? []) add(x, [{ url: `${opts.baseUrl}${x.prefix}` }]);
+  for (const x of opts.extra ?? []) add(x, [{ url: opts.baseUrl }]);
   return {
     openapi: '3.1.0',
     info: { title: opts.title, version: opts.version },

@@ -24,6 +24,8 @@ export interface PasswordHasher {
   /** Spends the same time as a real verification and returns false (unknown accounts, A3). */
   verifyNothing(password: string): Promise<false>;
   close(): Promise<void>;
+  /** bcrypt operations run so far (observability and tests). */
+  stats(): { hashes: number; compares: number };
 }
 
 /**
@@ -59,12 +61,15 @@ export function createPasswordHasher(opts: { cost: number; prehashKey: Buffer; m
     return w;
   };
 
+  const counts = { hashes: 0, compares: 0 };
   const run = <T>(op: 'hash' | 'compare', input: string, costOrHash: number | string): Promise<T> => {
     if (pending.size >= maxQueue) {
       return Promise.reject(new AppError(429, 'too_many_requests', 'Too many sign-ins are in progress; retry in a moment.', { headers: { 'Retry-After': '1' } }));
     }
     const w = ensureWorker();
     const id = nextId++;
+    if (op === 'hash') counts.hashes++;
+    else counts.compares++;
     return new Promise<T>((resolve, reject) => {
       pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
       w.postMessage({ id, op, input, costOrHash });
@@ -80,6 +85,7 @@ export function createPasswordHasher(opts: { cost: number; prehashKey: Buffer; m
       await run<boolean>('compare', prehash(password), await dummyHash);
       return false;
     },
+    stats: () => ({ ...counts }),
     async close() {
       const w = worker;
       worker = undefined;

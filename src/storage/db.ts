@@ -39,6 +39,11 @@ export class Db {
     return (this.raw.inTransaction ? this.runTx(fn) : this.runTx.immediate(fn)) as T;
   }
 
+  /** True when the connection is open and answers a query (readiness). */
+  ping(): boolean {
+    return this.raw.open && this.raw.prepare('SELECT 1').pluck().get() === 1;
+  }
+
   /** Checkpoints the WAL into the main file and closes the connection. */
   close(): void {
     if (!this.raw.open) return;

@@ -1,0 +1,136 @@
+// The program as operators run it: a child process with environment, flags and signals.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ID, request, tempDir } from './helpers.ts';
+
+const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
+const baseEnv = { PATH: process.env.PATH ?? '', BCRYPT_COST: '4', HOME: process.env.HOME ?? '/tmp' };
+
+interface Running {
+  child: ChildProcess;
+  port: number;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+/** Starts `contact-ledger serve` and resolves once it logs that it listens. */
+function serve(env: Record<string, string>, args: string[] = []): Promise<Running> {
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...baseEnv, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /"port":(\d+),.*"msg":"listening"/.exec(out);
+      if (m) resolve({ child, port: Number(m[1]), stdout: () => out, stderr: () => err, exit });
+    });
+    void exit.then((code) => reject(new Error(`exited with ${code} before listening: ${err} ${out}`)));
+  });
+}
+
+function run(args: string[], env: Record<string, string> = {}) {
+  return spawnSync(process.execPath, [MAIN, ...args], { env: { ...baseEnv, ...env }, encoding: 'utf8', timeout: 30_000 });
+}
+
+const C = suite('command line');
+
+C('first start without admin settings prints a generated password once; it works; the second start prints nothing', async () => {
+  const data = tempDir();
+  const a = await serve({ CONTACT_LEDGER_DATA: data });
+  const m = /e-mail:\s+(\S+)\s+password:\s+(\S+)/.exec(a.stderr());
+  assert.ok(m, a.stderr());
+  const r = await request(`http://127.0.0.1:${a.port}`, 'POST', `${ID}/session`, { body: { grantType: 'password', email: m![1], password: m![2] } });
+  assert.is(r.status, 200);
+  assert.is(r.body.user.superuser, true);
+  assert.not.ok(a.stdout().includes(m![2]!), 'the password is not in the JSON log');
+  a.child.kill('SIGTERM');
+  assert.is(await a.exit, 0);
+  const b = await serve({ CONTACT_LEDGER_DATA: data });
+  assert.not.match(b.stderr(), /password:/);
+  b.child.kill('SIGINT');
+  assert.is(await b.exit, 0);
+});
+
+C('the admin e-mail and password can come from _FILE variables; SIGTERM stops cleanly (exit 0)', async () => {
+  const data = tempDir();
+  writeFileSync(join(data, '..', 'admin-email'), 'ops@example.com\n');
+  writeFileSync(join(data, '..', 'admin-pw'), 'a long passphrase 42\n');
+  const a = await serve({ CONTACT_LEDGER_DATA: join(data, 'd'), CONTACT_LEDGER_ADMIN_EMAIL_FILE: join(data, '..', 'admin-email'), CONTACT_LEDGER_ADMIN_PASSWORD_FILE: join(data, '..', 'admin-pw') });
+  const r = await request(`http://127.0.0.1:${a.port}`, 'POST', `${ID}/session`, { body: { email: 'ops@example.com', password: 'a long passphrase 42' } });
+  assert.is(r.status, 200);
+  const ready = await request(`http://127.0.0.1:${a.port}`, 'GET', '/readyz');
+  assert.is(ready.status, 200);
+  a.child.kill('SIGTERM');
+  assert.is(await a.exit, 0);
+  assert.match(a.stdout(), /"msg":"stopped"/);
+});
+
+C('flags beat the environment', async () => {
+  const data = tempDir();
+  const a = await serve({ CONTACT_LEDGER_DATA: data, PORT: '1' }, ['serve', '--port', '0']);
+  assert.ok(a.port > 1);
+  a.child.kill('SIGTERM');
+  assert.is(await a.exit, 0);
+});
+
+C('a port in use ends with a clear message and exit code 1', async () => {
+  const blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+  const port = (blocker.address() as { port: number }).port;
+  const r = run(['serve'], { CONTACT_LEDGER_DATA: tempDir(), PORT: String(port), CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'passphrase 12345' });
+  blocker.close();
+  assert.is(r.status, 1);
+  assert.match(r.stderr, new RegExp(`port ${port} on 127\\.0\\.0\\.1 is already in use`));
+});
+
+C('bad configuration values stop with exit code 2 and name the setting', () => {
+  const cases: [Record<string, string>, string[], RegExp][] = [
+    [{ PORT: 'eighty' }, [], /PORT must be an integer/],
+    [{}, ['--port', '99999'], /--port must be an integer from 0 to 65535/],
+    [{ LOG_LEVEL: 'loud' }, [], /LOG_LEVEL must be one of/],
+    [{ BASE_URL: 'ftp://x' }, [], /BASE_URL must be an http/],
+    [{ TLS_CERT: '/x.pem' }, [], /TLS_CERT and TLS_KEY must be set together/],
+    [{ BACKUP_CRON: 'every day' }, [], /BACKUP_CRON must be a cron expression/],
+    [{ CONTACT_LEDGER_ADMIN_PASSWORD_FILE: '/nonexistent/pw', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test' }, [], /CONTACT_LEDGER_ADMIN_PASSWORD_FILE: cannot read/],
+  ];
+  for (const [env, args, msg] of cases) {
+    const r = run(['serve', ...args], { CONTACT_LEDGER_DATA: tempDir(), ...env });
+    assert.is(r.status, 2, `${JSON.stringify(env)} ${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, msg);
+  }
+});
+
+C('unknown commands and flags are usage errors (2); --help and version succeed (0)', () => {
+  const unknown = run(['frobnicate']);
+  assert.is(unknown.status, 2);
+  assert.match(unknown.stderr, /unknown command "frobnicate"/);
+  const flag = run(['serve', '--no-such-flag']);
+  assert.is(flag.status, 2);
+  assert.match(flag.stderr, /no-such-flag/);
+  const help = run(['--help']);
+  assert.is(help.status, 0);
+  assert.match(help.stdout, /Commands:/);
+  const serveHelp = run(['serve', '--help']);
+  assert.is(serveHelp.status, 0);
+  assert.match(serveHelp.stdout, /CONTACT_LEDGER_DATA/);
+  const version = run(['version']);
+  assert.is(version.status, 0);
+  assert.match(version.stdout.trim(), /^\d+\.\d+\.\d+$/);
+});
+
+C('keys rotate adds a signing key', () => {
+  const data = tempDir();
+  const r = run(['keys', 'rotate'], { CONTACT_LEDGER_DATA: data });
+  assert.is(r.status, 0, r.stderr);
+  assert.match(r.stdout, /new signing key k[0-9a-z]{12}/);
+  assert.is(run(['keys', 'spin'], { CONTACT_LEDGER_DATA: data }).status, 2);
+});
+
+C.run();

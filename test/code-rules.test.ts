@@ -1,0 +1,59 @@
+// Rules about the code itself that keep the architecture honest (STYLE.md, RELIABILITY.md).
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const walk = (dir: string): string[] =>
+  readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? walk(p) : p.endsWith('.ts') ? [p] : [];
+  });
+const files = walk(join(root, 'src')).map((f) => ({ path: relative(root, f), text: readFileSync(f, 'utf8') }));
+const isStorage = (p: string) => p.startsWith('src/storage/') || p.endsWith('-repo.ts');
+
+const R = suite('code rules');
+
+R('SQL lives only in the storage layer (src/storage/, *-repo.ts)', () => {
+  const sql = /\.prepare\s*[<(]|\.exec\s*\(\s*['"`]|\b(SELECT|INSERT INTO|DELETE FROM)\b[^'"`]*\b(FROM|VALUES|WHERE)\b|\bUPDATE \w+ SET\b/;
+  const offenders = files.filter((f) => !isStorage(f.path) && sql.test(f.text)).map((f) => f.path);
+  assert.equal(offenders, []);
+});
+
+R('no async callback in a transaction (a better-sqlite3 transaction cannot span an await)', () => {
+  const offenders = files.filter((f) => /\.tx\(\s*async|\.transaction\(\s*async/.test(f.text)).map((f) => f.path);
+  assert.equal(offenders, []);
+});
+
+R('secrets, tokens and hashes are never compared with === (constant-time helpers instead)', () => {
+  const cmp = /\b\w*(secret|token|hash|password)\w*\s*[!=]==|[!=]==\s*\w*(secret|token|hash|password)\w*\b/i;
+  // presence checks (=== undefined / null) and typeof checks compare no secret material
+  const harmless = (l: string) => l.replace(/[!=]==\s*(undefined|null)\b|\b(undefined|null)\s*[!=]==|typeof \w+(\.\w+)*\s*[!=]==\s*'\w+'/g, '');
+  const offenders = files.filter((f) => f.path.startsWith('src/identity/') && f.text.split('\n').some((l) => cmp.test(harmless(l)))).map((f) => f.path);
+  assert.equal(offenders, []);
+});
+
+R('only one jwtVerify call site', () => {
+  const sites = files.filter((f) => /jwtVerify\(/.test(f.text)).map((f) => f.path);
+  assert.equal(sites, ['src/identity/access-tokens.ts']);
+});
+
+R('route handlers and HTTP code do not touch the database', () => {
+  const offenders = files.filter((f) => (f.path.startsWith('src/http/') || f.path.endsWith('routes.ts')) && /\.raw\.|better-sqlite3/.test(f.text)).map((f) => f.path);
+  assert.equal(offenders, []);
+});
+
+R('storage never imports a service or the HTTP layer (dependency direction)', () => {
+  const offenders = files
+    .filter((f) => f.path.startsWith('src/storage/') && /from '\.\.\/(http|identity|ledger|tracking|webhooks|jobs|cli)\//.test(f.text))
+    .map((f) => f.path);
+  assert.equal(offenders, []);
+});
+
+R('nothing but the HTTP listener and configured webhooks opens network connections', () => {
+  const offenders = files.filter((f) => /\bfetch\(|http\.request\(|https\.request\(|net\.connect\(/.test(f.text) && !f.path.startsWith('src/webhooks/')).map((f) => f.path);
+  assert.equal(offenders, []);
+});
+
+R.run();

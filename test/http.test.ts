@@ -1,0 +1,180 @@
+// The HTTP layer: problem+json for every failure (RELIABILITY.md I7), input hygiene (I1, I6),
+// request ids, security headers, CORS and the OpenAPI documents (SPEC §2).
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Router } from '@koa/router';
+import { expectStatus, ID, PASSWORD, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
+
+const H = suite<{ t: TestApp; w: World }>('problem+json everywhere (I7)');
+H.before(async (ctx) => {
+  // test-only routes that fail the ways production code can
+  const r = new Router();
+  r.get('/test-only/boom', () => {
+    throw new Error('SELECT secret FROM users at src/x.ts:1 node_modules/');
+  });
+  r.get('/test-only/busy', () => {
+    throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+  });
+  r.get('/test-only/full', () => {
+    throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+  });
+  ctx.t = await startApp({ config: { maxJsonBytes: 4096, loginMaxFailuresPerAccount: 2 }, extend: (app) => app.use(r.routes()) });
+  ctx.w = await seedWorld(ctx.t);
+});
+H.after(async (ctx) => ctx.t.close());
+
+H('a table of triggers: each answers problem+json with status, code, title, message and a request id', async ({ t, w }) => {
+  const big = { name: 'x'.repeat(5000) };
+  const cases: [string, string, string, Parameters<TestApp['call']>[2], number, string][] = [
+    ['unknown route', 'GET', '/api/identity/v1/nope', {}, 404, 'route_not_found'],
+    ['unknown route outside the APIs', 'GET', '/nope', {}, 404, 'route_not_found'],
+    ['wrong method', 'PUT', `${ID}/orgs`, { token: w.root }, 405, 'method_not_allowed'],
+    ['body over the limit', 'POST', `${ID}/orgs`, { token: w.root, body: big }, 413, 'payload_too_large'],
+    ['wrong media type', 'POST', `${ID}/orgs`, { token: w.root, raw: 'name=x', headers: { 'content-type': 'text/plain' } }, 415, 'unsupported_media_type'],
+    ['malformed JSON', 'POST', `${ID}/orgs`, { token: w.root, raw: '{"name":', headers: { 'content-type': 'application/json' } }, 400, 'malformed_body'],
+    ['validation', 'POST', `${ID}/orgs`, { token: w.root, body: { name: '' } }, 422, 'validation_failed'],
+    ['no token', 'GET', `${ID}/orgs`, {}, 401, 'invalid_token'],
+    ['role missing', 'GET', `${ID}/orgs/${w.orgId}/audit`, { token: w.tokens.viewer }, 403, 'forbidden'],
+    ['not found', 'GET', `${ID}/users/u_00000000000000000000000000`, { token: w.root }, 404, 'user_not_found'],
+    ['conflict', 'POST', `${ID}/users`, { token: w.root, body: { email: 'viewer@a.test', password: PASSWORD } }, 409, 'email_taken'],
+    ['unknown query parameter', 'GET', `${ID}/orgs?sort=name`, { token: w.root }, 400, 'invalid_parameter'],
+    ['server error', 'GET', '/test-only/boom', {}, 500, 'internal_error'],
+    ['database busy', 'GET', '/test-only/busy', {}, 503, 'database_busy'],
+    ['disk full', 'GET', '/test-only/full', {}, 507, 'insufficient_storage'],
+  ];
+  for (const [what, method, path, opts, status, code] of cases) {
+    const r = await t.call(method, path, opts);
+    assert.is(r.status, status, `${what}: ${r.text}`);
+    assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/, what);
+    assert.is(r.body.status, status, what);
+    assert.is(r.body.code, code, what);
+    assert.is(r.body.type, 'about:blank', what);
+    assert.type(r.body.title, 'string', what);
+    assert.is(r.body.message, r.body.detail, what);
+    assert.is(r.body.requestId, r.headers.get('x-request-id'), what);
+    assert.not.match(r.text, /at .*\.ts|SQLITE_|SELECT |node_modules\//, `${what} leaks internals`);
+  }
+  const busy = await t.call('GET', '/test-only/busy');
+  assert.is(busy.headers.get('retry-after'), '1');
+  const wrong = await t.call('PUT', `${ID}/orgs`, { token: w.root });
+  assert.match(wrong.headers.get('allow') ?? '', /GET/);
+  const logs = t.logs.join('\n');
+  assert.ok(logs.includes('"msg":"request failed"'), 'a 500 is logged with its cause');
+});
+
+H('429 throttled answers carry Retry-After', async ({ t }) => {
+  for (let i = 0; i < 2; i++) await t.call('POST', `${ID}/session`, { body: { email: 'editor@a.test', password: 'not the password' } });
+  const r = await t.call('POST', `${ID}/session`, { body: { email: 'editor@a.test', password: 'not the password' } });
+  assert.is(r.status, 429);
+  assert.is(r.body.code, 'too_many_requests');
+  assert.ok(Number(r.headers.get('retry-after')) > 0);
+});
+
+H('validation errors list each field with a path', async ({ t, w }) => {
+  const r = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'not-an-email', role: 'boss', extra: 1 } });
+  assert.is(r.status, 422);
+  const paths = r.body.errors.map((e: any) => e.path).sort();
+  assert.equal(paths, ['email', 'extra', 'role']);
+  assert.match(r.body.message, /email/);
+});
+
+H.run();
+
+const I = suite<{ t: TestApp; w: World }>('input hygiene (I6) and request ids');
+I.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+I.after(async (ctx) => ctx.t.close());
+
+I('__proto__ in a JSON body → 400 and nothing is polluted', async ({ t, w }) => {
+  const r = await t.call('POST', `${ID}/orgs`, { token: w.root, raw: '{"name":"x","__proto__":{"role":"owner"}}', headers: { 'content-type': 'application/json' } });
+  assert.is(r.status, 400);
+  assert.is(({} as any).role, undefined);
+  const c = await t.call('POST', `${ID}/orgs`, { token: w.root, raw: '{"name":"x","constructor":{"prototype":{"role":"owner"}}}', headers: { 'content-type': 'application/json' } });
+  assert.ok(c.status === 400 || c.status === 422, c.text);
+  assert.is(({} as any).role, undefined);
+});
+
+I('repeated query parameters → 400; wrong types → 422', async ({ t, w }) => {
+  const r = await t.call('GET', `${ID}/orgs?limit=1&limit=2`, { token: w.root });
+  assert.is(r.status, 400);
+  assert.equal(r.body.errors, [{ path: 'limit', message: 'is given more than once' }]);
+  for (const bad of ['-1', '0', '1001', '1e9', 'ten', '']) {
+    const x = await t.call('GET', `${ID}/orgs?limit=${bad}`, { token: w.root });
+    assert.is(x.status, 400, `limit=${bad}`);
+    assert.is(x.body.errors[0].path, 'limit');
+  }
+  const typed = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'x@y.test', password: PASSWORD, superuser: 'yes' } });
+  assert.is(typed.status, 422);
+  assert.is(typed.body.errors[0].path, 'superuser');
+});
+
+I('X-Request-Id: a valid incoming id is echoed, a hostile one replaced', async ({ t }) => {
+  const a = await t.call('GET', '/healthz', { headers: { 'x-request-id': 'client-abc.123' } });
+  assert.is(a.headers.get('x-request-id'), 'client-abc.123');
+  const b = await t.call('GET', '/healthz', { headers: { 'x-request-id': 'bad id <script>' } });
+  assert.match(b.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  assert.ok(t.logs.some((l) => l.includes('"requestId":"client-abc.123"')), 'logs carry the request id');
+});
+
+I('security headers on API responses; no CORS unless configured', async ({ t, w }) => {
+  const r = await t.call('GET', `${ID}/orgs`, { token: w.root, headers: { origin: 'http://evil.test' } });
+  assert.is(r.headers.get('x-content-type-options'), 'nosniff');
+  assert.is(r.headers.get('cache-control'), 'no-store');
+  assert.match(r.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
+  assert.is(r.headers.get('referrer-policy'), 'no-referrer');
+  assert.is(r.headers.get('access-control-allow-origin'), null);
+});
+
+I.run();
+
+const C = suite<{ t: TestApp }>('CORS for configured origins');
+C.before(async (ctx) => {
+  ctx.t = await startApp({ config: { corsOrigins: ['https://crm.example.com'] } });
+});
+C.after(async (ctx) => ctx.t.close());
+
+C('preflight and simple requests from an allowed origin get CORS headers; others do not', async ({ t }) => {
+  const pre = await t.call('OPTIONS', `${ID}/orgs`, { headers: { origin: 'https://crm.example.com', 'access-control-request-method': 'POST' } });
+  assert.is(pre.status, 204);
+  assert.is(pre.headers.get('access-control-allow-origin'), 'https://crm.example.com');
+  assert.match(pre.headers.get('access-control-allow-headers') ?? '', /Authorization/);
+  const other = await t.call('OPTIONS', `${ID}/orgs`, { headers: { origin: 'https://evil.example.com', 'access-control-request-method': 'POST' } });
+  assert.is(other.headers.get('access-control-allow-origin'), null);
+});
+
+C.run();
+
+const D = suite<{ t: TestApp }>('OpenAPI 3.1 documents');
+D.before(async (ctx) => {
+  ctx.t = await startApp();
+});
+D.after(async (ctx) => ctx.t.close());
+
+D('each service documents exactly its routes, with the validating schemas', async ({ t }) => {
+  for (const [prefix, router] of [[ID, t.routers[0]!], ['/api/ledger/v1', t.routers[2]!]] as const) {
+    const r = await t.call('GET', `${prefix}/openapi.json`);
+    expectStatus(r, 200);
+    assert.is(r.body.openapi, '3.1.0');
+    assert.is(r.body.servers[0].url, `http://ledger.test${prefix}`);
+    const documented = Object.entries(r.body.paths as Record<string, Record<string, unknown>>).flatMap(([p, ops]) =>
+      Object.keys(ops).filter((m) => m !== 'servers').map((m) => `${m.toUpperCase()} ${p}`),
+    );
+    const routes = router.routes.map((x) => `${x.method.toUpperCase()} ${x.path.replace(/:(\w+)/g, '{$1}')}`);
+    for (const route of routes) assert.ok(documented.includes(route), `${route} is not documented`);
+  }
+  const doc = (await t.call('GET', `${ID}/openapi.json`)).body;
+  const newOrg = doc.paths['/orgs'].post.requestBody.content['application/json'].schema;
+  assert.equal(newOrg.required, ['name']);
+  assert.is(newOrg.additionalProperties, false);
+  assert.is(newOrg.properties.name.maxLength, 256);
+  const session = doc.paths['/session'].post;
+  assert.ok(session.requestBody.content['application/x-www-form-urlencoded']);
+  assert.equal(session.security, []);
+  assert.is(doc.paths['/auth/v1/session'].servers[0].url, 'http://ledger.test', 'the auth alias is documented');
+  const listOrgs = doc.paths['/orgs'].get.parameters.map((p: any) => p.name);
+  assert.equal(listOrgs.sort(), ['cursor', 'limit']);
+});
+
+D.run();

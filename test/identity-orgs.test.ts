@@ -1,0 +1,343 @@
+// Organizations, members, users, service accounts and the audit log (SPEC §3.2–3.4),
+// with the role-escalation cases of RELIABILITY.md Z3.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { clientToken, expectStatus, ID, PASSWORD, seedWorld, signIn, startApp, type TestApp, type World } from './helpers.ts';
+
+const O = suite<{ t: TestApp; w: World }>('organizations and members');
+O.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+O.after(async (ctx) => ctx.t.close());
+
+O('superuser creates an organization with an admin given by e-mail (new user with a password)', async ({ t, w }) => {
+  const r = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Initech', adminEmail: 'Boss@Initech.test', adminName: 'Bill', adminPassword: 'tps reports 4ever' } });
+  expectStatus(r, 201);
+  assert.match(r.body.id, /^o_[0-9a-z]{26}$/);
+  assert.is(r.headers.get('location'), `http://ledger.test${ID}/orgs/${r.body.id}`);
+  assert.match(r.body.createdAt, /Z$/);
+  const boss = await signIn(t, 'boss@initech.test', 'tps reports 4ever');
+  assert.equal(boss.orgs, [{ id: r.body.id, name: 'Initech', role: 'admin' }]);
+  const members = await t.call('GET', `${ID}/orgs/${r.body.id}/members`, { token: boss.accessToken });
+  expectStatus(members, 200);
+  assert.is(members.body.members.length, 1);
+  assert.is(members.body.members[0].email, 'boss@initech.test');
+  assert.is(members.body.members[0].role, 'admin');
+  assert.is(members.body.nextCursor, null);
+});
+
+O('creating an organization for an unknown e-mail without a password → 422; non-superusers → 403', async ({ t, w }) => {
+  const r = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'X', adminEmail: 'ghost@x.test' } });
+  assert.is(r.status, 422);
+  assert.equal(r.body.errors[0].path, 'adminPassword');
+  assert.is((await t.call('POST', `${ID}/orgs`, { token: w.tokens.admin, body: { name: 'X' } })).status, 403);
+});
+
+O('the creator of an organization is its admin; with adminEmail that user is the only admin', async ({ t, w }) => {
+  const org = (await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Created by root' } })).body;
+  assert.is(org.role, 'admin');
+  const rootId = (await t.call('GET', `${ID}/users/me`, { token: w.root })).body.id;
+  const members = await t.call('GET', `${ID}/orgs/${org.id}/members`, { token: w.root });
+  assert.equal(members.body.members.map((m: any) => [m.userId, m.role]), [[rootId, 'admin']]);
+  // the creator is the last admin: cannot be removed
+  const last = await t.call('DELETE', `${ID}/orgs/${org.id}/members/${rootId}`, { token: w.root });
+  assert.is(last.status, 409);
+  assert.is(last.body.code, 'last_admin');
+  const o2 = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Two', adminEmail: 'viewer@a.test' } });
+  expectStatus(o2, 201);
+  const m = await t.call('GET', `${ID}/orgs/${o2.body.id}/members`, { token: w.tokens.viewer });
+  assert.equal(m.body.members.map((x: any) => [x.email, x.role]), [['viewer@a.test', 'admin']]);
+});
+
+O('members: add existing user, add-and-create, duplicate → 409, password for an existing user → 409', async ({ t, w }) => {
+  const a = await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'editor@a.test', role: 'viewer' } });
+  expectStatus(a, 201);
+  assert.is(a.body.role, 'viewer');
+  assert.is(a.body.userId, w.users.editor);
+  const dup = await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'editor@a.test', role: 'editor' } });
+  assert.is(dup.status, 409);
+  assert.is(dup.body.code, 'already_member');
+  const pw = await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'viewer@a.test', role: 'viewer', password: 'another password 1' } });
+  assert.is(pw.status, 409);
+  assert.is(pw.body.code, 'user_exists');
+  const noPw = await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'new@b.test', role: 'viewer' } });
+  assert.is(noPw.status, 422);
+  const created = await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'new@b.test', role: 'editor', password: PASSWORD, name: 'New' } });
+  expectStatus(created, 201);
+  assert.equal({ email: created.body.email, name: created.body.name, role: created.body.role }, { email: 'new@b.test', name: 'New', role: 'editor' });
+  // the editor of A now sees both organizations
+  const orgs = await t.call('GET', `${ID}/orgs`, { token: w.tokens.editor });
+  assert.equal(orgs.body.orgs.map((o: any) => [o.id, o.role]).sort(), [[w.orgId, 'editor'], [w.otherOrgId, 'viewer']].sort());
+});
+
+O('roles: the last admin cannot be demoted or removed (409); with two admins one can go', async ({ t, w }) => {
+  const org = (await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Solo', adminEmail: 'admin@b.test' } })).body;
+  const solo = w.tokens.otherAdmin;
+  const demote = await t.call('PATCH', `${ID}/orgs/${org.id}/members/${w.users.otherAdmin}`, { token: solo, body: { role: 'editor' } });
+  assert.is(demote.status, 409);
+  assert.is(demote.body.code, 'last_admin');
+  const add = await t.call('POST', `${ID}/orgs/${org.id}/members`, { token: solo, body: { email: 'viewer@a.test', role: 'admin' } });
+  expectStatus(add, 201);
+  expectStatus(await t.call('PATCH', `${ID}/orgs/${org.id}/members/${w.users.otherAdmin}`, { token: solo, body: { role: 'viewer' } }), 200, 'demote with two admins');
+  // immediately effective (Z3g): the still-valid token of the demoted admin is refused for admin work
+  const denied = await t.call('POST', `${ID}/orgs/${org.id}/members`, { token: solo, body: { email: 'editor@a.test', role: 'viewer' } });
+  assert.is(denied.status, 403);
+  const remove = await t.call('DELETE', `${ID}/orgs/${org.id}/members/${w.users.viewer}`, { token: w.tokens.viewer });
+  assert.is(remove.status, 409, 'the viewer of A is now the only admin of Solo');
+});
+
+O('role escalation (Z3): editors cannot change roles; invalid roles are rejected; a member cannot promote itself', async ({ t, w }) => {
+  const e = await t.call('PATCH', `${ID}/orgs/${w.orgId}/members/${w.users.viewer}`, { token: w.tokens.editor, body: { role: 'admin' } });
+  assert.is(e.status, 403);
+  const self = await t.call('PATCH', `${ID}/orgs/${w.orgId}/members/${w.users.editor}`, { token: w.tokens.editor, body: { role: 'admin' } });
+  assert.is(self.status, 403);
+  const owner = await t.call('PATCH', `${ID}/orgs/${w.orgId}/members/${w.users.viewer}`, { token: w.tokens.admin, body: { role: 'owner' } });
+  assert.is(owner.status, 422);
+  assert.is(owner.body.errors[0].path, 'role');
+  const extra = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'outsider@x.test', role: 'viewer', orgId: w.otherOrgId } });
+  assert.is(extra.status, 422, 'mass assignment: unknown fields are refused');
+});
+
+O('a removed member loses access on the next request', async ({ t, w }) => {
+  const add = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'outsider@x.test', role: 'viewer' } });
+  expectStatus(add, 201);
+  const s = await signIn(t, 'outsider@x.test', PASSWORD);
+  expectStatus(await t.call('GET', `${ID}/orgs/${w.orgId}`, { token: s.accessToken }), 200);
+  expectStatus(await t.call('DELETE', `${ID}/orgs/${w.orgId}/members/${w.users.outsider}`, { token: w.tokens.admin }), 204);
+  assert.is((await t.call('GET', `${ID}/orgs/${w.orgId}`, { token: s.accessToken })).status, 403);
+});
+
+O('organization get, rename (admin), members list paging', async ({ t, w }) => {
+  const g = await t.call('GET', `${ID}/orgs/${w.orgId}`, { token: w.tokens.viewer });
+  expectStatus(g, 200);
+  assert.is(g.body.role, 'viewer');
+  const p = await t.call('PATCH', `${ID}/orgs/${w.orgId}`, { token: w.tokens.admin, body: { name: 'Org A renamed' } });
+  expectStatus(p, 200);
+  assert.is(p.body.name, 'Org A renamed');
+  const page1 = await t.call('GET', `${ID}/orgs/${w.orgId}/members?limit=2`, { token: w.tokens.viewer });
+  assert.is(page1.body.members.length, 2);
+  assert.type(page1.body.nextCursor, 'string');
+  const page2 = await t.call('GET', `${ID}/orgs/${w.orgId}/members?limit=2&cursor=${page1.body.nextCursor}`, { token: w.tokens.viewer });
+  const seen = [...page1.body.members, ...page2.body.members].map((m: any) => m.userId);
+  assert.is(new Set(seen).size, seen.length, 'no member twice across pages');
+  const bad = await t.call('GET', `${ID}/orgs/${w.orgId}/members?cursor=not-a-cursor`, { token: w.tokens.viewer });
+  assert.is(bad.status, 400);
+  assert.is(bad.body.code, 'invalid_cursor');
+  const other = await t.call('GET', `${ID}/orgs/${w.orgId}/members?cursor=${encodeURIComponent(Buffer.from(JSON.stringify(['users', 1, 'x'])).toString('base64url'))}`, { token: w.tokens.viewer });
+  assert.is(other.status, 400, 'a cursor of another list is refused');
+});
+
+O('superuser deletes an organization with everything it owns', async ({ t, w }) => {
+  const org = (await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Doomed' } })).body;
+  const sa = await t.call('POST', `${ID}/orgs/${org.id}/service-accounts`, { token: w.root, body: { name: 'doomed sa', role: 'viewer' } });
+  const saToken = await clientToken(t, sa.body.clientId, sa.body.clientSecret);
+  expectStatus(await t.call('DELETE', `${ID}/orgs/${org.id}`, { token: w.root }), 204);
+  assert.is((await t.call('GET', `${ID}/orgs/${org.id}`, { token: w.root })).status, 404);
+  assert.is((await t.call('GET', `${ID}/orgs`, { token: saToken })).status, 401, 'its service accounts are gone');
+  const left = t.rt.db.raw.prepare('SELECT (SELECT count(*) FROM members WHERE org_id = ?) + (SELECT count(*) FROM service_accounts WHERE org_id = ?) + (SELECT count(*) FROM audit_log WHERE org_id = ?)').pluck().get(org.id, org.id, org.id);
+  assert.is(left, 0);
+  const installAudit = await t.call('GET', `${ID}/audit`, { token: w.root });
+  assert.ok(installAudit.body.events.some((e: any) => e.action === 'org.deleted' && e.target.id === org.id));
+});
+
+O.run();
+
+const U = suite<{ t: TestApp; w: World }>('users');
+U.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+U.after(async (ctx) => ctx.t.close());
+
+U('GET/PATCH /users/me: rename; a service account has no profile', async ({ t, w }) => {
+  const me = await t.call('GET', `${ID}/users/me`, { token: w.tokens.editor });
+  expectStatus(me, 200);
+  assert.equal({ email: me.body.email, superuser: me.body.superuser, disabled: me.body.disabled }, { email: 'editor@a.test', superuser: false, disabled: false });
+  assert.is(me.body.passwordHash, undefined);
+  const p = await t.call('PATCH', `${ID}/users/me`, { token: w.tokens.editor, body: { name: 'Edith' } });
+  expectStatus(p, 200);
+  assert.is(p.body.name, 'Edith');
+  assert.is((await t.call('GET', `${ID}/users/me`, { token: w.serviceAccounts.saAdmin.token })).status, 403);
+});
+
+U('password change needs the current password and ends every other session (A5b)', async ({ t }) => {
+  const keep = await signIn(t, 'viewer@a.test', PASSWORD);
+  const other = await signIn(t, 'viewer@a.test', PASSWORD);
+  const missing = await t.call('PATCH', `${ID}/users/me`, { token: keep.accessToken, body: { password: 'brand new password' } });
+  assert.is(missing.status, 422);
+  const wrong = await t.call('PATCH', `${ID}/users/me`, { token: keep.accessToken, body: { password: 'brand new password', currentPassword: 'not it at all' } });
+  assert.is(wrong.status, 422);
+  assert.is(wrong.body.code, 'invalid_current_password');
+  const ok = await t.call('PATCH', `${ID}/users/me`, { token: keep.accessToken, body: { password: 'brand new password', currentPassword: PASSWORD } });
+  expectStatus(ok, 200);
+  expectStatus(await t.call('GET', `${ID}/users/me`, { token: keep.accessToken }), 200, 'the session that changed it stays');
+  assert.is((await t.call('GET', `${ID}/users/me`, { token: other.accessToken })).status, 401);
+  assert.is((await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: other.refreshToken } })).status, 401);
+  assert.is((await t.call('POST', `${ID}/session`, { body: { email: 'viewer@a.test', password: PASSWORD } })).status, 401);
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { email: 'viewer@a.test', password: 'brand new password' } }), 200);
+});
+
+U('superuser: list, create (409 on a taken e-mail), get, disable, reset password, end sessions', async ({ t, w }) => {
+  const list = await t.call('GET', `${ID}/users?limit=3`, { token: w.root });
+  expectStatus(list, 200);
+  assert.is(list.body.users.length, 3);
+  assert.type(list.body.nextCursor, 'string');
+  const c = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'Carol@X.test', name: 'Carol', password: PASSWORD } });
+  expectStatus(c, 201);
+  assert.is(c.body.email, 'carol@x.test');
+  assert.is((await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'carol@x.test', password: PASSWORD } })).body.code, 'email_taken');
+  expectStatus(await t.call('GET', `${ID}/users/${c.body.id}`, { token: w.root }), 200);
+  assert.is((await t.call('GET', `${ID}/users/u_00000000000000000000000000`, { token: w.root })).status, 404);
+  const s = await signIn(t, 'carol@x.test', PASSWORD);
+  const ended = await t.call('DELETE', `${ID}/users/${c.body.id}/sessions`, { token: w.root });
+  expectStatus(ended, 200);
+  assert.is(ended.body.revokedSessions, 1);
+  assert.is((await t.call('GET', `${ID}/users/me`, { token: s.accessToken })).status, 401, 'A5d: admin-terminated session');
+  const reset = await t.call('PATCH', `${ID}/users/${c.body.id}`, { token: w.root, body: { password: 'reset by the admin 1' } });
+  expectStatus(reset, 200);
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { email: 'carol@x.test', password: 'reset by the admin 1' } }), 200);
+});
+
+U('the last active superuser cannot be disabled or demoted (409)', async ({ t, w }) => {
+  const rootId = (await t.call('GET', `${ID}/users/me`, { token: w.root })).body.id;
+  const r = await t.call('PATCH', `${ID}/users/${rootId}`, { token: w.root, body: { superuser: false } });
+  assert.is(r.status, 409);
+  assert.is(r.body.code, 'last_superuser');
+  assert.is((await t.call('PATCH', `${ID}/users/${rootId}`, { token: w.root, body: { disabled: true } })).status, 409);
+});
+
+U.run();
+
+const SA = suite<{ t: TestApp; w: World }>('service accounts');
+SA.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+SA.after(async (ctx) => ctx.t.close());
+
+SA('create shows the secret once (≥ 256 bits); lists never show it', async ({ t, w }) => {
+  const r = await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.tokens.admin, body: { name: 'crm sync', role: 'editor' } });
+  expectStatus(r, 201);
+  assert.match(r.body.id, /^sa_[0-9a-z]{26}$/);
+  assert.is(r.body.clientId, r.body.id);
+  assert.match(r.body.clientSecret, /^cls_[A-Za-z0-9_-]{43}$/);
+  assert.ok(Buffer.from(r.body.clientSecret.slice(4), 'base64url').length >= 32);
+  assert.is(r.body.role, 'editor');
+  assert.is(r.headers.get('cache-control'), 'no-store');
+  const list = await t.call('GET', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.tokens.admin });
+  expectStatus(list, 200);
+  assert.ok(list.body.serviceAccounts.length >= 4);
+  assert.not.ok(list.text.includes(r.body.clientSecret));
+  assert.not.ok(list.text.includes('clientSecret'));
+  assert.not.ok(list.text.includes('secretHash'));
+});
+
+SA('a service account role may not exceed the caller; an admin service account may create lower ones (Z3f)', async ({ t, w }) => {
+  const up = await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.serviceAccounts.saAdmin.token, body: { name: 'child', role: 'admin' } });
+  expectStatus(up, 201, 'admin may create admin');
+  const low = await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.serviceAccounts.saEditor.token, body: { name: 'child', role: 'viewer' } });
+  assert.is(low.status, 403, 'editors cannot manage service accounts at all');
+});
+
+SA('rotate: the old secret and its sessions stop working, the new one works', async ({ t, w }) => {
+  const c = (await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.tokens.admin, body: { name: 'rot', role: 'viewer' } })).body;
+  const oldToken = await clientToken(t, c.clientId, c.clientSecret);
+  const r = await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts/${c.id}/rotate`, { token: w.tokens.admin });
+  expectStatus(r, 200);
+  assert.is.not(r.body.clientSecret, c.clientSecret);
+  assert.type(r.body.rotatedAt, 'string');
+  assert.is((await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: c.clientId, clientSecret: c.clientSecret } })).status, 401);
+  assert.is((await t.call('GET', `${ID}/orgs`, { token: oldToken })).status, 401);
+  const fresh = await clientToken(t, c.clientId, r.body.clientSecret);
+  expectStatus(await t.call('GET', `${ID}/orgs/${w.orgId}`, { token: fresh }), 200);
+});
+
+SA('delete: its tokens stop working at once; another org cannot touch it (404)', async ({ t, w }) => {
+  const c = (await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.tokens.admin, body: { name: 'del', role: 'viewer' } })).body;
+  const token = await clientToken(t, c.clientId, c.clientSecret);
+  assert.is((await t.call('DELETE', `${ID}/orgs/${w.otherOrgId}/service-accounts/${c.id}`, { token: w.tokens.otherAdmin })).status, 404);
+  assert.is((await t.call('POST', `${ID}/orgs/${w.otherOrgId}/service-accounts/${c.id}/rotate`, { token: w.tokens.otherAdmin })).status, 404);
+  expectStatus(await t.call('DELETE', `${ID}/orgs/${w.orgId}/service-accounts/${c.id}`, { token: w.tokens.admin }), 204);
+  assert.is((await t.call('GET', `${ID}/orgs/${w.orgId}`, { token })).status, 401);
+});
+
+SA('installation service accounts: superuser only, permissions, no organization access', async ({ t, w }) => {
+  const r = await t.call('POST', `${ID}/service-accounts`, { token: w.root, body: { name: 'pipeline', permissions: ['feed'] } });
+  expectStatus(r, 201);
+  assert.equal(r.body.permissions, ['feed']);
+  assert.is(r.body.orgId, undefined);
+  const bad = await t.call('POST', `${ID}/service-accounts`, { token: w.root, body: { name: 'x', permissions: ['admin'] } });
+  assert.is(bad.status, 422);
+  const token = await clientToken(t, r.body.clientId, r.body.clientSecret);
+  const s = await t.call('GET', `${ID}/session`, { token });
+  assert.equal(s.body.serviceAccount, { id: r.body.id, name: 'pipeline', orgId: null, role: null, permissions: ['feed'] });
+  assert.equal(s.body.orgs, []);
+  assert.is((await t.call('GET', `${ID}/orgs/${w.orgId}`, { token })).status, 403);
+  const list = await t.call('GET', `${ID}/service-accounts`, { token: w.root });
+  assert.ok(list.body.serviceAccounts.some((x: any) => x.id === r.body.id));
+  assert.ok(list.body.serviceAccounts.every((x: any) => x.orgId === undefined));
+  const rot = await t.call('POST', `${ID}/service-accounts/${r.body.id}/rotate`, { token: w.root });
+  expectStatus(rot, 200);
+  assert.is((await t.call('POST', `${ID}/service-accounts/${w.serviceAccounts.saAdmin.id}/rotate`, { token: w.root })).status, 404, 'an org account is not an installation account');
+  expectStatus(await t.call('DELETE', `${ID}/service-accounts/${r.body.id}`, { token: w.root }), 204);
+});
+
+SA('a lowered service-account role takes effect on the next request', async ({ t, w }) => {
+  // roles of service accounts are fixed at creation; deleting one is the way to lower access
+  const c = (await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.tokens.admin, body: { name: 'x', role: 'admin' } })).body;
+  const token = await clientToken(t, c.clientId, c.clientSecret);
+  expectStatus(await t.call('GET', `${ID}/orgs/${w.orgId}/audit`, { token }), 200);
+  expectStatus(await t.call('DELETE', `${ID}/orgs/${w.orgId}/service-accounts/${c.id}`, { token: w.tokens.admin }), 204);
+  assert.is((await t.call('GET', `${ID}/orgs/${w.orgId}/audit`, { token })).status, 401);
+});
+
+SA.run();
+
+const AU = suite<{ t: TestApp; w: World }>('audit log (SPEC §3.4)');
+AU.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+AU.after(async (ctx) => ctx.t.close());
+
+AU('every identity change of an organization is in its audit log, newest first, readable by admins only', async ({ t, w }) => {
+  await t.call('PATCH', `${ID}/orgs/${w.orgId}/members/${w.users.viewer}`, { token: w.tokens.admin, body: { role: 'editor' } });
+  await t.call('DELETE', `${ID}/orgs/${w.orgId}/members/${w.users.viewer}`, { token: w.tokens.admin });
+  const sa = (await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.tokens.admin, body: { name: 'audited', role: 'viewer' } })).body;
+  await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts/${sa.id}/rotate`, { token: w.tokens.admin });
+  await t.call('DELETE', `${ID}/orgs/${w.orgId}/service-accounts/${sa.id}`, { token: w.tokens.admin });
+  await t.call('PATCH', `${ID}/orgs/${w.orgId}`, { token: w.tokens.admin, body: { name: 'A2' } });
+  const r = await t.call('GET', `${ID}/orgs/${w.orgId}/audit?limit=1000`, { token: w.tokens.admin });
+  expectStatus(r, 200);
+  const actions = r.body.events.map((e: any) => e.action);
+  for (const a of ['org.created', 'member.added', 'member.role_changed', 'member.removed', 'service_account.created', 'service_account.rotated', 'service_account.deleted', 'org.updated']) {
+    assert.ok(actions.includes(a), `missing ${a}`);
+  }
+  assert.is(actions[0], 'org.updated', 'newest first');
+  const change = r.body.events.find((e: any) => e.action === 'member.role_changed');
+  assert.equal(change.data, { email: 'viewer@a.test', from: 'viewer', to: 'editor' });
+  assert.equal(change.actor, { type: 'user', id: w.users.admin, label: 'admin@a.test' });
+  assert.equal(change.target, { type: 'user', id: w.users.viewer });
+  assert.match(change.at, /Z$/);
+  assert.not.ok(r.text.includes('clientSecret') || r.text.includes('cls_'));
+  assert.is((await t.call('GET', `${ID}/orgs/${w.orgId}/audit`, { token: w.tokens.editor })).status, 403);
+  assert.is((await t.call('GET', `${ID}/orgs/${w.orgId}/audit`, { token: w.tokens.otherAdmin })).status, 403);
+  const otherLog = await t.call('GET', `${ID}/orgs/${w.otherOrgId}/audit`, { token: w.tokens.otherAdmin });
+  assert.not.ok(otherLog.body.events.some((e: any) => e.orgId === w.orgId), 'tenant isolation of the audit log');
+});
+
+AU('audit pages follow the cursor without gaps or repeats', async ({ t, w }) => {
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const r: any = await t.call('GET', `${ID}/orgs/${w.orgId}/audit?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: w.tokens.admin });
+    expectStatus(r, 200);
+    seen.push(...r.body.events.map((e: any) => e.id));
+    cursor = r.body.nextCursor;
+  } while (cursor);
+  const all = await t.call('GET', `${ID}/orgs/${w.orgId}/audit?limit=1000`, { token: w.tokens.admin });
+  assert.equal(seen, all.body.events.map((e: any) => e.id));
+});
+
+AU.run();

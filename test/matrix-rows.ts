@@ -1,0 +1,126 @@
+// One row per route: who may call it (the contract of SPEC §3–§6), the success status, and a
+// request that succeeds for an allowed caller. Requests that consume their target build a fresh one.
+import { randomBytes } from 'node:crypto';
+import { expectStatus, ID, PASSWORD, type CallOptions, type TestApp, type World } from './helpers.ts';
+
+export type Need = 'public' | 'any' | 'user' | 'superuser' | 'feed' | 'viewer' | 'editor' | 'admin';
+
+export interface Row {
+  need: Need;
+  ok: number;
+  request(c: { t: TestApp; w: World }): Promise<{ path: string; opts?: CallOptions }>;
+}
+
+const uniq = () => randomBytes(5).toString('hex');
+
+/** Adds a fresh member to org A (as root) and returns its user id. */
+async function freshMember(t: TestApp, w: World, role = 'viewer'): Promise<string> {
+  const r = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.root, body: { email: `m-${uniq()}@a.test`, role, password: PASSWORD } });
+  expectStatus(r, 201, 'fresh member');
+  return r.body.userId;
+}
+
+async function freshOrgServiceAccount(t: TestApp, w: World): Promise<string> {
+  const r = await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.root, body: { name: `sa-${uniq()}`, role: 'viewer' } });
+  expectStatus(r, 201, 'fresh service account');
+  return r.body.id;
+}
+
+async function freshInstallationServiceAccount(t: TestApp, w: World): Promise<string> {
+  const r = await t.call('POST', `${ID}/service-accounts`, { token: w.root, body: { name: `inst-${uniq()}`, permissions: ['feed'] } });
+  expectStatus(r, 201, 'fresh installation account');
+  return r.body.id;
+}
+
+async function freshUser(t: TestApp, w: World): Promise<string> {
+  const r = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: `u-${uniq()}@x.test`, password: PASSWORD } });
+  expectStatus(r, 201, 'fresh user');
+  return r.body.id;
+}
+
+async function freshOrg(t: TestApp, w: World): Promise<string> {
+  const r = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: `org-${uniq()}` } });
+  expectStatus(r, 201, 'fresh org');
+  return r.body.id;
+}
+
+const I = (path: string) => `${ID}${path}`;
+
+export const MATRIX: Record<string, Row> = {
+  // ── operations and documents ──
+  'GET /healthz': { need: 'public', ok: 200, request: async () => ({ path: '/healthz' }) },
+  'GET /readyz': { need: 'public', ok: 200, request: async () => ({ path: '/readyz' }) },
+  'GET /api/identity/v1/openapi.json': { need: 'public', ok: 200, request: async () => ({ path: I('/openapi.json') }) },
+  'GET /api/ledger/v1/openapi.json': { need: 'public', ok: 200, request: async () => ({ path: '/api/ledger/v1/openapi.json' }) },
+
+  // ── sessions ──
+  'POST /api/identity/v1/session': {
+    need: 'public', ok: 200,
+    request: async () => ({ path: I('/session'), opts: { body: { grantType: 'password', email: 'editor@a.test', password: PASSWORD } } }),
+  },
+  'POST /auth/v1/session': { need: 'public', ok: 200, request: async () => ({ path: '/auth/v1/session', opts: { form: { username: 'editor@a.test', password: PASSWORD } } }) },
+  'GET /api/identity/v1/session': { need: 'any', ok: 200, request: async () => ({ path: I('/session') }) },
+  'DELETE /api/identity/v1/session': { need: 'any', ok: 204, request: async () => ({ path: I('/session') }) },
+
+  // ── organizations ──
+  'GET /api/identity/v1/orgs': { need: 'any', ok: 200, request: async () => ({ path: I('/orgs') }) },
+  'POST /api/identity/v1/orgs': { need: 'superuser', ok: 201, request: async () => ({ path: I('/orgs'), opts: { body: { name: `org-${uniq()}` } } }) },
+  'GET /api/identity/v1/orgs/:orgId': { need: 'viewer', ok: 200, request: async ({ w }) => ({ path: I(`/orgs/${w.orgId}`) }) },
+  'PATCH /api/identity/v1/orgs/:orgId': { need: 'admin', ok: 200, request: async ({ w }) => ({ path: I(`/orgs/${w.orgId}`), opts: { body: { name: 'Org A' } } }) },
+  'DELETE /api/identity/v1/orgs/:orgId': { need: 'superuser', ok: 204, request: async ({ t, w }) => ({ path: I(`/orgs/${await freshOrg(t, w)}`) }) },
+  'GET /api/identity/v1/orgs/:orgId/members': { need: 'viewer', ok: 200, request: async ({ w }) => ({ path: I(`/orgs/${w.orgId}/members`) }) },
+  'POST /api/identity/v1/orgs/:orgId/members': {
+    need: 'admin', ok: 201,
+    request: async ({ w }) => ({ path: I(`/orgs/${w.orgId}/members`), opts: { body: { email: `n-${uniq()}@a.test`, role: 'viewer', password: PASSWORD } } }),
+  },
+  'PATCH /api/identity/v1/orgs/:orgId/members/:userId': {
+    need: 'admin', ok: 200,
+    request: async ({ t, w }) => ({ path: I(`/orgs/${w.orgId}/members/${await freshMember(t, w)}`), opts: { body: { role: 'editor' } } }),
+  },
+  'DELETE /api/identity/v1/orgs/:orgId/members/:userId': {
+    need: 'admin', ok: 204,
+    request: async ({ t, w }) => ({ path: I(`/orgs/${w.orgId}/members/${await freshMember(t, w)}`) }),
+  },
+  'GET /api/identity/v1/orgs/:orgId/service-accounts': { need: 'admin', ok: 200, request: async ({ w }) => ({ path: I(`/orgs/${w.orgId}/service-accounts`) }) },
+  'POST /api/identity/v1/orgs/:orgId/service-accounts': {
+    need: 'admin', ok: 201,
+    request: async ({ w }) => ({ path: I(`/orgs/${w.orgId}/service-accounts`), opts: { body: { name: `sa-${uniq()}`, role: 'viewer' } } }),
+  },
+  'POST /api/identity/v1/orgs/:orgId/service-accounts/:serviceAccountId/rotate': {
+    need: 'admin', ok: 200,
+    request: async ({ t, w }) => ({ path: I(`/orgs/${w.orgId}/service-accounts/${await freshOrgServiceAccount(t, w)}/rotate`) }),
+  },
+  'DELETE /api/identity/v1/orgs/:orgId/service-accounts/:serviceAccountId': {
+    need: 'admin', ok: 204,
+    request: async ({ t, w }) => ({ path: I(`/orgs/${w.orgId}/service-accounts/${await freshOrgServiceAccount(t, w)}`) }),
+  },
+  'GET /api/identity/v1/orgs/:orgId/audit': { need: 'admin', ok: 200, request: async ({ w }) => ({ path: I(`/orgs/${w.orgId}/audit`) }) },
+
+  // ── users ──
+  'GET /api/identity/v1/users/me': { need: 'user', ok: 200, request: async () => ({ path: I('/users/me') }) },
+  'PATCH /api/identity/v1/users/me': { need: 'user', ok: 200, request: async () => ({ path: I('/users/me'), opts: { body: { name: 'Same Name' } } }) },
+  'GET /api/identity/v1/users': { need: 'superuser', ok: 200, request: async () => ({ path: I('/users') }) },
+  'POST /api/identity/v1/users': { need: 'superuser', ok: 201, request: async () => ({ path: I('/users'), opts: { body: { email: `v-${uniq()}@x.test`, password: PASSWORD } } }) },
+  'GET /api/identity/v1/users/:userId': { need: 'superuser', ok: 200, request: async ({ w }) => ({ path: I(`/users/${w.users.viewer}`) }) },
+  'PATCH /api/identity/v1/users/:userId': {
+    need: 'superuser', ok: 200,
+    request: async ({ t, w }) => ({ path: I(`/users/${await freshUser(t, w)}`), opts: { body: { name: 'Renamed' } } }),
+  },
+  'DELETE /api/identity/v1/users/:userId/sessions': { need: 'superuser', ok: 200, request: async ({ t, w }) => ({ path: I(`/users/${await freshUser(t, w)}/sessions`) }) },
+
+  // ── installation service accounts and audit ──
+  'GET /api/identity/v1/service-accounts': { need: 'superuser', ok: 200, request: async () => ({ path: I('/service-accounts') }) },
+  'POST /api/identity/v1/service-accounts': {
+    need: 'superuser', ok: 201,
+    request: async () => ({ path: I('/service-accounts'), opts: { body: { name: `p-${uniq()}`, permissions: ['feed'] } } }),
+  },
+  'POST /api/identity/v1/service-accounts/:serviceAccountId/rotate': {
+    need: 'superuser', ok: 200,
+    request: async ({ t, w }) => ({ path: I(`/service-accounts/${await freshInstallationServiceAccount(t, w)}/rotate`) }),
+  },
+  'DELETE /api/identity/v1/service-accounts/:serviceAccountId': {
+    need: 'superuser', ok: 204,
+    request: async ({ t, w }) => ({ path: I(`/service-accounts/${await freshInstallationServiceAccount(t, w)}`) }),
+  },
+  'GET /api/identity/v1/audit': { need: 'superuser', ok: 200, request: async () => ({ path: I('/audit') }) },
+};

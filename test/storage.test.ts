@@ -1,0 +1,161 @@
+// Storage: pragmas and their checks (RELIABILITY.md D1), single-writer transactions (D2),
+// migrations and refusing newer or damaged databases (D7).
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import Database from 'better-sqlite3';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createLogger } from '../src/log.ts';
+import { paths } from '../src/paths.ts';
+import { DB_FILE, openRuntime } from '../src/runtime.ts';
+import { openDb, StartupError } from '../src/storage/db.ts';
+import { loadMigrations, migrate, schemaVersion } from '../src/storage/migrate.ts';
+import { tempDir, testConfig } from './helpers.ts';
+
+const quiet = { log: createLogger('silent') };
+const S = suite('storage');
+
+S('a fresh database and a reopened one both run WAL, synchronous=FULL, foreign keys, SQLite ≥ 3.51.3 (D1)', () => {
+  const file = join(tempDir(), 'x.db');
+  for (const round of ['fresh', 'reopened']) {
+    const db = openDb(file);
+    assert.is(db.raw.pragma('journal_mode', { simple: true }), 'wal', round);
+    assert.is(db.raw.pragma('synchronous', { simple: true }), 2, round);
+    assert.is(db.raw.pragma('foreign_keys', { simple: true }), 1, round);
+    assert.is(db.raw.pragma('busy_timeout', { simple: true }), 5000, round);
+    const v = String(db.raw.prepare('SELECT sqlite_version()').pluck().get()).split('.').map(Number);
+    assert.ok(v[0]! > 3 || (v[0] === 3 && (v[1]! > 51 || (v[1] === 51 && v[2]! >= 3))), v.join('.'));
+    db.raw.exec('CREATE TABLE IF NOT EXISTS t (x)');
+    db.close();
+  }
+  assert.is(statSync(file).mode & 0o777, 0o600, 'the database file is private to its owner');
+});
+
+S('db.tx: commits, rolls back on throw, refuses async callbacks', () => {
+  const db = openDb(join(tempDir(), 'x.db'));
+  db.raw.exec('CREATE TABLE t (x INTEGER)');
+  db.tx(() => db.raw.prepare('INSERT INTO t VALUES (1)').run());
+  assert.throws(() => db.tx(() => {
+    db.raw.prepare('INSERT INTO t VALUES (2)').run();
+    throw new Error('stop');
+  }));
+  assert.throws(() => db.tx((async () => db.raw.prepare('INSERT INTO t VALUES (3)').run()) as never), /synchronous/);
+  assert.equal(db.raw.prepare('SELECT x FROM t').pluck().all(), [1]);
+  db.close();
+});
+
+S('two connections: deferred read-then-write hits SQLITE_BUSY, IMMEDIATE does not (D2a)', () => {
+  const file = join(tempDir(), 'x.db');
+  const a = openDb(file);
+  a.raw.exec('CREATE TABLE t (x INTEGER)');
+  const b = new Database(file);
+  b.pragma('busy_timeout = 0');
+  a.raw.exec('BEGIN DEFERRED');
+  a.raw.prepare('SELECT count(*) FROM t').get();
+  b.exec('BEGIN DEFERRED');
+  b.prepare('SELECT count(*) FROM t').get();
+  a.raw.prepare('INSERT INTO t VALUES (1)').run();
+  let code = '';
+  try {
+    b.prepare('INSERT INTO t VALUES (2)').run();
+  } catch (err) {
+    code = (err as { code: string }).code;
+  }
+  assert.match(code, /^SQLITE_BUSY/);
+  b.exec('ROLLBACK');
+  a.raw.exec('COMMIT');
+  // with BEGIN IMMEDIATE (what db.tx uses) the second writer waits for the first instead
+  b.pragma('busy_timeout = 2000');
+  a.tx(() => a.raw.prepare('INSERT INTO t VALUES (3)').run());
+  b.transaction(() => b.prepare('INSERT INTO t VALUES (4)').run()).immediate();
+  assert.is(a.raw.prepare('SELECT count(*) FROM t').pluck().get(), 3);
+  b.close();
+  a.close();
+});
+
+S('migrations: all files apply to a fresh database once, recorded in schema_migrations and user_version', () => {
+  const db = openDb(join(tempDir(), 'x.db'));
+  const all = loadMigrations(paths.migrations);
+  assert.ok(all.length >= 1);
+  assert.equal(migrate(db, all), all.map((m) => m.name));
+  assert.is(schemaVersion(db), all.at(-1)!.version);
+  assert.equal(db.raw.prepare('SELECT name FROM schema_migrations ORDER BY version').pluck().all(), all.map((m) => m.name));
+  assert.equal(migrate(db, all), [], 'nothing to do the second time');
+  assert.equal(db.raw.pragma('foreign_key_check'), []);
+  assert.is(db.raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
+S('a migration that fails halfway rolls back everything and leaves user_version unchanged (D7)', () => {
+  const dir = tempDir();
+  mkdirSync(join(dir, 'm'));
+  writeFileSync(join(dir, 'm', '0001_ok.sql'), 'CREATE TABLE a (x INTEGER);');
+  writeFileSync(join(dir, 'm', '0002_broken.sql'), 'CREATE TABLE b (x INTEGER); INSERT INTO nope VALUES (1);');
+  const db = openDb(join(dir, 'x.db'));
+  assert.throws(() => migrate(db, loadMigrations(join(dir, 'm'))), /nope/);
+  assert.is(schemaVersion(db), 0);
+  assert.equal(db.raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('a', 'b')").all(), []);
+  db.close();
+  writeFileSync(join(dir, 'm', '0004_gap.sql'), 'SELECT 1;');
+  assert.throws(() => loadMigrations(join(dir, 'm')), /without gaps/);
+});
+
+S('a database written by a newer version is refused with a clear message', async () => {
+  const dir = tempDir();
+  await (await openRuntime(testConfig(dir), quiet)).close();
+  const raw = new Database(join(dir, DB_FILE));
+  raw.pragma('user_version = 999');
+  raw.close();
+  try {
+    await openRuntime(testConfig(dir), quiet);
+    assert.unreachable();
+  } catch (err) {
+    assert.instance(err, StartupError);
+    assert.match((err as Error).message, /schema version 999, written by a newer contact-ledger/);
+  }
+});
+
+S('a damaged or foreign file is refused at start instead of served (D7)', async () => {
+  const dir = tempDir();
+  const rt = await openRuntime(testConfig(dir), quiet);
+  rt.db.raw.exec('CREATE TABLE filler (x TEXT)');
+  const ins = rt.db.raw.prepare('INSERT INTO filler VALUES (?)');
+  rt.db.tx(() => {
+    for (let i = 0; i < 3000; i++) ins.run('y'.repeat(200));
+  });
+  await rt.close();
+  const file = join(dir, DB_FILE);
+  const damaged = join(dir, 'damaged.db');
+  copyFileSync(file, damaged);
+  truncateSync(damaged, Math.floor(statSync(damaged).size / 2));
+  assert.throws(() => openDb(damaged), (e: Error) => e instanceof StartupError && /damaged|malformed|restore/.test(e.message));
+  const foreign = join(dir, 'foreign.db');
+  writeFileSync(foreign, 'this is a text file, not a database'.repeat(200));
+  assert.throws(() => openDb(foreign), (e: Error) => e instanceof StartupError && /not a contact-ledger database|damaged/.test(e.message));
+  assert.ok(readFileSync(foreign, 'utf8').startsWith('this is a text file'), 'the foreign file is not modified');
+});
+
+S('an unwritable data folder stops the start with a message naming the folder', async () => {
+  const dir = join(tempDir(), 'ro');
+  mkdirSync(dir, { mode: 0o500 });
+  if (process.getuid?.() === 0) {
+    // root can write anywhere: use a path below a regular file instead
+    writeFileSync(join(dir, 'file'), '');
+    try {
+      await openRuntime(testConfig(join(dir, 'file', 'data')), quiet);
+      assert.unreachable();
+    } catch (err) {
+      assert.match((err as Error).message, /data folder .*file\/data is not usable/);
+    }
+    return;
+  }
+  try {
+    await openRuntime(testConfig(join(dir, 'data')), quiet);
+    assert.unreachable();
+  } catch (err) {
+    assert.match((err as Error).message, /is not usable/);
+  }
+  assert.equal(readdirSync(dir), []);
+});
+
+S.run();
