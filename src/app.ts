@@ -4,6 +4,7 @@ import { problems } from './http/problem.ts';
 import { cors, requestContext, securityHeaders } from './http/request-context.ts';
 import { ApiRouter, type RouterDeps } from './http/route.ts';
 import { IDENTITY_PREFIX, registerIdentityRoutes } from './identity/routes.ts';
+import { uploadTmpDir } from './ledger/index.ts';
 import { LEDGER_PREFIX, registerLedgerRoutes } from './ledger/routes.ts';
 import { registerHealthRoutes } from './ops/health.ts';
 import type { Runtime } from './runtime.ts';
@@ -31,7 +32,7 @@ export function buildApp(rt: Runtime): BuiltApp {
   });
 
   const ledgerApi = new ApiRouter(LEDGER_PREFIX, deps);
-  registerLedgerRoutes(ledgerApi, rt);
+  registerLedgerRoutes(ledgerApi, rt.ledger, { baseUrl: config.baseUrl, uploadTmpDir: uploadTmpDir(config.dataDir), maxUploadBytes: config.maxUploadBytes, now: () => rt.clock.now() });
   ledgerApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } }, (ctx) => {
     ctx.body = buildOpenApi({ title: 'contact-ledger ledger service', version: VERSION, baseUrl: config.baseUrl, main: ledgerApi, tag: 'ledger' });
   });

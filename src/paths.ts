@@ -11,4 +11,5 @@ export const paths = {
   migrations: join(root, 'sql', 'migrations'),
   web: join(root, 'web', 'dist'),
   bcryptWorker: join(root, 'src', 'identity', 'bcrypt-worker.ts'),
+  csvWorker: join(root, 'src', 'csv', 'csv-worker.ts'),
 };

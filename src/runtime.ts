@@ -7,7 +7,12 @@ import { loadSigningKeys } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './log.ts';
 import type { ReadinessChecks } from './ops/health.ts';
 import { paths } from './paths.ts';
+import { createQueue, type Queue } from './jobs/queue.ts';
+import { createScheduler, type Scheduler } from './jobs/scheduler.ts';
+import { createLedgerModule, uploadsDir, uploadTmpDir, type LedgerModule } from './ledger/index.ts';
 import { openDb, StartupError, type Db } from './storage/db.ts';
+import { lockDataDir } from './storage/lock.ts';
+import { readdirSync, rmSync } from 'node:fs';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './storage/migrate.ts';
 
 export const DB_FILE = 'contact-ledger.db';
@@ -19,6 +24,9 @@ export interface Runtime {
   log: Logger;
   db: Db;
   identity: Identity;
+  ledger: LedgerModule;
+  queue: Queue;
+  scheduler: Scheduler;
   readiness: ReadinessChecks;
   /** Set when this start created the first superuser. */
   bootstrap?: { email: string; generatedPassword?: string };
@@ -45,7 +53,14 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
   prepareDataDir(config.dataDir);
-  const db = openDb(join(config.dataDir, DB_FILE));
+  const lock = lockDataDir(config.dataDir);
+  let db: Db;
+  try {
+    db = openDb(join(config.dataDir, DB_FILE));
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   try {
     const migrations = loadMigrations(paths.migrations);
     const pending = pendingMigrations(db, migrations);
@@ -61,7 +76,14 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     if (applied.length) log.info({ applied }, 'migrations applied');
 
     const signingKeys = loadSigningKeys(config.dataDir, clock.now());
-    const identity = createIdentity({ db, clock, config, signingKeys });
+    const queue = createQueue(db, clock);
+    let scheduler: Scheduler | undefined;
+    const kick = () => scheduler?.kick();
+    let ledger: LedgerModule | undefined;
+    const identity = createIdentity({ db, clock, config, signingKeys, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
+    ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick });
+    scheduler = createScheduler({ db, queue, log, runners: ledger.runners });
+    removeStrayUploads(config.dataDir, ledger.repos.imports.listReferencedFiles());
     const latest = migrations.at(-1)!.version;
     const state = { shuttingDown: false };
     const rt: Runtime = {
@@ -70,14 +92,20 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       log,
       db,
       identity,
+      ledger,
+      queue,
+      scheduler,
       state,
       readiness: {
         database: () => db.ping(),
         migrations: () => schemaVersion(db) === latest,
+        scheduler: () => scheduler.isRunning(),
       },
       async close() {
+        await scheduler.stop();
         await identity.hasher.close();
         db.close();
+        lock.release();
       },
     };
     const boot = await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
@@ -85,6 +113,23 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     return rt;
   } catch (err) {
     db.close();
+    lock.release();
     throw err;
+  }
+}
+
+/** Uploads no job refers to (a crash between receiving and registering one) are deleted at start. */
+function removeStrayUploads(dataDir: string, referenced: string[]): void {
+  rmSync(uploadTmpDir(dataDir), { recursive: true, force: true });
+  const keep = new Set(referenced);
+  let names: string[] = [];
+  try {
+    names = readdirSync(uploadsDir(dataDir));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const file = join(uploadsDir(dataDir), name);
+    if (!keep.has(file)) rmSync(file, { recursive: true, force: true });
   }
 }

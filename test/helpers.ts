@@ -96,7 +96,7 @@ export async function request(base: string, method: string, path: string, opts: 
 
 /** Starts the whole application on 127.0.0.1:0 with a fresh data folder. */
 export async function startApp(
-  opts: { config?: Partial<Config>; env?: Record<string, string>; clock?: Clock; dataDir?: string; extend?: (app: Koa) => void } = {},
+  opts: { config?: Partial<Config>; env?: Record<string, string>; clock?: Clock; dataDir?: string; extend?: (app: Koa) => void; noScheduler?: boolean } = {},
 ): Promise<TestApp> {
   const dataDir = opts.dataDir ?? tempDir();
   const config = testConfig(dataDir, opts.config, opts.env);
@@ -110,6 +110,7 @@ export async function startApp(
   const clock = opts.clock ?? new ManualClock(Date.now());
   const rt = await openRuntime(config, { clock, log: createLogger('info', sink) });
   const { app, routers } = buildApp(rt);
+  if (!opts.noScheduler) rt.scheduler.start();
   opts.extend?.(app); // test-only middleware, mounted after every real route
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
@@ -220,4 +221,62 @@ export async function clientToken(t: TestApp, clientId: string, clientSecret: st
   const r = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId, clientSecret } });
   expectStatus(r, 200, 'client credentials');
   return r.body.accessToken;
+}
+
+// ── ledger helpers ────────────────────────────────────────────────────────
+
+/** A multipart body with a CSV file in the field "file" (and an optional mapping). */
+export function csvForm(csv: string | Buffer, opts: { fileName?: string; mapping?: unknown; type?: string } = {}): FormData {
+  const form = new FormData();
+  form.append('file', new Blob([csv], { type: opts.type ?? 'text/csv' }), opts.fileName ?? 'contacts.csv');
+  if (opts.mapping !== undefined) form.append('mapping', typeof opts.mapping === 'string' ? opts.mapping : JSON.stringify(opts.mapping));
+  return form;
+}
+
+export const ledgerPath = (orgId: string, ledgerId?: string) => `${LEDGER}/orgs/${orgId}/ledgers${ledgerId ? `/${ledgerId}` : ''}`;
+
+export async function createLedger(t: TestApp, token: string, orgId: string, name = 'Ledger'): Promise<string> {
+  const r = await t.call('POST', ledgerPath(orgId), { token, body: { name } });
+  expectStatus(r, 201, 'create ledger');
+  return r.body.id;
+}
+
+/** Polls an import job until it is completed or failed (no sleeps: the job is kicked at once). */
+export async function waitForImport(t: TestApp, token: string, orgId: string, ledgerId: string, importId: string, timeoutMs = 30_000): Promise<any> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await t.call('GET', `${ledgerPath(orgId, ledgerId)}/imports/${importId}`, { token });
+    expectStatus(r, 200, 'import status');
+    if (r.body.status === 'completed' || r.body.status === 'failed') return r.body;
+    if (Date.now() > until) throw new Error(`import ${importId} still ${r.body.status} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** POSTs contacts and waits for their import job; returns the finished job. */
+export async function addContacts(t: TestApp, token: string, orgId: string, ledgerId: string, contacts: unknown[] | Record<string, unknown>): Promise<any> {
+  const r = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/contacts`, { token, body: Array.isArray(contacts) ? { contacts } : contacts });
+  expectStatus(r, 202, 'add contacts');
+  return waitForImport(t, token, orgId, ledgerId, r.body.id);
+}
+
+/** Uploads a CSV and waits for its import job; returns the finished job. */
+export async function uploadCsv(t: TestApp, token: string, orgId: string, ledgerId: string, csv: string | Buffer, opts: { mapping?: unknown; fileName?: string } = {}): Promise<any> {
+  const r = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(csv, opts) });
+  expectStatus(r, 202, 'upload csv');
+  return waitForImport(t, token, orgId, ledgerId, r.body.id);
+}
+
+/** Every page of a contact list (follows nextCursor). */
+export async function listAll(t: TestApp, token: string, path: string, query = '', limit = 1000): Promise<any[]> {
+  const out: any[] = [];
+  let cursor: string | null = null;
+  do {
+    const sep = query ? '&' : '';
+    const r: Response = await t.call('GET', `${path}?${query}${sep}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`, { token });
+    expectStatus(r, 200, 'list page');
+    out.push(...r.body.contacts);
+    cursor = r.body.nextCursor;
+  } while (cursor);
+  return out;
 }

@@ -1,7 +1,7 @@
 // One row per route: who may call it (the contract of SPEC §3–§6), the success status, and a
 // request that succeeds for an allowed caller. Requests that consume their target build a fresh one.
 import { randomBytes } from 'node:crypto';
-import { expectStatus, ID, PASSWORD, type CallOptions, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, csvForm, expectStatus, ID, ledgerPath, PASSWORD, type CallOptions, type TestApp, type World } from './helpers.ts';
 
 export type Need = 'public' | 'any' | 'user' | 'superuser' | 'feed' | 'viewer' | 'editor' | 'admin';
 
@@ -45,6 +45,32 @@ async function freshOrg(t: TestApp, w: World): Promise<string> {
 }
 
 const I = (path: string) => `${ID}${path}`;
+
+/** A ledger of org A with one imported contact, made once per world. */
+const fixtures = new WeakMap<World, Promise<{ ledgerId: string; importId: string; contactId: string }>>();
+function ledgerFixture(t: TestApp, w: World) {
+  let f = fixtures.get(w);
+  if (!f) {
+    f = (async () => {
+      const ledgerId = await createLedger(t, w.root, w.orgId, 'matrix');
+      const imp = await addContacts(t, w.root, w.orgId, ledgerId, [{ name: 'Ann Example', company: 'Acme' }, { company: 'no name' }]);
+      const list = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts`, { token: w.root });
+      return { ledgerId, importId: imp.id, contactId: list.body.contacts[0].id };
+    })();
+    fixtures.set(w, f);
+  }
+  return f;
+}
+const LP = (w: World, ledgerId: string, rest = '') => `${ledgerPath(w.orgId, ledgerId)}${rest}`;
+async function freshLedger(t: TestApp, w: World): Promise<string> {
+  return createLedger(t, w.root, w.orgId, `l-${uniq()}`);
+}
+async function freshContact(t: TestApp, w: World, ledgerId: string): Promise<string> {
+  const before = await addContacts(t, w.root, w.orgId, ledgerId, [{ name: `n-${uniq()}`, company: 'Acme', referenceId: uniq() }]);
+  const r = await t.call('GET', `${LP(w, ledgerId, '/contacts')}?importId=${before.id}`, { token: w.root });
+  return r.body.contacts[0].id;
+}
+const CSV = 'name,company\nAnn,Acme\n';
 
 export const MATRIX: Record<string, Row> = {
   // ── operations and documents ──
@@ -123,4 +149,89 @@ export const MATRIX: Record<string, Row> = {
     request: async ({ t, w }) => ({ path: I(`/service-accounts/${await freshInstallationServiceAccount(t, w)}`) }),
   },
   'GET /api/identity/v1/audit': { need: 'superuser', ok: 200, request: async () => ({ path: I('/audit') }) },
+
+  // ── ledgers ──
+  'GET /api/ledger/v1/orgs/:orgId/ledgers': { need: 'viewer', ok: 200, request: async ({ w }) => ({ path: ledgerPath(w.orgId) }) },
+  'POST /api/ledger/v1/orgs/:orgId/ledgers': { need: 'editor', ok: 201, request: async ({ w }) => ({ path: ledgerPath(w.orgId), opts: { body: { name: `m-${uniq()}` } } }) },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId': { need: 'viewer', ok: 200, request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId) }) },
+  'PATCH /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId': {
+    need: 'editor', ok: 200,
+    request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId), opts: { body: { description: 'same' } } }),
+  },
+  'DELETE /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId': { need: 'admin', ok: 204, request: async ({ t, w }) => ({ path: LP(w, await freshLedger(t, w)) }) },
+
+  // ── contacts ──
+  'POST /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts': {
+    need: 'editor', ok: 202,
+    request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/contacts'), opts: { body: { name: 'New One', company: 'Acme' } } }),
+  },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts': { need: 'viewer', ok: 200, request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/contacts') }) },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/download': {
+    need: 'viewer', ok: 200,
+    request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/contacts/download') }),
+  },
+  'POST /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/bulk_delete': {
+    need: 'editor', ok: 200,
+    request: async ({ t, w }) => {
+      const { ledgerId } = await ledgerFixture(t, w);
+      return { path: LP(w, ledgerId, '/contacts/bulk_delete'), opts: { body: { contactIds: [await freshContact(t, w, ledgerId)] } } };
+    },
+  },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/:contactId': {
+    need: 'viewer', ok: 200,
+    request: async ({ t, w }) => {
+      const f = await ledgerFixture(t, w);
+      return { path: LP(w, f.ledgerId, `/contacts/${f.contactId}`) };
+    },
+  },
+  'DELETE /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/:contactId': {
+    need: 'editor', ok: 204,
+    request: async ({ t, w }) => {
+      const { ledgerId } = await ledgerFixture(t, w);
+      return { path: LP(w, ledgerId, `/contacts/${await freshContact(t, w, ledgerId)}`) };
+    },
+  },
+
+  'POST /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/imports': {
+    need: 'editor', ok: 202,
+    request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/imports'), opts: { raw: csvForm(CSV) } }),
+  },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/imports': { need: 'viewer', ok: 200, request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/imports') }) },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/imports/:importId': {
+    need: 'viewer', ok: 200,
+    request: async ({ t, w }) => {
+      const f = await ledgerFixture(t, w);
+      return { path: LP(w, f.ledgerId, `/imports/${f.importId}`) };
+    },
+  },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/imports/:importId/errors': {
+    need: 'viewer', ok: 200,
+    request: async ({ t, w }) => {
+      const f = await ledgerFixture(t, w);
+      return { path: LP(w, f.ledgerId, `/imports/${f.importId}/errors`) };
+    },
+  },
+  'POST /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/imports': {
+    need: 'editor', ok: 202,
+    request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/contacts/imports'), opts: { raw: csvForm(CSV) } }),
+  },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/imports': { need: 'viewer', ok: 200, request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/contacts/imports') }) },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/imports/:importId': {
+    need: 'viewer', ok: 200,
+    request: async ({ t, w }) => {
+      const f = await ledgerFixture(t, w);
+      return { path: LP(w, f.ledgerId, `/contacts/imports/${f.importId}`) };
+    },
+  },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/imports/:importId/downloadErrors': {
+    need: 'viewer', ok: 200,
+    request: async ({ t, w }) => {
+      const f = await ledgerFixture(t, w);
+      return { path: LP(w, f.ledgerId, `/contacts/imports/${f.importId}/downloadErrors`) };
+    },
+  },
+  'POST /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/imports/preview': {
+    need: 'editor', ok: 200,
+    request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/imports/preview'), opts: { raw: csvForm(CSV) } }),
+  },
 };

@@ -81,6 +81,7 @@ export const serveCommand: Command = {
       await rt.close();
       throw err;
     }
+    rt.scheduler.start();
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     log.info({ version: VERSION, host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https: Boolean(tls) }, 'listening');

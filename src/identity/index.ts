@@ -23,7 +23,7 @@ import { createUsersRepo } from './users-repo.ts';
 export type Identity = ReturnType<typeof createIdentity>;
 
 /** Wires the identity service: repos → services. The composition root calls this once. */
-export function createIdentity(deps: { db: Db; clock: Clock; config: Config; signingKeys: SigningKey[] }) {
+export function createIdentity(deps: { db: Db; clock: Clock; config: Config; signingKeys: SigningKey[]; onOrgDeleted: (orgId: string) => void }) {
   const { db, clock, config } = deps;
   const settings = createSettingsRepo(db);
   // The pre-hash key lives in the database so that a restored backup keeps every password valid.
@@ -56,7 +56,7 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
     hasher,
     repos,
     sessions,
-    orgs: createOrgService({ db, clock, orgs: repos.orgs, users: repos.users, access, audit, hasher }),
+    orgs: createOrgService({ db, clock, orgs: repos.orgs, users: repos.users, access, audit, hasher, onOrgDeleted: deps.onOrgDeleted }),
     users: createUserService({ db, clock, users: repos.users, sessions: repos.sessions, audit, hasher }),
     serviceAccounts: createServiceAccountService({ db, clock, serviceAccounts: repos.serviceAccounts, sessions: repos.sessions, access, audit }),
     /** Verifies an access token and resolves its actor (used by every authenticated route). */

@@ -19,6 +19,8 @@ export interface OrgDeps {
   access: Access;
   audit: Audit;
   hasher: PasswordHasher;
+  /** Called inside the deleting transaction: schedules the background purge of what the org owns. */
+  onOrgDeleted: (orgId: string) => void;
 }
 
 export interface NewMemberInput {
@@ -121,11 +123,15 @@ export function createOrgService(d: OrgDeps) {
       });
     },
 
-    /** Deletes the organization and everything it owns (cascade); audited installation-wide. */
+    /**
+     * Deletes the organization: gone for every caller at once (members and service accounts lose
+     * access in this transaction), its ledgers are purged in the background; audited installation-wide.
+     */
     deleteOrg(by: Caller, orgId: string): void {
       d.db.tx(() => {
         const org = requireOrg(orgId);
-        d.orgs.deleteOrg(orgId);
+        d.orgs.markOrgDeleted(orgId, d.clock.now());
+        d.onOrgDeleted(orgId);
         d.audit.record(by, { orgId: null, action: 'org.deleted', target: { type: 'org', id: orgId }, data: { name: org.name } });
       });
     },

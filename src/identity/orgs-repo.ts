@@ -28,15 +28,18 @@ export type OrgsRepo = ReturnType<typeof createOrgsRepo>;
 /** Organizations and their members. */
 export function createOrgsRepo(db: Db) {
   const q = {
-    byId: db.raw.prepare<[string], OrgRow>('SELECT id, name, created_at, updated_at FROM orgs WHERE id = ?'),
+    byId: db.raw.prepare<[string], OrgRow>('SELECT id, name, created_at, updated_at FROM orgs WHERE id = ? AND deleted_at IS NULL'),
     insert: db.raw.prepare('INSERT INTO orgs (id, name, created_at, updated_at) VALUES (@id, @name, @createdAt, @updatedAt)'),
     update: db.raw.prepare('UPDATE orgs SET name = @name, updated_at = @updatedAt WHERE id = @id'),
-    delete: db.raw.prepare<[string]>('DELETE FROM orgs WHERE id = ?'),
+    markDeleted: db.raw.prepare<[number, string]>('UPDATE orgs SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL'),
+    deleteMembers: db.raw.prepare<[string]>('DELETE FROM members WHERE org_id = ?'),
+    deleteServiceAccounts: db.raw.prepare<[string]>('DELETE FROM service_accounts WHERE org_id = ?'),
+    purge: db.raw.prepare<[string]>('DELETE FROM orgs WHERE id = ? AND deleted_at IS NOT NULL'),
     allFirst: db.raw.prepare<[number], OrgRow & { role: null }>(
-      'SELECT id, name, created_at, updated_at, NULL AS role FROM orgs ORDER BY created_at, id LIMIT ?',
+      'SELECT id, name, created_at, updated_at, NULL AS role FROM orgs WHERE deleted_at IS NULL ORDER BY created_at, id LIMIT ?',
     ),
     allAfter: db.raw.prepare<[number, number, string, number], OrgRow & { role: null }>(
-      'SELECT id, name, created_at, updated_at, NULL AS role FROM orgs WHERE created_at > ? OR (created_at = ? AND id > ?) ORDER BY created_at, id LIMIT ?',
+      'SELECT id, name, created_at, updated_at, NULL AS role FROM orgs WHERE deleted_at IS NULL AND (created_at > ? OR (created_at = ? AND id > ?)) ORDER BY created_at, id LIMIT ?',
     ),
     ofUserFirst: db.raw.prepare<[string, number], OrgRow & { role: Role }>(
       'SELECT o.id, o.name, o.created_at, o.updated_at, m.role FROM members m JOIN orgs o ON o.id = m.org_id WHERE m.user_id = ? ORDER BY o.created_at, o.id LIMIT ?',
@@ -71,8 +74,17 @@ export function createOrgsRepo(db: Db) {
     },
     insertOrg: (o: Org): void => void q.insert.run(o),
     updateOrg: (o: Org): void => void q.update.run({ id: o.id, name: o.name, updatedAt: o.updatedAt }),
-    /** Deletes the organization and, by cascade, everything it owns. */
-    deleteOrg: (id: string): void => void q.delete.run(id),
+    /**
+     * Hides the organization at once and takes every access away (members, service accounts);
+     * its ledgers are purged in the background, then `purgeOrg` removes the row itself.
+     */
+    markOrgDeleted: (id: string, now: number): void => {
+      q.markDeleted.run(now, id);
+      q.deleteMembers.run(id);
+      q.deleteServiceAccounts.run(id);
+    },
+    /** Removes a deleted organization's row (and, by cascade, what is left of it). */
+    purgeOrg: (id: string): void => void q.purge.run(id),
     /** All organizations (superuser view), `limit + 1` rows in creation order. */
     listOrgs: (limit: number, from?: Keyset): OrgWithRole[] =>
       (from ? q.allAfter.all(from.at, from.at, from.id, limit + 1) : q.allFirst.all(limit + 1)).map(toOrgWithRole),

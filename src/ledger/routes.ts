@@ -1,7 +1,218 @@
+import { Readable } from 'node:stream';
+import type Koa from 'koa';
+import { csvLines } from '../csv/write.ts';
+import { isoZOrNull } from '../clock.ts';
+import { badRequest } from '../errors.ts';
+import { pageOf, pageQuery } from '../http/common-schemas.ts';
 import type { ApiRouter } from '../http/route.ts';
-import type { Runtime } from '../runtime.ts';
+import { receiveUpload } from '../http/upload.ts';
+import type { ContactService } from './contact-service.ts';
+import type { ImportService } from './import-service.ts';
+import type { LedgerService } from './ledger-service.ts';
+import type { Contact, ImportJob, Rejection } from './model.ts';
+import { CONTACT_FIELDS } from './model.ts';
+import { presentContact, presentImport, presentLedger } from './presenters.ts';
+import * as S from './schemas.ts';
 
 export const LEDGER_PREFIX = '/api/ledger/v1';
 
-/** Registers the ledger service (SPEC §4). */
-export function registerLedgerRoutes(_r: ApiRouter, _rt: Runtime): void {}
+export interface LedgerServices {
+  ledgers: LedgerService;
+  contacts: ContactService;
+  imports: ImportService;
+}
+
+export interface LedgerRouteOptions {
+  baseUrl: string;
+  uploadTmpDir: string;
+  maxUploadBytes: number;
+  now: () => number;
+}
+
+export const DOWNLOAD_HEADER = [
+  'id', 'referenceId', 'name', 'linkedin', 'importCompany', 'importTitle', 'company', 'title', 'titleLevel', 'titleDomain',
+  'email', 'location', 'isVerified', 'lastJobChangedAt', 'lastInfoChangedAt', 'createdAt',
+] as const;
+
+const downloadRow = (c: Contact): unknown[] => [
+  c.id, c.referenceId, c.name, c.linkedin, c.importCompany, c.importTitle, c.company, c.title, c.titleLevel, c.titleDomain,
+  c.email, c.location, c.isVerified, isoZOrNull(c.lastJobChangedAt), isoZOrNull(c.lastInfoChangedAt), isoZOrNull(c.createdAt),
+];
+
+/** `20261122-103200` (UTC) for download file names. */
+const fileStamp = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace(/-/g, '').replace('T', '-').replace(/:/g, '');
+
+function attachment(ctx: Koa.Context, fileName: string): void {
+  ctx.type = 'text/csv; charset=utf-8';
+  ctx.set('Content-Disposition', `attachment; filename="${fileName}"`);
+  ctx.set('Cache-Control', 'no-store');
+}
+
+/** The rejected rows as CSV: the original columns (CSV) or the contact fields (API), then the reason. */
+function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator<string> {
+  const csv = imp.format;
+  const header = csv ? [...csv.columns, 'reason', 'line'] : ['row', ...CONTACT_FIELDS, 'reason'];
+  yield csvLines([header], true);
+  for (const page of pages) {
+    const rows = page.map((r) => {
+      if (csv) {
+        let cells: unknown[];
+        if (Array.isArray(r.raw)) cells = r.raw;
+        else {
+          // a duplicate: the row's values as read, put back in their columns
+          cells = csv.columns.map(() => '');
+          const draft = r.raw as Record<string, unknown>;
+          for (const [field, i] of Object.entries(csv.mapping.fields)) cells[i] = draft[field] ?? '';
+        }
+        return [...cells, r.reason, r.line];
+      }
+      const raw = (typeof r.raw === 'object' && r.raw !== null && !Array.isArray(r.raw) ? r.raw : {}) as Record<string, unknown>;
+      const cell = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v));
+      const email = raw.email ?? (raw.contactInfo as Record<string, unknown> | undefined)?.email;
+      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), typeof r.raw === 'object' && r.raw !== null ? r.reason : `${r.reason} (${cell(r.raw)})`];
+    });
+    yield csvLines(rows, true);
+  }
+}
+
+/** Registers the ledger service (SPEC §4). Compatibility aliases come before `/contacts/:contactId`. */
+export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: LedgerRouteOptions): void {
+  const ledgerBase = (orgId: string, ledgerId: string) => `${opts.baseUrl}${LEDGER_PREFIX}/orgs/${orgId}/ledgers/${ledgerId}`;
+  const showImport = (i: ImportJob) => presentImport(i, ledgerBase(i.orgId, i.ledgerId));
+  const accepted = (ctx: Koa.Context, imp: ImportJob) => {
+    ctx.status = 202;
+    ctx.set('Location', `${ledgerBase(imp.orgId, imp.ledgerId)}/imports/${imp.id}`);
+    ctx.body = showImport(imp);
+  };
+  const L = '/orgs/:orgId/ledgers';
+  const ONE = `${L}/:ledgerId`;
+
+  // ── ledgers ─────────────────────────────────────────────────────────────
+  r.add({ method: 'get', path: L, access: { org: 'viewer' }, query: pageQuery, summary: 'Ledgers of the organization', responses: { 200: { description: '{ledgers, nextCursor}' } } }, (ctx, { params, query }) => {
+    ctx.body = pageOf('ledgers', svc.ledgers.list(params.orgId!, query.limit ?? 100, query.cursor), presentLedger);
+  });
+  r.add({ method: 'post', path: L, access: { org: 'editor' }, body: S.NewLedger, summary: 'Create a ledger', responses: { 201: { description: 'Created' } } }, (ctx, { caller, params, body }) => {
+    const l = svc.ledgers.create(caller, params.orgId!, body);
+    ctx.status = 201;
+    ctx.set('Location', ledgerBase(l.orgId, l.id));
+    ctx.body = presentLedger(l);
+  });
+  r.add({ method: 'get', path: ONE, access: { org: 'viewer' }, summary: 'A ledger', responses: { 200: { description: 'Ledger' } } }, (ctx, { params }) => {
+    ctx.body = presentLedger(svc.ledgers.get(params.orgId!, params.ledgerId!));
+  });
+  r.add({ method: 'patch', path: ONE, access: { org: 'editor' }, body: S.LedgerPatch, summary: 'Rename or describe a ledger', responses: { 200: { description: 'Updated' } } }, (ctx, { caller, params, body }) => {
+    ctx.body = presentLedger(svc.ledgers.update(caller, params.orgId!, params.ledgerId!, body));
+  });
+  r.add({ method: 'delete', path: ONE, access: { org: 'admin' }, summary: 'Delete a ledger with its contacts, imports and changes (purged in the background)', responses: { 204: { description: 'Deleted' } } }, (ctx, { caller, params }) => {
+    svc.ledgers.remove(caller, params.orgId!, params.ledgerId!);
+    ctx.status = 204;
+  });
+
+  // ── contacts ────────────────────────────────────────────────────────────
+  r.add(
+    {
+      method: 'post',
+      path: `${ONE}/contacts`,
+      access: { org: 'editor' },
+      body: S.ContactsBody,
+      summary: 'Add contacts: one contact or {contacts:[…]}; processed as an import job',
+      description: 'Answers 202 with the import job (Location header); rows are validated by the job, bad rows are rejected with a reason.',
+      tooLargeMessage: 'The request body is too large; upload large sets as a CSV file (POST …/imports).',
+      responses: { 202: { description: 'Import job' }, 413: { description: 'Too many contacts: use the CSV import' } },
+    },
+    (ctx, { caller, params, body }) => {
+      const contacts = 'contacts' in body && Array.isArray(body.contacts) && Object.keys(body).length === 1 ? body.contacts : [body];
+      accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, contacts));
+    },
+  );
+  r.add({ method: 'get', path: `${ONE}/contacts`, access: { org: 'viewer' }, query: S.ContactListQuery, summary: 'Contacts, filtered and sorted (SPEC §4.2); view=count counts them', responses: { 200: { description: '{contacts, nextCursor} or {count}' } } }, (ctx, { params, query }) => {
+    const { filter, sort } = S.filterOf(query);
+    if (query.view === 'count') {
+      const extra = (['cursor', 'limit', 'sortBy'] as const).filter((k) => query[k] !== undefined);
+      if (extra.length) throw badRequest('invalid_parameter', `view=count does not take ${extra.join(', ')}.`, extra.map((k) => ({ path: k, message: 'is not used with view=count' })));
+      ctx.body = { count: svc.contacts.count(params.orgId!, params.ledgerId!, filter) };
+      return;
+    }
+    ctx.body = pageOf('contacts', svc.contacts.list(params.orgId!, params.ledgerId!, filter, sort, query.limit ?? 100, query.cursor), presentContact);
+  });
+  r.add({ method: 'get', path: `${ONE}/contacts/download`, access: { org: 'viewer' }, query: S.DownloadQuery, summary: 'Matching contacts as CSV (streamed)', responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params, query }) => {
+    const ledger = svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
+    const { filter, sort } = S.filterOf(query);
+    const escape = query.escapeFormulas ?? true;
+    const pages = svc.contacts.pages(ledger.id, filter, sort);
+    attachment(ctx, `ledger-${ledger.id}-${fileStamp(opts.now())}.csv`);
+    ctx.body = Readable.from(
+      (function* () {
+        yield csvLines([[...DOWNLOAD_HEADER]], false);
+        for (const page of pages) yield csvLines(page.map(downloadRow), escape);
+      })(),
+      { objectMode: false },
+    );
+  });
+  r.add({ method: 'post', path: `${ONE}/contacts/bulk_delete`, access: { org: 'editor' }, body: S.BulkDelete, summary: 'Delete contacts by id', responses: { 200: { description: '{countRowsDeleted}' } } }, (ctx, { caller, params, body }) => {
+    ctx.body = { countRowsDeleted: svc.contacts.bulkDelete(caller, params.orgId!, params.ledgerId!, body.contactIds) };
+  });
+
+  // ── imports (and their compatibility aliases under /contacts/imports) ──
+  for (const base of [`${ONE}/imports`, `${ONE}/contacts/imports`]) {
+    const alias = base.endsWith('/contacts/imports');
+    const note = alias ? ' (compatibility alias)' : '';
+    r.add(
+      {
+        method: 'post',
+        path: base,
+        access: { org: 'editor' },
+        summary: `Upload a CSV file to import${note}`,
+        rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}' },
+        responses: { 202: { description: 'Import job' }, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file' } },
+      },
+      async (ctx, { caller, params }) => {
+        const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
+        try {
+          accepted(ctx, await svc.imports.createCsvImport(caller, params.orgId!, params.ledgerId!, upload, upload.fields.mapping));
+        } finally {
+          upload.release();
+        }
+      },
+    );
+    r.add({ method: 'get', path: base, access: { org: 'viewer' }, query: pageQuery, summary: `Import jobs, newest first${note}`, responses: { 200: { description: '{imports, nextCursor}' } } }, (ctx, { params, query }) => {
+      ctx.body = pageOf('imports', svc.imports.list(params.orgId!, params.ledgerId!, query.limit ?? 100, query.cursor), showImport);
+    });
+    if (!alias) {
+      r.add(
+        {
+          method: 'post',
+          path: `${base}/preview`,
+          access: { org: 'editor' },
+          summary: 'What a CSV upload would import (nothing is stored)',
+          rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping"' },
+          responses: { 200: { description: '{columns, rows, suggestedMapping, mapping, missing}' } },
+        },
+        async (ctx, { params }) => {
+          const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
+          try {
+            ctx.body = await svc.imports.preview(params.orgId!, params.ledgerId!, upload, upload.fields.mapping);
+          } finally {
+            upload.release();
+          }
+        },
+      );
+    }
+    r.add({ method: 'get', path: `${base}/:importId`, access: { org: 'viewer' }, summary: `An import job's status and counts${note}`, responses: { 200: { description: 'Import job' } } }, (ctx, { params }) => {
+      ctx.body = showImport(svc.imports.get(params.orgId!, params.ledgerId!, params.importId!));
+    });
+    r.add({ method: 'get', path: `${base}/:importId/${alias ? 'downloadErrors' : 'errors'}`, access: { org: 'viewer' }, summary: `Rejected rows as CSV with a reason column${note}`, responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params }) => {
+      const imp = svc.imports.get(params.orgId!, params.ledgerId!, params.importId!);
+      attachment(ctx, `import-${imp.id}-errors.csv`);
+      ctx.body = Readable.from(rejectionCsv(imp, svc.imports.rejections(imp.id)), { objectMode: false });
+    });
+  }
+
+  r.add({ method: 'get', path: `${ONE}/contacts/:contactId`, access: { org: 'viewer' }, summary: 'A contact', responses: { 200: { description: 'Contact' } } }, (ctx, { params }) => {
+    ctx.body = presentContact(svc.contacts.get(params.orgId!, params.ledgerId!, params.contactId!));
+  });
+  r.add({ method: 'delete', path: `${ONE}/contacts/:contactId`, access: { org: 'editor' }, summary: 'Delete a contact', responses: { 204: { description: 'Deleted' } } }, (ctx, { caller, params }) => {
+    svc.contacts.remove(caller, params.orgId!, params.ledgerId!, params.contactId!);
+    ctx.status = 204;
+  });
+}

@@ -1,0 +1,135 @@
+import { CONTACT_FIELDS, type ContactField } from '../ledger/model.ts';
+
+/**
+ * Header recognition for CSV uploads (SPEC §4.3): columns are matched case- and space-insensitively
+ * against the names people use, or taken from an explicit mapping.
+ */
+
+const normalize = (header: string) => header.trim().toLowerCase().replace(/[\s_\-.]+/g, '');
+
+const ALIASES: Record<ContactField | 'firstName' | 'lastName', string[]> = {
+  name: ['name', 'fullname', 'contactname', 'contact'],
+  company: ['company', 'companyname', 'organization', 'organisation', 'employer', 'account', 'accountname', 'currentcompany', 'importcompany'],
+  title: ['title', 'jobtitle', 'position', 'role', 'importtitle'],
+  location: ['location', 'city', 'region'],
+  email: ['email', 'emailaddress', 'workemail', 'mail'],
+  linkedin: ['linkedin', 'linkedinurl', 'linkedinprofile', 'linkedinprofileurl', 'linkedinurl', 'profileurl'],
+  referenceId: ['referenceid', 'reference', 'crmid', 'externalid', 'ref'],
+  firstName: ['firstname', 'givenname', 'first'],
+  lastName: ['lastname', 'surname', 'familyname', 'last'],
+};
+
+export interface ColumnMapping {
+  /** Contact field → column index. */
+  fields: Partial<Record<ContactField, number>>;
+  /** When the name comes from "first name" + "last name": the last-name column (`fields.name` is the first). */
+  lastNameColumn?: number;
+}
+
+export class MappingError extends Error {
+  override name = 'MappingError';
+  readonly path: string;
+  constructor(message: string, path = 'mapping') {
+    super(message);
+    this.path = path;
+  }
+}
+
+/** Throws MappingError when two columns have the same (normalized) name. */
+export function checkHeader(columns: string[]): void {
+  const seen = new Map<string, number>();
+  columns.forEach((c, i) => {
+    const key = normalize(c);
+    if (!key) return;
+    const first = seen.get(key);
+    if (first !== undefined) throw new MappingError(`the header names column "${c.trim()}" twice (columns ${first + 1} and ${i + 1}); rename one of them`, 'file');
+    seen.set(key, i);
+  });
+}
+
+/** The mapping the header suggests; fields without a recognizable column are absent. */
+export function suggestMapping(columns: string[]): ColumnMapping {
+  const keys = columns.map(normalize);
+  const find = (aliases: string[]) => {
+    for (const a of aliases) {
+      const i = keys.indexOf(a);
+      if (i >= 0) return i;
+    }
+    return undefined;
+  };
+  const fields: Partial<Record<ContactField, number>> = {};
+  for (const field of CONTACT_FIELDS) {
+    const i = find(ALIASES[field]);
+    if (i !== undefined) fields[field] = i;
+  }
+  const out: ColumnMapping = { fields };
+  if (fields.name === undefined) {
+    const first = find(ALIASES.firstName);
+    const last = find(ALIASES.lastName);
+    if (first !== undefined && last !== undefined) {
+      fields.name = first;
+      out.lastNameColumn = last;
+    }
+  }
+  return out;
+}
+
+/**
+ * Applies an explicit `mapping` (`{"name": "Full Name", "title": null, …}`) over the suggestion:
+ * a field mapped to a column name uses that column, a field mapped to null is not imported,
+ * fields not mentioned keep the suggestion. Throws MappingError for unknown fields or columns.
+ */
+export function resolveMapping(columns: string[], explicit: unknown): ColumnMapping {
+  const mapping = suggestMapping(columns);
+  if (explicit === undefined) return mapping;
+  if (typeof explicit !== 'object' || explicit === null || Array.isArray(explicit)) throw new MappingError('mapping must be a JSON object of field → column name');
+  const keys = columns.map(normalize);
+  for (const [field, column] of Object.entries(explicit as Record<string, unknown>)) {
+    if (!(CONTACT_FIELDS as readonly string[]).includes(field)) throw new MappingError(`"${field}" is not a contact field (${CONTACT_FIELDS.join(', ')})`, `mapping.${field}`);
+    const f = field as ContactField;
+    if (column === null) {
+      delete mapping.fields[f];
+      if (f === 'name') delete mapping.lastNameColumn;
+      continue;
+    }
+    if (typeof column !== 'string') throw new MappingError(`mapping.${field} must be a column name or null`, `mapping.${field}`);
+    const i = keys.indexOf(normalize(column));
+    if (i < 0) throw new MappingError(`mapping.${field}: the file has no column "${column}" (columns: ${columns.join(', ')})`, `mapping.${field}`);
+    mapping.fields[f] = i;
+    if (f === 'name') delete mapping.lastNameColumn;
+  }
+  return mapping;
+}
+
+/** Throws MappingError unless name and company are mapped. */
+export function requireMapped(mapping: ColumnMapping): void {
+  const missing = (['name', 'company'] as const).filter((f) => mapping.fields[f] === undefined);
+  if (missing.length)
+    throw new MappingError(
+      `the file has no ${missing.join(' and no ')} column; name the columns (e.g. "name" or "first name" + "last name", and "company") or send a mapping`,
+      'file',
+    );
+}
+
+/** The mapping as column names (for previews and job descriptions). */
+export function mappingByName(columns: string[], mapping: ColumnMapping): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [field, i] of Object.entries(mapping.fields)) out[field] = columns[i]!;
+  if (mapping.lastNameColumn !== undefined && mapping.fields.name !== undefined) out.name = [columns[mapping.fields.name]!, columns[mapping.lastNameColumn]!];
+  return out;
+}
+
+/** The contact object of one CSV row under a mapping (empty cells are absent values). */
+export function rowToInput(cells: string[], mapping: ColumnMapping): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const field in mapping.fields) {
+    const v = cells[mapping.fields[field as ContactField]!];
+    if (v !== undefined && v !== '') out[field] = v;
+  }
+  if (mapping.lastNameColumn !== undefined) {
+    const name = `${out.name ?? ''} ${cells[mapping.lastNameColumn] ?? ''}`.trim();
+    if (name) out.name = name;
+    else delete out.name;
+  }
+  return out;
+}

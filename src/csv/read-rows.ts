@@ -1,0 +1,91 @@
+import { createReadStream } from 'node:fs';
+import { parse } from 'csv-parse';
+import { rowToInput } from './columns.ts';
+import { validateContact, type ContactDraft } from '../ledger/contact-input.ts';
+import type { CsvFormat } from '../ledger/model.ts';
+
+/**
+ * Parses data rows of a stored upload from a resume point and validates them (runs in the CSV
+ * worker thread, so the HTTP thread only stores rows). Rows come out in batches that each end on
+ * a record boundary: the batch's `endBytes`/`endLine` is where a resumed job starts reading.
+ */
+
+export const MAX_RECORD_BYTES = 1 << 20;
+
+export interface ResumePoint {
+  /** Byte offset of the next unread record. */
+  bytes: number;
+  /** Line number of the last line already consumed. */
+  lines: number;
+}
+
+export type CsvRow = { line: number; draft: ContactDraft } | { line: number; reason: string; raw: string[] };
+
+export interface CsvBatch {
+  rows: CsvRow[];
+  endBytes: number;
+  endLine: number;
+}
+
+export class CsvReadError extends Error {
+  override name = 'CsvReadError';
+  readonly line: number;
+  constructor(message: string, line: number) {
+    super(message);
+    this.line = line;
+  }
+}
+
+const REASONS: Record<string, string> = {
+  CSV_INVALID_CLOSING_QUOTE: 'a quote inside a quoted field must be doubled ("")',
+  CSV_QUOTE_NOT_CLOSED: 'a quoted field is never closed',
+  CSV_MAX_RECORD_SIZE: `a row is longer than ${MAX_RECORD_BYTES} bytes`,
+  CSV_INVALID_OPENING_QUOTE: 'a quote appears in the middle of an unquoted field',
+};
+
+/** Line breaks inside a field (quoted newlines): \r\n, \n and a lone \r each count once. */
+function breaksIn(field: string): number {
+  let n = 0;
+  for (let i = 0; i < field.length; i++) {
+    const c = field.charCodeAt(i);
+    if (c === 10) n++;
+    else if (c === 13 && field.charCodeAt(i + 1) !== 10) n++;
+  }
+  return n;
+}
+
+/** Reads batches of up to `batchRows` rows; `send` may wait (back-pressure). Throws CsvReadError. */
+export async function readRows(path: string, format: CsvFormat, from: ResumePoint, batchRows: number, send: (b: CsvBatch) => Promise<void>): Promise<void> {
+  const parser = createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }).pipe(
+    parse({ delimiter: format.delimiter, record_delimiter: ['\r\n', '\n', '\r'], info: true, relax_column_count: true, max_record_size: MAX_RECORD_BYTES, bom: false }),
+  );
+  const width = format.columns.length;
+  let nextLine = from.lines + 1;
+  let rows: CsvRow[] = [];
+  let endBytes = from.bytes;
+  try {
+    for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { bytes: number } }>) {
+      const line = nextLine;
+      let breaks = 0;
+      for (const f of record) if (f.length && (f.includes('\n') || f.includes('\r'))) breaks += breaksIn(f);
+      nextLine = line + breaks + 1;
+      endBytes = from.bytes + info.bytes;
+      if (record.length === 1 && record[0] === '') continue; // an empty line
+      if (record.length !== width) rows.push({ line, reason: `the row has ${record.length} column${record.length === 1 ? '' : 's'}, the header has ${width}`, raw: record });
+      else {
+        const res = validateContact(rowToInput(record, format.mapping));
+        rows.push(res.ok ? { line, draft: res.draft } : { line, reason: res.reason, raw: record });
+      }
+      if (rows.length >= batchRows) {
+        await send({ rows, endBytes, endLine: nextLine - 1 });
+        rows = [];
+      }
+    }
+  } catch (err) {
+    const e = err as Error & { code?: string; lines?: number };
+    if (!e.code?.startsWith('CSV_')) throw err;
+    const at = from.lines + (e.lines ?? 1);
+    throw new CsvReadError(`line ${at}: ${REASONS[e.code] ?? e.message}`, at);
+  }
+  await send({ rows, endBytes, endLine: nextLine - 1 });
+}

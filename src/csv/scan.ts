@@ -1,0 +1,168 @@
+import { createReadStream } from 'node:fs';
+import { parse as parseSync } from 'csv-parse/sync';
+
+/**
+ * One pass over an uploaded file before it is accepted (runs in the CSV worker thread): proves
+ * it is UTF-8 text, counts its records exactly (quote-aware), finds an unterminated quote, and
+ * reads the header and the first rows. Everything that makes a file unusable as a whole is found
+ * here, so the upload is refused at once (415/422 naming the line) instead of failing later.
+ */
+
+export interface ScanResult {
+  ok: true;
+  delimiter: string;
+  columns: string[];
+  /** Byte offset of the first data row. */
+  dataStart: number;
+  /** Lines taken by the BOM-less header row. */
+  headerLines: number;
+  /** Data records (empty lines do not count). */
+  rows: number;
+  /** The first data rows, as cells. */
+  head: string[][];
+}
+
+export interface ScanFailure {
+  ok: false;
+  status: 415 | 422;
+  message: string;
+  line?: number;
+}
+
+const HEAD_BYTES = 256 * 1024;
+const PREVIEW_ROWS = 10;
+
+const MAGIC: [string, number[]][] = [
+  ['a ZIP archive (an Excel .xlsx file?)', [0x50, 0x4b, 0x03, 0x04]],
+  ['a PNG image', [0x89, 0x50, 0x4e, 0x47]],
+  ['a PDF document', [0x25, 0x50, 0x44, 0x46]],
+  ['a gzip archive', [0x1f, 0x8b]],
+  ['a JPEG image', [0xff, 0xd8, 0xff]],
+  ['a GIF image', [0x47, 0x49, 0x46, 0x38]],
+  ['an old Excel .xls file', [0xd0, 0xcf, 0x11, 0xe0]],
+];
+
+const fail = (status: 415 | 422, message: string, line?: number): ScanFailure => ({ ok: false, status, message, ...(line ? { line } : {}) });
+
+/** The delimiter of the header line: the most frequent of `,` `;` tab outside quotes (`,` on a tie). */
+export function detectDelimiter(firstLine: string): string {
+  const counts: Record<string, number> = { ',': 0, ';': 0, '\t': 0 };
+  let quoted = false;
+  for (const ch of firstLine) {
+    if (ch === '"') quoted = !quoted;
+    else if (!quoted && ch in counts) counts[ch]!++;
+  }
+  let best = ',';
+  for (const d of [';', '\t']) if (counts[d]! > counts[best]!) best = d;
+  return best;
+}
+
+/** Scans the whole file; see the module comment. */
+export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
+  let head = Buffer.alloc(0);
+  let offset = 0;
+  let line = 1;
+  let records = 0;
+  let quoted = false;
+  let quoteLine = 0;
+  let content = false; // the current line has something besides line breaks
+  let prevCR = false;
+  // UTF-8 validation state: continuation bytes still expected, and the range of the next one.
+  let need = 0;
+  let lo = 0x80;
+  let hi = 0xbf;
+
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    if (offset === 0) {
+      if (chunk[0] === 0xff && chunk[1] === 0xfe) return fail(422, 'the file is UTF-16 (little endian); save it as UTF-8 CSV');
+      if (chunk[0] === 0xfe && chunk[1] === 0xff) return fail(422, 'the file is UTF-16 (big endian); save it as UTF-8 CSV');
+      for (const [what, bytes] of MAGIC) if (bytes.every((b, i) => chunk[i] === b)) return fail(415, `the file is ${what}, not a CSV text file`);
+    }
+    if (head.length < HEAD_BYTES) head = Buffer.concat([head, chunk.subarray(0, HEAD_BYTES - head.length)]);
+    const start = offset === 0 && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+    for (let i = start; i < chunk.length; i++) {
+      const b = chunk[i]!;
+      if (need > 0) {
+        if (b < lo || b > hi) return fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
+        need--;
+        lo = 0x80;
+        hi = 0xbf;
+        continue;
+      }
+      if (b >= 0x80) {
+        content = true;
+        prevCR = false;
+        if (b >= 0xc2 && b <= 0xdf) need = 1;
+        else if (b >= 0xe0 && b <= 0xef) {
+          need = 2;
+          if (b === 0xe0) lo = 0xa0;
+          else if (b === 0xed) hi = 0x9f;
+        } else if (b >= 0xf0 && b <= 0xf4) {
+          need = 3;
+          if (b === 0xf0) lo = 0x90;
+          else if (b === 0xf4) hi = 0x8f;
+        } else return fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
+        continue;
+      }
+      if (b === 0x0a) {
+        if (!prevCR) {
+          if (!quoted && content) records++;
+          if (!quoted) content = false;
+          line++;
+        }
+        prevCR = false;
+        continue;
+      }
+      if (b === 0x0d) {
+        if (!quoted && content) records++;
+        if (!quoted) content = false;
+        line++;
+        prevCR = true;
+        continue;
+      }
+      prevCR = false;
+      if (b === 0) return fail(422, `the file contains NUL bytes (line ${line}); it is not a text CSV file`, line);
+      content = true;
+      if (b === 0x22) {
+        quoted = !quoted;
+        if (quoted) quoteLine = line;
+      }
+    }
+    offset += chunk.length;
+  }
+  if (need > 0) return fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
+  if (quoted) return fail(422, `a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
+  if (content) records++;
+  if (records === 0) return fail(422, 'the file is empty; it needs a header row and at least one contact');
+
+  // The header and the first rows, from the head of the file (cut after the last full line).
+  const bom = head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0;
+  let text = head.subarray(bom);
+  if (offset > head.length) {
+    const lastBreak = Math.max(text.lastIndexOf(0x0a), text.lastIndexOf(0x0d));
+    if (lastBreak > 0) text = text.subarray(0, lastBreak + 1);
+  }
+  const firstBreak = text.findIndex((b) => b === 0x0a || b === 0x0d);
+  const delimiter = detectDelimiter(text.subarray(0, firstBreak < 0 ? text.length : firstBreak).toString('utf8'));
+  let parsed: { record: string[]; info: { bytes: number; lines: number } }[];
+  try {
+    parsed = parseSync(text, { delimiter, info: true, relax_column_count: true, skip_empty_lines: true, to: PREVIEW_ROWS + 1, record_delimiter: ['\r\n', '\n', '\r'] }) as never;
+  } catch (err) {
+    const e = err as { message: string; lines?: number };
+    return fail(422, `the file cannot be read as CSV: ${e.message}`, e.lines);
+  }
+  const header = parsed[0];
+  if (!header || header.record.every((c) => c.trim() === '')) return fail(422, 'the first line must be a header row naming the columns');
+  if (records === 1) return fail(422, 'the file has a header row but no contacts');
+  const headerText = text.subarray(0, header.info.bytes).toString('utf8');
+  const headerLines = 1 + (headerText.replace(/\r\n/g, '\n').replace(/[\r\n]$/, '').match(/[\r\n]/g)?.length ?? 0);
+  return {
+    ok: true,
+    delimiter,
+    columns: header.record,
+    dataStart: bom + header.info.bytes,
+    headerLines,
+    rows: records - 1,
+    head: parsed.slice(1).map((p) => p.record),
+  };
+}

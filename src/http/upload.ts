@@ -1,0 +1,92 @@
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type Koa from 'koa';
+import { koaBody } from 'koa-body';
+import { badRequest, tooLarge, unsupportedMediaType } from '../errors.ts';
+
+/**
+ * Multipart upload of one file, streamed to disk by formidable (koa-body runs it only on the
+ * routes that call this, RELIABILITY.md I1). Each request writes into its own temporary folder,
+ * removed when `release()` is called, so a rejected or aborted upload leaves nothing behind.
+ */
+
+export interface Upload {
+  /** Where the file is on disk (inside the request's temporary folder). */
+  path: string;
+  fileName: string;
+  size: number;
+  fields: Record<string, string>;
+  /** Removes the temporary folder (call when done, whatever happened). */
+  release(): void;
+}
+
+// formidable error codes → answers (formidable/src/FormidableError.js)
+const TOO_LARGE: Record<number, (maxBytes: number) => string> = {
+  1006: () => 'The form fields are too large.',
+  1007: () => 'The form has too many fields.',
+  1009: (max) => `The file is larger than the upload limit of ${max} bytes.`,
+  1016: (max) => `The file is larger than the upload limit of ${max} bytes.`,
+  1015: () => 'Send exactly one file, in the field "file".',
+};
+
+export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; maxBytes: number; fields: string[] }): Promise<Upload> {
+  if (!ctx.is('multipart/form-data')) throw unsupportedMediaType(`Send the file as multipart/form-data (field "file"), not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
+  const dir = join(opts.tmpRoot, `${Date.now()}-${(ctx.state.requestId as string).replace(/[^A-Za-z0-9_-]/g, '').slice(0, 40)}-${Math.random().toString(36).slice(2, 8)}`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const release = () => rmSync(dir, { recursive: true, force: true });
+  const parse = koaBody({
+    multipart: true,
+    json: false,
+    urlencoded: false,
+    text: false,
+    formidable: {
+      uploadDir: dir,
+      maxFiles: 1,
+      maxFileSize: opts.maxBytes,
+      maxTotalFileSize: opts.maxBytes,
+      maxFields: 10,
+      maxFieldsSize: 256 * 1024,
+      allowEmptyFiles: true,
+      minFileSize: 0,
+      keepExtensions: false,
+    },
+    onError: (err) => {
+      const code = (err as { code?: number }).code ?? 0;
+      const message = TOO_LARGE[code];
+      if (message) {
+        // Do not leave the client writing into a closed socket (koajs/koa-body#253).
+        ctx.set('Connection', 'close');
+        ctx.req.resume();
+        throw tooLarge(message(opts.maxBytes));
+      }
+      throw badRequest('malformed_body', `The multipart body cannot be read: ${err.message}`);
+    },
+  });
+  try {
+    await parse(ctx, async () => undefined);
+  } catch (err) {
+    release();
+    throw err;
+  }
+  const files = ctx.request.files ?? {};
+  const names = Object.keys(files);
+  const file = files.file;
+  if (!file || Array.isArray(file) || names.length !== 1) {
+    release();
+    throw badRequest('missing_file', names.length > 1 || Array.isArray(file) ? 'Send exactly one file, in the field "file".' : 'The upload has no file; send it in the multipart field "file".');
+  }
+  const body = (ctx.request.body ?? {}) as Record<string, unknown>;
+  const fields: Record<string, string> = {};
+  for (const [k, v] of Object.entries(body)) {
+    if (!opts.fields.includes(k)) {
+      release();
+      throw badRequest('invalid_parameter', `"${k}" is not a known form field (known: file, ${opts.fields.join(', ')}).`, [{ path: k, message: 'is not a known field' }]);
+    }
+    if (typeof v !== 'string') {
+      release();
+      throw badRequest('invalid_parameter', `The form field "${k}" is given more than once.`, [{ path: k, message: 'is given more than once' }]);
+    }
+    fields[k] = v;
+  }
+  return { path: file.filepath, fileName: (file.originalFilename ?? 'upload.csv').slice(0, 255), size: file.size, fields, release };
+}

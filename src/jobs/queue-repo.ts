@@ -1,0 +1,123 @@
+import type { Db } from '../storage/db.ts';
+
+export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
+
+export interface JobRow {
+  id: string;
+  kind: string;
+  payload: string | null;
+  status: JobStatus;
+  runAfter: number;
+  attempts: number;
+  maxAttempts: number;
+  leaseOwner: string | null;
+  leaseUntil: number | null;
+  leaseToken: number;
+  lastError: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface ClaimedJob {
+  id: string;
+  kind: string;
+  payload: string | null;
+  token: number;
+  attempts: number;
+  maxAttempts: number;
+}
+
+interface Row {
+  id: string;
+  kind: string;
+  payload: string | null;
+  status: JobStatus;
+  run_after: number;
+  attempts: number;
+  max_attempts: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  lease_token: number;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+const toJob = (r: Row): JobRow => ({
+  id: r.id,
+  kind: r.kind,
+  payload: r.payload,
+  status: r.status,
+  runAfter: r.run_after,
+  attempts: r.attempts,
+  maxAttempts: r.max_attempts,
+  leaseOwner: r.lease_owner,
+  leaseUntil: r.lease_until,
+  leaseToken: r.lease_token,
+  lastError: r.last_error,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export type QueueRepo = ReturnType<typeof createQueueRepo>;
+
+/** The jobs table: insert, claim with a lease (one UPDATE … RETURNING), fenced transitions. */
+export function createQueueRepo(db: Db) {
+  const q = {
+    insert: db.raw.prepare(
+      'INSERT INTO jobs (id, kind, payload, status, run_after, max_attempts, created_at, updated_at) VALUES (@id, @kind, @payload, \'pending\', @runAfter, @maxAttempts, @now, @now)',
+    ),
+    byId: db.raw.prepare<[string], Row>('SELECT * FROM jobs WHERE id = ?'),
+    // A pending job whose time has come, or a processing one whose holder died (lease expired).
+    claim: db.raw.prepare<{ owner: string; until: number; now: number }, { id: string; kind: string; payload: string | null; lease_token: number; attempts: number; max_attempts: number }>(
+      `UPDATE jobs SET status = 'processing', lease_owner = @owner, lease_until = @until, lease_token = lease_token + 1,
+              attempts = attempts + 1, updated_at = @now
+       WHERE id = (SELECT id FROM jobs
+                   WHERE (status = 'pending' AND run_after <= @now) OR (status = 'processing' AND lease_until < @now)
+                   ORDER BY run_after, created_at LIMIT 1)
+       RETURNING id, kind, payload, lease_token, attempts, max_attempts`,
+    ),
+    renew: db.raw.prepare<{ id: string; token: number; until: number; now: number }>(
+      "UPDATE jobs SET lease_until = @until, attempts = 0, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
+    ),
+    finish: db.raw.prepare<{ id: string; token: number; status: JobStatus; error: string | null; now: number }>(
+      "UPDATE jobs SET status = @status, last_error = @error, lease_owner = NULL, lease_until = NULL, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
+    ),
+    retry: db.raw.prepare<{ id: string; token: number; error: string | null; runAfter: number; now: number }>(
+      "UPDATE jobs SET status = 'pending', last_error = @error, run_after = @runAfter, lease_owner = NULL, lease_until = NULL, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
+    ),
+    expireAll: db.raw.prepare<[number]>("UPDATE jobs SET lease_until = 0, updated_at = ? WHERE status = 'processing'"),
+    nextDue: db.raw.prepare<[], number | null>("SELECT min(run_after) FROM jobs WHERE status = 'pending'").pluck(),
+    depth: db.raw.prepare<[], { kind: string; status: JobStatus; n: number; oldest: number }>(
+      "SELECT kind, status, count(*) AS n, min(created_at) AS oldest FROM jobs WHERE status IN ('pending', 'processing') GROUP BY kind, status",
+    ),
+    deleteFinished: db.raw.prepare<[string, number]>("DELETE FROM jobs WHERE kind = ? AND status IN ('completed', 'failed') AND updated_at < ?"),
+  };
+  return {
+    insertJob: (j: { id: string; kind: string; payload?: string | null; runAfter: number; maxAttempts?: number; now: number }): void =>
+      void q.insert.run({ id: j.id, kind: j.kind, payload: j.payload ?? null, runAfter: j.runAfter, maxAttempts: j.maxAttempts ?? 5, now: j.now }),
+    findJob: (id: string): JobRow | undefined => {
+      const r = q.byId.get(id);
+      return r && toJob(r);
+    },
+    /** Claims the next runnable job for `owner` until `until`; undefined when there is none. */
+    claimJob: (owner: string, until: number, now: number): ClaimedJob | undefined => {
+      const r = q.claim.get({ owner, until, now });
+      return r && { id: r.id, kind: r.kind, payload: r.payload, token: r.lease_token, attempts: r.attempts, maxAttempts: r.max_attempts };
+    },
+    /** Extends the lease and records progress; false when the lease was lost (fencing). */
+    renewLease: (id: string, token: number, until: number, now: number): boolean => q.renew.run({ id, token, until, now }).changes === 1,
+    /** Moves a held job to completed or failed; false when the lease was lost. */
+    finishJob: (id: string, token: number, status: 'completed' | 'failed', error: string | null, now: number): boolean =>
+      q.finish.run({ id, token, status, error, now }).changes === 1,
+    /** Puts a held job back to pending (after a failure, or at shutdown). */
+    retryJob: (id: string, token: number, error: string | null, runAfter: number, now: number): boolean =>
+      q.retry.run({ id, token, error, runAfter, now }).changes === 1,
+    /** At start: every lease of a previous process is void (the data folder lock proves it is gone). */
+    expireAllLeases: (now: number): number => q.expireAll.run(now).changes,
+    nextDueAt: (): number | null => q.nextDue.get() ?? null,
+    queueDepth: () => q.depth.all(),
+    /** Forgets finished jobs of a kind older than `before` (their domain rows stay). */
+    deleteFinishedJobs: (kind: string, before: number): number => q.deleteFinished.run(kind, before).changes,
+  };
+}

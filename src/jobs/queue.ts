@@ -1,0 +1,91 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import type { Db } from '../storage/db.ts';
+import { createQueueRepo, type ClaimedJob, type JobRow, type JobStatus } from './queue-repo.ts';
+
+export type { ClaimedJob, JobRow, JobStatus };
+
+/** Thrown inside a chunk when another worker now holds the job: the chunk rolls back. */
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+}
+
+export const LEASE_MS = 30_000;
+
+/** What a runner holds while it works on a job. Every method must run inside a transaction. */
+export interface Lease {
+  readonly job: ClaimedJob;
+  /** Fencing check + lease extension; throws LeaseLostError. Call in every chunk transaction. */
+  renew(): void;
+  complete(): void;
+  fail(message: string): void;
+}
+
+export type Queue = ReturnType<typeof createQueue>;
+
+/** The job queue on top of the jobs table (SPEC §7, RELIABILITY.md D4). */
+export function createQueue(db: Db, clock: Clock) {
+  const repo = createQueueRepo(db);
+  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+
+  const leaseOf = (job: ClaimedJob): Lease => ({
+    job,
+    renew() {
+      const now = clock.now();
+      if (!repo.renewLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
+    },
+    complete() {
+      if (!repo.finishJob(job.id, job.token, 'completed', null, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
+    },
+    fail(message: string) {
+      if (!repo.finishJob(job.id, job.token, 'failed', message, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
+    },
+  });
+
+  return {
+    owner,
+    /** Adds a job; call inside the transaction that creates its domain row. */
+    enqueue(id: string, kind: string, opts: { payload?: unknown; delayMs?: number; maxAttempts?: number } = {}): void {
+      const now = clock.now();
+      repo.insertJob({
+        id,
+        kind,
+        payload: opts.payload === undefined ? null : JSON.stringify(opts.payload),
+        runAfter: now + (opts.delayMs ?? 0),
+        maxAttempts: opts.maxAttempts,
+        now,
+      });
+    },
+    /** Claims the next runnable job; undefined when none is due. */
+    claim(): Lease | undefined {
+      const now = clock.now();
+      const job = db.tx(() => repo.claimJob(owner, now + LEASE_MS, now));
+      return job && leaseOf(job);
+    },
+    /** After a runner failed: retry with backoff, or fail for good after max attempts. */
+    failed(lease: Lease, error: string): 'retry' | 'failed' {
+      const now = clock.now();
+      const { job } = lease;
+      if (job.attempts >= job.maxAttempts) {
+        repo.finishJob(job.id, job.token, 'failed', error, now);
+        return 'failed';
+      }
+      repo.retryJob(job.id, job.token, error, now + Math.min(2 ** job.attempts * 1000, 300_000), now);
+      return 'retry';
+    },
+    /** Hands a job back at shutdown: it is claimable again at once. */
+    release(lease: Lease): void {
+      const now = clock.now();
+      repo.retryJob(lease.job.id, lease.job.token, null, now, now);
+    },
+    /** Boot-time recovery sweep: jobs held by a dead process are claimable at once. */
+    recover(): number {
+      return db.tx(() => repo.expireAllLeases(clock.now()));
+    },
+    find: (id: string): JobRow | undefined => repo.findJob(id),
+    nextDueAt: () => repo.nextDueAt(),
+    depth: () => repo.queueDepth(),
+    prune: (kind: string, olderThanMs: number) => repo.deleteFinishedJobs(kind, clock.now() - olderThanMs),
+  };
+}

@@ -1,0 +1,114 @@
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Db } from '../storage/db.ts';
+import type { Logger } from '../log.ts';
+import { LeaseLostError, type Lease, type Queue } from './queue.ts';
+
+/**
+ * The in-process scheduler (SPEC §7): node-cron ticks every second and a new job also kicks it at
+ * once; each tick claims runnable jobs up to the concurrency limit and hands them to the runner
+ * of their kind. Runners work in bounded chunks (one transaction each) and look at `stopping`
+ * between chunks, so shutdown waits for at most one chunk.
+ */
+
+export interface RunControl {
+  /** True once shutdown began: finish the current chunk, then return 'stopped'. */
+  readonly stopping: boolean;
+}
+
+export interface Runner {
+  /** Does the job; completes it (lease.complete in its last transaction) or returns 'stopped'. */
+  run(lease: Lease, ctl: RunControl): Promise<'done' | 'stopped'>;
+  /** Records the final failure in the job's own table (same transaction as the job's). */
+  failed?(jobId: string, message: string): void;
+}
+
+export type Scheduler = ReturnType<typeof createScheduler>;
+
+export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners: Record<string, Runner>; concurrency?: number }) {
+  const concurrency = d.concurrency ?? 2;
+  const running = new Map<string, Promise<void>>();
+  const ctl = { stopping: false };
+  let started = false;
+  let task: ScheduledTask | undefined;
+  let pending = false;
+
+  async function execute(lease: Lease): Promise<void> {
+    const runner = d.runners[lease.job.kind];
+    const log = d.log.child({ job: lease.job.id, kind: lease.job.kind });
+    try {
+      if (!runner) throw new Error(`no runner for jobs of kind "${lease.job.kind}"`);
+      const outcome = await runner.run(lease, ctl);
+      if (outcome === 'stopped') d.db.tx(() => d.queue.release(lease));
+    } catch (err) {
+      if (err instanceof LeaseLostError) {
+        log.warn('lost the lease; another worker owns the job now');
+        return;
+      }
+      const message = (err as Error).message || String(err);
+      try {
+        const outcome = d.db.tx(() => {
+          const o = d.queue.failed(lease, message);
+          if (o === 'failed') runner?.failed?.(lease.job.id, message);
+          return o;
+        });
+        log.error({ err, outcome }, outcome === 'failed' ? 'job failed for good' : 'job failed; it will be retried');
+      } catch (inner) {
+        log.error({ err: inner }, 'could not record the failure of a job');
+      }
+    }
+  }
+
+  function tick(): void {
+    if (!started || ctl.stopping) return;
+    while (running.size < concurrency) {
+      let lease: Lease | undefined;
+      try {
+        lease = d.queue.claim();
+      } catch (err) {
+        d.log.error({ err }, 'could not claim a job');
+        return;
+      }
+      if (!lease) return;
+      const id = lease.job.id;
+      const p = execute(lease).finally(() => {
+        running.delete(id);
+        kick();
+      });
+      running.set(id, p);
+    }
+  }
+
+  /** Looks for work now (after a job was enqueued or finished) instead of at the next tick. */
+  function kick(): void {
+    if (pending) return;
+    pending = true;
+    setImmediate(() => {
+      pending = false;
+      tick();
+    });
+  }
+
+  return {
+    /** Recovery sweep at once (not at the first tick), then the cron poll. */
+    start(): void {
+      if (started) return;
+      started = true;
+      const recovered = d.queue.recover();
+      if (recovered) d.log.info({ recovered }, 'jobs of a previous process are claimable again');
+      task = cron.schedule('* * * * * *', tick, { name: 'job-poll', noOverlap: true });
+      kick();
+    },
+    kick,
+    isRunning: () => started && !ctl.stopping,
+    /** Active job ids (for tests and metrics). */
+    active: () => [...running.keys()],
+    /** Stops claiming, lets each runner finish its chunk and hand its job back. */
+    async stop(): Promise<void> {
+      if (!started) return;
+      ctl.stopping = true;
+      await task?.stop();
+      await Promise.allSettled([...running.values()]);
+      started = false;
+    },
+  };
+}

@@ -1,0 +1,102 @@
+import { canonicalLinkedin, isEmail, titleDomain, titleLevel, type TitleDomain, type TitleLevel } from './normalize.ts';
+
+/**
+ * Validation and canonicalization of one submitted contact (SPEC §4.1), shared by API batches and
+ * CSV rows. Pure: it runs in the import runner and in the CSV worker thread. A bad row is not an
+ * exception — it becomes a rejection with a reason and the rest of the import goes on.
+ */
+
+export const MAX_LENGTH = { name: 256, company: 256, title: 256, location: 256, referenceId: 128, email: 320, linkedin: 512 } as const;
+
+/** A contact ready to be stored. */
+export interface ContactDraft {
+  name: string;
+  company: string;
+  title?: string;
+  location?: string;
+  email?: string;
+  linkedin?: string;
+  referenceId?: string;
+  titleLevel?: TitleLevel;
+  titleDomain?: TitleDomain;
+}
+
+export type InputResult = { ok: true; draft: ContactDraft } | { ok: false; reason: string };
+
+const TOP_LEVEL = new Set(['name', 'company', 'title', 'location', 'email', 'contactInfo', 'linkedin', 'referenceId']);
+const CONTACT_INFO = new Set(['email']);
+
+const reject = (reason: string): InputResult => ({ ok: false, reason });
+
+/** Trimmed text; '' and null are absent. A non-string is an error message. */
+function optionalText(value: unknown, field: string, max: number): string | undefined | { error: string } {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') return { error: `${field} must be a string` };
+  const t = value.trim();
+  if (!t) return undefined;
+  if (t.length > max) return { error: `${field} is longer than ${max} characters` };
+  return t;
+}
+
+const isError = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null;
+
+/**
+ * Checks one contact object. `name` and `company` are kept verbatim (never modified by the
+ * service) but must contain something; other fields are trimmed, empty strings are absent.
+ */
+export function validateContact(input: unknown): InputResult {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return reject('a contact must be a JSON object');
+  const raw = input as Record<string, unknown>;
+  for (const key of Object.keys(raw)) if (!TOP_LEVEL.has(key)) return reject(`unknown field "${key}"`);
+
+  const draft: Partial<ContactDraft> = {};
+  for (const field of ['name', 'company'] as const) {
+    const v = raw[field];
+    if (v === undefined || v === null || (typeof v === 'string' && !v.trim())) return reject(`${field} is required`);
+    if (typeof v !== 'string') return reject(`${field} must be a string`);
+    if (v.length > MAX_LENGTH[field]) return reject(`${field} is longer than ${MAX_LENGTH[field]} characters`);
+    draft[field] = v;
+  }
+  for (const field of ['title', 'location'] as const) {
+    const v = optionalText(raw[field], field, MAX_LENGTH[field]);
+    if (isError(v)) return reject(v.error);
+    if (v !== undefined) draft[field] = v;
+  }
+
+  let email = optionalText(raw.email, 'email', MAX_LENGTH.email);
+  if (isError(email)) return reject(email.error);
+  if (raw.contactInfo !== undefined && raw.contactInfo !== null) {
+    const info = raw.contactInfo;
+    if (typeof info !== 'object' || Array.isArray(info)) return reject('contactInfo must be an object');
+    for (const key of Object.keys(info)) if (!CONTACT_INFO.has(key)) return reject(`unknown field "contactInfo.${key}"`);
+    const nested = optionalText((info as Record<string, unknown>).email, 'contactInfo.email', MAX_LENGTH.email);
+    if (isError(nested)) return reject(nested.error);
+    if (nested !== undefined && email !== undefined && nested.toLowerCase() !== email.toLowerCase()) return reject('email and contactInfo.email differ');
+    email ??= nested;
+  }
+  if (email !== undefined) {
+    if (!isEmail(email)) return reject(`email "${email}" is not an e-mail address`);
+    draft.email = email;
+  }
+
+  const linkedin = optionalText(raw.linkedin, 'linkedin', MAX_LENGTH.linkedin);
+  if (isError(linkedin)) return reject(linkedin.error);
+  if (linkedin !== undefined) {
+    const canonical = canonicalLinkedin(linkedin);
+    if (!canonical) return reject(`linkedin "${linkedin}" is not a LinkedIn profile URL (https://www.linkedin.com/in/<name>)`);
+    draft.linkedin = canonical;
+  }
+
+  let ref = raw.referenceId;
+  if (typeof ref === 'number' && Number.isSafeInteger(ref)) ref = String(ref);
+  else if (ref !== undefined && ref !== null && typeof ref !== 'string') return reject('referenceId must be a string or a whole number');
+  const referenceId = optionalText(ref, 'referenceId', MAX_LENGTH.referenceId);
+  if (isError(referenceId)) return reject(referenceId.error);
+  if (referenceId !== undefined) draft.referenceId = referenceId;
+
+  const level = titleLevel(draft.title);
+  const domain = titleDomain(draft.title);
+  if (level) draft.titleLevel = level;
+  if (domain) draft.titleDomain = domain;
+  return { ok: true, draft: draft as ContactDraft };
+}

@@ -1,0 +1,112 @@
+import type { Clock } from '../clock.ts';
+import { decodeCursor, encodeCursor, type Page } from '../cursor.ts';
+import { notFound } from '../errors.ts';
+import type { Audit } from '../identity/audit.ts';
+import type { Caller } from '../identity/model.ts';
+import type { Db } from '../storage/db.ts';
+import { positionOf, type ContactFilter, type ContactPosition, type ContactSort, type ContactsRepo } from './contacts-repo.ts';
+import type { LedgersRepo } from './ledgers-repo.ts';
+import type { Contact, Ledger } from './model.ts';
+
+export interface ContactServiceDeps {
+  db: Db;
+  clock: Clock;
+  audit: Audit;
+  ledgers: LedgersRepo;
+  contacts: ContactsRepo;
+}
+
+export type ContactService = ReturnType<typeof createContactService>;
+
+const CURSOR_KINDS: Record<ContactSort, 's' | 'n' | 'n?'> = {
+  '+createdAt': 'n',
+  '-createdAt': 'n',
+  '+name': 's',
+  '-name': 's',
+  '-lastJobChangedAt': 'n?',
+  '-lastInfoChangedAt': 'n?',
+};
+
+/** Cursor = the sort, the last row's sort value and seq, and whether the null tail was reached. */
+function decodePosition(cursor: string | undefined, sort: ContactSort): ContactPosition | undefined {
+  if (cursor === undefined) return undefined;
+  const [value, seq, nulls] = decodeCursor(cursor, `contacts${sort}`, [CURSOR_KINDS[sort], 'n', 'n']);
+  return { value: value!, seq: seq as number, ...(nulls === 1 ? { nulls: true } : {}) };
+}
+
+const encodePosition = (p: ContactPosition, sort: ContactSort) => encodeCursor(`contacts${sort}`, [p.value, p.seq, p.nulls ? 1 : 0]);
+
+export const DOWNLOAD_PAGE = 1000;
+
+/** Contacts of a ledger (SPEC §4): read, list with filters, delete, download. */
+export function createContactService(d: ContactServiceDeps) {
+  const requireLedger = (orgId: string, ledgerId: string): Ledger => {
+    const l = d.ledgers.findLedger(orgId, ledgerId);
+    if (!l) throw notFound('ledger', ledgerId);
+    return l;
+  };
+
+  function page(ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Page<Contact> & { last?: ContactPosition } {
+    const rows = d.contacts.listContacts(ledgerId, filter, sort, limit + 1, after);
+    if (rows.length <= limit) return { items: rows, nextCursor: null };
+    const items = rows.slice(0, limit);
+    const last = positionOf(items[items.length - 1]!, sort);
+    return { items, nextCursor: encodePosition(last, sort), last };
+  }
+
+  return {
+    requireLedger,
+    get(orgId: string, ledgerId: string, contactId: string): Contact {
+      requireLedger(orgId, ledgerId);
+      const c = d.contacts.findContact(ledgerId, contactId);
+      if (!c) throw notFound('contact', contactId);
+      return c;
+    },
+
+    list(orgId: string, ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, cursor?: string): Page<Contact> {
+      requireLedger(orgId, ledgerId);
+      const { items, nextCursor } = page(ledgerId, filter, sort, limit, decodePosition(cursor, sort));
+      return { items, nextCursor };
+    },
+
+    count(orgId: string, ledgerId: string, filter: ContactFilter): number {
+      const l = requireLedger(orgId, ledgerId);
+      return Object.keys(filter).length === 0 ? l.contactCount : d.contacts.countContacts(ledgerId, filter);
+    },
+
+    /**
+     * Every matching contact, page by page (keyset, no open statement between pages: an open
+     * iterate() cursor would block writes on the connection, RELIABILITY.md L2).
+     */
+    *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort): Generator<Contact[]> {
+      let after: ContactPosition | undefined;
+      for (;;) {
+        const p = page(ledgerId, filter, sort, DOWNLOAD_PAGE, after);
+        if (p.items.length) yield p.items;
+        if (!p.last) return;
+        after = p.last;
+      }
+    },
+
+    remove(by: Caller, orgId: string, ledgerId: string, contactId: string): void {
+      d.db.tx(() => {
+        requireLedger(orgId, ledgerId);
+        if (!d.contacts.deleteContact(ledgerId, contactId)) throw notFound('contact', contactId);
+        d.ledgers.addContactCount(ledgerId, -1);
+        d.audit.record(by, { orgId, action: 'contact.deleted', target: { type: 'contact', id: contactId }, data: { ledgerId } });
+      });
+    },
+
+    /** Deletes the listed contacts of the ledger; ids not in it are skipped (counted out). */
+    bulkDelete(by: Caller, orgId: string, ledgerId: string, contactIds: string[]): number {
+      return d.db.tx(() => {
+        requireLedger(orgId, ledgerId);
+        let n = 0;
+        for (const id of new Set(contactIds)) if (d.contacts.deleteContact(ledgerId, id)) n++;
+        if (n) d.ledgers.addContactCount(ledgerId, -n);
+        d.audit.record(by, { orgId, action: 'contacts.deleted', target: { type: 'ledger', id: ledgerId }, data: { requested: contactIds.length, deleted: n } });
+        return n;
+      });
+    },
+  };
+}

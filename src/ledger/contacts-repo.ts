@@ -1,0 +1,319 @@
+import type { Statement } from 'better-sqlite3';
+import type { Db } from '../storage/db.ts';
+import type { Contact } from './model.ts';
+
+/** The filters of SPEC §4.2 after validation: typed values only, never SQL text. */
+export interface ContactFilter {
+  lastJobChangedAt?: number;
+  lastJobChangedAtBefore?: number;
+  lastInfoChangedAt?: number;
+  lastInfoChangedAtBefore?: number;
+  referenceId?: string;
+  linkedin?: string;
+  email?: string;
+  name?: string;
+  company?: string;
+  title?: string;
+  isVerified?: boolean;
+  importId?: string;
+  createdAfter?: number;
+  createdBefore?: number;
+}
+
+export type ContactSort = '+createdAt' | '-createdAt' | '+name' | '-name' | '-lastJobChangedAt' | '-lastInfoChangedAt';
+
+/**
+ * A keyset position: the sort value and seq of the last row returned. For the nullable change
+ * sorts, `nulls` says the walk has reached the rows without a value (they come last).
+ */
+export interface ContactPosition {
+  value: string | number | null;
+  seq: number;
+  nulls?: boolean;
+}
+
+interface SortPlan {
+  column: string;
+  desc: boolean;
+  index: string;
+  nullable: boolean;
+}
+
+const SORTS: Record<ContactSort, SortPlan> = {
+  '+createdAt': { column: 'created_at', desc: false, index: 'contacts_by_created', nullable: false },
+  '-createdAt': { column: 'created_at', desc: true, index: 'contacts_by_created', nullable: false },
+  '+name': { column: 'name COLLATE NOCASE', desc: false, index: 'contacts_by_name', nullable: false },
+  '-name': { column: 'name COLLATE NOCASE', desc: true, index: 'contacts_by_name', nullable: false },
+  '-lastJobChangedAt': { column: 'last_job_changed_at', desc: true, index: 'contacts_by_job_change', nullable: true },
+  '-lastInfoChangedAt': { column: 'last_info_changed_at', desc: true, index: 'contacts_by_info_change', nullable: true },
+};
+
+const SORT_VALUE: Record<ContactSort, (c: Contact) => string | number | null> = {
+  '+createdAt': (c) => c.createdAt,
+  '-createdAt': (c) => c.createdAt,
+  '+name': (c) => c.name,
+  '-name': (c) => c.name,
+  '-lastJobChangedAt': (c) => c.lastJobChangedAt,
+  '-lastInfoChangedAt': (c) => c.lastInfoChangedAt,
+};
+
+/** The key of `c` under `sort`, for the next page's cursor. */
+export function positionOf(c: Contact, sort: ContactSort): ContactPosition {
+  const value = SORT_VALUE[sort](c);
+  return value === null ? { value: null, seq: c.seq, nulls: true } : { value, seq: c.seq };
+}
+
+/** Change-time range filters whose index is used when they select few rows (see choosePlan). */
+const RANGE_INDEX = { lastJobChangedAt: 'contacts_by_job_change', lastInfoChangedAt: 'contacts_by_info_change' } as const;
+const RANGE_PROBE_LIMIT = 5000;
+
+interface ContactRow {
+  seq: number;
+  id: string;
+  ledger_id: string;
+  import_id: string | null;
+  reference_id: string | null;
+  name: string;
+  company: string;
+  import_company: string;
+  import_title: string | null;
+  title: string | null;
+  title_level: string | null;
+  title_domain: string | null;
+  location: string | null;
+  email: string | null;
+  email_status: string | null;
+  linkedin: string | null;
+  has_multiple_jobs: number | null;
+  is_verified: number;
+  job_started_at: number | null;
+  last_job_changed_at: number | null;
+  last_info_changed_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+const COLUMNS =
+  'seq, id, ledger_id, import_id, reference_id, name, company, import_company, import_title, title, title_level, title_domain, location, email, email_status, linkedin, has_multiple_jobs, is_verified, job_started_at, last_job_changed_at, last_info_changed_at, created_at, updated_at';
+
+export const toContact = (r: ContactRow): Contact => ({
+  seq: r.seq,
+  id: r.id,
+  ledgerId: r.ledger_id,
+  importId: r.import_id,
+  referenceId: r.reference_id,
+  name: r.name,
+  company: r.company,
+  importCompany: r.import_company,
+  importTitle: r.import_title,
+  title: r.title,
+  titleLevel: r.title_level,
+  titleDomain: r.title_domain,
+  location: r.location,
+  email: r.email,
+  emailStatus: r.email_status,
+  linkedin: r.linkedin,
+  hasMultipleJobs: r.has_multiple_jobs === null ? null : r.has_multiple_jobs === 1,
+  isVerified: r.is_verified === 1,
+  jobStartedAt: r.job_started_at,
+  lastJobChangedAt: r.last_job_changed_at,
+  lastInfoChangedAt: r.last_info_changed_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+/** A contact as the import runner stores it. */
+export interface NewContactRow {
+  id: string;
+  ledgerId: string;
+  importId: string | null;
+  referenceId: string | null;
+  name: string;
+  company: string;
+  title: string | null;
+  titleLevel: string | null;
+  titleDomain: string | null;
+  location: string | null;
+  email: string | null;
+  linkedin: string | null;
+  now: number;
+}
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+// SQLite's LIKE folds ASCII case only; needles with other letters go through a Unicode-aware function.
+const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
+
+export type ContactsRepo = ReturnType<typeof createContactsRepo>;
+
+/**
+ * Contacts: batch inserts for the import runner, lookups, deletes and the list query of §4.2.
+ * The list SQL is assembled from fixed fragments chosen by which typed filters are present;
+ * values are always bound parameters, and the driving index is named explicitly so that every
+ * list is an index scan (test/ledger-query-plans.test.ts asserts it).
+ */
+export function createContactsRepo(db: Db) {
+  db.raw.function('cl_contains_ci', { deterministic: true }, (haystack: unknown, needle: unknown) =>
+    typeof haystack === 'string' && typeof needle === 'string' && haystack.toLocaleLowerCase('und').includes(needle) ? 1 : 0,
+  );
+  const q = {
+    insert: db.raw.prepare(
+      `INSERT INTO contacts (id, ledger_id, import_id, reference_id, name, company, import_company, import_title, title, title_level, title_domain, location, email, linkedin, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    ),
+    byId: db.raw.prepare<[string, string], ContactRow>(`SELECT ${COLUMNS} FROM contacts WHERE id = ? AND ledger_id = ?`),
+    byReference: db.raw.prepare<[string, string], { id: string; import_id: string | null }>('SELECT id, import_id FROM contacts WHERE ledger_id = ? AND reference_id = ?'),
+    delete: db.raw.prepare<[string, string]>('DELETE FROM contacts WHERE id = ? AND ledger_id = ?'),
+    purgeChunk: db.raw.prepare<[string, number]>('DELETE FROM contacts WHERE seq IN (SELECT seq FROM contacts WHERE ledger_id = ? LIMIT ?)'),
+  };
+  const statements = new Map<string, Statement>();
+  const prepared = (sql: string): Statement => {
+    let s = statements.get(sql);
+    if (!s) {
+      s = db.raw.prepare(sql);
+      statements.set(sql, s);
+    }
+    return s;
+  };
+
+  /** WHERE fragments and their parameters for the filters (without the keyset condition). */
+  function whereOf(ledgerId: string, f: ContactFilter): { where: string[]; params: unknown[] } {
+    const where = ['ledger_id = ?'];
+    const params: unknown[] = [ledgerId];
+    const add = (fragment: string, ...values: unknown[]) => {
+      where.push(fragment);
+      params.push(...values);
+    };
+    if (f.lastJobChangedAt !== undefined) add('last_job_changed_at >= ?', f.lastJobChangedAt);
+    if (f.lastJobChangedAtBefore !== undefined) add('last_job_changed_at < ?', f.lastJobChangedAtBefore);
+    if (f.lastInfoChangedAt !== undefined) add('last_info_changed_at >= ?', f.lastInfoChangedAt);
+    if (f.lastInfoChangedAtBefore !== undefined) add('last_info_changed_at < ?', f.lastInfoChangedAtBefore);
+    if (f.referenceId !== undefined) add('reference_id = ?', f.referenceId);
+    if (f.linkedin !== undefined) add('linkedin = ?', f.linkedin);
+    if (f.email !== undefined) add('email = ?', f.email);
+    for (const field of ['name', 'company', 'title'] as const) {
+      const needle = f[field];
+      if (needle === undefined) continue;
+      if (isAscii(needle)) add(`${field} LIKE ? ESCAPE '\\'`, `%${escapeLike(needle)}%`);
+      else add(`cl_contains_ci(${field}, ?)`, needle.toLocaleLowerCase('und'));
+    }
+    if (f.isVerified !== undefined) add('is_verified = ?', f.isVerified ? 1 : 0);
+    if (f.importId !== undefined) add('import_id = ?', f.importId);
+    if (f.createdAfter !== undefined) add('created_at >= ?', f.createdAfter);
+    if (f.createdBefore !== undefined) add('created_at < ?', f.createdBefore);
+    return { where, params };
+  }
+
+  /** Counts up to `cap` rows in a change-time range, through its index. */
+  function probeRange(ledgerId: string, key: keyof typeof RANGE_INDEX, from: number, before: number | undefined, cap: number): number {
+    const column = key === 'lastJobChangedAt' ? 'last_job_changed_at' : 'last_info_changed_at';
+    const upper = before === undefined ? '' : ` AND ${column} < ?`;
+    const sql = `SELECT count(*) FROM (SELECT 1 FROM contacts INDEXED BY ${RANGE_INDEX[key]} WHERE ledger_id = ? AND ${column} >= ?${upper} LIMIT ?)`;
+    const params = before === undefined ? [ledgerId, from, cap] : [ledgerId, from, before, cap];
+    return prepared(sql).pluck().get(...params) as number;
+  }
+
+  /**
+   * The index that drives the query: an equality lookup when there is one; otherwise the sort's
+   * index, unless a change-time range selects so few rows that reading them through its own index
+   * and sorting them is cheaper than walking the sort order (the daily "changed since" poll).
+   */
+  function choosePlan(ledgerId: string, f: ContactFilter, sort: ContactSort): string {
+    if (f.referenceId !== undefined) return 'contacts_by_reference';
+    if (f.linkedin !== undefined) return 'contacts_by_linkedin';
+    if (f.email !== undefined) return 'contacts_by_email';
+    if (f.importId !== undefined) return 'contacts_by_import';
+    const plan = SORTS[sort];
+    for (const key of ['lastJobChangedAt', 'lastInfoChangedAt'] as const) {
+      const from = f[key];
+      if (from === undefined || plan.index === RANGE_INDEX[key]) continue;
+      if (probeRange(ledgerId, key, from, f[`${key}Before`], RANGE_PROBE_LIMIT + 1) <= RANGE_PROBE_LIMIT) return RANGE_INDEX[key];
+    }
+    return plan.index;
+  }
+
+  function listSql(ledgerId: string, f: ContactFilter, sort: ContactSort, after: ContactPosition | undefined, limit: number, index: string): { sql: string; params: unknown[] }[] {
+    const plan = SORTS[sort];
+    const { where, params } = whereOf(ledgerId, f);
+    const dir = plan.desc ? 'DESC' : 'ASC';
+    const cmp = plan.desc ? '<' : '>';
+    const head = `SELECT ${COLUMNS} FROM contacts INDEXED BY ${index} WHERE `;
+    if (!plan.nullable) {
+      const w = [...where];
+      const p = [...params];
+      if (after) {
+        w.push(`(${plan.column}, seq) ${cmp} (?, ?)`);
+        p.push(after.value, after.seq);
+      }
+      return [{ sql: `${head}${w.join(' AND ')} ORDER BY ${plan.column} ${dir}, seq ${dir} LIMIT ?`, params: [...p, limit] }];
+    }
+    // Nullable change times, newest first: rows with a value, then the rows without one.
+    const parts: { sql: string; params: unknown[] }[] = [];
+    if (!after?.nulls) {
+      const w = [...where, `${plan.column} IS NOT NULL`];
+      const p = [...params];
+      if (after) {
+        w.push(`(${plan.column}, seq) < (?, ?)`);
+        p.push(after.value, after.seq);
+      }
+      parts.push({ sql: `${head}${w.join(' AND ')} ORDER BY ${plan.column} DESC, seq DESC LIMIT ?`, params: [...p, limit] });
+    }
+    const w = [...where, `${plan.column} IS NULL`];
+    const p = [...params];
+    if (after?.nulls) {
+      w.push('seq < ?');
+      p.push(after.seq);
+    }
+    parts.push({ sql: `${head}${w.join(' AND ')} ORDER BY seq DESC LIMIT ?`, params: [...p, limit] });
+    return parts;
+  }
+
+  return {
+    /** Inserts one contact; false when its referenceId (or id) is already taken in the ledger. */
+    insertContact: (c: NewContactRow): boolean =>
+      q.insert.run(c.id, c.ledgerId, c.importId, c.referenceId, c.name, c.company, c.company, c.title, c.title, c.titleLevel, c.titleDomain, c.location, c.email, c.linkedin, c.now, c.now)
+        .changes === 1,
+    findContact: (ledgerId: string, id: string): Contact | undefined => {
+      const r = q.byId.get(id, ledgerId);
+      return r && toContact(r);
+    },
+    /** The contact holding a referenceId in the ledger. */
+    findByReference: (ledgerId: string, referenceId: string): { id: string; importId: string | null } | undefined => {
+      const r = q.byReference.get(ledgerId, referenceId);
+      return r && { id: r.id, importId: r.import_id };
+    },
+    /** Deletes one contact of the ledger; false when there is none. */
+    deleteContact: (ledgerId: string, id: string): boolean => q.delete.run(id, ledgerId).changes === 1,
+    /** Deletes up to `n` contacts of a ledger being purged; returns how many went. */
+    purgeContacts: (ledgerId: string, n: number): number => q.purgeChunk.run(ledgerId, n).changes,
+
+    /**
+     * Up to `limit` contacts matching the filter after `after`, in `sort` order. Callers ask for
+     * `limit + 1` to learn whether there is a next page.
+     */
+    listContacts(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Contact[] {
+      const index = choosePlan(ledgerId, f, sort);
+      const out: Contact[] = [];
+      for (const part of listSql(ledgerId, f, sort, after, limit, index)) {
+        const rows = prepared(part.sql).all(...part.params.slice(0, -1), limit - out.length) as ContactRow[];
+        for (const r of rows) out.push(toContact(r));
+        if (out.length >= limit) break;
+      }
+      return out;
+    },
+
+    /** How many contacts match. */
+    countContacts(ledgerId: string, f: ContactFilter): number {
+      const index = choosePlan(ledgerId, f, '+createdAt');
+      const { where, params } = whereOf(ledgerId, f);
+      return prepared(`SELECT count(*) FROM contacts INDEXED BY ${index} WHERE ${where.join(' AND ')}`).pluck().get(...params) as number;
+    },
+
+    /** EXPLAIN QUERY PLAN of the list query (for the plan tests and docs). */
+    explainList(ledgerId: string, f: ContactFilter, sort: ContactSort, after?: ContactPosition): string[][] {
+      const index = choosePlan(ledgerId, f, sort);
+      return listSql(ledgerId, f, sort, after, 101, index).map((part) =>
+        (prepared(`EXPLAIN QUERY PLAN ${part.sql}`).all(...part.params) as { detail: string }[]).map((r) => r.detail),
+      );
+    },
+  };
+}

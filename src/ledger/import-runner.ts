@@ -1,0 +1,187 @@
+import { unlink } from 'node:fs/promises';
+import type { Clock } from '../clock.ts';
+import { readUpload } from '../csv/csv-worker-client.ts';
+import { CsvReadError } from '../csv/read-rows.ts';
+import { newId } from '../ids.ts';
+import type { Lease } from '../jobs/queue.ts';
+import type { Runner } from '../jobs/scheduler.ts';
+import type { Logger } from '../log.ts';
+import type { Db } from '../storage/db.ts';
+import { validateContact, type ContactDraft } from './contact-input.ts';
+import type { ContactsRepo } from './contacts-repo.ts';
+import type { ImportsRepo } from './imports-repo.ts';
+import type { LedgersRepo } from './ledgers-repo.ts';
+import type { ImportJob, Rejection } from './model.ts';
+
+export const IMPORT_JOB = 'import';
+
+/** Rows per transaction: big enough to amortize the commit's fsync, small enough to keep the event loop free. */
+export const CSV_BATCH_ROWS = 2000;
+const API_CHUNK_ROWS = 1000;
+
+type Row = { rowNo: number; line: number | null; draft: ContactDraft } | { rowNo: number; line: number | null; reason: string; raw: unknown };
+
+interface RunnerDeps {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  contacts: ContactsRepo;
+  imports: ImportsRepo;
+  ledgers: LedgersRepo;
+  /** Called after an import finished (completed or failed), outside its transaction. */
+  onFinished?: (imp: ImportJob) => void;
+}
+
+class LedgerGone extends Error {}
+
+/**
+ * The import job runner (SPEC §4.4): rows are stored in chunks, each chunk one transaction that
+ * re-checks the lease (fencing), inserts the good rows, records the rejected ones and moves the
+ * resume point past them. A crash loses at most the chunk in flight, which is redone on resume,
+ * so every row is imported exactly once and the counts add up.
+ */
+export function createImportRunner(d: RunnerDeps): Runner {
+  function storeChunk(lease: Lease, imp: ImportJob, rows: Row[], cursor: { bytes: number; lines: number }): void {
+    d.db.tx(() => {
+      lease.renew();
+      if (!d.ledgers.isLive(imp.ledgerId)) throw new LedgerGone();
+      const now = d.clock.now();
+      let imported = 0;
+      let duplicates = 0;
+      let invalid = 0;
+      for (const row of rows) {
+        if ('draft' in row) {
+          const c = row.draft;
+          const stored = d.contacts.insertContact({
+            id: newId('c'),
+            ledgerId: imp.ledgerId,
+            importId: imp.id,
+            referenceId: c.referenceId ?? null,
+            name: c.name,
+            company: c.company,
+            title: c.title ?? null,
+            titleLevel: c.titleLevel ?? null,
+            titleDomain: c.titleDomain ?? null,
+            location: c.location ?? null,
+            email: c.email ?? null,
+            linkedin: c.linkedin ?? null,
+            now,
+          });
+          if (stored) {
+            imported++;
+            continue;
+          }
+          duplicates++;
+          const holder = c.referenceId === undefined ? undefined : d.contacts.findByReference(imp.ledgerId, c.referenceId);
+          const reason =
+            holder?.importId === imp.id
+              ? `referenceId "${c.referenceId}" appears earlier in this import`
+              : `referenceId "${c.referenceId}" is already in the ledger (contact ${holder?.id ?? 'unknown'})`;
+          d.imports.insertRejection(imp.id, { rowNo: row.rowNo, line: row.line, reason, kind: 'duplicate', raw: c } satisfies Rejection);
+        } else {
+          invalid++;
+          d.imports.insertRejection(imp.id, { rowNo: row.rowNo, line: row.line, reason: row.reason, kind: 'invalid', raw: row.raw });
+        }
+      }
+      if (imported) d.ledgers.addContactCount(imp.ledgerId, imported);
+      d.imports.addProgress(imp.id, {
+        submitted: 0,
+        seen: imp.cursorRows + rows.length,
+        imported,
+        duplicates,
+        invalid,
+        matched: 0,
+        jobChanges: 0,
+        rows: rows.length,
+        bytes: cursor.bytes,
+        lines: cursor.lines,
+      });
+      imp.cursorRows += rows.length;
+    });
+  }
+
+  async function runApi(lease: Lease, imp: ImportJob, stopping: () => boolean): Promise<'done' | 'stopped'> {
+    const payload = d.imports.findPayload(imp.id) ?? [];
+    while (imp.cursorRows < payload.length) {
+      if (stopping()) return 'stopped';
+      const from = imp.cursorRows;
+      const rows: Row[] = payload.slice(from, from + API_CHUNK_ROWS).map((raw, i) => {
+        const res = validateContact(raw);
+        return res.ok ? { rowNo: from + i + 1, line: null, draft: res.draft } : { rowNo: from + i + 1, line: null, reason: res.reason, raw };
+      });
+      storeChunk(lease, imp, rows, { bytes: 0, lines: 0 });
+      await new Promise((r) => setImmediate(r));
+    }
+    return 'done';
+  }
+
+  async function runCsv(lease: Lease, imp: ImportJob, stopping: () => boolean): Promise<'done' | 'stopped'> {
+    const format = imp.format!;
+    const from = imp.cursorBytes > 0 ? { bytes: imp.cursorBytes, lines: imp.cursorLines } : { bytes: format.dataStart, lines: format.headerLines };
+    const batches = readUpload(imp.filePath!, format, from, CSV_BATCH_ROWS);
+    for await (const batch of batches) {
+      const base = imp.cursorRows;
+      const rows: Row[] = batch.rows.map((r, i) =>
+        'draft' in r ? { rowNo: base + i + 1, line: r.line, draft: r.draft } : { rowNo: base + i + 1, line: r.line, reason: r.reason, raw: r.raw },
+      );
+      storeChunk(lease, imp, rows, { bytes: batch.endBytes, lines: batch.endLine });
+      if (stopping()) {
+        await batches.return(undefined);
+        return 'stopped';
+      }
+    }
+    return 'done';
+  }
+
+  const removeUpload = (imp: ImportJob) => {
+    if (imp.filePath) unlink(imp.filePath).catch(() => undefined);
+  };
+
+  function finish(lease: Lease, imp: ImportJob, message: string | null, failed: boolean): void {
+    d.db.tx(() => {
+      if (failed) {
+        d.imports.markFailed(imp.id, message!, d.clock.now());
+        lease.fail(message!);
+      } else {
+        d.imports.markFinished(imp.id, message, d.clock.now());
+        lease.complete();
+      }
+      d.imports.deletePayload(imp.id);
+    });
+    removeUpload(imp);
+    const done = d.imports.findImport(imp.id, d.clock.now());
+    if (done) d.onFinished?.(done);
+  }
+
+  return {
+    async run(lease, ctl) {
+      const imp = d.imports.findImport(lease.job.id, d.clock.now());
+      if (!imp) {
+        d.db.tx(() => lease.complete());
+        return 'done';
+      }
+      d.db.tx(() => {
+        lease.renew();
+        d.imports.markStarted(imp.id, d.clock.now());
+      });
+      const stopping = () => ctl.stopping;
+      try {
+        const outcome = imp.source === 'api' ? await runApi(lease, imp, stopping) : await runCsv(lease, imp, stopping);
+        if (outcome === 'stopped') return 'stopped';
+        finish(lease, imp, null, false);
+      } catch (err) {
+        if (err instanceof LedgerGone) finish(lease, imp, 'the ledger was deleted while the import ran', false);
+        else if (err instanceof CsvReadError) {
+          const done = imp.cursorRows > 0 ? ` (the ${imp.cursorRows} rows before it were processed)` : '';
+          finish(lease, imp, `the file cannot be read as CSV at ${err.message}${done}`, true);
+        } else throw err;
+      }
+      return 'done';
+    },
+    failed(jobId, message) {
+      const imp = d.imports.findImport(jobId, d.clock.now());
+      d.imports.markFailed(jobId, `processing kept failing: ${message}`, d.clock.now());
+      if (imp?.filePath) setImmediate(() => removeUpload(imp));
+    },
+  };
+}

@@ -1,0 +1,151 @@
+import type { Keyset } from '../cursor.ts';
+import type { JobStatus } from '../jobs/queue.ts';
+import type { Db } from '../storage/db.ts';
+import type { CsvFormat, ImportJob, ImportProgress, ImportSource, Rejection } from './model.ts';
+
+interface ImportRow {
+  id: string;
+  ledger_id: string;
+  org_id: string;
+  source: ImportSource;
+  file_name: string | null;
+  file_path: string | null;
+  format: string | null;
+  status: JobStatus;
+  lease_until: number | null;
+  submitted: number;
+  imported: number;
+  duplicates: number;
+  invalid: number;
+  matched: number;
+  job_changes: number;
+  cursor_rows: number;
+  cursor_bytes: number;
+  cursor_lines: number;
+  message: string | null;
+  created_by: string | null;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+const SELECT = `SELECT i.*, l.org_id, j.status, j.lease_until FROM import_jobs i JOIN jobs j ON j.id = i.id JOIN ledgers l ON l.id = i.ledger_id`;
+
+const toImport = (r: ImportRow, now: number): ImportJob => ({
+  id: r.id,
+  ledgerId: r.ledger_id,
+  orgId: r.org_id,
+  source: r.source,
+  fileName: r.file_name,
+  filePath: r.file_path,
+  format: r.format ? (JSON.parse(r.format) as CsvFormat) : null,
+  // A job whose holder died is waiting to be reclaimed: it is pending again (SPEC §4.4).
+  status: r.status === 'processing' && r.lease_until !== null && r.lease_until < now ? 'pending' : r.status,
+  submitted: r.submitted,
+  imported: r.imported,
+  duplicates: r.duplicates,
+  invalid: r.invalid,
+  matched: r.matched,
+  jobChanges: r.job_changes,
+  cursorRows: r.cursor_rows,
+  cursorBytes: r.cursor_bytes,
+  cursorLines: r.cursor_lines,
+  message: r.message,
+  createdBy: r.created_by,
+  createdAt: r.created_at,
+  startedAt: r.started_at,
+  finishedAt: r.finished_at,
+});
+
+export interface NewImport {
+  id: string;
+  ledgerId: string;
+  source: ImportSource;
+  fileName: string | null;
+  filePath: string | null;
+  format: CsvFormat | null;
+  submitted: number;
+  createdBy: string | null;
+  createdAt: number;
+}
+
+export type ImportsRepo = ReturnType<typeof createImportsRepo>;
+
+/** Import jobs, their API payloads and their rejected rows. */
+export function createImportsRepo(db: Db) {
+  const q = {
+    insert: db.raw.prepare(
+      `INSERT INTO import_jobs (id, ledger_id, source, file_name, file_path, format, submitted, created_by, created_at)
+       VALUES (@id, @ledgerId, @source, @fileName, @filePath, @format, @submitted, @createdBy, @createdAt)`,
+    ),
+    byId: db.raw.prepare<[string], ImportRow>(`${SELECT} WHERE i.id = ?`),
+    byLedger: db.raw.prepare<[string, string], ImportRow>(`${SELECT} WHERE i.id = ? AND i.ledger_id = ?`),
+    first: db.raw.prepare<[string, number], ImportRow>(`${SELECT} WHERE i.ledger_id = ? ORDER BY i.created_at DESC, i.id DESC LIMIT ?`),
+    after: db.raw.prepare<[string, number, number, string, number], ImportRow>(
+      `${SELECT} WHERE i.ledger_id = ? AND (i.created_at < ? OR (i.created_at = ? AND i.id < ?)) ORDER BY i.created_at DESC, i.id DESC LIMIT ?`,
+    ),
+    start: db.raw.prepare<[number, string]>('UPDATE import_jobs SET started_at = coalesce(started_at, ?) WHERE id = ?'),
+    submitted: db.raw.prepare<[number, string]>('UPDATE import_jobs SET submitted = ? WHERE id = ?'),
+    progress: db.raw.prepare(
+      `UPDATE import_jobs SET submitted = max(submitted, @seen), imported = imported + @imported, duplicates = duplicates + @duplicates, invalid = invalid + @invalid,
+         matched = matched + @matched, job_changes = job_changes + @jobChanges, cursor_rows = cursor_rows + @rows, cursor_bytes = @bytes, cursor_lines = @lines
+       WHERE id = @id`,
+    ),
+    finish: db.raw.prepare<[string | null, number, string]>(
+      'UPDATE import_jobs SET message = ?, finished_at = ?, submitted = imported + duplicates + invalid, file_path = NULL WHERE id = ?',
+    ),
+    fail: db.raw.prepare<[string, number, string]>('UPDATE import_jobs SET message = ?, finished_at = ?, file_path = NULL WHERE id = ?'),
+    insertPayload: db.raw.prepare<[string, string]>('INSERT INTO import_payloads (import_id, body) VALUES (?, ?)'),
+    payload: db.raw.prepare<[string], string>('SELECT body FROM import_payloads WHERE import_id = ?').pluck(),
+    deletePayload: db.raw.prepare<[string]>('DELETE FROM import_payloads WHERE import_id = ?'),
+    insertRejection: db.raw.prepare<[string, number, number | null, string, string, string]>(
+      'INSERT INTO import_rejections (import_id, row_no, line, reason, kind, raw) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    rejections: db.raw.prepare<[string, number, number], { row_no: number; line: number | null; reason: string; kind: 'invalid' | 'duplicate'; raw: string }>(
+      'SELECT row_no, line, reason, kind, raw FROM import_rejections WHERE import_id = ? AND row_no > ? ORDER BY row_no LIMIT ?',
+    ),
+    filePaths: db.raw.prepare<[], string>('SELECT file_path FROM import_jobs WHERE file_path IS NOT NULL').pluck(),
+    purgeJobsOfLedger: db.raw.prepare<[string, number]>(
+      "DELETE FROM jobs WHERE id IN (SELECT id FROM import_jobs WHERE ledger_id = ? LIMIT ?)",
+    ),
+    filesOfLedger: db.raw.prepare<[string], string>('SELECT file_path FROM import_jobs WHERE ledger_id = ? AND file_path IS NOT NULL').pluck(),
+  };
+  return {
+    insertImport: (i: NewImport): void => void q.insert.run({ ...i, format: i.format ? JSON.stringify(i.format) : null }),
+    findImport: (id: string, now: number): ImportJob | undefined => {
+      const r = q.byId.get(id);
+      return r && toImport(r, now);
+    },
+    findImportOfLedger: (ledgerId: string, id: string, now: number): ImportJob | undefined => {
+      const r = q.byLedger.get(id, ledgerId);
+      return r && toImport(r, now);
+    },
+    /** Import jobs of a ledger, newest first, `limit + 1` rows. */
+    listImports: (ledgerId: string, limit: number, now: number, before?: Keyset): ImportJob[] =>
+      (before ? q.after.all(ledgerId, before.at, before.at, before.id, limit + 1) : q.first.all(ledgerId, limit + 1)).map((r) => toImport(r, now)),
+    markStarted: (id: string, now: number): void => void q.start.run(now, id),
+    setSubmitted: (id: string, submitted: number): void => void q.submitted.run(submitted, id),
+    /** Adds a chunk's counts and moves the resume point past it (same transaction as its rows). */
+    addProgress: (id: string, p: ImportProgress & { rows: number; bytes: number; lines: number; seen: number }): void =>
+      void q.progress.run({ id, ...p }),
+    /** Completed: the counts are final, the stored upload is no longer referenced. */
+    markFinished: (id: string, message: string | null, now: number): void => void q.finish.run(message, now, id),
+    markFailed: (id: string, message: string, now: number): void => void q.fail.run(message, now, id),
+    insertPayload: (id: string, body: unknown[]): void => void q.insertPayload.run(id, JSON.stringify(body)),
+    findPayload: (id: string): unknown[] | undefined => {
+      const body = q.payload.get(id);
+      return body === undefined ? undefined : (JSON.parse(body) as unknown[]);
+    },
+    deletePayload: (id: string): void => void q.deletePayload.run(id),
+    insertRejection: (id: string, r: Rejection): void => void q.insertRejection.run(id, r.rowNo, r.line, r.reason, r.kind, JSON.stringify(r.raw)),
+    /** Rejections after row `afterRow`, in row order, up to `limit`. */
+    listRejections: (id: string, afterRow: number, limit: number): Rejection[] =>
+      q.rejections.all(id, afterRow, limit).map((r) => ({ rowNo: r.row_no, line: r.line, reason: r.reason, kind: r.kind, raw: JSON.parse(r.raw) as unknown })),
+    /** Upload files still referenced by a job (the rest of the uploads folder is garbage). */
+    listReferencedFiles: (): string[] => q.filePaths.all(),
+    /** Upload files of a ledger's jobs (removed when the ledger is purged). */
+    listFilesOfLedger: (ledgerId: string): string[] => q.filesOfLedger.all(ledgerId),
+    /** Deletes up to `n` import jobs of a ledger (cascading payloads and rejections). */
+    purgeImports: (ledgerId: string, n: number): number => q.purgeJobsOfLedger.run(ledgerId, n).changes,
+  };
+}

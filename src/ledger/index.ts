@@ -1,0 +1,35 @@
+import { join } from 'node:path';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Audit } from '../identity/audit.ts';
+import type { OrgsRepo } from '../identity/orgs-repo.ts';
+import type { Queue } from '../jobs/queue.ts';
+import type { Runner } from '../jobs/scheduler.ts';
+import type { Logger } from '../log.ts';
+import type { Db } from '../storage/db.ts';
+import { createContactService } from './contact-service.ts';
+import { createContactsRepo } from './contacts-repo.ts';
+import { createImportRunner, IMPORT_JOB } from './import-runner.ts';
+import { createImportService } from './import-service.ts';
+import { createImportsRepo } from './imports-repo.ts';
+import { createLedgerService } from './ledger-service.ts';
+import { createLedgersRepo } from './ledgers-repo.ts';
+
+export type LedgerModule = ReturnType<typeof createLedgerModule>;
+
+/** Where uploads live: `<data>/uploads/<importId>.csv` while their job runs, `tmp/` while they arrive. */
+export const uploadsDir = (dataDir: string) => join(dataDir, 'uploads');
+export const uploadTmpDir = (dataDir: string) => join(dataDir, 'uploads', 'tmp');
+
+/** Wires the ledger service: repos → services and the job runners it contributes to the scheduler. */
+export function createLedgerModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; audit: Audit; orgs: OrgsRepo; kick: () => void }) {
+  const repos = { ledgers: createLedgersRepo(d.db), contacts: createContactsRepo(d.db), imports: createImportsRepo(d.db) };
+  const ledgers = createLedgerService({ ...d, ...repos });
+  const contacts = createContactService({ ...d, ...repos });
+  const imports = createImportService({ ...d, ...repos, uploadsDir: uploadsDir(d.config.dataDir), maxApiContacts: d.config.maxApiContacts });
+  const runners: Record<string, Runner> = {
+    ...ledgers.runners,
+    [IMPORT_JOB]: createImportRunner({ db: d.db, clock: d.clock, log: d.log, ...repos }),
+  };
+  return { repos, ledgers, contacts, imports, runners };
+}

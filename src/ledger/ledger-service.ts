@@ -1,0 +1,142 @@
+import { unlinkSync } from 'node:fs';
+import type { Clock } from '../clock.ts';
+import { decodeKeyset, toPage, type Page } from '../cursor.ts';
+import { notFound } from '../errors.ts';
+import type { Audit } from '../identity/audit.ts';
+import type { Caller } from '../identity/model.ts';
+import type { OrgsRepo } from '../identity/orgs-repo.ts';
+import { newId } from '../ids.ts';
+import type { Queue } from '../jobs/queue.ts';
+import type { Runner } from '../jobs/scheduler.ts';
+import type { Db } from '../storage/db.ts';
+import type { ContactsRepo } from './contacts-repo.ts';
+import type { ImportsRepo } from './imports-repo.ts';
+import type { LedgersRepo } from './ledgers-repo.ts';
+import type { Ledger } from './model.ts';
+
+export const PURGE_LEDGER = 'ledger.purge';
+export const PURGE_ORG = 'org.purge';
+const PURGE_CHUNK = 5000;
+
+export interface LedgerDeps {
+  db: Db;
+  clock: Clock;
+  queue: Queue;
+  audit: Audit;
+  ledgers: LedgersRepo;
+  contacts: ContactsRepo;
+  imports: ImportsRepo;
+  orgs: OrgsRepo;
+  kick: () => void;
+}
+
+export type LedgerService = ReturnType<typeof createLedgerService>;
+
+/** Ledgers (SPEC §4): CRUD, and deletion as "hide now, purge in the background". */
+export function createLedgerService(d: LedgerDeps) {
+  const requireLedger = (orgId: string, ledgerId: string): Ledger => {
+    const l = d.ledgers.findLedger(orgId, ledgerId);
+    if (!l) throw notFound('ledger', ledgerId);
+    return l;
+  };
+
+  /** Deletes a purged ledger's rows chunk by chunk; returns false when asked to stop. */
+  async function purgeLedgerRows(ledgerId: string, renew: () => void, stopping: () => boolean): Promise<boolean> {
+    for (;;) {
+      if (stopping()) return false;
+      const n = d.db.tx(() => {
+        renew();
+        const contacts = d.contacts.purgeContacts(ledgerId, PURGE_CHUNK);
+        return contacts || d.imports.purgeImports(ledgerId, 1);
+      });
+      if (n === 0) return true;
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  const removeFiles = (files: string[]) => {
+    for (const f of files) {
+      try {
+        unlinkSync(f);
+      } catch {
+        /* already gone */
+      }
+    }
+  };
+
+  const runners: Record<string, Runner> = {
+    [PURGE_LEDGER]: {
+      async run(lease, ctl) {
+        const { ledgerId } = JSON.parse(lease.job.payload ?? '{}') as { ledgerId: string };
+        const files = d.imports.listFilesOfLedger(ledgerId);
+        if (!(await purgeLedgerRows(ledgerId, () => lease.renew(), () => ctl.stopping))) return 'stopped';
+        d.db.tx(() => {
+          d.ledgers.purgeLedger(ledgerId);
+          lease.complete();
+        });
+        removeFiles(files);
+        return 'done';
+      },
+    },
+    [PURGE_ORG]: {
+      async run(lease, ctl) {
+        const { orgId } = JSON.parse(lease.job.payload ?? '{}') as { orgId: string };
+        for (const ledgerId of d.ledgers.listAllLedgerIdsOfOrg(orgId)) {
+          const files = d.imports.listFilesOfLedger(ledgerId);
+          d.db.tx(() => d.ledgers.markLedgerDeleted(ledgerId, d.clock.now()));
+          if (!(await purgeLedgerRows(ledgerId, () => lease.renew(), () => ctl.stopping))) return 'stopped';
+          d.db.tx(() => d.ledgers.purgeLedger(ledgerId));
+          removeFiles(files);
+        }
+        d.db.tx(() => {
+          d.orgs.purgeOrg(orgId);
+          lease.complete();
+        });
+        return 'done';
+      },
+    },
+  };
+
+  return {
+    runners,
+    requireLedger,
+    /** Called inside the transaction that deletes an organization. */
+    scheduleOrgPurge(orgId: string): void {
+      d.ledgers.markOrgLedgersDeleted(orgId, d.clock.now());
+      d.queue.enqueue(newId('job'), PURGE_ORG, { payload: { orgId }, maxAttempts: 100 });
+      setImmediate(d.kick);
+    },
+    list(orgId: string, limit: number, cursor?: string): Page<Ledger> {
+      return toPage(d.ledgers.listLedgers(orgId, limit, decodeKeyset(cursor, 'ledgers')), limit, 'ledgers', (l) => [l.createdAt, l.id]);
+    },
+    get: requireLedger,
+    create(by: Caller, orgId: string, input: { name: string; description?: string }): Ledger {
+      return d.db.tx(() => {
+        const now = d.clock.now();
+        const ledger: Ledger = { id: newId('l'), orgId, name: input.name, description: input.description ?? '', contactCount: 0, createdAt: now, updatedAt: now };
+        d.ledgers.insertLedger(ledger);
+        d.audit.record(by, { orgId, action: 'ledger.created', target: { type: 'ledger', id: ledger.id }, data: { name: ledger.name } });
+        return ledger;
+      });
+    },
+    update(by: Caller, orgId: string, ledgerId: string, patch: { name?: string; description?: string }): Ledger {
+      return d.db.tx(() => {
+        const l = requireLedger(orgId, ledgerId);
+        const next = { ...l, name: patch.name ?? l.name, description: patch.description ?? l.description, updatedAt: d.clock.now() };
+        d.ledgers.updateLedger(next);
+        d.audit.record(by, { orgId, action: 'ledger.updated', target: { type: 'ledger', id: ledgerId }, data: { ...(patch.name !== undefined ? { name: { from: l.name, to: next.name } } : {}), ...(patch.description !== undefined ? { description: { from: l.description, to: next.description } } : {}) } });
+        return next;
+      });
+    },
+    /** Hidden at once (404 from now on); contacts, imports and changes are purged in the background. */
+    remove(by: Caller, orgId: string, ledgerId: string): void {
+      d.db.tx(() => {
+        const l = requireLedger(orgId, ledgerId);
+        d.ledgers.markLedgerDeleted(ledgerId, d.clock.now());
+        d.queue.enqueue(newId('job'), PURGE_LEDGER, { payload: { ledgerId }, maxAttempts: 100 });
+        d.audit.record(by, { orgId, action: 'ledger.deleted', target: { type: 'ledger', id: ledgerId }, data: { name: l.name, contactCount: l.contactCount } });
+      });
+      d.kick();
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import type { ColumnMapping } from '../csv/columns.ts';
+import type { JobStatus } from '../jobs/queue.ts';
+
+/** Ledger-service records as the services see them (timestamps in epoch ms). */
+
+export interface Ledger {
+  id: string;
+  orgId: string;
+  name: string;
+  description: string;
+  contactCount: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Contact {
+  seq: number;
+  id: string;
+  ledgerId: string;
+  importId: string | null;
+  referenceId: string | null;
+  name: string;
+  company: string;
+  importCompany: string;
+  importTitle: string | null;
+  title: string | null;
+  titleLevel: string | null;
+  titleDomain: string | null;
+  location: string | null;
+  email: string | null;
+  emailStatus: string | null;
+  linkedin: string | null;
+  hasMultipleJobs: boolean | null;
+  isVerified: boolean;
+  jobStartedAt: number | null;
+  lastJobChangedAt: number | null;
+  lastInfoChangedAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type ImportSource = 'api' | 'csv';
+
+/** How a CSV upload is read: decided at upload time, kept with the job so a resume reads it alike. */
+export interface CsvFormat {
+  delimiter: string;
+  /** Byte offset of the first data row (after BOM and header). */
+  dataStart: number;
+  /** Line number of the header row's last line (data starts on the next line). */
+  headerLines: number;
+  columns: string[];
+  mapping: ColumnMapping;
+}
+
+export const CONTACT_FIELDS = ['name', 'company', 'title', 'location', 'email', 'linkedin', 'referenceId'] as const;
+export type ContactField = (typeof CONTACT_FIELDS)[number];
+
+export interface ImportJob {
+  id: string;
+  ledgerId: string;
+  orgId: string;
+  source: ImportSource;
+  fileName: string | null;
+  filePath: string | null;
+  format: CsvFormat | null;
+  status: JobStatus;
+  submitted: number;
+  imported: number;
+  duplicates: number;
+  invalid: number;
+  matched: number;
+  jobChanges: number;
+  cursorRows: number;
+  cursorBytes: number;
+  cursorLines: number;
+  message: string | null;
+  createdBy: string | null;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+/** Row counts an import chunk adds. */
+export interface ImportProgress {
+  submitted: number;
+  imported: number;
+  duplicates: number;
+  invalid: number;
+  matched: number;
+  jobChanges: number;
+}
+
+export interface Rejection {
+  rowNo: number;
+  line: number | null;
+  reason: string;
+  kind: 'invalid' | 'duplicate';
+  /** The row as submitted: a JSON object (API) or the CSV cells. */
+  raw: unknown;
+}

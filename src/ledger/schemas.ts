@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import { parseTimestamp } from '../clock.ts';
+import { cursorParam, limitParam } from '../http/common-schemas.ts';
+import { isId } from '../ids.ts';
+import type { ContactFilter, ContactSort } from './contacts-repo.ts';
+import { canonicalLinkedin } from './normalize.ts';
+
+/** Request schemas of the ledger service; they validate requests and generate its OpenAPI document. */
+
+export const NewLedger = z.strictObject({
+  name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+  description: z.string().trim().max(2000, 'must be at most 2000 characters').optional(),
+});
+
+export const LedgerPatch = NewLedger.partial().refine((p) => p.name !== undefined || p.description !== undefined, 'give name or description');
+
+/** One contact or `{contacts:[…]}`: rows are validated one by one by the import, not here. */
+export const ContactsBody = z.union([
+  z.strictObject({ contacts: z.array(z.unknown()).meta({ description: 'Contacts to add (each like the single-contact form).' }) }),
+  z.looseObject({
+    name: z.unknown().meta({ description: 'Required; stored verbatim.' }),
+    company: z.unknown().meta({ description: 'Required; stored verbatim.' }),
+  }).meta({ description: 'One contact: name, company, title?, location?, email? (or contactInfo.email), linkedin?, referenceId?' }),
+], { error: 'send one contact object or {"contacts":[…]}' });
+
+export const BulkDelete = z.strictObject({
+  contactIds: z.array(z.string().max(64)).min(1, 'must contain at least one id').max(1000, 'at most 1000 ids per call'),
+});
+
+const timestamp = z
+  .string()
+  .transform((s, ctx) => {
+    const t = parseTimestamp(s);
+    if (t === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 timestamp or a date (2026-11-01)' });
+      return z.NEVER;
+    }
+    return t;
+  })
+  .optional();
+
+const substring = z.string().min(1, 'must not be empty').max(256, 'must be at most 256 characters').optional();
+const bool = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true').optional();
+
+export const SORTS = ['+createdAt', '-createdAt', '+name', '-name', '-lastJobChangedAt', '-lastInfoChangedAt'] as const;
+
+const sortBy = z
+  .string()
+  .transform((s) => (s.startsWith(' ') ? `+${s.slice(1)}` : /^[A-Za-z]/.test(s) ? `+${s}` : s)) // a raw "+" arrives as a space
+  .pipe(z.enum(SORTS, { error: `must be one of ${SORTS.join(', ')}` }))
+  .optional();
+
+const filters = {
+  lastJobChangedAt: timestamp.meta({ description: 'Contacts whose last job change is at or after this time.' }),
+  lastJobChangedAtBefore: timestamp,
+  lastInfoChangedAt: timestamp.meta({ description: 'Contacts whose last information change is at or after this time.' }),
+  lastInfoChangedAtBefore: timestamp,
+  referenceId: z.string().min(1).max(128).optional(),
+  linkedin: z
+    .string()
+    .transform((s, ctx) => {
+      const c = canonicalLinkedin(s);
+      if (!c) {
+        ctx.addIssue({ code: 'custom', message: 'must be a LinkedIn profile URL' });
+        return z.NEVER;
+      }
+      return c;
+    })
+    .optional(),
+  email: z.string().trim().min(1).max(320).optional(),
+  name: substring,
+  company: substring,
+  title: substring,
+  isVerified: bool,
+  importId: z.string().refine((s) => isId('imp', s), 'must be an import id (imp_…)').optional(),
+  createdAfter: timestamp,
+  createdBefore: timestamp,
+  sortBy,
+};
+
+export const ContactListQuery = z.strictObject({
+  ...filters,
+  limit: limitParam,
+  cursor: cursorParam,
+  view: z.enum(['count'], { error: 'must be count' }).optional(),
+});
+
+export const DownloadQuery = z.strictObject({ ...filters, escapeFormulas: bool });
+
+export type ListInput = z.output<typeof ContactListQuery> | z.output<typeof DownloadQuery>;
+
+/** Splits validated query values into the repository's filter and sort. */
+export function filterOf(q: ListInput): { filter: ContactFilter; sort: ContactSort } {
+  const { sortBy: sort, ...rest } = q as Record<string, unknown>;
+  const filter: ContactFilter = {};
+  for (const key of Object.keys(filters)) {
+    if (key !== 'sortBy' && rest[key] !== undefined) (filter as Record<string, unknown>)[key] = rest[key];
+  }
+  return { filter, sort: (sort as ContactSort | undefined) ?? '+createdAt' };
+}
