@@ -1,39 +1,12 @@
 // The program as operators run it: a child process with environment, flags and signals.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ID, request, tempDir } from './helpers.ts';
-
-const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
-const baseEnv = { PATH: process.env.PATH ?? '', BCRYPT_COST: '4', HOME: process.env.HOME ?? '/tmp' };
-
-interface Running {
-  child: ChildProcess;
-  port: number;
-  stdout: () => string;
-  stderr: () => string;
-  exit: Promise<number | null>;
-}
-
-/** Starts `contact-ledger serve` and resolves once it logs that it listens. */
-function serve(env: Record<string, string>, args: string[] = []): Promise<Running> {
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...baseEnv, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /"port":(\d+),.*"msg":"listening"/.exec(out);
-      if (m) resolve({ child, port: Number(m[1]), stdout: () => out, stderr: () => err, exit });
-    });
-    void exit.then((code) => reject(new Error(`exited with ${code} before listening: ${err} ${out}`)));
-  });
-}
+import { baseEnv, MAIN, serve } from './child-server.ts';
 
 function run(args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, [MAIN, ...args], { env: { ...baseEnv, ...env }, encoding: 'utf8', timeout: 30_000 });

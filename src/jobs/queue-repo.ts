@@ -86,6 +86,9 @@ export function createQueueRepo(db: Db) {
     retry: db.raw.prepare<{ id: string; token: number; error: string | null; runAfter: number; now: number }>(
       "UPDATE jobs SET status = 'pending', last_error = @error, run_after = @runAfter, lease_owner = NULL, lease_until = NULL, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
     ),
+    postpone: db.raw.prepare<{ id: string; token: number; error: string; runAfter: number; now: number }>(
+      "UPDATE jobs SET status = 'pending', last_error = @error, run_after = @runAfter, attempts = max(attempts - 1, 0), lease_owner = NULL, lease_until = NULL, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
+    ),
     expireAll: db.raw.prepare<[number]>("UPDATE jobs SET lease_until = 0, updated_at = ? WHERE status = 'processing'"),
     nextDue: db.raw.prepare<[], number | null>("SELECT min(run_after) FROM jobs WHERE status = 'pending'").pluck(),
     depth: db.raw.prepare<[], { kind: string; status: JobStatus; n: number; oldest: number }>(
@@ -113,6 +116,9 @@ export function createQueueRepo(db: Db) {
     /** Puts a held job back to pending (after a failure, or at shutdown). */
     retryJob: (id: string, token: number, error: string | null, runAfter: number, now: number): boolean =>
       q.retry.run({ id, token, error, runAfter, now }).changes === 1,
+    /** Puts a held job back to pending without using up an attempt (a condition outside the job, e.g. a full disk). */
+    postponeJob: (id: string, token: number, error: string, runAfter: number, now: number): boolean =>
+      q.postpone.run({ id, token, error, runAfter, now }).changes === 1,
     /** At start: every lease of a previous process is void (the data folder lock proves it is gone). */
     expireAllLeases: (now: number): number => q.expireAll.run(now).changes,
     nextDueAt: (): number | null => q.nextDue.get() ?? null,

@@ -74,6 +74,11 @@ export function createQueue(db: Db, clock: Clock) {
       repo.retryJob(job.id, job.token, error, now + Math.min(2 ** job.attempts * 1000, 300_000), now);
       return 'retry';
     },
+    /** The job could not run for a reason outside it (disk full): try again later, no attempt used. */
+    postpone(lease: Lease, error: string, delayMs: number): void {
+      const now = clock.now();
+      repo.postponeJob(lease.job.id, lease.job.token, error, now + delayMs, now);
+    },
     /** Hands a job back at shutdown: it is claimable again at once. */
     release(lease: Lease): void {
       const now = clock.now();

@@ -22,6 +22,14 @@ export interface Runner {
   failed?(jobId: string, message: string): void;
 }
 
+/** How long a job waits after the disk was full before it tries again. */
+export const FULL_DISK_RETRY_MS = 30_000;
+
+const isStorageFull = (err: unknown) => {
+  const code = (err as { code?: unknown })?.code;
+  return code === 'SQLITE_FULL' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR'));
+};
+
 export type Scheduler = ReturnType<typeof createScheduler>;
 
 export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners: Record<string, Runner>; concurrency?: number }) {
@@ -45,6 +53,16 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
         return;
       }
       const message = (err as Error).message || String(err);
+      if (isStorageFull(err)) {
+        // Not the job's fault: wait for space without using up its attempts (RELIABILITY.md D3).
+        try {
+          d.db.tx(() => d.queue.postpone(lease, `waiting for disk space: ${message}`, FULL_DISK_RETRY_MS));
+        } catch (inner) {
+          log.error({ err: inner }, 'could not postpone a job');
+        }
+        log.error({ err }, 'the disk is full; the job will be retried');
+        return;
+      }
       try {
         const outcome = d.db.tx(() => {
           const o = d.queue.failed(lease, message);
@@ -93,6 +111,14 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
     start(): void {
       if (started) return;
       started = true;
+      // node-cron's own messages go to our log; a missed tick is harmless (kick() covers new work).
+      const cronLog = d.log.child({ component: 'node-cron' });
+      cron.setLogger({
+        info: (m) => cronLog.debug(m),
+        warn: (m) => cronLog.debug(m),
+        error: (m, err) => cronLog.error({ err: err ?? m }, String(m)),
+        debug: (m) => cronLog.debug(String(m)),
+      });
       const recovered = d.queue.recover();
       if (recovered) d.log.info({ recovered }, 'jobs of a previous process are claimable again');
       task = cron.schedule('* * * * * *', tick, { name: 'job-poll', noOverlap: true });

@@ -129,6 +129,9 @@ export function createImportRunner(d: RunnerDeps): Runner {
         await batches.return(undefined);
         return 'stopped';
       }
+      // The next batch is often already waiting: without a macrotask turn here the loop would
+      // continue on microtasks alone and starve HTTP requests for the whole import.
+      await new Promise((r) => setImmediate(r));
     }
     return 'done';
   }

@@ -13,6 +13,7 @@ interface ImportRow {
   format: string | null;
   status: JobStatus;
   lease_until: number | null;
+  last_error: string | null;
   submitted: number;
   imported: number;
   duplicates: number;
@@ -29,7 +30,7 @@ interface ImportRow {
   finished_at: number | null;
 }
 
-const SELECT = `SELECT i.*, l.org_id, j.status, j.lease_until FROM import_jobs i JOIN jobs j ON j.id = i.id JOIN ledgers l ON l.id = i.ledger_id`;
+const SELECT = `SELECT i.*, l.org_id, j.status, j.lease_until, j.last_error FROM import_jobs i JOIN jobs j ON j.id = i.id JOIN ledgers l ON l.id = i.ledger_id`;
 
 const toImport = (r: ImportRow, now: number): ImportJob => ({
   id: r.id,
@@ -50,7 +51,8 @@ const toImport = (r: ImportRow, now: number): ImportJob => ({
   cursorRows: r.cursor_rows,
   cursorBytes: r.cursor_bytes,
   cursorLines: r.cursor_lines,
-  message: r.message,
+  // while a job waits to be retried, the reason of its last failure is its message
+  message: r.message ?? (r.status === 'pending' || r.status === 'processing' ? r.last_error : null),
   createdBy: r.created_by,
   createdAt: r.created_at,
   startedAt: r.started_at,

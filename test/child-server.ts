@@ -1,0 +1,32 @@
+// The server as a child process, for tests where crashes, signals or the environment matter.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+export const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
+export const baseEnv = { PATH: process.env.PATH ?? '', BCRYPT_COST: '4', HOME: process.env.HOME ?? '/tmp' };
+
+export interface Running {
+  child: ChildProcess;
+  port: number;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+/** Starts `contact-ledger serve` and resolves once it logs that it listens. */
+export function serve(env: Record<string, string>, args: string[] = []): Promise<Running> {
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...baseEnv, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /"port":(\d+),.*"msg":"listening"/.exec(out);
+      if (m) resolve({ child, port: Number(m[1]), stdout: () => out, stderr: () => err, exit });
+    });
+    void exit.then((code) => reject(new Error(`exited with ${code} before listening: ${err} ${out}`)));
+  });
+}
+

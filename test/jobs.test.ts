@@ -1,0 +1,173 @@
+// The job queue and the scheduler (SPEC §7, RELIABILITY.md D4 b–d, f): leases with fencing,
+// exclusive claims, retries with backoff then failure, recovery of dead leases, shutdown.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { join } from 'node:path';
+import { ManualClock } from '../src/clock.ts';
+import { createLogger } from '../src/log.ts';
+import { createQueue, LeaseLostError } from '../src/jobs/queue.ts';
+import { createScheduler, type Runner } from '../src/jobs/scheduler.ts';
+import { openDb, type Db } from '../src/storage/db.ts';
+import { loadMigrations, migrate } from '../src/storage/migrate.ts';
+import { paths } from '../src/paths.ts';
+import { tempDir } from './helpers.ts';
+
+const quiet = createLogger('silent');
+
+function freshDb(): Db {
+  const db = openDb(join(tempDir(), 'jobs.db'));
+  migrate(db, loadMigrations(paths.migrations), Date.now());
+  return db;
+}
+
+const Q = suite('job queue');
+
+Q('a worker whose lease expired is fenced off: its next chunk writes nothing (D4 b)', () => {
+  const db = freshDb();
+  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const w1 = createQueue(db, clock);
+  const w2 = createQueue(db, clock);
+  db.tx(() => w1.enqueue('job_a', 'test'));
+  const l1 = w1.claim()!;
+  assert.is(l1.job.id, 'job_a');
+  assert.is(w2.claim(), undefined, 'held: nobody else may claim it');
+  clock.advance(31_000); // the lease runs out (the holder is "dead")
+  const l2 = w2.claim()!;
+  assert.is(l2.job.id, 'job_a');
+  assert.ok(l2.job.token > l1.job.token);
+  db.raw.exec('CREATE TABLE side_effects (n INTEGER)');
+  assert.throws(
+    () =>
+      db.tx(() => {
+        db.raw.prepare('INSERT INTO side_effects VALUES (1)').run();
+        l1.renew();
+      }),
+    (e: unknown) => e instanceof LeaseLostError,
+  );
+  assert.is(db.raw.prepare('SELECT count(*) FROM side_effects').pluck().get(), 0, 'the stale chunk rolled back');
+  assert.throws(() => db.tx(() => l1.complete()), (e: unknown) => e instanceof LeaseLostError);
+  db.tx(() => l2.complete());
+  assert.is(w1.find('job_a')!.status, 'completed');
+  db.close();
+});
+
+Q('two queues on one database never claim the same job (D4 c)', () => {
+  const db = freshDb();
+  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const a = createQueue(db, clock);
+  const b = createQueue(db, clock);
+  db.tx(() => {
+    for (let i = 0; i < 50; i++) a.enqueue(`job_${String(i).padStart(2, '0')}`, 'test');
+  });
+  const claimed: string[] = [];
+  for (let i = 0; i < 60; i++) {
+    const l = (i % 2 ? a : b).claim();
+    if (l) claimed.push(l.job.id);
+  }
+  assert.is(claimed.length, 50);
+  assert.is(new Set(claimed).size, 50);
+  db.close();
+});
+
+Q('a job that keeps failing is retried with backoff, then failed with its error (D4 d)', () => {
+  const db = freshDb();
+  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const q = createQueue(db, clock);
+  db.tx(() => q.enqueue('job_f', 'test', { maxAttempts: 3 }));
+  const outcomes: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const l = q.claim();
+    assert.ok(l, `attempt ${i + 1} claimable`);
+    outcomes.push(db.tx(() => q.failed(l, `boom ${i + 1}`)));
+    assert.is(q.claim(), undefined, 'not before its backoff');
+    clock.advance(10 * 60_000);
+  }
+  assert.equal(outcomes, ['retry', 'retry', 'failed']);
+  const row = q.find('job_f')!;
+  assert.is(row.status, 'failed');
+  assert.is(row.lastError, 'boom 3');
+  db.close();
+});
+
+Q('recovery at start makes jobs of a dead process claimable at once; progress resets attempts', () => {
+  const db = freshDb();
+  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const dead = createQueue(db, clock);
+  db.tx(() => dead.enqueue('job_r', 'test'));
+  const l = dead.claim()!;
+  db.tx(() => l.renew());
+  const next = createQueue(db, clock);
+  assert.is(next.claim(), undefined);
+  assert.is(next.recover(), 1);
+  const again = next.claim()!;
+  assert.is(again.job.id, 'job_r');
+  assert.is(again.job.attempts, 1, 'renew() recorded progress, so the retry budget starts over');
+  db.close();
+});
+
+Q.run();
+
+const S = suite('scheduler');
+
+S('runs kicked jobs at once, one runner per job, and stops cleanly between chunks', async () => {
+  const db = freshDb();
+  const clock = { now: () => Date.now() };
+  const queue = createQueue(db, clock);
+  const runs: string[] = [];
+  let chunks = 0;
+  let release: (() => void) | undefined;
+  const gate = new Promise<void>((r) => (release = r));
+  const runners: Record<string, Runner> = {
+    quick: {
+      async run(lease) {
+        runs.push(lease.job.id);
+        db.tx(() => lease.complete());
+        return 'done';
+      },
+    },
+    long: {
+      async run(lease, ctl) {
+        for (;;) {
+          db.tx(() => lease.renew());
+          chunks++;
+          if (chunks === 2) release!();
+          if (ctl.stopping) return 'stopped';
+          await new Promise((r) => setImmediate(r));
+        }
+      },
+    },
+    broken: {
+      async run() {
+        throw new Error('always broken');
+      },
+      failed(jobId, message) {
+        runs.push(`failed ${jobId}: ${message}`);
+      },
+    },
+  };
+  const scheduler = createScheduler({ db, queue, log: quiet, runners, concurrency: 2 });
+  scheduler.start();
+  db.tx(() => {
+    queue.enqueue('job_q1', 'quick');
+    queue.enqueue('job_q2', 'quick');
+    queue.enqueue('job_long', 'long');
+    queue.enqueue('job_broken', 'broken', { maxAttempts: 1 });
+    queue.enqueue('job_unknown', 'nobody-runs-this', { maxAttempts: 1 });
+  });
+  scheduler.kick();
+  await gate;
+  for (let i = 0; i < 1000 && queue.find('job_broken')?.status !== 'failed'; i++) await new Promise((r) => setImmediate(r));
+  assert.ok(runs.includes('job_q1') && runs.includes('job_q2'));
+  assert.is(runs.filter((r) => r === 'job_q1').length, 1);
+  assert.ok(runs.includes('failed job_broken: always broken'));
+  for (let i = 0; i < 1000 && queue.find('job_unknown')?.status !== 'failed'; i++) await new Promise((r) => setImmediate(r));
+  assert.match(queue.find('job_unknown')!.lastError!, /no runner/);
+  await scheduler.stop();
+  const long = queue.find('job_long')!;
+  assert.is(long.status, 'pending', 'handed back at shutdown');
+  assert.is(long.leaseOwner, null);
+  assert.not.ok(scheduler.isRunning());
+  db.close();
+});
+
+S.run();

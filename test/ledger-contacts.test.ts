@@ -1,0 +1,440 @@
+// Ledgers and contacts through the API: CRUD, batch imports with validation and duplicates,
+// every list filter and sort, keyset paging edges, view=count, deletes, and SQL-injection
+// attempts on sort/filter/paging (RELIABILITY.md I5, I6).
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, startApp, waitForImport, type TestApp, type World } from './helpers.ts';
+
+type Ctx = { t: TestApp; w: World };
+
+const L = suite<Ctx>('ledgers');
+L.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+L.after(async (ctx) => ctx.t.close());
+
+L('create, list, get, rename and delete a ledger; contactCount follows imports and deletes', async ({ t, w }) => {
+  const tok = w.tokens.editor;
+  const created = await t.call('POST', ledgerPath(w.orgId), { token: tok, body: { name: '  Prospects ', description: 'Q4' } });
+  expectStatus(created, 201);
+  const id = created.body.id;
+  assert.match(id, /^l_[0-9a-z]{26}$/);
+  assert.is(created.body.name, 'Prospects');
+  assert.is(created.body.contactCount, 0);
+  assert.is(created.body.orgId, w.orgId);
+  assert.match(created.headers.get('location')!, new RegExp(`${LEDGER}/orgs/${w.orgId}/ledgers/${id}$`));
+  assert.match(created.body.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+
+  const list = await t.call('GET', ledgerPath(w.orgId), { token: w.tokens.viewer });
+  expectStatus(list, 200);
+  assert.ok(list.body.ledgers.some((l: any) => l.id === id));
+  assert.is(list.body.nextCursor, null);
+
+  const imp = await addContacts(t, tok, w.orgId, id, [{ name: 'A', company: 'X' }, { name: 'B', company: 'Y' }, { company: 'no name' }]);
+  assert.is(imp.imported, 2);
+  const got = await t.call('GET', ledgerPath(w.orgId, id), { token: w.tokens.viewer });
+  assert.is(got.body.contactCount, 2);
+
+  const patched = await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { name: 'Renamed' } });
+  expectStatus(patched, 200);
+  assert.is(patched.body.name, 'Renamed');
+  assert.is(patched.body.description, 'Q4');
+  expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: {} }), 422);
+  expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { name: 'x', bogus: 1 } }), 422);
+
+  // deleting needs admin; afterwards the ledger is gone at once and purged in the background
+  expectStatus(await t.call('DELETE', ledgerPath(w.orgId, id), { token: tok }), 403);
+  expectStatus(await t.call('DELETE', ledgerPath(w.orgId, id), { token: w.tokens.admin }), 204);
+  expectStatus(await t.call('GET', ledgerPath(w.orgId, id), { token: w.tokens.admin }), 404);
+  expectStatus(await t.call('GET', `${ledgerPath(w.orgId, id)}/contacts`, { token: w.tokens.admin }), 404);
+  const db = t.rt.db.raw;
+  for (let i = 0; i < 1000 && db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(id); i++) await new Promise((r) => setImmediate(r));
+  assert.is(db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(id), 0, 'ledger row purged');
+  assert.is(db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(id), 0, 'contacts purged');
+  assert.is(db.prepare('SELECT count(*) FROM import_jobs WHERE ledger_id = ?').pluck().get(id), 0, 'imports purged');
+});
+
+L('ledger names are validated; another organization cannot see or touch the ledger', async ({ t, w }) => {
+  expectStatus(await t.call('POST', ledgerPath(w.orgId), { token: w.tokens.editor, body: { name: '' } }), 422);
+  expectStatus(await t.call('POST', ledgerPath(w.orgId), { token: w.tokens.editor, body: { name: 'x'.repeat(201) } }), 422);
+  expectStatus(await t.call('POST', ledgerPath(w.orgId), { token: w.tokens.editor, body: { name: 5 } }), 422);
+  const id = await createLedger(t, w.tokens.editor, w.orgId, 'Private');
+  // B's admin: 403 on A's path; A's ledger under B's path: 404
+  expectStatus(await t.call('GET', ledgerPath(w.orgId, id), { token: w.tokens.otherAdmin }), 403);
+  expectStatus(await t.call('GET', ledgerPath(w.otherOrgId, id), { token: w.tokens.otherAdmin }), 404);
+  expectStatus(await t.call('POST', `${ledgerPath(w.otherOrgId, id)}/contacts`, { token: w.tokens.otherAdmin, body: { name: 'x', company: 'y' } }), 404);
+  expectStatus(await t.call('DELETE', ledgerPath(w.otherOrgId, id), { token: w.tokens.otherAdmin }), 404);
+  expectStatus(await t.call('GET', ledgerPath(w.orgId, id), { token: w.tokens.viewer }), 200);
+});
+
+L('deleting an organization hides it at once and purges its ledgers', async ({ t, w }) => {
+  const org = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Doomed' } });
+  const orgId = org.body.id;
+  const id = await createLedger(t, w.root, orgId, 'x');
+  await addContacts(t, w.root, orgId, id, [{ name: 'A', company: 'X' }]);
+  expectStatus(await t.call('DELETE', `${ID}/orgs/${orgId}`, { token: w.root }), 204);
+  expectStatus(await t.call('GET', ledgerPath(orgId, id), { token: w.root }), 404);
+  const db = t.rt.db.raw;
+  for (let i = 0; i < 1000 && db.prepare('SELECT count(*) FROM orgs WHERE id = ?').pluck().get(orgId); i++) await new Promise((r) => setImmediate(r));
+  assert.is(db.prepare('SELECT count(*) FROM orgs WHERE id = ?').pluck().get(orgId), 0);
+  assert.is(db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(id), 0);
+});
+
+L.run();
+
+// ── adding contacts ────────────────────────────────────────────────────────
+const A = suite<Ctx & { ledgerId: string }>('adding contacts');
+A.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+  ctx.ledgerId = await createLedger(ctx.t, ctx.w.tokens.editor, ctx.w.orgId, 'adds');
+});
+A.after(async (ctx) => ctx.t.close());
+
+A('one contact → 202 with the import job and a Location; the job completes with exact counts', async ({ t, w, ledgerId }) => {
+  const r = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts`, {
+    token: w.serviceAccounts.saEditor.token,
+    body: { name: ' Ann  Lee ', company: ' Acme ', title: ' VP Engineering ', email: 'Ann@Acme.test', linkedin: 'HTTP://de.LinkedIn.com/in/Ann-Lee/?trk=x', referenceId: 42, location: '' },
+  });
+  expectStatus(r, 202);
+  assert.match(r.body.id, /^imp_/);
+  assert.is(r.body.source, 'api');
+  assert.is(r.body.submitted, 1);
+  assert.ok(['pending', 'processing', 'completed'].includes(r.body.status));
+  assert.ok(r.headers.get('location')!.endsWith(`/imports/${r.body.id}`));
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r.body.id);
+  assert.equal([job.status, job.submitted, job.imported, job.duplicates, job.invalid], ['completed', 1, 1, 0, 0]);
+  assert.ok(job.startedAt && job.finishedAt);
+  assert.is(job.errorsUrl, null);
+  const list = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?importId=${job.id}`, { token: w.tokens.viewer });
+  const c = list.body.contacts[0];
+  assert.is(c.name, ' Ann  Lee ', 'name is never modified');
+  assert.is(c.company, ' Acme ');
+  assert.is(c.importCompany, ' Acme ');
+  assert.is(c.title, 'VP Engineering');
+  assert.is(c.importTitle, 'VP Engineering');
+  assert.is(c.titleLevel, 'vp');
+  assert.is(c.titleDomain, 'engineering');
+  assert.is(c.location, null, 'empty string is an absent value');
+  assert.equal(c.contactInfo, { email: 'Ann@Acme.test', emailStatus: null });
+  assert.is(c.linkedin, 'https://www.linkedin.com/in/ann-lee');
+  assert.is(c.referenceId, '42');
+  assert.is(c.isVerified, false);
+  assert.is(c.lastJobChangedAt, null);
+  assert.is(c.lastInfoChangedAt, null);
+  assert.match(c.id, /^c_[0-9a-z]{26}$/);
+  const one = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts/${c.id}`, { token: w.tokens.viewer });
+  expectStatus(one, 200);
+  assert.equal(one.body, c);
+});
+
+A('a batch keeps its good rows and rejects bad and duplicate ones with reasons', async ({ t, w, ledgerId }) => {
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Existing', company: 'X', referenceId: 'dup-1' }]);
+  const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
+    { name: 'Good', company: 'X', referenceId: 'r1' },
+    { name: 'Again', company: 'X', referenceId: 'r1' }, // repeated in the batch
+    { name: 'Clash', company: 'X', referenceId: 'dup-1' }, // already in the ledger
+    { company: 'X' }, // no name
+    { name: 'No company' },
+    { name: '   ', company: 'X' },
+    { name: 'Bad li', company: 'X', linkedin: 'https://example.com/in/x' },
+    { name: 'Bad mail', company: 'X', email: 'not-an-email' },
+    { name: 'x'.repeat(257), company: 'X' },
+    { name: 'Long ref', company: 'X', referenceId: 'r'.repeat(129) },
+    { name: 'Typed', company: 'X', title: 7 },
+    { name: 'Unknown', company: 'X', favouriteColour: 'red' },
+    'just a string',
+    { name: 'Nested', company: 'X', contactInfo: { email: 'n@x.test' } },
+  ]);
+  assert.is(job.status, 'completed');
+  assert.is(job.submitted, 14);
+  assert.is(job.imported, 2);
+  assert.is(job.duplicates, 2);
+  assert.is(job.invalid, 10);
+  assert.is(job.imported + job.duplicates + job.invalid, job.submitted);
+  assert.ok(job.errorsUrl.endsWith(`/imports/${job.id}/errors`));
+  const errors = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer });
+  expectStatus(errors, 200);
+  assert.match(errors.headers.get('content-type')!, /^text\/csv/);
+  const lines = errors.text.trim().split('\r\n');
+  assert.is(lines[0], 'row,name,company,title,location,email,linkedin,referenceId,reason');
+  assert.is(lines.length, 1 + 12);
+  const text = errors.text;
+  for (const reason of ['appears earlier in this import', 'is already in the ledger', 'name is required', 'company is required', 'not a LinkedIn profile URL', 'not an e-mail address', 'name is longer than 256', 'referenceId is longer than 128', 'title must be a string', 'favouriteColour', 'must be a JSON object'])
+    assert.ok(text.includes(reason), `errors CSV mentions "${reason}"`);
+  const nested = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?email=N@X.TEST`, { token: w.tokens.viewer });
+  assert.is(nested.body.contacts.length, 1, 'email filter is case-insensitive; contactInfo.email accepted');
+});
+
+A('request-level errors: bad JSON, wrong shape, empty and oversized batches, unknown ledger, viewer', async ({ t, w, ledgerId }) => {
+  const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
+  const bad = await t.call('POST', path, { token: w.tokens.editor, raw: '{"name":', headers: { 'content-type': 'application/json' } });
+  expectStatus(bad, 400);
+  assert.match(bad.headers.get('content-type')!, /problem\+json/);
+  expectStatus(await t.call('POST', path, { token: w.tokens.editor, raw: 'name=x', headers: { 'content-type': 'text/plain' } }), 415);
+  expectStatus(await t.call('POST', path, { token: w.tokens.editor, body: [] }), 422);
+  expectStatus(await t.call('POST', path, { token: w.tokens.editor, body: { contacts: [] } }), 422);
+  expectStatus(await t.call('POST', path, { token: w.tokens.editor, body: { contacts: 'x' } }), 422);
+  const big = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: Array.from({ length: 1001 }, (_, i) => ({ name: `n${i}`, company: 'c' })) } });
+  expectStatus(big, 413);
+  assert.match(big.body.message, /CSV/);
+  assert.is(t.rt.db.raw.prepare('SELECT count(*) FROM import_jobs WHERE ledger_id = ? AND submitted = 1001').pluck().get(ledgerId), 0, 'no job for a refused batch');
+  expectStatus(await t.call('POST', `${ledgerPath(w.orgId, 'l_00000000000000000000000000')}/contacts`, { token: w.tokens.editor, body: { name: 'a', company: 'b' } }), 404);
+  expectStatus(await t.call('POST', path, { token: w.tokens.viewer, body: { name: 'a', company: 'b' } }), 403);
+  const exactly = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: Array.from({ length: 1000 }, (_, i) => ({ name: `n${i}`, company: 'c' })) } });
+  expectStatus(exactly, 202);
+  const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, exactly.body.id);
+  assert.is(done.imported, 1000);
+});
+
+A('the import list is newest first with paging; unknown imports are 404', async ({ t, w, ledgerId }) => {
+  const r = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports?limit=2`, { token: w.tokens.viewer });
+  expectStatus(r, 200);
+  assert.is(r.body.imports.length, 2);
+  assert.ok(r.body.nextCursor);
+  assert.ok(r.body.imports[0].createdAt >= r.body.imports[1].createdAt);
+  const next = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports?limit=2&cursor=${r.body.nextCursor}`, { token: w.tokens.viewer });
+  expectStatus(next, 200);
+  assert.not.ok(next.body.imports.some((i: any) => r.body.imports.some((j: any) => j.id === i.id)));
+  expectStatus(await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/imp_00000000000000000000000000`, { token: w.tokens.viewer }), 404);
+  const alias = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts/imports/${r.body.imports[0].id}`, { token: w.tokens.viewer });
+  expectStatus(alias, 200);
+  assert.is(alias.body.id, r.body.imports[0].id);
+});
+
+A('delete one contact and bulk delete; counts stay exact; ids of other ledgers are not touched', async ({ t, w, ledgerId }) => {
+  const other = await createLedger(t, w.tokens.editor, w.orgId, 'other');
+  await addContacts(t, w.tokens.editor, w.orgId, other, [{ name: 'Keep', company: 'K' }]);
+  const keep = (await t.call('GET', `${ledgerPath(w.orgId, other)}/contacts`, { token: w.tokens.viewer })).body.contacts[0].id;
+  const before = (await t.call('GET', ledgerPath(w.orgId, ledgerId), { token: w.tokens.viewer })).body.contactCount;
+  const page = (await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?limit=3`, { token: w.tokens.viewer })).body.contacts;
+  expectStatus(await t.call('DELETE', `${ledgerPath(w.orgId, ledgerId)}/contacts/${page[0].id}`, { token: w.tokens.viewer }), 403);
+  expectStatus(await t.call('DELETE', `${ledgerPath(w.orgId, ledgerId)}/contacts/${page[0].id}`, { token: w.tokens.editor }), 204);
+  expectStatus(await t.call('DELETE', `${ledgerPath(w.orgId, ledgerId)}/contacts/${page[0].id}`, { token: w.tokens.editor }), 404);
+  expectStatus(await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts/${page[0].id}`, { token: w.tokens.editor }), 404);
+  expectStatus(await t.call('DELETE', `${ledgerPath(w.orgId, ledgerId)}/contacts/${keep}`, { token: w.tokens.editor }), 404);
+  const bulk = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [page[1].id, page[2].id, page[2].id, keep, 'c_nope'] } });
+  expectStatus(bulk, 200);
+  assert.equal(bulk.body, { countRowsDeleted: 2 });
+  const after = (await t.call('GET', ledgerPath(w.orgId, ledgerId), { token: w.tokens.viewer })).body.contactCount;
+  assert.is(after, before - 3);
+  const counted = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?view=count`, { token: w.tokens.viewer });
+  assert.is(counted.body.count, after);
+  expectStatus(await t.call('GET', `${ledgerPath(w.orgId, other)}/contacts/${keep}`, { token: w.tokens.viewer }), 200);
+  expectStatus(await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [] } }), 422);
+  expectStatus(await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { ids: ['x'] } }), 422);
+});
+
+A.run();
+
+// ── listing ───────────────────────────────────────────────────────────────
+const Q = suite<Ctx & { ledgerId: string; path: string }>('listing contacts');
+const DAY = 86_400_000;
+Q.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+  ctx.ledgerId = await createLedger(ctx.t, ctx.w.tokens.editor, ctx.w.orgId, 'list');
+  ctx.path = `${ledgerPath(ctx.w.orgId, ctx.ledgerId)}/contacts`;
+  const names = ['delta', 'Alpha', 'charlie', 'Bravo', 'echo', 'Émile', 'foxtrot_1', 'golf%2'];
+  const contacts = Array.from({ length: 250 }, (_, i) => ({
+    name: `${names[i % names.length]} ${String(i).padStart(3, '0')}`,
+    company: i % 2 ? 'Acme Corp' : 'Globex',
+    title: i % 3 ? 'Software Engineer' : 'VP Sales',
+    email: `p${i}@example.test`,
+    linkedin: `linkedin.com/in/person-${i}`,
+    referenceId: `ref-${i}`,
+  }));
+  await addContacts(ctx.t, ctx.w.tokens.editor, ctx.w.orgId, ctx.ledgerId, contacts);
+  // Change times as change tracking (issue 4) will set them: a job change bumps both.
+  const db = ctx.t.rt.db.raw;
+  const base = Date.parse('2026-11-01T00:00:00Z');
+  const upd = db.prepare('UPDATE contacts SET last_info_changed_at = ?, last_job_changed_at = ?, is_verified = 1 WHERE ledger_id = ? AND reference_id = ?');
+  for (let i = 0; i < 250; i += 5) upd.run(base + i * DAY / 10, i % 10 === 0 ? base + i * DAY / 10 : null, ctx.ledgerId, `ref-${i}`);
+});
+Q.after(async (ctx) => ctx.t.close());
+
+Q('default order is creation order; pages join up exactly with no repeats (empty ledger too)', async ({ t, w, path, ledgerId }) => {
+  const all = await listAll(t, w.tokens.viewer, path, '', 37);
+  assert.is(all.length, 250);
+  assert.is(new Set(all.map((c) => c.id)).size, 250);
+  assert.equal(all.map((c) => c.referenceId).slice(0, 3), ['ref-0', 'ref-1', 'ref-2']);
+  const last = await t.call('GET', `${path}?limit=250`, { token: w.tokens.viewer });
+  assert.is(last.body.contacts.length, 250);
+  assert.is(last.body.nextCursor, null, 'an exactly full last page has no next cursor');
+  const empty = await createLedger(t, w.tokens.editor, w.orgId, 'empty');
+  const e = await t.call('GET', `${ledgerPath(w.orgId, empty)}/contacts`, { token: w.tokens.viewer });
+  assert.equal(e.body, { contacts: [], nextCursor: null });
+  assert.equal((await t.call('GET', `${ledgerPath(w.orgId, empty)}/contacts?view=count`, { token: w.tokens.viewer })).body, { count: 0 });
+  void ledgerId;
+});
+
+Q('contacts inserted between pages appear once, at the end; none is skipped', async ({ t, w, path, ledgerId }) => {
+  const first = await t.call('GET', `${path}?limit=100`, { token: w.tokens.viewer });
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Late Comer', company: 'Z', referenceId: 'late-1' }]);
+  const seen = [...first.body.contacts];
+  let cursor = first.body.nextCursor;
+  while (cursor) {
+    const r = await t.call('GET', `${path}?limit=100&cursor=${cursor}`, { token: w.tokens.viewer });
+    seen.push(...r.body.contacts);
+    cursor = r.body.nextCursor;
+  }
+  assert.is(seen.length, 251);
+  assert.is(seen.at(-1).referenceId, 'late-1');
+  assert.is(new Set(seen.map((c) => c.id)).size, 251);
+  await t.call('POST', `${path}/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [seen.at(-1).id] } });
+});
+
+Q('every sort orders correctly across pages', async ({ t, w, path }) => {
+  const check = async (sort: string, key: (c: any) => any, cmp: (a: any, b: any) => number) => {
+    const all = await listAll(t, w.tokens.viewer, path, `sortBy=${encodeURIComponent(sort)}`, 33);
+    assert.is(all.length, 250, sort);
+    assert.is(new Set(all.map((c) => c.id)).size, 250, `${sort}: no repeats`);
+    for (let i = 1; i < all.length; i++) assert.ok(cmp(key(all[i - 1]), key(all[i])) <= 0, `${sort} out of order at ${i}: ${key(all[i - 1])} then ${key(all[i])}`);
+    return all;
+  };
+  const ci = (a: string, b: string) => (a.toLowerCase() < b.toLowerCase() ? -1 : a.toLowerCase() > b.toLowerCase() ? 1 : 0);
+  await check('+name', (c) => c.name, ci);
+  await check('-name', (c) => c.name, (a, b) => ci(b, a));
+  await check('+createdAt', (c) => c.createdAt, (a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  await check('-createdAt', (c) => c.createdAt, (a, b) => (a > b ? -1 : a < b ? 1 : 0));
+  const nullsLast = (a: string | null, b: string | null) => (a === b ? 0 : a === null ? 1 : b === null ? -1 : a > b ? -1 : 1);
+  const job = await check('-lastJobChangedAt', (c) => c.lastJobChangedAt, nullsLast);
+  assert.ok(job[0].lastJobChangedAt !== null && job.at(-1).lastJobChangedAt === null);
+  await check('-lastInfoChangedAt', (c) => c.lastInfoChangedAt, nullsLast);
+  // "+" written raw in a URL arrives as a space; a bare field name means ascending
+  const plain = await t.call('GET', `${path}?sortBy=+name&limit=1`, { token: w.tokens.viewer });
+  const bare = await t.call('GET', `${path}?sortBy=name&limit=1`, { token: w.tokens.viewer });
+  assert.is(plain.body.contacts[0].id, bare.body.contacts[0].id);
+});
+
+Q('every filter selects exactly the matching contacts', async ({ t, w, path }) => {
+  const count = async (q: string) => {
+    const all = await listAll(t, w.tokens.viewer, path, q, 1000);
+    const c = await t.call('GET', `${path}?${q}&view=count`, { token: w.tokens.viewer });
+    expectStatus(c, 200, q);
+    assert.is(c.body.count, all.length, `view=count agrees for ${q}`);
+    return all;
+  };
+  const base = Date.parse('2026-11-01T00:00:00Z');
+  const info = await count(`lastInfoChangedAt=${new Date(base + 100 * DAY / 10).toISOString()}`);
+  assert.is(info.length, 30, 'i = 100, 105, … 245 (≥ is inclusive)');
+  assert.ok(info.every((c) => Date.parse(c.lastInfoChangedAt) >= base + 10 * DAY));
+  assert.is((await count('lastInfoChangedAt=2026-11-01')).length, 50, 'a plain date');
+  assert.is((await count('lastInfoChangedAt=2026-11-01T00:00:00')).length, 50, 'no zone = UTC');
+  assert.is((await count('lastInfoChangedAt=2026-11-01T01:00:00%2B01:00')).length, 50, 'an offset');
+  assert.is((await count('lastInfoChangedAt=2026-11-01&lastInfoChangedAtBefore=2026-11-02')).length, 2, 'i = 0, 5');
+  assert.is((await count('lastJobChangedAt=2026-11-01')).length, 25);
+  assert.is((await count('lastJobChangedAtBefore=2026-11-11')).length, 10);
+  assert.is((await count('referenceId=ref-7')).length, 1);
+  assert.is((await count('referenceId=REF-7')).length, 0, 'referenceId is exact');
+  assert.is((await count(`linkedin=${encodeURIComponent('https://www.LinkedIn.com/in/Person-7/')}`)).length, 1, 'linkedin canonicalized');
+  assert.is((await count('email=P7@EXAMPLE.TEST')).length, 1);
+  assert.is((await count('name=ALPHA')).length, 32, 'name is a case-insensitive substring');
+  assert.is((await count('name=émile')).length, 31, 'non-ASCII case folding');
+  assert.is((await count('name=_')).length, 31, '_ is literal');
+  assert.is((await count('name=%25')).length, 31, '% is literal');
+  assert.is((await count('company=acme')).length, 125);
+  assert.is((await count('title=vp%20sales')).length, 84);
+  assert.is((await count('isVerified=true')).length, 50);
+  assert.is((await count('isVerified=false')).length, 200);
+  assert.is((await count('company=globex&title=vp&isVerified=true')).length, 9, 'filters combine (i ≡ 0 mod 30 and mod 5 → 0,30,…,240 → 9)');
+  const first = (await t.call('GET', `${path}?limit=1`, { token: w.tokens.viewer })).body.contacts[0];
+  assert.is((await count(`importId=${first.importId}`)).length, 250);
+  const created = Date.parse(first.createdAt);
+  assert.is((await count(`createdAfter=${new Date(created).toISOString()}`)).length, 250);
+  assert.is((await count(`createdBefore=${new Date(created).toISOString()}`)).length, 0);
+  // filters combine with every sort
+  for (const sort of ['-lastInfoChangedAt', '+name', '-createdAt']) {
+    const r = await listAll(t, w.tokens.viewer, path, `lastInfoChangedAt=2026-11-11&sortBy=${encodeURIComponent(sort)}`, 7);
+    assert.is(r.length, 30, sort);
+  }
+});
+
+Q('bad parameters are 400 naming the parameter and never reach SQL (I5, I6)', async ({ t, w, path, ledgerId }) => {
+  const bad = async (q: string, name: string) => {
+    const r = await t.call('GET', `${path}?${q}`, { token: w.tokens.viewer });
+    expectStatus(r, 400, q);
+    assert.match(r.headers.get('content-type')!, /problem\+json/);
+    assert.ok(r.body.errors.some((e: any) => e.path === name), `${q} names ${name}: ${JSON.stringify(r.body.errors)}`);
+  };
+  await bad('sortBy=name;DROP TABLE contacts--', 'sortBy');
+  await bad('sortBy=(CASE WHEN 1 THEN name END)', 'sortBy');
+  await bad('sortBy=%2BlastJobChangedAt', 'sortBy');
+  await bad('limit=-1', 'limit');
+  await bad('limit=1e9', 'limit');
+  await bad('limit=0', 'limit');
+  await bad('limit=1001', 'limit');
+  await bad('limit=1&limit=2', 'limit');
+  await bad('sortBy[]=name', 'sortBy[]');
+  await bad('nmae=x', 'nmae');
+  await bad('lastInfoChangedAt=yesterday', 'lastInfoChangedAt');
+  await bad('lastJobChangedAt=2026-13-01', 'lastJobChangedAt');
+  await bad('isVerified=yes', 'isVerified');
+  await bad('importId=1%20OR%201=1', 'importId');
+  await bad('linkedin=https://example.com/x', 'linkedin');
+  await bad('view=all', 'view');
+  await bad('view=count&limit=5', 'limit');
+  await bad('cursor=abc', 'cursor');
+  const other = await t.call('GET', `${path}?sortBy=%2Bname&limit=1`, { token: w.tokens.viewer });
+  await bad(`cursor=${other.body.nextCursor}`, 'cursor'); // a cursor of another sort
+  const forged = Buffer.from(JSON.stringify(['contacts+createdAt', "1 OR 1=1", 1, 0])).toString('base64url');
+  await bad(`cursor=${forged}`, 'cursor');
+  const literal = await t.call('GET', `${path}?name=${encodeURIComponent("%' OR 1=1--")}`, { token: w.tokens.viewer });
+  expectStatus(literal, 200);
+  assert.is(literal.body.contacts.length, 0);
+  assert.is(t.rt.db.raw.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId), 250, 'table intact');
+});
+
+Q('every list query is an index scan, never a full scan or a sort of the whole ledger', ({ t, ledgerId }) => {
+  const repo = t.rt.ledger.repos.contacts;
+  const filters: Record<string, unknown>[] = [
+    {}, { lastJobChangedAt: 0 }, { lastInfoChangedAt: 0 }, { lastInfoChangedAt: 0, lastInfoChangedAtBefore: 1e15 }, { lastJobChangedAtBefore: 1e15 },
+    { referenceId: 'x' }, { linkedin: 'https://www.linkedin.com/in/x' }, { email: 'x@y.z' }, { name: 'a' }, { company: 'a' }, { title: 'a' },
+    { isVerified: true }, { importId: 'imp_x' }, { createdAfter: 0, createdBefore: 1e15 }, { name: 'é' },
+  ];
+  const sorts = ['+createdAt', '-createdAt', '+name', '-name', '-lastJobChangedAt', '-lastInfoChangedAt'] as const;
+  for (const f of filters) {
+    for (const sort of sorts) {
+      for (const after of [undefined, { value: sort.includes('name') ? 'm' : 5, seq: 10 }, { value: null, seq: 10, nulls: true }]) {
+        if (after?.nulls && !sort.includes('Changed')) continue;
+        const plans = repo.explainList(ledgerId, f as never, sort, after as never);
+        for (const plan of plans) {
+          const text = plan.join(' | ');
+          assert.ok(plan.some((d) => /USING (COVERING )?INDEX contacts_by_/.test(d)), `${JSON.stringify(f)} ${sort}: ${text}`);
+          assert.not.ok(plan.some((d) => /^SCAN contacts$/.test(d)), `full scan for ${JSON.stringify(f)} ${sort}: ${text}`);
+          // sorting in a temporary b-tree happens only for equality lookups and small change-time ranges
+          const sortsInTemp = plan.some((d) => /TEMP B-TREE/.test(d));
+          const bounded = ['referenceId', 'linkedin', 'email', 'importId', 'lastJobChangedAt', 'lastInfoChangedAt'].some((k) => k in f);
+          if (sortsInTemp) assert.ok(bounded, `unbounded sort for ${JSON.stringify(f)} ${sort}: ${text}`);
+        }
+      }
+    }
+  }
+});
+
+Q('a change-time filter with many matches walks the sort index instead of sorting them all', ({ t, ledgerId }) => {
+  const repo = t.rt.ledger.repos.contacts;
+  const db = t.rt.db.raw;
+  const small = repo.explainList(ledgerId, { lastInfoChangedAt: 0 }, '+createdAt')[0]!.join(' ');
+  assert.match(small, /contacts_by_info_change/, 'few matches (50): the range index');
+  const big = createLedgerRows(db, ledgerId, 6000);
+  const large = repo.explainList(ledgerId, { lastInfoChangedAt: 0 }, '+createdAt')[0]!.join(' ');
+  assert.match(large, /contacts_by_created/, 'many matches: the sort index');
+  assert.not.match(large, /TEMP B-TREE/);
+  db.prepare('DELETE FROM contacts WHERE ledger_id = ? AND reference_id LIKE ?').run(ledgerId, 'bulk-%');
+  void big;
+});
+
+/** Inserts `n` contacts with a change time directly (test setup for planner thresholds). */
+function createLedgerRows(db: TestApp['rt']['db']['raw'], ledgerId: string, n: number): number {
+  const ins = db.prepare(
+    "INSERT INTO contacts (id, ledger_id, reference_id, name, company, import_company, created_at, updated_at, last_info_changed_at) VALUES (?, ?, ?, 'n', 'c', 'c', 1, 1, 5)",
+  );
+  db.transaction(() => {
+    for (let i = 0; i < n; i++) ins.run(`c_bulk${String(i).padStart(22, '0')}`, ledgerId, `bulk-${i}`);
+  })();
+  return n;
+}
+
+Q.run();

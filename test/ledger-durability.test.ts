@@ -1,0 +1,58 @@
+// Durability of imports inside one process (RELIABILITY.md D3): a full disk pauses the import
+// without failing it or losing rows, writes answer 507 while reads keep working, and the job
+// resumes from its cursor once there is room again.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ManualClock } from '../src/clock.ts';
+import { csvForm, expectStatus, ID, ledgerPath, signInRoot, startApp, waitForImport } from './helpers.ts';
+
+const D = suite('disk full');
+
+D('an import on a full disk waits, writes get 507, reads work, and the job resumes exactly', async () => {
+  const clock = new ManualClock();
+  const t = await startApp({ clock, noScheduler: true });
+  try {
+    const token = (await signInRoot(t)).accessToken;
+    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Full' } })).body.id;
+    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'full' } })).body.id;
+    const rows = 20_000;
+    const csv = `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co ${i % 7},r${i}`).join('\n')}\n`;
+    const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(csv) });
+    expectStatus(up, 202);
+    const db = t.rt.db.raw;
+    const pages = db.prepare('PRAGMA page_count').pluck().get() as number;
+    db.pragma(`max_page_count = ${pages + 40}`); // room for a chunk or two, not for 20,000 rows
+    t.rt.scheduler.start();
+
+    let s: any;
+    for (;;) {
+      s = (await t.call('GET', `${ledgerPath(orgId, ledgerId)}/imports/${up.body.id}`, { token })).body;
+      if (/disk space/.test(s.message ?? '') || s.status === 'completed' || s.status === 'failed') break;
+    }
+    assert.is(s.status, 'pending', 'waiting, not failed');
+    assert.match(s.message, /waiting for disk space/);
+    assert.ok(s.processed < rows);
+    // small writes may still fit in free pages; a batch that needs room is refused with 507
+    const batch = { contacts: Array.from({ length: 1000 }, (_, i) => ({ name: `Batch ${i}`.padEnd(200, '.'), company: 'y' })) };
+    let write = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/contacts`, { token, body: batch });
+    for (let i = 0; i < 20 && write.status === 202; i++) write = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/contacts`, { token, body: batch });
+    expectStatus(write, 507);
+    assert.match(write.headers.get('content-type')!, /problem\+json/);
+    expectStatus(await t.call('GET', ledgerPath(orgId, ledgerId), { token }), 200);
+    assert.is(db.prepare('PRAGMA integrity_check').pluck().get(), 'ok');
+
+    db.pragma('max_page_count = 1073741823');
+    clock.advance(31_000);
+    t.rt.scheduler.kick();
+    const done = await waitForImport(t, token, orgId, ledgerId, up.body.id);
+    assert.is(done.status, 'completed');
+    assert.is(done.message, null);
+    assert.equal([done.submitted, done.imported, done.duplicates, done.invalid], [rows, rows, 0, 0]);
+    assert.is(db.prepare('SELECT count(*) FROM contacts WHERE import_id = ?').pluck().get(up.body.id), rows);
+    assert.is(db.prepare('SELECT count(DISTINCT reference_id) FROM contacts WHERE import_id = ?').pluck().get(up.body.id), rows);
+  } finally {
+    await t.close();
+  }
+});
+
+D.run();
