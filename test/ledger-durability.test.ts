@@ -4,7 +4,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ManualClock } from '../src/clock.ts';
-import { csvForm, expectStatus, ID, ledgerPath, signInRoot, startApp, waitForImport } from './helpers.ts';
+import { addContacts, csvForm, expectStatus, ID, ledgerPath, signInRoot, startApp, waitForImport } from './helpers.ts';
 
 const D = suite('disk full');
 
@@ -50,6 +50,33 @@ D('an import on a full disk waits, writes get 507, reads work, and the job resum
     assert.equal([done.submitted, done.imported, done.duplicates, done.invalid], [rows, rows, 0, 0]);
     assert.is(db.prepare('SELECT count(*) FROM contacts WHERE import_id = ?').pluck().get(up.body.id), rows);
     assert.is(db.prepare('SELECT count(DISTINCT reference_id) FROM contacts WHERE import_id = ?').pluck().get(up.body.id), rows);
+  } finally {
+    await t.close();
+  }
+});
+
+D('a download that the client reads slowly does not block imports (RELIABILITY.md L2, M6)', async () => {
+  const t = await startApp();
+  try {
+    const token = (await signInRoot(t)).accessToken;
+    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Slow' } })).body.id;
+    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'slow' } })).body.id;
+    for (let b = 0; b < 5; b++) await addContacts(t, token, orgId, ledgerId, Array.from({ length: 1000 }, (_, i) => ({ name: `P ${b}-${i}`, company: 'C' })));
+    const res = await fetch(`${t.base}${ledgerPath(orgId, ledgerId)}/contacts/download`, { headers: { authorization: `Bearer ${token}` } });
+    assert.is(res.status, 200);
+    const reader = res.body!.getReader();
+    const first = await reader.read(); // the client reads one chunk, then stalls
+    assert.ok(first.value && first.value.length > 0);
+    const imp = await addContacts(t, token, orgId, ledgerId, [{ name: 'During', company: 'Download' }]);
+    assert.is(imp.status, 'completed', 'the import committed while the download was open');
+    let text = new TextDecoder().decode(first.value);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    const lines = text.trim().split('\r\n');
+    assert.ok(lines.length >= 5001, `all rows downloaded (${lines.length - 1})`);
   } finally {
     await t.close();
   }
