@@ -176,6 +176,10 @@ A('request-level errors: bad JSON, wrong shape, empty and oversized batches, unk
   expectStatus(await t.call('POST', path, { token: w.tokens.editor, body: [] }), 422);
   expectStatus(await t.call('POST', path, { token: w.tokens.editor, body: { contacts: [] } }), 422);
   expectStatus(await t.call('POST', path, { token: w.tokens.editor, body: { contacts: 'x' } }), 422);
+  const single = await t.call('POST', path, { token: w.tokens.editor, body: { company: 'X' } });
+  expectStatus(single, 422);
+  assert.match(single.body.message, /name is required/, 'a single contact is validated at once');
+  expectStatus(await t.call('POST', path, { token: w.tokens.editor, body: { name: 'a', company: 'b', contacts: [] } }), 422);
   const big = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: Array.from({ length: 1001 }, (_, i) => ({ name: `n${i}`, company: 'c' })) } });
   expectStatus(big, 413);
   assert.match(big.body.message, /CSV/);

@@ -2,7 +2,8 @@ import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { csvLines } from '../csv/write.ts';
 import { isoZOrNull } from '../clock.ts';
-import { badRequest } from '../errors.ts';
+import { badRequest, invalid } from '../errors.ts';
+import { validateContact } from './contact-input.ts';
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
 import type { ApiRouter } from '../http/route.ts';
 import { receiveUpload } from '../http/upload.ts';
@@ -121,8 +122,14 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       responses: { 202: { description: 'Import job' }, 413: { description: 'Too many contacts: use the CSV import' } },
     },
     (ctx, { caller, params, body }) => {
-      const contacts = 'contacts' in body && Array.isArray(body.contacts) && Object.keys(body).length === 1 ? body.contacts : [body];
-      accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, contacts));
+      const batch = Object.keys(body).length === 1 && Array.isArray(body.contacts);
+      if (!batch && 'contacts' in body)
+        throw invalid('Send {"contacts": [ … ]} with an array and no other field, or one contact object.', [{ path: 'contacts', message: 'must be an array, alone in the body' }]);
+      if (!batch) {
+        const one = validateContact(body);
+        if (!one.ok) throw invalid(`Invalid contact: ${one.reason}.`, [{ path: 'body', message: one.reason }]);
+      }
+      accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, batch ? (body.contacts as unknown[]) : [body]));
     },
   );
   r.add({ method: 'get', path: `${ONE}/contacts`, access: { org: 'viewer' }, query: S.ContactListQuery, summary: 'Contacts, filtered and sorted (SPEC §4.2); view=count counts them', responses: { 200: { description: '{contacts, nextCursor} or {count}' } } }, (ctx, { params, query }) => {

@@ -14,13 +14,13 @@ export const NewLedger = z.strictObject({
 
 export const LedgerPatch = NewLedger.partial().refine((p) => p.name !== undefined || p.description !== undefined, 'give name or description');
 
-/** One contact or `{contacts:[…]}`: rows are validated one by one by the import, not here. */
+/**
+ * `{contacts:[…]}` or one contact. Batch rows are validated one by one by the import job (bad rows
+ * are rejected with a reason, the rest imported); a single contact is validated at once (422).
+ */
 export const ContactsBody = z.union([
-  z.strictObject({ contacts: z.array(z.unknown()).meta({ description: 'Contacts to add (each like the single-contact form).' }) }),
-  z.looseObject({
-    name: z.unknown().meta({ description: 'Required; stored verbatim.' }),
-    company: z.unknown().meta({ description: 'Required; stored verbatim.' }),
-  }).meta({ description: 'One contact: name, company, title?, location?, email? (or contactInfo.email), linkedin?, referenceId?' }),
+  z.strictObject({ contacts: z.array(z.unknown()).meta({ description: 'Contacts to add (each like the single-contact form); at most MAX_API_CONTACTS.' }) }),
+  z.record(z.string(), z.unknown()).meta({ description: 'One contact: name, company, title?, location?, email? (or contactInfo: {email}), linkedin?, referenceId?' }),
 ], { error: 'send one contact object or {"contacts":[…]}' });
 
 export const BulkDelete = z.strictObject({
