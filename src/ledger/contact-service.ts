@@ -6,7 +6,8 @@ import type { Caller } from '../identity/model.ts';
 import type { Db } from '../storage/db.ts';
 import { positionOf, type ContactFilter, type ContactPosition, type ContactSort, type ContactsRepo } from './contacts-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
-import type { Contact, Ledger } from './model.ts';
+import type { Contact } from './model.ts';
+import { ledgerLookup } from './require-ledger.ts';
 
 export interface ContactServiceDeps {
   db: Db;
@@ -40,11 +41,7 @@ export const DOWNLOAD_PAGE = 1000;
 
 /** Contacts of a ledger (SPEC §4): read, list with filters, delete, download. */
 export function createContactService(d: ContactServiceDeps) {
-  const requireLedger = (orgId: string, ledgerId: string): Ledger => {
-    const l = d.ledgers.findLedger(orgId, ledgerId);
-    if (!l) throw notFound('ledger', ledgerId);
-    return l;
-  };
+  const requireLedger = ledgerLookup(d.ledgers);
 
   function page(ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Page<Contact> & { last?: ContactPosition } {
     const rows = d.contacts.listContacts(ledgerId, filter, sort, limit + 1, after);

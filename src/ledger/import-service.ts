@@ -14,6 +14,7 @@ import type { ImportsRepo } from './imports-repo.ts';
 import { IMPORT_JOB } from './import-runner.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
 import type { CsvFormat, ImportJob, Rejection } from './model.ts';
+import { ledgerLookup } from './require-ledger.ts';
 
 export interface ImportServiceDeps {
   db: Db;
@@ -49,11 +50,7 @@ function parseMapping(text: string | undefined): unknown {
 
 /** Import jobs (SPEC §4.4): creation from an API batch or a CSV upload, status, rejected rows. */
 export function createImportService(d: ImportServiceDeps) {
-  const requireLedger = (orgId: string, ledgerId: string) => {
-    const l = d.ledgers.findLedger(orgId, ledgerId);
-    if (!l) throw notFound('ledger', ledgerId);
-    return l;
-  };
+  const requireLedger = ledgerLookup(d.ledgers);
 
   function createJob(by: Caller, orgId: string, job: Omit<Parameters<ImportsRepo['insertImport']>[0], 'createdAt' | 'createdBy'>, payload?: unknown[]): ImportJob {
     const created = d.db.tx(() => {

@@ -1,7 +1,6 @@
 import { unlinkSync } from 'node:fs';
 import type { Clock } from '../clock.ts';
 import { decodeKeyset, toPage, type Page } from '../cursor.ts';
-import { notFound } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import type { OrgsRepo } from '../identity/orgs-repo.ts';
@@ -13,6 +12,7 @@ import type { ContactsRepo } from './contacts-repo.ts';
 import type { ImportsRepo } from './imports-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
 import type { Ledger } from './model.ts';
+import { ledgerLookup } from './require-ledger.ts';
 
 export const PURGE_LEDGER = 'ledger.purge';
 export const PURGE_ORG = 'org.purge';
@@ -34,11 +34,7 @@ export type LedgerService = ReturnType<typeof createLedgerService>;
 
 /** Ledgers (SPEC §4): CRUD, and deletion as "hide now, purge in the background". */
 export function createLedgerService(d: LedgerDeps) {
-  const requireLedger = (orgId: string, ledgerId: string): Ledger => {
-    const l = d.ledgers.findLedger(orgId, ledgerId);
-    if (!l) throw notFound('ledger', ledgerId);
-    return l;
-  };
+  const requireLedger = ledgerLookup(d.ledgers);
 
   /** Deletes a purged ledger's rows chunk by chunk; returns false when asked to stop. */
   async function purgeLedgerRows(ledgerId: string, renew: () => void, stopping: () => boolean): Promise<boolean> {

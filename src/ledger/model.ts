@@ -55,7 +55,7 @@ export interface CsvFormat {
 export const CONTACT_FIELDS = ['name', 'company', 'title', 'location', 'email', 'linkedin', 'referenceId'] as const;
 export type ContactField = (typeof CONTACT_FIELDS)[number];
 
-export interface ImportJob {
+export interface ImportJob extends ImportProgress {
   id: string;
   ledgerId: string;
   orgId: string;
@@ -64,12 +64,6 @@ export interface ImportJob {
   filePath: string | null;
   format: CsvFormat | null;
   status: JobStatus;
-  submitted: number;
-  imported: number;
-  duplicates: number;
-  invalid: number;
-  matched: number;
-  jobChanges: number;
   cursorRows: number;
   cursorBytes: number;
   cursorLines: number;
