@@ -66,6 +66,10 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   let quoted = false;
   let quoteLine = 0;
   let content = false; // the current line has something besides line breaks
+  // A record that is exactly `""` parses as one empty cell, which the row reader skips like an empty
+  // line (read-rows.ts), so it is not counted either: quote bytes in the record, and where it began.
+  let quotes = 0;
+  let recStart = 0;
   let prevCR = false;
   // UTF-8 validation state: continuation bytes still expected, and the range of the next one.
   let need = 0;
@@ -80,6 +84,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     }
     if (head.length < HEAD_BYTES) head = Buffer.concat([head, chunk.subarray(0, HEAD_BYTES - head.length)]);
     const start = offset === 0 && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+    if (start) recStart = start;
     for (let i = start; i < chunk.length; i++) {
       const b = chunk[i]!;
       if (need > 0) {
@@ -104,26 +109,25 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
         } else return fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
         continue;
       }
-      if (b === 0x0a) {
-        if (!prevCR) {
-          if (!quoted && content) records++;
-          if (!quoted) content = false;
-          line++;
+      if (b === 0x0a || b === 0x0d) {
+        const lineEnd = b === 0x0d || !prevCR; // not the LF of a CRLF
+        if (!quoted) {
+          if (lineEnd) {
+            if (content && (quotes !== 2 || offset + i - recStart !== 2)) records++;
+            content = false;
+            quotes = 0;
+          }
+          recStart = offset + i + 1;
         }
-        prevCR = false;
-        continue;
-      }
-      if (b === 0x0d) {
-        if (!quoted && content) records++;
-        if (!quoted) content = false;
-        line++;
-        prevCR = true;
+        if (lineEnd) line++;
+        prevCR = b === 0x0d;
         continue;
       }
       prevCR = false;
       if (b === 0) return fail(422, `the file contains NUL bytes (line ${line}); it is not a text CSV file`, line);
       content = true;
       if (b === 0x22) {
+        quotes++;
         quoted = !quoted;
         if (quoted) quoteLine = line;
       }
@@ -132,24 +136,32 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   }
   if (need > 0) return fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
   if (quoted) return fail(422, `a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
-  if (content) records++;
+  if (content && (quotes !== 2 || offset - recStart !== 2)) records++;
   if (records === 0) return fail(422, 'the file is empty; it needs a header row and at least one contact');
 
   // The header and the first rows, from the head of the file (cut after the last full line).
   const bom = head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0;
   let text = head.subarray(bom);
-  if (offset > head.length) {
+  const truncated = offset > head.length;
+  if (truncated) {
     const lastBreak = Math.max(text.lastIndexOf(0x0a), text.lastIndexOf(0x0d));
-    if (lastBreak > 0) text = text.subarray(0, lastBreak + 1);
+    if (lastBreak < 0) return fail(422, `the header row is longer than ${HEAD_BYTES} bytes`, 1);
+    text = text.subarray(0, lastBreak + 1);
   }
   const firstBreak = text.findIndex((b) => b === 0x0a || b === 0x0d);
   const delimiter = detectDelimiter(text.subarray(0, firstBreak < 0 ? text.length : firstBreak).toString('utf8'));
   let parsed: { record: string[]; info: { bytes: number; lines: number } }[];
+  const options = { delimiter, info: true, relax_column_count: true, skip_empty_lines: true, to: PREVIEW_ROWS + 1, record_delimiter: ['\r\n', '\n', '\r'] };
   try {
-    parsed = parseSync(text, { delimiter, info: true, relax_column_count: true, skip_empty_lines: true, to: PREVIEW_ROWS + 1, record_delimiter: ['\r\n', '\n', '\r'] }) as never;
+    parsed = parseSync(text, options) as never;
   } catch (err) {
-    const e = err as { message: string; lines?: number };
-    return fail(422, `the file cannot be read as CSV: ${e.message}`, e.lines);
+    const e = err as { message: string; code?: string; lines?: number; records?: number };
+    // The head was cut inside a quoted field that goes on past it (the whole-file pass above proved
+    // every quote is closed): keep the records read before that field.
+    if (truncated && e.code === 'CSV_QUOTE_NOT_CLOSED') {
+      if (!e.records) return fail(422, `the header row is longer than ${HEAD_BYTES} bytes`, 1);
+      parsed = parseSync(text, { ...options, to: Math.min(e.records, PREVIEW_ROWS + 1) }) as never;
+    } else return fail(422, `the file cannot be read as CSV: ${e.message}`, e.lines);
   }
   const header = parsed[0];
   if (!header || header.record.every((c) => c.trim() === '')) return fail(422, 'the first line must be a header row naming the columns');
@@ -163,6 +175,9 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     dataStart: bom + header.info.bytes,
     headerLines,
     rows: records - 1,
-    head: parsed.slice(1).map((p) => p.record),
+    head: parsed
+      .slice(1)
+      .map((p) => p.record)
+      .filter((r) => r.length > 1 || r[0] !== ''), // a `""` line, skipped like an empty one
   };
 }

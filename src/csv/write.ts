@@ -17,5 +17,7 @@ export function csvLines(rows: unknown[][], escapeFormulas: boolean): string {
       }
     }
   }
-  return stringify(rows, { escape_formulas: escapeFormulas, record_delimiter: '\r\n', cast: { boolean: (b) => (b ? 'true' : 'false') } });
+  // quote_record_delimiter: with an explicit record_delimiter csv-stringify only quotes cells that
+  // contain "\r\n", so a lone LF or CR inside a cell would split the record for other readers.
+  return stringify(rows, { escape_formulas: escapeFormulas, record_delimiter: '\r\n', quote_record_delimiter: true, cast: { boolean: (b) => (b ? 'true' : 'false') } });
 }

@@ -93,8 +93,13 @@ export function createImportsRepo(db: Db) {
          matched = matched + @matched, job_changes = job_changes + @jobChanges, cursor_rows = cursor_rows + @rows, cursor_bytes = @bytes, cursor_lines = @lines
        WHERE id = @id`,
     ),
+    // A count that differs from the upload scan's is said, never hidden.
     finish: db.raw.prepare<[string | null, number, string]>(
-      'UPDATE import_jobs SET message = ?, finished_at = ?, submitted = imported + duplicates + invalid, file_path = NULL WHERE id = ?',
+      `UPDATE import_jobs SET
+         message = coalesce(?, CASE WHEN submitted <> imported + duplicates + invalid
+                               THEN 'the upload scan counted ' || submitted || ' rows but ' || (imported + duplicates + invalid) || ' were read' END),
+         finished_at = ?, submitted = imported + duplicates + invalid, file_path = NULL
+       WHERE id = ?`,
     ),
     fail: db.raw.prepare<[string, number, string]>('UPDATE import_jobs SET message = ?, finished_at = ?, file_path = NULL WHERE id = ?'),
     insertPayload: db.raw.prepare<[string, string]>('INSERT INTO import_payloads (import_id, body) VALUES (?, ?)'),

@@ -45,7 +45,8 @@ const fileStamp = (ms: number) => new Date(ms).toISOString().slice(0, 19).replac
 
 function attachment(ctx: Koa.Context, fileName: string): void {
   ctx.type = 'text/csv; charset=utf-8';
-  ctx.set('Content-Disposition', `attachment; filename="${fileName}"`);
+  // server-chosen ASCII names; the RFC 8187 form too, for clients that prefer it (RFC 6266)
+  ctx.set('Content-Disposition', `attachment; filename="${fileName}"; filename*=UTF-8''${encodeURIComponent(fileName)}`);
   ctx.set('Cache-Control', 'no-store');
 }
 
@@ -58,7 +59,13 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
     const rows = page.map((r) => {
       if (csv) {
         let cells: unknown[];
-        if (Array.isArray(r.raw)) cells = r.raw;
+        if (Array.isArray(r.raw)) {
+          // keep reason and line under their headers: pad short rows, fold extra cells into the reason
+          const raw = r.raw as unknown[];
+          cells = raw.slice(0, csv.columns.length);
+          while (cells.length < csv.columns.length) cells.push('');
+          if (raw.length > csv.columns.length) return [...cells, `${r.reason}; extra cells: ${JSON.stringify(raw.slice(csv.columns.length))}`, r.line];
+        }
         else {
           // a duplicate: the row's values as read, put back in their columns
           cells = csv.columns.map(() => '');

@@ -1,0 +1,919 @@
+// CSV import through the API (SPEC §4.3, §4.4; RELIABILITY.md I1, I3): upload and preview, header
+// recognition, delimiters and line endings, quoting, per-row rejections with line numbers, the
+// rejected-rows CSV, duplicates, file-level refusals (415/422), files that fail while their job
+// runs, upload limits and the temporary files an upload leaves behind (none).
+import { existsSync, readdirSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { join } from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parse } from 'csv-parse/sync';
+import {
+  addContacts,
+  createLedger,
+  csvForm,
+  expectStatus,
+  ledgerPath,
+  listAll,
+  seedWorld,
+  startApp,
+  waitForImport,
+  type Response,
+  type TestApp,
+  type World,
+} from './helpers.ts';
+
+type Ctx = { t: TestApp; w: World };
+
+// ── helpers ───────────────────────────────────────────────────────────────
+
+const importsPath = (w: World, ledgerId: string) => `${ledgerPath(w.orgId, ledgerId)}/imports`;
+
+/** POSTs a CSV upload (multipart) and returns the raw answer. */
+function post(t: TestApp, w: World, ledgerId: string, csv: string | Buffer, opts: { mapping?: unknown; fileName?: string; path?: string; token?: string } = {}): Promise<Response> {
+  return t.call('POST', opts.path ?? importsPath(w, ledgerId), { token: opts.token ?? w.tokens.editor, raw: csvForm(csv, opts) });
+}
+
+/** Uploads into a new ledger, waits for the job and returns it with the imported contacts. */
+async function importInto(t: TestApp, w: World, csv: string | Buffer, opts: { mapping?: unknown; ledgerId?: string } = {}) {
+  const ledgerId = opts.ledgerId ?? (await createLedger(t, w.tokens.editor, w.orgId, 'csv'));
+  const r = await post(t, w, ledgerId, csv, opts);
+  expectStatus(r, 202, 'upload');
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r.body.id);
+  assert.is(job.imported + job.duplicates + job.invalid, job.submitted, `counts add up: ${JSON.stringify(job)}`);
+  // a finished job's submitted is rewritten to the rows it processed: compare with the count at upload
+  assert.is(job.submitted, r.body.submitted, 'every row counted at upload was processed');
+  const contacts = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, ledgerId)}/contacts`, `importId=${job.id}`);
+  assert.is(contacts.length, job.imported, 'every imported row is listed');
+  return { ledgerId, job, contacts, posted: r };
+}
+
+/** The fields a CSV row sets, sorted by name (contacts created in one chunk share createdAt). */
+const view = (contacts: any[]) =>
+  contacts
+    .map((c) => ({ name: c.name, company: c.company, title: c.title, location: c.location, email: c.contactInfo.email, linkedin: c.linkedin, referenceId: c.referenceId }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+/** The rejected-rows CSV of a job as arrays of cells (header first). */
+async function errorsOf(t: TestApp, w: World, ledgerId: string, importId: string, alias = false, relax = false): Promise<string[][]> {
+  const path = alias ? `${ledgerPath(w.orgId, ledgerId)}/contacts/imports/${importId}/downloadErrors` : `${importsPath(w, ledgerId)}/${importId}/errors`;
+  const r = await t.call('GET', path, { token: w.tokens.viewer });
+  expectStatus(r, 200, 'errors csv');
+  assert.match(r.headers.get('content-type') ?? '', /^text\/csv; charset=utf-8/);
+  assert.match(r.headers.get('content-disposition') ?? '', /^attachment; filename="/);
+  // any line break outside quotes ends a record, as in a spreadsheet
+  return parse(r.text, { relax_column_count: relax, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][];
+}
+
+/** Files left anywhere under a folder (a missing folder has none). */
+function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name));
+}
+
+const tmpDir = (t: TestApp) => join(t.dataDir, 'uploads', 'tmp');
+const storedUploads = (t: TestApp) => (existsSync(join(t.dataDir, 'uploads')) ? readdirSync(join(t.dataDir, 'uploads')).filter((n) => n.endsWith('.csv')) : []);
+
+/** Polls (no sleeps) until `check` holds or the deadline passes; returns the last value. */
+async function eventually<T>(probe: () => T, check: (v: T) => boolean, ms = 5000): Promise<T> {
+  const until = Date.now() + ms;
+  let v = probe();
+  while (!check(v) && Date.now() < until) {
+    await new Promise((r) => setImmediate(r));
+    v = probe();
+  }
+  return v;
+}
+
+/** A refused upload: the status, a problem+json body, no job created and no temp file left. */
+async function expectRefused(t: TestApp, w: World, csv: string | Buffer, status: number, message: RegExp, opts: { mapping?: unknown; fileName?: string; path?: string; concurrent?: boolean } = {}): Promise<Response> {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'refused');
+  const r = await post(t, w, ledgerId, csv, opts);
+  assert.is(r.status, status, `expected ${status} (${message}), got ${r.status}: ${r.text.slice(0, 300)}`);
+  if (status === 422) assert.is(r.body.code, 'validation_failed');
+  assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  assert.match(r.body.message, message);
+  const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
+  expectStatus(jobs, 200);
+  assert.is(jobs.body.imports.length, 0, 'no import job for a refused upload');
+  if (!opts.concurrent) assert.equal(filesUnder(tmpDir(t)), [], 'the upload temp folder is empty');
+  return r;
+}
+
+type Refusal = [csv: string | Buffer, status: number, message: RegExp, opts?: { mapping?: unknown; fileName?: string }];
+
+/** Several refused uploads at once (each into its own ledger); then the temp folder is empty. */
+async function refuseAll(t: TestApp, w: World, cases: Refusal[]): Promise<Response[]> {
+  const answers = await Promise.all(cases.map(([csv, status, message, opts]) => expectRefused(t, w, csv, status, message, { ...opts, concurrent: true })));
+  assert.equal(filesUnder(tmpDir(t)), [], 'the upload temp folder is empty');
+  return answers;
+}
+
+const lines = (rows: string[][], eol = '\n') => rows.map((r) => r.join(',')).join(eol) + eol;
+
+// ── parsing: encodings, line endings, quoting, delimiters ────────────────
+
+// The parsing and preview suites share one application (closed after the second).
+let sharedApp: Promise<Ctx> | undefined;
+const shared = () =>
+  (sharedApp ??= (async () => {
+    const t = await startApp();
+    return { t, w: await seedWorld(t) };
+  })());
+
+const P = suite<Ctx>('CSV parsing (I3)');
+P.before(async (ctx) => {
+  Object.assign(ctx, await shared());
+});
+
+P('a UTF-8 BOM before the header does not hide the name column', async ({ t, w }) => {
+  const { job, contacts } = await importInto(t, w, '\uFEFFname,company\nAda Lovelace,Analytical Engines\n');
+  assert.equal([job.status, job.submitted, job.imported], ['completed', 1, 1]);
+  assert.is(contacts[0].name, 'Ada Lovelace');
+  assert.equal(job.columns, ['name', 'company']);
+  const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('Name;Company\r\nGrace;Navy\r\n;Nameless\r\n')]);
+  const second = await importInto(t, w, bytes);
+  assert.equal(view(second.contacts).map((c) => c.name), ['Grace']);
+  const errors = await errorsOf(t, w, second.ledgerId, second.job.id);
+  assert.equal(errors, [
+    ['Name', 'Company', 'reason', 'line'],
+    ['', 'Nameless', 'name is required', '3'],
+  ]);
+});
+
+P('a header cell with a quoted line break: the header spans two lines and data lines are counted after it', async ({ t, w }) => {
+  const { ledgerId, job, contacts } = await importInto(t, w, '"Full\nName",company\nAda,Acme\n,Nameless\n');
+  assert.equal(view(contacts).map((c) => c.name), ['Ada']);
+  assert.equal(job.mapping, { name: 'Full\nName', company: 'company' });
+  const errors = await errorsOf(t, w, ledgerId, job.id);
+  assert.equal(errors[1], ['', 'Nameless', 'name is required', '4']);
+});
+
+P('a file of several processing chunks: line numbers, duplicates and counts stay exact across chunk boundaries', async ({ t, w }) => {
+  const rows = ['name,company,referenceId,notes'];
+  let line = 1;
+  const bad: Record<string, number> = {};
+  for (let i = 0; i < 4500; i++) {
+    let row = `P${i},Acme,r${i},`;
+    if (i % 1000 === 5) row += '"two\nlines"'; // shifts every later line by one
+    if (i === 2100) row = `,Acme,r${i},`; // invalid, in the second chunk
+    if (i === 3999) row = `P${i},Acme,r10,`; // a duplicate of row 10, two chunks later
+    if (i === 4400) row = `P${i},Acme`; // too few columns
+    rows.push(row);
+    line += 1;
+    if (i === 2100 || i === 3999 || i === 4400) bad[`r${i}`] = line;
+    if (i % 1000 === 5) line += 1;
+  }
+  const { ledgerId, job } = await importInto(t, w, rows.join('\r\n'));
+  assert.equal([job.status, job.submitted, job.imported, job.duplicates, job.invalid], ['completed', 4500, 4497, 1, 2]);
+  const errors = await errorsOf(t, w, ledgerId, job.id, false, true);
+  const got = errors.slice(1).map((r) => [r[0], r[r.length - 2], r[r.length - 1]]);
+  assert.equal(got, [
+    ['', 'name is required', String(bad.r2100)],
+    ['P3999', 'referenceId "r10" appears earlier in this import', String(bad.r3999)],
+    ['P4400', 'the row has 2 columns, the header has 4', String(bad.r4400)],
+  ]);
+  assert.is(bad.r4400, 4400 + 2 + 5, 'five quoted line breaks before it');
+});
+
+P('LF, CRLF, CR-only and mixed line endings give identical rows and line numbers', async ({ t, w }) => {
+  const rows = [
+    'name,company,title,email',
+    'Ada Lovelace,Analytical Engines,Countess,ada@example.com',
+    'Grace Hopper,"Navy, US","Rear\nAdmiral",grace@example.com', // a quoted LF in every variant (lines 3-4)
+    'Alan Turing,"Bletchley ""Park""",Cryptanalyst,',
+    'Bad Mail,Acme,Engineer,not-an-email', // line 6
+    'Edsger Dijkstra,TU Eindhoven,Professor,ewd@example.com',
+  ];
+  const join_ = (eols: string[], trailing: boolean) => rows.map((r, i) => r + (i < rows.length - 1 || trailing ? eols[i % eols.length] : '')).join('');
+  const variants: Record<string, string> = {
+    lf: join_(['\n'], true),
+    crlf: join_(['\r\n'], true),
+    cr: join_(['\r'], true),
+    mixed: join_(['\r\n', '\n', '\r'], false),
+    mixed2: join_(['\r', '\r\n', '\n'], true),
+  };
+  let reference: unknown;
+  const results = await Promise.all(Object.values(variants).map((csv) => importInto(t, w, csv)));
+  for (const [i, name] of Object.keys(variants).entries()) {
+    const { ledgerId, job, contacts } = results[i]!;
+    assert.equal([job.status, job.submitted, job.imported, job.invalid], ['completed', 5, 4, 1], name);
+    const got = view(contacts);
+    if (reference === undefined) {
+      reference = got;
+      assert.equal(
+        got.find((c) => c.name === 'Grace Hopper'),
+        { name: 'Grace Hopper', company: 'Navy, US', title: 'Rear\nAdmiral', location: null, email: 'grace@example.com', linkedin: null, referenceId: null },
+      );
+      assert.is(got.find((c) => c.name === 'Alan Turing')!.company, 'Bletchley "Park"');
+    } else assert.equal(got, reference, `${name} gives the same rows as lf`);
+    const errors = await errorsOf(t, w, ledgerId, job.id);
+    assert.equal(errors[0], ['name', 'company', 'title', 'email', 'reason', 'line'], name);
+    assert.is(errors.length, 2, name);
+    assert.equal(errors[1]!.slice(0, 4), ['Bad Mail', 'Acme', 'Engineer', 'not-an-email'], name);
+    assert.match(errors[1]![4]!, /not an e-mail address/, name);
+    assert.is(errors[1]![5], '6', `${name}: the bad row is on line 6`);
+  }
+});
+
+P('quoted fields keep embedded CRLF, LF, commas and doubled quotes as one field; line numbers count those lines', async ({ t, w }) => {
+  const csv =
+    'name,company,title,location\r\n' +
+    '"Smith, John","Acme ""The Best"" Corp","Head of\r\nSales","Paris,\nFrance"\r\n' + // lines 2-4
+    '"""Quoted""",Acme,"",\r\n' + // line 5
+    ',Acme,no name,\r\n' + // line 6: rejected
+    'Plain,"a\r\n\r\nb",CTO,"x"\r\n' + // lines 7-9
+    ',Nameless,,\r\n'; // line 10: rejected
+  const { ledgerId, job, contacts } = await importInto(t, w, csv);
+  assert.equal([job.submitted, job.imported, job.invalid], [5, 3, 2]);
+  assert.equal(view(contacts), [
+    { name: '"Quoted"', company: 'Acme', title: null, location: null, email: null, linkedin: null, referenceId: null },
+    { name: 'Plain', company: 'a\r\n\r\nb', title: 'CTO', location: 'x', email: null, linkedin: null, referenceId: null },
+    { name: 'Smith, John', company: 'Acme "The Best" Corp', title: 'Head of\r\nSales', location: 'Paris,\nFrance', email: null, linkedin: null, referenceId: null },
+  ]);
+  const errors = await errorsOf(t, w, ledgerId, job.id);
+  assert.equal(
+    errors.slice(1).map((r) => [r[0], r[1], r[5]]),
+    [
+      ['', 'Acme', '6'],
+      ['', 'Nameless', '10'],
+    ],
+  );
+  assert.ok(errors.slice(1).every((r) => /name is required/.test(r[4]!)));
+});
+
+P('no trailing newline, and blank lines anywhere, are fine (blank lines are not rows)', async ({ t, w }) => {
+  const csv = '\nname,company\n\nA,X\n\n\nB,Y\r\n\r\nC,Z\r\r\nD\n\nE,V';
+  // lines: 1 blank, 2 header, 3 blank, 4 A, 5-6 blank, 7 B, 8 blank, 9 C, 10 blank (lone CR), 11 D (one column), 12 blank, 13 E
+  const { ledgerId, job, contacts } = await importInto(t, w, csv);
+  assert.equal([job.status, job.submitted, job.imported, job.invalid], ['completed', 5, 4, 1]);
+  assert.equal(view(contacts).map((c) => `${c.name}@${c.company}`), ['A@X', 'B@Y', 'C@Z', 'E@V']);
+  const errors = await errorsOf(t, w, ledgerId, job.id, false, true); // see KNOWN BUG below for the row width
+  assert.is(errors.length, 2);
+  const d = errors[1]!;
+  assert.is(d[0], 'D');
+  assert.is(d[d.length - 2], 'the row has 1 column, the header has 2');
+  assert.is(d[d.length - 1], '11', 'line of D');
+  const one = await importInto(t, w, 'name,company\nSolo,Single');
+  assert.equal([one.job.submitted, one.job.imported], [1, 1]);
+});
+
+P('a line holding only "" reads as one empty cell and is skipped like a blank line; counts add up', async ({ t, w }) => {
+  const { ledgerId, job, posted } = await importInto(t, w, 'name,company\nA,B\n""\r\nC,D\n""\n""""\n""');
+  assert.is(posted.body.submitted, 3, 'counted at upload as the reader reads it');
+  assert.equal([job.submitted, job.imported, job.invalid], [3, 2, 1]);
+  const errors = await errorsOf(t, w, ledgerId, job.id, false, true);
+  assert.equal(errors.slice(1), [['"', '', 'the row has 1 column, the header has 2', '6']], 'a lone quote character is a row (padded to the header)');
+});
+
+P('";" and tab delimiters are detected from the header', async ({ t, w }) => {
+  const [semi, tab, quotedHeader] = await Promise.all([
+    importInto(t, w, 'Name;Company;Title;Location\nAda;"Acme, Inc";CEO;Paris, France\nBob;Beta;"Dev; Ops";\n'),
+    importInto(t, w, 'name\tcompany\tlocation\r\nCy\tAcme; Ltd\tLyon, France\r\nDee\t"Tab\tCo"\t\r\n'),
+    importInto(t, w, 'name;company;"notes, misc"\nEve;Gamma;x, y\n'), // a comma inside a quoted header cell does not win the vote
+  ]);
+  assert.equal([semi.job.submitted, semi.job.imported], [2, 2]);
+  assert.equal(view(semi.contacts).map((c) => [c.name, c.company, c.title, c.location]), [
+    ['Ada', 'Acme, Inc', 'CEO', 'Paris, France'],
+    ['Bob', 'Beta', 'Dev; Ops', null],
+  ]);
+  assert.equal([tab.job.submitted, tab.job.imported], [2, 2]);
+  assert.equal(view(tab.contacts).map((c) => [c.name, c.company, c.location]), [
+    ['Cy', 'Acme; Ltd', 'Lyon, France'],
+    ['Dee', 'Tab\tCo', null],
+  ]);
+  assert.equal(view(quotedHeader.contacts).map((c) => [c.name, c.company]), [['Eve', 'Gamma']]);
+});
+
+P('header aliases: Full Name, first + last name, Company Name, organization, Job Title, LinkedIn URL, CRM ID, E-mail', async ({ t, w }) => {
+  const [full, split, odd] = await Promise.all([
+    importInto(
+      t,
+      w,
+      'Full Name,Company Name,Job Title,LinkedIn URL,CRM ID,E-mail,Location\n' +
+        'Ada Lovelace,Analytical Engines,VP Engineering,https://linkedin.com/in/ada-lovelace/,CRM-1,ADA@Example.com,London\n',
+    ),
+    importInto(t, w, ' First Name ,LAST_NAME,organization,Reference ID\nGrace,Hopper,US Navy,r-2\nPlato,,Academy,r-3\n'),
+    importInto(t, w, 'FULLNAME,Organisation,job-title,e_mail,linkedin\nAlan,Bletchley,Cryptanalyst,alan@example.com,www.linkedin.com/in/alan\n'),
+  ]);
+  assert.equal(view(full.contacts), [
+    { name: 'Ada Lovelace', company: 'Analytical Engines', title: 'VP Engineering', location: 'London', email: full.contacts[0].contactInfo.email, linkedin: 'https://www.linkedin.com/in/ada-lovelace', referenceId: 'CRM-1' },
+  ]);
+  assert.is(full.contacts[0].contactInfo.email.toLowerCase(), 'ada@example.com');
+  assert.is(full.contacts[0].titleLevel, 'vp');
+  assert.equal(full.job.mapping, { name: 'Full Name', company: 'Company Name', title: 'Job Title', linkedin: 'LinkedIn URL', referenceId: 'CRM ID', email: 'E-mail', location: 'Location' });
+
+  assert.equal(view(split.contacts).map((c) => [c.name, c.company, c.referenceId]), [
+    ['Grace Hopper', 'US Navy', 'r-2'],
+    ['Plato', 'Academy', 'r-3'],
+  ]);
+  assert.equal(split.job.mapping.name, [' First Name ', 'LAST_NAME']);
+
+  assert.equal(view(odd.contacts).map((c) => [c.name, c.company, c.title, c.email, c.linkedin]), [['Alan', 'Bletchley', 'Cryptanalyst', 'alan@example.com', 'https://www.linkedin.com/in/alan']]);
+});
+
+P('an explicit mapping names the columns; null leaves a field out; bad mappings → 422', async ({ t, w }) => {
+  const csv = 'Person,Employer,Position,Job Title\nAda,Acme,Countess,ignored\n';
+  const mapped = await importInto(t, w, csv, { mapping: { name: 'person', company: 'EMPLOYER', title: 'Position' } });
+  assert.equal(view(mapped.contacts).map((c) => [c.name, c.company, c.title]), [['Ada', 'Acme', 'Countess']]);
+  assert.equal(mapped.job.mapping, { name: 'Person', company: 'Employer', title: 'Position' });
+
+  const dropped = await importInto(t, w, 'name,company,title\nBob,Beta,CTO\n', { mapping: { title: null } });
+  assert.equal(view(dropped.contacts).map((c) => [c.name, c.title]), [['Bob', null]]);
+  const empty = await importInto(t, w, 'name,company\nCy,Gamma\n', { mapping: '' });
+  assert.is(empty.job.imported, 1, 'an empty mapping field is no mapping');
+
+  const [missing, invalidJson] = await refuseAll(t, w, [
+    [csv, 422, /no column "Nobody"/, { mapping: { name: 'Nobody', company: 'Employer' } }],
+    [csv, 422, /mapping must be JSON/, { mapping: '{"name":' }],
+    [csv, 422, /"colour" is not a contact field/, { mapping: { colour: 'Person' } }],
+    [csv, 422, /mapping must be a JSON object/, { mapping: '["Person"]' }],
+    [csv, 422, /mapping must be a JSON object/, { mapping: 'null' }],
+    [csv, 422, /must be a column name or null/, { mapping: { name: 3 } }],
+    ['name,company\nA,B\n', 422, /no company column/, { mapping: { company: null } }], // unmapping a required field
+  ]);
+  assert.equal(missing!.body.errors.map((e: any) => e.path), ['mapping.name']);
+  assert.equal(invalidJson!.body.errors.map((e: any) => e.path), ['mapping']);
+});
+
+// ── per-row rejections and duplicates ─────────────────────────────────────
+
+P('rows with too many or too few columns are rejected with their line; the good rows are imported', async ({ t, w }) => {
+  const csv = [
+    'name,company,title', // 1
+    'Ada,Acme,CEO', // 2
+    'Bob,Acme', // 3: too few
+    'Cy,Acme,CTO,extra', // 4: too many
+    '"Dee, D",Acme,"multi', // 5
+    'line"', // 6
+    'Eve,Acme,', // 7: empty title is fine
+    'Fay', // 8: too few
+    'Gus,Acme,Dev', // 9
+  ].join('\n');
+  const { ledgerId, job, contacts } = await importInto(t, w, csv);
+  assert.equal([job.status, job.submitted, job.imported, job.duplicates, job.invalid], ['completed', 7, 4, 0, 3]);
+  assert.equal(view(contacts).map((c) => c.name), ['Ada', 'Dee, D', 'Eve', 'Gus']);
+  const errors = await errorsOf(t, w, ledgerId, job.id, false, true); // see KNOWN BUG below for the row width
+  assert.equal(errors[0], ['name', 'company', 'title', 'reason', 'line']);
+  // [cells as read…, reason, line]
+  const got = errors.slice(1).map((r) => ({ cells: r.slice(0, -2), reason: r[r.length - 2], line: r[r.length - 1] }));
+  assert.equal(got, [
+    { cells: ['Bob', 'Acme', ''], reason: 'the row has 2 columns, the header has 3', line: '3' },
+    { cells: ['Cy', 'Acme', 'CTO'], reason: 'the row has 4 columns, the header has 3; extra cells: ["extra"]', line: '4' },
+    { cells: ['Fay', '', ''], reason: 'the row has 1 column, the header has 3', line: '8' },
+  ]);
+});
+
+P('invalid rows are rejected with a reason: missing name or company, bad linkedin or email, over-long fields', async ({ t, w }) => {
+  const rows = [
+    ['name', 'company', 'linkedin', 'email', 'referenceId', 'title'],
+    ['', 'Acme', '', '', '', ''],
+    ['   ', 'Acme', '', '', '', ''],
+    ['Ann', '', '', '', '', ''],
+    ['Bo', 'Acme', 'https://example.com/in/bo', '', '', ''],
+    ['Cy', 'Acme', '', 'not-an-email', '', ''],
+    ['n'.repeat(257), 'Acme', '', '', '', ''],
+    ['Di', 'c'.repeat(257), '', '', '', ''],
+    ['Ed', 'Acme', '', '', 'r'.repeat(129), ''],
+    ['Fi', 'Acme', '', '', '', 't'.repeat(257)],
+    ['Gil', 'Acme', '', `${'e'.repeat(316)}@x.io`, '', ''],
+    ['Ok', 'Acme', ' https://www.linkedin.com/in/ok-person?trk=x ', ' ok@example.com ', ' ref-1 ', ' Sales Manager '],
+    ['n'.repeat(256), 'c'.repeat(256), '', '', 'r'.repeat(128), 't'.repeat(256)],
+  ];
+  const { ledgerId, job, contacts } = await importInto(t, w, lines(rows));
+  assert.equal([job.submitted, job.imported, job.invalid, job.duplicates], [12, 2, 10, 0]);
+  const ok = contacts.find((c) => c.name === 'Ok');
+  assert.equal([ok.linkedin, ok.contactInfo.email, ok.referenceId, ok.title], ['https://www.linkedin.com/in/ok-person', 'ok@example.com', 'ref-1', 'Sales Manager']);
+  assert.ok(contacts.some((c) => c.name === 'n'.repeat(256)), 'fields at their maximum length are fine');
+  const errors = await errorsOf(t, w, ledgerId, job.id);
+  const reasons = errors.slice(1).map((r) => `${r[7]}: ${r[6]}`);
+  const expected = [
+    '2: name is required',
+    '3: name is required',
+    '4: company is required',
+    '5: linkedin "https://example.com/in/bo" is not a LinkedIn profile URL',
+    '6: email "not-an-email" is not an e-mail address',
+    '7: name is longer than 256 characters',
+    '8: company is longer than 256 characters',
+    '9: referenceId is longer than 128 characters',
+    '10: title is longer than 256 characters',
+    '11: email is longer than 320 characters',
+  ];
+  assert.is(reasons.length, expected.length);
+  expected.forEach((e, i) => assert.ok(reasons[i]!.startsWith(e), `${reasons[i]} starts with ${e}`));
+  // the original cells come back as sent
+  assert.equal(errors[4]!.slice(0, 6), rows[4]);
+  assert.equal(errors[6]!.slice(0, 6), rows[6]);
+});
+
+P('referenceId duplicates, in the file and against the ledger, are counted and rejected with reasons', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'dups');
+  const before = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Existing', company: 'Old', referenceId: 'R1' }]);
+  assert.is(before.imported, 1);
+  const csv = lines([
+    ['name', 'company', 'CRM ID', 'linkedin'],
+    ['Again', 'New', 'R1', ''], // 2: already in the ledger
+    ['Two', 'New', 'R2', ''], // 3
+    ['Two bis', 'New', 'R2', 'linkedin.com/in/two-bis'], // 4: earlier in this import
+    ['Three', 'New', ' R3 ', ''], // 5 (trimmed)
+    ['Three bis', 'New', 'R3', ''], // 6: earlier in this import
+    ['No ref', 'New', '', ''], // 7
+    ['No ref', 'New', '', ''], // 8: no referenceId, no duplicate
+    ['r1', 'New', 'r1', ''], // 9: case matters
+  ]);
+  const { job, contacts } = await importInto(t, w, csv, { ledgerId });
+  assert.equal([job.submitted, job.imported, job.duplicates, job.invalid], [8, 5, 3, 0]);
+  assert.equal(view(contacts).map((c) => [c.name, c.referenceId]), [
+    ['No ref', null],
+    ['No ref', null],
+    ['Three', 'R3'],
+    ['Two', 'R2'],
+    ['r1', 'r1'],
+  ]);
+  const ledger = await t.call('GET', ledgerPath(w.orgId, ledgerId), { token: w.tokens.viewer });
+  assert.is(ledger.body.contactCount, 6);
+  for (const alias of [false, true]) {
+    const errors = await errorsOf(t, w, ledgerId, job.id, alias);
+    assert.equal(errors[0], ['name', 'company', 'CRM ID', 'linkedin', 'reason', 'line']);
+    const rows = errors.slice(1);
+    assert.equal(rows.map((r) => [r[0], r[5]]), [
+      ['Again', '2'],
+      ['Two bis', '4'],
+      ['Three bis', '6'],
+    ]);
+    assert.match(rows[0]![4]!, /referenceId "R1" is already in the ledger/);
+    assert.match(rows[1]![4]!, /referenceId "R2" appears earlier in this import/);
+    assert.match(rows[2]![4]!, /referenceId "R3" appears earlier in this import/);
+    assert.equal(rows[1]!.slice(0, 3), ['Two bis', 'New', 'R2']);
+  }
+  // the same file again: every row with a referenceId is now a duplicate
+  const again = await importInto(t, w, csv, { ledgerId });
+  assert.equal([again.job.imported, again.job.duplicates], [2, 6]);
+});
+
+P('e-mails are not a key (SPEC §4.1: only referenceId is unique): the same e-mail twice, or already in the ledger, imports both', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'emails');
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'First', company: 'A', email: 'same@example.com' }]);
+  const { job } = await importInto(t, w, 'name,company,email\nSecond,B,same@example.com\nThird,C,SAME@example.com\n', { ledgerId });
+  assert.equal([job.imported, job.duplicates], [2, 0]);
+  const count = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?view=count&email=same@example.com`, { token: w.tokens.viewer });
+  assert.is(count.body.count, 3);
+});
+
+P('the rejected-rows CSV: reason column, original cells, both paths; none for a clean import', async ({ t, w }) => {
+  const { ledgerId, job } = await importInto(t, w, 'name,company,title\n=cmd,Acme,"-2"\n,"Acme, Inc","multi\nline"\nGood,Acme,\n');
+  assert.equal([job.imported, job.invalid], [2, 1]);
+  assert.ok(job.errorsUrl.endsWith(`/imports/${job.id}/errors`));
+  const a = await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors`, { token: w.tokens.viewer });
+  const b = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts/imports/${job.id}/downloadErrors`, { token: w.tokens.viewer });
+  expectStatus(a, 200);
+  expectStatus(b, 200);
+  assert.is(a.text, b.text);
+  assert.equal(parse(a.text), [
+    ['name', 'company', 'title', 'reason', 'line'],
+    ['', 'Acme, Inc', 'multi\nline', 'name is required', '3'],
+  ]);
+  const clean = await importInto(t, w, 'name,company\nA,B\n');
+  assert.is(clean.job.errorsUrl, null);
+  assert.equal(await errorsOf(t, w, clean.ledgerId, clean.job.id), [['name', 'company', 'reason', 'line']]);
+  expectStatus(await t.call('GET', `${importsPath(w, ledgerId)}/imp_00000000000000000000000000/errors`, { token: w.tokens.viewer }), 404);
+  // another organization cannot read them
+  const other = await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors`, { token: w.tokens.otherAdmin });
+  assert.ok(other.status === 403 || other.status === 404, `another org → ${other.status}`);
+});
+
+P('=HYPERLINK(...) and other formula-looking cells are stored verbatim (escaping is for output)', async ({ t, w }) => {
+  const { contacts } = await importInto(t, w, 'name,company,title\n"=HYPERLINK(""http://evil.test"",""click"")",+Acme,@SUM(A1)\n-1,=1+2,-Director\n');
+  assert.equal(view(contacts).map((c) => [c.name, c.company, c.title]), [
+    ['-1', '=1+2', '-Director'],
+    ['=HYPERLINK("http://evil.test","click")', '+Acme', '@SUM(A1)'],
+  ]);
+});
+
+// ── files refused as a whole at upload ────────────────────────────────────
+
+P('invalid UTF-8 → 422 naming the line, not a silent U+FFFD', async ({ t, w }) => {
+  const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+  const many = 'name,company\n' + `Somebody,${'c'.repeat(200)}\n`.repeat(6000); // 1.2 MB: past the first read chunk
+  const [c328] = await refuseAll(t, w, [
+    [bytes('name,company\nA,B\nJos', [0xc3, 0x28], ',Acme\n'), 422, /not valid UTF-8 \(line 3\)/],
+    [bytes('name,company\n', [0xff], 'A,B\n'), 422, /not valid UTF-8 \(line 2\)/],
+    [bytes('name,company\nA,B', [0xe2, 0x82]), 422, /not valid UTF-8 \(line 2\)/], // truncated at EOF
+    [bytes('name,company\nA,', [0xed, 0xa0, 0x80], '\n'), 422, /not valid UTF-8 \(line 2\)/], // a surrogate
+    [bytes('name,company\nA,', [0xc0, 0xaf], '\n'), 422, /not valid UTF-8 \(line 2\)/], // overlong
+    [bytes('name,company\nA,"multi\nline', [0xf8], '"\n'), 422, /not valid UTF-8 \(line 3\)/], // inside a quoted field
+    [bytes(many, [0xff], ',x\n'), 422, /not valid UTF-8 \(line 6002\)/],
+  ]);
+  assert.equal(c328!.body.errors.map((e: any) => e.path), ['file']);
+  assert.match(c328!.body.errors[0].message, /line 3/);
+  // valid multi-byte characters are fine, also when one straddles the 1 MiB read chunks
+  let text = 'name,company\n';
+  for (let i = 0; text.length < (1 << 20) - 400; i++) text += `Filler ${i},${'c'.repeat(200)}\n`;
+  const company = `${'y'.repeat((1 << 20) - 1 - text.length - 'Straddle,'.length)}é`;
+  text += `Straddle,${company}\nZoë,Ça va 日本 🙂\n`;
+  assert.is(Buffer.from(text).indexOf(Buffer.from('é')), (1 << 20) - 1, 'é starts on the last byte of the first chunk');
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'straddle');
+  const posted = await post(t, w, ledgerId, text);
+  expectStatus(posted, 202);
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, posted.body.id);
+  assert.equal([job.status, job.invalid, job.imported], ['completed', 0, job.submitted]);
+  const find = async (name: string) => (await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?name=${encodeURIComponent(name)}`, { token: w.tokens.viewer })).body.contacts;
+  assert.equal((await find('Straddle')).map((c: any) => c.company), [company]);
+  assert.equal((await find('Zoë')).map((c: any) => c.company), ['Ça va 日本 🙂']);
+});
+
+P('UTF-16, NUL bytes → 422; PNG, ZIP and other binaries named .csv → 415', async ({ t, w }) => {
+  const answers = await refuseAll(t, w, [
+    [Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('name,company\r\nA,B\r\n', 'utf16le')]), 422, /UTF-16/],
+    [Buffer.from([0xfe, 0xff, 0x00, 0x6e, 0x00, 0x61]), 422, /UTF-16/],
+    [Buffer.from('name,company\nA,B\nC\0,D\n'), 422, /NUL bytes \(line 3\)/],
+    [Buffer.from('n\0a\0m\0e\0,\0c\0'), 422, /NUL bytes \(line 1\)/], // UTF-16 without a BOM
+    [Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 1)]), 415, /PNG/, { fileName: 'contacts.csv' }],
+    [Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.from('xl/workbook.xml')]), 415, /ZIP/, { fileName: 'contacts.csv' }],
+    [Buffer.from('%PDF-1.7\n'), 415, /PDF/],
+    [Buffer.from([0x1f, 0x8b, 0x08, 0x00]), 415, /gzip/],
+  ]);
+  for (const r of answers.slice(4)) assert.is(r.body.code, 'unsupported_media_type');
+  for (const r of answers.slice(0, 4)) assert.is(r.body.code, 'validation_failed');
+});
+
+P('empty, blank-only and header-only files → 422', async ({ t, w }) => {
+  await refuseAll(t, w, [
+    ['', 422, /empty/],
+    ['\uFEFF', 422, /empty/],
+    ['\n\r\n\n', 422, /empty/],
+    ['""\n""', 422, /empty/],
+    ['name,company', 422, /header row but no contacts/],
+    ['name,company\r\n', 422, /header row but no contacts/],
+    ['name,company\n\n\n', 422, /header row but no contacts/],
+    ['\uFEFFname,company\n', 422, /header row but no contacts/],
+  ]);
+});
+
+P('missing name or company column, a duplicate header → 422', async ({ t, w }) => {
+  const [noName] = await refuseAll(t, w, [
+    ['company,title\nAcme,CEO\n', 422, /no name column/],
+    ['name,title\nAda,CEO\n', 422, /no company column/],
+    ['first name,company\nAda,Acme\n', 422, /no name column/], // a first name alone is not a name
+    ['email,phone\na@b.c,1\n', 422, /no name and no company column/],
+    ['name,company,Name\nA,B,C\n', 422, /twice \(columns 1 and 3\)/],
+    ['name,company,title,Job_Title, TITLE \nA,B,C,D,E\n', 422, /twice/],
+  ]);
+  assert.equal(noName!.body.errors.map((e: any) => e.path), ['file']);
+  // empty header cells are not duplicates of each other
+  const blanks = await importInto(t, w, 'name,,company,\nA,x,B,y\n');
+  assert.equal(view(blanks.contacts).map((c) => [c.name, c.company]), [['A', 'B']]);
+});
+
+P('an unterminated quote → 422 naming the line where it opened (no hang)', async ({ t, w }) => {
+  const [first] = await refuseAll(t, w, [
+    ['name,company\nA,"Acme\nB,C\nD,E\n', 422, /line 2/],
+    ['name,company\nA,B\n' + 'C,D\n'.repeat(5000) + 'E,"unterminated', 422, /line 5003/],
+    ['name,company\r\nA,B\r\n"abc"x,D\r\n', 422, /line 3/], // a broken quote among the first rows is found at upload too
+  ]);
+  assert.match(first!.body.message, /never closed/);
+});
+
+P('a broken quote later in the file fails the job with a message naming the line', async ({ t, w }) => {
+  const good = Array.from({ length: 30 }, (_, i) => `Person ${i},Acme`);
+  const csv = ['name,company', ...good, '"abc"x,Acme', 'After,Acme'].join('\n') + '\n';
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'broken');
+  const r = await post(t, w, ledgerId, csv);
+  expectStatus(r, 202);
+  assert.is(r.body.submitted, 32);
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r.body.id);
+  assert.is(job.status, 'failed');
+  assert.match(job.message, /line 32/);
+  assert.match(job.message, /quote/);
+  assert.ok(job.imported + job.duplicates + job.invalid <= job.submitted);
+  assert.ok(job.finishedAt);
+  const stored = await eventually(() => existsSync(join(t.dataDir, 'uploads', `${job.id}.csv`)), (v) => !v);
+  assert.is(stored, false, 'the upload of a failed job is removed');
+});
+
+P('a 2 MB field fails its job (max record size) instead of hanging or eating memory', async ({ t, w }) => {
+  const csv = `name,company\nA,B\nBig,${'x'.repeat(2 * 1024 * 1024)}\nC,D\n`;
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'big field');
+  const r = await post(t, w, ledgerId, csv);
+  expectStatus(r, 202);
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r.body.id, 20_000);
+  assert.is(job.status, 'failed');
+  assert.match(job.message, /line 3/);
+  assert.match(job.message, /longer than \d+ bytes/);
+});
+
+P('a file with no line break in its first 256 KiB (a header that long) → 422, no hang', async ({ t, w }) => {
+  await refuseAll(t, w, [
+    [`name,company,${'x'.repeat(1024 * 1024)}`, 422, /header row is longer than/],
+    [`name,company,"${'x\n'.repeat(200 * 1024)}"\nA,B\n`, 422, /header row is longer than/],
+  ]);
+});
+
+P('a long quoted multi-line field early in the file is read, not refused (the preview head is cut inside it)', async ({ t, w }) => {
+  const notes = Array.from({ length: 6000 }, (_, i) => `note line ${i} ${'.'.repeat(40)}`).join('\n'); // ~330 KB, under the record limit
+  const csv = `name,company,notes\nAda,Acme,"${notes}"\nBob,Beta,short\n`;
+  const { job, contacts } = await importInto(t, w, csv);
+  assert.equal([job.status, job.submitted, job.imported], ['completed', 2, 2]);
+  assert.equal(view(contacts).map((c) => c.name), ['Ada', 'Bob']);
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'preview long');
+  const pv = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv) });
+  expectStatus(pv, 200);
+  assert.equal(pv.body.columns, ['name', 'company', 'notes']);
+  assert.is(pv.body.rowCount, 2);
+});
+
+// KNOWN BUGS in files this suite's author may not edit (see the report); these tests state the
+// expected behaviour and are skipped until the fix lands: change `K.skip` to `K` then.
+const K = P;
+K('the errors CSV keeps reason and line under their headers for rows with too many or too few cells', async ({ t, w }) => {
+  const { ledgerId, job } = await importInto(t, w, 'name,company,title\nBob,Acme\nCy,Acme,CTO,extra\nAda,Acme,CEO\n');
+  const errors = await errorsOf(t, w, ledgerId, job.id); // strict: every row as wide as the header
+  const byName = Object.fromEntries(errors.slice(1).map((r) => [r[0], r]));
+  assert.equal(byName.Bob, ['Bob', 'Acme', '', 'the row has 2 columns, the header has 3', '2']);
+  assert.match(byName.Cy![3]!, /^the row has 4 columns, the header has 3/);
+  assert.is(byName.Cy![4], '3');
+  assert.match(byName.Cy!.join('|'), /extra/, 'the extra cell is not lost');
+});
+K.skip('KNOWN BUG src/ledger/import-runner.ts (+ src/csv/read-rows.ts): a duplicate row comes back in the errors CSV with its cells as sent', async ({ t, w }) => {
+  const csv = 'first name,last name,company,linkedin,Reference ID,notes\nAda,L,Acme,linkedin.com/in/ada/,R1,one\nAda,L,Acme, linkedin.com/in/ada/ , R1 ,two\n';
+  const { ledgerId, job } = await importInto(t, w, csv);
+  assert.is(job.duplicates, 1);
+  const errors = await errorsOf(t, w, ledgerId, job.id);
+  assert.equal(errors[1]!.slice(0, 6), ['Ada', 'L', 'Acme', ' linkedin.com/in/ada/ ', ' R1 ', 'two']);
+});
+
+P.run();
+
+// ── preview and compatibility aliases ─────────────────────────────────────
+
+const V = suite<Ctx>('preview and aliases');
+V.before(async (ctx) => {
+  Object.assign(ctx, await shared());
+});
+V.after(async (ctx) => ctx.t.close());
+
+V('preview: columns, the first 10 rows, suggestedMapping; nothing stored', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'preview');
+  const rows = Array.from({ length: 12 }, (_, i) => `Person ${i};"Acme; ${i}";VP Sales;p${i}@example.com`);
+  const csv = `\uFEFFFull Name;Organization;Job Title;E-mail\r\n${rows.join('\r\n')}\r\n`;
+  const uploadsBefore = storedUploads(t);
+  const r = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv) });
+  expectStatus(r, 200);
+  assert.equal(r.body.columns, ['Full Name', 'Organization', 'Job Title', 'E-mail']);
+  assert.is(r.body.delimiter, ';');
+  assert.is(r.body.rowCount, 12);
+  assert.is(r.body.rows.length, 10);
+  assert.equal(r.body.rows[0], ['Person 0', 'Acme; 0', 'VP Sales', 'p0@example.com']);
+  assert.equal(r.body.rows[9][0], 'Person 9');
+  assert.equal(r.body.suggestedMapping, { name: 'Full Name', company: 'Organization', title: 'Job Title', email: 'E-mail' });
+  assert.equal(r.body.mapping, r.body.suggestedMapping);
+  assert.equal(r.body.missing, []);
+  const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
+  assert.is(jobs.body.imports.length, 0, 'no import job');
+  const count = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?view=count`, { token: w.tokens.viewer });
+  assert.is(count.body.count, 0, 'no contacts');
+  assert.equal(storedUploads(t), uploadsBefore, 'no stored upload');
+  assert.equal(filesUnder(tmpDir(t)), [], 'no temp file');
+});
+
+V('preview with a mapping, with first + last name, and of a file missing a required column', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'preview2');
+  const pv = (csv: string, mapping?: unknown) => t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv, { mapping }) });
+  let r = await pv('Person,Employer,Title\nA,B,C\n', { name: 'Person', company: 'Employer', title: null });
+  expectStatus(r, 200);
+  assert.equal(r.body.suggestedMapping, { company: 'Employer', title: 'Title' });
+  assert.equal(r.body.mapping, { name: 'Person', company: 'Employer' });
+  assert.equal(r.body.missing, []);
+  r = await pv('first name\tlast name\tcompany\nGrace\tHopper\tNavy\n');
+  expectStatus(r, 200);
+  assert.is(r.body.delimiter, '\t');
+  assert.equal(r.body.suggestedMapping, { name: ['first name', 'last name'], company: 'company' });
+  r = await pv('name,title\nA,CEO\n');
+  expectStatus(r, 200);
+  assert.equal(r.body.missing, ['company'], 'a preview shows what is missing instead of refusing');
+  expectStatus(await pv('name,title\nA,CEO\n', { company: 'Nope' }), 422);
+  expectStatus(await pv('name,company\nA,B\n', '{bad'), 422);
+  expectStatus(await pv('name,company,name\nA,B,C\n'), 422);
+  expectStatus(await pv(''), 422);
+  const png = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0])) });
+  expectStatus(png, 415);
+  expectStatus(await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.viewer, raw: csvForm('name,company\nA,B\n') }), 403);
+  const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
+  assert.is(jobs.body.imports.length, 0);
+  assert.equal(filesUnder(tmpDir(t)), []);
+});
+
+V('compatibility aliases …/contacts/imports answer the same as /imports', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'alias');
+  const alias = `${ledgerPath(w.orgId, ledgerId)}/contacts/imports`;
+  const r = await post(t, w, ledgerId, 'name,company,referenceId\nA,B,1\nC,D,1\n', { path: alias, fileName: 'crm export.csv' });
+  expectStatus(r, 202);
+  assert.match(r.body.id, /^imp_/);
+  assert.is(r.body.source, 'csv');
+  assert.is(r.body.fileName, 'crm export.csv');
+  assert.is(r.body.submitted, 2);
+  assert.ok(r.headers.get('location')!.endsWith(`/ledgers/${ledgerId}/imports/${r.body.id}`));
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r.body.id);
+  const viaAlias = await t.call('GET', `${alias}/${job.id}`, { token: w.tokens.viewer });
+  expectStatus(viaAlias, 200);
+  assert.equal(viaAlias.body, job);
+  assert.equal([job.status, job.imported, job.duplicates], ['completed', 1, 1]);
+  const list = await t.call('GET', alias, { token: w.tokens.viewer });
+  const list2 = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
+  assert.equal(list.body, list2.body);
+  assert.equal(list.body.imports.map((i: any) => i.id), [job.id]);
+  // the alias refuses the same files the same way
+  const bad = await post(t, w, ledgerId, 'name,title\nA,B\n', { path: alias });
+  expectStatus(bad, 422);
+  expectStatus(await post(t, w, ledgerId, 'name,company\nA,B\n', { path: alias, token: w.tokens.viewer }), 403);
+});
+
+V('an upload needs the editor role and a ledger of the organization', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'roles');
+  expectStatus(await post(t, w, ledgerId, 'name,company\nA,B\n', { token: w.tokens.viewer }), 403);
+  expectStatus(await post(t, w, ledgerId, 'name,company\nA,B\n', { token: w.tokens.otherAdmin }), 403);
+  expectStatus(await post(t, w, 'l_00000000000000000000000000', 'name,company\nA,B\n'), 404);
+  const otherLedger = await createLedger(t, w.tokens.otherAdmin, w.otherOrgId, 'theirs');
+  expectStatus(await post(t, w, otherLedger, 'name,company\nA,B\n'), 404);
+  const sa = await post(t, w, ledgerId, 'name,company\nA,B\n', { token: w.serviceAccounts.saEditor.token });
+  expectStatus(sa, 202);
+  assert.equal(filesUnder(tmpDir(t)), []);
+});
+
+V.run();
+
+// ── upload limits and temporary files (I1) ───────────────────────────────
+
+const LIMIT = 4096;
+const U = suite<Ctx>('upload limits (I1)');
+U.before(async (ctx) => {
+  ctx.t = await startApp({ config: { maxUploadBytes: LIMIT } });
+  ctx.w = await seedWorld(ctx.t);
+});
+U.after(async (ctx) => ctx.t.close());
+
+/** A CSV of exactly `bytes` bytes. */
+function csvOfSize(bytes: number): string {
+  const head = 'name,company\n';
+  let s = head;
+  let i = 0;
+  while (s.length + 20 < bytes) s += `P${String(i++).padStart(5, '0')},Company\n`;
+  return s + `Last,${'x'.repeat(bytes - s.length - 'Last,'.length - 1)}\n`;
+}
+
+U('a file at the limit is accepted; one byte over → 413 problem+json, not 500; nothing left in tmp', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'limit');
+  const exact = csvOfSize(LIMIT);
+  assert.is(Buffer.byteLength(exact), LIMIT);
+  const ok = await post(t, w, ledgerId, exact);
+  expectStatus(ok, 202);
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, ok.body.id);
+  assert.is(job.status, 'completed');
+  assert.is(job.imported, job.submitted);
+  for (const size of [LIMIT + 1, 4 * LIMIT, 2 * 1024 * 1024]) {
+    const r = await post(t, w, ledgerId, csvOfSize(size));
+    assert.is(r.status, 413, `${size} bytes: ${r.text.slice(0, 200)}`);
+    assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    assert.is(r.body.code, 'payload_too_large');
+    assert.match(r.body.message, new RegExp(`upload limit of ${LIMIT} bytes`));
+    assert.equal(filesUnder(tmpDir(t)), [], `tmp is empty after a ${size}-byte upload`);
+  }
+  const preview = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csvOfSize(LIMIT * 2)) });
+  expectStatus(preview, 413);
+  const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
+  assert.is(jobs.body.imports.length, 1, 'only the accepted upload made a job');
+  assert.equal(filesUnder(tmpDir(t)), []);
+});
+
+U('two files → 413 or 400 with a clear message; nothing left in tmp', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'two');
+  const cases: [string, FormData][] = [];
+  let f = new FormData();
+  f.append('file', new Blob(['name,company\nA,B\n']), 'a.csv');
+  f.append('file', new Blob(['name,company\nC,D\n']), 'b.csv');
+  cases.push(['twice in "file"', f]);
+  f = new FormData();
+  f.append('file', new Blob(['name,company\nA,B\n']), 'a.csv');
+  f.append('other', new Blob(['name,company\nC,D\n']), 'b.csv');
+  cases.push(['"file" and "other"', f]);
+  f = new FormData();
+  f.append('other', new Blob(['name,company\nA,B\n']), 'a.csv');
+  cases.push(['only in "other"', f]);
+  for (const [what, form] of cases) {
+    const r = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: form });
+    assert.ok(r.status === 413 || r.status === 400, `${what}: ${r.status} ${r.text.slice(0, 200)}`);
+    assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/, what);
+    assert.match(r.body.message, /exactly one file, in the field "file"|no file; send it in the multipart field "file"/, what);
+    assert.equal(filesUnder(tmpDir(t)), [], `${what}: tmp is empty`);
+  }
+  const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
+  assert.is(jobs.body.imports.length, 0);
+});
+
+U('a body that is not multipart → 415; no file, unknown or repeated fields, too many fields → 400/413', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'bodies');
+  const path = importsPath(w, ledgerId);
+  for (const type of ['text/csv', 'application/json', 'application/octet-stream', 'application/x-www-form-urlencoded']) {
+    const r = await t.call('POST', path, { token: w.tokens.editor, raw: 'name,company\nA,B\n', headers: { 'content-type': type } });
+    assert.is(r.status, 415, `${type}: ${r.text.slice(0, 200)}`);
+    assert.is(r.body.code, 'unsupported_media_type');
+    assert.match(r.body.message, /multipart\/form-data/);
+  }
+  const none = await t.call('POST', path, { token: w.tokens.editor });
+  expectStatus(none, 415);
+
+  let f = new FormData();
+  f.append('mapping', '{}');
+  let r = await t.call('POST', path, { token: w.tokens.editor, raw: f });
+  expectStatus(r, 400);
+  assert.match(r.body.message, /no file/);
+
+  f = csvForm('name,company\nA,B\n');
+  f.append('colour', 'red');
+  r = await t.call('POST', path, { token: w.tokens.editor, raw: f });
+  expectStatus(r, 400);
+  assert.match(r.body.message, /"colour" is not a known form field/);
+
+  f = csvForm('name,company\nA,B\n', { mapping: {} });
+  f.append('mapping', '{}');
+  r = await t.call('POST', path, { token: w.tokens.editor, raw: f });
+  expectStatus(r, 400);
+  assert.match(r.body.message, /more than once/);
+
+  f = csvForm('name,company\nA,B\n');
+  for (let i = 0; i < 1001; i++) f.append(`f${i}`, 'x');
+  r = await t.call('POST', path, { token: w.tokens.editor, raw: f });
+  expectStatus(r, 413, '1001 fields');
+  assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  assert.match(r.body.message, /too many fields/);
+
+  r = await t.call('POST', path, { token: w.tokens.editor, raw: 'garbage', headers: { 'content-type': 'multipart/form-data; boundary=xyz' } });
+  assert.ok(r.status === 400 || r.status === 422, `a malformed multipart body → ${r.status}`);
+  assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/);
+
+  const jobs = await t.call('GET', path, { token: w.tokens.viewer });
+  assert.is(jobs.body.imports.length, 0);
+  assert.equal(filesUnder(tmpDir(t)), [], 'tmp is empty');
+});
+
+U('an upload aborted half-way leaves nothing in tmp and the server keeps answering', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'aborted');
+  const boundary = 'xxBOUNDARYxx';
+  const requestId = 'aborted-upload-test';
+  const preamble = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\nContent-Type: text/csv\r\n\r\nname,company\n${'A,B\n'.repeat(200)}`;
+  const req = httpRequest({
+    host: '127.0.0.1',
+    port: Number(new URL(t.base).port),
+    method: 'POST',
+    path: importsPath(w, ledgerId),
+    headers: { authorization: `Bearer ${w.tokens.editor}`, 'x-request-id': requestId, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(LIMIT - 10) },
+  });
+  let answered: number | undefined;
+  req.on('response', (res) => (answered = res.statusCode));
+  req.on('error', () => undefined); // the socket we destroy
+  req.write(preamble);
+  // the server is receiving it: its temporary folder (named after the request id) holds the partial file
+  const mine = () => (existsSync(tmpDir(t)) ? readdirSync(tmpDir(t)).filter((n) => n.includes(requestId)) : []);
+  const receiving = await eventually(() => mine().flatMap((d) => filesUnder(join(tmpDir(t), d))), (f) => f.length > 0);
+  assert.is(receiving.length, 1, 'the partial upload is on disk while it arrives');
+  req.destroy();
+  assert.equal(await eventually(mine, (d) => d.length === 0), [], 'its temporary folder is removed');
+  assert.equal(filesUnder(tmpDir(t)), []);
+  assert.is(answered, undefined);
+  const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
+  expectStatus(jobs, 200);
+  assert.is(jobs.body.imports.length, 0);
+});
+
+U('files refused by the scan (415/422) leave nothing in tmp or uploads', async ({ t, w }) => {
+  const before = storedUploads(t);
+  await expectRefused(t, w, Buffer.from([0x50, 0x4b, 0x03, 0x04, 0, 0]), 415, /ZIP/);
+  await expectRefused(t, w, 'name,company\n', 422, /no contacts/);
+  await expectRefused(t, w, 'name,company\nA,B\n', 422, /mapping/, { mapping: '{' });
+  assert.equal(storedUploads(t), before);
+});
+
+U('the stored upload <data>/uploads/<importId>.csv is removed when its job ends', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'cleanup');
+  const done = await post(t, w, ledgerId, 'name,company\nA,B\n,no name\n');
+  expectStatus(done, 202);
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, done.body.id);
+  assert.equal([job.status, job.imported, job.invalid], ['completed', 1, 1]);
+  const file = join(t.dataDir, 'uploads', `${job.id}.csv`);
+  assert.is(await eventually(() => existsSync(file), (v) => !v), false, 'removed after completion');
+  // the rejected rows stay available after the file is gone
+  const errors = await errorsOf(t, w, ledgerId, job.id);
+  assert.equal(errors[1], ['', 'no name', 'name is required', '3']);
+
+  const failed = await post(t, w, ledgerId, 'name,company\n' + 'A,B\n'.repeat(20) + '"x"y,B\n');
+  expectStatus(failed, 202);
+  const fjob = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, failed.body.id);
+  assert.is(fjob.status, 'failed');
+  assert.is(await eventually(() => existsSync(join(t.dataDir, 'uploads', `${fjob.id}.csv`)), (v) => !v), false, 'removed after failure');
+  assert.equal(await eventually(() => storedUploads(t), (v) => v.length === 0), []);
+  assert.equal(filesUnder(tmpDir(t)), []);
+});
+
+U.run();

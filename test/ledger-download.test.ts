@@ -1,0 +1,210 @@
+// CSV download of a ledger's contacts (SPEC §4.3; RELIABILITY.md I4): headers and file name, the
+// fixed header row, every matching row across internal pages, the list's filters and sort,
+// spreadsheet formula-injection escaping (and turning it off), access and query validation.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parse } from 'csv-parse/sync';
+import { addContacts, createLedger, expectStatus, ledgerPath, listAll, seedWorld, startApp, uploadCsv, type Response, type TestApp, type World } from './helpers.ts';
+
+type Ctx = { t: TestApp; w: World; big: string; bigImports: string[]; formulas: string };
+
+const HEADER = ['id', 'referenceId', 'name', 'linkedin', 'importCompany', 'importTitle', 'company', 'title', 'titleLevel', 'titleDomain', 'email', 'location', 'isVerified', 'lastJobChangedAt', 'lastInfoChangedAt', 'createdAt'];
+const col = (name: string) => HEADER.indexOf(name);
+
+const BIG = 2500; // more than two internal pages of 1000
+const FORMULAS = ['=1+2', '+1', '-1', '@SUM(A1)', '\tx', '\rx', '\nx', '\0x'];
+
+const downloadPath = (w: World, ledgerId: string, query = '') => `${ledgerPath(w.orgId, ledgerId)}/contacts/download${query ? `?${query}` : ''}`;
+
+async function download(t: TestApp, token: string, path: string): Promise<{ res: Response; rows: string[][] }> {
+  const res = await t.call('GET', path, { token });
+  expectStatus(res, 200, `download ${path}`);
+  // strict: any line break outside quotes ends a record (as a spreadsheet reads it)
+  return { res, rows: parse(res.text, { relax_column_count: false, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][] };
+}
+
+/** `yyyymmdd-hhmmss` (UTC) of a time. */
+const stamp = (ms: number) => {
+  const d = new Date(ms);
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}-${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}`;
+};
+
+const D = suite<Ctx>('contacts download');
+D.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+  const { t, w } = ctx;
+  // a ledger of BIG contacts in two imports (one CSV, one API batch)
+  ctx.big = await createLedger(t, w.tokens.editor, w.orgId, 'big');
+  const rows = Array.from({ length: BIG - 500 }, (_, i) => `Person ${String(i).padStart(5, '0')},Company ${i % 7},Engineer,ref-${i},https://linkedin.com/in/p-${i}`);
+  const csvJob = await uploadCsv(t, w.tokens.editor, w.orgId, ctx.big, `name,company,title,referenceId,linkedin\n${rows.join('\n')}\n`);
+  assert.is(csvJob.imported, BIG - 500);
+  const apiJob = await addContacts(
+    t,
+    w.tokens.editor,
+    w.orgId,
+    ctx.big,
+    Array.from({ length: 500 }, (_, i) => ({ name: `Batch ${String(i).padStart(3, '0')}`, company: 'Batch Co', location: 'Paris, France', email: `b${i}@example.com` })),
+  );
+  assert.is(apiJob.imported, 500);
+  ctx.bigImports = [csvJob.id, apiJob.id];
+  // a ledger of cells a spreadsheet would run as formulas
+  ctx.formulas = await createLedger(t, w.tokens.editor, w.orgId, 'formulas');
+  const contacts = [
+    ...FORMULAS.map((name, i) => ({ name, company: `Co ${i}`, referenceId: `f${i}` })),
+    { name: 'a,=1+2', company: '=cmd|\' /C calc\'!A0', title: '-Director', referenceId: 'comma' },
+    { name: 'He said "hi"\r\nthen left', company: 'Plain, Inc', location: '@home', referenceId: 'quotes' },
+    { name: 'Ada', company: '+Acme', email: 'ada@example.com', referenceId: '-5' },
+  ];
+  const job = await addContacts(t, w.tokens.editor, w.orgId, ctx.formulas, contacts);
+  assert.is(job.imported, contacts.length, JSON.stringify(job));
+});
+D.after(async (ctx) => ctx.t.close());
+
+D('headers: text/csv; charset=utf-8 and an attachment named ledger-<id>-<yyyymmdd-hhmmss>.csv', async ({ t, w, formulas }) => {
+  const { res, rows } = await download(t, w.tokens.viewer, downloadPath(w, formulas));
+  assert.is(res.headers.get('content-type'), 'text/csv; charset=utf-8');
+  const disposition = res.headers.get('content-disposition') ?? '';
+  const name = `ledger-${formulas}-${stamp(t.clock.now())}.csv`;
+  assert.is(disposition, `attachment; filename="${name}"; filename*=UTF-8''${name}`);
+  assert.match(disposition, /^attachment; filename="ledger-l_[0-9a-z]+-\d{8}-\d{6}\.csv"; /);
+  assert.equal(rows[0], HEADER, 'the fixed header of SPEC §4.3, in order');
+  assert.ok(res.text.startsWith(`${HEADER.join(',')}\r\n`), 'no BOM, CRLF records');
+});
+
+D('every contact across internal pages, each once, with the values of the list', async ({ t, w, big }) => {
+  const { rows } = await download(t, w.tokens.viewer, downloadPath(w, big));
+  const data = rows.slice(1);
+  assert.is(data.length, BIG);
+  const ids = data.map((r) => r[col('id')]!);
+  assert.is(new Set(ids).size, BIG, 'no row twice');
+  const listed = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, big)}/contacts`);
+  assert.equal(ids, listed.map((c) => c.id), 'same rows in the same (default) order as the list');
+  const byId = new Map(listed.map((c) => [c.id, c]));
+  for (const r of data) {
+    const c = byId.get(r[col('id')]!)!;
+    const expected = [
+      c.id, c.referenceId, c.name, c.linkedin, c.importCompany, c.importTitle, c.company, c.title, c.titleLevel, c.titleDomain,
+      c.contactInfo.email, c.location, String(c.isVerified), c.lastJobChangedAt, c.lastInfoChangedAt, c.createdAt,
+    ].map((v) => (v === null ? '' : v));
+    assert.equal(r, expected);
+  }
+  const p7 = data.find((r) => r[col('referenceId')] === 'ref-7')!;
+  assert.equal([p7[col('name')], p7[col('linkedin')], p7[col('title')], p7[col('isVerified')]], ['Person 00007', 'https://www.linkedin.com/in/p-7', 'Engineer', 'false']);
+  assert.match(p7[col('createdAt')]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  const b1 = data.find((r) => r[col('name')] === 'Batch 001')!;
+  assert.equal([b1[col('location')], b1[col('email')], b1[col('referenceId')]], ['Paris, France', 'b1@example.com', '']);
+});
+
+D('the filters and sort of the list apply (name, company, importId, referenceId, email, sortBy)', async ({ t, w, big, bigImports }) => {
+  const cases = [
+    'name=person%200001',
+    'company=company%203',
+    `importId=${bigImports[1]}`,
+    `importId=${bigImports[0]}&name=99`,
+    'referenceId=ref-42',
+    'email=B7@EXAMPLE.COM',
+    'title=engineer&sortBy=-name',
+    'sortBy=%2Bname',
+    'isVerified=true',
+    'createdAfter=2000-01-01&lastInfoChangedAt=2000-01-01',
+  ];
+  for (const q of cases) {
+    const listed = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, big)}/contacts`, q);
+    const { rows } = await download(t, w.tokens.viewer, downloadPath(w, big, q));
+    assert.equal(rows[0], HEADER, q);
+    assert.equal(rows.slice(1).map((r) => r[col('id')]), listed.map((c) => c.id), q);
+  }
+  const name = (await download(t, w.tokens.viewer, downloadPath(w, big, 'name=person%200001'))).rows.slice(1);
+  assert.equal(name.map((r) => r[col('name')]).sort(), Array.from({ length: 10 }, (_, i) => `Person 0001${i}`), 'a case-insensitive substring');
+  const imp = (await download(t, w.tokens.viewer, downloadPath(w, big, `importId=${bigImports[1]}`))).rows.slice(1);
+  assert.is(imp.length, 500);
+  assert.ok(imp.every((r) => r[col('company')] === 'Batch Co'));
+  const sorted = (await download(t, w.tokens.viewer, downloadPath(w, big, 'sortBy=-name'))).rows.slice(1).map((r) => r[col('name')]!);
+  assert.is(sorted.length, BIG);
+  assert.equal(sorted, [...sorted].sort().reverse());
+  const none = await download(t, w.tokens.viewer, downloadPath(w, big, 'name=nobody'));
+  assert.equal(none.rows, [HEADER], 'no match: the header alone');
+});
+
+D('formula injection: cells starting with = + - @ tab CR LF NUL come back prefixed with \'', async ({ t, w, formulas }) => {
+  const { res, rows } = await download(t, w.tokens.viewer, downloadPath(w, formulas));
+  assert.is(rows.length, 1 + FORMULAS.length + 3);
+  const byRef = new Map(rows.slice(1).map((r) => [r[col('referenceId')]!, r]));
+  FORMULAS.forEach((value, i) => {
+    const r = byRef.get(`f${i}`)!;
+    assert.is(r[col('name')], `'${value}`, JSON.stringify(value));
+    assert.is(r[col('company')], `Co ${i}`, 'safe cells are untouched');
+  });
+  const comma = byRef.get('comma')!;
+  assert.is(comma.length, HEADER.length, 'a,=1+2 stays one cell');
+  assert.is(comma[col('name')], 'a,=1+2');
+  assert.is(comma[col('company')], "'=cmd|' /C calc'!A0");
+  assert.is(comma[col('title')], "'-Director");
+  assert.is(comma[col('importTitle')], "'-Director");
+  assert.is(comma[col('importCompany')], "'=cmd|' /C calc'!A0");
+  const quotes = byRef.get('quotes')!;
+  assert.equal([quotes[col('name')], quotes[col('company')], quotes[col('location')]], ['He said "hi"\r\nthen left', 'Plain, Inc', "'@home"]);
+  assert.ok(byRef.has("'-5"), 'a text referenceId starting with - is escaped too');
+  assert.is(byRef.get("'-5")![col('company')], "'+Acme");
+  // no cell of the raw text starts a record or a field with a formula character
+  for (const record of rows) for (const cell of record) assert.not.match(cell, /^[=+\-@\t\r\n\0]/, JSON.stringify(cell));
+  assert.not.ok(/(^|,)[=+@-]/m.test(res.text.replace(/"[^"]*"/g, '""')), 'no unquoted field starts with a formula character');
+});
+
+D('escapeFormulas=false returns the cells verbatim', async ({ t, w, formulas }) => {
+  const { rows } = await download(t, w.tokens.viewer, downloadPath(w, formulas, 'escapeFormulas=false'));
+  const byRef = new Map(rows.slice(1).map((r) => [r[col('referenceId')]!, r]));
+  FORMULAS.forEach((value, i) => assert.is(byRef.get(`f${i}`)![col('name')], value, JSON.stringify(value)));
+  assert.is(byRef.get('comma')![col('company')], "=cmd|' /C calc'!A0");
+  assert.is(byRef.get('-5')![col('company')], '+Acme');
+  const on = await download(t, w.tokens.viewer, downloadPath(w, formulas, 'escapeFormulas=true'));
+  assert.is(new Map(on.rows.slice(1).map((r) => [r[col('referenceId')]!, r])).get('f0')![col('name')], "'=1+2");
+  // with filters too
+  const one = await download(t, w.tokens.viewer, downloadPath(w, formulas, 'referenceId=f3&escapeFormulas=false'));
+  assert.equal(one.rows.slice(1).map((r) => r[col('name')]), ['@SUM(A1)']);
+});
+
+D('an empty ledger downloads the header alone', async ({ t, w }) => {
+  const empty = await createLedger(t, w.tokens.editor, w.orgId, 'empty');
+  const { res, rows } = await download(t, w.tokens.viewer, downloadPath(w, empty));
+  assert.equal(rows, [HEADER]);
+  assert.is(res.text, `${HEADER.join(',')}\r\n`);
+});
+
+D('access: viewers and service accounts may download; another organization → 403/404; no token → 401', async ({ t, w, formulas }) => {
+  await download(t, w.tokens.viewer, downloadPath(w, formulas));
+  await download(t, w.serviceAccounts.saViewer.token, downloadPath(w, formulas));
+  const other = await t.call('GET', downloadPath(w, formulas), { token: w.tokens.otherAdmin });
+  assert.ok(other.status === 403 || other.status === 404, `another org's admin → ${other.status}`);
+  assert.match(other.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  assert.not.match(other.text, /=1\+2|Co 0/, 'no contact data leaks');
+  expectStatus(await t.call('GET', downloadPath(w, formulas), { token: w.tokens.outsider }), 403);
+  // the other org's own path with this org's ledger id: not found there
+  const cross = await t.call('GET', `${ledgerPath(w.otherOrgId, formulas)}/contacts/download`, { token: w.tokens.otherAdmin });
+  expectStatus(cross, 404);
+  expectStatus(await t.call('GET', downloadPath(w, 'l_00000000000000000000000000'), { token: w.tokens.viewer }), 404);
+  expectStatus(await t.call('GET', downloadPath(w, formulas)), 401);
+});
+
+D('an unknown query parameter or a bad value → 400 naming it (never ignored)', async ({ t, w, formulas }) => {
+  const cases: [string, string][] = [
+    ['colour=red', 'colour'],
+    ['escapeFormula=false', 'escapeFormula'],
+    ['escapeFormulas=maybe', 'escapeFormulas'],
+    ['sortBy=name;DROP%20TABLE%20contacts', 'sortBy'],
+    ['isVerified=yes', 'isVerified'],
+    ['createdAfter=yesterday', 'createdAfter'],
+    ['view=count', 'view'],
+  ];
+  for (const [q, param] of cases) {
+    const r = await t.call('GET', downloadPath(w, formulas, q), { token: w.tokens.viewer });
+    assert.is(r.status, 400, `${q}: ${r.status} ${r.text.slice(0, 200)}`);
+    assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/, q);
+    assert.is(r.body.code, 'invalid_parameter', q);
+    assert.ok(r.body.message.includes(param) || r.body.errors?.some((e: any) => e.path === param), `${q} names ${param}: ${r.text}`);
+  }
+});
+
+D.run();
