@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 /** Type prefixes of public ids (SPEC §2). */
-export type IdPrefix = 'o' | 'u' | 'sa' | 'l' | 'c' | 'imp' | 'feed' | 'wh' | 'chg' | 'sf' | 'evt' | 'dlv' | 'job';
+export type IdPrefix = 'o' | 'u' | 'sa' | 'l' | 'c' | 'imp' | 'feed' | 'wh' | 'chg' | 'sf' | 'evt' | 'dlv' | 'job' | 'p';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower case: URL-safe, no look-alikes
 

@@ -12,6 +12,8 @@ import { createScheduler, type Scheduler } from './jobs/scheduler.ts';
 import { createLedgerModule, uploadsDir, uploadTmpDir, type LedgerModule } from './ledger/index.ts';
 import { openDb, StartupError, type Db } from './storage/db.ts';
 import { lockDataDir } from './storage/lock.ts';
+import { feedsDir } from './tracking/feed-service.ts';
+import { createTrackingModule, type TrackingModule } from './tracking/index.ts';
 import { readdirSync, rmSync } from 'node:fs';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './storage/migrate.ts';
 
@@ -25,6 +27,7 @@ export interface Runtime {
   db: Db;
   identity: Identity;
   ledger: LedgerModule;
+  tracking: TrackingModule;
   queue: Queue;
   scheduler: Scheduler;
   readiness: ReadinessChecks;
@@ -81,9 +84,14 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     const kick = () => scheduler?.kick();
     let ledger: LedgerModule | undefined;
     const identity = createIdentity({ db, clock, config, signingKeys, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
-    ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick });
-    scheduler = createScheduler({ db, queue, log, runners: ledger.runners });
+    const purgers: ((ledgerId: string, n: number) => number)[] = [];
+    ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers });
+    const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick });
+    purgers.push(tracking.purgeChanges);
+    scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners } });
+    tracking.schedule(scheduler);
     removeStrayUploads(config.dataDir, ledger.repos.imports.listReferencedFiles());
+    removeStrayFiles(feedsDir(config.dataDir), tracking.repos.feeds.listReferencedFiles());
     const latest = migrations.at(-1)!.version;
     const state = { shuttingDown: false };
     const rt: Runtime = {
@@ -93,6 +101,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       db,
       identity,
       ledger,
+      tracking,
       queue,
       scheduler,
       state,
@@ -121,15 +130,20 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
 /** Uploads no job refers to (a crash between receiving and registering one) are deleted at start. */
 function removeStrayUploads(dataDir: string, referenced: string[]): void {
   rmSync(uploadTmpDir(dataDir), { recursive: true, force: true });
+  removeStrayFiles(uploadsDir(dataDir), referenced);
+}
+
+/** Deletes the entries of `dir` that are not in `referenced`. */
+function removeStrayFiles(dir: string, referenced: string[]): void {
   const keep = new Set(referenced);
   let names: string[] = [];
   try {
-    names = readdirSync(uploadsDir(dataDir));
+    names = readdirSync(dir);
   } catch {
     return;
   }
   for (const name of names) {
-    const file = join(uploadsDir(dataDir), name);
+    const file = join(dir, name);
     if (!keep.has(file)) rmSync(file, { recursive: true, force: true });
   }
 }

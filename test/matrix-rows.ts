@@ -72,6 +72,20 @@ async function freshContact(t: TestApp, w: World, ledgerId: string): Promise<str
 }
 const CSV = 'name,company\nAnn,Acme\n';
 
+const feeds = new WeakMap<World, Promise<string>>();
+function feedFixture(t: TestApp, w: World): Promise<string> {
+  let f = feeds.get(w);
+  if (!f) {
+    f = (async () => {
+      const r = await t.call('POST', '/api/ledger/v1/feed', { token: w.root, raw: '{"name":"Bo","company":"X"}\n{"company":"no name"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+      expectStatus(r, 202, 'feed fixture');
+      return r.body.id as string;
+    })();
+    feeds.set(w, f);
+  }
+  return f;
+}
+
 export const MATRIX: Record<string, Row> = {
   // ── operations and documents ──
   'GET /healthz': { need: 'public', ok: 200, request: async () => ({ path: '/healthz' }) },
@@ -234,4 +248,21 @@ export const MATRIX: Record<string, Row> = {
     need: 'editor', ok: 200,
     request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/imports/preview'), opts: { raw: csvForm(CSV) } }),
   },
+
+  // ── change tracking ──
+  'POST /api/ledger/v1/feed': {
+    need: 'feed', ok: 202,
+    request: async () => ({ path: '/api/ledger/v1/feed', opts: { raw: '{"name":"Ann Example","company":"Acme"}\n', headers: { 'content-type': 'application/x-ndjson' } } }),
+  },
+  'GET /api/ledger/v1/feed': { need: 'feed', ok: 200, request: async () => ({ path: '/api/ledger/v1/feed' }) },
+  'GET /api/ledger/v1/feed/:feedId': { need: 'feed', ok: 200, request: async ({ t, w }) => ({ path: `/api/ledger/v1/feed/${await feedFixture(t, w)}` }) },
+  'GET /api/ledger/v1/feed/:feedId/errors': { need: 'feed', ok: 200, request: async ({ t, w }) => ({ path: `/api/ledger/v1/feed/${await feedFixture(t, w)}/errors` }) },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/:contactId/changes': {
+    need: 'viewer', ok: 200,
+    request: async ({ t, w }) => {
+      const f = await ledgerFixture(t, w);
+      return { path: LP(w, f.ledgerId, `/contacts/${f.contactId}/changes`) };
+    },
+  },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/changes': { need: 'viewer', ok: 200, request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/changes?type=job') }) },
 };

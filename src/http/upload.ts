@@ -90,3 +90,32 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
   }
   return { path: file.filepath, fileName: (file.originalFilename ?? 'upload.csv').slice(0, 255), size: file.size, fields, release };
 }
+
+/**
+ * A raw request body streamed to `path`, at most `maxBytes` (413 beyond, and the partial file is
+ * removed). Returns the number of bytes written.
+ */
+export async function receiveBodyToFile(ctx: Koa.Context, path: string, maxBytes: number): Promise<number> {
+  const { createWriteStream } = await import('node:fs');
+  const { pipeline } = await import('node:stream/promises');
+  const { Transform } = await import('node:stream');
+  let bytes = 0;
+  const limit = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) cb(tooLarge(`The body is larger than the limit of ${maxBytes} bytes.`));
+      else cb(null, chunk);
+    },
+  });
+  try {
+    await pipeline(ctx.req, limit, createWriteStream(path, { mode: 0o600 }));
+  } catch (err) {
+    rmSync(path, { force: true });
+    if (err instanceof Error && (err as { status?: number }).status === 413) {
+      ctx.set('Connection', 'close');
+      ctx.req.resume();
+    }
+    throw err;
+  }
+  return bytes;
+}

@@ -39,6 +39,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
   let started = false;
   let task: ScheduledTask | undefined;
   let pending = false;
+  const periodic: { expression: string; name: string; fn: () => void; task?: ScheduledTask }[] = [];
 
   async function execute(lease: Lease): Promise<void> {
     const runner = d.runners[lease.job.kind];
@@ -122,9 +123,23 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       const recovered = d.queue.recover();
       if (recovered) d.log.info({ recovered }, 'jobs of a previous process are claimable again');
       task = cron.schedule('* * * * * *', tick, { name: 'job-poll', noOverlap: true });
+      for (const p of periodic) {
+        p.task = cron.schedule(p.expression, () => {
+          if (ctl.stopping) return;
+          try {
+            p.fn();
+          } catch (err) {
+            d.log.error({ err, task: p.name }, 'a periodic task failed');
+          }
+        }, { name: p.name, noOverlap: true, timezone: 'Etc/UTC' });
+      }
       kick();
     },
     kick,
+    /** A periodic task (cron expression, UTC); register before start(). */
+    every(expression: string, name: string, fn: () => void): void {
+      periodic.push({ expression, name, fn });
+    },
     isRunning: () => started && !ctl.stopping,
     /** Active job ids (for tests and metrics). */
     active: () => [...running.keys()],
@@ -133,6 +148,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       if (!started) return;
       ctl.stopping = true;
       await task?.stop();
+      for (const p of periodic) await p.task?.stop();
       await Promise.allSettled([...running.values()]);
       started = false;
     },

@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../storage/db.ts';
 import type { Contact } from './model.ts';
+import { companyKey, nameKey } from './normalize.ts';
 
 /** The filters of SPEC §4.2 after validation: typed values only, never SQL text. */
 export interface ContactFilter {
@@ -67,7 +68,7 @@ export function positionOf(c: Contact, sort: ContactSort): ContactPosition {
 const RANGE_INDEX = { lastJobChangedAt: 'contacts_by_job_change', lastInfoChangedAt: 'contacts_by_info_change' } as const;
 const RANGE_PROBE_LIMIT = 5000;
 
-interface ContactRow {
+export interface ContactRow {
   seq: number;
   id: string;
   ledger_id: string;
@@ -157,8 +158,8 @@ export function createContactsRepo(db: Db) {
   );
   const q = {
     insert: db.raw.prepare(
-      `INSERT INTO contacts (id, ledger_id, import_id, reference_id, name, company, import_company, import_title, title, title_level, title_domain, location, email, linkedin, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      `INSERT INTO contacts (id, ledger_id, import_id, reference_id, name, company, import_company, import_title, title, title_level, title_domain, location, email, linkedin, created_at, updated_at, name_key, company_key)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     ),
     byId: db.raw.prepare<[string, string], ContactRow>(`SELECT ${COLUMNS} FROM contacts WHERE id = ? AND ledger_id = ?`),
     byReference: db.raw.prepare<[string, string], { id: string; import_id: string | null }>('SELECT id, import_id FROM contacts WHERE ledger_id = ? AND reference_id = ?'),
@@ -270,7 +271,7 @@ export function createContactsRepo(db: Db) {
   return {
     /** Inserts one contact; false when its referenceId (or id) is already taken in the ledger. */
     insertContact: (c: NewContactRow): boolean =>
-      q.insert.run(c.id, c.ledgerId, c.importId, c.referenceId, c.name, c.company, c.company, c.title, c.title, c.titleLevel, c.titleDomain, c.location, c.email, c.linkedin, c.now, c.now)
+      q.insert.run(c.id, c.ledgerId, c.importId, c.referenceId, c.name, c.company, c.company, c.title, c.title, c.titleLevel, c.titleDomain, c.location, c.email, c.linkedin, c.now, c.now, nameKey(c.name), companyKey(c.company))
         .changes === 1,
     findContact: (ledgerId: string, id: string): Contact | undefined => {
       const r = q.byId.get(id, ledgerId);

@@ -28,6 +28,8 @@ export interface LedgerDeps {
   imports: ImportsRepo;
   orgs: OrgsRepo;
   kick: () => void;
+  /** Deleters of what other modules keep per ledger (change history): up to n rows, returns how many went. */
+  purgers?: ((ledgerId: string, n: number) => number)[];
 }
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
@@ -42,8 +44,9 @@ export function createLedgerService(d: LedgerDeps) {
       if (stopping()) return false;
       const n = d.db.tx(() => {
         renew();
-        const contacts = d.contacts.purgeContacts(ledgerId, PURGE_CHUNK);
-        return contacts || d.imports.purgeImports(ledgerId, 1);
+        let n = d.contacts.purgeContacts(ledgerId, PURGE_CHUNK);
+        for (const purge of d.purgers ?? []) n ||= purge(ledgerId, PURGE_CHUNK);
+        return n || d.imports.purgeImports(ledgerId, 1);
       });
       if (n === 0) return true;
       await new Promise((r) => setImmediate(r));

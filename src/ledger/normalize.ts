@@ -82,3 +82,36 @@ export function titleDomain(title: string | undefined): TitleDomain | undefined 
   for (const [domain, re] of DOMAIN_RULES) if (re.test(t)) return domain;
   return 'other';
 }
+
+// Legal-form suffixes dropped from company names for matching ("Acme, Inc." = "ACME").
+const COMPANY_SUFFIXES = new Set([
+  'inc', 'incorporated', 'llc', 'llp', 'lp', 'ltd', 'limited', 'corp', 'corporation', 'co', 'company', 'gmbh', 'ag', 'kg', 'ug',
+  'plc', 'sa', 'sas', 'sarl', 'srl', 'spa', 'bv', 'nv', 'oy', 'ab', 'as', 'asa', 'aps', 'pty', 'pte', 'kk', 'sl', 'se', 'sro',
+]);
+
+/** Lower case, accents removed, punctuation as spaces, spaces collapsed. */
+function fold(text: string): string {
+  return text
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .toLowerCase()
+    .replace(/&/g, ' and ')
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();
+}
+
+/** The matching key of a company name: folded, legal-form suffixes and a leading "the" removed. */
+export function companyKey(company: string): string {
+  const words = fold(company.replace(/\b([a-z])\.(?=[a-z]\.)/gi, '$1')).split(' ').filter(Boolean);
+  // "GmbH & Co. KG": suffixes joined by "and" go too
+  let popped = false;
+  while (words.length > 1 && (COMPANY_SUFFIXES.has(words[words.length - 1]!) || (popped && words[words.length - 1] === 'and'))) {
+    words.pop();
+    popped = true;
+  }
+  if (words.length > 1 && words[0] === 'the') words.shift();
+  return words.join(' ');
+}
+
+/** The matching key of a person's name: folded. */
+export const nameKey = (name: string): string => fold(name);

@@ -1,0 +1,32 @@
+import { decodeCursor, encodeCursor, type Page } from '../cursor.ts';
+import { notFound } from '../errors.ts';
+import type { ContactsRepo } from '../ledger/contacts-repo.ts';
+import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
+import { ledgerLookup } from '../ledger/require-ledger.ts';
+import type { ChangesRepo } from './changes-repo.ts';
+import type { Change, ChangeType } from './model.ts';
+
+export type ChangeService = ReturnType<typeof createChangeService>;
+
+/** Change history: per contact (newest first) and the ledger-wide feed (in recording order). */
+export function createChangeService(d: { ledgers: LedgersRepo; contacts: ContactsRepo; changes: ChangesRepo }) {
+  const requireLedger = ledgerLookup(d.ledgers);
+  const page = (rows: Change[], limit: number, key: string): Page<Change> =>
+    rows.length > limit ? { items: rows.slice(0, limit), nextCursor: encodeCursor(key, [rows[limit - 1]!.seq]) } : { items: rows, nextCursor: null };
+  return {
+    ofContact(orgId: string, ledgerId: string, contactId: string, limit: number, cursor?: string): Page<Change> {
+      requireLedger(orgId, ledgerId);
+      if (!d.contacts.findContact(ledgerId, contactId)) throw notFound('contact', contactId);
+      const before = cursor === undefined ? undefined : (decodeCursor(cursor, 'contact-changes', ['n'])[0] as number);
+      return page(d.changes.listOfContact(contactId, limit + 1, before), limit, 'contact-changes');
+    },
+    /** `since` and `type` are part of the cursor's meaning: a cursor continues the same feed. */
+    ofLedger(orgId: string, ledgerId: string, opts: { since?: number; type?: ChangeType; limit: number; cursor?: string }): Page<Change> {
+      requireLedger(orgId, ledgerId);
+      const key = `ledger-changes:${opts.type ?? ''}:${opts.since ?? ''}`;
+      let after = opts.cursor === undefined ? 0 : (decodeCursor(opts.cursor, key, ['n'])[0] as number);
+      if (opts.cursor === undefined && opts.since !== undefined) after = (d.changes.firstSeqSince(ledgerId, opts.since) ?? Number.MAX_SAFE_INTEGER) - 1;
+      return page(d.changes.listOfLedger(ledgerId, { since: opts.since, type: opts.type, afterSeq: after, limit: opts.limit + 1 }), opts.limit, key);
+    },
+  };
+}

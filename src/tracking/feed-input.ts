@@ -1,0 +1,76 @@
+import { parseTimestamp } from '../clock.ts';
+import { MAX_LENGTH } from '../ledger/contact-input.ts';
+import { canonicalLinkedin, isEmail } from '../ledger/normalize.ts';
+import type { FeedRecord } from './model.ts';
+
+/**
+ * Validation of one person-data feed record (SPEC §5). Feed files come from data providers and
+ * carry fields of their own: fields this service does not use are ignored (documented), but every
+ * field it uses must be valid, or the record is rejected with a reason.
+ */
+
+const EMAIL_STATUS = new Set(['valid', 'catch-all', 'best-guess']);
+
+export type FeedInputResult = { ok: true; record: FeedRecord } | { ok: false; reason: string };
+
+const reject = (reason: string): FeedInputResult => ({ ok: false, reason });
+
+function text(v: unknown, field: string, max: number): string | undefined | { error: string } {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'number' && field === 'personId') v = String(v);
+  if (typeof v !== 'string') return { error: `${field} must be a string` };
+  const t = v.trim();
+  if (!t) return undefined;
+  if (t.length > max) return { error: `${field} is longer than ${max} characters` };
+  return t;
+}
+const bad = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null;
+
+export function validateFeedRecord(input: unknown): FeedInputResult {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return reject('a record must be an object');
+  const raw = input as Record<string, unknown>;
+  const record: Partial<FeedRecord> = {};
+  for (const [field, max] of [['personId', 128], ['name', MAX_LENGTH.name], ['company', MAX_LENGTH.company], ['title', MAX_LENGTH.title], ['location', MAX_LENGTH.location]] as const) {
+    const v = text(raw[field], field, max);
+    if (bad(v)) return reject(v.error);
+    if (v !== undefined) record[field] = v;
+  }
+  const email = text(raw.email, 'email', MAX_LENGTH.email);
+  if (bad(email)) return reject(email.error);
+  if (email !== undefined) {
+    if (!isEmail(email)) return reject(`email "${email}" is not an e-mail address`);
+    record.email = email;
+  }
+  const li = text(raw.linkedin, 'linkedin', MAX_LENGTH.linkedin);
+  if (bad(li)) return reject(li.error);
+  if (li !== undefined) {
+    const c = canonicalLinkedin(li);
+    if (!c) return reject(`linkedin "${li}" is not a LinkedIn profile URL`);
+    record.linkedin = c;
+  }
+  const status = text(raw.emailStatus, 'emailStatus', 32);
+  if (bad(status)) return reject(status.error);
+  if (status !== undefined) {
+    if (!EMAIL_STATUS.has(status)) return reject(`emailStatus must be valid, catch-all or best-guess`);
+    record.emailStatus = status as FeedRecord['emailStatus'];
+  }
+  for (const field of ['jobStartedAt', 'observedAt'] as const) {
+    const v = text(raw[field], field, 64);
+    if (bad(v)) return reject(v.error);
+    if (v === undefined) continue;
+    const t = parseTimestamp(v);
+    if (t === undefined) return reject(`${field} must be an ISO 8601 timestamp or a date`);
+    record[field] = t;
+  }
+  const multi = raw.hasMultipleJobs;
+  if (multi !== undefined && multi !== null && multi !== '') {
+    if (multi === true || multi === 'true') record.hasMultipleJobs = true;
+    else if (multi === false || multi === 'false') record.hasMultipleJobs = false;
+    else return reject('hasMultipleJobs must be true or false');
+  }
+  if (!record.name || !record.company) {
+    const missing = [!record.name && 'name', !record.company && 'company'].filter(Boolean).join(' and ');
+    return reject(`${missing} ${missing.includes(' and ') ? 'are' : 'is'} required (a record must say who the person is and where they work)`);
+  }
+  return { ok: true, record: record as FeedRecord };
+}

@@ -1,0 +1,234 @@
+import { existsSync, mkdirSync, openSync, readSync, closeSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { Clock } from '../clock.ts';
+import { decodeKeyset, toPage, type Page } from '../cursor.ts';
+import { notFound } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { Queue } from '../jobs/queue.ts';
+import type { Runner } from '../jobs/scheduler.ts';
+import type { Logger } from '../log.ts';
+import type { Db } from '../storage/db.ts';
+import { FeedReadError, readFeed, type FeedFormat, type FeedItem } from './feed-reader.ts';
+import { validateFeedRecord } from './feed-input.ts';
+import type { FeedJob, FeedProgress, FeedsRepo, FeedSource } from './feeds-repo.ts';
+import { zeroCounts } from './model.ts';
+import type { Tracker } from './tracker.ts';
+
+export const FEED_JOB = 'feed';
+/** Records per transaction. */
+const FEED_CHUNK = 500;
+/** An inbox file is taken once its size and time have not changed for this long. */
+export const INBOX_SETTLE_MS = 2000;
+
+export const feedsDir = (dataDir: string) => join(dataDir, 'feeds');
+export const inboxDir = (dataDir: string) => join(dataDir, 'inbox');
+
+/** The feed format a file name says (`.jsonl`, `.ndjson`, `.csv`, `.json`, each optionally `.gz`). */
+export function formatOfName(name: string): FeedFormat | undefined {
+  const n = name.toLowerCase().replace(/\.gz$/, '');
+  if (n.endsWith('.jsonl') || n.endsWith('.ndjson')) return 'ndjson';
+  if (n.endsWith('.csv')) return 'csv';
+  if (n.endsWith('.json')) return 'json';
+  return undefined;
+}
+
+/** True when the file starts with the gzip magic bytes. */
+export function isGzip(path: string): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    const b = Buffer.alloc(2);
+    return readSync(fd, b, 0, 2, 0) === 2 && b[0] === 0x1f && b[1] === 0x8b;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export type FeedService = ReturnType<typeof createFeedService>;
+
+/** Feed jobs: created from an upload, the CLI or the inbox; run by the scheduler (SPEC §5). */
+export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue: Queue; feeds: FeedsRepo; tracker: Tracker; dataDir: string; kick: () => void }) {
+  const inbox = inboxDir(d.dataDir);
+
+  /** Registers a feed whose file is already in place; the job owns the file from now on. */
+  function createFeed(source: FeedSource, filePath: string, fileName: string | null, format: FeedFormat, createdBy: string | null, id = newId('feed')): FeedJob {
+    const feed = d.db.tx(() => {
+      const now = d.clock.now();
+      d.queue.enqueue(id, FEED_JOB, { maxAttempts: 5 });
+      d.feeds.insertFeed({ id, source, fileName, filePath, format, gzip: isGzip(filePath), createdBy, createdAt: now });
+      return d.feeds.findFeed(id, now)!;
+    });
+    d.kick();
+    return feed;
+  }
+
+  /** Where a finished feed's file goes: deleted, or (inbox) moved to done/ or failed/ with the reason beside it. */
+  function settleFile(feed: FeedJob, failure: string | null): void {
+    if (!feed.filePath || !existsSync(feed.filePath)) return;
+    try {
+      if (feed.source !== 'inbox') {
+        unlinkSync(feed.filePath);
+        return;
+      }
+      const dir = join(inbox, failure ? 'failed' : 'done');
+      mkdirSync(dir, { recursive: true });
+      const name = basename(feed.filePath).replace(/^feed_[0-9a-z]+-/, '');
+      const target = existsSync(join(dir, name)) ? join(dir, `${feed.id}-${name}`) : join(dir, name);
+      renameSync(feed.filePath, target);
+      if (failure) writeFileSync(`${target}.reason.txt`, `${failure}\n`);
+    } catch (err) {
+      d.log.error({ err, feed: feed.id }, 'could not move a finished feed file');
+    }
+  }
+
+  function finish(lease: { complete(): void; fail(m: string): void }, feed: FeedJob, failure: string | null): void {
+    d.db.tx(() => {
+      d.feeds.markFinished(feed.id, failure, d.clock.now());
+      if (failure) lease.fail(failure);
+      else lease.complete();
+    });
+    settleFile(feed, failure);
+  }
+
+  const runner: Runner = {
+    async run(lease, ctl) {
+      const feed = d.feeds.findFeed(lease.job.id, d.clock.now());
+      if (!feed) {
+        d.db.tx(() => lease.complete());
+        return 'done';
+      }
+      d.db.tx(() => {
+        lease.renew();
+        d.feeds.markStarted(feed.id, d.clock.now());
+      });
+      let recordNo = feed.cursorRecords;
+      const apply = (items: FeedItem[]) =>
+        d.db.tx(() => {
+          lease.renew();
+          const counts = zeroCounts();
+          const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
+          for (const item of items) {
+            recordNo++;
+            if ('error' in item) {
+              p.invalid++;
+              d.feeds.insertRejection(feed.id, recordNo, item.line, item.error);
+              continue;
+            }
+            const v = validateFeedRecord(item.value);
+            if (!v.ok) {
+              p.invalid++;
+              d.feeds.insertRejection(feed.id, recordNo, item.line, v.reason);
+              continue;
+            }
+            d.tracker.applyRecord(v.record, counts);
+          }
+          Object.assign(p, { stale: counts.stale, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
+          d.feeds.addProgress(feed.id, p);
+        });
+      const items = readFeed(feed.filePath!, feed.format, feed.gzip, feed.cursorRecords);
+      let chunk: FeedItem[] = [];
+      try {
+        for await (const item of items) {
+          chunk.push(item);
+          if (chunk.length < FEED_CHUNK) continue;
+          apply(chunk);
+          chunk = [];
+          await new Promise((r) => setImmediate(r));
+          if (ctl.stopping) {
+            await items.return(undefined);
+            return 'stopped';
+          }
+        }
+        if (chunk.length) apply(chunk);
+      } catch (err) {
+        if (!(err instanceof FeedReadError)) throw err;
+        const applied = recordNo - chunk.length;
+        finish(lease, feed, `${err.message}; ${applied ? `records 1–${applied} were applied, nothing after them` : 'nothing was applied'}`);
+        return 'done';
+      }
+      finish(lease, feed, null);
+      return 'done';
+    },
+    failed(jobId, message) {
+      const feed = d.feeds.findFeed(jobId, d.clock.now());
+      d.feeds.markFinished(jobId, `processing kept failing: ${message}`, d.clock.now());
+      if (feed) setImmediate(() => settleFile(feed, `processing kept failing: ${message}`));
+    },
+  };
+
+  // Inbox: files are taken once they stopped changing (or arrive by rename, which is atomic).
+  const seen = new Map<string, { size: number; mtimeMs: number }>();
+  function scanInbox(): number {
+    let names: string[];
+    try {
+      names = readdirSync(inbox, { withFileTypes: true }).filter((e) => e.isFile() && !e.name.startsWith('.')).map((e) => e.name);
+    } catch {
+      return 0;
+    }
+    let taken = 0;
+    const now = Date.now();
+    for (const name of names) {
+      const path = join(inbox, name);
+      let st;
+      try {
+        st = statSync(path);
+      } catch {
+        continue;
+      }
+      const before = seen.get(name);
+      seen.set(name, { size: st.size, mtimeMs: st.mtimeMs });
+      if (!before || before.size !== st.size || before.mtimeMs !== st.mtimeMs || now - st.mtimeMs < INBOX_SETTLE_MS) continue;
+      seen.delete(name);
+      const format = formatOfName(name);
+      if (!format) {
+        mkdirSync(join(inbox, 'failed'), { recursive: true });
+        renameSync(path, join(inbox, 'failed', name));
+        writeFileSync(join(inbox, 'failed', `${name}.reason.txt`), 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz\n');
+        continue;
+      }
+      const id = newId('feed');
+      mkdirSync(join(inbox, 'processing'), { recursive: true });
+      const target = join(inbox, 'processing', `${id}-${name}`);
+      renameSync(path, target);
+      createFeed('inbox', target, name, format, null, id);
+      taken++;
+    }
+    for (const name of seen.keys()) if (!names.includes(name)) seen.delete(name);
+    return taken;
+  }
+
+  return {
+    runner,
+    createFeed,
+    scanInbox,
+    /** A file received over HTTP: moved into the feeds folder and registered. */
+    createFromUpload(by: string, tmpPath: string, fileName: string | null, format: FeedFormat): FeedJob {
+      const id = newId('feed');
+      mkdirSync(feedsDir(d.dataDir), { recursive: true, mode: 0o700 });
+      const stored = join(feedsDir(d.dataDir), `${id}.${format}`);
+      renameSync(tmpPath, stored);
+      try {
+        return createFeed('api', stored, fileName, format, by, id);
+      } catch (err) {
+        unlinkSync(stored);
+        throw err;
+      }
+    },
+    get(id: string): FeedJob {
+      const f = d.feeds.findFeed(id, d.clock.now());
+      if (!f) throw notFound('feed job', id);
+      return f;
+    },
+    list(limit: number, cursor?: string): Page<FeedJob> {
+      return toPage(d.feeds.listFeeds(limit, d.clock.now(), decodeKeyset(cursor, 'feeds')), limit, 'feeds', (f) => [f.createdAt, f.id]);
+    },
+    *rejections(id: string) {
+      let after = 0;
+      for (;;) {
+        const page = d.feeds.listRejections(id, after, 1000);
+        if (!page.length) return;
+        yield page;
+        after = page[page.length - 1]!.recordNo;
+      }
+    },
+  };
+}

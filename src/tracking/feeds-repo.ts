@@ -1,0 +1,132 @@
+import type { Keyset } from '../cursor.ts';
+import type { JobStatus } from '../jobs/queue.ts';
+import type { Db } from '../storage/db.ts';
+import type { FeedFormat } from './feed-reader.ts';
+
+export type FeedSource = 'api' | 'cli' | 'inbox';
+
+export interface FeedJob {
+  id: string;
+  source: FeedSource;
+  fileName: string | null;
+  filePath: string | null;
+  format: FeedFormat;
+  gzip: boolean;
+  status: JobStatus;
+  received: number;
+  invalid: number;
+  stale: number;
+  personsUpdated: number;
+  contactsMatched: number;
+  jobChanges: number;
+  infoChanges: number;
+  cursorRecords: number;
+  message: string | null;
+  createdBy: string | null;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+interface FeedRow {
+  id: string;
+  source: FeedSource;
+  file_name: string | null;
+  file_path: string | null;
+  format: FeedFormat;
+  gzip: number;
+  status: JobStatus;
+  lease_until: number | null;
+  last_error: string | null;
+  received: number;
+  invalid: number;
+  stale: number;
+  persons_updated: number;
+  contacts_matched: number;
+  job_changes: number;
+  info_changes: number;
+  cursor_records: number;
+  message: string | null;
+  created_by: string | null;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+const SELECT = 'SELECT f.*, j.status, j.lease_until, j.last_error FROM feed_jobs f JOIN jobs j ON j.id = f.id';
+
+const toFeed = (r: FeedRow, now: number): FeedJob => ({
+  id: r.id,
+  source: r.source,
+  fileName: r.file_name,
+  filePath: r.file_path,
+  format: r.format,
+  gzip: r.gzip === 1,
+  status: r.status === 'processing' && r.lease_until !== null && r.lease_until < now ? 'pending' : r.status,
+  received: r.received,
+  invalid: r.invalid,
+  stale: r.stale,
+  personsUpdated: r.persons_updated,
+  contactsMatched: r.contacts_matched,
+  jobChanges: r.job_changes,
+  infoChanges: r.info_changes,
+  cursorRecords: r.cursor_records,
+  message: r.message ?? (r.status === 'pending' || r.status === 'processing' ? r.last_error : null),
+  createdBy: r.created_by,
+  createdAt: r.created_at,
+  startedAt: r.started_at,
+  finishedAt: r.finished_at,
+});
+
+export interface FeedProgress {
+  records: number;
+  received: number;
+  invalid: number;
+  stale: number;
+  personsUpdated: number;
+  contactsMatched: number;
+  jobChanges: number;
+  infoChanges: number;
+}
+
+export type FeedsRepo = ReturnType<typeof createFeedsRepo>;
+
+/** Feed jobs and their rejected records. */
+export function createFeedsRepo(db: Db) {
+  const q = {
+    insert: db.raw.prepare(
+      'INSERT INTO feed_jobs (id, source, file_name, file_path, format, gzip, created_by, created_at) VALUES (@id, @source, @fileName, @filePath, @format, @gzip, @createdBy, @createdAt)',
+    ),
+    byId: db.raw.prepare<[string], FeedRow>(`${SELECT} WHERE f.id = ?`),
+    first: db.raw.prepare<[number], FeedRow>(`${SELECT} ORDER BY f.created_at DESC, f.id DESC LIMIT ?`),
+    after: db.raw.prepare<[number, number, string, number], FeedRow>(`${SELECT} WHERE f.created_at < ? OR (f.created_at = ? AND f.id < ?) ORDER BY f.created_at DESC, f.id DESC LIMIT ?`),
+    start: db.raw.prepare<[number, string]>('UPDATE feed_jobs SET started_at = coalesce(started_at, ?) WHERE id = ?'),
+    progress: db.raw.prepare(
+      `UPDATE feed_jobs SET cursor_records = cursor_records + @records, received = received + @received, invalid = invalid + @invalid, stale = stale + @stale,
+         persons_updated = persons_updated + @personsUpdated, contacts_matched = contacts_matched + @contactsMatched,
+         job_changes = job_changes + @jobChanges, info_changes = info_changes + @infoChanges WHERE id = @id`,
+    ),
+    finish: db.raw.prepare<[string | null, number, string]>('UPDATE feed_jobs SET message = ?, finished_at = ?, file_path = NULL WHERE id = ?'),
+    reject: db.raw.prepare<[string, number, number | null, string]>('INSERT OR IGNORE INTO feed_rejections (feed_id, record_no, line, reason) VALUES (?, ?, ?, ?)'),
+    rejections: db.raw.prepare<[string, number, number], { record_no: number; line: number | null; reason: string }>(
+      'SELECT record_no, line, reason FROM feed_rejections WHERE feed_id = ? AND record_no > ? ORDER BY record_no LIMIT ?',
+    ),
+    files: db.raw.prepare<[], string>('SELECT file_path FROM feed_jobs WHERE file_path IS NOT NULL').pluck(),
+  };
+  return {
+    insertFeed: (f: { id: string; source: FeedSource; fileName: string | null; filePath: string; format: FeedFormat; gzip: boolean; createdBy: string | null; createdAt: number }): void =>
+      void q.insert.run({ ...f, gzip: f.gzip ? 1 : 0 }),
+    findFeed: (id: string, now: number): FeedJob | undefined => {
+      const r = q.byId.get(id);
+      return r && toFeed(r, now);
+    },
+    listFeeds: (limit: number, now: number, before?: Keyset): FeedJob[] =>
+      (before ? q.after.all(before.at, before.at, before.id, limit + 1) : q.first.all(limit + 1)).map((r) => toFeed(r, now)),
+    markStarted: (id: string, now: number): void => void q.start.run(now, id),
+    addProgress: (id: string, p: FeedProgress): void => void q.progress.run({ id, ...p }),
+    markFinished: (id: string, message: string | null, now: number): void => void q.finish.run(message, now, id),
+    insertRejection: (id: string, recordNo: number, line: number | null, reason: string): void => void q.reject.run(id, recordNo, line, reason),
+    listRejections: (id: string, afterRecord: number, limit: number) => q.rejections.all(id, afterRecord, limit).map((r) => ({ recordNo: r.record_no, line: r.line, reason: r.reason })),
+    listReferencedFiles: (): string[] => q.files.all(),
+  };
+}

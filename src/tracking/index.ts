@@ -1,0 +1,39 @@
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Queue } from '../jobs/queue.ts';
+import type { Scheduler } from '../jobs/scheduler.ts';
+import type { LedgerModule } from '../ledger/index.ts';
+import type { Logger } from '../log.ts';
+import type { Db } from '../storage/db.ts';
+import { createChangeService } from './change-service.ts';
+import { createChangesRepo } from './changes-repo.ts';
+import { createFeedService, FEED_JOB } from './feed-service.ts';
+import { createFeedsRepo } from './feeds-repo.ts';
+import { createPeopleRepo } from './people-repo.ts';
+import { createTrackedContactsRepo } from './tracked-contacts-repo.ts';
+import { createTracker, type ChangeListener } from './tracker.ts';
+
+export type TrackingModule = ReturnType<typeof createTrackingModule>;
+
+/** Wires change tracking: the people store, matching, change history, feed jobs and the inbox. */
+export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; ledger: LedgerModule; kick: () => void }) {
+  const repos = { people: createPeopleRepo(d.db), changes: createChangesRepo(d.db), trackedContacts: createTrackedContactsRepo(d.db), feeds: createFeedsRepo(d.db) };
+  const listeners: ChangeListener[] = [];
+  const tracker = createTracker({ clock: d.clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, listeners });
+  const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, tracker, dataDir: d.config.dataDir, kick: d.kick });
+  const changes = createChangeService({ ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes });
+  return {
+    repos,
+    tracker,
+    feeds,
+    changes,
+    /** Other modules subscribe to changes here (inside the recording transaction). */
+    onChange: (l: ChangeListener) => void listeners.push(l),
+    runners: { [FEED_JOB]: feeds.runner },
+    /** Periodic work: the inbox poll. */
+    schedule(s: Scheduler): void {
+      s.every('*/2 * * * * *', 'inbox', () => void feeds.scanInbox());
+    },
+    purgeChanges: (ledgerId: string, n: number) => repos.changes.purgeChanges(ledgerId, n),
+  };
+}

@@ -1,0 +1,61 @@
+/** Change tracking records (SPEC §5); timestamps in epoch ms. */
+
+/** One observation of a person from the data feed, validated. */
+export interface FeedRecord {
+  personId?: string;
+  linkedin?: string; // canonical URL
+  email?: string;
+  emailStatus?: 'valid' | 'catch-all' | 'best-guess';
+  name: string;
+  company: string;
+  title?: string;
+  location?: string;
+  jobStartedAt?: number;
+  hasMultipleJobs?: boolean;
+  observedAt?: number;
+}
+
+export interface Person {
+  seq: number;
+  id: string;
+  externalId: string | null;
+  linkedinSlug: string | null;
+  email: string | null;
+  emailStatus: string | null;
+  name: string;
+  nameKey: string;
+  company: string;
+  companyKey: string;
+  title: string | null;
+  location: string | null;
+  jobStartedAt: number | null;
+  hasMultipleJobs: boolean | null;
+  observedAt: number;
+  updatedAt: number;
+}
+
+export type ChangeType = 'job' | 'info';
+
+export interface Change {
+  seq: number;
+  id: string;
+  ledgerId: string;
+  contactId: string;
+  type: ChangeType;
+  field: string | null;
+  from: Record<string, unknown>;
+  to: Record<string, unknown>;
+  detectedAt: number;
+  observedAt: number | null;
+}
+
+/** What applying feed records or matching imported contacts added up to. */
+export interface TrackingCounts {
+  personsUpdated: number;
+  contactsMatched: number;
+  jobChanges: number;
+  infoChanges: number;
+  stale: number;
+}
+
+export const zeroCounts = (): TrackingCounts => ({ personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0, stale: 0 });

@@ -1,0 +1,83 @@
+import type { Db } from '../storage/db.ts';
+import type { Person } from './model.ts';
+
+interface PersonRow {
+  seq: number;
+  id: string;
+  external_id: string | null;
+  linkedin_slug: string | null;
+  email: string | null;
+  email_status: string | null;
+  name: string;
+  name_key: string;
+  company: string;
+  company_key: string;
+  title: string | null;
+  location: string | null;
+  job_started_at: number | null;
+  has_multiple_jobs: number | null;
+  observed_at: number;
+  updated_at: number;
+}
+
+const toPerson = (r: PersonRow): Person => ({
+  seq: r.seq,
+  id: r.id,
+  externalId: r.external_id,
+  linkedinSlug: r.linkedin_slug,
+  email: r.email,
+  emailStatus: r.email_status,
+  name: r.name,
+  nameKey: r.name_key,
+  company: r.company,
+  companyKey: r.company_key,
+  title: r.title,
+  location: r.location,
+  jobStartedAt: r.job_started_at,
+  hasMultipleJobs: r.has_multiple_jobs === null ? null : r.has_multiple_jobs === 1,
+  observedAt: r.observed_at,
+  updatedAt: r.updated_at,
+});
+
+export type PeopleRepo = ReturnType<typeof createPeopleRepo>;
+
+/** The people store: latest known state per person, installation-wide (SPEC §5). */
+export function createPeopleRepo(db: Db) {
+  const q = {
+    byExternal: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE external_id = ?'),
+    bySlug: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE linkedin_slug = ?'),
+    byEmail: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE email = ? LIMIT 2'),
+    byKeys: db.raw.prepare<[string, string], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? LIMIT 2'),
+    countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
+    insert: db.raw.prepare(
+      `INSERT INTO people (id, external_id, linkedin_slug, email, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, updated_at)
+       VALUES (@id, @externalId, @linkedinSlug, @email, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @updatedAt)`,
+    ),
+    update: db.raw.prepare(
+      `UPDATE people SET external_id = @externalId, linkedin_slug = @linkedinSlug, email = @email, email_status = @emailStatus, name = @name, name_key = @nameKey,
+         company = @company, company_key = @companyKey, title = @title, location = @location, job_started_at = @jobStartedAt,
+         has_multiple_jobs = @hasMultipleJobs, observed_at = @observedAt, updated_at = @updatedAt
+       WHERE id = @id`,
+    ),
+  };
+  const one = (r: PersonRow | undefined) => r && toPerson(r);
+  const params = (p: Omit<Person, 'seq'>) => ({ ...p, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 });
+  return {
+    findByExternalId: (id: string) => one(q.byExternal.get(id)),
+    findBySlug: (slug: string) => one(q.bySlug.get(slug)),
+    /** The person with this e-mail when exactly one has it. */
+    findByEmail: (email: string) => {
+      const rows = q.byEmail.all(email);
+      return rows.length === 1 ? toPerson(rows[0]!) : undefined;
+    },
+    /** The person with this normalized name + company when exactly one fits. */
+    findByKeys: (nameKey: string, companyKey: string) => {
+      const rows = q.byKeys.all(nameKey, companyKey);
+      return rows.length === 1 ? toPerson(rows[0]!) : undefined;
+    },
+    /** How many people (0, 1 or 2 = "more than one") have these keys. */
+    countByKeys: (nameKey: string, companyKey: string): number => q.countKeys.get(nameKey, companyKey)!,
+    insertPerson: (p: Omit<Person, 'seq'>): void => void q.insert.run(params(p)),
+    updatePerson: (p: Omit<Person, 'seq'>): void => void q.update.run(params(p)),
+  };
+}

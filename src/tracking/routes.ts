@@ -1,0 +1,101 @@
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { z } from 'zod';
+import { parseTimestamp } from '../clock.ts';
+import { csvLines } from '../csv/write.ts';
+import { unsupportedMediaType } from '../errors.ts';
+import { cursorParam, limitParam, pageOf, pageQuery } from '../http/common-schemas.ts';
+import type { ApiRouter } from '../http/route.ts';
+import { receiveBodyToFile } from '../http/upload.ts';
+import { newId } from '../ids.ts';
+import type { ChangeService } from './change-service.ts';
+import type { FeedFormat } from './feed-reader.ts';
+import type { FeedService } from './feed-service.ts';
+import { presentChange, presentFeed } from './presenters.ts';
+
+export interface TrackingRouteOptions {
+  baseUrl: string;
+  prefix: string;
+  tmpDir: string;
+  maxUploadBytes: number;
+}
+
+const FORMATS: Record<string, FeedFormat> = {
+  'application/x-ndjson': 'ndjson',
+  'application/jsonl': 'ndjson',
+  'application/x-jsonlines': 'ndjson',
+  'text/csv': 'csv',
+  'application/json': 'json',
+};
+
+const ChangesQuery = z.strictObject({
+  since: z
+    .string()
+    .transform((s, ctx) => {
+      const t = parseTimestamp(s);
+      if (t === undefined) {
+        ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 timestamp or a date' });
+        return z.NEVER;
+      }
+      return t;
+    })
+    .optional(),
+  type: z.enum(['job', 'info'], { error: 'must be job or info' }).optional(),
+  limit: limitParam,
+  cursor: cursorParam,
+});
+
+/** Feed ingestion (installation-wide) and change history (per ledger), SPEC §5. */
+export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; changes: ChangeService }, opts: TrackingRouteOptions): void {
+  const base = `${opts.baseUrl}${opts.prefix}`;
+  r.add(
+    {
+      method: 'post',
+      path: '/feed',
+      access: { permission: 'feed' },
+      summary: 'Ingest person records (NDJSON, CSV or a JSON array; optionally gzip) as a feed job',
+      rawBody: { contentTypes: Object.keys(FORMATS), description: 'The records; gzip-compressed bodies are recognised by their content.' },
+      responses: { 202: { description: 'Feed job' }, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a feed format' } },
+    },
+    async (ctx, { caller }) => {
+      const type = (ctx.get('Content-Type').split(';')[0] ?? '').trim().toLowerCase();
+      const format = FORMATS[type];
+      if (!format) throw unsupportedMediaType(`Send the records as ${Object.keys(FORMATS).join(', ')} (gzip allowed), not ${type || 'without a Content-Type'}.`);
+      const { mkdirSync } = await import('node:fs');
+      mkdirSync(opts.tmpDir, { recursive: true, mode: 0o700 });
+      const tmp = join(opts.tmpDir, `${newId('feed')}.upload`);
+      await receiveBodyToFile(ctx, tmp, opts.maxUploadBytes);
+      const feed = svc.feeds.createFromUpload(caller.actor.id, tmp, null, format);
+      ctx.status = 202;
+      ctx.set('Location', `${base}/feed/${feed.id}`);
+      ctx.body = presentFeed(feed, base);
+    },
+  );
+  r.add({ method: 'get', path: '/feed', access: { permission: 'feed' }, query: pageQuery, summary: 'Feed jobs, newest first', responses: { 200: { description: '{feeds, nextCursor}' } } }, (ctx, { query }) => {
+    ctx.body = pageOf('feeds', svc.feeds.list(query.limit ?? 100, query.cursor), (f) => presentFeed(f, base));
+  });
+  r.add({ method: 'get', path: '/feed/:feedId', access: { permission: 'feed' }, summary: "A feed job's status and counts", responses: { 200: { description: 'Feed job' } } }, (ctx, { params }) => {
+    ctx.body = presentFeed(svc.feeds.get(params.feedId!), base);
+  });
+  r.add({ method: 'get', path: '/feed/:feedId/errors', access: { permission: 'feed' }, summary: 'Rejected records as CSV (record, line, reason)', responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params }) => {
+    const feed = svc.feeds.get(params.feedId!);
+    ctx.type = 'text/csv; charset=utf-8';
+    ctx.set('Content-Disposition', `attachment; filename="feed-${feed.id}-errors.csv"`);
+    const pages = svc.feeds.rejections(feed.id);
+    ctx.body = Readable.from(
+      (function* () {
+        yield csvLines([['record', 'line', 'reason']], true);
+        for (const page of pages) yield csvLines(page.map((p) => [p.recordNo, p.line, p.reason]), true);
+      })(),
+      { objectMode: false },
+    );
+  });
+
+  const ONE = '/orgs/:orgId/ledgers/:ledgerId';
+  r.add({ method: 'get', path: `${ONE}/contacts/:contactId/changes`, access: { org: 'viewer' }, query: pageQuery, summary: "A contact's change history, newest first", responses: { 200: { description: '{changes, nextCursor}' } } }, (ctx, { params, query }) => {
+    ctx.body = pageOf('changes', svc.changes.ofContact(params.orgId!, params.ledgerId!, params.contactId!, query.limit ?? 100, query.cursor), presentChange);
+  });
+  r.add({ method: 'get', path: `${ONE}/changes`, access: { org: 'viewer' }, query: ChangesQuery, summary: 'The ledger-wide change feed, in the order changes were detected', responses: { 200: { description: '{changes, nextCursor}' } } }, (ctx, { params, query }) => {
+    ctx.body = pageOf('changes', svc.changes.ofLedger(params.orgId!, params.ledgerId!, { since: query.since, type: query.type, limit: query.limit ?? 100, cursor: query.cursor }), presentChange);
+  });
+}

@@ -1,0 +1,173 @@
+import type { Clock } from '../clock.ts';
+import { newId } from '../ids.ts';
+import type { Contact } from '../ledger/model.ts';
+import { companyKey, linkedinSlug, nameKey, titleDomain, titleLevel } from '../ledger/normalize.ts';
+import type { ChangesRepo } from './changes-repo.ts';
+import type { Change, FeedRecord, Person, TrackingCounts } from './model.ts';
+import type { PeopleRepo } from './people-repo.ts';
+import type { TrackedContactsRepo, TrackedFields } from './tracked-contacts-repo.ts';
+
+/** Called for every change, inside the transaction that records it (the webhook outbox). */
+export type ChangeListener = (change: Change, contact: Contact) => void;
+
+export interface TrackerDeps {
+  clock: Clock;
+  people: PeopleRepo;
+  changes: ChangesRepo;
+  contacts: TrackedContactsRepo;
+  /** Set later by the webhooks module. */
+  listeners: ChangeListener[];
+}
+
+/** Fields compared for info changes, with how they are read from a contact and a person. */
+const INFO_FIELDS = ['title', 'location', 'email', 'emailStatus', 'hasMultipleJobs', 'jobStartedAt'] as const;
+type InfoField = (typeof INFO_FIELDS)[number];
+
+const personValue = (p: Person, f: InfoField): unknown => p[f];
+const contactValue = (c: Contact, f: InfoField): unknown => c[f];
+const wire = (f: InfoField, v: unknown): unknown => (v !== null && (f === 'jobStartedAt') ? new Date(v as number).toISOString() : v);
+
+export type Tracker = ReturnType<typeof createTracker>;
+
+/**
+ * Matching and change detection (SPEC §5). Every method runs inside the caller's transaction.
+ * A person's known state is compared with each contact matched to it: another company (after
+ * normalization) is a job change; any other differing field is an info change, one row per field.
+ * `name`, `importCompany` and `importTitle` are never touched. Replaying a record changes nothing.
+ */
+export function createTracker(d: TrackerDeps) {
+  /** Finds the person a record is about: personId, LinkedIn slug, e-mail, then name + company. */
+  function findPerson(r: { personId?: string; linkedin?: string; email?: string; name: string; company: string }): Person | undefined {
+    if (r.personId) {
+      const p = d.people.findByExternalId(r.personId);
+      if (p) return p;
+    }
+    if (r.linkedin) return d.people.findBySlug(linkedinSlug(r.linkedin));
+    if (r.email) {
+      const p = d.people.findByEmail(r.email);
+      if (p) return p;
+    }
+    return d.people.findByKeys(nameKey(r.name), companyKey(r.company));
+  }
+
+  /** Brings a contact up to the person's state; records and announces the changes. */
+  function reconcile(c: Contact, p: Person, observedAt: number | null, counts: TrackingCounts): void {
+    const now = d.clock.now();
+    const changes: Omit<Change, 'seq'>[] = [];
+    const next: TrackedFields = {
+      company: c.company,
+      companyKey: companyKey(c.company),
+      title: c.title,
+      titleLevel: c.titleLevel,
+      titleDomain: c.titleDomain,
+      location: c.location,
+      email: c.email,
+      emailStatus: c.emailStatus,
+      hasMultipleJobs: c.hasMultipleJobs,
+      jobStartedAt: c.jobStartedAt,
+      lastJobChangedAt: c.lastJobChangedAt,
+      lastInfoChangedAt: c.lastInfoChangedAt,
+    };
+    const base = { ledgerId: c.ledgerId, contactId: c.id, detectedAt: now, observedAt };
+    const jobChange = p.companyKey !== next.companyKey;
+    if (jobChange) {
+      changes.push({ ...base, id: newId('chg'), type: 'job', field: null, from: { company: c.company, title: c.title }, to: { company: p.company, title: p.title } });
+      next.company = p.company;
+      next.companyKey = p.companyKey;
+      next.title = p.title;
+      next.jobStartedAt = p.jobStartedAt;
+      next.lastJobChangedAt = now;
+      next.lastInfoChangedAt = now;
+      counts.jobChanges++;
+    }
+    for (const f of INFO_FIELDS) {
+      if (jobChange && (f === 'title' || f === 'jobStartedAt')) continue; // part of the job change
+      const to = personValue(p, f);
+      if (to === null || to === undefined) continue; // unknown is not a change
+      const from = contactValue(c, f);
+      if (from === to || (f === 'email' && typeof from === 'string' && typeof to === 'string' && from.toLowerCase() === to.toLowerCase())) continue;
+      changes.push({ ...base, id: newId('chg'), type: 'info', field: f, from: { [f]: wire(f, from) }, to: { [f]: wire(f, to) } });
+      (next as unknown as Record<string, unknown>)[f] = to;
+      next.lastInfoChangedAt = now;
+      counts.infoChanges++;
+    }
+    if (!changes.length) return;
+    next.titleLevel = titleLevel(next.title ?? undefined) ?? null;
+    next.titleDomain = titleDomain(next.title ?? undefined) ?? null;
+    d.contacts.updateTracked(c.id, next, now);
+    const updated: Contact = { ...c, ...next, updatedAt: now };
+    for (const ch of changes) {
+      const seq = d.changes.insertChange(ch);
+      for (const l of d.listeners) l({ ...ch, seq }, updated);
+    }
+  }
+
+  return {
+    findPerson,
+    /**
+     * Applies one feed record: updates the people store (never rolling a person back to an older
+     * observation), matches contacts to the person and reconciles every matched contact.
+     */
+    applyRecord(r: FeedRecord, counts: TrackingCounts): void {
+      const now = d.clock.now();
+      const observedAt = r.observedAt ?? now;
+      const existing = findPerson(r);
+      if (existing && observedAt < existing.observedAt) {
+        counts.stale++;
+        return;
+      }
+      const person: Omit<Person, 'seq'> = {
+        id: existing?.id ?? newId('p'),
+        externalId: r.personId ?? existing?.externalId ?? null,
+        linkedinSlug: r.linkedin ? linkedinSlug(r.linkedin) : (existing?.linkedinSlug ?? null),
+        email: r.email ?? existing?.email ?? null,
+        emailStatus: r.emailStatus ?? existing?.emailStatus ?? null,
+        name: r.name,
+        nameKey: nameKey(r.name),
+        company: r.company,
+        companyKey: companyKey(r.company),
+        // a new job without a title has no known title
+        title: r.title ?? (existing && existing.companyKey !== companyKey(r.company) ? null : (existing?.title ?? null)),
+        location: r.location ?? existing?.location ?? null,
+        jobStartedAt: r.jobStartedAt ?? (existing && existing.companyKey !== companyKey(r.company) ? null : (existing?.jobStartedAt ?? null)),
+        hasMultipleJobs: r.hasMultipleJobs ?? existing?.hasMultipleJobs ?? null,
+        observedAt,
+        updatedAt: now,
+      };
+      if (existing) d.people.updatePerson(person);
+      else d.people.insertPerson(person);
+      counts.personsUpdated++;
+      const p = { ...person, seq: existing?.seq ?? 0 };
+
+      const matched = new Map<string, Contact>();
+      for (const c of d.contacts.listOfPerson(p.id)) matched.set(c.id, c);
+      const fresh: Contact[] = [];
+      if (p.linkedinSlug) fresh.push(...d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`));
+      if (p.email) fresh.push(...d.contacts.listUnmatchedByEmail(p.email));
+      if (d.people.countByKeys(p.nameKey, p.companyKey) === 1) fresh.push(...d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey));
+      for (const c of fresh) {
+        if (matched.has(c.id)) continue;
+        d.contacts.markMatched(c.id, p.id, now);
+        matched.set(c.id, { ...c, isVerified: true });
+        counts.contactsMatched++;
+      }
+      for (const c of matched.values()) reconcile(c, p, r.observedAt ?? null, counts);
+    },
+
+    /**
+     * Import-time matching of a newly stored contact: when a known person fits, the contact is
+     * matched (isVerified) and brought up to date — a person known to work elsewhere gives a job
+     * change at processing time.
+     */
+    matchImported(c: Contact, counts: TrackingCounts): void {
+      const p =
+        (c.linkedin ? d.people.findBySlug(linkedinSlug(c.linkedin)) : undefined) ??
+        (!c.linkedin && c.email ? d.people.findByEmail(c.email) : undefined) ??
+        (!c.linkedin && !c.email ? d.people.findByKeys(nameKey(c.name), companyKey(c.company)) : undefined);
+      if (!p) return;
+      d.contacts.markMatched(c.id, p.id, d.clock.now());
+      counts.contactsMatched++;
+      reconcile({ ...c, isVerified: true }, p, null, counts);
+    },
+  };
+}

@@ -1,0 +1,195 @@
+// Change tracking (SPEC §5): feed ingestion in every format, matching order and normalization,
+// job and info change rules, idempotent replay, no rollback, history and the ledger change feed.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { gzipSync } from 'node:zlib';
+import { companyKey, nameKey } from '../src/ledger/normalize.ts';
+import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
+
+type Ctx = { t: TestApp; w: World };
+const FEED = `${LEDGER}/feed`;
+
+async function feed(t: TestApp, token: string, body: string | Buffer, type = 'application/x-ndjson'): Promise<any> {
+  const r = await t.call('POST', FEED, { token, raw: body, headers: { 'content-type': type } });
+  expectStatus(r, 202, 'feed');
+  for (;;) {
+    const s = await t.call('GET', `${FEED}/${r.body.id}`, { token });
+    expectStatus(s, 200);
+    if (s.body.status === 'completed' || s.body.status === 'failed') return s.body;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+const ndjson = (...records: unknown[]) => `${records.map((r) => JSON.stringify(r)).join('\n')}\n`;
+
+const N = suite('normalization');
+N('company names match across case, punctuation, accents and legal suffixes', () => {
+  const same = [
+    ['Acme, Inc.', 'ACME'],
+    ['Acme Inc', 'acme llc'],
+    ['The Acme Company', 'Acme'],
+    ['Müller GmbH & Co. KG', 'Muller'],
+    ['Société Générale S.A.', 'Societe Generale'],
+    ['Johnson & Johnson', 'Johnson and Johnson'],
+    ['A.C.M.E. Corp.', 'ACME Corporation'],
+  ];
+  for (const [a, b] of same) assert.is(companyKey(a!), companyKey(b!), `${a} = ${b}`);
+  assert.is.not(companyKey('Acme'), companyKey('Acme Labs'));
+  assert.is.not(companyKey('Globex'), companyKey('Initech'));
+  assert.is(nameKey('  José  O’Brien '), 'jose o brien');
+});
+N.run();
+
+const T = suite<Ctx & { ledgerId: string; path: string }>('feeds and changes');
+T.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+  ctx.ledgerId = await createLedger(ctx.t, ctx.w.tokens.editor, ctx.w.orgId, 'tracked');
+  ctx.path = ledgerPath(ctx.w.orgId, ctx.ledgerId);
+  await addContacts(ctx.t, ctx.w.tokens.editor, ctx.w.orgId, ctx.ledgerId, [
+    { name: 'Ann Lee', company: 'Acme, Inc.', title: 'Engineer', linkedin: 'linkedin.com/in/ann-lee', referenceId: 'ann' },
+    { name: 'Bob Roe', company: 'Globex', title: 'Sales Manager', email: 'bob@globex.test', referenceId: 'bob' },
+    { name: 'Cy Poe', company: 'Initech LLC', title: 'CTO', referenceId: 'cy' },
+    { name: 'Di Moe', company: 'Hooli', referenceId: 'di', linkedin: 'linkedin.com/in/di-moe', email: 'di@hooli.test' },
+  ]);
+});
+T.after(async (ctx) => ctx.t.close());
+
+const contact = async (t: TestApp, w: World, path: string, ref: string) =>
+  (await t.call('GET', `${path}/contacts?referenceId=${ref}`, { token: w.tokens.viewer })).body.contacts[0];
+
+T('a feed record that confirms what is known matches the contact and changes nothing', async ({ t, w, path }) => {
+  const job = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'https://www.linkedin.com/in/Ann-Lee/', name: 'Ann Lee', company: 'ACME', title: 'Engineer', observedAt: '2026-11-01' }));
+  assert.equal([job.status, job.received, job.invalid, job.personsUpdated, job.contactsMatched, job.jobChanges, job.infoChanges], ['completed', 1, 0, 1, 1, 0, 0]);
+  const ann = await contact(t, w, path, 'ann');
+  assert.is(ann.isVerified, true);
+  assert.is(ann.company, 'Acme, Inc.', '"ACME" is the same company as "Acme, Inc."');
+  assert.is(ann.lastJobChangedAt, null);
+  assert.is(ann.lastInfoChangedAt, null);
+});
+
+T('a new company is a job change; other fields are info changes, one row each; name never changes', async ({ t, w, path }) => {
+  const before = t.clock.now();
+  const job = await feed(t, w.serviceAccounts.feed.token, ndjson(
+    { linkedin: 'linkedin.com/in/ann-lee', name: 'Ann B. Lee', company: 'Globex Corp', title: 'VP Engineering', jobStartedAt: '2026-10-01', observedAt: '2026-11-20T00:00:00Z' },
+    { email: 'BOB@globex.test', name: 'Bob Roe', company: 'Globex', title: 'Sales Director', location: 'Berlin', emailStatus: 'valid' },
+  ));
+  assert.equal([job.jobChanges, job.infoChanges, job.contactsMatched], [1, 3, 1], 'Ann was matched before; Bob now');
+  const ann = await contact(t, w, path, 'ann');
+  assert.is(ann.name, 'Ann Lee', 'name is never modified');
+  assert.is(ann.company, 'Globex Corp');
+  assert.is(ann.importCompany, 'Acme, Inc.');
+  assert.is(ann.importTitle, 'Engineer');
+  assert.is(ann.title, 'VP Engineering');
+  assert.is(ann.titleLevel, 'vp');
+  assert.is(ann.jobStartedAt, '2026-10-01T00:00:00.000Z');
+  assert.ok(Date.parse(ann.lastJobChangedAt) >= before);
+  assert.is(ann.lastInfoChangedAt, ann.lastJobChangedAt, 'a job change also bumps lastInfoChangedAt');
+  const bob = await contact(t, w, path, 'bob');
+  assert.is(bob.company, 'Globex');
+  assert.is(bob.lastJobChangedAt, null);
+  assert.ok(bob.lastInfoChangedAt);
+  assert.is(bob.title, 'Sales Director');
+  assert.is(bob.titleLevel, 'director');
+  assert.is(bob.location, 'Berlin');
+  assert.equal(bob.contactInfo, { email: 'bob@globex.test', emailStatus: 'valid' }, 'an e-mail differing only in case is not a change');
+
+  const annChanges = (await t.call('GET', `${path}/contacts/${ann.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.is(annChanges.length, 1);
+  assert.equal({ type: annChanges[0].type, from: annChanges[0].from, to: annChanges[0].to }, { type: 'job', from: { company: 'Acme, Inc.', title: 'Engineer' }, to: { company: 'Globex Corp', title: 'VP Engineering' } });
+  assert.is(annChanges[0].observedAt, '2026-11-20T00:00:00.000Z');
+  const bobChanges = (await t.call('GET', `${path}/contacts/${bob.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(bobChanges.map((c: any) => c.field).sort(), ['emailStatus', 'location', 'title']);
+  assert.ok(bobChanges.every((c: any) => c.type === 'info'));
+
+  // the list filters find exactly these contacts
+  const jobSince = await listAll(t, w.tokens.viewer, `${path}/contacts`, `lastJobChangedAt=${new Date(before).toISOString()}`);
+  assert.equal(jobSince.map((c) => c.referenceId), ['ann']);
+  const infoSince = await listAll(t, w.tokens.viewer, `${path}/contacts`, `lastInfoChangedAt=${new Date(before).toISOString()}`);
+  assert.equal(infoSince.map((c) => c.referenceId).sort(), ['ann', 'bob']);
+});
+
+T('replaying the same feed adds nothing; an older observation does not roll a person back', async ({ t, w, path }) => {
+  const changesBefore = (await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body.changes.length;
+  const replay = await feed(t, w.serviceAccounts.feed.token, ndjson(
+    { linkedin: 'linkedin.com/in/ann-lee', name: 'Ann B. Lee', company: 'Globex Corp', title: 'VP Engineering', jobStartedAt: '2026-10-01', observedAt: '2026-11-20T00:00:00Z' },
+  ));
+  assert.equal([replay.jobChanges, replay.infoChanges], [0, 0]);
+  const old = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/ann-lee', name: 'Ann Lee', company: 'Acme', observedAt: '2025-01-01' }));
+  assert.equal([old.stale, old.jobChanges, old.personsUpdated], [1, 0, 0]);
+  assert.is((await contact(t, w, path, 'ann')).company, 'Globex Corp');
+  assert.is((await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body.changes.length, changesBefore);
+});
+
+T('matching order: LinkedIn is authoritative, then e-mail, then name + company when exactly one person fits', async ({ t, w, path }) => {
+  // Di has a LinkedIn URL: a record with Di's e-mail but another LinkedIn profile is someone else
+  const other = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/someone-else', email: 'di@hooli.test', name: 'Di Moe', company: 'Pied Piper' }));
+  assert.is(other.contactsMatched, 0);
+  assert.is((await contact(t, w, path, 'di')).company, 'Hooli');
+  // Cy has neither: name + company (normalized) matches while exactly one person fits
+  const cy = await feed(t, w.serviceAccounts.feed.token, ndjson({ name: 'CY POE', company: 'Initech', title: 'CTO', location: 'Austin' }));
+  assert.equal([cy.contactsMatched, cy.infoChanges], [1, 1]);
+  const c = await contact(t, w, path, 'cy');
+  assert.is(c.isVerified, true);
+  assert.is(c.location, 'Austin');
+  // once matched, later records about the person reach the contact by the person's id
+  const moved = await feed(t, w.serviceAccounts.feed.token, ndjson({ name: 'Cy Poe', company: 'Initech', title: 'CEO' }));
+  assert.is(moved.infoChanges, 1);
+  assert.is((await contact(t, w, path, 'cy')).title, 'CEO');
+});
+
+T('the ledger change feed: in order, since a time, by type, with a cursor', async ({ t, w, path }) => {
+  const all = (await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body;
+  assert.ok(all.changes.length >= 6);
+  for (let i = 1; i < all.changes.length; i++) assert.ok(all.changes[i - 1].detectedAt <= all.changes[i].detectedAt);
+  const jobs = (await t.call('GET', `${path}/changes?type=job`, { token: w.tokens.viewer })).body.changes;
+  assert.ok(jobs.length >= 1 && jobs.every((c: any) => c.type === 'job'));
+  const first = await t.call('GET', `${path}/changes?limit=2`, { token: w.tokens.viewer });
+  const second = await t.call('GET', `${path}/changes?limit=2&cursor=${first.body.nextCursor}`, { token: w.tokens.viewer });
+  assert.equal([...first.body.changes, ...second.body.changes].map((c: any) => c.id), all.changes.slice(0, 4).map((c: any) => c.id));
+  const future = await t.call('GET', `${path}/changes?since=2999-01-01`, { token: w.tokens.viewer });
+  assert.equal(future.body, { changes: [], nextCursor: null });
+  expectStatus(await t.call('GET', `${path}/changes?type=other`, { token: w.tokens.viewer }), 400);
+  expectStatus(await t.call('GET', `${path}/changes?since=yesterday`, { token: w.tokens.viewer }), 400);
+  expectStatus(await t.call('GET', `${path}/changes?type=job&cursor=${first.body.nextCursor}`, { token: w.tokens.viewer }), 400);
+});
+
+T('feeds in CSV, JSON array and gzip; bad records are counted with their line and the rest applied', async ({ t, w }) => {
+  const csv = 'name,company,email,Has Multiple Jobs\nEve Zed,Umbrella,eve@u.test,true\n,NoName,x@y.test,\nFay Ng,Soylent,not-an-email,\n';
+  const c = await feed(t, w.root, csv, 'text/csv');
+  assert.equal([c.status, c.received, c.invalid, c.personsUpdated], ['completed', 3, 2, 1]);
+  const errors = await t.call('GET', `${FEED}/${c.id}/errors`, { token: w.root });
+  assert.match(errors.text, /record,line,reason/);
+  assert.match(errors.text, /2,3,name is required/);
+  assert.match(errors.text, /not an e-mail address/);
+  const json = await feed(t, w.root, JSON.stringify([{ name: 'Gus', company: 'Tyrell' }, { name: 'Hal', company: 'Cyberdyne', nested: { a: [1, { b: '}' }] } }]), 'application/json');
+  assert.equal([json.received, json.invalid, json.personsUpdated], [2, 0, 2]);
+  const gz = await feed(t, w.root, gzipSync(`${JSON.stringify({ name: 'Ivy', company: 'Wayne' })}\nnot json\n${JSON.stringify({ name: 'Jon', company: 'Stark' })}\n`));
+  assert.equal([gz.gzip, gz.received, gz.invalid, gz.personsUpdated], [true, 3, 1, 2]);
+  const bad = await t.call('GET', `${FEED}/${gz.id}/errors`, { token: w.root });
+  assert.match(bad.text, /2,2,the line is not valid JSON/, bad.text);
+});
+
+T('a truncated gzip fails its job and says how far it applied', async ({ t, w }) => {
+  const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ name: `Person ${i}`, company: `Co ${i}` })).join('\n');
+  const full = gzipSync(lines);
+  const job = await feed(t, w.root, full.subarray(0, Math.floor(full.length * 0.8)));
+  assert.is(job.status, 'failed');
+  assert.match(job.message, /truncated/);
+  assert.match(job.message, /records 1–\d+ were applied|nothing was applied/);
+  assert.ok(job.personsUpdated <= 3000);
+  const unclosed = await feed(t, w.root, '[{"name":"A","company":"B"}', 'application/json');
+  assert.is(unclosed.status, 'failed');
+  assert.match(unclosed.message, /not closed/);
+});
+
+T('feed access and request errors', async ({ t, w }) => {
+  expectStatus(await t.call('POST', FEED, { token: w.tokens.admin, raw: ndjson({ name: 'a', company: 'b' }), headers: { 'content-type': 'application/x-ndjson' } }), 403);
+  expectStatus(await t.call('POST', FEED, { token: w.root, raw: 'x', headers: { 'content-type': 'text/plain' } }), 415);
+  expectStatus(await t.call('GET', `${FEED}/feed_00000000000000000000000000`, { token: w.root }), 404);
+  const list = await t.call('GET', `${FEED}?limit=2`, { token: w.serviceAccounts.feed.token });
+  expectStatus(list, 200);
+  assert.is(list.body.feeds.length, 2);
+  assert.ok(list.body.nextCursor);
+});
+
+T.run();
