@@ -72,6 +72,35 @@ async function freshContact(t: TestApp, w: World, ledgerId: string): Promise<str
 }
 const CSV = 'name,company\nAnn,Acme\n';
 
+/** A daily change set of the fixture ledger: a feed moves its contact to another company. */
+const streams = new WeakMap<World, Promise<{ ledgerId: string; day: string; file: string }>>();
+function streamFixture(t: TestApp, w: World) {
+  let f = streams.get(w);
+  if (!f) {
+    f = (async () => {
+      const { ledgerId } = await ledgerFixture(t, w);
+      const r = await t.call('POST', '/api/ledger/v1/feed', { token: w.root, raw: '{"personId":"ann-1","name":"Ann Example","company":"Acme"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+      expectStatus(r, 202, 'stream fixture feed');
+      for (;;) {
+        const s = await t.call('GET', `/api/ledger/v1/feed/${r.body.id}`, { token: w.root });
+        if (s.body.status === 'completed' || s.body.status === 'failed') break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const moved = await t.call('POST', '/api/ledger/v1/feed', { token: w.root, raw: '{"personId":"ann-1","name":"Ann Example","company":"Initech"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+      for (;;) {
+        const s = await t.call('GET', `/api/ledger/v1/feed/${moved.body.id}`, { token: w.root });
+        if (s.body.status === 'completed' || s.body.status === 'failed') break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const day = new Date(t.clock.now()).toISOString().slice(0, 10).replace(/-/g, '');
+      const [set] = await t.rt.tracking.dailySets.generate(day);
+      return { ledgerId, day, file: set!.files[0]!.name };
+    })();
+    streams.set(w, f);
+  }
+  return f;
+}
+
 const feeds = new WeakMap<World, Promise<string>>();
 function feedFixture(t: TestApp, w: World): Promise<string> {
   let f = feeds.get(w);
@@ -265,4 +294,15 @@ export const MATRIX: Record<string, Row> = {
     },
   },
   'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/changes': { need: 'viewer', ok: 200, request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/changes?type=job') }) },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/streams/daily': {
+    need: 'viewer', ok: 200,
+    request: async ({ t, w }) => ({ path: LP(w, (await streamFixture(t, w)).ledgerId, '/streams/daily') }),
+  },
+  'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/streams/daily/:date/:file': {
+    need: 'viewer', ok: 200,
+    request: async ({ t, w }) => {
+      const f = await streamFixture(t, w);
+      return { path: LP(w, f.ledgerId, `/streams/daily/${f.day}/${f.file}`) };
+    },
+  },
 };

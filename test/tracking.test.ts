@@ -2,9 +2,11 @@
 // job and info change rules, idempotent replay, no rollback, history and the ledger change feed.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { gzipSync } from 'node:zlib';
+import { gzipSync, gunzipSync } from 'node:zlib';
+import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
-import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 const FEED = `${LEDGER}/feed`;
@@ -193,3 +195,82 @@ T('feed access and request errors', async ({ t, w }) => {
 });
 
 T.run();
+
+// ── inbox and daily change sets ──────────────────────────────────────────
+const I = suite<Ctx>('inbox and daily change sets');
+I.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+I.after(async (ctx) => ctx.t.close());
+
+async function settled(t: TestApp, name: string): Promise<'done' | 'failed'> {
+  const inbox = join(t.dataDir, 'inbox');
+  for (;;) {
+    if (existsSync(join(inbox, 'done', name))) return 'done';
+    if (existsSync(join(inbox, 'failed', name))) return 'failed';
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+I('inbox files are taken once they stopped changing, then moved to done/ or failed/ with the reason', async ({ t }) => {
+  const inbox = join(t.dataDir, 'inbox');
+  mkdirSync(inbox, { recursive: true });
+  const old = new Date(Date.now() - 10_000);
+  const put = (name: string, body: string | Buffer) => {
+    writeFileSync(join(inbox, name), body);
+    utimesSync(join(inbox, name), old, old);
+  };
+  put('good.jsonl', ndjson({ name: 'Kim Ode', company: 'Vandelay' }, { name: 'Lu Pei', company: 'Kramerica' }));
+  put('broken.jsonl.gz', gzipSync(ndjson({ name: 'X', company: 'Y' })).subarray(0, 10));
+  put('notes.txt', 'hello');
+  writeFileSync(join(inbox, '.incoming.jsonl.partial'), 'being copied'); // hidden: never taken
+  const feeds = t.rt.tracking.feeds;
+  assert.is(feeds.scanInbox(), 0, 'a file is taken on the second look, when it has not changed');
+  put('growing.jsonl', ndjson({ name: 'A', company: 'B' }));
+  assert.is(feeds.scanInbox(), 2, 'good.jsonl and broken.jsonl.gz');
+  writeFileSync(join(inbox, 'growing.jsonl'), ndjson({ name: 'A', company: 'B' }, { name: 'C', company: 'D' })); // still being written
+  assert.is(feeds.scanInbox(), 0, 'a file that changed since the last look waits');
+  assert.is(await settled(t, 'good.jsonl'), 'done');
+  assert.is(await settled(t, 'broken.jsonl.gz'), 'failed');
+  assert.match(readFileSync(join(inbox, 'failed', 'broken.jsonl.gz.reason.txt'), 'utf8'), /gzip/);
+  assert.is(await settled(t, 'notes.txt'), 'failed');
+  assert.match(readFileSync(join(inbox, 'failed', 'notes.txt.reason.txt'), 'utf8'), /not a feed file/);
+  assert.ok(existsSync(join(inbox, '.incoming.jsonl.partial')));
+  assert.ok(existsSync(join(inbox, 'growing.jsonl')));
+  const list = await t.call('GET', FEED, { token: (await signInRoot(t)).accessToken });
+  const good = list.body.feeds.find((f: any) => f.fileName === 'good.jsonl');
+  assert.equal([good.source, good.status, good.received, good.personsUpdated], ['inbox', 'completed', 2, 2]);
+});
+
+I('the daily change set holds the contacts changed that day, in the API shape, split by size', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'daily');
+  const people = Array.from({ length: 30 }, (_, i) => ({ name: `Daily ${i}`, company: 'Old Co', linkedin: `linkedin.com/in/daily-${i}`, referenceId: `d${i}` }));
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, people);
+  await feed(t, w.root, ndjson(...people.slice(0, 20).map((p) => ({ linkedin: p.linkedin, name: p.name, company: 'New Co' }))));
+  const day = new Date(t.clock.now()).toISOString().slice(0, 10).replace(/-/g, '');
+  const sets = await t.rt.tracking.dailySets.generate(day, { maxBytes: 1500 });
+  const set = sets.find((s) => s.ledgerId === ledgerId)!;
+  assert.ok(set.files.length >= 2, `split into ${set.files.length} files`);
+  assert.is(set.files.reduce((n, f) => n + f.contacts, 0), 20);
+  const listed = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/streams/daily`, { token: w.tokens.viewer });
+  expectStatus(listed, 200);
+  assert.is(listed.body.streams[0].date, day);
+  const seen: any[] = [];
+  for (const f of listed.body.streams[0].files) {
+    assert.match(f.name, new RegExp(`^changes-${day}-\\d+\\.jsonl\\.gz$`));
+    assert.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', ledgerId, 'streams', 'daily', day, f.name)));
+    const res = await fetch(f.url.replace(/^https?:\/\/[^/]+/, t.base), { headers: { authorization: `Bearer ${w.tokens.viewer}` } });
+    assert.is(res.status, 200);
+    assert.is(res.headers.get('content-type'), 'application/gzip');
+    const lines = gunzipSync(Buffer.from(await res.arrayBuffer())).toString('utf8').trim().split('\n');
+    seen.push(...lines.map((l) => JSON.parse(l)));
+  }
+  assert.is(seen.length, 20);
+  assert.ok(seen.every((c) => c.company === 'New Co' && c.ledgerId === ledgerId && c.lastJobChangedAt));
+  expectStatus(await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/streams/daily/${day}/changes-${day}-99.jsonl.gz`, { token: w.tokens.viewer }), 404);
+  expectStatus(await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/streams/daily/${day}/..%2F..%2Fcontact-ledger.db`, { token: w.tokens.viewer }), 404);
+  assert.is((await t.rt.tracking.dailySets.generate(day)).length, 0, 'a day is written once');
+});
+
+I.run();

@@ -39,6 +39,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
   let started = false;
   let task: ScheduledTask | undefined;
   let pending = false;
+  const startHooks: (() => void)[] = [];
   const periodic: { expression: string; name: string; fn: () => void; task?: ScheduledTask }[] = [];
 
   async function execute(lease: Lease): Promise<void> {
@@ -134,8 +135,13 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
         }, { name: p.name, noOverlap: true, timezone: 'Etc/UTC' });
       }
       kick();
+      for (const fn of startHooks) setImmediate(fn);
     },
     kick,
+    /** Runs once when the scheduler starts (catch-up work). */
+    onStart(fn: () => void): void {
+      startHooks.push(fn);
+    },
     /** A periodic task (cron expression, UTC); register before start(). */
     every(expression: string, name: string, fn: () => void): void {
       periodic.push({ expression, name, fn });

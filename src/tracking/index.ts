@@ -7,6 +7,8 @@ import type { Logger } from '../log.ts';
 import type { Db } from '../storage/db.ts';
 import { createChangeService } from './change-service.ts';
 import { createChangesRepo } from './changes-repo.ts';
+import { createDailySets } from './daily-sets.ts';
+import { createDailySetsRepo } from './daily-sets-repo.ts';
 import { createFeedService, FEED_JOB } from './feed-service.ts';
 import { createFeedsRepo } from './feeds-repo.ts';
 import { createPeopleRepo } from './people-repo.ts';
@@ -22,17 +24,21 @@ export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; con
   const tracker = createTracker({ clock: d.clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, listeners });
   const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, tracker, dataDir: d.config.dataDir, kick: d.kick });
   const changes = createChangeService({ ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes });
+  const dailySets = createDailySets({ clock: d.clock, log: d.log, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db) });
   return {
     repos,
     tracker,
     feeds,
     changes,
+    dailySets,
     /** Other modules subscribe to changes here (inside the recording transaction). */
     onChange: (l: ChangeListener) => void listeners.push(l),
     runners: { [FEED_JOB]: feeds.runner },
-    /** Periodic work: the inbox poll. */
+    /** Periodic work: the inbox poll; yesterday's change sets each night (and at start, if missing). */
     schedule(s: Scheduler): void {
       s.every('*/2 * * * * *', 'inbox', () => void feeds.scanInbox());
+      s.every('10 0 * * *', 'daily-change-sets', () => void dailySets.generate(dailySets.yesterday()));
+      s.onStart(() => void dailySets.generate(dailySets.yesterday()));
     },
     purgeChanges: (ledgerId: string, n: number) => repos.changes.purgeChanges(ledgerId, n),
   };

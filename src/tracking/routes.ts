@@ -9,6 +9,9 @@ import type { ApiRouter } from '../http/route.ts';
 import { receiveBodyToFile } from '../http/upload.ts';
 import { newId } from '../ids.ts';
 import type { ChangeService } from './change-service.ts';
+import type { DailySets } from './daily-sets.ts';
+import { notFound } from '../errors.ts';
+import { isoZ } from '../clock.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import type { FeedService } from './feed-service.ts';
 import { presentChange, presentFeed } from './presenters.ts';
@@ -46,7 +49,9 @@ const ChangesQuery = z.strictObject({
 });
 
 /** Feed ingestion (installation-wide) and change history (per ledger), SPEC §5. */
-export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; changes: ChangeService }, opts: TrackingRouteOptions): void {
+const StreamsQuery = z.strictObject({ limit: limitParam, cursor: z.string().regex(/^\d{8}$/, 'must be a day (YYYYMMDD) from nextCursor').optional() });
+
+export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; changes: ChangeService; dailySets: DailySets }, opts: TrackingRouteOptions): void {
   const base = `${opts.baseUrl}${opts.prefix}`;
   r.add(
     {
@@ -97,5 +102,22 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
   });
   r.add({ method: 'get', path: `${ONE}/changes`, access: { org: 'viewer' }, query: ChangesQuery, summary: 'The ledger-wide change feed, in the order changes were detected', responses: { 200: { description: '{changes, nextCursor}' } } }, (ctx, { params, query }) => {
     ctx.body = pageOf('changes', svc.changes.ofLedger(params.orgId!, params.ledgerId!, { since: query.since, type: query.type, limit: query.limit ?? 100, cursor: query.cursor }), presentChange);
+  });
+
+  r.add({ method: 'get', path: `${ONE}/streams/daily`, access: { org: 'viewer' }, query: StreamsQuery, summary: 'Daily change sets of the ledger, newest day first', responses: { 200: { description: '{streams, nextCursor}' } } }, (ctx, { params, query }) => {
+    const page = svc.dailySets.list(params.orgId!, params.ledgerId!, query.limit ?? 100, query.cursor);
+    const url = (day: string, name: string) => `${base}/orgs/${params.orgId}/ledgers/${params.ledgerId}/streams/daily/${day}/${name}`;
+    ctx.body = {
+      streams: page.items.map((s) => ({ date: s.day, createdAt: isoZ(s.createdAt), files: s.files.map((f) => ({ ...f, url: url(s.day, f.name) })) })),
+      nextCursor: page.nextCursor,
+    };
+  });
+  r.add({ method: 'get', path: `${ONE}/streams/daily/:date/:file`, access: { org: 'viewer' }, summary: 'One file of a daily change set (gzipped JSON lines)', responses: { 200: { description: 'application/gzip', contentType: 'application/gzip' } } }, (ctx, { params }) => {
+    if (!/^\d{8}$/.test(params.date!) || !/^changes-\d{8}-\d+\.jsonl\.gz$/.test(params.file!)) throw notFound('change set file', `${params.date}/${params.file}`);
+    const { entry, stream } = svc.dailySets.open(params.orgId!, params.ledgerId!, params.date!, params.file!);
+    ctx.type = 'application/gzip';
+    ctx.length = entry.bytes;
+    ctx.set('Content-Disposition', `attachment; filename="${entry.name}"`);
+    ctx.body = stream;
   });
 }

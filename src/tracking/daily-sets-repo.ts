@@ -1,0 +1,48 @@
+import type { Db } from '../storage/db.ts';
+
+export interface DailySetFile {
+  name: string;
+  bytes: number;
+  contacts: number;
+}
+
+export interface DailySet {
+  ledgerId: string;
+  day: string;
+  files: DailySetFile[];
+  createdAt: number;
+}
+
+export type DailySetsRepo = ReturnType<typeof createDailySetsRepo>;
+
+/** Which (ledger, day) change sets were written, and the contacts they hold. */
+export function createDailySetsRepo(db: Db) {
+  const q = {
+    ledgersWithChanges: db.raw.prepare<[number, number], string>(
+      'SELECT DISTINCT c.ledger_id FROM changes c JOIN ledgers l ON l.id = c.ledger_id WHERE c.detected_at >= ? AND c.detected_at < ? AND l.deleted_at IS NULL',
+    ).pluck(),
+    exists: db.raw.prepare<[string, string], number>('SELECT 1 FROM daily_change_sets WHERE ledger_id = ? AND day = ?').pluck(),
+    changedContacts: db.raw.prepare<[string, number, number, string, number], string>(
+      'SELECT DISTINCT contact_id FROM changes INDEXED BY changes_by_ledger_time WHERE ledger_id = ? AND detected_at >= ? AND detected_at < ? AND contact_id > ? ORDER BY contact_id LIMIT ?',
+    ).pluck(),
+    insert: db.raw.prepare<[string, string, string, number]>('INSERT OR REPLACE INTO daily_change_sets (ledger_id, day, files, created_at) VALUES (?, ?, ?, ?)'),
+    list: db.raw.prepare<[string, string, number], { ledger_id: string; day: string; files: string; created_at: number }>(
+      'SELECT * FROM daily_change_sets WHERE ledger_id = ? AND day < ? ORDER BY day DESC LIMIT ?',
+    ),
+    one: db.raw.prepare<[string, string], { ledger_id: string; day: string; files: string; created_at: number }>('SELECT * FROM daily_change_sets WHERE ledger_id = ? AND day = ?'),
+  };
+  const toSet = (r: { ledger_id: string; day: string; files: string; created_at: number }): DailySet => ({ ledgerId: r.ledger_id, day: r.day, files: JSON.parse(r.files) as DailySetFile[], createdAt: r.created_at });
+  return {
+    listLedgersWithChanges: (from: number, to: number): string[] => q.ledgersWithChanges.all(from, to),
+    hasSet: (ledgerId: string, day: string): boolean => q.exists.get(ledgerId, day) === 1,
+    /** Ids of contacts of the ledger changed in [from, to), after `afterId`, in id order. */
+    listChangedContactIds: (ledgerId: string, from: number, to: number, afterId: string, limit: number): string[] => q.changedContacts.all(ledgerId, from, to, afterId, limit),
+    recordSet: (s: DailySet): void => void q.insert.run(s.ledgerId, s.day, JSON.stringify(s.files), s.createdAt),
+    /** Sets of a ledger, newest day first, before `beforeDay` (exclusive), `limit` rows. */
+    listSets: (ledgerId: string, beforeDay: string, limit: number): DailySet[] => q.list.all(ledgerId, beforeDay, limit).map(toSet),
+    findSet: (ledgerId: string, day: string): DailySet | undefined => {
+      const r = q.one.get(ledgerId, day);
+      return r && toSet(r);
+    },
+  };
+}

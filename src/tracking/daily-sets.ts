@@ -1,0 +1,119 @@
+import { createReadStream, createWriteStream, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { createGzip } from 'node:zlib';
+import type { Clock } from '../clock.ts';
+import { notFound } from '../errors.ts';
+import type { ContactsRepo } from '../ledger/contacts-repo.ts';
+import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
+import { presentContact } from '../ledger/presenters.ts';
+import { ledgerLookup } from '../ledger/require-ledger.ts';
+import type { Logger } from '../log.ts';
+import type { DailySet, DailySetFile, DailySetsRepo } from './daily-sets-repo.ts';
+
+/** About where a change-set file is split (SPEC §5: "split at about 300 MB" — of JSON lines, before gzip). */
+export const DAILY_SET_MAX_BYTES = 300 * 1024 * 1024;
+const DAY = 86_400_000;
+const PAGE = 500;
+
+export const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g, '');
+const startOfDay = (day: string) => Date.UTC(+day.slice(0, 4), +day.slice(4, 6) - 1, +day.slice(6, 8));
+export const dailyDir = (dataDir: string, ledgerId: string, day: string) => join(dataDir, 'exports', 'ledgers', ledgerId, 'streams', 'daily', day);
+
+export type DailySets = ReturnType<typeof createDailySets>;
+
+/**
+ * Daily change sets (SPEC §5): for each ledger, the contacts changed on a UTC day, in the API's
+ * contact shape, one per line, gzipped, split at about 300 MB. Written once per (ledger, day) by
+ * the scheduler after the day ended; files are written under a temporary name and renamed, and
+ * the set is recorded only when all its files are in place, so a crash just means "write it again".
+ */
+export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string; ledgers: LedgersRepo; contacts: ContactsRepo; sets: DailySetsRepo }) {
+  const requireLedger = ledgerLookup(d.ledgers);
+
+  async function writeLedgerDay(ledgerId: string, day: string, maxBytes: number): Promise<DailySet> {
+    const from = startOfDay(day);
+    const dir = dailyDir(d.dataDir, ledgerId, day);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const files: DailySetFile[] = [];
+    let gz: ReturnType<typeof createGzip> | undefined;
+    let out: ReturnType<typeof createWriteStream> | undefined;
+    let current: DailySetFile | undefined;
+    let written = 0; // JSON-lines bytes in the current file, before compression
+    const close = async () => {
+      if (!gz || !out || !current) return;
+      gz.end();
+      await once(out, 'finish');
+      renameSync(join(dir, `${current.name}.partial`), join(dir, current.name));
+      files.push(current);
+      gz = undefined;
+      out = undefined;
+      current = undefined;
+    };
+    const open = () => {
+      current = { name: `changes-${day}-${files.length + 1}.jsonl.gz`, bytes: 0, contacts: 0 };
+      out = createWriteStream(join(dir, `${current.name}.partial`), { mode: 0o600 });
+      gz = createGzip();
+      const file = current;
+      gz.on('data', (chunk: Buffer) => (file.bytes += chunk.length));
+      gz.pipe(out);
+      written = 0;
+    };
+    let after = '';
+    for (;;) {
+      const ids = d.sets.listChangedContactIds(ledgerId, from, from + DAY, after, PAGE);
+      if (!ids.length) break;
+      for (const id of ids) {
+        const c = d.contacts.findContact(ledgerId, id);
+        if (!c) continue; // deleted since
+        if (!gz || written >= maxBytes) {
+          await close();
+          open();
+        }
+        const line = `${JSON.stringify(presentContact(c))}\n`;
+        written += Buffer.byteLength(line);
+        if (!gz!.write(line)) await once(gz!, 'drain');
+        current!.contacts++;
+      }
+      after = ids[ids.length - 1]!;
+    }
+    await close();
+    const set: DailySet = { ledgerId, day, files, createdAt: d.clock.now() };
+    d.sets.recordSet(set);
+    return set;
+  }
+
+  return {
+    /** Writes the sets of `day` (YYYYMMDD) for every ledger with changes that day and no set yet. */
+    async generate(day: string, opts: { maxBytes?: number } = {}): Promise<DailySet[]> {
+      const from = startOfDay(day);
+      const out: DailySet[] = [];
+      for (const ledgerId of d.sets.listLedgersWithChanges(from, from + DAY)) {
+        if (d.sets.hasSet(ledgerId, day)) continue;
+        try {
+          out.push(await writeLedgerDay(ledgerId, day, opts.maxBytes ?? DAILY_SET_MAX_BYTES));
+        } catch (err) {
+          d.log.error({ err, ledgerId, day }, 'could not write a daily change set');
+        }
+      }
+      if (out.length) d.log.info({ day, ledgers: out.length }, 'daily change sets written');
+      return out;
+    },
+    /** Yesterday (UTC), the day the scheduler writes each night and at start. */
+    yesterday: () => dayOf(d.clock.now() - DAY),
+    list(orgId: string, ledgerId: string, limit: number, beforeDay?: string): { items: DailySet[]; nextCursor: string | null } {
+      requireLedger(orgId, ledgerId);
+      const rows = d.sets.listSets(ledgerId, beforeDay ?? '99999999', limit + 1);
+      return rows.length > limit ? { items: rows.slice(0, limit), nextCursor: rows[limit - 1]!.day } : { items: rows, nextCursor: null };
+    },
+    /** A file of a recorded set, as a stream. */
+    open(orgId: string, ledgerId: string, day: string, file: string) {
+      requireLedger(orgId, ledgerId);
+      const set = d.sets.findSet(ledgerId, day);
+      const entry = set?.files.find((f) => f.name === file);
+      if (!set || !entry) throw notFound('change set file', `${day}/${file}`);
+      return { entry, stream: createReadStream(join(dailyDir(d.dataDir, ledgerId, day), entry.name)) };
+    },
+  };
+}
