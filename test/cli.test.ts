@@ -1,7 +1,7 @@
 // The program as operators run it: a child process with environment, flags and signals.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,11 +24,11 @@ C('first start without admin settings prints a generated password once; it works
   assert.is(r.body.user.superuser, true);
   assert.not.ok(a.stdout().includes(m![2]!), 'the password is not in the JSON log');
   a.child.kill('SIGTERM');
-  assert.is(await a.exit, 0);
+  assert.is(await a.exit, 0, a.stderr().slice(-2000));
   const b = await serve({ CONTACT_LEDGER_DATA: data });
   assert.not.match(b.stderr(), /password:/);
   b.child.kill('SIGINT');
-  assert.is(await b.exit, 0);
+  assert.is(await b.exit, 0, b.stderr().slice(-2000));
 });
 
 C('the admin e-mail and password can come from _FILE variables; SIGTERM stops cleanly (exit 0)', async () => {
@@ -41,7 +41,7 @@ C('the admin e-mail and password can come from _FILE variables; SIGTERM stops cl
   const ready = await request(`http://127.0.0.1:${a.port}`, 'GET', '/readyz');
   assert.is(ready.status, 200);
   a.child.kill('SIGTERM');
-  assert.is(await a.exit, 0);
+  assert.is(await a.exit, 0, a.stderr().slice(-2000));
   assert.match(a.stdout(), /"msg":"stopped"/);
 });
 
@@ -50,7 +50,7 @@ C('flags beat the environment', async () => {
   const a = await serve({ CONTACT_LEDGER_DATA: data, PORT: '1' }, ['serve', '--port', '0']);
   assert.ok(a.port > 1);
   a.child.kill('SIGTERM');
-  assert.is(await a.exit, 0);
+  assert.is(await a.exit, 0, a.stderr().slice(-2000));
 });
 
 C('a port in use ends with a clear message and exit code 1', async () => {
@@ -104,6 +104,34 @@ C('keys rotate adds a signing key', () => {
   assert.is(r.status, 0, r.stderr);
   assert.match(r.stdout, /new signing key k[0-9a-z]{12}/);
   assert.is(run(['keys', 'spin'], { CONTACT_LEDGER_DATA: data }).status, 2);
+});
+
+C('feed <file>: runs the feed itself when no server runs, hands it to the running server\'s inbox otherwise', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ops@example.com', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase 42' };
+  const file = join(data, '..', 'people.jsonl');
+  writeFileSync(file, '{"name":"Ann","company":"Acme"}\n{"company":"no name"}\nnot json\n');
+  const direct = run(['feed', file], env);
+  assert.is(direct.status, 0, direct.stderr);
+  assert.match(direct.stdout, /feed_[0-9a-z]+ completed: 3 records, 2 invalid, 0 older than known, 1 persons updated/);
+  assert.is(run(['feed', join(data, 'missing.jsonl')], env).status, 2);
+  assert.is(run(['feed', file.replace('.jsonl', '.txt')], env).status, 2);
+
+  const server = await serve(env);
+  try {
+    const handed = spawn(process.execPath, [MAIN, 'feed', file], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    handed.stdout!.on('data', (d: Buffer) => (out += d));
+    handed.stderr!.on('data', (d: Buffer) => (err += d));
+    const code = await new Promise<number | null>((resolve) => handed.on('exit', resolve));
+    assert.is(code, 0, err);
+    assert.match(err, /handed people\.jsonl to its inbox/);
+    assert.match(out, /ingested/);
+  } finally {
+    server.child.kill('SIGTERM');
+    await server.exit;
+  }
 });
 
 C.run();

@@ -2,6 +2,7 @@ import { ConfigError } from '../config.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
 import { commandHelp, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, parseCommandArgs, UsageError, type Command, type Io } from './command.ts';
+import { feedCommand } from './feed.ts';
 import { keysCommand } from './keys.ts';
 import { serveCommand } from './serve.ts';
 
@@ -16,7 +17,7 @@ const versionCommand: Command = {
   },
 };
 
-export const COMMANDS: Command[] = [serveCommand, keysCommand, versionCommand];
+export const COMMANDS: Command[] = [serveCommand, feedCommand, keysCommand, versionCommand];
 
 function overview(): string {
   return [

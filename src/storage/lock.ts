@@ -10,6 +10,16 @@ import { StartupError } from './db.ts';
 
 const held = new Set<string>();
 
+/** The data folder is in use by another live process (usually the server). */
+export class DataDirLockedError extends StartupError {
+  override name = 'DataDirLockedError';
+  readonly pid: number;
+  constructor(message: string, pid: number) {
+    super(message);
+    this.pid = pid;
+  }
+}
+
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -47,7 +57,7 @@ export function lockDataDir(dataDir: string): DataLock {
         /* vanished meanwhile */
       }
       if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid))
-        throw new StartupError(`another contact-ledger (pid ${pid}) is using the data folder ${dataDir}; stop it first`);
+        throw new DataDirLockedError(`another contact-ledger (pid ${pid}) is using the data folder ${dataDir}; stop it first`, pid);
       rmSync(file, { force: true }); // left by a process that is gone
     }
   }

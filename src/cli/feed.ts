@@ -1,0 +1,97 @@
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { loadConfig } from '../config.ts';
+import { newId } from '../ids.ts';
+import { openRuntime } from '../runtime.ts';
+import { DataDirLockedError } from '../storage/lock.ts';
+import { feedsDir, formatOfName, inboxDir } from '../tracking/feed-service.ts';
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, type Io } from './command.ts';
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A one-line progress display on a terminal; nothing otherwise. */
+function progress(io: Io) {
+  let last = 0;
+  return (text: string, force = false) => {
+    if (!io.isTTY) return;
+    const now = Date.now();
+    if (!force && now - last < 200) return;
+    last = now;
+    process.stderr.write(`\r\x1b[2K${text}`);
+  };
+}
+
+/**
+ * `contact-ledger feed <file>`: ingests a person-data file (SPEC §5). With the server stopped it
+ * runs the feed job itself and reports the counts; while a server holds the data folder it hands
+ * the file to the server's inbox (copy, then an atomic rename) and waits for the outcome.
+ */
+export const feedCommand: Command = {
+  name: 'feed',
+  summary: 'Ingest a person-data feed file (.jsonl, .ndjson, .csv or .json, optionally .gz) and report the changes it caused.',
+  usage: 'feed <file> [options]',
+  takesConfig: true,
+  async run(args, io) {
+    const file = args.positionals[0];
+    if (!file || args.positionals.length !== 1) throw new UsageError('usage: contact-ledger feed <file>');
+    if (!existsSync(file) || !statSync(file).isFile()) throw new UsageError(`${file} is not a file`);
+    const format = formatOfName(file);
+    if (!format) throw new UsageError(`${file}: use a .jsonl, .ndjson, .csv or .json file (optionally .gz)`);
+    const config = loadConfig(io.env, args.config);
+    const show = progress(io);
+    let rt;
+    try {
+      rt = await openRuntime(config);
+    } catch (err) {
+      if (!(err instanceof DataDirLockedError)) throw err;
+      // The server runs: give it the file through its inbox.
+      const inbox = inboxDir(config.dataDir);
+      mkdirSync(inbox, { recursive: true });
+      const name = `${Date.now()}-${basename(file)}`;
+      copyFileSync(file, join(inbox, `.${name}.partial`));
+      renameSync(join(inbox, `.${name}.partial`), join(inbox, name));
+      io.err(`the server (pid ${err.pid}) is running: handed ${basename(file)} to its inbox as ${name}`);
+      for (let waited = 0; ; waited += 500) {
+        if (existsSync(join(inbox, 'done', name))) {
+          show('', true);
+          io.out(`ingested ${name} (see GET /api/ledger/v1/feed for its counts)`);
+          return EXIT_OK;
+        }
+        if (existsSync(join(inbox, 'failed', name))) {
+          show('', true);
+          const reason = existsSync(join(inbox, 'failed', `${name}.reason.txt`)) ? readFileSync(join(inbox, 'failed', `${name}.reason.txt`), 'utf8').trim() : 'see the server log';
+          io.err(`the feed failed: ${reason}`);
+          return EXIT_FAILURE;
+        }
+        show(`waiting for the server to ingest ${name}… ${Math.round(waited / 1000)} s`);
+        await pause(500);
+      }
+    }
+    if (rt.bootstrap?.generatedPassword) io.err(`created the first superuser ${rt.bootstrap.email} with the password ${rt.bootstrap.generatedPassword} (shown only now)`);
+    try {
+      mkdirSync(feedsDir(config.dataDir), { recursive: true, mode: 0o700 });
+      const id = newId('feed');
+      const stored = join(feedsDir(config.dataDir), `${id}.${format}`);
+      copyFileSync(file, stored);
+      rt.tracking.feeds.createFeed('cli', stored, basename(file), format, null, id);
+      rt.scheduler.start();
+      for (;;) {
+        const f = rt.tracking.feeds.get(id);
+        show(`${basename(file)}: ${f.received} records, ${f.invalid} invalid, ${f.jobChanges} job changes, ${f.infoChanges} info changes`);
+        if (f.status === 'completed' || f.status === 'failed') {
+          show('', true);
+          const summary = `${f.id} ${f.status}: ${f.received} records, ${f.invalid} invalid, ${f.stale} older than known, ${f.personsUpdated} persons updated, ${f.contactsMatched} contacts matched, ${f.jobChanges} job changes, ${f.infoChanges} info changes`;
+          if (f.status === 'failed') {
+            io.err(`${summary}. ${f.message ?? ''}`);
+            return EXIT_FAILURE;
+          }
+          io.out(summary);
+          return EXIT_OK;
+        }
+        await pause(100);
+      }
+    } finally {
+      await rt.close();
+    }
+  },
+};
