@@ -3,10 +3,9 @@
 -- The people store: the latest known state of each person, installation-wide. Matching keys:
 -- the LinkedIn slug (authoritative), the e-mail, or the normalized name + company.
 CREATE TABLE people (
-  seq               INTEGER PRIMARY KEY,
-  id                TEXT NOT NULL UNIQUE,               -- p_…
-  external_id       TEXT UNIQUE,                        -- the feed's personId
-  linkedin_slug     TEXT UNIQUE,
+  seq               INTEGER PRIMARY KEY,                -- internal: contacts.person_id holds it as text
+  external_id       TEXT,                               -- the feed's personId
+  linkedin_slug     TEXT,
   email             TEXT COLLATE NOCASE,
   email_status      TEXT,
   name              TEXT NOT NULL,
@@ -20,6 +19,9 @@ CREATE TABLE people (
   observed_at       INTEGER NOT NULL,
   updated_at        INTEGER NOT NULL
 ) STRICT;
+-- Partial indexes: people without the key are not in the index at all (cheaper inserts).
+CREATE UNIQUE INDEX people_by_external ON people (external_id) WHERE external_id IS NOT NULL;
+CREATE UNIQUE INDEX people_by_slug ON people (linkedin_slug) WHERE linkedin_slug IS NOT NULL;
 CREATE INDEX people_by_email ON people (email) WHERE email IS NOT NULL;
 CREATE INDEX people_by_name_company ON people (name_key, company_key);
 
@@ -27,7 +29,8 @@ CREATE INDEX people_by_name_company ON people (name_key, company_key);
 ALTER TABLE contacts ADD COLUMN name_key TEXT;
 ALTER TABLE contacts ADD COLUMN company_key TEXT;
 CREATE INDEX contacts_by_person ON contacts (person_id) WHERE person_id IS NOT NULL;
-CREATE INDEX contacts_by_name_company ON contacts (name_key, company_key) WHERE person_id IS NULL;
+-- only contacts that can be matched by name + company alone: unmatched, without LinkedIn and e-mail
+CREATE INDEX contacts_by_name_company ON contacts (name_key, company_key) WHERE person_id IS NULL AND linkedin IS NULL AND email IS NULL;
 
 -- Change history: one row per job change, one row per changed field for info changes.
 CREATE TABLE changes (

@@ -15,8 +15,8 @@ import { zeroCounts } from './model.ts';
 import type { Tracker } from './tracker.ts';
 
 export const FEED_JOB = 'feed';
-/** Records per transaction. */
-const FEED_CHUNK = 500;
+/** Records per transaction: amortizes the commit's fsync; about 20–40 ms of work. */
+const FEED_CHUNK = 1000;
 /** An inbox file is taken once its size and time have not changed for this long. */
 export const INBOX_SETTLE_MS = 2000;
 

@@ -17,6 +17,7 @@ export interface FeedRecord {
 
 export interface Person {
   seq: number;
+  /** The seq as text: what contacts.person_id holds. */
   id: string;
   externalId: string | null;
   linkedinSlug: string | null;

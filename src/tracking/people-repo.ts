@@ -3,7 +3,6 @@ import type { Person } from './model.ts';
 
 interface PersonRow {
   seq: number;
-  id: string;
   external_id: string | null;
   linkedin_slug: string | null;
   email: string | null;
@@ -22,7 +21,7 @@ interface PersonRow {
 
 const toPerson = (r: PersonRow): Person => ({
   seq: r.seq,
-  id: r.id,
+  id: String(r.seq),
   externalId: r.external_id,
   linkedinSlug: r.linkedin_slug,
   email: r.email,
@@ -50,18 +49,21 @@ export function createPeopleRepo(db: Db) {
     byKeys: db.raw.prepare<[string, string], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? LIMIT 2'),
     countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
     insert: db.raw.prepare(
-      `INSERT INTO people (id, external_id, linkedin_slug, email, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, updated_at)
-       VALUES (@id, @externalId, @linkedinSlug, @email, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @updatedAt)`,
+      `INSERT INTO people (external_id, linkedin_slug, email, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, updated_at)
+       VALUES (@externalId, @linkedinSlug, @email, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @updatedAt)`,
     ),
     update: db.raw.prepare(
       `UPDATE people SET external_id = @externalId, linkedin_slug = @linkedinSlug, email = @email, email_status = @emailStatus, name = @name, name_key = @nameKey,
          company = @company, company_key = @companyKey, title = @title, location = @location, job_started_at = @jobStartedAt,
          has_multiple_jobs = @hasMultipleJobs, observed_at = @observedAt, updated_at = @updatedAt
-       WHERE id = @id`,
+       WHERE seq = @seq`,
     ),
   };
   const one = (r: PersonRow | undefined) => r && toPerson(r);
-  const params = (p: Omit<Person, 'seq'>) => ({ ...p, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 });
+  const params = (p: Omit<Person, 'seq' | 'id'>) => {
+    const { externalId, linkedinSlug, email, emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt } = p;
+    return { externalId, linkedinSlug, email, emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 };
+  };
   return {
     findByExternalId: (id: string) => one(q.byExternal.get(id)),
     findBySlug: (slug: string) => one(q.bySlug.get(slug)),
@@ -77,7 +79,8 @@ export function createPeopleRepo(db: Db) {
     },
     /** How many people (0, 1 or 2 = "more than one") have these keys. */
     countByKeys: (nameKey: string, companyKey: string): number => q.countKeys.get(nameKey, companyKey)!,
-    insertPerson: (p: Omit<Person, 'seq'>): void => void q.insert.run(params(p)),
-    updatePerson: (p: Omit<Person, 'seq'>): void => void q.update.run(params(p)),
+    /** Stores a new person; returns its id. */
+    insertPerson: (p: Omit<Person, 'seq' | 'id'>): string => String(q.insert.run(params(p)).lastInsertRowid),
+    updatePerson: (seq: number, p: Omit<Person, 'seq' | 'id'>): void => void q.update.run({ ...params(p), seq }),
   };
 }

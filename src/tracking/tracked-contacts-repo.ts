@@ -4,6 +4,9 @@ import type { Contact } from '../ledger/model.ts';
 
 export type TrackedContactsRepo = ReturnType<typeof createTrackedContactsRepo>;
 
+/** A contact with its stored company key (saves normalizing its company again). */
+export type TrackedContact = Contact & { companyKey?: string | null };
+
 /** The fields change tracking may set on a contact (never name, importCompany, importTitle). */
 export interface TrackedFields {
   company: string;
@@ -37,7 +40,7 @@ export function createTrackedContactsRepo(db: Db) {
        WHERE id = @id`,
     ),
   };
-  const all = (rows: ContactRow[]): Contact[] => rows.map(toContact);
+  const all = (rows: ContactRow[]): TrackedContact[] => rows.map((r) => ({ ...toContact(r), companyKey: (r as ContactRow & { company_key: string | null }).company_key }));
   return {
     listOfPerson: (personId: string) => all(q.byPerson.all(personId)),
     listUnmatchedByLinkedin: (linkedin: string) => all(q.unmatchedByLinkedin.all(linkedin)),

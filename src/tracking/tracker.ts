@@ -5,7 +5,7 @@ import { companyKey, linkedinSlug, nameKey, titleDomain, titleLevel } from '../l
 import type { ChangesRepo } from './changes-repo.ts';
 import type { Change, FeedRecord, Person, TrackingCounts } from './model.ts';
 import type { PeopleRepo } from './people-repo.ts';
-import type { TrackedContactsRepo, TrackedFields } from './tracked-contacts-repo.ts';
+import type { TrackedContact, TrackedContactsRepo, TrackedFields } from './tracked-contacts-repo.ts';
 
 /** Called for every change, inside the transaction that records it (the webhook outbox). */
 export type ChangeListener = (change: Change, contact: Contact) => void;
@@ -29,6 +29,10 @@ const wire = (f: InfoField, v: unknown): unknown => (v !== null && (f === 'jobSt
 
 export type Tracker = ReturnType<typeof createTracker>;
 
+const PERSON_FIELDS = ['externalId', 'linkedinSlug', 'email', 'emailStatus', 'name', 'company', 'title', 'location', 'jobStartedAt', 'hasMultipleJobs', 'observedAt'] as const;
+/** True when storing `next` would change nothing that matters (observedAt included). */
+const samePerson = (p: Person, next: Omit<Person, 'seq' | 'id'>) => PERSON_FIELDS.every((f) => p[f] === next[f]);
+
 /**
  * Matching and change detection (SPEC §5). Every method runs inside the caller's transaction.
  * A person's known state is compared with each contact matched to it: another company (after
@@ -51,12 +55,12 @@ export function createTracker(d: TrackerDeps) {
   }
 
   /** Brings a contact up to the person's state; records and announces the changes. */
-  function reconcile(c: Contact, p: Person, observedAt: number | null, counts: TrackingCounts): void {
+  function reconcile(c: TrackedContact, p: Person, observedAt: number | null, counts: TrackingCounts): void {
     const now = d.clock.now();
     const changes: Omit<Change, 'seq'>[] = [];
     const next: TrackedFields = {
       company: c.company,
-      companyKey: companyKey(c.company),
+      companyKey: c.companyKey ?? companyKey(c.company),
       title: c.title,
       titleLevel: c.titleLevel,
       titleDomain: c.titleDomain,
@@ -95,7 +99,9 @@ export function createTracker(d: TrackerDeps) {
     next.titleLevel = titleLevel(next.title ?? undefined) ?? null;
     next.titleDomain = titleDomain(next.title ?? undefined) ?? null;
     d.contacts.updateTracked(c.id, next, now);
-    const updated: Contact = { ...c, ...next, updatedAt: now };
+    const { companyKey: _key, ...rest } = next;
+    const updated: Contact = { ...c, ...rest, updatedAt: now };
+    delete (updated as TrackedContact).companyKey;
     for (const ch of changes) {
       const seq = d.changes.insertChange(ch);
       for (const l of d.listeners) l({ ...ch, seq }, updated);
@@ -116,35 +122,47 @@ export function createTracker(d: TrackerDeps) {
         counts.stale++;
         return;
       }
-      const person: Omit<Person, 'seq'> = {
-        id: existing?.id ?? newId('p'),
+      const companyK = companyKey(r.company);
+      const newJob = existing !== undefined && existing.companyKey !== companyK;
+      const person: Omit<Person, 'seq' | 'id'> = {
         externalId: r.personId ?? existing?.externalId ?? null,
         linkedinSlug: r.linkedin ? linkedinSlug(r.linkedin) : (existing?.linkedinSlug ?? null),
         email: r.email ?? existing?.email ?? null,
         emailStatus: r.emailStatus ?? existing?.emailStatus ?? null,
         name: r.name,
-        nameKey: nameKey(r.name),
+        nameKey: existing?.name === r.name ? existing.nameKey : nameKey(r.name),
         company: r.company,
-        companyKey: companyKey(r.company),
+        companyKey: companyK,
         // a new job without a title has no known title
-        title: r.title ?? (existing && existing.companyKey !== companyKey(r.company) ? null : (existing?.title ?? null)),
+        title: r.title ?? (newJob ? null : (existing?.title ?? null)),
         location: r.location ?? existing?.location ?? null,
-        jobStartedAt: r.jobStartedAt ?? (existing && existing.companyKey !== companyKey(r.company) ? null : (existing?.jobStartedAt ?? null)),
+        jobStartedAt: r.jobStartedAt ?? (newJob ? null : (existing?.jobStartedAt ?? null)),
         hasMultipleJobs: r.hasMultipleJobs ?? existing?.hasMultipleJobs ?? null,
         observedAt,
         updatedAt: now,
       };
-      if (existing) d.people.updatePerson(person);
-      else d.people.insertPerson(person);
-      counts.personsUpdated++;
-      const p = { ...person, seq: existing?.seq ?? 0 };
+      let p: Person;
+      if (existing) {
+        if (samePerson(existing, person)) {
+          p = existing; // a replay: nothing to write
+        } else {
+          d.people.updatePerson(existing.seq, person);
+          counts.personsUpdated++;
+          p = { ...person, seq: existing.seq, id: existing.id };
+        }
+      } else {
+        const id = d.people.insertPerson(person);
+        counts.personsUpdated++;
+        p = { ...person, seq: Number(id), id };
+      }
 
-      const matched = new Map<string, Contact>();
-      for (const c of d.contacts.listOfPerson(p.id)) matched.set(c.id, c);
-      const fresh: Contact[] = [];
+      const matched = new Map<string, TrackedContact>();
+      if (existing) for (const c of d.contacts.listOfPerson(p.id)) matched.set(c.id, c);
+      const fresh: TrackedContact[] = [];
       if (p.linkedinSlug) fresh.push(...d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`));
       if (p.email) fresh.push(...d.contacts.listUnmatchedByEmail(p.email));
-      if (d.people.countByKeys(p.nameKey, p.companyKey) === 1) fresh.push(...d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey));
+      const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey);
+      if (byKeys.length && d.people.countByKeys(p.nameKey, p.companyKey) === 1) fresh.push(...byKeys);
       for (const c of fresh) {
         if (matched.has(c.id)) continue;
         d.contacts.markMatched(c.id, p.id, now);

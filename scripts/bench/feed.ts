@@ -1,0 +1,140 @@
+// npm run bench:feed — person-feed ingestion with matching and change detection (issue 4, point 7).
+// Ledgers holding 1,000,000 contacts in total (4 × 250,000, each with a LinkedIn URL); a feed of
+// 1,000,000 records about those people, 10% of them at a new company and 20% with a new title.
+// The limit: the plain insert rate of the same records (parsed from the same NDJSON file) into a
+// SQLite table with the same WAL/FULL durability, in transactions of 5,000. The project: the file
+// POSTed to /api/ledger/v1/feed until its job completes; meanwhile list requests measure p99.
+import { createReadStream, createWriteStream, openAsBlob, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import Database from 'better-sqlite3';
+import { companyKey, nameKey } from '../../src/ledger/normalize.ts';
+import { Api, CACHE, fmt, ledgerPath, machineFacts, newLedger, percentile, ratio, ROWS, sleep, startServer } from './common.ts';
+
+const LEDGERS = 4;
+const dir = join(CACHE, `feed-${process.pid}`);
+const dataDir = join(dir, 'data');
+const feedFile = join(dir, 'feed.jsonl');
+const companyOf = (i: number) => `Company ${i % 5000} Inc.`;
+const titleOf = (i: number) => ['Software Engineer', 'Account Executive', 'Product Manager', 'Sales Director', 'CTO'][i % 5]!;
+
+async function seed(): Promise<{ orgId: string; ledgerIds: string[] }> {
+  const server = await startServer(dataDir);
+  const first = await newLedger(server);
+  const ledgerIds = [first.ledgerId];
+  for (let l = 1; l < LEDGERS; l++) ledgerIds.push((await first.api.call<{ id: string }>('POST', `/api/ledger/v1/orgs/${first.orgId}/ledgers`, { name: `feed ${l}` })).id);
+  await server.stop();
+  // The contacts go straight into the database file (the import path has its own benchmark).
+  const db = new Database(join(dataDir, 'contact-ledger.db'));
+  db.pragma('journal_mode = WAL');
+  const ins = db.prepare(
+    `INSERT INTO contacts (id, ledger_id, reference_id, name, company, import_company, title, import_title, linkedin, created_at, updated_at, name_key, company_key)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const now = Date.now();
+  const per = Math.ceil(ROWS / LEDGERS);
+  for (let start = 0; start < ROWS; start += 50_000) {
+    db.transaction(() => {
+      for (let i = start; i < Math.min(ROWS, start + 50_000); i++) {
+        const name = `Person ${i}`;
+        ins.run(`c_bench${String(i).padStart(20, '0')}`, ledgerIds[Math.floor(i / per)]!, `ref-${i}`, name, companyOf(i), companyOf(i), titleOf(i), titleOf(i), `https://www.linkedin.com/in/feed-${i}`, now, now, nameKey(name), companyKey(companyOf(i)));
+      }
+    })();
+  }
+  for (const id of ledgerIds) db.prepare('UPDATE ledgers SET contact_count = (SELECT count(*) FROM contacts WHERE ledger_id = ?) WHERE id = ?').run(id, id);
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  return { orgId: first.orgId, ledgerIds };
+}
+
+async function writeFeed(): Promise<void> {
+  const out = createWriteStream(feedFile);
+  let buf = '';
+  for (let i = 0; i < ROWS; i++) {
+    const company = i % 10 === 0 ? `New Employer ${i % 777}` : companyOf(i); // 10% change company
+    const title = i % 10 === 1 || i % 10 === 2 ? `Senior ${titleOf(i)}` : titleOf(i); // 20% change title
+    buf += `${JSON.stringify({ linkedin: `https://www.linkedin.com/in/feed-${i}`, name: `Person ${i}`, company, title, observedAt: '2026-11-01T00:00:00Z' })}\n`;
+    if (buf.length > 1 << 20) {
+      if (!out.write(buf)) await once(out, 'drain');
+      buf = '';
+    }
+  }
+  out.end(buf);
+  await once(out, 'finish');
+}
+
+/** The limit: parse the same lines and insert them into an indexed SQLite table, durably. */
+async function plainInsert(): Promise<number> {
+  const file = join(dir, 'plain.db');
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.exec('CREATE TABLE people (linkedin TEXT UNIQUE, name TEXT, company TEXT, title TEXT, observed_at TEXT)');
+  const ins = db.prepare('INSERT INTO people VALUES (?, ?, ?, ?, ?)');
+  const batch = db.transaction((rows: Record<string, string>[]) => {
+    for (const r of rows) ins.run(r.linkedin, r.name, r.company, r.title, r.observedAt);
+  });
+  const t0 = performance.now();
+  let rows: Record<string, string>[] = [];
+  for await (const line of createInterface({ input: createReadStream(feedFile), crlfDelay: Infinity })) {
+    rows.push(JSON.parse(line) as Record<string, string>);
+    if (rows.length === 5000) {
+      batch(rows);
+      rows = [];
+    }
+  }
+  batch(rows);
+  const s = (performance.now() - t0) / 1000;
+  db.close();
+  return ROWS / s;
+}
+
+async function main() {
+  console.log(machineFacts());
+  console.log(`feed benchmark: ${fmt(ROWS)} records against ${LEDGERS} ledgers with ${fmt(ROWS)} contacts in total`);
+  const { orgId, ledgerIds } = await seed();
+  await writeFeed();
+  const limit = await plainInsert();
+  console.log(`limit (plain insert of the parsed records into SQLite): ${fmt(limit)} records/s`);
+
+  const server = await startServer(dataDir, { cpus: '0' });
+  const api = new Api(server.base);
+  await api.signIn();
+  const since = new Date(Date.now() - 1000).toISOString();
+  const latencies: number[] = [];
+  let stop = false;
+  const lister = (async () => {
+    while (!stop) {
+      const t0 = performance.now();
+      await api.call('GET', `${ledgerPath(orgId, ledgerIds[0]!)}/contacts?lastJobChangedAt=${since}&limit=100`);
+      latencies.push(performance.now() - t0);
+      await sleep(20);
+    }
+  })();
+  const t0 = performance.now();
+  const res = await fetch(`${server.base}/api/ledger/v1/feed`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${api.token}`, 'Content-Type': 'application/x-ndjson' },
+    body: await openAsBlob(feedFile),
+  });
+  const job = (await res.json()) as { id: string };
+  let s: { status: string; received: number; jobChanges: number; infoChanges: number; contactsMatched: number; message: string | null };
+  for (;;) {
+    s = await api.call('GET', `/api/ledger/v1/feed/${job.id}`);
+    if (s.status === 'completed' || s.status === 'failed') break;
+    await sleep(200);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  stop = true;
+  await lister;
+  await server.stop();
+  const project = ROWS / seconds;
+  latencies.sort((a, b) => a - b);
+  console.log(`project (POST /feed until the job completed): ${fmt(project)} records/s in ${seconds.toFixed(1)} s — ${s.status}: ${fmt(s.received)} records, ${fmt(s.contactsMatched)} contacts matched, ${fmt(s.jobChanges)} job changes, ${fmt(s.infoChanges)} info changes ${s.message ?? ''}`);
+  console.log(`ratio project/limit: ${ratio(project, limit)} (target ≥ 0.5)`);
+  console.log(`list during the feed: ${latencies.length} requests, p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms (target p99 < 100 ms)`);
+  if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
+}
+
+await main();
