@@ -170,4 +170,26 @@ S('runs kicked jobs at once, one runner per job, and stops cleanly between chunk
   db.close();
 });
 
+S('stop() waits for start-up and periodic work, which sees `stopping` and ends; nothing runs after', async () => {
+  const db = freshDb();
+  const queue = createQueue(db, { now: () => Date.now() });
+  const scheduler = createScheduler({ db, queue, log: quiet, runners: {} });
+  const events: string[] = [];
+  let started!: () => void;
+  const running = new Promise<void>((r) => (started = r));
+  scheduler.onStart('catch-up', async (ctl) => {
+    events.push('start');
+    started();
+    while (!ctl.stopping) await new Promise((r) => setImmediate(r));
+    db.raw.prepare('SELECT 1').get(); // still allowed: the database is not closed yet
+    events.push('saw stopping');
+  });
+  scheduler.start();
+  await running;
+  await scheduler.stop();
+  events.push('stopped');
+  db.close();
+  assert.equal(events, ['start', 'saw stopping', 'stopped']);
+});
+
 S.run();

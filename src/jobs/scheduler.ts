@@ -30,6 +30,12 @@ const isStorageFull = (err: unknown) => {
   return code === 'SQLITE_FULL' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR'));
 };
 
+/**
+ * Periodic or start-up work (inbox poll, daily change sets, backups). It may be async; the
+ * scheduler waits for it on stop(), and long work should return early once `ctl.stopping` is set.
+ */
+export type BackgroundTask = (ctl: RunControl) => unknown;
+
 export type Scheduler = ReturnType<typeof createScheduler>;
 
 export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners: Record<string, Runner>; concurrency?: number }) {
@@ -39,8 +45,23 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
   let started = false;
   let task: ScheduledTask | undefined;
   let pending = false;
-  const startHooks: (() => void)[] = [];
-  const periodic: { expression: string; name: string; fn: () => void; task?: ScheduledTask }[] = [];
+  const startHooks: { name: string; fn: BackgroundTask }[] = [];
+  const periodic: { expression: string; name: string; fn: BackgroundTask; task?: ScheduledTask }[] = [];
+  /** Periodic and start-up work in flight, by name: stop() waits for it, a tick never overlaps it. */
+  const background = new Map<string, Promise<void>>();
+
+  /** Runs a background task unless stopping or the same task still runs; its failure is logged. */
+  function runBackground(name: string, fn: BackgroundTask): void {
+    if (ctl.stopping || background.has(name)) return;
+    const p = (async () => {
+      try {
+        await fn(ctl);
+      } catch (err) {
+        d.log.error({ err, task: name }, 'a periodic task failed');
+      }
+    })().finally(() => background.delete(name));
+    background.set(name, p);
+  }
 
   async function execute(lease: Lease): Promise<void> {
     const runner = d.runners[lease.job.kind];
@@ -125,25 +146,18 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       if (recovered) d.log.info({ recovered }, 'jobs of a previous process are claimable again');
       task = cron.schedule('* * * * * *', tick, { name: 'job-poll', noOverlap: true });
       for (const p of periodic) {
-        p.task = cron.schedule(p.expression, () => {
-          if (ctl.stopping) return;
-          try {
-            p.fn();
-          } catch (err) {
-            d.log.error({ err, task: p.name }, 'a periodic task failed');
-          }
-        }, { name: p.name, noOverlap: true, timezone: 'Etc/UTC' });
+        p.task = cron.schedule(p.expression, () => runBackground(p.name, p.fn), { name: p.name, noOverlap: true, timezone: 'Etc/UTC' });
       }
       kick();
-      for (const fn of startHooks) setImmediate(fn);
+      for (const h of startHooks) setImmediate(() => runBackground(h.name, h.fn));
     },
     kick,
-    /** Runs once when the scheduler starts (catch-up work). */
-    onStart(fn: () => void): void {
-      startHooks.push(fn);
+    /** Runs once when the scheduler starts (catch-up work); shares `name` with a periodic task to never overlap it. */
+    onStart(name: string, fn: BackgroundTask): void {
+      startHooks.push({ name, fn });
     },
-    /** A periodic task (cron expression, UTC); register before start(). */
-    every(expression: string, name: string, fn: () => void): void {
+    /** A periodic task (cron expression, UTC); register before start(). A tick while it still runs is skipped. */
+    every(expression: string, name: string, fn: BackgroundTask): void {
       periodic.push({ expression, name, fn });
     },
     isRunning: () => started && !ctl.stopping,
@@ -155,7 +169,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       ctl.stopping = true;
       await task?.stop();
       for (const p of periodic) await p.task?.stop();
-      await Promise.allSettled([...running.values()]);
+      await Promise.allSettled([...running.values(), ...background.values()]);
       started = false;
     },
   };

@@ -8,6 +8,7 @@ import type { ContactsRepo } from '../ledger/contacts-repo.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
 import { presentContact } from '../ledger/presenters.ts';
 import { ledgerLookup } from '../ledger/require-ledger.ts';
+import type { RunControl } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { DailySet, DailySetFile, DailySetsRepo } from './daily-sets-repo.ts';
 
@@ -86,10 +87,11 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
 
   return {
     /** Writes the sets of `day` (YYYYMMDD) for every ledger with changes that day and no set yet. */
-    async generate(day: string, opts: { maxBytes?: number } = {}): Promise<DailySet[]> {
+    async generate(day: string, opts: { maxBytes?: number; ctl?: RunControl } = {}): Promise<DailySet[]> {
       const from = startOfDay(day);
       const out: DailySet[] = [];
       for (const ledgerId of d.sets.listLedgersWithChanges(from, from + DAY)) {
+        if (opts.ctl?.stopping) break; // the rest is written at the next start
         if (d.sets.hasSet(ledgerId, day)) continue;
         try {
           out.push(await writeLedgerDay(ledgerId, day, opts.maxBytes ?? DAILY_SET_MAX_BYTES));

@@ -36,9 +36,9 @@ export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; con
     runners: { [FEED_JOB]: feeds.runner },
     /** Periodic work: the inbox poll; yesterday's change sets each night (and at start, if missing). */
     schedule(s: Scheduler): void {
-      s.every('*/2 * * * * *', 'inbox', () => void feeds.scanInbox());
-      s.every('10 0 * * *', 'daily-change-sets', () => void dailySets.generate(dailySets.yesterday()));
-      s.onStart(() => void dailySets.generate(dailySets.yesterday()));
+      s.every('*/2 * * * * *', 'inbox', () => feeds.scanInbox());
+      s.every('10 0 * * *', 'daily-change-sets', (ctl) => dailySets.generate(dailySets.yesterday(), { ctl }));
+      s.onStart('daily-change-sets', (ctl) => dailySets.generate(dailySets.yesterday(), { ctl }));
     },
     purgeChanges: (ledgerId: string, n: number) => repos.changes.purgeChanges(ledgerId, n),
   };
