@@ -19,7 +19,11 @@ export interface ResumePoint {
   lines: number;
 }
 
-export type CsvRow = { line: number; draft: ContactDraft } | { line: number; reason: string; raw: string[] };
+/**
+ * One data row: `line` is where it starts; `endBytes`/`endLine` is the resume point just after
+ * it, so the runner may commit any prefix of a batch and record an exact resume point.
+ */
+export type CsvRow = ({ line: number; draft: ContactDraft } | { line: number; reason: string; raw: string[] }) & { endBytes: number; endLine: number };
 
 export interface CsvBatch {
   rows: CsvRow[];
@@ -71,10 +75,11 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       nextLine = line + breaks + 1;
       endBytes = from.bytes + info.bytes;
       if (record.length === 1 && record[0] === '') continue; // an empty line
-      if (record.length !== width) rows.push({ line, reason: `the row has ${record.length} column${record.length === 1 ? '' : 's'}, the header has ${width}`, raw: record });
+      const endLine = nextLine - 1;
+      if (record.length !== width) rows.push({ line, endBytes, endLine, reason: `the row has ${record.length} column${record.length === 1 ? '' : 's'}, the header has ${width}`, raw: record });
       else {
         const res = validateContact(rowToInput(record, format.mapping));
-        rows.push(res.ok ? { line, draft: res.draft } : { line, reason: res.reason, raw: record });
+        rows.push(res.ok ? { line, endBytes, endLine, draft: res.draft } : { line, endBytes, endLine, reason: res.reason, raw: record });
       }
       if (rows.length >= batchRows) {
         await send({ rows, endBytes, endLine: nextLine - 1 });

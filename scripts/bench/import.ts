@@ -1,0 +1,147 @@
+// npm run bench:import — a 1,000,000-row CSV through the API until its job completes, against the
+// sqlite3 shell's `.import` of the same file into the same table with the same indexes; the p99
+// of list requests made while the import runs. See docs/benchmarks.md.
+//
+// Environment: BENCH_ROWS (default 1000000), BENCH_SKIP_LIMIT=1 (project only),
+// BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" (profile the server), BENCH_LISTERS (default 2).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { Api, CACHE, ROWS, ensureCsv, fmt, importCsv, machineFacts, newLedger, percentile, ratio, rssKiB, saveLedgerData, sleep, startServer, type ImportStatus } from './common.ts';
+
+const skipLimit = process.env.BENCH_SKIP_LIMIT === '1';
+const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
+/** Concurrent list clients during the import. */
+const LISTERS = Number(process.env.BENCH_LISTERS ?? 2);
+
+/**
+ * The contacts table and all its indexes exactly as the server creates them (every migration
+ * applied): a throwaway server starts on an empty folder, then its schema is read back.
+ */
+async function contactsDdl(work: string): Promise<string> {
+  const dataDir = join(work, 'schema');
+  const server = await startServer(dataDir);
+  await server.stop();
+  const out = execFileSync('sqlite3', [join(dataDir, 'contact-ledger.db'), "SELECT sql || ';' FROM sqlite_schema WHERE tbl_name = 'contacts' AND sql IS NOT NULL ORDER BY type DESC"], { encoding: 'utf8' });
+  rmSync(dataDir, { recursive: true, force: true });
+  return out;
+}
+
+/**
+ * The limit: the sqlite3 shell imports the file into the real contacts table (same columns, same
+ * unique and lookup indexes, same synchronous=FULL and page cache as the server) through a view
+ * whose INSTEAD OF trigger fills in what the file does not have (random id, ledger, import, times).
+ * The shell's .import is one transaction; it runs in the shell's default rollback-journal mode,
+ * which is faster for one big transaction than WAL (see docs/benchmarks.md).
+ */
+function shellImport(csv: string, work: string, ddl: string): { seconds: number; rows: number } {
+  const db = join(work, 'limit.db');
+  const script = `
+PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;
+CREATE TABLE ledgers (id TEXT PRIMARY KEY) STRICT;
+INSERT INTO ledgers VALUES ('l_bench');
+${ddl}
+CREATE VIEW csv_in (name, company, title, linkedin, referenceId, email) AS SELECT NULL, NULL, NULL, NULL, NULL, NULL;
+CREATE TRIGGER csv_in_insert INSTEAD OF INSERT ON csv_in BEGIN
+  INSERT INTO contacts (id, ledger_id, import_id, reference_id, name, company, import_company, import_title, title, email, linkedin, created_at, updated_at)
+  VALUES ('c_' || lower(hex(randomblob(16))), 'l_bench', 'imp_bench', nullif(NEW.referenceId, ''), NEW.name, NEW.company, NEW.company,
+          nullif(NEW.title, ''), nullif(NEW.title, ''), nullif(NEW.email, ''), nullif(NEW.linkedin, ''), 1763800000000, 1763800000000);
+END;
+.import --csv --skip 1 '${csv}' csv_in
+SELECT count(*) FROM contacts;
+`;
+  const t0 = performance.now();
+  const r = spawnSync('sqlite3', [db], { input: script, encoding: 'utf8' });
+  const seconds = (performance.now() - t0) / 1000;
+  if (r.status !== 0) throw new Error(`sqlite3 failed: ${r.stderr}`);
+  const rows = Number(r.stdout.trim().split('\n').pop());
+  if (rows !== ROWS) throw new Error(`sqlite3 imported ${rows} rows, expected ${ROWS}: ${r.stderr}`);
+  rmSync(db, { force: true });
+  return { seconds, rows };
+}
+
+/** Lists the first page in a loop until `done()`; returns the latencies in ms (failures count as errors). */
+async function listLoop(api: Api, path: string, done: () => boolean, errors: string[]): Promise<number[]> {
+  const out: number[] = [];
+  while (!done()) {
+    const t0 = performance.now();
+    try {
+      const res = await fetch(api.base + path, { headers: { Authorization: `Bearer ${api.token}` } });
+      await res.arrayBuffer();
+      if (!res.ok) errors.push(`HTTP ${res.status}`);
+    } catch (err) {
+      errors.push(String((err as Error).cause ?? err));
+    }
+    out.push(performance.now() - t0);
+    await sleep(20);
+  }
+  return out;
+}
+
+interface ProjectResult {
+  seconds: number;
+  uploadSeconds: number;
+  status: ImportStatus;
+  latencies: number[];
+  errors: string[];
+  peakRss: number;
+  orgId: string;
+  ledgerId: string;
+}
+
+async function projectImport(csv: string, dataDir: string): Promise<ProjectResult> {
+  const server = await startServer(dataDir, { nodeArgs });
+  try {
+    const { api, orgId, ledgerId, base } = await newLedger(server);
+    let finished = false;
+    let peakRss = 0;
+    const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, rssKiB(server.pid))), 100);
+    // Readers start before the upload: the API must stay responsive through upload, scan and import.
+    const errors: string[] = [];
+    const listers = Array.from({ length: LISTERS }, () => listLoop(api, `${base}/contacts?limit=100`, () => finished, errors));
+    await sleep(200);
+    const r = await importCsv(api, base, csv).finally(() => {
+      finished = true;
+      clearInterval(rssTimer);
+    });
+    const latencies = (await Promise.all(listers)).flat().sort((a, b) => a - b);
+    return { ...r, latencies, errors, peakRss, orgId, ledgerId };
+  } finally {
+    await server.stop();
+  }
+}
+
+async function main() {
+  const csv = await ensureCsv();
+  const mib = statSync(csv).size / 1024 ** 2;
+  console.log(machineFacts());
+  console.log(`file: ${csv} (${fmt(ROWS)} rows, ${mib.toFixed(0)} MiB)\n`);
+  const work = mkdtempSync(join(CACHE, 'import-'));
+  try {
+    let limit: number | undefined;
+    if (!skipLimit) {
+      const l = shellImport(csv, work, await contactsDdl(work));
+      limit = l.rows / l.seconds;
+      console.log(`limit    sqlite3 .import:  ${l.seconds.toFixed(1)} s, ${fmt(limit)} rows/s`);
+    }
+    const dataDir = join(work, 'data');
+    const p = await projectImport(csv, dataDir);
+    const s = p.status;
+    if (s.status !== 'completed' || s.imported !== ROWS) throw new Error(`the import ended ${s.status}: ${JSON.stringify(s)}`);
+    const rate = ROWS / p.seconds;
+    console.log(`project  API import:       ${p.seconds.toFixed(1)} s (upload + scan ${p.uploadSeconds.toFixed(1)} s), ${fmt(rate)} rows/s; imported ${fmt(s.imported)}, duplicates ${s.duplicates}, invalid ${s.invalid}`);
+    if (limit) console.log(`ratio    ${ratio(rate, limit)}× (target ≥ 0.8×)`);
+    const l = p.latencies;
+    console.log(
+      `list during the import: ${l.length} requests from ${LISTERS} clients, p50 ${percentile(l, 50).toFixed(1)} ms, p99 ${percentile(l, 99).toFixed(1)} ms, max ${percentile(l, 100).toFixed(1)} ms (target p99 < 100 ms)`,
+    );
+    if (p.errors.length) console.log(`list errors during the import: ${p.errors.length} (${[...new Set(p.errors)].join('; ')})`);
+    console.log(`server peak RSS during the import: ${(p.peakRss / 1024).toFixed(0)} MiB`);
+    const saved = saveLedgerData(dataDir, p.orgId, p.ledgerId);
+    console.log(`the imported ledger is kept for bench:list and bench:download in ${saved.dataDir}`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+await main();
