@@ -9,6 +9,7 @@ import { LEDGER_PREFIX, registerLedgerRoutes } from './ledger/routes.ts';
 import { registerHealthRoutes } from './ops/health.ts';
 import { feedsDir } from './tracking/feed-service.ts';
 import { registerTrackingRoutes } from './tracking/routes.ts';
+import { registerWebhookRoutes } from './webhooks/routes.ts';
 import { join } from 'node:path';
 import type { Runtime } from './runtime.ts';
 import { VERSION } from './version.ts';
@@ -37,6 +38,7 @@ export function buildApp(rt: Runtime): BuiltApp {
   const ledgerApi = new ApiRouter(LEDGER_PREFIX, deps);
   registerLedgerRoutes(ledgerApi, rt.ledger, { baseUrl: config.baseUrl, uploadTmpDir: uploadTmpDir(config.dataDir), maxUploadBytes: config.maxUploadBytes, now: () => rt.clock.now() });
   registerTrackingRoutes(ledgerApi, rt.tracking, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX, tmpDir: join(feedsDir(config.dataDir), 'tmp'), maxUploadBytes: config.maxUploadBytes });
+  registerWebhookRoutes(ledgerApi, rt.webhooks.service, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX });
   ledgerApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } }, (ctx) => {
     ctx.body = buildOpenApi({ title: 'contact-ledger ledger service', version: VERSION, baseUrl: config.baseUrl, main: ledgerApi, tag: 'ledger' });
   });

@@ -36,6 +36,7 @@ export interface Config {
   loginMaxFailuresPerAddress: number;
   loginWindowSeconds: number;
   webhookAllowHosts: string[];
+  webhookTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -130,6 +131,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'loginMaxFailuresPerAddress', env: 'LOGIN_MAX_FAILURES_PER_ADDRESS', flag: 'login-max-failures-per-address', help: 'failed sign-ins per client address per window before 429', parse: int(1, 1_000_000) },
   { key: 'loginWindowSeconds', env: 'LOGIN_WINDOW_SECONDS', flag: 'login-window-seconds', help: 'throttling window', parse: int(1, 86_400) },
   { key: 'webhookAllowHosts', env: 'WEBHOOK_ALLOW_HOSTS', flag: 'webhook-allow-hosts', help: 'comma-separated host names webhooks may call (empty: any)', parse: list },
+  { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms', help: 'deadline of one webhook delivery attempt (ms)', parse: int(100, 300_000) },
 ];
 
 const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
@@ -159,6 +161,7 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   loginMaxFailuresPerAddress: 50,
   loginWindowSeconds: 900,
   webhookAllowHosts: [],
+  webhookTimeoutMs: 10_000,
 };
 
 /** Flag names (without `--`) that configuration understands, for the CLI parser. */

@@ -16,6 +16,7 @@ import { feedsDir } from './tracking/feed-service.ts';
 import { createTrackingModule, type TrackingModule } from './tracking/index.ts';
 import { readdirSync, rmSync } from 'node:fs';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './storage/migrate.ts';
+import { createWebhooksModule, type WebhooksModule } from './webhooks/index.ts';
 
 export const DB_FILE = 'contact-ledger.db';
 
@@ -28,6 +29,7 @@ export interface Runtime {
   identity: Identity;
   ledger: LedgerModule;
   tracking: TrackingModule;
+  webhooks: WebhooksModule;
   queue: Queue;
   scheduler: Scheduler;
   readiness: ReadinessChecks;
@@ -88,8 +90,12 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers });
     const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick });
     purgers.push(tracking.purgeChanges);
+    const webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers });
+    tracking.onChange((change, contact) => webhooks.outbox.changed(change, contact));
+    ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
     scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners } });
     tracking.schedule(scheduler);
+    webhooks.schedule(scheduler);
     removeStrayUploads(config.dataDir, ledger.repos.imports.listReferencedFiles());
     removeStrayFiles(feedsDir(config.dataDir), tracking.repos.feeds.listReferencedFiles());
     const latest = migrations.at(-1)!.version;
@@ -102,6 +108,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       identity,
       ledger,
       tracking,
+      webhooks,
       queue,
       scheduler,
       state,

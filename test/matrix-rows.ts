@@ -115,6 +115,29 @@ function feedFixture(t: TestApp, w: World): Promise<string> {
   return f;
 }
 
+/** A disabled webhook of org A (nothing is sent to it but pings), made once per world; fresh ones for DELETE. */
+const HOOK_URL = 'http://127.0.0.1:9/matrix-hook';
+async function freshWebhook(t: TestApp, w: World): Promise<string> {
+  const r = await t.call('POST', `/api/ledger/v1/orgs/${w.orgId}/webhooks`, { token: w.root, body: { url: HOOK_URL, events: ['contact.job_changed'], enabled: false } });
+  expectStatus(r, 201, 'fresh webhook');
+  return r.body.id;
+}
+const webhooks = new WeakMap<World, Promise<{ webhookId: string; deliveryId: string }>>();
+function webhookFixture(t: TestApp, w: World) {
+  let f = webhooks.get(w);
+  if (!f) {
+    f = (async () => {
+      const webhookId = await freshWebhook(t, w);
+      const ping = await t.call('POST', `/api/ledger/v1/orgs/${w.orgId}/webhooks/${webhookId}/test`, { token: w.root });
+      expectStatus(ping, 202, 'webhook fixture ping');
+      return { webhookId, deliveryId: ping.body.id as string };
+    })();
+    webhooks.set(w, f);
+  }
+  return f;
+}
+const WH = (w: World, rest = '') => `/api/ledger/v1/orgs/${w.orgId}/webhooks${rest}`;
+
 export const MATRIX: Record<string, Row> = {
   // ── operations and documents ──
   'GET /healthz': { need: 'public', ok: 200, request: async () => ({ path: '/healthz' }) },
@@ -303,6 +326,32 @@ export const MATRIX: Record<string, Row> = {
     request: async ({ t, w }) => {
       const f = await streamFixture(t, w);
       return { path: LP(w, f.ledgerId, `/streams/daily/${f.day}/${f.file}`) };
+    },
+  },
+
+  // ── webhooks ──
+  'GET /api/ledger/v1/orgs/:orgId/webhooks': { need: 'admin', ok: 200, request: async ({ w }) => ({ path: WH(w) }) },
+  'POST /api/ledger/v1/orgs/:orgId/webhooks': {
+    need: 'admin', ok: 201,
+    request: async ({ w }) => ({ path: WH(w), opts: { body: { url: HOOK_URL, events: ['import.completed'], enabled: false } } }),
+  },
+  'GET /api/ledger/v1/orgs/:orgId/webhooks/:webhookId': { need: 'admin', ok: 200, request: async ({ t, w }) => ({ path: WH(w, `/${(await webhookFixture(t, w)).webhookId}`) }) },
+  'PATCH /api/ledger/v1/orgs/:orgId/webhooks/:webhookId': {
+    need: 'admin', ok: 200,
+    request: async ({ t, w }) => ({ path: WH(w, `/${(await webhookFixture(t, w)).webhookId}`), opts: { body: { events: ['contact.job_changed', 'contact.info_changed'] } } }),
+  },
+  'DELETE /api/ledger/v1/orgs/:orgId/webhooks/:webhookId': { need: 'admin', ok: 204, request: async ({ t, w }) => ({ path: WH(w, `/${await freshWebhook(t, w)}`) }) },
+  'POST /api/ledger/v1/orgs/:orgId/webhooks/:webhookId/rotate': { need: 'admin', ok: 200, request: async ({ t, w }) => ({ path: WH(w, `/${(await webhookFixture(t, w)).webhookId}/rotate`) }) },
+  'POST /api/ledger/v1/orgs/:orgId/webhooks/:webhookId/test': { need: 'admin', ok: 202, request: async ({ t, w }) => ({ path: WH(w, `/${(await webhookFixture(t, w)).webhookId}/test`) }) },
+  'GET /api/ledger/v1/orgs/:orgId/webhooks/:webhookId/deliveries': {
+    need: 'admin', ok: 200,
+    request: async ({ t, w }) => ({ path: WH(w, `/${(await webhookFixture(t, w)).webhookId}/deliveries?limit=5`) }),
+  },
+  'GET /api/ledger/v1/orgs/:orgId/webhooks/:webhookId/deliveries/:deliveryId': {
+    need: 'admin', ok: 200,
+    request: async ({ t, w }) => {
+      const f = await webhookFixture(t, w);
+      return { path: WH(w, `/${f.webhookId}/deliveries/${f.deliveryId}`) };
     },
   },
 };

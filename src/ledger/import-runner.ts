@@ -82,7 +82,12 @@ interface RunnerDeps {
   ledgers: LedgersRepo;
   /** Called after an import finished (completed or failed), outside its transaction. */
   onFinished?: (imp: ImportJob) => void;
+  /** Called inside the transaction that ends an import (completed or failed): the webhook outbox. */
+  listeners?: ImportListener[];
 }
+
+/** Hears about an import that ended, inside the transaction that ends it. */
+export type ImportListener = (imp: ImportJob) => void;
 
 class LedgerGone extends Error {}
 
@@ -93,6 +98,13 @@ class LedgerGone extends Error {}
  * so every row is imported exactly once and the counts add up.
  */
 export function createImportRunner(d: RunnerDeps): Runner {
+  /** Tells the listeners how the import ended; call inside the transaction that ends it. */
+  const announce = (id: string) => {
+    if (!d.listeners?.length) return;
+    const done = d.imports.findImport(id, d.clock.now());
+    if (done) for (const l of d.listeners) l(done);
+  };
+
   function storeChunk(lease: Lease, imp: ImportJob, rows: Row[], cursor: { bytes: number; lines: number }): void {
     d.db.tx(() => {
       lease.renew();
@@ -230,6 +242,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
         lease.complete();
       }
       d.imports.deletePayload(imp.id);
+      announce(imp.id);
     });
     removeUpload(imp);
     const done = d.imports.findImport(imp.id, d.clock.now());
@@ -264,6 +277,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
     failed(jobId, message) {
       const imp = d.imports.findImport(jobId, d.clock.now());
       d.imports.markFailed(jobId, `processing kept failing: ${message}`, d.clock.now());
+      announce(jobId);
       if (imp?.filePath) setImmediate(() => removeUpload(imp));
     },
   };

@@ -9,7 +9,7 @@ import type { Logger } from '../log.ts';
 import type { Db } from '../storage/db.ts';
 import { createContactService } from './contact-service.ts';
 import { createContactsRepo } from './contacts-repo.ts';
-import { createImportRunner, IMPORT_JOB } from './import-runner.ts';
+import { createImportRunner, IMPORT_JOB, type ImportListener } from './import-runner.ts';
 import { createImportService } from './import-service.ts';
 import { createImportsRepo } from './imports-repo.ts';
 import { createLedgerService } from './ledger-service.ts';
@@ -27,9 +27,18 @@ export function createLedgerModule(d: { db: Db; clock: Clock; log: Logger; confi
   const ledgers = createLedgerService({ ...d, ...repos });
   const contacts = createContactService({ ...d, ...repos });
   const imports = createImportService({ ...d, ...repos, uploadsDir: uploadsDir(d.config.dataDir), maxApiContacts: d.config.maxApiContacts });
+  const importListeners: ImportListener[] = [];
   const runners: Record<string, Runner> = {
     ...ledgers.runners,
-    [IMPORT_JOB]: createImportRunner({ db: d.db, clock: d.clock, log: d.log, ...repos }),
+    [IMPORT_JOB]: createImportRunner({ db: d.db, clock: d.clock, log: d.log, ...repos, listeners: importListeners }),
   };
-  return { repos, ledgers, contacts, imports, runners };
+  return {
+    repos,
+    ledgers,
+    contacts,
+    imports,
+    runners,
+    /** Other modules hear about every import that ends, inside the transaction that ends it (the webhook outbox). */
+    onImportFinished: (l: ImportListener) => void importListeners.push(l),
+  };
 }

@@ -1,0 +1,177 @@
+import { isoZ, type Clock } from '../clock.ts';
+import type { Audit } from '../identity/audit.ts';
+import type { RunControl } from '../jobs/scheduler.ts';
+import type { Logger } from '../log.ts';
+import type { Db } from '../storage/db.ts';
+import type { Attempt, ClaimedDelivery, Webhook } from './model.ts';
+import type { Sender, SendResult } from './sender.ts';
+import { signatureHeader } from './signing.ts';
+import { checkWebhookUrl } from './url-policy.ts';
+import type { WebhooksRepo } from './webhooks-repo.ts';
+
+/** Waits after the 1st, 2nd, … failed attempt; after the last one the delivery is `failed`. */
+export const RETRY_DELAYS_MS = [5_000, 60_000, 600_000, 3_600_000, 4 * 3_600_000, 12 * 3_600_000] as const;
+/** A webhook with no successful delivery for this long, and a failure now, is disabled. */
+export const DISABLE_AFTER_MS = 3 * 86_400_000;
+/** Deliveries in flight at once, and per webhook (so one hanging receiver cannot take every slot). */
+export const MAX_IN_FLIGHT = 8;
+export const MAX_IN_FLIGHT_PER_WEBHOOK = 2;
+/** A claim outlives the attempt's deadline by this much; only a dead process lets it expire. */
+const LEASE_MARGIN_MS = 60_000;
+/** How often the dispatcher looks for due deliveries when nothing woke it. */
+const IDLE_WAKE_MS = 250;
+
+export interface DispatcherDeps {
+  db: Db;
+  repo: WebhooksRepo;
+  clock: Clock;
+  log: Logger;
+  audit: Audit;
+  sender: Sender;
+  timeoutMs: number;
+  allowHosts: readonly string[];
+  /** Called after a webhook was disabled (the outbox stops writing for it). */
+  onDisabled: () => void;
+}
+
+export type Dispatcher = ReturnType<typeof createDispatcher>;
+
+const days = (ms: number) => `${Math.round((ms / 86_400_000) * 10) / 10} days`;
+
+/**
+ * Sends due deliveries (SPEC §6, RELIABILITY.md D4). A delivery is claimed with a lease (one
+ * fenced UPDATE), sent, and its outcome recorded in one transaction that checks the lease token,
+ * so two workers never both record it, and a delivery whose sender died is sent again — under the
+ * same delivery id — once its lease expired or at the next start. Several deliveries are in flight
+ * at once, each with its own deadline, so a slow or hanging receiver never holds up the others.
+ */
+export function createDispatcher(d: DispatcherDeps) {
+  const inflight = new Map<string, { webhookId: string; stop: AbortController; done: Promise<void> }>();
+  let wake: (() => void) | undefined;
+  let recovered = false;
+
+  function busyWebhooks(): string[] {
+    const n = new Map<string, number>();
+    for (const f of inflight.values()) n.set(f.webhookId, (n.get(f.webhookId) ?? 0) + 1);
+    return [...n].filter(([, k]) => k >= MAX_IN_FLIGHT_PER_WEBHOOK).map(([id]) => id);
+  }
+
+  /** Claims due deliveries up to the limits and starts them. */
+  function fill(ctl: RunControl): void {
+    while (inflight.size < MAX_IN_FLIGHT && !ctl.stopping) {
+      const now = d.clock.now();
+      const id = d.repo.firstDueDelivery(now, [...inflight.keys()], busyWebhooks());
+      if (!id) return;
+      const claimed = d.db.tx(() => d.repo.claimDelivery(id, now, now + d.timeoutMs + LEASE_MARGIN_MS));
+      if (!claimed) return;
+      const stop = new AbortController();
+      const done = attempt(claimed, stop.signal)
+        .catch((err) => d.log.error({ err, deliveryId: claimed.id, webhookId: claimed.webhookId }, 'could not record a webhook delivery attempt'))
+        .finally(() => {
+          inflight.delete(claimed.id);
+          wake?.();
+        });
+      inflight.set(claimed.id, { webhookId: claimed.webhookId, stop, done });
+    }
+  }
+
+  async function attempt(c: ClaimedDelivery, signal: AbortSignal): Promise<void> {
+    const w = d.repo.findWebhook(c.webhookId);
+    if (!w) return; // deleted meanwhile: its deliveries went with it
+    const at = d.clock.now();
+    const verdict = checkWebhookUrl(w.url, d.allowHosts);
+    let r: SendResult;
+    if (!verdict.ok) {
+      r = { ok: false, status: null, error: `not sent: the URL ${verdict.reason}`, ms: 0 };
+    } else {
+      const body = Buffer.from(c.payload, 'utf8');
+      const headers: Record<string, string> = {
+        'Content-Type': 'application/json',
+        'X-Ledger-Delivery': c.id,
+        'X-Ledger-Signature': signatureHeader(w.secret, Math.floor(at / 1000), body),
+      };
+      if (w.token !== null) headers['X-Ledger-Token'] = w.token;
+      r = await d.sender.send(verdict.url, headers, body, { timeoutMs: d.timeoutMs, signal });
+    }
+    if (!r.ok && signal.aborted) {
+      // Interrupted by shutdown: not an attempt; the delivery is due again at the next start.
+      d.db.tx(() => d.repo.releaseDelivery(c.id, c.token));
+      return;
+    }
+    record(c, w, verdict.ok ? verdict.host : null, { at, status: r.status, error: r.error, ms: r.ms }, r.ok);
+  }
+
+  function record(c: ClaimedDelivery, w: Webhook, host: string | null, a: Attempt, ok: boolean): void {
+    const ctx = { webhookId: w.id, deliveryId: c.id, type: c.type, host, attempt: c.attempts + 1, status: a.status };
+    let disabled: string | undefined;
+    d.db.tx(() => {
+      const now = d.clock.now();
+      if (ok) {
+        if (!d.repo.recordDelivered(c.id, c.token, { ...a, status: a.status! })) return;
+        if (c.type !== 'ping') d.repo.markWebhookSucceeded(w.id, now);
+        return;
+      }
+      const outcome = d.repo.recordAttemptFailed(c.id, c.token, { ...a, error: a.error! }, now + (RETRY_DELAYS_MS[c.attempts] ?? 0));
+      if (outcome === undefined || c.type === 'ping') return; // lease lost; pings do not count
+      const health = d.repo.markWebhookFailed(w.id, now);
+      if (health?.enabled && now - health.failingSince >= DISABLE_AFTER_MS) {
+        disabled = `no successful delivery for ${days(now - health.failingSince)} (failing since ${isoZ(health.failingSince)}); last error: ${a.error}`;
+        d.repo.disableWebhook(w.id, disabled, now);
+        d.audit.recordAnonymous(null, {
+          orgId: w.orgId,
+          action: 'webhook.disabled',
+          actor: { type: 'system', id: null, label: 'webhook delivery' },
+          target: { type: 'webhook', id: w.id },
+          data: { reason: disabled },
+        });
+      }
+    });
+    if (ok) d.log.debug(ctx, 'webhook delivered');
+    else d.log.warn({ ...ctx, error: a.error }, 'webhook delivery failed');
+    if (disabled) {
+      d.log.warn({ webhookId: w.id, reason: disabled }, 'webhook disabled after persistent failures');
+      d.onDisabled();
+    }
+  }
+
+  return {
+    /** Looks for due deliveries now (after an event was written, or a test moved the clock). */
+    kick(): void {
+      wake?.();
+    },
+    /**
+     * The dispatcher loop, run by the scheduler as a background task: it lives until shutdown,
+     * then interrupts the attempts in flight and hands their deliveries back.
+     */
+    async run(ctl: RunControl): Promise<void> {
+      if (!recovered) {
+        recovered = true;
+        const n = d.db.tx(() => d.repo.expireDeliveryLeases());
+        if (n) d.log.info({ deliveries: n }, 'webhook deliveries of a previous process are due again');
+      }
+      try {
+        while (!ctl.stopping) {
+          try {
+            fill(ctl);
+          } catch (err) {
+            d.log.error({ err }, 'could not claim webhook deliveries');
+          }
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, IDLE_WAKE_MS);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = undefined;
+        }
+      } finally {
+        for (const f of inflight.values()) f.stop.abort();
+        await Promise.allSettled([...inflight.values()].map((f) => f.done));
+        if (ctl.stopping) d.sender.close();
+      }
+    },
+    /** Deliveries in flight (tests, metrics). */
+    inFlight: () => inflight.size,
+  };
+}

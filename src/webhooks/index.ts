@@ -1,0 +1,72 @@
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Audit } from '../identity/audit.ts';
+import type { Scheduler } from '../jobs/scheduler.ts';
+import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
+import { LEDGER_PREFIX } from '../ledger/routes.ts';
+import type { Logger } from '../log.ts';
+import type { Db } from '../storage/db.ts';
+import { VERSION } from '../version.ts';
+import { createDispatcher } from './dispatcher.ts';
+import { createOutbox } from './outbox.ts';
+import { createSender, type Sender } from './sender.ts';
+import { createWebhookService } from './webhook-service.ts';
+import { createWebhooksRepo } from './webhooks-repo.ts';
+
+/** Delivered and failed deliveries are kept this long in the delivery log. */
+export const DELIVERY_RETENTION_MS = 30 * 86_400_000;
+const PRUNE_CHUNK = 5000;
+
+export type WebhooksModule = ReturnType<typeof createWebhooksModule>;
+
+/**
+ * Wires webhooks (SPEC §6): the outbox written inside the transactions of changes and import
+ * completions, the dispatcher run by the scheduler, and the administration service.
+ */
+export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; config: Config; audit: Audit; ledgers: LedgersRepo; sender?: Sender }) {
+  const repo = createWebhooksRepo(d.db);
+  const log = d.log.child({ component: 'webhooks' });
+  let kick = () => {};
+  const outbox = createOutbox({ repo, clock: d.clock, kick: () => kick(), ledgerBase: (orgId, ledgerId) => `${d.config.baseUrl}${LEDGER_PREFIX}/orgs/${orgId}/ledgers/${ledgerId}` });
+  const dispatcher = createDispatcher({
+    db: d.db,
+    repo,
+    clock: d.clock,
+    log,
+    audit: d.audit,
+    sender: d.sender ?? createSender(`contact-ledger/${VERSION} (webhooks)`),
+    timeoutMs: d.config.webhookTimeoutMs,
+    allowHosts: d.config.webhookAllowHosts,
+    onDisabled: () => outbox.refresh(),
+  });
+  kick = () => dispatcher.kick();
+  const service = createWebhookService({ db: d.db, clock: d.clock, repo, ledgers: d.ledgers, audit: d.audit, outbox, allowHosts: d.config.webhookAllowHosts });
+
+  /** Forgets delivered and failed deliveries older than DELIVERY_RETENTION_MS, a chunk per transaction. */
+  async function prune(ctl: { stopping: boolean }): Promise<number> {
+    let total = 0;
+    for (;;) {
+      if (ctl.stopping) return total;
+      const n = d.db.tx(() => repo.pruneDeliveries(d.clock.now() - DELIVERY_RETENTION_MS, PRUNE_CHUNK));
+      total += n;
+      if (n < PRUNE_CHUNK) return total;
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  return {
+    repo,
+    outbox,
+    dispatcher,
+    service,
+    /** Wakes the dispatcher (after a test moved the clock, for instance). */
+    kick: () => dispatcher.kick(),
+    /** The dispatcher lives as one background task (restarted by the tick should it ever end); old deliveries are pruned nightly. */
+    schedule(s: Scheduler): void {
+      s.onStart('webhook-deliveries', (ctl) => dispatcher.run(ctl));
+      s.every('*/5 * * * * *', 'webhook-deliveries', (ctl) => dispatcher.run(ctl));
+      s.every('20 0 * * *', 'webhook-prune', (ctl) => prune(ctl));
+    },
+    prune,
+  };
+}

@@ -1,0 +1,102 @@
+import http from 'node:http';
+import https from 'node:https';
+
+/**
+ * The one place that makes outbound connections (SPEC §8: only to configured webhooks). A POST
+ * with a deadline covering connection, request and answer; redirects are never followed (Node's
+ * http client does not follow them; a 3xx is reported as a failure).
+ */
+
+export interface SendResult {
+  ok: boolean;
+  /** HTTP status of the answer; null when there was none. */
+  status: number | null;
+  error: string | null;
+  ms: number;
+}
+
+export interface Sender {
+  send(url: string, headers: Record<string, string>, body: Buffer, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<SendResult>;
+  /** Closes idle keep-alive connections. */
+  close(): void;
+}
+
+class Timeout extends Error {}
+
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
+
+/** A short, secret-free description of a failed attempt. */
+function describe(err: NodeJS.ErrnoException, url: URL, reason: unknown, timeoutMs: number): string {
+  if (reason instanceof Timeout) return `no answer within ${seconds(timeoutMs)}`;
+  if (reason !== undefined) return 'interrupted (the server was stopping)';
+  switch (err.code) {
+    case 'ECONNREFUSED':
+      return `connection refused by ${url.host}`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `host ${url.hostname} not found`;
+    case 'ECONNRESET':
+      return 'the connection was reset';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return `${url.host} is unreachable`;
+    case 'ETIMEDOUT':
+      return `connecting to ${url.host} timed out`;
+    default:
+      return (err.code ? `${err.code}: ` : '') + err.message.slice(0, 200);
+  }
+}
+
+export function createSender(userAgent: string): Sender {
+  // Keep-alive: a burst of deliveries to one receiver reuses its connections.
+  const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 16 }), https: new https.Agent({ keepAlive: true, maxSockets: 16 }) };
+  return {
+    send(raw, headers, body, opts) {
+      const url = new URL(raw);
+      const started = performance.now();
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(new Timeout()), opts.timeoutMs);
+      const onStop = () => ac.abort('stopping');
+      opts.signal?.addEventListener('abort', onStop, { once: true });
+      const done = () => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onStop);
+      };
+      return new Promise<SendResult>((resolve) => {
+        let settled = false;
+        const settle = (r: Omit<SendResult, 'ms'>) => {
+          if (settled) return;
+          settled = true;
+          resolve({ ...r, ms: Math.round(performance.now() - started) });
+        };
+        const mod = url.protocol === 'https:' ? https : http;
+        const req = mod.request(url, {
+          method: 'POST',
+          headers: { ...headers, 'user-agent': userAgent, 'content-length': String(body.length) },
+          agent: url.protocol === 'https:' ? agents.https : agents.http,
+          signal: ac.signal,
+        });
+        req.on('response', (res) => {
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) settle({ ok: true, status, error: null });
+          else if (status >= 300 && status < 400) settle({ ok: false, status, error: `answered ${status}; redirects are not followed` });
+          else settle({ ok: false, status, error: `answered ${status}` });
+          // The answer's body is read and dropped (so the connection can be reused) within the same deadline.
+          res.on('error', () => undefined);
+          res.on('end', done);
+          res.on('close', done);
+          res.resume();
+        });
+        req.on('error', (err) => {
+          done();
+          settle({ ok: false, status: null, error: describe(err, url, ac.signal.aborted ? ac.signal.reason : undefined, opts.timeoutMs) });
+        });
+        req.end(body);
+      });
+    },
+    close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}

@@ -1,0 +1,172 @@
+import type { Clock } from '../clock.ts';
+import { decodeCursor, decodeKeyset, toPage, type Page } from '../cursor.ts';
+import { AppError, conflict, invalid, notFound } from '../errors.ts';
+import type { Audit } from '../identity/audit.ts';
+import type { Caller } from '../identity/model.ts';
+import { newId } from '../ids.ts';
+import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
+import type { Db } from '../storage/db.ts';
+import type { Delivery, DeliveryStatus, Webhook, WebhookEvent } from './model.ts';
+import type { Outbox } from './outbox.ts';
+import { newSigningSecret } from './signing.ts';
+import { checkWebhookUrl } from './url-policy.ts';
+import type { WebhooksRepo } from './webhooks-repo.ts';
+
+/** Webhooks one organization may have (each change fans out to every one of them). */
+export const MAX_WEBHOOKS_PER_ORG = 50;
+
+export interface WebhookInput {
+  url: string;
+  events: WebhookEvent[];
+  ledgerIds?: string[] | null;
+  token?: string | null;
+  enabled?: boolean;
+}
+
+export type WebhookPatch = Partial<WebhookInput>;
+
+/** A webhook together with its signing secret, which exists only in this answer. */
+export interface WebhookWithSecret {
+  webhook: Webhook;
+  secret: string;
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;
+
+/** Webhook administration (SPEC §6): CRUD, secret rotation, test pings and the delivery log. */
+export function createWebhookService(d: { db: Db; clock: Clock; repo: WebhooksRepo; ledgers: LedgersRepo; audit: Audit; outbox: Outbox; allowHosts: readonly string[] }) {
+  /** 404 unless the webhook exists and belongs to the organization of the path. */
+  const requireWebhook = (orgId: string, id: string): Webhook => {
+    const w = d.repo.findWebhook(id);
+    if (!w || w.orgId !== orgId) throw notFound('webhook', id);
+    return w;
+  };
+
+  const checkUrl = (url: string): string => {
+    const v = checkWebhookUrl(url, d.allowHosts);
+    if (!v.ok) {
+      const message = `url ${v.reason}`;
+      throw new AppError(422, v.code === 'host_not_allowed' ? 'webhook_host_not_allowed' : 'validation_failed', `${message}.`, { errors: [{ path: 'url', message: v.reason }] });
+    }
+    return v.url;
+  };
+
+  /** Every id must name a live ledger of the organization (422 naming the bad ones). */
+  const checkLedgers = (orgId: string, ids: string[] | null | undefined): string[] | null => {
+    if (ids === undefined || ids === null) return null;
+    const errors = ids.flatMap((id, i) => (d.ledgers.findLedger(orgId, id) ? [] : [{ path: `ledgerIds.${i}`, message: `no ledger ${id} in this organization` }]));
+    if (errors.length) throw invalid(`ledgerIds: ${errors.map((e) => e.message).join('; ')}.`, errors);
+    return [...new Set(ids)];
+  };
+
+  /** What the audit log says about a webhook (never its token or secret). */
+  const auditView = (w: Webhook) => ({ url: w.url, events: w.events, ledgerIds: w.ledgerIds, enabled: w.enabled, hasToken: w.token !== null });
+
+  return {
+    requireWebhook,
+    list(orgId: string, limit: number, cursor?: string): Page<Webhook> {
+      return toPage(d.repo.listWebhooks(orgId, limit, decodeKeyset(cursor, 'webhooks')), limit, 'webhooks', (w) => [w.createdAt, w.id]);
+    },
+    get: requireWebhook,
+    create(by: Caller, orgId: string, input: WebhookInput): WebhookWithSecret {
+      const url = checkUrl(input.url);
+      const out = d.db.tx(() => {
+        const ledgerIds = checkLedgers(orgId, input.ledgerIds);
+        if (d.repo.countWebhooksOfOrg(orgId) >= MAX_WEBHOOKS_PER_ORG) throw conflict('too_many_webhooks', `An organization can have at most ${MAX_WEBHOOKS_PER_ORG} webhooks; delete one first.`);
+        const now = d.clock.now();
+        const enabled = input.enabled ?? true;
+        const secret = newSigningSecret();
+        const w: Webhook = {
+          id: newId('wh'),
+          orgId,
+          url,
+          events: [...new Set(input.events)],
+          ledgerIds,
+          token: input.token ?? null,
+          secret,
+          enabled,
+          disabledReason: enabled ? null : 'created disabled',
+          disabledAt: enabled ? null : now,
+          failingSince: null,
+          lastSuccessAt: null,
+          createdBy: by.actor.id,
+          createdAt: now,
+          updatedAt: now,
+        };
+        d.repo.insertWebhook(w);
+        d.audit.record(by, { orgId, action: 'webhook.created', target: { type: 'webhook', id: w.id }, data: auditView(w) });
+        return { webhook: w, secret };
+      });
+      d.outbox.refresh();
+      return out;
+    },
+    update(by: Caller, orgId: string, id: string, patch: WebhookPatch): Webhook {
+      const url = patch.url === undefined ? undefined : checkUrl(patch.url);
+      const out = d.db.tx(() => {
+        const w = requireWebhook(orgId, id);
+        const now = d.clock.now();
+        const next: Webhook = { ...w, updatedAt: now };
+        if (url !== undefined) next.url = url;
+        if (patch.events !== undefined) next.events = [...new Set(patch.events)];
+        if (patch.ledgerIds !== undefined) next.ledgerIds = checkLedgers(orgId, patch.ledgerIds);
+        if (patch.token !== undefined) next.token = patch.token;
+        if (patch.enabled === true && !w.enabled) {
+          // a fresh start: held deliveries go out again, and the failure clock starts over
+          Object.assign(next, { enabled: true, disabledReason: null, disabledAt: null, failingSince: null });
+        } else if (patch.enabled === false && w.enabled) {
+          Object.assign(next, { enabled: false, disabledReason: `disabled by ${by.actor.type === 'user' ? by.actor.email : by.actor.name}`, disabledAt: now });
+        }
+        d.repo.updateWebhook(next);
+        const before = auditView(w);
+        const after = auditView(next);
+        const changes: Record<string, unknown> = {};
+        for (const k of Object.keys(after) as (keyof typeof after)[]) {
+          if (JSON.stringify(before[k]) !== JSON.stringify(after[k])) changes[k] = { from: before[k], to: after[k] };
+        }
+        if (patch.token !== undefined && patch.token !== null && w.token !== null) changes.token = 'replaced';
+        d.audit.record(by, { orgId, action: 'webhook.updated', target: { type: 'webhook', id }, data: changes });
+        return next;
+      });
+      d.outbox.refresh();
+      return out;
+    },
+    /** Deletes the webhook and its delivery log; pending deliveries are dropped. */
+    remove(by: Caller, orgId: string, id: string): void {
+      d.db.tx(() => {
+        const w = requireWebhook(orgId, id);
+        d.repo.deleteWebhook(id);
+        d.audit.record(by, { orgId, action: 'webhook.deleted', target: { type: 'webhook', id }, data: auditView(w) });
+      });
+      d.outbox.refresh();
+    },
+    /** A new signing secret, shown once; every attempt from now on is signed with it. */
+    rotateSecret(by: Caller, orgId: string, id: string): WebhookWithSecret {
+      return d.db.tx(() => {
+        const w = requireWebhook(orgId, id);
+        const next: Webhook = { ...w, secret: newSigningSecret(), updatedAt: d.clock.now() };
+        d.repo.updateWebhook(next);
+        d.audit.record(by, { orgId, action: 'webhook.secret_rotated', target: { type: 'webhook', id } });
+        return { webhook: next, secret: next.secret };
+      });
+    },
+    /** Queues a ping through the delivery path (even while the webhook is disabled). */
+    ping(orgId: string, id: string): Delivery {
+      return d.db.tx(() => {
+        const w = requireWebhook(orgId, id);
+        return d.repo.findDelivery(w.id, d.outbox.ping(w))!;
+      });
+    },
+    deliveries(orgId: string, id: string, opts: { limit: number; cursor?: string; status?: DeliveryStatus }): Page<Delivery> {
+      const w = requireWebhook(orgId, id);
+      const key = `deliveries:${opts.status ?? ''}`;
+      const before = opts.cursor === undefined ? undefined : (decodeCursor(opts.cursor, key, ['n'])[0] as number);
+      return toPage(d.repo.listDeliveries(w.id, opts.limit, before, opts.status), opts.limit, key, (x) => [x.seq]);
+    },
+    delivery(orgId: string, id: string, deliveryId: string): Delivery {
+      const w = requireWebhook(orgId, id);
+      const x = d.repo.findDelivery(w.id, deliveryId);
+      if (!x) throw notFound('delivery', deliveryId);
+      return x;
+    },
+  };
+}

@@ -1,0 +1,259 @@
+import type { Keyset } from '../cursor.ts';
+import type { Db } from '../storage/db.ts';
+import type { Attempt, ClaimedDelivery, Delivery, DeliveryStatus, DeliveryType, Webhook, WebhookEvent } from './model.ts';
+
+interface WebhookRow {
+  id: string;
+  org_id: string;
+  url: string;
+  events: string;
+  ledger_ids: string | null;
+  token: string | null;
+  secret: string;
+  enabled: 0 | 1;
+  disabled_reason: string | null;
+  disabled_at: number | null;
+  failing_since: number | null;
+  last_success_at: number | null;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+const toWebhook = (r: WebhookRow): Webhook => ({
+  id: r.id,
+  orgId: r.org_id,
+  url: r.url,
+  events: JSON.parse(r.events) as WebhookEvent[],
+  ledgerIds: r.ledger_ids === null ? null : (JSON.parse(r.ledger_ids) as string[]),
+  token: r.token,
+  secret: r.secret,
+  enabled: r.enabled === 1,
+  disabledReason: r.disabled_reason,
+  disabledAt: r.disabled_at,
+  failingSince: r.failing_since,
+  lastSuccessAt: r.last_success_at,
+  createdBy: r.created_by,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const toWebhookRow = (w: Webhook): WebhookRow => ({
+  id: w.id,
+  org_id: w.orgId,
+  url: w.url,
+  events: JSON.stringify(w.events),
+  ledger_ids: w.ledgerIds === null ? null : JSON.stringify(w.ledgerIds),
+  token: w.token,
+  secret: w.secret,
+  enabled: w.enabled ? 1 : 0,
+  disabled_reason: w.disabledReason,
+  disabled_at: w.disabledAt,
+  failing_since: w.failingSince,
+  last_success_at: w.lastSuccessAt,
+  created_by: w.createdBy,
+  created_at: w.createdAt,
+  updated_at: w.updatedAt,
+});
+
+interface DeliveryRow {
+  seq: number;
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  type: DeliveryType;
+  payload: string;
+  status: DeliveryStatus;
+  attempts: number;
+  max_attempts: number;
+  next_at: number;
+  last_attempt_at: number | null;
+  last_status: number | null;
+  last_error: string | null;
+  attempt_log: string;
+  created_at: number;
+  finished_at: number | null;
+}
+
+const DELIVERY_COLUMNS =
+  'seq, id, webhook_id, event_id, type, payload, status, attempts, max_attempts, next_at, last_attempt_at, last_status, last_error, attempt_log, created_at, finished_at';
+
+const toDelivery = (r: DeliveryRow): Delivery => ({
+  seq: r.seq,
+  id: r.id,
+  webhookId: r.webhook_id,
+  eventId: r.event_id,
+  type: r.type,
+  payload: r.payload,
+  status: r.status,
+  attempts: r.attempts,
+  maxAttempts: r.max_attempts,
+  nextAt: r.next_at,
+  lastAttemptAt: r.last_attempt_at,
+  lastStatus: r.last_status,
+  lastError: r.last_error,
+  attemptLog: JSON.parse(r.attempt_log) as Attempt[],
+  createdAt: r.created_at,
+  finishedAt: r.finished_at,
+});
+
+export interface NewDelivery {
+  id: string;
+  webhookId: string;
+  eventId: string;
+  type: DeliveryType;
+  payload: string;
+  maxAttempts: number;
+  now: number;
+}
+
+export type WebhooksRepo = ReturnType<typeof createWebhooksRepo>;
+
+/** Webhooks and their delivery outbox (SPEC §6). */
+export function createWebhooksRepo(db: Db) {
+  const q = {
+    insert: db.raw.prepare(
+      `INSERT INTO webhooks (id, org_id, url, events, ledger_ids, token, secret, enabled, disabled_reason, disabled_at, failing_since, last_success_at, created_by, created_at, updated_at)
+       VALUES (@id, @org_id, @url, @events, @ledger_ids, @token, @secret, @enabled, @disabled_reason, @disabled_at, @failing_since, @last_success_at, @created_by, @created_at, @updated_at)`,
+    ),
+    update: db.raw.prepare(
+      `UPDATE webhooks SET url = @url, events = @events, ledger_ids = @ledger_ids, token = @token, secret = @secret, enabled = @enabled,
+              disabled_reason = @disabled_reason, disabled_at = @disabled_at, failing_since = @failing_since, updated_at = @updated_at
+       WHERE id = @id`,
+    ),
+    remove: db.raw.prepare<[string]>('DELETE FROM webhooks WHERE id = ?'),
+    byId: db.raw.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?'),
+    first: db.raw.prepare<[string, number], WebhookRow>('SELECT * FROM webhooks WHERE org_id = ? ORDER BY created_at, id LIMIT ?'),
+    after: db.raw.prepare<[string, number, number, string, number], WebhookRow>(
+      'SELECT * FROM webhooks WHERE org_id = ? AND (created_at > ? OR (created_at = ? AND id > ?)) ORDER BY created_at, id LIMIT ?',
+    ),
+    countOfOrg: db.raw.prepare<[string], number>('SELECT count(*) FROM webhooks WHERE org_id = ?').pluck(),
+    countEnabled: db.raw.prepare<[], number>('SELECT count(*) FROM webhooks WHERE enabled = 1').pluck(),
+    // The enabled webhooks that may hear about a live ledger of a live organization.
+    ofLedger: db.raw.prepare<[string], WebhookRow>(
+      `SELECT w.* FROM ledgers l JOIN orgs o ON o.id = l.org_id JOIN webhooks w ON w.org_id = l.org_id
+       WHERE l.id = ? AND l.deleted_at IS NULL AND o.deleted_at IS NULL AND w.enabled = 1`,
+    ),
+    succeeded: db.raw.prepare<[number, string]>('UPDATE webhooks SET failing_since = NULL, last_success_at = ? WHERE id = ?'),
+    failed: db.raw.prepare<[number, string], { failing_since: number; enabled: 0 | 1 }>(
+      'UPDATE webhooks SET failing_since = coalesce(failing_since, ?) WHERE id = ? RETURNING failing_since, enabled',
+    ),
+    disable: db.raw.prepare<[string, number, number, string]>(
+      'UPDATE webhooks SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ? WHERE id = ? AND enabled = 1',
+    ),
+
+    insertDelivery: db.raw.prepare(
+      `INSERT INTO webhook_deliveries (id, webhook_id, event_id, type, payload, status, max_attempts, next_at, created_at)
+       VALUES (@id, @webhookId, @eventId, @type, @payload, 'pending', @maxAttempts, @now, @now)`,
+    ),
+    // The next due delivery nobody holds, of an enabled webhook (a ping goes out even to a disabled
+    // one) of a live organization, skipping deliveries this process sends and webhooks at their limit.
+    firstDue: db.raw.prepare<{ now: number; skip: string; busy: string }, string>(
+      `SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN orgs o ON o.id = w.org_id
+       WHERE d.status = 'pending' AND d.next_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)
+         AND (w.enabled = 1 OR d.type = 'ping') AND o.deleted_at IS NULL
+         AND d.id NOT IN (SELECT value FROM json_each(@skip)) AND d.webhook_id NOT IN (SELECT value FROM json_each(@busy))
+       ORDER BY d.next_at, d.seq LIMIT 1`,
+    ).pluck(),
+    claim: db.raw.prepare<{ id: string; now: number; until: number }, { id: string; webhook_id: string; type: DeliveryType; payload: string; attempts: number; max_attempts: number; lease_token: number }>(
+      `UPDATE webhook_deliveries SET lease_until = @until, lease_token = lease_token + 1
+       WHERE id = @id AND status = 'pending' AND next_at <= @now AND (lease_until IS NULL OR lease_until < @now)
+       RETURNING id, webhook_id, type, payload, attempts, max_attempts, lease_token`,
+    ),
+    delivered: db.raw.prepare<{ id: string; token: number; now: number; status: number; entry: string }>(
+      `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_attempt_at = @now, last_status = @status,
+              last_error = NULL, lease_until = NULL, finished_at = @now, attempt_log = json_insert(attempt_log, '$[#]', json(@entry))
+       WHERE id = @id AND lease_token = @token AND status = 'pending'`,
+    ),
+    attemptFailed: db.raw.prepare<{ id: string; token: number; now: number; status: number | null; error: string; nextAt: number; entry: string }, { status: DeliveryStatus }>(
+      `UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = @now, last_status = @status, last_error = @error, lease_until = NULL,
+              status = CASE WHEN attempts + 1 >= max_attempts THEN 'failed' ELSE 'pending' END,
+              finished_at = CASE WHEN attempts + 1 >= max_attempts THEN @now END,
+              next_at = @nextAt, attempt_log = json_insert(attempt_log, '$[#]', json(@entry))
+       WHERE id = @id AND lease_token = @token AND status = 'pending'
+       RETURNING status`,
+    ),
+    release: db.raw.prepare<[string, number]>("UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ? AND lease_token = ? AND status = 'pending'"),
+    expireAll: db.raw.prepare("UPDATE webhook_deliveries SET lease_until = NULL WHERE status = 'pending' AND lease_until IS NOT NULL"),
+    deliveriesFirst: db.raw.prepare<[string, number], DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?`),
+    deliveriesBefore: db.raw.prepare<[string, number, number], DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+    ),
+    deliveriesByStatusFirst: db.raw.prepare<[string, DeliveryStatus, number], DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND status = ? ORDER BY seq DESC LIMIT ?`,
+    ),
+    deliveriesByStatusBefore: db.raw.prepare<[string, DeliveryStatus, number, number], DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND status = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+    ),
+    delivery: db.raw.prepare<[string, string], DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`),
+    prune: db.raw.prepare<[number, number]>(
+      "DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND finished_at < ? LIMIT ?)",
+    ),
+  };
+
+  return {
+    insertWebhook: (w: Webhook): void => void q.insert.run(toWebhookRow(w)),
+    /** Writes the fields an update or a rotation may change. */
+    updateWebhook: (w: Webhook): void => {
+      const { org_id: _o, last_success_at: _l, created_by: _c, created_at: _a, ...row } = toWebhookRow(w);
+      q.update.run(row);
+    },
+    deleteWebhook: (id: string): void => void q.remove.run(id),
+    findWebhook: (id: string): Webhook | undefined => {
+      const r = q.byId.get(id);
+      return r && toWebhook(r);
+    },
+    /** Webhooks of an organization in creation order, `limit + 1` rows. */
+    listWebhooks: (orgId: string, limit: number, from?: Keyset): Webhook[] =>
+      (from ? q.after.all(orgId, from.at, from.at, from.id, limit + 1) : q.first.all(orgId, limit + 1)).map(toWebhook),
+    countWebhooksOfOrg: (orgId: string): number => q.countOfOrg.get(orgId) ?? 0,
+    countEnabledWebhooks: (): number => q.countEnabled.get() ?? 0,
+    /** Enabled webhooks of the ledger's organization while ledger and organization are live. */
+    listEnabledForLedger: (ledgerId: string): Webhook[] => q.ofLedger.all(ledgerId).map(toWebhook),
+    /** A delivery succeeded: the webhook is healthy again. */
+    markWebhookSucceeded: (id: string, now: number): void => void q.succeeded.run(now, id),
+    /** A delivery attempt failed: returns since when the webhook has been failing (undefined: gone). */
+    markWebhookFailed: (id: string, now: number): { failingSince: number; enabled: boolean } | undefined => {
+      const r = q.failed.get(now, id);
+      return r && { failingSince: r.failing_since, enabled: r.enabled === 1 };
+    },
+    /** Disables an enabled webhook; false when it was not enabled. */
+    disableWebhook: (id: string, reason: string, now: number): boolean => q.disable.run(reason, now, now, id).changes === 1,
+
+    insertDelivery: (d: NewDelivery): void => void q.insertDelivery.run(d),
+    /** The id of the next delivery to send, or undefined when none is due. */
+    firstDueDelivery: (now: number, skipIds: string[], busyWebhookIds: string[]): string | undefined =>
+      q.firstDue.get({ now, skip: JSON.stringify(skipIds), busy: JSON.stringify(busyWebhookIds) }),
+    /** Leases a due delivery until `until`; undefined when it is no longer due or someone holds it. */
+    claimDelivery: (id: string, now: number, until: number): ClaimedDelivery | undefined => {
+      const r = q.claim.get({ id, now, until });
+      return r && { id: r.id, webhookId: r.webhook_id, type: r.type, payload: r.payload, attempts: r.attempts, maxAttempts: r.max_attempts, token: r.lease_token };
+    },
+    /** Records a successful attempt; false when the lease was lost (fencing). */
+    recordDelivered: (id: string, token: number, a: Attempt & { status: number }): boolean =>
+      q.delivered.run({ id, token, now: a.at, status: a.status, entry: JSON.stringify(a) }).changes === 1,
+    /** Records a failed attempt: pending again at `nextAt`, or failed after the last attempt. */
+    recordAttemptFailed: (id: string, token: number, a: Attempt & { error: string }, nextAt: number): DeliveryStatus | undefined =>
+      q.attemptFailed.get({ id, token, now: a.at, status: a.status, error: a.error, nextAt, entry: JSON.stringify(a) })?.status,
+    /** Gives a delivery back without an attempt (shutdown): due again at once. */
+    releaseDelivery: (id: string, token: number): void => void q.release.run(id, token),
+    /** At start: every delivery lease belongs to a process that is gone (the data folder lock proves it). */
+    expireDeliveryLeases: (): number => q.expireAll.run().changes,
+    /** A webhook's deliveries, newest first, `limit + 1` rows before `beforeSeq`. */
+    listDeliveries: (webhookId: string, limit: number, beforeSeq?: number, status?: DeliveryStatus): Delivery[] =>
+      (status === undefined
+        ? beforeSeq === undefined
+          ? q.deliveriesFirst.all(webhookId, limit + 1)
+          : q.deliveriesBefore.all(webhookId, beforeSeq, limit + 1)
+        : beforeSeq === undefined
+          ? q.deliveriesByStatusFirst.all(webhookId, status, limit + 1)
+          : q.deliveriesByStatusBefore.all(webhookId, status, beforeSeq, limit + 1)
+      ).map(toDelivery),
+    findDelivery: (webhookId: string, id: string): Delivery | undefined => {
+      const r = q.delivery.get(webhookId, id);
+      return r && toDelivery(r);
+    },
+    /** Deletes up to `n` delivered or failed deliveries finished before `before`. */
+    pruneDeliveries: (before: number, n: number): number => q.prune.run(before, n).changes,
+  };
+}
