@@ -1,0 +1,573 @@
+// Webhooks (SPEC §6): administration and validation, roles and tenants, the outbox written with
+// each change, signed deliveries to a real local receiver, retries driven by the manual clock,
+// deadlines, redirects, the host allow-list, disabling after persistent failure, the test ping,
+// and fenced claims (RELIABILITY.md D4). The kill -9 case is in webhooks-crash.test.ts.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { ManualClock } from '../src/clock.ts';
+import { openDb } from '../src/storage/db.ts';
+import { VERSION } from '../src/version.ts';
+import { createWebhooksRepo } from '../src/webhooks/webhooks-repo.ts';
+import { addContacts, clientToken, createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
+
+// ── a real receiver on 127.0.0.1 ─────────────────────────────────────────
+
+interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+  path: string;
+}
+
+type Reply = (r: Received, res: ServerResponse) => void;
+
+interface Receiver {
+  url: string;
+  got: Received[];
+  /** Requests whose answer is still outstanding. */
+  open: () => number;
+  reply: Reply;
+  close(): Promise<void>;
+}
+
+const ok: Reply = (_r, res) => res.end('ok');
+const hang: Reply = () => undefined;
+
+/** Receivers still listening; every suite closes them at its end, whatever happened. */
+const receivers = new Set<Receiver>();
+const closeReceivers = async () => {
+  for (const r of receivers) await r.close();
+};
+
+async function receiver(reply: Reply = ok): Promise<Receiver> {
+  const got: Received[] = [];
+  let open = 0;
+  const rec: Receiver = {
+    url: '',
+    got,
+    open: () => open,
+    reply,
+    close: async () => {
+      if (!receivers.delete(rec)) return;
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      const r = { headers: req.headers, body, path: req.url ?? '' };
+      got.push(r);
+      open++;
+      res.on('close', () => open--);
+      rec.reply(r, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  receivers.add(rec);
+  rec.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/ledger`;
+  return rec;
+}
+
+/** Polls until `fn` returns a truthy value (no fixed sleeps; the dispatcher is kicked meanwhile). */
+async function until<T>(t: TestApp, what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    t.rt.webhooks.kick();
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Verifies X-Ledger-Signature the way a receiver would: HMAC-SHA256(secret, "<t>.<raw body>"). */
+function signatureValid(secret: string, header: string | string[] | undefined, rawBody: string): boolean {
+  const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(header));
+  if (!m) return false;
+  const expected = createHmac('sha256', secret).update(`${m[1]}.${rawBody}`).digest();
+  return timingSafeEqual(expected, Buffer.from(m[2]!, 'hex'));
+}
+
+// ── helpers over the API ─────────────────────────────────────────────────
+
+const FEED = `${LEDGER}/feed`;
+const hooks = (w: World, rest = '') => `${LEDGER}/orgs/${w.orgId}/webhooks${rest}`;
+
+async function createHook(t: TestApp, w: World, body: Record<string, unknown>): Promise<{ id: string; secret: string; [k: string]: any }> {
+  const r = await t.call('POST', hooks(w), { token: w.tokens.admin, body });
+  expectStatus(r, 201, 'create webhook');
+  return r.body;
+}
+
+async function feed(t: TestApp, token: string, records: unknown[]): Promise<any> {
+  const r = await t.call('POST', FEED, { token, raw: records.map((x) => JSON.stringify(x)).join('\n'), headers: { 'content-type': 'application/x-ndjson' } });
+  expectStatus(r, 202, 'feed');
+  for (;;) {
+    const s = await t.call('GET', `${FEED}/${r.body.id}`, { token });
+    if (s.body.status === 'completed' || s.body.status === 'failed') return s.body;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+let people = 0;
+/** Imports a contact, then feeds a record that moves the person to another company: one job change. */
+async function jobChange(t: TestApp, w: World, ledgerId: string): Promise<{ contactId: string; slug: string }> {
+  const slug = `person-${++people}-${Date.now().toString(36)}`;
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: `Pat ${people}`, company: 'Acme', title: 'Engineer', linkedin: `linkedin.com/in/${slug}` }]);
+  const job = await feed(t, w.serviceAccounts.feed.token, [{ linkedin: `linkedin.com/in/${slug}`, name: `Pat ${people}`, company: 'Globex', title: 'VP Engineering' }]);
+  assert.is(job.jobChanges, 1, 'the feed made one job change');
+  const list = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?linkedin=linkedin.com/in/${slug}`, { token: w.tokens.viewer });
+  return { contactId: list.body.contacts[0].id, slug };
+}
+
+/** New access tokens for the world's actors (after the manual clock jumped past their expiry). */
+async function freshTokens(t: TestApp, w: World): Promise<void> {
+  for (const who of ['admin', 'editor', 'viewer'] as const) w.tokens[who] = (await signIn(t, `${who}@a.test`, PASSWORD)).accessToken;
+  w.serviceAccounts.feed.token = await clientToken(t, w.serviceAccounts.feed.id, w.serviceAccounts.feed.secret);
+}
+
+const deliveries = async (t: TestApp, w: World, hookId: string, query = '') => {
+  const r = await t.call('GET', hooks(w, `/${hookId}/deliveries${query}`), { token: w.tokens.admin });
+  expectStatus(r, 200, 'deliveries');
+  return r.body.deliveries as any[];
+};
+
+// ── administration ───────────────────────────────────────────────────────
+
+type Ctx = { t: TestApp; w: World };
+const A = suite<Ctx>('webhook administration');
+A.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+A.after(async (ctx) => {
+  await closeReceivers();
+  await ctx.t.close();
+});
+
+A('create returns the secret once; get, list, patch and delete; every change is audited', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'hooked');
+  const created = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url: 'https://hooks.example.test/ledger?x=1', events: ['contact.job_changed', 'contact.job_changed'], ledgerIds: [ledgerId], token: 'receiver-token-1' } });
+  expectStatus(created, 201);
+  const h = created.body;
+  assert.match(h.id, /^wh_[0-9a-z]{26}$/);
+  assert.match(h.secret, /^whsec_[A-Za-z0-9_-]{43}$/, '256 random bits');
+  assert.is(created.headers.get('location'), `http://ledger.test${hooks(w, `/${h.id}`)}`);
+  assert.is(created.headers.get('cache-control'), 'no-store');
+  assert.equal(
+    { url: h.url, events: h.events, ledgerIds: h.ledgerIds, hasToken: h.hasToken, enabled: h.enabled, disabledReason: h.disabledReason, orgId: h.orgId },
+    { url: 'https://hooks.example.test/ledger?x=1', events: ['contact.job_changed'], ledgerIds: [ledgerId], hasToken: true, enabled: true, disabledReason: null, orgId: w.orgId },
+  );
+  assert.not.ok('token' in h, 'the token is never returned');
+
+  const got = await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin });
+  expectStatus(got, 200);
+  assert.not.ok('secret' in got.body, 'the secret is shown only at creation');
+  assert.not.ok(got.text.includes(h.secret) || got.text.includes('receiver-token-1'));
+  const list = await t.call('GET', hooks(w), { token: w.tokens.admin });
+  assert.ok(list.body.webhooks.some((x: any) => x.id === h.id));
+  assert.is(list.body.nextCursor, null);
+
+  const patched = await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { events: ['import.completed', 'contact.info_changed'], ledgerIds: null, token: null, url: 'http://HOOKS.example.test:8080/a/../b' } });
+  expectStatus(patched, 200);
+  assert.equal([patched.body.events, patched.body.ledgerIds, patched.body.hasToken, patched.body.url], [['import.completed', 'contact.info_changed'], null, false, 'http://hooks.example.test:8080/b']);
+  const off = await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { enabled: false } });
+  assert.equal([off.body.enabled, off.body.disabledReason], [false, 'disabled by admin@a.test']);
+  assert.ok(off.body.disabledAt);
+  const on = await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { enabled: true } });
+  assert.equal([on.body.enabled, on.body.disabledReason, on.body.disabledAt], [true, null, null]);
+
+  const rotated = await t.call('POST', hooks(w, `/${h.id}/rotate`), { token: w.tokens.admin });
+  expectStatus(rotated, 200);
+  assert.match(rotated.body.secret, /^whsec_/);
+  assert.is.not(rotated.body.secret, h.secret);
+
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  expectStatus(await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 404);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 404);
+
+  const audit = await t.call('GET', `${ID}/orgs/${w.orgId}/audit?limit=50`, { token: w.tokens.admin });
+  const mine = audit.body.events.filter((e: any) => e.target?.id === h.id || e.targetId === h.id);
+  const actions = mine.map((e: any) => e.action);
+  for (const a of ['webhook.created', 'webhook.updated', 'webhook.secret_rotated', 'webhook.deleted']) assert.ok(actions.includes(a), `${a} audited (${actions.join(', ')})`);
+  assert.not.ok(JSON.stringify(mine).includes('receiver-token-1') || JSON.stringify(mine).includes(h.secret) || JSON.stringify(mine).includes(rotated.body.secret), 'no token or secret in the audit log');
+});
+
+A('invalid webhooks are refused with a 422 naming the field', async ({ t, w }) => {
+  const bad: [Record<string, unknown>, string, RegExp][] = [
+    [{ url: 'ftp://files.example.test/x', events: ['import.completed'] }, 'url', /http or https/],
+    [{ url: 'not a url', events: ['import.completed'] }, 'url', /absolute http/],
+    [{ url: 'javascript:alert(1)', events: ['import.completed'] }, 'url', /http or https/],
+    [{ url: 'https://user:pw@hooks.example.test/', events: ['import.completed'] }, 'url', /user name or password/],
+    [{ url: 'https://hooks.example.test/#frag', events: ['import.completed'] }, 'url', /fragment/],
+    [{ url: `https://hooks.example.test/${'a'.repeat(2100)}`, events: ['import.completed'] }, 'url', /2048/],
+    [{ url: 'https://hooks.example.test/', events: [] }, 'events', /at least one/],
+    [{ url: 'https://hooks.example.test/', events: ['contact.deleted'] }, 'events.0', /must be one of/],
+    [{ url: 'https://hooks.example.test/' }, 'events', /./],
+    [{ url: 'https://hooks.example.test/', events: ['import.completed'], token: 'a\r\nX-Evil: 1' }, 'token', /printable ASCII/],
+    [{ url: 'https://hooks.example.test/', events: ['import.completed'], ledgerIds: ['l_nope'] }, 'ledgerIds.0', /no ledger/],
+    [{ url: 'https://hooks.example.test/', events: ['import.completed'], secret: 'mine' }, 'secret', /not a known field/],
+    [{ url: 'https://hooks.example.test/', events: ['import.completed'], enabled: 'yes' }, 'enabled', /true or false/],
+  ];
+  for (const [body, path, message] of bad) {
+    const r = await t.call('POST', hooks(w), { token: w.tokens.admin, body });
+    assert.is(r.status, 422, `${JSON.stringify(body).slice(0, 80)} → ${r.status} ${r.text.slice(0, 200)}`);
+    const e = r.body.errors.find((x: any) => x.path === path);
+    assert.ok(e, `error on ${path}: ${r.text.slice(0, 300)}`);
+    assert.match(e.message, message);
+  }
+  // another organization's ledger is not a ledger of this one
+  const bLedger = await createLedger(t, w.tokens.otherAdmin, w.otherOrgId, 'B ledger');
+  const cross = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url: 'https://hooks.example.test/', events: ['import.completed'], ledgerIds: [bLedger] } });
+  assert.is(cross.status, 422);
+  const h = await createHook(t, w, { url: 'https://hooks.example.test/', events: ['import.completed'] });
+  expectStatus(await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: {} }), 422);
+  expectStatus(await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { url: 'gopher://x' } }), 422);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+});
+
+A('only admins manage webhooks; another organization gets 403 on the path and 404 for its ids', async ({ t, w }) => {
+  const h = await createHook(t, w, { url: 'https://hooks.example.test/', events: ['import.completed'] });
+  for (const token of [w.tokens.viewer, w.tokens.editor, w.serviceAccounts.saEditor.token, w.tokens.outsider, w.tokens.otherAdmin]) {
+    expectStatus(await t.call('GET', hooks(w), { token }), 403);
+    expectStatus(await t.call('POST', hooks(w), { token, body: { url: 'https://x.test/', events: ['import.completed'] } }), 403);
+    expectStatus(await t.call('PATCH', hooks(w, `/${h.id}`), { token, body: { enabled: false } }), 403);
+    expectStatus(await t.call('POST', hooks(w, `/${h.id}/test`), { token }), 403);
+  }
+  expectStatus(await t.call('GET', hooks(w, `/${h.id}`), { token: w.serviceAccounts.saAdmin.token }), 200);
+  // B's admin, naming A's webhook under B's own organization: not found, and nothing changes
+  const B = `${LEDGER}/orgs/${w.otherOrgId}/webhooks/${h.id}`;
+  for (const [method, path, body] of [['GET', B], ['PATCH', B, { enabled: false }], ['DELETE', B], ['POST', `${B}/rotate`], ['POST', `${B}/test`], ['GET', `${B}/deliveries`]] as [string, string, unknown?][]) {
+    const r = await t.call(method, path, { token: w.tokens.otherAdmin, body });
+    assert.is(r.status, 404, `${method} ${path}: ${r.text}`);
+    assert.is(r.body.code, 'webhook_not_found');
+  }
+  const still = await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin });
+  assert.is(still.body.enabled, true);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+});
+
+A.run();
+
+// ── deliveries ───────────────────────────────────────────────────────────
+
+const TIMEOUT_MS = 1500;
+const D = suite<Ctx & { ledgerId: string }>('webhook deliveries');
+D.before(async (ctx) => {
+  ctx.t = await startApp({ config: { webhookTimeoutMs: TIMEOUT_MS } });
+  ctx.w = await seedWorld(ctx.t);
+  ctx.ledgerId = await createLedger(ctx.t, ctx.w.tokens.editor, ctx.w.orgId, 'webhooks');
+});
+D.after(async (ctx) => {
+  await closeReceivers();
+  await ctx.t.close();
+});
+
+D('a job change from a feed reaches a real receiver, signed, with the token and the API shapes', async ({ t, w, ledgerId }) => {
+  const rx = await receiver();
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed', 'import.completed'], ledgerIds: [ledgerId], token: 'shared-token-42' });
+  const otherLedger = await createLedger(t, w.tokens.editor, w.orgId, 'not hooked');
+  const before = rx.got.length;
+  const { contactId } = await jobChange(t, w, ledgerId);
+  await jobChange(t, w, otherLedger); // not in ledgerIds: nothing is sent for it
+  const types = () => rx.got.slice(before).map((r) => JSON.parse(r.body).type);
+  await until(t, 'the import and the job change', () => types().length >= 2 && t.rt.webhooks.dispatcher.inFlight() === 0);
+  assert.equal(types().sort(), ['contact.job_changed', 'import.completed'], 'info changes are not subscribed; the other ledger is not hooked');
+
+  const job = rx.got.slice(before).find((r) => JSON.parse(r.body).type === 'contact.job_changed')!;
+  assert.is(job.headers['content-type'], 'application/json');
+  assert.is(job.headers['x-ledger-token'], 'shared-token-42');
+  assert.match(String(job.headers['x-ledger-delivery']), /^dlv_[0-9a-z]{26}$/);
+  assert.is(job.headers['user-agent'], `contact-ledger/${VERSION} (webhooks)`);
+  assert.ok(signatureValid(h.secret, job.headers['x-ledger-signature'], job.body), 'the signature verifies with the secret');
+  assert.not.ok(signatureValid('whsec_wrong', job.headers['x-ledger-signature'], job.body));
+  assert.not.ok(signatureValid(h.secret, job.headers['x-ledger-signature'], job.body.replace('Globex', 'Glob3x')), 'a changed body does not verify');
+  const t0 = Number(/^t=(\d+)/.exec(String(job.headers['x-ledger-signature']))![1]);
+  assert.ok(Math.abs(t0 - t.clock.now() / 1000) < 60, 'the signed time is now');
+
+  const event = JSON.parse(job.body);
+  assert.match(event.id, /^evt_/);
+  assert.equal([event.orgId, event.ledgerId, event.data.contact.id, event.data.contact.company, event.data.contact.importCompany], [w.orgId, ledgerId, contactId, 'Globex', 'Acme']);
+  const apiContact = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts/${contactId}`, { token: w.tokens.viewer });
+  assert.equal(event.data.contact, apiContact.body, 'the contact in the API shape');
+  const history = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts/${contactId}/changes`, { token: w.tokens.viewer });
+  assert.equal(event.data.change, history.body.changes.find((c: any) => c.type === 'job'), 'the change in the change-history shape');
+  assert.ok(Date.parse(event.createdAt) > 0);
+
+  const imp = JSON.parse(rx.got.slice(before).find((r) => JSON.parse(r.body).type === 'import.completed')!.body);
+  assert.equal([imp.ledgerId, imp.data.import.status, imp.data.import.imported, imp.data.import.ledgerId], [ledgerId, 'completed', 1, ledgerId]);
+
+  const log = await deliveries(t, w, h.id);
+  const d = log.find((x) => x.id === job.headers['x-ledger-delivery'])!;
+  assert.equal([d.status, d.attempts, d.responseStatus, d.error, d.type, d.eventId], ['delivered', 1, 200, null, 'contact.job_changed', event.id]);
+  assert.ok(d.deliveredAt && d.attemptLog.length === 1 && d.attemptLog[0].responseStatus === 200);
+  const one = await t.call('GET', hooks(w, `/${h.id}/deliveries/${d.id}`), { token: w.tokens.admin });
+  assert.equal(one.body.payload, event, 'the delivery keeps the body exactly as sent');
+  const hook = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  assert.ok(hook.lastSuccessAt);
+  assert.is(hook.failingSince, null);
+
+  const logs = t.logs.join('');
+  assert.not.ok(logs.includes(h.secret), 'the secret is never logged');
+  assert.not.ok(logs.includes('shared-token-42'), 'the token is never logged');
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await rx.close();
+});
+
+D('a receiver that fails gets the same delivery again after 5 s, then 1 min (manual clock)', async ({ t, w, ledgerId }) => {
+  const clock = t.clock as ManualClock;
+  const rx = await receiver((_r, res) => {
+    res.statusCode = rx.got.length <= 2 ? 503 : 204;
+    res.end();
+  });
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
+  await jobChange(t, w, ledgerId);
+  const first = await until(t, 'the first attempt', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 1));
+  assert.equal([first.status, first.responseStatus, first.error], ['pending', 503, 'answered 503']);
+  assert.is(Date.parse(first.nextAttemptAt) - Date.parse(first.lastAttemptAt), 5_000);
+  const hook = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  assert.ok(hook.failingSince, 'the webhook is failing');
+
+  clock.advance(4_999);
+  t.rt.webhooks.kick();
+  assert.is(t.rt.webhooks.repo.firstDueDelivery(clock.now(), [], []), undefined, 'not due before 5 s');
+  clock.advance(1);
+  const second = await until(t, 'the second attempt', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 2));
+  assert.equal([second.status, second.responseStatus], ['pending', 503]);
+  assert.is(Date.parse(second.nextAttemptAt) - Date.parse(second.lastAttemptAt), 60_000);
+  clock.advance(60_000);
+  const third = await until(t, 'the delivery', async () => (await deliveries(t, w, h.id)).find((x) => x.status === 'delivered'));
+  assert.equal([third.attempts, third.responseStatus, third.error, third.nextAttemptAt], [3, 204, null, null]);
+  assert.equal(third.attemptLog.map((a: any) => a.responseStatus), [503, 503, 204]);
+  assert.is(rx.got.length, 3);
+  assert.is(new Set(rx.got.map((r) => r.headers['x-ledger-delivery'])).size, 1, 'every attempt carries the same delivery id');
+  assert.is(new Set(rx.got.map((r) => r.body)).size, 1, 'and the same body');
+  assert.ok(rx.got.every((r) => signatureValid(h.secret, r.headers['x-ledger-signature'], r.body)));
+  const healthy = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  assert.is(healthy.failingSince, null, 'a success ends the failing streak');
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await rx.close();
+});
+
+D('a hanging receiver times out while another webhook still gets its delivery', async ({ t, w, ledgerId }) => {
+  const stuck = await receiver(hang);
+  const fine = await receiver();
+  const slow = await createHook(t, w, { url: stuck.url, events: ['contact.job_changed'] });
+  const fast = await createHook(t, w, { url: fine.url, events: ['contact.job_changed'] });
+  await jobChange(t, w, ledgerId);
+  await until(t, 'the healthy receiver', () => fine.got.length === 1);
+  await until(t, 'its delivery recorded', async () => (await deliveries(t, w, fast.id))[0]?.status === 'delivered');
+  assert.is(stuck.got.length, 1, 'the hanging receiver got its request too');
+  assert.is(stuck.open(), 1, '… and has not answered: it did not hold up the other delivery');
+  assert.is((await deliveries(t, w, slow.id))[0].attempts, 0, 'its attempt is still in flight');
+  const timedOut = await until(t, 'the deadline', async () => (await deliveries(t, w, slow.id)).find((x) => x.attempts === 1));
+  assert.equal([timedOut.status, timedOut.responseStatus, timedOut.error], ['pending', null, `no answer within ${TIMEOUT_MS / 1000} s`]);
+  await until(t, 'the connection closed', () => stuck.open() === 0);
+  for (const h of [slow, fast]) expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await stuck.close();
+  await fine.close();
+});
+
+D('redirects are not followed: a 3xx is a failed attempt and the other host hears nothing', async ({ t, w }) => {
+  const elsewhere = await receiver();
+  const rx = await receiver((_r, res) => {
+    res.writeHead(307, { location: elsewhere.url });
+    res.end();
+  });
+  const h = await createHook(t, w, { url: rx.url, events: ['import.completed'] });
+  const ping = await t.call('POST', hooks(w, `/${h.id}/test`), { token: w.tokens.admin });
+  expectStatus(ping, 202);
+  const d = await until(t, 'the attempt', async () => {
+    const x = (await t.call('GET', hooks(w, `/${h.id}/deliveries/${ping.body.id}`), { token: w.tokens.admin })).body;
+    return x.attempts === 1 && x;
+  });
+  assert.equal([d.status, d.responseStatus, d.error], ['failed', 307, 'answered 307; redirects are not followed']);
+  assert.is(rx.got.length, 1);
+  assert.is(elsewhere.got.length, 0, 'the redirect target was never called');
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await rx.close();
+  await elsewhere.close();
+});
+
+D('the test ping goes through the delivery path and says what happened', async ({ t, w }) => {
+  const rx = await receiver();
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.info_changed'], enabled: false });
+  const ping = await t.call('POST', hooks(w, `/${h.id}/test`), { token: w.tokens.admin });
+  expectStatus(ping, 202);
+  assert.match(ping.body.id, /^dlv_/);
+  assert.equal([ping.body.type, ping.body.status, ping.body.attempts, ping.body.maxAttempts], ['ping', 'pending', 0, 1]);
+  assert.is(ping.headers.get('location'), `http://ledger.test${hooks(w, `/${h.id}/deliveries/${ping.body.id}`)}`);
+  const done = await until(t, 'the ping', async () => {
+    const x = (await t.call('GET', hooks(w, `/${h.id}/deliveries/${ping.body.id}`), { token: w.tokens.admin })).body;
+    return x.status !== 'pending' && x;
+  });
+  assert.equal([done.status, done.responseStatus, done.attempts], ['delivered', 200, 1], 'a ping is sent even while the webhook is disabled');
+  const body = JSON.parse(rx.got[0]!.body);
+  assert.equal([body.type, body.orgId, body.ledgerId, body.data.webhook.id], ['ping', w.orgId, null, h.id]);
+  assert.ok(signatureValid(h.secret, rx.got[0]!.headers['x-ledger-signature'], rx.got[0]!.body));
+  assert.equal(done.payload, body);
+  // a ping to nobody fails once and is not retried
+  await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { url: 'http://127.0.0.1:9/closed' } });
+  const dead = await t.call('POST', hooks(w, `/${h.id}/test`), { token: w.tokens.admin });
+  const failed = await until(t, 'the failed ping', async () => {
+    const x = (await t.call('GET', hooks(w, `/${h.id}/deliveries/${dead.body.id}`), { token: w.tokens.admin })).body;
+    return x.status === 'failed' && x;
+  });
+  assert.equal([failed.attempts, failed.responseStatus], [1, null]);
+  assert.match(failed.error, /connection refused by 127\.0\.0\.1:9/);
+  const hook = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  assert.is(hook.failingSince, null, 'pings do not count towards disabling');
+  // the log is newest first, paged, and filtered by status
+  const page1 = await t.call('GET', hooks(w, `/${h.id}/deliveries?limit=1`), { token: w.tokens.admin });
+  assert.equal(page1.body.deliveries.map((x: any) => x.id), [dead.body.id]);
+  const page2 = await t.call('GET', hooks(w, `/${h.id}/deliveries?limit=1&cursor=${page1.body.nextCursor}`), { token: w.tokens.admin });
+  assert.equal(page2.body.deliveries.map((x: any) => x.id), [ping.body.id]);
+  assert.is(page2.body.nextCursor, null);
+  assert.equal((await deliveries(t, w, h.id, '?status=failed')).map((x) => x.id), [dead.body.id]);
+  expectStatus(await t.call('GET', hooks(w, `/${h.id}/deliveries?limit=1&status=failed&cursor=${page1.body.nextCursor}`), { token: w.tokens.admin }), 400);
+  expectStatus(await t.call('GET', hooks(w, `/${h.id}/deliveries/dlv_00000000000000000000000000`), { token: w.tokens.admin }), 404);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await rx.close();
+});
+
+D('a delivery is claimed by one worker at a time; a worker whose lease expired is fenced off (D4)', async ({ t, w }) => {
+  const h = await createHook(t, w, { url: 'http://127.0.0.1:9/never', events: ['import.completed'], enabled: false });
+  const ping = t.rt.db.tx(() => t.rt.webhooks.outbox.ping(t.rt.webhooks.repo.findWebhook(h.id)!));
+  // two workers on two connections to the same file (the app's dispatcher leaves disabled webhooks alone but sends pings, so claim first)
+  const mine = createWebhooksRepo(t.rt.db);
+  const other = openDb(join(t.dataDir, 'contact-ledger.db'));
+  const theirs = createWebhooksRepo(other);
+  try {
+    const now = t.clock.now();
+    const c1 = t.rt.db.tx(() => mine.claimDelivery(ping, now, now + 10_000));
+    assert.ok(c1, 'the first worker claims it');
+    assert.is(other.tx(() => theirs.claimDelivery(ping, now, now + 10_000)), undefined, 'the second cannot while the lease holds');
+    assert.is(theirs.firstDueDelivery(now, [], []), undefined);
+    const later = now + 10_001; // the first worker "died"
+    const c2 = other.tx(() => theirs.claimDelivery(ping, later, later + 10_000));
+    assert.ok(c2 && c2.token > c1!.token, 'after expiry another worker claims it with a newer token');
+    const attempt = { at: later, status: 200, error: null, ms: 1 };
+    assert.is(t.rt.db.tx(() => mine.recordDelivered(ping, c1!.token, attempt)), false, 'the stale worker records nothing');
+    assert.is(other.tx(() => theirs.recordDelivered(ping, c2!.token, attempt)), true);
+    const x = (await t.call('GET', hooks(w, `/${h.id}/deliveries/${ping}`), { token: w.tokens.admin })).body;
+    assert.equal([x.status, x.attempts], ['delivered', 1]);
+  } finally {
+    other.close();
+  }
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+});
+
+D.run();
+
+// ── persistent failure ───────────────────────────────────────────────────
+
+const F = suite<Ctx>('disabling after persistent failure');
+F.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+F.after(async (ctx) => {
+  await closeReceivers();
+  await ctx.t.close();
+});
+
+F('no success for 3 days with failures: the webhook is disabled, says why, holds its deliveries until re-enabled', async ({ t, w }) => {
+  const clock = t.clock as ManualClock;
+  let healthy = false;
+  const rx = await receiver((_r, res) => {
+    res.statusCode = healthy ? 200 : 500;
+    res.end();
+  });
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'failing');
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
+  await jobChange(t, w, ledgerId);
+  await until(t, 'the first attempt', async () => (await deliveries(t, w, h.id))[0]?.attempts === 1);
+  const failing = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  assert.equal([failing.enabled, failing.failingSince === null], [true, false]);
+
+  clock.advance(3 * 86_400_000);
+  await freshTokens(t, w); // the old access tokens expired with the jump
+  const admin = w.tokens.admin;
+  const off = await until(t, 'the webhook disabled', async () => {
+    const x = (await t.call('GET', hooks(w, `/${h.id}`), { token: admin })).body;
+    return x.enabled === false && x;
+  });
+  assert.match(off.disabledReason, /^no successful delivery for 3 days \(failing since .+\); last error: answered 500$/);
+  assert.is(off.disabledAt, new Date(clock.now()).toISOString());
+  const audit = await t.call('GET', `${ID}/orgs/${w.orgId}/audit?limit=20`, { token: admin });
+  const entry = audit.body.events.find((e: any) => e.action === 'webhook.disabled');
+  assert.ok(entry, 'the automatic disabling is audited');
+  assert.is(entry.actor?.type ?? entry.actorType, 'system');
+
+  // held: nothing due for it, and new changes write no deliveries for it
+  const held = (await deliveries(t, w, h.id))[0];
+  assert.equal([held.status, held.attempts], ['pending', 2]);
+  clock.advance(3_600_000);
+  assert.is(t.rt.webhooks.repo.firstDueDelivery(clock.now(), [], []), undefined, 'a disabled webhook gets nothing sent');
+  await freshTokens(t, w);
+  await jobChange(t, w, ledgerId);
+  assert.is((await deliveries(t, w, h.id)).length, 1, 'no outbox rows while disabled');
+  const sent = rx.got.length;
+
+  healthy = true;
+  const on = await t.call('PATCH', hooks(w, `/${h.id}`), { token: admin, body: { enabled: true } });
+  assert.equal([on.body.enabled, on.body.disabledReason, on.body.disabledAt, on.body.failingSince], [true, null, null, null]);
+  const delivered = await until(t, 'the held delivery', async () => (await deliveries(t, w, h.id)).find((x) => x.status === 'delivered'));
+  assert.equal([delivered.id, delivered.attempts], [held.id, 3]);
+  assert.is(rx.got.length, sent + 1);
+  await rx.close();
+});
+
+F.run();
+
+// ── the allow-list ───────────────────────────────────────────────────────
+
+const L = suite('WEBHOOK_ALLOW_HOSTS');
+
+L('only listed hosts are accepted, and a delivery to a host no longer listed is not sent', async () => {
+  const rx = await receiver();
+  const first = await startApp();
+  const w = await seedWorld(first);
+  const h = await createHook(first, w, { url: rx.url, events: ['import.completed'] });
+  await first.close();
+
+  const t = await startApp({ dataDir: first.dataDir, config: { webhookAllowHosts: ['hooks.example.test', '*.corp.test', '::1'] } });
+  try {
+    const root = (await signInRoot(t)).accessToken;
+    const admin = (await signIn(t, 'admin@a.test', PASSWORD)).accessToken;
+    assert.ok(root && admin);
+    const create = (url: string) => t.call('POST', hooks(w), { token: admin, body: { url, events: ['import.completed'] } });
+    for (const url of ['https://hooks.example.test/x', 'https://HOOKS.example.test./y', 'https://a.corp.test/', 'https://b.a.corp.test:8443/', 'http://[::1]:8080/']) {
+      expectStatus(await create(url), 201, url);
+    }
+    for (const url of [rx.url, 'https://corp.test/', 'https://hooks.example.test.evil.test/', 'https://evilcorp.test/', 'http://localhost/']) {
+      const r = await create(url);
+      assert.is(r.status, 422, `${url}: ${r.text}`);
+      assert.is(r.body.code, 'webhook_host_not_allowed');
+      assert.match(r.body.message, /is not in WEBHOOK_ALLOW_HOSTS/);
+      assert.is(r.body.errors[0].path, 'url');
+    }
+    const patched = await t.call('PATCH', hooks(w, `/${h.id}`), { token: admin, body: { url: `${rx.url}?again` } });
+    assert.is(patched.status, 422);
+
+    // made before the list existed: the ping is refused without a connection
+    const ping = await t.call('POST', hooks(w, `/${h.id}/test`), { token: admin });
+    const d = await until(t, 'the refused ping', async () => {
+      const x = (await t.call('GET', hooks(w, `/${h.id}/deliveries/${ping.body.id}`), { token: admin })).body;
+      return x.status === 'failed' && x;
+    });
+    assert.match(d.error, /^not sent: the URL host 127\.0\.0\.1 is not in WEBHOOK_ALLOW_HOSTS/);
+    assert.is(rx.got.length, 0, 'no connection was made');
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+L.run();
