@@ -47,6 +47,9 @@ CREATE TABLE webhook_deliveries (
   created_at      INTEGER NOT NULL,
   finished_at     INTEGER                               -- delivered or failed
 ) STRICT;
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at) WHERE status = 'pending';
+-- Due deliveries are looked up per webhook (so held deliveries of a disabled webhook and the backlog
+-- of a busy one are never walked); pings have their own index, as they go out to disabled webhooks too.
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, next_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_pings ON webhook_deliveries (webhook_id, next_at) WHERE status = 'pending' AND type = 'ping';
 CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, seq);
 CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE status <> 'pending';

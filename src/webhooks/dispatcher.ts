@@ -50,29 +50,50 @@ export function createDispatcher(d: DispatcherDeps) {
   let wake: (() => void) | undefined;
   let recovered = false;
 
-  function busyWebhooks(): string[] {
-    const n = new Map<string, number>();
-    for (const f of inflight.values()) n.set(f.webhookId, (n.get(f.webhookId) ?? 0) + 1);
-    return [...n].filter(([, k]) => k >= MAX_IN_FLIGHT_PER_WEBHOOK).map(([id]) => id);
+  const inFlightOf = (webhookId: string) => {
+    let n = 0;
+    for (const f of inflight.values()) if (f.webhookId === webhookId) n++;
+    return n;
+  };
+  /** Where the next round-robin pass starts, so that no webhook is always served first. */
+  let turn = 0;
+
+  /**
+   * Claims due deliveries up to the limits and starts them, taking turns between the webhooks
+   * that have something due (one webhook's backlog does not starve the others).
+   */
+  function fill(ctl: RunControl): void {
+    if (inflight.size >= MAX_IN_FLIGHT) return;
+    const due = d.repo.listDueWebhooks(d.clock.now());
+    if (!due.length) return;
+    turn = (turn + 1) % due.length;
+    const order = [...due.slice(turn), ...due.slice(0, turn)];
+    let claimedAny = true;
+    while (claimedAny && inflight.size < MAX_IN_FLIGHT && !ctl.stopping) {
+      claimedAny = false;
+      for (const w of order) {
+        if (inflight.size >= MAX_IN_FLIGHT || ctl.stopping) return;
+        if (inFlightOf(w.id) >= MAX_IN_FLIGHT_PER_WEBHOOK) continue;
+        const now = d.clock.now();
+        const id = d.repo.firstDueDelivery(w.id, !w.enabled, now, [...inflight.keys()]);
+        if (!id) continue;
+        const claimed = d.db.tx(() => d.repo.claimDelivery(id, now, now + d.timeoutMs + LEASE_MARGIN_MS));
+        if (!claimed) continue;
+        start(claimed);
+        claimedAny = true;
+      }
+    }
   }
 
-  /** Claims due deliveries up to the limits and starts them. */
-  function fill(ctl: RunControl): void {
-    while (inflight.size < MAX_IN_FLIGHT && !ctl.stopping) {
-      const now = d.clock.now();
-      const id = d.repo.firstDueDelivery(now, [...inflight.keys()], busyWebhooks());
-      if (!id) return;
-      const claimed = d.db.tx(() => d.repo.claimDelivery(id, now, now + d.timeoutMs + LEASE_MARGIN_MS));
-      if (!claimed) return;
-      const stop = new AbortController();
-      const done = attempt(claimed, stop.signal)
-        .catch((err) => d.log.error({ err, deliveryId: claimed.id, webhookId: claimed.webhookId }, 'could not record a webhook delivery attempt'))
-        .finally(() => {
-          inflight.delete(claimed.id);
-          wake?.();
-        });
-      inflight.set(claimed.id, { webhookId: claimed.webhookId, stop, done });
-    }
+  function start(claimed: ClaimedDelivery): void {
+    const stop = new AbortController();
+    const done = attempt(claimed, stop.signal)
+      .catch((err) => d.log.error({ err, deliveryId: claimed.id, webhookId: claimed.webhookId }, 'could not record a webhook delivery attempt'))
+      .finally(() => {
+        inflight.delete(claimed.id);
+        wake?.();
+      });
+    inflight.set(claimed.id, { webhookId: claimed.webhookId, stop, done });
   }
 
   async function attempt(c: ClaimedDelivery, signal: AbortSignal): Promise<void> {

@@ -146,14 +146,28 @@ export function createWebhooksRepo(db: Db) {
       `INSERT INTO webhook_deliveries (id, webhook_id, event_id, type, payload, status, max_attempts, next_at, created_at)
        VALUES (@id, @webhookId, @eventId, @type, @payload, 'pending', @maxAttempts, @now, @now)`,
     ),
-    // The next due delivery nobody holds, of an enabled webhook (a ping goes out even to a disabled
-    // one) of a live organization, skipping deliveries this process sends and webhooks at their limit.
-    firstDue: db.raw.prepare<{ now: number; skip: string; busy: string }, string>(
-      `SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN orgs o ON o.id = w.org_id
-       WHERE d.status = 'pending' AND d.next_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)
-         AND (w.enabled = 1 OR d.type = 'ping') AND o.deleted_at IS NULL
-         AND d.id NOT IN (SELECT value FROM json_each(@skip)) AND d.webhook_id NOT IN (SELECT value FROM json_each(@busy))
-       ORDER BY d.next_at, d.seq LIMIT 1`,
+    // Webhooks of live organizations with a delivery that is due and not held by anyone: any
+    // delivery of an enabled webhook, only pings of a disabled one (its other deliveries are held).
+    dueWebhooks: db.raw.prepare<{ now: number }, { id: string; enabled: 0 | 1 }>(
+      `SELECT w.id, w.enabled FROM webhooks w JOIN orgs o ON o.id = w.org_id
+       WHERE o.deleted_at IS NULL AND (
+         (w.enabled = 1 AND EXISTS (SELECT 1 FROM webhook_deliveries d
+            WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)))
+         OR EXISTS (SELECT 1 FROM webhook_deliveries p
+            WHERE p.webhook_id = w.id AND p.status = 'pending' AND p.type = 'ping' AND p.next_at <= @now AND (p.lease_until IS NULL OR p.lease_until < @now)))`,
+    ),
+    // The webhook's next due delivery nobody holds, skipping those this process is sending.
+    firstDue: db.raw.prepare<{ webhookId: string; now: number; skip: string }, string>(
+      `SELECT id FROM webhook_deliveries
+       WHERE webhook_id = @webhookId AND status = 'pending' AND next_at <= @now AND (lease_until IS NULL OR lease_until < @now)
+         AND id NOT IN (SELECT value FROM json_each(@skip))
+       ORDER BY next_at LIMIT 1`,
+    ).pluck(),
+    firstDuePing: db.raw.prepare<{ webhookId: string; now: number; skip: string }, string>(
+      `SELECT id FROM webhook_deliveries
+       WHERE webhook_id = @webhookId AND status = 'pending' AND type = 'ping' AND next_at <= @now AND (lease_until IS NULL OR lease_until < @now)
+         AND id NOT IN (SELECT value FROM json_each(@skip))
+       ORDER BY next_at LIMIT 1`,
     ).pluck(),
     claim: db.raw.prepare<{ id: string; now: number; until: number }, { id: string; webhook_id: string; type: DeliveryType; payload: string; attempts: number; max_attempts: number; lease_token: number }>(
       `UPDATE webhook_deliveries SET lease_until = @until, lease_token = lease_token + 1
@@ -221,9 +235,11 @@ export function createWebhooksRepo(db: Db) {
     disableWebhook: (id: string, reason: string, now: number): boolean => q.disable.run(reason, now, now, id).changes === 1,
 
     insertDelivery: (d: NewDelivery): void => void q.insertDelivery.run(d),
-    /** The id of the next delivery to send, or undefined when none is due. */
-    firstDueDelivery: (now: number, skipIds: string[], busyWebhookIds: string[]): string | undefined =>
-      q.firstDue.get({ now, skip: JSON.stringify(skipIds), busy: JSON.stringify(busyWebhookIds) }),
+    /** Webhooks with something to send now (pings only, for a disabled one). */
+    listDueWebhooks: (now: number): { id: string; enabled: boolean }[] => q.dueWebhooks.all({ now }).map((r) => ({ id: r.id, enabled: r.enabled === 1 })),
+    /** The id of the webhook's next delivery to send (only pings when `pingsOnly`), or undefined. */
+    firstDueDelivery: (webhookId: string, pingsOnly: boolean, now: number, skipIds: string[]): string | undefined =>
+      (pingsOnly ? q.firstDuePing : q.firstDue).get({ webhookId, now, skip: JSON.stringify(skipIds) }),
     /** Leases a due delivery until `until`; undefined when it is no longer due or someone holds it. */
     claimDelivery: (id: string, now: number, until: number): ClaimedDelivery | undefined => {
       const r = q.claim.get({ id, now, until });
