@@ -526,6 +526,12 @@ F('no success for 3 days with failures: the webhook is disabled, says why, holds
   const delivered = await until(t, 'the held delivery', async () => (await deliveries(t, w, h.id)).find((x) => x.status === 'delivered'));
   assert.equal([delivered.id, delivered.attempts], [held.id, 3]);
   assert.is(rx.got.length, sent + 1);
+
+  // delivered and failed deliveries are kept 30 days
+  clock.advance(30 * 86_400_000 + 1);
+  assert.is(await t.rt.webhooks.prune({ stopping: false }), 1);
+  await freshTokens(t, w);
+  assert.equal(await deliveries(t, w, h.id), []);
   await rx.close();
 });
 

@@ -59,6 +59,8 @@ export function createWebhookService(d: { db: Db; clock: Clock; repo: WebhooksRe
     return [...new Set(ids)];
   };
 
+  const who = (by: Caller) => (by.actor.type === 'user' ? by.actor.email : by.actor.name);
+
   /** What the audit log says about a webhook (never its token or secret). */
   const auditView = (w: Webhook) => ({ url: w.url, events: w.events, ledgerIds: w.ledgerIds, enabled: w.enabled, hasToken: w.token !== null });
 
@@ -85,7 +87,7 @@ export function createWebhookService(d: { db: Db; clock: Clock; repo: WebhooksRe
           token: input.token ?? null,
           secret,
           enabled,
-          disabledReason: enabled ? null : 'created disabled',
+          disabledReason: enabled ? null : `disabled by ${who(by)}`,
           disabledAt: enabled ? null : now,
           failingSince: null,
           lastSuccessAt: null,
@@ -114,7 +116,7 @@ export function createWebhookService(d: { db: Db; clock: Clock; repo: WebhooksRe
           // a fresh start: held deliveries go out again, and the failure clock starts over
           Object.assign(next, { enabled: true, disabledReason: null, disabledAt: null, failingSince: null });
         } else if (patch.enabled === false && w.enabled) {
-          Object.assign(next, { enabled: false, disabledReason: `disabled by ${by.actor.type === 'user' ? by.actor.email : by.actor.name}`, disabledAt: now });
+          Object.assign(next, { enabled: false, disabledReason: `disabled by ${who(by)}`, disabledAt: now });
         }
         d.repo.updateWebhook(next);
         const before = auditView(w);
