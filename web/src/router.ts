@@ -27,8 +27,9 @@ export function useLocation(): { path: string; query: URLSearchParams } {
 
 /** Matches `/orgs/:orgId/ledgers` against a path; returns the parameters or null. */
 export function match(pattern: string, path: string): Record<string, string> | null {
-  const p = pattern.split('/');
-  const s = path.replace(/\/+$/, '').split('/');
+  const norm = (x: string) => x.replace(/\/+$/, '') || '/';
+  const p = norm(pattern).split('/');
+  const s = norm(path).split('/');
   if (p.length !== s.length) return null;
   const out: Record<string, string> = {};
   for (let i = 0; i < p.length; i++) {

@@ -85,7 +85,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
           ) : count.data ? (
             <>
               <strong>{fmtNumber(count.data.count)}</strong> {count.data.count === 1 ? 'contact' : 'contacts'}
-              {active ? ` match ${active === 1 ? 'the filter' : `${active} filters`}` : ''}
+              {active ? ` ${count.data.count === 1 ? 'matches' : 'match'} ${active === 1 ? 'the filter' : `${active} filters`}` : ''}
             </>
           ) : (
             'Counting…'
