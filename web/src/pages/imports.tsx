@@ -124,7 +124,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
 
   return (
     <>
-      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="import" />
+      <LedgerHead key={job?.status} orgId={orgId} ledgerId={ledgerId} tab="import" />
       <ol class="steps" aria-label="Import steps">
         {[1, 2, 3].map((i) => (
           <li key={i} class={i === step ? 'current' : i < step ? 'done' : ''} aria-current={i === step ? 'step' : undefined}>
@@ -310,7 +310,14 @@ function JobResult(props: { job: ImportJob; orgId: string; ledgerId: string }) {
 /** The rejected rows with their reasons, in the page, and as a CSV download. */
 export function Rejected(props: { job: ImportJob; orgId: string; ledgerId: string; onClose: () => void }) {
   const path = `${LEDGER}/orgs/${props.orgId}/ledgers/${props.ledgerId}/imports/${props.job.id}/errors`;
-  const req = useRequest(async (signal) => parseCsv(await fetchText(path, signal)), [path]);
+  // the reason and line first: they are what a person reads; the original columns follow
+  const req = useRequest(async (signal) => {
+    const rows = parseCsv(await fetchText(path, signal));
+    const head = rows[0] ?? [];
+    const first = ['line', 'reason', 'row'].map((h) => head.lastIndexOf(h)).filter((i) => i >= 0);
+    const order = [...first, ...head.map((_, i) => i).filter((i) => !first.includes(i))];
+    return rows.map((r) => order.map((i) => r[i] ?? ''));
+  }, [path]);
   const dl = useAction(() => download(path));
   const LIMIT = 500;
   return (
