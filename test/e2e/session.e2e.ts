@@ -25,7 +25,7 @@ S('sign in with the keyboard alone', async ({ e }) => {
   await signedIn(page);
   // back where it wanted to go (an organization that does not exist: a clear not-found page)
   await page.waitForURL(/\/orgs\/o_nowhere\/ledgers$/);
-  await page.getByText(/not found|does not exist/i).first().waitFor();
+  await page.getByRole('heading', { name: 'Not found' }).waitFor();
 });
 
 S('no token in storage; the refresh token is an httpOnly, SameSite=Strict cookie on the session path', async ({ e }) => {

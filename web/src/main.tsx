@@ -109,7 +109,8 @@ function Shell() {
       break;
     }
   }
-  if (orgId && !org && !user?.superuser) page = <NotFound what="organization" />;
+  // GET /orgs lists every organization the caller may open (all of them for a superuser)
+  if (orgId && !org) page = <NotFound what="organization" />;
   const role = org?.role;
   const tabs = orgId
     ? [
