@@ -39,7 +39,7 @@ S('no token in storage; the refresh token is an httpOnly, SameSite=Strict cookie
   assert.ok(c.httpOnly);
   assert.is(c.sameSite, 'Strict');
   assert.is(c.path, '/api/identity/v1/session');
-  const fromScript = await page.evaluate(() => document.cookie);
+  const fromScript = await page.evaluate('document.cookie');
   assert.is(fromScript, '', 'page scripts cannot read it');
 });
 

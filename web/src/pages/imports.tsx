@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, download, fetchText, LEDGER, parseCsv } from '../api.ts';
+import { api, download, fetchText, LEDGER, parseCsv } from '../api.ts';
 import { Async, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
