@@ -1,6 +1,7 @@
 // Runs every test file (test/**/*.test.ts) in its own Node 22 process, two at a time, and prints
 // one summary line "N passed, N failed" that .ci/run adds up. `npm test -- <word>` runs only the
 // files whose path contains <word>. A file that crashes or hangs counts as one failure.
+// With --e2e it runs the browser tests instead (test/e2e/*.e2e.ts, one at a time: each drives Chromium).
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { readdirSync, statSync } from 'node:fs';
@@ -13,11 +14,12 @@ function findTests(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const p = join(dir, name);
     if (statSync(p).isDirectory()) return name === 'fixtures' ? [] : findTests(p);
-    return name.endsWith('.test.ts') ? [p] : [];
+    return name.endsWith(e2e ? '.e2e.ts' : '.test.ts') ? [p] : [];
   });
 }
 
-const filters = process.argv.slice(2);
+const e2e = process.argv.includes('--e2e');
+const filters = process.argv.slice(2).filter((a) => a !== '--e2e');
 const files = findTests(join(root, 'test'))
   .sort()
   .filter((f) => filters.length === 0 || filters.some((w) => relative(root, f).includes(w)));
@@ -58,7 +60,7 @@ function runFile(file: string): Promise<Result> {
 
 const queue = [...files];
 const results: Result[] = [];
-const workers = Array.from({ length: Math.min(Number(process.env.TEST_CONCURRENCY ?? availableParallelism()), 4, queue.length) }, async () => {
+const workers = Array.from({ length: Math.min(e2e ? 1 : Number(process.env.TEST_CONCURRENCY ?? availableParallelism()), 4, queue.length) }, async () => {
   for (let f = queue.shift(); f; f = queue.shift()) {
     const r = await runFile(f);
     results.push(r);

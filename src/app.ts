@@ -3,6 +3,7 @@ import { buildOpenApi } from './http/openapi.ts';
 import { problems } from './http/problem.ts';
 import { cors, requestContext, securityHeaders } from './http/request-context.ts';
 import { ApiRouter, type RouterDeps } from './http/route.ts';
+import { serveUi } from './http/static.ts';
 import { IDENTITY_PREFIX, registerIdentityRoutes } from './identity/routes.ts';
 import { uploadTmpDir } from './ledger/index.ts';
 import { LEDGER_PREFIX, registerLedgerRoutes } from './ledger/routes.ts';
@@ -11,6 +12,7 @@ import { feedsDir } from './tracking/feed-service.ts';
 import { registerTrackingRoutes } from './tracking/routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 import { join } from 'node:path';
+import { paths } from './paths.ts';
 import type { Runtime } from './runtime.ts';
 import { VERSION } from './version.ts';
 
@@ -24,13 +26,13 @@ export interface BuiltApp {
  * Builds the HTTP application: middleware order and route registration, nothing else (P1).
  * Listening is the caller's business (src/cli/serve.ts, test/helpers.ts).
  */
-export function buildApp(rt: Runtime): BuiltApp {
+export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Koa) => void } = {}): BuiltApp {
   const { config, identity } = rt;
   const deps: RouterDeps = { authenticate: (t) => identity.authenticate(t), access: identity.access, maxJsonBytes: config.maxJsonBytes };
 
   const identityApi = new ApiRouter(IDENTITY_PREFIX, deps);
   const authAlias = new ApiRouter(`${config.authPath}/v1`, deps);
-  registerIdentityRoutes(identityApi, authAlias, identity, { baseUrl: config.baseUrl, tokenTtlSeconds: config.tokenTtlSeconds });
+  registerIdentityRoutes(identityApi, authAlias, identity, { baseUrl: config.baseUrl, tokenTtlSeconds: config.tokenTtlSeconds, now: () => rt.clock.now() });
   identityApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } }, (ctx) => {
     ctx.body = buildOpenApi({ title: 'contact-ledger identity service', version: VERSION, baseUrl: config.baseUrl, main: identityApi, extra: [authAlias], tag: 'identity' });
   });
@@ -54,5 +56,8 @@ export function buildApp(rt: Runtime): BuiltApp {
   app.use(cors(config.corsOrigins));
   app.use(problems(rt.log));
   for (const r of routers) app.use(r.router.routes()).use(r.router.allowedMethods());
+  opts.extend?.(app); // test-only middleware, after every API route
+  // the web application (SPEC §9) at /, after every API route; unknown /api/* paths stay problem+json 404s
+  app.use(serveUi(opts.webDir ?? paths.web, { reserved: ['/api', config.authPath] }));
   return { app, routers };
 }

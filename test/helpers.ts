@@ -96,7 +96,16 @@ export async function request(base: string, method: string, path: string, opts: 
 
 /** Starts the whole application on 127.0.0.1:0 with a fresh data folder. */
 export async function startApp(
-  opts: { config?: Partial<Config>; env?: Record<string, string>; clock?: Clock; dataDir?: string; extend?: (app: Koa) => void; noScheduler?: boolean } = {},
+  opts: {
+    config?: Partial<Config>;
+    env?: Record<string, string>;
+    clock?: Clock;
+    dataDir?: string;
+    extend?: (app: Koa) => void;
+    noScheduler?: boolean;
+    /** The built web application to serve at / (default: none, so tests do not depend on a build). */
+    webDir?: string;
+  } = {},
 ): Promise<TestApp> {
   const dataDir = opts.dataDir ?? tempDir();
   const config = testConfig(dataDir, opts.config, opts.env);
@@ -109,9 +118,8 @@ export async function startApp(
   });
   const clock = opts.clock ?? new ManualClock(Date.now());
   const rt = await openRuntime(config, { clock, log: createLogger('info', sink) });
-  const { app, routers } = buildApp(rt);
+  const { app, routers } = buildApp(rt, { webDir: opts.webDir ?? join(dataDir, 'no-web-app'), extend: opts.extend });
   if (!opts.noScheduler) rt.scheduler.start();
-  opts.extend?.(app); // test-only middleware, mounted after every real route
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });

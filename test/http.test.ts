@@ -27,7 +27,8 @@ H('a table of triggers: each answers problem+json with status, code, title, mess
   const big = { name: 'x'.repeat(5000) };
   const cases: [string, string, string, Parameters<TestApp['call']>[2], number, string][] = [
     ['unknown route', 'GET', '/api/identity/v1/nope', {}, 404, 'route_not_found'],
-    ['unknown route outside the APIs', 'GET', '/nope', {}, 404, 'route_not_found'],
+    ['unknown route outside the APIs', 'POST', '/nope', {}, 404, 'route_not_found'],
+    ['missing file outside the APIs', 'GET', '/nope.js', {}, 404, 'route_not_found'],
     ['wrong method', 'PUT', `${ID}/orgs`, { token: w.root }, 405, 'method_not_allowed'],
     ['body over the limit', 'POST', `${ID}/orgs`, { token: w.root, body: big }, 413, 'payload_too_large'],
     ['wrong media type', 'POST', `${ID}/orgs`, { token: w.root, raw: 'name=x', headers: { 'content-type': 'text/plain' } }, 415, 'unsupported_media_type'],

@@ -350,3 +350,121 @@ T('the limiter survives a restart (stored in SQLite)', async ({ t }) => {
 
 T.run();
 
+
+// ── cookie delivery of the refresh token (the web application's sessions, docs/web.md) ──
+const C = suite<{ t: TestApp; w: World }>('sessions: refresh token in a cookie');
+C.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+C.after(async (ctx) => ctx.t.close());
+
+const COOKIE = { 'x-session-cookie': '1' };
+/** The cl_refresh Set-Cookie line of a response, if any. */
+const setCookie = (r: { headers: Headers }) => r.headers.getSetCookie().find((c) => c.startsWith('cl_refresh='));
+const cookieValue = (line: string | undefined) => /^cl_refresh=([^;]*)/.exec(line ?? '')?.[1] ?? '';
+
+C('password grant with X-Session-Cookie: 1 sets an httpOnly SameSite=Strict cookie on the session path; the body has no refresh token', async ({ t }) => {
+  const r = await t.call('POST', `${ID}/session`, { headers: COOKIE, body: { grantType: 'password', email: 'admin@a.test', password: PASSWORD } });
+  expectStatus(r, 200);
+  assert.is(r.body.refreshToken, null);
+  assert.type(r.body.accessToken, 'string');
+  const line = setCookie(r)!;
+  assert.ok(line, 'a cl_refresh cookie is set');
+  assert.match(cookieValue(line), /^clr_[A-Za-z0-9_-]{43}$/);
+  const attrs = line.toLowerCase();
+  assert.ok(attrs.includes('path=/api/identity/v1/session'));
+  assert.ok(attrs.includes('httponly'));
+  assert.ok(attrs.includes('samesite=strict'));
+  assert.not.ok(attrs.includes('secure'), 'not Secure over plain HTTP');
+  assert.match(attrs, /expires=\w{3}, \d\d \w{3} 20\d\d/, "a lifetime (the refresh token's)");
+});
+
+C('without the header nothing changes: the token is in the body, no cookie is set, a cookie alone is ignored', async ({ t }) => {
+  const r = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'admin@a.test', password: PASSWORD } });
+  expectStatus(r, 200);
+  assert.match(r.body.refreshToken, /^clr_/);
+  assert.is(setCookie(r), undefined);
+  const viaCookie = await t.call('POST', `${ID}/session`, { headers: { cookie: `cl_refresh=${r.body.refreshToken}` }, body: { grantType: 'refreshToken' } });
+  assert.is(viaCookie.status, 422, 'the cookie is read only in cookie mode');
+  const viaBody = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: r.body.refreshToken } });
+  expectStatus(viaBody, 200, 'the body token still works');
+});
+
+C('refreshToken grant without a body token reads the cookie and rotates it; re-use of the old cookie revokes the family and clears it', async ({ t }) => {
+  const first = await t.call('POST', `${ID}/session`, { headers: COOKIE, body: { grantType: 'password', email: 'editor@a.test', password: PASSWORD } });
+  const c1 = cookieValue(setCookie(first));
+  const second = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, cookie: `cl_refresh=${c1}` }, body: { grantType: 'refreshToken' } });
+  expectStatus(second, 200, 'refresh from the cookie');
+  assert.is(second.body.refreshToken, null);
+  assert.is(second.body.user.email, 'editor@a.test');
+  const c2 = cookieValue(setCookie(second));
+  assert.match(c2, /^clr_/);
+  assert.is.not(c2, c1, 'rotated');
+  const me = await t.call('GET', `${ID}/session`, { token: second.body.accessToken });
+  expectStatus(me, 200);
+
+  const reused = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, cookie: `cl_refresh=${c1}` }, body: { grantType: 'refreshToken' } });
+  assert.is(reused.status, 401);
+  assert.is(reused.body.code, 'invalid_grant');
+  assert.is(cookieValue(setCookie(reused)), '', 'the cookie is cleared');
+  assert.match(setCookie(reused)!.toLowerCase(), /expires=thu, 01 jan 1970/);
+  const after = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, cookie: `cl_refresh=${c2}` }, body: { grantType: 'refreshToken' } });
+  assert.is(after.status, 401, 'the whole family is revoked');
+  const gone = await t.call('GET', `${ID}/session`, { token: second.body.accessToken });
+  assert.is(gone.status, 401);
+});
+
+C('cookie mode without a cookie → 401 invalid_grant; a body token still wins over the cookie', async ({ t }) => {
+  const r = await t.call('POST', `${ID}/session`, { headers: COOKIE, body: { grantType: 'refreshToken' } });
+  assert.is(r.status, 401);
+  assert.is(r.body.code, 'invalid_grant');
+  const plain = await signIn(t, 'viewer@a.test', PASSWORD);
+  const both = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, cookie: 'cl_refresh=clr_not_a_real_token' }, body: { grantType: 'refreshToken', refreshToken: plain.refreshToken } });
+  expectStatus(both, 200, 'the body token is used');
+  assert.is(both.body.user.email, 'viewer@a.test');
+});
+
+C('CSRF: cookie mode refuses another Origin or a cross-site Sec-Fetch-Site (403), accepts this site', async ({ t }) => {
+  const login = await t.call('POST', `${ID}/session`, { headers: COOKIE, body: { grantType: 'password', email: 'viewer@a.test', password: PASSWORD } });
+  const c = cookieValue(setCookie(login));
+  const host = new URL(t.base).host;
+  for (const headers of [{ origin: 'http://evil.test' } as Record<string, string>, { origin: 'null' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: `https://${host}.evil.test` }]) {
+    const r = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, ...headers, cookie: `cl_refresh=${c}` }, body: { grantType: 'refreshToken' } });
+    assert.is(r.status, 403, JSON.stringify(headers));
+    assert.is(r.body.code, 'cross_site_request');
+    assert.is(setCookie(r), undefined);
+  }
+  const pw = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, origin: 'http://evil.test' }, body: { grantType: 'password', email: 'viewer@a.test', password: PASSWORD } });
+  assert.is(pw.status, 403, 'no cookie sign-in from another site either');
+  const ok = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, origin: t.base, 'sec-fetch-site': 'same-origin', cookie: `cl_refresh=${c}` }, body: { grantType: 'refreshToken' } });
+  expectStatus(ok, 200, 'same origin, after the refused attempts (which consumed nothing)');
+});
+
+C('DELETE /session clears the cookie and revokes the session it belongs to', async ({ t }) => {
+  const login = await t.call('POST', `${ID}/session`, { headers: COOKIE, body: { grantType: 'password', email: 'admin@a.test', password: PASSWORD } });
+  const c = cookieValue(setCookie(login));
+  const out = await t.call('DELETE', `${ID}/session`, { token: login.body.accessToken, headers: { cookie: `cl_refresh=${c}` } });
+  assert.is(out.status, 204);
+  assert.is(cookieValue(setCookie(out)), '');
+  assert.match(setCookie(out)!.toLowerCase(), /path=\/api\/identity\/v1\/session/);
+  const again = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, cookie: `cl_refresh=${c}` }, body: { grantType: 'refreshToken' } });
+  assert.is(again.status, 401);
+  const plain = await signIn(t, 'admin@a.test', PASSWORD);
+  const noCookie = await t.call('DELETE', `${ID}/session`, { token: plain.accessToken });
+  assert.is(noCookie.status, 204);
+  assert.is(setCookie(noCookie), undefined, 'clients without the cookie see no Set-Cookie');
+});
+
+C('over HTTPS (behind a trusted proxy) the cookie is Secure', async () => {
+  const t = await startApp({ config: { trustProxy: true } });
+  try {
+    const r = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, 'x-forwarded-proto': 'https' }, body: { grantType: 'password', email: 'root@example.com', password: ROOT_PASSWORD } });
+    expectStatus(r, 200);
+    assert.ok(setCookie(r)!.toLowerCase().includes('secure'));
+  } finally {
+    await t.close();
+  }
+});
+
+C.run();

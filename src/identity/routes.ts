@@ -118,6 +118,54 @@ export const presentIssuedSession = (s: IssuedSession, ttlSeconds: number) => ({
 
 const presentSecret = (r: ServiceAccountWithSecret) => ({ ...presentServiceAccount(r.serviceAccount), clientSecret: r.clientSecret });
 
+/**
+ * Cookie delivery of the refresh token, for the web application (docs/web.md, docs/decisions.md).
+ * A client opts in with the request header `X-Session-Cookie: 1` on POST /session: the refresh token
+ * then travels in an httpOnly, SameSite=Strict cookie limited to this path (Secure over HTTPS), the
+ * body's refreshToken is null, and a refreshToken grant without a token in the body reads the cookie.
+ * Without the header nothing changes. The custom header cannot be sent cross-site without a CORS
+ * preflight (which never allows it), and Origin / Sec-Fetch-Site must name this site: no CSRF.
+ */
+export const SESSION_COOKIE = 'cl_refresh';
+export const SESSION_COOKIE_HEADER = 'X-Session-Cookie';
+const SESSION_COOKIE_PATH = `${IDENTITY_PREFIX}/session`;
+
+const wantsCookie = (ctx: Koa.Context) => ctx.get(SESSION_COOKIE_HEADER) === '1';
+
+/** Cookie-mode requests must come from this site's own pages. */
+function assertSameSite(ctx: Koa.Context): void {
+  const site = ctx.get('Sec-Fetch-Site');
+  const origin = ctx.get('Origin');
+  let originHost: string | undefined;
+  if (origin) {
+    try {
+      originHost = new URL(origin).host;
+    } catch {
+      originHost = '';
+    }
+  }
+  if ((site && site !== 'same-origin') || (originHost !== undefined && originHost !== ctx.host)) {
+    throw new AppError(403, 'cross_site_request', 'Session cookies are used only by requests from this site\'s own pages.');
+  }
+}
+
+function setSessionCookie(ctx: Koa.Context, token: string, expiresAt: number, now: number): void {
+  ctx.cookies.set(SESSION_COOKIE, token, {
+    path: SESSION_COOKIE_PATH,
+    httpOnly: true,
+    sameSite: 'strict',
+    secure: ctx.secure,
+    maxAge: Math.max(0, expiresAt - now),
+    overwrite: true,
+  });
+}
+
+function clearSessionCookie(ctx: Koa.Context): void {
+  ctx.cookies.set(SESSION_COOKIE, '', { path: SESSION_COOKIE_PATH, httpOnly: true, sameSite: 'strict', secure: ctx.secure, maxAge: 0, expires: new Date(0), overwrite: true });
+}
+
+const REFRESH_GRANTS = new Set(['refreshToken', 'refresh_token']);
+
 /** Token responses must not be cached (RFC 6749 §5.1). */
 function noStore(ctx: Koa.Context): void {
   ctx.set('Cache-Control', 'no-store');
@@ -125,7 +173,7 @@ function noStore(ctx: Koa.Context): void {
 }
 
 /** Registers every route of the identity service (SPEC §3) and the `{auth_url}/v1/session` alias. */
-export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: IdentityServices, opts: { baseUrl: string; tokenTtlSeconds: number }): void {
+export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: IdentityServices, opts: { baseUrl: string; tokenTtlSeconds: number; now: () => number }): void {
   const location = (ctx: Koa.Context, path: string) => ctx.set('Location', `${opts.baseUrl}${IDENTITY_PREFIX}${path}`);
   const created = (ctx: Koa.Context, path: string, body: unknown) => {
     ctx.status = 201;
@@ -138,14 +186,42 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
     {
       method: 'post', path: '/session', access: 'public', body: S.SessionRequest, bodyTypes: ['json', 'form'],
       summary: 'Sign in: password, clientCredentials or refreshToken grant',
-      description: 'Returns an access token (JWT, 1 hour) and a refresh token (rotated on every use). HTTP Basic client authentication is accepted for clientCredentials.',
-      responses: { 200: { description: 'Signed in' }, 401: { description: 'invalid_grant / invalid_client' } },
+      description:
+        'Returns an access token (JWT, 1 hour) and a refresh token (rotated on every use). HTTP Basic client authentication is accepted for clientCredentials. ' +
+        `With the request header "${SESSION_COOKIE_HEADER}: 1" (same-site pages only) the refresh token is set as an httpOnly SameSite=Strict cookie on this path instead of in the body, ` +
+        'and a refreshToken grant without a token reads that cookie.',
+      responses: { 200: { description: 'Signed in' }, 401: { description: 'invalid_grant / invalid_client' }, 403: { description: 'cross_site_request (cookie mode from another site)' } },
     },
     async (ctx, { body, meta }) => {
       if (ctx.querystring) throw badRequest('credentials_in_url', 'Credentials must be sent in the request body, never in the URL.');
-      const issued = await svc.sessions.signIn(toGrant(body, ctx.get('Authorization')), meta);
+      const cookieMode = wantsCookie(ctx);
+      let input = body;
+      let fromCookie = false;
+      if (cookieMode) {
+        assertSameSite(ctx);
+        const grant = body.grantType ?? body.grant_type;
+        if (grant !== undefined && REFRESH_GRANTS.has(grant) && body.refreshToken === undefined && body.refresh_token === undefined) {
+          const cookie = ctx.cookies.get(SESSION_COOKIE);
+          if (!cookie) throw new AppError(401, 'invalid_grant', 'There is no session to resume; sign in.', { extra: { error: 'invalid_grant', error_description: 'no session cookie' } });
+          input = { ...body, refreshToken: cookie };
+          fromCookie = true;
+        }
+      }
+      let issued: IssuedSession;
+      try {
+        issued = await svc.sessions.signIn(toGrant(input, ctx.get('Authorization')), meta);
+      } catch (err) {
+        if (fromCookie && err instanceof AppError && err.status === 401) clearSessionCookie(ctx);
+        throw err;
+      }
       noStore(ctx);
-      ctx.body = presentIssuedSession(issued, opts.tokenTtlSeconds);
+      const out = presentIssuedSession(issued, opts.tokenTtlSeconds);
+      if (cookieMode) {
+        setSessionCookie(ctx, issued.refreshToken, issued.refreshExpiresAt, opts.now());
+        ctx.body = { ...out, refreshToken: null };
+      } else {
+        ctx.body = out;
+      }
     },
   );
   r.add({ method: 'get', path: '/session', access: 'authenticated', summary: 'The current session', responses: { 200: { description: 'Session' } } }, (ctx, { caller }) => {
@@ -156,6 +232,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
     { method: 'delete', path: '/session', access: 'authenticated', summary: 'Sign out: revoke this session and its refresh tokens', responses: { 204: { description: 'Signed out' } } },
     (ctx, { caller }) => {
       svc.sessions.signOut(caller);
+      if (ctx.cookies.get(SESSION_COOKIE) !== undefined) clearSessionCookie(ctx);
       ctx.status = 204;
     },
   );

@@ -1,0 +1,105 @@
+// Sessions in the browser (docs/web.md): the access token only in memory, the refresh token in an
+// httpOnly SameSite=Strict cookie; a reload keeps the session, two tabs refreshing at once do not
+// trip the refresh-token re-use detection, sign-out ends the session everywhere.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ROOT_EMAIL, ROOT_PASSWORD, shoot, start, type E2E } from './harness.ts';
+
+const S = suite<{ e: E2E }>('web application: sessions');
+S.before(async (ctx) => {
+  ctx.e = await start({ LOGIN_MAX_FAILURES_PER_ACCOUNT: '3' });
+});
+S.after(async (ctx) => ctx.e.close());
+
+const signedIn = (page: E2E['page']) => page.getByRole('button', { name: 'Sign out' }).waitFor({ state: 'attached' });
+
+S('sign in with the keyboard alone', async ({ e }) => {
+  const { page, base } = e;
+  await page.goto(`${base}/orgs/o_nowhere/ledgers`);
+  await page.waitForURL(/\/signin\?next=/);
+  await page.getByLabel('E-mail').focus();
+  await page.keyboard.type(ROOT_EMAIL);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(ROOT_PASSWORD);
+  await page.keyboard.press('Enter');
+  await signedIn(page);
+  // back where it wanted to go (an organization that does not exist: a clear not-found page)
+  await page.waitForURL(/\/orgs\/o_nowhere\/ledgers$/);
+  await page.getByRole('heading', { name: 'Not found' }).waitFor();
+});
+
+S('no token in storage; the refresh token is an httpOnly, SameSite=Strict cookie on the session path', async ({ e }) => {
+  const { page, context } = e;
+  const stored = await page.evaluate(() => JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage } }));
+  assert.not.match(stored, /clr_|eyJ|accessToken|refresh/i);
+  const cookies = await context.cookies();
+  assert.is(cookies.length, 1, JSON.stringify(cookies.map((c) => c.name)));
+  const c = cookies[0]!;
+  assert.is(c.name, 'cl_refresh');
+  assert.ok(c.httpOnly);
+  assert.is(c.sameSite, 'Strict');
+  assert.is(c.path, '/api/identity/v1/session');
+  const fromScript = await page.evaluate('document.cookie');
+  assert.is(fromScript, '', 'page scripts cannot read it');
+});
+
+S('a reload keeps the session', async ({ e }) => {
+  const { page, base } = e;
+  await page.goto(`${base}/`);
+  await signedIn(page);
+  for (let i = 0; i < 3; i++) {
+    await page.reload();
+    await signedIn(page);
+  }
+  assert.ok((await page.locator('.who').innerText()).includes('Administrator'));
+});
+
+S('two tabs reloading at the same moment both stay signed in (refreshes are serialized)', async ({ e }) => {
+  const { page, context, base } = e;
+  const second = await context.newPage();
+  await second.goto(`${base}/`);
+  await signedIn(second);
+  for (let i = 0; i < 4; i++) {
+    await Promise.all([page.reload(), second.reload()]);
+    await Promise.all([signedIn(page), signedIn(second)]);
+  }
+  // and the session is still good: a third reload works (a detected re-use would have revoked it)
+  await page.reload();
+  await signedIn(page);
+  await second.close();
+});
+
+S('sign-out ends the session: the cookie is gone, a reload asks to sign in, other tabs sign out too', async ({ e }) => {
+  const { page, context, base } = e;
+  const other = await context.newPage();
+  await other.goto(`${base}/`);
+  await signedIn(other);
+  const before = (await context.cookies())[0]!.value;
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL(/\/signin$/);
+  await other.waitForURL(/\/signin/);
+  assert.is((await context.cookies()).length, 0, 'the cookie is cleared');
+  await page.reload();
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  // the old refresh token is revoked on the server, not just forgotten here
+  const r = await e.call('POST', '/api/identity/v1/session', { body: { grantType: 'refreshToken', refreshToken: before } });
+  assert.is(r.status, 401);
+  await other.close();
+});
+
+S('throttling: repeated failures say when to try again', async ({ e }) => {
+  const { page, base } = e;
+  await page.goto(`${base}/signin`);
+  for (let i = 0; i < 3; i++) {
+    await page.getByLabel('E-mail').fill(ROOT_EMAIL);
+    await page.getByLabel('Password').fill(`wrong password ${i}`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('The e-mail or password is incorrect.').waitFor();
+  }
+  await page.getByLabel('Password').fill(ROOT_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByText(/Too many failed attempts\. .* try again in \d+ (seconds|minutes)\./).waitFor();
+  await shoot(page, '26-signin-throttled');
+});
+
+S.run();

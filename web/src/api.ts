@@ -1,0 +1,283 @@
+// The only module that talks to the server. It keeps the access token in memory (never in storage),
+// resumes a session from the httpOnly refresh cookie, refreshes before expiry and once on a 401, and
+// serializes refreshes across tabs (a refresh token is rotated on every use; re-using an old one
+// revokes the whole session, so two tabs must never refresh with the same cookie at once).
+
+export const ID = '/api/identity/v1';
+export const LEDGER = '/api/ledger/v1';
+
+export type Role = 'viewer' | 'editor' | 'admin';
+
+export interface SessionUser {
+  id: string;
+  email: string;
+  name: string;
+  superuser: boolean;
+}
+
+export interface Principal {
+  user: SessionUser | null;
+  orgs: { id: string; name: string; role: Role }[];
+}
+
+/** A failed request, from a problem+json answer or the network. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly errors: { path: string; message: string }[];
+  readonly retryAfter: number | undefined;
+  constructor(status: number, code: string, message: string, errors: { path: string; message: string }[] = [], retryAfter?: number) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.errors = errors;
+    this.retryAfter = retryAfter;
+  }
+}
+
+interface Held {
+  token: string;
+  /** When to refresh: a minute before the token expires. */
+  refreshAt: number;
+}
+
+let held: Held | null = null;
+let refreshTimer: number | undefined;
+let inFlight: Promise<Principal> | null = null;
+const listeners = new Set<(p: Principal | null) => void>();
+
+/** Told when the session starts, is refreshed, or ends (here or in another tab). */
+export function onSession(fn: (p: Principal | null) => void): () => void {
+  listeners.add(fn);
+  return () => listeners.delete(fn);
+}
+const emit = (p: Principal | null) => listeners.forEach((fn) => fn(p));
+
+// Other tabs: a sign-out anywhere ends the session everywhere.
+const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('contact-ledger-session') : null;
+channel?.addEventListener('message', (e: MessageEvent) => {
+  if (e.data === 'signed-out') drop();
+});
+
+function drop(): void {
+  held = null;
+  clearTimeout(refreshTimer);
+  emit(null);
+}
+
+async function readError(res: Response): Promise<ApiError> {
+  let body: { code?: string; detail?: string; message?: string; errors?: { path: string; message: string }[] } = {};
+  try {
+    body = await res.json();
+  } catch {
+    /* not JSON: a proxy page or an empty answer */
+  }
+  const retry = Number(res.headers.get('Retry-After'));
+  return new ApiError(
+    res.status,
+    body.code ?? `http_${res.status}`,
+    body.detail ?? body.message ?? `The server answered ${res.status} ${res.statusText}.`,
+    body.errors ?? [],
+    Number.isFinite(retry) && retry > 0 ? retry : undefined,
+  );
+}
+
+async function send(input: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(input, init);
+  } catch {
+    throw new ApiError(0, 'network_error', 'The server cannot be reached. Check the connection and try again.');
+  }
+}
+
+/** POST /session in cookie mode: the refresh token stays in an httpOnly cookie the page cannot read. */
+async function sessionRequest(body: Record<string, string>): Promise<Principal> {
+  const res = await send(`${ID}/session`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-Session-Cookie': '1' },
+    body: JSON.stringify(body),
+    credentials: 'same-origin',
+  });
+  if (!res.ok) throw await readError(res);
+  const s = (await res.json()) as { accessToken: string; expiresIn: number; user: SessionUser | null; orgs: Principal['orgs'] };
+  const lifetime = Math.max(30, s.expiresIn - 60) * 1000;
+  held = { token: s.accessToken, refreshAt: Date.now() + lifetime };
+  clearTimeout(refreshTimer);
+  refreshTimer = window.setTimeout(() => void refresh().catch(() => undefined), lifetime);
+  const p: Principal = { user: s.user, orgs: s.orgs };
+  emit(p);
+  return p;
+}
+
+/** Runs fn while holding the cross-tab refresh lock (Web Locks; a storage lease where unavailable). */
+async function exclusive<T>(fn: () => Promise<T>): Promise<T> {
+  if (navigator.locks) return navigator.locks.request('contact-ledger-refresh', fn);
+  // Web Locks need a secure context (HTTPS or localhost). Elsewhere: a best-effort lease in localStorage.
+  const KEY = 'contact-ledger-refresh-lock';
+  const me = Math.random().toString(36).slice(2);
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  for (let i = 0; i < 100; i++) {
+    const cur = JSON.parse(localStorage.getItem(KEY) ?? 'null') as { me: string; until: number } | null;
+    if (!cur || cur.until < Date.now()) {
+      localStorage.setItem(KEY, JSON.stringify({ me, until: Date.now() + 10_000 }));
+      await sleep(30);
+      if ((JSON.parse(localStorage.getItem(KEY) ?? 'null') as { me: string } | null)?.me === me) break;
+    }
+    await sleep(100);
+  }
+  try {
+    return await fn();
+  } finally {
+    if ((JSON.parse(localStorage.getItem(KEY) ?? 'null') as { me: string } | null)?.me === me) localStorage.removeItem(KEY);
+  }
+}
+
+/**
+ * Gets a new access token from the refresh cookie; one at a time in this tab and across tabs.
+ * Rejects with ApiError 401 when there is no session to resume.
+ */
+export function refresh(): Promise<Principal> {
+  inFlight ??= exclusive(() => sessionRequest({ grantType: 'refreshToken' }))
+    .catch((err: unknown) => {
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) drop();
+      throw err;
+    })
+    .finally(() => {
+      inFlight = null;
+    });
+  return inFlight;
+}
+
+/** Resumes the session after a page load, if the cookie still holds one. */
+export async function resume(): Promise<Principal | null> {
+  try {
+    return await refresh();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return null;
+    throw err;
+  }
+}
+
+export function signIn(email: string, password: string): Promise<Principal> {
+  return sessionRequest({ grantType: 'password', email, password });
+}
+
+/** Revokes the session on the server (and clears its cookie), then forgets it here and in other tabs. */
+export async function signOut(): Promise<void> {
+  try {
+    await api('DELETE', `${ID}/session`);
+  } finally {
+    drop();
+    channel?.postMessage('signed-out');
+  }
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  form?: FormData;
+  /** A raw body (a file) sent as is with contentType. */
+  raw?: Blob;
+  contentType?: string;
+  query?: Record<string, string | number | boolean | undefined | null>;
+  signal?: AbortSignal;
+}
+
+export function withQuery(path: string, query: RequestOptions['query']): string {
+  if (!query) return path;
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `${path}?${s}` : path;
+}
+
+async function authorized(method: string, path: string, opts: RequestOptions): Promise<Response> {
+  const attempt = async () => {
+    if (!held || held.refreshAt <= Date.now()) await refresh();
+    const headers: Record<string, string> = { Authorization: `Bearer ${held!.token}` };
+    let body: BodyInit | undefined;
+    if (opts.form) body = opts.form;
+    else if (opts.raw) {
+      body = opts.raw;
+      headers['Content-Type'] = opts.contentType ?? 'application/octet-stream';
+    } else if (opts.body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      body = JSON.stringify(opts.body);
+    }
+    return send(withQuery(path, opts.query), { method, headers, body, signal: opts.signal, credentials: 'same-origin' });
+  };
+  let res = await attempt();
+  if (res.status === 401) {
+    // expired or revoked: one refresh, one retry
+    held = null;
+    await refresh();
+    res = await attempt();
+  }
+  if (!res.ok) throw await readError(res);
+  return res;
+}
+
+/** A JSON API call with the session's bearer token; throws ApiError. */
+export async function api<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+  const res = await authorized(method, path, opts);
+  if (res.status === 204) return undefined as T;
+  return (await res.json()) as T;
+}
+
+/**
+ * Downloads an authenticated file (CSV) and hands it to the browser as a download. The bearer token
+ * cannot ride on a plain link, so the file is fetched and saved from a blob: URL.
+ */
+export async function download(path: string, query?: RequestOptions['query']): Promise<string> {
+  const res = await authorized('GET', withQuery(path, query), {});
+  const name = /filename="([^"]+)"/.exec(res.headers.get('Content-Disposition') ?? '')?.[1] ?? 'download.csv';
+  const blob = await res.blob();
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  return name;
+}
+
+/** An authenticated text resource (e.g. the rejected rows CSV, to show it in the page). */
+export async function fetchText(path: string, signal?: AbortSignal): Promise<string> {
+  const res = await authorized('GET', path, { signal });
+  return res.text();
+}
+
+/** Parses RFC 4180 CSV (quoted fields, doubled quotes, CRLF or LF, line breaks inside quotes). */
+export function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = text.charCodeAt(0) === 0xfeff ? 1 : 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '"') {
+        if (text[i + 1] === '"') {
+          cell += '"';
+          i++;
+        } else quoted = false;
+      } else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      row.push(cell);
+      cell = '';
+    } else if (ch === '\n' || ch === '\r') {
+      if (ch === '\r' && text[i + 1] === '\n') i++;
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = '';
+    } else cell += ch;
+  }
+  if (cell !== '' || row.length) {
+    row.push(cell);
+    rows.push(row);
+  }
+  return rows;
+}

@@ -1,0 +1,216 @@
+// The web application (SPEC §9): boot, session, shell and routes. Every request goes through
+// api.ts to the public APIs; nothing here is private to the web app.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, ID, onSession, resume, signOut, type Principal } from './api.ts';
+import { match, navigate, useLocation } from './router.ts';
+import { ErrorBox, LAST_ORG, Link, Loading, Session, useSession, type Org, type SessionState } from './ui.tsx';
+import { SignIn } from './pages/signin.tsx';
+import { Home } from './pages/home.tsx';
+import { Ledgers } from './pages/ledgers.tsx';
+import { Contacts } from './pages/contacts.tsx';
+import { ContactDetail } from './pages/contact.tsx';
+import { ImportWizard, ImportHistory } from './pages/imports.tsx';
+import { Team } from './pages/team.tsx';
+import { ServiceAccounts } from './pages/service-accounts.tsx';
+import { Webhooks } from './pages/webhooks.tsx';
+import { Feed } from './pages/feed.tsx';
+import { NewOrg } from './pages/new-org.tsx';
+
+type Boot = { kind: 'booting' } | { kind: 'signed-out' } | { kind: 'signed-in'; principal: Principal } | { kind: 'failed'; error: ApiError };
+
+function App() {
+  const [boot, setBoot] = useState<Boot>({ kind: 'booting' });
+  const [attempt, setAttempt] = useState(0);
+  useEffect(() => onSession((p) => setBoot(p ? { kind: 'signed-in', principal: p } : { kind: 'signed-out' })), []);
+  useEffect(() => {
+    resume().then(
+      (p) => setBoot(p ? { kind: 'signed-in', principal: p } : { kind: 'signed-out' }),
+      (error: unknown) => setBoot({ kind: 'failed', error: error instanceof ApiError ? error : new ApiError(0, 'client_error', String(error)) }),
+    );
+  }, [attempt]);
+  const loc = useLocation();
+
+  if (boot.kind === 'booting') return <Loading label="Opening contact-ledger…" />;
+  if (boot.kind === 'failed')
+    return (
+      <main class="narrow">
+        <ErrorBox error={boot.error} title="contact-ledger could not start." retry={() => setAttempt((n) => n + 1)} />
+      </main>
+    );
+  if (boot.kind === 'signed-out') {
+    if (loc.path !== '/signin') {
+      const next = loc.path === '/' ? '' : `?next=${encodeURIComponent(loc.path + location.search)}`;
+      navigate(`/signin${next}`, { replace: true });
+    }
+    return <SignIn />;
+  }
+  if (loc.path === '/signin') {
+    const next = loc.query.get('next');
+    navigate(next && next.startsWith('/') && !next.startsWith('//') ? next : '/', { replace: true });
+  }
+  return <SignedIn principal={boot.principal} />;
+}
+
+function SignedIn(props: { principal: Principal }) {
+  const [orgs, setOrgs] = useState<Org[] | undefined>();
+  const [error, setError] = useState<ApiError>();
+  const load = async () => {
+    try {
+      const r = await api<{ orgs: Org[] }>('GET', `${ID}/orgs`, { query: { limit: 1000 } });
+      setOrgs(r.orgs);
+      setError(undefined);
+    } catch (e) {
+      setError(e as ApiError);
+    }
+  };
+  useEffect(() => void load(), [props.principal]);
+  if (!orgs) return error ? <ErrorBox error={error} retry={load} title="Could not load your organizations." /> : <Loading label="Loading your organizations…" />;
+  const state: SessionState = { principal: props.principal, orgs, reloadOrgs: load };
+  return (
+    <Session.Provider value={state}>
+      <Shell />
+    </Session.Provider>
+  );
+}
+
+const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
+  ['/', () => <Home />],
+  ['/orgs/new', () => <NewOrg />],
+  ['/feed', () => <Feed />],
+  ['/orgs/:orgId/ledgers', (p) => <Ledgers orgId={p.orgId!} />],
+  ['/orgs/:orgId/ledgers/:ledgerId', (p) => <Contacts orgId={p.orgId!} ledgerId={p.ledgerId!} />],
+  ['/orgs/:orgId/ledgers/:ledgerId/contacts/:contactId', (p) => <ContactDetail orgId={p.orgId!} ledgerId={p.ledgerId!} contactId={p.contactId!} />],
+  ['/orgs/:orgId/ledgers/:ledgerId/import', (p) => <ImportWizard orgId={p.orgId!} ledgerId={p.ledgerId!} />],
+  ['/orgs/:orgId/ledgers/:ledgerId/imports', (p) => <ImportHistory orgId={p.orgId!} ledgerId={p.ledgerId!} />],
+  ['/orgs/:orgId/team', (p) => <Team orgId={p.orgId!} />],
+  ['/orgs/:orgId/service-accounts', (p) => <ServiceAccounts orgId={p.orgId!} />],
+  ['/orgs/:orgId/webhooks', (p) => <Webhooks orgId={p.orgId!} />],
+];
+
+function Shell() {
+  const loc = useLocation();
+  const session = useSession();
+  const user = session.principal.user;
+  const orgMatch = /^\/orgs\/(o_[^/]+)/.exec(loc.path);
+  const orgId = orgMatch?.[1];
+  const org = session.orgs.find((o) => o.id === orgId);
+  const [menu, setMenu] = useState(false);
+  useEffect(() => {
+    if (orgId) localStorage.setItem(LAST_ORG, orgId);
+    setMenu(false);
+  }, [orgId, loc.path]);
+
+  let page: preact.JSX.Element | null = null;
+  for (const [pattern, view] of ROUTES) {
+    const m = match(pattern, loc.path);
+    if (m) {
+      page = view(m);
+      break;
+    }
+  }
+  // GET /orgs lists every organization the caller may open (all of them for a superuser)
+  if (orgId && !org) page = <NotFound what="organization" />;
+  const role = org?.role;
+  const tabs = orgId
+    ? [
+        { href: `/orgs/${orgId}/ledgers`, label: 'Ledgers', show: true },
+        { href: `/orgs/${orgId}/team`, label: 'Team', show: true },
+        { href: `/orgs/${orgId}/service-accounts`, label: 'Service accounts', show: role === 'admin' },
+        { href: `/orgs/${orgId}/webhooks`, label: 'Webhooks', show: role === 'admin' },
+      ].filter((t) => t.show)
+    : [];
+
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <div class="bar">
+          <Link href="/" class="brand" aria-label="contact-ledger home">
+            <img src="/favicon.svg" alt="" width="24" height="24" />
+            <span>contact-ledger</span>
+          </Link>
+          <OrgSwitcher current={orgId} />
+          <button type="button" class="menu-toggle secondary" aria-expanded={menu} aria-controls="nav" onClick={() => setMenu(!menu)}>
+            Menu
+          </button>
+          <nav id="nav" class={menu ? 'open' : ''} aria-label="Main">
+            <ul>
+              {tabs.map((t) => (
+                <li key={t.href}>
+                  <Link href={t.href} aria-current={loc.path.startsWith(t.href) ? 'page' : undefined}>
+                    {t.label}
+                  </Link>
+                </li>
+              ))}
+              {user?.superuser && (
+                <li>
+                  <Link href="/feed" aria-current={loc.path === '/feed' ? 'page' : undefined}>
+                    Feed
+                  </Link>
+                </li>
+              )}
+            </ul>
+            <div class="who">
+              <span class="muted" title={user?.email}>
+                {user?.name || user?.email}
+                {role ? ` · ${role}` : user?.superuser ? ' · superuser' : ''}
+              </span>
+              <button type="button" class="secondary" onClick={() => void signOut().catch(() => undefined)}>
+                Sign out
+              </button>
+            </div>
+          </nav>
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {page ?? <NotFound what="page" />}
+      </main>
+    </>
+  );
+}
+
+function OrgSwitcher(props: { current: string | undefined }) {
+  const s = useSession();
+  if (s.orgs.length === 0 && !s.principal.user?.superuser) return null;
+  return (
+    <div class="org-switch">
+      <label for="org-switch" class="visually-hidden">
+        Organization
+      </label>
+      <select
+        id="org-switch"
+        value={props.current ?? ''}
+        onChange={(e) => {
+          const v = e.currentTarget.value;
+          if (v === '__new') navigate('/orgs/new');
+          else if (v) navigate(`/orgs/${v}/ledgers`);
+        }}
+      >
+        {!props.current && <option value="">Choose an organization…</option>}
+        {s.orgs.map((o) => (
+          <option key={o.id} value={o.id}>
+            {o.name}
+          </option>
+        ))}
+        {s.principal.user?.superuser && <option value="__new">+ New organization…</option>}
+      </select>
+    </div>
+  );
+}
+
+function NotFound(props: { what: string }) {
+  return (
+    <div class="state empty">
+      <h1>Not found</h1>
+      <p>This {props.what} does not exist, or you have no access to it.</p>
+      <p>
+        <Link href="/">Go to the start page</Link>
+      </p>
+    </div>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,145 @@
+import { useState } from 'preact/hooks';
+import { api, LEDGER } from '../api.ts';
+import { navigate } from '../router.ts';
+import { Async, atLeast, Confirm, Time, useRequest, useRole } from '../ui.tsx';
+import type { Contact } from './contacts.tsx';
+import { LedgerHead } from './ledger-head.tsx';
+
+interface Change {
+  id: string;
+  type: 'job' | 'info';
+  field?: string;
+  from: Record<string, unknown> | null;
+  to: Record<string, unknown> | null;
+  detectedAt: string;
+  observedAt: string | null;
+}
+
+const show = (v: unknown) => (v === null || v === undefined || v === '' ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+
+/** One contact: current and imported values, and its change history as a timeline. */
+export function ContactDetail(props: { orgId: string; ledgerId: string; contactId: string }) {
+  const { orgId, ledgerId, contactId } = props;
+  const role = useRole(orgId);
+  const path = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/contacts/${contactId}`;
+  const contact = useRequest((signal) => api<Contact>('GET', path, { signal }), [path]);
+  const changes = useRequest((signal) => api<{ changes: Change[]; nextCursor: string | null }>('GET', `${path}/changes`, { query: { limit: 200 }, signal }), [path]);
+  const [confirm, setConfirm] = useState(false);
+  return (
+    <>
+      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="contact" title={contact.data?.name ?? 'Contact'} />
+      <Async req={contact} label="Loading the contact…">
+        {(c) => (
+          <div class="detail">
+            <section class="card" aria-labelledby="now-title">
+              <div class="section-head">
+                <h2 id="now-title">Now</h2>
+                {c.isVerified ? <span class="badge ok">verified</span> : <span class="badge">not matched yet</span>}
+              </div>
+              <dl class="facts">
+                <dt>Company</dt>
+                <dd>{c.company}</dd>
+                <dt>Title</dt>
+                <dd>
+                  {show(c.title)}
+                  {c.titleLevel && <span class="muted"> ({[c.titleLevel, c.titleDomain].filter(Boolean).join(', ')})</span>}
+                </dd>
+                <dt>Location</dt>
+                <dd>{show(c.location)}</dd>
+                <dt>E-mail</dt>
+                <dd>
+                  {show(c.contactInfo.email)}
+                  {c.contactInfo.emailStatus && <span class="muted"> ({c.contactInfo.emailStatus})</span>}
+                </dd>
+                <dt>LinkedIn</dt>
+                <dd class="break">{c.linkedin ? <a href={c.linkedin} rel="noreferrer noopener" target="_blank">{c.linkedin}</a> : '—'}</dd>
+                <dt>Job started</dt>
+                <dd>
+                  <Time iso={c.jobStartedAt} dateOnly />
+                </dd>
+                <dt>Last job change</dt>
+                <dd>
+                  <Time iso={c.lastJobChangedAt} />
+                </dd>
+                <dt>Last info change</dt>
+                <dd>
+                  <Time iso={c.lastInfoChangedAt} />
+                </dd>
+              </dl>
+            </section>
+            <section class="card" aria-labelledby="imported-title">
+              <h2 id="imported-title">As imported</h2>
+              <dl class="facts">
+                <dt>Company</dt>
+                <dd>{show(c.importCompany)}</dd>
+                <dt>Title</dt>
+                <dd>{show(c.importTitle)}</dd>
+                <dt>Reference id</dt>
+                <dd class="mono">{show(c.referenceId)}</dd>
+                <dt>Added</dt>
+                <dd>
+                  <Time iso={c.createdAt} />
+                </dd>
+                <dt>Contact id</dt>
+                <dd class="mono break">{c.id}</dd>
+              </dl>
+              {atLeast(role, 'editor') && (
+                <div class="actions left">
+                  <button type="button" class="danger-outline small" onClick={() => setConfirm(true)}>
+                    Delete contact
+                  </button>
+                </div>
+              )}
+            </section>
+            <section class="card timeline-card" aria-labelledby="history-title">
+              <h2 id="history-title">Change history</h2>
+              <Async req={changes} label="Loading the history…" empty={(d) => d.changes.length === 0} emptyText={<p>No change recorded since this contact was imported.</p>}>
+                {(d) => (
+                  <ol class="timeline">
+                    {d.changes.map((ch) => (
+                      <li key={ch.id} class={ch.type}>
+                        <p class="when">
+                          <Time iso={ch.detectedAt} />
+                          <span class={`badge ${ch.type === 'job' ? 'job' : ''}`}>{ch.type === 'job' ? 'job change' : `${ch.field ?? 'info'} changed`}</span>
+                        </p>
+                        {ch.type === 'job' ? (
+                          <p>
+                            {show(ch.from?.title)} at <strong>{show(ch.from?.company)}</strong> → {show(ch.to?.title)} at <strong>{show(ch.to?.company)}</strong>
+                          </p>
+                        ) : (
+                          <p>
+                            {show(ch.from?.[ch.field ?? ''] ?? ch.from)} → <strong>{show(ch.to?.[ch.field ?? ''] ?? ch.to)}</strong>
+                          </p>
+                        )}
+                        {ch.observedAt && (
+                          <p class="muted small">
+                            observed <Time iso={ch.observedAt} dateOnly />
+                          </p>
+                        )}
+                      </li>
+                    ))}
+                  </ol>
+                )}
+              </Async>
+            </section>
+          </div>
+        )}
+      </Async>
+      {confirm && contact.data && (
+        <Confirm
+          title={`Delete ${contact.data.name}?`}
+          confirm="Delete contact"
+          danger
+          onClose={() => setConfirm(false)}
+          onConfirm={async () => {
+            await api('DELETE', path);
+            navigate(`/orgs/${orgId}/ledgers/${ledgerId}`);
+            return true;
+          }}
+        >
+          <p>The contact and its change history are removed from this ledger.</p>
+        </Confirm>
+      )}
+    </>
+  );
+}

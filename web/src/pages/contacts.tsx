@@ -1,0 +1,272 @@
+import { useState } from 'preact/hooks';
+import { api, download, LEDGER } from '../api.ts';
+import { setQuery, useLocation } from '../router.ts';
+import { Async, ErrorBox, fmtNumber, Link, Notice, Time, useAction, useRequest } from '../ui.tsx';
+import { LedgerHead } from './ledger-head.tsx';
+
+export interface Contact {
+  id: string;
+  ledgerId: string;
+  importId: string | null;
+  referenceId: string | null;
+  name: string;
+  company: string;
+  importCompany: string | null;
+  importTitle: string | null;
+  title: string | null;
+  titleLevel: string | null;
+  titleDomain: string | null;
+  location: string | null;
+  contactInfo: { email: string | null; emailStatus: string | null };
+  hasMultipleJobs: boolean | null;
+  linkedin: string | null;
+  isVerified: boolean;
+  jobStartedAt: string | null;
+  lastJobChangedAt: string | null;
+  lastInfoChangedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** The filters of SPEC §4.2 the page offers; their values live in the URL, so a filtered view can be shared and survives a reload. */
+const FILTERS = ['lastJobChangedAt', 'lastInfoChangedAt', 'name', 'company', 'title', 'email', 'referenceId', 'linkedin', 'isVerified', 'importId', 'createdAfter', 'createdBefore'] as const;
+type FilterKey = (typeof FILTERS)[number];
+const SORTS: [string, string][] = [
+  ['+createdAt', 'Oldest first'],
+  ['-createdAt', 'Newest first'],
+  ['+name', 'Name A–Z'],
+  ['-name', 'Name Z–A'],
+  ['-lastJobChangedAt', 'Latest job change'],
+  ['-lastInfoChangedAt', 'Latest info change'],
+];
+const SIZES = [25, 50, 100];
+
+const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+
+/** The contacts table: filters, sorting, paging, a count, CSV download of the current filter. */
+export function Contacts(props: { orgId: string; ledgerId: string }) {
+  const { orgId, ledgerId } = props;
+  const loc = useLocation();
+  const q = loc.query;
+  const filters: Partial<Record<FilterKey, string>> = {};
+  for (const k of FILTERS) {
+    const v = q.get(k);
+    if (v) filters[k] = v;
+  }
+  const sortBy = q.get('sortBy') ?? '+createdAt';
+  const size = SIZES.includes(Number(q.get('limit'))) ? Number(q.get('limit')) : 50;
+  const cursors = (q.get('page') ?? '').split('~').filter(Boolean); // the cursors that led to this page
+  const cursor = cursors.at(-1);
+  const key = JSON.stringify([filters, sortBy, size, cursor]);
+  const base = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/contacts`;
+
+  const list = useRequest((signal) => api<{ contacts: Contact[]; nextCursor: string | null }>('GET', base, { query: { ...filters, sortBy, limit: size, cursor }, signal }), [orgId, ledgerId, key]);
+  const count = useRequest((signal) => api<{ count: number }>('GET', base, { query: { ...filters, view: 'count' }, signal }), [orgId, ledgerId, JSON.stringify(filters)]);
+
+  const go = (values: Record<string, string | undefined>) => setQuery({ ...Object.fromEntries(q), ...values });
+  const apply = (f: Partial<Record<FilterKey, string>>) =>
+    setQuery({ ...Object.fromEntries(FILTERS.map((k) => [k, f[k]])), sortBy: sortBy === '+createdAt' ? undefined : sortBy, limit: size === 50 ? undefined : String(size), page: undefined });
+  const [notice, setNotice] = useState<string>();
+  const dl = useAction(async () => {
+    const name = await download(`${base}/download`, { ...filters, sortBy });
+    setNotice(`Downloaded ${name}.`);
+  });
+  const active = Object.keys(filters).length;
+  const start = cursors.length * size;
+
+  return (
+    <>
+      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="contacts" />
+      <FilterForm key={JSON.stringify(filters)} initial={filters} onApply={apply} />
+      <div class="toolbar">
+        <p class="count" aria-live="polite">
+          {count.error ? (
+            <span class="muted">Count unavailable</span>
+          ) : count.data ? (
+            <>
+              <strong>{fmtNumber(count.data.count)}</strong> {count.data.count === 1 ? 'contact' : 'contacts'}
+              {active ? ` ${count.data.count === 1 ? 'matches' : 'match'} ${active === 1 ? 'the filter' : `${active} filters`}` : ''}
+            </>
+          ) : (
+            'Counting…'
+          )}
+        </p>
+        <div class="toolbar-right">
+          <label class="inline">
+            Sort
+            <select value={sortBy} onChange={(e) => go({ sortBy: e.currentTarget.value, page: undefined })}>
+              {SORTS.map(([v, l]) => (
+                <option key={v} value={v}>
+                  {l}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="button" class="secondary" disabled={dl.busy || count.data?.count === 0} onClick={() => void dl.run()}>
+            {dl.busy ? 'Preparing CSV…' : active ? 'Download these as CSV' : 'Download CSV'}
+          </button>
+        </div>
+      </div>
+      {dl.error && <ErrorBox error={dl.error} title="The download failed." />}
+      {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
+      <Async
+        req={list}
+        label="Loading contacts…"
+        empty={(d) => d.contacts.length === 0}
+        emptyText={
+          active ? (
+            <p>
+              No contact matches these filters.{' '}
+              <button type="button" class="link" onClick={() => apply({})}>
+                Clear the filters
+              </button>
+            </p>
+          ) : (
+            <p>
+              This ledger has no contacts yet. <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/import`}>Import a CSV file</Link> to add some.
+            </p>
+          )
+        }
+      >
+        {(d) => (
+          <>
+            <div class="table-wrap" tabIndex={0} role="region" aria-label="Contacts">
+              <table class="contacts">
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Company</th>
+                    <th scope="col">Title</th>
+                    <th scope="col">E-mail</th>
+                    <th scope="col">Verified</th>
+                    <th scope="col">Job changed</th>
+                    <th scope="col">Info changed</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.contacts.map((c) => (
+                    <tr key={c.id}>
+                      <th scope="row">
+                        <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/contacts/${c.id}`}>{c.name}</Link>
+                      </th>
+                      <td>
+                        {c.company}
+                        {c.lastJobChangedAt && c.importCompany && c.importCompany !== c.company && <span class="was">was {c.importCompany}</span>}
+                      </td>
+                      <td>{c.title ?? <span class="muted">—</span>}</td>
+                      <td class="email">{c.contactInfo.email ?? <span class="muted">—</span>}</td>
+                      <td>{c.isVerified ? <span class="badge ok">verified</span> : <span class="muted">no</span>}</td>
+                      <td>{c.lastJobChangedAt ? <span class="badge job"><Time iso={c.lastJobChangedAt} dateOnly /></span> : <span class="muted">—</span>}</td>
+                      <td>
+                        <Time iso={c.lastInfoChangedAt} dateOnly />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <nav class="pager" aria-label="Pages">
+              <span class="muted">
+                {fmtNumber(start + 1)}–{fmtNumber(start + d.contacts.length)}
+                {count.data ? ` of ${fmtNumber(count.data.count)}` : ''}
+              </span>
+              <label class="inline">
+                Per page
+                <select value={size} onChange={(e) => go({ limit: e.currentTarget.value, page: undefined })}>
+                  {SIZES.map((s) => (
+                    <option key={s} value={s}>
+                      {s}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => go({ page: cursors.slice(0, -1).join('~') || undefined })}>
+                Previous
+              </button>
+              <button type="button" class="secondary" disabled={!d.nextCursor} onClick={() => go({ page: [...cursors, d.nextCursor!].join('~') })}>
+                Next
+              </button>
+            </nav>
+          </>
+        )}
+      </Async>
+    </>
+  );
+}
+
+function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onApply: (f: Partial<Record<FilterKey, string>>) => void }) {
+  const [f, setF] = useState(props.initial);
+  const advanced = ['email', 'referenceId', 'linkedin', 'isVerified', 'importId', 'createdAfter', 'createdBefore', 'lastInfoChangedAt'].some((k) => props.initial[k as FilterKey]);
+  const set = (k: FilterKey) => (e: Event) => setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value || undefined });
+  const text = (k: FilterKey, label: string) => (
+    <div class="field">
+      <label for={`flt-${k}`}>{label}</label>
+      <input id={`flt-${k}`} type="text" value={f[k] ?? ''} onInput={set(k)} />
+    </div>
+  );
+  const date = (k: FilterKey, label: string) => (
+    <div class="field">
+      <label for={`flt-${k}`}>{label}</label>
+      <input id={`flt-${k}`} type="date" value={(f[k] ?? '').slice(0, 10)} onInput={set(k)} />
+    </div>
+  );
+  return (
+    <form
+      class="filters"
+      aria-label="Filter contacts"
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.onApply(f);
+      }}
+    >
+      <div class="quick" role="group" aria-label="Quick filters">
+        <span class="muted">Job changed in the last</span>
+        {[7, 30, 90].map((n) => (
+          <button key={n} type="button" class={`chip${props.initial.lastJobChangedAt === daysAgo(n) ? ' on' : ''}`} aria-pressed={props.initial.lastJobChangedAt === daysAgo(n)} onClick={() => props.onApply({ lastJobChangedAt: daysAgo(n) })}>
+            {n} days
+          </button>
+        ))}
+      </div>
+      <div class="filter-grid">
+        {date('lastJobChangedAt', 'Job changed since')}
+        {text('name', 'Name contains')}
+        {text('company', 'Company contains')}
+        {text('title', 'Title contains')}
+      </div>
+      <details open={advanced}>
+        <summary>More filters</summary>
+        <div class="filter-grid">
+          {date('lastInfoChangedAt', 'Info changed since')}
+          {text('email', 'E-mail (exact)')}
+          {text('referenceId', 'Reference id (exact)')}
+          {text('linkedin', 'LinkedIn URL')}
+          <div class="field">
+            <label for="flt-isVerified">Verified</label>
+            <select id="flt-isVerified" value={f.isVerified ?? ''} onChange={set('isVerified')}>
+              <option value="">Any</option>
+              <option value="true">Verified</option>
+              <option value="false">Not verified</option>
+            </select>
+          </div>
+          {date('createdAfter', 'Added after')}
+          {date('createdBefore', 'Added before')}
+          {text('importId', 'Import id')}
+        </div>
+      </details>
+      <div class="actions left">
+        <button type="submit">Apply filters</button>
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => {
+            setF({});
+            props.onApply({});
+          }}
+        >
+          Clear
+        </button>
+      </div>
+    </form>
+  );
+}
+

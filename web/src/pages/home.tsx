@@ -1,0 +1,33 @@
+import { useEffect } from 'preact/hooks';
+import { navigate } from '../router.ts';
+import { Empty, LAST_ORG, Link, PageHead, useSession } from '../ui.tsx';
+
+/** The start page: opens the last (or first) organization; without one, says what to do. */
+export function Home() {
+  const s = useSession();
+  const last = localStorage.getItem(LAST_ORG);
+  const target = s.orgs.find((o) => o.id === last) ?? s.orgs[0];
+  useEffect(() => {
+    if (target) navigate(`/orgs/${target.id}/ledgers`, { replace: true });
+  }, [target?.id]);
+  if (target) return null;
+  return (
+    <>
+      <PageHead title="Welcome" />
+      <Empty>
+        {s.principal.user?.superuser ? (
+          <>
+            <p>There is no organization yet. An organization holds ledgers of contacts, its team and its API credentials.</p>
+            <p>
+              <Link href="/orgs/new" class="button">
+                Create an organization
+              </Link>
+            </p>
+          </>
+        ) : (
+          <p>You are not a member of any organization yet. Ask an administrator of your organization to add you.</p>
+        )}
+      </Empty>
+    </>
+  );
+}

@@ -1,0 +1,57 @@
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, signIn } from '../api.ts';
+import { useAction } from '../ui.tsx';
+
+/** Sign in with e-mail and password; clear messages for wrong credentials and throttling. */
+export function SignIn() {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const act = useAction(() => signIn(email.trim(), password));
+  useEffect(() => {
+    document.title = 'Sign in · contact-ledger';
+  }, []);
+  const message = (e: ApiError) => {
+    if (e.code === 'invalid_grant') return 'The e-mail or password is incorrect.';
+    if (e.status === 429) {
+      const s = e.retryAfter ?? 60;
+      return `Too many failed attempts. For your safety, signing in is paused: try again in ${s < 90 ? `${s} seconds` : `${Math.ceil(s / 60)} minutes`}.`;
+    }
+    if (e.status === 422) return 'Enter your e-mail address and password.';
+    return e.message;
+  };
+  return (
+    <main class="signin" id="main">
+      <form
+        class="card"
+        aria-labelledby="signin-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void act.run();
+        }}
+      >
+        <div class="brand big">
+          <img src="/favicon.svg" alt="" width="32" height="32" />
+          <span>contact-ledger</span>
+        </div>
+        <h1 id="signin-title">Sign in</h1>
+        <div class="field">
+          <label for="email">E-mail</label>
+          <input id="email" type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        </div>
+        <div class="field">
+          <label for="password">Password</label>
+          <input id="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        </div>
+        {act.error && (
+          <div class="form-error" role="alert">
+            <p>{message(act.error)}</p>
+          </div>
+        )}
+        <button type="submit" class="block" disabled={act.busy}>
+          {act.busy ? 'Signing in…' : 'Sign in'}
+        </button>
+        <p class="hint">Your session stays signed in on this browser until you sign out. No password or token is stored in the browser.</p>
+      </form>
+    </main>
+  );
+}

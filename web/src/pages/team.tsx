@@ -1,0 +1,195 @@
+import { useState } from 'preact/hooks';
+import { api, ID, type Role } from '../api.ts';
+import { Async, Confirm, Dialog, ErrorBox, Field, FormError, Notice, PageHead, Time, useAction, useRequest, useRole, useSession, asApiError } from '../ui.tsx';
+import type { ApiError } from '../api.ts';
+
+interface Member {
+  userId: string;
+  email: string;
+  name: string;
+  role: Role;
+  addedAt: string;
+}
+const ROLES: { role: Role; text: string }[] = [
+  { role: 'viewer', text: 'sees ledgers, contacts, changes and imports; downloads CSV' },
+  { role: 'editor', text: 'also creates and renames ledgers, imports and deletes contacts' },
+  { role: 'admin', text: 'also manages the team, service accounts, webhooks and deletes ledgers' },
+];
+
+/** Members and roles: add, change role, remove; the last admin stays (the API answers 409). */
+export function Team(props: { orgId: string }) {
+  const { orgId } = props;
+  const role = useRole(orgId);
+  const me = useSession().principal.user;
+  const isAdmin = role === 'admin';
+  const path = `${ID}/orgs/${orgId}/members`;
+  const req = useRequest((signal) => api<{ members: Member[]; nextCursor: string | null }>('GET', path, { query: { limit: 1000 }, signal }), [path]);
+  const [adding, setAdding] = useState(false);
+  const [removing, setRemoving] = useState<Member>();
+  const [notice, setNotice] = useState<string>();
+  const [rowError, setRowError] = useState<ApiError>();
+  const changeRole = async (m: Member, r: Role) => {
+    setRowError(undefined);
+    try {
+      await api('PATCH', `${path}/${m.userId}`, { body: { role: r } });
+      setNotice(`${m.name || m.email} is now ${r}.`);
+    } catch (e) {
+      setRowError(asApiError(e));
+    }
+    req.reload();
+  };
+  return (
+    <>
+      <PageHead title="Team" sub="Who can use this organization, and what they may do.">
+        {isAdmin && (
+          <button type="button" onClick={() => setAdding(true)}>
+            Add member
+          </button>
+        )}
+      </PageHead>
+      <details class="roles-help">
+        <summary>What the roles allow</summary>
+        <ul>
+          {ROLES.map((r) => (
+            <li key={r.role}>
+              <strong>{r.role}</strong>: {r.text}
+            </li>
+          ))}
+        </ul>
+      </details>
+      {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
+      {rowError && <ErrorBox error={rowError} title="The role was not changed." />}
+      <Async req={req} label="Loading members…" empty={(d) => d.members.length === 0} emptyText="No members yet.">
+        {(d) => (
+          <div class="table-wrap" tabIndex={0} role="region" aria-label="Members">
+            <table class="members">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">E-mail</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Added</th>
+                  {isAdmin && (
+                    <th scope="col">
+                      <span class="visually-hidden">Actions</span>
+                    </th>
+                  )}
+                </tr>
+              </thead>
+              <tbody>
+                {d.members.map((m) => (
+                  <tr key={m.userId}>
+                    <th scope="row">
+                      {m.name || '—'}
+                      {m.userId === me?.id && <span class="badge">you</span>}
+                    </th>
+                    <td class="email">{m.email}</td>
+                    <td>
+                      {isAdmin ? (
+                        <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => void changeRole(m, e.currentTarget.value as Role)}>
+                          {ROLES.map((r) => (
+                            <option key={r.role} value={r.role}>
+                              {r.role}
+                            </option>
+                          ))}
+                        </select>
+                      ) : (
+                        m.role
+                      )}
+                    </td>
+                    <td>
+                      <Time iso={m.addedAt} dateOnly />
+                    </td>
+                    {isAdmin && (
+                      <td class="cell-actions">
+                        <button type="button" class="danger-outline small" aria-label={`Remove ${m.email}`} onClick={() => setRemoving(m)}>
+                          Remove
+                        </button>
+                      </td>
+                    )}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </Async>
+      {adding && (
+        <AddMember
+          orgId={orgId}
+          onClose={() => setAdding(false)}
+          onDone={(m) => {
+            setAdding(false);
+            setNotice(`Added ${m.email} as ${m.role}.`);
+            req.reload();
+          }}
+        />
+      )}
+      {removing && (
+        <Confirm
+          title={`Remove ${removing.name || removing.email}?`}
+          confirm="Remove member"
+          danger
+          onClose={() => setRemoving(undefined)}
+          onConfirm={async () => {
+            await api('DELETE', `${path}/${removing.userId}`);
+            setNotice(`Removed ${removing.email}.`);
+            req.reload();
+            return true;
+          }}
+        >
+          <p>
+            {removing.email} loses access to this organization at once. Their user account stays; they can be added again.
+          </p>
+        </Confirm>
+      )}
+    </>
+  );
+}
+
+function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Member) => void }) {
+  const [email, setEmail] = useState('');
+  const [name, setName] = useState('');
+  const [role, setRole] = useState<Role>('viewer');
+  const [password, setPassword] = useState('');
+  const act = useAction(async () => {
+    const body = { email: email.trim(), role, ...(name.trim() ? { name: name.trim() } : {}), ...(password ? { password } : {}) };
+    props.onDone(await api<Member>('POST', `${ID}/orgs/${props.orgId}/members`, { body }));
+  });
+  return (
+    <Dialog title="Add a member" onClose={props.onClose}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void act.run();
+        }}
+      >
+        <Field label="E-mail">{(id) => <input id={id} type="email" required autoFocus value={email} onInput={(e) => setEmail(e.currentTarget.value)} />}</Field>
+        <Field label="Role">
+          {(id) => (
+            <select id={id} value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+              {ROLES.map((r) => (
+                <option key={r.role} value={r.role}>
+                  {r.role} — {r.text}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Name (optional)">{(id) => <input id={id} value={name} onInput={(e) => setName(e.currentTarget.value)} />}</Field>
+        <Field label="Initial password (for a new user)" hint="Leave empty to add someone who already has an account. For a new user, give a password of at least 8 characters and tell it to them; they can change it later.">
+          {(id, d) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
+        </Field>
+        <FormError error={act.error} />
+        <div class="actions">
+          <button type="button" class="secondary" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button type="submit" disabled={act.busy}>
+            {act.busy ? 'Adding…' : 'Add member'}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,53 @@
+// A small history router: the path is the state; links push it; the server answers every
+// application path with index.html, so a reload or a shared link opens the same page.
+import { useEffect, useState } from 'preact/hooks';
+
+const listeners = new Set<() => void>();
+const notify = () => listeners.forEach((fn) => fn());
+window.addEventListener('popstate', notify);
+
+export function navigate(to: string, opts: { replace?: boolean } = {}): void {
+  if (to === location.pathname + location.search) return;
+  if (opts.replace) history.replaceState(null, '', to);
+  else history.pushState(null, '', to);
+  notify();
+  window.scrollTo(0, 0);
+}
+
+/** The current path and query; re-renders on navigation. */
+export function useLocation(): { path: string; query: URLSearchParams } {
+  const [, tick] = useState(0);
+  useEffect(() => {
+    const fn = () => tick((n) => n + 1);
+    listeners.add(fn);
+    return () => void listeners.delete(fn);
+  }, []);
+  return { path: location.pathname, query: new URLSearchParams(location.search) };
+}
+
+/** Matches `/orgs/:orgId/ledgers` against a path; returns the parameters or null. */
+export function match(pattern: string, path: string): Record<string, string> | null {
+  const norm = (x: string) => x.replace(/\/+$/, '') || '/';
+  const p = norm(pattern).split('/');
+  const s = norm(path).split('/');
+  if (p.length !== s.length) return null;
+  const out: Record<string, string> = {};
+  for (let i = 0; i < p.length; i++) {
+    if (p[i]!.startsWith(':')) {
+      try {
+        out[p[i]!.slice(1)] = decodeURIComponent(s[i]!);
+      } catch {
+        return null;
+      }
+    } else if (p[i] !== s[i]) return null;
+  }
+  return out;
+}
+
+/** Replaces the query string without a new history entry (filters, paging). */
+export function setQuery(values: Record<string, string | undefined>): void {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(values)) if (v) q.set(k, v);
+  const s = q.toString();
+  navigate(`${location.pathname}${s ? `?${s}` : ''}`, { replace: true });
+}

@@ -1,0 +1,333 @@
+// Shared building blocks: links, requests with loading/error/empty states, dialogs, fields.
+import type { AnchorHTMLAttributes, ComponentChildren } from 'preact';
+import { createContext } from 'preact';
+import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, type Principal, type Role } from './api.ts';
+import { navigate } from './router.ts';
+
+// ── session context ───────────────────────────────────────────────────────
+/** The organization last opened (an id, not a secret), so the start page reopens it. */
+export const LAST_ORG = 'contact-ledger-last-org';
+export interface Org {
+  id: string;
+  name: string;
+  role: Role;
+}
+export interface SessionState {
+  principal: Principal;
+  orgs: Org[];
+  reloadOrgs(): Promise<void>;
+}
+export const Session = createContext<SessionState | null>(null);
+export function useSession(): SessionState {
+  const s = useContext(Session);
+  if (!s) throw new Error('useSession outside a session');
+  return s;
+}
+const RANK: Record<Role, number> = { viewer: 1, editor: 2, admin: 3 };
+export const atLeast = (role: Role | undefined, need: Role) => role !== undefined && RANK[role] >= RANK[need];
+/** The caller's role in an organization (superusers act as admins everywhere). */
+export function useRole(orgId: string): Role | undefined {
+  const s = useSession();
+  return s.orgs.find((o) => o.id === orgId)?.role ?? (s.principal.user?.superuser ? 'admin' : undefined);
+}
+
+// ── navigation ────────────────────────────────────────────────────────────
+export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
+  const { href, onClick, ...rest } = props;
+  return (
+    <a
+      href={href}
+      {...rest}
+      onClick={(e) => {
+        (onClick as ((e: MouseEvent) => void) | undefined)?.(e as unknown as MouseEvent);
+        if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+        e.preventDefault();
+        navigate(href);
+      }}
+    />
+  );
+}
+
+// ── requests ──────────────────────────────────────────────────────────────
+export interface Request<T> {
+  data?: T | undefined;
+  error?: ApiError | undefined;
+  loading: boolean;
+  reload(): void;
+}
+
+/** Runs `fn` when `deps` change; keeps the last data while reloading (no flicker). */
+export function useRequest<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Request<T> {
+  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean }>({ loading: true });
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    const ctl = new AbortController();
+    setState((s) => ({ data: s.data, loading: true }));
+    fn(ctl.signal).then(
+      (data) => !ctl.signal.aborted && setState({ data, loading: false }),
+      (error: unknown) => !ctl.signal.aborted && setState((s) => ({ data: s.data, error: asApiError(error), loading: false })),
+    );
+    return () => ctl.abort();
+  }, [...deps, n]);
+  const reload = useCallback(() => setN((x) => x + 1), []);
+  return { ...state, reload };
+}
+
+export function asApiError(e: unknown): ApiError {
+  if (e instanceof ApiError) return e;
+  if (e instanceof DOMException && e.name === 'AbortError') return new ApiError(0, 'aborted', 'Cancelled.');
+  return new ApiError(0, 'client_error', e instanceof Error ? e.message : String(e));
+}
+
+/** Explains an error in words a person can act on. */
+export function explain(e: ApiError): string {
+  if (e.status === 403) return `You do not have permission to do this. ${e.message}`;
+  if (e.status === 429) return `Too many attempts. Try again ${e.retryAfter ? `in ${wait(e.retryAfter)}` : 'later'}.`;
+  if (e.status >= 500) return `Something went wrong on the server. ${e.message}`;
+  return e.message;
+}
+const wait = (s: number) => (s < 90 ? `${s} seconds` : `${Math.ceil(s / 60)} minutes`);
+
+export function Loading(props: { label?: string }) {
+  return (
+    <p class="state loading" role="status">
+      <span class="spinner" aria-hidden="true" />
+      {props.label ?? 'Loading…'}
+    </p>
+  );
+}
+
+export function ErrorBox(props: { error: ApiError; retry?: () => void; title?: string }) {
+  return (
+    <div class="state error" role="alert">
+      <p>
+        <strong>{props.title ?? 'That did not work.'}</strong> {explain(props.error)}
+      </p>
+      {props.retry && (
+        <button type="button" class="secondary" onClick={props.retry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+export function Empty(props: { children: ComponentChildren }) {
+  return <div class="state empty">{props.children}</div>;
+}
+
+/** Loading → error → empty → content, for one request. */
+export function Async<T>(props: { req: Request<T>; empty?: (d: T) => boolean; emptyText?: ComponentChildren; label?: string; children: (d: T) => ComponentChildren }) {
+  const { req } = props;
+  if (req.data === undefined) {
+    if (req.error) return <ErrorBox error={req.error} retry={req.reload} />;
+    return <Loading label={props.label} />;
+  }
+  return (
+    <>
+      {req.error && <ErrorBox error={req.error} retry={req.reload} title="Could not refresh." />}
+      {props.empty?.(req.data) ? <Empty>{props.emptyText}</Empty> : props.children(req.data)}
+    </>
+  );
+}
+
+// ── forms ─────────────────────────────────────────────────────────────────
+/** A form whose submit runs an async action, with busy and error states. */
+export function useAction<A extends unknown[], R>(fn: (...a: A) => Promise<R>) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError>();
+  const run = async (...a: A): Promise<R | undefined> => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      return await fn(...a);
+    } catch (e) {
+      setError(asApiError(e));
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { run, busy, error, setError };
+}
+
+export function FormError(props: { error: ApiError | undefined }) {
+  if (!props.error) return null;
+  return (
+    <div class="form-error" role="alert">
+      <p>{explain(props.error)}</p>
+      {props.error.errors.length > 1 && (
+        <ul>
+          {props.error.errors.map((e) => (
+            <li key={e.path}>
+              {e.path}: {e.message}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+let fieldSeq = 0;
+export function Field(props: { label: string; hint?: string; children: (id: string, describedBy?: string) => ComponentChildren }) {
+  const id = useRef(`f${++fieldSeq}`).current;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      {props.children(id, props.hint ? `${id}-hint` : undefined)}
+      {props.hint && (
+        <p class="hint" id={`${id}-hint`}>
+          {props.hint}
+        </p>
+      )}
+    </div>
+  );
+}
+
+// ── dialogs ───────────────────────────────────────────────────────────────
+/** A modal <dialog>: focus moves in, Escape closes, focus returns to where it was. */
+export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const before = document.activeElement as HTMLElement | null;
+    const d = ref.current!;
+    if (!d.open) d.showModal();
+    const onCancel = (e: Event) => {
+      e.preventDefault();
+      props.onClose();
+    };
+    d.addEventListener('cancel', onCancel);
+    return () => {
+      d.removeEventListener('cancel', onCancel);
+      if (d.open) d.close();
+      before?.focus?.();
+    };
+  }, []);
+  return (
+    <dialog ref={ref} class={props.wide ? 'wide' : ''} aria-labelledby="dialog-title">
+      <div class="dialog-head">
+        <h2 id="dialog-title">{props.title}</h2>
+        <button type="button" class="icon" aria-label="Close" onClick={props.onClose}>
+          ×
+        </button>
+      </div>
+      {props.children}
+    </dialog>
+  );
+}
+
+/** "Are you sure?" with the consequence spelled out; the action runs on confirm. */
+export function Confirm(props: { title: string; children: ComponentChildren; confirm: string; danger?: boolean; onConfirm: () => Promise<unknown>; onClose: () => void }) {
+  const act = useAction(props.onConfirm);
+  return (
+    <Dialog title={props.title} onClose={props.onClose}>
+      <div class="dialog-body">{props.children}</div>
+      <FormError error={act.error} />
+      <div class="actions">
+        <button type="button" class="secondary" onClick={props.onClose}>
+          Cancel
+        </button>
+        <button
+          type="button"
+          class={props.danger ? 'danger' : ''}
+          disabled={act.busy}
+          onClick={async () => {
+            const ok = await act.run();
+            if (ok !== undefined) props.onClose();
+          }}
+        >
+          {act.busy ? 'Working…' : props.confirm}
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+/** A secret shown exactly once, with a copy button and a warning. */
+export function SecretOnce(props: { label: string; value: string; extra?: ComponentChildren }) {
+  const [copied, setCopied] = useState<'yes' | 'no' | undefined>();
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied('yes');
+    } catch {
+      // no clipboard API (plain HTTP): select the text so Ctrl+C copies it
+      const el = document.getElementById('secret-value') as HTMLInputElement | null;
+      el?.select();
+      setCopied(document.execCommand?.('copy') ? 'yes' : 'no');
+    }
+  };
+  return (
+    <div class="secret">
+      <p class="warning" role="note">
+        <strong>Copy this {props.label} now.</strong> It is shown only this once; it is stored only as a hash and cannot be shown again. If it is lost, rotate it.
+      </p>
+      {props.extra}
+      <label for="secret-value">{props.label}</label>
+      <div class="secret-row">
+        <input id="secret-value" class="mono" readOnly value={props.value} onFocus={(e) => e.currentTarget.select()} />
+        <button type="button" onClick={copy}>
+          Copy
+        </button>
+      </div>
+      <p class="hint" role="status">
+        {copied === 'yes' ? 'Copied to the clipboard.' : copied === 'no' ? 'Select the text and press Ctrl+C to copy.' : ''}
+      </p>
+    </div>
+  );
+}
+
+// ── formatting ────────────────────────────────────────────────────────────
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
+export const fmtDateTime = (iso: string | null | undefined) => (iso ? dateTime.format(new Date(iso)) : '—');
+export const fmtDate = (iso: string | null | undefined) => (iso ? dateOnly.format(new Date(iso)) : '—');
+export const fmtNumber = (n: number) => n.toLocaleString();
+
+export function Time(props: { iso: string | null | undefined; dateOnly?: boolean }) {
+  if (!props.iso) return <span class="muted">—</span>;
+  return <time dateTime={props.iso}>{props.dateOnly ? fmtDate(props.iso) : fmtDateTime(props.iso)}</time>;
+}
+
+/** Announces short results of actions to screen readers and sighted users alike. */
+export function Notice(props: { children: ComponentChildren; onDismiss?: () => void }) {
+  return (
+    <div class="notice" role="status">
+      <span>{props.children}</span>
+      {props.onDismiss && (
+        <button type="button" class="icon" aria-label="Dismiss" onClick={props.onDismiss}>
+          ×
+        </button>
+      )}
+    </div>
+  );
+}
+
+export function PageHead(props: { title: string; sub?: ComponentChildren; children?: ComponentChildren; crumbs?: { href: string; label: string }[] }) {
+  useEffect(() => {
+    document.title = `${props.title} · contact-ledger`;
+  }, [props.title]);
+  return (
+    <div class="page-head">
+      {props.crumbs && (
+        <nav aria-label="Breadcrumb" class="crumbs">
+          {props.crumbs.map((c) => (
+            <span key={c.href}>
+              <Link href={c.href}>{c.label}</Link>
+              <span aria-hidden="true"> / </span>
+            </span>
+          ))}
+        </nav>
+      )}
+      <div class="page-title">
+        <div>
+          <h1>{props.title}</h1>
+          {props.sub && <p class="sub">{props.sub}</p>}
+        </div>
+        {props.children && <div class="page-actions">{props.children}</div>}
+      </div>
+    </div>
+  );
+}
