@@ -12,4 +12,5 @@ export const paths = {
   web: join(root, 'web', 'dist'),
   bcryptWorker: join(root, 'src', 'identity', 'bcrypt-worker.ts'),
   csvWorker: join(root, 'src', 'csv', 'csv-worker.ts'),
+  checkpointWorker: join(root, 'src', 'storage', 'checkpoint-worker.ts'),
 };

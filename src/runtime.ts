@@ -10,6 +10,7 @@ import { paths } from './paths.ts';
 import { createQueue, type Queue } from './jobs/queue.ts';
 import { createScheduler, type Scheduler } from './jobs/scheduler.ts';
 import { createLedgerModule, uploadsDir, uploadTmpDir, type LedgerModule } from './ledger/index.ts';
+import { startCheckpointer, type Checkpointer } from './storage/checkpointer.ts';
 import { openDb, StartupError, type Db } from './storage/db.ts';
 import { lockDataDir } from './storage/lock.ts';
 import { feedsDir } from './tracking/feed-service.ts';
@@ -66,6 +67,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     lock.release();
     throw err;
   }
+  let checkpointer: Checkpointer | undefined;
   try {
     const migrations = loadMigrations(paths.migrations);
     const pending = pendingMigrations(db, migrations);
@@ -80,6 +82,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     const applied = migrate(db, migrations, clock.now());
     if (applied.length) log.info({ applied }, 'migrations applied');
 
+    checkpointer = startCheckpointer(db, { onFailure: (err) => log.error({ err }, 'WAL checkpoints fall back to the writer connection') });
     const signingKeys = loadSigningKeys(config.dataDir, clock.now());
     const queue = createQueue(db, clock);
     let scheduler: Scheduler | undefined;
@@ -120,6 +123,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       async close() {
         await scheduler.stop();
         await identity.hasher.close();
+        await checkpointer!.close();
         db.close();
         lock.release();
       },
@@ -128,6 +132,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
     return rt;
   } catch (err) {
+    await checkpointer?.close();
     db.close();
     lock.release();
     throw err;

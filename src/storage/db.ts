@@ -17,6 +17,10 @@ export class Db {
   readonly raw: Database.Database;
   readonly file: string;
   private readonly runTx: Database.Transaction<(fn: () => unknown) => unknown>;
+  private relief: (() => Promise<void>) | undefined;
+  /** Transactions committed (or rolled back) so far, and when the last bulk chunk was: for the checkpointer. */
+  writes = 0;
+  lastBulkAt = 0;
 
   constructor(raw: Database.Database, file: string) {
     this.raw = raw;
@@ -36,7 +40,40 @@ export class Db {
    * back everything `fn` wrote. `fn` must be synchronous and short: the event loop waits for it.
    */
   tx<T>(fn: () => T): T {
-    return (this.raw.inTransaction ? this.runTx(fn) : this.runTx.immediate(fn)) as T;
+    if (this.raw.inTransaction) return this.runTx(fn) as T;
+    this.writes++;
+    return this.runTx.immediate(fn) as T;
+  }
+
+  /**
+   * A chunk of a bulk job (import, feed): `tx` whose COMMIT does not wait for the disk
+   * (synchronous=NORMAL for this one commit). Nothing is acknowledged to anybody by such a commit:
+   * the chunk carries its job's resume point, so a power cut that loses it only means the job
+   * redoes it. Every other commit stays FULL, and the fsync of the next FULL commit (or of a
+   * checkpoint) makes every earlier chunk durable too, so acknowledged writes keep their promise.
+   */
+  bulkTx<T>(fn: () => T): T {
+    if (this.raw.inTransaction) return this.tx(fn);
+    this.lastBulkAt = performance.now();
+    this.raw.pragma('synchronous = NORMAL');
+    try {
+      return this.tx(fn);
+    } finally {
+      this.raw.pragma('synchronous = FULL');
+    }
+  }
+
+  /**
+   * Between two chunks of a bulk job: waits while the -wal is too big for another chunk (see
+   * storage/checkpointer.ts); resolves at once when no checkpointer is attached.
+   */
+  relieve(): Promise<void> {
+    return this.relief ? this.relief() : Promise.resolve();
+  }
+
+  /** Attaches the checkpointer's relieve() (storage/checkpointer.ts). */
+  setRelief(relief: (() => Promise<void>) | undefined): void {
+    this.relief = relief;
   }
 
   /** True when the connection is open and answers a query (readiness). */

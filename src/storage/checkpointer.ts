@@ -1,0 +1,147 @@
+import { statSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+import { paths } from '../paths.ts';
+import type { CheckpointReply, CheckpointResult } from './checkpoint-worker.ts';
+import type { Db } from './db.ts';
+
+/**
+ * A bulk writer (import, feed) waits for a checkpoint when the -wal passes this size. Bigger
+ * means fewer checkpoints and more pages written once for many commits; the -wal is truncated
+ * back to `journal_size_limit` afterwards.
+ */
+export const BULK_WAL_LIMIT_BYTES = 256 * 1024 * 1024;
+const POLL_MS = 500;
+/** A bulk job counts as running until this long after its last chunk. */
+const BULK_QUIET_MS = 2000;
+
+export type Checkpointer = ReturnType<typeof startCheckpointer>;
+
+/**
+ * Moves WAL checkpoints off the event loop (RELIABILITY.md L2, M4). SQLite's automatic checkpoint
+ * runs inside the COMMIT that crosses 1000 pages, on the thread that commits: with imports writing
+ * random index pages that is a copy of megabytes into the main file and an fsync, every few chunks,
+ * stalling every request for tens to hundreds of milliseconds. Instead the writer connection's
+ * automatic checkpoints are turned off and a worker thread with a connection of its own runs
+ * PASSIVE checkpoints: shortly after writes, and when a bulk writer asks (`relieve()`). The writer
+ * stays the only connection that writes data (D2).
+ *
+ * A PASSIVE checkpoint never blocks the writer; SQLite starts the -wal over at the first commit
+ * after a checkpoint that copied every frame, so a bulk writer that keeps committing has to pause
+ * now and then (`relieve()`) for the -wal to shrink.
+ */
+export interface CheckpointerOptions {
+  bulkLimitBytes?: number;
+  pollMs?: number;
+  /** Called when the thread is gone or a checkpoint failed (for the log). */
+  onFailure?: (err: Error) => void;
+  /** The thread's script (tests give a broken one). */
+  workerFile?: string;
+}
+
+export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
+  const bulkLimit = opts.bulkLimitBytes ?? BULK_WAL_LIMIT_BYTES;
+  const walFile = `${db.file}-wal`;
+  const worker = new Worker(opts.workerFile ?? paths.checkpointWorker, { workerData: { file: db.file } });
+  worker.unref();
+  db.raw.pragma('wal_autocheckpoint = 0');
+
+  let nextId = 1;
+  let closed = false;
+  let running: Promise<CheckpointResult> | undefined;
+  const waiting = new Map<number, { resolve: (r: CheckpointResult) => void; reject: (e: Error) => void }>();
+  let failure: Error | undefined;
+  /** Checkpoints done, and the last one's result (metrics, tests). */
+  const stats = { checkpoints: 0, last: undefined as CheckpointResult | undefined };
+  // Without its thread the writer falls back to SQLite's own checkpoints in COMMIT: slower
+  // requests while imports run, but the -wal never grows without bound.
+  const failAll = (err: Error) => {
+    if (failure || closed) return;
+    failure = err;
+    for (const w of waiting.values()) w.reject(err);
+    waiting.clear();
+    db.setRelief(undefined);
+    if (db.raw.open) db.raw.pragma('wal_autocheckpoint = 1000');
+    opts.onFailure?.(err);
+  };
+  worker.on('message', (m: CheckpointReply) => {
+    const w = waiting.get(m.id);
+    waiting.delete(m.id);
+    if ('error' in m) return w?.reject(new Error(`checkpoint failed: ${m.error}`));
+    stats.checkpoints++;
+    stats.last = m.result;
+    w?.resolve(m.result);
+  });
+  worker.on('error', (err) => failAll(err));
+  worker.on('exit', (code) => {
+    if (!closed) failAll(new Error(`the checkpoint worker exited with code ${code}`));
+  });
+
+  const walBytes = (): number => {
+    try {
+      return statSync(walFile).size;
+    } catch {
+      return 0;
+    }
+  };
+
+  /** One checkpoint at a time; callers arriving meanwhile share it. */
+  function checkpoint(): Promise<CheckpointResult> {
+    if (failure) return Promise.reject(failure);
+    if (closed) return Promise.reject(new Error('the checkpointer is closed'));
+    running ??= new Promise<CheckpointResult>((resolve, reject) => {
+      const id = nextId++;
+      waiting.set(id, { resolve, reject });
+      worker.ref(); // keep the process alive while a checkpoint is in flight
+      worker.postMessage({ id, op: 'checkpoint' });
+    }).finally(() => {
+      running = undefined;
+      worker.unref();
+    });
+    return running;
+  }
+
+  // After any write, a checkpoint follows within POLL_MS — except while a bulk job writes: it
+  // checkpoints at its own pace (relieve()), so that a page its chunks rewrite over and over is
+  // copied into the main file once per -wal cycle rather than once per poll.
+  let seenWrites = db.writes;
+  const timer = setInterval(() => {
+    if (running || db.writes === seenWrites) return;
+    if (performance.now() - db.lastBulkAt < BULK_QUIET_MS && walBytes() < bulkLimit) return;
+    seenWrites = db.writes;
+    void checkpoint().catch(() => undefined);
+  }, opts.pollMs ?? POLL_MS);
+  timer.unref();
+
+  const api = {
+    checkpoint,
+    walBytes,
+    stats,
+    /**
+     * For bulk writers, between two chunks: when the -wal passed the bulk limit, waits for a
+     * checkpoint (HTTP requests go on meanwhile; only the caller waits). Resolves at once otherwise.
+     */
+    async relieve(): Promise<void> {
+      if (closed || failure || walBytes() < bulkLimit) return;
+      await checkpoint().catch((err: Error) => opts.onFailure?.(err));
+    },
+    /** Stops the worker (after a checkpoint in flight); the writer's close() then checkpoints the rest. */
+    async close(): Promise<void> {
+      if (closed) return;
+      db.setRelief(undefined);
+      clearInterval(timer);
+      await running?.catch(() => undefined);
+      closed = true;
+      if (failure) {
+        await worker.terminate();
+      } else {
+        const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+        worker.ref(); // an unreferenced worker would let the process end before it closed
+        worker.postMessage({ op: 'close' });
+        await exited;
+      }
+      if (db.raw.open) db.raw.pragma('wal_autocheckpoint = 1000');
+    },
+  };
+  db.setRelief(() => api.relieve());
+  return api;
+}

@@ -1,0 +1,107 @@
+// WAL checkpoints on their own thread (src/storage/checkpointer.ts) and bulk chunks that do not
+// wait for the disk (Db.bulkTx): the writer never checkpoints in COMMIT while the checkpointer
+// runs, the -wal is checkpointed after writes, a bulk writer over the limit waits for a
+// checkpoint, and SQLite's own checkpoints come back when the thread is gone.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import Database from 'better-sqlite3';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startCheckpointer } from '../src/storage/checkpointer.ts';
+import { openDb, type Db } from '../src/storage/db.ts';
+import { tempDir } from './helpers.ts';
+
+const C = suite('checkpointer');
+
+function freshDb(): Db {
+  const db = openDb(join(tempDir(), 'x.db'));
+  db.raw.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+  return db;
+}
+
+const insertRows = (db: Db, n: number, bulk = false) => {
+  const ins = db.raw.prepare('INSERT INTO t (v) VALUES (?)');
+  const fn = () => {
+    for (let i = 0; i < n; i++) ins.run('x'.repeat(500));
+  };
+  if (bulk) db.bulkTx(fn);
+  else db.tx(fn);
+};
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.unreachable(`timed out waiting for ${what}`);
+}
+
+C('the writer stops checkpointing in COMMIT; writes are checkpointed by the thread soon after', async () => {
+  const db = freshDb();
+  const cp = startCheckpointer(db, { pollMs: 20 });
+  assert.is(db.raw.pragma('wal_autocheckpoint', { simple: true }), 0);
+  insertRows(db, 200);
+  await until(() => cp.stats.checkpoints > 0 && cp.stats.last!.log > 0 && cp.stats.last!.log === cp.stats.last!.checkpointed, 'a complete checkpoint');
+  // the main file alone (no -wal) already holds the rows
+  const copy = new Database(db.file, { readonly: true });
+  assert.is(copy.prepare('SELECT count(*) FROM t').pluck().get(), 200);
+  copy.close();
+  await cp.close();
+  assert.is(db.raw.pragma('wal_autocheckpoint', { simple: true }), 1000, 'SQLite checkpoints again once the thread is gone');
+  db.close();
+});
+
+C('bulkTx commits with synchronous=NORMAL and puts FULL back, also when it throws', () => {
+  const db = freshDb();
+  let inside: unknown;
+  db.bulkTx(() => {
+    inside = db.raw.pragma('synchronous', { simple: true });
+  });
+  assert.is(inside, 1);
+  assert.is(db.raw.pragma('synchronous', { simple: true }), 2);
+  assert.throws(() =>
+    db.bulkTx(() => {
+      insertRows(db, 1);
+      throw new Error('boom');
+    }),
+  );
+  assert.is(db.raw.pragma('synchronous', { simple: true }), 2);
+  assert.is(db.raw.prepare('SELECT count(*) FROM t').pluck().get(), 0, 'rolled back');
+  db.close();
+});
+
+C('a bulk writer past the limit waits for a checkpoint; the next commit starts the -wal over', async () => {
+  const db = freshDb();
+  const cp = startCheckpointer(db, { bulkLimitBytes: 256 * 1024, pollMs: 60_000 });
+  insertRows(db, 10, true);
+  const before = cp.stats.checkpoints;
+  await db.relieve();
+  assert.is(cp.stats.checkpoints, before, 'a small -wal: no wait, no checkpoint');
+  for (let i = 0; i < 20; i++) insertRows(db, 100, true); // ~1 MiB of pages
+  assert.ok(cp.walBytes() > 256 * 1024);
+  await db.relieve();
+  assert.is(cp.stats.checkpoints, before + 1);
+  assert.is(cp.stats.last!.checkpointed, cp.stats.last!.log, 'every frame copied');
+  const size = cp.walBytes();
+  insertRows(db, 1, true);
+  assert.ok(cp.walBytes() <= size, 'the -wal was reused from its start, not appended to');
+  await cp.close();
+  db.close();
+});
+
+C('without its thread the writer checkpoints by itself again and relieve() does not wait', async () => {
+  const db = freshDb();
+  const failures: Error[] = [];
+  const crashing = join(tempDir(), 'crash.mjs');
+  writeFileSync(crashing, 'process.exit(3);\n'); // a thread that dies at once
+  const cp = startCheckpointer(db, { bulkLimitBytes: 1024, pollMs: 60_000, onFailure: (e) => failures.push(e), workerFile: crashing });
+  await until(() => failures.length > 0, 'the failure to be noticed');
+  assert.is(db.raw.pragma('wal_autocheckpoint', { simple: true }), 1000);
+  insertRows(db, 100, true);
+  await db.relieve();
+  assert.match(failures[0]!.message, /exited with code 3/);
+  await cp.close();
+  db.close();
+});
+
+C.run();
