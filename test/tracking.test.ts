@@ -139,6 +139,31 @@ T('matching order: LinkedIn is authoritative, then e-mail, then name + company w
   assert.is((await contact(t, w, path, 'cy')).title, 'CEO');
 });
 
+T('import-time matching: a contact of a person known to work elsewhere gets a job change when its import is processed', async ({ t, w }) => {
+  // People known from feeds: Ann now at Globex Corp (by LinkedIn), Bob at Globex (by e-mail).
+  const fresh = await createLedger(t, w.tokens.editor, w.orgId, 'imported later');
+  const path = ledgerPath(w.orgId, fresh);
+  const before = t.clock.now();
+  const job = await addContacts(t, w.tokens.editor, w.orgId, fresh, [
+    { name: 'Ann Lee', company: 'Acme', title: 'Engineer', linkedin: 'https://www.linkedin.com/in/ann-lee/', referenceId: 'ann2' },
+    { name: 'Robert Roe', company: 'Globex', email: 'Bob@Globex.test', title: 'Sales Director', referenceId: 'bob2' },
+    { name: 'Nobody Known', company: 'Acme', referenceId: 'nobody' },
+  ]);
+  assert.equal([job.status, job.imported, job.matched, job.jobChanges], ['completed', 3, 2, 1]);
+  const ann = await contact(t, w, path, 'ann2');
+  assert.equal([ann.isVerified, ann.company, ann.importCompany, ann.title, ann.importTitle], [true, 'Globex Corp', 'Acme', 'VP Engineering', 'Engineer']);
+  assert.ok(Date.parse(ann.lastJobChangedAt) >= Date.parse(ann.createdAt), 'never before the import');
+  assert.ok(Date.parse(ann.lastJobChangedAt) >= before);
+  const history = (await t.call('GET', `${path}/contacts/${ann.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(history.map((c: any) => [c.type, c.from.company, c.to.company]), [['job', 'Acme', 'Globex Corp']]);
+  const bob = await contact(t, w, path, 'bob2');
+  assert.equal([bob.isVerified, bob.company, bob.lastJobChangedAt, bob.name], [true, 'Globex', null, 'Robert Roe'], 'same company: matched, no job change, name kept');
+  const nobody = await contact(t, w, path, 'nobody');
+  assert.equal([nobody.isVerified, nobody.lastJobChangedAt, nobody.lastInfoChangedAt], [false, null, null]);
+  const jobSince = await listAll(t, w.tokens.viewer, `${path}/contacts`, `lastJobChangedAt=${new Date(before).toISOString()}`);
+  assert.equal(jobSince.map((c) => c.referenceId), ['ann2']);
+});
+
 T('the ledger change feed: in order, since a time, by type, with a cursor', async ({ t, w, path }) => {
   const all = (await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body;
   assert.ok(all.changes.length >= 6);

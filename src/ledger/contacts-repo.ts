@@ -269,10 +269,17 @@ export function createContactsRepo(db: Db) {
   }
 
   return {
-    /** Inserts one contact; false when its referenceId (or id) is already taken in the ledger. */
-    insertContact: (c: NewContactRow): boolean =>
-      q.insert.run(c.id, c.ledgerId, c.importId, c.referenceId, c.name, c.company, c.company, c.title, c.title, c.titleLevel, c.titleDomain, c.location, c.email, c.linkedin, c.now, c.now, nameKey(c.name), companyKey(c.company))
-        .changes === 1,
+    /** Inserts one contact and returns it; undefined when its referenceId (or id) is already taken in the ledger. */
+    insertContact: (c: NewContactRow): Contact | undefined => {
+      const r = q.insert.run(c.id, c.ledgerId, c.importId, c.referenceId, c.name, c.company, c.company, c.title, c.title, c.titleLevel, c.titleDomain, c.location, c.email, c.linkedin, c.now, c.now, nameKey(c.name), companyKey(c.company));
+      if (r.changes !== 1) return undefined;
+      return {
+        seq: Number(r.lastInsertRowid), id: c.id, ledgerId: c.ledgerId, importId: c.importId, referenceId: c.referenceId, name: c.name, company: c.company,
+        importCompany: c.company, importTitle: c.title, title: c.title, titleLevel: c.titleLevel, titleDomain: c.titleDomain, location: c.location,
+        email: c.email, emailStatus: null, linkedin: c.linkedin, hasMultipleJobs: null, isVerified: false, jobStartedAt: null,
+        lastJobChangedAt: null, lastInfoChangedAt: null, createdAt: c.now, updatedAt: c.now,
+      };
+    },
     findContact: (ledgerId: string, id: string): Contact | undefined => {
       const r = q.byId.get(id, ledgerId);
       return r && toContact(r);

@@ -11,7 +11,7 @@ import { validateContact, type ContactDraft } from './contact-input.ts';
 import type { ContactsRepo } from './contacts-repo.ts';
 import type { ImportsRepo } from './imports-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
-import type { ImportJob, Rejection } from './model.ts';
+import type { Contact, ImportJob, Rejection } from './model.ts';
 
 export const IMPORT_JOB = 'import';
 
@@ -84,10 +84,18 @@ interface RunnerDeps {
   onFinished?: (imp: ImportJob) => void;
   /** Called inside the transaction that ends an import (completed or failed): the webhook outbox. */
   listeners?: ImportListener[];
+  /** Import-time matching (SPEC §5), set by change tracking: `matcher.current` may be unset. */
+  matcher?: { current?: ImportMatcher };
 }
 
 /** Hears about an import that ended, inside the transaction that ends it. */
 export type ImportListener = (imp: ImportJob) => void;
+
+/**
+ * Matches contacts just stored to the people already known (SPEC §5: a contact known to work
+ * elsewhere gets a job change at processing time). Runs inside the chunk's transaction.
+ */
+export type ImportMatcher = (contacts: Contact[]) => { matched: number; jobChanges: number };
 
 class LedgerGone extends Error {}
 
@@ -106,17 +114,18 @@ export function createImportRunner(d: RunnerDeps): Runner {
   };
 
   function storeChunk(lease: Lease, imp: ImportJob, rows: Row[], cursor: { bytes: number; lines: number }): void {
-    d.db.tx(() => {
+    d.db.bulkTx(() => {
       lease.renew();
       if (!d.ledgers.isLive(imp.ledgerId)) throw new LedgerGone();
       const now = d.clock.now();
       let imported = 0;
       let duplicates = 0;
       let invalid = 0;
+      const stored: Contact[] = [];
       for (const row of rows) {
         if ('draft' in row) {
           const c = row.draft;
-          const stored = d.contacts.insertContact({
+          const contact = d.contacts.insertContact({
             id: newId('c'),
             ledgerId: imp.ledgerId,
             importId: imp.id,
@@ -131,7 +140,8 @@ export function createImportRunner(d: RunnerDeps): Runner {
             linkedin: c.linkedin ?? null,
             now,
           });
-          if (stored) {
+          if (contact) {
+            stored.push(contact);
             imported++;
             continue;
           }
@@ -148,20 +158,27 @@ export function createImportRunner(d: RunnerDeps): Runner {
         }
       }
       if (imported) d.ledgers.addContactCount(imp.ledgerId, imported);
+      const found = stored.length && d.matcher?.current ? d.matcher.current(stored) : { matched: 0, jobChanges: 0 };
       d.imports.addProgress(imp.id, {
         submitted: 0,
         seen: imp.cursorRows + rows.length,
         imported,
         duplicates,
         invalid,
-        matched: 0,
-        jobChanges: 0,
+        matched: found.matched,
+        jobChanges: found.jobChanges,
         rows: rows.length,
         bytes: cursor.bytes,
         lines: cursor.lines,
       });
       imp.cursorRows += rows.length;
     });
+  }
+
+  /** Between two chunks: room in the -wal (a checkpoint may be due), then the event loop's turn. */
+  async function betweenChunks(): Promise<void> {
+    await d.db.relieve();
+    await yieldToEventLoop();
   }
 
   /** storeChunk, timed for the sizer. */
@@ -182,7 +199,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
         return res.ok ? { rowNo: from + i + 1, line: null, draft: res.draft } : { rowNo: from + i + 1, line: null, reason: res.reason, raw };
       });
       storeTimed(sizer, lease, imp, rows, { bytes: 0, lines: 0 });
-      await yieldToEventLoop();
+      await betweenChunks();
     }
     return 'done';
   }
@@ -213,7 +230,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
         storeNext(sizer.next());
         // The next batch is often already waiting: without a macrotask turn here the loop would
         // continue on microtasks alone and starve HTTP requests for the whole import.
-        await yieldToEventLoop();
+        await betweenChunks();
         if (stopping()) {
           await batches.return(undefined);
           return 'stopped';
@@ -222,7 +239,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
     }
     while (at < pending.length) {
       storeNext(sizer.next());
-      await yieldToEventLoop();
+      await betweenChunks();
       if (stopping() && at < pending.length) return 'stopped';
     }
     return 'done';

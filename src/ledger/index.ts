@@ -9,7 +9,7 @@ import type { Logger } from '../log.ts';
 import type { Db } from '../storage/db.ts';
 import { createContactService } from './contact-service.ts';
 import { createContactsRepo } from './contacts-repo.ts';
-import { createImportRunner, IMPORT_JOB, type ImportListener } from './import-runner.ts';
+import { createImportRunner, IMPORT_JOB, type ImportListener, type ImportMatcher } from './import-runner.ts';
 import { createImportService } from './import-service.ts';
 import { createImportsRepo } from './imports-repo.ts';
 import { createLedgerService } from './ledger-service.ts';
@@ -28,9 +28,10 @@ export function createLedgerModule(d: { db: Db; clock: Clock; log: Logger; confi
   const contacts = createContactService({ ...d, ...repos });
   const imports = createImportService({ ...d, ...repos, uploadsDir: uploadsDir(d.config.dataDir), maxApiContacts: d.config.maxApiContacts });
   const importListeners: ImportListener[] = [];
+  const matcher: { current?: ImportMatcher } = {};
   const runners: Record<string, Runner> = {
     ...ledgers.runners,
-    [IMPORT_JOB]: createImportRunner({ db: d.db, clock: d.clock, log: d.log, ...repos, listeners: importListeners }),
+    [IMPORT_JOB]: createImportRunner({ db: d.db, clock: d.clock, log: d.log, ...repos, listeners: importListeners, matcher }),
   };
   return {
     repos,
@@ -40,5 +41,7 @@ export function createLedgerModule(d: { db: Db; clock: Clock; log: Logger; confi
     runners,
     /** Other modules hear about every import that ends, inside the transaction that ends it (the webhook outbox). */
     onImportFinished: (l: ImportListener) => void importListeners.push(l),
+    /** Change tracking matches imported contacts to known people (SPEC §5), inside each chunk's transaction. */
+    useImportMatcher: (m: ImportMatcher) => void (matcher.current = m),
   };
 }

@@ -22,6 +22,7 @@ export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; con
   const repos = { people: createPeopleRepo(d.db), changes: createChangesRepo(d.db), trackedContacts: createTrackedContactsRepo(d.db), feeds: createFeedsRepo(d.db) };
   const listeners: ChangeListener[] = [];
   const tracker = createTracker({ clock: d.clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, listeners });
+  d.ledger.useImportMatcher((contacts) => tracker.matchImported(contacts));
   const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, tracker, dataDir: d.config.dataDir, kick: d.kick });
   const changes = createChangeService({ ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes });
   const dailySets = createDailySets({ clock: d.clock, log: d.log, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db) });

@@ -48,6 +48,7 @@ export function createPeopleRepo(db: Db) {
     byEmail: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE email = ? LIMIT 2'),
     byKeys: db.raw.prepare<[string, string], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? LIMIT 2'),
     countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
+    any: db.raw.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM people)').pluck(),
     insert: db.raw.prepare(
       `INSERT INTO people (external_id, linkedin_slug, email, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, updated_at)
        VALUES (@externalId, @linkedinSlug, @email, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @updatedAt)`,
@@ -65,6 +66,8 @@ export function createPeopleRepo(db: Db) {
     return { externalId, linkedinSlug, email, emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 };
   };
   return {
+    /** True when the store knows at least one person. */
+    hasPeople: (): boolean => q.any.get() === 1,
     findByExternalId: (id: string) => one(q.byExternal.get(id)),
     findBySlug: (slug: string) => one(q.bySlug.get(slug)),
     /** The person with this e-mail when exactly one has it. */

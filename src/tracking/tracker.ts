@@ -3,7 +3,7 @@ import { newId } from '../ids.ts';
 import type { Contact } from '../ledger/model.ts';
 import { companyKey, linkedinSlug, nameKey, titleDomain, titleLevel } from '../ledger/normalize.ts';
 import type { ChangesRepo } from './changes-repo.ts';
-import type { Change, FeedRecord, Person, TrackingCounts } from './model.ts';
+import { zeroCounts, type Change, type FeedRecord, type Person, type TrackingCounts } from './model.ts';
 import type { PeopleRepo } from './people-repo.ts';
 import type { TrackedContact, TrackedContactsRepo, TrackedFields } from './tracked-contacts-repo.ts';
 
@@ -173,19 +173,27 @@ export function createTracker(d: TrackerDeps) {
     },
 
     /**
-     * Import-time matching of a newly stored contact: when a known person fits, the contact is
-     * matched (isVerified) and brought up to date — a person known to work elsewhere gives a job
-     * change at processing time.
+     * Import-time matching (SPEC §5) of the contacts one import chunk just stored: each contact a
+     * known person fits is matched (isVerified) and brought up to date — a person known to work
+     * elsewhere gives a job change at processing time. Nothing to look up while nobody is known.
      */
-    matchImported(c: Contact, counts: TrackingCounts): void {
-      const p =
-        (c.linkedin ? d.people.findBySlug(linkedinSlug(c.linkedin)) : undefined) ??
-        (!c.linkedin && c.email ? d.people.findByEmail(c.email) : undefined) ??
-        (!c.linkedin && !c.email ? d.people.findByKeys(nameKey(c.name), companyKey(c.company)) : undefined);
-      if (!p) return;
-      d.contacts.markMatched(c.id, p.id, d.clock.now());
-      counts.contactsMatched++;
-      reconcile({ ...c, isVerified: true }, p, null, counts);
+    matchImported(contacts: Contact[]): { matched: number; jobChanges: number } {
+      const counts = zeroCounts();
+      if (!d.people.hasPeople()) return { matched: 0, jobChanges: 0 };
+      for (const c of contacts) matchImportedOne(c, counts);
+      return { matched: counts.contactsMatched, jobChanges: counts.jobChanges };
     },
   };
+
+  /** Matching order as for feed records: LinkedIn (authoritative), else e-mail, else name + company. */
+  function matchImportedOne(c: Contact, counts: TrackingCounts): void {
+    const p =
+      (c.linkedin ? d.people.findBySlug(linkedinSlug(c.linkedin)) : undefined) ??
+      (!c.linkedin && c.email ? d.people.findByEmail(c.email) : undefined) ??
+      (!c.linkedin && !c.email ? d.people.findByKeys(nameKey(c.name), companyKey(c.company)) : undefined);
+    if (!p) return;
+    d.contacts.markMatched(c.id, p.id, d.clock.now());
+    counts.contactsMatched++;
+    reconcile({ ...c, isVerified: true }, p, null, counts);
+  }
 }
