@@ -7,6 +7,7 @@ import { ManualClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { createQueue, LeaseLostError } from '../src/jobs/queue.ts';
 import { createScheduler, type Runner } from '../src/jobs/scheduler.ts';
+import { CHUNK_BUDGET_MS, ChunkSizer } from '../src/jobs/chunk-pacing.ts';
 import { openDb, type Db } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { paths } from '../src/paths.ts';
@@ -190,6 +191,21 @@ S('stop() waits for start-up and periodic work, which sees `stopping` and ends; 
   events.push('stopped');
   db.close();
   assert.equal(events, ['start', 'saw stopping', 'stopped']);
+});
+
+S('chunk sizes follow the measured cost: about CHUNK_BUDGET_MS per chunk, growing at most 2× a chunk, within bounds', () => {
+  const sizer = new ChunkSizer(100);
+  assert.is(sizer.next(), 100);
+  sizer.record(100, 1); // 0.01 ms per item: the budget would allow 3,000
+  assert.is(sizer.next(), 200, 'grows at most 2×');
+  for (let i = 0; i < 10; i++) sizer.record(sizer.next(), sizer.next() * 0.01);
+  assert.is(sizer.next(), CHUNK_BUDGET_MS / 0.01);
+  for (let i = 0; i < 20; i++) sizer.record(sizer.next(), sizer.next() * 1); // 1 ms per item
+  assert.is(sizer.next(), 30, 'shrinks to the budget');
+  sizer.record(5, 1000);
+  assert.is(sizer.next(), 30, 'a short tail is ignored');
+  for (let i = 0; i < 20; i++) sizer.record(sizer.next(), sizer.next() * 100);
+  assert.is(sizer.next(), 20, 'never below the minimum');
 });
 
 S.run();

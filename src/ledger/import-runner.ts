@@ -4,6 +4,7 @@ import { readUpload } from '../csv/csv-worker-client.ts';
 import { CsvReadError, type CsvRow } from '../csv/read-rows.ts';
 import { newId } from '../ids.ts';
 import type { Lease } from '../jobs/queue.ts';
+import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { Db } from '../storage/db.ts';
@@ -17,59 +18,6 @@ export const IMPORT_JOB = 'import';
 
 /** Rows the CSV worker parses per message (a transaction may take fewer, see ChunkSizer). */
 export const CSV_BATCH_ROWS = 2000;
-
-/**
- * What one chunk transaction (commit and WAL checkpoint included) may cost the event loop. HTTP
- * requests wait for the chunk in flight, so this bounds their added latency. The cost of a row
- * grows with the size of the contacts indexes (from ~0.05 ms into an empty table to ~0.5 ms per
- * row at a million rows, mostly the commit rewriting the index pages it touched), so the number
- * of rows per chunk is measured, not fixed.
- */
-export const CHUNK_BUDGET_MS = 30;
-const MIN_CHUNK_ROWS = 20;
-const MAX_CHUNK_ROWS = 5000;
-
-/** Sizes chunks so that each transaction takes about CHUNK_BUDGET_MS, from the cost of the last ones. */
-export class ChunkSizer {
-  private msPerRow = 0;
-  private rows = 100;
-
-  next(): number {
-    return this.rows;
-  }
-
-  /**
-   * Records that `rows` rows took `ms` milliseconds. The cost per row is averaged (commits that
-   * also checkpoint the WAL cost two to three times the others); the size grows at most 2× a chunk.
-   */
-  record(rows: number, ms: number): void {
-    if (rows < MIN_CHUNK_ROWS) return; // the tail of an input says little about the cost per row
-    const sample = ms / rows;
-    this.msPerRow = this.msPerRow === 0 ? sample : 0.7 * this.msPerRow + 0.3 * sample;
-    const fit = Math.floor(CHUNK_BUDGET_MS / this.msPerRow);
-    this.rows = Math.max(MIN_CHUNK_ROWS, Math.min(MAX_CHUNK_ROWS, fit, this.rows * 2));
-  }
-}
-
-/** The longest pause between two chunks while HTTP requests keep the event loop busy. */
-const MAX_PAUSE_MS = 50;
-const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 1));
-
-/**
- * Lets the event loop serve I/O between two chunks. A request takes several turns of the loop
- * (its token is verified on the thread pool, then it runs its query and writes its answer), so
- * one turn is not enough: the pause goes on in 1 ms steps for as long as other callbacks ran
- * during the last step (up to MAX_PAUSE_MS), so requests that arrived during a chunk finish
- * before the next one starts. On an idle server the pause is one 1 ms step.
- */
-async function yieldToEventLoop(): Promise<void> {
-  const start = performance.now();
-  for (;;) {
-    const before = performance.eventLoopUtilization();
-    await tick();
-    if (performance.eventLoopUtilization(before).active < 0.5 || performance.now() - start >= MAX_PAUSE_MS) return;
-  }
-}
 
 type Row = { rowNo: number; line: number | null; draft: ContactDraft } | { rowNo: number; line: number | null; reason: string; raw: unknown };
 
@@ -175,19 +123,6 @@ export function createImportRunner(d: RunnerDeps): Runner {
     });
   }
 
-  /** Between two chunks: room in the -wal (a checkpoint may be due), then the event loop's turn. */
-  async function betweenChunks(): Promise<void> {
-    await d.db.relieve();
-    await yieldToEventLoop();
-  }
-
-  /** storeChunk, timed for the sizer. */
-  function storeTimed(sizer: ChunkSizer, lease: Lease, imp: ImportJob, rows: Row[], cursor: { bytes: number; lines: number }): void {
-    const t0 = performance.now();
-    storeChunk(lease, imp, rows, cursor);
-    sizer.record(rows.length, performance.now() - t0);
-  }
-
   async function runApi(lease: Lease, imp: ImportJob, stopping: () => boolean): Promise<'done' | 'stopped'> {
     const payload = d.imports.findPayload(imp.id) ?? [];
     const sizer = new ChunkSizer();
@@ -198,8 +133,8 @@ export function createImportRunner(d: RunnerDeps): Runner {
         const res = validateContact(raw);
         return res.ok ? { rowNo: from + i + 1, line: null, draft: res.draft } : { rowNo: from + i + 1, line: null, reason: res.reason, raw };
       });
-      storeTimed(sizer, lease, imp, rows, { bytes: 0, lines: 0 });
-      await betweenChunks();
+      sizer.timed(rows.length, () => storeChunk(lease, imp, rows, { bytes: 0, lines: 0 }));
+      await betweenChunks(d.db);
     }
     return 'done';
   }
@@ -220,7 +155,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
         'draft' in r ? { rowNo: base + i + 1, line: r.line, draft: r.draft } : { rowNo: base + i + 1, line: r.line, reason: r.reason, raw: r.raw },
       );
       const last = part[part.length - 1]!;
-      storeTimed(sizer, lease, imp, rows, { bytes: last.endBytes, lines: last.endLine });
+      sizer.timed(rows.length, () => storeChunk(lease, imp, rows, { bytes: last.endBytes, lines: last.endLine }));
       at += part.length;
     };
     for await (const batch of batches) {
@@ -230,7 +165,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
         storeNext(sizer.next());
         // The next batch is often already waiting: without a macrotask turn here the loop would
         // continue on microtasks alone and starve HTTP requests for the whole import.
-        await betweenChunks();
+        await betweenChunks(d.db);
         if (stopping()) {
           await batches.return(undefined);
           return 'stopped';
@@ -239,7 +174,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
     }
     while (at < pending.length) {
       storeNext(sizer.next());
-      await betweenChunks();
+      await betweenChunks(d.db);
       if (stopping() && at < pending.length) return 'stopped';
     }
     return 'done';

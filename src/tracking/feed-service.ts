@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import { decodeKeyset, toPage, type Page } from '../cursor.ts';
 import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
@@ -15,8 +16,8 @@ import { zeroCounts } from './model.ts';
 import type { Tracker } from './tracker.ts';
 
 export const FEED_JOB = 'feed';
-/** Records per transaction: amortizes the commit's fsync; about 20–40 ms of work. */
-const FEED_CHUNK = 1000;
+/** Records in the first chunk of a feed; later chunks are sized by their cost (jobs/chunk-pacing.ts). */
+const FIRST_CHUNK = 200;
 /** An inbox file is taken once its size and time have not changed for this long. */
 export const INBOX_SETTLE_MS = 2000;
 
@@ -102,7 +103,7 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
       });
       let recordNo = feed.cursorRecords;
       const apply = (items: FeedItem[]) =>
-        d.db.tx(() => {
+        d.db.bulkTx(() => {
           lease.renew();
           const counts = zeroCounts();
           const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
@@ -125,14 +126,15 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
           d.feeds.addProgress(feed.id, p);
         });
       const items = readFeed(feed.filePath!, feed.format, feed.gzip, feed.cursorRecords);
+      const sizer = new ChunkSizer(FIRST_CHUNK);
       let chunk: FeedItem[] = [];
       try {
         for await (const item of items) {
           chunk.push(item);
-          if (chunk.length < FEED_CHUNK) continue;
-          apply(chunk);
+          if (chunk.length < sizer.next()) continue;
+          sizer.timed(chunk.length, () => apply(chunk));
           chunk = [];
-          await new Promise((r) => setImmediate(r));
+          await betweenChunks(d.db);
           if (ctl.stopping) {
             await items.return(undefined);
             return 'stopped';

@@ -1,0 +1,76 @@
+import type { Db } from '../storage/db.ts';
+
+/**
+ * Pacing of bulk jobs (imports, feeds) that work in chunks, one transaction each: how many items
+ * a chunk takes, and what happens between two chunks. HTTP requests wait for the chunk in flight
+ * on the single writer connection, so the chunk's duration bounds their added latency.
+ */
+
+/**
+ * What one chunk transaction may cost the event loop. The cost of an item grows with the size of
+ * the indexes it writes into (from ~0.05 ms per contact into an empty table to several times that
+ * at a million), so the number of items per chunk is measured, not fixed.
+ */
+export const CHUNK_BUDGET_MS = 30;
+const MIN_CHUNK_ITEMS = 20;
+const MAX_CHUNK_ITEMS = 5000;
+
+/** Sizes chunks so that each transaction takes about CHUNK_BUDGET_MS, from the cost of the last ones. */
+export class ChunkSizer {
+  private msPerItem = 0;
+  private items: number;
+
+  constructor(first = 100) {
+    this.items = first;
+  }
+
+  next(): number {
+    return this.items;
+  }
+
+  /**
+   * Records that `items` items took `ms` milliseconds. The cost per item is averaged (some
+   * commits cost more than others); the size grows at most 2× a chunk.
+   */
+  record(items: number, ms: number): void {
+    if (items < MIN_CHUNK_ITEMS) return; // the tail of an input says little about the cost per item
+    const sample = ms / items;
+    this.msPerItem = this.msPerItem === 0 ? sample : 0.7 * this.msPerItem + 0.3 * sample;
+    const fit = Math.floor(CHUNK_BUDGET_MS / Math.max(this.msPerItem, 1e-6));
+    this.items = Math.max(MIN_CHUNK_ITEMS, Math.min(MAX_CHUNK_ITEMS, fit, this.items * 2));
+  }
+
+  /** Runs one chunk of `items` items and records its cost. */
+  timed<T>(items: number, fn: () => T): T {
+    const t0 = performance.now();
+    const out = fn();
+    this.record(items, performance.now() - t0);
+    return out;
+  }
+}
+
+/** The longest pause between two chunks while HTTP requests keep the event loop busy. */
+const MAX_PAUSE_MS = 50;
+const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 1));
+
+/**
+ * Lets the event loop serve I/O between two chunks. A request takes several turns of the loop
+ * (its token is verified on the thread pool, then it runs its query and writes its answer), so
+ * one turn is not enough: the pause goes on in 1 ms steps for as long as other callbacks ran
+ * during the last step (up to MAX_PAUSE_MS), so requests that arrived during a chunk finish
+ * before the next one starts. On an idle server the pause is one 1 ms step.
+ */
+export async function yieldToEventLoop(): Promise<void> {
+  const start = performance.now();
+  for (;;) {
+    const before = performance.eventLoopUtilization();
+    await tick();
+    if (performance.eventLoopUtilization(before).active < 0.5 || performance.now() - start >= MAX_PAUSE_MS) return;
+  }
+}
+
+/** Between two chunks: room in the -wal (a checkpoint may be due), then the event loop's turn. */
+export async function betweenChunks(db: Db): Promise<void> {
+  await db.relieve();
+  await yieldToEventLoop();
+}
