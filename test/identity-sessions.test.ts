@@ -321,6 +321,15 @@ T('rotating X-Forwarded-For does not reset the counter (A2b: proxy headers not t
   assert.is(r.status, 429);
 });
 
+T('a burst of concurrent guesses cannot get past the limit while earlier ones are still being checked', async ({ t }) => {
+  const burst = await Promise.all(
+    Array.from({ length: 40 }, (_, i) => t.call('POST', `${ID}/session`, { body: { email: 'burst@a.test', password: `burst guess ${i}` } })),
+  );
+  const statuses = burst.map((r) => r.status);
+  assert.is(statuses.filter((s) => s === 401).length, 10, 'exactly the limit is checked');
+  assert.is(statuses.filter((s) => s === 429).length, 30);
+});
+
 T('client credentials are throttled per client id too (A2d)', async ({ t, w }) => {
   const { id, secret } = w.serviceAccounts.saViewer;
   for (let i = 0; i < 10; i++) await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: `cls_bad${i}` } });

@@ -123,22 +123,29 @@ export function createSessionService(d: SessionDeps) {
   async function passwordGrant(email: string, password: string, meta: RequestMeta): Promise<IssuedSession> {
     const normalized = email.trim().toLowerCase();
     const keys: ThrottleKey[] = [`account:${normalized}`, `address:${meta.ip}`];
-    d.throttle.assertAllowed(keys);
-    const user = d.users.findUserByEmail(normalized);
-    // Same work whether or not the account exists, so timing reveals nothing (RELIABILITY.md A3).
-    const ok = user && !user.disabled ? await d.hasher.verify(password, user.passwordHash) : await d.hasher.verifyNothing(password);
-    if (!ok || !user) {
-      d.db.tx(() => {
-        d.throttle.recordFailure(keys);
-        d.audit.recordAnonymous(meta, { orgId: null, action: 'session.sign_in_failed', data: { grantType: 'password', email: normalized } });
+    const release = d.throttle.admit(keys);
+    let started: { sessionId: string; refresh: { token: string; expiresAt: number } };
+    let user: User | undefined;
+    try {
+      user = d.users.findUserByEmail(normalized);
+      // Same work whether or not the account exists, so timing reveals nothing (RELIABILITY.md A3).
+      const ok = user && !user.disabled ? await d.hasher.verify(password, user.passwordHash) : await d.hasher.verifyNothing(password);
+      if (!ok || !user) {
+        d.db.tx(() => {
+          d.throttle.recordFailure(keys);
+          d.audit.recordAnonymous(meta, { orgId: null, action: 'session.sign_in_failed', data: { grantType: 'password', email: normalized } });
+        });
+        throw invalidGrant('The e-mail or password is incorrect.');
+      }
+      const u = user;
+      started = d.db.tx(() => {
+        d.throttle.recordSuccess(keys[0]!);
+        d.audit.recordAnonymous(meta, { orgId: null, action: 'session.signed_in', actor: { type: 'user', id: u.id, label: u.email }, target: { type: 'user', id: u.id } });
+        return startSession({ user: u });
       });
-      throw invalidGrant('The e-mail or password is incorrect.');
+    } finally {
+      release();
     }
-    const started = d.db.tx(() => {
-      d.throttle.recordSuccess(keys[0]!);
-      d.audit.recordAnonymous(meta, { orgId: null, action: 'session.signed_in', actor: { type: 'user', id: user.id, label: user.email }, target: { type: 'user', id: user.id } });
-      return startSession({ user });
-    });
     return finish(user.id, started.sessionId, started.refresh, { user });
   }
 

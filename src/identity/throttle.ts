@@ -21,19 +21,43 @@ export type SignInThrottle = ReturnType<typeof createSignInThrottle>;
 export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: ThrottlePolicy) {
   const windowMs = policy.windowSeconds * 1000;
   const limitOf = (key: ThrottleKey) => (key.startsWith('address:') ? policy.maxFailuresPerAddress : policy.maxFailuresPerAccount);
+  /** Attempts admitted and still being checked, per key: each may still become a failure. */
+  const inFlight = new Map<ThrottleKey, number>();
+
+  /** Throws 429 when failures (plus attempts still being checked) reach a key's limit in its window. */
+  function assertAllowed(keys: ThrottleKey[]): void {
+    const now = clock.now();
+    let wait = 0;
+    for (const key of keys) {
+      const b = repo.findBucket(key);
+      const open = b !== undefined && now < b.windowStartedAt + windowMs;
+      const failures = (open ? b.failures : 0) + (inFlight.get(key) ?? 0);
+      if (failures >= limitOf(key)) wait = Math.max(wait, open ? b.windowStartedAt + windowMs - now : windowMs);
+    }
+    if (wait > 0) throw throttled(wait / 1000, `Too many failed sign-in attempts; try again in ${Math.ceil(wait / 1000)} seconds.`);
+  }
 
   return {
-    /** Throws 429 when any key is over its limit in its current window. */
-    assertAllowed(keys: ThrottleKey[]): void {
-      const now = clock.now();
-      let wait = 0;
-      for (const key of keys) {
-        const b = repo.findBucket(key);
-        if (b && now < b.windowStartedAt + windowMs && b.failures >= limitOf(key)) {
-          wait = Math.max(wait, b.windowStartedAt + windowMs - now);
+    assertAllowed,
+    /**
+     * Admits one attempt whose check takes time (a bcrypt compare): it counts as a possible
+     * failure until the returned release() is called, so a burst of concurrent guesses cannot get
+     * past the limit while earlier ones are still being checked. Call release() after recording
+     * the outcome.
+     */
+    admit(keys: ThrottleKey[]): () => void {
+      assertAllowed(keys);
+      for (const key of keys) inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        for (const key of keys) {
+          const n = (inFlight.get(key) ?? 1) - 1;
+          if (n <= 0) inFlight.delete(key);
+          else inFlight.set(key, n);
         }
-      }
-      if (wait > 0) throw throttled(wait / 1000, `Too many failed sign-in attempts; try again in ${Math.ceil(wait / 1000)} seconds.`);
+      };
     },
     /** Counts a failure against every key. Call inside a transaction. */
     recordFailure(keys: ThrottleKey[]): void {
