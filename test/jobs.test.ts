@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { createQueue, LeaseLostError } from '../src/jobs/queue.ts';
-import { createScheduler, type Runner } from '../src/jobs/scheduler.ts';
+import { createScheduler, LANE_SLOTS, type Runner } from '../src/jobs/scheduler.ts';
 import { CHUNK_BUDGET_MS, ChunkSizer } from '../src/jobs/chunk-pacing.ts';
 import { openDb, type Db } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
@@ -191,6 +191,68 @@ S('stop() waits for start-up and periodic work, which sees `stopping` and ends; 
   events.push('stopped');
   db.close();
   assert.equal(events, ['start', 'saw stopping', 'stopped']);
+});
+
+S('a small job in the express lane runs while long jobs hold every bulk slot', async () => {
+  const db = freshDb();
+  const queue = createQueue(db, { now: () => Date.now() });
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let longRunning = 0;
+  const runners: Record<string, Runner> = {
+    long: {
+      async run(lease) {
+        longRunning++;
+        await gate;
+        db.tx(() => lease.complete());
+        return 'done';
+      },
+    },
+    quick: {
+      async run(lease) {
+        db.tx(() => lease.complete());
+        return 'done';
+      },
+    },
+  };
+  const scheduler = createScheduler({ db, queue, log: quiet, runners });
+  scheduler.start();
+  db.tx(() => {
+    for (let i = 0; i < LANE_SLOTS.bulk + 1; i++) queue.enqueue(`job_long${i}`, 'long');
+  });
+  scheduler.kick();
+  for (let i = 0; i < 1000 && longRunning < LANE_SLOTS.bulk; i++) await new Promise((r) => setImmediate(r));
+  assert.is(longRunning, LANE_SLOTS.bulk, 'every bulk slot is taken');
+  db.tx(() => queue.enqueue('job_small', 'quick', { lane: 'express' }));
+  scheduler.kick();
+  for (let i = 0; i < 1000 && queue.find('job_small')!.status !== 'completed'; i++) await new Promise((r) => setImmediate(r));
+  assert.is(queue.find('job_small')!.status, 'completed', 'the small job did not wait');
+  assert.is(queue.find('job_long0')!.status, 'processing');
+  assert.is(queue.find(`job_long${LANE_SLOTS.bulk}`)!.status, 'pending', 'a third long job waits for a bulk slot');
+  release();
+  await scheduler.stop();
+  db.close();
+});
+
+S('a periodic task never overlaps itself (D4 f)', async () => {
+  const db = freshDb();
+  const queue = createQueue(db, { now: () => Date.now() });
+  const scheduler = createScheduler({ db, queue, log: quiet, runners: {} });
+  let runs = 0;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  scheduler.every('0 0 1 1 *', 'slow', async () => {
+    runs++;
+    await gate;
+  });
+  scheduler.start();
+  const first = scheduler.runNow('slow');
+  assert.is(await scheduler.runNow('slow'), false, 'a second run while the first goes on is skipped');
+  release();
+  assert.is(await first, true);
+  assert.is(runs, 1);
+  await scheduler.stop();
+  db.close();
 });
 
 S('chunk sizes follow the measured cost: about CHUNK_BUDGET_MS per chunk, growing at most 2× a chunk, within bounds', () => {

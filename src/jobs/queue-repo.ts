@@ -1,6 +1,8 @@
 import type { Db } from '../storage/db.ts';
 
 export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
+/** `express`: small jobs (an API batch of contacts) with slots of their own; `bulk`: everything else. */
+export type JobLane = 'bulk' | 'express';
 
 export interface JobRow {
   id: string;
@@ -21,6 +23,7 @@ export interface JobRow {
 export interface ClaimedJob {
   id: string;
   kind: string;
+  lane: JobLane;
   payload: string | null;
   token: number;
   attempts: number;
@@ -65,15 +68,15 @@ export type QueueRepo = ReturnType<typeof createQueueRepo>;
 export function createQueueRepo(db: Db) {
   const q = {
     insert: db.raw.prepare(
-      'INSERT INTO jobs (id, kind, payload, status, run_after, max_attempts, created_at, updated_at) VALUES (@id, @kind, @payload, \'pending\', @runAfter, @maxAttempts, @now, @now)',
+      'INSERT INTO jobs (id, kind, lane, payload, status, run_after, max_attempts, created_at, updated_at) VALUES (@id, @kind, @lane, @payload, \'pending\', @runAfter, @maxAttempts, @now, @now)',
     ),
     byId: db.raw.prepare<[string], Row>('SELECT * FROM jobs WHERE id = ?'),
     // A pending job whose time has come, or a processing one whose holder died (lease expired).
-    claim: db.raw.prepare<{ owner: string; until: number; now: number }, { id: string; kind: string; payload: string | null; lease_token: number; attempts: number; max_attempts: number }>(
+    claim: db.raw.prepare<{ owner: string; until: number; now: number; lane: JobLane }, { id: string; kind: string; payload: string | null; lease_token: number; attempts: number; max_attempts: number }>(
       `UPDATE jobs SET status = 'processing', lease_owner = @owner, lease_until = @until, lease_token = lease_token + 1,
               attempts = attempts + 1, updated_at = @now
        WHERE id = (SELECT id FROM jobs
-                   WHERE (status = 'pending' AND run_after <= @now) OR (status = 'processing' AND lease_until < @now)
+                   WHERE lane = @lane AND ((status = 'pending' AND run_after <= @now) OR (status = 'processing' AND lease_until < @now))
                    ORDER BY run_after, created_at LIMIT 1)
        RETURNING id, kind, payload, lease_token, attempts, max_attempts`,
     ),
@@ -97,16 +100,16 @@ export function createQueueRepo(db: Db) {
     deleteFinished: db.raw.prepare<[string, number]>("DELETE FROM jobs WHERE kind = ? AND status IN ('completed', 'failed') AND updated_at < ?"),
   };
   return {
-    insertJob: (j: { id: string; kind: string; payload?: string | null; runAfter: number; maxAttempts?: number; now: number }): void =>
-      void q.insert.run({ id: j.id, kind: j.kind, payload: j.payload ?? null, runAfter: j.runAfter, maxAttempts: j.maxAttempts ?? 5, now: j.now }),
+    insertJob: (j: { id: string; kind: string; lane?: JobLane; payload?: string | null; runAfter: number; maxAttempts?: number; now: number }): void =>
+      void q.insert.run({ id: j.id, kind: j.kind, lane: j.lane ?? 'bulk', payload: j.payload ?? null, runAfter: j.runAfter, maxAttempts: j.maxAttempts ?? 5, now: j.now }),
     findJob: (id: string): JobRow | undefined => {
       const r = q.byId.get(id);
       return r && toJob(r);
     },
     /** Claims the next runnable job for `owner` until `until`; undefined when there is none. */
-    claimJob: (owner: string, until: number, now: number): ClaimedJob | undefined => {
-      const r = q.claim.get({ owner, until, now });
-      return r && { id: r.id, kind: r.kind, payload: r.payload, token: r.lease_token, attempts: r.attempts, maxAttempts: r.max_attempts };
+    claimJob: (owner: string, until: number, now: number, lane: JobLane): ClaimedJob | undefined => {
+      const r = q.claim.get({ owner, until, now, lane });
+      return r && { id: r.id, kind: r.kind, lane, payload: r.payload, token: r.lease_token, attempts: r.attempts, maxAttempts: r.max_attempts };
     },
     /** Extends the lease and records progress; false when the lease was lost (fencing). */
     renewLease: (id: string, token: number, until: number, now: number): boolean => q.renew.run({ id, token, until, now }).changes === 1,

@@ -2,9 +2,9 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../storage/db.ts';
-import { createQueueRepo, type ClaimedJob, type JobRow, type JobStatus } from './queue-repo.ts';
+import { createQueueRepo, type ClaimedJob, type JobLane, type JobRow, type JobStatus } from './queue-repo.ts';
 
-export type { ClaimedJob, JobRow, JobStatus };
+export type { ClaimedJob, JobLane, JobRow, JobStatus };
 
 /** Thrown inside a chunk when another worker now holds the job: the chunk rolls back. */
 export class LeaseLostError extends Error {
@@ -46,21 +46,22 @@ export function createQueue(db: Db, clock: Clock) {
   return {
     owner,
     /** Adds a job; call inside the transaction that creates its domain row. */
-    enqueue(id: string, kind: string, opts: { payload?: unknown; delayMs?: number; maxAttempts?: number } = {}): void {
+    enqueue(id: string, kind: string, opts: { payload?: unknown; delayMs?: number; maxAttempts?: number; lane?: JobLane } = {}): void {
       const now = clock.now();
       repo.insertJob({
         id,
         kind,
+        lane: opts.lane ?? 'bulk',
         payload: opts.payload === undefined ? null : JSON.stringify(opts.payload),
         runAfter: now + (opts.delayMs ?? 0),
         maxAttempts: opts.maxAttempts,
         now,
       });
     },
-    /** Claims the next runnable job; undefined when none is due. */
-    claim(): Lease | undefined {
+    /** Claims the next runnable job of a lane; undefined when none is due. */
+    claim(lane: JobLane = 'bulk'): Lease | undefined {
       const now = clock.now();
-      const job = db.tx(() => repo.claimJob(owner, now + LEASE_MS, now));
+      const job = db.tx(() => repo.claimJob(owner, now + LEASE_MS, now, lane));
       return job && leaseOf(job);
     },
     /** After a runner failed: retry with backoff, or fail for good after max attempts. */

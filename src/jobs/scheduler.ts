@@ -1,7 +1,7 @@
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Db } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
-import { LeaseLostError, type Lease, type Queue } from './queue.ts';
+import { LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
 
 /**
  * The in-process scheduler (SPEC §7): node-cron ticks every second and a new job also kicks it at
@@ -38,9 +38,14 @@ export type BackgroundTask = (ctl: RunControl) => unknown;
 
 export type Scheduler = ReturnType<typeof createScheduler>;
 
+/** Jobs run at once per lane: long jobs share the bulk slots; small ones never wait behind them. */
+export const LANE_SLOTS: Readonly<Record<JobLane, number>> = { express: 2, bulk: 2 };
+
 export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners: Record<string, Runner>; concurrency?: number }) {
-  const concurrency = d.concurrency ?? 2;
-  const running = new Map<string, Promise<void>>();
+  const slots: Record<JobLane, number> = d.concurrency ? { express: d.concurrency, bulk: d.concurrency } : { ...LANE_SLOTS };
+  // Keyed by job and lease token: a job this process claims again (its lease ran out meanwhile)
+  // is a second run, and the first run's end must not forget it.
+  const running = new Map<string, { lane: JobLane; done: Promise<void> }>();
   const ctl = { stopping: false };
   let started = false;
   let task: ScheduledTask | undefined;
@@ -99,23 +104,27 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
     }
   }
 
+  const busy = (lane: JobLane) => [...running.values()].filter((r) => r.lane === lane).length;
+
   function tick(): void {
     if (!started || ctl.stopping) return;
-    while (running.size < concurrency) {
-      let lease: Lease | undefined;
-      try {
-        lease = d.queue.claim();
-      } catch (err) {
-        d.log.error({ err }, 'could not claim a job');
-        return;
+    for (const lane of ['express', 'bulk'] as const) {
+      while (busy(lane) < slots[lane]) {
+        let lease: Lease | undefined;
+        try {
+          lease = d.queue.claim(lane);
+        } catch (err) {
+          d.log.error({ err }, 'could not claim a job');
+          return;
+        }
+        if (!lease) break;
+        const key = `${lease.job.id}#${lease.job.token}`;
+        const done = execute(lease).finally(() => {
+          running.delete(key);
+          kick();
+        });
+        running.set(key, { lane, done });
       }
-      if (!lease) return;
-      const id = lease.job.id;
-      const p = execute(lease).finally(() => {
-        running.delete(id);
-        kick();
-      });
-      running.set(id, p);
     }
   }
 
@@ -160,16 +169,28 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
     every(expression: string, name: string, fn: BackgroundTask): void {
       periodic.push({ expression, name, fn });
     },
+    /**
+     * Runs a periodic task now (operators, tests), unless it is running already: false then.
+     * Resolves when that run ended.
+     */
+    async runNow(name: string): Promise<boolean> {
+      const task = periodic.find((p) => p.name === name) ?? startHooks.find((h) => h.name === name);
+      if (!task) throw new Error(`no periodic task named "${name}"`);
+      if (background.has(name)) return false;
+      runBackground(name, task.fn);
+      await background.get(name);
+      return true;
+    },
     isRunning: () => started && !ctl.stopping,
     /** Active job ids (for tests and metrics). */
-    active: () => [...running.keys()],
+    active: () => [...running.keys()].map((k) => k.slice(0, k.lastIndexOf('#'))),
     /** Stops claiming, lets each runner finish its chunk and hand its job back. */
     async stop(): Promise<void> {
       if (!started) return;
       ctl.stopping = true;
       await task?.stop();
       for (const p of periodic) await p.task?.stop();
-      await Promise.allSettled([...running.values(), ...background.values()]);
+      await Promise.allSettled([...[...running.values()].map((r) => r.done), ...background.values()]);
       started = false;
     },
   };

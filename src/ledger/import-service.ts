@@ -56,7 +56,8 @@ export function createImportService(d: ImportServiceDeps) {
     const created = d.db.tx(() => {
       requireLedger(orgId, job.ledgerId);
       const now = d.clock.now();
-      d.queue.enqueue(job.id, IMPORT_JOB, { maxAttempts: 5 });
+      // An API batch is small (≤ MAX_API_CONTACTS): it has slots of its own and never waits behind CSV imports.
+      d.queue.enqueue(job.id, IMPORT_JOB, { maxAttempts: 5, lane: job.source === 'api' ? 'express' : 'bulk' });
       d.imports.insertImport({ ...job, createdAt: now, createdBy: by.actor.id });
       if (payload) d.imports.insertPayload(job.id, payload);
       d.audit.record(by, { orgId, action: 'import.created', target: { type: 'import', id: job.id }, data: { ledgerId: job.ledgerId, source: job.source, submitted: job.submitted, ...(job.fileName ? { fileName: job.fileName } : {}) } });
