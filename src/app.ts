@@ -50,7 +50,9 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
 
   const routers = [identityApi, authAlias, ledgerApi, ops];
   const app = new Koa({ proxy: config.trustProxy });
-  app.silent = true; // errors are logged once, by problems()
+  app.silent = true; // errors are logged once, by problems()…
+  // …except those after the answer began (a streamed download that failed half-way): Koa emits them here.
+  app.on('error', (err: unknown, ctx?: Koa.Context) => rt.log.error({ err, requestId: ctx?.state.requestId }, 'response failed after it started'));
   app.use(requestContext(rt.log));
   app.use(securityHeaders({ https: Boolean(config.tlsCert) }));
   app.use(cors(config.corsOrigins));

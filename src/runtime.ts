@@ -99,6 +99,11 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners } });
     tracking.schedule(scheduler);
     webhooks.schedule(scheduler);
+    // Expired sessions, used refresh tokens and ended throttling windows, every night.
+    scheduler.every('40 3 * * *', 'identity-prune', () => {
+      const removed = identity.prune();
+      if (removed) log.info({ removed }, 'expired sessions and sign-in counters removed');
+    });
     removeStrayUploads(config.dataDir, ledger.repos.imports.listReferencedFiles());
     removeStrayFiles(feedsDir(config.dataDir), tracking.repos.feeds.listReferencedFiles());
     const latest = migrations.at(-1)!.version;

@@ -344,6 +344,15 @@ T('each failure writes an audit entry without the password (A2e)', async ({ t })
   assert.not.ok(rows.some((r) => r.includes('wrong password') || r.includes('nope nope')));
 });
 
+T('the nightly prune removes ended throttling windows and expired sessions with their refresh tokens', async ({ t }) => {
+  const count = (table: string) => t.rt.db.raw.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
+  await signIn(t, 'viewer@a.test', PASSWORD);
+  assert.ok(count('auth_throttle') > 0 && count('sessions') > 0 && count('refresh_tokens') > 0);
+  (t.clock as ManualClock).advance(91 * 86_400_000); // past the absolute session lifetime and every window
+  assert.is(await t.rt.scheduler.runNow('identity-prune'), true);
+  assert.equal([count('auth_throttle'), count('sessions'), count('refresh_tokens')], [0, 0, 0]);
+});
+
 T('the limiter survives a restart (stored in SQLite)', async ({ t }) => {
   for (let i = 0; i < 10; i++) await t.call('POST', `${ID}/session`, { body: { email: 'admin@a.test', password: `bad bad ${i}` } });
   const dataDir = t.dataDir;
