@@ -1,4 +1,5 @@
-import { canonicalLinkedin, isEmail, titleDomain, titleLevel, type TitleDomain, type TitleLevel } from './normalize.ts';
+import { canonicalLinkedin, isEmail } from './normalize.ts';
+import { titleDomain, titleLevel, type TitleDomain, type TitleLevel } from './title-rules.ts';
 
 /**
  * Validation and canonicalization of one submitted contact (SPEC §4.1), shared by API batches and

@@ -42,47 +42,6 @@ const EMAIL = /^[^\s@<>(),;:"[\]]+@[^\s@<>(),;:"[\]]+\.[^\s@<>(),;:"[\]]+$/;
 /** True for a plausible single e-mail address (the shape, not deliverability). */
 export const isEmail = (text: string): boolean => EMAIL.test(text);
 
-export const TITLE_LEVELS = ['c_suite', 'vp', 'director', 'manager', 'staff', 'intern'] as const;
-export const TITLE_DOMAINS = ['engineering', 'sales', 'marketing', 'finance', 'people', 'operations', 'product', 'legal', 'other'] as const;
-export type TitleLevel = (typeof TITLE_LEVELS)[number];
-export type TitleDomain = (typeof TITLE_DOMAINS)[number];
-
-// Ordered: the first rule that matches wins. Words are matched on whole-word boundaries.
-const LEVEL_RULES: [TitleLevel, RegExp][] = [
-  ['intern', /\b(intern|internship|trainee|apprentice|werkstudent)\b/],
-  ['c_suite', /\b(chief|ceo|cto|cfo|coo|cmo|cio|ciso|cpo|cro|chro|founder|co-founder|cofounder|president|owner|managing director|managing partner|general manager)\b/],
-  ['vp', /\b(vp|svp|evp|avp|vice president|vice-president)\b/],
-  ['director', /\b(director|head|principal)\b/],
-  ['manager', /\b(manager|lead|leader|supervisor|team lead|teamlead)\b/],
-];
-
-const DOMAIN_RULES: [TitleDomain, RegExp][] = [
-  ['legal', /\b(legal|counsel|attorney|lawyer|paralegal|compliance)\b/],
-  ['people', /\b(hr|chro|people|talent|recruit\w*|human resources|personnel)\b/],
-  ['finance', /\b(cfo|finance|financial|accounting|accountant|controller|treasur\w*|tax|audit\w*)\b/],
-  ['marketing', /\b(cmo|marketing|brand|growth|content|seo|communications|pr)\b/],
-  ['sales', /\b(cro|sales|account executive|account manager|business development|bdr|sdr|revenue|customer success)\b/],
-  ['product', /\b(cpo|product|ux|ui|designer|design)\b/],
-  ['engineering', /\b(cto|ciso|cio|engineer\w*|developer|software|devops|sre|architect|technology|technical|it|data|security|programmer|scientist|qa)\b/],
-  ['operations', /\b(coo|operations|ops|supply chain|logistics|procurement|facilities|office manager)\b/],
-];
-
-/** Seniority inferred from a job title; undefined without a title. */
-export function titleLevel(title: string | undefined): TitleLevel | undefined {
-  if (!title) return undefined;
-  const t = title.toLowerCase();
-  for (const [level, re] of LEVEL_RULES) if (re.test(t)) return level;
-  return 'staff';
-}
-
-/** Function inferred from a job title; undefined without a title. */
-export function titleDomain(title: string | undefined): TitleDomain | undefined {
-  if (!title) return undefined;
-  const t = title.toLowerCase();
-  for (const [domain, re] of DOMAIN_RULES) if (re.test(t)) return domain;
-  return 'other';
-}
-
 // Legal-form suffixes dropped from company names for matching ("Acme, Inc." = "ACME").
 const COMPANY_SUFFIXES = new Set([
   'inc', 'incorporated', 'llc', 'llp', 'lp', 'ltd', 'limited', 'corp', 'corporation', 'co', 'company', 'gmbh', 'ag', 'kg', 'ug',
