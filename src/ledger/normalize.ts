@@ -8,8 +8,9 @@ const SLUG = /^[\p{L}\p{N}_-]{1,100}$/u;
 
 /**
  * `https://www.linkedin.com/in/<slug>` for any spelling of a LinkedIn profile URL (scheme or not,
- * country or mobile subdomain, trailing slash, query, fragment, upper case, percent-encoding);
- * undefined when the text is not a profile URL. The slug is stored decoded and lower-cased.
+ * country or mobile subdomain, trailing slash, query, fragment, upper case, percent-encoding, a
+ * sub-page of the profile such as `/in/<slug>/details/experience`); undefined when the text is not
+ * a profile URL. The slug is stored decoded and lower-cased.
  */
 export function canonicalLinkedin(input: string): string | undefined {
   let text = input.trim();
@@ -23,7 +24,7 @@ export function canonicalLinkedin(input: string): string | undefined {
   if (url.username || url.password || (url.port && url.port !== '443' && url.port !== '80')) return undefined;
   if (!LINKEDIN_HOST.test(url.hostname.toLowerCase())) return undefined;
   const parts = url.pathname.split('/').filter(Boolean);
-  if (parts.length !== 2 || parts[0]!.toLowerCase() !== 'in') return undefined;
+  if (parts.length < 2 || parts[0]!.toLowerCase() !== 'in') return undefined;
   let slug: string;
   try {
     slug = decodeURIComponent(parts[1]!).toLowerCase();

@@ -1,0 +1,44 @@
+// Canonical forms of SPEC §4.1: LinkedIn profile URLs and e-mail shapes (company names and titles
+// have suites of their own: tracking.test.ts, title-rules.test.ts).
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { canonicalLinkedin, isEmail } from '../src/ledger/normalize.ts';
+
+const N = suite('canonical LinkedIn URLs and e-mails');
+
+N('every spelling of a profile URL gives https://www.linkedin.com/in/<slug>', () => {
+  const same = [
+    'https://www.linkedin.com/in/ann-lee',
+    'linkedin.com/in/ann-lee',
+    'www.linkedin.com/in/ann-lee/',
+    'HTTP://de.LinkedIn.com/in/Ann-Lee/?trk=public_profile',
+    'https://mobile.linkedin.com/in/ann-lee#experience',
+    'https://www.linkedin.com/in/ann-lee/details/experience/',
+    'https://www.linkedin.com/in/ann-lee/recent-activity/all/',
+    ' https://linkedin.com/in/ann%2Dlee ',
+  ];
+  for (const s of same) assert.is(canonicalLinkedin(s), 'https://www.linkedin.com/in/ann-lee', s);
+  assert.is(canonicalLinkedin('https://www.linkedin.com/in/j%C3%BCrgen-m%C3%BCller'), 'https://www.linkedin.com/in/jürgen-müller');
+});
+
+N('anything that is not a person\'s profile is refused', () => {
+  for (const s of [
+    'https://www.linkedin.com/company/acme',
+    'https://www.linkedin.com/in/',
+    'https://www.linkedin.com/feed/',
+    'https://example.com/in/ann-lee',
+    'https://linkedin.com.evil.test/in/ann-lee',
+    'https://user:pw@www.linkedin.com/in/ann-lee',
+    'https://www.linkedin.com:8443/in/ann-lee',
+    'https://www.linkedin.com/in/ann lee',
+    'https://www.linkedin.com/in/%E0%A4%A',
+    'not a url at all',
+  ]) assert.is(canonicalLinkedin(s), undefined, s);
+});
+
+N('e-mail shapes', () => {
+  for (const ok of ['ann@acme.test', 'first.last+tag@sub.example.co.uk']) assert.ok(isEmail(ok), ok);
+  for (const bad of ['ann', 'ann@', '@acme.test', 'ann@acme', 'a b@acme.test', 'ann@acme.test, bob@acme.test', '<ann@acme.test>']) assert.not.ok(isEmail(bad), bad);
+});
+
+N.run();
