@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { StartupError } from './db.ts';
 
 /**
- * One process per data folder: `<data>/contact-ledger.lock` holds the owner's pid. It lets the
+ * One process per data folder: `<data>/contact-ledger.lock` holds the owner's pid (and, on Linux,
+ * when that process started, so a pid reused after a crash does not keep the folder locked). It lets the
  * scheduler treat every lease found at start as left by a dead process (recovery sweep), and
  * stops a second server from writing into the same database.
  */
@@ -29,6 +30,29 @@ const alive = (pid: number) => {
   }
 };
 
+/**
+ * When a process started, in clock ticks since boot (Linux: field 22 of /proc/<pid>/stat), so a
+ * pid reused by another program after a crash is not mistaken for the lock's owner; undefined
+ * where /proc is not available.
+ */
+function startTicks(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the command name (field 2) may hold spaces and parentheses: count fields after its last ')'
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when the lock's owner still runs: the pid is alive and, where known, started when the lock says. */
+function ownerAlive(pid: number, started: string | undefined): boolean {
+  if (!alive(pid)) return false;
+  if (started === undefined) return true;
+  const now = startTicks(pid);
+  return now === undefined || now === started;
+}
+
 export interface DataLock {
   release(): void;
 }
@@ -36,10 +60,11 @@ export interface DataLock {
 export function lockDataDir(dataDir: string): DataLock {
   const file = join(dataDir, 'contact-ledger.lock');
   if (held.has(file)) throw new StartupError(`the data folder ${dataDir} is already open in this process`);
+  const ownStart = startTicks(process.pid);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(file, 'wx', 0o600);
-      writeSync(fd, `${process.pid}\n`);
+      writeSync(fd, `${process.pid}${ownStart ? ` ${ownStart}` : ''}\n`);
       closeSync(fd);
       held.add(file);
       return {
@@ -51,12 +76,15 @@ export function lockDataDir(dataDir: string): DataLock {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StartupError(`cannot create ${file}: ${(err as Error).message}`);
       let pid = NaN;
+      let started: string | undefined;
       try {
-        pid = Number.parseInt(readFileSync(file, 'utf8'), 10);
+        const [p, s] = readFileSync(file, 'utf8').trim().split(' ');
+        pid = Number.parseInt(p ?? '', 10);
+        started = s;
       } catch {
         /* vanished meanwhile */
       }
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid))
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && ownerAlive(pid, started))
         throw new DataDirLockedError(`another contact-ledger (pid ${pid}) is using the data folder ${dataDir}; stop it first`, pid);
       rmSync(file, { force: true }); // left by a process that is gone
     }
