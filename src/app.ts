@@ -7,6 +7,8 @@ import { IDENTITY_PREFIX, registerIdentityRoutes } from './identity/routes.ts';
 import { uploadTmpDir } from './ledger/index.ts';
 import { LEDGER_PREFIX, registerLedgerRoutes } from './ledger/routes.ts';
 import { registerHealthRoutes } from './ops/health.ts';
+import { httpMetrics } from './ops/metrics.ts';
+import { registerMetricsRoute } from './ops/metrics-route.ts';
 import { feedsDir } from './tracking/feed-service.ts';
 import { registerTrackingRoutes } from './tracking/routes.ts';
 import { join } from 'node:path';
@@ -43,11 +45,13 @@ export function buildApp(rt: Runtime): BuiltApp {
 
   const ops = new ApiRouter('', deps);
   registerHealthRoutes(ops, rt.readiness, rt.state);
+  registerMetricsRoute(ops, { metrics: rt.metrics, metricsToken: config.metricsToken, authenticate: deps.authenticate, access: identity.access });
 
   const routers = [identityApi, authAlias, ledgerApi, ops];
   const app = new Koa({ proxy: config.trustProxy });
   app.silent = true; // errors are logged once, by problems()
   app.use(requestContext(rt.log));
+  app.use(httpMetrics(rt.metrics));
   app.use(securityHeaders({ https: Boolean(config.tlsCert) }));
   app.use(cors(config.corsOrigins));
   app.use(problems(rt.log));

@@ -36,6 +36,8 @@ export interface Config {
   loginMaxFailuresPerAddress: number;
   loginWindowSeconds: number;
   webhookAllowHosts: string[];
+  /** Bearer token that may read /metrics (besides superusers); undefined: superusers only. */
+  metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -97,6 +99,11 @@ const cronExpr: Parse<string | undefined> = (raw, name) => {
   if (!cron.validate(raw)) throw new ConfigError(`${name} must be a cron expression such as "0 3 * * *", got "${raw}"`);
   return raw;
 };
+const secretToken: Parse<string | undefined> = (raw, name) => {
+  if (raw === '') return undefined;
+  if (raw.length < 16 || /\s/.test(raw)) throw new ConfigError(`${name} must be at least 16 characters without spaces (e.g. openssl rand -hex 24)`);
+  return raw;
+};
 const email: Parse<string | undefined> = (raw, name) => {
   if (raw === '') return undefined;
   if (!/^[^\s@]+@[^\s@]+$/.test(raw.trim())) throw new ConfigError(`${name} must be an e-mail address, got "${raw}"`);
@@ -129,6 +136,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'loginMaxFailuresPerAccount', env: 'LOGIN_MAX_FAILURES_PER_ACCOUNT', flag: 'login-max-failures-per-account', help: 'failed sign-ins per account per window before 429', parse: int(1, 100_000) },
   { key: 'loginMaxFailuresPerAddress', env: 'LOGIN_MAX_FAILURES_PER_ADDRESS', flag: 'login-max-failures-per-address', help: 'failed sign-ins per client address per window before 429', parse: int(1, 1_000_000) },
   { key: 'loginWindowSeconds', env: 'LOGIN_WINDOW_SECONDS', flag: 'login-window-seconds', help: 'throttling window', parse: int(1, 86_400) },
+  { key: 'metricsToken', env: 'METRICS_TOKEN', flag: 'metrics-token', secret: true, help: 'bearer token that may read /metrics (superusers always may)', parse: secretToken },
   { key: 'webhookAllowHosts', env: 'WEBHOOK_ALLOW_HOSTS', flag: 'webhook-allow-hosts', help: 'comma-separated host names webhooks may call (empty: any)', parse: list },
 ];
 
@@ -159,6 +167,7 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   loginMaxFailuresPerAddress: 50,
   loginWindowSeconds: 900,
   webhookAllowHosts: [],
+  metricsToken: undefined,
 };
 
 /** Flag names (without `--`) that configuration understands, for the CLI parser. */

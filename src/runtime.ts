@@ -7,7 +7,7 @@ import { loadSigningKeys } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './log.ts';
 import type { ReadinessChecks } from './ops/health.ts';
 import { paths } from './paths.ts';
-import { createQueue, type Queue } from './jobs/queue.ts';
+import { createQueue, registerQueueMetrics, type Queue } from './jobs/queue.ts';
 import { createScheduler, type Scheduler } from './jobs/scheduler.ts';
 import { createLedgerModule, uploadsDir, uploadTmpDir, type LedgerModule } from './ledger/index.ts';
 import { openDb, StartupError, type Db } from './storage/db.ts';
@@ -16,6 +16,9 @@ import { feedsDir } from './tracking/feed-service.ts';
 import { createTrackingModule, type TrackingModule } from './tracking/index.ts';
 import { readdirSync, rmSync } from 'node:fs';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './storage/migrate.ts';
+import { backupTo, removePartialBackups } from './storage/backup.ts';
+import { createMetrics, type Metrics } from './ops/metrics.ts';
+import { createScheduledBackups, fileStamp, type ScheduledBackups } from './ops/scheduled-backups.ts';
 
 export const DB_FILE = 'contact-ledger.db';
 
@@ -31,6 +34,8 @@ export interface Runtime {
   queue: Queue;
   scheduler: Scheduler;
   readiness: ReadinessChecks;
+  metrics: Metrics;
+  backups: ScheduledBackups;
   /** Set when this start created the first superuser. */
   bootstrap?: { email: string; generatedPassword?: string };
   /** Set by the HTTP server during shutdown so /readyz answers 503. */
@@ -48,13 +53,25 @@ export function prepareDataDir(dataDir: string): void {
   }
 }
 
+export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
+
+/** The database of a data folder, held by this process, migrated to this program's schema. */
+export interface Storage {
+  db: Db;
+  /** Schema version of the newest migration this program has. */
+  latest: number;
+  /** Migrations this open applied, and the backup taken before them. */
+  applied: string[];
+  preMigrationBackup?: string;
+  close(): void;
+}
+
 /**
- * Opens the database, backs it up and migrates it when the schema is behind, loads the signing
- * keys, wires the services and creates the first superuser on a fresh installation.
+ * Locks the data folder, opens (and checks) the database and, when its schema is behind, backs it
+ * up into `<data>/backups/pre-migrate-v<N>-<time>.db` and migrates it (SPEC §8). Throws
+ * StartupError (DataDirLockedError when another process uses the folder).
  */
-export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger } = {}): Promise<Runtime> {
-  const clock = opts.clock ?? systemClock;
-  const log = opts.log ?? createLogger(config.logLevel);
+export async function openStorage(config: Readonly<Config>, log: Logger, clock: Clock): Promise<Storage> {
   prepareDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   let db: Db;
@@ -68,31 +85,64 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     const migrations = loadMigrations(paths.migrations);
     const pending = pendingMigrations(db, migrations);
     const from = schemaVersion(db);
+    const latest = migrations.at(-1)!.version;
+    removePartialBackups(backupsDir(config.dataDir));
+    let preMigrationBackup: string | undefined;
     if (pending.length && from > 0) {
       // Forward-only upgrades: keep the way back (SPEC §8).
-      mkdirSync(join(config.dataDir, 'backups'), { recursive: true, mode: 0o700 });
-      const file = join(config.dataDir, 'backups', `pre-migrate-v${from}-${new Date(clock.now()).toISOString().replace(/[:.]/g, '')}.db`);
-      await db.raw.backup(file);
-      log.info({ file, from, to: migrations.at(-1)!.version }, 'backed up the database before migrating');
+      mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
+      preMigrationBackup = join(backupsDir(config.dataDir), `pre-migrate-v${from}-${fileStamp(clock.now())}.db`);
+      await backupTo(db.raw, preMigrationBackup);
+      log.info({ file: preMigrationBackup, from, to: latest }, 'backed up the database before migrating');
     }
     const applied = migrate(db, migrations, clock.now());
     if (applied.length) log.info({ applied }, 'migrations applied');
+    return {
+      db,
+      latest,
+      applied,
+      ...(preMigrationBackup ? { preMigrationBackup } : {}),
+      close() {
+        db.close();
+        lock.release();
+      },
+    };
+  } catch (err) {
+    db.close();
+    lock.release();
+    throw err;
+  }
+}
 
+/**
+ * Opens the storage and wires the services; creates the first superuser on a fresh installation
+ * (unless `bootstrap` is false).
+ */
+export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger; bootstrap?: boolean } = {}): Promise<Runtime> {
+  const clock = opts.clock ?? systemClock;
+  const log = opts.log ?? createLogger(config.logLevel);
+  const storage = await openStorage(config, log, clock);
+  const { db, latest } = storage;
+  try {
     const signingKeys = loadSigningKeys(config.dataDir, clock.now());
+    const metrics = createMetrics();
     const queue = createQueue(db, clock);
+    registerQueueMetrics(metrics, queue, clock);
     let scheduler: Scheduler | undefined;
     const kick = () => scheduler?.kick();
     let ledger: LedgerModule | undefined;
     const identity = createIdentity({ db, clock, config, signingKeys, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
     const purgers: ((ledgerId: string, n: number) => number)[] = [];
-    ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers });
-    const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick });
+    ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers, metrics });
+    const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick, metrics });
+    // Webhooks (being built on another branch) register contact_ledger_webhook_* metrics here: see registerWebhookMetrics.
     purgers.push(tracking.purgeChanges);
     scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners } });
     tracking.schedule(scheduler);
+    const backups = createScheduledBackups({ db, log, clock, metrics, dir: backupsDir(config.dataDir), keep: config.backupKeep });
+    if (config.backupCron) scheduler.every(config.backupCron, 'backup', () => backups.run());
     removeStrayUploads(config.dataDir, ledger.repos.imports.listReferencedFiles());
     removeStrayFiles(feedsDir(config.dataDir), tracking.repos.feeds.listReferencedFiles());
-    const latest = migrations.at(-1)!.version;
     const state = { shuttingDown: false };
     const rt: Runtime = {
       config,
@@ -104,6 +154,8 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       tracking,
       queue,
       scheduler,
+      metrics,
+      backups,
       state,
       readiness: {
         database: () => db.ping(),
@@ -113,16 +165,14 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       async close() {
         await scheduler.stop();
         await identity.hasher.close();
-        db.close();
-        lock.release();
+        storage.close();
       },
     };
-    const boot = await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
+    const boot = opts.bootstrap === false ? undefined : await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
     return rt;
   } catch (err) {
-    db.close();
-    lock.release();
+    storage.close();
     throw err;
   }
 }

@@ -6,6 +6,7 @@ import { newId } from '../ids.ts';
 import type { Lease } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
+import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { validateContact, type ContactDraft } from './contact-input.ts';
 import type { ContactsRepo } from './contacts-repo.ts';
@@ -82,6 +83,7 @@ interface RunnerDeps {
   ledgers: LedgersRepo;
   /** Called after an import finished (completed or failed), outside its transaction. */
   onFinished?: (imp: ImportJob) => void;
+  metrics: MetricsRegistry;
 }
 
 class LedgerGone extends Error {}
@@ -93,8 +95,10 @@ class LedgerGone extends Error {}
  * so every row is imported exactly once and the counts add up.
  */
 export function createImportRunner(d: RunnerDeps): Runner {
+  const rowsCounter = d.metrics.counter({ name: 'contact_ledger_import_rows_total', help: 'Import rows processed, by outcome (imported, duplicate, invalid).', labelNames: ['outcome'] });
+
   function storeChunk(lease: Lease, imp: ImportJob, rows: Row[], cursor: { bytes: number; lines: number }): void {
-    d.db.tx(() => {
+    const counts = d.db.tx(() => {
       lease.renew();
       if (!d.ledgers.isLive(imp.ledgerId)) throw new LedgerGone();
       const now = d.clock.now();
@@ -149,7 +153,12 @@ export function createImportRunner(d: RunnerDeps): Runner {
         lines: cursor.lines,
       });
       imp.cursorRows += rows.length;
+      return { imported, duplicates, invalid };
     });
+    // Counted once committed: a chunk that rolled back is processed again and counted then.
+    rowsCounter.inc({ outcome: 'imported' }, counts.imported);
+    rowsCounter.inc({ outcome: 'duplicate' }, counts.duplicates);
+    rowsCounter.inc({ outcome: 'invalid' }, counts.invalid);
   }
 
   /** storeChunk, timed for the sizer. */

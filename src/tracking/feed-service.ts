@@ -7,6 +7,7 @@ import { newId } from '../ids.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
+import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { FeedReadError, readFeed, type FeedFormat, type FeedItem } from './feed-reader.ts';
 import { validateFeedRecord } from './feed-input.ts';
@@ -46,8 +47,10 @@ export function isGzip(path: string): boolean {
 export type FeedService = ReturnType<typeof createFeedService>;
 
 /** Feed jobs: created from an upload, the CLI or the inbox; run by the scheduler (SPEC §5). */
-export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue: Queue; feeds: FeedsRepo; tracker: Tracker; dataDir: string; kick: () => void }) {
+export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue: Queue; feeds: FeedsRepo; tracker: Tracker; dataDir: string; kick: () => void; metrics: MetricsRegistry }) {
   const inbox = inboxDir(d.dataDir);
+  const records = d.metrics.counter({ name: 'contact_ledger_feed_records_total', help: 'Person-feed records processed, by outcome (applied, stale, invalid).', labelNames: ['outcome'] });
+  const changes = d.metrics.counter({ name: 'contact_ledger_changes_total', help: 'Contact changes detected from the feed, by type (job, info).', labelNames: ['type'] });
 
   /** Registers a feed whose file is already in place; the job owns the file from now on. */
   function createFeed(source: FeedSource, filePath: string, fileName: string | null, format: FeedFormat, createdBy: string | null, id = newId('feed')): FeedJob {
@@ -101,8 +104,8 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
         d.feeds.markStarted(feed.id, d.clock.now());
       });
       let recordNo = feed.cursorRecords;
-      const apply = (items: FeedItem[]) =>
-        d.db.tx(() => {
+      const apply = (items: FeedItem[]) => {
+        const p = d.db.tx(() => {
           lease.renew();
           const counts = zeroCounts();
           const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
@@ -123,7 +126,15 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
           }
           Object.assign(p, { stale: counts.stale, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
           d.feeds.addProgress(feed.id, p);
+          return p;
         });
+        // Counted once committed.
+        records.inc({ outcome: 'invalid' }, p.invalid);
+        records.inc({ outcome: 'stale' }, p.stale);
+        records.inc({ outcome: 'applied' }, p.received - p.invalid - p.stale);
+        changes.inc({ type: 'job' }, p.jobChanges);
+        changes.inc({ type: 'info' }, p.infoChanges);
+      };
       const items = readFeed(feed.filePath!, feed.format, feed.gzip, feed.cursorRecords);
       let chunk: FeedItem[] = [];
       try {
