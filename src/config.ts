@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import cron from 'node-cron';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
@@ -212,6 +212,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     c.baseUrl = `${c.tlsCert ? 'https' : 'http'}://${host}:${c.port}`;
   }
   if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError('TLS_CERT and TLS_KEY must be set together');
+  for (const [name, file] of [['TLS_CERT', c.tlsCert], ['TLS_KEY', c.tlsKey]] as const) {
+    if (!file) continue;
+    try {
+      accessSync(file, constants.R_OK);
+    } catch (err) {
+      throw new ConfigError(`${name}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
   if (c.refreshMaxSeconds < c.refreshIdleSeconds) throw new ConfigError('REFRESH_MAX_AGE_SECONDS must be at least REFRESH_TTL_SECONDS');
   if (c.adminPassword !== undefined && c.adminEmail === undefined) {
     throw new ConfigError('CONTACT_LEDGER_ADMIN_PASSWORD needs CONTACT_LEDGER_ADMIN_EMAIL');

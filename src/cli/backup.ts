@@ -1,9 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import Database from 'better-sqlite3';
 import { loadConfig } from '../config.ts';
 import { DB_FILE } from '../runtime.ts';
-import { backupTo } from '../storage/backup.ts';
+import { backupTo, openBackupSource } from '../storage/backup.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 
 /**
@@ -30,14 +29,11 @@ export const backupCommand: Command = {
       io.err(`contact-ledger backup: there is no database in ${config.dataDir} (set CONTACT_LEDGER_DATA or --data)`);
       return EXIT_FAILURE;
     }
-    let source: Database.Database;
+    let source;
     try {
-      source = new Database(file, { fileMustExist: true });
-      source.pragma('busy_timeout = 5000');
-      const tables = source.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('schema_migrations', 'users')").pluck().get();
-      if (tables !== 2) throw new Error('it is not a contact-ledger database');
+      source = openBackupSource(file);
     } catch (err) {
-      io.err(`contact-ledger backup: cannot read ${file}: ${(err as Error).message}`);
+      io.err(`contact-ledger backup: ${(err as Error).message}`);
       return EXIT_FAILURE;
     }
     const started = Date.now();

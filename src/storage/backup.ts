@@ -69,6 +69,25 @@ function fsyncFile(path: string): void {
   }
 }
 
+/**
+ * Opens the live database of a data folder as the source of an online backup, whether or not a
+ * server holds it: a connection of its own that only reads. Throws BackupError when the file is
+ * not a contact-ledger database.
+ */
+export function openBackupSource(file: string): Database.Database {
+  let raw: Database.Database | undefined;
+  try {
+    raw = new Database(file, { fileMustExist: true });
+    raw.pragma('busy_timeout = 5000');
+    const tables = raw.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('schema_migrations', 'users')").pluck().get();
+    if (tables !== 2) throw new Error('it is not a contact-ledger database');
+    return raw;
+  } catch (err) {
+    raw?.close();
+    throw new BackupError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+}
+
 /** The tables every contact-ledger database has, whatever its schema version. */
 const REQUIRED_TABLES = ['schema_migrations', 'users', 'orgs'];
 
