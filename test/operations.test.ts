@@ -82,6 +82,20 @@ M('queue depth and the oldest job\'s age come from the jobs table', async ({ t }
   assert.ok((metric(text, 'contact_ledger_job_oldest_age_seconds', { kind: 'no-such-kind', status: 'pending' }) ?? 0) >= 5);
 });
 
+M('/readyz answers 503 once shutdown began (the first step of D6), /healthz still 200', async ({ t }) => {
+  assert.is((await t.call('GET', '/readyz')).status, 200);
+  t.rt.state.shuttingDown = true;
+  try {
+    const r = await t.call('GET', '/readyz');
+    assert.is(r.status, 503);
+    assert.is(r.body.code, 'not_ready');
+    assert.is(r.body.checks.acceptingRequests, false);
+    assert.is((await t.call('GET', '/healthz')).status, 200);
+  } finally {
+    t.rt.state.shuttingDown = false;
+  }
+});
+
 M.run();
 
 const B = suite('backups');
