@@ -4,7 +4,7 @@
 // damage to existing data.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -30,6 +30,18 @@ async function cli(args: string[], env: Record<string, string> = {}) {
 /** The command as a child process, as operators run it. */
 function run(args: string[], env: Record<string, string> = {}, input?: string) {
   return spawnSync(process.execPath, [MAIN, ...args], { env: { ...baseEnv, ...env }, encoding: 'utf8', timeout: 60_000, ...(input !== undefined ? { input } : {}) });
+}
+
+/** The same without blocking this process, for while a server child is talked to (keep-alive sockets stay serviced). */
+function runAsync(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const c = spawn(process.execPath, [MAIN, ...args], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    c.stdout!.on('data', (d: Buffer) => (stdout += d));
+    c.stderr!.on('data', (d: Buffer) => (stderr += d));
+    c.on('exit', (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
@@ -157,7 +169,7 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
   const before = job.imported;
 
   const file = join(tempDir(), 'online.db');
-  const b = run(['backup', file], env);
+  const b = await runAsync(['backup', file], env);
   assert.is(b.status, 0, b.stderr);
   assert.match(b.stdout, /backed up .* to .*online\.db \(\d+\.\d MiB, integrity ok\)/);
   const after = (await call('GET', `${base}/imports/${importId}`)).body;
