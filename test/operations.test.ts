@@ -2,7 +2,7 @@
 // retention, and the automatic backup before migrations.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock, systemClock } from '../src/clock.ts';
@@ -122,6 +122,7 @@ B('BACKUP_CRON writes online backups into <data>/backups and BACKUP_KEEP keeps t
       copyFileSync(join(dir, f), alone);
       const db = new Database(alone, { readonly: true });
       assert.is(db.pragma('journal_mode', { simple: true }), 'delete');
+      assert.is(statSync(join(dir, f)).mode & 0o777, 0o600, 'readable by the owner only');
       assert.is(db.prepare('PRAGMA integrity_check').pluck().get(), 'ok');
       assert.is(db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId), 1);
       db.close();

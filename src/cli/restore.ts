@@ -1,4 +1,4 @@
-import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { paths } from '../paths.ts';
@@ -56,6 +56,7 @@ export const restoreCommand: Command = {
       const incoming = join(config.dataDir, `.${DB_FILE}.restoring`);
       rmSync(incoming, { force: true });
       copyFileSync(source, incoming);
+      chmodSync(incoming, 0o600);
       fsync(incoming);
       if (statSync(incoming).size !== statSync(source).size) throw new Error(`copying ${source} into ${config.dataDir} was incomplete`);
       let kept: string | undefined;

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -48,6 +48,8 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
     } finally {
       copy.close();
     }
+    // A backup holds password hashes and every contact: readable by its owner only.
+    chmodSync(partial, 0o600);
     fsyncFile(partial);
     renameSync(partial, dest);
     fsyncFile(dirname(dest));
