@@ -18,7 +18,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './storage/migrate.ts';
 import { backupTo, removePartialBackups } from './storage/backup.ts';
 import { createMetrics, type Metrics } from './ops/metrics.ts';
-import { createScheduledBackups, fileStamp, type ScheduledBackups } from './ops/scheduled-backups.ts';
+import { createScheduledBackups, fileStamp } from './ops/scheduled-backups.ts';
 
 export const DB_FILE = 'contact-ledger.db';
 
@@ -35,7 +35,6 @@ export interface Runtime {
   scheduler: Scheduler;
   readiness: ReadinessChecks;
   metrics: Metrics;
-  backups: ScheduledBackups;
   /** Set when this start created the first superuser. */
   bootstrap?: { email: string; generatedPassword?: string };
   /** Set by the HTTP server during shutdown so /readyz answers 503. */
@@ -155,7 +154,6 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       queue,
       scheduler,
       metrics,
-      backups,
       state,
       readiness: {
         database: () => db.ping(),
