@@ -78,6 +78,17 @@ async function stop(s: Running): Promise<void> {
   running.delete(s);
 }
 
+/** A fresh data folder served by a child, with an organization and a ledger in it. */
+async function serverWithLedger() {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: EMAIL, CONTACT_LEDGER_ADMIN_PASSWORD: PASSWORD };
+  const s = await start(env);
+  const call = await client(s);
+  const orgId = (await call('POST', `${ID}/orgs`, { body: { name: 'Ops' } })).body.id as string;
+  const ledgerId = (await call('POST', `${LEDGER}/orgs/${orgId}/ledgers`, { body: { name: 'ops' } })).body.id as string;
+  return { data, env, s, call, orgId, ledgerId, base: `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}` };
+}
+
 C('--help works for every command; missing arguments, extra arguments and unknown flags are usage errors (2)', async () => {
   for (const c of COMMANDS) {
     const r = await cli([c, '--help']);
@@ -154,13 +165,7 @@ C('init creates the superuser and an organization; user add and passwd; migrate 
 });
 
 C('backup while an import writes is consistent and complete (D5); restore refuses while serving, then restores into a fresh folder and the old one', async () => {
-  const data = tempDir();
-  const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: EMAIL, CONTACT_LEDGER_ADMIN_PASSWORD: PASSWORD };
-  const s = await start(env);
-  const call = await client(s);
-  const orgId = (await call('POST', `${ID}/orgs`, { body: { name: 'Backup' } })).body.id;
-  const ledgerId = (await call('POST', `${LEDGER}/orgs/${orgId}/ledgers`, { body: { name: 'big' } })).body.id;
-  const base = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}`;
+  const { data, env, s, call, orgId, ledgerId, base } = await serverWithLedger();
   const ROWS = 60_000;
   const importId = (await call('POST', `${base}/imports`, { raw: csvForm(csv(ROWS)) })).body.id;
   let job = (await call('GET', `${base}/imports/${importId}`)).body;
@@ -350,13 +355,7 @@ C('import from the command line: the same job as the API, plain progress lines o
 });
 
 C('SIGTERM with a download in flight: new connections refused, the download completes, exit 0 (D6)', async () => {
-  const data = tempDir();
-  const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: EMAIL, CONTACT_LEDGER_ADMIN_PASSWORD: PASSWORD };
-  const s = await start(env);
-  const call = await client(s);
-  const orgId = (await call('POST', `${ID}/orgs`, { body: { name: 'Drain' } })).body.id;
-  const ledgerId = (await call('POST', `${LEDGER}/orgs/${orgId}/ledgers`, { body: { name: 'drain' } })).body.id;
-  const base = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}`;
+  const { data, env, s, call, orgId, ledgerId, base } = await serverWithLedger();
   const importId = (await call('POST', `${base}/imports`, { raw: csvForm(csv(30_000)) })).body.id;
   let job = (await call('GET', `${base}/imports/${importId}`)).body;
   while (job.status !== 'completed' && job.status !== 'failed') job = (await call('GET', `${base}/imports/${importId}`)).body;

@@ -1,22 +1,13 @@
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { paths } from '../paths.ts';
 import { backupsDir, DB_FILE, prepareDataDir } from '../runtime.ts';
 import { fileStamp } from '../ops/scheduled-backups.ts';
-import { BackupError, checkDatabaseFile } from '../storage/backup.ts';
+import { BackupError, checkDatabaseFile, fsyncFile } from '../storage/backup.ts';
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
 import { loadMigrations } from '../storage/migrate.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
-
-function fsync(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /**
  * `contact-ledger restore <file>`: replaces the database of the data folder with a backup. It
@@ -57,7 +48,7 @@ export const restoreCommand: Command = {
       rmSync(incoming, { force: true });
       copyFileSync(source, incoming);
       chmodSync(incoming, 0o600);
-      fsync(incoming);
+      fsyncFile(incoming);
       if (statSync(incoming).size !== statSync(source).size) throw new Error(`copying ${source} into ${config.dataDir} was incomplete`);
       let kept: string | undefined;
       if (existsSync(target)) {
@@ -70,7 +61,7 @@ export const restoreCommand: Command = {
         rmSync(`${target}-shm`, { force: true });
       }
       renameSync(incoming, target);
-      fsync(config.dataDir);
+      fsyncFile(config.dataDir);
       io.out(`restored ${source} (schema version ${version}) into ${config.dataDir}`);
       if (kept) io.out(`the database it replaced is kept as ${kept}`);
       if (version < latest) io.out(`its schema is older than this version's (${latest}): the next start migrates it, after a backup`);

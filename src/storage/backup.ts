@@ -62,7 +62,8 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
   }
 }
 
-function fsyncFile(path: string): void {
+/** Flushes a file (or a folder, after a rename in it) to disk. */
+export function fsyncFile(path: string): void {
   const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);
