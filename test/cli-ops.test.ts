@@ -240,7 +240,7 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
   const s3 = await start(env);
   const call3 = await client(s3);
   // (The import job of this copy points at the same upload, which the fresh instance finished and
-  // removed: here it retries and then fails with a message; its rows before the backup stay.)
+  // removed: here it fails at once with a message; its rows before the backup stay.)
   assert.ok((await call3('GET', `${base}/contacts?view=count`)).body.count >= contacts);
   await stop(s3);
 });

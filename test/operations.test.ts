@@ -2,7 +2,7 @@
 // retention, and the automatic backup before migrations.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { copyFileSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock, systemClock } from '../src/clock.ts';
@@ -11,7 +11,7 @@ import { paths } from '../src/paths.ts';
 import { DB_FILE, openRuntime } from '../src/runtime.ts';
 import { openDb } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
-import { addContacts, createLedger, ID, signIn, signInRoot, startApp, tempDir, testConfig, type TestApp } from './helpers.ts';
+import { addContacts, createLedger, csvForm, ID, ledgerPath, signIn, waitForImport, signInRoot, startApp, tempDir, testConfig, type TestApp } from './helpers.ts';
 
 const quiet = { log: createLogger('silent') };
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
@@ -156,6 +156,24 @@ B('a database behind this version is backed up before it is migrated; nothing el
   // Up to date: a second start takes no backup.
   await (await openRuntime(testConfig(dir), quiet)).close();
   assert.is(readdirSync(join(dir, 'backups')).length, 1);
+});
+
+B('an import job whose upload is gone (a database restored without uploads/) fails with a message instead of retrying', async () => {
+  const t = await startApp({ noScheduler: true });
+  try {
+    const root = (await signInRoot(t)).accessToken;
+    const orgId = (await t.call('POST', `${ID}/orgs`, { token: root, body: { name: 'R' } })).body.id;
+    const ledgerId = await createLedger(t, root, orgId);
+    const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token: root, raw: csvForm('name,company\nAnn,Acme\n') });
+    assert.is(up.status, 202, up.text);
+    rmSync(join(t.dataDir, 'uploads', `${up.body.id}.csv`));
+    t.rt.scheduler.start();
+    const job = await waitForImport(t, root, orgId, ledgerId, up.body.id);
+    assert.is(job.status, 'failed');
+    assert.match(job.message, /the uploaded file is no longer there/);
+  } finally {
+    await t.close();
+  }
 });
 
 B.run();

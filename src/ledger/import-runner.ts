@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import type { Clock } from '../clock.ts';
 import { readUpload } from '../csv/csv-worker-client.ts';
@@ -257,6 +258,12 @@ export function createImportRunner(d: RunnerDeps): Runner {
         d.imports.markStarted(imp.id, d.clock.now());
       });
       const stopping = () => ctl.stopping;
+      if (imp.source === 'csv' && !existsSync(imp.filePath!)) {
+        // e.g. a database restored without its uploads/ folder: retrying cannot bring the file back.
+        const done = imp.cursorRows > 0 ? `; the ${imp.cursorRows} rows before were imported` : '';
+        finish(lease, imp, `the uploaded file is no longer there (${imp.filePath})${done}`, true);
+        return 'done';
+      }
       try {
         const outcome = imp.source === 'api' ? await runApi(lease, imp, stopping) : await runCsv(lease, imp, stopping);
         if (outcome === 'stopped') return 'stopped';

@@ -99,6 +99,11 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
         d.db.tx(() => lease.complete());
         return 'done';
       }
+      if (!existsSync(feed.filePath!)) {
+        // e.g. a database restored without its feeds/ folder: retrying cannot bring the file back.
+        finish(lease, feed, `the feed file is no longer there (${feed.filePath})${feed.cursorRecords ? `; records 1–${feed.cursorRecords} were applied` : ''}`);
+        return 'done';
+      }
       d.db.tx(() => {
         lease.renew();
         d.feeds.markStarted(feed.id, d.clock.now());
