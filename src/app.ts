@@ -8,6 +8,8 @@ import { IDENTITY_PREFIX, registerIdentityRoutes } from './identity/routes.ts';
 import { uploadTmpDir } from './ledger/index.ts';
 import { LEDGER_PREFIX, registerLedgerRoutes } from './ledger/routes.ts';
 import { registerHealthRoutes } from './ops/health.ts';
+import { httpMetrics } from './ops/metrics.ts';
+import { registerMetricsRoute } from './ops/metrics-route.ts';
 import { feedsDir } from './tracking/feed-service.ts';
 import { registerTrackingRoutes } from './tracking/routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
@@ -47,6 +49,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
 
   const ops = new ApiRouter('', deps);
   registerHealthRoutes(ops, rt.readiness, rt.state);
+  registerMetricsRoute(ops, { metrics: rt.metrics, metricsToken: config.metricsToken, authenticate: deps.authenticate, access: identity.access });
 
   const routers = [identityApi, authAlias, ledgerApi, ops];
   const app = new Koa({ proxy: config.trustProxy });
@@ -54,6 +57,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   // …except those after the answer began (a streamed download that failed half-way): Koa emits them here.
   app.on('error', (err: unknown, ctx?: Koa.Context) => rt.log.error({ err, requestId: ctx?.state.requestId }, 'response failed after it started'));
   app.use(requestContext(rt.log));
+  app.use(httpMetrics(rt.metrics));
   app.use(securityHeaders({ https: Boolean(config.tlsCert) }));
   app.use(cors(config.corsOrigins));
   app.use(problems(rt.log));

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import cron from 'node-cron';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
@@ -37,6 +37,8 @@ export interface Config {
   loginWindowSeconds: number;
   webhookAllowHosts: string[];
   webhookTimeoutMs: number;
+  /** Bearer token that may read /metrics (besides superusers); undefined: superusers only. */
+  metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -98,6 +100,11 @@ const cronExpr: Parse<string | undefined> = (raw, name) => {
   if (!cron.validate(raw)) throw new ConfigError(`${name} must be a cron expression such as "0 3 * * *", got "${raw}"`);
   return raw;
 };
+const secretToken: Parse<string | undefined> = (raw, name) => {
+  if (raw === '') return undefined;
+  if (raw.length < 16 || /\s/.test(raw)) throw new ConfigError(`${name} must be at least 16 characters without spaces (e.g. openssl rand -hex 24)`);
+  return raw;
+};
 const email: Parse<string | undefined> = (raw, name) => {
   if (raw === '') return undefined;
   if (!/^[^\s@]+@[^\s@]+$/.test(raw.trim())) throw new ConfigError(`${name} must be an e-mail address, got "${raw}"`);
@@ -130,6 +137,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'loginMaxFailuresPerAccount', env: 'LOGIN_MAX_FAILURES_PER_ACCOUNT', flag: 'login-max-failures-per-account', help: 'failed sign-ins per account per window before 429', parse: int(1, 100_000) },
   { key: 'loginMaxFailuresPerAddress', env: 'LOGIN_MAX_FAILURES_PER_ADDRESS', flag: 'login-max-failures-per-address', help: 'failed sign-ins per client address per window before 429', parse: int(1, 1_000_000) },
   { key: 'loginWindowSeconds', env: 'LOGIN_WINDOW_SECONDS', flag: 'login-window-seconds', help: 'throttling window', parse: int(1, 86_400) },
+  { key: 'metricsToken', env: 'METRICS_TOKEN', flag: 'metrics-token', secret: true, help: 'bearer token that may read /metrics (superusers always may)', parse: secretToken },
   { key: 'webhookAllowHosts', env: 'WEBHOOK_ALLOW_HOSTS', flag: 'webhook-allow-hosts', help: 'comma-separated host names webhooks may call (empty: any)', parse: list },
   { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms', help: 'deadline of one webhook delivery attempt (ms)', parse: int(100, 300_000) },
 ];
@@ -162,6 +170,7 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   loginWindowSeconds: 900,
   webhookAllowHosts: [],
   webhookTimeoutMs: 10_000,
+  metricsToken: undefined,
 };
 
 /** Flag names (without `--`) that configuration understands, for the CLI parser. */
@@ -206,6 +215,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     c.baseUrl = `${c.tlsCert ? 'https' : 'http'}://${host}:${c.port}`;
   }
   if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError('TLS_CERT and TLS_KEY must be set together');
+  for (const [name, file] of [['TLS_CERT', c.tlsCert], ['TLS_KEY', c.tlsKey]] as const) {
+    if (!file) continue;
+    try {
+      accessSync(file, constants.R_OK);
+    } catch (err) {
+      throw new ConfigError(`${name}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
   if (c.refreshMaxSeconds < c.refreshIdleSeconds) throw new ConfigError('REFRESH_MAX_AGE_SECONDS must be at least REFRESH_TTL_SECONDS');
   if (c.adminPassword !== undefined && c.adminEmail === undefined) {
     throw new ConfigError('CONTACT_LEDGER_ADMIN_PASSWORD needs CONTACT_LEDGER_ADMIN_EMAIL');

@@ -11,6 +11,7 @@ process.on('unhandledRejection', (reason) => {
 void runCli(process.argv.slice(2), {
   out: (line) => process.stdout.write(`${line}\n`),
   err: (line) => process.stderr.write(`${line}\n`),
+  write: (text) => process.stderr.write(text),
   env: process.env,
   isTTY: Boolean(process.stderr.isTTY),
 }).then((code) => {

@@ -2,15 +2,21 @@ import { join, resolve } from 'node:path';
 
 /**
  * Where the files that ship with the program live. In development that is the repository; the
- * executable's build replaces this module with one that points into its snapshot.
+ * executable's build (scripts/build.ts) replaces this module with one that points into its
+ * snapshot, and bundles every entry of WORKERS as a worker script of its own.
  */
 const root = resolve(import.meta.dirname, '..');
+
+/** Worker-thread entry points, by the name `paths` gives them: their sources in the repository. */
+export const WORKERS = {
+  bcryptWorker: 'src/identity/bcrypt-worker.ts',
+  csvWorker: 'src/csv/csv-worker.ts',
+  checkpointWorker: 'src/storage/checkpoint-worker.ts',
+} as const;
 
 export const paths = {
   root,
   migrations: join(root, 'sql', 'migrations'),
   web: join(root, 'web', 'dist'),
-  bcryptWorker: join(root, 'src', 'identity', 'bcrypt-worker.ts'),
-  csvWorker: join(root, 'src', 'csv', 'csv-worker.ts'),
-  checkpointWorker: join(root, 'src', 'storage', 'checkpoint-worker.ts'),
+  ...(Object.fromEntries(Object.entries(WORKERS).map(([name, source]) => [name, join(root, source)])) as Record<keyof typeof WORKERS, string>),
 };

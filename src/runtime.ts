@@ -7,10 +7,10 @@ import { loadSigningKeys } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './log.ts';
 import type { ReadinessChecks } from './ops/health.ts';
 import { paths } from './paths.ts';
-import { createQueue, type Queue } from './jobs/queue.ts';
+import { createQueue, registerQueueMetrics, type Queue } from './jobs/queue.ts';
 import { createScheduler, type Scheduler } from './jobs/scheduler.ts';
 import { createLedgerModule, uploadsDir, uploadTmpDir, type LedgerModule } from './ledger/index.ts';
-import { startCheckpointer, type Checkpointer } from './storage/checkpointer.ts';
+import { startCheckpointer } from './storage/checkpointer.ts';
 import { openDb, StartupError, type Db } from './storage/db.ts';
 import { lockDataDir } from './storage/lock.ts';
 import { feedsDir } from './tracking/feed-service.ts';
@@ -18,6 +18,9 @@ import { createTrackingModule, type TrackingModule } from './tracking/index.ts';
 import { readdirSync, rmSync } from 'node:fs';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './storage/migrate.ts';
 import { createWebhooksModule, type WebhooksModule } from './webhooks/index.ts';
+import { backupTo, removePartialBackups } from './storage/backup.ts';
+import { createMetrics, type Metrics } from './ops/metrics.ts';
+import { createScheduledBackups, fileStamp } from './ops/scheduled-backups.ts';
 
 export const DB_FILE = 'contact-ledger.db';
 
@@ -34,6 +37,7 @@ export interface Runtime {
   queue: Queue;
   scheduler: Scheduler;
   readiness: ReadinessChecks;
+  metrics: Metrics;
   /** Set when this start created the first superuser. */
   bootstrap?: { email: string; generatedPassword?: string };
   /** Set by the HTTP server during shutdown so /readyz answers 503. */
@@ -51,13 +55,25 @@ export function prepareDataDir(dataDir: string): void {
   }
 }
 
+export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
+
+/** The database of a data folder, held by this process, migrated to this program's schema. */
+export interface Storage {
+  db: Db;
+  /** Schema version of the newest migration this program has. */
+  latest: number;
+  /** Migrations this open applied, and the backup taken before them. */
+  applied: string[];
+  preMigrationBackup?: string;
+  close(): void;
+}
+
 /**
- * Opens the database, backs it up and migrates it when the schema is behind, loads the signing
- * keys, wires the services and creates the first superuser on a fresh installation.
+ * Locks the data folder, opens (and checks) the database and, when its schema is behind, backs it
+ * up into `<data>/backups/pre-migrate-v<N>-<time>.db` and migrates it (SPEC §8). Throws
+ * StartupError (DataDirLockedError when another process uses the folder).
  */
-export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger } = {}): Promise<Runtime> {
-  const clock = opts.clock ?? systemClock;
-  const log = opts.log ?? createLogger(config.logLevel);
+export async function openStorage(config: Readonly<Config>, log: Logger, clock: Clock): Promise<Storage> {
   prepareDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   let db: Db;
@@ -67,31 +83,61 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     lock.release();
     throw err;
   }
-  let checkpointer: Checkpointer | undefined;
   try {
     const migrations = loadMigrations(paths.migrations);
     const pending = pendingMigrations(db, migrations);
     const from = schemaVersion(db);
+    const latest = migrations.at(-1)!.version;
+    removePartialBackups(backupsDir(config.dataDir));
+    let preMigrationBackup: string | undefined;
     if (pending.length && from > 0) {
       // Forward-only upgrades: keep the way back (SPEC §8).
-      mkdirSync(join(config.dataDir, 'backups'), { recursive: true, mode: 0o700 });
-      const file = join(config.dataDir, 'backups', `pre-migrate-v${from}-${new Date(clock.now()).toISOString().replace(/[:.]/g, '')}.db`);
-      await db.raw.backup(file);
-      log.info({ file, from, to: migrations.at(-1)!.version }, 'backed up the database before migrating');
+      mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
+      preMigrationBackup = join(backupsDir(config.dataDir), `pre-migrate-v${from}-${fileStamp(clock.now())}.db`);
+      await backupTo(db.raw, preMigrationBackup);
+      log.info({ file: preMigrationBackup, from, to: latest }, 'backed up the database before migrating');
     }
     const applied = migrate(db, migrations, clock.now());
     if (applied.length) log.info({ applied }, 'migrations applied');
+    return {
+      db,
+      latest,
+      applied,
+      ...(preMigrationBackup ? { preMigrationBackup } : {}),
+      close() {
+        db.close();
+        lock.release();
+      },
+    };
+  } catch (err) {
+    db.close();
+    lock.release();
+    throw err;
+  }
+}
 
-    checkpointer = startCheckpointer(db, { onFailure: (err) => log.error({ err }, 'WAL checkpoints fall back to the writer connection') });
+/**
+ * Opens the storage and wires the services; creates the first superuser on a fresh installation
+ * (unless `bootstrap` is false).
+ */
+export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger; bootstrap?: boolean } = {}): Promise<Runtime> {
+  const clock = opts.clock ?? systemClock;
+  const log = opts.log ?? createLogger(config.logLevel);
+  const storage = await openStorage(config, log, clock);
+  const { db, latest } = storage;
+  const checkpointer = startCheckpointer(db, { onFailure: (err) => log.error({ err }, 'WAL checkpoints fall back to the writer connection') });
+  try {
     const signingKeys = loadSigningKeys(config.dataDir, clock.now());
+    const metrics = createMetrics();
     const queue = createQueue(db, clock);
+    registerQueueMetrics(metrics, queue, clock);
     let scheduler: Scheduler | undefined;
     const kick = () => scheduler?.kick();
     let ledger: LedgerModule | undefined;
     const identity = createIdentity({ db, clock, config, signingKeys, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
     const purgers: ((ledgerId: string, n: number) => number)[] = [];
-    ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers });
-    const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick });
+    ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers, metrics });
+    const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick, metrics });
     purgers.push(tracking.purgeChanges);
     const webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers });
     tracking.onChange((change, contact) => webhooks.outbox.changed(change, contact));
@@ -104,9 +150,10 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       const removed = identity.prune();
       if (removed) log.info({ removed }, 'expired sessions and sign-in counters removed');
     });
+    const backups = createScheduledBackups({ db, log, clock, metrics, dir: backupsDir(config.dataDir), keep: config.backupKeep });
+    if (config.backupCron) scheduler.every(config.backupCron, 'backup', () => backups.run());
     removeStrayUploads(config.dataDir, ledger.repos.imports.listReferencedFiles());
     removeStrayFiles(feedsDir(config.dataDir), tracking.repos.feeds.listReferencedFiles());
-    const latest = migrations.at(-1)!.version;
     const state = { shuttingDown: false };
     const rt: Runtime = {
       config,
@@ -119,6 +166,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       webhooks,
       queue,
       scheduler,
+      metrics,
       state,
       readiness: {
         database: () => db.ping(),
@@ -128,18 +176,16 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       async close() {
         await scheduler.stop();
         await identity.hasher.close();
-        await checkpointer!.close();
-        db.close();
-        lock.release();
+        await checkpointer.close();
+        storage.close();
       },
     };
-    const boot = await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
+    const boot = opts.bootstrap === false ? undefined : await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
     return rt;
   } catch (err) {
-    await checkpointer?.close();
-    db.close();
-    lock.release();
+    await checkpointer.close();
+    storage.close();
     throw err;
   }
 }

@@ -142,6 +142,7 @@ export const MATRIX: Record<string, Row> = {
   // ── operations and documents ──
   'GET /healthz': { need: 'public', ok: 200, request: async () => ({ path: '/healthz' }) },
   'GET /readyz': { need: 'public', ok: 200, request: async () => ({ path: '/readyz' }) },
+  'GET /metrics': { need: 'superuser', ok: 200, request: async () => ({ path: '/metrics' }) },
   'GET /api/identity/v1/openapi.json': { need: 'public', ok: 200, request: async () => ({ path: I('/openapi.json') }) },
   'GET /api/ledger/v1/openapi.json': { need: 'public', ok: 200, request: async () => ({ path: '/api/ledger/v1/openapi.json' }) },
 

@@ -13,6 +13,8 @@ export class UsageError extends Error {
 export interface Io {
   out(line: string): void;
   err(line: string): void;
+  /** Raw text on stderr (progress bars). */
+  write(text: string): void;
   env: NodeJS.ProcessEnv;
   isTTY: boolean;
 }

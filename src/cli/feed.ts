@@ -5,21 +5,11 @@ import { newId } from '../ids.ts';
 import { openRuntime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { feedsDir, formatOfName, inboxDir } from '../tracking/feed-service.ts';
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, type Io } from './command.ts';
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { commandLogger } from './common.ts';
+import { progress } from './progress.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A one-line progress display on a terminal; nothing otherwise. */
-function progress(io: Io) {
-  let last = 0;
-  return (text: string, force = false) => {
-    if (!io.isTTY) return;
-    const now = Date.now();
-    if (!force && now - last < 200) return;
-    last = now;
-    process.stderr.write(`\r\x1b[2K${text}`);
-  };
-}
 
 /**
  * `contact-ledger feed <file>`: ingests a person-data file (SPEC §5). With the server stopped it
@@ -38,10 +28,10 @@ export const feedCommand: Command = {
     const format = formatOfName(file);
     if (!format) throw new UsageError(`${file}: use a .jsonl, .ndjson, .csv or .json file (optionally .gz)`);
     const config = loadConfig(io.env, args.config);
-    const show = progress(io);
+    const bar = progress(io, basename(file));
     let rt;
     try {
-      rt = await openRuntime(config);
+      rt = await openRuntime(config, { log: commandLogger(io, config) });
     } catch (err) {
       if (!(err instanceof DataDirLockedError)) throw err;
       // The server runs: give it the file through its inbox.
@@ -53,17 +43,17 @@ export const feedCommand: Command = {
       io.err(`the server (pid ${err.pid}) is running: handed ${basename(file)} to its inbox as ${name}`);
       for (let waited = 0; ; waited += 500) {
         if (existsSync(join(inbox, 'done', name))) {
-          show('', true);
+          bar.done();
           io.out(`ingested ${name} (see GET /api/ledger/v1/feed for its counts)`);
           return EXIT_OK;
         }
         if (existsSync(join(inbox, 'failed', name))) {
-          show('', true);
+          bar.done();
           const reason = existsSync(join(inbox, 'failed', `${name}.reason.txt`)) ? readFileSync(join(inbox, 'failed', `${name}.reason.txt`), 'utf8').trim() : 'see the server log';
           io.err(`the feed failed: ${reason}`);
           return EXIT_FAILURE;
         }
-        show(`waiting for the server to ingest ${name}… ${Math.round(waited / 1000)} s`);
+        bar.update(Math.round(waited / 1000), undefined, `s waiting for the server to ingest ${name}`);
         await pause(500);
       }
     }
@@ -77,9 +67,9 @@ export const feedCommand: Command = {
       rt.scheduler.start();
       for (;;) {
         const f = rt.tracking.feeds.get(id);
-        show(`${basename(file)}: ${f.received} records, ${f.invalid} invalid, ${f.jobChanges} job changes, ${f.infoChanges} info changes`);
+        bar.update(f.received, undefined, `records, ${f.invalid} invalid, ${f.jobChanges} job changes, ${f.infoChanges} info changes`);
         if (f.status === 'completed' || f.status === 'failed') {
-          show('', true);
+          bar.done();
           const summary = `${f.id} ${f.status}: ${f.received} records, ${f.invalid} invalid, ${f.stale} older than known, ${f.personsUpdated} persons updated, ${f.contactsMatched} contacts matched, ${f.jobChanges} job changes, ${f.infoChanges} info changes`;
           if (f.status === 'failed') {
             io.err(`${summary}. ${f.message ?? ''}`);

@@ -2,9 +2,15 @@ import { ConfigError } from '../config.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
 import { commandHelp, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, parseCommandArgs, UsageError, type Command, type Io } from './command.ts';
+import { backupCommand } from './backup.ts';
 import { feedCommand } from './feed.ts';
+import { importCommand } from './import.ts';
+import { initCommand } from './init.ts';
 import { keysCommand } from './keys.ts';
+import { migrateCommand } from './migrate.ts';
+import { restoreCommand } from './restore.ts';
 import { serveCommand } from './serve.ts';
+import { userCommand } from './user.ts';
 
 const versionCommand: Command = {
   name: 'version',
@@ -17,7 +23,7 @@ const versionCommand: Command = {
   },
 };
 
-export const COMMANDS: Command[] = [serveCommand, feedCommand, keysCommand, versionCommand];
+export const COMMANDS: Command[] = [serveCommand, initCommand, userCommand, migrateCommand, backupCommand, restoreCommand, importCommand, feedCommand, keysCommand, versionCommand];
 
 function overview(): string {
   return [

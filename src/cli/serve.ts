@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { createSecureContext as tlsContext } from 'node:tls';
 import { buildApp } from '../app.ts';
 import { loadConfig } from '../config.ts';
 import { openRuntime } from '../runtime.ts';
@@ -49,6 +50,14 @@ export const serveCommand: Command = {
   takesConfig: true,
   async run(args, io: Io) {
     const config = loadConfig(io.env, args.config);
+    const tls = config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined;
+    if (tls) {
+      try {
+        tlsContext(tls);
+      } catch (err) {
+        throw new StartupError(`TLS_CERT / TLS_KEY cannot be used: ${(err as Error).message}`);
+      }
+    }
     // Listen for signals first: a stop requested while starting is honoured once started.
     const stopRequested = shutdownSignal();
     const rt = await openRuntime(config);
@@ -69,7 +78,6 @@ export const serveCommand: Command = {
       log.info({ email: rt.bootstrap.email }, 'created the first superuser from CONTACT_LEDGER_ADMIN_EMAIL');
     }
     const { app } = buildApp(rt);
-    const tls = config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined;
     const server: http.Server = tls ? https.createServer(tls, app.callback()) : http.createServer(app.callback());
     // Slow clients cannot hold connections forever (RELIABILITY.md I2).
     server.headersTimeout = 20_000;

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.ts';
+import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { createQueueRepo, type ClaimedJob, type JobLane, type JobRow, type JobStatus } from './queue-repo.ts';
 
@@ -94,4 +95,29 @@ export function createQueue(db: Db, clock: Clock) {
     depth: () => repo.queueDepth(),
     prune: (kind: string, olderThanMs: number) => repo.deleteFinishedJobs(kind, clock.now() - olderThanMs),
   };
+}
+
+/** Queue depth and the age of the oldest waiting or running job, per kind, read at each scrape. */
+export function registerQueueMetrics(metrics: MetricsRegistry, queue: Queue, clock: Clock): void {
+  // One small GROUP BY over the unfinished jobs per gauge and scrape.
+  const rows = () => queue.depth();
+  metrics.gauge({
+    name: 'contact_ledger_jobs',
+    help: 'Jobs waiting (pending) or running (processing), by kind.',
+    labelNames: ['kind', 'status'],
+    collect() {
+      this.reset();
+      for (const r of rows()) this.set({ kind: r.kind, status: r.status }, r.n);
+    },
+  });
+  metrics.gauge({
+    name: 'contact_ledger_job_oldest_age_seconds',
+    help: 'Age of the oldest pending or processing job, by kind.',
+    labelNames: ['kind', 'status'],
+    collect() {
+      this.reset();
+      const now = clock.now();
+      for (const r of rows()) this.set({ kind: r.kind, status: r.status }, Math.max(0, (now - r.oldest) / 1000));
+    },
+  });
 }

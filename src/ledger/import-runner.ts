@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import type { Clock } from '../clock.ts';
 import { readUpload } from '../csv/csv-worker-client.ts';
@@ -7,6 +8,7 @@ import type { Lease } from '../jobs/queue.ts';
 import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
+import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { validateContact, type ContactDraft } from './contact-input.ts';
 import type { ContactsRepo } from './contacts-repo.ts';
@@ -34,6 +36,7 @@ interface RunnerDeps {
   listeners?: ImportListener[];
   /** Import-time matching (SPEC §5), set by change tracking: `matcher.current` may be unset. */
   matcher?: { current?: ImportMatcher };
+  metrics: MetricsRegistry;
 }
 
 /** Hears about an import that ended, inside the transaction that ends it. */
@@ -61,8 +64,10 @@ export function createImportRunner(d: RunnerDeps): Runner {
     if (done) for (const l of d.listeners) l(done);
   };
 
+  const rowsCounter = d.metrics.counter({ name: 'contact_ledger_import_rows_total', help: 'Import rows processed, by outcome (imported, duplicate, invalid).', labelNames: ['outcome'] });
+
   function storeChunk(lease: Lease, imp: ImportJob, rows: Row[], cursor: { bytes: number; lines: number }): void {
-    d.db.bulkTx(() => {
+    const counts = d.db.bulkTx(() => {
       lease.renew();
       if (!d.ledgers.isLive(imp.ledgerId)) throw new LedgerGone();
       const now = d.clock.now();
@@ -120,7 +125,12 @@ export function createImportRunner(d: RunnerDeps): Runner {
         lines: cursor.lines,
       });
       imp.cursorRows += rows.length;
+      return { imported, duplicates, invalid };
     });
+    // Counted once committed: a chunk that rolled back is processed again and counted then.
+    rowsCounter.inc({ outcome: 'imported' }, counts.imported);
+    rowsCounter.inc({ outcome: 'duplicate' }, counts.duplicates);
+    rowsCounter.inc({ outcome: 'invalid' }, counts.invalid);
   }
 
   async function runApi(lease: Lease, imp: ImportJob, stopping: () => boolean): Promise<'done' | 'stopped'> {
@@ -213,6 +223,12 @@ export function createImportRunner(d: RunnerDeps): Runner {
         d.imports.markStarted(imp.id, d.clock.now());
       });
       const stopping = () => ctl.stopping;
+      if (imp.source === 'csv' && !existsSync(imp.filePath!)) {
+        // e.g. a database restored without its uploads/ folder: retrying cannot bring the file back.
+        const done = imp.cursorRows > 0 ? `; the ${imp.cursorRows} rows before were imported` : '';
+        finish(lease, imp, `the uploaded file is no longer there (${imp.filePath})${done}`, true);
+        return 'done';
+      }
       try {
         const outcome = imp.source === 'api' ? await runApi(lease, imp, stopping) : await runCsv(lease, imp, stopping);
         if (outcome === 'stopped') return 'stopped';

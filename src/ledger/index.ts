@@ -6,6 +6,7 @@ import type { OrgsRepo } from '../identity/orgs-repo.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
+import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { createContactService } from './contact-service.ts';
 import { createContactsRepo } from './contacts-repo.ts';
@@ -22,7 +23,7 @@ export const uploadsDir = (dataDir: string) => join(dataDir, 'uploads');
 export const uploadTmpDir = (dataDir: string) => join(dataDir, 'uploads', 'tmp');
 
 /** Wires the ledger service: repos → services and the job runners it contributes to the scheduler. */
-export function createLedgerModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; audit: Audit; orgs: OrgsRepo; kick: () => void; purgers?: ((ledgerId: string, n: number) => number)[] }) {
+export function createLedgerModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; audit: Audit; orgs: OrgsRepo; kick: () => void; purgers?: ((ledgerId: string, n: number) => number)[]; metrics: MetricsRegistry }) {
   const repos = { ledgers: createLedgersRepo(d.db), contacts: createContactsRepo(d.db), imports: createImportsRepo(d.db) };
   const ledgers = createLedgerService({ ...d, ...repos });
   const contacts = createContactService({ ...d, ...repos });
@@ -31,7 +32,7 @@ export function createLedgerModule(d: { db: Db; clock: Clock; log: Logger; confi
   const matcher: { current?: ImportMatcher } = {};
   const runners: Record<string, Runner> = {
     ...ledgers.runners,
-    [IMPORT_JOB]: createImportRunner({ db: d.db, clock: d.clock, log: d.log, ...repos, listeners: importListeners, matcher }),
+    [IMPORT_JOB]: createImportRunner({ db: d.db, clock: d.clock, log: d.log, ...repos, metrics: d.metrics, listeners: importListeners, matcher }),
   };
   return {
     repos,

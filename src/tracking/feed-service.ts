@@ -8,6 +8,7 @@ import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
+import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { FeedReadError, readFeed, type FeedFormat, type FeedItem } from './feed-reader.ts';
 import { validateFeedRecord } from './feed-input.ts';
@@ -47,8 +48,10 @@ export function isGzip(path: string): boolean {
 export type FeedService = ReturnType<typeof createFeedService>;
 
 /** Feed jobs: created from an upload, the CLI or the inbox; run by the scheduler (SPEC §5). */
-export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue: Queue; feeds: FeedsRepo; tracker: Tracker; dataDir: string; kick: () => void }) {
+export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue: Queue; feeds: FeedsRepo; tracker: Tracker; dataDir: string; kick: () => void; metrics: MetricsRegistry }) {
   const inbox = inboxDir(d.dataDir);
+  const records = d.metrics.counter({ name: 'contact_ledger_feed_records_total', help: 'Person-feed records processed, by outcome (applied, stale, invalid).', labelNames: ['outcome'] });
+  const changes = d.metrics.counter({ name: 'contact_ledger_changes_total', help: 'Contact changes detected from the feed, by type (job, info).', labelNames: ['type'] });
 
   /** Registers a feed whose file is already in place; the job owns the file from now on. */
   function createFeed(source: FeedSource, filePath: string, fileName: string | null, format: FeedFormat, createdBy: string | null, id = newId('feed')): FeedJob {
@@ -97,13 +100,18 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
         d.db.tx(() => lease.complete());
         return 'done';
       }
+      if (!existsSync(feed.filePath!)) {
+        // e.g. a database restored without its feeds/ folder: retrying cannot bring the file back.
+        finish(lease, feed, `the feed file is no longer there (${feed.filePath})${feed.cursorRecords ? `; records 1–${feed.cursorRecords} were applied` : ''}`);
+        return 'done';
+      }
       d.db.tx(() => {
         lease.renew();
         d.feeds.markStarted(feed.id, d.clock.now());
       });
       let recordNo = feed.cursorRecords;
-      const apply = (items: FeedItem[]) =>
-        d.db.bulkTx(() => {
+      const apply = (items: FeedItem[]) => {
+        const p = d.db.bulkTx(() => {
           lease.renew();
           const counts = zeroCounts();
           const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
@@ -124,7 +132,15 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
           }
           Object.assign(p, { stale: counts.stale, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
           d.feeds.addProgress(feed.id, p);
+          return p;
         });
+        // Counted once committed.
+        records.inc({ outcome: 'invalid' }, p.invalid);
+        records.inc({ outcome: 'stale' }, p.stale);
+        records.inc({ outcome: 'applied' }, p.received - p.invalid - p.stale);
+        changes.inc({ type: 'job' }, p.jobChanges);
+        changes.inc({ type: 'info' }, p.infoChanges);
+      };
       const items = readFeed(feed.filePath!, feed.format, feed.gzip, feed.cursorRecords);
       const sizer = new ChunkSizer(FIRST_CHUNK);
       let chunk: FeedItem[] = [];

@@ -4,6 +4,7 @@ import type { Queue } from '../jobs/queue.ts';
 import type { Scheduler } from '../jobs/scheduler.ts';
 import type { LedgerModule } from '../ledger/index.ts';
 import type { Logger } from '../log.ts';
+import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { createChangeService } from './change-service.ts';
 import { createChangesRepo } from './changes-repo.ts';
@@ -18,12 +19,12 @@ import { createTracker, type ChangeListener } from './tracker.ts';
 export type TrackingModule = ReturnType<typeof createTrackingModule>;
 
 /** Wires change tracking: the people store, matching, change history, feed jobs and the inbox. */
-export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; ledger: LedgerModule; kick: () => void }) {
+export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; ledger: LedgerModule; kick: () => void; metrics: MetricsRegistry }) {
   const repos = { people: createPeopleRepo(d.db), changes: createChangesRepo(d.db), trackedContacts: createTrackedContactsRepo(d.db), feeds: createFeedsRepo(d.db) };
   const listeners: ChangeListener[] = [];
   const tracker = createTracker({ clock: d.clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, listeners });
   d.ledger.useImportMatcher((contacts) => tracker.matchImported(contacts));
-  const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, tracker, dataDir: d.config.dataDir, kick: d.kick });
+  const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, tracker, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics });
   const changes = createChangeService({ ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes });
   const dailySets = createDailySets({ clock: d.clock, log: d.log, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db) });
   return {

@@ -1,0 +1,157 @@
+// `npm run build`: the single executable dist/contact-ledger (linux-x64), built OFFLINE from what
+// `npm ci` installed (SPEC §1, issue 5):
+//   1. the web application, when the project has a build:web script (web/dist/** is embedded);
+//   2. esbuild bundles the TypeScript sources into dist/bundle/: main.cjs and the worker-thread
+//      entries of src/paths.ts WORKERS, with better-sqlite3's linux-x64 addon copied beside them (src/paths.ts is swapped for
+//      a version that points into the executable's snapshot);
+//   3. pkg (@yao-pkg/pkg, enhanced SEA mode) packs pkg.config.json's bin and assets into the Node 22
+//      binary of node_modules/node, which this script places in pkg's cache as the archive pkg
+//      expects, so pkg finds it and fetches nothing. A preloaded guard fails the build on any
+//      network attempt.
+// Then the executable is checked: `contact-ledger version` from an empty folder, without node on PATH.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { build, type Plugin } from 'esbuild';
+import { WORKERS } from '../src/paths.ts';
+
+const root = join(import.meta.dirname, '..');
+const bundleDir = join(root, 'dist', 'bundle');
+const output = join(root, 'dist', 'contact-ledger');
+const nodeBin = join(root, 'node_modules', 'node', 'bin', 'node');
+/** pkg keeps its Node archives under $HOME/.pkg-cache; the build gives pkg a HOME inside the project. */
+const pkgHome = join(root, '.cache', 'pkg-home');
+
+function step(name: string): void {
+  process.stdout.write(`build: ${name}\n`);
+}
+
+function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): string {
+  const r = spawnSync(cmd, args, { cwd: opts.cwd ?? root, env: opts.env ?? process.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.status !== 0) {
+    throw new Error(`${relative(root, cmd) || cmd} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);
+  }
+  return r.stdout;
+}
+
+/** The packaged src/paths.ts: shipped files live in the snapshot, relative to dist/bundle/main.cjs. */
+const snapshotPaths: Plugin = {
+  name: 'snapshot-paths',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/]paths\.ts$/ }, () => ({
+      loader: 'js',
+      contents: `
+        import { join } from 'node:path';
+        const here = __dirname;
+        const root = join(here, '..', '..');
+        export const WORKERS = ${JSON.stringify(WORKERS)};
+        export const paths = {
+          root,
+          migrations: join(root, 'sql', 'migrations'),
+          web: join(root, 'web', 'dist'),
+${Object.keys(WORKERS).map((name) => `          ${name}: join(here, '${name}.cjs'),`).join('\n')}
+        };`,
+    }));
+  },
+};
+
+async function bundle(): Promise<void> {
+  rmSync(bundleDir, { recursive: true, force: true });
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: { main: 'src/main.ts', ...WORKERS },
+    outdir: bundleDir,
+    outExtension: { '.js': '.cjs' },
+    bundle: true,
+    platform: 'node',
+    target: 'node22',
+    format: 'cjs',
+    // The executable is for linux-x64: load that prebuilt addon by a static require pkg can see.
+    alias: { 'better-sqlite3': 'better-sqlite3/linux-x64' },
+    loader: { '.node': 'copy' },
+    assetNames: '[name]',
+    plugins: [snapshotPaths],
+    // ESM-only dependencies (node-cron) read import.meta.url at load time; give them the bundle's URL.
+    define: { 'import.meta.url': '__bundleUrl' },
+    banner: { js: "const __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+    legalComments: 'none',
+    logLevel: 'warning',
+    metafile: true,
+  });
+  if (result.errors.length) throw new Error('esbuild failed');
+  if (!existsSync(join(bundleDir, 'linux-x64.node'))) throw new Error('the better-sqlite3 addon was not copied into dist/bundle');
+  // The bundle holds every dependency: this package.json (without "dependencies") keeps pkg from
+  // walking the project's package.json and packing node_modules a second time.
+  writeFileSync(join(bundleDir, 'package.json'), `${JSON.stringify({ name: 'contact-ledger-bundle', private: true, type: 'commonjs' }, null, 2)}\n`);
+}
+
+/**
+ * Places node_modules/node's binary where pkg's SEA mode looks for its downloaded Node archive
+ * ($HOME/.pkg-cache/sea/node-vX.Y.Z-linux-x64.tar.gz plus the ".ok" marker of a verified
+ * download), so that pkg uses it instead of downloading one. Rebuilt when the binary changes.
+ */
+function seedPkgCache(version: string): void {
+  const dir = join(pkgHome, '.pkg-cache', 'sea');
+  const name = `node-${version}-linux-x64`;
+  const archive = join(dir, `${name}.tar.gz`);
+  const stamp = join(dir, `${name}.source`);
+  const digest = createHash('sha256').update(readFileSync(nodeBin)).digest('hex');
+  if (existsSync(`${archive}.ok`) && existsSync(archive) && existsSync(stamp) && readFileSync(stamp, 'utf8') === digest) return;
+  step(`placing ${relative(root, nodeBin)} (${version}) in pkg's cache`);
+  rmSync(dir, { recursive: true, force: true });
+  const staging = join(dir, 'staging');
+  mkdirSync(join(staging, name, 'bin'), { recursive: true });
+  copyFileSync(nodeBin, join(staging, name, 'bin', 'node'));
+  chmodSync(join(staging, name, 'bin', 'node'), 0o755);
+  run('tar', ['-czf', archive, '-C', staging, `${name}/bin/node`]);
+  rmSync(staging, { recursive: true, force: true });
+  writeFileSync(`${archive}.ok`, '');
+  writeFileSync(stamp, digest);
+}
+
+function packExecutable(version: string): void {
+  rmSync(output, { force: true });
+  const pkgBin = join(root, 'node_modules', '@yao-pkg', 'pkg', 'lib-es5', 'bin.js');
+  const target = `node${version.slice(1)}-linux-x64`;
+  const env: NodeJS.ProcessEnv = {
+    PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+    HOME: pkgHome,
+    PKG_CACHE_PATH: join(pkgHome, '.pkg-cache'),
+    // Anything that would still try the network fails at once instead of waiting.
+    HTTP_PROXY: 'http://127.0.0.1:9',
+    HTTPS_PROXY: 'http://127.0.0.1:9',
+    NO_COLOR: '1',
+  };
+  const out = run(process.execPath, ['--require', join(root, 'scripts', 'offline-guard.cjs'), pkgBin, 'pkg.config.json', '--sea', '--targets', target, '--output', output], { env });
+  if (process.env.BUILD_VERBOSE) process.stdout.write(out);
+  if (!existsSync(output)) throw new Error(`pkg did not produce ${relative(root, output)}:\n${out}`);
+}
+
+/** Runs the executable from an empty folder with a PATH that has no node. */
+function check(): void {
+  const cwd = mkdtempSync(join(tmpdir(), 'contact-ledger-build-'));
+  try {
+    const got = run(output, ['version'], { cwd, env: { PATH: '/usr/bin:/bin', HOME: cwd } }).trim();
+    const want = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+    if (got !== want) throw new Error(`dist/contact-ledger version printed "${got}", expected ${want}`);
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+const started = Date.now();
+const version = run(nodeBin, ['--version']).trim();
+if (!/^v22\.\d+\.\d+$/.test(version)) throw new Error(`node_modules/node is ${version}; the executable is built on Node 22`);
+step('web application (npm run build:web --if-present)');
+run(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build:web', '--if-present']);
+if (!existsSync(join(root, 'web', 'dist'))) step('no web/dist: the executable will have no web assets');
+step('bundling src/ with esbuild');
+await bundle();
+seedPkgCache(version);
+step(`packing with pkg (SEA, ${version}, linux-x64)`);
+packExecutable(version);
+check();
+const mib = (statSync(output).size / 1024 ** 2).toFixed(1);
+step(`dist/contact-ledger ${mib} MiB in ${((Date.now() - started) / 1000).toFixed(0)} s`);

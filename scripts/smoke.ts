@@ -1,0 +1,212 @@
+// The executable alone, as an operator runs it (issue 5 "Done when"): copies dist/contact-ledger
+// into an empty folder, runs it there with a PATH that has no node and no node_modules anywhere
+// near, and drives the appliance over HTTP: sign in, create a ledger, import contacts, list and
+// download them, take a backup while it serves, restore that backup into a fresh folder, serve it
+// with a second instance and see the same contacts. Usage: node scripts/smoke.ts [dist/contact-ledger]
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const exe = resolve(process.argv[2] ?? 'dist/contact-ledger');
+const EMAIL = 'smoke@example.com';
+const PASSWORD = 'smoke test passphrase';
+const METRICS_TOKEN = 'smoke-metrics-token-0123456789';
+const ROWS = 2500;
+
+function fail(message: string): never {
+  throw new Error(message);
+}
+function check(ok: unknown, message: string): void {
+  if (!ok) fail(message);
+}
+function step(text: string): void {
+  process.stdout.write(`smoke: ${text}\n`);
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'contact-ledger-smoke-'));
+const bin = join(dir, 'contact-ledger');
+const emptyPath = join(dir, 'no-tools'); // the whole PATH: an empty folder
+const home = join(dir, 'home');
+const children = new Set<ChildProcess>();
+
+function env(data: string, port: number): NodeJS.ProcessEnv {
+  return { PATH: emptyPath, HOME: home, CONTACT_LEDGER_DATA: data, PORT: String(port), CONTACT_LEDGER_ADMIN_EMAIL: EMAIL, CONTACT_LEDGER_ADMIN_PASSWORD: PASSWORD, METRICS_TOKEN, LOG_LEVEL: 'warn' };
+}
+
+/** Runs a command of the executable to its end. */
+function command(args: string[], data: string): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(bin, args, { cwd: dir, env: env(data, 0), encoding: 'utf8', timeout: 120_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+/** Starts `contact-ledger` (serve is the default command) and waits until /readyz answers 200. */
+async function startServer(data: string): Promise<{ base: string; child: ChildProcess; exit: Promise<number | null>; stderr: () => string }> {
+  const port = await freePort();
+  const child = spawn(bin, [], { cwd: dir, env: env(data, port), stdio: ['ignore', 'ignore', 'pipe'] });
+  children.add(child);
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exit = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const status = await fetch(`${base}/readyz`).then((r) => r.status, () => 0);
+    if (status === 200) break;
+    if (child.exitCode !== null) fail(`the server exited with ${child.exitCode}: ${stderr}`);
+    if (Date.now() > deadline) fail(`the server did not become ready: ${stderr}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { base, child, exit, stderr: () => stderr };
+}
+
+async function stopServer(s: { child: ChildProcess; exit: Promise<number | null>; stderr: () => string }): Promise<void> {
+  s.child.kill('SIGTERM');
+  const code = await s.exit;
+  children.delete(s.child);
+  check(code === 0, `the server exited with ${code} on SIGTERM: ${s.stderr()}`);
+}
+
+async function api(base: string, method: string, path: string, opts: { token?: string; json?: unknown; form?: FormData } = {}) {
+  const headers: Record<string, string> = {};
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  let body: string | FormData | undefined;
+  if (opts.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(opts.json);
+  } else if (opts.form) body = opts.form;
+  const r = await fetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+  const text = await r.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: r.status, json, text, headers: r.headers };
+}
+
+async function signIn(base: string): Promise<string> {
+  const r = await api(base, 'POST', '/api/identity/v1/session', { json: { grantType: 'password', email: EMAIL, password: PASSWORD } });
+  check(r.status === 200, `sign-in failed: ${r.status} ${r.text}`);
+  return r.json.accessToken;
+}
+
+/** Every contact of a ledger, page by page. */
+async function listAll(base: string, token: string, ledgerPath: string): Promise<{ id: string; name: string; referenceId: string }[]> {
+  const all: { id: string; name: string; referenceId: string }[] = [];
+  let cursor: string | null = null;
+  do {
+    const r = await api(base, 'GET', `${ledgerPath}/contacts?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token });
+    check(r.status === 200, `list failed: ${r.status} ${r.text}`);
+    all.push(...r.json.contacts);
+    cursor = r.json.nextCursor;
+  } while (cursor);
+  return all;
+}
+
+async function main(): Promise<void> {
+  check(existsSync(exe), `${exe} does not exist: run npm run build first`);
+  mkdirSync(emptyPath);
+  mkdirSync(home);
+  copyFileSync(exe, bin);
+  spawnSync('chmod', ['755', bin]);
+  check(readdirSync(dir).sort().join(',') === 'contact-ledger,home,no-tools', 'the folder holds the executable alone');
+  check(spawnSync('sh', ['-c', 'command -v node'], { env: { PATH: emptyPath } }).status !== 0, 'node must not be on the PATH');
+  step(`${bin} (${(statSync(bin).size / 1024 ** 2).toFixed(1)} MiB), PATH=${emptyPath} (empty)`);
+
+  const version = command(['version'], join(dir, 'unused'));
+  check(version.status === 0 && /^\d+\.\d+\.\d+\n$/.test(version.stdout), `version: ${version.status} ${version.stdout}${version.stderr}`);
+  check(command(['--help'], join(dir, 'unused')).stdout.includes('Commands:'), '--help lists the commands');
+  check(command(['frobnicate'], join(dir, 'unused')).status === 2, 'an unknown command exits 2');
+
+  const dataA = join(dir, 'data-a');
+  const a = await startServer(dataA);
+  step(`instance A serves ${dataA} at ${a.base}`);
+  const token = await signIn(a.base);
+  const org = await api(a.base, 'POST', '/api/identity/v1/orgs', { token, json: { name: 'Smoke' } });
+  check(org.status === 201, `create organization: ${org.status} ${org.text}`);
+  const ledger = await api(a.base, 'POST', `/api/ledger/v1/orgs/${org.json.id}/ledgers`, { token, json: { name: 'Smoke ledger' } });
+  check(ledger.status === 201, `create ledger: ${ledger.status} ${ledger.text}`);
+  const ledgerPath = `/api/ledger/v1/orgs/${org.json.id}/ledgers/${ledger.json.id}`;
+
+  // Import a CSV (parsed on the executable's worker thread) and wait for the job.
+  const lines = ['name,company,title,referenceId,email'];
+  for (let i = 1; i <= ROWS; i++) lines.push(`Person ${i},Company ${i % 40},${i % 7 ? 'Engineer' : 'VP Sales'},ref-${i},p${i}@example.test`);
+  const form = new FormData();
+  form.append('file', new Blob([`${lines.join('\n')}\n`], { type: 'text/csv' }), 'contacts.csv');
+  const up = await api(a.base, 'POST', `${ledgerPath}/imports`, { token, form });
+  check(up.status === 202, `import: ${up.status} ${up.text}`);
+  let job = up.json;
+  const deadline = Date.now() + 60_000;
+  while (job.status !== 'completed' && job.status !== 'failed') {
+    check(Date.now() < deadline, 'the import did not finish in time');
+    await new Promise((r) => setTimeout(r, 100));
+    job = (await api(a.base, 'GET', `${ledgerPath}/imports/${up.json.id}`, { token })).json;
+  }
+  check(job.status === 'completed' && job.imported === ROWS, `import ended ${job.status}: ${JSON.stringify(job)}`);
+  step(`imported ${job.imported} contacts`);
+
+  const listed = await listAll(a.base, token, ledgerPath);
+  check(listed.length === ROWS, `listed ${listed.length} contacts, expected ${ROWS}`);
+  const download = await api(a.base, 'GET', `${ledgerPath}/contacts/download`, { token });
+  check(download.status === 200 && /^text\/csv/.test(download.headers.get('content-type') ?? ''), `download: ${download.status}`);
+  const csvRows = download.text.trim().split('\n');
+  check(csvRows.length === ROWS + 1 && csvRows[0]!.startsWith('id,referenceId,name'), `download has ${csvRows.length - 1} rows`);
+  step(`listed and downloaded ${ROWS} contacts`);
+
+  const metrics = await api(a.base, 'GET', '/metrics', { token: METRICS_TOKEN });
+  check(metrics.status === 200 && metrics.text.includes(`contact_ledger_import_rows_total{outcome="imported"} ${ROWS}`), `metrics: ${metrics.status}`);
+
+  // An online backup while A serves (and keeps answering).
+  const backupFile = join(dir, 'smoke-backup.db');
+  const pending = new Promise<{ status: number | null; out: string }>((resolve) => {
+    const c = spawn(bin, ['backup', backupFile], { cwd: dir, env: env(dataA, 0), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    c.stdout!.on('data', (d: Buffer) => (out += d));
+    c.stderr!.on('data', (d: Buffer) => (out += d));
+    c.on('exit', (status) => resolve({ status, out }));
+  });
+  check((await api(a.base, 'GET', '/readyz')).status === 200, 'A answers while the backup runs');
+  const backup = await pending;
+  check(backup.status === 0, `backup: ${backup.status} ${backup.out}`);
+  step(backup.out.trim());
+
+  // Restore into a fresh folder and serve it with a second instance (A keeps running).
+  const dataB = join(dir, 'data-b');
+  const restored = command(['restore', backupFile], dataB);
+  check(restored.status === 0, `restore: ${restored.status} ${restored.stdout}${restored.stderr}`);
+  const b = await startServer(dataB);
+  step(`instance B serves the restored ${dataB} at ${b.base}`);
+  const tokenB = await signIn(b.base);
+  const listedB = await listAll(b.base, tokenB, ledgerPath);
+  const ids = (l: { id: string }[]) => l.map((c) => c.id).sort().join(',');
+  check(ids(listedB) === ids(listed), 'B has the same contacts as A');
+  const downloadB = await api(b.base, 'GET', `${ledgerPath}/contacts/download`, { token: tokenB });
+  check(downloadB.text === download.text, 'B downloads the same CSV as A');
+  step(`instance B has the same ${listedB.length} contacts`);
+
+  await stopServer(b);
+  await stopServer(a);
+  step('both instances stopped cleanly (SIGTERM, exit 0)');
+}
+
+try {
+  await main();
+  step('ok');
+} catch (err) {
+  process.stderr.write(`smoke: FAILED: ${(err as Error).message}\n`);
+  process.exitCode = 1;
+} finally {
+  for (const c of children) c.kill('SIGKILL');
+  if (!process.env.SMOKE_KEEP) rmSync(dir, { recursive: true, force: true });
+}

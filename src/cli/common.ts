@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+import { pino } from 'pino';
+import type { Config } from '../config.ts';
+import type { Caller } from '../identity/model.ts';
+import { createLogger, type Logger } from '../log.ts';
+import { openRuntime, type Runtime } from '../runtime.ts';
+import { DataDirLockedError } from '../storage/lock.ts';
+import { UsageError, type Io } from './command.ts';
+
+/**
+ * Who the audit log and `createdBy` name for work done from the command line: the operator at the
+ * machine, who holds the data folder and so acts with a superuser's reach.
+ */
+export function cliCaller(): Caller {
+  return {
+    actor: { type: 'user', id: 'cli', email: 'cli', name: 'command line', superuser: true, sessionId: '' },
+    requestId: `cli-${process.pid}`,
+    ip: 'local',
+  };
+}
+
+/** Commands other than `serve` log JSON to stderr, warnings and worse unless LOG_LEVEL is set. */
+export function commandLogger(io: Io, config: Readonly<Config>): Logger {
+  return createLogger(io.env.LOG_LEVEL ? config.logLevel : 'warn', pino.destination({ fd: 2, sync: true }));
+}
+
+/**
+ * Opens the data folder for a command that writes to it. While a server holds the folder the
+ * command fails with a message saying what to do instead (`instead`).
+ */
+export async function openForCommand(io: Io, config: Readonly<Config>, instead: string, opts: { bootstrap?: boolean } = {}): Promise<Runtime> {
+  try {
+    return await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false });
+  } catch (err) {
+    if (err instanceof DataDirLockedError) {
+      throw new DataDirLockedError(`a server (pid ${err.pid}) is using the data folder ${config.dataDir}; ${instead}`, err.pid);
+    }
+    throw err;
+  }
+}
+
+/** A password from a flag, or from standard input when the flag is "-" (keeps it out of `ps`). */
+export function passwordArg(value: string | boolean | undefined, flag = '--password'): string | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) throw new UsageError(`${flag} needs a value`);
+  if (value !== '-') return value;
+  const text = readFileSync(0, 'utf8').replace(/\r?\n$/, '');
+  if (!text) throw new UsageError(`${flag} -: standard input was empty`);
+  return text;
+}
+
+/** A required string flag. */
+export function requireFlag(flags: Record<string, string | boolean | undefined>, name: string, usage: string): string {
+  const v = flags[name];
+  if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required (${usage})`);
+  return v;
+}

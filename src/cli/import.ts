@@ -1,0 +1,69 @@
+import { copyFileSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { loadConfig } from '../config.ts';
+import { uploadTmpDir } from '../ledger/index.ts';
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { cliCaller, openForCommand } from './common.ts';
+import { interrupted, progress } from './progress.ts';
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `contact-ledger import <orgId> <ledgerId> <file.csv>`: the CSV import of the API (same checks,
+ * same job, same counts) run from the machine, with the server stopped. Ctrl-C hands the job back
+ * with its progress, and the next `serve` finishes it.
+ */
+export const importCommand: Command = {
+  name: 'import',
+  summary: 'Import contacts from a CSV file into a ledger, showing progress. The server must be stopped (while it runs, upload through the API).',
+  usage: 'import <orgId> <ledgerId> <file.csv> [--mapping <json>] [options]',
+  flags: { mapping: { type: 'string', help: 'column mapping as JSON, e.g. {"referenceId":"CRM Id"} (as the API\'s mapping field)' } },
+  takesConfig: true,
+  async run(args, io) {
+    if (args.positionals.length !== 3) throw new UsageError('usage: contact-ledger import <orgId> <ledgerId> <file.csv>');
+    const [orgId, ledgerId, file] = args.positionals as [string, string, string];
+    if (!existsSync(file) || !statSync(file).isFile()) throw new UsageError(`${file} is not a file`);
+    const config = loadConfig(io.env, args.config);
+    const rt = await openForCommand(io, config, `upload the file through the API instead (POST /api/ledger/v1/orgs/${orgId}/ledgers/${ledgerId}/imports), or stop the server`);
+    const stop = interrupted();
+    let tmp: string | undefined;
+    try {
+      // The import job takes its file over (moves it): give it a copy, never the operator's file.
+      tmp = join(uploadTmpDir(config.dataDir), `cli-${process.pid}-${Date.now()}`);
+      mkdirSync(tmp, { recursive: true, mode: 0o700 });
+      const copy = join(tmp, basename(file));
+      copyFileSync(file, copy);
+      const job = await rt.ledger.imports.createCsvImport(cliCaller(), orgId, ledgerId, { path: copy, fileName: basename(file) }, args.flags.mapping as string | undefined);
+      io.err(`${job.id}: importing ${job.submitted} rows of ${basename(file)} into ${ledgerId}`);
+      rt.scheduler.start();
+      const bar = progress(io, job.id);
+      let stopped = false;
+      void stop.signal.then(() => (stopped = true));
+      for (;;) {
+        const s = rt.ledger.imports.get(orgId, ledgerId, job.id);
+        const processed = s.imported + s.duplicates + s.invalid;
+        bar.update(processed, s.submitted, `${s.imported} imported, ${s.duplicates} duplicates, ${s.invalid} invalid`);
+        if (s.status === 'completed' || s.status === 'failed') {
+          bar.done();
+          const summary = `${s.id} ${s.status}: ${s.submitted} rows, ${s.imported} imported, ${s.duplicates} duplicates, ${s.invalid} invalid`;
+          if (s.status === 'failed') {
+            io.err(`${summary}. ${s.message ?? ''}`);
+            return EXIT_FAILURE;
+          }
+          io.out(s.duplicates + s.invalid ? `${summary} (rejected rows: GET /api/ledger/v1/orgs/${orgId}/ledgers/${ledgerId}/imports/${s.id}/errors)` : summary);
+          return EXIT_OK;
+        }
+        if (stopped) {
+          bar.done();
+          io.err(`${s.id}: interrupted after ${processed} of ${s.submitted} rows; the job keeps its progress and the server finishes it when it starts`);
+          return EXIT_FAILURE;
+        }
+        await pause(100);
+      }
+    } finally {
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+      stop.dispose();
+      await rt.close();
+    }
+  },
+};

@@ -1,0 +1,40 @@
+import { loadConfig } from '../config.ts';
+import { systemClock } from '../clock.ts';
+import { openStorage } from '../runtime.ts';
+import { DataDirLockedError } from '../storage/lock.ts';
+import { schemaVersion } from '../storage/migrate.ts';
+import { EXIT_OK, UsageError, type Command } from './command.ts';
+import { commandLogger } from './common.ts';
+
+/**
+ * `contact-ledger migrate`: brings the database to this version's schema now, after backing it up
+ * (what `serve` does at start anyway), so an upgrade can be done and checked before serving.
+ */
+export const migrateCommand: Command = {
+  name: 'migrate',
+  summary: 'Apply pending database migrations (after an automatic backup into <data>/backups/). The server must be stopped.',
+  usage: 'migrate [options]',
+  takesConfig: true,
+  async run(args, io) {
+    if (args.positionals.length) throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
+    const config = loadConfig(io.env, args.config);
+    let storage;
+    try {
+      storage = await openStorage(config, commandLogger(io, config), systemClock);
+    } catch (err) {
+      if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a server (pid ${err.pid}) is using the data folder ${config.dataDir}; it migrated the database when it started`, err.pid);
+      throw err;
+    }
+    try {
+      const version = schemaVersion(storage.db);
+      if (!storage.applied.length) io.out(`the database is up to date (schema version ${version})`);
+      else {
+        io.out(`applied ${storage.applied.length} migration${storage.applied.length === 1 ? '' : 's'} (${storage.applied.join(', ')}); schema version ${version}`);
+        if (storage.preMigrationBackup) io.out(`the database as it was is in ${storage.preMigrationBackup}`);
+      }
+      return EXIT_OK;
+    } finally {
+      storage.close();
+    }
+  },
+};

@@ -1,0 +1,73 @@
+import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { loadConfig } from '../config.ts';
+import { paths } from '../paths.ts';
+import { backupsDir, DB_FILE, prepareDataDir } from '../runtime.ts';
+import { fileStamp } from '../ops/scheduled-backups.ts';
+import { BackupError, checkDatabaseFile, fsyncFile } from '../storage/backup.ts';
+import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
+import { loadMigrations } from '../storage/migrate.ts';
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+
+/**
+ * `contact-ledger restore <file>`: replaces the database of the data folder with a backup. It
+ * refuses while a server uses the folder, checks the file completely before touching anything
+ * (SQLite, integrity_check, contact-ledger tables, a schema version this program knows), and keeps
+ * the database it replaces in `<data>/backups/pre-restore-<time>.db` (with its -wal, if any).
+ */
+export const restoreCommand: Command = {
+  name: 'restore',
+  summary: 'Replace the database with a backup file (checked first; the current database is kept in <data>/backups/). The server must be stopped.',
+  usage: 'restore <file> [options]',
+  takesConfig: true,
+  async run(args, io) {
+    if (args.positionals.length !== 1) throw new UsageError('usage: contact-ledger restore <file>');
+    const source = resolve(args.positionals[0]!);
+    if (!existsSync(source)) throw new UsageError(`${source} does not exist`);
+    const config = loadConfig(io.env, args.config);
+    prepareDataDir(config.dataDir);
+    let lock;
+    try {
+      lock = lockDataDir(config.dataDir);
+    } catch (err) {
+      if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a server (pid ${err.pid}) is using the data folder ${config.dataDir}; stop it before restoring`, err.pid);
+      throw err;
+    }
+    try {
+      const latest = loadMigrations(paths.migrations).at(-1)!.version;
+      let version: number;
+      try {
+        version = checkDatabaseFile(source, latest);
+      } catch (err) {
+        if (!(err instanceof BackupError)) throw err;
+        io.err(`contact-ledger restore: refused: ${err.message}. Nothing was changed.`);
+        return EXIT_FAILURE;
+      }
+      const target = join(config.dataDir, DB_FILE);
+      const incoming = join(config.dataDir, `.${DB_FILE}.restoring`);
+      rmSync(incoming, { force: true });
+      copyFileSync(source, incoming);
+      chmodSync(incoming, 0o600);
+      fsyncFile(incoming);
+      if (statSync(incoming).size !== statSync(source).size) throw new Error(`copying ${source} into ${config.dataDir} was incomplete`);
+      let kept: string | undefined;
+      if (existsSync(target)) {
+        mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
+        kept = join(backupsDir(config.dataDir), `pre-restore-${fileStamp(Date.now())}.db`);
+        // The -wal holds committed transactions of the old database: it moves with it. The -shm is
+        // only an index SQLite rebuilds.
+        renameSync(target, kept);
+        if (existsSync(`${target}-wal`)) renameSync(`${target}-wal`, `${kept}-wal`);
+        rmSync(`${target}-shm`, { force: true });
+      }
+      renameSync(incoming, target);
+      fsyncFile(config.dataDir);
+      io.out(`restored ${source} (schema version ${version}) into ${config.dataDir}`);
+      if (kept) io.out(`the database it replaced is kept as ${kept}`);
+      if (version < latest) io.out(`its schema is older than this version's (${latest}): the next start migrates it, after a backup`);
+      return EXIT_OK;
+    } finally {
+      lock.release();
+    }
+  },
+};

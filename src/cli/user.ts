@@ -1,0 +1,50 @@
+import { loadConfig } from '../config.ts';
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { cliCaller, openForCommand, passwordArg, requireFlag } from './common.ts';
+
+const USAGE = 'user add --email <e-mail> --password <password | -> [--name <name>] [--superuser] | user passwd --email <e-mail> --password <password | ->';
+
+/**
+ * `contact-ledger user add|passwd`: installation users from the machine itself, e.g. to recover
+ * access when every superuser forgot their password. Needs the server stopped (the API does the
+ * same while it runs: POST /users, PATCH /users/:userId).
+ */
+export const userCommand: Command = {
+  name: 'user',
+  summary: 'Add a user, or set a user\'s password (which also signs them out everywhere). The server must be stopped.',
+  usage: `${USAGE} [options]`,
+  flags: {
+    email: { type: 'string', help: 'the user\'s e-mail' },
+    password: { type: 'string', help: 'the password; "-" reads it from standard input' },
+    name: { type: 'string', help: 'display name (add)' },
+    superuser: { type: 'boolean', help: 'make the new user a superuser (add)' },
+  },
+  takesConfig: true,
+  async run(args, io) {
+    const [sub, ...rest] = args.positionals;
+    if ((sub !== 'add' && sub !== 'passwd') || rest.length) throw new UsageError(`usage: contact-ledger ${USAGE}`);
+    if (sub === 'passwd' && (args.flags.name !== undefined || args.flags.superuser)) throw new UsageError('user passwd takes only --email and --password');
+    const email = requireFlag(args.flags, 'email', USAGE).trim().toLowerCase();
+    const password = passwordArg(args.flags.password);
+    if (!password) throw new UsageError(`--password is required (${USAGE})`);
+    const config = loadConfig(io.env, args.config);
+    const rt = await openForCommand(io, config, 'stop it first, or use the API (POST /api/identity/v1/users, PATCH /api/identity/v1/users/:userId)');
+    try {
+      if (sub === 'add') {
+        const u = await rt.identity.users.createUser(cliCaller(), { email, password, superuser: args.flags.superuser === true, ...(typeof args.flags.name === 'string' ? { name: args.flags.name } : {}) });
+        io.out(`created ${u.superuser ? 'the superuser' : 'the user'} ${u.email} (${u.id})`);
+        return EXIT_OK;
+      }
+      const u = rt.identity.repos.users.findUserByEmail(email);
+      if (!u) {
+        io.err(`contact-ledger user: no user has the e-mail ${email}`);
+        return EXIT_FAILURE;
+      }
+      await rt.identity.users.updateUser(cliCaller(), u.id, { password });
+      io.out(`set the password of ${u.email}; their sessions have ended`);
+      return EXIT_OK;
+    } finally {
+      await rt.close();
+    }
+  },
+};

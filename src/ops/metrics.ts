@@ -1,0 +1,101 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type Koa from 'koa';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client';
+
+/**
+ * Prometheus metrics (SPEC §8). One registry per runtime; modules register their own metrics
+ * through `MetricsRegistry` (names `contact_ledger_<area>_…`), so nothing here knows them all.
+ * Process-wide metrics (event-loop delay, memory, CPU, file descriptors, GC) live in one
+ * process-global registry, because they describe the process, not a runtime.
+ */
+
+/** What a module gets to register its metrics with (prom-client's own types). */
+export interface MetricsRegistry {
+  counter<L extends string>(c: Omit<CounterConfiguration<L>, 'registers'>): Counter<L>;
+  gauge<L extends string>(c: Omit<GaugeConfiguration<L>, 'registers'>): Gauge<L>;
+  histogram<L extends string>(c: Omit<HistogramConfiguration<L>, 'registers'>): Histogram<L>;
+}
+
+export interface Metrics extends MetricsRegistry {
+  registry: Registry;
+  /** Counts and times one HTTP request; `route` is the declared route, never the raw path. */
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /** The exposition text of this runtime's and the process's metrics. */
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+let processRegistry: Registry | undefined;
+
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    // Event-loop delay is sampled every 10 ms (perf_hooks.monitorEventLoopDelay).
+    collectDefaultMetrics({ register: processRegistry, eventLoopMonitoringPrecision: 10 });
+  }
+  return processRegistry;
+}
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  const reg: MetricsRegistry = {
+    counter: (c) => new Counter({ ...c, registers: [registry] }),
+    gauge: (c) => new Gauge({ ...c, registers: [registry] }),
+    histogram: (c) => new Histogram({ ...c, registers: [registry] }),
+  };
+  const requests = reg.counter({ name: 'contact_ledger_http_requests_total', help: 'HTTP requests by declared route and status code.', labelNames: ['method', 'route', 'status'] });
+  const duration = reg.histogram({
+    name: 'contact_ledger_http_request_duration_seconds',
+    help: 'HTTP request latency (until the response ended) by declared route.',
+    labelNames: ['method', 'route'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  });
+  return {
+    ...reg,
+    registry,
+    observeRequest(method, route, status, seconds) {
+      requests.inc({ method, route, status: String(status) });
+      duration.observe({ method, route }, seconds);
+    },
+    async render() {
+      const own = await registry.metrics();
+      const proc = await processMetrics().metrics();
+      return { contentType: registry.contentType, body: `${own}\n${proc}` };
+    },
+  };
+}
+
+/**
+ * Counts every request when its response ends. Requests that matched no declared route share the
+ * label `unmatched`, so scanners probing random paths cannot blow up the number of series.
+ */
+export function httpMetrics(metrics: Metrics): Koa.Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    ctx.res.once('close', () => {
+      const routeName = ctx.state.routeName as string | undefined;
+      // routeName is "GET /api/…/:param"; the method is its own label.
+      const route = routeName ? routeName.slice(routeName.indexOf(' ') + 1) : 'unmatched';
+      metrics.observeRequest(ctx.method, route, ctx.status, Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    await next();
+  };
+}
+
+/** Compares a presented bearer token with METRICS_TOKEN in constant time (digests of equal length). */
+export function metricsTokenMatches(presented: string, expected: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+/**
+ * The hook for the webhooks module (built on another branch; its tables are not on this one): its
+ * wiring calls this once with the runtime's metrics and counts each delivery attempt, e.g.
+ * `webhookMetrics.deliveries.inc({ outcome: 'delivered' })`. A gauge of the outbox depth can read
+ * its table at scrape time like registerQueueMetrics (src/jobs/queue.ts) does.
+ */
+export function registerWebhookMetrics(reg: MetricsRegistry) {
+  return {
+    deliveries: reg.counter({ name: 'contact_ledger_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed).', labelNames: ['outcome'] }),
+  };
+}

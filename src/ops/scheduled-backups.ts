@@ -1,0 +1,45 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Clock } from '../clock.ts';
+import type { Logger } from '../log.ts';
+import { backupTo, pruneBackups } from '../storage/backup.ts';
+import type { Db } from '../storage/db.ts';
+import type { MetricsRegistry } from './metrics.ts';
+
+export type ScheduledBackups = ReturnType<typeof createScheduledBackups>;
+
+/** Scheduled backups: the only files BACKUP_KEEP prunes (pre-migrate-*, pre-restore-* and yours stay). */
+export const SCHEDULED_BACKUP = /^scheduled-\d{8}T\d{9}Z\.db$/;
+
+/** A UTC time stamp for file names that sorts by time: 20261122T103200123Z. */
+export const fileStamp = (ms: number) => new Date(ms).toISOString().replace(/[-:.]/g, '');
+
+/**
+ * BACKUP_CRON's task: an online backup on the server's own connection (SQLite carries the
+ * server's writes into it; it copies in small steps, so requests keep being served) into
+ * `<data>/backups/scheduled-<time>.db`, then keeps the newest `keep` scheduled backups.
+ */
+export function createScheduledBackups(d: { db: Db; log: Logger; clock: Clock; metrics: MetricsRegistry; dir: string; keep: number }) {
+  const outcomes = d.metrics.counter({ name: 'contact_ledger_backups_total', help: 'Scheduled backups by outcome (ok, failed).', labelNames: ['outcome'] });
+  const lastOk = d.metrics.gauge({ name: 'contact_ledger_backup_last_success_timestamp_seconds', help: 'When the last scheduled backup completed (Unix time).' });
+  return {
+    /** Takes one backup now; logs and counts a failure instead of throwing. Returns the file. */
+    async run(): Promise<string | undefined> {
+      const started = d.clock.now();
+      const file = join(d.dir, `scheduled-${fileStamp(started)}.db`);
+      try {
+        mkdirSync(d.dir, { recursive: true, mode: 0o700 });
+        const bytes = await backupTo(d.db.raw, file);
+        const pruned = pruneBackups(d.dir, SCHEDULED_BACKUP, d.keep);
+        outcomes.inc({ outcome: 'ok' });
+        lastOk.set(d.clock.now() / 1000);
+        d.log.info({ file, bytes, ms: d.clock.now() - started, pruned }, 'scheduled backup written');
+        return file;
+      } catch (err) {
+        outcomes.inc({ outcome: 'failed' });
+        d.log.error({ err, file }, 'scheduled backup failed');
+        return undefined;
+      }
+    },
+  };
+}

@@ -1,0 +1,155 @@
+import { chmodSync, closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import Database from 'better-sqlite3';
+
+/**
+ * Online backups through SQLite's backup API (RELIABILITY.md D5). A backup is written beside its
+ * destination as `<file>.partial`, turned into a self-contained rollback-journal database (no -wal
+ * needed beside it), flushed to disk and then renamed into place, so a file with the final name is
+ * always a complete backup.
+ */
+
+export class BackupError extends Error {
+  override name = 'BackupError';
+}
+
+export interface BackupOptions {
+  /**
+   * Copy everything in one step. Needed when the source is read by its own connection while
+   * another one (the server) writes: between steps such a write would restart the backup, over
+   * and over under a steady import. One step reads one consistent snapshot (WAL readers do not
+   * block the writer). A backup on the writer's own connection instead copies in small steps and
+   * SQLite carries the connection's own writes into it, so the event loop is never held for long.
+   */
+  oneStep?: boolean;
+  /** Run `PRAGMA integrity_check` on the copy before it gets its final name. */
+  verify?: boolean;
+}
+
+const PAGES_PER_STEP = 1000;
+
+/** Copies the database `source` into `dest` (which must not exist yet). Returns its size in bytes. */
+export async function backupTo(source: Database.Database, dest: string, opts: BackupOptions = {}): Promise<number> {
+  if (existsSync(dest)) throw new BackupError(`${dest} already exists; choose a new file name`);
+  if (!existsSync(dirname(dest))) throw new BackupError(`the folder ${dirname(dest)} does not exist`);
+  const partial = join(dirname(dest), `.${basename(dest)}.partial`);
+  rmSync(partial, { force: true });
+  try {
+    await source.backup(partial, { progress: () => (opts.oneStep ? 0x7fffffff : PAGES_PER_STEP) });
+    const copy = new Database(partial);
+    try {
+      // The source is in WAL mode and so is the copy's header: make it a plain rollback-journal
+      // database, so that the file alone is the whole backup.
+      copy.pragma('journal_mode = DELETE');
+      if (opts.verify) {
+        const result = copy.prepare('PRAGMA integrity_check').pluck().all() as string[];
+        if (result.length !== 1 || result[0] !== 'ok') throw new BackupError(`the copy failed its integrity check: ${result.slice(0, 3).join('; ')}`);
+      }
+    } finally {
+      copy.close();
+    }
+    // A backup holds password hashes and every contact: readable by its owner only.
+    chmodSync(partial, 0o600);
+    fsyncFile(partial);
+    renameSync(partial, dest);
+    fsyncFile(dirname(dest));
+    return statSync(dest).size;
+  } catch (err) {
+    rmSync(partial, { force: true });
+    rmSync(`${partial}-journal`, { force: true });
+    if (err instanceof BackupError) throw err;
+    throw new BackupError(`backup to ${dest} failed: ${(err as Error).message}`);
+  }
+}
+
+/** Flushes a file (or a folder, after a rename in it) to disk. */
+export function fsyncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Opens the live database of a data folder as the source of an online backup, whether or not a
+ * server holds it: a connection of its own that only reads. Throws BackupError when the file is
+ * not a contact-ledger database.
+ */
+export function openBackupSource(file: string): Database.Database {
+  let raw: Database.Database | undefined;
+  try {
+    raw = new Database(file, { fileMustExist: true });
+    raw.pragma('busy_timeout = 5000');
+    const tables = raw.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('schema_migrations', 'users')").pluck().get();
+    if (tables !== 2) throw new Error('it is not a contact-ledger database');
+    return raw;
+  } catch (err) {
+    raw?.close();
+    throw new BackupError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+}
+
+/** The tables every contact-ledger database has, whatever its schema version. */
+const REQUIRED_TABLES = ['schema_migrations', 'users', 'orgs'];
+
+/**
+ * Checks that `file` is a complete contact-ledger database this program can use: SQLite, passes
+ * integrity_check, has our tables, and a schema version from 1 to `latest`. Opens it read-only
+ * and changes nothing. Throws BackupError saying what is wrong; returns the schema version.
+ */
+export function checkDatabaseFile(file: string, latest: number): number {
+  let raw: Database.Database;
+  try {
+    if (!statSync(file).isFile()) throw new Error('not a file');
+    raw = new Database(file, { readonly: true, fileMustExist: true });
+  } catch (err) {
+    throw new BackupError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  try {
+    let version: number;
+    try {
+      const integrity = raw.prepare('PRAGMA integrity_check').pluck().all() as string[];
+      if (integrity.length !== 1 || integrity[0] !== 'ok') throw new BackupError(`${file} is damaged (integrity_check: ${integrity.slice(0, 3).join('; ')})`);
+      const tables = new Set(raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[]);
+      const missing = REQUIRED_TABLES.filter((t) => !tables.has(t));
+      if (missing.length) throw new BackupError(`${file} is an SQLite database but not a contact-ledger one (no ${missing.join(', ')} table)`);
+      version = Number(raw.pragma('user_version', { simple: true }));
+    } catch (err) {
+      if (err instanceof BackupError) throw err;
+      throw new BackupError(`${file} is not a contact-ledger database (${(err as Error).message})`);
+    }
+    if (version < 1) throw new BackupError(`${file} has no schema version; it is not a contact-ledger database`);
+    if (version > latest) throw new BackupError(`${file} has schema version ${version}, written by a newer contact-ledger (this one knows up to ${latest})`);
+    return version;
+  } finally {
+    raw.close();
+  }
+}
+
+/** Deletes the oldest files of `dir` whose names match `pattern` until `keep` remain. Returns what it deleted. */
+export function pruneBackups(dir: string, pattern: RegExp, keep: number): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => pattern.test(n));
+  } catch {
+    return [];
+  }
+  // The names carry a sortable UTC time stamp: newest last.
+  names.sort();
+  const doomed = names.slice(0, Math.max(0, names.length - keep));
+  for (const n of doomed) rmSync(join(dir, n), { force: true });
+  return doomed;
+}
+
+/** Leftovers of backups interrupted by a crash. */
+export function removePartialBackups(dir: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const n of names) if (/^\..*\.partial(-journal)?$/.test(n)) rmSync(join(dir, n), { force: true });
+}

@@ -1,0 +1,179 @@
+// Operations inside the process: /metrics (who may read it, what it holds), scheduled backups with
+// retention, and the automatic backup before migrations.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { ManualClock, systemClock } from '../src/clock.ts';
+import { createLogger } from '../src/log.ts';
+import { paths } from '../src/paths.ts';
+import { DB_FILE, openRuntime } from '../src/runtime.ts';
+import { openDb } from '../src/storage/db.ts';
+import { loadMigrations, migrate } from '../src/storage/migrate.ts';
+import { addContacts, createLedger, csvForm, ID, ledgerPath, signIn, waitForImport, signInRoot, startApp, tempDir, testConfig, type TestApp } from './helpers.ts';
+
+const quiet = { log: createLogger('silent') };
+const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
+
+/** A metric's value from the exposition text (sum over the series that match all `labels`). */
+function metric(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  let found: number | undefined;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const l = m[2] ?? '';
+    if (Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`))) found = (found ?? 0) + Number(m[3]);
+  }
+  return found;
+}
+
+const M = suite<{ t: TestApp; root: string }>('metrics');
+M.before(async (ctx) => {
+  ctx.t = await startApp({ config: { metricsToken: METRICS_TOKEN } });
+  ctx.root = (await signInRoot(ctx.t)).accessToken;
+});
+M.after(async (ctx) => ctx.t.close());
+
+M('only METRICS_TOKEN or a superuser may read /metrics', async ({ t, root }) => {
+  assert.is((await t.call('GET', '/metrics')).status, 401);
+  assert.is((await t.call('GET', '/metrics', { token: 'wrong-token-0123456789abcdef' })).status, 401);
+  assert.is((await t.call('GET', '/metrics', { headers: { authorization: `Basic ${METRICS_TOKEN}` } })).status, 401);
+  const orgId = (await t.call('POST', `${ID}/orgs`, { token: root, body: { name: 'M' } })).body.id;
+  await t.call('POST', `${ID}/orgs/${orgId}/members`, { token: root, body: { email: 'admin@m.test', role: 'admin', password: 'admin password 1' } });
+  const admin = (await signIn(t, 'admin@m.test', 'admin password 1')).accessToken;
+  assert.is((await t.call('GET', '/metrics', { token: admin })).status, 403, 'an organization admin is not enough');
+  const byToken = await t.call('GET', '/metrics', { token: METRICS_TOKEN });
+  assert.is(byToken.status, 200);
+  assert.match(byToken.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+  assert.is((await t.call('GET', '/metrics', { token: root })).status, 200);
+});
+
+M('requests by route and status, latency, queue depth, import rows, event-loop delay', async ({ t, root }) => {
+  const orgId = (await t.call('POST', `${ID}/orgs`, { token: root, body: { name: 'N' } })).body.id;
+  const ledgerId = await createLedger(t, root, orgId);
+  const job = await addContacts(t, root, orgId, ledgerId, [
+    { name: 'Ann', company: 'Acme', referenceId: 'r1' },
+    { name: 'Bob', company: 'Beta', referenceId: 'r1' },
+    { name: 'No company' },
+  ]);
+  assert.is(job.status, 'completed');
+  await t.call('GET', '/no/such/path/4711');
+  const text = (await t.call('GET', '/metrics', { token: METRICS_TOKEN })).text;
+  assert.ok((metric(text, 'contact_ledger_http_requests_total', { method: 'POST', route: '/api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts', status: '202' }) ?? 0) >= 1, 'a declared route, not the raw path');
+  assert.ok((metric(text, 'contact_ledger_http_requests_total', { route: 'unmatched', status: '404' }) ?? 0) >= 1);
+  assert.not.match(text, /4711/, 'raw paths never become labels');
+  assert.ok((metric(text, 'contact_ledger_http_request_duration_seconds_count', { route: '/api/identity/v1/orgs' }) ?? 0) >= 1);
+  assert.is(metric(text, 'contact_ledger_import_rows_total', { outcome: 'imported' }), 1);
+  assert.is(metric(text, 'contact_ledger_import_rows_total', { outcome: 'duplicate' }), 1);
+  assert.is(metric(text, 'contact_ledger_import_rows_total', { outcome: 'invalid' }), 1);
+  assert.match(text, /# TYPE contact_ledger_jobs gauge/);
+  assert.match(text, /# TYPE contact_ledger_job_oldest_age_seconds gauge/);
+  assert.ok(metric(text, 'nodejs_eventloop_lag_p99_seconds') !== undefined, 'event-loop delay');
+  assert.ok(metric(text, 'process_resident_memory_bytes') !== undefined);
+});
+
+M('queue depth and the oldest job\'s age come from the jobs table', async ({ t }) => {
+  // A job that is not due yet stays pending: enqueue directly, as a module would.
+  t.rt.db.tx(() => t.rt.queue.enqueue('imp_metricsprobe', 'no-such-kind', { delayMs: 3_600_000 }));
+  (t.clock as ManualClock).advance(5000);
+  const text = (await t.call('GET', '/metrics', { token: METRICS_TOKEN })).text;
+  assert.is(metric(text, 'contact_ledger_jobs', { kind: 'no-such-kind', status: 'pending' }), 1);
+  assert.ok((metric(text, 'contact_ledger_job_oldest_age_seconds', { kind: 'no-such-kind', status: 'pending' }) ?? 0) >= 5);
+});
+
+M('/readyz answers 503 once shutdown began (the first step of D6), /healthz still 200', async ({ t }) => {
+  assert.is((await t.call('GET', '/readyz')).status, 200);
+  t.rt.state.shuttingDown = true;
+  try {
+    const r = await t.call('GET', '/readyz');
+    assert.is(r.status, 503);
+    assert.is(r.body.code, 'not_ready');
+    assert.is(r.body.checks.acceptingRequests, false);
+    assert.is((await t.call('GET', '/healthz')).status, 200);
+  } finally {
+    t.rt.state.shuttingDown = false;
+  }
+});
+
+M.run();
+
+const B = suite('backups');
+
+B('BACKUP_CRON writes online backups into <data>/backups and BACKUP_KEEP keeps the newest', async () => {
+  const t = await startApp({ clock: systemClock, config: { backupCron: '* * * * * *', backupKeep: 2 } });
+  try {
+    const root = (await signInRoot(t)).accessToken;
+    const orgId = (await t.call('POST', `${ID}/orgs`, { token: root, body: { name: 'B' } })).body.id;
+    const ledgerId = await createLedger(t, root, orgId);
+    await addContacts(t, root, orgId, ledgerId, [{ name: 'Ann', company: 'Acme' }]);
+    const dir = join(t.dataDir, 'backups');
+    // Wait for four scheduled backups (one a second), polling the metric.
+    for (;;) {
+      const text = (await t.call('GET', '/metrics', { token: root })).text;
+      if ((metric(text, 'contact_ledger_backups_total', { outcome: 'ok' }) ?? 0) >= 4) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const files = readdirSync(dir).filter((f) => f.startsWith('scheduled-'));
+    assert.is(files.length, 2, files.join(', '));
+    for (const f of files) {
+      // Each backup alone (no -wal beside it) is complete and consistent.
+      const alone = join(tempDir(), 'alone.db');
+      copyFileSync(join(dir, f), alone);
+      const db = new Database(alone, { readonly: true });
+      assert.is(db.pragma('journal_mode', { simple: true }), 'delete');
+      assert.is(statSync(join(dir, f)).mode & 0o777, 0o600, 'readable by the owner only');
+      assert.is(db.prepare('PRAGMA integrity_check').pluck().get(), 'ok');
+      assert.is(db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId), 1);
+      db.close();
+    }
+    assert.ok(t.logs.some((l) => l.includes('"msg":"scheduled backup written"')));
+  } finally {
+    await t.close();
+  }
+});
+
+B('a database behind this version is backed up before it is migrated; nothing else is backed up', async () => {
+  const dir = tempDir();
+  const migrations = loadMigrations(paths.migrations);
+  mkdirSync(dir, { recursive: true });
+  const old = openDb(join(dir, DB_FILE));
+  migrate(old, migrations.slice(0, 2));
+  old.raw.prepare("INSERT INTO orgs (id, name, created_at, updated_at) VALUES ('o_old', 'Old', 1, 1)").run();
+  old.close();
+  const rt = await openRuntime(testConfig(dir), quiet);
+  await rt.close();
+  const backups = readdirSync(join(dir, 'backups'));
+  assert.is(backups.length, 1);
+  assert.match(backups[0]!, /^pre-migrate-v2-\d{8}T\d{9}Z\.db$/);
+  const b = new Database(join(dir, 'backups', backups[0]!), { readonly: true });
+  assert.is(b.pragma('user_version', { simple: true }), 2, 'the backup is the database as it was');
+  assert.is(b.prepare("SELECT name FROM orgs WHERE id = 'o_old'").pluck().get(), 'Old');
+  b.close();
+  const now = new Database(join(dir, DB_FILE), { readonly: true });
+  assert.is(now.pragma('user_version', { simple: true }), migrations.length);
+  now.close();
+  // Up to date: a second start takes no backup.
+  await (await openRuntime(testConfig(dir), quiet)).close();
+  assert.is(readdirSync(join(dir, 'backups')).length, 1);
+});
+
+B('an import job whose upload is gone (a database restored without uploads/) fails with a message instead of retrying', async () => {
+  const t = await startApp({ noScheduler: true });
+  try {
+    const root = (await signInRoot(t)).accessToken;
+    const orgId = (await t.call('POST', `${ID}/orgs`, { token: root, body: { name: 'R' } })).body.id;
+    const ledgerId = await createLedger(t, root, orgId);
+    const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token: root, raw: csvForm('name,company\nAnn,Acme\n') });
+    assert.is(up.status, 202, up.text);
+    rmSync(join(t.dataDir, 'uploads', `${up.body.id}.csv`));
+    t.rt.scheduler.start();
+    const job = await waitForImport(t, root, orgId, ledgerId, up.body.id);
+    assert.is(job.status, 'failed');
+    assert.match(job.message, /the uploaded file is no longer there/);
+  } finally {
+    await t.close();
+  }
+});
+
+B.run();
