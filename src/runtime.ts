@@ -139,7 +139,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers, metrics });
     const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick, metrics });
     purgers.push(tracking.purgeChanges);
-    const webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers });
+    const webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics });
     tracking.onChange((change, contact) => webhooks.outbox.changed(change, contact));
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
     scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners } });

@@ -356,6 +356,9 @@ D('a receiver that fails gets the same delivery again after 5 s, then 1 min (man
   assert.ok(rx.got.every((r) => signatureValid(h.secret, r.headers['x-ledger-signature'], r.body)));
   const healthy = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
   assert.is(healthy.failingSince, null, 'a success ends the failing streak');
+  const metrics = (await t.call('GET', '/metrics', { token: (await signInRoot(t)).accessToken })).text;
+  const counted = (outcome: string) => Number(new RegExp(`^contact_ledger_webhook_deliveries_total\\{outcome="${outcome}"\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0);
+  assert.ok(counted('retry') >= 2 && counted('delivered') >= 1, 'attempts are counted in /metrics');
   expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
   await rx.close();
 });

@@ -88,12 +88,7 @@ export function metricsTokenMatches(presented: string, expected: string): boolea
   return timingSafeEqual(a, b);
 }
 
-/**
- * The hook for the webhooks module (built on another branch; its tables are not on this one): its
- * wiring calls this once with the runtime's metrics and counts each delivery attempt, e.g.
- * `webhookMetrics.deliveries.inc({ outcome: 'delivered' })`. A gauge of the outbox depth can read
- * its table at scrape time like registerQueueMetrics (src/jobs/queue.ts) does.
- */
+/** Webhook delivery attempts (src/webhooks/index.ts counts each recorded attempt). */
 export function registerWebhookMetrics(reg: MetricsRegistry) {
   return {
     deliveries: reg.counter({ name: 'contact_ledger_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed).', labelNames: ['outcome'] }),

@@ -32,6 +32,8 @@ export interface DispatcherDeps {
   allowHosts: readonly string[];
   /** Called after a webhook was disabled (the outbox stops writing for it). */
   onDisabled: () => void;
+  /** Called after each recorded attempt (metrics): delivered, or failed with a retry to come, or failed for good. */
+  onAttempt?: (outcome: 'delivered' | 'retry' | 'failed') => void;
 }
 
 export type Dispatcher = ReturnType<typeof createDispatcher>;
@@ -125,14 +127,17 @@ export function createDispatcher(d: DispatcherDeps) {
   function record(c: ClaimedDelivery, w: Webhook, host: string | null, a: Attempt, ok: boolean): void {
     const ctx = { webhookId: w.id, deliveryId: c.id, type: c.type, host, attempt: c.attempts + 1, status: a.status };
     let disabled: string | undefined;
+    let recorded: 'delivered' | 'retry' | 'failed' | undefined;
     d.db.tx(() => {
       const now = d.clock.now();
       if (ok) {
         if (!d.repo.recordDelivered(c.id, c.token, { ...a, status: a.status! })) return;
+        recorded = 'delivered';
         if (c.type !== 'ping') d.repo.markWebhookSucceeded(w.id, now);
         return;
       }
       const outcome = d.repo.recordAttemptFailed(c.id, c.token, { ...a, error: a.error! }, now + (RETRY_DELAYS_MS[c.attempts] ?? 0));
+      if (outcome !== undefined) recorded = outcome === 'failed' ? 'failed' : 'retry';
       if (outcome === undefined || c.type === 'ping') return; // lease lost; pings do not count
       const health = d.repo.markWebhookFailed(w.id, now);
       if (health?.enabled && now - health.failingSince >= DISABLE_AFTER_MS) {
@@ -147,6 +152,7 @@ export function createDispatcher(d: DispatcherDeps) {
         });
       }
     });
+    if (recorded) d.onAttempt?.(recorded);
     if (ok) d.log.debug(ctx, 'webhook delivered');
     else d.log.warn({ ...ctx, error: a.error }, 'webhook delivery failed');
     if (disabled) {

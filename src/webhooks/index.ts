@@ -6,6 +6,7 @@ import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
 import { LEDGER_PREFIX } from '../ledger/routes.ts';
 import type { Logger } from '../log.ts';
 import type { Db } from '../storage/db.ts';
+import { registerWebhookMetrics, type MetricsRegistry } from '../ops/metrics.ts';
 import { VERSION } from '../version.ts';
 import { createDispatcher } from './dispatcher.ts';
 import { createOutbox } from './outbox.ts';
@@ -23,7 +24,8 @@ export type WebhooksModule = ReturnType<typeof createWebhooksModule>;
  * Wires webhooks (SPEC §6): the outbox written inside the transactions of changes and import
  * completions, the dispatcher run by the scheduler, and the administration service.
  */
-export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; config: Config; audit: Audit; ledgers: LedgersRepo; sender?: Sender }) {
+export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; config: Config; audit: Audit; ledgers: LedgersRepo; metrics: MetricsRegistry; sender?: Sender }) {
+  const metrics = registerWebhookMetrics(d.metrics);
   const repo = createWebhooksRepo(d.db);
   const log = d.log.child({ component: 'webhooks' });
   let kick = () => {};
@@ -38,6 +40,7 @@ export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; con
     timeoutMs: d.config.webhookTimeoutMs,
     allowHosts: d.config.webhookAllowHosts,
     onDisabled: () => outbox.refresh(),
+    onAttempt: (outcome) => metrics.deliveries.inc({ outcome }),
   });
   kick = () => dispatcher.kick();
   const service = createWebhookService({ db: d.db, clock: d.clock, repo, ledgers: d.ledgers, audit: d.audit, outbox, allowHosts: d.config.webhookAllowHosts });
