@@ -6,7 +6,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
@@ -197,6 +197,7 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
   assert.is(db.prepare('PRAGMA integrity_check').pluck().get(), 'ok');
   const contacts = db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId) as number;
   const imported = db.prepare('SELECT imported FROM import_jobs WHERE id = ?').pluck().get(importId) as number;
+  assert.is(db.prepare('SELECT file_path FROM import_jobs WHERE id = ?').pluck().get(importId), `uploads/${importId}.csv`, 'stored relative to the data folder');
   db.close();
   assert.ok(contacts >= before, `${contacts} ≥ ${before}`);
   assert.is(contacts, imported, 'rows and counts of one snapshot');
@@ -220,13 +221,25 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
   const s2 = await start({ CONTACT_LEDGER_DATA: fresh });
   const call2 = await client(s2);
   assert.ok((await call2('GET', `${base}/contacts?view=count`)).body.count >= contacts, 'every contact of the backup');
-  // The restored import job resumes from the backup's state (its upload is still where the job
-  // recorded it) and ends with every row exactly once.
-  let resumed = (await call2('GET', `${base}/imports/${importId}`)).body;
-  resumed = await jobEnd(call2, `${base}/imports/${importId}`);
-  assert.is(resumed.status, 'completed', resumed.message ?? '');
-  assert.is((await call2('GET', `${base}/contacts?view=count`)).body.count, ROWS);
+  // Its upload was not copied along: the restored import job fails at once and says why, and
+  // the original folder's upload is neither read nor deleted.
+  const failedHere = await jobEnd(call2, `${base}/imports/${importId}`);
+  assert.is(failedHere.status, 'failed');
+  assert.match(failedHere.message, /no longer there/);
+  assert.ok(readdirSync(join(data, 'uploads')).some((f) => f === `${importId}.csv`), 'the original upload is untouched');
   await stop(s2);
+
+  // Restored with the folder's uploads/ copied along, the job resumes from the backup's state and
+  // ends with every row exactly once.
+  const withUploads = tempDir();
+  assert.is(run(['restore', file], { CONTACT_LEDGER_DATA: withUploads }).status, 0);
+  cpSync(join(data, 'uploads'), join(withUploads, 'uploads'), { recursive: true });
+  const s2b = await start({ CONTACT_LEDGER_DATA: withUploads });
+  const call2b = await client(s2b);
+  const resumed = await jobEnd(call2b, `${base}/imports/${importId}`);
+  assert.is(resumed.status, 'completed', resumed.message ?? '');
+  assert.is((await call2b('GET', `${base}/contacts?view=count`)).body.count, ROWS);
+  await stop(s2b);
 
   // Over the original folder: the replaced database is kept and still opens with all its rows.
   const over = await cli(['restore', file], env);
@@ -239,9 +252,10 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
   old.close();
   const s3 = await start(env);
   const call3 = await client(s3);
-  // (The import job of this copy points at the same upload, which the fresh instance finished and
-  // removed: here it fails at once with a message; its rows before the backup stay.)
-  assert.ok((await call3('GET', `${base}/contacts?view=count`)).body.count >= contacts);
+  // (The import job of this copy finds its upload in this folder and resumes.)
+  const again = await jobEnd(call3, `${base}/imports/${importId}`);
+  assert.is(again.status, 'completed', again.message ?? '');
+  assert.is((await call3('GET', `${base}/contacts?view=count`)).body.count, ROWS);
   await stop(s3);
 });
 

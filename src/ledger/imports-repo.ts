@@ -1,5 +1,6 @@
 import type { Keyset } from '../cursor.ts';
 import type { JobStatus } from '../jobs/queue.ts';
+import type { DataFiles } from '../storage/data-files.ts';
 import type { Db } from '../storage/db.ts';
 import type { CsvFormat, ImportJob, ImportProgress, ImportSource, Rejection } from './model.ts';
 
@@ -32,13 +33,13 @@ interface ImportRow {
 
 const SELECT = `SELECT i.*, l.org_id, j.status, j.lease_until, j.last_error FROM import_jobs i JOIN jobs j ON j.id = i.id JOIN ledgers l ON l.id = i.ledger_id`;
 
-const toImport = (r: ImportRow, now: number): ImportJob => ({
+const toImport = (r: ImportRow, now: number, files: DataFiles): ImportJob => ({
   id: r.id,
   ledgerId: r.ledger_id,
   orgId: r.org_id,
   source: r.source,
   fileName: r.file_name,
-  filePath: r.file_path,
+  filePath: r.file_path === null ? null : files.fromStored(r.file_path),
   format: r.format ? (JSON.parse(r.format) as CsvFormat) : null,
   // A job whose holder died is waiting to be reclaimed: it is pending again (SPEC §4.4).
   status: r.status === 'processing' && r.lease_until !== null && r.lease_until < now ? 'pending' : r.status,
@@ -74,7 +75,8 @@ export interface NewImport {
 export type ImportsRepo = ReturnType<typeof createImportsRepo>;
 
 /** Import jobs, their API payloads and their rejected rows. */
-export function createImportsRepo(db: Db) {
+/** `files` maps upload paths to what the database stores (relative to the data folder). */
+export function createImportsRepo(db: Db, files: DataFiles) {
   const q = {
     insert: db.raw.prepare(
       `INSERT INTO import_jobs (id, ledger_id, source, file_name, file_path, format, submitted, created_by, created_at)
@@ -118,18 +120,18 @@ export function createImportsRepo(db: Db) {
     filesOfLedger: db.raw.prepare<[string], string>('SELECT file_path FROM import_jobs WHERE ledger_id = ? AND file_path IS NOT NULL').pluck(),
   };
   return {
-    insertImport: (i: NewImport): void => void q.insert.run({ ...i, format: i.format ? JSON.stringify(i.format) : null }),
+    insertImport: (i: NewImport): void => void q.insert.run({ ...i, filePath: i.filePath === null ? null : files.toStored(i.filePath), format: i.format ? JSON.stringify(i.format) : null }),
     findImport: (id: string, now: number): ImportJob | undefined => {
       const r = q.byId.get(id);
-      return r && toImport(r, now);
+      return r && toImport(r, now, files);
     },
     findImportOfLedger: (ledgerId: string, id: string, now: number): ImportJob | undefined => {
       const r = q.byLedger.get(id, ledgerId);
-      return r && toImport(r, now);
+      return r && toImport(r, now, files);
     },
     /** Import jobs of a ledger, newest first, `limit + 1` rows. */
     listImports: (ledgerId: string, limit: number, now: number, before?: Keyset): ImportJob[] =>
-      (before ? q.after.all(ledgerId, before.at, before.at, before.id, limit + 1) : q.first.all(ledgerId, limit + 1)).map((r) => toImport(r, now)),
+      (before ? q.after.all(ledgerId, before.at, before.at, before.id, limit + 1) : q.first.all(ledgerId, limit + 1)).map((r) => toImport(r, now, files)),
     markStarted: (id: string, now: number): void => void q.start.run(now, id),
     setSubmitted: (id: string, submitted: number): void => void q.submitted.run(submitted, id),
     /** Adds a chunk's counts and moves the resume point past it (same transaction as its rows). */
@@ -149,7 +151,7 @@ export function createImportsRepo(db: Db) {
     listRejections: (id: string, afterRow: number, limit: number): Rejection[] =>
       q.rejections.all(id, afterRow, limit).map((r) => ({ rowNo: r.row_no, line: r.line, reason: r.reason, kind: r.kind, raw: JSON.parse(r.raw) as unknown })),
     /** Upload files still referenced by a job (the rest of the uploads folder is garbage). */
-    listReferencedFiles: (): string[] => q.filePaths.all(),
+    listReferencedFiles: (): string[] => q.filePaths.all().map(files.fromStored),
     /** Upload files of a ledger's jobs (removed when the ledger is purged). */
     listFilesOfLedger: (ledgerId: string): string[] => q.filesOfLedger.all(ledgerId),
     /** Deletes up to `n` import jobs of a ledger (cascading payloads and rejections). */

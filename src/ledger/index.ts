@@ -7,6 +7,7 @@ import type { Queue } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
+import { dataFiles } from '../storage/data-files.ts';
 import type { Db } from '../storage/db.ts';
 import { createContactService } from './contact-service.ts';
 import { createContactsRepo } from './contacts-repo.ts';
@@ -24,7 +25,7 @@ export const uploadTmpDir = (dataDir: string) => join(dataDir, 'uploads', 'tmp')
 
 /** Wires the ledger service: repos → services and the job runners it contributes to the scheduler. */
 export function createLedgerModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; audit: Audit; orgs: OrgsRepo; kick: () => void; purgers?: ((ledgerId: string, n: number) => number)[]; metrics: MetricsRegistry }) {
-  const repos = { ledgers: createLedgersRepo(d.db), contacts: createContactsRepo(d.db), imports: createImportsRepo(d.db) };
+  const repos = { ledgers: createLedgersRepo(d.db), contacts: createContactsRepo(d.db), imports: createImportsRepo(d.db, dataFiles(d.config.dataDir)) };
   const ledgers = createLedgerService({ ...d, ...repos });
   const contacts = createContactService({ ...d, ...repos });
   const imports = createImportService({ ...d, ...repos, uploadsDir: uploadsDir(d.config.dataDir), maxApiContacts: d.config.maxApiContacts });

@@ -1,5 +1,6 @@
 import type { Keyset } from '../cursor.ts';
 import type { JobStatus } from '../jobs/queue.ts';
+import type { DataFiles } from '../storage/data-files.ts';
 import type { Db } from '../storage/db.ts';
 import type { FeedFormat } from './feed-reader.ts';
 
@@ -55,11 +56,11 @@ interface FeedRow {
 
 const SELECT = 'SELECT f.*, j.status, j.lease_until, j.last_error FROM feed_jobs f JOIN jobs j ON j.id = f.id';
 
-const toFeed = (r: FeedRow, now: number): FeedJob => ({
+const toFeed = (r: FeedRow, now: number, files: DataFiles): FeedJob => ({
   id: r.id,
   source: r.source,
   fileName: r.file_name,
-  filePath: r.file_path,
+  filePath: r.file_path === null ? null : files.fromStored(r.file_path),
   format: r.format,
   gzip: r.gzip === 1,
   status: r.status === 'processing' && r.lease_until !== null && r.lease_until < now ? 'pending' : r.status,
@@ -92,7 +93,8 @@ export interface FeedProgress {
 export type FeedsRepo = ReturnType<typeof createFeedsRepo>;
 
 /** Feed jobs and their rejected records. */
-export function createFeedsRepo(db: Db) {
+/** `files` maps feed file paths to what the database stores (relative to the data folder). */
+export function createFeedsRepo(db: Db, files: DataFiles) {
   const q = {
     insert: db.raw.prepare(
       'INSERT INTO feed_jobs (id, source, file_name, file_path, format, gzip, created_by, created_at) VALUES (@id, @source, @fileName, @filePath, @format, @gzip, @createdBy, @createdAt)',
@@ -115,18 +117,18 @@ export function createFeedsRepo(db: Db) {
   };
   return {
     insertFeed: (f: { id: string; source: FeedSource; fileName: string | null; filePath: string; format: FeedFormat; gzip: boolean; createdBy: string | null; createdAt: number }): void =>
-      void q.insert.run({ ...f, gzip: f.gzip ? 1 : 0 }),
+      void q.insert.run({ ...f, filePath: files.toStored(f.filePath), gzip: f.gzip ? 1 : 0 }),
     findFeed: (id: string, now: number): FeedJob | undefined => {
       const r = q.byId.get(id);
-      return r && toFeed(r, now);
+      return r && toFeed(r, now, files);
     },
     listFeeds: (limit: number, now: number, before?: Keyset): FeedJob[] =>
-      (before ? q.after.all(before.at, before.at, before.id, limit + 1) : q.first.all(limit + 1)).map((r) => toFeed(r, now)),
+      (before ? q.after.all(before.at, before.at, before.id, limit + 1) : q.first.all(limit + 1)).map((r) => toFeed(r, now, files)),
     markStarted: (id: string, now: number): void => void q.start.run(now, id),
     addProgress: (id: string, p: FeedProgress): void => void q.progress.run({ id, ...p }),
     markFinished: (id: string, message: string | null, now: number): void => void q.finish.run(message, now, id),
     insertRejection: (id: string, recordNo: number, line: number | null, reason: string): void => void q.reject.run(id, recordNo, line, reason),
     listRejections: (id: string, afterRecord: number, limit: number) => q.rejections.all(id, afterRecord, limit).map((r) => ({ recordNo: r.record_no, line: r.line, reason: r.reason })),
-    listReferencedFiles: (): string[] => q.files.all(),
+    listReferencedFiles: (): string[] => q.files.all().map(files.fromStored),
   };
 }

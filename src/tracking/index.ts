@@ -5,6 +5,7 @@ import type { Scheduler } from '../jobs/scheduler.ts';
 import type { LedgerModule } from '../ledger/index.ts';
 import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
+import { dataFiles } from '../storage/data-files.ts';
 import type { Db } from '../storage/db.ts';
 import { createChangeService } from './change-service.ts';
 import { createChangesRepo } from './changes-repo.ts';
@@ -20,7 +21,7 @@ export type TrackingModule = ReturnType<typeof createTrackingModule>;
 
 /** Wires change tracking: the people store, matching, change history, feed jobs and the inbox. */
 export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; ledger: LedgerModule; kick: () => void; metrics: MetricsRegistry }) {
-  const repos = { people: createPeopleRepo(d.db), changes: createChangesRepo(d.db), trackedContacts: createTrackedContactsRepo(d.db), feeds: createFeedsRepo(d.db) };
+  const repos = { people: createPeopleRepo(d.db), changes: createChangesRepo(d.db), trackedContacts: createTrackedContactsRepo(d.db), feeds: createFeedsRepo(d.db, dataFiles(d.config.dataDir)) };
   const listeners: ChangeListener[] = [];
   const tracker = createTracker({ clock: d.clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, listeners });
   d.ledger.useImportMatcher((contacts) => tracker.matchImported(contacts));
