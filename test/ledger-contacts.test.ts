@@ -207,6 +207,37 @@ A('the import list is newest first with paging; unknown imports are 404', async 
   assert.is(alias.body.id, r.body.imports[0].id);
 });
 
+A('Idempotency-Key: a retried POST gets its first job (200, no second import); another body under the key → 422 (D4 e)', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'idempotent');
+  const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
+  const body = { contacts: [{ name: 'Ann Lee', company: 'Acme' }, { name: 'Bo Chen', company: 'Globex' }] };
+  const headers = { 'idempotency-key': 'crm-sync-2026-11-23-0001' };
+  const first = await t.call('POST', path, { token: w.tokens.editor, body, headers });
+  expectStatus(first, 202);
+  const again = await Promise.all([1, 2].map(() => t.call('POST', path, { token: w.tokens.editor, body, headers })));
+  for (const r of again) {
+    expectStatus(r, 200, 'replayed');
+    assert.is(r.body.id, first.body.id);
+    assert.is(r.headers.get('idempotent-replayed'), 'true');
+    assert.is(r.headers.get('location'), first.headers.get('location'));
+  }
+  await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, first.body.id);
+  assert.is((await t.call('GET', `${path}?view=count`, { token: w.tokens.viewer })).body.count, 2, 'imported once');
+  assert.is((await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.viewer })).body.imports.length, 1);
+  const other = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: [{ name: 'Cy Poe', company: 'Initech' }] }, headers });
+  expectStatus(other, 422);
+  assert.is(other.body.code, 'idempotency_key_reused');
+  // the key is per ledger; a malformed key is a 400
+  const elsewhere = await createLedger(t, w.tokens.editor, w.orgId, 'elsewhere');
+  expectStatus(await t.call('POST', `${ledgerPath(w.orgId, elsewhere)}/contacts`, { token: w.tokens.editor, body, headers }), 202);
+  for (const bad of ['', 'x'.repeat(256), 'has space', 'naïve']) {
+    if (bad === '') continue; // an empty header is no key at all
+    const r = await t.call('POST', path, { token: w.tokens.editor, body, headers: { 'idempotency-key': bad } });
+    expectStatus(r, 400, bad);
+    assert.is(r.body.code, 'invalid_idempotency_key');
+  }
+});
+
 A('delete one contact and bulk delete; counts stay exact; ids of other ledgers are not touched', async ({ t, w, ledgerId }) => {
   const other = await createLedger(t, w.tokens.editor, w.orgId, 'other');
   await addContacts(t, w.tokens.editor, w.orgId, other, [{ name: 'Keep', company: 'K' }]);

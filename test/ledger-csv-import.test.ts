@@ -895,6 +895,26 @@ U('files refused by the scan (415/422) leave nothing in tmp or uploads', async (
   assert.equal(storedUploads(t), before);
 });
 
+U('Idempotency-Key on uploads: the same file and mapping replay the first job and store nothing; another file under the key → 422', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'idempotent uploads');
+  const path = `${ledgerPath(w.orgId, ledgerId)}/imports`;
+  const csv = 'name,company,referenceId\nAnn Lee,Acme,a1\nBo Chen,Globex,b2\n';
+  const headers = { 'idempotency-key': 'nightly-2026-11-23' };
+  const first = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv), headers });
+  expectStatus(first, 202);
+  const again = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv), headers });
+  expectStatus(again, 200);
+  assert.is(again.body.id, first.body.id);
+  const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, first.body.id);
+  assert.equal([done.imported, done.duplicates], [2, 0], 'imported once, no duplicates from a second run');
+  const changed = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(`${csv}Cy Poe,Initech,c3\n`), headers });
+  expectStatus(changed, 422);
+  assert.is(changed.body.code, 'idempotency_key_reused');
+  const remapped = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv, { mapping: { referenceId: null } }), headers });
+  expectStatus(remapped, 422, 'the mapping is part of the request');
+  assert.equal(readdirSync(join(t.dataDir, 'uploads')).filter((f) => f !== 'tmp'), [], 'no stored upload is left behind');
+});
+
 U('the stored upload <data>/uploads/<importId>.csv is removed when its job ends', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'cleanup');
   const done = await post(t, w, ledgerId, 'name,company\nA,B\n,no name\n');

@@ -33,7 +33,7 @@ export const importCommand: Command = {
       mkdirSync(tmp, { recursive: true, mode: 0o700 });
       const copy = join(tmp, basename(file));
       copyFileSync(file, copy);
-      const job = await rt.ledger.imports.createCsvImport(cliCaller(), orgId, ledgerId, { path: copy, fileName: basename(file) }, args.flags.mapping as string | undefined);
+      const { job } = await rt.ledger.imports.createCsvImport(cliCaller(), orgId, ledgerId, { path: copy, fileName: basename(file) }, args.flags.mapping as string | undefined);
       io.err(`${job.id}: importing ${job.submitted} rows of ${basename(file)} into ${ledgerId}`);
       rt.scheduler.start();
       const bar = progress(io, job.id);

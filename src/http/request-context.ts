@@ -52,10 +52,10 @@ export function cors(origins: string[]): Koa.Middleware {
     if (!origin || !(allowed.has(origin) || allowed.has('*'))) return next();
     ctx.vary('Origin');
     ctx.set('Access-Control-Allow-Origin', origin);
-    ctx.set('Access-Control-Expose-Headers', 'X-Request-Id, Location, Retry-After, WWW-Authenticate, Content-Disposition');
+    ctx.set('Access-Control-Expose-Headers', 'X-Request-Id, Location, Retry-After, WWW-Authenticate, Content-Disposition, Idempotent-Replayed');
     if (ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method')) {
       ctx.set('Access-Control-Allow-Methods', 'GET, HEAD, POST, PATCH, PUT, DELETE');
-      ctx.set('Access-Control-Allow-Headers', 'Authorization, Content-Type, X-Request-Id');
+      ctx.set('Access-Control-Allow-Headers', 'Authorization, Content-Type, X-Request-Id, Idempotency-Key');
       ctx.set('Access-Control-Max-Age', '600');
       ctx.status = 204;
       return;

@@ -1,4 +1,5 @@
-import { mkdirSync, renameSync, unlinkSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createReadStream, mkdirSync, renameSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { checkHeader, mappingByName, MappingError, requireMapped, resolveMapping, suggestMapping } from '../csv/columns.ts';
@@ -10,7 +11,7 @@ import type { Caller } from '../identity/model.ts';
 import { newId } from '../ids.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Db } from '../storage/db.ts';
-import type { ImportsRepo } from './imports-repo.ts';
+import type { ImportsRepo, NewImport } from './imports-repo.ts';
 import { IMPORT_JOB } from './import-runner.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
 import type { CsvFormat, ImportJob, Rejection } from './model.ts';
@@ -36,6 +37,21 @@ export interface ReceivedFile {
 
 export type ImportService = ReturnType<typeof createImportService>;
 
+/** A job created by a request, or the one an earlier request with the same Idempotency-Key created. */
+export interface Created {
+  job: ImportJob;
+  replayed: boolean;
+}
+
+/** sha256 over an uploaded file's bytes and the mapping text, streamed. */
+async function hashUpload(path: string, mappingText: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  hash.update('\0mapping\0');
+  hash.update(mappingText);
+  return hash.digest('hex');
+}
+
 const uploadProblem = (status: 415 | 422, message: string, line?: number) =>
   status === 415 ? new AppError(415, 'unsupported_media_type', `The upload is not a CSV file: ${message}.`) : invalid(`The upload cannot be imported: ${message}.`, [{ path: 'file', message: line ? `line ${line}: ${message}` : message }]);
 
@@ -52,18 +68,34 @@ function parseMapping(text: string | undefined): unknown {
 export function createImportService(d: ImportServiceDeps) {
   const requireLedger = ledgerLookup(d.ledgers);
 
-  function createJob(by: Caller, orgId: string, job: Omit<Parameters<ImportsRepo['insertImport']>[0], 'createdAt' | 'createdBy'>, payload?: unknown[]): ImportJob {
-    const created = d.db.tx(() => {
+  /**
+   * Creates an import job and its queue entry in one transaction. With an Idempotency-Key that
+   * this ledger has seen, nothing is created: the earlier job is returned (`replayed`) when the
+   * request is the same, and 422 answers a different request under the same key.
+   */
+  function createJob(by: Caller, orgId: string, job: Omit<NewImport, 'createdAt' | 'createdBy'>, payload?: unknown[]): Created {
+    const created = d.db.tx((): Created => {
       requireLedger(orgId, job.ledgerId);
       const now = d.clock.now();
+      if (job.idempotency) {
+        const earlier = d.imports.findByIdempotencyKey(job.ledgerId, job.idempotency.key);
+        if (earlier) {
+          if (earlier.requestHash !== job.idempotency.requestHash) {
+            throw new AppError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different request; use a new key for a new request.', {
+              errors: [{ path: 'Idempotency-Key', message: 'already used for another request' }],
+            });
+          }
+          return { job: d.imports.findImport(earlier.id, now)!, replayed: true };
+        }
+      }
       // An API batch is small (≤ MAX_API_CONTACTS): it has slots of its own and never waits behind CSV imports.
       d.queue.enqueue(job.id, IMPORT_JOB, { maxAttempts: 5, lane: job.source === 'api' ? 'express' : 'bulk' });
       d.imports.insertImport({ ...job, createdAt: now, createdBy: by.actor.id });
       if (payload) d.imports.insertPayload(job.id, payload);
       d.audit.record(by, { orgId, action: 'import.created', target: { type: 'import', id: job.id }, data: { ledgerId: job.ledgerId, source: job.source, submitted: job.submitted, ...(job.fileName ? { fileName: job.fileName } : {}) } });
-      return d.imports.findImport(job.id, now)!;
+      return { job: d.imports.findImport(job.id, now)!, replayed: false };
     });
-    d.kick();
+    if (!created.replayed) d.kick();
     return created;
   }
 
@@ -85,16 +117,24 @@ export function createImportService(d: ImportServiceDeps) {
 
   return {
     /** An API batch: stored as the job's payload and processed by the scheduler (202). */
-    createApiImport(by: Caller, orgId: string, ledgerId: string, contacts: unknown[]): ImportJob {
+    createApiImport(by: Caller, orgId: string, ledgerId: string, contacts: unknown[], idempotencyKey?: string): Created {
       if (contacts.length > d.maxApiContacts)
         throw tooLarge(`At most ${d.maxApiContacts} contacts per call; upload larger sets as a CSV file (POST …/ledgers/${ledgerId}/imports).`);
       if (contacts.length === 0) throw invalid('contacts must not be empty.', [{ path: 'contacts', message: 'must contain at least one contact' }]);
-      return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'api', fileName: null, filePath: null, format: null, submitted: contacts.length }, contacts);
+      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: createHash('sha256').update(JSON.stringify(contacts)).digest('hex') };
+      return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'api', fileName: null, filePath: null, format: null, submitted: contacts.length, idempotency }, contacts);
     },
 
     /** A CSV upload: scanned, moved into the uploads folder, processed by the scheduler (202). */
-    async createCsvImport(by: Caller, orgId: string, ledgerId: string, file: ReceivedFile, mappingText: string | undefined): Promise<ImportJob> {
+    async createCsvImport(by: Caller, orgId: string, ledgerId: string, file: ReceivedFile, mappingText: string | undefined, idempotencyKey?: string): Promise<Created> {
       requireLedger(orgId, ledgerId);
+      // The request's fingerprint: the file's bytes and the mapping (hashed only when a key came with it).
+      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await hashUpload(file.path, mappingText ?? '') };
+      if (idempotency) {
+        const earlier = d.imports.findByIdempotencyKey(ledgerId, idempotency.key);
+        // Replayed before scanning (the answer does not depend on the file being readable now).
+        if (earlier && earlier.requestHash === idempotency.requestHash) return { job: d.imports.findImport(earlier.id, d.clock.now())!, replayed: true };
+      }
       const { scan, mapping } = await inspect(file, mappingText, true);
       const id = newId('imp');
       mkdirSync(d.uploadsDir, { recursive: true, mode: 0o700 });
@@ -102,7 +142,9 @@ export function createImportService(d: ImportServiceDeps) {
       renameSync(file.path, stored);
       const format: CsvFormat = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping };
       try {
-        return createJob(by, orgId, { id, ledgerId, source: 'csv', fileName: file.fileName, filePath: stored, format, submitted: scan.rows });
+        const created = createJob(by, orgId, { id, ledgerId, source: 'csv', fileName: file.fileName, filePath: stored, format, submitted: scan.rows, idempotency });
+        if (created.replayed) unlinkSync(stored); // another request with the key won meanwhile
+        return created;
       } catch (err) {
         unlinkSync(stored);
         throw err;

@@ -70,6 +70,13 @@ export interface NewImport {
   submitted: number;
   createdBy: string | null;
   createdAt: number;
+  /** The client's Idempotency-Key and the hash of what it submitted, when it sent one. */
+  idempotency?: Idempotency;
+}
+
+export interface Idempotency {
+  key: string;
+  requestHash: string;
 }
 
 export type ImportsRepo = ReturnType<typeof createImportsRepo>;
@@ -79,9 +86,10 @@ export type ImportsRepo = ReturnType<typeof createImportsRepo>;
 export function createImportsRepo(db: Db, files: DataFiles) {
   const q = {
     insert: db.raw.prepare(
-      `INSERT INTO import_jobs (id, ledger_id, source, file_name, file_path, format, submitted, created_by, created_at)
-       VALUES (@id, @ledgerId, @source, @fileName, @filePath, @format, @submitted, @createdBy, @createdAt)`,
+      `INSERT INTO import_jobs (id, ledger_id, source, file_name, file_path, format, submitted, created_by, created_at, idempotency_key, request_hash)
+       VALUES (@id, @ledgerId, @source, @fileName, @filePath, @format, @submitted, @createdBy, @createdAt, @key, @requestHash)`,
     ),
+    byKey: db.raw.prepare<[string, string], { id: string; request_hash: string }>('SELECT id, request_hash FROM import_jobs WHERE ledger_id = ? AND idempotency_key = ?'),
     byId: db.raw.prepare<[string], ImportRow>(`${SELECT} WHERE i.id = ?`),
     byLedger: db.raw.prepare<[string, string], ImportRow>(`${SELECT} WHERE i.id = ? AND i.ledger_id = ?`),
     first: db.raw.prepare<[string, number], ImportRow>(`${SELECT} WHERE i.ledger_id = ? ORDER BY i.created_at DESC, i.id DESC LIMIT ?`),
@@ -120,7 +128,19 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     filesOfLedger: db.raw.prepare<[string], string>('SELECT file_path FROM import_jobs WHERE ledger_id = ? AND file_path IS NOT NULL').pluck(),
   };
   return {
-    insertImport: (i: NewImport): void => void q.insert.run({ ...i, filePath: i.filePath === null ? null : files.toStored(i.filePath), format: i.format ? JSON.stringify(i.format) : null }),
+    insertImport: ({ idempotency, ...i }: NewImport): void =>
+      void q.insert.run({
+        ...i,
+        filePath: i.filePath === null ? null : files.toStored(i.filePath),
+        format: i.format ? JSON.stringify(i.format) : null,
+        key: idempotency?.key ?? null,
+        requestHash: idempotency?.requestHash ?? null,
+      }),
+    /** The import created with this Idempotency-Key in the ledger, with the hash of its request. */
+    findByIdempotencyKey: (ledgerId: string, key: string): { id: string; requestHash: string } | undefined => {
+      const r = q.byKey.get(ledgerId, key);
+      return r && { id: r.id, requestHash: r.request_hash };
+    },
     findImport: (id: string, now: number): ImportJob | undefined => {
       const r = q.byId.get(id);
       return r && toImport(r, now, files);

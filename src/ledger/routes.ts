@@ -8,7 +8,7 @@ import { pageOf, pageQuery } from '../http/common-schemas.ts';
 import type { ApiRouter } from '../http/route.ts';
 import { receiveUpload } from '../http/upload.ts';
 import type { ContactService } from './contact-service.ts';
-import type { ImportService } from './import-service.ts';
+import type { Created, ImportService } from './import-service.ts';
 import type { LedgerService } from './ledger-service.ts';
 import type { Contact, ImportJob, Rejection } from './model.ts';
 import { CONTACT_FIELDS } from './model.ts';
@@ -39,6 +39,19 @@ const downloadRow = (c: Contact): unknown[] => [
   c.id, c.referenceId, c.name, c.linkedin, c.importCompany, c.importTitle, c.company, c.title, c.titleLevel, c.titleDomain,
   c.email, c.location, c.isVerified, isoZOrNull(c.lastJobChangedAt), isoZOrNull(c.lastInfoChangedAt), isoZOrNull(c.createdAt),
 ];
+
+/**
+ * The request's `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header): 1–255 visible
+ * ASCII characters; undefined without one; 400 for a malformed one.
+ */
+function idempotencyKey(ctx: Koa.Context): string | undefined {
+  const raw = ctx.get('Idempotency-Key');
+  if (raw === '') return undefined;
+  // a structured-field string may come quoted: "key"
+  const key = /^"(.*)"$/.exec(raw)?.[1] ?? raw;
+  if (!/^[\x21-\x7e]{1,255}$/.test(key)) throw badRequest('invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters.', [{ path: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' }]);
+  return key;
+}
 
 /** `20261122-103200` (UTC) for download file names. */
 const fileStamp = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace(/-/g, '').replace('T', '-').replace(/:/g, '');
@@ -87,10 +100,12 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
 export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: LedgerRouteOptions): void {
   const ledgerBase = (orgId: string, ledgerId: string) => `${opts.baseUrl}${LEDGER_PREFIX}/orgs/${orgId}/ledgers/${ledgerId}`;
   const showImport = (i: ImportJob) => presentImport(i, ledgerBase(i.orgId, i.ledgerId));
-  const accepted = (ctx: Koa.Context, imp: ImportJob) => {
-    ctx.status = 202;
-    ctx.set('Location', `${ledgerBase(imp.orgId, imp.ledgerId)}/imports/${imp.id}`);
-    ctx.body = showImport(imp);
+  /** 202 with a new import job; 200 with the job an earlier request with the same Idempotency-Key created. */
+  const accepted = (ctx: Koa.Context, { job, replayed }: Created) => {
+    ctx.status = replayed ? 200 : 202;
+    if (replayed) ctx.set('Idempotent-Replayed', 'true');
+    ctx.set('Location', `${ledgerBase(job.orgId, job.ledgerId)}/imports/${job.id}`);
+    ctx.body = showImport(job);
   };
   const L = '/orgs/:orgId/ledgers';
   const ONE = `${L}/:ledgerId`;
@@ -124,7 +139,9 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       access: { org: 'editor' },
       body: S.ContactsBody,
       summary: 'Add contacts: one contact or {contacts:[…]}; processed as an import job',
-      description: 'Answers 202 with the import job (Location header); rows are validated by the job, bad rows are rejected with a reason.',
+      description:
+        'Answers 202 with the import job (Location header); rows are validated by the job, bad rows are rejected with a reason. ' +
+        'With an Idempotency-Key header, a retry of the same request answers 200 with the job of the first one (Idempotent-Replayed: true); another request under the same key → 422.',
       tooLargeMessage: 'The request body is too large; upload large sets as a CSV file (POST …/imports).',
       responses: { 202: { description: 'Import job' }, 413: { description: 'Too many contacts: use the CSV import' } },
     },
@@ -136,7 +153,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         const one = validateContact(body);
         if (!one.ok) throw invalid(`Invalid contact: ${one.reason}.`, [{ path: 'body', message: one.reason }]);
       }
-      accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, batch ? (body.contacts as unknown[]) : [body]));
+      accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, batch ? (body.contacts as unknown[]) : [body], idempotencyKey(ctx)));
     },
   );
   r.add({ method: 'get', path: `${ONE}/contacts`, access: { org: 'viewer' }, query: S.ContactListQuery, summary: 'Contacts, filtered and sorted (SPEC §4.2); view=count counts them', responses: { 200: { description: '{contacts, nextCursor} or {count}' } } }, (ctx, { params, query }) => {
@@ -177,13 +194,14 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         path: base,
         access: { org: 'editor' },
         summary: `Upload a CSV file to import${note}`,
+        description: 'Answers 202 with the import job. An Idempotency-Key header makes a retry of the same file and mapping answer 200 with the first job.',
         rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}' },
         responses: { 202: { description: 'Import job' }, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file' } },
       },
       async (ctx, { caller, params }) => {
         const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
         try {
-          accepted(ctx, await svc.imports.createCsvImport(caller, params.orgId!, params.ledgerId!, upload, upload.fields.mapping));
+          accepted(ctx, await svc.imports.createCsvImport(caller, params.orgId!, params.ledgerId!, upload, upload.fields.mapping, idempotencyKey(ctx)));
         } finally {
           upload.release();
         }
