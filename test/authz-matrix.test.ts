@@ -135,4 +135,62 @@ Z('an admin of A gets 403 on every route of B and 404 for B objects under A; B i
   assert.ok(PASSWORD);
 });
 
+/** A digest of the ledger-side data organization B owns (ledgers, contacts, imports, changes, webhooks). */
+function ledgerSnapshotOf(t: TestApp, orgId: string): string {
+  const q = (sql: string) => JSON.stringify(t.rt.db.raw.prepare(sql).all(orgId));
+  const ofLedgers = 'SELECT id FROM ledgers WHERE org_id = ?';
+  return createHash('sha256')
+    .update(q('SELECT * FROM ledgers WHERE org_id = ? ORDER BY id'))
+    .update(q(`SELECT * FROM contacts WHERE ledger_id IN (${ofLedgers}) ORDER BY seq`))
+    .update(q(`SELECT * FROM import_jobs WHERE ledger_id IN (${ofLedgers}) ORDER BY id`))
+    .update(q(`SELECT * FROM changes WHERE ledger_id IN (${ofLedgers}) ORDER BY seq`))
+    .update(q('SELECT * FROM webhooks WHERE org_id = ? ORDER BY id'))
+    .update(q('SELECT d.* FROM webhook_deliveries d JOIN webhooks h ON h.id = d.webhook_id WHERE h.org_id = ? ORDER BY d.seq'))
+    .digest('hex');
+}
+
+Z('every ledger-service route, for each of B\'s objects named under A\'s path → 404, under B\'s path → 403; B is unchanged', async ({ t, w }) => {
+  const B = w.otherOrgId;
+  const bTok = w.tokens.otherAdmin;
+  const bPath = `/api/ledger/v1/orgs/${B}`;
+  const ledger = await t.call('POST', `${bPath}/ledgers`, { token: bTok, body: { name: 'B secrets' } });
+  expectStatus(ledger, 201);
+  const imp = await t.call('POST', `${bPath}/ledgers/${ledger.body.id}/contacts`, { token: bTok, body: { contacts: [{ name: 'B One', company: 'B Co', referenceId: 'b1' }] } });
+  expectStatus(imp, 202);
+  for (let i = 0; i < 500; i++) {
+    if ((await t.call('GET', `${bPath}/ledgers/${ledger.body.id}/imports/${imp.body.id}`, { token: bTok })).body.status === 'completed') break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const contact = (await t.call('GET', `${bPath}/ledgers/${ledger.body.id}/contacts`, { token: bTok })).body.contacts[0];
+  const hook = await t.call('POST', `${bPath}/webhooks`, { token: bTok, body: { url: 'http://127.0.0.1:9/b', events: ['contact.job_changed'] } });
+  expectStatus(hook, 201);
+  const ping = await t.call('POST', `${bPath}/webhooks/${hook.body.id}/test`, { token: bTok });
+  expectStatus(ping, 202);
+  // the ping's one attempt (nobody listens on port 9) ends before the snapshot is taken
+  for (let i = 0; i < 1000; i++) {
+    if ((await t.call('GET', `${bPath}/webhooks/${hook.body.id}/deliveries/${ping.body.id}`, { token: bTok })).body.status !== 'pending') break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const ids: Record<string, string> = {
+    ledgerId: ledger.body.id, contactId: contact.id, importId: imp.body.id, webhookId: hook.body.id, deliveryId: ping.body.id,
+    date: '20261122', file: 'changes-20261122-1.jsonl.gz',
+  };
+  const before = ledgerSnapshotOf(t, B);
+  const failures: string[] = [];
+  for (const key of Object.keys(MATRIX).filter((k) => k.split(' ')[1]!.startsWith('/api/ledger/v1/orgs/:orgId'))) {
+    const [method, pattern] = key.split(' ') as [string, string];
+    const req = await MATRIX[key]!.request({ t, w }); // a valid request (body) for A's own objects
+    const fill = (orgId: string) => pattern.replace(/:(\w+)/g, (_m, name: string) => (name === 'orgId' ? orgId : ids[name]!));
+    const query = req.path.includes('?') ? req.path.slice(req.path.indexOf('?')) : '';
+    if (/:(?!orgId)\w+/.test(pattern)) {
+      const r = await t.call(method, `${fill(w.orgId)}${query}`, { ...req.opts, token: w.tokens.admin });
+      if (r.status !== 404) failures.push(`${key} with B's ids under A: ${r.status} ${r.text.slice(0, 120)}`);
+    }
+    const r = await t.call(method, `${fill(B)}${query}`, { ...req.opts, token: w.tokens.admin });
+    if (r.status !== 403) failures.push(`${key} under B's path: ${r.status} ${r.text.slice(0, 120)}`);
+  }
+  assert.equal(failures, [], failures.join('\n'));
+  assert.is(ledgerSnapshotOf(t, B), before, "B's ledgers, contacts, imports, changes and webhooks are unchanged");
+});
+
 Z.run();
