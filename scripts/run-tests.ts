@@ -4,8 +4,8 @@
 // With --e2e it runs the browser tests instead (test/e2e/*.e2e.ts, one at a time: each drives Chromium).
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
@@ -20,9 +20,22 @@ function findTests(dir: string): string[] {
 
 const e2e = process.argv.includes('--e2e');
 const filters = process.argv.slice(2).filter((a) => a !== '--e2e');
+// Longest first, so the workers end together: by the durations of the last run on this machine
+// (.cache/test-times.json), else the files known to be slow (child processes, big imports).
+const TIMES = join(root, '.cache', e2e ? 'e2e-times.json' : 'test-times.json');
+const SLOW = ['import-crash', 'cli-ops', 'cli.test', 'ledger-csv-import', 'webhooks-crash', 'authz-matrix', 'webhooks.test'];
+let lastTimes: Record<string, number> = {};
+try {
+  lastTimes = JSON.parse(readFileSync(TIMES, 'utf8')) as Record<string, number>;
+} catch {
+  /* the first run on this machine */
+}
+const slowRank = (f: string) => SLOW.findIndex((w) => f.includes(w));
+const weight = (f: string) => lastTimes[relative(root, f)] ?? (slowRank(f) >= 0 ? 1e9 - slowRank(f) : 0);
 const files = findTests(join(root, 'test'))
   .sort()
-  .filter((f) => filters.length === 0 || filters.some((w) => relative(root, f).includes(w)));
+  .filter((f) => filters.length === 0 || filters.some((w) => relative(root, f).includes(w)))
+  .sort((a, b) => weight(b) - weight(a));
 
 interface Result {
   file: string;
@@ -70,6 +83,13 @@ const workers = Array.from({ length: Math.min(e2e ? 1 : Number(process.env.TEST_
   }
 });
 await Promise.all(workers);
+
+try {
+  mkdirSync(dirname(TIMES), { recursive: true });
+  writeFileSync(TIMES, JSON.stringify({ ...lastTimes, ...Object.fromEntries(results.map((r) => [relative(root, r.file), r.ms])) }, null, 1));
+} catch {
+  /* a read-only checkout: order by the built-in list next time too */
+}
 
 const passed = results.reduce((n, r) => n + r.passed, 0);
 const failed = results.reduce((n, r) => n + r.failed, 0);

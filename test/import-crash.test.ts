@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { csvForm, ID, LEDGER, request, tempDir } from './helpers.ts';
 import { serve, type Running } from './child-server.ts';
 
-const ROWS = 100_000;
+const ROWS = 50_000;
 const EMAIL = 'crash@example.com';
 const PASSWORD = 'crash test password';
 
