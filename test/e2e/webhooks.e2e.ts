@@ -149,6 +149,7 @@ W('empty state; create a webhook: events, one ledger, a token; the signing secre
   await page.reload();
   await card(ctx).waitFor();
   assert.not.ok((await page.content()).includes(secret), 'never shown again');
+  await card(ctx).getByText('ledger: Leads').waitFor();
   const text = await card(ctx).innerText();
   for (const s of ['enabled', 'job changed', 'import ended', 'ledger: Leads', 'with token', 'last delivered: never']) assert.ok(text.includes(s), `${s} in ${text}`);
   assert.not.ok(text.includes('information changed'), text);
@@ -263,7 +264,7 @@ W('a receiver that fails: edit the URL, the test ping says why, the "Failed" fil
 W('disable and enable by hand; disabled by the server after 3 days of failures, the page says why', async (ctx) => {
   const { page } = ctx.e;
   await page.getByRole('button', { name: 'Disable' }).click();
-  await page.getByText(`Disabled: disabled by ${ROOT_EMAIL}`).waitFor();
+  await page.getByRole('note').filter({ hasText: `Disabled by ${ROOT_EMAIL} on` }).waitFor();
   await page.getByRole('button', { name: /^Enable/ }).click();
   await page.getByText(`Enabled ${ctx.rx.url}/broken; held deliveries go out on their schedule.`).waitFor();
   await until(async () => (await page.locator('.badge', { hasText: 'enabled' }).count()) === 1, 'the enabled badge');
@@ -278,14 +279,16 @@ W('disable and enable by hand; disabled by the server after 3 days of failures, 
   await until(async () => (await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/webhooks/${ctx.webhookId}`, { token: ctx.root })).body.enabled === false, 'the server disabling the webhook');
 
   await page.reload();
-  const note = page.getByRole('note').filter({ hasText: 'Disabled because of failing deliveries' });
+  const note = page.getByRole('note').filter({ hasText: 'Disabled because deliveries kept failing' });
   await note.waitFor();
   assert.match(await note.innerText(), /no successful delivery for 3 days \(failing since .+\); last error: answered 500/);
   await page.locator('.badge', { hasText: 'disabled' }).first().waitFor();
+  const held = log(ctx).filter({ hasText: 'import ended' }).filter({ hasText: 'pending' });
+  assert.match(await held.first().innerText(), /answered 500[\s\S]*held while disabled/, 'its failed delivery is held, not retried');
   await shoot(page, '38-webhook-disabled');
   await page.getByRole('link', { name: 'Webhooks' }).first().click();
   await card(ctx).or(page.getByRole('listitem', { name: `${ctx.rx.url}/broken` })).first().waitFor();
-  await page.getByRole('note').filter({ hasText: 'Disabled because of failing deliveries' }).waitFor();
+  await page.getByRole('note').filter({ hasText: 'Disabled because deliveries kept failing' }).waitFor();
   await shoot(page, '39-webhooks-disabled');
 
   // back on the working URL, and enabled again: the state clears

@@ -202,7 +202,9 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
     return () => {
       d.removeEventListener('cancel', onCancel);
       if (d.open) d.close();
-      before?.focus?.();
+      // back to where focus was; to the page when that control is gone (its row was deleted)
+      if (before?.isConnected) before.focus?.();
+      else document.getElementById('main')?.focus();
     };
   }, []);
   return (

@@ -227,7 +227,7 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
       {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
       <Async req={req} label="Loading the webhook…">
         {(w) => (
-          <section class="card" aria-label="Settings">
+          <section class="card settings" aria-label="Settings">
             <DisabledNote w={w} />
             <dl class="facts">
               <dt>State</dt>
@@ -276,12 +276,13 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
           </section>
         )}
       </Async>
-      {w && <DeliveryLog path={path} tick={logTick} />}
+      {w && <DeliveryLog path={path} tick={logTick} held={!w.enabled} />}
     </>
   );
 }
 
-function DeliveryLog(props: { path: string; tick: number }) {
+/** `held`: the webhook is disabled, so pending deliveries wait for it to be enabled again. */
+function DeliveryLog(props: { path: string; tick: number; held: boolean }) {
   const loc = useLocation();
   const raw = loc.query.get('status');
   const status = STATUSES.some((s) => s.value === raw) ? (raw as Status) : undefined;
@@ -293,7 +294,7 @@ function DeliveryLog(props: { path: string; tick: number }) {
   );
   const [open, setOpen] = useState<Delivery>();
   // while a delivery on this page is due within a minute, follow it (a retry waits 5 s, then 1 min, …)
-  const due = req.data?.deliveries.some((x) => x.status === 'pending' && x.nextAttemptAt && Date.parse(x.nextAttemptAt) - Date.now() < 60_000);
+  const due = !props.held && req.data?.deliveries.some((x) => x.status === 'pending' && x.nextAttemptAt && Date.parse(x.nextAttemptAt) - Date.now() < 60_000);
   useEffect(() => {
     if (!due || req.loading) return;
     const t = setTimeout(req.reload, 2000);
@@ -359,7 +360,7 @@ function DeliveryLog(props: { path: string; tick: number }) {
                         {answer(x)}
                       </td>
                       <td data-label={x.status === 'pending' ? 'Next try' : x.status === 'delivered' ? 'Delivered' : 'Failed'}>
-                        <Time iso={x.deliveredAt ?? x.failedAt ?? x.nextAttemptAt} />
+                        {x.status === 'pending' && props.held && x.type !== 'ping' ? <span class="muted">held while disabled</span> : <Time iso={x.deliveredAt ?? x.failedAt ?? x.nextAttemptAt} />}
                       </td>
                       <td class="cell-actions">
                         <button type="button" class="secondary small" aria-label={`Details of the ${TYPE_LABEL[x.type]} delivery ${x.id}`} onClick={() => setOpen(x)}>
@@ -371,14 +372,16 @@ function DeliveryLog(props: { path: string; tick: number }) {
                 </tbody>
               </table>
             </div>
-            <nav class="pager" aria-label="Pages">
-              <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-                Newer
-              </button>
-              <button type="button" class="secondary" disabled={!d.nextCursor} onClick={() => setCursors([...cursors, d.nextCursor!])}>
-                Older
-              </button>
-            </nav>
+            {(cursors.length > 0 || d.nextCursor) && (
+              <nav class="pager" aria-label="Pages">
+                <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+                  Newer
+                </button>
+                <button type="button" class="secondary" disabled={!d.nextCursor} onClick={() => setCursors([...cursors, d.nextCursor!])}>
+                  Older
+                </button>
+              </nav>
+            )}
           </>
         )}
       </Async>
@@ -480,7 +483,8 @@ function useLedgers(orgId: string) {
 
 function scopeText(w: Webhook, ledgers: { ledgers: Ledger[] } | undefined): string {
   if (!w.ledgerIds) return 'every ledger';
-  const names = w.ledgerIds.map((id) => ledgers?.ledgers.find((l) => l.id === id)?.name ?? (ledgers ? 'a deleted ledger' : id));
+  if (!ledgers) return w.ledgerIds.length === 1 ? '1 ledger' : `${w.ledgerIds.length} ledgers`;
+  const names = w.ledgerIds.map((id) => ledgers?.ledgers.find((l) => l.id === id)?.name ?? 'a deleted ledger');
   return `${w.ledgerIds.length === 1 ? 'ledger' : 'ledgers'}: ${names.join(', ')}`;
 }
 
@@ -494,28 +498,40 @@ function StateBadge(props: { w: Webhook }) {
 /** Why a webhook is disabled (the system's reason, or who disabled it), or since when it has been failing. */
 function DisabledNote(props: { w: Webhook }) {
   const { w } = props;
+  const held = <p class="small">No new events are recorded for it, and deliveries not yet made are held until it is enabled again. “Send test” still works, to check the receiver first.</p>;
+  if (!w.enabled && systemDisabled(w))
+    return (
+      <div class="callout bad" role="note">
+        <p>
+          <strong>
+            Disabled because deliveries kept failing{w.disabledAt && <> (<Time iso={w.disabledAt} />)</>}:
+          </strong>
+        </p>
+        <p class="break">{w.disabledReason}</p>
+        {held}
+      </div>
+    );
   if (!w.enabled)
     return (
-      <div class={`callout ${systemDisabled(w) ? 'bad' : ''}`} role="note">
+      <div class="callout" role="note">
         <p>
-          <strong>{systemDisabled(w) ? 'Disabled because of failing deliveries: ' : 'Disabled: '}</strong>
-          <span class="break">{w.disabledReason ?? 'disabled'}</span>
+          <strong class="break">{w.disabledReason ? w.disabledReason.charAt(0).toUpperCase() + w.disabledReason.slice(1) : 'Disabled'}</strong>
           {w.disabledAt && (
             <>
               {' '}
-              (<Time iso={w.disabledAt} />)
+              on <Time iso={w.disabledAt} />
             </>
           )}
           .
         </p>
-        <p class="small">No new events are recorded for it; deliveries not yet made are held until it is enabled again. “Send test” still works, to check the receiver first.</p>
+        {held}
       </div>
     );
   if (w.failingSince)
     return (
       <div class="callout" role="note">
         <p>
-          Deliveries have been failing since <Time iso={w.failingSince} />. They are retried for about 17 hours; after 3 days without a successful delivery the webhook is disabled.
+          Deliveries have been failing since <Time iso={w.failingSince} />. Each is retried for about 17 hours; after 3 days without a successful delivery the webhook is disabled.
         </p>
       </div>
     );
@@ -760,8 +776,11 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
         <fieldset aria-describedby={noEvents ? 'wh-events-error' : undefined}>
           <legend>Events</legend>
           {EVENTS.map((e) => (
-            <label key={e.event} class="check">
-              <input type="checkbox" checked={events.includes(e.event)} onChange={() => setEvents(toggle(events, e.event))} /> {e.label} <code class="muted">{e.event}</code>
+            <label key={e.event} class="check multi">
+              <input type="checkbox" checked={events.includes(e.event)} onChange={() => setEvents(toggle(events, e.event))} />
+              <span>
+                {e.label} <code class="event-code">{e.event}</code>
+              </span>
             </label>
           ))}
           {noEvents && (
@@ -772,11 +791,13 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
         </fieldset>
         <fieldset aria-describedby={noLedgers ? 'wh-ledgers-error' : undefined}>
           <legend>Ledgers</legend>
-          <label class="check">
-            <input type="radio" name="wh-scope" checked={all} onChange={() => setAll(true)} /> Every ledger, also those created later
+          <label class="check multi">
+            <input type="radio" name="wh-scope" checked={all} onChange={() => setAll(true)} />
+            <span>Every ledger, also those created later</span>
           </label>
-          <label class="check">
-            <input type="radio" name="wh-scope" checked={!all} onChange={() => setAll(false)} /> Only these ledgers
+          <label class="check multi">
+            <input type="radio" name="wh-scope" checked={!all} onChange={() => setAll(false)} />
+            <span>Only these ledgers</span>
           </label>
           {!all && (
             <div class="indent" role="group" aria-label="Ledgers">
@@ -784,13 +805,17 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
               {!props.ledgers.data && !props.ledgers.error && <Loading label="Loading ledgers…" />}
               {props.ledgers.data && known.length === 0 && <p class="muted">This organization has no ledgers yet.</p>}
               {known.map((l) => (
-                <label key={l.id} class="check">
-                  <input type="checkbox" checked={ledgerIds.includes(l.id)} onChange={() => setLedgerIds(toggle(ledgerIds, l.id))} /> {l.name}
+                <label key={l.id} class="check multi">
+                  <input type="checkbox" checked={ledgerIds.includes(l.id)} onChange={() => setLedgerIds(toggle(ledgerIds, l.id))} />
+                  <span class="break">{l.name}</span>
                 </label>
               ))}
               {gone.map((id) => (
-                <label key={id} class="check">
-                  <input type="checkbox" checked onChange={() => setLedgerIds(toggle(ledgerIds, id))} /> a deleted ledger <code class="muted">{id}</code>
+                <label key={id} class="check multi">
+                  <input type="checkbox" checked onChange={() => setLedgerIds(toggle(ledgerIds, id))} />
+                  <span>
+                    a deleted ledger <code class="event-code">{id}</code>
+                  </span>
                 </label>
               ))}
               {noLedgers && props.ledgers.data && known.length > 0 && (
@@ -804,14 +829,17 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
         {old?.hasToken ? (
           <fieldset>
             <legend>Token</legend>
-            <label class="check">
-              <input type="radio" name="wh-token-mode" checked={tokenMode === 'keep'} onChange={() => setTokenMode('keep')} /> Keep the current token
+            <label class="check multi">
+              <input type="radio" name="wh-token-mode" checked={tokenMode === 'keep'} onChange={() => setTokenMode('keep')} />
+              <span>Keep the current token</span>
             </label>
-            <label class="check">
-              <input type="radio" name="wh-token-mode" checked={tokenMode === 'set'} onChange={() => setTokenMode('set')} /> Replace it
+            <label class="check multi">
+              <input type="radio" name="wh-token-mode" checked={tokenMode === 'set'} onChange={() => setTokenMode('set')} />
+              <span>Replace it</span>
             </label>
-            <label class="check">
-              <input type="radio" name="wh-token-mode" checked={tokenMode === 'remove'} onChange={() => setTokenMode('remove')} /> Remove it
+            <label class="check multi">
+              <input type="radio" name="wh-token-mode" checked={tokenMode === 'remove'} onChange={() => setTokenMode('remove')} />
+              <span>Remove it</span>
             </label>
             {tokenMode === 'set' && <TokenInput label="New token" value={token} onInput={setToken} required />}
           </fieldset>
