@@ -14,6 +14,8 @@ const WEB_INDEX = join(import.meta.dirname, '..', '..', 'web', 'dist', 'index.ht
 
 export interface E2E {
   base: string;
+  /** The server's data folder (its database is `contact-ledger.db` there). */
+  dataDir: string;
   server: Running;
   context: BrowserContext;
   page: Page;
@@ -49,6 +51,7 @@ export async function start(env: Record<string, string> = {}): Promise<E2E> {
   page.on('pageerror', (e) => errors.push(String(e)));
   return {
     base,
+    dataDir: join(data, 'data'),
     server,
     context,
     page,

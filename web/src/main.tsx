@@ -13,7 +13,7 @@ import { ContactDetail } from './pages/contact.tsx';
 import { ImportWizard, ImportHistory } from './pages/imports.tsx';
 import { Team } from './pages/team.tsx';
 import { ServiceAccounts } from './pages/service-accounts.tsx';
-import { Webhooks } from './pages/webhooks.tsx';
+import { WebhookPage, Webhooks } from './pages/webhooks.tsx';
 import { Feed } from './pages/feed.tsx';
 import { NewOrg } from './pages/new-org.tsx';
 
@@ -86,6 +86,7 @@ const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
   ['/orgs/:orgId/team', (p) => <Team orgId={p.orgId!} />],
   ['/orgs/:orgId/service-accounts', (p) => <ServiceAccounts orgId={p.orgId!} />],
   ['/orgs/:orgId/webhooks', (p) => <Webhooks orgId={p.orgId!} />],
+  ['/orgs/:orgId/webhooks/:webhookId', (p) => <WebhookPage orgId={p.orgId!} webhookId={p.webhookId!} />],
 ];
 
 function Shell() {

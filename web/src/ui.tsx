@@ -202,7 +202,9 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
     return () => {
       d.removeEventListener('cancel', onCancel);
       if (d.open) d.close();
-      before?.focus?.();
+      // back to where focus was; to the page when that control is gone (its row was deleted)
+      if (before?.isConnected) before.focus?.();
+      else document.getElementById('main')?.focus();
     };
   }, []);
   return (
@@ -245,8 +247,8 @@ export function Confirm(props: { title: string; children: ComponentChildren; con
   );
 }
 
-/** A secret shown exactly once, with a copy button and a warning. */
-export function SecretOnce(props: { label: string; value: string; extra?: ComponentChildren }) {
+/** A secret shown exactly once, with a copy button and a warning; `why` says why it cannot be shown again. */
+export function SecretOnce(props: { label: string; value: string; extra?: ComponentChildren; why?: string }) {
   const [copied, setCopied] = useState<'yes' | 'no' | undefined>();
   const copy = async () => {
     try {
@@ -262,7 +264,7 @@ export function SecretOnce(props: { label: string; value: string; extra?: Compon
   return (
     <div class="secret">
       <p class="warning" role="note">
-        <strong>Copy this {props.label} now.</strong> It is shown only this once; it is stored only as a hash and cannot be shown again. If it is lost, rotate it.
+        <strong>Copy this {props.label} now.</strong> It is shown only this once; {props.why ?? 'it is stored only as a hash and cannot be shown again'}. If it is lost, rotate it.
       </p>
       {props.extra}
       <label for="secret-value">{props.label}</label>

@@ -30,6 +30,7 @@ export function Team(props: { orgId: string }) {
   const [rowError, setRowError] = useState<ApiError>();
   const changeRole = async (m: Member, r: Role) => {
     setRowError(undefined);
+    setNotice(undefined);
     try {
       await api('PATCH', `${path}/${m.userId}`, { body: { role: r } });
       setNotice(`${m.name || m.email} is now ${r}.`);
@@ -62,7 +63,7 @@ export function Team(props: { orgId: string }) {
       <Async req={req} label="Loading members…" empty={(d) => d.members.length === 0} emptyText="No members yet.">
         {(d) => (
           <div class="table-wrap" tabIndex={0} role="region" aria-label="Members">
-            <table class="members">
+            <table class="members stack">
               <thead>
                 <tr>
                   <th scope="col">Name</th>
@@ -83,8 +84,10 @@ export function Team(props: { orgId: string }) {
                       {m.name || '—'}
                       {m.userId === me?.id && <span class="badge">you</span>}
                     </th>
-                    <td class="email">{m.email}</td>
-                    <td>
+                    <td class="email" data-label="E-mail">
+                      {m.email}
+                    </td>
+                    <td data-label="Role">
                       {isAdmin ? (
                         <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => void changeRole(m, e.currentTarget.value as Role)}>
                           {ROLES.map((r) => (
@@ -97,7 +100,7 @@ export function Team(props: { orgId: string }) {
                         m.role
                       )}
                     </td>
-                    <td>
+                    <td data-label="Added">
                       <Time iso={m.addedAt} dateOnly />
                     </td>
                     {isAdmin && (

@@ -1,185 +1,765 @@
-import { useState } from 'preact/hooks';
-import { api, LEDGER } from '../api.ts';
-import { Async, Confirm, Dialog, Empty, ErrorBox, FormError, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
-import type { ApiError } from '../api.ts';
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, LEDGER, type ApiError } from '../api.ts';
+import { navigate, setQuery, useLocation } from '../router.ts';
+import { asApiError, Async, Confirm, Dialog, Empty, ErrorBox, FormError, Link, Loading, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
-/** SPEC §6. */
-interface Webhook {
+// Webhooks of an organization (SPEC §6, docs/webhooks.md), on the real API of src/webhooks/routes.ts:
+// a list of cards, a page per webhook with its delivery log, and the dialogs both share.
+
+/** The wire shape of src/webhooks/presenters.ts presentWebhook. */
+export interface Webhook {
   id: string;
+  orgId: string;
   url: string;
-  events: string[];
+  events: WebhookEvent[];
+  /** null = every ledger, including ledgers created later. */
   ledgerIds: string[] | null;
-  hasToken?: boolean;
+  hasToken: boolean;
   enabled: boolean;
-  disabledReason?: string | null;
-  failingSince?: string | null;
-  lastSuccessAt?: string | null;
+  disabledReason: string | null;
+  disabledAt: string | null;
+  failingSince: string | null;
+  lastSuccessAt: string | null;
   createdAt: string;
+  updatedAt: string;
 }
+type WithSecret = Webhook & { secret: string };
+type WebhookEvent = 'contact.job_changed' | 'contact.info_changed' | 'import.completed';
+type Status = 'pending' | 'delivered' | 'failed';
+interface Attempt {
+  at: string;
+  responseStatus: number | null;
+  error: string | null;
+  durationMs: number;
+}
+/** presentDelivery; `payload` only from the single-delivery route. */
 interface Delivery {
   id: string;
-  type: string;
-  status: 'pending' | 'delivered' | 'failed';
+  webhookId: string;
+  eventId: string;
+  type: WebhookEvent | 'ping';
+  status: Status;
   attempts: number;
+  maxAttempts: number;
   responseStatus: number | null;
   error: string | null;
   createdAt: string;
   lastAttemptAt: string | null;
   nextAttemptAt: string | null;
+  deliveredAt: string | null;
+  failedAt: string | null;
+  attemptLog: Attempt[];
+  payload?: unknown;
 }
-const EVENTS: [string, string][] = [
-  ['contact.job_changed', 'A contact changed jobs'],
-  ['contact.info_changed', "A contact's information changed"],
-  ['import.completed', 'An import finished'],
+
+const EVENTS: { event: WebhookEvent; label: string }[] = [
+  { event: 'contact.job_changed', label: 'A contact changed jobs' },
+  { event: 'contact.info_changed', label: "A contact's information changed" },
+  { event: 'import.completed', label: 'An import ended (completed or failed)' },
 ];
+const TYPE_LABEL: Record<Delivery['type'], string> = { 'contact.job_changed': 'job changed', 'contact.info_changed': 'information changed', 'import.completed': 'import ended', ping: 'test ping' };
+const STATUSES: { value: Status | undefined; label: string }[] = [
+  { value: undefined, label: 'All' },
+  { value: 'pending', label: 'Pending' },
+  { value: 'delivered', label: 'Delivered' },
+  { value: 'failed', label: 'Failed' },
+];
+/** How long the page waits for a test ping's single attempt (the server's deadline is 10 s by default). */
+const PING_WAIT_MS = 30_000;
+const SECRET_WHY = 'the server keeps it only to sign deliveries and never shows it again';
 
-/** Webhooks: create (signing secret shown once), enable/disable, test, delivery log, delete. */
-export function Webhooks(props: { orgId: string }) {
-  const { orgId } = props;
-  const role = useRole(orgId);
-  const path = `${LEDGER}/orgs/${orgId}/webhooks`;
-  const req = useRequest((signal) => api<{ webhooks: Webhook[] }>('GET', path, { query: { limit: 1000 }, signal }), [path]);
-  const ledgers = useRequest((signal) => api<{ ledgers: Ledger[] }>('GET', `${LEDGER}/orgs/${orgId}/ledgers`, { query: { limit: 1000 }, signal }), [orgId]);
-  const [creating, setCreating] = useState(false);
-  const [secret, setSecret] = useState<{ url: string; secret: string }>();
-  const [deleting, setDeleting] = useState<Webhook>();
-  const [log, setLog] = useState<Webhook>();
-  const [notice, setNotice] = useState<string>();
-  const [rowError, setRowError] = useState<ApiError>();
-  const ledgerName = (id: string) => ledgers.data?.ledgers.find((l) => l.id === id)?.name ?? id;
-  const act = async (what: string, fn: () => Promise<unknown>) => {
-    setRowError(undefined);
-    try {
-      await fn();
-      setNotice(what);
-    } catch (e) {
-      setRowError(asApiError(e));
-    }
-    req.reload();
-  };
+/** A message for the list page after the webhook page deleted its webhook and went back. */
+let flash: string | undefined;
 
-  if (role !== 'admin')
+const webhooksPath = (orgId: string) => `${LEDGER}/orgs/${orgId}/webhooks`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const badgeClass = (s: Status) => (s === 'delivered' ? 'ok' : s === 'failed' ? 'bad' : '');
+/** The last answer of a delivery, in words. */
+const answer = (x: Delivery) => (x.attempts === 0 ? 'not tried yet' : (x.error ?? (x.responseStatus !== null ? `answered ${x.responseStatus}` : '—')));
+const systemDisabled = (w: Webhook) => !w.enabled && !!w.disabledReason && !w.disabledReason.startsWith('disabled by ');
+
+function AdminOnly(props: { children: ComponentChildren; orgId: string }) {
+  if (useRole(props.orgId) !== 'admin')
     return (
       <>
         <PageHead title="Webhooks" />
         <Empty>Webhooks are managed by the organization's admins.</Empty>
       </>
     );
-  const unavailable = req.error?.code === 'route_not_found';
+  return <>{props.children}</>;
+}
+
+// ── the list ──────────────────────────────────────────────────────────────
+/** Webhooks: the list, create (signing secret shown once), and every action on each card. */
+export function Webhooks(props: { orgId: string }) {
+  return (
+    <AdminOnly orgId={props.orgId}>
+      <WebhookList orgId={props.orgId} />
+    </AdminOnly>
+  );
+}
+
+function WebhookList(props: { orgId: string }) {
+  const { orgId } = props;
+  const path = webhooksPath(orgId);
+  const req = useRequest((signal) => api<{ webhooks: Webhook[] }>('GET', path, { query: { limit: 1000 }, signal }), [path]);
+  const ledgers = useLedgers(orgId);
+  const [creating, setCreating] = useState(false);
+  const [secret, setSecret] = useState<WithSecret>();
+  const [notice, setNotice] = useState<string | undefined>(() => {
+    const f = flash;
+    flash = undefined;
+    return f;
+  });
   return (
     <>
-      <PageHead title="Webhooks" sub="contact-ledger POSTs a signed JSON event to your URL when a contact changes jobs or information, or an import finishes.">
-        {!unavailable && (
-          <button type="button" onClick={() => setCreating(true)}>
-            New webhook
-          </button>
-        )}
+      <PageHead title="Webhooks" sub="contact-ledger POSTs a signed JSON event to your URL when a contact changes jobs or information, or an import ends.">
+        <button type="button" onClick={() => setCreating(true)}>
+          New webhook
+        </button>
       </PageHead>
       {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
-      {rowError && <ErrorBox error={rowError} />}
-      {unavailable ? (
-        <Empty>This server does not offer webhooks (its version has no webhook API).</Empty>
-      ) : (
-        <Async req={req} label="Loading webhooks…" empty={(d) => d.webhooks.length === 0} emptyText={<p>No webhooks yet. Create one to be told about changes as they happen, instead of polling.</p>}>
-          {(d) => (
-            <ul class="cards" aria-label="Webhooks">
-              {d.webhooks.map((w) => (
-                <li key={w.id} class="card">
-                  <div class="section-head">
-                    <h2 class="break mono small-h">{w.url}</h2>
-                    {w.enabled ? <span class="badge ok">enabled</span> : <span class="badge bad">disabled</span>}
-                  </div>
-                  {!w.enabled && w.disabledReason && <p class="form-error">{w.disabledReason}</p>}
-                  <p class="meta">
-                    <span>{w.events.join(', ')}</span>
-                    <span>{w.ledgerIds ? `ledgers: ${w.ledgerIds.map(ledgerName).join(', ')}` : 'every ledger'}</span>
-                    {w.lastSuccessAt !== undefined && (
-                      <span>
-                        last delivered: <Time iso={w.lastSuccessAt} />
-                      </span>
-                    )}
-                  </p>
-                  <div class="row-actions">
-                    <button type="button" class="secondary small" onClick={() => void act('Test event queued; see the delivery log.', () => api('POST', `${path}/${w.id}/test`))}>
-                      Send test
-                    </button>
-                    <button type="button" class="secondary small" onClick={() => setLog(w)}>
-                      Delivery log
-                    </button>
-                    <button type="button" class="secondary small" onClick={() => void act(w.enabled ? 'Webhook disabled.' : 'Webhook enabled.', () => api('PATCH', `${path}/${w.id}`, { body: { enabled: !w.enabled } }))}>
-                      {w.enabled ? 'Disable' : 'Enable'}
-                    </button>
-                    <button type="button" class="danger-outline small" onClick={() => setDeleting(w)}>
-                      Delete
-                    </button>
-                  </div>
-                </li>
-              ))}
-            </ul>
-          )}
-        </Async>
-      )}
+      <Async
+        req={req}
+        label="Loading webhooks…"
+        empty={(d) => d.webhooks.length === 0}
+        emptyText={
+          <>
+            <p>
+              <strong>No webhooks yet.</strong>
+            </p>
+            <p>Create one to be told about changes as they happen, instead of polling the API.</p>
+          </>
+        }
+      >
+        {(d) => (
+          <ul class="cards" aria-label="Webhooks">
+            {d.webhooks.map((w) => (
+              <li key={w.id} class="card webhook-card" aria-label={w.url}>
+                <div class="section-head">
+                  <h2 class="small-h break mono">
+                    <Link href={`/orgs/${orgId}/webhooks/${w.id}`}>{w.url}</Link>
+                  </h2>
+                  <StateBadge w={w} />
+                </div>
+                <DisabledNote w={w} />
+                <p class="meta">
+                  <span>{w.events.map((e) => TYPE_LABEL[e]).join(' · ')}</span>
+                  <span>{scopeText(w, ledgers.data)}</span>
+                  <span>{w.hasToken ? 'with token' : 'no token'}</span>
+                  <span>
+                    last delivered: {w.lastSuccessAt ? <Time iso={w.lastSuccessAt} /> : 'never'}
+                  </span>
+                </p>
+                <WebhookActions
+                  w={w}
+                  orgId={orgId}
+                  ledgers={ledgers}
+                  logLink
+                  onChanged={(message) => {
+                    setNotice(message);
+                    req.reload();
+                  }}
+                  onDeleted={(message) => {
+                    setNotice(message);
+                    req.reload();
+                  }}
+                />
+              </li>
+            ))}
+          </ul>
+        )}
+      </Async>
       {creating && (
-        <CreateWebhook
-          path={path}
-          ledgers={ledgers.data?.ledgers ?? []}
+        <WebhookForm
+          orgId={orgId}
+          ledgers={ledgers}
           onClose={() => setCreating(false)}
-          onDone={(w) => {
+          onSaved={(w) => {
             setCreating(false);
-            setSecret(w);
+            setNotice(undefined);
+            setSecret(w as WithSecret);
             req.reload();
           }}
         />
       )}
-      {secret && (
-        <Dialog title="Webhook created" onClose={() => setSecret(undefined)} wide>
-          <SecretOnce label="signing secret" value={secret.secret} />
-          <p class="hint">
-            Each delivery carries <code>X-Ledger-Signature: t=&lt;unix seconds&gt;,v1=&lt;hex HMAC-SHA256(secret, "t.body")&gt;</code>. Check it before trusting an event.
+      {secret && <SecretDialog title="Webhook created" w={secret} onClose={() => setSecret(undefined)} />}
+    </>
+  );
+}
+
+// ── one webhook and its delivery log ──────────────────────────────────────
+/** A webhook: its settings, its state, the actions, and its delivery log with a status filter. */
+export function WebhookPage(props: { orgId: string; webhookId: string }) {
+  return (
+    <AdminOnly orgId={props.orgId}>
+      <WebhookDetail {...props} />
+    </AdminOnly>
+  );
+}
+
+function WebhookDetail(props: { orgId: string; webhookId: string }) {
+  const { orgId, webhookId } = props;
+  const path = `${webhooksPath(orgId)}/${webhookId}`;
+  const req = useRequest((signal) => api<Webhook>('GET', path, { signal }), [path]);
+  const ledgers = useLedgers(orgId);
+  const [notice, setNotice] = useState<string>();
+  const [logTick, setLogTick] = useState(0);
+  const crumbs = [{ href: `/orgs/${orgId}/webhooks`, label: 'Webhooks' }];
+  if (req.error?.status === 404)
+    return (
+      <>
+        <PageHead title="Webhook" crumbs={crumbs} />
+        <Empty>
+          <p>This webhook does not exist; it may have been deleted.</p>
+          <p>
+            <Link href={`/orgs/${orgId}/webhooks`}>Back to the webhooks</Link>
           </p>
-          <div class="actions">
-            <button type="button" onClick={() => setSecret(undefined)}>
-              I have stored the secret
-            </button>
+        </Empty>
+      </>
+    );
+  const w = req.data;
+  return (
+    <>
+      <PageHead title="Webhook" crumbs={crumbs} sub={w && <span class="mono break">{w.url}</span>} />
+      {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
+      <Async req={req} label="Loading the webhook…">
+        {(w) => (
+          <section class="card settings" aria-label="Settings">
+            <DisabledNote w={w} />
+            <dl class="facts">
+              <dt>State</dt>
+              <dd>
+                <StateBadge w={w} />
+              </dd>
+              <dt>Events</dt>
+              <dd>{w.events.map((e) => EVENTS.find((x) => x.event === e)?.label ?? e).join('; ')}</dd>
+              <dt>Ledgers</dt>
+              <dd>{scopeText(w, ledgers.data)}</dd>
+              <dt>Token</dt>
+              <dd>{w.hasToken ? 'sent as X-Ledger-Token (not shown)' : 'none'}</dd>
+              <dt>Last delivered</dt>
+              <dd>{w.lastSuccessAt ? <Time iso={w.lastSuccessAt} /> : <span class="muted">never</span>}</dd>
+              {w.failingSince && (
+                <>
+                  <dt>Failing since</dt>
+                  <dd>
+                    <Time iso={w.failingSince} />
+                  </dd>
+                </>
+              )}
+              <dt>Created</dt>
+              <dd>
+                <Time iso={w.createdAt} />
+              </dd>
+            </dl>
+            <WebhookActions
+              w={w}
+              orgId={orgId}
+              ledgers={ledgers}
+              onChanged={(message) => {
+                setNotice(message);
+                req.reload();
+                setLogTick((n) => n + 1);
+              }}
+              onDeleted={(message) => {
+                flash = message;
+                navigate(`/orgs/${orgId}/webhooks`);
+              }}
+              onPinged={() => {
+                req.reload();
+                setLogTick((n) => n + 1);
+              }}
+            />
+          </section>
+        )}
+      </Async>
+      {w && <DeliveryLog path={path} tick={logTick} held={!w.enabled} />}
+    </>
+  );
+}
+
+/** `held`: the webhook is disabled, so pending deliveries wait for it to be enabled again. */
+function DeliveryLog(props: { path: string; tick: number; held: boolean }) {
+  const loc = useLocation();
+  const raw = loc.query.get('status');
+  const status = STATUSES.some((s) => s.value === raw) ? (raw as Status) : undefined;
+  const [cursors, setCursors] = useState<string[]>([]);
+  useEffect(() => setCursors([]), [status]);
+  const req = useRequest(
+    (signal) => api<{ deliveries: Delivery[]; nextCursor: string | null }>('GET', `${props.path}/deliveries`, { query: { status, limit: 25, cursor: cursors.at(-1) }, signal }),
+    [props.path, status, cursors.join(), props.tick],
+  );
+  const [open, setOpen] = useState<Delivery>();
+  // while a delivery on this page is due within a minute, follow it (a retry waits 5 s, then 1 min, …)
+  const due = !props.held && req.data?.deliveries.some((x) => x.status === 'pending' && x.nextAttemptAt && Date.parse(x.nextAttemptAt) - Date.now() < 60_000);
+  useEffect(() => {
+    if (!due || req.loading) return;
+    const t = setTimeout(req.reload, 2000);
+    return () => clearTimeout(t);
+  }, [due, req.loading, req.data]);
+  const filtered = status ? STATUSES.find((s) => s.value === status)!.label.toLowerCase() : undefined;
+  return (
+    <section aria-labelledby="log-title">
+      <div class="section-head log-head">
+        <h2 id="log-title" class="section">
+          Delivery log
+        </h2>
+        <button type="button" class="secondary small" onClick={req.reload} disabled={req.loading}>
+          {req.loading ? 'Refreshing…' : 'Refresh'}
+        </button>
+      </div>
+      <div class="quick" role="group" aria-label="Show deliveries">
+        {STATUSES.map((s) => (
+          <button key={s.label} type="button" class={`chip${s.value === status ? ' on' : ''}`} aria-pressed={s.value === status} onClick={() => setQuery({ status: s.value })}>
+            {s.label}
+          </button>
+        ))}
+      </div>
+      <Async
+        req={req}
+        label="Loading deliveries…"
+        empty={(d) => d.deliveries.length === 0 && cursors.length === 0}
+        emptyText={filtered ? <p>No {filtered} deliveries.</p> : <p>Nothing was sent yet. Use “Send test” to try the receiver; events appear here as they happen.</p>}
+      >
+        {(d) => (
+          <>
+            <div class="table-wrap" tabIndex={0} role="region" aria-label="Deliveries">
+              <table class="stack deliveries">
+                <thead>
+                  <tr>
+                    <th scope="col">Event</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Attempts</th>
+                    <th scope="col">Last answer</th>
+                    <th scope="col">Delivered / next try</th>
+                    <th scope="col">
+                      <span class="visually-hidden">Details</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.deliveries.map((x) => (
+                    <tr key={x.id}>
+                      <th scope="row" data-label="Event">
+                        {TYPE_LABEL[x.type]} <code class="muted small">{x.type}</code>
+                      </th>
+                      <td data-label="Created">
+                        <Time iso={x.createdAt} />
+                      </td>
+                      <td data-label="Status">
+                        <span class={`badge ${badgeClass(x.status)}`}>{x.status}</span>
+                      </td>
+                      <td data-label="Attempts">
+                        {x.attempts} of {x.maxAttempts}
+                      </td>
+                      <td data-label="Last answer" class="break">
+                        {answer(x)}
+                      </td>
+                      <td data-label={x.status === 'pending' ? 'Next try' : x.status === 'delivered' ? 'Delivered' : 'Failed'}>
+                        {x.status === 'pending' && props.held && x.type !== 'ping' ? <span class="muted">held while disabled</span> : <Time iso={x.deliveredAt ?? x.failedAt ?? x.nextAttemptAt} />}
+                      </td>
+                      <td class="cell-actions">
+                        <button type="button" class="secondary small" aria-label={`Details of the ${TYPE_LABEL[x.type]} delivery ${x.id}`} onClick={() => setOpen(x)}>
+                          Details
+                        </button>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            {(cursors.length > 0 || d.nextCursor) && (
+              <nav class="pager" aria-label="Pages">
+                <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+                  Newer
+                </button>
+                <button type="button" class="secondary" disabled={!d.nextCursor} onClick={() => setCursors([...cursors, d.nextCursor!])}>
+                  Older
+                </button>
+              </nav>
+            )}
+          </>
+        )}
+      </Async>
+      {open && <DeliveryDetails path={`${props.path}/deliveries/${open.id}`} onClose={() => setOpen(undefined)} />}
+    </section>
+  );
+}
+
+/** One delivery: its attempts (when, answer, error, duration) and the payload exactly as sent. */
+function DeliveryDetails(props: { path: string; onClose: () => void }) {
+  const req = useRequest((signal) => api<Delivery>('GET', props.path, { signal }), [props.path]);
+  return (
+    <Dialog title="Delivery" onClose={props.onClose} wide>
+      <Async req={req} label="Loading the delivery…">
+        {(x) => (
+          <div class="delivery">
+            <dl class="facts">
+              <dt>Event</dt>
+              <dd>
+                {TYPE_LABEL[x.type]} <code>{x.type}</code>
+              </dd>
+              <dt>Status</dt>
+              <dd>
+                <span class={`badge ${badgeClass(x.status)}`}>{x.status}</span>{' '}
+                {x.status === 'pending' && x.nextAttemptAt && (
+                  <span class="muted">
+                    next try <Time iso={x.nextAttemptAt} />
+                  </span>
+                )}
+                {x.deliveredAt && <Time iso={x.deliveredAt} />}
+                {x.failedAt && <Time iso={x.failedAt} />}
+              </dd>
+              <dt>X-Ledger-Delivery</dt>
+              <dd class="mono break">{x.id}</dd>
+              <dt>Event id</dt>
+              <dd class="mono break">{x.eventId}</dd>
+              <dt>Created</dt>
+              <dd>
+                <Time iso={x.createdAt} />
+              </dd>
+            </dl>
+            <h3>
+              Attempts ({x.attempts} of {x.maxAttempts})
+            </h3>
+            {x.attemptLog.length === 0 ? (
+              <p class="muted">Not tried yet.</p>
+            ) : (
+              <div class="table-wrap" tabIndex={0} role="region" aria-label="Attempts">
+                <table class="attempts">
+                  <thead>
+                    <tr>
+                      <th scope="col" class="num">
+                        #
+                      </th>
+                      <th scope="col">When</th>
+                      <th scope="col">Answer</th>
+                      <th scope="col" class="num">
+                        Took
+                      </th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {x.attemptLog.map((a, i) => (
+                      <tr key={a.at + i}>
+                        <td class="num">{i + 1}</td>
+                        <td>
+                          <Time iso={a.at} />
+                        </td>
+                        <td class="break">
+                          {a.error ? <span class="bad-text">{a.error}</span> : a.responseStatus !== null ? <span class="ok-text">answered {a.responseStatus}</span> : '—'}
+                        </td>
+                        <td class="num">{a.durationMs} ms</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+            <h3>Payload</h3>
+            <pre class="code payload" tabIndex={0} aria-label="Payload">
+              {JSON.stringify(x.payload, null, 2)}
+            </pre>
           </div>
-        </Dialog>
+        )}
+      </Async>
+      <div class="actions">
+        <button type="button" onClick={props.onClose}>
+          Close
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+// ── pieces shared by the list and the webhook page ────────────────────────
+function useLedgers(orgId: string) {
+  return useRequest((signal) => api<{ ledgers: Ledger[] }>('GET', `${LEDGER}/orgs/${orgId}/ledgers`, { query: { limit: 1000 }, signal }), [orgId]);
+}
+
+function scopeText(w: Webhook, ledgers: { ledgers: Ledger[] } | undefined): string {
+  if (!w.ledgerIds) return 'every ledger';
+  if (!ledgers) return w.ledgerIds.length === 1 ? '1 ledger' : `${w.ledgerIds.length} ledgers`;
+  const names = w.ledgerIds.map((id) => ledgers?.ledgers.find((l) => l.id === id)?.name ?? 'a deleted ledger');
+  return `${w.ledgerIds.length === 1 ? 'ledger' : 'ledgers'}: ${names.join(', ')}`;
+}
+
+function StateBadge(props: { w: Webhook }) {
+  const { w } = props;
+  if (!w.enabled) return <span class="badge bad">disabled</span>;
+  if (w.failingSince) return <span class="badge job">failing</span>;
+  return <span class="badge ok">enabled</span>;
+}
+
+/** Why a webhook is disabled (the system's reason, or who disabled it), or since when it has been failing. */
+function DisabledNote(props: { w: Webhook }) {
+  const { w } = props;
+  const held = <p class="small">No new events are recorded for it, and deliveries not yet made are held until it is enabled again. “Send test” still works, to check the receiver first.</p>;
+  if (!w.enabled && systemDisabled(w))
+    return (
+      <div class="callout bad" role="note">
+        <p>
+          <strong>
+            Disabled because deliveries kept failing{w.disabledAt && <> (<Time iso={w.disabledAt} />)</>}:
+          </strong>
+        </p>
+        <p class="break">{w.disabledReason}</p>
+        {held}
+      </div>
+    );
+  if (!w.enabled)
+    return (
+      <div class="callout" role="note">
+        <p>
+          <strong class="break">{w.disabledReason ? w.disabledReason.charAt(0).toUpperCase() + w.disabledReason.slice(1) : 'Disabled'}</strong>
+          {w.disabledAt && (
+            <>
+              {' '}
+              on <Time iso={w.disabledAt} />
+            </>
+          )}
+          .
+        </p>
+        {held}
+      </div>
+    );
+  if (w.failingSince)
+    return (
+      <div class="callout" role="note">
+        <p>
+          Deliveries have been failing since <Time iso={w.failingSince} />. Each is retried for about 17 hours; after 3 days without a successful delivery the webhook is disabled.
+        </p>
+      </div>
+    );
+  return null;
+}
+
+/** Send test (and its outcome), delivery log, edit, enable/disable, rotate, delete: with their dialogs. */
+function WebhookActions(props: {
+  w: Webhook;
+  orgId: string;
+  ledgers: Request<{ ledgers: Ledger[] }>;
+  logLink?: boolean;
+  onChanged: (message: string) => void;
+  onDeleted: (message: string) => void;
+  onPinged?: () => void;
+}) {
+  const { w } = props;
+  const path = `${webhooksPath(props.orgId)}/${w.id}`;
+  const [editing, setEditing] = useState(false);
+  const [rotating, setRotating] = useState(false);
+  const [deleting, setDeleting] = useState(false);
+  const [secret, setSecret] = useState<WithSecret>();
+  const ping = usePing(path, props.onPinged);
+  const toggle = useAction(async () => {
+    await api('PATCH', path, { body: { enabled: !w.enabled } });
+    props.onChanged(w.enabled ? `Disabled ${w.url}; its deliveries are held.` : `Enabled ${w.url}; held deliveries go out on their schedule.`);
+  });
+  return (
+    <>
+      <div class="row-actions">
+        <button type="button" class="secondary small" disabled={ping.busy} onClick={() => void ping.run()} aria-label={`Send test to ${w.url}`}>
+          {ping.busy ? 'Sending…' : 'Send test'}
+        </button>
+        {props.logLink && (
+          <Link class="button secondary small" href={`/orgs/${props.orgId}/webhooks/${w.id}`} aria-label={`Delivery log of ${w.url}`}>
+            Delivery log
+          </Link>
+        )}
+        <button type="button" class="secondary small" onClick={() => setEditing(true)} aria-label={`Edit ${w.url}`}>
+          Edit
+        </button>
+        <button type="button" class="secondary small" disabled={toggle.busy} onClick={() => void toggle.run()} aria-label={`${w.enabled ? 'Disable' : systemDisabled(w) ? 'Enable again' : 'Enable'} ${w.url}`}>
+          {w.enabled ? 'Disable' : systemDisabled(w) ? 'Enable again' : 'Enable'}
+        </button>
+        <button type="button" class="secondary small" onClick={() => setRotating(true)} aria-label={`Rotate secret of ${w.url}`}>
+          Rotate secret
+        </button>
+        <button type="button" class="danger-outline small" onClick={() => setDeleting(true)} aria-label={`Delete ${w.url}`}>
+          Delete
+        </button>
+      </div>
+      {toggle.error && <ErrorBox error={toggle.error} title={w.enabled ? 'The webhook was not disabled.' : 'The webhook was not enabled.'} />}
+      <PingOutcome state={ping.state} />
+      {editing && (
+        <WebhookForm
+          orgId={props.orgId}
+          ledgers={props.ledgers}
+          webhook={w}
+          onClose={() => setEditing(false)}
+          onSaved={(saved, changed) => {
+            setEditing(false);
+            props.onChanged(changed ? `Saved ${saved.url}.` : 'Nothing was changed.');
+          }}
+        />
+      )}
+      {rotating && (
+        <Confirm
+          title="Rotate the signing secret?"
+          confirm="Rotate secret"
+          onClose={() => setRotating(false)}
+          onConfirm={async () => {
+            setSecret(await api<WithSecret>('POST', `${path}/rotate`));
+            return true;
+          }}
+        >
+          <p>A new secret is made and shown once. Every attempt from now on, retries included, is signed with it: signatures made with the old secret stop at once, so update the receiver right after.</p>
+        </Confirm>
+      )}
+      {secret && (
+        <SecretDialog
+          title="New signing secret"
+          w={secret}
+          onClose={() => {
+            setSecret(undefined);
+            props.onChanged(`Rotated the signing secret of ${w.url}.`);
+          }}
+        />
       )}
       {deleting && (
         <Confirm
           title="Delete this webhook?"
           confirm="Delete webhook"
           danger
-          onClose={() => setDeleting(undefined)}
+          onClose={() => setDeleting(false)}
           onConfirm={async () => {
-            await api('DELETE', `${path}/${deleting.id}`);
-            setNotice('Webhook deleted.');
-            req.reload();
+            await api('DELETE', path);
+            props.onDeleted(`Deleted the webhook for ${w.url}.`);
             return true;
           }}
         >
-          <p class="break">No more events go to {deleting.url}; its delivery log is removed.</p>
+          <p class="break">
+            No more events go to <span class="mono">{w.url}</span>. Its delivery log and any deliveries not yet made are deleted with it.
+          </p>
         </Confirm>
       )}
-      {log && <DeliveryLog path={`${path}/${log.id}/deliveries`} url={log.url} onClose={() => setLog(undefined)} />}
     </>
   );
 }
 
-function CreateWebhook(props: { path: string; ledgers: Ledger[]; onClose: () => void; onDone: (w: { url: string; secret: string }) => void }) {
-  const [url, setUrl] = useState('https://');
-  const [events, setEvents] = useState<string[]>(EVENTS.map(([e]) => e));
-  const [all, setAll] = useState(true);
-  const [ledgerIds, setLedgerIds] = useState<string[]>([]);
-  const [token, setToken] = useState('');
-  const act = useAction(async () => {
-    const body = { url: url.trim(), events, ...(all ? {} : { ledgerIds }), ...(token.trim() ? { token: token.trim() } : {}) };
-    const w = await api<Webhook & { secret: string }>('POST', props.path, { body });
-    props.onDone({ url: w.url, secret: w.secret });
-  });
-  const toggle = (list: string[], v: string) => (list.includes(v) ? list.filter((x) => x !== v) : [...list, v]);
+type PingState = { phase: 'sending' } | { phase: 'waiting' | 'delivered' | 'failed' | 'late'; delivery: Delivery } | { phase: 'error'; error: ApiError };
+
+/** POST …/test, then polls the delivery it returns until its one attempt is recorded. */
+function usePing(path: string, onDone?: () => void) {
+  const [state, setState] = useState<PingState>();
+  const alive = useRef(true);
+  useEffect(
+    () => () => {
+      alive.current = false;
+    },
+    [],
+  );
+  const busy = state?.phase === 'sending' || state?.phase === 'waiting';
+  const run = async () => {
+    setState({ phase: 'sending' });
+    try {
+      let x = await api<Delivery>('POST', `${path}/test`);
+      const end = Date.now() + PING_WAIT_MS;
+      for (let wait = 200; x.status === 'pending' && Date.now() < end; wait = Math.min(wait * 1.5, 1000)) {
+        if (!alive.current) return;
+        setState({ phase: 'waiting', delivery: x });
+        await sleep(wait);
+        x = await api<Delivery>('GET', `${path}/deliveries/${x.id}`);
+      }
+      if (!alive.current) return;
+      setState({ phase: x.status === 'pending' ? 'late' : x.status, delivery: x });
+      onDone?.();
+    } catch (e) {
+      if (alive.current) setState({ phase: 'error', error: asApiError(e) });
+    }
+  };
+  return { state, busy, run };
+}
+
+function PingOutcome(props: { state: PingState | undefined }) {
+  const s = props.state;
+  let body: ComponentChildren = null;
+  if (s?.phase === 'sending' || s?.phase === 'waiting') body = <Loading label={s.phase === 'sending' ? 'Sending a test ping…' : 'Test ping queued; waiting for the receiver to answer…'} />;
+  else if (s?.phase === 'delivered') {
+    const last = s.delivery.attemptLog.at(-1);
+    body = (
+      <p class="ping ok">
+        <strong>Test ping delivered:</strong> the receiver answered {s.delivery.responseStatus}
+        {last ? ` in ${last.durationMs} ms` : ''}.
+      </p>
+    );
+  } else if (s?.phase === 'failed')
+    body = (
+      <p class="ping bad">
+        <strong>Test ping failed:</strong> <span class="break">{answer(s.delivery)}</span>. Check the URL and that the receiver answers 2xx; redirects are not followed.
+      </p>
+    );
+  else if (s?.phase === 'late') body = <p class="ping">The test ping has not been tried yet (the server is busy); its outcome will be in the delivery log.</p>;
+  else if (s?.phase === 'error') return <ErrorBox error={s.error} title="The test ping was not sent." />;
+  // the live region stays in the page so that screen readers announce the outcome
   return (
-    <Dialog title="New webhook" onClose={props.onClose}>
+    <div role="status" class="ping-outcome">
+      {body}
+    </div>
+  );
+}
+
+function SecretDialog(props: { title: string; w: WithSecret; onClose: () => void }) {
+  return (
+    <Dialog title={props.title} onClose={props.onClose} wide>
+      <p class="muted break">
+        Webhook <span class="mono">{props.w.url}</span>
+      </p>
+      <SecretOnce label="signing secret" value={props.w.secret} why={SECRET_WHY} />
+      <details>
+        <summary>How the receiver checks a delivery</summary>
+        <p class="hint">
+          Each delivery carries <code>X-Ledger-Signature: t=&lt;unix seconds&gt;,v1=&lt;hex&gt;</code>. Compute HMAC-SHA256 with the whole secret as the key over <code>t</code>, a dot and the raw body; compare in constant time, refuse old <code>t</code>, and
+          deduplicate by <code>X-Ledger-Delivery</code>.
+        </p>
+        <pre class="code">{`const [, t, v1] = /^t=(\\d+),v1=([0-9a-f]{64})$/.exec(req.headers['x-ledger-signature']);
+const expected = createHmac('sha256', SECRET).update(\`\${t}.\`).update(rawBody).digest();
+const ok = timingSafeEqual(expected, Buffer.from(v1, 'hex'))
+  && Math.abs(Date.now() / 1000 - Number(t)) < 300;`}</pre>
+      </details>
+      <div class="actions">
+        <button type="button" onClick={props.onClose}>
+          I have stored the secret
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+/** Create a webhook, or edit one (only what changed is sent). */
+function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[] }>; webhook?: Webhook; onClose: () => void; onSaved: (w: Webhook | WithSecret, changed: boolean) => void }) {
+  const old = props.webhook;
+  const [url, setUrl] = useState(old?.url ?? 'https://');
+  const [events, setEvents] = useState<WebhookEvent[]>(old?.events ?? EVENTS.map((e) => e.event));
+  const [all, setAll] = useState(!old?.ledgerIds);
+  const [ledgerIds, setLedgerIds] = useState<string[]>(old?.ledgerIds ?? []);
+  /** keep | set | remove the token (a new webhook: set, when one is typed). */
+  const [tokenMode, setTokenMode] = useState<'keep' | 'set' | 'remove'>(old?.hasToken ? 'keep' : 'set');
+  const [token, setToken] = useState('');
+  const toggle = <T,>(list: T[], v: T) => (list.includes(v) ? list.filter((x) => x !== v) : [...list, v]);
+  const known = props.ledgers.data?.ledgers ?? [];
+  // a ledger deleted since keeps its place in the list until it is unticked
+  const gone = ledgerIds.filter((id) => props.ledgers.data && !known.some((l) => l.id === id));
+  const noEvents = events.length === 0;
+  const noLedgers = !all && ledgerIds.length === 0;
+  const act = useAction(async () => {
+    const body: Record<string, unknown> = {};
+    const nextLedgers = all ? null : ledgerIds;
+    if (!old || url.trim() !== old.url) body.url = url.trim();
+    if (!old || [...events].sort().join() !== [...old.events].sort().join()) body.events = events;
+    if (old ? JSON.stringify(nextLedgers) !== JSON.stringify(old.ledgerIds) : nextLedgers) body.ledgerIds = nextLedgers;
+    if (tokenMode === 'set' && token.trim()) body.token = token.trim();
+    if (old?.hasToken && tokenMode === 'remove') body.token = null;
+    if (!old) return props.onSaved(await api<WithSecret>('POST', webhooksPath(props.orgId), { body }), true);
+    if (Object.keys(body).length === 0) return props.onSaved(old, false);
+    props.onSaved(await api<Webhook>('PATCH', `${webhooksPath(props.orgId)}/${old.id}`, { body }), true);
+  });
+  return (
+    <Dialog title={old ? 'Edit webhook' : 'New webhook'} onClose={props.onClose}>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -188,49 +768,91 @@ function CreateWebhook(props: { path: string; ledgers: Ledger[]; onClose: () => 
       >
         <div class="field">
           <label for="wh-url">URL</label>
-          <input id="wh-url" type="url" required autoFocus value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
+          <input id="wh-url" type="url" required maxLength={2048} autoFocus spellcheck={false} autocomplete="off" aria-describedby="wh-url-hint" value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
+          <p class="hint" id="wh-url-hint">
+            An <code>http://</code> or <code>https://</code> address that answers a POST with 2xx. Redirects are not followed.
+          </p>
         </div>
-        <fieldset>
+        <fieldset aria-describedby={noEvents ? 'wh-events-error' : undefined}>
           <legend>Events</legend>
-          {EVENTS.map(([e, label]) => (
-            <label key={e} class="check">
-              <input type="checkbox" checked={events.includes(e)} onChange={() => setEvents(toggle(events, e))} /> {label} <code>{e}</code>
+          {EVENTS.map((e) => (
+            <label key={e.event} class="check multi">
+              <input type="checkbox" checked={events.includes(e.event)} onChange={() => setEvents(toggle(events, e.event))} />
+              <span>
+                {e.label} <code class="event-code">{e.event}</code>
+              </span>
             </label>
           ))}
+          {noEvents && (
+            <p class="field-error" id="wh-events-error">
+              Choose at least one event.
+            </p>
+          )}
         </fieldset>
-        <fieldset>
+        <fieldset aria-describedby={noLedgers ? 'wh-ledgers-error' : undefined}>
           <legend>Ledgers</legend>
-          <label class="check">
-            <input type="radio" name="wh-scope" checked={all} onChange={() => setAll(true)} /> Every ledger
+          <label class="check multi">
+            <input type="radio" name="wh-scope" checked={all} onChange={() => setAll(true)} />
+            <span>Every ledger, also those created later</span>
           </label>
-          <label class="check">
-            <input type="radio" name="wh-scope" checked={!all} onChange={() => setAll(false)} /> Only these:
+          <label class="check multi">
+            <input type="radio" name="wh-scope" checked={!all} onChange={() => setAll(false)} />
+            <span>Only these ledgers</span>
           </label>
           {!all && (
-            <div class="indent">
-              {props.ledgers.length === 0 && <p class="muted">No ledgers yet.</p>}
-              {props.ledgers.map((l) => (
-                <label key={l.id} class="check">
-                  <input type="checkbox" checked={ledgerIds.includes(l.id)} onChange={() => setLedgerIds(toggle(ledgerIds, l.id))} /> {l.name}
+            <div class="indent" role="group" aria-label="Ledgers">
+              {props.ledgers.error && <ErrorBox error={props.ledgers.error} retry={props.ledgers.reload} title="Could not load the ledgers." />}
+              {!props.ledgers.data && !props.ledgers.error && <Loading label="Loading ledgers…" />}
+              {props.ledgers.data && known.length === 0 && <p class="muted">This organization has no ledgers yet.</p>}
+              {known.map((l) => (
+                <label key={l.id} class="check multi">
+                  <input type="checkbox" checked={ledgerIds.includes(l.id)} onChange={() => setLedgerIds(toggle(ledgerIds, l.id))} />
+                  <span class="break">{l.name}</span>
                 </label>
               ))}
+              {gone.map((id) => (
+                <label key={id} class="check multi">
+                  <input type="checkbox" checked onChange={() => setLedgerIds(toggle(ledgerIds, id))} />
+                  <span>
+                    a deleted ledger <code class="event-code">{id}</code>
+                  </span>
+                </label>
+              ))}
+              {noLedgers && props.ledgers.data && known.length > 0 && (
+                <p class="field-error" id="wh-ledgers-error">
+                  Choose at least one ledger.
+                </p>
+              )}
             </div>
           )}
         </fieldset>
-        <div class="field">
-          <label for="wh-token">Token (optional)</label>
-          <input id="wh-token" value={token} aria-describedby="wh-token-hint" onInput={(e) => setToken(e.currentTarget.value)} />
-          <p class="hint" id="wh-token-hint">
-            Sent as <code>X-Ledger-Token</code> with every delivery, for receivers that check a shared token.
-          </p>
-        </div>
+        {old?.hasToken ? (
+          <fieldset>
+            <legend>Token</legend>
+            <label class="check multi">
+              <input type="radio" name="wh-token-mode" checked={tokenMode === 'keep'} onChange={() => setTokenMode('keep')} />
+              <span>Keep the current token</span>
+            </label>
+            <label class="check multi">
+              <input type="radio" name="wh-token-mode" checked={tokenMode === 'set'} onChange={() => setTokenMode('set')} />
+              <span>Replace it</span>
+            </label>
+            <label class="check multi">
+              <input type="radio" name="wh-token-mode" checked={tokenMode === 'remove'} onChange={() => setTokenMode('remove')} />
+              <span>Remove it</span>
+            </label>
+            {tokenMode === 'set' && <TokenInput label="New token" value={token} onInput={setToken} required />}
+          </fieldset>
+        ) : (
+          <TokenInput label="Token (optional)" value={token} onInput={setToken} />
+        )}
         <FormError error={act.error} />
         <div class="actions">
           <button type="button" class="secondary" onClick={props.onClose}>
             Cancel
           </button>
-          <button type="submit" disabled={act.busy || events.length === 0}>
-            {act.busy ? 'Creating…' : 'Create webhook'}
+          <button type="submit" disabled={act.busy || noEvents || noLedgers}>
+            {act.busy ? (old ? 'Saving…' : 'Creating…') : old ? 'Save' : 'Create webhook'}
           </button>
         </div>
       </form>
@@ -238,55 +860,24 @@ function CreateWebhook(props: { path: string; ledgers: Ledger[]; onClose: () => 
   );
 }
 
-function DeliveryLog(props: { path: string; url: string; onClose: () => void }) {
-  const req = useRequest((signal) => api<{ deliveries: Delivery[] }>('GET', props.path, { query: { limit: 100 }, signal }), [props.path]);
+function TokenInput(props: { label: string; value: string; onInput: (v: string) => void; required?: boolean }) {
   return (
-    <Dialog title="Delivery log" onClose={props.onClose} wide>
-      <p class="muted break">{props.url}</p>
-      <Async req={req} label="Loading deliveries…" empty={(d) => d.deliveries.length === 0} emptyText="Nothing was sent yet. Use “Send test” to try the endpoint.">
-        {(d) => (
-          <div class="table-wrap" tabIndex={0} role="region" aria-label="Deliveries">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Created</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Status</th>
-                  <th scope="col" class="num">Attempts</th>
-                  <th scope="col">Answer</th>
-                  <th scope="col">Next try</th>
-                </tr>
-              </thead>
-              <tbody>
-                {d.deliveries.map((x) => (
-                  <tr key={x.id}>
-                    <td>
-                      <Time iso={x.createdAt} />
-                    </td>
-                    <td>{x.type}</td>
-                    <td>
-                      <span class={`badge ${x.status === 'delivered' ? 'ok' : x.status === 'failed' ? 'bad' : ''}`}>{x.status}</span>
-                    </td>
-                    <td class="num">{x.attempts}</td>
-                    <td class="break">{x.responseStatus ? `HTTP ${x.responseStatus}` : (x.error ?? '—')}</td>
-                    <td>
-                      <Time iso={x.nextAttemptAt} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-      </Async>
-      <div class="actions">
-        <button type="button" class="secondary" onClick={req.reload}>
-          Refresh
-        </button>
-        <button type="button" onClick={props.onClose}>
-          Close
-        </button>
-      </div>
-    </Dialog>
+    <div class="field">
+      <label for="wh-token">{props.label}</label>
+      <input
+        id="wh-token"
+        class="mono"
+        maxLength={512}
+        required={props.required}
+        autocomplete="off"
+        spellcheck={false}
+        aria-describedby="wh-token-hint"
+        value={props.value}
+        onInput={(e) => props.onInput(e.currentTarget.value)}
+      />
+      <p class="hint" id="wh-token-hint">
+        Sent as <code>X-Ledger-Token</code> with every delivery, for receivers that check a shared value. It is never shown again.
+      </p>
+    </div>
   );
 }
