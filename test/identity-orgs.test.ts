@@ -77,6 +77,7 @@ O('roles: the last admin cannot be demoted or removed (409); with two admins one
   const demote = await t.call('PATCH', `${ID}/orgs/${org.id}/members/${w.users.otherAdmin}`, { token: solo, body: { role: 'editor' } });
   assert.is(demote.status, 409);
   assert.is(demote.body.code, 'last_admin');
+  assert.match(demote.body.message, /is the last admin of ".+" \(o_/, "names the organization");
   const add = await t.call('POST', `${ID}/orgs/${org.id}/members`, { token: solo, body: { email: 'viewer@a.test', role: 'admin' } });
   expectStatus(add, 201);
   expectStatus(await t.call('PATCH', `${ID}/orgs/${org.id}/members/${w.users.otherAdmin}`, { token: solo, body: { role: 'viewer' } }), 200, 'demote with two admins');

@@ -34,6 +34,8 @@ export type OrgService = ReturnType<typeof createOrgService>;
 
 /** Organizations and their members (SPEC §3.2). Role checks happen in the route table. */
 export function createOrgService(d: OrgDeps) {
+  const lastAdmin = (email: string, org: Org) =>
+    conflict('last_admin', `${email} is the last admin of ${JSON.stringify(org.name)} (${org.id}); make another member admin first.`);
   const requireOrg = (orgId: string): Org => {
     const org = d.orgs.findOrgById(orgId);
     if (!org) throw notFound('organization', orgId);
@@ -169,12 +171,10 @@ export function createOrgService(d: OrgDeps) {
     /** Changes a member's role; demoting the last admin is refused (409). */
     updateMember(by: Caller, orgId: string, userId: string, role: Role): Member {
       return d.db.tx(() => {
-        requireOrg(orgId);
+        const org = requireOrg(orgId);
         const member = requireMember(orgId, userId);
         if (member.role === role) return member;
-        if (member.role === 'admin' && d.orgs.countAdmins(orgId) <= 1) {
-          throw conflict('last_admin', `${member.email} is the last admin of ${orgId}; make another member admin first.`);
-        }
+        if (member.role === 'admin' && d.orgs.countAdmins(orgId) <= 1) throw lastAdmin(member.email, org);
         d.orgs.updateMemberRole(orgId, userId, role);
         d.audit.record(by, { orgId, action: 'member.role_changed', target: { type: 'user', id: userId }, data: { email: member.email, from: member.role, to: role } });
         return requireMember(orgId, userId);
@@ -184,11 +184,9 @@ export function createOrgService(d: OrgDeps) {
     /** Removes a member; removing the last admin is refused (409). */
     removeMember(by: Caller, orgId: string, userId: string): void {
       d.db.tx(() => {
-        requireOrg(orgId);
+        const org = requireOrg(orgId);
         const member = requireMember(orgId, userId);
-        if (member.role === 'admin' && d.orgs.countAdmins(orgId) <= 1) {
-          throw conflict('last_admin', `${member.email} is the last admin of ${orgId}; make another member admin first.`);
-        }
+        if (member.role === 'admin' && d.orgs.countAdmins(orgId) <= 1) throw lastAdmin(member.email, org);
         d.orgs.deleteMember(orgId, userId);
         d.audit.record(by, { orgId, action: 'member.removed', target: { type: 'user', id: userId }, data: { email: member.email, role: member.role } });
       });
