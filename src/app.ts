@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import { buildOpenApi } from './http/openapi.ts';
+import { jsonBodies } from './http/json-body.ts';
 import { problems } from './http/problem.ts';
 import { cors, requestContext, securityHeaders } from './http/request-context.ts';
 import { ApiRouter, type RouterDeps } from './http/route.ts';
@@ -54,6 +55,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   app.use(requestContext(rt.log));
   app.use(securityHeaders({ https: Boolean(config.tlsCert) }));
   app.use(cors(config.corsOrigins));
+  app.use(jsonBodies());
   app.use(problems(rt.log));
   for (const r of routers) app.use(r.router.routes()).use(r.router.allowedMethods());
   opts.extend?.(app); // test-only middleware, after every API route

@@ -214,6 +214,32 @@ export function createContactsRepo(db: Db) {
   }
 
   /**
+   * Outcomes of range probes ("are there at most RANGE_PROBE_LIMIT rows?"), kept while the
+   * connection has written nothing: the server is the database's only writer (one connection,
+   * STYLE/D2), so an unchanged total_changes() means unchanged rows and the same answer. A plan
+   * only decides speed, never which rows are returned. Clients polling "changed since" with the
+   * same time repeat the same probe; this saves it.
+   */
+  const totalChanges = db.raw.prepare<[], number>('SELECT total_changes()').pluck();
+  const probeOutcomes = new Map<string, boolean>();
+  let probedAtChanges = -1;
+
+  function fewInRange(ledgerId: string, key: keyof typeof RANGE_INDEX, from: number, before: number | undefined): boolean {
+    const changes = totalChanges.get()!;
+    if (changes !== probedAtChanges || probeOutcomes.size >= 1000) {
+      probeOutcomes.clear();
+      probedAtChanges = changes;
+    }
+    const k = `${ledgerId} ${key} ${from} ${before}`;
+    let few = probeOutcomes.get(k);
+    if (few === undefined) {
+      few = probeRange(ledgerId, key, from, before, RANGE_PROBE_LIMIT + 1) <= RANGE_PROBE_LIMIT;
+      probeOutcomes.set(k, few);
+    }
+    return few;
+  }
+
+  /**
    * The index that drives the query: an equality lookup when there is one; otherwise the sort's
    * index, unless a change-time range selects so few rows that reading them through its own index
    * and sorting them is cheaper than walking the sort order (the daily "changed since" poll).
@@ -227,7 +253,7 @@ export function createContactsRepo(db: Db) {
     for (const key of ['lastJobChangedAt', 'lastInfoChangedAt'] as const) {
       const from = f[key];
       if (from === undefined || plan.index === RANGE_INDEX[key]) continue;
-      if (probeRange(ledgerId, key, from, f[`${key}Before`], RANGE_PROBE_LIMIT + 1) <= RANGE_PROBE_LIMIT) return RANGE_INDEX[key];
+      if (fewInRange(ledgerId, key, from, f[`${key}Before`])) return RANGE_INDEX[key];
     }
     return plan.index;
   }
