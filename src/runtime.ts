@@ -19,6 +19,8 @@ import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './sto
 import { createWebhooksModule, type WebhooksModule } from './webhooks/index.ts';
 
 export const DB_FILE = 'contact-ledger.db';
+/** Page cache of the downloads' read-only connection. */
+const READER_CACHE_KIB = 4096;
 
 /** Everything the process runs on, built once by the composition root (P1). */
 export interface Runtime {
@@ -60,6 +62,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
   prepareDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   let db: Db;
+  let reader: Db | undefined;
   try {
     db = openDb(join(config.dataDir, DB_FILE));
   } catch (err) {
@@ -80,6 +83,10 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     const applied = migrate(db, migrations, clock.now());
     if (applied.length) log.info({ applied }, 'migrations applied');
 
+    // Downloads read through their own read-only connection with a small page cache: streaming a
+    // whole ledger then neither fills the writer's 64 MiB cache nor holds the writer (WAL readers
+    // do not block it). Opened after the migrations, so it sees the current schema.
+    reader = openDb(join(config.dataDir, DB_FILE), { readonly: true, check: false, cacheKiB: READER_CACHE_KIB });
     const signingKeys = loadSigningKeys(config.dataDir, clock.now());
     const queue = createQueue(db, clock);
     let scheduler: Scheduler | undefined;
@@ -87,7 +94,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     let ledger: LedgerModule | undefined;
     const identity = createIdentity({ db, clock, config, signingKeys, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
     const purgers: ((ledgerId: string, n: number) => number)[] = [];
-    ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers });
+    ledger = createLedgerModule({ db, reader, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers });
     const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick });
     purgers.push(tracking.purgeChanges);
     const webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers });
@@ -120,6 +127,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       async close() {
         await scheduler.stop();
         await identity.hasher.close();
+        reader!.raw.close(); // first, so that the writer's closing checkpoint can truncate the WAL
         db.close();
         lock.release();
       },
@@ -128,6 +136,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
     return rt;
   } catch (err) {
+    reader?.raw.close();
     db.close();
     lock.release();
     throw err;
