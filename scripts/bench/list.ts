@@ -5,7 +5,8 @@
 //
 // Environment: BENCH_ROWS, BENCH_DURATION (seconds per round, default 10), BENCH_ROUNDS (default 3),
 // BENCH_CONNECTIONS (default 10),
-// BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" (profile the project server).
+// BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" (profile both servers; summarize a profile with
+// scripts/bench/profile-summary.ts).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -61,7 +62,7 @@ function markChanges(dbFile: string, ledgerId: string): { since: number; changed
 }
 
 async function bareServer(dbFile: string): Promise<{ port: number; pid: number; stop: () => Promise<void> }> {
-  const [cmd, args] = pinned(SERVER_CPU, process.execPath, [join(ROOT, 'scripts', 'bench', 'bare-server.ts'), dbFile]);
+  const [cmd, args] = pinned(SERVER_CPU, process.execPath, [...nodeArgs, join(ROOT, 'scripts', 'bench', 'bare-server.ts'), dbFile]);
   const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
   const port = await new Promise<number>((resolve, reject) => {
@@ -144,8 +145,7 @@ async function main() {
 
     const limit: Side = { label: 'limit    bare node:http + better-sqlite3:', pid: bare.pid, url: bareUrl, headers: {}, runs: [] };
     const project: Side = { label: 'project  GET …/contacts (authenticated):   ', pid: server.pid, url: server.base + path, headers, runs: [] };
-    await cannon(limit.url, limit.headers, 3);
-    await cannon(project.url, project.headers, 3);
+    const warm = [await cannon(limit.url, limit.headers, 3), await cannon(project.url, project.headers, 3)];
     for (let i = 0; i < ROUNDS; i++) {
       await round(limit);
       await round(project);
@@ -155,6 +155,9 @@ async function main() {
     const r = median(project.runs.map((x) => x.rps)) / median(limit.runs.map((x) => x.rps));
     console.log(`ratio    ${r.toFixed(2)}× (target ≥ 0.7×); per round: ${project.runs.map((p, i) => ratio(p.rps, limit.runs[i]!.rps)).join(', ')}`);
     console.log(`response bodies: project ${fmt(Buffer.byteLength(text))} bytes, bare ${fmt(Buffer.byteLength(bareText))} bytes (100 contacts)`);
+    // for dividing a CPU profile (BENCH_NODE_ARGS) by the requests each server answered
+    const served = (s: Side, w: Cannon) => fmt(s.runs.reduce((n, r) => n + r.total, 0) + w.requests.total + 1);
+    console.log(`requests served in all (warm-up included): limit ${served(limit, warm[0]!)} (pid ${bare.pid}), project ${served(project, warm[1]!)} (pid ${server.pid}; + the sign-in)`);
   } finally {
     await server.stop();
     await bare.stop();

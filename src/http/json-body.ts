@@ -13,6 +13,16 @@ export function jsonBodies(): Koa.Middleware {
     if (body === null || typeof body !== 'object' || ctx.respond === false || ctx.res.headersSent) return;
     const proto = Object.getPrototypeOf(body) as unknown;
     if (proto !== Object.prototype && proto !== null && !Array.isArray(body)) return; // streams, buffers, blobs: Koa's business
-    ctx.body = Buffer.from(JSON.stringify(body), 'utf8'); // Content-Type stays JSON (already set), Content-Length = bytes
+    const text = JSON.stringify(body) as string | undefined;
+    if (text !== undefined) ctx.body = utf8(text); // Content-Type stays JSON (already set), Content-Length = bytes
   };
+}
+
+/**
+ * The UTF-8 bytes of `text`, written into room for the worst case (3 bytes per UTF-16 unit):
+ * Buffer.from would first measure the text (another pass over it) to allocate exactly.
+ */
+function utf8(text: string): Buffer {
+  const buf = Buffer.allocUnsafe(text.length * 3);
+  return buf.subarray(0, buf.write(text, 'utf8'));
 }
