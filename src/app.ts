@@ -57,9 +57,19 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   app.use(cors(config.corsOrigins));
   app.use(jsonBodies());
   app.use(problems(rt.log));
-  for (const r of routers) app.use(r.router.routes()).use(r.router.allowedMethods());
+  for (const r of routers) app.use(under(r.prefix, r.router.routes() as unknown as Koa.Middleware)).use(under(r.prefix, r.router.allowedMethods() as unknown as Koa.Middleware));
   opts.extend?.(app); // test-only middleware, after every API route
   // the web application (SPEC §9) at /, after every API route; unknown /api/* paths stay problem+json 404s
   app.use(serveUi(opts.webDir ?? paths.web, { reserved: ['/api', config.authPath] }));
   return { app, routers };
+}
+
+/**
+ * A router's middleware, run only for paths under its prefix: a router matches nothing else, and
+ * testing every route of every router on every request adds up. Case-insensitive, like the routes.
+ */
+function under(prefix: string, mw: Koa.Middleware): Koa.Middleware {
+  if (!prefix) return mw;
+  const inside = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:/|$)`, 'i');
+  return (ctx, next) => (inside.test(ctx.path) ? mw(ctx, next) : next());
 }

@@ -129,6 +129,17 @@ I('JSON bodies: UTF-8 with a Content-Length in bytes, JSON or problem+json type,
   assert.is(await head.text(), '');
 });
 
+I('routing: each service answers only under its prefix, case-insensitively; wrong methods → 405 with Allow', async ({ t, w }) => {
+  expectStatus(await t.call('GET', `/API/Identity/V1/orgs`, { token: w.root }), 200);
+  const ledgers = await t.call('GET', `/api/LEDGER/v1/orgs/${w.orgId}/ledgers`, { token: w.root });
+  expectStatus(ledgers, 200);
+  const wrong = await t.call('PUT', `/api/ledger/v1/orgs/${w.orgId}/ledgers`, { token: w.root });
+  assert.is(wrong.status, 405);
+  assert.equal(wrong.headers.get('allow')?.split(', ').sort(), ['GET', 'HEAD', 'POST']);
+  assert.is((await t.call('GET', '/api/ledger/v1x/orgs', { token: w.root })).status, 404);
+  assert.is((await t.call('GET', `/api/identity/v1/orgs/${w.orgId}/ledgers`, { token: w.root })).status, 404, 'a ledger path under the identity prefix');
+});
+
 I('X-Request-Id: a valid incoming id is echoed, a hostile one replaced', async ({ t }) => {
   const a = await t.call('GET', '/healthz', { headers: { 'x-request-id': 'client-abc.123' } });
   assert.is(a.headers.get('x-request-id'), 'client-abc.123');
