@@ -25,6 +25,8 @@ async function download(t: TestApp, token: string, path: string): Promise<{ res:
   return { res, rows: parse(res.text, { relax_column_count: false, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][] };
 }
 
+const byRefOf = (rows: string[][]) => new Map(rows.slice(1).map((r) => [r[col('referenceId')]!, r]));
+
 /** `yyyymmdd-hhmmss` (UTC) of a time. */
 const stamp = (ms: number) => {
   const d = new Date(ms);
@@ -58,6 +60,7 @@ D.before(async (ctx) => {
     { name: 'a,=1+2', company: '=cmd|\' /C calc\'!A0', title: '-Director', referenceId: 'comma' },
     { name: 'He said "hi"\r\nthen left', company: 'Plain, Inc', location: '@home', referenceId: 'quotes' },
     { name: 'Ada', company: '+Acme', email: 'ada@example.com', referenceId: '-5' },
+    { name: 'Zoë Łukasz 😀', company: 'Ünïcode, GmbH', referenceId: 'unicode' }, // multi-byte UTF-8, quoted
   ];
   const job = await addContacts(t, w.tokens.editor, w.orgId, ctx.formulas, contacts);
   assert.is(job.imported, contacts.length, JSON.stringify(job));
@@ -132,7 +135,8 @@ D('the filters and sort of the list apply (name, company, importId, referenceId,
 
 D('formula injection: cells starting with = + - @ tab CR LF NUL come back prefixed with \'', async ({ t, w, formulas }) => {
   const { res, rows } = await download(t, w.tokens.viewer, downloadPath(w, formulas));
-  assert.is(rows.length, 1 + FORMULAS.length + 3);
+  assert.is(rows.length, 1 + FORMULAS.length + 4);
+  assert.equal([byRefOf(rows).get('unicode')![col('name')], byRefOf(rows).get('unicode')![col('company')]], ['Zoë Łukasz 😀', 'Ünïcode, GmbH']);
   const byRef = new Map(rows.slice(1).map((r) => [r[col('referenceId')]!, r]));
   FORMULAS.forEach((value, i) => {
     const r = byRef.get(`f${i}`)!;

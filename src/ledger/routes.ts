@@ -36,16 +36,27 @@ export const DOWNLOAD_HEADER = [
   'email', 'location', 'isVerified', 'lastJobChangedAt', 'lastInfoChangedAt', 'createdAt',
 ] as const;
 
-/** A page of the download as CSV lines, cell by cell in DOWNLOAD_HEADER's order (no array per row). */
-function downloadLines(page: DownloadRow[], escape: boolean): string {
-  let out = '';
+/**
+ * A page of the download as CSV lines in UTF-8, cell by cell in DOWNLOAD_HEADER's order (no array
+ * per row). Each line is written to the buffer as soon as it is made: one string of a whole page,
+ * built by concatenation, would cost as much again to flatten and encode.
+ */
+function downloadLines(page: DownloadRow[], escape: boolean): Buffer {
+  let buf = Buffer.allocUnsafe(Math.max(page.length * 512, 4096));
+  let at = 0;
   for (const r of page) {
-    out +=
+    const line =
       `${csvCell(r[1], escape)},${csvCell(r[2], escape)},${csvCell(r[3], escape)},${csvCell(r[4], escape)},${csvCell(r[5], escape)},` +
       `${csvCell(r[6], escape)},${csvCell(r[7], escape)},${csvCell(r[8], escape)},${csvCell(r[9], escape)},${csvCell(r[10], escape)},` +
       `${csvCell(r[11], escape)},${csvCell(r[12], escape)},${r[13] === 1 ? 'true' : 'false'},${isoZOrNull(r[14]) ?? ''},${isoZOrNull(r[15]) ?? ''},${isoZ(r[16])}\r\n`;
+    if (at + line.length * 3 > buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(buf.length * 2, at + line.length * 3));
+      buf.copy(bigger, 0, 0, at);
+      buf = bigger;
+    }
+    at += buf.write(line, at, 'utf8');
   }
-  return out;
+  return buf.subarray(0, at);
 }
 
 /** `20261122-103200` (UTC) for download file names. */
