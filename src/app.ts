@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import { buildOpenApi } from './http/openapi.ts';
+import { jsonBodies } from './http/json-body.ts';
 import { problems } from './http/problem.ts';
 import { cors, requestContext, securityHeaders } from './http/request-context.ts';
 import { ApiRouter, type RouterDeps } from './http/route.ts';
@@ -60,10 +61,21 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   app.use(httpMetrics(rt.metrics));
   app.use(securityHeaders({ https: Boolean(config.tlsCert) }));
   app.use(cors(config.corsOrigins));
+  app.use(jsonBodies());
   app.use(problems(rt.log));
-  for (const r of routers) app.use(r.router.routes()).use(r.router.allowedMethods());
+  for (const r of routers) app.use(under(r.prefix, r.router.routes() as unknown as Koa.Middleware)).use(under(r.prefix, r.router.allowedMethods() as unknown as Koa.Middleware));
   opts.extend?.(app); // test-only middleware, after every API route
   // the web application (SPEC §9) at /, after every API route; unknown /api/* paths stay problem+json 404s
   app.use(serveUi(opts.webDir ?? paths.web, { reserved: ['/api', config.authPath] }));
   return { app, routers };
+}
+
+/**
+ * A router's middleware, run only for paths under its prefix: a router matches nothing else, and
+ * testing every route of every router on every request adds up. Case-insensitive, like the routes.
+ */
+function under(prefix: string, mw: Koa.Middleware): Koa.Middleware {
+  if (!prefix) return mw;
+  const inside = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:/|$)`, 'i');
+  return (ctx, next) => (inside.test(ctx.path) ? mw(ctx, next) : next());
 }

@@ -25,9 +25,39 @@ export class ManualClock implements Clock {
   }
 }
 
-/** `2026-11-22T10:32:00.123Z`: the timestamp format of every response (SPEC §2). */
+const DAY_MS = 86_400_000;
+/** Up to 9999-12-31T23:59:59.999Z: the range where toISOString writes a four-digit year. */
+const MAX_FAST_MS = 253_402_300_800_000;
+const TWO = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
+const THREE = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+/** `YYYY-MM-DDT` of recent days (bounded). */
+const dayPrefixes = new Map<number, string>();
+
+function dayPrefix(day: number): string {
+  let s = dayPrefixes.get(day);
+  if (s === undefined) {
+    if (dayPrefixes.size >= 4096) dayPrefixes.clear();
+    s = new Date(day * DAY_MS).toISOString().slice(0, 11);
+    dayPrefixes.set(day, s);
+  }
+  return s;
+}
+
+/**
+ * `2026-11-22T10:32:00.123Z`: the timestamp format of every response (SPEC §2); the same text as
+ * `new Date(ms).toISOString()`, several times faster (a list page formats hundreds of them): the
+ * date part comes from a small cache of days, the time of day from lookup tables.
+ */
 export function isoZ(ms: number): string {
-  return new Date(ms).toISOString();
+  if (!(ms >= 0 && ms < MAX_FAST_MS) || !Number.isInteger(ms)) return new Date(ms).toISOString();
+  const day = Math.floor(ms / DAY_MS);
+  let t = ms - day * DAY_MS;
+  const h = Math.floor(t / 3_600_000);
+  t -= h * 3_600_000;
+  const m = Math.floor(t / 60_000);
+  t -= m * 60_000;
+  const s = Math.floor(t / 1000);
+  return `${dayPrefix(day)}${TWO[h]}:${TWO[m]}:${TWO[s]}.${THREE[t - s * 1000]}Z`;
 }
 
 export function isoZOrNull(ms: number | null | undefined): string | null {

@@ -23,6 +23,8 @@ import { createMetrics, type Metrics } from './ops/metrics.ts';
 import { createScheduledBackups, fileStamp } from './ops/scheduled-backups.ts';
 
 export const DB_FILE = 'contact-ledger.db';
+/** Page cache of the downloads' read-only connection. */
+const READER_CACHE_KIB = 4096;
 
 /** Everything the process runs on, built once by the composition root (P1). */
 export interface Runtime {
@@ -126,7 +128,12 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
   const storage = await openStorage(config, log, clock);
   const { db, latest } = storage;
   const checkpointer = startCheckpointer(db, { onFailure: (err) => log.error({ err }, 'WAL checkpoints fall back to the writer connection') });
+  let reader: Db | undefined;
   try {
+    // Downloads read through their own read-only connection with a small page cache: streaming a
+    // whole ledger then neither fills the writer's 64 MiB cache nor holds the writer (WAL readers
+    // do not block it). Opened after the migrations, so it sees the current schema.
+    reader = openDb(join(config.dataDir, DB_FILE), { readonly: true, check: false, cacheKiB: READER_CACHE_KIB });
     const signingKeys = loadSigningKeys(config.dataDir, clock.now());
     const metrics = createMetrics();
     const queue = createQueue(db, clock);
@@ -136,7 +143,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     let ledger: LedgerModule | undefined;
     const identity = createIdentity({ db, clock, config, signingKeys, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
     const purgers: ((ledgerId: string, n: number) => number)[] = [];
-    ledger = createLedgerModule({ db, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers, metrics });
+    ledger = createLedgerModule({ db, reader, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, purgers, metrics });
     const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick, metrics });
     purgers.push(tracking.purgeChanges);
     const webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics });
@@ -176,6 +183,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       async close() {
         await scheduler.stop();
         await identity.hasher.close();
+        reader!.raw.close(); // first, so that the writer's closing checkpoint can truncate the WAL
         await checkpointer.close();
         storage.close();
       },
@@ -184,6 +192,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
     return rt;
   } catch (err) {
+    reader?.raw.close();
     await checkpointer.close();
     storage.close();
     throw err;

@@ -3,6 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Router } from '@koa/router';
+import { isoZ } from '../src/clock.ts';
 import { expectStatus, ID, PASSWORD, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
 
 const H = suite<{ t: TestApp; w: World }>('problem+json everywhere (I7)');
@@ -111,6 +112,34 @@ I('repeated query parameters → 400; wrong types → 422', async ({ t, w }) => 
   assert.is(typed.body.errors[0].path, 'superuser');
 });
 
+I('JSON bodies: UTF-8 with a Content-Length in bytes, JSON or problem+json type, HEAD without a body', async ({ t, w }) => {
+  const made = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Zoë Łukasz Østergaard' } });
+  expectStatus(made, 201);
+  const r = await t.call('GET', `${ID}/orgs/${made.body.id}`, { token: w.root });
+  expectStatus(r, 200);
+  assert.is(r.body.name, 'Zoë Łukasz Østergaard');
+  assert.is(r.headers.get('content-type'), 'application/json; charset=utf-8');
+  assert.is(Number(r.headers.get('content-length')), Buffer.byteLength(r.text));
+  const p = await t.call('GET', `${ID}/orgs/o_nope`, { token: w.root });
+  assert.is(p.headers.get('content-type'), 'application/problem+json');
+  assert.is(Number(p.headers.get('content-length')), Buffer.byteLength(p.text));
+  const head = await fetch(`${t.base}${ID}/orgs/${made.body.id}`, { method: 'HEAD', headers: { authorization: `Bearer ${w.root}` } });
+  assert.is(head.status, 200);
+  assert.is(head.headers.get('content-length'), r.headers.get('content-length'));
+  assert.is(await head.text(), '');
+});
+
+I('routing: each service answers only under its prefix, case-insensitively; wrong methods → 405 with Allow', async ({ t, w }) => {
+  expectStatus(await t.call('GET', `/API/Identity/V1/orgs`, { token: w.root }), 200);
+  const ledgers = await t.call('GET', `/api/LEDGER/v1/orgs/${w.orgId}/ledgers`, { token: w.root });
+  expectStatus(ledgers, 200);
+  const wrong = await t.call('PUT', `/api/ledger/v1/orgs/${w.orgId}/ledgers`, { token: w.root });
+  assert.is(wrong.status, 405);
+  assert.equal(wrong.headers.get('allow')?.split(', ').sort(), ['GET', 'HEAD', 'POST']);
+  assert.is((await t.call('GET', '/api/ledger/v1x/orgs', { token: w.root })).status, 404);
+  assert.is((await t.call('GET', `/api/identity/v1/orgs/${w.orgId}/ledgers`, { token: w.root })).status, 404, 'a ledger path under the identity prefix');
+});
+
 I('X-Request-Id: a valid incoming id is echoed, a hostile one replaced', async ({ t }) => {
   const a = await t.call('GET', '/healthz', { headers: { 'x-request-id': 'client-abc.123' } });
   assert.is(a.headers.get('x-request-id'), 'client-abc.123');
@@ -179,3 +208,22 @@ D('each service documents exactly its routes, with the validating schemas', asyn
 });
 
 D.run();
+
+const W = suite('wire formats');
+
+W('isoZ writes exactly what Date.prototype.toISOString writes, for any time', () => {
+  const edges = [0, 1, 999, 1000, 59_999, 86_399_999, 86_400_000, 951_782_400_000 /* 2000-02-29 */, 4_107_542_399_999 /* 2100-02-28 end */, 253_402_300_799_999, 253_402_300_800_000, -1, -86_400_001, 8.64e15, -8.64e15, 1.5];
+  for (const ms of edges) assert.is(isoZ(ms), new Date(ms).toISOString(), String(ms));
+  let seed = 20261123;
+  const next = () => ((seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32);
+  for (let i = 0; i < 20_000; i++) {
+    const ms = Math.floor(next() * 253_402_300_800_000);
+    assert.is(isoZ(ms), new Date(ms).toISOString());
+  }
+  for (let i = 0; i < 5000; i++) {
+    const ms = 1_795_000_000_000 + Math.floor(next() * 400 * 86_400_000); // recent days, as stored contacts have
+    assert.is(isoZ(ms), new Date(ms).toISOString());
+  }
+});
+
+W.run();

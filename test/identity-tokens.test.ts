@@ -95,6 +95,26 @@ A('a real token expires after its hour (manual clock)', async (ctx) => {
   (ctx.t.clock as ManualClock).set(Date.now());
 });
 
+A('a token that passed once is still checked on every use: its exact bytes and its expiry (verified-token cache)', async (ctx) => {
+  const clock = ctx.t.clock as ManualClock;
+  const s = await signIn(ctx.t, 'viewer@a.test', PASSWORD);
+  expectStatus(await ctx.t.call('GET', `${ID}/users/me`, { token: s.accessToken }), 200);
+  const [h, p, sig] = s.accessToken.split('.') as [string, string, string];
+  const flipped = Buffer.from(sig, 'base64url');
+  flipped[flipped.length - 1] = flipped[flipped.length - 1]! ^ 1;
+  await expect401(ctx, `${h}.${p}.${flipped.toString('base64url')}`, 'signature of a remembered token changed');
+  const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
+  await expect401(ctx, `${h}.${b64({ ...claims, sub: ctx.w.users.admin })}.${sig}`, 'payload of a remembered token changed');
+  expectStatus(await ctx.t.call('GET', `${ID}/users/me`, { token: s.accessToken }), 200);
+  clock.set(claims.exp * 1000 + 29_000); // within jose's 30 s tolerance, as for a token never seen
+  expectStatus(await ctx.t.call('GET', `${ID}/users/me`, { token: s.accessToken }), 200);
+  clock.set(claims.exp * 1000 + 31_000);
+  const r = await ctx.t.call('GET', `${ID}/users/me`, { token: s.accessToken });
+  assert.is(r.status, 401);
+  assert.match(r.body.message, /expired/);
+  clock.set(Date.now());
+});
+
 A('nbf in the future, wrong iss, wrong aud, typ JWT → 401', async (ctx) => {
   const now = Math.floor(ctx.t.clock.now() / 1000);
   await expect401(ctx, await forge(ctx, { claims: { nbf: now + 120 } }), 'nbf');

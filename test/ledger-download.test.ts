@@ -4,6 +4,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
+import { stringify } from 'csv-stringify/sync';
+import { csvLines } from '../src/csv/write.ts';
 import { addContacts, createLedger, expectStatus, ledgerPath, listAll, seedWorld, startApp, uploadCsv, type Response, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World; big: string; bigImports: string[]; formulas: string };
@@ -22,6 +24,8 @@ async function download(t: TestApp, token: string, path: string): Promise<{ res:
   // strict: any line break outside quotes ends a record (as a spreadsheet reads it)
   return { res, rows: parse(res.text, { relax_column_count: false, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][] };
 }
+
+const byRefOf = (rows: string[][]) => new Map(rows.slice(1).map((r) => [r[col('referenceId')]!, r]));
 
 /** `yyyymmdd-hhmmss` (UTC) of a time. */
 const stamp = (ms: number) => {
@@ -56,6 +60,7 @@ D.before(async (ctx) => {
     { name: 'a,=1+2', company: '=cmd|\' /C calc\'!A0', title: '-Director', referenceId: 'comma' },
     { name: 'He said "hi"\r\nthen left', company: 'Plain, Inc', location: '@home', referenceId: 'quotes' },
     { name: 'Ada', company: '+Acme', email: 'ada@example.com', referenceId: '-5' },
+    { name: 'Zoë Łukasz 😀', company: 'Ünïcode, GmbH', referenceId: 'unicode' }, // multi-byte UTF-8, quoted
   ];
   const job = await addContacts(t, w.tokens.editor, w.orgId, ctx.formulas, contacts);
   assert.is(job.imported, contacts.length, JSON.stringify(job));
@@ -130,7 +135,8 @@ D('the filters and sort of the list apply (name, company, importId, referenceId,
 
 D('formula injection: cells starting with = + - @ tab CR LF NUL come back prefixed with \'', async ({ t, w, formulas }) => {
   const { res, rows } = await download(t, w.tokens.viewer, downloadPath(w, formulas));
-  assert.is(rows.length, 1 + FORMULAS.length + 3);
+  assert.is(rows.length, 1 + FORMULAS.length + 4);
+  assert.equal([byRefOf(rows).get('unicode')![col('name')], byRefOf(rows).get('unicode')![col('company')]], ['Zoë Łukasz 😀', 'Ünïcode, GmbH']);
   const byRef = new Map(rows.slice(1).map((r) => [r[col('referenceId')]!, r]));
   FORMULAS.forEach((value, i) => {
     const r = byRef.get(`f${i}`)!;
@@ -208,3 +214,37 @@ D('an unknown query parameter or a bad value → 400 naming it (never ignored)',
 });
 
 D.run();
+
+const W = suite('CSV writer');
+
+W('csvLines writes what csv-stringify writes (the library it replaced), plus the LF/NUL prefix, on random input', () => {
+  let seed = 4_242;
+  const rnd = () => ((seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+  const chars = ['a', 'Z', ' ', ',', '"', '\r', '\n', '\t', '\0', '=', '+', '-', '@', "'", 'é', 'Ł', '\uff1d', '\uff0b', '\uff0d', '\uff20', ';', '😀'];
+  const text = () => Array.from({ length: Math.floor(rnd() * 6) }, () => pick(chars)).join('');
+  const value = (): unknown => {
+    const k = rnd();
+    if (k < 0.6) return text();
+    if (k < 0.68) return pick([0, -5, 3.25, -0.5, 1e21, Number.NaN]);
+    if (k < 0.72) return rnd() < 0.5;
+    if (k < 0.78) return null;
+    if (k < 0.82) return undefined;
+    if (k < 0.86) return 12n;
+    if (k < 0.9) return new Date(1_795_000_000_000);
+    return pick([{ a: '=x', b: [1, '"'] }, ['-1', 2], {}]);
+  };
+  // the old module: prefix LF/NUL starts on strings, then the library
+  const oracle = (rows: unknown[][], escape: boolean) =>
+    stringify(
+      rows.map((r) => r.map((v) => (escape && typeof v === 'string' && /^[\n\0]/.test(v) ? `'${v}` : v))),
+      { escape_formulas: escape, record_delimiter: '\r\n', quote_record_delimiter: true, cast: { boolean: (b) => (b ? 'true' : 'false') } },
+    );
+  for (let n = 0; n < 3000; n++) {
+    const rows = Array.from({ length: 1 + Math.floor(rnd() * 3) }, () => Array.from({ length: 1 + Math.floor(rnd() * 5) }, value));
+    for (const escape of [true, false]) assert.is(csvLines(rows, escape), oracle(rows, escape), JSON.stringify(rows, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)));
+  }
+  assert.is(csvLines([], true), '');
+});
+
+W.run();

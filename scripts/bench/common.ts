@@ -231,6 +231,19 @@ export function rssKiB(pid: number): number {
   }
 }
 
+/** CPU time (user + system) a process has used so far, in ms (Linux), or NaN. */
+export function cpuMs(pid: number): number {
+  try {
+    // fields after the command name "(…)": state is field 3, utime 14, stime 15 (clock ticks)
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = Number(sh('getconf', ['CLK_TCK'])) || 100;
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ── imports through the API, and the cached million-contact data folder ──────

@@ -1,3 +1,4 @@
+import { createSecretKey, hash, type KeyObject } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, SignJWT, type JWTHeaderParameters, type JWTPayload } from 'jose';
 import type { Clock } from '../clock.ts';
 import { unauthenticated } from '../errors.ts';
@@ -6,6 +7,9 @@ import { KID_PATTERN, type SigningKey } from './signing-keys.ts';
 
 const ALG = 'HS256'; // the one algorithm we accept (RFC 8725 §3.1)
 const TYP = 'at+jwt'; // RFC 9068: an access token, not some other JWT signed with the same key
+const CLOCK_TOLERANCE_S = 30;
+/** Verified tokens kept in memory; only tokens whose signature and claims passed are ever added. */
+const VERIFIED_CACHE_MAX = 10_000;
 
 export interface AccessClaims {
   sub: string;
@@ -22,10 +26,45 @@ export interface AccessTokenConfig {
 
 export type AccessTokens = ReturnType<typeof createAccessTokens>;
 
-/** Signs and verifies access tokens (JWT, jose). The only jwtVerify call site of the program. */
+/**
+ * Signs and verifies access tokens (JWT, jose). The only jwtVerify call site of the program.
+ *
+ * A token that passed verification is remembered (keyed by its SHA-256, at most
+ * VERIFIED_CACHE_MAX of them) until it expires, so a client repeating its token does not pay the
+ * signature check on every request. Only what cannot change for a given token is skipped (its
+ * signature, header, issuer, audience and type); its lifetime is checked against the clock on every
+ * use exactly as jose checks it, and everything revocable (session, account, membership, role) is
+ * read from the database by the caller on every request (SPEC §2).
+ */
 export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, clock: Clock) {
-  const byKid = new Map(keys.map((k) => [k.kid, k.secret]));
+  // KeyObjects, not raw bytes: jose turns a KeyObject into a CryptoKey once and caches it, where a
+  // Uint8Array would be imported again on every verification.
+  const byKid = new Map<string, KeyObject>(keys.map((k) => [k.kid, createSecretKey(k.secret)]));
   const signing = keys[keys.length - 1]!;
+  const signingKey = byKid.get(signing.kid)!;
+  const verified = new Map<string, AccessClaims & { nbf: number | undefined }>();
+
+  /** The verified claims of a token seen before, while its time claims still hold (jose's rules). */
+  function remembered(key: string): AccessClaims | undefined {
+    const c = verified.get(key);
+    if (!c) return undefined;
+    const now = Math.floor(clock.now() / 1000);
+    if (c.exp <= now - CLOCK_TOLERANCE_S || (c.nbf !== undefined && c.nbf > now + CLOCK_TOLERANCE_S)) {
+      verified.delete(key); // jose decides (and explains) from here on
+      return undefined;
+    }
+    return c;
+  }
+
+  function remember(key: string, claims: AccessClaims, nbf: number | undefined): void {
+    if (verified.size >= VERIFIED_CACHE_MAX) {
+      const now = Math.floor(clock.now() / 1000);
+      for (const [k, c] of verified) if (c.exp <= now - CLOCK_TOLERANCE_S) verified.delete(k);
+      // still full of live tokens: forget the oldest (Map iterates in insertion order)
+      if (verified.size >= VERIFIED_CACHE_MAX) verified.delete(verified.keys().next().value!);
+    }
+    verified.set(key, { ...claims, nbf });
+  }
 
   return {
     /** Issues a token for `sub` in session `sid`; returns it with its expiry (ms). */
@@ -41,12 +80,16 @@ export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, c
         .setIssuedAt(iat)
         .setExpirationTime(Math.floor(expiresAt / 1000))
         .setJti(randomToken(12))
-        .sign(signing.secret);
+        .sign(signingKey);
       return { token, expiresAt };
     },
 
     /** Verifies signature, algorithm, type, issuer, audience and lifetime; throws 401 otherwise. */
     async verify(token: string): Promise<AccessClaims> {
+      // a digest as the key: lookups never compare token bytes with those of other tokens
+      const key = hash('sha256', token, 'base64');
+      const known = remembered(key);
+      if (known) return { sub: known.sub, sid: known.sid, iat: known.iat, exp: known.exp };
       let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(
@@ -65,7 +108,7 @@ export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, c
             issuer: cfg.issuer,
             audience: cfg.audience,
             requiredClaims: ['exp', 'iat', 'sub', 'sid'],
-            clockTolerance: 30,
+            clockTolerance: CLOCK_TOLERANCE_S,
             currentDate: new Date(clock.now()),
           },
         ));
@@ -73,10 +116,11 @@ export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, c
         const expired = err instanceof joseErrors.JWTExpired;
         throw unauthenticated(expired ? 'The access token has expired; refresh it or sign in again.' : 'The access token is not valid.');
       }
-      const { sub, sid, iat, exp } = payload as JWTPayload & { sid?: unknown };
+      const { sub, sid, iat, exp, nbf } = payload as JWTPayload & { sid?: unknown };
       if (typeof sub !== 'string' || typeof sid !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') {
         throw unauthenticated('The access token is not valid.');
       }
+      remember(key, { sub, sid, iat, exp }, nbf);
       return { sub, sid, iat, exp };
     },
   };

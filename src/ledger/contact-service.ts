@@ -4,7 +4,7 @@ import { notFound } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import type { Db } from '../storage/db.ts';
-import { positionOf, type ContactFilter, type ContactPosition, type ContactSort, type ContactsRepo } from './contacts-repo.ts';
+import { downloadPosition, positionOf, type ContactFilter, type ContactPosition, type ContactSort, type ContactsRepo, type DownloadRow } from './contacts-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
 import type { Contact } from './model.ts';
 import { ledgerLookup } from './require-ledger.ts';
@@ -72,16 +72,17 @@ export function createContactService(d: ContactServiceDeps) {
     },
 
     /**
-     * Every matching contact, page by page (keyset, no open statement between pages: an open
-     * iterate() cursor would block writes on the connection, RELIABILITY.md L2).
+     * Every matching contact for the download, page by page (keyset, no open statement between
+     * pages: an open iterate() cursor would block writes on the connection and hold back
+     * checkpoints, RELIABILITY.md L2).
      */
-    *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort): Generator<Contact[]> {
+    *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort): Generator<DownloadRow[]> {
       let after: ContactPosition | undefined;
       for (;;) {
-        const p = page(ledgerId, filter, sort, DOWNLOAD_PAGE, after);
-        if (p.items.length) yield p.items;
-        if (!p.last) return;
-        after = p.last;
+        const rows = d.contacts.listDownloadRows(ledgerId, filter, sort, DOWNLOAD_PAGE, after);
+        if (rows.length) yield rows;
+        if (rows.length < DOWNLOAD_PAGE) return;
+        after = downloadPosition(rows[rows.length - 1]!, sort);
       }
     },
 

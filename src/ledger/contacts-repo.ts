@@ -97,6 +97,36 @@ export interface ContactRow {
 const COLUMNS =
   'seq, id, ledger_id, import_id, reference_id, name, company, import_company, import_title, title, title_level, title_domain, location, email, email_status, linkedin, has_multiple_jobs, is_verified, job_started_at, last_job_changed_at, last_info_changed_at, created_at, updated_at';
 
+/**
+ * A contact as the CSV download writes it, straight from SQLite as an array (no object per row:
+ * a million-row download would make a million of them): seq, then the columns of the download in
+ * its order (routes.ts DOWNLOAD_HEADER), times in epoch ms, isVerified as 0/1.
+ */
+export type DownloadRow = [
+  seq: number, id: string, referenceId: string | null, name: string, linkedin: string | null, importCompany: string, importTitle: string | null,
+  company: string, title: string | null, titleLevel: string | null, titleDomain: string | null, email: string | null, location: string | null,
+  isVerified: number, lastJobChangedAt: number | null, lastInfoChangedAt: number | null, createdAt: number,
+];
+
+const DOWNLOAD_COLUMNS =
+  'seq, id, reference_id, name, linkedin, import_company, import_title, company, title, title_level, title_domain, email, location, is_verified, last_job_changed_at, last_info_changed_at, created_at';
+
+/** Where each sort's value is in a DownloadRow. */
+const DOWNLOAD_SORT_INDEX: Record<ContactSort, number> = {
+  '+createdAt': 16,
+  '-createdAt': 16,
+  '+name': 3,
+  '-name': 3,
+  '-lastJobChangedAt': 14,
+  '-lastInfoChangedAt': 15,
+};
+
+/** The key of a download row under `sort`, for the next page. */
+export function downloadPosition(r: DownloadRow, sort: ContactSort): ContactPosition {
+  const value = r[DOWNLOAD_SORT_INDEX[sort]] as string | number | null;
+  return value === null ? { value: null, seq: r[0], nulls: true } : { value, seq: r[0] };
+}
+
 export const toContact = (r: ContactRow): Contact => ({
   seq: r.seq,
   id: r.id,
@@ -152,10 +182,12 @@ export type ContactsRepo = ReturnType<typeof createContactsRepo>;
  * values are always bound parameters, and the driving index is named explicitly so that every
  * list is an index scan (test/ledger-query-plans.test.ts asserts it).
  */
-export function createContactsRepo(db: Db) {
-  db.raw.function('cl_contains_ci', { deterministic: true }, (haystack: unknown, needle: unknown) =>
-    typeof haystack === 'string' && typeof needle === 'string' && haystack.toLocaleLowerCase('und').includes(needle) ? 1 : 0,
-  );
+export function createContactsRepo(db: Db, reader: Db = db) {
+  for (const conn of new Set([db, reader])) {
+    conn.raw.function('cl_contains_ci', { deterministic: true }, (haystack: unknown, needle: unknown) =>
+      typeof haystack === 'string' && typeof needle === 'string' && haystack.toLocaleLowerCase('und').includes(needle) ? 1 : 0,
+    );
+  }
   const q = {
     insert: db.raw.prepare(
       `INSERT INTO contacts (id, ledger_id, import_id, reference_id, name, company, import_company, import_title, title, title_level, title_domain, location, email, linkedin, created_at, updated_at, name_key, company_key)
@@ -172,6 +204,15 @@ export function createContactsRepo(db: Db) {
     if (!s) {
       s = db.raw.prepare(sql);
       statements.set(sql, s);
+    }
+    return s;
+  };
+  const readerStatements = new Map<string, Statement>();
+  const preparedOnReader = (sql: string): Statement => {
+    let s = readerStatements.get(sql);
+    if (!s) {
+      s = reader.raw.prepare(sql).raw(true);
+      readerStatements.set(sql, s);
     }
     return s;
   };
@@ -214,6 +255,32 @@ export function createContactsRepo(db: Db) {
   }
 
   /**
+   * Outcomes of range probes ("are there at most RANGE_PROBE_LIMIT rows?"), kept while the
+   * connection has written nothing: the server is the database's only writer (one connection,
+   * STYLE/D2), so an unchanged total_changes() means unchanged rows and the same answer. A plan
+   * only decides speed, never which rows are returned. Clients polling "changed since" with the
+   * same time repeat the same probe; this saves it.
+   */
+  const totalChanges = db.raw.prepare<[], number>('SELECT total_changes()').pluck();
+  const probeOutcomes = new Map<string, boolean>();
+  let probedAtChanges = -1;
+
+  function fewInRange(ledgerId: string, key: keyof typeof RANGE_INDEX, from: number, before: number | undefined): boolean {
+    const changes = totalChanges.get()!;
+    if (changes !== probedAtChanges || probeOutcomes.size >= 1000) {
+      probeOutcomes.clear();
+      probedAtChanges = changes;
+    }
+    const k = `${ledgerId} ${key} ${from} ${before}`;
+    let few = probeOutcomes.get(k);
+    if (few === undefined) {
+      few = probeRange(ledgerId, key, from, before, RANGE_PROBE_LIMIT + 1) <= RANGE_PROBE_LIMIT;
+      probeOutcomes.set(k, few);
+    }
+    return few;
+  }
+
+  /**
    * The index that drives the query: an equality lookup when there is one; otherwise the sort's
    * index, unless a change-time range selects so few rows that reading them through its own index
    * and sorting them is cheaper than walking the sort order (the daily "changed since" poll).
@@ -227,17 +294,17 @@ export function createContactsRepo(db: Db) {
     for (const key of ['lastJobChangedAt', 'lastInfoChangedAt'] as const) {
       const from = f[key];
       if (from === undefined || plan.index === RANGE_INDEX[key]) continue;
-      if (probeRange(ledgerId, key, from, f[`${key}Before`], RANGE_PROBE_LIMIT + 1) <= RANGE_PROBE_LIMIT) return RANGE_INDEX[key];
+      if (fewInRange(ledgerId, key, from, f[`${key}Before`])) return RANGE_INDEX[key];
     }
     return plan.index;
   }
 
-  function listSql(ledgerId: string, f: ContactFilter, sort: ContactSort, after: ContactPosition | undefined, limit: number, index: string): { sql: string; params: unknown[] }[] {
+  function listSql(ledgerId: string, f: ContactFilter, sort: ContactSort, after: ContactPosition | undefined, limit: number, index: string, columns = COLUMNS): { sql: string; params: unknown[] }[] {
     const plan = SORTS[sort];
     const { where, params } = whereOf(ledgerId, f);
     const dir = plan.desc ? 'DESC' : 'ASC';
     const cmp = plan.desc ? '<' : '>';
-    const head = `SELECT ${COLUMNS} FROM contacts INDEXED BY ${index} WHERE `;
+    const head = `SELECT ${columns} FROM contacts INDEXED BY ${index} WHERE `;
     if (!plan.nullable) {
       const w = [...where];
       const p = [...params];
@@ -304,6 +371,23 @@ export function createContactsRepo(db: Db) {
       for (const part of listSql(ledgerId, f, sort, after, limit, index)) {
         const rows = prepared(part.sql).all(...part.params.slice(0, -1), limit - out.length) as ContactRow[];
         for (const r of rows) out.push(toContact(r));
+        if (out.length >= limit) break;
+      }
+      return out;
+    },
+
+    /**
+     * listContacts for the CSV download: the same query, plan and order, only the download's
+     * columns as arrays, read through the `reader` connection (its own small page cache, so a
+     * download streaming a whole ledger does not fill the writer's; each page is one short read
+     * transaction, so the writer and checkpoints never wait for a download).
+     */
+    listDownloadRows(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): DownloadRow[] {
+      const index = choosePlan(ledgerId, f, sort);
+      let out: DownloadRow[] = [];
+      for (const part of listSql(ledgerId, f, sort, after, limit, index, DOWNLOAD_COLUMNS)) {
+        const rows = preparedOnReader(part.sql).all(...part.params.slice(0, -1), limit - out.length) as DownloadRow[];
+        out = out.length ? out.concat(rows) : rows;
         if (out.length >= limit) break;
       }
       return out;

@@ -24,8 +24,21 @@ export const uploadsDir = (dataDir: string) => join(dataDir, 'uploads');
 export const uploadTmpDir = (dataDir: string) => join(dataDir, 'uploads', 'tmp');
 
 /** Wires the ledger service: repos → services and the job runners it contributes to the scheduler. */
-export function createLedgerModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; audit: Audit; orgs: OrgsRepo; kick: () => void; purgers?: ((ledgerId: string, n: number) => number)[]; metrics: MetricsRegistry }) {
-  const repos = { ledgers: createLedgersRepo(d.db), contacts: createContactsRepo(d.db), imports: createImportsRepo(d.db, dataFiles(d.config.dataDir)) };
+export function createLedgerModule(d: {
+  db: Db;
+  /** A read-only connection for downloads (default: db). */
+  reader?: Db;
+  clock: Clock;
+  log: Logger;
+  config: Config;
+  queue: Queue;
+  audit: Audit;
+  orgs: OrgsRepo;
+  kick: () => void;
+  purgers?: ((ledgerId: string, n: number) => number)[];
+  metrics: MetricsRegistry;
+}) {
+  const repos = { ledgers: createLedgersRepo(d.db), contacts: createContactsRepo(d.db, d.reader ?? d.db), imports: createImportsRepo(d.db, dataFiles(d.config.dataDir)) };
   const ledgers = createLedgerService({ ...d, ...repos });
   const contacts = createContactService({ ...d, ...repos });
   const imports = createImportService({ ...d, ...repos, uploadsDir: uploadsDir(d.config.dataDir), maxApiContacts: d.config.maxApiContacts });

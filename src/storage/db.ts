@@ -96,6 +96,8 @@ export interface OpenOptions {
   /** Run `PRAGMA quick_check` and refuse a damaged file (default true). */
   check?: boolean;
   readonly?: boolean;
+  /** Page cache size in KiB (default 65536: 64 MiB). */
+  cacheKiB?: number;
 }
 
 /**
@@ -122,7 +124,7 @@ export function openDb(file: string, opts: OpenOptions = {}): Db {
     // default differs between a fresh file and a reopened WAL file (RELIABILITY.md M3).
     raw.pragma('synchronous = FULL');
     raw.pragma('foreign_keys = ON');
-    raw.pragma('cache_size = -65536'); // 64 MiB page cache
+    raw.pragma(`cache_size = -${Math.floor(opts.cacheKiB ?? 65_536)}`); // 64 MiB page cache unless asked otherwise
     raw.pragma('temp_store = MEMORY');
     raw.pragma('journal_size_limit = 67108864'); // truncate the -wal back to 64 MiB after checkpoints
     verifySettings(raw, file, opts.readonly ?? false);
