@@ -46,21 +46,13 @@ export class Db {
   }
 
   /**
-   * A chunk of a bulk job (import, feed): `tx` whose COMMIT does not wait for the disk
-   * (synchronous=NORMAL for this one commit). Nothing is acknowledged to anybody by such a commit:
-   * the chunk carries its job's resume point, so a power cut that loses it only means the job
-   * redoes it. Every other commit stays FULL, and the fsync of the next FULL commit (or of a
-   * checkpoint) makes every earlier chunk durable too, so acknowledged writes keep their promise.
+   * A chunk of a bulk job (import, feed): `tx`, durable like every other commit
+   * (synchronous=FULL: one WAL fsync, measured at ~0.45 ms, against chunks of ~30 ms), and noted
+   * so that the checkpointer knows a bulk job is writing (storage/checkpointer.ts).
    */
   bulkTx<T>(fn: () => T): T {
-    if (this.raw.inTransaction) return this.tx(fn);
-    this.lastBulkAt = performance.now();
-    this.raw.pragma('synchronous = NORMAL');
-    try {
-      return this.tx(fn);
-    } finally {
-      this.raw.pragma('synchronous = FULL');
-    }
+    if (!this.raw.inTransaction) this.lastBulkAt = performance.now();
+    return this.tx(fn);
   }
 
   /**
