@@ -461,6 +461,17 @@ Q('a change-time filter with many matches walks the sort index instead of sortin
   void big;
 });
 
+Q('the contacts of one import page in creation order without a sort', ({ t, ledgerId }) => {
+  const repo = t.rt.ledger.repos.contacts;
+  for (const sort of ['+createdAt', '-createdAt'] as const) {
+    for (const after of [undefined, { value: 5, seq: 10 }]) {
+      const plan = repo.explainList(ledgerId, { importId: 'imp_x' }, sort, after as never)[0]!.join(' | ');
+      assert.match(plan, /INDEX contacts_by_import/, `${sort}: ${plan}`);
+      assert.not.match(plan, /TEMP B-TREE/, `${sort}: ${plan}`);
+    }
+  }
+});
+
 /** Inserts `n` contacts with a change time directly (test setup for planner thresholds). */
 function createLedgerRows(db: TestApp['rt']['db']['raw'], ledgerId: string, n: number): number {
   const ins = db.prepare(

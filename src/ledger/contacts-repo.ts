@@ -180,7 +180,7 @@ export type ContactsRepo = ReturnType<typeof createContactsRepo>;
  * Contacts: batch inserts for the import runner, lookups, deletes and the list query of §4.2.
  * The list SQL is assembled from fixed fragments chosen by which typed filters are present;
  * values are always bound parameters, and the driving index is named explicitly so that every
- * list is an index scan (test/ledger-query-plans.test.ts asserts it).
+ * list is an index scan (test/ledger-contacts.test.ts asserts it).
  */
 export function createContactsRepo(db: Db, reader: Db = db) {
   for (const conn of new Set([db, reader])) {
