@@ -4,6 +4,9 @@
 // The limit: the plain insert rate of the same records (parsed from the same NDJSON file) into a
 // SQLite table with the same WAL/FULL durability, in transactions of 5,000. The project: the file
 // POSTed to /api/ledger/v1/feed until its job completes; meanwhile list requests measure p99.
+//
+// Environment: BENCH_ROWS (default 1000000), BENCH_KEEP=1 (keep the data),
+// BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" (profile the server). See docs/benchmarks.md.
 import { createReadStream, createWriteStream, openAsBlob, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -13,6 +16,7 @@ import { companyKey, nameKey } from '../../src/ledger/normalize.ts';
 import { Api, CACHE, fmt, ledgerPath, machineFacts, newLedger, percentile, ratio, ROWS, sleep, startServer } from './common.ts';
 
 const LEDGERS = 4;
+const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
 const dir = join(CACHE, `feed-${process.pid}`);
 const dataDir = join(dir, 'data');
 const feedFile = join(dir, 'feed.jsonl');
@@ -98,7 +102,7 @@ async function main() {
   const limit = await plainInsert();
   console.log(`limit (plain insert of the parsed records into SQLite): ${fmt(limit)} records/s`);
 
-  const server = await startServer(dataDir, { cpus: '0' });
+  const server = await startServer(dataDir, { cpus: '0', nodeArgs });
   const api = new Api(server.base);
   await api.signIn();
   const since = new Date(Date.now() - 1000).toISOString();
