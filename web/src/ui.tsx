@@ -333,3 +333,21 @@ export function PageHead(props: { title: string; sub?: ComponentChildren; childr
     </div>
   );
 }
+
+/**
+ * Newer/Older paging of a keyset list, newest first: `cursors` is the stack of cursors that led
+ * to the page shown (empty on the first page); Older pushes the page's `nextCursor`, Newer pops.
+ */
+export function CursorPager(props: { cursors: string[]; setCursors: (c: string[]) => void; nextCursor: string | null }) {
+  const { cursors, setCursors, nextCursor } = props;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+        Newer
+      </button>
+      <button type="button" class="secondary" disabled={!nextCursor} onClick={() => setCursors([...cursors, nextCursor!])}>
+        Older
+      </button>
+    </nav>
+  );
+}

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
-import { Async, Empty, ErrorBox, fmtNumber, FormError, PageHead, Time, useAction, useRequest, useSession } from '../ui.tsx';
+import { Async, CursorPager, Empty, ErrorBox, fmtNumber, FormError, PageHead, Time, useAction, useRequest, useSession } from '../ui.tsx';
 
 interface FeedJob {
   id: string;
@@ -140,14 +140,7 @@ export function Feed() {
                 </tbody>
               </table>
             </div>
-            <nav class="pager" aria-label="Pages">
-              <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-                Newer
-              </button>
-              <button type="button" class="secondary" disabled={!d.nextCursor} onClick={() => setCursors([...cursors, d.nextCursor!])}>
-                Older
-              </button>
-            </nav>
+            <CursorPager cursors={cursors} setCursors={setCursors} nextCursor={d.nextCursor} />
           </>
         )}
       </Async>

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, fetchText, LEDGER, parseCsv } from '../api.ts';
-import { Async, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
+import { Async, CursorPager, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 export interface ImportJob {
@@ -433,14 +433,7 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
                 </tbody>
               </table>
             </div>
-            <nav class="pager" aria-label="Pages">
-              <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-                Newer
-              </button>
-              <button type="button" class="secondary" disabled={!d.nextCursor} onClick={() => setCursors([...cursors, d.nextCursor!])}>
-                Older
-              </button>
-            </nav>
+            <CursorPager cursors={cursors} setCursors={setCursors} nextCursor={d.nextCursor} />
           </>
         )}
       </Async>

@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, LEDGER, type ApiError } from '../api.ts';
 import { navigate, setQuery, useLocation } from '../router.ts';
-import { asApiError, Async, Confirm, Dialog, Empty, ErrorBox, FormError, Link, Loading, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
+import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, FormError, Link, Loading, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
 // Webhooks of an organization (SPEC §6, docs/webhooks.md), on the real API of src/webhooks/routes.ts:
@@ -373,14 +373,7 @@ function DeliveryLog(props: { path: string; tick: number; held: boolean }) {
               </table>
             </div>
             {(cursors.length > 0 || d.nextCursor) && (
-              <nav class="pager" aria-label="Pages">
-                <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-                  Newer
-                </button>
-                <button type="button" class="secondary" disabled={!d.nextCursor} onClick={() => setCursors([...cursors, d.nextCursor!])}>
-                  Older
-                </button>
-              </nav>
+              <CursorPager cursors={cursors} setCursors={setCursors} nextCursor={d.nextCursor} />
             )}
           </>
         )}
