@@ -198,24 +198,22 @@ export function createContactsRepo(db: Db, reader: Db = db) {
     delete: db.raw.prepare<[string, string]>('DELETE FROM contacts WHERE id = ? AND ledger_id = ?'),
     purgeChunk: db.raw.prepare<[string, number]>('DELETE FROM contacts WHERE seq IN (SELECT seq FROM contacts WHERE ledger_id = ? LIMIT ?)'),
   };
-  const statements = new Map<string, Statement>();
-  const prepared = (sql: string): Statement => {
-    let s = statements.get(sql);
-    if (!s) {
-      s = db.raw.prepare(sql);
-      statements.set(sql, s);
-    }
-    return s;
+  /** Statements of assembled SQL, prepared once per connection (the list SQL comes in few shapes). */
+  const statementCache = (conn: Db, rawRows: boolean) => {
+    const statements = new Map<string, Statement>();
+    return (sql: string): Statement => {
+      let s = statements.get(sql);
+      if (!s) {
+        s = conn.raw.prepare(sql);
+        if (rawRows) s.raw(true);
+        statements.set(sql, s);
+      }
+      return s;
+    };
   };
-  const readerStatements = new Map<string, Statement>();
-  const preparedOnReader = (sql: string): Statement => {
-    let s = readerStatements.get(sql);
-    if (!s) {
-      s = reader.raw.prepare(sql).raw(true);
-      readerStatements.set(sql, s);
-    }
-    return s;
-  };
+  const prepared = statementCache(db, false);
+  /** Download pages: on the read-only connection, rows as arrays (DownloadRow). */
+  const preparedOnReader = statementCache(reader, true);
 
   /** WHERE fragments and their parameters for the filters (without the keyset condition). */
   function whereOf(ledgerId: string, f: ContactFilter): { where: string[]; params: unknown[] } {
