@@ -5,14 +5,19 @@
 // SQLite table with the same WAL/FULL durability, in transactions of 5,000. The project: the file
 // POSTed to /api/ledger/v1/feed until its job completes; meanwhile list requests measure p99.
 //
+// Also measured in the same run, for context: the floor of the data model — the writes SPEC §5
+// needs for each record (store the person, match and update the contacts, one change row per
+// change) as plain prepared statements, in transactions of 5,000 like the limit.
+//
 // Environment: BENCH_ROWS (default 1000000), BENCH_KEEP=1 (keep the data),
 // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" (profile the server). See docs/benchmarks.md.
-import { createReadStream, createWriteStream, openAsBlob, rmSync } from 'node:fs';
+import { copyFileSync, createReadStream, createWriteStream, openAsBlob, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
 import { companyKey, nameKey } from '../../src/ledger/normalize.ts';
+import { newId } from '../../src/ids.ts';
 import { Api, CACHE, fmt, ledgerPath, machineFacts, newLedger, percentile, ratio, ROWS, sleep, startServer } from './common.ts';
 
 const LEDGERS = 4;
@@ -94,6 +99,72 @@ async function plainInsert(): Promise<number> {
   return ROWS / s;
 }
 
+/**
+ * The floor of the data model: on a copy of the seeded database (the real schema and indexes),
+ * each record is applied with the fewest writes SPEC §5 allows — look the person up by LinkedIn
+ * slug and store it, find the unmatched contacts with that LinkedIn URL, update each once (matched,
+ * new company or title) and insert one change row per change — as plain prepared statements with
+ * plain string comparisons instead of the rules (no normalization, no rollback protection, no
+ * title rules, no webhooks, no progress, no HTTP), in transactions of 5,000 records like the
+ * limit's. What any implementation of this data model pays at least, measured in the same run.
+ */
+async function floorApply(): Promise<{ rate: number; jobChanges: number; infoChanges: number }> {
+  const file = join(dir, 'floor.db');
+  copyFileSync(join(dataDir, 'contact-ledger.db'), file); // seed() checkpointed and closed it: no -wal
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('cache_size = -65536');
+  const findPerson = db.prepare<[string], number>('SELECT seq FROM people WHERE linkedin_slug = ?').pluck();
+  const insertPerson = db.prepare(
+    'INSERT INTO people (linkedin_slug, name, name_key, company, company_key, title, observed_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  const unmatched = db.prepare<[string], { seq: number; id: string; ledger_id: string; company: string; title: string | null; last_job_changed_at: number | null; last_info_changed_at: number | null }>(
+    'SELECT seq, id, ledger_id, company, title, last_job_changed_at, last_info_changed_at FROM contacts WHERE linkedin = ? AND person_id IS NULL',
+  );
+  const updateContact = db.prepare(
+    'UPDATE contacts SET person_id = ?, is_verified = 1, company = ?, title = ?, last_job_changed_at = ?, last_info_changed_at = ?, updated_at = ? WHERE seq = ?',
+  );
+  const insertChange = db.prepare(
+    'INSERT INTO changes (id, ledger_id, contact_id, type, field, from_value, to_value, detected_at, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  let jobChanges = 0;
+  let infoChanges = 0;
+  const apply = db.transaction((records: Record<string, string>[]) => {
+    const now = Date.now();
+    for (const r of records) {
+      const slug = r.linkedin!.slice('https://www.linkedin.com/in/'.length);
+      const seq = findPerson.get(slug) ?? Number(insertPerson.run(slug, r.name, r.name, r.company, r.company, r.title, now, now).lastInsertRowid);
+      for (const c of unmatched.all(r.linkedin!)) {
+        const job = c.company !== r.company;
+        const info = !job && c.title !== r.title;
+        if (job) {
+          jobChanges++;
+          insertChange.run(newId('chg'), c.ledger_id, c.id, 'job', null, JSON.stringify({ company: c.company, title: c.title }), JSON.stringify({ company: r.company, title: r.title }), now, now);
+        } else if (info) {
+          infoChanges++;
+          insertChange.run(newId('chg'), c.ledger_id, c.id, 'info', 'title', JSON.stringify({ title: c.title }), JSON.stringify({ title: r.title }), now, now);
+        }
+        updateContact.run(String(seq), r.company, r.title, job ? now : c.last_job_changed_at, job || info ? now : c.last_info_changed_at, now, c.seq);
+      }
+    }
+  });
+  const t0 = performance.now();
+  let records: Record<string, string>[] = [];
+  for await (const line of createInterface({ input: createReadStream(feedFile), crlfDelay: Infinity })) {
+    records.push(JSON.parse(line) as Record<string, string>);
+    if (records.length === 5000) {
+      apply(records);
+      records = [];
+    }
+  }
+  apply(records);
+  const s = (performance.now() - t0) / 1000;
+  db.close();
+  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+  return { rate: ROWS / s, jobChanges, infoChanges };
+}
+
 async function main() {
   console.log(machineFacts());
   console.log(`feed benchmark: ${fmt(ROWS)} records against ${LEDGERS} ledgers with ${fmt(ROWS)} contacts in total`);
@@ -101,6 +172,11 @@ async function main() {
   await writeFeed();
   const limit = await plainInsert();
   console.log(`limit (plain insert of the parsed records into SQLite): ${fmt(limit)} records/s`);
+  const floor = await floorApply();
+  console.log(
+    `floor (the writes the data model needs, as plain statements in transactions of 5,000; no rules, no HTTP): ${fmt(floor.rate)} records/s, ` +
+      `${fmt(floor.jobChanges)} job and ${fmt(floor.infoChanges)} info changes, ${ratio(floor.rate, limit)}× the limit`,
+  );
 
   const server = await startServer(dataDir, { cpus: '0', nodeArgs });
   const api = new Api(server.base);
