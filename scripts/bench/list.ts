@@ -3,7 +3,15 @@
 // (scripts/bench/bare-server.ts) running the same SQL on the same database file. Server and load
 // generator run on different cores (taskset). See docs/benchmarks.md.
 //
-// Environment: BENCH_ROWS, BENCH_DURATION (seconds per round, default 10), BENCH_ROUNDS (default 3),
+// Also measured in the same run, for context: the bare server's handler behind Koa and
+// @koa/router and nothing else (scripts/bench/koa-server.ts) — what the framework costs, apart
+// from the project's own per-request work.
+//
+// The ratio is the median over rounds of project/limit within each round: the servers take turns
+// in every round, so a slow phase of the shared machine weighs on both sides of a round alike.
+//
+// Environment: BENCH_ROWS, BENCH_DURATION (seconds per round, default 5), BENCH_ROUNDS (default 6),
+// BENCH_WARM_UP (seconds of load on each server before the rounds, default 20),
 // BENCH_CONNECTIONS (default 10),
 // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" (profile both servers; summarize a profile with
 // scripts/bench/profile-summary.ts).
@@ -11,11 +19,18 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Api, ROOT, ROWS, cpuMs, ensureLedgerData, fmt, ledgerPath, machineFacts, nCpu, pinned, ratio, startServer } from './common.ts';
+import { Api, ROOT, ROWS, cpuMs, ensureLedgerData, fmt, ledgerPath, machineFacts, nCpu, pinned, startServer } from './common.ts';
 
-const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const DURATION = Number(process.env.BENCH_DURATION ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
+/**
+ * Seconds of load on each server before the rounds. Measured in 3 s steps, the reference servers
+ * reach their steady CPU cost per request after ~6 s of load, the project only after ~20 s (4.2 ms
+ * a request in the first step, ~2.4 ms from the seventh on); the rounds measure the steady state
+ * of a server that runs for days.
+ */
+const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 20);
 const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
 const DAY = 86_400_000;
 // Servers on the first core, autocannon on the second (one core: both share it).
@@ -61,8 +76,9 @@ function markChanges(dbFile: string, ledgerId: string): { since: number; changed
   }
 }
 
-async function bareServer(dbFile: string): Promise<{ port: number; pid: number; stop: () => Promise<void> }> {
-  const [cmd, args] = pinned(SERVER_CPU, process.execPath, [...nodeArgs, join(ROOT, 'scripts', 'bench', 'bare-server.ts'), dbFile]);
+/** One of the reference servers (bare-server.ts, koa-server.ts) on `dbFile`, pinned to SERVER_CPU. */
+async function referenceServer(script: string, dbFile: string): Promise<{ port: number; pid: number; stop: () => Promise<void> }> {
+  const [cmd, args] = pinned(SERVER_CPU, process.execPath, [...nodeArgs, join(ROOT, 'scripts', 'bench', script), dbFile]);
   const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
   const port = await new Promise<number>((resolve, reject) => {
@@ -72,7 +88,7 @@ async function bareServer(dbFile: string): Promise<{ port: number; pid: number; 
       const m = /listening (\d+)/.exec(out);
       if (m) resolve(Number(m[1]));
     });
-    void exited.then(() => reject(new Error(`the bare server exited: ${out}`)));
+    void exited.then(() => reject(new Error(`${script} exited: ${out}`)));
   });
   return {
     port,
@@ -84,7 +100,12 @@ async function bareServer(dbFile: string): Promise<{ port: number; pid: number; 
   };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** The median (of an even count, the mean of the two middle values). */
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
 
 interface Side {
   label: string;
@@ -108,7 +129,7 @@ const summary = (s: Side) => {
   const failures = s.runs.reduce((n, r) => n + r.failures, 0);
   return (
     `${s.label} ${fmt(rps)} req/s (median of ${runs}), latency p50 ${median(s.runs.map((r) => r.p50))} ms, p99 ${median(s.runs.map((r) => r.p99))} ms, ` +
-    `server CPU ${median(s.runs.map((r) => r.cpuMsPerRequest)).toFixed(2)} ms/request${failures ? `, ${failures} non-2xx or errors` : ''}`
+    `server CPU ${median(s.runs.map((r) => r.cpuMsPerRequest)).toFixed(2)} ms/request (${s.runs.map((r) => r.cpuMsPerRequest.toFixed(2)).join(', ')})${failures ? `, ${failures} non-2xx or errors` : ''}`
   );
 };
 
@@ -120,18 +141,22 @@ async function main() {
   const sinceIso = new Date(since).toISOString();
   console.log(`ledger: ${fmt(ROWS)} contacts, ${fmt(changed)} with lastInfoChangedAt; lastInfoChangedAt=${sinceIso} matches ${fmt(matching)}`);
   console.log(
-    `autocannon: ${CONNECTIONS} connections; ${ROUNDS} rounds of ${DURATION} s per server, alternating limit and project after a 3 s warm-up of each; ` +
+    `autocannon: ${CONNECTIONS} connections; ${ROUNDS} rounds of ${DURATION} s per server, the servers taking turns in each round after a ${WARM_UP} s warm-up of each; ` +
       `servers on cpu ${SERVER_CPU}, autocannon on cpu ${LOAD_CPU}\n`,
   );
 
-  // Both servers run during the whole benchmark (only one is loaded at a time), so that slow
-  // phases of a shared machine hit both sides alike; the ratio is of the medians.
-  const bare = await bareServer(dbFile);
+  // All servers run during the whole benchmark (only one is loaded at a time), so that slow
+  // phases of a shared machine hit every side alike.
+  const bare = await referenceServer('bare-server.ts', dbFile);
+  const koa = await referenceServer('koa-server.ts', dbFile);
   const server = await startServer(data.dataDir, { cpus: SERVER_CPU, nodeArgs });
   try {
-    const bareUrl = `http://127.0.0.1:${bare.port}/contacts?ledgerId=${data.ledgerId}&since=${since}`;
+    const query = `/contacts?ledgerId=${data.ledgerId}&since=${since}`;
+    const bareUrl = `http://127.0.0.1:${bare.port}${query}`;
+    const koaUrl = `http://127.0.0.1:${koa.port}${query}`;
     const bareText = await (await fetch(bareUrl)).text();
     const bareIds = (JSON.parse(bareText) as { contacts: { id: string }[] }).contacts.map((c) => c.id);
+    if ((await (await fetch(koaUrl)).text()) !== bareText) throw new Error('the Koa server and the bare server answer differently');
 
     const api = new Api(server.base);
     await api.signIn();
@@ -143,23 +168,28 @@ async function main() {
     const ids = (JSON.parse(text) as { contacts: { id: string }[] }).contacts.map((c) => c.id);
     if (ids.length !== 100 || ids.join() !== bareIds.join()) throw new Error('the project and the bare server answer different contacts: not the same query');
 
-    const limit: Side = { label: 'limit    bare node:http + better-sqlite3:', pid: bare.pid, url: bareUrl, headers: {}, runs: [] };
-    const project: Side = { label: 'project  GET …/contacts (authenticated):   ', pid: server.pid, url: server.base + path, headers, runs: [] };
-    const warm = [await cannon(limit.url, limit.headers, 3), await cannon(project.url, project.headers, 3)];
-    for (let i = 0; i < ROUNDS; i++) {
-      await round(limit);
-      await round(project);
-    }
-    console.log(summary(limit));
-    console.log(summary(project));
-    const r = median(project.runs.map((x) => x.rps)) / median(limit.runs.map((x) => x.rps));
-    console.log(`ratio    ${r.toFixed(2)}× (target ≥ 0.7×); per round: ${project.runs.map((p, i) => ratio(p.rps, limit.runs[i]!.rps)).join(', ')}`);
+    const limit: Side = { label: 'limit     bare node:http + better-sqlite3:', pid: bare.pid, url: bareUrl, headers: {}, runs: [] };
+    const framework: Side = { label: 'framework the same behind Koa + @koa/router:', pid: koa.pid, url: koaUrl, headers: {}, runs: [] };
+    const project: Side = { label: 'project   GET …/contacts (authenticated):   ', pid: server.pid, url: server.base + path, headers, runs: [] };
+    const sides = [limit, framework, project];
+    const warm = [];
+    for (const side of sides) warm.push(await cannon(side.url, side.headers, WARM_UP));
+    for (let i = 0; i < ROUNDS; i++) for (const side of sides) await round(side);
+    for (const side of sides) console.log(summary(side));
+    const perRound = (s: Side) => s.runs.map((x, i) => x.rps / limit.runs[i]!.rps);
+    const line = (s: Side) => `${median(perRound(s)).toFixed(2)}× (per round: ${perRound(s).map((x) => x.toFixed(2)).join(', ')})`;
+    console.log(`ratio     project/limit ${line(project)} (target ≥ 0.7×)`);
+    console.log(`          framework/limit ${line(framework)}`);
     console.log(`response bodies: project ${fmt(Buffer.byteLength(text))} bytes, bare ${fmt(Buffer.byteLength(bareText))} bytes (100 contacts)`);
     // for dividing a CPU profile (BENCH_NODE_ARGS) by the requests each server answered
-    const served = (s: Side, w: Cannon) => fmt(s.runs.reduce((n, r) => n + r.total, 0) + w.requests.total + 1);
-    console.log(`requests served in all (warm-up included): limit ${served(limit, warm[0]!)} (pid ${bare.pid}), project ${served(project, warm[1]!)} (pid ${server.pid}; + the sign-in)`);
+    const served = (s: Side, w: Cannon) => fmt(s.runs.reduce((n, r) => n + r.total, 0) + w.requests.total);
+    console.log(
+      `requests served in all (warm-up included): limit ${served(limit, warm[0]!)} (pid ${bare.pid}), framework ${served(framework, warm[1]!)} (pid ${koa.pid}), ` +
+        `project ${served(project, warm[2]!)} + 1 (pid ${server.pid}; + the sign-in)`,
+    );
   } finally {
     await server.stop();
+    await koa.stop();
     await bare.stop();
   }
 }
