@@ -185,7 +185,7 @@ async function main() {
     const served = (s: Side, w: Cannon) => fmt(s.runs.reduce((n, r) => n + r.total, 0) + w.requests.total);
     console.log(
       `requests served in all (warm-up included): limit ${served(limit, warm[0]!)} (pid ${bare.pid}), framework ${served(framework, warm[1]!)} (pid ${koa.pid}), ` +
-        `project ${served(project, warm[2]!)} + 1 (pid ${server.pid}; + the sign-in)`,
+        `project ${served(project, warm[2]!)} (pid ${server.pid}; plus the sign-in and one check request on each server)`,
     );
   } finally {
     await server.stop();
