@@ -9,7 +9,7 @@ import { IDENTITY_PREFIX, registerIdentityRoutes } from './identity/routes.ts';
 import { uploadTmpDir } from './ledger/index.ts';
 import { LEDGER_PREFIX, registerLedgerRoutes } from './ledger/routes.ts';
 import { registerHealthRoutes } from './ops/health.ts';
-import { httpMetrics } from './ops/metrics.ts';
+import { httpObserver } from './ops/metrics.ts';
 import { registerMetricsRoute } from './ops/metrics-route.ts';
 import { feedsDir } from './tracking/feed-service.ts';
 import { registerTrackingRoutes } from './tracking/routes.ts';
@@ -57,13 +57,16 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   app.silent = true; // errors are logged once, by problems()…
   // …except those after the answer began (a streamed download that failed half-way): Koa emits them here.
   app.on('error', (err: unknown, ctx?: Koa.Context) => rt.log.error({ err, requestId: ctx?.state.requestId }, 'response failed after it started'));
-  app.use(requestContext(rt.log));
-  app.use(httpMetrics(rt.metrics));
+  app.use(requestContext(rt.log, httpObserver(rt.metrics)));
   app.use(securityHeaders({ https: Boolean(config.tlsCert) }));
   app.use(cors(config.corsOrigins));
   app.use(jsonBodies());
   app.use(problems(rt.log));
-  for (const r of routers) app.use(under(r.prefix, r.router.routes() as unknown as Koa.Middleware)).use(under(r.prefix, r.router.allowedMethods() as unknown as Koa.Middleware));
+  for (const r of routers) {
+    const routes = r.router.routes() as unknown as Koa.Middleware;
+    const allowedMethods = r.router.allowedMethods() as unknown as Koa.Middleware;
+    app.use(under(r.prefix, (ctx, next) => routes(ctx, () => allowedMethods(ctx, next))));
+  }
   opts.extend?.(app); // test-only middleware, after every API route
   // the web application (SPEC §9) at /, after every API route; unknown /api/* paths stay problem+json 404s
   app.use(serveUi(opts.webDir ?? paths.web, { reserved: ['/api', config.authPath] }));

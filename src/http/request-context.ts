@@ -4,12 +4,16 @@ import type { Logger } from '../log.ts';
 
 const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** Told about every request when its response ends (metrics), with its duration in seconds. */
+export type RequestObserver = (ctx: Koa.Context, seconds: number) => void;
+
 /**
  * Gives every request an id (echoing a well-formed incoming X-Request-Id), returns it in the
- * response, and writes one access-log line when the response ends. The line holds the path without
- * its query string, so credentials wrongly put in a URL never reach the log.
+ * response, and when the response ends writes one access-log line and tells `observe` (one
+ * listener and one clock reading for both). The line holds the path without its query string, so
+ * credentials wrongly put in a URL never reach the log.
  */
-export function requestContext(log: Logger): Koa.Middleware {
+export function requestContext(log: Logger, observe?: RequestObserver): Koa.Middleware {
   // The access line has fixed fields written here, none of them a credential field: redaction
   // (which costs more than the rest of the line) could never censor anything in it.
   const access = log.child({}, { redact: [] });
@@ -21,6 +25,7 @@ export function requestContext(log: Logger): Koa.Middleware {
     const started = process.hrtime.bigint();
     ctx.res.once('close', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      observe?.(ctx, ms / 1000);
       const actor = (ctx.state.caller as { actor?: { id?: string } } | undefined)?.actor?.id;
       access.info(
         { requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, ip: ctx.ip, actor, route: ctx.state.routeName as string | undefined },

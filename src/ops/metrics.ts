@@ -65,19 +65,16 @@ export function createMetrics(): Metrics {
 }
 
 /**
- * Counts every request when its response ends. Requests that matched no declared route share the
- * label `unmatched`, so scanners probing random paths cannot blow up the number of series.
+ * Counts every request when its response ends (given to requestContext, which times it). Requests
+ * that matched no declared route share the label `unmatched`, so scanners probing random paths
+ * cannot blow up the number of series.
  */
-export function httpMetrics(metrics: Metrics): Koa.Middleware {
-  return async (ctx, next) => {
-    const started = process.hrtime.bigint();
-    ctx.res.once('close', () => {
-      const routeName = ctx.state.routeName as string | undefined;
-      // routeName is "GET /api/…/:param"; the method is its own label.
-      const route = routeName ? routeName.slice(routeName.indexOf(' ') + 1) : 'unmatched';
-      metrics.observeRequest(ctx.method, route, ctx.status, Number(process.hrtime.bigint() - started) / 1e9);
-    });
-    await next();
+export function httpObserver(metrics: Metrics): (ctx: Koa.Context, seconds: number) => void {
+  return (ctx, seconds) => {
+    const routeName = ctx.state.routeName as string | undefined;
+    // routeName is "GET /api/…/:param"; the method is its own label.
+    const route = routeName ? routeName.slice(routeName.indexOf(' ') + 1) : 'unmatched';
+    metrics.observeRequest(ctx.method, route, ctx.status, seconds);
   };
 }
 
