@@ -461,6 +461,29 @@ Q('a change-time filter with many matches walks the sort index instead of sortin
   void big;
 });
 
+Q('a few contacts changed since a time, in creation order: keys from a covering index, then the page rows, ties by seq', async ({ t, w, path, ledgerId }) => {
+  const repo = t.rt.ledger.repos.contacts;
+  for (const [key, index] of [['lastInfoChangedAt', 'contacts_by_info_change_created'], ['lastJobChangedAt', 'contacts_by_job_change_created']] as const) {
+    for (const sort of ['+createdAt', '-createdAt'] as const) {
+      for (const after of [undefined, { value: 5, seq: 10 }]) {
+        const plan = repo.explainList(ledgerId, { [key]: 0 }, sort, after as never)[0]!.join(' | ');
+        assert.match(plan, new RegExp(`COVERING INDEX ${index}`), `${key} ${sort}: ${plan}`);
+        assert.match(plan, /SEARCH contacts USING INTEGER PRIMARY KEY/, `only the page's rows are read: ${plan}`);
+      }
+    }
+  }
+  // the pages join up in exactly the order of the sort (reference: the planner's own choice, no index forced)
+  const db = t.rt.db.raw;
+  const since = Date.parse('2026-11-11T00:00:00Z');
+  const inRange = db.prepare('SELECT count(*) AS n, count(DISTINCT created_at) AS times FROM contacts WHERE ledger_id = ? AND last_info_changed_at >= ?').get(ledgerId, since) as { n: number; times: number };
+  assert.ok(inRange.times < inRange.n, 'the range holds contacts created in the same millisecond (ties by seq)');
+  for (const [sort, dir] of [['+createdAt', 'ASC'], ['-createdAt', 'DESC']] as const) {
+    const expected = db.prepare(`SELECT id FROM contacts WHERE ledger_id = ? AND last_info_changed_at >= ? ORDER BY created_at ${dir}, seq ${dir}`).pluck().all(ledgerId, since);
+    const pages = await listAll(t, w.tokens.viewer, path, `lastInfoChangedAt=2026-11-11&sortBy=${encodeURIComponent(sort)}`, 7);
+    assert.equal(pages.map((c) => c.id), expected, sort);
+  }
+});
+
 Q('the contacts of one import page in creation order without a sort', ({ t, ledgerId }) => {
   const repo = t.rt.ledger.repos.contacts;
   for (const sort of ['+createdAt', '-createdAt'] as const) {

@@ -12,8 +12,11 @@ import Database from 'better-sqlite3';
 const COLUMNS =
   'seq, id, ledger_id, import_id, reference_id, name, company, import_company, import_title, title, title_level, title_domain, location, email, email_status, linkedin, has_multiple_jobs, is_verified, job_started_at, last_job_changed_at, last_info_changed_at, created_at, updated_at';
 
-/** What contacts-repo listContacts runs for a lastInfoChangedAt filter that selects few rows, default sort (+createdAt), limit + 1. */
-const LIST_SQL = `SELECT ${COLUMNS} FROM contacts INDEXED BY contacts_by_info_change WHERE ledger_id = ? AND last_info_changed_at >= ? ORDER BY created_at ASC, seq ASC LIMIT ?`;
+/**
+ * What contacts-repo listContacts runs for a lastInfoChangedAt filter that selects few rows,
+ * default sort (+createdAt), limit + 1: the page's keys from the covering index, then their rows.
+ */
+const LIST_SQL = `SELECT ${COLUMNS} FROM contacts WHERE seq IN (SELECT seq FROM contacts INDEXED BY contacts_by_info_change_created WHERE ledger_id = ? AND last_info_changed_at >= ? ORDER BY created_at ASC, seq ASC LIMIT ?) ORDER BY created_at ASC, seq ASC`;
 
 export function openList(file: string) {
   const db = new Database(file, { fileMustExist: true });

@@ -66,6 +66,8 @@ export function positionOf(c: Contact, sort: ContactSort): ContactPosition {
 
 /** Change-time range filters whose index is used when they select few rows (see choosePlan). */
 const RANGE_INDEX = { lastJobChangedAt: 'contacts_by_job_change', lastInfoChangedAt: 'contacts_by_info_change' } as const;
+/** The same ranges with created_at in the index: a page in creation order sorts index entries only (keysFirst). */
+const RANGE_BY_CREATED: Record<string, string> = { contacts_by_job_change: 'contacts_by_job_change_created', contacts_by_info_change: 'contacts_by_info_change_created' };
 const RANGE_PROBE_LIMIT = 5000;
 
 export interface ContactRow {
@@ -310,7 +312,14 @@ export function createContactsRepo(db: Db, reader: Db = db) {
         w.push(`(${plan.column}, seq) ${cmp} (?, ?)`);
         p.push(after.value, after.seq);
       }
-      return [{ sql: `${head}${w.join(' AND ')} ORDER BY ${plan.column} ${dir}, seq ${dir} LIMIT ?`, params: [...p, limit] }];
+      const order = `ORDER BY ${plan.column} ${dir}, seq ${dir}`;
+      const covering = plan.column === 'created_at' ? RANGE_BY_CREATED[index] : undefined;
+      if (covering) {
+        // keys first: the page's seqs from the index alone (range, sort, limit), then only their rows
+        const keys = `SELECT seq FROM contacts INDEXED BY ${covering} WHERE ${w.join(' AND ')} ${order} LIMIT ?`;
+        return [{ sql: `SELECT ${columns} FROM contacts WHERE seq IN (${keys}) ${order}`, params: [...p, limit] }];
+      }
+      return [{ sql: `${head}${w.join(' AND ')} ${order} LIMIT ?`, params: [...p, limit] }];
     }
     // Nullable change times, newest first: rows with a value, then the rows without one.
     const parts: { sql: string; params: unknown[] }[] = [];
