@@ -66,7 +66,7 @@ export function positionOf(c: Contact, sort: ContactSort): ContactPosition {
 
 /** Change-time range filters whose index is used when they select few rows (see choosePlan). */
 const RANGE_INDEX = { lastJobChangedAt: 'contacts_by_job_change', lastInfoChangedAt: 'contacts_by_info_change' } as const;
-/** The same ranges with created_at in the index: a page in creation order sorts index entries only (keysFirst). */
+/** The same ranges with created_at in the index: a page in creation order sorts index entries only (keys first, listSql). */
 const RANGE_BY_CREATED: Record<string, string> = { contacts_by_job_change: 'contacts_by_job_change_created', contacts_by_info_change: 'contacts_by_info_change_created' };
 const RANGE_PROBE_LIMIT = 5000;
 
