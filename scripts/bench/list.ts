@@ -149,15 +149,12 @@ async function main() {
   // phases of a shared machine hit every side alike. The project starts first: it migrates a
   // cached database made by an older version to the schema whose indexes the reference SQL names.
   const server = await startServer(data.dataDir, { cpus: SERVER_CPU, nodeArgs });
-  const bare = await referenceServer('bare-server.ts', dbFile).catch(async (err: unknown) => {
-    await server.stop();
-    throw err;
-  });
-  const koa = await referenceServer('koa-server.ts', dbFile).catch(async (err: unknown) => {
-    await Promise.all([server.stop(), bare.stop()]);
-    throw err;
-  });
+  const started: { stop: () => Promise<void> }[] = [server];
   try {
+    const bare = await referenceServer('bare-server.ts', dbFile);
+    started.push(bare);
+    const koa = await referenceServer('koa-server.ts', dbFile);
+    started.push(koa);
     const query = `/contacts?ledgerId=${data.ledgerId}&since=${since}`;
     const bareUrl = `http://127.0.0.1:${bare.port}${query}`;
     const koaUrl = `http://127.0.0.1:${koa.port}${query}`;
@@ -195,9 +192,7 @@ async function main() {
         `project ${served(project, warm[2]!)} (pid ${server.pid}; plus the sign-in and one check request on each server)`,
     );
   } finally {
-    await server.stop();
-    await koa.stop();
-    await bare.stop();
+    for (const s of started) await s.stop();
   }
 }
 
