@@ -1,5 +1,5 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
-import type Koa from 'koa';
+import type { RequestObserver } from '../http/request-context.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client';
 
 /**
@@ -69,7 +69,7 @@ export function createMetrics(): Metrics {
  * that matched no declared route share the label `unmatched`, so scanners probing random paths
  * cannot blow up the number of series.
  */
-export function httpObserver(metrics: Metrics): (ctx: Koa.Context, seconds: number) => void {
+export function httpObserver(metrics: Metrics): RequestObserver {
   return (ctx, seconds) => {
     const routeName = ctx.state.routeName as string | undefined;
     // routeName is "GET /api/…/:param"; the method is its own label.
