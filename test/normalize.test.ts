@@ -2,7 +2,7 @@
 // have suites of their own: tracking.test.ts, title-rules.test.ts).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { canonicalLinkedin, isEmail } from '../src/ledger/normalize.ts';
+import { canonicalLinkedin, isEmail, parseLinkedin } from '../src/ledger/normalize.ts';
 
 const N = suite('canonical LinkedIn URLs and e-mails');
 
@@ -34,6 +34,30 @@ N('anything that is not a person\'s profile is refused', () => {
     'https://www.linkedin.com/in/%E0%A4%A',
     'not a url at all',
   ]) assert.is(canonicalLinkedin(s), undefined, s);
+});
+
+N('the fast path for canonical URLs gives what the full parse gives', () => {
+  const slugs = ['ann-lee', 'a', 'x_9', 'a'.repeat(100), 'a'.repeat(101), 'Ann-Lee', 'ann%2dlee', 'jürgen', 'ann.lee', '-', '_'];
+  const shapes = (slug: string) => [
+    `https://www.linkedin.com/in/${slug}`,
+    `https://www.linkedin.com/in/${slug}/`,
+    `https://www.linkedin.com/in/${slug}//`,
+    `https://www.linkedin.com/in/${slug}?x=1`,
+    `https://www.linkedin.com/in/${slug}/details`,
+    `http://www.linkedin.com/in/${slug}`,
+    `https://linkedin.com/in/${slug}`,
+    `https://www.linkedin.com/IN/${slug}`,
+    `https://www.linkedin.com/in/${slug} `,
+    `https://www.linkedin.com/in/${slug}\n`,
+  ];
+  let fast = 0;
+  for (const slug of slugs) {
+    for (const s of shapes(slug)) {
+      assert.is(canonicalLinkedin(s), parseLinkedin(s), s);
+      if (canonicalLinkedin(s) === s) fast++;
+    }
+  }
+  assert.ok(fast >= 4, 'some inputs are already canonical');
 });
 
 N('e-mail shapes', () => {
