@@ -114,8 +114,10 @@ T('replaying the same feed adds nothing; an older observation does not roll a pe
   const changesBefore = (await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body.changes.length;
   const replay = await feed(t, w.serviceAccounts.feed.token, ndjson(
     { linkedin: 'linkedin.com/in/ann-lee', name: 'Ann B. Lee', company: 'Globex Corp', title: 'VP Engineering', jobStartedAt: '2026-10-01', observedAt: '2026-11-20T00:00:00Z' },
+    { email: 'BOB@globex.test', name: 'Bob Roe', company: 'Globex', title: 'Sales Director', location: 'Berlin', emailStatus: 'valid' },
   ));
-  assert.equal([replay.jobChanges, replay.infoChanges], [0, 0]);
+  // Ann was matched without a change, Bob together with his changes: both stay matched
+  assert.equal([replay.jobChanges, replay.infoChanges, replay.contactsMatched], [0, 0, 0]);
   const old = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/ann-lee', name: 'Ann Lee', company: 'Acme', observedAt: '2025-01-01' }));
   assert.equal([old.stale, old.jobChanges, old.personsUpdated], [1, 0, 0]);
   assert.is((await contact(t, w, path, 'ann')).company, 'Globex Corp');

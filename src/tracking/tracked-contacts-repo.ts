@@ -39,6 +39,12 @@ export function createTrackedContactsRepo(db: Db) {
          last_job_changed_at = @lastJobChangedAt, last_info_changed_at = @lastInfoChangedAt, updated_at = @updatedAt
        WHERE id = @id`,
     ),
+    matchAndUpdate: db.raw.prepare(
+      `UPDATE contacts SET person_id = @personId, is_verified = 1, company = @company, company_key = @companyKey, title = @title, title_level = @titleLevel,
+         title_domain = @titleDomain, location = @location, email = @email, email_status = @emailStatus, has_multiple_jobs = @hasMultipleJobs,
+         job_started_at = @jobStartedAt, last_job_changed_at = @lastJobChangedAt, last_info_changed_at = @lastInfoChangedAt, updated_at = @updatedAt
+       WHERE id = @id`,
+    ),
   };
   const all = (rows: ContactRow[]): TrackedContact[] => rows.map((r) => ({ ...toContact(r), companyKey: (r as ContactRow & { company_key: string | null }).company_key }));
   return {
@@ -47,7 +53,11 @@ export function createTrackedContactsRepo(db: Db) {
     listUnmatchedByEmail: (email: string) => all(q.unmatchedByEmail.all(email)),
     listUnmatchedByKeys: (nameKey: string, companyKey: string) => all(q.unmatchedByKeys.all(nameKey, companyKey)),
     markMatched: (contactId: string, personId: string, now: number): void => void q.match.run(personId, now, contactId),
-    updateTracked: (contactId: string, f: TrackedFields, now: number): void =>
-      void q.update.run({ ...f, hasMultipleJobs: f.hasMultipleJobs === null ? null : f.hasMultipleJobs ? 1 : 0, updatedAt: now, id: contactId }),
+    /** Stores the tracked fields; with `matchTo`, also matches the contact to that person (one statement instead of two). */
+    updateTracked: (contactId: string, f: TrackedFields, now: number, matchTo?: string): void => {
+      const params = { ...f, hasMultipleJobs: f.hasMultipleJobs === null ? null : f.hasMultipleJobs ? 1 : 0, updatedAt: now, id: contactId };
+      if (matchTo === undefined) q.update.run(params);
+      else q.matchAndUpdate.run({ ...params, personId: matchTo });
+    },
   };
 }

@@ -55,8 +55,11 @@ export function createTracker(d: TrackerDeps) {
     return d.people.findByKeys(nameKey(r.name), companyKey(r.company));
   }
 
-  /** Brings a contact up to the person's state; records and announces the changes. */
-  function reconcile(c: TrackedContact, p: Person, observedAt: number | null, counts: TrackingCounts): void {
+  /**
+   * Brings a contact up to the person's state; records and announces the changes. A contact the
+   * person was just found for (`newMatch`) is matched to it (isVerified) in the same update.
+   */
+  function reconcile(c: TrackedContact, p: Person, observedAt: number | null, counts: TrackingCounts, newMatch: boolean): void {
     const now = d.clock.now();
     const changes: Omit<Change, 'seq'>[] = [];
     const next: TrackedFields = {
@@ -96,10 +99,13 @@ export function createTracker(d: TrackerDeps) {
       next.lastInfoChangedAt = now;
       counts.infoChanges++;
     }
-    if (!changes.length) return;
+    if (!changes.length) {
+      if (newMatch) d.contacts.markMatched(c.id, p.id, now);
+      return;
+    }
     next.titleLevel = titleLevel(next.title ?? undefined) ?? null;
     next.titleDomain = titleDomain(next.title ?? undefined) ?? null;
-    d.contacts.updateTracked(c.id, next, now);
+    d.contacts.updateTracked(c.id, next, now, newMatch ? p.id : undefined);
     const { companyKey: _key, ...rest } = next;
     const updated: Contact = { ...c, ...rest, updatedAt: now };
     delete (updated as TrackedContact).companyKey;
@@ -157,20 +163,20 @@ export function createTracker(d: TrackerDeps) {
         p = { ...person, seq: Number(id), id };
       }
 
-      const matched = new Map<string, TrackedContact>();
-      if (existing) for (const c of d.contacts.listOfPerson(p.id)) matched.set(c.id, c);
+      const known = existing ? d.contacts.listOfPerson(p.id) : [];
       const fresh: TrackedContact[] = [];
       if (p.linkedinSlug) fresh.push(...d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`));
       if (p.email) fresh.push(...d.contacts.listUnmatchedByEmail(p.email));
       const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey);
       if (byKeys.length && d.people.countByKeys(p.nameKey, p.companyKey) === 1) fresh.push(...byKeys);
+      for (const c of known) reconcile(c, p, r.observedAt ?? null, counts, false);
+      const seen = new Set(known.map((c) => c.id));
       for (const c of fresh) {
-        if (matched.has(c.id)) continue;
-        d.contacts.markMatched(c.id, p.id, now);
-        matched.set(c.id, { ...c, isVerified: true });
+        if (seen.has(c.id)) continue;
+        seen.add(c.id);
         counts.contactsMatched++;
+        reconcile({ ...c, isVerified: true }, p, r.observedAt ?? null, counts, true);
       }
-      for (const c of matched.values()) reconcile(c, p, r.observedAt ?? null, counts);
     },
 
     /**
@@ -193,8 +199,7 @@ export function createTracker(d: TrackerDeps) {
       (!c.linkedin && c.email ? d.people.findByEmail(c.email) : undefined) ??
       (!c.linkedin && !c.email ? d.people.findByKeys(nameKey(c.name), companyKey(c.company)) : undefined);
     if (!p) return;
-    d.contacts.markMatched(c.id, p.id, d.clock.now());
     counts.contactsMatched++;
-    reconcile({ ...c, isVerified: true }, p, null, counts);
+    reconcile({ ...c, isVerified: true }, p, null, counts, true);
   }
 }
