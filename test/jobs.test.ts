@@ -90,19 +90,72 @@ Q('a job that keeps failing is retried with backoff, then failed with its error 
   db.close();
 });
 
+Q('renewing a lease is not progress: a job that fails before getting anywhere ends failed, even when a chunk checkpointed and rolled back', () => {
+  const db = freshDb();
+  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const q = createQueue(db, clock);
+  db.tx(() => q.enqueue('job_p', 'test', { maxAttempts: 3 }));
+  const outcomes: string[] = [];
+  for (let i = 0; i < 10 && !outcomes.includes('failed'); i++) {
+    const l = q.claim();
+    assert.ok(l, `attempt ${i + 1} claimable`);
+    db.tx(() => l.renew()); // "started"
+    // a chunk that records progress, then throws: it rolls back, progress included
+    assert.throws(() =>
+      db.tx(() => {
+        l.checkpoint();
+        throw new Error('poison chunk');
+      }),
+    );
+    outcomes.push(db.tx(() => q.failed(l, 'poison chunk')));
+    clock.advance(10 * 60_000);
+  }
+  assert.equal(outcomes, ['retry', 'retry', 'failed']);
+  assert.is(q.find('job_p')!.status, 'failed');
+  db.close();
+});
+
+Q('a job that failed after committed progress is retried with a fresh budget', () => {
+  const db = freshDb();
+  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const q = createQueue(db, clock);
+  db.tx(() => q.enqueue('job_c', 'test', { maxAttempts: 2 }));
+  const first = q.claim()!;
+  assert.is(db.tx(() => q.failed(first, 'nothing stored')), 'retry');
+  clock.advance(10 * 60_000);
+  const last = q.claim()!;
+  assert.is(last.job.attempts, 2, 'claimed as its last attempt');
+  db.tx(() => last.checkpoint()); // stores a chunk, then fails
+  assert.is(db.tx(() => q.failed(last, 'a later chunk failed')), 'retry', 'the stored chunk started the count over');
+  clock.advance(10 * 60_000);
+  assert.is(q.claim()!.job.attempts, 1);
+  db.close();
+});
+
+Q('handing a job back at shutdown does not use up an attempt', () => {
+  const db = freshDb();
+  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const q = createQueue(db, clock);
+  db.tx(() => q.enqueue('job_s', 'test', { maxAttempts: 2 }));
+  for (let i = 0; i < 5; i++) db.tx(() => q.release(q.claim()!));
+  assert.is(q.find('job_s')!.status, 'pending');
+  assert.is(q.claim()!.job.attempts, 1);
+  db.close();
+});
+
 Q('recovery at start makes jobs of a dead process claimable at once; progress resets attempts', () => {
   const db = freshDb();
   const clock = new ManualClock('2026-11-22T10:00:00Z');
   const dead = createQueue(db, clock);
   db.tx(() => dead.enqueue('job_r', 'test'));
   const l = dead.claim()!;
-  db.tx(() => l.renew());
+  db.tx(() => l.checkpoint());
   const next = createQueue(db, clock);
   assert.is(next.claim(), undefined);
   assert.is(next.recover(), 1);
   const again = next.claim()!;
   assert.is(again.job.id, 'job_r');
-  assert.is(again.job.attempts, 1, 'renew() recorded progress, so the retry budget starts over');
+  assert.is(again.job.attempts, 1, 'checkpoint() recorded progress, so the retry budget starts over');
   db.close();
 });
 
@@ -168,6 +221,37 @@ S('runs kicked jobs at once, one runner per job, and stops cleanly between chunk
   assert.is(long.status, 'pending', 'handed back at shutdown');
   assert.is(long.leaseOwner, null);
   assert.not.ok(scheduler.isRunning());
+  db.close();
+});
+
+S('a job whose process died on every attempt is failed, not run again', async () => {
+  const db = freshDb();
+  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const queue = createQueue(db, clock);
+  db.tx(() => queue.enqueue('job_oom', 'oom', { maxAttempts: 2 }));
+  for (let i = 0; i < 2; i++) {
+    assert.ok(queue.claim(), `claim ${i + 1}`); // claimed, then the process died: its lease runs out
+    clock.advance(31_000);
+  }
+  const seen: string[] = [];
+  const runners: Record<string, Runner> = {
+    oom: {
+      async run() {
+        seen.push('run');
+        return 'done';
+      },
+      failed(jobId, message) {
+        seen.push(`failed ${jobId}: ${message}`);
+      },
+    },
+  };
+  const scheduler = createScheduler({ db, queue, log: quiet, runners });
+  scheduler.start();
+  scheduler.kick();
+  for (let i = 0; i < 1000 && queue.find('job_oom')?.status !== 'failed'; i++) await new Promise((r) => setImmediate(r));
+  await scheduler.stop();
+  assert.equal(seen, ['failed job_oom: the service stopped 2 times while working on this job without getting any further']);
+  assert.is(queue.find('job_oom')!.status, 'failed');
   db.close();
 });
 

@@ -81,6 +81,9 @@ export function createQueueRepo(db: Db) {
        RETURNING id, kind, payload, lease_token, attempts, max_attempts`,
     ),
     renew: db.raw.prepare<{ id: string; token: number; until: number; now: number }>(
+      "UPDATE jobs SET lease_until = @until, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
+    ),
+    checkpoint: db.raw.prepare<{ id: string; token: number; until: number; now: number }>(
       "UPDATE jobs SET lease_until = @until, attempts = 0, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
     ),
     finish: db.raw.prepare<{ id: string; token: number; status: JobStatus; error: string | null; now: number }>(
@@ -88,6 +91,9 @@ export function createQueueRepo(db: Db) {
     ),
     retry: db.raw.prepare<{ id: string; token: number; error: string | null; runAfter: number; now: number }>(
       "UPDATE jobs SET status = 'pending', last_error = @error, run_after = @runAfter, lease_owner = NULL, lease_until = NULL, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
+    ),
+    release: db.raw.prepare<{ id: string; token: number; now: number }>(
+      "UPDATE jobs SET status = 'pending', run_after = @now, attempts = max(attempts - 1, 0), lease_owner = NULL, lease_until = NULL, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
     ),
     postpone: db.raw.prepare<{ id: string; token: number; error: string; runAfter: number; now: number }>(
       "UPDATE jobs SET status = 'pending', last_error = @error, run_after = @runAfter, attempts = max(attempts - 1, 0), lease_owner = NULL, lease_until = NULL, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
@@ -111,14 +117,18 @@ export function createQueueRepo(db: Db) {
       const r = q.claim.get({ owner, until, now, lane });
       return r && { id: r.id, kind: r.kind, lane, payload: r.payload, token: r.lease_token, attempts: r.attempts, maxAttempts: r.max_attempts };
     },
-    /** Extends the lease and records progress; false when the lease was lost (fencing). */
+    /** Extends the lease; false when the lease was lost (fencing). */
     renewLease: (id: string, token: number, until: number, now: number): boolean => q.renew.run({ id, token, until, now }).changes === 1,
+    /** Extends the lease and records progress (the retry budget starts over); false when the lease was lost. */
+    checkpointLease: (id: string, token: number, until: number, now: number): boolean => q.checkpoint.run({ id, token, until, now }).changes === 1,
     /** Moves a held job to completed or failed; false when the lease was lost. */
     finishJob: (id: string, token: number, status: 'completed' | 'failed', error: string | null, now: number): boolean =>
       q.finish.run({ id, token, status, error, now }).changes === 1,
     /** Puts a held job back to pending (after a failure, or at shutdown). */
     retryJob: (id: string, token: number, error: string | null, runAfter: number, now: number): boolean =>
       q.retry.run({ id, token, error, runAfter, now }).changes === 1,
+    /** Hands a held job back (shutdown): claimable at once, and the claim did not use up an attempt. */
+    releaseJob: (id: string, token: number, now: number): boolean => q.release.run({ id, token, now }).changes === 1,
     /** Puts a held job back to pending without using up an attempt (a condition outside the job, e.g. a full disk). */
     postponeJob: (id: string, token: number, error: string, runAfter: number, now: number): boolean =>
       q.postpone.run({ id, token, error, runAfter, now }).changes === 1,

@@ -17,8 +17,14 @@ export const LEASE_MS = 30_000;
 /** What a runner holds while it works on a job. Every method must run inside a transaction. */
 export interface Lease {
   readonly job: ClaimedJob;
-  /** Fencing check + lease extension; throws LeaseLostError. Call in every chunk transaction. */
+  /** Fencing check + lease extension; throws LeaseLostError. */
   renew(): void;
+  /**
+   * renew(), and the transaction it runs in makes progress (a chunk stored, a cursor advanced): the
+   * job's retry budget starts over. Call in every chunk transaction — and only there, so that a job
+   * failing before it gets anywhere uses up its attempts and ends `failed` (SPEC §4.4).
+   */
+  checkpoint(): void;
   complete(): void;
   fail(message: string): void;
 }
@@ -35,6 +41,10 @@ export function createQueue(db: Db, clock: Clock) {
     renew() {
       const now = clock.now();
       if (!repo.renewLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
+    },
+    checkpoint() {
+      const now = clock.now();
+      if (!repo.checkpointLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
     },
     complete() {
       if (!repo.finishJob(job.id, job.token, 'completed', null, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
@@ -69,11 +79,13 @@ export function createQueue(db: Db, clock: Clock) {
     failed(lease: Lease, error: string): 'retry' | 'failed' {
       const now = clock.now();
       const { job } = lease;
-      if (job.attempts >= job.maxAttempts) {
+      // As stored, not as claimed: a committed checkpoint since the claim has started the count over.
+      const attempts = repo.findJob(job.id)?.attempts ?? job.attempts;
+      if (attempts >= job.maxAttempts) {
         repo.finishJob(job.id, job.token, 'failed', error, now);
         return 'failed';
       }
-      repo.retryJob(job.id, job.token, error, now + Math.min(2 ** job.attempts * 1000, 300_000), now);
+      repo.retryJob(job.id, job.token, error, now + Math.min(2 ** attempts * 1000, 300_000), now);
       return 'retry';
     },
     /** The job could not run for a reason outside it (disk full): try again later, no attempt used. */
@@ -81,10 +93,10 @@ export function createQueue(db: Db, clock: Clock) {
       const now = clock.now();
       repo.postponeJob(lease.job.id, lease.job.token, error, now + delayMs, now);
     },
-    /** Hands a job back at shutdown: it is claimable again at once. */
+    /** Hands a job back at shutdown: it is claimable again at once, and this run does not count as an attempt. */
     release(lease: Lease): void {
       const now = clock.now();
-      repo.retryJob(lease.job.id, lease.job.token, null, now, now);
+      repo.releaseJob(lease.job.id, lease.job.token, now);
     },
     /** Boot-time recovery sweep: jobs held by a dead process are claimable at once. */
     recover(): number {

@@ -73,6 +73,11 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
     const log = d.log.child({ job: lease.job.id, kind: lease.job.kind });
     try {
       if (!runner) throw new Error(`no runner for jobs of kind "${lease.job.kind}"`);
+      // Claimed more often than it may be tried, and no earlier run recorded a failure or progress:
+      // the process died while working on it each time (e.g. out of memory). Do not try again.
+      if (lease.job.attempts > lease.job.maxAttempts) {
+        throw new Error(`the service stopped ${lease.job.attempts - 1} times while working on this job without getting any further`);
+      }
       const outcome = await runner.run(lease, ctl);
       if (outcome === 'stopped') d.db.tx(() => d.queue.release(lease));
     } catch (err) {

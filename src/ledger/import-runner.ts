@@ -68,7 +68,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
 
   function storeChunk(lease: Lease, imp: ImportJob, rows: Row[], cursor: { bytes: number; lines: number }): void {
     const counts = d.db.bulkTx(() => {
-      lease.renew();
+      lease.checkpoint();
       if (!d.ledgers.isLive(imp.ledgerId)) throw new LedgerGone();
       const now = d.clock.now();
       let imported = 0;

@@ -39,11 +39,11 @@ export function createLedgerService(d: LedgerDeps) {
   const requireLedger = ledgerLookup(d.ledgers);
 
   /** Deletes a purged ledger's rows chunk by chunk; returns false when asked to stop. */
-  async function purgeLedgerRows(ledgerId: string, renew: () => void, stopping: () => boolean): Promise<boolean> {
+  async function purgeLedgerRows(ledgerId: string, checkpoint: () => void, stopping: () => boolean): Promise<boolean> {
     for (;;) {
       if (stopping()) return false;
       const n = d.db.tx(() => {
-        renew();
+        checkpoint();
         let n = d.contacts.purgeContacts(ledgerId, PURGE_CHUNK);
         for (const purge of d.purgers ?? []) n ||= purge(ledgerId, PURGE_CHUNK);
         return n || d.imports.purgeImports(ledgerId, 1);
@@ -68,7 +68,7 @@ export function createLedgerService(d: LedgerDeps) {
       async run(lease, ctl) {
         const { ledgerId } = JSON.parse(lease.job.payload ?? '{}') as { ledgerId: string };
         const files = d.imports.listFilesOfLedger(ledgerId);
-        if (!(await purgeLedgerRows(ledgerId, () => lease.renew(), () => ctl.stopping))) return 'stopped';
+        if (!(await purgeLedgerRows(ledgerId, () => lease.checkpoint(), () => ctl.stopping))) return 'stopped';
         d.db.tx(() => {
           d.ledgers.purgeLedger(ledgerId);
           lease.complete();
@@ -83,7 +83,7 @@ export function createLedgerService(d: LedgerDeps) {
         for (const ledgerId of d.ledgers.listAllLedgerIdsOfOrg(orgId)) {
           const files = d.imports.listFilesOfLedger(ledgerId);
           d.db.tx(() => d.ledgers.markLedgerDeleted(ledgerId, d.clock.now()));
-          if (!(await purgeLedgerRows(ledgerId, () => lease.renew(), () => ctl.stopping))) return 'stopped';
+          if (!(await purgeLedgerRows(ledgerId, () => lease.checkpoint(), () => ctl.stopping))) return 'stopped';
           d.db.tx(() => d.ledgers.purgeLedger(ledgerId));
           removeFiles(files);
         }
