@@ -198,6 +198,36 @@ T('feeds in CSV, JSON array and gzip; bad records are counted with their line an
   assert.match(bad.text, /2,2,the line is not valid JSON/, bad.text);
 });
 
+T('a record naming two different known people is rejected with a reason; the rest of its chunk is applied', async ({ t, w, path }) => {
+  const job = await feed(t, w.root, ndjson(
+    { personId: 'p-one', linkedin: 'linkedin.com/in/conflict-one', name: 'One', company: 'Alpha' },
+    { personId: 'p-two', linkedin: 'linkedin.com/in/conflict-two', name: 'Two', company: 'Beta' },
+    { personId: 'p-one', linkedin: 'linkedin.com/in/conflict-two', name: 'One', company: 'Gamma' },
+    { linkedin: 'linkedin.com/in/di-moe', name: 'Di Moe', company: 'Hooli', location: 'Oslo', observedAt: '2026-11-21T00:00:00Z' },
+  ));
+  assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 4, 1, 3]);
+  const errors = await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root });
+  assert.match(errors.text, /3,3,"?personId ""?p-one""? and linkedin .* belong to two different people/);
+  assert.is((await contact(t, w, path, 'di')).location, 'Oslo', 'the record after the conflict was applied');
+
+  // A record that breaks a constraint the tracker does not check itself (here a trigger stands in
+  // for one) is rejected alone: its savepoint rolls back, the chunk goes on.
+  t.rt.db.raw.exec("CREATE TRIGGER poison BEFORE INSERT ON people WHEN NEW.name = 'Poison Pill' BEGIN SELECT RAISE(ABORT, 'poisoned'); END");
+  try {
+    const guarded = await feed(t, w.root, ndjson(
+      { name: 'Kim Lo', company: 'Krusty' },
+      { name: 'Poison Pill', company: 'Krusty' },
+      { name: 'Lee Mo', company: 'Krusty' },
+    ));
+    assert.equal([guarded.status, guarded.received, guarded.invalid, guarded.personsUpdated], ['completed', 3, 1, 2]);
+    const rejected = await t.call('GET', `${FEED}/${guarded.id}/errors`, { token: w.root });
+    assert.match(rejected.text, /2,2,the record conflicts with what is already known about another person/);
+    assert.not.match(rejected.text, /poisoned|SQLITE/);
+  } finally {
+    t.rt.db.raw.exec('DROP TRIGGER poison');
+  }
+});
+
 T('a truncated gzip fails its job and says how far it applied', async ({ t, w }) => {
   const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ name: `Person ${i}`, company: `Co ${i}` })).join('\n');
   const full = gzipSync(lines);

@@ -9,11 +9,11 @@ import type { Queue } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
-import type { Db } from '../storage/db.ts';
+import { isConstraintError, type Db } from '../storage/db.ts';
 import { FeedReadError, readFeed, type FeedFormat, type FeedItem } from './feed-reader.ts';
 import { validateFeedRecord } from './feed-input.ts';
 import type { FeedJob, FeedProgress, FeedsRepo, FeedSource } from './feeds-repo.ts';
-import { zeroCounts } from './model.ts';
+import { zeroCounts, type FeedRecord, type TrackingCounts } from './model.ts';
 import type { Tracker } from './tracker.ts';
 
 export const FEED_JOB = 'feed';
@@ -110,9 +110,25 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
         d.feeds.markStarted(feed.id, d.clock.now());
       });
       let recordNo = feed.cursorRecords;
+      /**
+       * One record in a savepoint of the chunk: a record that breaks a constraint of the people
+       * store (a case the tracker's own checks missed) is rejected with a reason and takes nothing
+       * else with it; any other error fails the chunk as before (RELIABILITY.md D3).
+       */
+      const applyOne = (record: FeedRecord, counts: TrackingCounts, no: number): string | undefined => {
+        const before = { ...counts };
+        try {
+          return d.db.tx(() => d.tracker.applyRecord(record, counts));
+        } catch (err) {
+          if (!isConstraintError(err)) throw err;
+          Object.assign(counts, before);
+          d.log.warn({ err, feed: feed.id, record: no }, 'a feed record conflicts with stored data; rejected');
+          return 'the record conflicts with what is already known about another person; it was not applied';
+        }
+      };
       const apply = (items: FeedItem[]) => {
         const p = d.db.bulkTx(() => {
-          lease.renew();
+          lease.checkpoint();
           const counts = zeroCounts();
           const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
           for (const item of items) {
@@ -128,7 +144,11 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
               d.feeds.insertRejection(feed.id, recordNo, item.line, v.reason);
               continue;
             }
-            d.tracker.applyRecord(v.record, counts);
+            const reason = applyOne(v.record, counts, recordNo);
+            if (reason) {
+              p.invalid++;
+              d.feeds.insertRejection(feed.id, recordNo, item.line, reason);
+            }
           }
           Object.assign(p, { stale: counts.stale, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
           d.feeds.addProgress(feed.id, p);

@@ -119,15 +119,23 @@ export function createTracker(d: TrackerDeps) {
     findPerson,
     /**
      * Applies one feed record: updates the people store (never rolling a person back to an older
-     * observation), matches contacts to the person and reconciles every matched contact.
+     * observation), matches contacts to the person and reconciles every matched contact. Returns
+     * why the record was rejected instead (it names two different known people), else undefined.
      */
-    applyRecord(r: FeedRecord, counts: TrackingCounts): void {
+    applyRecord(r: FeedRecord, counts: TrackingCounts): string | undefined {
       const now = d.clock.now();
       const observedAt = r.observedAt ?? now;
       const existing = findPerson(r);
+      if (existing && r.linkedin) {
+        const slug = linkedinSlug(r.linkedin);
+        const holder = existing.linkedinSlug === slug ? existing : d.people.findBySlug(slug);
+        if (holder && holder.seq !== existing.seq) {
+          return `personId "${r.personId}" and linkedin "${r.linkedin}" belong to two different people already known; the record was not applied`;
+        }
+      }
       if (existing && observedAt < existing.observedAt) {
         counts.stale++;
-        return;
+        return undefined;
       }
       const companyK = companyKey(r.company);
       const newJob = existing !== undefined && existing.companyKey !== companyK;
@@ -177,6 +185,7 @@ export function createTracker(d: TrackerDeps) {
         counts.contactsMatched++;
         reconcile({ ...c, isVerified: true }, p, r.observedAt ?? null, counts, true);
       }
+      return undefined;
     },
 
     /**
