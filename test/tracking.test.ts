@@ -228,6 +228,30 @@ T('a record naming two different known people is rejected with a reason; the res
   }
 });
 
+T('deleting contacts (one, or in bulk) deletes their change history too', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'forgetful');
+  const path = ledgerPath(w.orgId, ledgerId);
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
+    { name: 'Mo One', company: 'Acme', linkedin: 'linkedin.com/in/forget-one', referenceId: 'one' },
+    { name: 'Mo Two', company: 'Acme', linkedin: 'linkedin.com/in/forget-two', referenceId: 'two' },
+    { name: 'Mo Three', company: 'Acme', linkedin: 'linkedin.com/in/forget-three', referenceId: 'three' },
+  ]);
+  const job = await feed(t, w.root, ndjson(
+    ...['one', 'two', 'three'].map((n) => ({ linkedin: `linkedin.com/in/forget-${n}`, name: `Mo ${n}`, company: 'Globex', email: `mo.${n}@private.test` })),
+  ));
+  assert.equal([job.jobChanges, job.infoChanges], [3, 3]);
+  const ledgerChanges = async () => (await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body.changes as any[];
+  assert.is((await ledgerChanges()).length, 6);
+  const [one, two, three] = await Promise.all(['one', 'two', 'three'].map((ref) => contact(t, w, path, ref)));
+  expectStatus(await t.call('DELETE', `${path}/contacts/${one.id}`, { token: w.tokens.editor }), 204);
+  const bulk = await t.call('POST', `${path}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [two.id] } });
+  assert.is(bulk.body.countRowsDeleted, 1);
+  const left = await ledgerChanges();
+  assert.equal([...new Set(left.map((c) => c.contactId))], [three.id], 'only the remaining contact has history');
+  assert.not.match(JSON.stringify(left), /mo\.one|mo\.two/);
+  expectStatus(await t.call('GET', `${path}/contacts/${one.id}/changes`, { token: w.tokens.viewer }), 404);
+});
+
 T('a truncated gzip fails its job and says how far it applied', async ({ t, w }) => {
   const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ name: `Person ${i}`, company: `Co ${i}` })).join('\n');
   const full = gzipSync(lines);
@@ -328,6 +352,14 @@ I('the daily change set holds the contacts changed that day, in the API shape, s
   expectStatus(await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/streams/daily/${day}/changes-${day}-99.jsonl.gz`, { token: w.tokens.viewer }), 404);
   expectStatus(await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/streams/daily/${day}/..%2F..%2Fcontact-ledger.db`, { token: w.tokens.viewer }), 404);
   assert.is((await t.rt.tracking.dailySets.generate(day)).length, 0, 'a day is written once');
+
+  // deleting the ledger removes its change history and its change-set files
+  expectStatus(await t.call('DELETE', ledgerPath(w.orgId, ledgerId), { token: w.tokens.admin }), 204);
+  const db = t.rt.db.raw;
+  for (let i = 0; i < 1000 && db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(ledgerId); i++) await new Promise((r) => setImmediate(r));
+  assert.is(db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(ledgerId), 0, 'purged');
+  assert.is(db.prepare('SELECT count(*) FROM changes WHERE ledger_id = ?').pluck().get(ledgerId), 0);
+  assert.not.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', ledgerId)), 'its exports folder is gone');
 });
 
 I.run();

@@ -6,7 +6,7 @@ import type { Caller } from '../identity/model.ts';
 import type { Db } from '../storage/db.ts';
 import { downloadPosition, positionOf, type ContactFilter, type ContactPosition, type ContactSort, type ContactsRepo, type DownloadRow } from './contacts-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
-import type { Contact } from './model.ts';
+import type { Contact, LedgerDataOwner } from './model.ts';
 import { ledgerLookup } from './require-ledger.ts';
 
 export interface ContactServiceDeps {
@@ -15,6 +15,8 @@ export interface ContactServiceDeps {
   audit: Audit;
   ledgers: LedgersRepo;
   contacts: ContactsRepo;
+  /** What other modules keep per contact (change history): deleted with the contact, in its transaction. */
+  owners?: LedgerDataOwner[];
 }
 
 export type ContactService = ReturnType<typeof createContactService>;
@@ -42,6 +44,13 @@ export const DOWNLOAD_PAGE = 1000;
 /** Contacts of a ledger (SPEC §4): read, list with filters, delete, download. */
 export function createContactService(d: ContactServiceDeps) {
   const requireLedger = ledgerLookup(d.ledgers);
+
+  /** Deletes a contact of the ledger and what other modules keep about it; false when there is no such contact. */
+  function deleteContact(ledgerId: string, contactId: string): boolean {
+    if (!d.contacts.deleteContact(ledgerId, contactId)) return false;
+    for (const owner of d.owners ?? []) owner.forgetContact(contactId);
+    return true;
+  }
 
   function page(ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Page<Contact> & { last?: ContactPosition } {
     const rows = d.contacts.listContacts(ledgerId, filter, sort, limit + 1, after);
@@ -89,7 +98,7 @@ export function createContactService(d: ContactServiceDeps) {
     remove(by: Caller, orgId: string, ledgerId: string, contactId: string): void {
       d.db.tx(() => {
         requireLedger(orgId, ledgerId);
-        if (!d.contacts.deleteContact(ledgerId, contactId)) throw notFound('contact', contactId);
+        if (!deleteContact(ledgerId, contactId)) throw notFound('contact', contactId);
         d.ledgers.addContactCount(ledgerId, -1);
         d.audit.record(by, { orgId, action: 'contact.deleted', target: { type: 'contact', id: contactId }, data: { ledgerId } });
       });
@@ -100,7 +109,7 @@ export function createContactService(d: ContactServiceDeps) {
       return d.db.tx(() => {
         requireLedger(orgId, ledgerId);
         let n = 0;
-        for (const id of new Set(contactIds)) if (d.contacts.deleteContact(ledgerId, id)) n++;
+        for (const id of new Set(contactIds)) if (deleteContact(ledgerId, id)) n++;
         if (n) d.ledgers.addContactCount(ledgerId, -n);
         d.audit.record(by, { orgId, action: 'contacts.deleted', target: { type: 'ledger', id: ledgerId }, data: { requested: contactIds.length, deleted: n } });
         return n;

@@ -173,7 +173,7 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     /** Upload files still referenced by a job (the rest of the uploads folder is garbage). */
     listReferencedFiles: (): string[] => q.filePaths.all().map(files.fromStored),
     /** Upload files of a ledger's jobs (removed when the ledger is purged). */
-    listFilesOfLedger: (ledgerId: string): string[] => q.filesOfLedger.all(ledgerId),
+    listFilesOfLedger: (ledgerId: string): string[] => q.filesOfLedger.all(ledgerId).map(files.fromStored),
     /** Deletes up to `n` import jobs of a ledger (cascading payloads and rejections). */
     purgeImports: (ledgerId: string, n: number): number => q.purgeJobsOfLedger.run(ledgerId, n).changes,
   };

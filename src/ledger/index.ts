@@ -16,6 +16,7 @@ import { createImportService } from './import-service.ts';
 import { createImportsRepo } from './imports-repo.ts';
 import { createLedgerService } from './ledger-service.ts';
 import { createLedgersRepo } from './ledgers-repo.ts';
+import type { LedgerDataOwner } from './model.ts';
 
 export type LedgerModule = ReturnType<typeof createLedgerModule>;
 
@@ -35,7 +36,8 @@ export function createLedgerModule(d: {
   audit: Audit;
   orgs: OrgsRepo;
   kick: () => void;
-  purgers?: ((ledgerId: string, n: number) => number)[];
+  /** What other modules keep per ledger and per contact, removed with them. */
+  owners?: LedgerDataOwner[];
   metrics: MetricsRegistry;
 }) {
   const repos = { ledgers: createLedgersRepo(d.db), contacts: createContactsRepo(d.db, d.reader ?? d.db), imports: createImportsRepo(d.db, dataFiles(d.config.dataDir)) };

@@ -11,7 +11,7 @@ import type { Db } from '../storage/db.ts';
 import type { ContactsRepo } from './contacts-repo.ts';
 import type { ImportsRepo } from './imports-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
-import type { Ledger } from './model.ts';
+import type { Ledger, LedgerDataOwner } from './model.ts';
 import { ledgerLookup } from './require-ledger.ts';
 
 export const PURGE_LEDGER = 'ledger.purge';
@@ -28,8 +28,8 @@ export interface LedgerDeps {
   imports: ImportsRepo;
   orgs: OrgsRepo;
   kick: () => void;
-  /** Deleters of what other modules keep per ledger (change history): up to n rows, returns how many went. */
-  purgers?: ((ledgerId: string, n: number) => number)[];
+  /** What other modules keep per ledger, purged with it. */
+  owners?: LedgerDataOwner[];
 }
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
@@ -45,7 +45,7 @@ export function createLedgerService(d: LedgerDeps) {
       const n = d.db.tx(() => {
         checkpoint();
         let n = d.contacts.purgeContacts(ledgerId, PURGE_CHUNK);
-        for (const purge of d.purgers ?? []) n ||= purge(ledgerId, PURGE_CHUNK);
+        for (const owner of d.owners ?? []) n ||= owner.purgeRows(ledgerId, PURGE_CHUNK);
         return n || d.imports.purgeImports(ledgerId, 1);
       });
       if (n === 0) return true;
@@ -53,14 +53,16 @@ export function createLedgerService(d: LedgerDeps) {
     }
   }
 
-  const removeFiles = (files: string[]) => {
-    for (const f of files) {
+  /** After a ledger's rows are gone: its uploads, and the files other modules keep for it. */
+  const removeFiles = (ledgerId: string, uploads: string[]) => {
+    for (const f of uploads) {
       try {
         unlinkSync(f);
       } catch {
         /* already gone */
       }
     }
+    for (const owner of d.owners ?? []) owner.removeFiles(ledgerId);
   };
 
   const runners: Record<string, Runner> = {
@@ -73,7 +75,7 @@ export function createLedgerService(d: LedgerDeps) {
           d.ledgers.purgeLedger(ledgerId);
           lease.complete();
         });
-        removeFiles(files);
+        removeFiles(ledgerId, files);
         return 'done';
       },
     },
@@ -85,7 +87,7 @@ export function createLedgerService(d: LedgerDeps) {
           d.db.tx(() => d.ledgers.markLedgerDeleted(ledgerId, d.clock.now()));
           if (!(await purgeLedgerRows(ledgerId, () => lease.checkpoint(), () => ctl.stopping))) return 'stopped';
           d.db.tx(() => d.ledgers.purgeLedger(ledgerId));
-          removeFiles(files);
+          removeFiles(ledgerId, files);
         }
         d.db.tx(() => {
           d.orgs.purgeOrg(orgId);

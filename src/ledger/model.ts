@@ -74,6 +74,19 @@ export interface ImportJob extends ImportProgress {
   finishedAt: number | null;
 }
 
+/**
+ * What another module keeps per ledger and per contact (change tracking: change history, daily
+ * change-set files). The ledger service removes it together with the ledger or the contact.
+ */
+export interface LedgerDataOwner {
+  /** Deletes up to n of the ledger's rows, inside a purge chunk's transaction; returns how many went (0: none left). */
+  purgeRows(ledgerId: string, n: number): number;
+  /** Removes the ledger's files, once its rows are gone. */
+  removeFiles(ledgerId: string): void;
+  /** Deletes what is kept about one contact, inside the transaction that deletes the contact. */
+  forgetContact(contactId: string): void;
+}
+
 /** Row counts an import chunk adds. */
 export interface ImportProgress {
   submitted: number;

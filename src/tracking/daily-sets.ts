@@ -19,7 +19,9 @@ const PAGE = 500;
 
 export const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g, '');
 const startOfDay = (day: string) => Date.UTC(+day.slice(0, 4), +day.slice(4, 6) - 1, +day.slice(6, 8));
-export const dailyDir = (dataDir: string, ledgerId: string, day: string) => join(dataDir, 'exports', 'ledgers', ledgerId, 'streams', 'daily', day);
+/** Where a ledger's exports live: `<data>/exports/ledgers/<ledgerId>`. */
+const ledgerExportsDir = (dataDir: string, ledgerId: string) => join(dataDir, 'exports', 'ledgers', ledgerId);
+export const dailyDir = (dataDir: string, ledgerId: string, day: string) => join(ledgerExportsDir(dataDir, ledgerId), 'streams', 'daily', day);
 
 export type DailySets = ReturnType<typeof createDailySets>;
 
@@ -101,6 +103,14 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
       }
       if (out.length) d.log.info({ day, ledgers: out.length }, 'daily change sets written');
       return out;
+    },
+    /** Removes every change-set file of a ledger (it was deleted). */
+    removeLedger(ledgerId: string): void {
+      try {
+        rmSync(ledgerExportsDir(d.dataDir, ledgerId), { recursive: true, force: true });
+      } catch (err) {
+        d.log.error({ err, ledgerId }, 'could not remove the change sets of a deleted ledger');
+      }
     },
     /** Yesterday (UTC), the day the scheduler writes each night and at start. */
     yesterday: () => dayOf(d.clock.now() - DAY),

@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Scheduler } from '../jobs/scheduler.ts';
 import type { LedgerModule } from '../ledger/index.ts';
+import type { LedgerDataOwner } from '../ledger/model.ts';
 import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
 import { dataFiles } from '../storage/data-files.ts';
@@ -43,6 +44,11 @@ export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; con
       s.every('10 0 * * *', 'daily-change-sets', (ctl) => dailySets.generate(dailySets.yesterday(), { ctl }));
       s.onStart('daily-change-sets', (ctl) => dailySets.generate(dailySets.yesterday(), { ctl }));
     },
-    purgeChanges: (ledgerId: string, n: number) => repos.changes.purgeChanges(ledgerId, n),
+    /** Change history and daily change sets go with their ledger, a contact's history with the contact (it holds its data). */
+    ledgerData: {
+      purgeRows: (ledgerId, n) => repos.changes.purgeChanges(ledgerId, n),
+      removeFiles: (ledgerId) => dailySets.removeLedger(ledgerId),
+      forgetContact: (contactId) => repos.changes.deleteChangesOfContact(contactId),
+    } satisfies LedgerDataOwner,
   };
 }
