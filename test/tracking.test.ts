@@ -228,6 +228,29 @@ T('a record naming two different known people is rejected with a reason; the res
   }
 });
 
+T('a new e-mail address without a status does not inherit the old address\'s status', async ({ t, w, path }) => {
+  assert.equal((await contact(t, w, path, 'bob')).contactInfo, { email: 'bob@globex.test', emailStatus: 'valid' });
+  const job = await feed(t, w.root, ndjson({ email: 'bob.roe@newmail.test', name: 'Bob Roe', company: 'Globex' })); // found by name + company
+  assert.equal([job.contactsMatched, job.jobChanges], [0, 0]);
+  const bob = await contact(t, w, path, 'bob');
+  assert.equal(bob.contactInfo, { email: 'bob.roe@newmail.test', emailStatus: null });
+  const changes = (await t.call('GET', `${path}/contacts/${bob.id}/changes?limit=2`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(changes.map((c: any) => [c.field, c.from, c.to]).sort(), [
+    ['email', { email: 'bob@globex.test' }, { email: 'bob.roe@newmail.test' }],
+    ['emailStatus', { emailStatus: 'valid' }, { emailStatus: null }],
+  ]);
+  // the same address again, now with a status: only the status changes
+  const again = await feed(t, w.root, ndjson({ email: 'BOB.ROE@newmail.test', emailStatus: 'catch-all', name: 'Bob Roe', company: 'Globex' }));
+  assert.is(again.jobChanges, 0);
+  assert.equal((await contact(t, w, path, 'bob')).contactInfo, { email: 'bob.roe@newmail.test', emailStatus: 'catch-all' });
+  const latest = (await t.call('GET', `${path}/contacts/${bob.id}/changes?limit=3`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(latest.map((c: any) => [c.field, c.to]), [
+    ['emailStatus', { emailStatus: 'catch-all' }],
+    ['emailStatus', { emailStatus: null }],
+    ['email', { email: 'bob.roe@newmail.test' }],
+  ], 'newest first; the address differing in case only is not a change');
+});
+
 T('deleting contacts (one, or in bulk) deletes their change history too', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'forgetful');
   const path = ledgerPath(w.orgId, ledgerId);

@@ -88,12 +88,16 @@ export function createTracker(d: TrackerDeps) {
       next.lastInfoChangedAt = now;
       counts.jobChanges++;
     }
+    let emailChanged = false;
     for (const f of INFO_FIELDS) {
       if (jobChange && (f === 'title' || f === 'jobStartedAt')) continue; // part of the job change
-      const to = personValue(p, f);
-      if (to === null || to === undefined) continue; // unknown is not a change
+      const to = personValue(p, f) ?? null;
       const from = contactValue(c, f);
-      if (from === to || (f === 'email' && typeof from === 'string' && typeof to === 'string' && from.toLowerCase() === to.toLowerCase())) continue;
+      const same = from === to || (f === 'email' && typeof from === 'string' && typeof to === 'string' && from.toLowerCase() === to.toLowerCase());
+      if (f === 'email') emailChanged = to !== null && !same;
+      // unknown is not a change — except the status of a new address, which the old address's status does not describe
+      if (to === null && !(f === 'emailStatus' && emailChanged)) continue;
+      if (same) continue;
       changes.push({ ...base, id: newId('chg'), type: 'info', field: f, from: { [f]: wire(f, from) }, to: { [f]: wire(f, to) } });
       (next as unknown as Record<string, unknown>)[f] = to;
       next.lastInfoChangedAt = now;
@@ -143,7 +147,8 @@ export function createTracker(d: TrackerDeps) {
         externalId: r.personId ?? existing?.externalId ?? null,
         linkedinSlug: r.linkedin ? linkedinSlug(r.linkedin) : (existing?.linkedinSlug ?? null),
         email: r.email ?? existing?.email ?? null,
-        emailStatus: r.emailStatus ?? existing?.emailStatus ?? null,
+        // a status belongs to its address: a new address without one has none
+        emailStatus: r.emailStatus ?? (r.email && r.email.toLowerCase() !== existing?.email?.toLowerCase() ? null : (existing?.emailStatus ?? null)),
         name: r.name,
         nameKey: existing?.name === r.name ? existing.nameKey : nameKey(r.name),
         company: r.company,
