@@ -251,6 +251,25 @@ T('a new e-mail address without a status does not inherit the old address\'s sta
   ], 'newest first; the address differing in case only is not a change');
 });
 
+T('a contact whose e-mail names no known person is matched by name + company (only LinkedIn rules that out)', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'fallback');
+  const path = ledgerPath(w.orgId, ledgerId);
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
+    { name: 'Nia Vale', company: 'Vandelay Industries', email: 'nia@personal.test', referenceId: 'nia' },
+    { name: 'Nia Vale', company: 'Vandelay Industries', linkedin: 'linkedin.com/in/another-nia', referenceId: 'other-nia' },
+  ]);
+  const job = await feed(t, w.root, ndjson({ name: 'NIA VALE', company: 'VANDELAY INDUSTRIES LLC', email: 'nia.vale@vandelay.test', title: 'Importer' }));
+  assert.is(job.contactsMatched, 1);
+  const nia = await contact(t, w, path, 'nia');
+  assert.equal([nia.isVerified, nia.title, nia.contactInfo.email], [true, 'Importer', 'nia.vale@vandelay.test']);
+  assert.is((await contact(t, w, path, 'other-nia')).isVerified, false, 'a contact with a LinkedIn URL is matched by it alone');
+
+  // at import: the person is known now, and a contact with an unknown e-mail finds them by name + company
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Nia Vale', company: 'Vandelay Industries, Inc.', email: 'nv@elsewhere.test', referenceId: 'nia-2' }]);
+  const again = await contact(t, w, path, 'nia-2');
+  assert.equal([again.isVerified, again.title], [true, 'Importer']);
+});
+
 T('deleting contacts (one, or in bulk) deletes their change history too', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'forgetful');
   const path = ledgerPath(w.orgId, ledgerId);

@@ -30,7 +30,7 @@ export function createTrackedContactsRepo(db: Db) {
     unmatchedByLinkedin: db.raw.prepare<[string], ContactRow>('SELECT * FROM contacts WHERE linkedin = ? AND person_id IS NULL'),
     unmatchedByEmail: db.raw.prepare<[string], ContactRow>('SELECT * FROM contacts WHERE email = ? AND person_id IS NULL AND linkedin IS NULL'),
     unmatchedByKeys: db.raw.prepare<[string, string], ContactRow>(
-      'SELECT * FROM contacts WHERE name_key = ? AND company_key = ? AND person_id IS NULL AND linkedin IS NULL AND email IS NULL',
+      'SELECT * FROM contacts WHERE name_key = ? AND company_key = ? AND person_id IS NULL AND linkedin IS NULL',
     ),
     match: db.raw.prepare<[string, number, string]>('UPDATE contacts SET person_id = ?, is_verified = 1, updated_at = ? WHERE id = ?'),
     update: db.raw.prepare(

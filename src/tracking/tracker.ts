@@ -180,7 +180,8 @@ export function createTracker(d: TrackerDeps) {
       const fresh: TrackedContact[] = [];
       if (p.linkedinSlug) fresh.push(...d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`));
       if (p.email) fresh.push(...d.contacts.listUnmatchedByEmail(p.email));
-      const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey);
+      // name + company: contacts without LinkedIn whose e-mail (if any) names no person, while exactly one person fits
+      const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey).filter((c) => !c.email || !d.people.findByEmail(c.email));
       if (byKeys.length && d.people.countByKeys(p.nameKey, p.companyKey) === 1) fresh.push(...byKeys);
       for (const c of known) reconcile(c, p, r.observedAt ?? null, counts, false);
       const seen = new Set(known.map((c) => c.id));
@@ -206,12 +207,11 @@ export function createTracker(d: TrackerDeps) {
     },
   };
 
-  /** Matching order as for feed records: LinkedIn (authoritative), else e-mail, else name + company. */
+  /** Matching order as for feed records: LinkedIn (authoritative: nothing else is tried), else e-mail, else name + company. */
   function matchImportedOne(c: Contact, counts: TrackingCounts): void {
-    const p =
-      (c.linkedin ? d.people.findBySlug(linkedinSlug(c.linkedin)) : undefined) ??
-      (!c.linkedin && c.email ? d.people.findByEmail(c.email) : undefined) ??
-      (!c.linkedin && !c.email ? d.people.findByKeys(nameKey(c.name), companyKey(c.company)) : undefined);
+    const p = c.linkedin
+      ? d.people.findBySlug(linkedinSlug(c.linkedin))
+      : ((c.email ? d.people.findByEmail(c.email) : undefined) ?? d.people.findByKeys(nameKey(c.name), companyKey(c.company)));
     if (!p) return;
     counts.contactsMatched++;
     reconcile({ ...c, isVerified: true }, p, null, counts, true);
