@@ -36,6 +36,7 @@ export interface Config {
   loginMaxFailuresPerAddress: number;
   loginWindowSeconds: number;
   webhookAllowHosts: string[];
+  webhookAllowLocal: boolean;
   webhookTimeoutMs: number;
   /** Bearer token that may read /metrics (besides superusers); undefined: superusers only. */
   metricsToken: string | undefined;
@@ -139,6 +140,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'loginWindowSeconds', env: 'LOGIN_WINDOW_SECONDS', flag: 'login-window-seconds', help: 'throttling window', parse: int(1, 86_400) },
   { key: 'metricsToken', env: 'METRICS_TOKEN', flag: 'metrics-token', secret: true, help: 'bearer token that may read /metrics (superusers always may)', parse: secretToken },
   { key: 'webhookAllowHosts', env: 'WEBHOOK_ALLOW_HOSTS', flag: 'webhook-allow-hosts', help: 'comma-separated host names webhooks may call (empty: any)', parse: list },
+  { key: 'webhookAllowLocal', env: 'WEBHOOK_ALLOW_LOCAL', flag: 'webhook-allow-local', help: 'let webhooks call loopback and link-local addresses (this machine, cloud metadata); off by default', parse: bool },
   { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms', help: 'deadline of one webhook delivery attempt (ms)', parse: int(100, 300_000) },
 ];
 
@@ -169,6 +171,7 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   loginMaxFailuresPerAddress: 50,
   loginWindowSeconds: 900,
   webhookAllowHosts: [],
+  webhookAllowLocal: false,
   webhookTimeoutMs: 10_000,
   metricsToken: undefined,
 };

@@ -3,7 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
 export const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
-export const baseEnv = { PATH: process.env.PATH ?? '', BCRYPT_COST: '4', HOME: process.env.HOME ?? '/tmp' };
+// WEBHOOK_ALLOW_LOCAL: the tests' webhook receivers listen on 127.0.0.1
+export const baseEnv = { PATH: process.env.PATH ?? '', BCRYPT_COST: '4', HOME: process.env.HOME ?? '/tmp', WEBHOOK_ALLOW_LOCAL: 'true' };
 
 export interface Running {
   child: ChildProcess;

@@ -70,6 +70,7 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}, env
     LOG_LEVEL: 'info',
     CONTACT_LEDGER_ADMIN_EMAIL: ROOT_EMAIL,
     CONTACT_LEDGER_ADMIN_PASSWORD: ROOT_PASSWORD,
+    WEBHOOK_ALLOW_LOCAL: 'true', // the tests' webhook receivers listen on 127.0.0.1
     ...env,
   });
   return Object.freeze({ ...base, ...overrides });

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { openDb } from '../src/storage/db.ts';
 import { VERSION } from '../src/version.ts';
+import { createSender } from '../src/webhooks/sender.ts';
 import { createWebhooksRepo } from '../src/webhooks/webhooks-repo.ts';
 import { addContacts, clientToken, createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
 
@@ -543,6 +544,7 @@ F.run();
 // ── the allow-list ───────────────────────────────────────────────────────
 
 const L = suite('WEBHOOK_ALLOW_HOSTS');
+L.after(closeReceivers);
 
 L('only listed hosts are accepted, and a delivery to a host no longer listed is not sent', async () => {
   const rx = await receiver();
@@ -580,6 +582,42 @@ L('only listed hosts are accepted, and a delivery to a host no longer listed is 
     assert.is(rx.got.length, 0, 'no connection was made');
   } finally {
     await t.close();
+    await rx.close();
+  }
+});
+
+L('without WEBHOOK_ALLOW_LOCAL, this machine and link-local addresses are refused: by name, by literal address, and by what a name resolves to', async () => {
+  const rx = await receiver();
+  const t = await startApp({ env: { WEBHOOK_ALLOW_LOCAL: 'false' } });
+  try {
+    const w = await seedWorld(t);
+    const local = [rx.url, 'http://localhost:8080/', 'http://api.localhost/', 'http://[::1]/', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]/', 'http://0.0.0.0/', 'http://[fe80::1]/'];
+    for (const url of local) {
+      const r = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url, events: ['import.completed'] } });
+      assert.is(r.status, 422, `${url}: ${r.text}`);
+      assert.is(r.body.code, 'webhook_host_not_allowed');
+      assert.match(r.body.message, /WEBHOOK_ALLOW_LOCAL=true/);
+    }
+    await createHook(t, w, { url: 'http://10.1.2.3/hooks', events: ['import.completed'] }); // receivers on the private network are fine
+  } finally {
+    await t.close();
+  }
+  // At connect time (a name that passed the checks may resolve to a local address): nothing is sent.
+  const port = new URL(rx.url).port;
+  const strict = createSender('test');
+  const open = createSender('test', { allowLocal: true });
+  try {
+    const byName = await strict.send(`http://localhost:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 });
+    assert.equal([byName.ok, byName.status], [false, null]);
+    assert.match(byName.error!, /^not sent: localhost resolves to a loopback or link-local address/);
+    const byLiteral = await strict.send(rx.url, {}, Buffer.from('{}'), { timeoutMs: 5000 });
+    assert.match(byLiteral.error!, /^not sent: 127\.0\.0\.1 resolves to a loopback/);
+    assert.is(rx.got.length, 0, 'no connection was made');
+    assert.is((await open.send(`http://localhost:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 })).ok, true);
+    assert.is(rx.got.length, 1);
+  } finally {
+    strict.close();
+    open.close();
     await rx.close();
   }
 });

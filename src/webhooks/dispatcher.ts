@@ -30,6 +30,8 @@ export interface DispatcherDeps {
   sender: Sender;
   timeoutMs: number;
   allowHosts: readonly string[];
+  /** WEBHOOK_ALLOW_LOCAL: loopback and link-local receivers allowed. */
+  allowLocal: boolean;
   /** Called after a webhook was disabled (the outbox stops writing for it). */
   onDisabled: () => void;
   /** Called after each recorded attempt (metrics): delivered, or failed with a retry to come, or failed for good. */
@@ -102,7 +104,7 @@ export function createDispatcher(d: DispatcherDeps) {
     const w = d.repo.findWebhook(c.webhookId);
     if (!w) return; // deleted meanwhile: its deliveries went with it
     const at = d.clock.now();
-    const verdict = checkWebhookUrl(w.url, d.allowHosts);
+    const verdict = checkWebhookUrl(w.url, d.allowHosts, d.allowLocal);
     let r: SendResult;
     if (!verdict.ok) {
       r = { ok: false, status: null, error: `not sent: the URL ${verdict.reason}`, ms: 0 };

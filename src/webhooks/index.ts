@@ -36,14 +36,15 @@ export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; con
     clock: d.clock,
     log,
     audit: d.audit,
-    sender: d.sender ?? createSender(`contact-ledger/${VERSION} (webhooks)`),
+    sender: d.sender ?? createSender(`contact-ledger/${VERSION} (webhooks)`, { allowLocal: d.config.webhookAllowLocal }),
     timeoutMs: d.config.webhookTimeoutMs,
     allowHosts: d.config.webhookAllowHosts,
+    allowLocal: d.config.webhookAllowLocal,
     onDisabled: () => outbox.refresh(),
     onAttempt: (outcome) => metrics.deliveries.inc({ outcome }),
   });
   kick = () => dispatcher.kick();
-  const service = createWebhookService({ db: d.db, clock: d.clock, repo, ledgers: d.ledgers, audit: d.audit, outbox, allowHosts: d.config.webhookAllowHosts });
+  const service = createWebhookService({ db: d.db, clock: d.clock, repo, ledgers: d.ledgers, audit: d.audit, outbox, allowHosts: d.config.webhookAllowHosts, allowLocal: d.config.webhookAllowLocal });
 
   /** Forgets delivered and failed deliveries older than DELIVERY_RETENTION_MS, a chunk per transaction. */
   async function prune(ctl: { stopping: boolean }): Promise<number> {

@@ -1,5 +1,8 @@
+import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { isLocalAddress } from './url-policy.ts';
 
 /**
  * The one place that makes outbound connections (SPEC §8: only to configured webhooks). A POST
@@ -30,6 +33,8 @@ function describe(err: NodeJS.ErrnoException, url: URL, reason: unknown, timeout
   if (reason instanceof Timeout) return `no answer within ${seconds(timeoutMs)}`;
   if (reason !== undefined) return 'interrupted (the server was stopping)';
   switch (err.code) {
+    case 'ELOCALADDRESS':
+      return `not sent: ${url.hostname} resolves to a loopback or link-local address; set WEBHOOK_ALLOW_LOCAL=true to allow it`;
     case 'ECONNREFUSED':
       return `connection refused by ${url.host}`;
     case 'ENOTFOUND':
@@ -47,9 +52,22 @@ function describe(err: NodeJS.ErrnoException, url: URL, reason: unknown, timeout
   }
 }
 
-export function createSender(userAgent: string): Sender {
+/** dns.lookup that refuses names resolving to a loopback or link-local address (checked at connect time, so a name cannot change its answer between the check and the connection). */
+const lookupNotLocal: LookupFunction = (hostname, options, callback) => {
+  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) return callback(err, '', 0);
+    if (addresses.some((a) => isLocalAddress(a.address))) {
+      return callback(Object.assign(new Error(`${hostname} resolves to a local address`), { code: 'ELOCALADDRESS' }), '', 0);
+    }
+    if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, addresses);
+    callback(null, addresses[0]!.address, addresses[0]!.family);
+  });
+};
+
+export function createSender(userAgent: string, policy: { allowLocal?: boolean } = {}): Sender {
   // Keep-alive: a burst of deliveries to one receiver reuses its connections.
-  const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 16 }), https: new https.Agent({ keepAlive: true, maxSockets: 16 }) };
+  const lookup = policy.allowLocal ? undefined : lookupNotLocal;
+  const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 16, lookup }), https: new https.Agent({ keepAlive: true, maxSockets: 16, lookup }) };
   return {
     send(raw, headers, body, opts) {
       const url = new URL(raw);
@@ -69,6 +87,13 @@ export function createSender(userAgent: string): Sender {
           settled = true;
           resolve({ ...r, ms: Math.round(performance.now() - started) });
         };
+        const literal = url.hostname.replace(/^\[(.*)\]$/, '$1');
+        if (!policy.allowLocal && isLocalAddress(literal)) {
+          // a literal address is connected to without a lookup
+          done();
+          settle({ ok: false, status: null, error: describe(Object.assign(new Error('local address'), { code: 'ELOCALADDRESS' }), url, undefined, 0) });
+          return;
+        }
         const mod = url.protocol === 'https:' ? https : http;
         const req = mod.request(url, {
           method: 'POST',

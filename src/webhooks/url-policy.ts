@@ -1,12 +1,36 @@
+import { BlockList, isIP } from 'node:net';
+
 /**
  * Which URLs a webhook may call (SPEC §6): absolute http or https URLs without credentials or a
  * fragment, and, when WEBHOOK_ALLOW_HOSTS is set, only on the hosts it lists. Checked when a
  * webhook is created or changed, and again before every attempt (the list may have changed since).
+ * Unless WEBHOOK_ALLOW_LOCAL is set, never this machine (loopback) or link-local addresses (cloud
+ * metadata services): here for names and literal addresses, and in the sender for every address a
+ * name resolves to, at connect time.
  */
 
 export type UrlVerdict = { ok: true; url: string; host: string } | { ok: false; reason: string; code: 'invalid_url' | 'host_not_allowed' };
 
 const MAX_URL = 2048;
+
+const LOCAL = new BlockList();
+LOCAL.addSubnet('127.0.0.0', 8, 'ipv4');
+LOCAL.addSubnet('0.0.0.0', 8, 'ipv4');
+LOCAL.addSubnet('169.254.0.0', 16, 'ipv4');
+LOCAL.addAddress('::1', 'ipv6');
+LOCAL.addAddress('::', 'ipv6');
+LOCAL.addSubnet('fe80::', 10, 'ipv6');
+
+/** True for a loopback, unspecified or link-local IP address (also IPv4-mapped, `::ffff:127.0.0.1`). */
+export function isLocalAddress(ip: string): boolean {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return LOCAL.check(mapped[1]!, 'ipv4');
+  const family = isIP(ip);
+  return family !== 0 && LOCAL.check(ip, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/** `localhost` and names below it (RFC 6761), or a local literal address. */
+const isLocalHost = (host: string) => host === 'localhost' || host.endsWith('.localhost') || isLocalAddress(host);
 
 /** `[::1]` and `::1` are one host; names compare case-insensitively. */
 const bare = (host: string) => host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
@@ -25,7 +49,7 @@ export function hostAllowed(host: string, allowHosts: readonly string[]): boolea
 }
 
 /** Validates a webhook URL; returns it normalized (WHATWG URL serialization) or the reason. */
-export function checkWebhookUrl(raw: string, allowHosts: readonly string[]): UrlVerdict {
+export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allowLocal = false): UrlVerdict {
   if (raw.length > MAX_URL) return { ok: false, code: 'invalid_url', reason: `must be at most ${MAX_URL} characters` };
   let u: URL;
   try {
@@ -39,6 +63,9 @@ export function checkWebhookUrl(raw: string, allowHosts: readonly string[]): Url
   if (u.hash || raw.includes('#')) return { ok: false, code: 'invalid_url', reason: 'must not contain a fragment (#…)' };
   if (allowHosts.length && !hostAllowed(u.hostname, allowHosts)) {
     return { ok: false, code: 'host_not_allowed', reason: `host ${bare(u.hostname)} is not in WEBHOOK_ALLOW_HOSTS (${allowHosts.join(', ')})` };
+  }
+  if (!allowLocal && isLocalHost(bare(u.hostname))) {
+    return { ok: false, code: 'host_not_allowed', reason: `host ${bare(u.hostname)} is this machine or a link-local address; set WEBHOOK_ALLOW_LOCAL=true to allow it` };
   }
   return { ok: true, url: u.href, host: u.host };
 }

@@ -34,7 +34,7 @@ export interface WebhookWithSecret {
 export type WebhookService = ReturnType<typeof createWebhookService>;
 
 /** Webhook administration (SPEC §6): CRUD, secret rotation, test pings and the delivery log. */
-export function createWebhookService(d: { db: Db; clock: Clock; repo: WebhooksRepo; ledgers: LedgersRepo; audit: Audit; outbox: Outbox; allowHosts: readonly string[] }) {
+export function createWebhookService(d: { db: Db; clock: Clock; repo: WebhooksRepo; ledgers: LedgersRepo; audit: Audit; outbox: Outbox; allowHosts: readonly string[]; allowLocal: boolean }) {
   /** 404 unless the webhook exists and belongs to the organization of the path. */
   const requireWebhook = (orgId: string, id: string): Webhook => {
     const w = d.repo.findWebhook(id);
@@ -43,7 +43,7 @@ export function createWebhookService(d: { db: Db; clock: Clock; repo: WebhooksRe
   };
 
   const checkUrl = (url: string): string => {
-    const v = checkWebhookUrl(url, d.allowHosts);
+    const v = checkWebhookUrl(url, d.allowHosts, d.allowLocal);
     if (!v.ok) {
       const message = `url ${v.reason}`;
       throw new AppError(422, v.code === 'host_not_allowed' ? 'webhook_host_not_allowed' : 'validation_failed', `${message}.`, { errors: [{ path: 'url', message: v.reason }] });
