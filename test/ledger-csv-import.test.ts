@@ -591,6 +591,14 @@ P('a broken quote later in the file fails the job with a message naming the line
   assert.ok(job.finishedAt);
   const stored = await eventually(() => existsSync(join(t.dataDir, 'uploads', `${job.id}.csv`)), (v) => !v);
   assert.is(stored, false, 'the upload of a failed job is removed');
+
+  // a quote in the middle of an unquoted field: the same, at once (not retried as if the server failed)
+  const stray = ['name,company', ...good, 'Screen 5" wide,Acme', 'Tablet 7" wide,Acme', 'After,Acme'].join('\n') + '\n';
+  const r2 = await post(t, w, ledgerId, stray);
+  expectStatus(r2, 202);
+  const job2 = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r2.body.id);
+  assert.is(job2.status, 'failed');
+  assert.match(job2.message, /at line 32: a quote appears in the middle of an unquoted field/);
 });
 
 P('a 2 MB field fails its job (max record size) instead of hanging or eating memory', async ({ t, w }) => {

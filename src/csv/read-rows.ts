@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { parse } from 'csv-parse';
+import { CsvError, parse } from 'csv-parse';
 import { rowToInput } from './columns.ts';
 import { validateContact, type ContactDraft } from '../ledger/contact-input.ts';
 import type { CsvFormat } from '../ledger/model.ts';
@@ -44,7 +44,8 @@ const REASONS: Record<string, string> = {
   CSV_INVALID_CLOSING_QUOTE: 'a quote inside a quoted field must be doubled ("")',
   CSV_QUOTE_NOT_CLOSED: 'a quoted field is never closed',
   CSV_MAX_RECORD_SIZE: `a row is longer than ${MAX_RECORD_BYTES} bytes`,
-  CSV_INVALID_OPENING_QUOTE: 'a quote appears in the middle of an unquoted field',
+  // csv-parse names this one without the CSV_ prefix
+  INVALID_OPENING_QUOTE: 'a quote appears in the middle of an unquoted field (quote the whole field and double the quote: "5"" screen")',
 };
 
 /** Line breaks inside a field (quoted newlines): \r\n, \n and a lone \r each count once. */
@@ -87,10 +88,11 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       }
     }
   } catch (err) {
-    const e = err as Error & { code?: string; lines?: number };
-    if (!e.code?.startsWith('CSV_')) throw err;
-    const at = from.lines + (e.lines ?? 1);
-    throw new CsvReadError(`line ${at}: ${REASONS[e.code] ?? e.message}`, at);
+    // Every parser error is about the file (a stray quote, a record too long…): the job fails with
+    // the line, at once; anything else (an I/O error) is retried by the scheduler.
+    if (!(err instanceof CsvError)) throw err;
+    const at = from.lines + ((err as CsvError & { lines?: number }).lines ?? 1);
+    throw new CsvReadError(`line ${at}: ${REASONS[err.code] ?? err.message}`, at);
   }
   await send({ rows, endBytes, endLine: nextLine - 1 });
 }
