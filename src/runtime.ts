@@ -162,6 +162,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     if (config.backupCron) scheduler.every(config.backupCron, 'backup', () => backups.run());
     removeStrayUploads(config.dataDir, ledger.repos.imports.listReferencedFiles());
     removeStrayFiles(feedsDir(config.dataDir), tracking.repos.feeds.listReferencedFiles());
+    tracking.feeds.recoverInbox();
     const state = { shuttingDown: false };
     const rt: Runtime = {
       config,

@@ -3,7 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gzipSync, gunzipSync } from 'node:zlib';
-import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
 import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
@@ -364,6 +364,36 @@ I('inbox files are taken once they stopped changing, then moved to done/ or fail
   const list = await t.call('GET', FEED, { token: (await signInRoot(t)).accessToken });
   const good = list.body.feeds.find((f: any) => f.fileName === 'good.jsonl');
   assert.equal([good.source, good.status, good.received, good.personsUpdated], ['inbox', 'completed', 2, 2]);
+});
+
+I('an inbox file is never stranded in processing/: a failed registration puts it back, and so does the next start', async ({ t }) => {
+  const inbox = join(t.dataDir, 'inbox');
+  mkdirSync(join(inbox, 'processing'), { recursive: true });
+  const old = new Date(Date.now() - 10_000);
+  writeFileSync(join(inbox, 'stuck.jsonl'), ndjson({ name: 'Stu Ck', company: 'Glue' }));
+  utimesSync(join(inbox, 'stuck.jsonl'), old, old);
+  const feeds = t.rt.tracking.feeds;
+  const queue = t.rt.queue as { enqueue: (...a: unknown[]) => void };
+  const enqueue = queue.enqueue;
+  queue.enqueue = () => {
+    throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+  };
+  try {
+    assert.is(feeds.scanInbox(), 0, 'first look');
+    assert.is(feeds.scanInbox(), 0, 'registration failed');
+  } finally {
+    queue.enqueue = enqueue;
+  }
+  assert.ok(existsSync(join(inbox, 'stuck.jsonl')), 'back in the inbox');
+  assert.equal(readdirSync(join(inbox, 'processing')), []);
+
+  // what a crash between taking a file and registering it leaves behind
+  writeFileSync(join(inbox, 'processing', 'feed_0123456789abcdefghjkmnpqrs-crashed.jsonl'), ndjson({ name: 'Cr Ash', company: 'Boom' }));
+  assert.is(feeds.recoverInbox(), 1);
+  assert.ok(existsSync(join(inbox, 'crashed.jsonl')));
+  assert.equal(readdirSync(join(inbox, 'processing')), []);
+  assert.is(await settled(t, 'stuck.jsonl'), 'done');
+  assert.is(await settled(t, 'crashed.jsonl'), 'done');
 });
 
 I('the daily change set holds the contacts changed that day, in the API shape, split by size', async ({ t, w }) => {

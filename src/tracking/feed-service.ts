@@ -227,17 +227,55 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
       mkdirSync(join(inbox, 'processing'), { recursive: true });
       const target = join(inbox, 'processing', `${id}-${name}`);
       renameSync(path, target);
-      createFeed('inbox', target, name, format, null, id);
+      try {
+        createFeed('inbox', target, name, format, null, id);
+      } catch (err) {
+        renameSync(target, path); // taken again at a later look
+        d.log.error({ err, file: name }, 'could not register an inbox file; it stays in the inbox');
+        continue;
+      }
       taken++;
     }
     for (const name of seen.keys()) if (!names.includes(name)) seen.delete(name);
     return taken;
   }
 
+  /**
+   * At start: files a crash left in inbox/processing/. A file its feed job still refers to is that
+   * job's (it runs again); a file of a job that finished is moved where it would have gone; a file
+   * without a job (the process died between taking it and registering it) goes back to the inbox.
+   */
+  function recoverInbox(): number {
+    const dir = join(inbox, 'processing');
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return 0;
+    }
+    const referenced = new Set(d.feeds.listReferencedFiles());
+    let moved = 0;
+    for (const name of names) {
+      const path = join(dir, name);
+      if (referenced.has(path)) continue;
+      const id = /^(feed_[0-9a-z]+)-/.exec(name)?.[1];
+      const feed = id ? d.feeds.findFeed(id, d.clock.now()) : undefined;
+      if (feed) settleFile({ ...feed, filePath: path }, feed.status === 'failed' ? (feed.message ?? 'failed') : null);
+      else {
+        const original = id ? name.slice(id.length + 1) : name;
+        renameSync(path, join(inbox, existsSync(join(inbox, original)) ? name : original));
+      }
+      moved++;
+    }
+    if (moved) d.log.warn({ files: moved }, 'inbox files left in processing/ by an interrupted run were put back or settled');
+    return moved;
+  }
+
   return {
     runner,
     createFeed,
     scanInbox,
+    recoverInbox,
     /** A file received over HTTP: moved into the feeds folder and registered. */
     createFromUpload(by: string, tmpPath: string, fileName: string | null, format: FeedFormat): FeedJob {
       const id = newId('feed');
