@@ -5,6 +5,7 @@ import * as assert from 'uvu/assert';
 import { gzipSync, gunzipSync } from 'node:zlib';
 import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ManualClock } from '../src/clock.ts';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
 import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
 
@@ -432,6 +433,19 @@ I('the daily change set holds the contacts changed that day, in the API shape, s
   assert.is(db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(ledgerId), 0, 'purged');
   assert.is(db.prepare('SELECT count(*) FROM changes WHERE ledger_id = ?').pluck().get(ledgerId), 0);
   assert.not.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', ledgerId)), 'its exports folder is gone');
+});
+
+I('days missed while the server was stopped get their change sets at the next run', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'missed days');
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Miss Ed', company: 'Old Co', linkedin: 'linkedin.com/in/missed-1', referenceId: 'm1' }]);
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/missed-1', name: 'Miss Ed', company: 'New Co' }));
+  const day = new Date(t.clock.now()).toISOString().slice(0, 10).replace(/-/g, '');
+  (t.clock as ManualClock).advance(3 * 86_400_000); // three nights without the server
+  const sets = await t.rt.tracking.dailySets.catchUp();
+  const set = sets.find((s) => s.ledgerId === ledgerId);
+  assert.ok(set, 'the missed day was written');
+  assert.equal([set!.day, set!.files.reduce((n, f) => n + f.contacts, 0)], [day, 1]);
+  assert.is((await t.rt.tracking.dailySets.catchUp()).length, 0, 'and only once');
 });
 
 I.run();

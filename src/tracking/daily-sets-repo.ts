@@ -18,8 +18,9 @@ export type DailySetsRepo = ReturnType<typeof createDailySetsRepo>;
 /** Which (ledger, day) change sets were written, and the contacts they hold. */
 export function createDailySetsRepo(db: Db) {
   const q = {
+    // per live ledger, one probe of changes_by_ledger_time (a scan of all changes per day would not scale)
     ledgersWithChanges: db.raw.prepare<[number, number], string>(
-      'SELECT DISTINCT c.ledger_id FROM changes c JOIN ledgers l ON l.id = c.ledger_id WHERE c.detected_at >= ? AND c.detected_at < ? AND l.deleted_at IS NULL',
+      'SELECT l.id FROM ledgers l WHERE l.deleted_at IS NULL AND EXISTS (SELECT 1 FROM changes c WHERE c.ledger_id = l.id AND c.detected_at >= ? AND c.detected_at < ?)',
     ).pluck(),
     exists: db.raw.prepare<[string, string], number>('SELECT 1 FROM daily_change_sets WHERE ledger_id = ? AND day = ?').pluck(),
     changedContacts: db.raw.prepare<[string, number, number, string, number], string>(

@@ -16,6 +16,8 @@ import type { DailySet, DailySetFile, DailySetsRepo } from './daily-sets-repo.ts
 export const DAILY_SET_MAX_BYTES = 300 * 1024 * 1024;
 const DAY = 86_400_000;
 const PAGE = 500;
+/** How far back a run looks for days whose sets are missing (the server was stopped, a write failed). */
+export const CATCH_UP_DAYS = 31;
 
 export const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g, '');
 const startOfDay = (day: string) => Date.UTC(+day.slice(0, 4), +day.slice(4, 6) - 1, +day.slice(6, 8));
@@ -87,23 +89,25 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
     return set;
   }
 
-  return {
-    /** Writes the sets of `day` (YYYYMMDD) for every ledger with changes that day and no set yet. */
-    async generate(day: string, opts: { maxBytes?: number; ctl?: RunControl } = {}): Promise<DailySet[]> {
-      const from = startOfDay(day);
-      const out: DailySet[] = [];
-      for (const ledgerId of d.sets.listLedgersWithChanges(from, from + DAY)) {
-        if (opts.ctl?.stopping) break; // the rest is written at the next start
-        if (d.sets.hasSet(ledgerId, day)) continue;
-        try {
-          out.push(await writeLedgerDay(ledgerId, day, opts.maxBytes ?? DAILY_SET_MAX_BYTES));
-        } catch (err) {
-          d.log.error({ err, ledgerId, day }, 'could not write a daily change set');
-        }
+  /** Writes the sets of `day` (YYYYMMDD) for every ledger with changes that day and no set yet. */
+  async function generate(day: string, opts: { maxBytes?: number; ctl?: RunControl } = {}): Promise<DailySet[]> {
+    const from = startOfDay(day);
+    const out: DailySet[] = [];
+    for (const ledgerId of d.sets.listLedgersWithChanges(from, from + DAY)) {
+      if (opts.ctl?.stopping) break; // the rest is written at the next start
+      if (d.sets.hasSet(ledgerId, day)) continue;
+      try {
+        out.push(await writeLedgerDay(ledgerId, day, opts.maxBytes ?? DAILY_SET_MAX_BYTES));
+      } catch (err) {
+        d.log.error({ err, ledgerId, day }, 'could not write a daily change set');
       }
-      if (out.length) d.log.info({ day, ledgers: out.length }, 'daily change sets written');
-      return out;
-    },
+    }
+    if (out.length) d.log.info({ day, ledgers: out.length }, 'daily change sets written');
+    return out;
+  }
+
+  return {
+    generate,
     /** Removes every change-set file of a ledger (it was deleted). */
     removeLedger(ledgerId: string): void {
       try {
@@ -112,7 +116,18 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
         d.log.error({ err, ledgerId }, 'could not remove the change sets of a deleted ledger');
       }
     },
-    /** Yesterday (UTC), the day the scheduler writes each night and at start. */
+    /**
+     * What the scheduler runs each night and at start: every day of the last CATCH_UP_DAYS up to
+     * yesterday, oldest first, so days missed while the server was stopped (or whose write failed)
+     * are written too; a (ledger, day) already written is skipped.
+     */
+    async catchUp(ctl?: RunControl): Promise<DailySet[]> {
+      const yesterday = startOfDay(dayOf(d.clock.now() - DAY));
+      const out: DailySet[] = [];
+      for (let i = CATCH_UP_DAYS - 1; i >= 0 && !ctl?.stopping; i--) out.push(...(await generate(dayOf(yesterday - i * DAY), { ctl })));
+      return out;
+    },
+    /** Yesterday (UTC), the last day a run writes. */
     yesterday: () => dayOf(d.clock.now() - DAY),
     list(orgId: string, ledgerId: string, limit: number, beforeDay?: string): { items: DailySet[]; nextCursor: string | null } {
       requireLedger(orgId, ledgerId);

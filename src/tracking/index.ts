@@ -38,11 +38,11 @@ export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; con
     /** Other modules subscribe to changes here (inside the recording transaction). */
     onChange: (l: ChangeListener) => void listeners.push(l),
     runners: { [FEED_JOB]: feeds.runner },
-    /** Periodic work: the inbox poll; yesterday's change sets each night (and at start, if missing). */
+    /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start. */
     schedule(s: Scheduler): void {
       s.every('*/2 * * * * *', 'inbox', () => feeds.scanInbox());
-      s.every('10 0 * * *', 'daily-change-sets', (ctl) => dailySets.generate(dailySets.yesterday(), { ctl }));
-      s.onStart('daily-change-sets', (ctl) => dailySets.generate(dailySets.yesterday(), { ctl }));
+      s.every('10 0 * * *', 'daily-change-sets', (ctl) => dailySets.catchUp(ctl));
+      s.onStart('daily-change-sets', (ctl) => dailySets.catchUp(ctl));
     },
     /** Change history and daily change sets go with their ledger, a contact's history with the contact (it holds its data). */
     ledgerData: {
