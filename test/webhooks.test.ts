@@ -486,7 +486,29 @@ F.after(async (ctx) => {
   await ctx.t.close();
 });
 
-F('no success for 3 days with failures: the webhook is disabled, says why, holds its deliveries until re-enabled', async ({ t, w }) => {
+F('one failure after a quiet spell does not disable a webhook: a failure streak ends after a day without failed attempts', async ({ t, w }) => {
+  const clock = t.clock as ManualClock;
+  const rx = await receiver((_r, res) => {
+    res.statusCode = 502;
+    res.end();
+  });
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'quiet');
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
+  await jobChange(t, w, ledgerId);
+  await until(t, 'the first attempt', async () => (await deliveries(t, w, h.id))[0]?.attempts === 1);
+  const first = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body.failingSince;
+  clock.advance(4 * 86_400_000); // nothing attempted for four days, then the retry fails again
+  await freshTokens(t, w);
+  await until(t, 'the second attempt', async () => (await deliveries(t, w, h.id))[0]?.attempts === 2);
+  const hook = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  assert.is(hook.enabled, true);
+  assert.is(hook.failingSince, new Date(clock.now()).toISOString(), 'a new streak');
+  assert.ok(Date.parse(hook.failingSince) > Date.parse(first));
+  assert.ok(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }));
+  await rx.close();
+});
+
+F('failures for 3 days without a success: the webhook is disabled, says why, holds its deliveries until re-enabled', async ({ t, w }) => {
   const clock = t.clock as ManualClock;
   let healthy = false;
   const rx = await receiver((_r, res) => {
@@ -500,14 +522,18 @@ F('no success for 3 days with failures: the webhook is disabled, says why, holds
   const failing = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
   assert.equal([failing.enabled, failing.failingSince === null], [true, false]);
 
-  clock.advance(3 * 86_400_000);
-  await freshTokens(t, w); // the old access tokens expired with the jump
+  // the retries keep failing, never a day apart: after 20, 40, 60 and 80 hours the webhook is disabled
+  let off: any;
+  for (let step = 1; step <= 4 && !off; step++) {
+    clock.advance(20 * 3_600_000);
+    await freshTokens(t, w); // the old access tokens expired with the jump
+    await until(t, `attempt ${step + 1}`, async () => (await deliveries(t, w, h.id))[0]?.attempts === step + 1);
+    const x = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+    if (!x.enabled) off = x;
+  }
+  assert.ok(off, 'disabled');
   const admin = w.tokens.admin;
-  const off = await until(t, 'the webhook disabled', async () => {
-    const x = (await t.call('GET', hooks(w, `/${h.id}`), { token: admin })).body;
-    return x.enabled === false && x;
-  });
-  assert.match(off.disabledReason, /^no successful delivery for 3 days \(failing since .+\); last error: answered 500$/);
+  assert.match(off.disabledReason, /^no successful delivery for 3.3 days \(failing since .+\); last error: answered 500$/);
   assert.is(off.disabledAt, new Date(clock.now()).toISOString());
   const audit = await t.call('GET', `${ID}/orgs/${w.orgId}/audit?limit=20`, { token: admin });
   const entry = audit.body.events.find((e: any) => e.action === 'webhook.disabled');
@@ -516,7 +542,7 @@ F('no success for 3 days with failures: the webhook is disabled, says why, holds
 
   // held: nothing due for it, and new changes write no deliveries for it
   const held = (await deliveries(t, w, h.id))[0];
-  assert.equal([held.status, held.attempts], ['pending', 2]);
+  assert.equal([held.status, held.attempts], ['pending', 5]);
   clock.advance(3_600_000);
   assert.equal(t.rt.webhooks.repo.listDueWebhooks(clock.now()), [], 'a disabled webhook gets nothing sent');
   await freshTokens(t, w);
@@ -527,8 +553,10 @@ F('no success for 3 days with failures: the webhook is disabled, says why, holds
   healthy = true;
   const on = await t.call('PATCH', hooks(w, `/${h.id}`), { token: admin, body: { enabled: true } });
   assert.equal([on.body.enabled, on.body.disabledReason, on.body.disabledAt, on.body.failingSince], [true, null, null, null]);
+  clock.advance(4 * 3_600_000); // the held delivery's next attempt (after its fifth) is due 4 hours after it
+  await freshTokens(t, w);
   const delivered = await until(t, 'the held delivery', async () => (await deliveries(t, w, h.id)).find((x) => x.status === 'delivered'));
-  assert.equal([delivered.id, delivered.attempts], [held.id, 3]);
+  assert.equal([delivered.id, delivered.attempts], [held.id, 6]);
   assert.is(rx.got.length, sent + 1);
 
   // delivered and failed deliveries are kept 30 days

@@ -13,6 +13,8 @@ import type { WebhooksRepo } from './webhooks-repo.ts';
 export const RETRY_DELAYS_MS = [5_000, 60_000, 600_000, 3_600_000, 4 * 3_600_000, 12 * 3_600_000] as const;
 /** A webhook with no successful delivery for this long, and a failure now, is disabled. */
 export const DISABLE_AFTER_MS = 3 * 86_400_000;
+/** A failure streak ends after this long without a failed attempt (longer than the longest retry delay). */
+export const STREAK_GAP_MS = 86_400_000;
 /** Deliveries in flight at once, and per webhook (so one hanging receiver cannot take every slot). */
 export const MAX_IN_FLIGHT = 8;
 export const MAX_IN_FLIGHT_PER_WEBHOOK = 2;
@@ -141,7 +143,7 @@ export function createDispatcher(d: DispatcherDeps) {
       const outcome = d.repo.recordAttemptFailed(c.id, c.token, { ...a, error: a.error! }, now + (RETRY_DELAYS_MS[c.attempts] ?? 0));
       if (outcome !== undefined) recorded = outcome === 'failed' ? 'failed' : 'retry';
       if (outcome === undefined || c.type === 'ping') return; // lease lost; pings do not count
-      const health = d.repo.markWebhookFailed(w.id, now);
+      const health = d.repo.markWebhookFailed(w.id, now, STREAK_GAP_MS);
       if (health?.enabled && now - health.failingSince >= DISABLE_AFTER_MS) {
         disabled = `no successful delivery for ${days(now - health.failingSince)} (failing since ${isoZ(health.failingSince)}); last error: ${a.error}`;
         d.repo.disableWebhook(w.id, disabled, now);

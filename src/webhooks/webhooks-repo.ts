@@ -135,8 +135,10 @@ export function createWebhooksRepo(db: Db) {
        WHERE l.id = ? AND l.deleted_at IS NULL AND o.deleted_at IS NULL AND w.enabled = 1`,
     ),
     succeeded: db.raw.prepare<[number, string]>('UPDATE webhooks SET failing_since = NULL, last_success_at = ? WHERE id = ?'),
-    failed: db.raw.prepare<[number, string], { failing_since: number; enabled: 0 | 1 }>(
-      'UPDATE webhooks SET failing_since = coalesce(failing_since, ?) WHERE id = ? RETURNING failing_since, enabled',
+    failed: db.raw.prepare<{ now: number; gap: number; id: string }, { failing_since: number; enabled: 0 | 1 }>(
+      `UPDATE webhooks SET failing_since = CASE WHEN failing_since IS NULL OR last_failed_at IS NULL OR @now - last_failed_at > @gap THEN @now ELSE failing_since END,
+              last_failed_at = @now
+       WHERE id = @id RETURNING failing_since, enabled`,
     ),
     disable: db.raw.prepare<[string, number, number, string]>(
       'UPDATE webhooks SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ? WHERE id = ? AND enabled = 1',
@@ -226,9 +228,12 @@ export function createWebhooksRepo(db: Db) {
     listEnabledForLedger: (ledgerId: string): Webhook[] => q.ofLedger.all(ledgerId).map(toWebhook),
     /** A delivery succeeded: the webhook is healthy again. */
     markWebhookSucceeded: (id: string, now: number): void => void q.succeeded.run(now, id),
-    /** A delivery attempt failed: returns since when the webhook has been failing (undefined: gone). */
-    markWebhookFailed: (id: string, now: number): { failingSince: number; enabled: boolean } | undefined => {
-      const r = q.failed.get(now, id);
+    /**
+     * A delivery attempt failed: returns since when the webhook has been failing — the start of the
+     * current streak, which a pause of more than `streakGap` without failed attempts ends (undefined: gone).
+     */
+    markWebhookFailed: (id: string, now: number, streakGap: number): { failingSince: number; enabled: boolean } | undefined => {
+      const r = q.failed.get({ now, gap: streakGap, id });
       return r && { failingSince: r.failing_since, enabled: r.enabled === 1 };
     },
     /** Disables an enabled webhook; false when it was not enabled. */
