@@ -413,15 +413,15 @@ P('referenceId duplicates, in the file and against the ledger, are counted and r
   const before = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Existing', company: 'Old', referenceId: 'R1' }]);
   assert.is(before.imported, 1);
   const csv = lines([
-    ['name', 'company', 'CRM ID', 'linkedin'],
-    ['Again', 'New', 'R1', ''], // 2: already in the ledger
-    ['Two', 'New', 'R2', ''], // 3
-    ['Two bis', 'New', 'R2', 'linkedin.com/in/two-bis'], // 4: earlier in this import
-    ['Three', 'New', ' R3 ', ''], // 5 (trimmed)
-    ['Three bis', 'New', 'R3', ''], // 6: earlier in this import
-    ['No ref', 'New', '', ''], // 7
-    ['No ref', 'New', '', ''], // 8: no referenceId, no duplicate
-    ['r1', 'New', 'r1', ''], // 9: case matters
+    ['name', 'company', 'CRM ID', 'linkedin', 'Notes'], // Notes: a column the import does not map
+    ['Again', 'New', 'R1', '', 'keep this note'], // 2: already in the ledger
+    ['Two', 'New', 'R2', '', ''], // 3
+    ['Two bis', 'New', 'R2', 'LinkedIn.com/in/Two-Bis/', ''], // 4: earlier in this import
+    ['Three', 'New', ' R3 ', '', ''], // 5 (trimmed)
+    ['Three bis', 'New', 'R3', '', ''], // 6: earlier in this import
+    ['No ref', 'New', '', '', ''], // 7
+    ['No ref', 'New', '', '', ''], // 8: no referenceId, no duplicate
+    ['r1', 'New', 'r1', '', ''], // 9: case matters
   ]);
   const { job, contacts } = await importInto(t, w, csv, { ledgerId });
   assert.equal([job.submitted, job.imported, job.duplicates, job.invalid], [8, 5, 3, 0]);
@@ -436,17 +436,19 @@ P('referenceId duplicates, in the file and against the ledger, are counted and r
   assert.is(ledger.body.contactCount, 6);
   for (const alias of [false, true]) {
     const errors = await errorsOf(t, w, ledgerId, job.id, alias);
-    assert.equal(errors[0], ['name', 'company', 'CRM ID', 'linkedin', 'reason', 'line']);
+    assert.equal(errors[0], ['name', 'company', 'CRM ID', 'linkedin', 'Notes', 'reason', 'line']);
     const rows = errors.slice(1);
-    assert.equal(rows.map((r) => [r[0], r[5]]), [
+    assert.equal(rows.map((r) => [r[0], r[6]]), [
       ['Again', '2'],
       ['Two bis', '4'],
       ['Three bis', '6'],
     ]);
-    assert.match(rows[0]![4]!, /referenceId "R1" is already in the ledger/);
-    assert.match(rows[1]![4]!, /referenceId "R2" appears earlier in this import/);
-    assert.match(rows[2]![4]!, /referenceId "R3" appears earlier in this import/);
-    assert.equal(rows[1]!.slice(0, 3), ['Two bis', 'New', 'R2']);
+    assert.match(rows[0]![5]!, /referenceId "R1" is already in the ledger/);
+    assert.match(rows[1]![5]!, /referenceId "R2" appears earlier in this import/);
+    assert.match(rows[2]![5]!, /referenceId "R3" appears earlier in this import/);
+    // a duplicate comes back as it was in the file: every cell, unmapped ones too, not cleaned up
+    assert.equal(rows[0]!.slice(0, 5), ['Again', 'New', 'R1', '', 'keep this note']);
+    assert.equal(rows[1]!.slice(0, 5), ['Two bis', 'New', 'R2', 'LinkedIn.com/in/Two-Bis/', '']);
   }
   // the same file again: every row with a referenceId is now a duplicate
   const again = await importInto(t, w, csv, { ledgerId });

@@ -23,7 +23,7 @@ export interface ResumePoint {
  * One data row: `line` is where it starts; `endBytes`/`endLine` is the resume point just after
  * it, so the runner may commit any prefix of a batch and record an exact resume point.
  */
-export type CsvRow = ({ line: number; draft: ContactDraft } | { line: number; reason: string; raw: string[] }) & { endBytes: number; endLine: number };
+export type CsvRow = ({ line: number; draft: ContactDraft } | { line: number; reason: string }) & { raw: string[]; endBytes: number; endLine: number };
 
 export interface CsvBatch {
   rows: CsvRow[];
@@ -80,7 +80,8 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       if (record.length !== width) rows.push({ line, endBytes, endLine, reason: `the row has ${record.length} column${record.length === 1 ? '' : 's'}, the header has ${width}`, raw: record });
       else {
         const res = validateContact(rowToInput(record, format.mapping));
-        rows.push(res.ok ? { line, endBytes, endLine, draft: res.draft } : { line, endBytes, endLine, reason: res.reason, raw: record });
+        // the cells go along with a valid row too: it may still be rejected as a duplicate, and the rejected-rows CSV gives rows back as they were
+        rows.push(res.ok ? { line, endBytes, endLine, draft: res.draft, raw: record } : { line, endBytes, endLine, reason: res.reason, raw: record });
       }
       if (rows.length >= batchRows) {
         await send({ rows, endBytes, endLine: nextLine - 1 });

@@ -21,7 +21,8 @@ export const IMPORT_JOB = 'import';
 /** Rows the CSV worker parses per message (a transaction may take fewer, see ChunkSizer). */
 export const CSV_BATCH_ROWS = 2000;
 
-type Row = { rowNo: number; line: number | null; draft: ContactDraft } | { rowNo: number; line: number | null; reason: string; raw: unknown };
+/** A row to store: `raw` is the row as submitted (API object or CSV cells), kept for the rejected-rows CSV. */
+type Row = ({ rowNo: number; line: number | null; draft: ContactDraft } | { rowNo: number; line: number | null; reason: string }) & { raw: unknown };
 
 interface RunnerDeps {
   db: Db;
@@ -104,7 +105,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
             holder?.importId === imp.id
               ? `referenceId "${c.referenceId}" appears earlier in this import`
               : `referenceId "${c.referenceId}" is already in the ledger (contact ${holder?.id ?? 'unknown'})`;
-          d.imports.insertRejection(imp.id, { rowNo: row.rowNo, line: row.line, reason, kind: 'duplicate', raw: c } satisfies Rejection);
+          d.imports.insertRejection(imp.id, { rowNo: row.rowNo, line: row.line, reason, kind: 'duplicate', raw: row.raw } satisfies Rejection);
         } else {
           invalid++;
           d.imports.insertRejection(imp.id, { rowNo: row.rowNo, line: row.line, reason: row.reason, kind: 'invalid', raw: row.raw });
@@ -141,7 +142,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
       const from = imp.cursorRows;
       const rows: Row[] = payload.slice(from, from + sizer.next()).map((raw, i) => {
         const res = validateContact(raw);
-        return res.ok ? { rowNo: from + i + 1, line: null, draft: res.draft } : { rowNo: from + i + 1, line: null, reason: res.reason, raw };
+        return res.ok ? { rowNo: from + i + 1, line: null, draft: res.draft, raw } : { rowNo: from + i + 1, line: null, reason: res.reason, raw };
       });
       sizer.timed(rows.length, () => storeChunk(lease, imp, rows, { bytes: 0, lines: 0 }));
       await betweenChunks(d.db);
@@ -162,7 +163,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
       const base = imp.cursorRows;
       const part = pending.slice(at, at + n);
       const rows: Row[] = part.map((r, i) =>
-        'draft' in r ? { rowNo: base + i + 1, line: r.line, draft: r.draft } : { rowNo: base + i + 1, line: r.line, reason: r.reason, raw: r.raw },
+        'draft' in r ? { rowNo: base + i + 1, line: r.line, draft: r.draft, raw: r.raw } : { rowNo: base + i + 1, line: r.line, reason: r.reason, raw: r.raw },
       );
       const last = part[part.length - 1]!;
       sizer.timed(rows.length, () => storeChunk(lease, imp, rows, { bytes: last.endBytes, lines: last.endLine }));

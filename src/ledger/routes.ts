@@ -99,7 +99,7 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
           if (raw.length > csv.columns.length) return [...cells, `${r.reason}; extra cells: ${JSON.stringify(raw.slice(csv.columns.length))}`, r.line];
         }
         else {
-          // a duplicate: the row's values as read, put back in their columns
+          // a duplicate recorded by an older version (it kept the row's cleaned-up values): put back in their columns
           cells = csv.columns.map(() => '');
           const draft = r.raw as Record<string, unknown>;
           for (const [field, i] of Object.entries(csv.mapping.fields)) cells[i] = draft[field] ?? '';
