@@ -163,6 +163,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     removeStrayUploads(config.dataDir, ledger.repos.imports.listReferencedFiles());
     removeStrayFiles(feedsDir(config.dataDir), tracking.repos.feeds.listReferencedFiles());
     tracking.feeds.recoverInbox();
+    tracking.dailySets.removeOrphans();
     const state = { shuttingDown: false };
     const rt: Runtime = {
       config,

@@ -433,6 +433,16 @@ I('the daily change set holds the contacts changed that day, in the API shape, s
   assert.is(db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(ledgerId), 0, 'purged');
   assert.is(db.prepare('SELECT count(*) FROM changes WHERE ledger_id = ?').pluck().get(ledgerId), 0);
   assert.not.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', ledgerId)), 'its exports folder is gone');
+
+  // a set written while its ledger was being purged lands after the purge: removed at the next start
+  const late = join(t.dataDir, 'exports', 'ledgers', ledgerId, 'streams', 'daily', day);
+  mkdirSync(late, { recursive: true });
+  writeFileSync(join(late, `changes-${day}-1.jsonl.gz`), '');
+  const live = await createLedger(t, w.tokens.editor, w.orgId, 'still here');
+  mkdirSync(join(t.dataDir, 'exports', 'ledgers', live), { recursive: true });
+  assert.is(t.rt.tracking.dailySets.removeOrphans(), 1);
+  assert.not.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', ledgerId)));
+  assert.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', live)), 'a live ledger keeps its exports');
 });
 
 I('days missed while the server was stopped get their change sets at the next run', async ({ t, w }) => {

@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { createGzip } from 'node:zlib';
@@ -106,15 +106,32 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
     return out;
   }
 
+  /** Removes every change-set file of a ledger (it was deleted). */
+  function removeLedger(ledgerId: string): void {
+    try {
+      rmSync(ledgerExportsDir(d.dataDir, ledgerId), { recursive: true, force: true });
+    } catch (err) {
+      d.log.error({ err, ledgerId }, 'could not remove the change sets of a deleted ledger');
+    }
+  }
+
   return {
     generate,
-    /** Removes every change-set file of a ledger (it was deleted). */
-    removeLedger(ledgerId: string): void {
+    removeLedger,
+    /**
+     * At start: the exports of ledgers that no longer exist (a set still being written while its
+     * ledger was purged lands after the purge removed the folder). Returns how many folders went.
+     */
+    removeOrphans(): number {
+      let ids: string[];
       try {
-        rmSync(ledgerExportsDir(d.dataDir, ledgerId), { recursive: true, force: true });
-      } catch (err) {
-        d.log.error({ err, ledgerId }, 'could not remove the change sets of a deleted ledger');
+        ids = readdirSync(join(d.dataDir, 'exports', 'ledgers'));
+      } catch {
+        return 0;
       }
+      const gone = ids.filter((id) => d.ledgers.orgOfLedger(id) === undefined);
+      for (const id of gone) removeLedger(id);
+      return gone.length;
     },
     /**
      * What the scheduler runs each night and at start: every day of the last CATCH_UP_DAYS up to
