@@ -270,10 +270,11 @@ W('disable and enable by hand; disabled by the server after 3 days of failures, 
   await until(async () => (await page.locator('.badge', { hasText: 'enabled' }).count()) === 1, 'the enabled badge');
 
   // Three days of failures, as the server would have recorded them (the server's clock cannot be moved
-  // from here): the webhook has been failing since 3 days ago. The next real failed delivery disables it.
+  // from here): failing since 3 days ago, the last failed attempt an hour ago (a streak without a
+  // day-long pause). The next real failed delivery disables it.
   const db = new Database(join(ctx.e.dataDir, 'contact-ledger.db'));
   db.pragma('busy_timeout = 5000');
-  db.prepare('UPDATE webhooks SET failing_since = ? WHERE id = ?').run(Date.now() - 3 * 86_400_000 - 60_000, ctx.webhookId);
+  db.prepare('UPDATE webhooks SET failing_since = ?, last_failed_at = ? WHERE id = ?').run(Date.now() - 3 * 86_400_000 - 60_000, Date.now() - 3_600_000, ctx.webhookId);
   db.close();
   await importContact(ctx, { name: 'Alan Turing', company: 'NPL', title: 'Scientist', linkedin: 'https://www.linkedin.com/in/alan-turing-e2e' });
   await until(async () => (await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/webhooks/${ctx.webhookId}`, { token: ctx.root })).body.enabled === false, 'the server disabling the webhook');
