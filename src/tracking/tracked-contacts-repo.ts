@@ -23,6 +23,11 @@ export interface TrackedFields {
   lastInfoChangedAt: number | null;
 }
 
+/** The columns change tracking may set (TrackedFields), as named parameters. */
+const SET_TRACKED = `company = @company, company_key = @companyKey, title = @title, title_level = @titleLevel, title_domain = @titleDomain,
+  location = @location, email = @email, email_status = @emailStatus, has_multiple_jobs = @hasMultipleJobs, job_started_at = @jobStartedAt,
+  last_job_changed_at = @lastJobChangedAt, last_info_changed_at = @lastInfoChangedAt, updated_at = @updatedAt`;
+
 /** Contacts as change tracking reads and writes them: by person, by matching key, tracked fields. */
 export function createTrackedContactsRepo(db: Db) {
   const q = {
@@ -33,18 +38,8 @@ export function createTrackedContactsRepo(db: Db) {
       'SELECT * FROM contacts WHERE name_key = ? AND company_key = ? AND person_id IS NULL AND linkedin IS NULL',
     ),
     match: db.raw.prepare<[string, number, string]>('UPDATE contacts SET person_id = ?, is_verified = 1, updated_at = ? WHERE id = ?'),
-    update: db.raw.prepare(
-      `UPDATE contacts SET company = @company, company_key = @companyKey, title = @title, title_level = @titleLevel, title_domain = @titleDomain,
-         location = @location, email = @email, email_status = @emailStatus, has_multiple_jobs = @hasMultipleJobs, job_started_at = @jobStartedAt,
-         last_job_changed_at = @lastJobChangedAt, last_info_changed_at = @lastInfoChangedAt, updated_at = @updatedAt
-       WHERE id = @id`,
-    ),
-    matchAndUpdate: db.raw.prepare(
-      `UPDATE contacts SET person_id = @personId, is_verified = 1, company = @company, company_key = @companyKey, title = @title, title_level = @titleLevel,
-         title_domain = @titleDomain, location = @location, email = @email, email_status = @emailStatus, has_multiple_jobs = @hasMultipleJobs,
-         job_started_at = @jobStartedAt, last_job_changed_at = @lastJobChangedAt, last_info_changed_at = @lastInfoChangedAt, updated_at = @updatedAt
-       WHERE id = @id`,
-    ),
+    update: db.raw.prepare(`UPDATE contacts SET ${SET_TRACKED} WHERE id = @id`),
+    matchAndUpdate: db.raw.prepare(`UPDATE contacts SET person_id = @personId, is_verified = 1, ${SET_TRACKED} WHERE id = @id`),
   };
   const all = (rows: ContactRow[]): TrackedContact[] => rows.map((r) => ({ ...toContact(r), companyKey: (r as ContactRow & { company_key: string | null }).company_key }));
   return {

@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { isLocalAddress } from './url-policy.ts';
+import { bare, isLocalAddress } from './url-policy.ts';
 
 /**
  * The one place that makes outbound connections (SPEC §8: only to configured webhooks). A POST
@@ -28,13 +28,15 @@ class Timeout extends Error {}
 
 const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
 
+const refusedLocal = (url: URL) => `not sent: ${bare(url.hostname)} resolves to a loopback or link-local address; set WEBHOOK_ALLOW_LOCAL=true to allow it`;
+
 /** A short, secret-free description of a failed attempt. */
 function describe(err: NodeJS.ErrnoException, url: URL, reason: unknown, timeoutMs: number): string {
   if (reason instanceof Timeout) return `no answer within ${seconds(timeoutMs)}`;
   if (reason !== undefined) return 'interrupted (the server was stopping)';
   switch (err.code) {
     case 'ELOCALADDRESS':
-      return `not sent: ${url.hostname} resolves to a loopback or link-local address; set WEBHOOK_ALLOW_LOCAL=true to allow it`;
+      return refusedLocal(url);
     case 'ECONNREFUSED':
       return `connection refused by ${url.host}`;
     case 'ENOTFOUND':
@@ -87,11 +89,10 @@ export function createSender(userAgent: string, policy: { allowLocal?: boolean }
           settled = true;
           resolve({ ...r, ms: Math.round(performance.now() - started) });
         };
-        const literal = url.hostname.replace(/^\[(.*)\]$/, '$1');
-        if (!policy.allowLocal && isLocalAddress(literal)) {
+        if (!policy.allowLocal && isLocalAddress(bare(url.hostname))) {
           // a literal address is connected to without a lookup
           done();
-          settle({ ok: false, status: null, error: describe(Object.assign(new Error('local address'), { code: 'ELOCALADDRESS' }), url, undefined, 0) });
+          settle({ ok: false, status: null, error: refusedLocal(url) });
           return;
         }
         const mod = url.protocol === 'https:' ? https : http;

@@ -33,7 +33,7 @@ export function isLocalAddress(ip: string): boolean {
 const isLocalHost = (host: string) => host === 'localhost' || host.endsWith('.localhost') || isLocalAddress(host);
 
 /** `[::1]` and `::1` are one host; names compare case-insensitively. */
-const bare = (host: string) => host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+export const bare = (host: string) => host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
 
 /**
  * True when `host` is on the list: an entry is a host name or IP address (exact match), or
