@@ -21,11 +21,13 @@ function freshDb(): Db {
   return db;
 }
 
+/** A fresh database and a manual clock: what each queue test starts from. */
+const fixture = () => ({ db: freshDb(), clock: new ManualClock('2026-11-22T10:00:00Z') });
+
 const Q = suite('job queue');
 
 Q('a worker whose lease expired is fenced off: its next chunk writes nothing (D4 b)', () => {
-  const db = freshDb();
-  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const { db, clock } = fixture();
   const w1 = createQueue(db, clock);
   const w2 = createQueue(db, clock);
   db.tx(() => w1.enqueue('job_a', 'test'));
@@ -53,8 +55,7 @@ Q('a worker whose lease expired is fenced off: its next chunk writes nothing (D4
 });
 
 Q('two queues on one database never claim the same job (D4 c)', () => {
-  const db = freshDb();
-  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const { db, clock } = fixture();
   const a = createQueue(db, clock);
   const b = createQueue(db, clock);
   db.tx(() => {
@@ -71,8 +72,7 @@ Q('two queues on one database never claim the same job (D4 c)', () => {
 });
 
 Q('a job that keeps failing is retried with backoff, then failed with its error (D4 d)', () => {
-  const db = freshDb();
-  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const { db, clock } = fixture();
   const q = createQueue(db, clock);
   db.tx(() => q.enqueue('job_f', 'test', { maxAttempts: 3 }));
   const outcomes: string[] = [];
@@ -91,8 +91,7 @@ Q('a job that keeps failing is retried with backoff, then failed with its error 
 });
 
 Q('renewing a lease is not progress: a job that fails before getting anywhere ends failed, even when a chunk checkpointed and rolled back', () => {
-  const db = freshDb();
-  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const { db, clock } = fixture();
   const q = createQueue(db, clock);
   db.tx(() => q.enqueue('job_p', 'test', { maxAttempts: 3 }));
   const outcomes: string[] = [];
@@ -116,8 +115,7 @@ Q('renewing a lease is not progress: a job that fails before getting anywhere en
 });
 
 Q('a job that failed after committed progress is retried with a fresh budget', () => {
-  const db = freshDb();
-  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const { db, clock } = fixture();
   const q = createQueue(db, clock);
   db.tx(() => q.enqueue('job_c', 'test', { maxAttempts: 2 }));
   const first = q.claim()!;
@@ -133,8 +131,7 @@ Q('a job that failed after committed progress is retried with a fresh budget', (
 });
 
 Q('handing a job back at shutdown does not use up an attempt', () => {
-  const db = freshDb();
-  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const { db, clock } = fixture();
   const q = createQueue(db, clock);
   db.tx(() => q.enqueue('job_s', 'test', { maxAttempts: 2 }));
   for (let i = 0; i < 5; i++) db.tx(() => q.release(q.claim()!));
@@ -144,8 +141,7 @@ Q('handing a job back at shutdown does not use up an attempt', () => {
 });
 
 Q('recovery at start makes jobs of a dead process claimable at once; progress resets attempts', () => {
-  const db = freshDb();
-  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const { db, clock } = fixture();
   const dead = createQueue(db, clock);
   db.tx(() => dead.enqueue('job_r', 'test'));
   const l = dead.claim()!;
@@ -225,8 +221,7 @@ S('runs kicked jobs at once, one runner per job, and stops cleanly between chunk
 });
 
 S('a job whose process died on every attempt is failed, not run again', async () => {
-  const db = freshDb();
-  const clock = new ManualClock('2026-11-22T10:00:00Z');
+  const { db, clock } = fixture();
   const queue = createQueue(db, clock);
   db.tx(() => queue.enqueue('job_oom', 'oom', { maxAttempts: 2 }));
   for (let i = 0; i < 2; i++) {

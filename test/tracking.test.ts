@@ -22,6 +22,12 @@ async function feed(t: TestApp, token: string, body: string | Buffer, type = 'ap
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
+/** A new ledger of the world's organization holding `contacts` (added by the editor). */
+async function ledgerWith(t: TestApp, w: World, name: string, contacts: Record<string, unknown>[]): Promise<{ ledgerId: string; path: string }> {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, name);
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, contacts);
+  return { ledgerId, path: ledgerPath(w.orgId, ledgerId) };
+}
 const ndjson = (...records: unknown[]) => `${records.map((r) => JSON.stringify(r)).join('\n')}\n`;
 
 const N = suite('normalization');
@@ -253,9 +259,7 @@ T('a new e-mail address without a status does not inherit the old address\'s sta
 });
 
 T('a contact whose e-mail names no known person is matched by name + company (only LinkedIn rules that out)', async ({ t, w }) => {
-  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'fallback');
-  const path = ledgerPath(w.orgId, ledgerId);
-  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
+  const { ledgerId, path } = await ledgerWith(t, w, 'fallback', [
     { name: 'Nia Vale', company: 'Vandelay Industries', email: 'nia@personal.test', referenceId: 'nia' },
     { name: 'Nia Vale', company: 'Vandelay Industries', linkedin: 'linkedin.com/in/another-nia', referenceId: 'other-nia' },
   ]);
@@ -272,9 +276,7 @@ T('a contact whose e-mail names no known person is matched by name + company (on
 });
 
 T('deleting contacts (one, or in bulk) deletes their change history too', async ({ t, w }) => {
-  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'forgetful');
-  const path = ledgerPath(w.orgId, ledgerId);
-  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
+  const { ledgerId, path } = await ledgerWith(t, w, 'forgetful', [
     { name: 'Mo One', company: 'Acme', linkedin: 'linkedin.com/in/forget-one', referenceId: 'one' },
     { name: 'Mo Two', company: 'Acme', linkedin: 'linkedin.com/in/forget-two', referenceId: 'two' },
     { name: 'Mo Three', company: 'Acme', linkedin: 'linkedin.com/in/forget-three', referenceId: 'three' },
@@ -398,9 +400,8 @@ I('an inbox file is never stranded in processing/: a failed registration puts it
 });
 
 I('the daily change set holds the contacts changed that day, in the API shape, split by size', async ({ t, w }) => {
-  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'daily');
   const people = Array.from({ length: 30 }, (_, i) => ({ name: `Daily ${i}`, company: 'Old Co', linkedin: `linkedin.com/in/daily-${i}`, referenceId: `d${i}` }));
-  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, people);
+  const { ledgerId } = await ledgerWith(t, w, 'daily', people);
   await feed(t, w.root, ndjson(...people.slice(0, 20).map((p) => ({ linkedin: p.linkedin, name: p.name, company: 'New Co' }))));
   const day = new Date(t.clock.now()).toISOString().slice(0, 10).replace(/-/g, '');
   const sets = await t.rt.tracking.dailySets.generate(day, { maxBytes: 1500 });
@@ -446,8 +447,7 @@ I('the daily change set holds the contacts changed that day, in the API shape, s
 });
 
 I('days missed while the server was stopped get their change sets at the next run', async ({ t, w }) => {
-  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'missed days');
-  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Miss Ed', company: 'Old Co', linkedin: 'linkedin.com/in/missed-1', referenceId: 'm1' }]);
+  const { ledgerId } = await ledgerWith(t, w, 'missed days', [{ name: 'Miss Ed', company: 'Old Co', linkedin: 'linkedin.com/in/missed-1', referenceId: 'm1' }]);
   await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/missed-1', name: 'Miss Ed', company: 'New Co' }));
   const day = new Date(t.clock.now()).toISOString().slice(0, 10).replace(/-/g, '');
   (t.clock as ManualClock).advance(3 * 86_400_000); // three nights without the server
