@@ -15,10 +15,12 @@ const FEED = `${LEDGER}/feed`;
 async function feed(t: TestApp, token: string, body: string | Buffer, type = 'application/x-ndjson'): Promise<any> {
   const r = await t.call('POST', FEED, { token, raw: body, headers: { 'content-type': type } });
   expectStatus(r, 202, 'feed');
+  const deadline = Date.now() + 20_000;
   for (;;) {
     const s = await t.call('GET', `${FEED}/${r.body.id}`, { token });
     expectStatus(s, 200);
     if (s.body.status === 'completed' || s.body.status === 'failed') return s.body;
+    if (Date.now() > deadline) assert.unreachable(`feed ${r.body.id} did not finish: ${JSON.stringify(s.body)}`);
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
@@ -308,6 +310,16 @@ T('a truncated gzip fails its job and says how far it applied', async ({ t, w })
   const unclosed = await feed(t, w.root, '[{"name":"A","company":"B"}', 'application/json');
   assert.is(unclosed.status, 'failed');
   assert.match(unclosed.message, /not closed/);
+});
+
+T('feed CSV quotes: a stray quote is a literal character; a quote never closed fails the job at once, naming the line', async ({ t, w }) => {
+  const stray = await feed(t, w.root, 'name,company,title\nQuinn Stray,Acme 5" Displays,"VP"x\nRae Next,Acme,CTO\n', 'text/csv');
+  assert.equal([stray.status, stray.received, stray.invalid, stray.personsUpdated], ['completed', 2, 0, 2]);
+  const person = t.rt.db.raw.prepare("SELECT company, title FROM people WHERE name = 'Quinn Stray'").get();
+  assert.equal(person, { company: 'Acme 5" Displays', title: '"VP"x' });
+  const unclosed = await feed(t, w.root, 'name,company\nSam Ok,Acme\nTed Open,"Acme\nUma Lost,Acme\n', 'text/csv');
+  assert.is(unclosed.status, 'failed', 'failed, not waiting for a retry (the test clock does not move)');
+  assert.match(unclosed.message, /line \d+: the CSV cannot be read .*never closed|quote/i);
 });
 
 T('feed access and request errors', async ({ t, w }) => {

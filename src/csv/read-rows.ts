@@ -40,12 +40,12 @@ export class CsvReadError extends Error {
   }
 }
 
+// Quotes are read with `relax_quotes` (a quote inside an unquoted field, or right after a closing
+// quote, is a literal character, as spreadsheets read it), so what is left is a quote never closed
+// and a row too long.
 const REASONS: Record<string, string> = {
-  CSV_INVALID_CLOSING_QUOTE: 'a quote inside a quoted field must be doubled ("")',
   CSV_QUOTE_NOT_CLOSED: 'a quoted field is never closed',
   CSV_MAX_RECORD_SIZE: `a row is longer than ${MAX_RECORD_BYTES} bytes`,
-  // csv-parse names this one without the CSV_ prefix
-  INVALID_OPENING_QUOTE: 'a quote appears in the middle of an unquoted field (quote the whole field and double the quote: "5"" screen")',
 };
 
 /** Line breaks inside a field (quoted newlines): \r\n, \n and a lone \r each count once. */
@@ -62,7 +62,7 @@ function breaksIn(field: string): number {
 /** Reads batches of up to `batchRows` rows; `send` may wait (back-pressure). Throws CsvReadError. */
 export async function readRows(path: string, format: CsvFormat, from: ResumePoint, batchRows: number, send: (b: CsvBatch) => Promise<void>): Promise<void> {
   const parser = createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }).pipe(
-    parse({ delimiter: format.delimiter, record_delimiter: ['\r\n', '\n', '\r'], info: true, relax_column_count: true, max_record_size: MAX_RECORD_BYTES, bom: false }),
+    parse({ delimiter: format.delimiter, record_delimiter: ['\r\n', '\n', '\r'], info: true, relax_column_count: true, relax_quotes: true, max_record_size: MAX_RECORD_BYTES, bom: false }),
   );
   const width = format.columns.length;
   let nextLine = from.lines + 1;
@@ -89,7 +89,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       }
     }
   } catch (err) {
-    // Every parser error is about the file (a stray quote, a record too long…): the job fails with
+    // Every parser error is about the file (a quote never closed, a record too long…): the job fails with
     // the line, at once; anything else (an I/O error) is retried by the scheduler.
     if (!(err instanceof CsvError)) throw err;
     const at = from.lines + ((err as CsvError & { lines?: number }).lines ?? 1);

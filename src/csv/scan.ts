@@ -57,6 +57,13 @@ export function detectDelimiter(firstLine: string): string {
   return best;
 }
 
+/** The delimiter of a file's first line, from its first chunk (BOM or not). */
+function headerDelimiter(first: Buffer): string {
+  const bom = first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf ? 3 : 0;
+  const end = first.findIndex((b, i) => i >= bom && (b === 0x0a || b === 0x0d));
+  return detectDelimiter(first.subarray(bom, end < 0 ? first.length : end).toString('utf8'));
+}
+
 /** Scans the whole file; see the module comment. */
 export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   let head = Buffer.alloc(0);
@@ -65,6 +72,12 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   let records = 0;
   let quoted = false;
   let quoteLine = 0;
+  // Quotes follow csv-parse's relax_quotes rule, as the row reader does (read-rows.ts): a quote
+  // opens a quoted field only at the start of a field (or right after the quote that closed one:
+  // a doubled quote); anywhere else it is a literal character.
+  let delimiterByte = 0x2c;
+  let fieldStart = true;
+  let justClosed = false;
   let content = false; // the current line has something besides line breaks
   // A record that is exactly `""` parses as one empty cell, which the row reader skips like an empty
   // line (read-rows.ts), so it is not counted either: quote bytes in the record, and where it began.
@@ -81,6 +94,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       if (chunk[0] === 0xff && chunk[1] === 0xfe) return fail(422, 'the file is UTF-16 (little endian); save it as UTF-8 CSV');
       if (chunk[0] === 0xfe && chunk[1] === 0xff) return fail(422, 'the file is UTF-16 (big endian); save it as UTF-8 CSV');
       for (const [what, bytes] of MAGIC) if (bytes.every((b, i) => chunk[i] === b)) return fail(415, `the file is ${what}, not a CSV text file`);
+      delimiterByte = headerDelimiter(chunk).charCodeAt(0);
     }
     if (head.length < HEAD_BYTES) head = Buffer.concat([head, chunk.subarray(0, HEAD_BYTES - head.length)]);
     const start = offset === 0 && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
@@ -97,6 +111,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       if (b >= 0x80) {
         content = true;
         prevCR = false;
+        fieldStart = false;
+        justClosed = false;
         if (b >= 0xc2 && b <= 0xdf) need = 1;
         else if (b >= 0xe0 && b <= 0xef) {
           need = 2;
@@ -111,7 +127,9 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       }
       if (b === 0x0a || b === 0x0d) {
         const lineEnd = b === 0x0d || !prevCR; // not the LF of a CRLF
+        justClosed = false;
         if (!quoted) {
+          fieldStart = true;
           if (lineEnd) {
             if (content && (quotes !== 2 || offset + i - recStart !== 2)) records++;
             content = false;
@@ -127,10 +145,21 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       if (b === 0) return fail(422, `the file contains NUL bytes (line ${line}); it is not a text CSV file`, line);
       content = true;
       if (b === 0x22) {
-        quotes++;
-        quoted = !quoted;
-        if (quoted) quoteLine = line;
+        if (quoted) {
+          quotes++;
+          quoted = false;
+          justClosed = true;
+        } else if (fieldStart || justClosed) {
+          quotes++;
+          quoted = true;
+          justClosed = false;
+          quoteLine = line;
+        } else justClosed = false;
+        fieldStart = false;
+        continue;
       }
+      justClosed = false;
+      fieldStart = !quoted && b === delimiterByte;
     }
     offset += chunk.length;
   }
@@ -148,10 +177,9 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     if (lastBreak < 0) return fail(422, `the header row is longer than ${HEAD_BYTES} bytes`, 1);
     text = text.subarray(0, lastBreak + 1);
   }
-  const firstBreak = text.findIndex((b) => b === 0x0a || b === 0x0d);
-  const delimiter = detectDelimiter(text.subarray(0, firstBreak < 0 ? text.length : firstBreak).toString('utf8'));
+  const delimiter = String.fromCharCode(delimiterByte);
   let parsed: { record: string[]; info: { bytes: number; lines: number } }[];
-  const options = { delimiter, info: true, relax_column_count: true, skip_empty_lines: true, to: PREVIEW_ROWS + 1, record_delimiter: ['\r\n', '\n', '\r'] };
+  const options = { delimiter, info: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, to: PREVIEW_ROWS + 1, record_delimiter: ['\r\n', '\n', '\r'] };
   try {
     parsed = parseSync(text, options) as never;
   } catch (err) {

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
-import { parse } from 'csv-parse';
+import { CsvError, parse } from 'csv-parse';
 import type { Readable } from 'node:stream';
 
 /**
@@ -30,7 +30,7 @@ const readError = (err: unknown) => {
   const e = err as NodeJS.ErrnoException;
   if (e.code === 'Z_BUF_ERROR' || /unexpected end of file/i.test(e.message)) return new FeedReadError('the gzip file is truncated');
   if (e.code?.startsWith('Z_')) return new FeedReadError(`the gzip file is damaged (${e.message})`);
-  if (e.code?.startsWith('CSV_')) return new FeedReadError(`line ${(err as { lines?: number }).lines ?? '?'}: the CSV cannot be read (${e.code})`);
+  if (err instanceof CsvError) return new FeedReadError(`line ${(err as { lines?: number }).lines ?? '?'}: the CSV cannot be read (${e.code})`);
   return err;
 };
 
@@ -47,12 +47,13 @@ async function* ndjson(input: Readable): AsyncGenerator<FeedItem> {
   }
 }
 
-// Feed CSV headers map case- and space-insensitively onto the record's field names.
+// Feed CSV headers map case- and space-insensitively onto the record's field names. Quotes are read
+// as for contact uploads: a stray quote inside an unquoted field is a literal character.
 const FEED_FIELDS = ['personId', 'linkedin', 'email', 'emailStatus', 'name', 'company', 'title', 'location', 'jobStartedAt', 'hasMultipleJobs', 'observedAt'];
 const FIELD_BY_KEY = new Map(FEED_FIELDS.map((f) => [f.toLowerCase(), f]));
 
 async function* csv(input: Readable): AsyncGenerator<FeedItem> {
-  const parser = input.pipe(parse({ bom: true, info: true, relax_column_count: true, skip_empty_lines: true, max_record_size: 1 << 20, record_delimiter: ['\r\n', '\n', '\r'] }));
+  const parser = input.pipe(parse({ bom: true, info: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, max_record_size: 1 << 20, record_delimiter: ['\r\n', '\n', '\r'] }));
   let header: (string | undefined)[] | undefined;
   for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
     if (!header) {
