@@ -10,7 +10,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
 import { readRows } from '../src/csv/read-rows.ts';
-import { scanCsv } from '../src/csv/scan.ts';
+import { detectDelimiter, scanCsv } from '../src/csv/scan.ts';
 import type { CsvFormat } from '../src/ledger/model.ts';
 import {
   addContacts,
@@ -980,6 +980,12 @@ Q('on random files, the scanner counts exactly the rows the reader yields, and r
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+Q('the delimiter vote reads quotes the same way: a stray quote in a header cell hides nothing', () => {
+  assert.is(detectDelimiter('name;alias;id,size 5",company,title,email'), ',');
+  assert.is(detectDelimiter('"name,first";"company, inc";"a ""quoted"", b"'), ';');
+  assert.is(detectDelimiter('name\tcompany\t"notes, misc"'), '\t');
 });
 
 Q.run();

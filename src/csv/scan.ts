@@ -44,13 +44,27 @@ const MAGIC: [string, number[]][] = [
 
 const fail = (status: 415 | 422, message: string, line?: number): ScanFailure => ({ ok: false, status, message, ...(line ? { line } : {}) });
 
-/** The delimiter of the header line: the most frequent of `,` `;` tab outside quotes (`,` on a tie). */
+/**
+ * The delimiter of the header line: the most frequent of `,` `;` tab outside quotes (`,` on a
+ * tie). A quote opens a quoted cell only at the start of a cell (after any of the candidates), as
+ * the scanner and the reader read quotes.
+ */
 export function detectDelimiter(firstLine: string): string {
   const counts: Record<string, number> = { ',': 0, ';': 0, '\t': 0 };
   let quoted = false;
+  let cellStart = true;
+  let justClosed = false;
   for (const ch of firstLine) {
-    if (ch === '"') quoted = !quoted;
-    else if (!quoted && ch in counts) counts[ch]!++;
+    if (ch === '"') {
+      const opens: boolean = !quoted && (cellStart || justClosed); // a cell's start, or a doubled quote
+      justClosed = quoted;
+      quoted = opens;
+      cellStart = false;
+      continue;
+    }
+    justClosed = false;
+    cellStart = !quoted && ch in counts;
+    if (cellStart) counts[ch]!++;
   }
   let best = ',';
   for (const d of [';', '\t']) if (counts[d]! > counts[best]!) best = d;
