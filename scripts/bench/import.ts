@@ -6,10 +6,15 @@
 // with the server's storage settings, in transactions paced like the server's (~30 ms, RELIABILITY
 // D2) — what any import that keeps the API responsive can reach on this machine.
 //
+// Then, at the same size (issue 3, crash safety): the file imported once more into a fresh data
+// folder while the server is killed with SIGKILL at 30 % and at 70 % and restarted each time; the
+// job must complete with every row imported exactly once.
+//
 // Environment: BENCH_ROWS (default 1000000), BENCH_SKIP_LIMIT=1 (project only),
-// BENCH_SKIP_PACED=1 (no paced-insert line),
+// BENCH_SKIP_PACED=1 (no paced-insert line), BENCH_SKIP_CRASH=1 (no crash phase),
 // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" (profile the server), BENCH_LISTERS (default 2).
 import { execFileSync, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { createReadStream, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse';
@@ -18,10 +23,11 @@ import { newId } from '../../src/ids.ts';
 import { createContactsRepo } from '../../src/ledger/contacts-repo.ts';
 import { startCheckpointer } from '../../src/storage/checkpointer.ts';
 import { openDb } from '../../src/storage/db.ts';
-import { Api, CACHE, ROWS, ensureCsv, fmt, importCsv, machineFacts, newLedger, percentile, ratio, rssKiB, saveLedgerData, sleep, startServer, type ImportStatus } from './common.ts';
+import { Api, CACHE, ROWS, ensureCsv, fmt, importCsv, machineFacts, newLedger, percentile, ratio, rssKiB, saveLedgerData, sleep, startServer, uploadCsv, type ImportStatus, type Server } from './common.ts';
 
 const skipLimit = process.env.BENCH_SKIP_LIMIT === '1';
 const skipPaced = process.env.BENCH_SKIP_PACED === '1' || skipLimit;
+const skipCrash = process.env.BENCH_SKIP_CRASH === '1';
 const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
 /** Concurrent list clients during the import. */
 const LISTERS = Number(process.env.BENCH_LISTERS ?? 2);
@@ -185,6 +191,64 @@ async function projectImport(csv: string, dataDir: string): Promise<ProjectResul
   }
 }
 
+interface CrashResult {
+  status: ImportStatus;
+  seconds: number;
+  kills: { processed: number; restartSeconds: number }[];
+  stored: { rows: number; distinctReferences: number; distinctIds: number };
+}
+
+/**
+ * Crash safety at full size: the file is imported into a fresh data folder; when the job has
+ * processed 30 % and again 70 % of the rows, the server is killed with SIGKILL and started again.
+ * The job must complete with exact counts, and the ledger must hold every row once: as many
+ * contacts as rows, as many distinct referenceIds (every row of the file has its own).
+ */
+async function crashImport(csv: string, dataDir: string): Promise<CrashResult> {
+  let server: Server = await startServer(dataDir);
+  const { ledgerId, base } = await newLedger(server);
+  let api = new Api(server.base);
+  await api.signIn();
+  const t0 = performance.now();
+  const kills: CrashResult['kills'] = [];
+  try {
+    const job = await uploadCsv(api, base, csv);
+    const status = () => api.call<ImportStatus>('GET', `${base}/imports/${job.id}`);
+    for (const fraction of [0.3, 0.7]) {
+      let s = await status();
+      while (s.status !== 'completed' && s.status !== 'failed' && s.processed < ROWS * fraction) {
+        await sleep(100);
+        s = await status();
+      }
+      if (s.status === 'completed' || s.status === 'failed') throw new Error(`the import ended before the kill at ${fraction * 100} %: ${JSON.stringify(s)}`);
+      const exited = once(server.child, 'exit');
+      server.child.kill('SIGKILL');
+      await exited;
+      const r0 = performance.now();
+      server = await startServer(dataDir);
+      api = new Api(server.base);
+      await api.signIn();
+      kills.push({ processed: s.processed, restartSeconds: (performance.now() - r0) / 1000 });
+    }
+    let s = await status();
+    while (s.status !== 'completed' && s.status !== 'failed') {
+      await sleep(100);
+      s = await status();
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    await server.stop();
+    const out = execFileSync(
+      'sqlite3',
+      [join(dataDir, 'contact-ledger.db'), `SELECT count(*), count(DISTINCT reference_id), count(DISTINCT id) FROM contacts WHERE ledger_id = '${ledgerId.replace(/'/g, '')}'`],
+      { encoding: 'utf8' },
+    ).trim();
+    const [rows, distinctReferences, distinctIds] = out.split('|').map(Number) as [number, number, number];
+    return { status: s, seconds, kills, stored: { rows, distinctReferences, distinctIds } };
+  } finally {
+    await server.stop();
+  }
+}
+
 async function main() {
   const csv = await ensureCsv();
   const mib = statSync(csv).size / 1024 ** 2;
@@ -223,6 +287,17 @@ async function main() {
     console.log(`server peak RSS during the import: ${(p.peakRss / 1024).toFixed(0)} MiB`);
     const saved = saveLedgerData(dataDir, p.orgId, p.ledgerId);
     console.log(`the imported ledger is kept for bench:list and bench:download in ${saved.dataDir}`);
+    if (!skipCrash) {
+      settleDisk();
+      const c = await crashImport(csv, join(work, 'crash'));
+      const kills = c.kills.map((k) => `at ${fmt(k.processed)} rows (restart ${k.restartSeconds.toFixed(1)} s)`).join(', ');
+      const s = c.status;
+      console.log(`crash    kill -9 ${kills}: ${s.status} in ${c.seconds.toFixed(1)} s; imported ${fmt(s.imported)}, duplicates ${s.duplicates}, invalid ${s.invalid}`);
+      console.log(`         stored ${fmt(c.stored.rows)} contacts, ${fmt(c.stored.distinctReferences)} distinct referenceIds, ${fmt(c.stored.distinctIds)} distinct ids`);
+      const exact = s.status === 'completed' && s.imported === ROWS && s.duplicates === 0 && s.invalid === 0 && c.stored.rows === ROWS && c.stored.distinctReferences === ROWS && c.stored.distinctIds === ROWS;
+      if (!exact) throw new Error('crash phase: the rows were not imported exactly once');
+      console.log('crash    every row imported exactly once');
+    }
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
