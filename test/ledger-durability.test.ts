@@ -3,6 +3,8 @@
 // resumes from its cursor once there is room again.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { addContacts, csvForm, expectStatus, ID, ledgerPath, signInRoot, startApp, waitForImport } from './helpers.ts';
 
@@ -77,6 +79,31 @@ D('a download that the client reads slowly does not block imports (RELIABILITY.m
     }
     const lines = text.trim().split('\r\n');
     assert.ok(lines.length >= 5001, `all rows downloaded (${lines.length - 1})`);
+  } finally {
+    await t.close();
+  }
+});
+
+D('a file that cannot be read past a row (changed on disk after its scan) keeps every row before it, fails with the line, and is removed', async () => {
+  const t = await startApp({ noScheduler: true });
+  try {
+    const token = (await signInRoot(t)).accessToken;
+    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Broken' } })).body.id;
+    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'broken' } })).body.id;
+    const good = Array.from({ length: 2500 }, (_, i) => `P ${i},Co,r${i}`);
+    const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(`name,company,referenceId\n${good.join('\n')}\nLast,Co,last\n`) });
+    expectStatus(up, 202);
+    // the stored upload now has a row the reader cannot read (over its record limit) after 2,500 good ones
+    const stored = join(t.dataDir, 'uploads', `${up.body.id}.csv`);
+    writeFileSync(stored, `name,company,referenceId\n${good.join('\n')}\nBig,Co,${'x'.repeat(2 * 1024 * 1024)}\nLast,Co,last\n`);
+    t.rt.scheduler.start();
+    const done = await waitForImport(t, token, orgId, ledgerId, up.body.id, 20_000);
+    assert.is(done.status, 'failed');
+    assert.match(done.message, /line 2502: a row is longer than \d+ bytes \(the 2500 rows before it were processed\)/);
+    assert.equal([done.imported, done.invalid, done.duplicates], [2500, 0, 0], 'every row before the bad one is imported');
+    assert.is(t.rt.db.raw.prepare('SELECT count(*) FROM contacts WHERE import_id = ?').pluck().get(up.body.id), 2500);
+    for (let i = 0; i < 1000 && existsSync(stored); i++) await new Promise((r) => setImmediate(r));
+    assert.is(existsSync(stored), false, 'the upload of a failed job is removed');
   } finally {
     await t.close();
   }

@@ -93,6 +93,8 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
     // the line, at once; anything else (an I/O error) is retried by the scheduler.
     if (!(err instanceof CsvError)) throw err;
     const at = from.lines + ((err as CsvError & { lines?: number }).lines ?? 1);
+    // the rows read before the bad one are still imported; the job then fails at the bad one
+    if (rows.length) await send({ rows, endBytes, endLine: nextLine - 1 });
     throw new CsvReadError(`line ${at}: ${REASONS[err.code] ?? err.message}`, at);
   }
   await send({ rows, endBytes, endLine: nextLine - 1 });

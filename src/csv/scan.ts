@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { parse as parseSync } from 'csv-parse/sync';
+import { MAX_RECORD_BYTES } from './read-rows.ts';
 
 /**
  * One pass over an uploaded file before it is accepted (runs in the CSV worker thread): proves
@@ -97,6 +98,11 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   // line (read-rows.ts), so it is not counted either: quote bytes in the record, and where it began.
   let quotes = 0;
   let recStart = 0;
+  let recLine = 1;
+  // A data record longer than the row reader's limit would fail the job halfway: refuse it here
+  // (the header has its own, lower limit below).
+  const tooLong = (end: number) => records > 0 && end - recStart > MAX_RECORD_BYTES;
+  const tooLongFail = () => fail(422, `line ${recLine}: a row is longer than ${MAX_RECORD_BYTES} bytes; split the file or shorten the row`, recLine);
   let prevCR = false;
   // UTF-8 validation state: continuation bytes still expected, and the range of the next one.
   let need = 0;
@@ -145,6 +151,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
         if (!quoted) {
           fieldStart = true;
           if (lineEnd) {
+            if (tooLong(offset + i)) return tooLongFail();
             if (content && (quotes !== 2 || offset + i - recStart !== 2)) records++;
             content = false;
             quotes = 0;
@@ -152,6 +159,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
           recStart = offset + i + 1;
         }
         if (lineEnd) line++;
+        if (!quoted) recLine = line;
         prevCR = b === 0x0d;
         continue;
       }
@@ -179,6 +187,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   }
   if (need > 0) return fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
   if (quoted) return fail(422, `a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
+  if (tooLong(offset)) return tooLongFail();
   if (content && (quotes !== 2 || offset - recStart !== 2)) records++;
   if (records === 0) return fail(422, 'the file is empty; it needs a header row and at least one contact');
 

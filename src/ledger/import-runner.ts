@@ -169,19 +169,30 @@ export function createImportRunner(d: RunnerDeps): Runner {
       sizer.timed(rows.length, () => storeChunk(lease, imp, rows, { bytes: last.endBytes, lines: last.endLine }));
       at += part.length;
     };
-    for await (const batch of batches) {
-      pending = at < pending.length ? pending.slice(at).concat(batch.rows) : batch.rows;
-      at = 0;
-      while (pending.length - at >= sizer.next()) {
-        storeNext(sizer.next());
-        // The next batch is often already waiting: without a macrotask turn here the loop would
-        // continue on microtasks alone and starve HTTP requests for the whole import.
-        await betweenChunks(d.db);
-        if (stopping()) {
-          await batches.return(undefined);
-          return 'stopped';
+    try {
+      for await (const batch of batches) {
+        pending = at < pending.length ? pending.slice(at).concat(batch.rows) : batch.rows;
+        at = 0;
+        while (pending.length - at >= sizer.next()) {
+          storeNext(sizer.next());
+          // The next batch is often already waiting: without a macrotask turn here the loop would
+          // continue on microtasks alone and starve HTTP requests for the whole import.
+          await betweenChunks(d.db);
+          if (stopping()) {
+            await batches.return(undefined);
+            return 'stopped';
+          }
         }
       }
+    } catch (err) {
+      // The file cannot be read past some row: the rows read before it are stored first, so the
+      // failed job keeps every row before the bad one (the message counts them).
+      if (!(err instanceof CsvReadError)) throw err;
+      while (at < pending.length) {
+        storeNext(sizer.next());
+        await betweenChunks(d.db);
+      }
+      throw err;
     }
     while (at < pending.length) {
       storeNext(sizer.next());
