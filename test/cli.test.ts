@@ -3,7 +3,9 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { ID, request, tempDir } from './helpers.ts';
 import { baseEnv, MAIN, serve } from './child-server.ts';
@@ -131,6 +133,42 @@ C('feed <file>: runs the feed itself when no server runs, hands it to the runnin
   } finally {
     server.child.kill('SIGTERM');
     await server.exit;
+  }
+});
+
+C('feed <file>: when the process holding the data folder is another command that ends, the waiting command ingests the file itself', async () => {
+  const data = tempDir();
+  mkdirSync(data, { recursive: true });
+  const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ops@example.com', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase 42' };
+  // a process that holds the data folder's lock (as a running `feed` or `import` command does) until it is killed
+  const lockModule = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'lock.ts')).href;
+  const holder = spawn(process.execPath, ['--input-type=module', '-e', `const { lockDataDir } = await import(${JSON.stringify(lockModule)}); lockDataDir(${JSON.stringify(data)}); console.log('locked'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    await once(holder.stdout!, 'data');
+    const file = join(data, '..', 'late.jsonl');
+    writeFileSync(file, '{"name":"Lee Late","company":"Acme"}\n');
+    const waiting = spawn(process.execPath, [MAIN, 'feed', file], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    waiting.stdout!.on('data', (d: Buffer) => (out += d));
+    const handed = new Promise<void>((resolve) =>
+      waiting.stderr!.on('data', (d: Buffer) => {
+        err += d;
+        if (/handed late\.jsonl to its inbox/.test(err)) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => waiting.on('exit', resolve));
+    await handed;
+    holder.kill('SIGKILL');
+    let deadline: NodeJS.Timeout | undefined;
+    const code = await Promise.race([exited, new Promise<'waiting'>((resolve) => (deadline = setTimeout(() => resolve('waiting'), 30_000)))]);
+    clearTimeout(deadline);
+    if (code === 'waiting') waiting.kill('SIGKILL');
+    assert.is(code, 0, `still waiting 30 s after the holder ended: ${err}`);
+    assert.match(err, /has ended: ingesting \d+-late\.jsonl here/);
+    assert.match(out, /ingested \d+-late\.jsonl/);
+  } finally {
+    holder.kill('SIGKILL');
   }
 });
 

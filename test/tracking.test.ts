@@ -3,7 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gzipSync, gunzipSync } from 'node:zlib';
-import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
@@ -299,17 +299,108 @@ T('deleting contacts (one, or in bulk) deletes their change history too', async 
   expectStatus(await t.call('GET', `${path}/contacts/${one.id}/changes`, { token: w.tokens.viewer }), 404);
 });
 
+T('people who share an e-mail or a name + company but have different personIds stay apart; replays add nothing', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'shared keys', [{ name: 'Kim Kay', company: 'Acme', title: 'Engineer', email: 'shared@acme.test', referenceId: 'kim' }]);
+  const records = ndjson(
+    { personId: 'k1', email: 'shared@acme.test', name: 'Kim Kay', company: 'Acme', title: 'Engineer', observedAt: '2026-11-01' },
+    { personId: 'k2', email: 'shared@acme.test', name: 'Lou Lim', company: 'Globex', title: 'Sales Rep', observedAt: '2026-11-01' },
+    { personId: 'js1', name: 'John Smith', company: 'IBM', title: 'Engineer', observedAt: '2026-11-01' },
+    { personId: 'js2', name: 'John Smith', company: 'IBM', title: 'Architect', observedAt: '2026-11-01' },
+  );
+  const first = await feed(t, w.root, records);
+  assert.equal([first.personsUpdated, first.jobChanges, first.infoChanges], [4, 0, 0]);
+  for (let i = 0; i < 2; i++) {
+    const again = await feed(t, w.root, records);
+    assert.equal([again.personsUpdated, again.jobChanges, again.infoChanges, again.stale], [0, 0, 0, 0], `replay ${i + 1} adds nothing`);
+  }
+  const kim = await contact(t, w, path, 'kim');
+  assert.equal([kim.company, kim.title, kim.isVerified, kim.lastJobChangedAt], ['Acme', 'Engineer', true, null]);
+  const db = t.rt.db.raw;
+  assert.equal(db.prepare("SELECT external_id FROM people WHERE external_id IN ('k1','k2','js1','js2') ORDER BY external_id").pluck().all(), ['js1', 'js2', 'k1', 'k2']);
+});
+
+T('a record with a LinkedIn URL finds the person known so far only by e-mail (who had no LinkedIn): one person, a job change', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'email first', [{ name: 'Gus Grey', company: 'Globex', email: 'gus@globex.test', referenceId: 'gus' }]);
+  await feed(t, w.root, ndjson({ email: 'gus@globex.test', name: 'Gus Grey', company: 'Globex', observedAt: '2026-11-20' }));
+  const job = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/gus-grey', email: 'gus@globex.test', name: 'Gus Grey', company: 'Umbrella Corp', title: 'COO', observedAt: '2026-11-22' }));
+  assert.equal([job.jobChanges, job.personsUpdated], [1, 1]);
+  const gus = await contact(t, w, path, 'gus');
+  assert.is(gus.company, 'Umbrella Corp');
+  assert.is(t.rt.db.raw.prepare("SELECT count(*) FROM people WHERE email = 'gus@globex.test'").pluck().get(), 1, 'still one person');
+  const history = (await t.call('GET', `${path}/contacts/${gus.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.is(history[0].observedAt, '2026-11-22T00:00:00.000Z');
+  // a person with another LinkedIn profile is someone else, though the e-mail is the same
+  const other = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/gus-grey-2', email: 'gus@globex.test', name: 'Gus Grey', company: 'Hooli', observedAt: '2026-11-23' }));
+  assert.equal([other.jobChanges, other.personsUpdated], [0, 1]);
+  assert.is((await contact(t, w, path, 'gus')).company, 'Umbrella Corp');
+});
+
+T('observedAt more than a day ahead is rejected (it would make every later record look stale); change rows carry the observation time', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'future', [{ name: 'Fay Future', company: 'Acme', linkedin: 'linkedin.com/in/fay-future', referenceId: 'fay' }]);
+  const future = new Date(t.clock.now() + 2 * 86_400_000).toISOString();
+  const job = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/fay-future', name: 'Fay Future', company: 'Acme', observedAt: future }));
+  assert.equal([job.invalid, job.personsUpdated], [1, 0]);
+  assert.match((await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root })).text, /observedAt .* is in the future/);
+  const later = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/fay-future', name: 'Fay Future', company: 'Globex' }));
+  assert.equal([later.stale, later.jobChanges], [0, 1]);
+  const fay = await contact(t, w, path, 'fay');
+  const history = (await t.call('GET', `${path}/contacts/${fay.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.is(history[0].observedAt, new Date(t.clock.now()).toISOString(), 'a record without observedAt is observed when it arrives');
+  // import-time matching: the change row carries when the person was observed
+  const imported = await ledgerWith(t, w, 'future import', [{ name: 'Fay Future', company: 'Acme', linkedin: 'linkedin.com/in/fay-future', referenceId: 'fay2' }]);
+  const fay2 = await contact(t, w, imported.path, 'fay2');
+  const h2 = (await t.call('GET', `${imported.path}/contacts/${fay2.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(h2.map((c: any) => [c.type, c.observedAt]), [['job', history[0].observedAt]]);
+});
+
+T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part of the first record; odd JSON-array elements are rejected alone', async ({ t, w }) => {
+  const long = JSON.stringify({ name: 'Long Line', company: 'C', notes: 'x'.repeat(1_200_000) });
+  const nd = await feed(t, w.root, gzipSync(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(ndjson({ name: 'Bom One', company: 'BomCo' }) + long + '\r\n' + ndjson({ name: 'After Long', company: 'C' }))])));
+  assert.equal([nd.status, nd.received, nd.invalid, nd.personsUpdated], ['completed', 3, 1, 2]);
+  assert.match((await t.call('GET', `${FEED}/${nd.id}/errors`, { token: w.root })).text, /2,2,the line is longer than 1048576 bytes/);
+  const arr = await feed(t, w.root, `[{"name":"J1","company":"C"},\n null,\n "text", 42,\n {"name":"J2","company":"C","notes":"${'y'.repeat(1_100_000)}"},\n {"name":"J3","company":"C"}]`, 'application/json');
+  assert.equal([arr.status, arr.received, arr.invalid, arr.personsUpdated], ['completed', 6, 4, 2]);
+  const errors = (await t.call('GET', `${FEED}/${arr.id}/errors`, { token: w.root })).text;
+  assert.match(errors, /2,2,a record must be an object/);
+  assert.match(errors, /3,3,a record must be an object/);
+  assert.match(errors, /4,3,a record must be an object/);
+  assert.match(errors, /5,4,the element is longer than/);
+});
+
+T('feed CSV: the delimiter is voted on the header, line numbers count a quoted CRLF once, booleans in any case, no status without an address', async ({ t, w }) => {
+  const semi = await feed(t, w.root, 'name;company;hasMultipleJobs\nSemi Colon;Acme, Inc.;TRUE\nSemi Two;Acme;0\n', 'text/csv');
+  assert.equal([semi.received, semi.invalid, semi.personsUpdated], [2, 0, 2]);
+  assert.equal(t.rt.db.raw.prepare("SELECT company, has_multiple_jobs AS m FROM people WHERE name = 'Semi Colon'").get(), { company: 'Acme, Inc.', m: 1 });
+  const crlf = await feed(t, w.root, 'name,company\r\n"A\r\n1",C\r\nbad\r\n\r\n"B\r\n2",C,extra\r\n', 'text/csv');
+  const errors = (await t.call('GET', `${FEED}/${crlf.id}/errors`, { token: w.root })).text;
+  assert.match(errors, /2,4,"the row has 1 columns/);
+  assert.match(errors, /3,6,"the row has 3 columns/);
+  const { path } = await ledgerWith(t, w, 'status', [{ name: 'No Mail', company: 'Acme', linkedin: 'linkedin.com/in/no-mail', referenceId: 'nm' }]);
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/no-mail', name: 'No Mail', company: 'Acme', emailStatus: 'valid', location: 'Rome' }));
+  assert.equal((await contact(t, w, path, 'nm')).contactInfo, { email: null, emailStatus: null });
+});
+
+T('replaying records without observedAt writes nothing', async ({ t, w }) => {
+  const records = ndjson({ name: 'Rex Replay', company: 'Acme' }, { linkedin: 'linkedin.com/in/rex-2', name: 'Rex Two', company: 'Acme' });
+  assert.is((await feed(t, w.root, records)).personsUpdated, 2);
+  (t.clock as ManualClock).advance(60_000);
+  const again = await feed(t, w.root, records);
+  assert.equal([again.personsUpdated, again.stale, again.jobChanges, again.infoChanges], [0, 0, 0, 0]);
+});
+
 T('a truncated gzip fails its job and says how far it applied', async ({ t, w }) => {
   const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ name: `Person ${i}`, company: `Co ${i}` })).join('\n');
   const full = gzipSync(lines);
   const job = await feed(t, w.root, full.subarray(0, Math.floor(full.length * 0.8)));
   assert.is(job.status, 'failed');
   assert.match(job.message, /truncated/);
-  assert.match(job.message, /records 1–\d+ were applied|nothing was applied/);
+  const applied = /records 1–(\d+) were applied/.exec(job.message);
+  assert.ok(applied, job.message);
+  assert.is(Number(applied![1]), job.received, 'the message names the records of the committed chunks');
   assert.ok(job.personsUpdated <= 3000);
   const unclosed = await feed(t, w.root, '[{"name":"A","company":"B"}', 'application/json');
   assert.is(unclosed.status, 'failed');
-  assert.match(unclosed.message, /not closed/);
+  assert.match(unclosed.message, /not closed.*; nothing was applied$/);
 });
 
 T('feed CSV quotes: a stray quote is a literal character; a quote never closed fails the job at once, naming the line', async ({ t, w }) => {
@@ -353,7 +444,7 @@ async function settled(t: TestApp, name: string): Promise<'done' | 'failed'> {
 
 I('inbox files are taken once they stopped changing, then moved to done/ or failed/ with the reason', async ({ t }) => {
   const inbox = join(t.dataDir, 'inbox');
-  mkdirSync(inbox, { recursive: true });
+  assert.ok(existsSync(inbox), 'the inbox folder exists from the start');
   const old = new Date(Date.now() - 10_000);
   const put = (name: string, body: string | Buffer) => {
     writeFileSync(join(inbox, name), body);
@@ -374,6 +465,13 @@ I('inbox files are taken once they stopped changing, then moved to done/ or fail
   assert.match(readFileSync(join(inbox, 'failed', 'broken.jsonl.gz.reason.txt'), 'utf8'), /gzip/);
   assert.is(await settled(t, 'notes.txt'), 'failed');
   assert.match(readFileSync(join(inbox, 'failed', 'notes.txt.reason.txt'), 'utf8'), /not a feed file/);
+  // another file of the same name does not overwrite the first one in failed/
+  put('notes.txt', 'hello again');
+  assert.is(feeds.scanInbox(), 0);
+  feeds.scanInbox();
+  const kept = readdirSync(join(inbox, 'failed')).filter((n) => n.endsWith('notes.txt'));
+  assert.is(kept.length, 2, kept.join());
+  assert.equal(kept.map((n) => readFileSync(join(inbox, 'failed', n), 'utf8')).sort(), ['hello', 'hello again']);
   assert.ok(existsSync(join(inbox, '.incoming.jsonl.partial')));
   assert.ok(existsSync(join(inbox, 'growing.jsonl')));
   const list = await t.call('GET', FEED, { token: (await signInRoot(t)).accessToken });
@@ -436,6 +534,15 @@ I('the daily change set holds the contacts changed that day, in the API shape, s
   assert.is(seen.length, 20);
   assert.ok(seen.every((c) => c.company === 'New Co' && c.ledgerId === ledgerId && c.lastJobChangedAt));
   expectStatus(await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/streams/daily/${day}/changes-${day}-99.jsonl.gz`, { token: w.tokens.viewer }), 404);
+  // a recorded file that is gone (a database restored without its exports/ folder): 404, not a broken 200
+  const gone = listed.body.streams[0].files[0].name;
+  const goneFile = join(t.dataDir, 'exports', 'ledgers', ledgerId, 'streams', 'daily', day, gone);
+  const kept = readFileSync(goneFile);
+  rmSync(goneFile);
+  const missing = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/streams/daily/${day}/${gone}`, { token: w.tokens.viewer });
+  expectStatus(missing, 404);
+  assert.match(missing.headers.get('content-type') ?? '', /problem\+json/);
+  writeFileSync(goneFile, kept);
   expectStatus(await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/streams/daily/${day}/..%2F..%2Fcontact-ledger.db`, { token: w.tokens.viewer }), 404);
   assert.is((await t.rt.tracking.dailySets.generate(day)).length, 0, 'a day is written once');
 

@@ -2,7 +2,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync
 import { basename, join } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { newId } from '../ids.ts';
-import { openRuntime } from '../runtime.ts';
+import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { feedsDir, formatOfName, inboxDir } from '../tracking/feed-service.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
@@ -10,6 +10,16 @@ import { commandLogger } from './common.ts';
 import { progress } from './progress.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Whether a process exists (signal 0 only checks; EPERM means it exists under another user). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 /**
  * `contact-ledger feed <file>`: ingests a person-data file (SPEC §5). With the server stopped it
@@ -41,20 +51,39 @@ export const feedCommand: Command = {
       copyFileSync(file, join(inbox, `.${name}.partial`));
       renameSync(join(inbox, `.${name}.partial`), join(inbox, name));
       io.err(`the server (pid ${err.pid}) is running: handed ${basename(file)} to its inbox as ${name}`);
-      for (let waited = 0; ; waited += 500) {
-        if (existsSync(join(inbox, 'done', name))) {
-          bar.done();
-          io.out(`ingested ${name} (see GET /api/ledger/v1/feed for its counts)`);
-          return EXIT_OK;
+      // Whoever holds the data folder may be another command that ends before it looks at the
+      // inbox: when it is gone, this command opens the folder itself and its own scheduler takes
+      // the file (a file left half-processed is put back into the inbox at start).
+      let holder = err.pid;
+      let own: Runtime | undefined;
+      try {
+        for (let waited = 0; ; waited += 500) {
+          if (existsSync(join(inbox, 'done', name))) {
+            bar.done();
+            io.out(`ingested ${name}; its counts are in GET /api/ledger/v1/feed (source "inbox")`);
+            return EXIT_OK;
+          }
+          if (existsSync(join(inbox, 'failed', name))) {
+            bar.done();
+            const reason = existsSync(join(inbox, 'failed', `${name}.reason.txt`)) ? readFileSync(join(inbox, 'failed', `${name}.reason.txt`), 'utf8').trim() : 'see the server log';
+            io.err(`the feed failed: ${reason}`);
+            return EXIT_FAILURE;
+          }
+          if (!own && !isAlive(holder)) {
+            try {
+              own = await openRuntime(config, { log: commandLogger(io, config) });
+              own.scheduler.start();
+              io.err(`the process that held the data folder (pid ${holder}) has ended: ingesting ${name} here`);
+            } catch (again) {
+              if (!(again instanceof DataDirLockedError)) throw again;
+              holder = again.pid;
+            }
+          }
+          bar.update(Math.round(waited / 1000), undefined, `s waiting for ${own ? 'the inbox' : 'the server'} to ingest ${name}`);
+          await pause(500);
         }
-        if (existsSync(join(inbox, 'failed', name))) {
-          bar.done();
-          const reason = existsSync(join(inbox, 'failed', `${name}.reason.txt`)) ? readFileSync(join(inbox, 'failed', `${name}.reason.txt`), 'utf8').trim() : 'see the server log';
-          io.err(`the feed failed: ${reason}`);
-          return EXIT_FAILURE;
-        }
-        bar.update(Math.round(waited / 1000), undefined, `s waiting for the server to ingest ${name}`);
-        await pause(500);
+      } finally {
+        await own?.close();
       }
     }
     if (rt.bootstrap?.generatedPassword) io.err(`created the first superuser ${rt.bootstrap.email} with the password ${rt.bootstrap.generatedPassword} (shown only now)`);

@@ -48,13 +48,16 @@ const REASONS: Record<string, string> = {
   CSV_MAX_RECORD_SIZE: `a row is longer than ${MAX_RECORD_BYTES} bytes`,
 };
 
-/** Line breaks inside a field (quoted newlines): \r\n, \n and a lone \r each count once. */
-function breaksIn(field: string): number {
+/** Line breaks inside the fields of a record (quoted newlines): \r\n, \n and a lone \r each count once. */
+export function lineBreaksIn(record: string[]): number {
   let n = 0;
-  for (let i = 0; i < field.length; i++) {
-    const c = field.charCodeAt(i);
-    if (c === 10) n++;
-    else if (c === 13 && field.charCodeAt(i + 1) !== 10) n++;
+  for (const field of record) {
+    if (!field.length || (!field.includes('\n') && !field.includes('\r'))) continue;
+    for (let i = 0; i < field.length; i++) {
+      const c = field.charCodeAt(i);
+      if (c === 10) n++;
+      else if (c === 13 && field.charCodeAt(i + 1) !== 10) n++;
+    }
   }
   return n;
 }
@@ -71,9 +74,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { bytes: number } }>) {
       const line = nextLine;
-      let breaks = 0;
-      for (const f of record) if (f.length && (f.includes('\n') || f.includes('\r'))) breaks += breaksIn(f);
-      nextLine = line + breaks + 1;
+      nextLine = line + lineBreaksIn(record) + 1;
       endBytes = from.bytes + info.bytes;
       if (record.length === 1 && record[0] === '') continue; // an empty line
       const endLine = nextLine - 1;

@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdirSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { createGzip } from 'node:zlib';
@@ -157,7 +157,16 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
       const set = d.sets.findSet(ledgerId, day);
       const entry = set?.files.find((f) => f.name === file);
       if (!set || !entry) throw notFound('change set file', `${day}/${file}`);
-      return { entry, stream: createReadStream(join(dailyDir(d.dataDir, ledgerId, day), entry.name)) };
+      // opened before any header is sent: a recorded file that is gone (a database restored without
+      // its exports/ folder) is a 404, not a 200 that breaks off
+      let fd: number;
+      try {
+        fd = openSync(join(dailyDir(d.dataDir, ledgerId, day), entry.name), 'r');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw notFound('change set file', `${day}/${file}`);
+        throw err;
+      }
+      return { entry, stream: createReadStream('', { fd }) };
     },
   };
 }

@@ -26,7 +26,11 @@ function text(v: unknown, field: string, max: number): string | undefined | { er
 }
 const bad = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null;
 
-export function validateFeedRecord(input: unknown): FeedInputResult {
+/** How far in the future an `observedAt` may be (clock skew between a provider and this machine). */
+export const OBSERVED_AT_SKEW_MS = 24 * 60 * 60 * 1000;
+
+/** `now` bounds `observedAt`: a record observed in the future would make every later one look stale. */
+export function validateFeedRecord(input: unknown, now: number): FeedInputResult {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return reject('a record must be an object');
   const raw = input as Record<string, unknown>;
   const record: Partial<FeedRecord> = {};
@@ -60,12 +64,15 @@ export function validateFeedRecord(input: unknown): FeedInputResult {
     if (v === undefined) continue;
     const t = parseTimestamp(v);
     if (t === undefined) return reject(`${field} must be an ISO 8601 timestamp or a date`);
+    if (field === 'observedAt' && t > now + OBSERVED_AT_SKEW_MS) return reject(`observedAt "${v}" is in the future`);
     record[field] = t;
   }
   const multi = raw.hasMultipleJobs;
   if (multi !== undefined && multi !== null && multi !== '') {
-    if (multi === true || multi === 'true') record.hasMultipleJobs = true;
-    else if (multi === false || multi === 'false') record.hasMultipleJobs = false;
+    // CSV cells arrive as text: true/false in any case, or 1/0
+    const m = typeof multi === 'string' ? multi.trim().toLowerCase() : multi;
+    if (m === true || m === 'true' || m === '1') record.hasMultipleJobs = true;
+    else if (m === false || m === 'false' || m === '0') record.hasMultipleJobs = false;
     else return reject('hasMultipleJobs must be true or false');
   }
   if (!record.name || !record.company) {

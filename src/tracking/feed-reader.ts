@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
 import { CsvError, parse } from 'csv-parse';
+import { lineBreaksIn } from '../csv/read-rows.ts';
+import { detectDelimiter } from '../csv/scan.ts';
 import type { Readable } from 'node:stream';
 
 /**
@@ -34,10 +35,73 @@ const readError = (err: unknown) => {
   return err;
 };
 
-async function* ndjson(input: Readable): AsyncGenerator<FeedItem> {
+/** The longest record a feed may hold (a line of NDJSON, an element of a JSON array, a CSV record). */
+export const MAX_FEED_RECORD_BYTES = 1 << 20;
+
+/**
+ * Lines of a byte stream (LF, CRLF or a lone CR), with their line numbers; a line longer than
+ * MAX_FEED_RECORD_BYTES comes out as `null` (its bytes are skipped, never held) so that one
+ * endless line can neither exhaust memory nor hide the records after it.
+ */
+async function* lines(input: Readable): AsyncGenerator<{ line: number; text: string | null }> {
   let line = 0;
-  for await (const text of createInterface({ input, crlfDelay: Infinity })) {
+  let parts: Buffer[] = [];
+  let size = 0;
+  let tooLong = false;
+  let prevCR = false;
+  let first = true;
+  const take = (): { line: number; text: string | null } => {
     line++;
+    let text: string | null = null;
+    if (!tooLong) {
+      text = (parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)).toString('utf8');
+      if (first && text.charCodeAt(0) === 0xfeff) text = text.slice(1); // a UTF-8 byte order mark
+    }
+    first = false;
+    parts = [];
+    size = 0;
+    tooLong = false;
+    return { line, text };
+  };
+  const add = (b: Buffer) => {
+    if (tooLong || b.length === 0) return;
+    size += b.length;
+    if (size > MAX_FEED_RECORD_BYTES) {
+      tooLong = true;
+      parts = [];
+    } else parts.push(b);
+  };
+  for await (const chunk of input as AsyncIterable<Buffer>) {
+    let pos = 0;
+    if (prevCR && chunk[0] === 0x0a) pos = 1; // the LF of a CRLF split across chunks
+    prevCR = false;
+    let cr = chunk.indexOf(0x0d, pos);
+    while (pos < chunk.length) {
+      if (cr !== -1 && cr < pos) cr = chunk.indexOf(0x0d, pos); // -1 stays -1: no CR left in the chunk
+      const lf = chunk.indexOf(0x0a, pos);
+      const end = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+      if (end === -1) {
+        add(chunk.subarray(pos));
+        break;
+      }
+      add(chunk.subarray(pos, end));
+      yield take();
+      pos = end + 1;
+      if (end === cr) {
+        if (pos === chunk.length) prevCR = true;
+        else if (chunk[pos] === 0x0a) pos++;
+      }
+    }
+  }
+  if (size > 0 || tooLong) yield take();
+}
+
+async function* ndjson(input: Readable): AsyncGenerator<FeedItem> {
+  for await (const { line, text } of lines(input)) {
+    if (text === null) {
+      yield { line, error: `the line is longer than ${MAX_FEED_RECORD_BYTES} bytes` };
+      continue;
+    }
     if (!text.trim()) continue;
     try {
       yield { line, value: JSON.parse(text) as unknown };
@@ -52,43 +116,104 @@ async function* ndjson(input: Readable): AsyncGenerator<FeedItem> {
 const FEED_FIELDS = ['personId', 'linkedin', 'email', 'emailStatus', 'name', 'company', 'title', 'location', 'jobStartedAt', 'hasMultipleJobs', 'observedAt'];
 const FIELD_BY_KEY = new Map(FEED_FIELDS.map((f) => [f.toLowerCase(), f]));
 
+/** The stream's first bytes, left in the stream (null when it is empty). */
+async function peek(input: Readable): Promise<Buffer | null> {
+  for (;;) {
+    const chunk = input.read() as Buffer | null;
+    if (chunk) {
+      input.unshift(chunk);
+      return chunk;
+    }
+    if (input.readableEnded || input.destroyed) return null;
+    await new Promise<void>((resolve, reject) => {
+      const done = () => {
+        input.off('readable', done).off('end', done).off('error', fail);
+        resolve();
+      };
+      const fail = (err: Error) => {
+        input.off('readable', done).off('end', done).off('error', fail);
+        reject(err);
+      };
+      input.on('readable', done).on('end', done).on('error', fail);
+    });
+  }
+}
+
+/**
+ * CSV with a header row; the delimiter (`,` `;` or tab) is voted on the header line as for
+ * contact uploads. Line numbers are where a record starts; a line break inside a quoted field
+ * (CRLF, LF or a lone CR) counts once, as in contact uploads.
+ */
 async function* csv(input: Readable): AsyncGenerator<FeedItem> {
-  const parser = input.pipe(parse({ bom: true, info: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, max_record_size: 1 << 20, record_delimiter: ['\r\n', '\n', '\r'] }));
+  const head = await peek(input);
+  const firstLine = head ? head.toString('utf8').replace(/^\ufeff/, '').split(/[\r\n]/, 1)[0]! : '';
+  const parser = input.pipe(
+    parse({ bom: true, delimiter: detectDelimiter(firstLine), relax_column_count: true, relax_quotes: true, max_record_size: MAX_FEED_RECORD_BYTES, record_delimiter: ['\r\n', '\n', '\r'] }),
+  );
   let header: (string | undefined)[] | undefined;
-  for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+  let nextLine = 1;
+  for await (const record of parser as AsyncIterable<string[]>) {
+    const line = nextLine;
+    nextLine += 1 + lineBreaksIn(record);
+    if (record.length === 1 && record[0] === '') continue; // an empty line
     if (!header) {
       header = record.map((h) => FIELD_BY_KEY.get(h.trim().toLowerCase().replace(/[\s_-]+/g, '')));
       continue;
     }
     if (record.length !== header.length) {
-      yield { line: info.lines, error: `the row has ${record.length} columns, the header has ${header.length}` };
+      yield { line, error: `the row has ${record.length} columns, the header has ${header.length}` };
       continue;
     }
     const value: Record<string, string> = {};
     header.forEach((f, i) => {
       if (f && record[i] !== '') value[f] = record[i]!;
     });
-    yield { line: info.lines, value };
+    yield { line, value };
   }
 }
 
-/** A JSON array of objects, split into its elements while streaming. */
+/**
+ * A JSON array of records, split into its elements while streaming. An element that is not an
+ * object (a string, a number, null…) or is longer than MAX_FEED_RECORD_BYTES is an error item
+ * with its line, like a bad NDJSON line; only a file that is not an array at all, or whose array
+ * never closes, fails as a whole.
+ */
 async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
   input.setEncoding('utf8');
   let line = 1;
-  let depth = 0;
+  let depth = 0; // 1 inside the array, 2+ inside an element
   let inString = false;
   let escaped = false;
   let started = false;
   let ended = false;
   let buf = '';
+  let tooLong = false;
+  let scalar = false; // an element that is not an object or array is being skipped
   let startLine = 1;
+  const element = (): FeedItem => {
+    const item: FeedItem = scalar
+      ? { line: startLine, error: 'a record must be an object' }
+      : tooLong
+        ? { line: startLine, error: `the element is longer than ${MAX_FEED_RECORD_BYTES} characters` }
+        : parseElement(buf, startLine);
+    buf = '';
+    tooLong = false;
+    scalar = false;
+    return item;
+  };
+  const keep = (ch: string) => {
+    if (tooLong) return;
+    if (buf.length >= MAX_FEED_RECORD_BYTES) {
+      tooLong = true;
+      buf = '';
+    } else buf += ch;
+  };
   for await (const chunk of input as AsyncIterable<string>) {
     for (let i = 0; i < chunk.length; i++) {
       const ch = chunk[i]!;
       if (ch === '\n') line++;
       if (inString) {
-        if (depth >= 2) buf += ch;
+        if (depth >= 2) keep(ch);
         if (escaped) escaped = false;
         else if (ch === '\\') escaped = true;
         else if (ch === '"') inString = false;
@@ -105,45 +230,46 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
         if (!/\s/.test(ch)) throw new FeedReadError(`unexpected text after the end of the array (line ${line})`);
         continue;
       }
-      if (ch === '"') {
-        inString = true;
-        if (depth >= 2) buf += ch;
-        else throw new FeedReadError(`line ${line}: the array must contain objects`);
-        continue;
-      }
-      if (ch === '{' || ch === '[') {
-        if (depth === 1) {
-          startLine = line;
-          buf = '';
-        }
-        depth++;
-        buf += ch;
-        continue;
-      }
-      if (ch === '}' || ch === ']') {
-        if (depth === 1 && ch === ']') {
-          ended = true;
-          depth = 0;
+      if (depth === 1) {
+        if (ch === ',' || ch === ']') {
+          if (scalar) yield element();
+          if (ch === ']') {
+            ended = true;
+            depth = 0;
+          }
           continue;
         }
-        depth--;
-        buf += ch;
-        if (depth === 1) {
-          try {
-            yield { line: startLine, value: JSON.parse(buf) as unknown };
-          } catch {
-            yield { line: startLine, error: 'the element is not valid JSON' };
-          }
-          buf = '';
+        if (/\s/.test(ch)) continue;
+        if (ch === '{' || ch === '[') {
+          startLine = line;
+          buf = ch;
+          depth = 2;
+          continue;
         }
+        if (!scalar) {
+          scalar = true;
+          startLine = line;
+        }
+        if (ch === '"') inString = true;
         continue;
       }
-      if (depth >= 2) buf += ch;
-      else if (ch !== ',' && !/\s/.test(ch)) throw new FeedReadError(`line ${line}: the array must contain objects`);
+      if (ch === '"') inString = true;
+      else if (ch === '{' || ch === '[') depth++;
+      else if (ch === '}' || ch === ']') depth--;
+      keep(ch);
+      if (depth === 1) yield element();
     }
   }
   if (!started) throw new FeedReadError('the file is empty');
   if (!ended) throw new FeedReadError('the JSON array is not closed (is the file complete?)');
+}
+
+function parseElement(text: string, line: number): FeedItem {
+  try {
+    return { line, value: JSON.parse(text) as unknown };
+  } catch {
+    return { line, error: 'the element is not valid JSON' };
+  }
 }
 
 /** The feed's items in order, after skipping the first `skip` records (resume). */

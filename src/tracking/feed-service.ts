@@ -66,6 +66,11 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
   }
 
   /** Where a finished feed's file goes: deleted, or (inbox) moved to done/ or failed/ with the reason beside it. */
+  /** `dir/name`, or `dir/<prefix>-name` when a file of that name is already there (never overwritten). */
+  function freeName(dir: string, name: string, prefix: string): string {
+    return existsSync(join(dir, name)) ? join(dir, `${prefix}-${name}`) : join(dir, name);
+  }
+
   function settleFile(feed: FeedJob, failure: string | null): void {
     if (!feed.filePath || !existsSync(feed.filePath)) return;
     try {
@@ -75,8 +80,7 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
       }
       const dir = join(inbox, failure ? 'failed' : 'done');
       mkdirSync(dir, { recursive: true });
-      const name = basename(feed.filePath).replace(/^feed_[0-9a-z]+-/, '');
-      const target = existsSync(join(dir, name)) ? join(dir, `${feed.id}-${name}`) : join(dir, name);
+      const target = freeName(dir, basename(feed.filePath).replace(/^feed_[0-9a-z]+-/, ''), feed.id);
       renameSync(feed.filePath, target);
       if (failure) writeFileSync(`${target}.reason.txt`, `${failure}\n`);
     } catch (err) {
@@ -138,7 +142,7 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
               d.feeds.insertRejection(feed.id, recordNo, item.line, item.error);
               continue;
             }
-            const v = validateFeedRecord(item.value);
+            const v = validateFeedRecord(item.value, d.clock.now());
             if (!v.ok) {
               p.invalid++;
               d.feeds.insertRejection(feed.id, recordNo, item.line, v.reason);
@@ -179,7 +183,7 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
         if (chunk.length) apply(chunk);
       } catch (err) {
         if (!(err instanceof FeedReadError)) throw err;
-        const applied = recordNo - chunk.length;
+        const applied = recordNo; // the records of committed chunks; the chunk being read was not applied
         finish(lease, feed, `${err.message}; ${applied ? `records 1–${applied} were applied, nothing after them` : 'nothing was applied'}`);
         return 'done';
       }
@@ -219,8 +223,9 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
       const format = formatOfName(name);
       if (!format) {
         mkdirSync(join(inbox, 'failed'), { recursive: true });
-        renameSync(path, join(inbox, 'failed', name));
-        writeFileSync(join(inbox, 'failed', `${name}.reason.txt`), 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz\n');
+        const target = freeName(join(inbox, 'failed'), name, newId('feed'));
+        renameSync(path, target);
+        writeFileSync(`${target}.reason.txt`, 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz\n');
         continue;
       }
       const id = newId('feed');
@@ -246,6 +251,7 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
    * without a job (the process died between taking it and registering it) goes back to the inbox.
    */
   function recoverInbox(): number {
+    mkdirSync(inbox, { recursive: true }); // there from the start, as operations.md's data layout says
     const dir = join(inbox, 'processing');
     let names: string[];
     try {

@@ -41,25 +41,36 @@ const samePerson = (p: Person, next: Omit<Person, 'seq' | 'id'>) => PERSON_FIELD
  * `name`, `importCompany` and `importTitle` are never touched. Replaying a record changes nothing.
  */
 export function createTracker(d: TrackerDeps) {
-  /** Finds the person a record is about: personId, LinkedIn slug, e-mail, then name + company. */
+  /**
+   * Finds the person a record is about: personId, LinkedIn slug, e-mail, then name + company. The
+   * weaker keys (e-mail, name + company) only find a person who could be the same one: a person
+   * known under another personId or another LinkedIn profile is someone else who shares the
+   * address or the name, and the record is then about a new person.
+   */
   function findPerson(r: { personId?: string; linkedin?: string; email?: string; name: string; company: string }): Person | undefined {
     if (r.personId) {
       const p = d.people.findByExternalId(r.personId);
       if (p) return p;
     }
-    if (r.linkedin) return d.people.findBySlug(linkedinSlug(r.linkedin));
-    if (r.email) {
-      const p = d.people.findByEmail(r.email);
+    const slug = r.linkedin ? linkedinSlug(r.linkedin) : undefined;
+    if (slug) {
+      const p = d.people.findBySlug(slug);
       if (p) return p;
     }
-    return d.people.findByKeys(nameKey(r.name), companyKey(r.company));
+    const compatible = (p: Person | undefined) =>
+      p && (!r.personId || p.externalId === null || p.externalId === r.personId) && (!slug || p.linkedinSlug === null || p.linkedinSlug === slug) ? p : undefined;
+    if (r.email) {
+      const p = compatible(d.people.findByEmail(r.email));
+      if (p) return p;
+    }
+    return compatible(d.people.findByKeys(nameKey(r.name), companyKey(r.company)));
   }
 
   /**
    * Brings a contact up to the person's state; records and announces the changes. A contact the
    * person was just found for (`newMatch`) is matched to it (isVerified) in the same update.
    */
-  function reconcile(c: TrackedContact, p: Person, observedAt: number | null, counts: TrackingCounts, newMatch: boolean): void {
+  function reconcile(c: TrackedContact, p: Person, counts: TrackingCounts, newMatch: boolean): void {
     const now = d.clock.now();
     const changes: Omit<Change, 'seq'>[] = [];
     const next: TrackedFields = {
@@ -76,7 +87,7 @@ export function createTracker(d: TrackerDeps) {
       lastJobChangedAt: c.lastJobChangedAt,
       lastInfoChangedAt: c.lastInfoChangedAt,
     };
-    const base = { ledgerId: c.ledgerId, contactId: c.id, detectedAt: now, observedAt };
+    const base = { ledgerId: c.ledgerId, contactId: c.id, detectedAt: now, observedAt: p.observedAt };
     const jobChange = p.companyKey !== next.companyKey;
     if (jobChange) {
       changes.push({ ...base, id: newId('chg'), type: 'job', field: null, from: { company: c.company, title: c.title }, to: { company: p.company, title: p.title } });
@@ -147,8 +158,10 @@ export function createTracker(d: TrackerDeps) {
         externalId: r.personId ?? existing?.externalId ?? null,
         linkedinSlug: r.linkedin ? linkedinSlug(r.linkedin) : (existing?.linkedinSlug ?? null),
         email: r.email ?? existing?.email ?? null,
-        // a status belongs to its address: a new address without one has none
-        emailStatus: r.emailStatus ?? (r.email && r.email.toLowerCase() !== existing?.email?.toLowerCase() ? null : (existing?.emailStatus ?? null)),
+        // a status belongs to its address: a new address without one has none, and no address has none
+        emailStatus: !(r.email ?? existing?.email)
+          ? null
+          : (r.emailStatus ?? (r.email && r.email.toLowerCase() !== existing?.email?.toLowerCase() ? null : (existing?.emailStatus ?? null))),
         name: r.name,
         nameKey: existing?.name === r.name ? existing.nameKey : nameKey(r.name),
         company: r.company,
@@ -163,8 +176,9 @@ export function createTracker(d: TrackerDeps) {
       };
       let p: Person;
       if (existing) {
-        if (samePerson(existing, person)) {
-          p = existing; // a replay: nothing to write
+        // a replay: nothing to write (a record without observedAt does not refresh the time alone)
+        if (samePerson(existing, r.observedAt === undefined ? { ...person, observedAt: existing.observedAt } : person)) {
+          p = existing;
         } else {
           d.people.updatePerson(existing.seq, person);
           counts.personsUpdated++;
@@ -179,17 +193,18 @@ export function createTracker(d: TrackerDeps) {
       const known = existing ? d.contacts.listOfPerson(p.id) : [];
       const fresh: TrackedContact[] = [];
       if (p.linkedinSlug) fresh.push(...d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`));
-      if (p.email) fresh.push(...d.contacts.listUnmatchedByEmail(p.email));
+      // by e-mail only while the address names this one person (two people may share one)
+      if (p.email && d.people.findByEmail(p.email)?.seq === p.seq) fresh.push(...d.contacts.listUnmatchedByEmail(p.email));
       // name + company: contacts without LinkedIn whose e-mail (if any) names no person, while exactly one person fits
       const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey).filter((c) => !c.email || !d.people.findByEmail(c.email));
       if (byKeys.length && d.people.countByKeys(p.nameKey, p.companyKey) === 1) fresh.push(...byKeys);
-      for (const c of known) reconcile(c, p, r.observedAt ?? null, counts, false);
+      for (const c of known) reconcile(c, p, counts, false);
       const seen = new Set(known.map((c) => c.id));
       for (const c of fresh) {
         if (seen.has(c.id)) continue;
         seen.add(c.id);
         counts.contactsMatched++;
-        reconcile({ ...c, isVerified: true }, p, r.observedAt ?? null, counts, true);
+        reconcile({ ...c, isVerified: true }, p, counts, true);
       }
       return undefined;
     },
@@ -214,6 +229,6 @@ export function createTracker(d: TrackerDeps) {
       : ((c.email ? d.people.findByEmail(c.email) : undefined) ?? d.people.findByKeys(nameKey(c.name), companyKey(c.company)));
     if (!p) return;
     counts.contactsMatched++;
-    reconcile({ ...c, isVerified: true }, p, null, counts, true);
+    reconcile({ ...c, isVerified: true }, p, counts, true);
   }
 }
