@@ -1,7 +1,7 @@
 // Webhooks (SPEC §6): administration and validation, roles and tenants, the outbox written with
 // each change, signed deliveries to a real local receiver, retries driven by the manual clock,
 // deadlines, redirects, the host allow-list, disabling after persistent failure, the test ping,
-// and fenced claims (RELIABILITY.md D4). The kill -9 case is in webhooks-crash.test.ts.
+// fairness between organizations, and fenced claims (RELIABILITY.md D4). The kill -9 case is in webhooks-crash.test.ts.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -473,6 +473,49 @@ D('a delivery is claimed by one worker at a time; a worker whose lease expired i
 });
 
 D.run();
+
+// ── fairness between organizations ───────────────────────────────────────
+
+const O = suite<Ctx>('webhook deliveries of one organization cannot hold up another');
+O.before(async (ctx) => {
+  // a deadline far beyond the test, so the hanging attempts stay in flight while the other organization's delivery is made
+  ctx.t = await startApp({ config: { webhookTimeoutMs: 120_000 } });
+  ctx.w = await seedWorld(ctx.t);
+});
+O.after(async (ctx) => {
+  await closeReceivers();
+  await ctx.t.close(); // interrupts the hanging attempts
+});
+
+O('ten hanging webhooks of one organization take at most its share; another organization is delivered meanwhile', async ({ t, w }) => {
+  const stuck = await receiver(hang);
+  const fine = await receiver();
+  const slow: string[] = [];
+  for (let i = 0; i < 10; i++) slow.push((await createHook(t, w, { url: `${stuck.url}?n=${i}`, events: ['import.completed'] })).id);
+  const aLedger = await createLedger(t, w.tokens.editor, w.orgId, 'A hanging');
+  await addContacts(t, w.tokens.editor, w.orgId, aLedger, [{ name: 'Ann Hang', company: 'Acme', linkedin: 'linkedin.com/in/ann-hang' }]); // 10 deliveries, one per webhook
+  await until(t, 'the organization A limit of attempts in flight', () => stuck.open() === 8);
+
+  const bHooks = `${LEDGER}/orgs/${w.otherOrgId}/webhooks`;
+  const created = await t.call('POST', bHooks, { token: w.tokens.otherAdmin, body: { url: fine.url, events: ['import.completed'] } });
+  expectStatus(created, 201, 'create B webhook');
+  const bLedger = await createLedger(t, w.tokens.otherAdmin, w.otherOrgId, 'B healthy');
+  await addContacts(t, w.tokens.otherAdmin, w.otherOrgId, bLedger, [{ name: 'Bea Fine', company: 'Globex', linkedin: 'linkedin.com/in/bea-fine' }]);
+  await until(t, "organization B's delivery", () => fine.got.length === 1);
+  assert.is(JSON.parse(fine.got[0]!.body).orgId, w.otherOrgId);
+  const bLog = await until(t, 'its outcome recorded', async () => {
+    const r = await t.call('GET', `${bHooks}/${created.body.id}/deliveries`, { token: w.tokens.otherAdmin });
+    return r.body.deliveries[0]?.status === 'delivered' && r.body.deliveries;
+  });
+  assert.is(bLog.length, 1);
+
+  // ...while every hanging attempt is still in flight (none reached its deadline), and A never had more than its share
+  assert.is(stuck.open(), 8, 'A still has 8 unanswered requests');
+  assert.is(stuck.got.length, 8, 'the other two of A wait for a slot of A, though slots are free overall');
+  for (const id of slow) assert.ok((await deliveries(t, w, id)).every((x) => x.attempts === 0), 'no hanging attempt has ended');
+});
+
+O.run();
 
 // ── persistent failure ───────────────────────────────────────────────────
 
