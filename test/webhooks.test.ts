@@ -7,11 +7,12 @@ import * as assert from 'uvu/assert';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { openDb } from '../src/storage/db.ts';
 import { VERSION } from '../src/version.ts';
-import { createSender } from '../src/webhooks/sender.ts';
+import { createSender, type Resolve } from '../src/webhooks/sender.ts';
 import { createWebhooksRepo } from '../src/webhooks/webhooks-repo.ts';
 import { addContacts, clientToken, createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
 
@@ -43,7 +44,8 @@ const closeReceivers = async () => {
   for (const r of receivers) await r.close();
 };
 
-async function receiver(reply: Reply = ok): Promise<Receiver> {
+/** A receiver listening on `listen` (127.0.0.1, or 0.0.0.0 to be reachable on every address of this machine). */
+async function receiver(reply: Reply = ok, listen = '127.0.0.1'): Promise<Receiver> {
   const got: Received[] = [];
   let open = 0;
   const rec: Receiver = {
@@ -69,7 +71,7 @@ async function receiver(reply: Reply = ok): Promise<Receiver> {
       rec.reply(r, res);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  await new Promise<void>((resolve) => server.listen(0, listen, () => resolve()));
   receivers.add(rec);
   rec.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/ledger`;
   return rec;
@@ -680,11 +682,63 @@ L('without WEBHOOK_ALLOW_LOCAL, this machine and link-local addresses are refuse
   try {
     const byName = await strict.send(`http://localhost:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 });
     assert.equal([byName.ok, byName.status], [false, null]);
-    assert.match(byName.error!, /^not sent: localhost resolves to a loopback or link-local address/);
+    assert.match(byName.error!, /^not sent: localhost resolves to this machine \(loopback or one of its own addresses\) or a link-local address/);
     const byLiteral = await strict.send(rx.url, {}, Buffer.from('{}'), { timeoutMs: 5000 });
-    assert.match(byLiteral.error!, /^not sent: 127\.0\.0\.1 resolves to a loopback/);
+    assert.match(byLiteral.error!, /^not sent: 127\.0\.0\.1 resolves to this machine/);
     assert.is(rx.got.length, 0, 'no connection was made');
     assert.is((await open.send(`http://localhost:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 })).ok, true);
+    assert.is(rx.got.length, 1);
+  } finally {
+    strict.close();
+    open.close();
+    await rx.close();
+  }
+});
+
+L("without WEBHOOK_ALLOW_LOCAL, the addresses of this machine's own network interfaces are refused too, literal or resolved", async () => {
+  const mine = Object.values(networkInterfaces())
+    .flatMap((x) => x ?? [])
+    .filter((a) => !a.internal && !a.address.startsWith('fe80:') && !a.address.startsWith('169.254.'));
+  if (!mine.length) {
+    console.warn('SKIPPED: this machine has no non-loopback, non-link-local interface address to test with');
+    return;
+  }
+  const rx = await receiver(ok, '0.0.0.0'); // reachable on every IPv4 address of this machine
+  const port = new URL(rx.url).port;
+  const literal = (a: { address: string; family: string }) => `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${port}/hooks`;
+  const t = await startApp({ env: { WEBHOOK_ALLOW_LOCAL: 'false' } });
+  try {
+    const w = await seedWorld(t);
+    for (const a of mine) {
+      const r = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url: literal(a), events: ['import.completed'] } });
+      assert.is(r.status, 422, `${literal(a)}: ${r.text}`);
+      assert.is(r.body.code, 'webhook_host_not_allowed');
+      assert.match(r.body.message, /is this machine or a link-local address; set WEBHOOK_ALLOW_LOCAL=true/);
+    }
+  } finally {
+    await t.close();
+  }
+  // At connect time: a name that resolves to one of them (a resolver that says so, in place of DNS), and the literal itself.
+  const v4 = mine.find((a) => a.family === 'IPv4');
+  if (!v4) {
+    console.warn('SKIPPED (connect-time part): this machine has no non-loopback IPv4 address for the 0.0.0.0 receiver');
+    await rx.close();
+    return;
+  }
+  const resolve: Resolve = (hostname, _options, callback) =>
+    hostname === 'crm.example.test' ? callback(null, [{ address: v4.address, family: 4 }]) : callback(Object.assign(new Error('not found'), { code: 'ENOTFOUND' }), []);
+  const strict = createSender('test', { resolve });
+  const open = createSender('test', { resolve, allowLocal: true });
+  try {
+    const byName = await strict.send(`http://crm.example.test:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 });
+    assert.equal([byName.ok, byName.status], [false, null]);
+    assert.match(byName.error!, /^not sent: crm\.example\.test resolves to this machine \(loopback or one of its own addresses\)/);
+    const byLiteral = await strict.send(literal(v4), {}, Buffer.from('{}'), { timeoutMs: 5000 });
+    assert.match(byLiteral.error!, /^not sent: .+ resolves to this machine/);
+    assert.is(rx.got.length, 0, 'no connection was made');
+    // the same name with WEBHOOK_ALLOW_LOCAL reaches the receiver: the refusal above was the policy, not the network
+    const allowed = await open.send(`http://crm.example.test:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 });
+    assert.equal([allowed.ok, allowed.status], [true, 200]);
     assert.is(rx.got.length, 1);
   } finally {
     strict.close();

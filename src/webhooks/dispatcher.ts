@@ -39,7 +39,7 @@ export interface DispatcherDeps {
   sender: Sender;
   timeoutMs: number;
   allowHosts: readonly string[];
-  /** WEBHOOK_ALLOW_LOCAL: loopback and link-local receivers allowed. */
+  /** WEBHOOK_ALLOW_LOCAL: receivers on this machine (loopback, its own addresses) and link-local ones allowed. */
   allowLocal: boolean;
   /** Called after a webhook was disabled (the outbox stops writing for it). */
   onDisabled: () => void;

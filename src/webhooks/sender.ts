@@ -28,7 +28,7 @@ class Timeout extends Error {}
 
 const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
 
-const refusedLocal = (url: URL) => `not sent: ${bare(url.hostname)} resolves to a loopback or link-local address; set WEBHOOK_ALLOW_LOCAL=true to allow it`;
+const refusedLocal = (url: URL) => `not sent: ${bare(url.hostname)} resolves to this machine (loopback or one of its own addresses) or a link-local address; set WEBHOOK_ALLOW_LOCAL=true to allow it`;
 
 /** A short, secret-free description of a failed attempt. */
 function describe(err: NodeJS.ErrnoException, url: URL, reason: unknown, timeoutMs: number): string {
@@ -54,11 +54,18 @@ function describe(err: NodeJS.ErrnoException, url: URL, reason: unknown, timeout
   }
 }
 
-/** dns.lookup that refuses names resolving to a loopback or link-local address (checked at connect time, so a name cannot change its answer between the check and the connection). */
-const lookupNotLocal: LookupFunction = (hostname, options, callback) => {
-  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+/** Resolves a name to all its addresses (dns.lookup; tests pass their own to make a name resolve to a chosen address). */
+export type Resolve = (hostname: string, options: dns.LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void) => void;
+
+/**
+ * The agents' lookup: every address a name resolves to, refusing (unless `allowLocal`) names that
+ * resolve to this machine (loopback or one of its interface addresses) or a link-local address.
+ * Checked at connect time, so a name cannot change its answer between the check and the connection.
+ */
+const lookupWith = (resolve: Resolve, allowLocal: boolean): LookupFunction => (hostname, options, callback) => {
+  resolve(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, '', 0);
-    if (addresses.some((a) => isLocalAddress(a.address))) {
+    if (!allowLocal && addresses.some((a) => isLocalAddress(a.address))) {
       return callback(Object.assign(new Error(`${hostname} resolves to a local address`), { code: 'ELOCALADDRESS' }), '', 0);
     }
     if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, addresses);
@@ -66,9 +73,10 @@ const lookupNotLocal: LookupFunction = (hostname, options, callback) => {
   });
 };
 
-export function createSender(userAgent: string, policy: { allowLocal?: boolean } = {}): Sender {
+export function createSender(userAgent: string, policy: { allowLocal?: boolean; resolve?: Resolve } = {}): Sender {
   // Keep-alive: a burst of deliveries to one receiver reuses its connections.
-  const lookup = policy.allowLocal ? undefined : lookupNotLocal;
+  const resolve: Resolve = policy.resolve ?? ((hostname, options, callback) => dns.lookup(hostname, options, callback));
+  const lookup = lookupWith(resolve, policy.allowLocal ?? false);
   const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 16, lookup }), https: new https.Agent({ keepAlive: true, maxSockets: 16, lookup }) };
   return {
     send(raw, headers, body, opts) {
