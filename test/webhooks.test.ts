@@ -385,6 +385,29 @@ D('a hanging receiver times out, holds at most 2 connections, and never holds up
   await fine.close();
 });
 
+D('a 2xx whose body never completes is a failed attempt at the deadline, retried on schedule, never delivered', async ({ t, w, ledgerId }) => {
+  const clock = t.clock as ManualClock;
+  const rx = await receiver((_r, res) => {
+    res.writeHead(200, { 'content-length': '100' });
+    res.write('x'); // 1 of the 100 bytes promised, then nothing
+  });
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
+  await jobChange(t, w, ledgerId);
+  const first = await until(t, 'the first attempt', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 1));
+  assert.equal([first.status, first.responseStatus, first.deliveredAt], ['pending', 200, null], 'not delivered');
+  assert.is(first.error, `answered 200, but the rest of the answer did not arrive within ${TIMEOUT_MS / 1000} s`);
+  assert.is(Date.parse(first.nextAttemptAt) - Date.parse(first.lastAttemptAt), 5_000, 'retried after 5 s');
+  const failing = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  assert.equal([failing.lastSuccessAt, typeof failing.failingSince], [null, 'string'], 'the webhook is failing, not succeeding');
+  clock.advance(5_000);
+  const second = await until(t, 'the retry', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 2));
+  assert.equal([second.status, second.error], ['pending', first.error]);
+  assert.is(rx.got.length, 2, 'the receiver got the same delivery twice');
+  assert.is(new Set(rx.got.map((r) => r.headers['x-ledger-delivery'])).size, 1);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await rx.close();
+});
+
 D('redirects are not followed: a 3xx is a failed attempt and the other host hears nothing', async ({ t, w }) => {
   const elsewhere = await receiver();
   const rx = await receiver((_r, res) => {

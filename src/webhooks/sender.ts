@@ -6,8 +6,9 @@ import { bare, isLocalAddress } from './url-policy.ts';
 
 /**
  * The one place that makes outbound connections (SPEC §8: only to configured webhooks). A POST
- * with a deadline covering connection, request and answer; redirects are never followed (Node's
- * http client does not follow them; a 3xx is reported as a failure).
+ * with a deadline covering connection, request and the whole answer (headers and body: a 2xx is a
+ * success only once its body ended); redirects are never followed (Node's http client does not
+ * follow them; a 3xx is reported as a failure).
  */
 
 export interface SendResult {
@@ -110,19 +111,35 @@ export function createSender(userAgent: string, policy: { allowLocal?: boolean; 
           agent: url.protocol === 'https:' ? agents.https : agents.http,
           signal: ac.signal,
         });
+        /** The status, once the answer's headers arrived. */
+        let answered: number | undefined;
+        /** The answer's headers came but its body did not end: timed out, interrupted, or the connection closed. */
+        const incomplete = (status: number) => {
+          const reason = ac.signal.aborted ? ac.signal.reason : undefined;
+          if (reason instanceof Timeout) return `answered ${status}, but the rest of the answer did not arrive within ${seconds(opts.timeoutMs)}`;
+          if (reason !== undefined) return 'interrupted (the server was stopping)';
+          return `answered ${status}, but the connection closed before the answer was complete`;
+        };
         req.on('response', (res) => {
-          const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) settle({ ok: true, status, error: null });
-          else if (status >= 300 && status < 400) settle({ ok: false, status, error: `answered ${status}; redirects are not followed` });
-          else settle({ ok: false, status, error: `answered ${status}` });
-          // The answer's body is read and dropped (so the connection can be reused) within the same deadline.
+          const status = (answered = res.statusCode ?? 0);
+          if (status >= 300 && status < 400) settle({ ok: false, status, error: `answered ${status}; redirects are not followed` });
+          else if (status < 200 || status >= 300) settle({ ok: false, status, error: `answered ${status}` });
+          // The answer's body is read and dropped, never kept (so the connection can be reused), within
+          // the same deadline; a 2xx is a success only once the whole answer arrived.
           res.on('error', () => undefined);
-          res.on('end', done);
-          res.on('close', done);
+          res.on('end', () => {
+            done();
+            settle({ ok: true, status, error: null }); // a no-op unless 2xx: a failure was settled above
+          });
+          res.on('close', () => {
+            done();
+            settle({ ok: false, status, error: incomplete(status) }); // a no-op after 'end'
+          });
           res.resume();
         });
         req.on('error', (err) => {
           done();
+          if (answered !== undefined) return settle({ ok: false, status: answered, error: incomplete(answered) });
           settle({ ok: false, status: null, error: describe(err, url, ac.signal.aborted ? ac.signal.reason : undefined, opts.timeoutMs) });
         });
         req.end(body);
