@@ -1,17 +1,18 @@
 // Webhooks (SPEC §6): administration and validation, roles and tenants, the outbox written with
 // each change, signed deliveries to a real local receiver, retries driven by the manual clock,
 // deadlines, redirects, the host allow-list, disabling after persistent failure, the test ping,
-// and fenced claims (RELIABILITY.md D4). The kill -9 case is in webhooks-crash.test.ts.
+// fairness between organizations, and fenced claims (RELIABILITY.md D4). The kill -9 case is in webhooks-crash.test.ts.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { openDb } from '../src/storage/db.ts';
 import { VERSION } from '../src/version.ts';
-import { createSender } from '../src/webhooks/sender.ts';
+import { createSender, type Resolve } from '../src/webhooks/sender.ts';
 import { createWebhooksRepo } from '../src/webhooks/webhooks-repo.ts';
 import { addContacts, clientToken, createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
 
@@ -43,7 +44,8 @@ const closeReceivers = async () => {
   for (const r of receivers) await r.close();
 };
 
-async function receiver(reply: Reply = ok): Promise<Receiver> {
+/** A receiver listening on `listen` (127.0.0.1, or 0.0.0.0 to be reachable on every address of this machine). */
+async function receiver(reply: Reply = ok, listen = '127.0.0.1'): Promise<Receiver> {
   const got: Received[] = [];
   let open = 0;
   const rec: Receiver = {
@@ -69,7 +71,7 @@ async function receiver(reply: Reply = ok): Promise<Receiver> {
       rec.reply(r, res);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  await new Promise<void>((resolve) => server.listen(0, listen, () => resolve()));
   receivers.add(rec);
   rec.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/ledger`;
   return rec;
@@ -383,6 +385,29 @@ D('a hanging receiver times out, holds at most 2 connections, and never holds up
   await fine.close();
 });
 
+D('a 2xx whose body never completes is a failed attempt at the deadline, retried on schedule, never delivered', async ({ t, w, ledgerId }) => {
+  const clock = t.clock as ManualClock;
+  const rx = await receiver((_r, res) => {
+    res.writeHead(200, { 'content-length': '100' });
+    res.write('x'); // 1 of the 100 bytes promised, then nothing
+  });
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
+  await jobChange(t, w, ledgerId);
+  const first = await until(t, 'the first attempt', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 1));
+  assert.equal([first.status, first.responseStatus, first.deliveredAt], ['pending', 200, null], 'not delivered');
+  assert.is(first.error, `answered 200, but the rest of the answer did not arrive within ${TIMEOUT_MS / 1000} s`);
+  assert.is(Date.parse(first.nextAttemptAt) - Date.parse(first.lastAttemptAt), 5_000, 'retried after 5 s');
+  const failing = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  assert.equal([failing.lastSuccessAt, typeof failing.failingSince], [null, 'string'], 'the webhook is failing, not succeeding');
+  clock.advance(5_000);
+  const second = await until(t, 'the retry', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 2));
+  assert.equal([second.status, second.error], ['pending', first.error]);
+  assert.is(rx.got.length, 2, 'the receiver got the same delivery twice');
+  assert.is(new Set(rx.got.map((r) => r.headers['x-ledger-delivery'])).size, 1);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await rx.close();
+});
+
 D('redirects are not followed: a 3xx is a failed attempt and the other host hears nothing', async ({ t, w }) => {
   const elsewhere = await receiver();
   const rx = await receiver((_r, res) => {
@@ -473,6 +498,49 @@ D('a delivery is claimed by one worker at a time; a worker whose lease expired i
 });
 
 D.run();
+
+// ── fairness between organizations ───────────────────────────────────────
+
+const O = suite<Ctx>('webhook deliveries of one organization cannot hold up another');
+O.before(async (ctx) => {
+  // a deadline far beyond the test, so the hanging attempts stay in flight while the other organization's delivery is made
+  ctx.t = await startApp({ config: { webhookTimeoutMs: 120_000 } });
+  ctx.w = await seedWorld(ctx.t);
+});
+O.after(async (ctx) => {
+  await closeReceivers();
+  await ctx.t.close(); // interrupts the hanging attempts
+});
+
+O('ten hanging webhooks of one organization take at most its share; another organization is delivered meanwhile', async ({ t, w }) => {
+  const stuck = await receiver(hang);
+  const fine = await receiver();
+  const slow: string[] = [];
+  for (let i = 0; i < 10; i++) slow.push((await createHook(t, w, { url: `${stuck.url}?n=${i}`, events: ['import.completed'] })).id);
+  const aLedger = await createLedger(t, w.tokens.editor, w.orgId, 'A hanging');
+  await addContacts(t, w.tokens.editor, w.orgId, aLedger, [{ name: 'Ann Hang', company: 'Acme', linkedin: 'linkedin.com/in/ann-hang' }]); // 10 deliveries, one per webhook
+  await until(t, 'the organization A limit of attempts in flight', () => stuck.open() === 8);
+
+  const bHooks = `${LEDGER}/orgs/${w.otherOrgId}/webhooks`;
+  const created = await t.call('POST', bHooks, { token: w.tokens.otherAdmin, body: { url: fine.url, events: ['import.completed'] } });
+  expectStatus(created, 201, 'create B webhook');
+  const bLedger = await createLedger(t, w.tokens.otherAdmin, w.otherOrgId, 'B healthy');
+  await addContacts(t, w.tokens.otherAdmin, w.otherOrgId, bLedger, [{ name: 'Bea Fine', company: 'Globex', linkedin: 'linkedin.com/in/bea-fine' }]);
+  await until(t, "organization B's delivery", () => fine.got.length === 1);
+  assert.is(JSON.parse(fine.got[0]!.body).orgId, w.otherOrgId);
+  const bLog = await until(t, 'its outcome recorded', async () => {
+    const r = await t.call('GET', `${bHooks}/${created.body.id}/deliveries`, { token: w.tokens.otherAdmin });
+    return r.body.deliveries[0]?.status === 'delivered' && r.body.deliveries;
+  });
+  assert.is(bLog.length, 1);
+
+  // ...while every hanging attempt is still in flight (none reached its deadline), and A never had more than its share
+  assert.is(stuck.open(), 8, 'A still has 8 unanswered requests');
+  assert.is(stuck.got.length, 8, 'the other two of A wait for a slot of A, though slots are free overall');
+  for (const id of slow) assert.ok((await deliveries(t, w, id)).every((x) => x.attempts === 0), 'no hanging attempt has ended');
+});
+
+O.run();
 
 // ── persistent failure ───────────────────────────────────────────────────
 
@@ -637,11 +705,63 @@ L('without WEBHOOK_ALLOW_LOCAL, this machine and link-local addresses are refuse
   try {
     const byName = await strict.send(`http://localhost:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 });
     assert.equal([byName.ok, byName.status], [false, null]);
-    assert.match(byName.error!, /^not sent: localhost resolves to a loopback or link-local address/);
+    assert.match(byName.error!, /^not sent: localhost resolves to this machine \(loopback or one of its own addresses\) or a link-local address/);
     const byLiteral = await strict.send(rx.url, {}, Buffer.from('{}'), { timeoutMs: 5000 });
-    assert.match(byLiteral.error!, /^not sent: 127\.0\.0\.1 resolves to a loopback/);
+    assert.match(byLiteral.error!, /^not sent: 127\.0\.0\.1 resolves to this machine/);
     assert.is(rx.got.length, 0, 'no connection was made');
     assert.is((await open.send(`http://localhost:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 })).ok, true);
+    assert.is(rx.got.length, 1);
+  } finally {
+    strict.close();
+    open.close();
+    await rx.close();
+  }
+});
+
+L("without WEBHOOK_ALLOW_LOCAL, the addresses of this machine's own network interfaces are refused too, literal or resolved", async () => {
+  const mine = Object.values(networkInterfaces())
+    .flatMap((x) => x ?? [])
+    .filter((a) => !a.internal && !a.address.startsWith('fe80:') && !a.address.startsWith('169.254.'));
+  if (!mine.length) {
+    console.warn('SKIPPED: this machine has no non-loopback, non-link-local interface address to test with');
+    return;
+  }
+  const rx = await receiver(ok, '0.0.0.0'); // reachable on every IPv4 address of this machine
+  const port = new URL(rx.url).port;
+  const literal = (a: { address: string; family: string }) => `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${port}/hooks`;
+  const t = await startApp({ env: { WEBHOOK_ALLOW_LOCAL: 'false' } });
+  try {
+    const w = await seedWorld(t);
+    for (const a of mine) {
+      const r = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url: literal(a), events: ['import.completed'] } });
+      assert.is(r.status, 422, `${literal(a)}: ${r.text}`);
+      assert.is(r.body.code, 'webhook_host_not_allowed');
+      assert.match(r.body.message, /is this machine or a link-local address; set WEBHOOK_ALLOW_LOCAL=true/);
+    }
+  } finally {
+    await t.close();
+  }
+  // At connect time: a name that resolves to one of them (a resolver that says so, in place of DNS), and the literal itself.
+  const v4 = mine.find((a) => a.family === 'IPv4');
+  if (!v4) {
+    console.warn('SKIPPED (connect-time part): this machine has no non-loopback IPv4 address for the 0.0.0.0 receiver');
+    await rx.close();
+    return;
+  }
+  const resolve: Resolve = (hostname, _options, callback) =>
+    hostname === 'crm.example.test' ? callback(null, [{ address: v4.address, family: 4 }]) : callback(Object.assign(new Error('not found'), { code: 'ENOTFOUND' }), []);
+  const strict = createSender('test', { resolve });
+  const open = createSender('test', { resolve, allowLocal: true });
+  try {
+    const byName = await strict.send(`http://crm.example.test:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 });
+    assert.equal([byName.ok, byName.status], [false, null]);
+    assert.match(byName.error!, /^not sent: crm\.example\.test resolves to this machine \(loopback or one of its own addresses\)/);
+    const byLiteral = await strict.send(literal(v4), {}, Buffer.from('{}'), { timeoutMs: 5000 });
+    assert.match(byLiteral.error!, /^not sent: .+ resolves to this machine/);
+    assert.is(rx.got.length, 0, 'no connection was made');
+    // the same name with WEBHOOK_ALLOW_LOCAL reaches the receiver: the refusal above was the policy, not the network
+    const allowed = await open.send(`http://crm.example.test:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 });
+    assert.equal([allowed.ok, allowed.status], [true, 200]);
     assert.is(rx.got.length, 1);
   } finally {
     strict.close();

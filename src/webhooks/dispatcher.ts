@@ -6,8 +6,8 @@ import type { Db } from '../storage/db.ts';
 import type { Attempt, ClaimedDelivery, Webhook } from './model.ts';
 import type { Sender, SendResult } from './sender.ts';
 import { signatureHeader } from './signing.ts';
-import { checkWebhookUrl } from './url-policy.ts';
-import type { WebhooksRepo } from './webhooks-repo.ts';
+import { bare, checkWebhookUrl } from './url-policy.ts';
+import type { DueWebhook, WebhooksRepo } from './webhooks-repo.ts';
 
 /** Waits after the 1st, 2nd, … failed attempt; after the last one the delivery is `failed`. */
 export const RETRY_DELAYS_MS = [5_000, 60_000, 600_000, 3_600_000, 4 * 3_600_000, 12 * 3_600_000] as const;
@@ -15,8 +15,15 @@ export const RETRY_DELAYS_MS = [5_000, 60_000, 600_000, 3_600_000, 4 * 3_600_000
 export const DISABLE_AFTER_MS = 3 * 86_400_000;
 /** A failure streak ends after this long without a failed attempt (longer than the longest retry delay). */
 export const STREAK_GAP_MS = 86_400_000;
-/** Deliveries in flight at once, and per webhook (so one hanging receiver cannot take every slot). */
-export const MAX_IN_FLIGHT = 8;
+/**
+ * Deliveries in flight at once: in all, per organization, per destination host name and per
+ * webhook. An attempt in flight is only a socket and a promise, so the total is generous; the
+ * per-organization and per-host limits are well below it, so hanging receivers of one organization
+ * (or one host every organization calls) cannot take the slots other organizations need.
+ */
+export const MAX_IN_FLIGHT = 64;
+export const MAX_IN_FLIGHT_PER_ORG = 8;
+export const MAX_IN_FLIGHT_PER_HOST = 16;
 export const MAX_IN_FLIGHT_PER_WEBHOOK = 2;
 /** A claim outlives the attempt's deadline by this much; only a dead process lets it expire. */
 const LEASE_MARGIN_MS = 60_000;
@@ -32,7 +39,7 @@ export interface DispatcherDeps {
   sender: Sender;
   timeoutMs: number;
   allowHosts: readonly string[];
-  /** WEBHOOK_ALLOW_LOCAL: loopback and link-local receivers allowed. */
+  /** WEBHOOK_ALLOW_LOCAL: receivers on this machine (loopback, its own addresses) and link-local ones allowed. */
   allowLocal: boolean;
   /** Called after a webhook was disabled (the outbox stops writing for it). */
   onDisabled: () => void;
@@ -49,24 +56,42 @@ const days = (ms: number) => `${Math.round((ms / 86_400_000) * 10) / 10} days`;
  * fenced UPDATE), sent, and its outcome recorded in one transaction that checks the lease token,
  * so two workers never both record it, and a delivery whose sender died is sent again — under the
  * same delivery id — once its lease expired or at the next start. Several deliveries are in flight
- * at once, each with its own deadline, so a slow or hanging receiver never holds up the others.
+ * at once, each with its own deadline and within per-webhook, per-organization and per-host limits,
+ * so slow or hanging receivers never hold up the deliveries of other organizations.
  */
 export function createDispatcher(d: DispatcherDeps) {
-  const inflight = new Map<string, { webhookId: string; stop: AbortController; done: Promise<void> }>();
+  const inflight = new Map<string, { webhookId: string; orgId: string; host: string; stop: AbortController; done: Promise<void> }>();
   let wake: (() => void) | undefined;
   let recovered = false;
 
-  const inFlightOf = (webhookId: string) => {
-    let n = 0;
-    for (const f of inflight.values()) if (f.webhookId === webhookId) n++;
-    return n;
+  /** The host name a webhook calls (the key of the per-host limit). */
+  const hostOf = (url: string) => {
+    try {
+      return bare(new URL(url).hostname);
+    } catch {
+      return url;
+    }
+  };
+  /** True when another attempt of this webhook would exceed one of the limits. */
+  const full = (w: DueWebhook, host: string) => {
+    if (inflight.size >= MAX_IN_FLIGHT) return true;
+    let webhook = 0;
+    let org = 0;
+    let sameHost = 0;
+    for (const f of inflight.values()) {
+      if (f.webhookId === w.id) webhook++;
+      if (f.orgId === w.orgId) org++;
+      if (f.host === host) sameHost++;
+    }
+    return webhook >= MAX_IN_FLIGHT_PER_WEBHOOK || org >= MAX_IN_FLIGHT_PER_ORG || sameHost >= MAX_IN_FLIGHT_PER_HOST;
   };
   /** Where the next round-robin pass starts, so that no webhook is always served first. */
   let turn = 0;
 
   /**
    * Claims due deliveries up to the limits and starts them, taking turns between the webhooks
-   * that have something due (one webhook's backlog does not starve the others).
+   * that have something due (one webhook's backlog does not starve the others, and a webhook
+   * whose organization or host is at its limit is passed over, not waited for).
    */
   function fill(ctl: RunControl): void {
     if (inflight.size >= MAX_IN_FLIGHT) return;
@@ -79,19 +104,20 @@ export function createDispatcher(d: DispatcherDeps) {
       claimedAny = false;
       for (const w of order) {
         if (inflight.size >= MAX_IN_FLIGHT || ctl.stopping) return;
-        if (inFlightOf(w.id) >= MAX_IN_FLIGHT_PER_WEBHOOK) continue;
+        const host = hostOf(w.url);
+        if (full(w, host)) continue;
         const now = d.clock.now();
         const id = d.repo.firstDueDelivery(w.id, !w.enabled, now, [...inflight.keys()]);
         if (!id) continue;
         const claimed = d.db.tx(() => d.repo.claimDelivery(id, now, now + d.timeoutMs + LEASE_MARGIN_MS));
         if (!claimed) continue;
-        start(claimed);
+        start(claimed, w.orgId, host);
         claimedAny = true;
       }
     }
   }
 
-  function start(claimed: ClaimedDelivery): void {
+  function start(claimed: ClaimedDelivery, orgId: string, host: string): void {
     const stop = new AbortController();
     const done = attempt(claimed, stop.signal)
       .catch((err) => d.log.error({ err, deliveryId: claimed.id, webhookId: claimed.webhookId }, 'could not record a webhook delivery attempt'))
@@ -99,7 +125,7 @@ export function createDispatcher(d: DispatcherDeps) {
         inflight.delete(claimed.id);
         wake?.();
       });
-    inflight.set(claimed.id, { webhookId: claimed.webhookId, stop, done });
+    inflight.set(claimed.id, { webhookId: claimed.webhookId, orgId, host, stop, done });
   }
 
   async function attempt(c: ClaimedDelivery, signal: AbortSignal): Promise<void> {

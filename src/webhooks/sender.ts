@@ -6,8 +6,9 @@ import { bare, isLocalAddress } from './url-policy.ts';
 
 /**
  * The one place that makes outbound connections (SPEC §8: only to configured webhooks). A POST
- * with a deadline covering connection, request and answer; redirects are never followed (Node's
- * http client does not follow them; a 3xx is reported as a failure).
+ * with a deadline covering connection, request and the whole answer (headers and body: a 2xx is a
+ * success only once its body ended); redirects are never followed (Node's http client does not
+ * follow them; a 3xx is reported as a failure).
  */
 
 export interface SendResult {
@@ -28,7 +29,7 @@ class Timeout extends Error {}
 
 const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
 
-const refusedLocal = (url: URL) => `not sent: ${bare(url.hostname)} resolves to a loopback or link-local address; set WEBHOOK_ALLOW_LOCAL=true to allow it`;
+const refusedLocal = (url: URL) => `not sent: ${bare(url.hostname)} resolves to this machine (loopback or one of its own addresses) or a link-local address; set WEBHOOK_ALLOW_LOCAL=true to allow it`;
 
 /** A short, secret-free description of a failed attempt. */
 function describe(err: NodeJS.ErrnoException, url: URL, reason: unknown, timeoutMs: number): string {
@@ -54,11 +55,18 @@ function describe(err: NodeJS.ErrnoException, url: URL, reason: unknown, timeout
   }
 }
 
-/** dns.lookup that refuses names resolving to a loopback or link-local address (checked at connect time, so a name cannot change its answer between the check and the connection). */
-const lookupNotLocal: LookupFunction = (hostname, options, callback) => {
-  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+/** Resolves a name to all its addresses (dns.lookup; tests pass their own to make a name resolve to a chosen address). */
+export type Resolve = (hostname: string, options: dns.LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void) => void;
+
+/**
+ * The agents' lookup: every address a name resolves to, refusing (unless `allowLocal`) names that
+ * resolve to this machine (loopback or one of its interface addresses) or a link-local address.
+ * Checked at connect time, so a name cannot change its answer between the check and the connection.
+ */
+const lookupWith = (resolve: Resolve, allowLocal: boolean): LookupFunction => (hostname, options, callback) => {
+  resolve(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, '', 0);
-    if (addresses.some((a) => isLocalAddress(a.address))) {
+    if (!allowLocal && addresses.some((a) => isLocalAddress(a.address))) {
       return callback(Object.assign(new Error(`${hostname} resolves to a local address`), { code: 'ELOCALADDRESS' }), '', 0);
     }
     if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, addresses);
@@ -66,9 +74,10 @@ const lookupNotLocal: LookupFunction = (hostname, options, callback) => {
   });
 };
 
-export function createSender(userAgent: string, policy: { allowLocal?: boolean } = {}): Sender {
+export function createSender(userAgent: string, policy: { allowLocal?: boolean; resolve?: Resolve } = {}): Sender {
   // Keep-alive: a burst of deliveries to one receiver reuses its connections.
-  const lookup = policy.allowLocal ? undefined : lookupNotLocal;
+  const resolve: Resolve = policy.resolve ?? ((hostname, options, callback) => dns.lookup(hostname, options, callback));
+  const lookup = lookupWith(resolve, policy.allowLocal ?? false);
   const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 16, lookup }), https: new https.Agent({ keepAlive: true, maxSockets: 16, lookup }) };
   return {
     send(raw, headers, body, opts) {
@@ -102,19 +111,35 @@ export function createSender(userAgent: string, policy: { allowLocal?: boolean }
           agent: url.protocol === 'https:' ? agents.https : agents.http,
           signal: ac.signal,
         });
+        /** The status, once the answer's headers arrived. */
+        let answered: number | undefined;
+        /** The answer's headers came but its body did not end: timed out, interrupted, or the connection closed. */
+        const incomplete = (status: number) => {
+          const reason = ac.signal.aborted ? ac.signal.reason : undefined;
+          if (reason instanceof Timeout) return `answered ${status}, but the rest of the answer did not arrive within ${seconds(opts.timeoutMs)}`;
+          if (reason !== undefined) return 'interrupted (the server was stopping)';
+          return `answered ${status}, but the connection closed before the answer was complete`;
+        };
         req.on('response', (res) => {
-          const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) settle({ ok: true, status, error: null });
-          else if (status >= 300 && status < 400) settle({ ok: false, status, error: `answered ${status}; redirects are not followed` });
-          else settle({ ok: false, status, error: `answered ${status}` });
-          // The answer's body is read and dropped (so the connection can be reused) within the same deadline.
+          const status = (answered = res.statusCode ?? 0);
+          if (status >= 300 && status < 400) settle({ ok: false, status, error: `answered ${status}; redirects are not followed` });
+          else if (status < 200 || status >= 300) settle({ ok: false, status, error: `answered ${status}` });
+          // The answer's body is read and dropped, never kept (so the connection can be reused), within
+          // the same deadline; a 2xx is a success only once the whole answer arrived.
           res.on('error', () => undefined);
-          res.on('end', done);
-          res.on('close', done);
+          res.on('end', () => {
+            done();
+            settle({ ok: true, status, error: null }); // a no-op unless 2xx: a failure was settled above
+          });
+          res.on('close', () => {
+            done();
+            settle({ ok: false, status, error: incomplete(status) }); // a no-op after 'end'
+          });
           res.resume();
         });
         req.on('error', (err) => {
           done();
+          if (answered !== undefined) return settle({ ok: false, status: answered, error: incomplete(answered) });
           settle({ ok: false, status: null, error: describe(err, url, ac.signal.aborted ? ac.signal.reason : undefined, opts.timeoutMs) });
         });
         req.end(body);

@@ -1,12 +1,13 @@
 import { BlockList, isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 
 /**
  * Which URLs a webhook may call (SPEC §6): absolute http or https URLs without credentials or a
  * fragment, and, when WEBHOOK_ALLOW_HOSTS is set, only on the hosts it lists. Checked when a
  * webhook is created or changed, and again before every attempt (the list may have changed since).
- * Unless WEBHOOK_ALLOW_LOCAL is set, never this machine (loopback) or link-local addresses (cloud
- * metadata services): here for names and literal addresses, and in the sender for every address a
- * name resolves to, at connect time.
+ * Unless WEBHOOK_ALLOW_LOCAL is set, never this machine (loopback, and every address of its own
+ * network interfaces) or link-local addresses (cloud metadata services): here for names and
+ * literal addresses, and in the sender for every address a name resolves to, at connect time.
  */
 
 export type UrlVerdict = { ok: true; url: string; host: string } | { ok: false; reason: string; code: 'invalid_url' | 'host_not_allowed' };
@@ -21,12 +22,33 @@ LOCAL.addAddress('::1', 'ipv6');
 LOCAL.addAddress('::', 'ipv6');
 LOCAL.addSubnet('fe80::', 10, 'ipv6');
 
-/** True for a loopback, unspecified or link-local IP address (also IPv4-mapped, `::ffff:127.0.0.1`). */
+/** How long the list of this machine's own addresses is reused before the interfaces are read again. */
+const OWN_ADDRESSES_TTL_MS = 1000;
+let own: { list: BlockList; until: number } | undefined;
+
+/** The addresses of this machine's network interfaces (they may change: DHCP, VPNs), re-read at most every second. */
+function ownAddresses(): BlockList {
+  const now = performance.now();
+  if (own && now < own.until) return own.list;
+  const list = new BlockList();
+  for (const addrs of Object.values(networkInterfaces())) {
+    for (const a of addrs ?? []) list.addAddress(a.address, a.family === 'IPv4' ? 'ipv4' : 'ipv6');
+  }
+  own = { list, until: now + OWN_ADDRESSES_TTL_MS };
+  return list;
+}
+
+/**
+ * True for a loopback, unspecified or link-local IP address, or one of this machine's own
+ * interface addresses (also IPv4-mapped, `::ffff:127.0.0.1`).
+ */
 export function isLocalAddress(ip: string): boolean {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return LOCAL.check(mapped[1]!, 'ipv4');
-  const family = isIP(ip);
-  return family !== 0 && LOCAL.check(ip, family === 4 ? 'ipv4' : 'ipv6');
+  const family = mapped ? 4 : isIP(ip);
+  if (family === 0) return false;
+  const addr = mapped ? mapped[1]! : ip;
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  return LOCAL.check(addr, type) || ownAddresses().check(addr, type);
 }
 
 /** `localhost` and names below it (RFC 6761), or a local literal address. */

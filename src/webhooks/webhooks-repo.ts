@@ -107,6 +107,14 @@ export interface NewDelivery {
   now: number;
 }
 
+/** A webhook with something due: whose it is and where it goes (the dispatcher's fairness limits). */
+export interface DueWebhook {
+  id: string;
+  orgId: string;
+  url: string;
+  enabled: boolean;
+}
+
 export type WebhooksRepo = ReturnType<typeof createWebhooksRepo>;
 
 /** Webhooks and their delivery outbox (SPEC §6). */
@@ -150,8 +158,8 @@ export function createWebhooksRepo(db: Db) {
     ),
     // Webhooks of live organizations with a delivery that is due and not held by anyone: any
     // delivery of an enabled webhook, only pings of a disabled one (its other deliveries are held).
-    dueWebhooks: db.raw.prepare<{ now: number }, { id: string; enabled: 0 | 1 }>(
-      `SELECT w.id, w.enabled FROM webhooks w JOIN orgs o ON o.id = w.org_id
+    dueWebhooks: db.raw.prepare<{ now: number }, { id: string; org_id: string; url: string; enabled: 0 | 1 }>(
+      `SELECT w.id, w.org_id, w.url, w.enabled FROM webhooks w JOIN orgs o ON o.id = w.org_id
        WHERE o.deleted_at IS NULL AND (
          (w.enabled = 1 AND EXISTS (SELECT 1 FROM webhook_deliveries d
             WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)))
@@ -241,7 +249,7 @@ export function createWebhooksRepo(db: Db) {
 
     insertDelivery: (d: NewDelivery): void => void q.insertDelivery.run(d),
     /** Webhooks with something to send now (pings only, for a disabled one). */
-    listDueWebhooks: (now: number): { id: string; enabled: boolean }[] => q.dueWebhooks.all({ now }).map((r) => ({ id: r.id, enabled: r.enabled === 1 })),
+    listDueWebhooks: (now: number): DueWebhook[] => q.dueWebhooks.all({ now }).map((r) => ({ id: r.id, orgId: r.org_id, url: r.url, enabled: r.enabled === 1 })),
     /** The id of the webhook's next delivery to send (only pings when `pingsOnly`), or undefined. */
     firstDueDelivery: (webhookId: string, pingsOnly: boolean, now: number, skipIds: string[]): string | undefined =>
       (pingsOnly ? q.firstDuePing : q.firstDue).get({ webhookId, now, skip: JSON.stringify(skipIds) }),
