@@ -6,6 +6,8 @@ import * as assert from 'uvu/assert';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
+import { newId } from '../src/ids.ts';
+import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
 import { addContacts, csvForm, expectStatus, ID, ledgerPath, signInRoot, startApp, waitForImport } from './helpers.ts';
 
 const D = suite('disk full');
@@ -63,22 +65,42 @@ D('a download that the client reads slowly does not block imports (RELIABILITY.m
     const token = (await signInRoot(t)).accessToken;
     const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Slow' } })).body.id;
     const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'slow' } })).body.id;
-    for (let b = 0; b < 5; b++) await addContacts(t, token, orgId, ledgerId, Array.from({ length: 1000 }, (_, i) => ({ name: `P ${b}-${i}`, company: 'C' })));
+    // Far more CSV (~40 MB) than the socket buffers and the response stream hold, so the download is
+    // still reading pages from the database while its client stalls (the API would take a while to
+    // import this many; the rows go straight into the real table instead).
+    const rows = 150_000;
+    const contacts = createContactsRepo(t.rt.db);
+    const title = 'Senior Principal Engineer, Platform Reliability and Developer Experience'.padEnd(200, '.');
+    for (let from = 0; from < rows; from += 10_000) {
+      t.rt.db.bulkTx(() => {
+        const now = t.clock.now();
+        for (let i = from; i < from + 10_000; i++) {
+          contacts.insertContact({ id: newId('c'), ledgerId, importId: 'imp_seed', referenceId: `r${i}`, name: `P ${i}`, company: 'C', title, titleLevel: null, titleDomain: null, location: null, email: null, linkedin: null, now });
+        }
+      });
+      await new Promise((r) => setImmediate(r)); // lets the server's timers run (idle keep-alive sockets close cleanly)
+    }
     const res = await fetch(`${t.base}${ledgerPath(orgId, ledgerId)}/contacts/download`, { headers: { authorization: `Bearer ${token}` } });
     assert.is(res.status, 200);
     const reader = res.body!.getReader();
     const first = await reader.read(); // the client reads one chunk, then stalls
     assert.ok(first.value && first.value.length > 0);
+    (t.clock as ManualClock).advance(1000); // created after every seeded row: the last one in creation order
     const imp = await addContacts(t, token, orgId, ledgerId, [{ name: 'During', company: 'Download' }]);
     assert.is(imp.status, 'completed', 'the import committed while the download was open');
-    let text = new TextDecoder().decode(first.value);
+    const decoder = new TextDecoder();
+    let text = decoder.decode(first.value, { stream: true });
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      text += new TextDecoder().decode(value);
+      text += decoder.decode(value, { stream: true });
     }
     const lines = text.trim().split('\r\n');
-    assert.ok(lines.length >= 5001, `all rows downloaded (${lines.length - 1})`);
+    assert.is(lines.length, 1 + rows + 1, 'every row once, and the one imported meanwhile');
+    // Rows come in creation order, page by page: the contact imported while the client stalled is in
+    // the file, so the download was still reading pages when that import committed — it did not hold
+    // the database (an open cursor on the writer connection would have kept the import waiting).
+    assert.match(lines[lines.length - 1]!, /^c_[0-9a-z]+,,During,/);
   } finally {
     await t.close();
   }
