@@ -386,6 +386,37 @@ Q('every filter selects exactly the matching contacts', async ({ t, w, path }) =
   }
 });
 
+Q('every cursor the server issues is accepted back: names at the length limit whose JSON escaping is longest', async ({ t, w }) => {
+  const ledger = await createLedger(t, w.tokens.editor, w.orgId, 'long names');
+  const path = `${ledgerPath(w.orgId, ledger)}/contacts`;
+  // 256 characters (the limit) that JSON escapes to 6 bytes each (\u0001), 2 bytes (" and \\), 3 bytes (€ in UTF-8)
+  const names = ['\u0001'.repeat(256), '"'.repeat(256), '\\'.repeat(256), '€'.repeat(256), 'Ann Lee', 'zed'];
+  const imp = await addContacts(t, w.tokens.editor, w.orgId, ledger, names.map((name) => ({ name, company: 'X' })));
+  assert.is(imp.imported, names.length);
+  let longest = 0;
+  for (const sort of ['+name', '-name']) {
+    const seen: any[] = [];
+    let cursor: string | null = null;
+    do {
+      const r: any = await t.call('GET', `${path}?sortBy=${encodeURIComponent(sort)}&limit=1${cursor ? `&cursor=${cursor}` : ''}`, { token: w.tokens.viewer });
+      expectStatus(r, 200, `${sort} page ${seen.length + 1}`);
+      seen.push(...r.body.contacts);
+      cursor = r.body.nextCursor;
+      longest = Math.max(longest, cursor?.length ?? 0);
+    } while (cursor);
+    assert.is(seen.length, names.length, sort);
+    assert.equal(new Set(seen.map((c) => c.name)), new Set(names), `${sort}: every row once`);
+  }
+  assert.ok(longest > 2048, `the \\u0001 name's cursor is longer than the old 2,048 cap (${longest})`);
+  // a cap remains: a forged cursor longer than any the server issues, or with a longer name, is refused
+  const forge = (name: string) => Buffer.from(JSON.stringify(['contacts+name', name, 1, 0])).toString('base64url');
+  for (const cursor of [forge('\u0001'.repeat(257)), forge('a'.repeat(257)), 'A'.repeat(4000)]) {
+    const r = await t.call('GET', `${path}?sortBy=%2Bname&cursor=${cursor}`, { token: w.tokens.viewer });
+    expectStatus(r, 400, `forged cursor of ${cursor.length}`);
+    assert.ok(r.body.errors.some((e: any) => e.path === 'cursor'));
+  }
+});
+
 Q('bad parameters are 400 naming the parameter and never reach SQL (I5, I6)', async ({ t, w, path, ledgerId }) => {
   const bad = async (q: string, name: string) => {
     const r = await t.call('GET', `${path}?${q}`, { token: w.tokens.viewer });
