@@ -214,7 +214,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         access: { org: 'editor' },
         summary: `Upload a CSV file to import${note}`,
         description: 'Answers 202 with the import job. An Idempotency-Key header makes a retry of the same file and mapping answer 200 with the first job.',
-        rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}' },
+        rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}; name may be [first name column, last name column]' },
         responses: { 202: { description: 'Import job' }, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file' } },
       },
       async (ctx, { caller, params }) => {
