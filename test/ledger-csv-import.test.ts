@@ -531,6 +531,39 @@ P('the rejected-rows CSV: reason column, original cells, both paths; none for a 
   assert.ok(other.status === 403 || other.status === 404, `another org → ${other.status}`);
 });
 
+P('a rejected-rows CSV uploaded again, round after round: its old reason and line are replaced, not added to', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'rounds');
+  const errorsText = async (importId: string) => {
+    const r = await t.call('GET', `${importsPath(w, ledgerId)}/${importId}/errors`, { token: w.tokens.viewer });
+    expectStatus(r, 200, 'errors csv');
+    return r.text;
+  };
+  let file = 'name,company,title,notes\nGood,Acme,,\n,Acme,CTO,keep me\nBob,,VP,"a, b"\n';
+  for (const round of [1, 2, 3]) {
+    const r = await post(t, w, ledgerId, file);
+    expectStatus(r, 202, `round ${round} upload`);
+    const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r.body.id);
+    assert.equal([job.imported, job.invalid], [round === 1 ? 1 : 0, 2], `round ${round}`);
+    file = await errorsText(job.id);
+    // the good row of round 1 was line 2, so the rejected rows were lines 3 and 4; then 2 and 3
+    const first = round === 1 ? 3 : 2;
+    assert.equal(parse(file), [
+      ['name', 'company', 'title', 'notes', 'reason', 'line'],
+      ['', 'Acme', 'CTO', 'keep me', 'name is required', String(first)],
+      ['Bob', '', 'VP', 'a, b', 'company is required', String(first + 1)],
+    ], `round ${round}`);
+  }
+  // fixed in a spreadsheet, the rows import (reason and line are just unmapped columns)
+  const rows = parse(file) as string[][];
+  rows[1]![0] = 'Cy';
+  rows[2]![1] = 'Beta';
+  const quote = (c: string) => (/[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c);
+  const last = await post(t, w, ledgerId, rows.map((r) => r.map(quote).join(',')).join('\r\n'));
+  expectStatus(last, 202);
+  const done = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, last.body.id);
+  assert.equal([done.imported, done.invalid], [2, 0]);
+});
+
 P('=HYPERLINK(...) and other formula-looking cells are stored verbatim (escaping is for output)', async ({ t, w }) => {
   const { contacts } = await importInto(t, w, 'name,company,title\n"=HYPERLINK(""http://evil.test"",""click"")",+Acme,@SUM(A1)\n-1,=1+2,-Director\n');
   assert.equal(view(contacts).map((c) => [c.name, c.company, c.title]), [

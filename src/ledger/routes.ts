@@ -82,10 +82,19 @@ function attachment(ctx: Koa.Context, fileName: string): void {
   ctx.set('Cache-Control', 'no-store');
 }
 
+/**
+ * How many of a CSV import's columns its rejected-rows CSV gives back: all of them, except when
+ * the file was itself a rejected-rows CSV (its last two columns are exactly our `reason`, `line`),
+ * whose old annotation is replaced by the new one rather than added to (else a third round would
+ * have the columns twice and be refused as a duplicate header).
+ */
+const sourceColumns = (columns: string[]) => (columns.length > 2 && columns.at(-2)!.trim() === 'reason' && columns.at(-1)!.trim() === 'line' ? columns.length - 2 : columns.length);
+
 /** The rejected rows as CSV: the original columns (CSV) or the contact fields (API), then the reason. */
 function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator<string> {
   const csv = imp.format;
-  const header = csv ? [...csv.columns, 'reason', 'line'] : ['row', ...CONTACT_FIELDS, 'reason'];
+  const kept = csv ? sourceColumns(csv.columns) : 0;
+  const header = csv ? [...csv.columns.slice(0, kept), 'reason', 'line'] : ['row', ...CONTACT_FIELDS, 'reason'];
   yield csvLines([header], true);
   for (const page of pages) {
     const rows = page.map((r) => {
@@ -93,9 +102,10 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
         let cells: unknown[];
         if (Array.isArray(r.raw)) {
           // keep reason and line under their headers: pad short rows, fold extra cells into the reason
+          // (a previous round's reason and line cells go with their columns)
           const raw = r.raw as unknown[];
-          cells = raw.slice(0, csv.columns.length);
-          while (cells.length < csv.columns.length) cells.push('');
+          cells = raw.slice(0, kept);
+          while (cells.length < kept) cells.push('');
           if (raw.length > csv.columns.length) return [...cells, `${r.reason}; extra cells: ${JSON.stringify(raw.slice(csv.columns.length))}`, r.line];
         }
         else {
@@ -103,6 +113,7 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
           cells = csv.columns.map(() => '');
           const draft = r.raw as Record<string, unknown>;
           for (const [field, i] of Object.entries(csv.mapping.fields)) cells[i] = draft[field] ?? '';
+          cells = cells.slice(0, kept);
         }
         return [...cells, r.reason, r.line];
       }
