@@ -3,6 +3,7 @@
 // attempts on sort/filter/paging (RELIABILITY.md I5, I6).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { parse } from 'csv-parse/sync';
 import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, startApp, waitForImport, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
@@ -158,13 +159,41 @@ A('a batch keeps its good rows and rejects bad and duplicate ones with reasons',
   expectStatus(errors, 200);
   assert.match(errors.headers.get('content-type')!, /^text\/csv/);
   const lines = errors.text.trim().split('\r\n');
-  assert.is(lines[0], 'row,name,company,title,location,email,linkedin,referenceId,reason');
+  assert.is(lines[0], 'row,name,company,title,location,email,linkedin,referenceId,reason,raw');
   assert.is(lines.length, 1 + 12);
   const text = errors.text;
   for (const reason of ['appears earlier in this import', 'is already in the ledger', 'name is required', 'company is required', 'not a LinkedIn profile URL', 'not an e-mail address', 'name is longer than 256', 'referenceId is longer than 128', 'title must be a string', 'favouriteColour', 'must be a JSON object'])
     assert.ok(text.includes(reason), `errors CSV mentions "${reason}"`);
   const nested = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?email=N@X.TEST`, { token: w.tokens.viewer });
   assert.is(nested.body.contacts.length, 1, 'email filter is case-insensitive; contactInfo.email accepted');
+});
+
+A('the rejected-rows CSV of an API batch gives back each rejected value as submitted (raw JSON), unknown fields included', async ({ t, w, ledgerId }) => {
+  const sent: unknown[] = [
+    { name: 'Fine', company: 'X' },
+    { name: 'Z', company: 'Y', foo: 1 },
+    { name: 'Typed', company: 'X', title: 7, contactInfo: { email: 'a@b.test' } },
+    { name: 'Fine', company: 'X', referenceId: 'raw-1', notes: { deep: [1, '=2'] } },
+    'just a string',
+    -5,
+    null,
+    ['=cmd'],
+  ];
+  const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, sent);
+  assert.equal([job.imported, job.invalid], [1, 7]);
+  const r = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer });
+  expectStatus(r, 200);
+  const rows = parse(r.text) as string[][];
+  const header = rows[0]!;
+  assert.equal(header, ['row', 'name', 'company', 'title', 'location', 'email', 'linkedin', 'referenceId', 'reason', 'raw']);
+  const byRow = new Map(rows.slice(1).map((row) => [Number(row[0]), row]));
+  assert.is(byRow.size, 7);
+  for (let i = 1; i < sent.length; i++) {
+    const row = byRow.get(i + 1)!;
+    assert.ok(row, `row ${i + 1} is in the errors CSV`);
+    assert.equal(JSON.parse(row[header.indexOf('raw')]!), sent[i], `row ${i + 1} given back as submitted`);
+  }
+  assert.match(byRow.get(2)![header.indexOf('reason')]!, /unknown field "foo"/);
 });
 
 A('request-level errors: bad JSON, wrong shape, empty and oversized batches, unknown ledger, viewer', async ({ t, w, ledgerId }) => {

@@ -90,11 +90,13 @@ function attachment(ctx: Koa.Context, fileName: string): void {
  */
 const sourceColumns = (columns: string[]) => (columns.length > 2 && columns.at(-2)!.trim() === 'reason' && columns.at(-1)!.trim() === 'line' ? columns.length - 2 : columns.length);
 
-/** The rejected rows as CSV: the original columns (CSV) or the contact fields (API), then the reason. */
+/** The rejected rows as CSV: the original columns (CSV) or the contact fields (API), then the reason (and line, or the submitted JSON). */
 function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator<string> {
   const csv = imp.format;
   const kept = csv ? sourceColumns(csv.columns) : 0;
-  const header = csv ? [...csv.columns.slice(0, kept), 'reason', 'line'] : ['row', ...CONTACT_FIELDS, 'reason'];
+  // API batches: `raw` is the submitted value as JSON, so what the contact fields cannot show
+  // (unknown fields, wrong types, a row that is not an object) is not lost
+  const header = csv ? [...csv.columns.slice(0, kept), 'reason', 'line'] : ['row', ...CONTACT_FIELDS, 'reason', 'raw'];
   yield csvLines([header], true);
   for (const page of pages) {
     const rows = page.map((r) => {
@@ -120,7 +122,9 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
       const raw = (typeof r.raw === 'object' && r.raw !== null && !Array.isArray(r.raw) ? r.raw : {}) as Record<string, unknown>;
       const cell = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v));
       const email = raw.email ?? (raw.contactInfo as Record<string, unknown> | undefined)?.email;
-      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), typeof r.raw === 'object' && r.raw !== null ? r.reason : `${r.reason} (${cell(r.raw)})`];
+      // a number stays a number cell (formula escaping would put a ' before -5 written as text)
+      const submitted = typeof r.raw === 'number' ? r.raw : JSON.stringify(r.raw);
+      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), typeof r.raw === 'object' && r.raw !== null ? r.reason : `${r.reason} (${cell(r.raw)})`, submitted];
     });
     yield csvLines(rows, true);
   }
