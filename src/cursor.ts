@@ -1,4 +1,22 @@
 import { badRequest } from './errors.ts';
+import { MAX_LENGTH } from './ledger/contact-input.ts';
+
+/** The longest text in a cursor's key: a contact's name (sortBy=±name). Other text keys are ids. */
+export const MAX_CURSOR_TEXT = MAX_LENGTH.name;
+
+/**
+ * The longest cursor the server issues, so every cursor it hands out is accepted back (by
+ * decodeCursor and the `cursor` query schema) while a forged giant one is still refused. The
+ * longest is a contact list's under sortBy=±name, `["contacts+name","<name>",<seq>,<0|1>]`: JSON
+ * escapes one UTF-16 unit of the name to at most 6 bytes (`\u0001`, a lone surrogate), a safe
+ * integer takes at most 17 characters (`-9007199254740991`), and the label gets room for 32
+ * characters (the longest contact sort label, `contacts-lastInfoChangedAt`, has 26). Every other
+ * cursor holds numbers and at most an id (under 40 characters), far less. base64url makes 4
+ * characters of every 3 bytes: 2,148 characters.
+ */
+const MAX_CURSOR_JSON = 2 + (32 + 2) + 1 + (MAX_CURSOR_TEXT * 6 + 2) + 2 * (1 + 17);
+export const MAX_CURSOR_LENGTH = Math.ceil((MAX_CURSOR_JSON * 4) / 3);
+const CURSOR_SHAPE = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_CURSOR_LENGTH}}$`);
 
 /**
  * Opaque keyset cursors: base64url JSON of the last row's sort key plus the sort it belongs to.
@@ -14,7 +32,7 @@ export function encodeCursor(sort: string, key: (string | number | null)[]): str
  */
 export function decodeCursor(text: string, sort: string, kinds: ('s' | 'n' | 'n?')[]): (string | number | null)[] {
   const bad = () => badRequest('invalid_cursor', 'cursor is not valid for this list; start again without it.', [{ path: 'cursor', message: 'invalid cursor' }]);
-  if (!/^[A-Za-z0-9_-]{1,2048}$/.test(text)) throw bad();
+  if (!CURSOR_SHAPE.test(text)) throw bad();
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
@@ -25,7 +43,7 @@ export function decodeCursor(text: string, sort: string, kinds: ('s' | 'n' | 'n?
   const values = parsed.slice(1) as unknown[];
   values.forEach((v, i) => {
     const k = kinds[i];
-    const ok = k === 's' ? typeof v === 'string' && v.length <= 512 : k === 'n' ? Number.isSafeInteger(v) : v === null || Number.isSafeInteger(v);
+    const ok = k === 's' ? typeof v === 'string' && v.length <= MAX_CURSOR_TEXT : k === 'n' ? Number.isSafeInteger(v) : v === null || Number.isSafeInteger(v);
     if (!ok) throw bad();
   });
   return values as (string | number | null)[];

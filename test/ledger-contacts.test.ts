@@ -3,6 +3,7 @@
 // attempts on sort/filter/paging (RELIABILITY.md I5, I6).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { parse } from 'csv-parse/sync';
 import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, startApp, waitForImport, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
@@ -158,13 +159,41 @@ A('a batch keeps its good rows and rejects bad and duplicate ones with reasons',
   expectStatus(errors, 200);
   assert.match(errors.headers.get('content-type')!, /^text\/csv/);
   const lines = errors.text.trim().split('\r\n');
-  assert.is(lines[0], 'row,name,company,title,location,email,linkedin,referenceId,reason');
+  assert.is(lines[0], 'row,name,company,title,location,email,linkedin,referenceId,reason,raw');
   assert.is(lines.length, 1 + 12);
   const text = errors.text;
   for (const reason of ['appears earlier in this import', 'is already in the ledger', 'name is required', 'company is required', 'not a LinkedIn profile URL', 'not an e-mail address', 'name is longer than 256', 'referenceId is longer than 128', 'title must be a string', 'favouriteColour', 'must be a JSON object'])
     assert.ok(text.includes(reason), `errors CSV mentions "${reason}"`);
   const nested = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?email=N@X.TEST`, { token: w.tokens.viewer });
   assert.is(nested.body.contacts.length, 1, 'email filter is case-insensitive; contactInfo.email accepted');
+});
+
+A('the rejected-rows CSV of an API batch gives back each rejected value as submitted (raw JSON), unknown fields included', async ({ t, w, ledgerId }) => {
+  const sent: unknown[] = [
+    { name: 'Fine', company: 'X' },
+    { name: 'Z', company: 'Y', foo: 1 },
+    { name: 'Typed', company: 'X', title: 7, contactInfo: { email: 'a@b.test' } },
+    { name: 'Fine', company: 'X', referenceId: 'raw-1', notes: { deep: [1, '=2'] } },
+    'just a string',
+    -5,
+    null,
+    ['=cmd'],
+  ];
+  const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, sent);
+  assert.equal([job.imported, job.invalid], [1, 7]);
+  const r = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer });
+  expectStatus(r, 200);
+  const rows = parse(r.text) as string[][];
+  const header = rows[0]!;
+  assert.equal(header, ['row', 'name', 'company', 'title', 'location', 'email', 'linkedin', 'referenceId', 'reason', 'raw']);
+  const byRow = new Map(rows.slice(1).map((row) => [Number(row[0]), row]));
+  assert.is(byRow.size, 7);
+  for (let i = 1; i < sent.length; i++) {
+    const row = byRow.get(i + 1)!;
+    assert.ok(row, `row ${i + 1} is in the errors CSV`);
+    assert.equal(JSON.parse(row[header.indexOf('raw')]!), sent[i], `row ${i + 1} given back as submitted`);
+  }
+  assert.match(byRow.get(2)![header.indexOf('reason')]!, /unknown field "foo"/);
 });
 
 A('request-level errors: bad JSON, wrong shape, empty and oversized batches, unknown ledger, viewer', async ({ t, w, ledgerId }) => {
@@ -383,6 +412,37 @@ Q('every filter selects exactly the matching contacts', async ({ t, w, path }) =
   for (const sort of ['-lastInfoChangedAt', '+name', '-createdAt']) {
     const r = await listAll(t, w.tokens.viewer, path, `lastInfoChangedAt=2026-11-11&sortBy=${encodeURIComponent(sort)}`, 7);
     assert.is(r.length, 30, sort);
+  }
+});
+
+Q('every cursor the server issues is accepted back: names at the length limit whose JSON escaping is longest', async ({ t, w }) => {
+  const ledger = await createLedger(t, w.tokens.editor, w.orgId, 'long names');
+  const path = `${ledgerPath(w.orgId, ledger)}/contacts`;
+  // 256 characters (the limit) that JSON escapes to 6 bytes each (\u0001), 2 bytes (" and \\), 3 bytes (€ in UTF-8)
+  const names = ['\u0001'.repeat(256), '"'.repeat(256), '\\'.repeat(256), '€'.repeat(256), 'Ann Lee', 'zed'];
+  const imp = await addContacts(t, w.tokens.editor, w.orgId, ledger, names.map((name) => ({ name, company: 'X' })));
+  assert.is(imp.imported, names.length);
+  let longest = 0;
+  for (const sort of ['+name', '-name']) {
+    const seen: any[] = [];
+    let cursor: string | null = null;
+    do {
+      const r: any = await t.call('GET', `${path}?sortBy=${encodeURIComponent(sort)}&limit=1${cursor ? `&cursor=${cursor}` : ''}`, { token: w.tokens.viewer });
+      expectStatus(r, 200, `${sort} page ${seen.length + 1}`);
+      seen.push(...r.body.contacts);
+      cursor = r.body.nextCursor;
+      longest = Math.max(longest, cursor?.length ?? 0);
+    } while (cursor);
+    assert.is(seen.length, names.length, sort);
+    assert.equal(new Set(seen.map((c) => c.name)), new Set(names), `${sort}: every row once`);
+  }
+  assert.ok(longest > 2048, `the \\u0001 name's cursor is longer than the old 2,048 cap (${longest})`);
+  // a cap remains: a forged cursor longer than any the server issues, or with a longer name, is refused
+  const forge = (name: string) => Buffer.from(JSON.stringify(['contacts+name', name, 1, 0])).toString('base64url');
+  for (const cursor of [forge('\u0001'.repeat(257)), forge('a'.repeat(257)), 'A'.repeat(4000)]) {
+    const r = await t.call('GET', `${path}?sortBy=%2Bname&cursor=${cursor}`, { token: w.tokens.viewer });
+    expectStatus(r, 400, `forged cursor of ${cursor.length}`);
+    assert.ok(r.body.errors.some((e: any) => e.path === 'cursor'));
   }
 });
 

@@ -335,11 +335,52 @@ P('an explicit mapping names the columns; null leaves a field out; bad mappings 
     [csv, 422, /"colour" is not a contact field/, { mapping: { colour: 'Person' } }],
     [csv, 422, /mapping must be a JSON object/, { mapping: '["Person"]' }],
     [csv, 422, /mapping must be a JSON object/, { mapping: 'null' }],
-    [csv, 422, /must be a column name or null/, { mapping: { name: 3 } }],
+    [csv, 422, /must be a column name, two column names \[first name, last name\], or null/, { mapping: { name: 3 } }],
     ['name,company\nA,B\n', 422, /no company column/, { mapping: { company: null } }], // unmapping a required field
   ]);
   assert.equal(missing!.body.errors.map((e: any) => e.path), ['mapping.name']);
   assert.equal(invalidJson!.body.errors.map((e: any) => e.path), ['mapping']);
+});
+
+P('name from first + last name: the mapping a preview or a job shows is accepted back as is; an explicit pair; bad pairs → 422 (SPEC §4.3)', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'first+last');
+  const csv = 'First Name,Last Name,Company\nAnn,Lee,Acme\n';
+  const pv = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv) });
+  expectStatus(pv, 200);
+  assert.equal(pv.body.suggestedMapping, { name: ['First Name', 'Last Name'], company: 'Company' });
+  const again = await importInto(t, w, csv, { mapping: pv.body.suggestedMapping });
+  assert.equal(again.contacts.map((c) => c.name), ['Ann Lee']);
+  assert.equal(again.job.mapping, pv.body.suggestedMapping);
+  const fromJob = await importInto(t, w, csv, { mapping: again.job.mapping });
+  assert.equal(fromJob.contacts.map((c) => c.name), ['Ann Lee'], "a job's mapping is accepted back too");
+
+  // headers that are not recognised: the pair names them
+  const de = 'Vorname,Nachname,Firma\nAnn,Lee,Acme\nPlato,,Academy\n';
+  const named = await importInto(t, w, de, { mapping: { name: ['Vorname', 'Nachname'], company: 'Firma' } });
+  assert.equal(view(named.contacts).map((c) => [c.name, c.company]), [['Ann Lee', 'Acme'], ['Plato', 'Academy']]);
+  assert.equal(named.job.mapping, { name: ['Vorname', 'Nachname'], company: 'Firma' });
+  const shown = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(de, { mapping: { name: ['vorname', 'NACHNAME'], company: 'Firma' } }) });
+  expectStatus(shown, 200);
+  assert.equal(shown.body.mapping, { name: ['Vorname', 'Nachname'], company: 'Firma' });
+  assert.equal(shown.body.missing, []);
+  // a single column replaces a suggested pair
+  const single = await importInto(t, w, csv, { mapping: { name: 'Last Name' } });
+  assert.equal(single.contacts.map((c) => c.name), ['Lee']);
+
+  const shape = /mapping\.name must be a column name, two column names \[first name, last name\], or null/;
+  const answers = await refuseAll(t, w, [
+    [de, 422, shape, { mapping: { name: ['Vorname'], company: 'Firma' } }],
+    [de, 422, shape, { mapping: { name: [], company: 'Firma' } }],
+    [de, 422, shape, { mapping: { name: ['Vorname', 'Nachname', 'Firma'], company: 'Firma' } }],
+    [de, 422, shape, { mapping: { name: ['Vorname', 3], company: 'Firma' } }],
+    [de, 422, shape, { mapping: { name: ['Vorname', null], company: 'Firma' } }],
+    [de, 422, /mapping\.name: the file has no column "Nope"/, { mapping: { name: ['Vorname', 'Nope'], company: 'Firma' } }],
+    [de, 422, /mapping\.name: the file has no column "Nope"/, { mapping: { name: ['Nope', 'Nachname'], company: 'Firma' } }],
+    [de, 422, /mapping\.name: first and last name must be two different columns, not "Vorname" twice/, { mapping: { name: ['Vorname', ' vorname'], company: 'Firma' } }],
+  ]);
+  for (const a of answers) assert.equal(a.body.errors.map((e: any) => e.path), ['mapping.name']);
+  const [other] = await refuseAll(t, w, [[de, 422, /mapping\.company must be a column name or null/, { mapping: { name: ['Vorname', 'Nachname'], company: ['Firma', 'Vorname'] } }]]);
+  assert.equal(other!.body.errors.map((e: any) => e.path), ['mapping.company'], 'only name takes a pair');
 });
 
 // ── per-row rejections and duplicates ─────────────────────────────────────
@@ -488,6 +529,39 @@ P('the rejected-rows CSV: reason column, original cells, both paths; none for a 
   // another organization cannot read them
   const other = await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors`, { token: w.tokens.otherAdmin });
   assert.ok(other.status === 403 || other.status === 404, `another org → ${other.status}`);
+});
+
+P('a rejected-rows CSV uploaded again, round after round: its old reason and line are replaced, not added to', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'rounds');
+  const errorsText = async (importId: string) => {
+    const r = await t.call('GET', `${importsPath(w, ledgerId)}/${importId}/errors`, { token: w.tokens.viewer });
+    expectStatus(r, 200, 'errors csv');
+    return r.text;
+  };
+  let file = 'name,company,title,notes\nGood,Acme,,\n,Acme,CTO,keep me\nBob,,VP,"a, b"\n';
+  for (const round of [1, 2, 3]) {
+    const r = await post(t, w, ledgerId, file);
+    expectStatus(r, 202, `round ${round} upload`);
+    const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r.body.id);
+    assert.equal([job.imported, job.invalid], [round === 1 ? 1 : 0, 2], `round ${round}`);
+    file = await errorsText(job.id);
+    // the good row of round 1 was line 2, so the rejected rows were lines 3 and 4; then 2 and 3
+    const first = round === 1 ? 3 : 2;
+    assert.equal(parse(file), [
+      ['name', 'company', 'title', 'notes', 'reason', 'line'],
+      ['', 'Acme', 'CTO', 'keep me', 'name is required', String(first)],
+      ['Bob', '', 'VP', 'a, b', 'company is required', String(first + 1)],
+    ], `round ${round}`);
+  }
+  // fixed in a spreadsheet, the rows import (reason and line are just unmapped columns)
+  const rows = parse(file) as string[][];
+  rows[1]![0] = 'Cy';
+  rows[2]![1] = 'Beta';
+  const quote = (c: string) => (/[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c);
+  const last = await post(t, w, ledgerId, rows.map((r) => r.map(quote).join(',')).join('\r\n'));
+  expectStatus(last, 202);
+  const done = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, last.body.id);
+  assert.equal([done.imported, done.invalid], [2, 0]);
 });
 
 P('=HYPERLINK(...) and other formula-looking cells are stored verbatim (escaping is for output)', async ({ t, w }) => {

@@ -77,13 +77,21 @@ export function suggestMapping(columns: string[]): ColumnMapping {
 /**
  * Applies an explicit `mapping` (`{"name": "Full Name", "title": null, …}`) over the suggestion:
  * a field mapped to a column name uses that column, a field mapped to null is not imported,
- * fields not mentioned keep the suggestion. Throws MappingError for unknown fields or columns.
+ * fields not mentioned keep the suggestion. `name` may also be two column names, first and last
+ * (`"name": ["First Name", "Last Name"]`), the form mappingByName gives back, so a preview's or a
+ * job's mapping can be sent again as is. Throws MappingError for unknown fields or columns and for
+ * a `name` pair that is not two different columns of the file.
  */
 export function resolveMapping(columns: string[], explicit: unknown): ColumnMapping {
   const mapping = suggestMapping(columns);
   if (explicit === undefined) return mapping;
   if (typeof explicit !== 'object' || explicit === null || Array.isArray(explicit)) throw new MappingError('mapping must be a JSON object of field → column name');
   const keys = columns.map(normalize);
+  const columnIndex = (field: string, column: string) => {
+    const i = keys.indexOf(normalize(column));
+    if (i < 0) throw new MappingError(`mapping.${field}: the file has no column "${column}" (columns: ${columns.join(', ')})`, `mapping.${field}`);
+    return i;
+  };
   for (const [field, column] of Object.entries(explicit as Record<string, unknown>)) {
     if (!(CONTACT_FIELDS as readonly string[]).includes(field)) throw new MappingError(`"${field}" is not a contact field (${CONTACT_FIELDS.join(', ')})`, `mapping.${field}`);
     const f = field as ContactField;
@@ -92,10 +100,19 @@ export function resolveMapping(columns: string[], explicit: unknown): ColumnMapp
       if (f === 'name') delete mapping.lastNameColumn;
       continue;
     }
-    if (typeof column !== 'string') throw new MappingError(`mapping.${field} must be a column name or null`, `mapping.${field}`);
-    const i = keys.indexOf(normalize(column));
-    if (i < 0) throw new MappingError(`mapping.${field}: the file has no column "${column}" (columns: ${columns.join(', ')})`, `mapping.${field}`);
-    mapping.fields[f] = i;
+    if (f === 'name' && Array.isArray(column)) {
+      if (column.length !== 2 || !column.every((c) => typeof c === 'string'))
+        throw new MappingError('mapping.name must be a column name, two column names [first name, last name], or null', 'mapping.name');
+      const first = columnIndex(field, column[0] as string);
+      const last = columnIndex(field, column[1] as string);
+      if (first === last) throw new MappingError(`mapping.name: first and last name must be two different columns, not "${columns[first]!.trim()}" twice`, 'mapping.name');
+      mapping.fields.name = first;
+      mapping.lastNameColumn = last;
+      continue;
+    }
+    if (typeof column !== 'string')
+      throw new MappingError(f === 'name' ? 'mapping.name must be a column name, two column names [first name, last name], or null' : `mapping.${field} must be a column name or null`, `mapping.${field}`);
+    mapping.fields[f] = columnIndex(field, column);
     if (f === 'name') delete mapping.lastNameColumn;
   }
   return mapping;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_CURSOR_LENGTH } from '../cursor.ts';
 
 /** Schemas shared by every service's route declarations. */
 
@@ -11,7 +12,7 @@ export const limitParam = z
   .optional()
   .meta({ description: 'Items per page, 1–1000 (default 100).' });
 
-export const cursorParam = z.string().min(1).max(2048).optional().meta({ description: 'Opaque cursor from the previous page\'s nextCursor.' });
+export const cursorParam = z.string().min(1).max(MAX_CURSOR_LENGTH).optional().meta({ description: 'Opaque cursor from the previous page\'s nextCursor.' });
 
 export const pageQuery = z.strictObject({ limit: limitParam, cursor: cursorParam });
 

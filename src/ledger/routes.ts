@@ -82,10 +82,21 @@ function attachment(ctx: Koa.Context, fileName: string): void {
   ctx.set('Cache-Control', 'no-store');
 }
 
-/** The rejected rows as CSV: the original columns (CSV) or the contact fields (API), then the reason. */
+/**
+ * How many of a CSV import's columns its rejected-rows CSV gives back: all of them, except when
+ * the file was itself a rejected-rows CSV (its last two columns are exactly our `reason`, `line`),
+ * whose old annotation is replaced by the new one rather than added to (else a third round would
+ * have the columns twice and be refused as a duplicate header).
+ */
+const sourceColumns = (columns: string[]) => (columns.length > 2 && columns.at(-2)!.trim() === 'reason' && columns.at(-1)!.trim() === 'line' ? columns.length - 2 : columns.length);
+
+/** The rejected rows as CSV: the original columns (CSV) or the contact fields (API), then the reason (and line, or the submitted JSON). */
 function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator<string> {
   const csv = imp.format;
-  const header = csv ? [...csv.columns, 'reason', 'line'] : ['row', ...CONTACT_FIELDS, 'reason'];
+  const kept = csv ? sourceColumns(csv.columns) : 0;
+  // API batches: `raw` is the submitted value as JSON, so what the contact fields cannot show
+  // (unknown fields, wrong types, a row that is not an object) is not lost
+  const header = csv ? [...csv.columns.slice(0, kept), 'reason', 'line'] : ['row', ...CONTACT_FIELDS, 'reason', 'raw'];
   yield csvLines([header], true);
   for (const page of pages) {
     const rows = page.map((r) => {
@@ -93,9 +104,10 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
         let cells: unknown[];
         if (Array.isArray(r.raw)) {
           // keep reason and line under their headers: pad short rows, fold extra cells into the reason
+          // (a previous round's reason and line cells go with their columns)
           const raw = r.raw as unknown[];
-          cells = raw.slice(0, csv.columns.length);
-          while (cells.length < csv.columns.length) cells.push('');
+          cells = raw.slice(0, kept);
+          while (cells.length < kept) cells.push('');
           if (raw.length > csv.columns.length) return [...cells, `${r.reason}; extra cells: ${JSON.stringify(raw.slice(csv.columns.length))}`, r.line];
         }
         else {
@@ -103,13 +115,16 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
           cells = csv.columns.map(() => '');
           const draft = r.raw as Record<string, unknown>;
           for (const [field, i] of Object.entries(csv.mapping.fields)) cells[i] = draft[field] ?? '';
+          cells = cells.slice(0, kept);
         }
         return [...cells, r.reason, r.line];
       }
       const raw = (typeof r.raw === 'object' && r.raw !== null && !Array.isArray(r.raw) ? r.raw : {}) as Record<string, unknown>;
       const cell = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v));
       const email = raw.email ?? (raw.contactInfo as Record<string, unknown> | undefined)?.email;
-      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), typeof r.raw === 'object' && r.raw !== null ? r.reason : `${r.reason} (${cell(r.raw)})`];
+      // a number stays a number cell (formula escaping would put a ' before -5 written as text)
+      const submitted = typeof r.raw === 'number' ? r.raw : JSON.stringify(r.raw);
+      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), typeof r.raw === 'object' && r.raw !== null ? r.reason : `${r.reason} (${cell(r.raw)})`, submitted];
     });
     yield csvLines(rows, true);
   }
@@ -214,7 +229,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         access: { org: 'editor' },
         summary: `Upload a CSV file to import${note}`,
         description: 'Answers 202 with the import job. An Idempotency-Key header makes a retry of the same file and mapping answer 200 with the first job.',
-        rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}' },
+        rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}; name may be [first name column, last name column]' },
         responses: { 202: { description: 'Import job' }, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file' } },
       },
       async (ctx, { caller, params }) => {
