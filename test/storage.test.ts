@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
 import { DB_FILE, openRuntime } from '../src/runtime.ts';
-import { openDb, StartupError } from '../src/storage/db.ts';
+import { openDb, StartupError, verifySettings } from '../src/storage/db.ts';
 import { loadMigrations, migrate, schemaVersion } from '../src/storage/migrate.ts';
 import { tempDir, testConfig } from './helpers.ts';
 
@@ -29,6 +29,27 @@ S('a fresh database and a reopened one both run WAL, synchronous=FULL, foreign k
     db.close();
   }
   assert.is(statSync(file).mode & 0o777, 0o600, 'the database file is private to its owner');
+});
+
+S('the self-check refuses a connection whose settings did not take (D1): a journal that cannot be WAL, synchronous, foreign keys', () => {
+  assert.throws(() => openDb(':memory:'), (e: Error) => e instanceof StartupError && /journal_mode is memory, expected wal/.test(e.message));
+  const raw = new Database(join(tempDir(), 'y.db'));
+  try {
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('foreign_keys = ON');
+    raw.pragma('synchronous = NORMAL');
+    assert.throws(() => verifySettings(raw, 'y.db', false), (e: Error) => e instanceof StartupError && /synchronous is 1, expected 2/.test(e.message));
+    raw.pragma('synchronous = FULL');
+    raw.pragma('foreign_keys = OFF');
+    assert.throws(() => verifySettings(raw, 'y.db', false), (e: Error) => e instanceof StartupError && /foreign_keys is 0, expected 1/.test(e.message));
+    raw.pragma('foreign_keys = ON');
+    raw.pragma('journal_mode = DELETE');
+    assert.throws(() => verifySettings(raw, 'y.db', false), (e: Error) => e instanceof StartupError && /journal_mode is delete, expected wal/.test(e.message));
+    raw.pragma('journal_mode = WAL');
+    verifySettings(raw, 'y.db', false); // all as openDb sets them: no error
+  } finally {
+    raw.close();
+  }
 });
 
 S('db.tx: commits, rolls back on throw, refuses async callbacks', () => {

@@ -142,7 +142,8 @@ export function openDb(file: string, opts: OpenOptions = {}): Db {
   return new Db(raw, file);
 }
 
-function verifySettings(raw: Database.Database, file: string, readonly: boolean): void {
+/** The boot self-check of D1: throws StartupError unless the connection runs what openDb asked for. */
+export function verifySettings(raw: Database.Database, file: string, readonly: boolean): void {
   const version = String(raw.prepare('SELECT sqlite_version() AS v').pluck().get());
   const parts = version.split('.').map(Number);
   for (let i = 0; i < 3; i++) {
