@@ -49,7 +49,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   });
 
   const ops = new ApiRouter('', deps);
-  registerHealthRoutes(ops, rt.readiness, rt.state);
+  registerHealthRoutes(ops, rt.readiness, rt.state, rt.degraded);
   registerMetricsRoute(ops, { metrics: rt.metrics, metricsToken: config.metricsToken, authenticate: deps.authenticate, access: identity.access });
 
   const routers = [identityApi, authAlias, ledgerApi, ops];

@@ -40,6 +40,8 @@ export interface Runtime {
   queue: Queue;
   scheduler: Scheduler;
   readiness: ReadinessChecks;
+  /** Checks that make /readyz say "degraded" without making it unready. */
+  degraded: ReadinessChecks;
   metrics: Metrics;
   /** Set when this start created the first superuser. */
   bootstrap?: { email: string; generatedPassword?: string };
@@ -182,6 +184,10 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
         database: () => db.ping(),
         migrations: () => schemaVersion(db) === latest,
         scheduler: () => scheduler.isRunning(),
+      },
+      degraded: {
+        // writes fail for lack of disk space (507) until one commits again; reads keep working
+        diskSpace: () => db.writeFailure === null,
       },
       async close() {
         await scheduler.stop();

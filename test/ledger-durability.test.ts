@@ -44,6 +44,9 @@ D('an import on a full disk waits, writes get 507, reads work, and the job resum
     assert.match(write.headers.get('content-type')!, /problem\+json/);
     expectStatus(await t.call('GET', ledgerPath(orgId, ledgerId), { token }), 200);
     assert.is(db.prepare('PRAGMA integrity_check').pluck().get(), 'ok');
+    const health = await t.call('GET', '/readyz');
+    expectStatus(health, 200, 'still ready: reads work');
+    assert.equal([health.body.status, health.body.checks.diskSpace], ['degraded', false]);
 
     db.pragma('max_page_count = 1073741823');
     clock.advance(31_000);
@@ -51,6 +54,7 @@ D('an import on a full disk waits, writes get 507, reads work, and the job resum
     const done = await waitForImport(t, token, orgId, ledgerId, up.body.id);
     assert.is(done.status, 'completed');
     assert.is(done.message, null);
+    assert.equal((await t.call('GET', '/readyz')).body.status, 'ready', 'writes commit again');
     assert.equal([done.submitted, done.imported, done.duplicates, done.invalid], [rows, rows, 0, 0]);
     assert.is(db.prepare('SELECT count(*) FROM contacts WHERE import_id = ?').pluck().get(up.body.id), rows);
     assert.is(db.prepare('SELECT count(DISTINCT reference_id) FROM contacts WHERE import_id = ?').pluck().get(up.body.id), rows);

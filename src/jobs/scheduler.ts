@@ -1,5 +1,5 @@
 import cron, { type ScheduledTask } from 'node-cron';
-import type { Db } from '../storage/db.ts';
+import { isStorageFullError, type Db } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
 import { LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
 
@@ -25,10 +25,6 @@ export interface Runner {
 /** How long a job waits after the disk was full before it tries again. */
 export const FULL_DISK_RETRY_MS = 30_000;
 
-const isStorageFull = (err: unknown) => {
-  const code = (err as { code?: unknown })?.code;
-  return code === 'SQLITE_FULL' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR'));
-};
 
 /**
  * Periodic or start-up work (inbox poll, daily change sets, backups). It may be async; the
@@ -86,7 +82,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
         return;
       }
       const message = (err as Error).message || String(err);
-      if (isStorageFull(err)) {
+      if (isStorageFullError(err)) {
         // Not the job's fault: wait for space without using up its attempts (RELIABILITY.md D3).
         try {
           d.db.tx(() => d.queue.postpone(lease, `waiting for disk space: ${message}`, FULL_DISK_RETRY_MS));

@@ -6,9 +6,11 @@ export type ReadinessChecks = Record<string, () => boolean>;
 
 /**
  * GET /healthz (the process answers) and GET /readyz (database open, migrations applied,
- * scheduler running — SPEC §8). Both are public and cheap.
+ * scheduler running — SPEC §8). Both are public and cheap. `degraded` checks do not make the
+ * instance unready (reads still work): a failing one turns the answer's status into "degraded"
+ * (RELIABILITY.md D3: a full disk).
  */
-export function registerHealthRoutes(r: ApiRouter, checks: ReadinessChecks, state: { shuttingDown: boolean }): void {
+export function registerHealthRoutes(r: ApiRouter, checks: ReadinessChecks, state: { shuttingDown: boolean }, degraded: ReadinessChecks = {}): void {
   r.add({ method: 'get', path: '/healthz', access: 'public', summary: 'Liveness', responses: { 200: { description: 'Alive' } } }, (ctx) => {
     ctx.body = { status: 'ok' };
   });
@@ -25,6 +27,11 @@ export function registerHealthRoutes(r: ApiRouter, checks: ReadinessChecks, stat
     if (failing.length) {
       throw new AppError(503, 'not_ready', `Not ready: ${failing.join(', ')}.`, { extra: { checks: results }, headers: { 'Retry-After': '5' } });
     }
-    ctx.body = { status: 'ready', checks: results };
+    let ok = true;
+    for (const [name, check] of Object.entries(degraded)) {
+      results[name] = check();
+      ok &&= results[name];
+    }
+    ctx.body = { status: ok ? 'ready' : 'degraded', checks: results };
   });
 }

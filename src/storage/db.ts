@@ -6,6 +6,12 @@ import { AppError } from '../errors.ts';
 const MIN_SQLITE = [3, 51, 3] as const;
 
 /** True for an error SQLite raised because a statement broke a constraint (UNIQUE, CHECK, NOT NULL…): only that statement failed. */
+/** SQLITE_FULL or an I/O error: the disk is full (or failing); reads keep working (RELIABILITY.md D3). */
+export const isStorageFullError = (err: unknown): boolean => {
+  const code = (err as { code?: unknown })?.code;
+  return code === 'SQLITE_FULL' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR'));
+};
+
 export const isConstraintError = (err: unknown): boolean => {
   const code = (err as { code?: unknown })?.code;
   return err instanceof Database.SqliteError && typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT');
@@ -26,6 +32,8 @@ export class Db {
   private relief: (() => Promise<void>) | undefined;
   /** Transactions committed (or rolled back) so far, and when the last bulk chunk was: for the checkpointer. */
   writes = 0;
+  /** The error code of the last write transaction when it failed for lack of disk space (or I/O); null once one commits. */
+  writeFailure: string | null = null;
   lastBulkAt = 0;
 
   constructor(raw: Database.Database, file: string) {
@@ -48,7 +56,14 @@ export class Db {
   tx<T>(fn: () => T): T {
     if (this.raw.inTransaction) return this.runTx(fn) as T;
     this.writes++;
-    return this.runTx.immediate(fn) as T;
+    try {
+      const out = this.runTx.immediate(fn) as T;
+      this.writeFailure = null;
+      return out;
+    } catch (err) {
+      if (isStorageFullError(err)) this.writeFailure = (err as { code: string }).code;
+      throw err;
+    }
   }
 
   /**
@@ -168,7 +183,7 @@ export function storageError(err: unknown): AppError | undefined {
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new AppError(503, 'database_busy', 'The database is busy; retry shortly.', { headers: { 'Retry-After': '1' }, cause: err });
   }
-  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
+  if (isStorageFullError(err)) {
     return new AppError(507, 'insufficient_storage', 'The server could not store the data (disk full or I/O error); nothing was written.', { cause: err });
   }
   return undefined;
