@@ -72,8 +72,8 @@ export function detectDelimiter(firstLine: string): string {
   return best;
 }
 
-/** The delimiter of a file's first line, from its first chunk (BOM or not). */
-function headerDelimiter(first: Buffer): string {
+/** The delimiter of a file's first line, from its first bytes (BOM or not). */
+export function headerDelimiter(first: Buffer): string {
   const bom = first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf ? 3 : 0;
   const end = first.findIndex((b, i) => i >= bom && (b === 0x0a || b === 0x0d));
   return detectDelimiter(first.subarray(bom, end < 0 ? first.length : end).toString('utf8'));

@@ -25,7 +25,6 @@ export interface Runner {
 /** How long a job waits after the disk was full before it tries again. */
 export const FULL_DISK_RETRY_MS = 30_000;
 
-
 /**
  * Periodic or start-up work (inbox poll, daily change sets, backups). It may be async; the
  * scheduler waits for it on stop(), and long work should return early once `ctl.stopping` is set.

@@ -5,13 +5,13 @@ import { AppError } from '../errors.ts';
 /** The oldest SQLite we accept: 3.51.3 fixes the WAL-reset corruption bug (RELIABILITY.md D1). */
 const MIN_SQLITE = [3, 51, 3] as const;
 
-/** True for an error SQLite raised because a statement broke a constraint (UNIQUE, CHECK, NOT NULL…): only that statement failed. */
 /** SQLITE_FULL or an I/O error: the disk is full (or failing); reads keep working (RELIABILITY.md D3). */
 export const isStorageFullError = (err: unknown): boolean => {
   const code = (err as { code?: unknown })?.code;
   return code === 'SQLITE_FULL' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR'));
 };
 
+/** True for an error SQLite raised because a statement broke a constraint (UNIQUE, CHECK, NOT NULL…): only that statement failed. */
 export const isConstraintError = (err: unknown): boolean => {
   const code = (err as { code?: unknown })?.code;
   return err instanceof Database.SqliteError && typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT');

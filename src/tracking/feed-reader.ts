@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { createGunzip } from 'node:zlib';
 import { CsvError, parse } from 'csv-parse';
 import { lineBreaksIn } from '../csv/read-rows.ts';
-import { detectDelimiter } from '../csv/scan.ts';
+import { headerDelimiter } from '../csv/scan.ts';
 import type { Readable } from 'node:stream';
 
 /**
@@ -146,9 +146,8 @@ async function peek(input: Readable): Promise<Buffer | null> {
  */
 async function* csv(input: Readable): AsyncGenerator<FeedItem> {
   const head = await peek(input);
-  const firstLine = head ? head.toString('utf8').replace(/^\ufeff/, '').split(/[\r\n]/, 1)[0]! : '';
   const parser = input.pipe(
-    parse({ bom: true, delimiter: detectDelimiter(firstLine), relax_column_count: true, relax_quotes: true, max_record_size: MAX_FEED_RECORD_BYTES, record_delimiter: ['\r\n', '\n', '\r'] }),
+    parse({ bom: true, delimiter: head ? headerDelimiter(head) : ',', relax_column_count: true, relax_quotes: true, max_record_size: MAX_FEED_RECORD_BYTES, record_delimiter: ['\r\n', '\n', '\r'] }),
   );
   let header: (string | undefined)[] | undefined;
   let nextLine = 1;

@@ -65,12 +65,12 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
     return feed;
   }
 
-  /** Where a finished feed's file goes: deleted, or (inbox) moved to done/ or failed/ with the reason beside it. */
   /** `dir/name`, or `dir/<prefix>-name` when a file of that name is already there (never overwritten). */
   function freeName(dir: string, name: string, prefix: string): string {
     return existsSync(join(dir, name)) ? join(dir, `${prefix}-${name}`) : join(dir, name);
   }
 
+  /** Where a finished feed's file goes: deleted, or (inbox) moved to done/ or failed/ with the reason beside it. */
   function settleFile(feed: FeedJob, failure: string | null): void {
     if (!feed.filePath || !existsSync(feed.filePath)) return;
     try {
@@ -268,8 +268,7 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
       const feed = id ? d.feeds.findFeed(id, d.clock.now()) : undefined;
       if (feed) settleFile({ ...feed, filePath: path }, feed.status === 'failed' ? (feed.message ?? 'failed') : null);
       else {
-        const original = id ? name.slice(id.length + 1) : name;
-        renameSync(path, join(inbox, existsSync(join(inbox, original)) ? name : original));
+        renameSync(path, freeName(inbox, id ? name.slice(id.length + 1) : name, id ?? newId('feed')));
       }
       moved++;
     }
