@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
-import { readRows } from '../src/csv/read-rows.ts';
+import { lineBreaksIn, readRows } from '../src/csv/read-rows.ts';
+import { RecordLimiter } from '../src/csv/record-limit.ts';
 import { detectDelimiter, scanCsv } from '../src/csv/scan.ts';
 import type { CsvFormat } from '../src/ledger/model.ts';
 import {
@@ -1053,6 +1054,58 @@ Q('on random files, the scanner counts exactly the rows the reader yields, and r
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+Q('the record limiter (feed CSV) cuts exactly the records csv-parse reads as longer than the limit, and passes the rest through as is', async () => {
+  let seed = 4_242;
+  const rnd = () => ((seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32);
+  const chars = ['a', 'b', ' ', ',', ',', '"', '"', '"', '\n', '\r\n', '\r', 'é'];
+  const options = { relax_quotes: true, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] };
+  /** The file through a limiter, in chunks of random sizes. */
+  const through = async (input: Buffer, limit: number) => {
+    const limiter = new RecordLimiter(0x2c, limit);
+    const out: Buffer[] = [];
+    limiter.on('data', (b: Buffer) => out.push(b));
+    const ended = new Promise((resolve) => limiter.on('end', resolve));
+    for (let at = 0; at < input.length; ) {
+      const size = 1 + Math.floor(rnd() * 12);
+      limiter.write(input.subarray(at, at + size));
+      at += size;
+    }
+    limiter.end();
+    await ended;
+    return { limiter, output: Buffer.concat(out) };
+  };
+  let compared = 0;
+  let cut = 0;
+  for (let i = 0; i < 1500; i++) {
+    const csv = Array.from({ length: 1 + Math.floor(rnd() * 40) }, () => chars[Math.floor(rnd() * chars.length)]!).join('');
+    const input = Buffer.from(csv);
+    assert.ok((await through(input, input.length)).output.equals(input), `unchanged under a limit it fits: ${JSON.stringify(csv)}`);
+    let records: { record: string[]; raw: string }[];
+    try {
+      records = parse(csv, { ...options, raw: true }) as never;
+    } catch {
+      continue; // a quote never closed: the parser fails the file either way
+    }
+    const limit = 1 + Math.floor(rnd() * 8);
+    const { limiter, output } = await through(input, limit);
+    const limited = parse(output, options) as string[][];
+    assert.is(limited.length, records.length, `records of ${JSON.stringify(csv)} → ${JSON.stringify(output.toString())}`);
+    records.forEach(({ record, raw }, n) => {
+      const bytes = Buffer.byteLength(raw.replace(/(\r\n|\n|\r)$/, ''));
+      const skipped = limiter.skipped(limited[n]!);
+      if (bytes > limit) {
+        cut++;
+        assert.is(skipped, lineBreaksIn(record), `line breaks of record ${n} of ${JSON.stringify(csv)}`);
+      } else {
+        assert.is(skipped, -1, `record ${n} of ${JSON.stringify(csv)} (${bytes} bytes) passes`);
+        assert.equal(limited[n], record);
+      }
+    });
+    compared++;
+  }
+  assert.ok(compared > 500 && cut > 500, `most random files are readable (${compared}), many records cut (${cut})`);
 });
 
 Q('the delimiter vote reads quotes the same way: a stray quote in a header cell hides nothing', () => {

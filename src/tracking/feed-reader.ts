@@ -2,8 +2,9 @@ import { createReadStream } from 'node:fs';
 import { createGunzip } from 'node:zlib';
 import { CsvError, parse } from 'csv-parse';
 import { lineBreaksIn } from '../csv/read-rows.ts';
+import { RecordLimiter } from '../csv/record-limit.ts';
 import { headerDelimiter } from '../csv/scan.ts';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 
 /**
  * Streams the records of a feed file (NDJSON, CSV with a header, or a JSON array; optionally
@@ -146,13 +147,22 @@ async function peek(input: Readable): Promise<Buffer | null> {
  */
 async function* csv(input: Readable): AsyncGenerator<FeedItem> {
   const head = await peek(input);
-  const parser = input.pipe(
-    parse({ bom: true, delimiter: head ? headerDelimiter(head) : ',', relax_column_count: true, relax_quotes: true, max_record_size: MAX_FEED_RECORD_BYTES, record_delimiter: ['\r\n', '\n', '\r'] }),
-  );
+  const delimiter = head ? headerDelimiter(head) : ',';
+  const limiter = new RecordLimiter(delimiter.charCodeAt(0), MAX_FEED_RECORD_BYTES);
+  const parser = parse({ bom: true, delimiter, relax_column_count: true, relax_quotes: true, max_record_size: MAX_FEED_RECORD_BYTES, record_delimiter: ['\r\n', '\n', '\r'] });
+  // pipeline, not pipe: an error of the input (a truncated gzip) must reach the loop below
+  pipeline(input, limiter, parser, () => {});
   let header: (string | undefined)[] | undefined;
   let nextLine = 1;
   for await (const record of parser as AsyncIterable<string[]>) {
     const line = nextLine;
+    const skipped = limiter.skipped(record);
+    if (skipped >= 0) {
+      nextLine += 1 + skipped;
+      if (!header) throw new FeedReadError(`line 1: the header row is longer than ${MAX_FEED_RECORD_BYTES} bytes`);
+      yield { line, error: `the record is longer than ${MAX_FEED_RECORD_BYTES} bytes` };
+      continue;
+    }
     nextLine += 1 + lineBreaksIn(record);
     if (record.length === 1 && record[0] === '') continue; // an empty line
     if (!header) {

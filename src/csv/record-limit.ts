@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import { Transform, type TransformCallback } from 'node:stream';
+
+/**
+ * Passes a CSV byte stream through unchanged, except that a record longer than `limit` bytes is
+ * replaced by a one-cell marker record (its bytes are dropped as they arrive, never held whole),
+ * so that the CSV parser after it reads on past such a record instead of failing the file.
+ * `skipped(record)` tells a marker apart from data — the marker carries a random nonce no file can
+ * guess — and gives the line breaks the dropped record held, so line numbers stay right.
+ *
+ * Records end at a line break (LF, CR or CRLF) outside quotes; quotes follow csv-parse's
+ * `relax_quotes` rule as the upload scanner reads them (src/csv/scan.ts): a quote opens a quoted
+ * field only at the start of a field, or right after the quote that closed one (a doubled quote).
+ */
+export class RecordLimiter extends Transform {
+  private readonly nonce = `record-limit-${randomBytes(12).toString('hex')}:`;
+  private quoted = false;
+  private fieldStart = true;
+  private justClosed = false;
+  private prevCR = false;
+  /** Line breaks inside quotes in the current record. */
+  private breaks = 0;
+  /** The current record's bytes from earlier chunks, not passed on yet. */
+  private held: Buffer[] = [];
+  private heldSize = 0;
+  /** The current record is longer than the limit: its bytes are being dropped. */
+  private skipping = false;
+
+  private readonly delimiter: number;
+  private readonly limit: number;
+
+  /** `delimiter` is the field delimiter's byte; `limit` the longest record passed on, in bytes. */
+  constructor(delimiter: number, limit: number) {
+    super();
+    this.delimiter = delimiter;
+    this.limit = limit;
+  }
+
+  /** For a marker record, the number of line breaks the dropped record held; -1 for data. */
+  skipped(record: string[]): number {
+    const cell = record.length === 1 ? record[0]! : '';
+    return cell.startsWith(this.nonce) ? Number(cell.slice(this.nonce.length)) : -1;
+  }
+
+  private marker(): Buffer {
+    return Buffer.from(`"${this.nonce}${this.breaks}"`);
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    const out: Buffer[] = [];
+    let emitFrom = 0; // bytes before this are passed on (or dropped)
+    let recStart = 0; // where the current record starts in this chunk (0: in an earlier chunk)
+    const delimiter = this.delimiter;
+    for (let i = 0; i < chunk.length; i++) {
+      const b = chunk[i]!;
+      if (b === 0x22) {
+        if (this.quoted) {
+          this.quoted = false;
+          this.justClosed = true;
+        } else if (this.fieldStart || this.justClosed) {
+          this.quoted = true;
+          this.justClosed = false;
+        } else this.justClosed = false;
+        this.fieldStart = false;
+        this.prevCR = false;
+        continue;
+      }
+      if (b === 0x0a || b === 0x0d) {
+        this.justClosed = false;
+        if (this.quoted) {
+          if (b === 0x0d || !this.prevCR) this.breaks++; // a CRLF counts once
+          this.prevCR = b === 0x0d;
+          continue;
+        }
+        // the end of a record
+        if (this.skipping || this.heldSize + (i - recStart) > this.limit) {
+          if (recStart > emitFrom) out.push(chunk.subarray(emitFrom, recStart));
+          out.push(this.marker());
+          emitFrom = i; // the line break goes on with what follows
+        } else if (this.heldSize) out.push(...this.held); // emitFrom is 0: nothing of this chunk passed on yet
+        this.held = [];
+        this.heldSize = 0;
+        this.skipping = false;
+        this.breaks = 0;
+        this.fieldStart = true;
+        this.prevCR = b === 0x0d;
+        recStart = i + 1;
+        continue;
+      }
+      this.prevCR = false;
+      this.justClosed = false;
+      this.fieldStart = !this.quoted && b === delimiter;
+    }
+    if (recStart > emitFrom) out.push(chunk.subarray(emitFrom, recStart));
+    if (!this.skipping) {
+      const size = this.heldSize + (chunk.length - recStart);
+      if (size > this.limit) {
+        this.skipping = true;
+        this.held = [];
+        this.heldSize = 0;
+      } else if (recStart < chunk.length) {
+        this.held.push(chunk.subarray(recStart));
+        this.heldSize = size;
+      }
+    }
+    for (const b of out) this.push(b);
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.skipping) this.push(this.marker());
+    else for (const b of this.held) this.push(b);
+    this.held = [];
+    done();
+  }
+}
