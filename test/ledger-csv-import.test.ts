@@ -1108,6 +1108,16 @@ Q('the record limiter (feed CSV) cuts exactly the records csv-parse reads as lon
   assert.ok(compared > 500 && cut > 500, `most random files are readable (${compared}), many records cut (${cut})`);
 });
 
+Q('a file the row reader cannot open is an error of the read, not of the process', async () => {
+  const format = { delimiter: ',', dataStart: 0, headerLines: 1, columns: ['name', 'company'], mapping: { fields: { name: 0, company: 1 } } } as CsvFormat;
+  try {
+    await readRows(join(tmpdir(), `cl-missing-${process.pid}.csv`), format, { bytes: 0, lines: 1 }, 100, async () => {});
+    assert.unreachable('the file does not exist');
+  } catch (err) {
+    assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
+  }
+});
+
 Q('the delimiter vote reads quotes the same way: a stray quote in a header cell hides nothing', () => {
   assert.is(detectDelimiter('name;alias;id,size 5",company,title,email'), ',');
   assert.is(detectDelimiter('"name,first";"company, inc";"a ""quoted"", b"'), ';');

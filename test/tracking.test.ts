@@ -7,7 +7,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, w
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
-import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
+import { openGzipFile } from '../src/tracking/daily-sets.ts';
+import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 const FEED = `${LEDGER}/feed`;
@@ -525,6 +526,26 @@ I('an inbox file is never stranded in processing/: a failed registration puts it
   assert.equal(readdirSync(join(inbox, 'processing')), []);
   assert.is(await settled(t, 'stuck.jsonl'), 'done');
   assert.is(await settled(t, 'crashed.jsonl'), 'done');
+});
+
+I('a daily change-set file that cannot be written (disk full, folder gone) fails its write, not the process', async () => {
+  const full = openGzipFile('/dev/full'); // every write: ENOSPC
+  let failed: NodeJS.ErrnoException | undefined;
+  try {
+    for (let i = 0; i < 10_000; i++) await full.write(`${JSON.stringify({ i, text: 'x'.repeat(200 + (i % 97)) })}\n`);
+    await full.end();
+  } catch (err) {
+    failed = err as NodeJS.ErrnoException;
+  }
+  assert.is(failed?.code, 'ENOSPC');
+  const gone = openGzipFile(join(tempDir(), 'no-such-folder', 'x.jsonl.gz'));
+  await gone.write('{}\n');
+  try {
+    await gone.end();
+    assert.unreachable('the file cannot be opened');
+  } catch (err) {
+    assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
+  }
 });
 
 I('the daily change set holds the contacts changed that day, in the API shape, split by size', async ({ t, w }) => {

@@ -1,4 +1,5 @@
 import { createReadStream } from 'node:fs';
+import { pipeline } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import { rowToInput } from './columns.ts';
 import { validateContact, type ContactDraft } from '../ledger/contact-input.ts';
@@ -64,9 +65,9 @@ export function lineBreaksIn(record: string[]): number {
 
 /** Reads batches of up to `batchRows` rows; `send` may wait (back-pressure). Throws CsvReadError. */
 export async function readRows(path: string, format: CsvFormat, from: ResumePoint, batchRows: number, send: (b: CsvBatch) => Promise<void>): Promise<void> {
-  const parser = createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }).pipe(
-    parse({ delimiter: format.delimiter, record_delimiter: ['\r\n', '\n', '\r'], info: true, relax_column_count: true, relax_quotes: true, max_record_size: MAX_RECORD_BYTES, bom: false }),
-  );
+  const parser = parse({ delimiter: format.delimiter, record_delimiter: ['\r\n', '\n', '\r'], info: true, relax_column_count: true, relax_quotes: true, max_record_size: MAX_RECORD_BYTES, bom: false });
+  // pipeline, not pipe: a read error of the file must reach the loop below, not end the process
+  pipeline(createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }), parser, () => {});
   const width = format.columns.length;
   let nextLine = from.lines + 1;
   let rows: CsvRow[] = [];

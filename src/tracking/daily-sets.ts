@@ -1,6 +1,7 @@
 import { createReadStream, createWriteStream, mkdirSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
+import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Clock } from '../clock.ts';
 import { notFound } from '../errors.ts';
@@ -27,6 +28,42 @@ export const dailyDir = (dataDir: string, ledgerId: string, day: string) => join
 
 export type DailySets = ReturnType<typeof createDailySets>;
 
+export interface GzipFile {
+  /** Resolves when the stream takes more (back-pressure); rejects once writing failed. */
+  write(text: string): Promise<void>;
+  /** Resolves when everything is in the file; rejects if writing failed (ENOSPC…). */
+  end(): Promise<void>;
+  destroy(): void;
+  /** Compressed bytes so far. */
+  readonly bytes: number;
+}
+
+/**
+ * A gzip file being written. A failure of the file (the disk is full) comes back from `write` or
+ * `end` as a rejection — never as an 'error' event without a listener, which would end the process.
+ */
+export function openGzipFile(path: string): GzipFile {
+  const gz = createGzip();
+  let bytes = 0;
+  gz.on('data', (chunk: Buffer) => (bytes += chunk.length));
+  const done = pipeline(gz, createWriteStream(path, { mode: 0o600 }));
+  done.catch(() => {}); // observed by write() and end()
+  return {
+    async write(text) {
+      if (gz.destroyed) return done;
+      if (!gz.write(text)) await Promise.race([once(gz, 'drain'), done]);
+    },
+    async end() {
+      gz.end();
+      await done;
+    },
+    destroy: () => gz.destroy(),
+    get bytes() {
+      return bytes;
+    },
+  };
+}
+
 /**
  * Daily change sets (SPEC §5): for each ledger, the contacts changed on a UTC day, in the API's
  * contact shape, one per line, gzipped, split at about 300 MB. Written once per (ledger, day) by
@@ -42,46 +79,45 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const files: DailySetFile[] = [];
-    let gz: ReturnType<typeof createGzip> | undefined;
-    let out: ReturnType<typeof createWriteStream> | undefined;
+    let file: GzipFile | undefined;
     let current: DailySetFile | undefined;
     let written = 0; // JSON-lines bytes in the current file, before compression
     const close = async () => {
-      if (!gz || !out || !current) return;
-      gz.end();
-      await once(out, 'finish');
+      if (!file || !current) return;
+      await file.end();
+      current.bytes = file.bytes;
       renameSync(join(dir, `${current.name}.partial`), join(dir, current.name));
       files.push(current);
-      gz = undefined;
-      out = undefined;
+      file = undefined;
       current = undefined;
     };
     const open = () => {
       current = { name: `changes-${day}-${files.length + 1}.jsonl.gz`, bytes: 0, contacts: 0 };
-      out = createWriteStream(join(dir, `${current.name}.partial`), { mode: 0o600 });
-      gz = createGzip();
-      const file = current;
-      gz.on('data', (chunk: Buffer) => (file.bytes += chunk.length));
-      gz.pipe(out);
+      file = openGzipFile(join(dir, `${current.name}.partial`));
       written = 0;
     };
     let after = '';
-    for (;;) {
-      const ids = d.sets.listChangedContactIds(ledgerId, from, from + DAY, after, PAGE);
-      if (!ids.length) break;
-      for (const id of ids) {
-        const c = d.contacts.findContact(ledgerId, id);
-        if (!c) continue; // deleted since
-        if (!gz || written >= maxBytes) {
-          await close();
-          open();
+    try {
+      for (;;) {
+        const ids = d.sets.listChangedContactIds(ledgerId, from, from + DAY, after, PAGE);
+        if (!ids.length) break;
+        for (const id of ids) {
+          const c = d.contacts.findContact(ledgerId, id);
+          if (!c) continue; // deleted since
+          if (!file || written >= maxBytes) {
+            await close();
+            open();
+          }
+          const line = `${JSON.stringify(presentContact(c))}\n`;
+          written += Buffer.byteLength(line);
+          await file!.write(line);
+          current!.contacts++;
         }
-        const line = `${JSON.stringify(presentContact(c))}\n`;
-        written += Buffer.byteLength(line);
-        if (!gz!.write(line)) await once(gz!, 'drain');
-        current!.contacts++;
+        after = ids[ids.length - 1]!;
       }
-      after = ids[ids.length - 1]!;
+    } catch (err) {
+      file?.destroy(); // its file descriptor; the next run writes the day again from scratch
+      throw err;
     }
     await close();
     const set: DailySet = { ledgerId, day, files, createdAt: d.clock.now() };
