@@ -599,6 +599,104 @@ O('webhooks of three organizations calling one hanging host hold at most 16 conn
   }
 });
 
+/**
+ * `orgs` × `perOrg` webhooks on hanging receivers at `hosts` loopback addresses (127.0.0.2 …), each
+ * pinged once: as many attempts per organization and per host as their limits allow. Their replies
+ * are held in `held` with the URL called (to cut one), and `open` counts the requests held unanswered.
+ */
+async function hangingFleet(t: TestApp, w: World, orgs: number, hosts: number, perOrg = 8) {
+  const held: { url: string; res: ServerResponse }[] = [];
+  const stuck = await Promise.all(Array.from({ length: hosts }, (_, i) => receiver((r, res) => void held.push({ url: `http://127.0.0.${i + 2}:${r.headers.host?.split(':')[1]}${r.path}`, res }), `127.0.0.${i + 2}`)));
+  const orgIds = [w.orgId, w.otherOrgId];
+  while (orgIds.length < orgs) orgIds.push(await newOrg(t, w.root, `Org hanging ${orgIds.length}`));
+  const hooks: { orgId: string; id: string; url: string }[] = [];
+  for (const [i, orgId] of orgIds.slice(0, orgs).entries()) {
+    for (let j = 0; j < perOrg; j++) {
+      const url = `${stuck[(i + j) % hosts]!.url}?org=${i}&n=${j}`;
+      hooks.push({ orgId, url, id: await hookIn(t, w.root, orgId, url) });
+    }
+  }
+  for (const h of hooks) await ping(t, w.root, h.orgId, h.id); // pings: these webhooks never succeed, and the pings do not retry
+  return { hooks, held, open: () => stuck.reduce((n, s) => n + s.open(), 0), got: () => stuck.reduce((n, s) => n + s.got.length, 0) };
+}
+
+/** An organization with a ledger; `event()` imports one contact there: an `import.completed` for each of its webhooks. */
+async function eventfulOrg(t: TestApp, w: World, name: string) {
+  const orgId = await newOrg(t, w.root, name);
+  const ledgerId = await createLedger(t, w.root, orgId, name);
+  let n = 0;
+  const event = () => addContacts(t, w.root, orgId, ledgerId, [{ name: `Pat Event ${++n}`, company: 'Acme', linkedin: `linkedin.com/in/${orgId}-${n}` }]);
+  const hook = async (id: string) => (await t.call('GET', orgHooks(orgId, `/${id}`), { token: w.root })).body;
+  const log = async (id: string): Promise<any[]> => (await t.call('GET', orgHooks(orgId, `/${id}/deliveries`), { token: w.root })).body.deliveries;
+  return { orgId, event, hook, log };
+}
+
+/** Well below the hanging attempts' deadline (120 s): what "promptly" means below. */
+const PROMPTLY_MS = 2_000;
+
+O('hanging receivers of eight organizations take at most 48 slots: 16 are kept for webhooks whose last delivery succeeded', async ({ t, w }) => {
+  const healthy = await eventfulOrg(t, w, 'Org healthy');
+  const fine = await receiver();
+  const good = await hookIn(t, w.root, healthy.orgId, fine.url);
+  await healthy.event();
+  await until(t, 'its first delivery', async () => (await healthy.hook(good)).lastSuccessAt); // in good standing from now on
+
+  // 8 organizations × 8 webhooks on 4 hosts × 16: 64 attempts due, within every per-organization and per-host limit
+  const fleet = await hangingFleet(t, w, 8, 4);
+  await until(t, 'the hanging attempts', () => fleet.open() >= 48);
+
+  const started = Date.now();
+  await healthy.event();
+  await until(t, 'the healthy delivery', () => fine.got.length === 2, PROMPTLY_MS);
+  await until(t, 'its outcome recorded', () => t.rt.webhooks.dispatcher.inFlight() === 48);
+  assert.ok(Date.now() - started < PROMPTLY_MS, `delivered ${Date.now() - started} ms after its event`);
+  assert.is(fleet.open(), 48, 'the hanging receivers hold 48 requests');
+  assert.is(fleet.got(), 48, 'the other 16 wait, though 16 slots are free, and no hanging attempt has ended');
+});
+
+O('a failing webhook gets only the shared slots; once it succeeds again it has the reserved ones too', async ({ t, w }) => {
+  const clock = t.clock as ManualClock;
+  const org = await eventfulOrg(t, w, 'Org mixed');
+  const fine = await receiver();
+  let down = true;
+  const flaky = await receiver((_r, res) => {
+    res.statusCode = down ? 503 : 204;
+    res.end();
+  });
+  const good = await hookIn(t, w.root, org.orgId, fine.url);
+  const bad = await hookIn(t, w.root, org.orgId, flaky.url);
+  await org.event();
+  await until(t, 'the first attempts', async () => (await org.hook(good)).lastSuccessAt && (await org.hook(bad)).failingSince);
+
+  // 6 organizations × 8 webhooks on 3 hosts × 16: the 48 shared slots, all taken
+  const fleet = await hangingFleet(t, w, 6, 3);
+  await until(t, 'the hanging attempts', () => fleet.open() === 48);
+
+  // an event for both: the webhook in good standing gets it at once, the failing one waits for a shared slot
+  down = false;
+  await org.event();
+  await until(t, 'the delivery of the webhook in good standing', () => fine.got.length === 2 && t.rt.webhooks.dispatcher.inFlight() === 48, PROMPTLY_MS);
+  assert.is(flaky.got.length, 1, 'the failing webhook was passed over');
+
+  // one hanging attempt ends (its connection is cut): its shared slot goes to the failing webhook, which succeeds
+  const cut = fleet.held[0]!;
+  cut.res.destroy();
+  const recovered = await until(t, 'the recovery', async () => (await org.log(bad)).find((d) => d.status === 'delivered'));
+  assert.is(recovered.attempts, 1, "the new event's delivery (the first one's retry is not due yet)");
+  assert.equal([(await org.hook(bad)).failingSince, flaky.got.length], [null, 2]);
+
+  // the shared slots full again (the cut webhook pinged anew); the recovered webhook now has the reserved ones:
+  // its first delivery's retry and a new event go out at once, two at a time like any webhook's
+  const again = fleet.hooks.find((h) => h.url === cut.url)!;
+  await ping(t, w.root, again.orgId, again.id);
+  await until(t, 'the hanging attempts', () => fleet.open() === 48);
+  clock.advance(5_000);
+  await org.event();
+  await until(t, 'the retry and the new event', () => flaky.got.length === 4 && fine.got.length === 3 && t.rt.webhooks.dispatcher.inFlight() === 48, PROMPTLY_MS);
+  assert.ok((await org.log(bad)).every((d) => d.status === 'delivered'), 'every delivery of the recovered webhook is delivered');
+  assert.is(fleet.open(), 48, 'while the shared slots stay full');
+});
+
 O.run();
 
 // ── persistent failure ───────────────────────────────────────────────────
