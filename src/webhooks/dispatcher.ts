@@ -26,9 +26,10 @@ export const MAX_IN_FLIGHT_PER_ORG = 8;
 export const MAX_IN_FLIGHT_PER_HOST = 16;
 export const MAX_IN_FLIGHT_PER_WEBHOOK = 2;
 /**
- * Of MAX_IN_FLIGHT, the slots only webhooks in good standing (their last attempt succeeded) may
- * take: the hanging receivers of several organizations — failing, or never yet successful — share
- * the other 48 and cannot hold up every other organization until their deadlines free a slot.
+ * Of MAX_IN_FLIGHT, the slots only webhooks in good standing (they have delivered, and no attempt
+ * failed since) may take: the hanging receivers of several organizations — failing, or never yet
+ * successful — share the other 48 and cannot hold up every other organization until their
+ * deadlines free a slot.
  */
 export const MAX_IN_FLIGHT_RESERVED_FOR_HEALTHY = 16;
 /** A claim outlives the attempt's deadline by this much; only a dead process lets it expire. */

@@ -113,7 +113,7 @@ export interface DueWebhook {
   orgId: string;
   url: string;
   enabled: boolean;
-  /** In good standing: its last attempt (pings aside) succeeded — not failing, not untried, not re-enabled since failing. */
+  /** In good standing: it has delivered, and no attempt failed since its last success or its re-enabling (pings aside). */
   healthy: boolean;
 }
 
@@ -160,12 +160,12 @@ export function createWebhooksRepo(db: Db) {
     ),
     // Webhooks of live organizations with a delivery that is due and not held by anyone: any
     // delivery of an enabled webhook, only pings of a disabled one (its other deliveries are held).
-    // Healthy: a success, and no failure after it (failing_since is cleared by a success but also by
-    // re-enabling; last_failed_at is not, and a success at the same millisecond as a failure is
-    // the later one exactly when it cleared failing_since).
+    // Healthy: it has delivered, and is not failing now (failing_since, cleared by a success and by
+    // re-enabling, which starts over; it says which of a success and a failure was recorded last
+    // even when both have the same millisecond).
     dueWebhooks: db.raw.prepare<{ now: number }, { id: string; org_id: string; url: string; enabled: 0 | 1; healthy: 0 | 1 }>(
       `SELECT w.id, w.org_id, w.url, w.enabled,
-              (w.last_success_at IS NOT NULL AND w.failing_since IS NULL AND (w.last_failed_at IS NULL OR w.last_failed_at <= w.last_success_at)) AS healthy
+              (w.last_success_at IS NOT NULL AND w.failing_since IS NULL) AS healthy
        FROM webhooks w JOIN orgs o ON o.id = w.org_id
        WHERE o.deleted_at IS NULL AND (
          (w.enabled = 1 AND EXISTS (SELECT 1 FROM webhook_deliveries d
