@@ -1,7 +1,7 @@
 // Webhooks (SPEC §6): administration and validation, roles and tenants, the outbox written with
 // each change, signed deliveries to a real local receiver, retries driven by the manual clock,
 // deadlines, redirects, the host allow-list, disabling after persistent failure, the test ping,
-// fairness between organizations, and fenced claims (RELIABILITY.md D4). The kill -9 case is in webhooks-crash.test.ts.
+// fairness between organizations and hosts, and fenced claims (RELIABILITY.md D4). The kill -9 case is in webhooks-crash.test.ts.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -44,7 +44,11 @@ const closeReceivers = async () => {
   for (const r of receivers) await r.close();
 };
 
-/** A receiver listening on `listen` (127.0.0.1, or 0.0.0.0 to be reachable on every address of this machine). */
+/**
+ * A receiver listening on `listen`: 127.0.0.1, another loopback address (127.0.0.2 … — another
+ * host name to the dispatcher's per-host limit), or 0.0.0.0 to be reachable on every address of
+ * this machine (its URL then names 127.0.0.1).
+ */
 async function receiver(reply: Reply = ok, listen = '127.0.0.1'): Promise<Receiver> {
   const got: Received[] = [];
   let open = 0;
@@ -73,7 +77,7 @@ async function receiver(reply: Reply = ok, listen = '127.0.0.1'): Promise<Receiv
   });
   await new Promise<void>((resolve) => server.listen(0, listen, () => resolve()));
   receivers.add(rec);
-  rec.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/ledger`;
+  rec.url = `http://${listen === '0.0.0.0' ? '127.0.0.1' : listen}:${(server.address() as AddressInfo).port}/hooks/ledger`;
   return rec;
 }
 
@@ -138,6 +142,29 @@ const jobChange = async (t: TestApp, w: World, ledgerId: string) => ({ contactId
 async function freshTokens(t: TestApp, w: World): Promise<void> {
   for (const who of ['admin', 'editor', 'viewer'] as const) w.tokens[who] = (await signIn(t, `${who}@a.test`, PASSWORD)).accessToken;
   w.serviceAccounts.feed.token = await clientToken(t, w.serviceAccounts.feed.id, w.serviceAccounts.feed.secret);
+}
+
+/** Creates an organization as the superuser, who becomes its admin (`root`: the superuser's access token). */
+async function newOrg(t: TestApp, root: string, name: string): Promise<string> {
+  const r = await t.call('POST', `${ID}/orgs`, { token: root, body: { name } });
+  expectStatus(r, 201, `create org ${name}`);
+  return r.body.id;
+}
+
+const orgHooks = (orgId: string, rest = '') => `${LEDGER}/orgs/${orgId}/webhooks${rest}`;
+
+/** Creates a webhook in any organization (`token`: one of its admins) and returns its id. */
+async function hookIn(t: TestApp, token: string, orgId: string, url: string, events = ['import.completed']): Promise<string> {
+  const r = await t.call('POST', orgHooks(orgId), { token, body: { url, events } });
+  expectStatus(r, 201, 'create webhook');
+  return r.body.id;
+}
+
+/** Sends a webhook's test ping; returns the delivery id. */
+async function ping(t: TestApp, token: string, orgId: string, hookId: string): Promise<string> {
+  const r = await t.call('POST', orgHooks(orgId, `/${hookId}/test`), { token });
+  expectStatus(r, 202, 'ping');
+  return r.body.id;
 }
 
 const deliveries = async (t: TestApp, w: World, hookId: string, query = '') => {
@@ -502,12 +529,13 @@ D.run();
 // ── fairness between organizations ───────────────────────────────────────
 
 const O = suite<Ctx>('webhook deliveries of one organization cannot hold up another');
-O.before(async (ctx) => {
-  // a deadline far beyond the test, so the hanging attempts stay in flight while the other organization's delivery is made
+// An application per test, so that one test's hanging attempts never take the slots of the next.
+O.before.each(async (ctx) => {
+  // a deadline far beyond the test, so the hanging attempts stay in flight while the other deliveries are made
   ctx.t = await startApp({ config: { webhookTimeoutMs: 120_000 } });
   ctx.w = await seedWorld(ctx.t);
 });
-O.after(async (ctx) => {
+O.after.each(async (ctx) => {
   await closeReceivers();
   await ctx.t.close(); // interrupts the hanging attempts
 });
@@ -538,6 +566,135 @@ O('ten hanging webhooks of one organization take at most its share; another orga
   assert.is(stuck.open(), 8, 'A still has 8 unanswered requests');
   assert.is(stuck.got.length, 8, 'the other two of A wait for a slot of A, though slots are free overall');
   for (const id of slow) assert.ok((await deliveries(t, w, id)).every((x) => x.attempts === 0), 'no hanging attempt has ended');
+});
+
+O('webhooks of three organizations calling one hanging host hold at most 16 connections to it; other hosts are not held up', async ({ t, w }) => {
+  // Two receivers on two ports of 127.0.0.1: one host name to the dispatcher, but two origins to the
+  // sender, whose socket pools (16 per origin) would not stop an 18th request on their own.
+  const stuck = [await receiver(hang), await receiver(hang)];
+  const open = () => stuck[0]!.open() + stuck[1]!.open();
+  const orgs = [w.orgId, w.otherOrgId, await newOrg(t, w.root, 'Org C')];
+  const hanging: { orgId: string; id: string }[] = [];
+  for (const orgId of orgs) {
+    for (let i = 0; i < 6; i++) hanging.push({ orgId, id: await hookIn(t, w.root, orgId, `${stuck[i % 2]!.url}?n=${i}`) }); // 6 each: under the per-organization limit
+  }
+  for (const h of hanging) await ping(t, w.root, h.orgId, h.id); // 18 attempts due at the hanging host
+  await until(t, 'the per-host limit of attempts in flight', () => open() >= 16);
+
+  // a webhook on another host, of an organization with hanging attempts, is delivered meanwhile
+  const elsewhere = await receiver(ok, '127.0.0.2');
+  const other = await hookIn(t, w.root, w.orgId, elsewhere.url);
+  const started = Date.now();
+  const sent = await ping(t, w.root, w.orgId, other);
+  await until(t, 'the delivery to another host', async () => (await t.call('GET', orgHooks(w.orgId, `/${other}/deliveries/${sent}`), { token: w.root })).body.status === 'delivered');
+  assert.ok(Date.now() - started < 2_000, `delivered in ${Date.now() - started} ms, while the hanging attempts have a deadline of 120 s`);
+
+  // ...while the hanging host never had more than 16 requests: the other two wait, unclaimed, though slots are free overall
+  assert.is(open(), 16, 'the hanging host holds 16 unanswered requests');
+  assert.is(stuck[0]!.got.length + stuck[1]!.got.length, 16, 'no 17th request reached it');
+  assert.is(t.rt.webhooks.dispatcher.inFlight(), 16, 'and none is waiting in the sender for a socket either');
+  for (const h of hanging) {
+    const [d] = (await t.call('GET', orgHooks(h.orgId, `/${h.id}/deliveries`), { token: w.root })).body.deliveries;
+    assert.equal([d.status, d.attempts], ['pending', 0], 'no hanging attempt has ended');
+  }
+});
+
+/**
+ * `orgs` × `perOrg` webhooks on hanging receivers at `hosts` loopback addresses (127.0.0.2 …), each
+ * pinged once: as many attempts per organization and per host as their limits allow. Their replies
+ * are held in `held` with the URL called (to cut one), and `open` counts the requests held unanswered.
+ */
+async function hangingFleet(t: TestApp, w: World, orgs: number, hosts: number, perOrg = 8) {
+  const held: { url: string; res: ServerResponse }[] = [];
+  const stuck = await Promise.all(Array.from({ length: hosts }, (_, i) => receiver((r, res) => void held.push({ url: `http://127.0.0.${i + 2}:${r.headers.host?.split(':')[1]}${r.path}`, res }), `127.0.0.${i + 2}`)));
+  const orgIds = [w.orgId, w.otherOrgId];
+  while (orgIds.length < orgs) orgIds.push(await newOrg(t, w.root, `Org hanging ${orgIds.length}`));
+  const hooks: { orgId: string; id: string; url: string }[] = [];
+  for (const [i, orgId] of orgIds.slice(0, orgs).entries()) {
+    for (let j = 0; j < perOrg; j++) {
+      const url = `${stuck[(i + j) % hosts]!.url}?org=${i}&n=${j}`;
+      hooks.push({ orgId, url, id: await hookIn(t, w.root, orgId, url) });
+    }
+  }
+  for (const h of hooks) await ping(t, w.root, h.orgId, h.id); // pings: these webhooks never succeed, and the pings do not retry
+  return { hooks, held, open: () => stuck.reduce((n, s) => n + s.open(), 0), got: () => stuck.reduce((n, s) => n + s.got.length, 0) };
+}
+
+/** An organization with a ledger; `event()` imports one contact there: an `import.completed` for each of its webhooks. */
+async function eventfulOrg(t: TestApp, w: World, name: string) {
+  const orgId = await newOrg(t, w.root, name);
+  const ledgerId = await createLedger(t, w.root, orgId, name);
+  let n = 0;
+  const event = () => addContacts(t, w.root, orgId, ledgerId, [{ name: `Pat Event ${++n}`, company: 'Acme', linkedin: `linkedin.com/in/${orgId}-${n}` }]);
+  const hook = async (id: string) => (await t.call('GET', orgHooks(orgId, `/${id}`), { token: w.root })).body;
+  const log = async (id: string): Promise<any[]> => (await t.call('GET', orgHooks(orgId, `/${id}/deliveries`), { token: w.root })).body.deliveries;
+  return { orgId, event, hook, log };
+}
+
+/** Well below the hanging attempts' deadline (120 s): what "promptly" means below. */
+const PROMPTLY_MS = 2_000;
+
+O('hanging receivers of eight organizations take at most 48 slots: 16 are kept for webhooks whose last delivery succeeded', async ({ t, w }) => {
+  const healthy = await eventfulOrg(t, w, 'Org healthy');
+  const fine = await receiver();
+  const good = await hookIn(t, w.root, healthy.orgId, fine.url);
+  await healthy.event();
+  await until(t, 'its first delivery', async () => (await healthy.hook(good)).lastSuccessAt); // in good standing from now on
+
+  // 8 organizations × 8 webhooks on 4 hosts × 16: 64 attempts due, within every per-organization and per-host limit
+  const fleet = await hangingFleet(t, w, 8, 4);
+  await until(t, 'the hanging attempts', () => fleet.open() >= 48);
+
+  const started = Date.now();
+  await healthy.event();
+  await until(t, 'the healthy delivery', () => fine.got.length === 2, PROMPTLY_MS);
+  await until(t, 'its outcome recorded', () => t.rt.webhooks.dispatcher.inFlight() === 48);
+  assert.ok(Date.now() - started < PROMPTLY_MS, `delivered ${Date.now() - started} ms after its event`);
+  assert.is(fleet.open(), 48, 'the hanging receivers hold 48 requests');
+  assert.is(fleet.got(), 48, 'the other 16 wait, though 16 slots are free, and no hanging attempt has ended');
+});
+
+O('a failing webhook gets only the shared slots; once it succeeds again it has the reserved ones too', async ({ t, w }) => {
+  const clock = t.clock as ManualClock;
+  const org = await eventfulOrg(t, w, 'Org mixed');
+  const fine = await receiver();
+  let down = true;
+  const flaky = await receiver((_r, res) => {
+    res.statusCode = down ? 503 : 204;
+    res.end();
+  });
+  const good = await hookIn(t, w.root, org.orgId, fine.url);
+  const bad = await hookIn(t, w.root, org.orgId, flaky.url);
+  await org.event();
+  await until(t, 'the first attempts', async () => (await org.hook(good)).lastSuccessAt && (await org.hook(bad)).failingSince);
+
+  // 6 organizations × 8 webhooks on 3 hosts × 16: the 48 shared slots, all taken
+  const fleet = await hangingFleet(t, w, 6, 3);
+  await until(t, 'the hanging attempts', () => fleet.open() === 48);
+
+  // an event for both: the webhook in good standing gets it at once, the failing one waits for a shared slot
+  down = false;
+  await org.event();
+  await until(t, 'the delivery of the webhook in good standing', () => fine.got.length === 2 && t.rt.webhooks.dispatcher.inFlight() === 48, PROMPTLY_MS);
+  assert.is(flaky.got.length, 1, 'the failing webhook was passed over');
+
+  // one hanging attempt ends (its connection is cut): its shared slot goes to the failing webhook, which succeeds
+  const cut = fleet.held[0]!;
+  cut.res.destroy();
+  const recovered = await until(t, 'the recovery', async () => (await org.log(bad)).find((d) => d.status === 'delivered'));
+  assert.is(recovered.attempts, 1, "the new event's delivery (the first one's retry is not due yet)");
+  assert.equal([(await org.hook(bad)).failingSince, flaky.got.length], [null, 2]);
+
+  // the shared slots full again (the cut webhook pinged anew); the recovered webhook now has the reserved ones:
+  // its first delivery's retry and a new event go out at once, two at a time like any webhook's
+  const again = fleet.hooks.find((h) => h.url === cut.url)!;
+  await ping(t, w.root, again.orgId, again.id);
+  await until(t, 'the hanging attempts', () => fleet.open() === 48);
+  clock.advance(5_000);
+  await org.event();
+  await until(t, 'the retry and the new event', () => flaky.got.length === 4 && fine.got.length === 3 && t.rt.webhooks.dispatcher.inFlight() === 48, PROMPTLY_MS);
+  assert.ok((await org.log(bad)).every((d) => d.status === 'delivered'), 'every delivery of the recovered webhook is delivered');
+  assert.is(fleet.open(), 48, 'while the shared slots stay full');
 });
 
 O.run();

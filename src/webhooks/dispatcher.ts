@@ -25,6 +25,13 @@ export const MAX_IN_FLIGHT = 64;
 export const MAX_IN_FLIGHT_PER_ORG = 8;
 export const MAX_IN_FLIGHT_PER_HOST = 16;
 export const MAX_IN_FLIGHT_PER_WEBHOOK = 2;
+/**
+ * Of MAX_IN_FLIGHT, the slots only webhooks in good standing (they have delivered, and no attempt
+ * failed since) may take: the hanging receivers of several organizations — failing, or never yet
+ * successful — share the other 48 and cannot hold up every other organization until their
+ * deadlines free a slot.
+ */
+export const MAX_IN_FLIGHT_RESERVED_FOR_HEALTHY = 16;
 /** A claim outlives the attempt's deadline by this much; only a dead process lets it expire. */
 const LEASE_MARGIN_MS = 60_000;
 /** How often the dispatcher looks for due deliveries when nothing woke it. */
@@ -60,7 +67,7 @@ const days = (ms: number) => `${Math.round((ms / 86_400_000) * 10) / 10} days`;
  * so slow or hanging receivers never hold up the deliveries of other organizations.
  */
 export function createDispatcher(d: DispatcherDeps) {
-  const inflight = new Map<string, { webhookId: string; orgId: string; host: string; stop: AbortController; done: Promise<void> }>();
+  const inflight = new Map<string, { webhookId: string; orgId: string; host: string; healthy: boolean; stop: AbortController; done: Promise<void> }>();
   let wake: (() => void) | undefined;
   let recovered = false;
 
@@ -72,17 +79,24 @@ export function createDispatcher(d: DispatcherDeps) {
       return url;
     }
   };
-  /** True when another attempt of this webhook would exceed one of the limits. */
+  /**
+   * True when another attempt of this webhook would exceed one of the limits. A webhook not in good
+   * standing also counts the attempts in flight of every webhook not in good standing (as they
+   * were when claimed) against the slots not reserved for healthy ones.
+   */
   const full = (w: DueWebhook, host: string) => {
     if (inflight.size >= MAX_IN_FLIGHT) return true;
     let webhook = 0;
     let org = 0;
     let sameHost = 0;
+    let unhealthy = 0;
     for (const f of inflight.values()) {
       if (f.webhookId === w.id) webhook++;
       if (f.orgId === w.orgId) org++;
       if (f.host === host) sameHost++;
+      if (!f.healthy) unhealthy++;
     }
+    if (!w.healthy && unhealthy >= MAX_IN_FLIGHT - MAX_IN_FLIGHT_RESERVED_FOR_HEALTHY) return true;
     return webhook >= MAX_IN_FLIGHT_PER_WEBHOOK || org >= MAX_IN_FLIGHT_PER_ORG || sameHost >= MAX_IN_FLIGHT_PER_HOST;
   };
   /** Where the next round-robin pass starts, so that no webhook is always served first. */
@@ -91,7 +105,9 @@ export function createDispatcher(d: DispatcherDeps) {
   /**
    * Claims due deliveries up to the limits and starts them, taking turns between the webhooks
    * that have something due (one webhook's backlog does not starve the others, and a webhook
-   * whose organization or host is at its limit is passed over, not waited for).
+   * whose organization or host is at its limit, or that is not in good standing while the shared
+   * slots are taken, is passed over, not waited for). Standing is read afresh at every pass, so a
+   * webhook whose delivery succeeds again has the reserved slots from its next claim on.
    */
   function fill(ctl: RunControl): void {
     if (inflight.size >= MAX_IN_FLIGHT) return;
@@ -111,13 +127,13 @@ export function createDispatcher(d: DispatcherDeps) {
         if (!id) continue;
         const claimed = d.db.tx(() => d.repo.claimDelivery(id, now, now + d.timeoutMs + LEASE_MARGIN_MS));
         if (!claimed) continue;
-        start(claimed, w.orgId, host);
+        start(claimed, w, host);
         claimedAny = true;
       }
     }
   }
 
-  function start(claimed: ClaimedDelivery, orgId: string, host: string): void {
+  function start(claimed: ClaimedDelivery, w: DueWebhook, host: string): void {
     const stop = new AbortController();
     const done = attempt(claimed, stop.signal)
       .catch((err) => d.log.error({ err, deliveryId: claimed.id, webhookId: claimed.webhookId }, 'could not record a webhook delivery attempt'))
@@ -125,7 +141,7 @@ export function createDispatcher(d: DispatcherDeps) {
         inflight.delete(claimed.id);
         wake?.();
       });
-    inflight.set(claimed.id, { webhookId: claimed.webhookId, orgId, host, stop, done });
+    inflight.set(claimed.id, { webhookId: claimed.webhookId, orgId: w.orgId, host, healthy: w.healthy, stop, done });
   }
 
   async function attempt(c: ClaimedDelivery, signal: AbortSignal): Promise<void> {

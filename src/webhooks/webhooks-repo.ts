@@ -107,12 +107,14 @@ export interface NewDelivery {
   now: number;
 }
 
-/** A webhook with something due: whose it is and where it goes (the dispatcher's fairness limits). */
+/** A webhook with something due: whose it is, where it goes and how it fares (the dispatcher's fairness limits). */
 export interface DueWebhook {
   id: string;
   orgId: string;
   url: string;
   enabled: boolean;
+  /** In good standing: it has delivered, and no attempt failed since its last success or its re-enabling (pings aside). */
+  healthy: boolean;
 }
 
 export type WebhooksRepo = ReturnType<typeof createWebhooksRepo>;
@@ -158,8 +160,13 @@ export function createWebhooksRepo(db: Db) {
     ),
     // Webhooks of live organizations with a delivery that is due and not held by anyone: any
     // delivery of an enabled webhook, only pings of a disabled one (its other deliveries are held).
-    dueWebhooks: db.raw.prepare<{ now: number }, { id: string; org_id: string; url: string; enabled: 0 | 1 }>(
-      `SELECT w.id, w.org_id, w.url, w.enabled FROM webhooks w JOIN orgs o ON o.id = w.org_id
+    // Healthy: it has delivered, and is not failing now (failing_since, cleared by a success and by
+    // re-enabling, which starts over; it says which of a success and a failure was recorded last
+    // even when both have the same millisecond).
+    dueWebhooks: db.raw.prepare<{ now: number }, { id: string; org_id: string; url: string; enabled: 0 | 1; healthy: 0 | 1 }>(
+      `SELECT w.id, w.org_id, w.url, w.enabled,
+              (w.last_success_at IS NOT NULL AND w.failing_since IS NULL) AS healthy
+       FROM webhooks w JOIN orgs o ON o.id = w.org_id
        WHERE o.deleted_at IS NULL AND (
          (w.enabled = 1 AND EXISTS (SELECT 1 FROM webhook_deliveries d
             WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)))
@@ -249,7 +256,8 @@ export function createWebhooksRepo(db: Db) {
 
     insertDelivery: (d: NewDelivery): void => void q.insertDelivery.run(d),
     /** Webhooks with something to send now (pings only, for a disabled one). */
-    listDueWebhooks: (now: number): DueWebhook[] => q.dueWebhooks.all({ now }).map((r) => ({ id: r.id, orgId: r.org_id, url: r.url, enabled: r.enabled === 1 })),
+    listDueWebhooks: (now: number): DueWebhook[] =>
+      q.dueWebhooks.all({ now }).map((r) => ({ id: r.id, orgId: r.org_id, url: r.url, enabled: r.enabled === 1, healthy: r.healthy === 1 })),
     /** The id of the webhook's next delivery to send (only pings when `pingsOnly`), or undefined. */
     firstDueDelivery: (webhookId: string, pingsOnly: boolean, now: number, skipIds: string[]): string | undefined =>
       (pingsOnly ? q.firstDuePing : q.firstDue).get({ webhookId, now, skip: JSON.stringify(skipIds) }),
