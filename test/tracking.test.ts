@@ -617,3 +617,67 @@ I('days missed while the server was stopped get their change sets at the next ru
 });
 
 I.run();
+
+// ── resuming a big feed ──────────────────────────────────────────────────
+const R = suite('resuming a feed');
+
+const SKIPPED = 300_000; // passed over at ~300,000 a second: longer than the checks below need
+const resumeBody = `${Array.from({ length: SKIPPED }, (_, i) => `{"name":"Skip ${i}","company":"C"}`).join('\n')}\n${Array.from({ length: 5 }, (_, i) => `{"name":"Tail ${i}","company":"C"}`).join('\n')}\n`;
+
+/** An app without a running scheduler, and a feed job as a crash leaves it: its first SKIPPED records committed. */
+async function resumableFeed(): Promise<{ t: TestApp; root: string; id: string; job: () => { status: string; attempts: number; token: number; until: number | null } }> {
+  const t = await startApp({ noScheduler: true });
+  const root = (await signInRoot(t)).accessToken;
+  const r = await t.call('POST', FEED, { token: root, raw: resumeBody, headers: { 'content-type': 'application/x-ndjson' } });
+  expectStatus(r, 202);
+  const id = r.body.id as string;
+  t.rt.db.raw.prepare('UPDATE feed_jobs SET cursor_records = ? WHERE id = ?').run(SKIPPED, id);
+  const job = () => t.rt.db.raw.prepare('SELECT status, attempts, lease_token AS token, lease_until AS until FROM jobs WHERE id = ?').get(id) as never;
+  return { t, root, id, job };
+}
+
+async function until<T>(what: string, get: () => T | Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const v = await get();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) assert.unreachable(`${what}: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+R('a resumed feed passing over its applied records renews its lease: claimed once, it completes', async () => {
+  const { t, root, id, job } = await resumableFeed();
+  try {
+    const clock = t.clock as ManualClock;
+    t.rt.scheduler.start();
+    const claimed = await until('claimed', job, (j) => j.status === 'processing');
+    clock.advance(60_000); // the claim's lease (30 s) has run out, as on a long skip
+    const progress = () => ({ ...job(), ...(t.rt.db.raw.prepare('SELECT received FROM feed_jobs WHERE id = ?').get(id) as { received: number }) });
+    const renewed = await until('the lease renewed', progress, (j) => j.until! > clock.now() || j.received > 0);
+    assert.is(renewed.received, 0, 'renewed during the skip, not only by the first chunk after it');
+    t.rt.scheduler.kick(); // would claim the job again if its lease were still expired
+    const done = await until('completed', async () => (await t.call('GET', `${FEED}/${id}`, { token: root })).body, (f) => f.status === 'completed' || f.status === 'failed');
+    assert.equal([done.status, done.received, done.personsUpdated], ['completed', 5, 5], 'only the records after the cursor are applied');
+    assert.is(job().token, claimed.token, 'claimed once: no second run of the same job');
+  } finally {
+    await t.close();
+  }
+});
+
+R('a shutdown while a resumed feed passes over its applied records hands the job back at once', async () => {
+  const { t, id, job } = await resumableFeed();
+  try {
+    t.rt.scheduler.start();
+    await until('claimed', job, (j) => j.status === 'processing');
+    await t.rt.scheduler.stop();
+    const after = job();
+    assert.equal([after.status, after.attempts], ['pending', 0], 'handed back without using up an attempt');
+    const f = t.rt.db.raw.prepare('SELECT received, cursor_records AS cursor FROM feed_jobs WHERE id = ?').get(id);
+    assert.equal(f, { received: 0, cursor: SKIPPED }, 'nothing after the cursor was applied');
+  } finally {
+    await t.close();
+  }
+});
+
+R.run();

@@ -281,13 +281,12 @@ function parseElement(text: string, line: number): FeedItem {
   }
 }
 
-/** The feed's items in order, after skipping the first `skip` records (resume). */
-export async function* readFeed(path: string, format: FeedFormat, gzip: boolean, skip = 0): AsyncGenerator<FeedItem> {
+/** The feed's items in order (a resumed feed passes over the ones it applied: feed-service.ts). */
+export async function* readFeed(path: string, format: FeedFormat, gzip: boolean): AsyncGenerator<FeedItem> {
   const input = open(path, gzip);
   const items = format === 'ndjson' ? ndjson(input) : format === 'csv' ? csv(input) : jsonArray(input);
-  let n = 0;
   try {
-    for await (const item of items) if (n++ >= skip) yield item;
+    yield* items;
   } catch (err) {
     throw readError(err);
   } finally {
