@@ -38,6 +38,10 @@ export interface Config {
   webhookAllowHosts: string[];
   webhookAllowLocal: boolean;
   webhookTimeoutMs: number;
+  /** A client must send its request head within this (RELIABILITY.md I2). */
+  headersTimeoutMs: number;
+  /** A client must send its whole request, body included, within this (an upload too). */
+  requestTimeoutMs: number;
   /** Bearer token that may read /metrics (besides superusers); undefined: superusers only. */
   metricsToken: string | undefined;
 }
@@ -142,6 +146,8 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'webhookAllowHosts', env: 'WEBHOOK_ALLOW_HOSTS', flag: 'webhook-allow-hosts', help: 'comma-separated host names webhooks may call (empty: any)', parse: list },
   { key: 'webhookAllowLocal', env: 'WEBHOOK_ALLOW_LOCAL', flag: 'webhook-allow-local', help: 'let webhooks call this machine (loopback and its own interface addresses) and link-local addresses (cloud metadata); off by default', parse: bool },
   { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms', help: 'deadline of one webhook delivery attempt (ms)', parse: int(100, 300_000) },
+  { key: 'headersTimeoutMs', env: 'HEADERS_TIMEOUT_MS', flag: 'headers-timeout-ms', help: 'a client must send its request headers within this (ms), else 408', parse: int(100, 600_000) },
+  { key: 'requestTimeoutMs', env: 'REQUEST_TIMEOUT_MS', flag: 'request-timeout-ms', help: 'a client must send its whole request, upload included, within this (ms), else 408', parse: int(100, 86_400_000) },
 ];
 
 const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
@@ -173,6 +179,8 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   webhookAllowHosts: [],
   webhookAllowLocal: false,
   webhookTimeoutMs: 10_000,
+  headersTimeoutMs: 20_000,
+  requestTimeoutMs: 600_000,
   metricsToken: undefined,
 };
 
@@ -227,6 +235,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     }
   }
   if (c.refreshMaxSeconds < c.refreshIdleSeconds) throw new ConfigError('REFRESH_MAX_AGE_SECONDS must be at least REFRESH_TTL_SECONDS');
+  if (c.requestTimeoutMs < c.headersTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must be at least HEADERS_TIMEOUT_MS');
   if (c.adminPassword !== undefined && c.adminEmail === undefined) {
     throw new ConfigError('CONTACT_LEDGER_ADMIN_PASSWORD needs CONTACT_LEDGER_ADMIN_EMAIL');
   }

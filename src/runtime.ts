@@ -1,4 +1,3 @@
-import { accessSync, constants, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -6,24 +5,24 @@ import { createIdentity, type Identity } from './identity/index.ts';
 import { loadSigningKeys } from './identity/signing-keys.ts';
 import { createLogger, type Logger } from './log.ts';
 import type { ReadinessChecks } from './ops/health.ts';
-import { paths } from './paths.ts';
 import { createQueue, registerQueueMetrics, type Queue } from './jobs/queue.ts';
 import { createScheduler, type Scheduler } from './jobs/scheduler.ts';
 import { createLedgerModule, uploadsDir, uploadTmpDir, type LedgerModule } from './ledger/index.ts';
 import type { LedgerDataOwner } from './ledger/model.ts';
 import { startCheckpointer } from './storage/checkpointer.ts';
-import { openDb, StartupError, type Db } from './storage/db.ts';
-import { lockDataDir } from './storage/lock.ts';
+import { openDb, type Db } from './storage/db.ts';
+import { backupsDir, DB_FILE, openStorage } from './storage/storage.ts';
 import { feedsDir } from './tracking/feed-service.ts';
 import { createTrackingModule, type TrackingModule } from './tracking/index.ts';
 import { readdirSync, rmSync } from 'node:fs';
-import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './storage/migrate.ts';
+import { schemaVersion } from './storage/migrate.ts';
 import { createWebhooksModule, type WebhooksModule } from './webhooks/index.ts';
-import { backupTo, removePartialBackups } from './storage/backup.ts';
 import { createMetrics, type Metrics } from './ops/metrics.ts';
-import { createScheduledBackups, fileStamp } from './ops/scheduled-backups.ts';
+import { createScheduledBackups } from './ops/scheduled-backups.ts';
 
-export const DB_FILE = 'contact-ledger.db';
+// The storage layer's entry points, where the commands and tests have always found them.
+export { backupsDir, DB_FILE, openStorage, prepareDataDir, type Storage } from './storage/storage.ts';
+
 /** Page cache of the downloads' read-only connection. */
 const READER_CACHE_KIB = 4096;
 
@@ -48,77 +47,6 @@ export interface Runtime {
   /** Set by the HTTP server during shutdown so /readyz answers 503. */
   state: { shuttingDown: boolean };
   close(): Promise<void>;
-}
-
-/** Creates the data folder (0700) and proves it is writable, with a clear message otherwise. */
-export function prepareDataDir(dataDir: string): void {
-  try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    accessSync(dataDir, constants.W_OK | constants.R_OK);
-  } catch (err) {
-    throw new StartupError(`data folder ${dataDir} is not usable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); set CONTACT_LEDGER_DATA to a writable folder`);
-  }
-}
-
-export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
-
-/** The database of a data folder, held by this process, migrated to this program's schema. */
-export interface Storage {
-  db: Db;
-  /** Schema version of the newest migration this program has. */
-  latest: number;
-  /** Migrations this open applied, and the backup taken before them. */
-  applied: string[];
-  preMigrationBackup?: string;
-  close(): void;
-}
-
-/**
- * Locks the data folder, opens (and checks) the database and, when its schema is behind, backs it
- * up into `<data>/backups/pre-migrate-v<N>-<time>.db` and migrates it (SPEC §8). Throws
- * StartupError (DataDirLockedError when another process uses the folder).
- */
-export async function openStorage(config: Readonly<Config>, log: Logger, clock: Clock): Promise<Storage> {
-  prepareDataDir(config.dataDir);
-  const lock = lockDataDir(config.dataDir);
-  let db: Db;
-  try {
-    db = openDb(join(config.dataDir, DB_FILE));
-  } catch (err) {
-    lock.release();
-    throw err;
-  }
-  try {
-    const migrations = loadMigrations(paths.migrations);
-    const pending = pendingMigrations(db, migrations);
-    const from = schemaVersion(db);
-    const latest = migrations.at(-1)!.version;
-    removePartialBackups(backupsDir(config.dataDir));
-    let preMigrationBackup: string | undefined;
-    if (pending.length && from > 0) {
-      // Forward-only upgrades: keep the way back (SPEC §8).
-      mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
-      preMigrationBackup = join(backupsDir(config.dataDir), `pre-migrate-v${from}-${fileStamp(clock.now())}.db`);
-      await backupTo(db.raw, preMigrationBackup);
-      log.info({ file: preMigrationBackup, from, to: latest }, 'backed up the database before migrating');
-    }
-    const applied = migrate(db, migrations, clock.now());
-    if (applied.length) log.info({ applied }, 'migrations applied');
-    return {
-      db,
-      latest,
-      applied,
-      ...(preMigrationBackup ? { preMigrationBackup } : {}),
-      close() {
-        db.close();
-        lock.release();
-      },
-    };
-  } catch (err) {
-    db.close();
-    lock.release();
-    throw err;
-  }
 }
 
 /**

@@ -64,6 +64,46 @@ H('a table of triggers: each answers problem+json with status, code, title, mess
   assert.ok(logs.includes('"msg":"request failed"'), 'a 500 is logged with its cause');
 });
 
+H('a JSON body of exactly MAX_JSON_BYTES is read; one byte more is 413 — sized by Content-Length or sent chunked (I1)', async ({ t, w }) => {
+  const LIMIT = 4096; // maxJsonBytes of this suite
+  // A valid request padded with whitespace (valid JSON) to an exact number of bytes; the name's
+  // non-ASCII letters make bytes and characters differ.
+  const exactly = (bytes: number, name: string) => {
+    const json = JSON.stringify({ name });
+    const out = json + ' '.repeat(bytes - Buffer.byteLength(json));
+    assert.is(Buffer.byteLength(out), bytes);
+    return out;
+  };
+  const chunked = (text: string) => {
+    const bytes = Buffer.from(text);
+    return new ReadableStream({
+      start(c) {
+        for (let i = 0; i < bytes.length; i += 1000) c.enqueue(bytes.subarray(i, i + 1000));
+        c.close();
+      },
+    });
+  };
+  const send = async (body: string, how: 'length' | 'chunked') => {
+    const res = await fetch(`${t.base}${ID}/orgs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${w.root}`, 'content-type': 'application/json' },
+      body: how === 'length' ? body : chunked(body),
+      ...(how === 'chunked' ? { duplex: 'half' } : {}),
+    } as RequestInit);
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  for (const how of ['length', 'chunked'] as const) {
+    const at = await send(exactly(LIMIT, `Zoë Ørsted ${how}`), how);
+    assert.is(at.status, 201, `${LIMIT} bytes (${how}): ${JSON.stringify(at.body)}`);
+    assert.is(at.body.name, `Zoë Ørsted ${how}`);
+    const over = await send(exactly(LIMIT + 1, `Zoë Ørsted ${how} over`), how);
+    assert.is(over.status, 413, `${LIMIT + 1} bytes (${how}): ${JSON.stringify(over.body)}`);
+    assert.is(over.body.code, 'payload_too_large');
+  }
+  const names = (await t.call('GET', `${ID}/orgs?limit=1000`, { token: w.root })).body.orgs.map((o: any) => o.name);
+  assert.not.ok(names.some((n: string) => n.endsWith(' over')), 'nothing of a refused body was stored');
+});
+
 H('429 throttled answers carry Retry-After', async ({ t }) => {
   for (let i = 0; i < 2; i++) await t.call('POST', `${ID}/session`, { body: { email: 'editor@a.test', password: 'not the password' } });
   const r = await t.call('POST', `${ID}/session`, { body: { email: 'editor@a.test', password: 'not the password' } });

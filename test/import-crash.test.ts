@@ -1,14 +1,19 @@
-// Crash safety of imports (RELIABILITY.md D4 a, D6): the server runs as a child process and is
-// killed with SIGKILL several times in the middle of a CSV import; after each restart the job
-// resumes, and in the end every row was imported or rejected exactly once. SIGTERM hands the job
-// back with its progress and leaves a checkpointed database.
+// Crash safety of imports (RELIABILITY.md D4 a, D6). The harness: a child process running the
+// import runner on the real queue and storage (test/import-worker.ts) is SIGKILLed at 20–40 random
+// moments of a seeded schedule and restarted each time; in the end every row was imported or
+// rejected exactly once and the database is intact. The server itself, as a child process, is
+// killed four times in the middle of an upload's import and resumes it after each restart.
+// SIGTERM hands the job back with its progress and leaves a checkpointed database.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { statSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { csvForm, ID, LEDGER, request, tempDir } from './helpers.ts';
-import { serve, type Running } from './child-server.ts';
+import { createLedger, csvForm, expectStatus, ID, LEDGER, ledgerPath, request, signInRoot, startApp, tempDir } from './helpers.ts';
+import { baseEnv, serve, type Running } from './child-server.ts';
 
 const ROWS = 50_000;
 const EMAIL = 'crash@example.com';
@@ -31,10 +36,268 @@ function csvFile(): { text: string; invalid: number; duplicates: number } {
 
 const C = suite('import crash safety');
 // Servers still running when a test fails are killed, so the suite ends instead of hanging.
-const running = new Set<() => Running>();
+const running = new Set<() => { child: ChildProcess }>();
 C.after.each(() => {
   for (const s of running) s().child.kill('SIGKILL');
   running.clear();
+});
+
+/** mulberry32: a small seeded PRNG, so that a failing kill schedule can be run again (CRASH_SEED). */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** `p`, or a failure naming `what` after `ms` (a deadline that bounds a hang, not a timing assertion). */
+async function within<T>(p: Promise<T>, ms: number, what: () => string): Promise<T> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([p, sleep(ms, undefined, { signal: timer.signal }).then(() => Promise.reject(new Error(what())))]);
+  } finally {
+    timer.abort();
+  }
+}
+
+interface ImportWorker {
+  child: ChildProcess;
+  /** Lets the worker, which has loaded its modules meanwhile, open the data folder and run. */
+  go(): void;
+  /**
+   * Resolves (with performance.now()) once each of `jobs` committed a chunk in this process or
+   * its run ended: every job in hand has got somewhere since its claim.
+   */
+  allProgressed(jobs: string[]): Promise<number>;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  output: () => string;
+}
+
+/** Starts test/import-worker.ts on a data folder; it waits for go() after loading its modules. */
+function startWorker(data: string): ImportWorker {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'import-worker.ts')], {
+    // a small -wal limit: kills also land while the checkpointer copies the -wal
+    env: { ...baseEnv, CONTACT_LEDGER_DATA: data, WAL_LIMIT_BYTES: String(256 * 1024), WAIT_FOR_GO: '1' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  child.stdin!.on('error', () => undefined); // a worker killed before its go
+  let out = '';
+  let partial = '';
+  const got = new Set<string>();
+  let changed = () => {};
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    partial += d.toString();
+    const lines = partial.split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) {
+      const m = /^\{"msg":"(progress|ran)","job":"([^"]+)"\}$/.exec(line);
+      if (m) got.add(m[2]!);
+    }
+    changed();
+  });
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  return {
+    child,
+    exit,
+    output: () => out,
+    go: () => void child.stdin!.end('go\n'),
+    allProgressed: (jobs) =>
+      new Promise((resolve) => {
+        changed = () => {
+          if (jobs.every((j) => got.has(j))) resolve(performance.now());
+        };
+        changed();
+      }),
+  };
+}
+
+/**
+ * Rows of an import as the runner must end up with them: every 500th row has no company (invalid),
+ * every 701st repeats the referenceId of the row before (duplicate), and every third row has no
+ * referenceId at all, so that the unique index cannot hide a row stored twice.
+ */
+function crashRows(n: number): { rows: { name: string; company: string; referenceId?: string }[]; imported: number; duplicates: number; invalid: number; rejectedRows: number[] } {
+  const rows: { name: string; company: string; referenceId?: string }[] = [];
+  const seen = new Set<string>();
+  let imported = 0;
+  let duplicates = 0;
+  let invalid = 0;
+  const rejectedRows: number[] = [];
+  for (let i = 1; i <= n; i++) {
+    const company = i % 500 === 0 ? '' : `Company ${i % 50}`;
+    const ref = i % 701 === 0 ? `ref-${i - 1}` : i % 3 === 0 ? undefined : `ref-${i}`;
+    rows.push({ name: `Person ${i}`, company, ...(ref ? { referenceId: ref } : {}) });
+    if (!company) {
+      invalid++;
+      rejectedRows.push(i);
+    } else if (ref && seen.has(ref)) {
+      duplicates++;
+      rejectedRows.push(i);
+    } else {
+      imported++;
+      if (ref) seen.add(ref);
+    }
+  }
+  return { rows, imported, duplicates, invalid, rejectedRows };
+}
+
+const HARNESS_CSV_ROWS = 15_000;
+const HARNESS_API_ROWS = 5_000;
+
+C('SIGKILL at 20–40 random moments of a seeded schedule: every row exactly once, jobs completed, integrity ok (D4 a)', async () => {
+  const seed = Number(process.env.CRASH_SEED ?? randomInt(2 ** 31));
+  const rand = prng(seed);
+  const planned = 20 + Math.floor(rand() * 21);
+  console.log(`  D4 a crash harness: seed ${seed}, ${planned} kills planned (CRASH_SEED=${seed} draws the same kill plan again)`);
+  const why = (msg: string) => `${msg} [CRASH_SEED=${seed}]`;
+
+  // A CSV upload (bulk lane) and an API batch (express lane), queued through the API but not run.
+  const t = await startApp({ noScheduler: true, config: { maxApiContacts: HARNESS_API_ROWS } });
+  const root = (await signInRoot(t)).accessToken;
+  const org = await t.call('POST', `${ID}/orgs`, { token: root, body: { name: 'Harness' } });
+  expectStatus(org, 201);
+  const csvLedger = await createLedger(t, root, org.body.id, 'csv');
+  const apiLedger = await createLedger(t, root, org.body.id, 'api');
+  const csv = crashRows(HARNESS_CSV_ROWS);
+  const text = ['name,company,referenceId', ...csv.rows.map((r) => `${r.name},${r.company},${r.referenceId ?? ''}`)].join('\n');
+  const up = await t.call('POST', `${ledgerPath(org.body.id, csvLedger)}/imports`, { token: root, raw: csvForm(text) });
+  expectStatus(up, 202);
+  const api = crashRows(HARNESS_API_ROWS);
+  const batch = await t.call('POST', `${ledgerPath(org.body.id, apiLedger)}/contacts`, { token: root, body: { contacts: api.rows } });
+  expectStatus(batch, 202);
+  const data = t.dataDir;
+  await t.close();
+  const dbFile = join(data, 'contact-ledger.db');
+  const total = HARNESS_CSV_ROWS + HARNESS_API_ROWS;
+  /** Rows both jobs committed so far, and the jobs not ended yet (read while no worker runs). */
+  const state = () => {
+    const db = new Database(dbFile, { readonly: true });
+    try {
+      return {
+        rows: db.prepare('SELECT sum(cursor_rows) FROM import_jobs').pluck().get() as number,
+        open: db.prepare("SELECT id FROM jobs WHERE status IN ('pending', 'processing')").pluck().all() as string[],
+      };
+    } finally {
+      db.close();
+    }
+  };
+
+  let kills = 0;
+  let early = 0;
+  let lastEarly = false;
+  let toFirstChunks = 500; // ms from a worker's start until every job in hand committed a chunk, as last seen
+  const points = new Set<number>();
+  let endedEarly = false;
+  // The next worker starts while the current one runs, so that it has loaded its modules by the
+  // time it is needed: a restart then costs what opening the folder and resuming cost.
+  let spare = startWorker(data);
+  running.add(() => spare);
+  const next = () => {
+    const w = spare;
+    spare = startWorker(data);
+    const s = spare;
+    running.add(() => s);
+    return w;
+  };
+  while (kills < planned) {
+    const { rows: before, open } = state();
+    const w = next();
+    const started = performance.now();
+    w.go();
+    let gone = false;
+    const exited = w.exit.then(() => {
+      gone = true;
+      return 'exit' as const;
+    });
+    const progressed = within(Promise.race([w.allProgressed(open), exited]), 30_000, () => why(`worker ${kills + 1} got nowhere in 30 s: ${w.output()}`));
+    // About a third of the kills land before every job in hand committed a chunk in this run:
+    // while the worker loads, takes the folder's lock, checks and opens the database, sweeps the old
+    // leases, claims the jobs, starts the CSV reader or commits a first chunk. Never two in a row:
+    // a run killed after its claim and before its job's first chunk uses up one of the job's
+    // attempts, and five of those in a row fail the job by design (D4 d).
+    const earlyKill: boolean = !lastEarly && rand() < 0.35;
+    if (earlyKill) {
+      await Promise.race([sleep(rand() * toFirstChunks), progressed]);
+    } else {
+      const first = await progressed;
+      if (first !== 'exit') {
+        toFirstChunks = first - started;
+        // The others land after a random share of the rows left — on average 1/(kills left + 4) of
+        // them, never more than half, so that a good part of the imports outlives the schedule —
+        // and then up to 50 ms later, about one chunk's time, so that the kill falls anywhere in a
+        // chunk, its commit or a checkpoint of the -wal.
+        const remaining = total - before;
+        const target = before + rand() * Math.min((2 * remaining) / (planned - kills + 4), remaining / 2);
+        const reader = new Database(dbFile, { readonly: true });
+        try {
+          const rows = reader.prepare('SELECT sum(cursor_rows) FROM import_jobs').pluck();
+          while (!gone && (rows.get() as number) < target) await sleep(2);
+        } finally {
+          reader.close();
+        }
+        await Promise.race([sleep(rand() * 50), exited]);
+      }
+    }
+    if (gone) {
+      // The worker stopped before its kill: only right when both imports are done.
+      const { code } = await w.exit;
+      assert.is(code, 0, why(`the worker failed on its own after ${kills} kills: ${w.output()}`));
+      endedEarly = true;
+      break;
+    }
+    w.child.kill('SIGKILL');
+    const { signal } = await w.exit;
+    assert.is(signal, 'SIGKILL', why(`worker ${kills + 1} ended before its kill: ${w.output()}`));
+    kills++;
+    if (earlyKill) early++;
+    lastEarly = earlyKill;
+    const after = state().rows;
+    if (process.env.CRASH_DEBUG) console.log(`  kill ${kills}: ${earlyKill ? 'early  ' : 'running'} after ${(performance.now() - started).toFixed(0)} ms (first chunks at ${toFirstChunks.toFixed(0)}), rows ${before} → ${after}`);
+    assert.ok(after >= before, why('committed progress never goes back'));
+    if (after > 0 && after < total) points.add(after);
+  }
+
+  // One last run to the end, with a deadline in case it hangs.
+  const last = spare;
+  last.go();
+  const end = await within(last.exit, 60_000, () => why(`the last worker did not finish within 60 s: ${last.output()}`));
+  assert.is(end.code, 0, why(`the last worker failed: ${last.output()}`));
+  console.log(`  ${kills} kills: ${early} before the run's first chunk, ${kills - early} while importing, at ${points.size} different points of progress`);
+
+  const db = new Database(dbFile, { readonly: true });
+  try {
+    assert.is(db.prepare('PRAGMA integrity_check').pluck().get(), 'ok', why('integrity_check'));
+    for (const [what, id, ledgerId, expected, n] of [
+      ['CSV', up.body.id, csvLedger, csv, HARNESS_CSV_ROWS],
+      ['API', batch.body.id, apiLedger, api, HARNESS_API_ROWS],
+    ] as const) {
+      const job = db.prepare('SELECT j.status, j.last_error, i.* FROM jobs j JOIN import_jobs i ON i.id = j.id WHERE j.id = ?').get(id) as Record<string, any>;
+      assert.is(job.status, 'completed', why(`${what} job: ${job.status} ${job.last_error ?? ''} ${job.message ?? ''}`));
+      assert.equal(
+        { submitted: job.submitted, seen: job.cursor_rows, imported: job.imported, duplicates: job.duplicates, invalid: job.invalid },
+        { submitted: n, seen: n, imported: expected.imported, duplicates: expected.duplicates, invalid: expected.invalid },
+        why(`${what} counts`),
+      );
+      const stored = db.prepare('SELECT count(*) AS n, count(DISTINCT name) AS names FROM contacts WHERE import_id = ?').get(id) as { n: number; names: number };
+      assert.equal(stored, { n: expected.imported, names: expected.imported }, why(`${what}: each good row stored exactly once`));
+      assert.is(db.prepare('SELECT contact_count FROM ledgers WHERE id = ?').pluck().get(ledgerId), expected.imported, why(`${what}: the ledger's contact count`));
+      const rejected = db.prepare('SELECT row_no FROM import_rejections WHERE import_id = ? ORDER BY row_no').pluck().all(id) as number[];
+      assert.equal(rejected, expected.rejectedRows, why(`${what}: each rejected row recorded exactly once`));
+    }
+  } finally {
+    db.close();
+  }
+  assert.not.ok(endedEarly, why(`both imports ended after only ${kills} of ${planned} kills`));
+  assert.ok(kills >= 20 && kills <= 40, why(`${kills} kills`));
+  assert.ok(points.size >= 8, why(`the kills interrupted the imports at ${points.size} points only`));
+  assert.not.ok(existsSync(join(data, 'uploads', `${up.body.id}.csv`)), 'the stored upload is removed when its job ends');
+  assert.not.ok(existsSync(join(data, 'contact-ledger.lock')), 'the last worker released the data folder');
 });
 
 C('kill -9 in the middle of an import, four times: the job resumes and counts every row exactly once', async () => {

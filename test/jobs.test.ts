@@ -2,10 +2,11 @@
 // exclusive claims, retries with backoff then failure, recovery of dead leases, shutdown.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
-import { createQueue, LeaseLostError } from '../src/jobs/queue.ts';
+import { createQueue, LEASE_MS, LeaseLostError } from '../src/jobs/queue.ts';
 import { createScheduler, LANE_SLOTS, type Runner } from '../src/jobs/scheduler.ts';
 import { CHUNK_BUDGET_MS, ChunkSizer } from '../src/jobs/chunk-pacing.ts';
 import { openDb, type Db } from '../src/storage/db.ts';
@@ -54,20 +55,107 @@ Q('a worker whose lease expired is fenced off: its next chunk writes nothing (D4
   db.close();
 });
 
-Q('two queues on one database never claim the same job (D4 c)', () => {
-  const { db, clock } = fixture();
-  const a = createQueue(db, clock);
-  const b = createQueue(db, clock);
-  db.tx(() => {
-    for (let i = 0; i < 50; i++) a.enqueue(`job_${String(i).padStart(2, '0')}`, 'test');
+interface WorkerReport {
+  claimed: [string, number][];
+  /** Jobs whose lease was lost, and the write that was refused: the chunk or the completion. */
+  lost: [string, 'chunk' | 'complete'][];
+  /** Jobs written although the writer's lease token was no longer the job's. */
+  unfenced: string[];
+}
+
+/**
+ * Two queue workers in processes of their own (test/queue-worker.ts), each with its own connection
+ * to `file`, started together once both are ready; resolves with what each did.
+ */
+async function raceWorkers(file: string, opts: { offsetMs: number; holdMs: number }[]): Promise<[WorkerReport, WorkerReport]> {
+  const workers = opts.map(({ offsetMs, holdMs }, i) => {
+    const child = spawn(process.execPath, [join(import.meta.dirname, 'queue-worker.ts')], {
+      env: { PATH: process.env.PATH ?? '', QUEUE_DB: file, QUEUE_WORKER: `w${i + 1}`, QUEUE_CLOCK_OFFSET_MS: String(offsetMs), QUEUE_HOLD_MS: String(holdMs) },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const ready = new Promise<void>((resolve) =>
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.startsWith('ready\n')) resolve();
+      }),
+    );
+    const done = new Promise<WorkerReport>((resolve, reject) =>
+      child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.slice('ready\n'.length)) as WorkerReport) : reject(new Error(`worker ${i + 1} exited with ${code}: ${err}`)))),
+    );
+    return { child, ready, done };
   });
-  const claimed: string[] = [];
-  for (let i = 0; i < 60; i++) {
-    const l = (i % 2 ? a : b).claim();
-    if (l) claimed.push(l.job.id);
+  const deadline = setTimeout(() => workers.forEach((w) => w.child.kill('SIGKILL')), 60_000); // bounds a hang
+  try {
+    await Promise.all(workers.map((w) => w.ready));
+    for (const w of workers) w.child.stdin.end('go\n');
+    return (await Promise.all(workers.map((w) => w.done))) as [WorkerReport, WorkerReport];
+  } finally {
+    clearTimeout(deadline);
   }
-  assert.is(claimed.length, 50);
-  assert.is(new Set(claimed).size, 50);
+}
+
+/** A database file with `n` pending jobs and the workers' `effects` table; closed again. */
+function raceDb(n: number): string {
+  const file = join(tempDir(), 'race.db');
+  const db = openDb(file);
+  migrate(db, loadMigrations(paths.migrations), Date.now());
+  db.raw.exec('CREATE TABLE effects (job_id TEXT NOT NULL, token INTEGER NOT NULL, worker TEXT NOT NULL, PRIMARY KEY (job_id, token))');
+  const q = createQueue(db, { now: () => Date.now() - 1000 });
+  db.tx(() => {
+    for (let i = 0; i < n; i++) q.enqueue(`job_${String(i).padStart(4, '0')}`, 'test');
+  });
+  db.close();
+  return file;
+}
+
+Q('two processes, each with its own connection, race for 200 jobs: each job is claimed exactly once (D4 c)', async () => {
+  const N = 200;
+  const file = raceDb(N);
+  // Each holds a job for a millisecond before its chunk, so that they take turns at the database.
+  const [a, b] = await raceWorkers(file, [
+    { offsetMs: 0, holdMs: 1 },
+    { offsetMs: 0, holdMs: 1 },
+  ]);
+  assert.ok(a.claimed.length > 0 && b.claimed.length > 0, `both took part (${a.claimed.length} / ${b.claimed.length})`);
+  const all = [...a.claimed, ...b.claimed].map(([id]) => id);
+  assert.is(all.length, N, 'claims in all');
+  assert.is(new Set(all).size, N, 'no job claimed twice');
+  assert.equal([...a.lost, ...b.lost], [], 'no lease lost');
+  assert.equal([...a.unfenced, ...b.unfenced], []);
+  const db = openDb(file, { check: false });
+  assert.equal(db.raw.prepare("SELECT status, count(*) AS n, max(lease_token) AS token FROM jobs GROUP BY status").all(), [{ status: 'completed', n: N, token: 1 }]);
+  assert.is(db.raw.prepare('SELECT count(DISTINCT job_id) FROM effects').pluck().get(), N);
+  assert.is(db.raw.prepare('SELECT count(*) FROM effects').pluck().get(), N, 'one side effect per job');
+  db.close();
+});
+
+Q('a process whose leases the other one took over is fenced off: every write it tries afterwards is refused and rolled back (D4 b, c)', async () => {
+  const N = 150;
+  const file = raceDb(N);
+  // w2's clock runs a lease length ahead: every job w1 holds looks abandoned to it, so it takes
+  // them over whenever it finds one between w1's claim and w1's commits (w1 holds each job 2 ms).
+  const [w1, w2] = await raceWorkers(file, [
+    { offsetMs: 0, holdMs: 2 },
+    { offsetMs: LEASE_MS + 1000, holdMs: 0 },
+  ]);
+  const firstClaims = new Map(w1.claimed.map(([id, token]) => [id, token]));
+  const takenOver = w2.claimed.filter(([id, token]) => token > 1 && firstClaims.get(id) === token - 1).map(([id]) => id);
+  assert.ok(takenOver.length > 0, `w2 took over some of w1's jobs (${w1.claimed.length} claimed by w1, ${w2.claimed.length} by w2)`);
+  assert.equal([...w1.unfenced, ...w2.unfenced], [], 'every write that went through was made under the current lease');
+  assert.equal(w2.lost, [], 'nobody took a job over from w2');
+  assert.equal(w1.lost.map(([id]) => id).sort(), takenOver.sort(), 'w1 lost exactly the jobs taken over from it, each at its next write');
+  const db = openDb(file, { check: false });
+  assert.equal(db.raw.prepare('SELECT status, count(*) AS n FROM jobs GROUP BY status').all(), [{ status: 'completed', n: N }]);
+  // Every job's last holder did its work: a side effect under the job's final lease token.
+  assert.is(db.raw.prepare('SELECT count(*) FROM jobs j WHERE NOT EXISTS (SELECT 1 FROM effects e WHERE e.job_id = j.id AND e.token = j.lease_token)').pluck().get(), 0);
+  // w1's side effects under a lease that was no longer the job's are exactly those of the jobs it
+  // lost at the completion, i.e. chunks it committed before the takeover. A chunk refused by the
+  // fencing check left nothing behind.
+  const stale = db.raw.prepare("SELECT e.job_id FROM effects e JOIN jobs j ON j.id = e.job_id WHERE e.worker = 'w1' AND e.token <> j.lease_token ORDER BY 1").pluck().all();
+  assert.equal(stale, w1.lost.filter(([, stage]) => stage === 'complete').map(([id]) => id).sort());
   db.close();
 });
 

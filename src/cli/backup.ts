@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
-import { DB_FILE } from '../runtime.ts';
+import { DB_FILE } from '../storage/storage.ts';
 import { backupTo, openBackupSource } from '../storage/backup.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 

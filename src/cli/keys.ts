@@ -1,6 +1,6 @@
 import { loadConfig } from '../config.ts';
 import { rotateSigningKeys } from '../identity/signing-keys.ts';
-import { prepareDataDir } from '../runtime.ts';
+import { prepareDataDir } from '../storage/storage.ts';
 import { EXIT_OK, UsageError, type Command } from './command.ts';
 
 export const keysCommand: Command = {

@@ -1,6 +1,6 @@
 import { loadConfig } from '../config.ts';
 import { systemClock } from '../clock.ts';
-import { openStorage } from '../runtime.ts';
+import { openStorage } from '../storage/storage.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { schemaVersion } from '../storage/migrate.ts';
 import { EXIT_OK, UsageError, type Command } from './command.ts';

@@ -2,9 +2,8 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync, sta
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { paths } from '../paths.ts';
-import { backupsDir, DB_FILE, prepareDataDir } from '../runtime.ts';
-import { fileStamp } from '../ops/scheduled-backups.ts';
-import { BackupError, checkDatabaseFile, fsyncFile } from '../storage/backup.ts';
+import { BackupError, checkDatabaseFile, fileStamp, fsyncFile } from '../storage/backup.ts';
+import { backupsDir, DB_FILE, prepareDataDir } from '../storage/storage.ts';
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
 import { loadMigrations } from '../storage/migrate.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';

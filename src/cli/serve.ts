@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { createSecureContext as tlsContext } from 'node:tls';
 import { buildApp } from '../app.ts';
 import { loadConfig } from '../config.ts';
+import { createHttpServer } from '../http/server.ts';
 import { openRuntime } from '../runtime.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
@@ -78,11 +78,8 @@ export const serveCommand: Command = {
       log.info({ email: rt.bootstrap.email }, 'created the first superuser from CONTACT_LEDGER_ADMIN_EMAIL');
     }
     const { app } = buildApp(rt);
-    const server: http.Server = tls ? https.createServer(tls, app.callback()) : http.createServer(app.callback());
     // Slow clients cannot hold connections forever (RELIABILITY.md I2).
-    server.headersTimeout = 20_000;
-    server.requestTimeout = 600_000;
-    server.keepAliveTimeout = 5_000;
+    const { server, limits } = createHttpServer(config, app.callback(), tls);
     try {
       await listen(server, config.port, config.host);
     } catch (err) {
@@ -92,7 +89,7 @@ export const serveCommand: Command = {
     rt.scheduler.start();
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
-    log.info({ version: VERSION, host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https: Boolean(tls) }, 'listening');
+    log.info({ version: VERSION, host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https: Boolean(tls), limits: limits() }, 'listening');
     if (config.host === '127.0.0.1' || config.host === 'localhost') {
       io.err(`contact-ledger ${VERSION} listening on ${tls ? 'https' : 'http'}://${config.host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
     }

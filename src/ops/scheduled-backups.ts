@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import { backupTo, pruneBackups } from '../storage/backup.ts';
+import { backupTo, fileStamp, pruneBackups } from '../storage/backup.ts';
 import type { Db } from '../storage/db.ts';
 import type { MetricsRegistry } from './metrics.ts';
 
@@ -10,9 +10,6 @@ export type ScheduledBackups = ReturnType<typeof createScheduledBackups>;
 
 /** Scheduled backups: the only files BACKUP_KEEP prunes (pre-migrate-*, pre-restore-* and yours stay). */
 export const SCHEDULED_BACKUP = /^scheduled-\d{8}T\d{9}Z\.db$/;
-
-/** A UTC time stamp for file names that sorts by time: 20261122T103200123Z. */
-export const fileStamp = (ms: number) => new Date(ms).toISOString().replace(/[-:.]/g, '');
 
 /**
  * BACKUP_CRON's task: an online backup on the server's own connection (SQLite carries the

@@ -9,6 +9,9 @@ import Database from 'better-sqlite3';
  * always a complete backup.
  */
 
+/** A UTC time stamp for file names that sorts by time: 20261122T103200123Z. */
+export const fileStamp = (ms: number) => new Date(ms).toISOString().replace(/[-:.]/g, '');
+
 export class BackupError extends Error {
   override name = 'BackupError';
 }

@@ -1,0 +1,50 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { Config } from '../config.ts';
+
+/** How long an idle keep-alive connection stays open between two requests. */
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+
+/**
+ * Node checks the header and request deadlines of open connections only every
+ * `connectionsCheckingInterval` (30 s by default), so a client could hold a connection up to 30 s
+ * past either deadline: they are checked every second instead, or a tenth of the shorter
+ * deadline when that is shorter still (tests run with deadlines of a second or two).
+ */
+export const checkingIntervalMs = (c: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'>): number =>
+  Math.max(50, Math.min(1_000, Math.floor(Math.min(c.headersTimeoutMs, c.requestTimeoutMs) / 10)));
+
+export interface ServerLimits {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  checkingIntervalMs: number;
+}
+
+/**
+ * The HTTP or HTTPS server of `serve`, with explicit limits for slow clients (RELIABILITY.md I2):
+ * a client must send its whole request head within HEADERS_TIMEOUT_MS and its whole request,
+ * body included, within REQUEST_TIMEOUT_MS, else it gets a 408 and the connection is closed.
+ * `limits` reads them back from the server.
+ */
+export function createHttpServer(
+  config: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'>,
+  handler: http.RequestListener,
+  tls?: { cert: Buffer; key: Buffer },
+): { server: http.Server; limits: () => ServerLimits } {
+  const interval = checkingIntervalMs(config);
+  // The checking interval can only be given at creation; Node's own defaults for the others
+  // (60 s for the head, 300 s for the request) are not left to chance either.
+  const options: http.ServerOptions = { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: interval };
+  const server: http.Server = tls ? https.createServer({ ...tls, ...options }, handler) : http.createServer(options, handler);
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  return {
+    server,
+    limits: () => ({
+      headersTimeoutMs: server.headersTimeout,
+      requestTimeoutMs: server.requestTimeout,
+      keepAliveTimeoutMs: server.keepAliveTimeout,
+      checkingIntervalMs: interval,
+    }),
+  };
+}

@@ -1,0 +1,89 @@
+import { mkdirSync, accessSync, constants } from 'node:fs';
+import { join } from 'node:path';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { paths } from '../paths.ts';
+import { backupTo, fileStamp, removePartialBackups } from './backup.ts';
+import { openDb, StartupError, type Db } from './db.ts';
+import { lockDataDir } from './lock.ts';
+import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './migrate.ts';
+
+/**
+ * The data folder's database as a process opens it to write: the folder's lock, the checked
+ * connection, the migrations. Kept apart from runtime.ts (which wires every service) so that
+ * commands and tests that need only the database load only the storage layer.
+ */
+
+export const DB_FILE = 'contact-ledger.db';
+
+/** Creates the data folder (0700) and proves it is writable, with a clear message otherwise. */
+export function prepareDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    accessSync(dataDir, constants.W_OK | constants.R_OK);
+  } catch (err) {
+    throw new StartupError(`data folder ${dataDir} is not usable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); set CONTACT_LEDGER_DATA to a writable folder`);
+  }
+}
+
+export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
+
+/** The database of a data folder, held by this process, migrated to this program's schema. */
+export interface Storage {
+  db: Db;
+  /** Schema version of the newest migration this program has. */
+  latest: number;
+  /** Migrations this open applied, and the backup taken before them. */
+  applied: string[];
+  preMigrationBackup?: string;
+  close(): void;
+}
+
+/**
+ * Locks the data folder, opens (and checks) the database and, when its schema is behind, backs it
+ * up into `<data>/backups/pre-migrate-v<N>-<time>.db` and migrates it (SPEC §8). Throws
+ * StartupError (DataDirLockedError when another process uses the folder).
+ */
+export async function openStorage(config: Readonly<Config>, log: Logger, clock: Clock): Promise<Storage> {
+  prepareDataDir(config.dataDir);
+  const lock = lockDataDir(config.dataDir);
+  let db: Db;
+  try {
+    db = openDb(join(config.dataDir, DB_FILE));
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+  try {
+    const migrations = loadMigrations(paths.migrations);
+    const pending = pendingMigrations(db, migrations);
+    const from = schemaVersion(db);
+    const latest = migrations.at(-1)!.version;
+    removePartialBackups(backupsDir(config.dataDir));
+    let preMigrationBackup: string | undefined;
+    if (pending.length && from > 0) {
+      // Forward-only upgrades: keep the way back (SPEC §8).
+      mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
+      preMigrationBackup = join(backupsDir(config.dataDir), `pre-migrate-v${from}-${fileStamp(clock.now())}.db`);
+      await backupTo(db.raw, preMigrationBackup);
+      log.info({ file: preMigrationBackup, from, to: latest }, 'backed up the database before migrating');
+    }
+    const applied = migrate(db, migrations, clock.now());
+    if (applied.length) log.info({ applied }, 'migrations applied');
+    return {
+      db,
+      latest,
+      applied,
+      ...(preMigrationBackup ? { preMigrationBackup } : {}),
+      close() {
+        db.close();
+        lock.release();
+      },
+    };
+  } catch (err) {
+    db.close();
+    lock.release();
+    throw err;
+  }
+}

@@ -1,0 +1,90 @@
+// The crash harness's child process (RELIABILITY.md D4 a, test/import-crash.test.ts): the part of
+// the server that imports run on, and nothing else. It opens the data folder as `serve` does
+// (openStorage: the folder's lock, the checked connection, migrations; the WAL checkpointer; the
+// queue's recovery sweep when the scheduler starts) and runs the real import runner on the real
+// queue and scheduler until no import job is left, then shuts down as the server does and exits 0.
+// Without the HTTP stack, identity and the other services it starts in a fraction of the server's
+// time, so the parent can SIGKILL it dozens of times in one test.
+//
+// Environment: CONTACT_LEDGER_DATA (the data folder), WAL_LIMIT_BYTES (the checkpointer's bulk
+// limit: small, so that kills also land while the -wal is being checkpointed), WAIT_FOR_GO.
+import { systemClock } from '../src/clock.ts';
+import { loadConfig } from '../src/config.ts';
+import { createQueue } from '../src/jobs/queue.ts';
+import { createScheduler, type Runner } from '../src/jobs/scheduler.ts';
+import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
+import { createImportRunner, IMPORT_JOB } from '../src/ledger/import-runner.ts';
+import { createImportsRepo } from '../src/ledger/imports-repo.ts';
+import { createLedgersRepo } from '../src/ledger/ledgers-repo.ts';
+import { createLogger } from '../src/log.ts';
+import { createMetrics } from '../src/ops/metrics.ts';
+import { startCheckpointer } from '../src/storage/checkpointer.ts';
+import { dataFiles } from '../src/storage/data-files.ts';
+import { openStorage } from '../src/storage/storage.ts';
+
+// Started ahead of time by the parent, it has loaded its modules by now and waits for a line on
+// stdin before it touches the data folder: a restart then costs only what the server's would
+// after loading (WAIT_FOR_GO=1).
+if (process.env.WAIT_FOR_GO) await new Promise((resolve) => process.stdin.once('data', resolve));
+const config = loadConfig(process.env);
+const clock = systemClock;
+const log = createLogger('warn');
+const storage = await openStorage(config, log, clock);
+const { db } = storage;
+const checkpointer = startCheckpointer(db, {
+  bulkLimitBytes: Number(process.env.WAL_LIMIT_BYTES ?? 1024 * 1024),
+  onFailure: (err) => log.error({ err }, 'checkpointer failed'),
+});
+const queue = createQueue(db, clock);
+const runner = createImportRunner({
+  db,
+  clock,
+  log,
+  contacts: createContactsRepo(db, db),
+  imports: createImportsRepo(db, dataFiles(config.dataDir)),
+  ledgers: createLedgersRepo(db),
+  metrics: createMetrics(),
+});
+// The one thing added for the parent: a line on stdout when a job committed its first chunk in
+// this process (checkpoint() runs inside the chunk's transaction; the line goes out after it
+// committed), and one when the runner returned from a job.
+const say = (msg: string, job: string) => process.stdout.write(`${JSON.stringify({ msg, job })}\n`);
+const announced = new Set<string>();
+const observed: Runner = {
+  ...runner,
+  async run(lease, ctl) {
+    const id = lease.job.id;
+    try {
+      return await runner.run(
+        {
+          ...lease,
+          checkpoint() {
+            lease.checkpoint();
+            if (announced.has(id)) return;
+            announced.add(id);
+            setImmediate(() => say('progress', id));
+          },
+        },
+        ctl,
+      );
+    } finally {
+      setImmediate(() => say('ran', id));
+    }
+  },
+};
+const scheduler = createScheduler({ db, queue, log, runners: { [IMPORT_JOB]: observed } });
+scheduler.start();
+
+// Done when no job waits or runs (a job in its retry backoff still counts as waiting).
+await new Promise<void>((resolve) => {
+  const timer = setInterval(() => {
+    if (queue.depth().length === 0) {
+      clearInterval(timer);
+      resolve();
+    }
+  }, 5);
+});
+await scheduler.stop();
+await checkpointer.close();
+storage.close();
+process.stdout.write('{"msg":"imports done"}\n');

@@ -1,0 +1,168 @@
+// Slow clients (RELIABILITY.md I2): the server, as a child process started the way `serve` starts
+// it but with deadlines of a second or three (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS), cuts off a
+// client that sends its request head byte by byte (slowloris) and clients that trickle a request
+// body — JSON, a CSV upload, a feed upload — with a 408, leaves no temporary file behind and keeps
+// serving. The boot sets these limits itself instead of leaving Node's defaults.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readdirSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { serve, type Running } from './child-server.ts';
+import { ID, LEDGER, request, tempDir, type CallOptions } from './helpers.ts';
+
+const EMAIL = 'slow@example.com';
+const PASSWORD = 'slow clients password';
+const HEADERS_MS = 1000;
+const REQUEST_MS = 3000;
+/** What a deadline allows beyond the limit: Node's check interval (100 ms here) and a busy machine. */
+const SLACK_MS = 1500;
+
+/** The listening line's `limits`: what the server object holds, read back after it was set up. */
+const limitsOf = (s: Running) => JSON.parse(s.stdout().split('\n').find((l) => l.includes('"msg":"listening"'))!).limits;
+
+interface SlowResult {
+  /** Milliseconds from connecting until the server closed the connection. */
+  ms: number;
+  /** Everything the server sent. */
+  received: string;
+}
+
+/**
+ * A client over a raw socket: sends `head`, then one byte of `trickle` every `everyMs` (and
+ * nothing more once it ran out) until the server closes the connection, or `deadlineMs` passes
+ * (then it gives up: undefined).
+ */
+function slowClient(port: number, head: string, trickle: string, everyMs: number, deadlineMs: number): Promise<SlowResult | undefined> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    let i = 0;
+    const timer = setInterval(() => {
+      if (i < trickle.length && socket.writable) socket.write(trickle[i++]!);
+    }, everyMs);
+    const deadline = setTimeout(() => {
+      clearInterval(timer);
+      socket.destroy();
+      resolve(undefined);
+    }, deadlineMs);
+    socket.on('connect', () => socket.write(head));
+    socket.on('data', (d) => (received += d.toString('latin1')));
+    socket.on('error', () => undefined); // a reset after the server's close is a close too
+    socket.on('close', () => {
+      clearInterval(timer);
+      clearTimeout(deadline);
+      resolve({ ms: performance.now() - started, received });
+    });
+  });
+}
+
+/** Polls until `dir` has no entries (or is gone); false after `ms`. */
+async function emptied(dir: string, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  for (;;) {
+    let entries: string[] = [];
+    try {
+      entries = readdirSync(dir);
+    } catch {
+      /* not there: empty */
+    }
+    if (entries.length === 0) return true;
+    if (Date.now() > until) return false;
+    await sleep(20);
+  }
+}
+
+interface Ctx {
+  server: Running;
+  data: string;
+  token: string;
+  orgId: string;
+  ledgerId: string;
+  feedToken: string;
+}
+
+const S = suite<Ctx>('slow clients (I2)');
+S.before(async (ctx) => {
+  ctx.data = tempDir();
+  ctx.server = await serve({
+    CONTACT_LEDGER_DATA: ctx.data,
+    CONTACT_LEDGER_ADMIN_EMAIL: EMAIL,
+    CONTACT_LEDGER_ADMIN_PASSWORD: PASSWORD,
+    HEADERS_TIMEOUT_MS: String(HEADERS_MS),
+    REQUEST_TIMEOUT_MS: String(REQUEST_MS),
+  });
+  const call = (method: string, path: string, opts: CallOptions = {}) => request(`http://127.0.0.1:${ctx.server.port}`, method, path, opts);
+  ctx.token = (await call('POST', `${ID}/session`, { body: { grantType: 'password', email: EMAIL, password: PASSWORD } })).body.accessToken;
+  ctx.orgId = (await call('POST', `${ID}/orgs`, { token: ctx.token, body: { name: 'Slow' } })).body.id;
+  ctx.ledgerId = (await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token: ctx.token, body: { name: 'slow' } })).body.id;
+  const sa = (await call('POST', `${ID}/service-accounts`, { token: ctx.token, body: { name: 'feed', permissions: ['feed'] } })).body;
+  ctx.feedToken = (await call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: sa.clientId, clientSecret: sa.clientSecret } })).body.accessToken;
+});
+S.after(async (ctx) => {
+  ctx.server.child.kill('SIGKILL');
+  await ctx.server.exit;
+});
+
+S('the boot sets the limits itself: the configured ones, checked every 100 ms here', ({ server }) => {
+  assert.equal(limitsOf(server), { headersTimeoutMs: HEADERS_MS, requestTimeoutMs: REQUEST_MS, keepAliveTimeoutMs: 5000, checkingIntervalMs: 100 });
+});
+
+S('a client sending its request head one byte at a time is answered 408 and cut off at HEADERS_TIMEOUT_MS', async ({ server }) => {
+  // Every byte arrives well within any idle timeout; only the deadline for the whole head ends it.
+  const r = await slowClient(server.port, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n', `X-Slow: ${'a'.repeat(200)}\r\n\r\n`, 50, HEADERS_MS + SLACK_MS);
+  assert.ok(r, `still connected ${HEADERS_MS + SLACK_MS} ms after connecting (headersTimeout ${HEADERS_MS} ms)`);
+  assert.match(r!.received, /^HTTP\/1\.1 408 /, r!.received);
+});
+
+S('clients trickling a body (JSON, CSV upload, feed upload) are answered 408 and cut off at REQUEST_TIMEOUT_MS; nothing is left behind', async (ctx) => {
+  const { server, token, orgId, ledgerId, feedToken, data } = ctx;
+  const boundary = 'slowclientboundary';
+  const post = (path: string, auth: string, type: string, preamble: string) =>
+    slowClient(
+      server.port,
+      `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${auth}\r\nContent-Type: ${type}\r\nContent-Length: 100000\r\n\r\n${preamble}`,
+      'x'.repeat(1000),
+      50,
+      REQUEST_MS + SLACK_MS,
+    );
+  // All three at once: each has the whole request deadline to itself.
+  const [json, csv, feed] = await Promise.all([
+    post(`${ID}/orgs`, token, 'application/json', '{"name":"'),
+    post(
+      `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/imports`,
+      token,
+      `multipart/form-data; boundary=${boundary}`,
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.csv"\r\nContent-Type: text/csv\r\n\r\nname,company\r\n`,
+    ),
+    post(`${LEDGER}/feed`, feedToken, 'application/x-ndjson', '{"name":"'),
+  ]);
+  for (const [what, r] of [['JSON', json], ['CSV upload', csv], ['feed upload', feed]] as const) {
+    assert.ok(r, `${what}: still connected ${REQUEST_MS + SLACK_MS} ms after connecting (requestTimeout ${REQUEST_MS} ms)`);
+    assert.match(r!.received, /^HTTP\/1\.1 408 /, `${what}: ${r!.received}`);
+  }
+  assert.ok(await emptied(join(data, 'uploads', 'tmp'), 5000), 'the partial CSV upload is removed');
+  assert.ok(await emptied(join(data, 'feeds', 'tmp'), 5000), 'the partial feed upload is removed');
+  const call = (path: string, auth = token) => request(`http://127.0.0.1:${server.port}`, 'GET', path, { token: auth });
+  assert.is((await call('/healthz')).status, 200, 'the server keeps serving');
+  assert.is((await call(`${ID}/orgs`)).body.orgs.length, 1, 'no organization was created');
+  assert.is((await call(`${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/imports`)).body.imports.length, 0, 'no import job');
+  assert.is((await call(`${LEDGER}/feed`, feedToken)).body.feeds.length, 0, 'no feed job');
+});
+
+S('without settings the boot sets 20 s for the head and 600 s for the request (not Node’s 60 s and 300 s)', async () => {
+  const s = await serve({ CONTACT_LEDGER_DATA: tempDir() });
+  try {
+    assert.equal(limitsOf(s), { headersTimeoutMs: 20_000, requestTimeoutMs: 600_000, keepAliveTimeoutMs: 5000, checkingIntervalMs: 1000 });
+  } finally {
+    s.child.kill('SIGTERM');
+    assert.is(await s.exit, 0);
+  }
+  assert.throws(() => loadConfig({ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '4000' }), (e: unknown) => e instanceof ConfigError && /REQUEST_TIMEOUT_MS must be at least HEADERS_TIMEOUT_MS/.test(e.message));
+  assert.throws(() => loadConfig({ HEADERS_TIMEOUT_MS: '0' }), (e: unknown) => e instanceof ConfigError && /HEADERS_TIMEOUT_MS/.test(e.message));
+});
+
+S.run();
