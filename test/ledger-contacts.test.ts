@@ -465,6 +465,11 @@ Q('bad parameters are 400 naming the parameter and never reach SQL (I5, I6)', as
   await bad('nmae=x', 'nmae');
   await bad('lastInfoChangedAt=yesterday', 'lastInfoChangedAt');
   await bad('lastJobChangedAt=2026-13-01', 'lastJobChangedAt');
+  // zone offsets beyond ±23:59 (RFC 3339), also for view=count
+  await bad('lastJobChangedAt=2026-11-23T00:00:00%2B24:60&view=count', 'lastJobChangedAt');
+  await bad('createdAfter=2026-11-23T22:00%2B99:99', 'createdAfter');
+  await bad('createdBefore=2026-11-23T22:00-24:00', 'createdBefore');
+  await bad('createdAfter=0000-01-01', 'createdAfter');
   await bad('isVerified=yes', 'isVerified');
   await bad('importId=1%20OR%201=1', 'importId');
   await bad('linkedin=https://example.com/x', 'linkedin');
@@ -475,6 +480,18 @@ Q('bad parameters are 400 naming the parameter and never reach SQL (I5, I6)', as
   await bad(`cursor=${other.body.nextCursor}`, 'cursor'); // a cursor of another sort
   const forged = Buffer.from(JSON.stringify(['contacts+createdAt', "1 OR 1=1", 1, 0])).toString('base64url');
   await bad(`cursor=${forged}`, 'cursor');
+  const offset = await t.call('GET', `${path}?lastInfoChangedAt=2026-11-23T22:00%2B99:99`, { token: w.tokens.viewer });
+  const error = offset.body.errors.find((e: any) => e.path === 'lastInfoChangedAt');
+  assert.match(error.message, /ISO 8601.*years 0001–9999.*±23:59/, 'the message says what is accepted');
+  // years below 100 are the years written (not 1900–1999): every contact was created after 0001-01-01
+  for (const q of ['createdAfter=0001-01-01', 'createdAfter=0001-01-01T00:00%2B01:00', 'createdAfter=0099-12-31T23:59:59.999Z', 'createdBefore=9999-12-31']) {
+    const all = await t.call('GET', `${path}?${q}&view=count`, { token: w.tokens.viewer });
+    expectStatus(all, 200, q);
+    assert.is(all.body.count, 250, q);
+  }
+  const none = await t.call('GET', `${path}?createdBefore=0001-01-01&view=count`, { token: w.tokens.viewer });
+  expectStatus(none, 200);
+  assert.is(none.body.count, 0);
   const literal = await t.call('GET', `${path}?name=${encodeURIComponent("%' OR 1=1--")}`, { token: w.tokens.viewer });
   expectStatus(literal, 200);
   assert.is(literal.body.contacts.length, 0);

@@ -189,6 +189,16 @@ T('the ledger change feed: in order, since a time, by type, with a cursor', asyn
   assert.equal(future.body, { changes: [], nextCursor: null });
   expectStatus(await t.call('GET', `${path}/changes?type=other`, { token: w.tokens.viewer }), 400);
   expectStatus(await t.call('GET', `${path}/changes?since=yesterday`, { token: w.tokens.viewer }), 400);
+  // a zone offset beyond ±23:59 is not a timestamp (RFC 3339): 400 problem+json naming `since`
+  for (const since of ['2026-11-23T22:00%2B99:99', '2026-11-23T00:00:00%2B24:60', '2026-11-23T00:00-23:60']) {
+    const r = await t.call('GET', `${path}/changes?since=${since}`, { token: w.tokens.viewer });
+    expectStatus(r, 400, since);
+    assert.match(r.headers.get('content-type')!, /^application\/problem\+json/);
+    assert.ok(r.body.errors.some((e: any) => e.path === 'since' && /±23:59/.test(e.message)), JSON.stringify(r.body));
+  }
+  const early = await t.call('GET', `${path}/changes?since=0001-01-01&limit=1000`, { token: w.tokens.viewer });
+  expectStatus(early, 200, 'years below 100 are the years written');
+  assert.is(early.body.changes.length, all.changes.length);
   expectStatus(await t.call('GET', `${path}/changes?type=job&cursor=${first.body.nextCursor}`, { token: w.tokens.viewer }), 400);
 });
 
