@@ -36,7 +36,8 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
   };
   const hasher = createPasswordHasher({ cost: config.bcryptCost, prehashKey });
   const access = createAccess(repos.orgs);
-  const audit = createAudit(createAuditRepo(db), clock);
+  const auditRepo = createAuditRepo(db);
+  const audit = createAudit(auditRepo, clock);
   const throttle = createSignInThrottle(createThrottleRepo(db), clock, {
     maxFailuresPerAccount: config.loginMaxFailuresPerAccount,
     maxFailuresPerAddress: config.loginMaxFailuresPerAddress,
@@ -68,5 +69,7 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
       const now = clock.now();
       return db.tx(() => repos.sessions.pruneSessions(now, now - 30 * 86_400_000) + throttle.prune());
     },
+    /** An organization's audit log, deleted in chunks by its purge before its row (ledger/ledger-service.ts). */
+    orgData: { purgeOrgRows: (orgId: string, n: number): number => auditRepo.purgeOrgEntries(orgId, n) },
   };
 }

@@ -72,5 +72,7 @@ export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; con
       s.every('20 0 * * *', 'webhook-prune', (ctl) => prune(ctl));
     },
     prune,
+    /** An organization's deliveries, deleted in chunks by its purge before its webhooks (ledger/ledger-service.ts). */
+    orgData: { purgeOrgRows: (orgId: string, n: number): number => repo.purgeOrgDeliveries(orgId, n) },
   };
 }
