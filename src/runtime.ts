@@ -158,8 +158,8 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     tracking.schedule(scheduler);
     webhooks.schedule(scheduler);
     // Expired sessions, used refresh tokens and ended throttling windows, every night.
-    scheduler.every('40 3 * * *', 'identity-prune', () => {
-      const removed = identity.prune();
+    scheduler.every('40 3 * * *', 'identity-prune', async (ctl) => {
+      const removed = await identity.prune(ctl);
       if (removed) log.info({ removed }, 'expired sessions and sign-in counters removed');
     });
     const backups = createScheduledBackups({ db, log, clock, metrics, dir: backupsDir(config.dataDir), keep: config.backupKeep });
