@@ -73,33 +73,47 @@ export function sessionExpiry(ms: number): string {
 }
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2}):?(\d{2}))?$/i;
+
+/** What a timestamp filter accepts, for the messages of the parameters that take one. */
+export const TIMESTAMP_RULE = 'an ISO 8601 timestamp or a date (2026-11-01), years 0001–9999, zone offsets up to ±23:59';
 
 /**
  * Parses a timestamp filter (SPEC §2): ISO 8601 with or without zone (no zone = UTC) or a plain
  * date. Returns epoch milliseconds, or undefined when the text is not such a timestamp.
+ * Fields are range-checked as RFC 3339 does (month 01–12, the day within its month, hour ≤ 23,
+ * minute and second ≤ 59, offset hours ≤ 23 and minutes ≤ 59); the year is 0001–9999, taken as
+ * written (Date.UTC would read 0–99 as 1900–1999), and the instant must fall before year 10000
+ * UTC, so that every accepted time is written back with a four-digit year.
  */
 export function parseTimestamp(text: string): number | undefined {
   const s = text.trim();
   let m = DATE_ONLY.exec(s);
-  if (m) return checked(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!), +m[1]!, +m[2]!, +m[3]!);
+  if (m) return utc(+m[1]!, +m[2]!, +m[3]!, 0, 0, 0, 0, 0);
   m = DATE_TIME.exec(s);
   if (!m) return undefined;
-  const [, y, mo, d, h, mi, sec, frac, zone] = m;
+  const [, y, mo, d, h, mi, sec, frac, , sign, oh, om] = m;
   if (+h! > 23 || +mi! > 59 || +(sec ?? 0) > 59) return undefined;
-  const ms = frac ? Math.floor(Number(`0.${frac}`) * 1000) : 0;
-  let t = Date.UTC(+y!, +mo! - 1, +d!, +h!, +mi!, +(sec ?? 0), ms);
-  if (zone && zone.toUpperCase() !== 'Z') {
-    const zm = /^([+-])(\d{2}):?(\d{2})$/.exec(zone)!;
-    const offset = (+zm[2]! * 60 + +zm[3]!) * 60_000;
-    t -= zm[1] === '+' ? offset : -offset;
+  let offsetMinutes = 0;
+  if (sign) {
+    if (+oh! > 23 || +om! > 59) return undefined;
+    offsetMinutes = (sign === '+' ? 1 : -1) * (+oh! * 60 + +om!);
   }
-  return checked(t, +y!, +mo!, +d!);
+  const ms = frac ? Math.floor(Number(`0.${frac}`) * 1000) : 0;
+  return utc(+y!, +mo!, +d!, +h!, +mi!, +(sec ?? 0), ms, offsetMinutes);
 }
 
-/** Rejects dates like 2026-02-31 that Date.UTC silently rolls over. */
-function checked(t: number, y: number, mo: number, d: number): number | undefined {
-  const probe = new Date(Date.UTC(y, mo - 1, d));
-  if (probe.getUTCFullYear() !== y || probe.getUTCMonth() !== mo - 1 || probe.getUTCDate() !== d) return undefined;
-  return Number.isFinite(t) ? t : undefined;
+/**
+ * Epoch milliseconds of a local time with the given offset from UTC, or undefined for a year
+ * outside 0001–9999, a day its month does not have (2026-02-31, which Date would roll over), or
+ * an instant from year 10000 on.
+ */
+function utc(y: number, mo: number, d: number, h: number, mi: number, s: number, ms: number, offsetMinutes: number): number | undefined {
+  if (y < 1 || mo < 1 || mo > 12 || d < 1) return undefined;
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d); // not Date.UTC: it reads years 0–99 as 1900–1999
+  if (date.getUTCFullYear() !== y || date.getUTCMonth() !== mo - 1 || date.getUTCDate() !== d) return undefined;
+  date.setUTCHours(h, mi, s, ms);
+  const t = date.getTime() - offsetMinutes * 60_000;
+  return Number.isFinite(t) && t < MAX_FAST_MS ? t : undefined;
 }

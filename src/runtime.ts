@@ -8,7 +8,7 @@ import type { ReadinessChecks } from './ops/health.ts';
 import { createQueue, registerQueueMetrics, type Queue } from './jobs/queue.ts';
 import { createScheduler, type Scheduler } from './jobs/scheduler.ts';
 import { createLedgerModule, uploadsDir, uploadTmpDir, type LedgerModule } from './ledger/index.ts';
-import type { LedgerDataOwner } from './ledger/model.ts';
+import type { LedgerDataOwner, OrgDataOwner } from './ledger/model.ts';
 import { startCheckpointer } from './storage/checkpointer.ts';
 import { openDb, type Db } from './storage/db.ts';
 import { backupsDir, DB_FILE, openStorage } from './storage/storage.ts';
@@ -74,18 +74,20 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     let ledger: LedgerModule | undefined;
     const identity = createIdentity({ db, clock, config, signingKeys, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
     const owners: LedgerDataOwner[] = [];
-    ledger = createLedgerModule({ db, reader, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, metrics });
+    const orgOwners: OrgDataOwner[] = [identity.orgData];
+    ledger = createLedgerModule({ db, reader, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, orgOwners, metrics });
     const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick, metrics });
     owners.push(tracking.ledgerData);
     const webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics });
+    orgOwners.push(webhooks.orgData);
     tracking.onChange((change, contact) => webhooks.outbox.changed(change, contact));
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
     scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners } });
     tracking.schedule(scheduler);
     webhooks.schedule(scheduler);
     // Expired sessions, used refresh tokens and ended throttling windows, every night.
-    scheduler.every('40 3 * * *', 'identity-prune', () => {
-      const removed = identity.prune();
+    scheduler.every('40 3 * * *', 'identity-prune', async (ctl) => {
+      const removed = await identity.prune(ctl);
       if (removed) log.info({ removed }, 'expired sessions and sign-in counters removed');
     });
     const backups = createScheduledBackups({ db, log, clock, metrics, dir: backupsDir(config.dataDir), keep: config.backupKeep });

@@ -344,13 +344,34 @@ T('each failure writes an audit entry without the password (A2e)', async ({ t })
   assert.not.ok(rows.some((r) => r.includes('wrong password') || r.includes('nope nope')));
 });
 
-T('the nightly prune removes ended throttling windows and expired sessions with their refresh tokens', async ({ t }) => {
-  const count = (table: string) => t.rt.db.raw.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
+T('the nightly prune removes ended throttling windows and expired sessions with their refresh tokens, in sized chunks', async ({ t }) => {
+  const raw = t.rt.db.raw;
+  const count = (table: string) => raw.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
   await signIn(t, 'viewer@a.test', PASSWORD);
   assert.ok(count('auth_throttle') > 0 && count('sessions') > 0 && count('refresh_tokens') > 0);
+  // a backlog: 300 sessions with 1,000 refresh tokens, and 300 throttling windows
+  const now = t.clock.now();
+  const userId = raw.prepare("SELECT id FROM users WHERE email = 'viewer@a.test'").pluck().get();
+  const series = (n: number) => `WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < ${n})`;
+  raw.prepare(`${series(300)} INSERT INTO sessions (id, user_id, created_at, last_used_at, expires_at) SELECT 'ses_prune' || n, ?, ?, ?, ? FROM s`).run(userId, now, now, now + 1000);
+  raw.prepare(`${series(1000)} INSERT INTO refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT randomblob(32), 'ses_prune' || (1 + n % 300), ?, ? FROM s`).run(now, now + 1000);
+  raw.prepare(`${series(300)} INSERT INTO auth_throttle (key, failures, window_started_at) SELECT 'prune:' || n, 1, ? FROM s`).run(now);
   (t.clock as ManualClock).advance(91 * 86_400_000); // past the absolute session lifetime and every window
-  assert.is(await t.rt.scheduler.runNow('identity-prune'), true);
+  const db = t.rt.db;
+  const bulkTx = db.bulkTx;
+  let chunks = 0;
+  db.bulkTx = function <T>(this: typeof db, fn: () => T): T {
+    chunks++;
+    return bulkTx.call(this, fn) as T;
+  };
+  try {
+    assert.is(await t.rt.scheduler.runNow('identity-prune'), true);
+  } finally {
+    db.bulkTx = bulkTx;
+  }
   assert.equal([count('auth_throttle'), count('sessions'), count('refresh_tokens')], [0, 0, 0]);
+  // chunks start at 100 rows and at most double: 1,000 tokens take ≥ 4, 300 sessions ≥ 2, 300 windows ≥ 2 (not one transaction)
+  assert.ok(chunks >= 8, `${chunks} transactions`);
 });
 
 T('the limiter survives a restart (stored in SQLite)', async ({ t }) => {

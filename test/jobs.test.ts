@@ -8,7 +8,7 @@ import { ManualClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { createQueue, LEASE_MS, LeaseLostError } from '../src/jobs/queue.ts';
 import { createScheduler, LANE_SLOTS, type Runner } from '../src/jobs/scheduler.ts';
-import { CHUNK_BUDGET_MS, ChunkSizer } from '../src/jobs/chunk-pacing.ts';
+import { CHUNK_BUDGET_MS, ChunkSizer, deleteInChunks, FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
 import { openDb, type Db } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { paths } from '../src/paths.ts';
@@ -435,6 +435,82 @@ S('chunk sizes follow the measured cost: about CHUNK_BUDGET_MS per chunk, growin
   assert.is(sizer.next(), 30, 'a short tail is ignored');
   for (let i = 0; i < 20; i++) sizer.record(sizer.next(), sizer.next() * 100);
   assert.is(sizer.next(), 20, 'never below the minimum');
+});
+
+
+S('chunked deletes (purges, retention): one transaction a chunk, each sized by its own ChunkSizer, steps in order, resumable', async () => {
+  const db = freshDb();
+  db.raw.exec('CREATE TABLE a (n INTEGER); CREATE TABLE b (n INTEGER)');
+  const fill = (table: string, rows: number) => db.raw.prepare(`WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < ?) INSERT INTO ${table} SELECT n FROM s`).run(rows);
+  const count = (table: string) => db.raw.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
+  const del = (table: string) => (n: number) => db.raw.prepare(`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} LIMIT ?)`).run(n).changes;
+  fill('a', 3000);
+  fill('b', 250);
+  // every chunk is a transaction of its own, and asks its step for the size its sizer gives
+  const asked: [string, number][] = [];
+  const commits: number[] = [];
+  const step = (table: string) => (n: number) => {
+    assert.ok(db.raw.inTransaction, 'inside the chunk transaction');
+    const went = del(table)(n);
+    if (went) asked.push([table, n]);
+    return went;
+  };
+  const writes = db.writes;
+  const out = await deleteInChunks(db, [step('a'), step('b')], { inTx: () => commits.push(db.writes) });
+  assert.equal(out, { deleted: 3250, done: true });
+  assert.equal([count('a'), count('b')], [0, 0]);
+  assert.is(db.writes - writes, commits.length, 'one transaction per chunk, plus the last one that found nothing');
+  const sizes = (table: string) => asked.filter(([t]) => t === table).map(([, n]) => n);
+  const a = sizes('a');
+  const b = sizes('b');
+  assert.equal(asked.map(([t]) => t), [...a.map(() => 'a'), ...b.map(() => 'b')], 'a first, then b');
+  // 3,000 rows in chunks that start at FIRST_DELETE_CHUNK and at most double: at least 5 of them
+  // (100 + 200 + 400 + 800 + 1600), never one fixed chunk of 5,000 rows
+  assert.is(a[0], FIRST_DELETE_CHUNK);
+  assert.ok(a.length >= 5, `3,000 rows in ${a.length} chunks: ${a}`);
+  for (let i = 1; i < a.length; i++) assert.ok(a[i]! <= 2 * a[i - 1]! && a[i]! >= 20, `chunk sizes ${a}`);
+  assert.is(b[0], FIRST_DELETE_CHUNK, 'the next step starts with a sizer of its own');
+  assert.ok(b.length >= 2);
+
+  // rows that cost more than the budget allows: the next chunk shrinks to fit it (≥ 1 ms a row: ≤ 30 rows)
+  fill('a', 200);
+  const slow: number[] = [];
+  await deleteInChunks(db, [
+    (n) => {
+      slow.push(n);
+      const went = del('a')(n);
+      const until = performance.now() + went;
+      while (performance.now() < until); // 1 ms a row
+      return went;
+    },
+  ]);
+  assert.is(slow[0], FIRST_DELETE_CHUNK);
+  assert.ok(slow[1]! <= CHUNK_BUDGET_MS, `after 100 rows of ≥ 1 ms: ${slow}`);
+  assert.is(count('a'), 0);
+
+  // stopping: ends between two chunks with the rest still there; running it again finishes
+  fill('a', 1000);
+  let looks = 0;
+  const stopped = await deleteInChunks(db, [del('a')], { stopping: () => looks++ === 2 });
+  assert.is(stopped.done, false);
+  assert.ok(stopped.deleted >= 2 * FIRST_DELETE_CHUNK && stopped.deleted < 1000, `two chunks: ${stopped.deleted}`);
+  assert.is(count('a'), 1000 - stopped.deleted);
+  assert.equal(await deleteInChunks(db, [del('a')]), { deleted: 1000 - stopped.deleted, done: true });
+  assert.is(count('a'), 0);
+
+  // a chunk that throws (a lost lease) rolls back alone: what earlier chunks deleted stays deleted
+  fill('a', 500);
+  let calls = 0;
+  const failed = await deleteInChunks(db, [
+    (n) => {
+      const went = del('a')(n);
+      if (++calls === 2) throw new Error('lease lost');
+      return went;
+    },
+  ]).catch((err: Error) => err);
+  assert.instance(failed, Error);
+  assert.is(count('a'), 500 - FIRST_DELETE_CHUNK);
+  db.close();
 });
 
 S.run();

@@ -4,7 +4,9 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
-import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, startApp, waitForImport, type TestApp, type World } from './helpers.ts';
+import { FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
+import type { Db } from '../src/storage/db.ts';
+import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, startApp, uploadCsv, waitForImport, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 
@@ -50,7 +52,7 @@ L('create, list, get, rename and delete a ledger; contactCount follows imports a
   expectStatus(await t.call('GET', ledgerPath(w.orgId, id), { token: w.tokens.admin }), 404);
   expectStatus(await t.call('GET', `${ledgerPath(w.orgId, id)}/contacts`, { token: w.tokens.admin }), 404);
   const db = t.rt.db.raw;
-  for (let i = 0; i < 1000 && db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(id); i++) await new Promise((r) => setImmediate(r));
+  await until(() => db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(id) === 0, 'the purge');
   assert.is(db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(id), 0, 'ledger row purged');
   assert.is(db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(id), 0, 'contacts purged');
   assert.is(db.prepare('SELECT count(*) FROM import_jobs WHERE ledger_id = ?').pluck().get(id), 0, 'imports purged');
@@ -77,9 +79,166 @@ L('deleting an organization hides it at once and purges its ledgers', async ({ t
   expectStatus(await t.call('DELETE', `${ID}/orgs/${orgId}`, { token: w.root }), 204);
   expectStatus(await t.call('GET', ledgerPath(orgId, id), { token: w.root }), 404);
   const db = t.rt.db.raw;
-  for (let i = 0; i < 1000 && db.prepare('SELECT count(*) FROM orgs WHERE id = ?').pluck().get(orgId); i++) await new Promise((r) => setImmediate(r));
+  await until(() => db.prepare('SELECT count(*) FROM orgs WHERE id = ?').pluck().get(orgId) === 0, 'the organization purge');
   assert.is(db.prepare('SELECT count(*) FROM orgs WHERE id = ?').pluck().get(orgId), 0);
   assert.is(db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(id), 0);
+});
+
+/**
+ * Runs `fn` while recording, after every bulk (chunk) transaction, what `left()` counts; returns
+ * how many rows of each kind every chunk removed (a spy on Db.bulkTx that calls through).
+ */
+async function chunksWhile(db: Db, left: () => number[], fn: () => Promise<void>): Promise<number[][]> {
+  const seen = [left()];
+  const bulkTx = db.bulkTx;
+  db.bulkTx = function <T>(this: Db, tx: () => T): T {
+    const out = bulkTx.call(this, tx) as T;
+    seen.push(left());
+    return out;
+  };
+  try {
+    await fn();
+  } finally {
+    db.bulkTx = bulkTx;
+  }
+  const removed = seen.slice(1).map((now, i) => now.map((n, k) => seen[i]![k]! - n));
+  // per kind: the rows each chunk that removed some of them removed
+  return left().map((_, k) => removed.map((r) => r[k]!).filter((n) => n > 0));
+}
+
+/** Polls (no fixed sleep) until `gone()` is true. */
+async function until(gone: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!gone()) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Sizes chunk after chunk as ChunkSizer gives them: the first one FIRST_DELETE_CHUNK, then at most twice the one before. */
+function assertSized(chunks: number[], rows: number, minChunks: number, what: string): void {
+  assert.is(chunks.reduce((a, b) => a + b, 0), rows, `${what}: every row went in a chunk`);
+  assert.is(chunks[0], FIRST_DELETE_CHUNK, `${what}: the first chunk is the sizer's first (${chunks})`);
+  for (let i = 1; i < chunks.length; i++) assert.ok(chunks[i]! <= 2 * chunks[i - 1]!, `${what}: a chunk at most doubles (${chunks})`);
+  assert.ok(chunks.length >= minChunks, `${what}: ${rows} rows in ${chunks.length} transactions (${chunks}), not one fixed chunk`);
+}
+
+L('a ledger purge removes contacts, changes, rejected rows and imports in chunks sized by their cost (SPEC §7, D2)', async ({ t, w }) => {
+  const id = await createLedger(t, w.tokens.editor, w.orgId, 'big');
+  const lines = ['name,company,referenceId'];
+  for (let i = 0; i < 3000; i++) lines.push(`P${i},Acme,r${i}`);
+  for (let i = 0; i < 1200; i++) lines.push(`,Acme,bad${i}`); // no name: a rejected row each
+  const csv = await uploadCsv(t, w.tokens.editor, w.orgId, id, lines.join('\n'));
+  assert.equal([csv.status, csv.imported, csv.invalid], ['completed', 3000, 1200]);
+  const api = await addContacts(t, w.tokens.editor, w.orgId, id, [{ name: 'Ann', company: 'X' }, { company: 'no name' }]);
+  assert.equal([api.imported, api.invalid], [1, 1]);
+  const raw = t.rt.db.raw;
+  // change history of the ledger (written directly: the feed that records changes is not under test)
+  raw.prepare(
+    `WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 1000)
+     INSERT INTO changes (id, ledger_id, contact_id, type, from_value, to_value, detected_at) SELECT 'chg_purge' || n, ?, 'c_x', 'job', '{}', '{}', n FROM s`,
+  ).run(id);
+  const imports = [csv.id, api.id];
+  const inList = imports.map(() => '?').join(',');
+  const counts = {
+    contacts: raw.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck(),
+    changes: raw.prepare('SELECT count(*) FROM changes WHERE ledger_id = ?').pluck(),
+    rejections: raw.prepare(`SELECT count(*) FROM import_rejections WHERE import_id IN (${inList})`).pluck(),
+    imports: raw.prepare(`SELECT (SELECT count(*) FROM import_jobs WHERE id IN (${inList})) + (SELECT count(*) FROM jobs WHERE id IN (${inList}))`).pluck(),
+    ledger: raw.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck(),
+  };
+  const left = () => [counts.contacts.get(id), counts.changes.get(id), counts.rejections.get(...imports), counts.imports.get(...imports, ...imports)] as number[];
+  assert.equal(left(), [3001, 1000, 1201, 4]);
+
+  const [contacts, changes, rejections] = await chunksWhile(t.rt.db, left, async () => {
+    expectStatus(await t.call('DELETE', ledgerPath(w.orgId, id), { token: w.tokens.admin }), 204);
+    await until(() => counts.ledger.get(id) === 0, 'the purge');
+  });
+  assert.equal(left(), [0, 0, 0, 0], 'contacts, changes, rejected rows and import jobs are gone');
+  assert.is(raw.prepare(`SELECT count(*) FROM import_payloads WHERE import_id IN (${inList})`).pluck().get(...imports), 0);
+  // a fixed 5,000-row chunk would take each kind in one transaction
+  assertSized(contacts!, 3001, 5, 'contacts'); // 100 + 200 + 400 + 800 + 1,600 < 3,001
+  assertSized(changes!, 1000, 4, 'changes');
+  assert.ok(rejections!.length >= 4, `1,201 rejected rows in ${rejections!.length} transactions (${rejections})`);
+  const job = raw.prepare("SELECT status FROM jobs WHERE kind = 'ledger.purge' AND payload LIKE ?").pluck().get(`%${id}%`);
+  assert.is(job, 'completed');
+});
+
+L('an organization purge also removes its audit log and webhook deliveries in sized chunks before its row', async ({ t, w }) => {
+  const org = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Doomed too' } });
+  const orgId = org.body.id;
+  const id = await createLedger(t, w.root, orgId, 'x');
+  await addContacts(t, w.root, orgId, id, [{ name: 'A', company: 'X' }, { name: 'B', company: 'Y' }]);
+  const raw = t.rt.db.raw;
+  const now = t.clock.now();
+  // a long audit log and a busy webhook's delivery log (written directly: their writers are not under test)
+  raw.prepare(
+    `WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 700)
+     INSERT INTO audit_log (id, org_id, actor_type, action, at) SELECT 'evt_purge' || n, ?, 'system', 'test.filler', ? FROM s`,
+  ).run(orgId, now);
+  raw.prepare("INSERT INTO webhooks (id, org_id, url, events, secret, created_at, updated_at) VALUES ('wh_purge', ?, 'https://hooks.example/x', '[]', 's', ?, ?)").run(orgId, now, now);
+  raw.prepare(
+    `WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400)
+     INSERT INTO webhook_deliveries (id, webhook_id, event_id, type, payload, status, max_attempts, next_at, created_at, finished_at)
+     SELECT 'dlv_purge' || n, 'wh_purge', 'evt_x' || n, 'contact.job_changed', '{}', 'delivered', 7, ?, ?, ? FROM s`,
+  ).run(now, now, now);
+  const counts = {
+    audit: raw.prepare('SELECT count(*) FROM audit_log WHERE org_id = ?').pluck(),
+    deliveries: raw.prepare("SELECT count(*) FROM webhook_deliveries WHERE webhook_id = 'wh_purge'").pluck(),
+    org: raw.prepare('SELECT count(*) FROM orgs WHERE id = ?').pluck(),
+  };
+  const left = () => [counts.audit.get(orgId), counts.deliveries.get()] as number[];
+  const audit = left()[0]!;
+  assert.ok(audit >= 700);
+
+  const [auditChunks, deliveryChunks] = await chunksWhile(t.rt.db, left, async () => {
+    expectStatus(await t.call('DELETE', `${ID}/orgs/${orgId}`, { token: w.root }), 204);
+    await until(() => counts.org.get(orgId) === 0, 'the organization purge');
+  });
+  assert.equal(left(), [0, 0]);
+  assert.is(raw.prepare("SELECT count(*) FROM webhooks WHERE id = 'wh_purge'").pluck().get(), 0);
+  assert.is(raw.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(id), 0);
+  assert.is(raw.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(id), 0);
+  // not by the row's cascade in one transaction: chunk by chunk, before it
+  assertSized(auditChunks!, audit, 3, 'audit entries');
+  assertSized(deliveryChunks!, 400, 2, 'deliveries');
+});
+
+L('bulk_delete of 1,000 ids goes in transactions sized by their cost, each audited; the counts add up (D2)', async ({ t, w }) => {
+  const id = await createLedger(t, w.tokens.editor, w.orgId, 'bulk');
+  const rows = Array.from({ length: 1000 }, (_, i) => ({ name: `P${i}`, company: 'Acme', referenceId: `r${i}` }));
+  assert.is((await addContacts(t, w.tokens.editor, w.orgId, id, rows)).imported, 1000);
+  await addContacts(t, w.tokens.editor, w.orgId, id, [{ name: 'Kept', company: 'Acme' }]);
+  const all = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, id)}/contacts`, 'company=Acme');
+  const ids = all.filter((c) => c.name !== 'Kept').map((c) => c.id).slice(0, 998); // + a repeat and an unknown id: the most a call takes
+  const raw = t.rt.db.raw;
+  const left = () => [raw.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(id) as number];
+  const seen = [left()[0]!];
+  const tx = t.rt.db.tx;
+  t.rt.db.tx = function <T>(this: Db, fn: () => T): T {
+    const out = tx.call(this, fn) as T;
+    if (!this.raw.inTransaction) seen.push(left()[0]!);
+    return out;
+  };
+  let r;
+  try {
+    r = await t.call('POST', `${ledgerPath(w.orgId, id)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [...ids, ids[0], 'c_nope'] } });
+  } finally {
+    t.rt.db.tx = tx;
+  }
+  expectStatus(r, 200);
+  assert.equal(r.body, { countRowsDeleted: 998 });
+  assert.equal(left(), [3]);
+  assert.is((await t.call('GET', ledgerPath(w.orgId, id), { token: w.tokens.viewer })).body.contactCount, 3);
+  const chunks = seen.slice(1).map((n, i) => seen[i]! - n).filter((n) => n > 0);
+  assert.is(chunks[0], 100, `the sizer's first chunk (${chunks})`);
+  assert.ok(chunks.length >= 4, `998 contacts in ${chunks.length} transactions (${chunks}), not one`);
+  // one audit entry per transaction, adding up to the request
+  const audit = raw.prepare("SELECT data FROM audit_log WHERE action = 'contacts.deleted' AND target_id = ? ORDER BY seq").pluck().all(id) as string[];
+  const entries = audit.map((a) => JSON.parse(a) as { requested: number; deleted: number });
+  assert.is(entries.filter((e) => e.deleted > 0).length, chunks.length);
+  assert.is(entries.reduce((a, e) => a + e.deleted, 0), 998);
+  assert.is(entries.reduce((a, e) => a + e.requested, 0), 999, 'distinct ids asked for');
 });
 
 L.run();
@@ -465,6 +624,11 @@ Q('bad parameters are 400 naming the parameter and never reach SQL (I5, I6)', as
   await bad('nmae=x', 'nmae');
   await bad('lastInfoChangedAt=yesterday', 'lastInfoChangedAt');
   await bad('lastJobChangedAt=2026-13-01', 'lastJobChangedAt');
+  // zone offsets beyond ±23:59 (RFC 3339), also for view=count
+  await bad('lastJobChangedAt=2026-11-23T00:00:00%2B24:60&view=count', 'lastJobChangedAt');
+  await bad('createdAfter=2026-11-23T22:00%2B99:99', 'createdAfter');
+  await bad('createdBefore=2026-11-23T22:00-24:00', 'createdBefore');
+  await bad('createdAfter=0000-01-01', 'createdAfter');
   await bad('isVerified=yes', 'isVerified');
   await bad('importId=1%20OR%201=1', 'importId');
   await bad('linkedin=https://example.com/x', 'linkedin');
@@ -475,6 +639,18 @@ Q('bad parameters are 400 naming the parameter and never reach SQL (I5, I6)', as
   await bad(`cursor=${other.body.nextCursor}`, 'cursor'); // a cursor of another sort
   const forged = Buffer.from(JSON.stringify(['contacts+createdAt', "1 OR 1=1", 1, 0])).toString('base64url');
   await bad(`cursor=${forged}`, 'cursor');
+  const offset = await t.call('GET', `${path}?lastInfoChangedAt=2026-11-23T22:00%2B99:99`, { token: w.tokens.viewer });
+  const error = offset.body.errors.find((e: any) => e.path === 'lastInfoChangedAt');
+  assert.match(error.message, /ISO 8601.*years 0001–9999.*±23:59/, 'the message says what is accepted');
+  // years below 100 are the years written (not 1900–1999): every contact was created after 0001-01-01
+  for (const q of ['createdAfter=0001-01-01', 'createdAfter=0001-01-01T00:00%2B01:00', 'createdAfter=0099-12-31T23:59:59.999Z', 'createdBefore=9999-12-31']) {
+    const all = await t.call('GET', `${path}?${q}&view=count`, { token: w.tokens.viewer });
+    expectStatus(all, 200, q);
+    assert.is(all.body.count, 250, q);
+  }
+  const none = await t.call('GET', `${path}?createdBefore=0001-01-01&view=count`, { token: w.tokens.viewer });
+  expectStatus(none, 200);
+  assert.is(none.body.count, 0);
   const literal = await t.call('GET', `${path}?name=${encodeURIComponent("%' OR 1=1--")}`, { token: w.tokens.viewer });
   expectStatus(literal, 200);
   assert.is(literal.body.contacts.length, 0);

@@ -784,9 +784,18 @@ F('failures for 3 days without a success: the webhook is disabled, says why, hol
   assert.equal([delivered.id, delivered.attempts], [held.id, 6]);
   assert.is(rx.got.length, sent + 1);
 
-  // delivered and failed deliveries are kept 30 days
+  // delivered and failed deliveries are kept 30 days; a backlog of them goes in sized chunks
+  t.rt.db.raw
+    .prepare(
+      `WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 500)
+       INSERT INTO webhook_deliveries (id, webhook_id, event_id, type, payload, status, max_attempts, next_at, created_at, finished_at)
+       SELECT 'dlv_old' || n, ?, 'evt_old' || n, 'contact.job_changed', '{}', 'failed', 7, 0, 0, ? FROM s`,
+    )
+    .run(h.id, clock.now() - 1);
   clock.advance(30 * 86_400_000 + 1);
-  assert.is(await t.rt.webhooks.prune({ stopping: false }), 1);
+  const writes = t.rt.db.writes;
+  assert.is(await t.rt.webhooks.prune({ stopping: false }), 501);
+  assert.ok(t.rt.db.writes - writes >= 3, `501 deliveries in ${t.rt.db.writes - writes} transactions (100, then at most twice the one before)`);
   await freshTokens(t, w);
   assert.equal(await deliveries(t, w, h.id), []);
   await rx.close();

@@ -61,9 +61,12 @@ export function createAuditRepo(db: Db) {
   const orgBefore = db.raw.prepare<[string, number, number], AuditRow>(`SELECT ${COLS} FROM audit_log WHERE org_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`);
   const allFirst = db.raw.prepare<[number], AuditRow>(`SELECT ${COLS} FROM audit_log ORDER BY seq DESC LIMIT ?`);
   const allBefore = db.raw.prepare<[number, number], AuditRow>(`SELECT ${COLS} FROM audit_log WHERE seq < ? ORDER BY seq DESC LIMIT ?`);
+  const purgeOfOrg = db.raw.prepare<[string, number]>('DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE org_id = ? LIMIT ?)');
   return {
     /** Appends an entry; call it inside the transaction of the change it describes. */
     insertAuditEntry: (e: AuditEntry): void => void insert.run({ ...e, data: e.data === null ? null : JSON.stringify(e.data) }),
+    /** Deletes up to `n` entries of a deleted organization (its purge); returns how many went. */
+    purgeOrgEntries: (orgId: string, n: number): number => purgeOfOrg.run(orgId, n).changes,
     /** Newest first; `orgId` undefined lists the whole installation. `limit + 1` rows. */
     listAuditEntries: (orgId: string | undefined, limit: number, beforeSeq?: number): (AuditEntry & { seq: number })[] => {
       const rows =

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
+import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import type { Db } from '../storage/db.ts';
 import { createSettingsRepo } from '../storage/settings-repo.ts';
 import { createAccess } from './access.ts';
@@ -36,7 +37,8 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
   };
   const hasher = createPasswordHasher({ cost: config.bcryptCost, prehashKey });
   const access = createAccess(repos.orgs);
-  const audit = createAudit(createAuditRepo(db), clock);
+  const auditRepo = createAuditRepo(db);
+  const audit = createAudit(auditRepo, clock);
   const throttle = createSignInThrottle(createThrottleRepo(db), clock, {
     maxFailuresPerAccount: config.loginMaxFailuresPerAccount,
     maxFailuresPerAddress: config.loginMaxFailuresPerAddress,
@@ -63,10 +65,21 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
     async authenticate(token: string) {
       return sessions.resolveActor(await tokens.verify(token));
     },
-    /** Housekeeping: drop expired sessions, refresh tokens and throttle windows. */
-    prune(): number {
+    /**
+     * Housekeeping: drops expired refresh tokens, ended sessions and throttle windows, in chunks
+     * sized by their cost (jobs/chunk-pacing.ts), so that a night with many of them does not hold
+     * the writer. Returns how many rows went.
+     */
+    async prune(ctl: { stopping: boolean } = { stopping: false }): Promise<number> {
       const now = clock.now();
-      return db.tx(() => repos.sessions.pruneSessions(now, now - 30 * 86_400_000) + throttle.prune());
+      const { deleted } = await deleteInChunks(db, [
+        (n) => repos.sessions.pruneTokens(now, n),
+        (n) => repos.sessions.pruneSessions(now, now - 30 * 86_400_000, n),
+        (n) => throttle.prune(now, n),
+      ], { stopping: () => ctl.stopping });
+      return deleted;
     },
+    /** An organization's audit log, deleted in chunks by its purge before its row (ledger/ledger-service.ts). */
+    orgData: { purgeOrgRows: (orgId: string, n: number): number => auditRepo.purgeOrgEntries(orgId, n) },
   };
 }

@@ -50,8 +50,8 @@ export function createSessionsRepo(db: Db) {
     findToken: db.raw.prepare<[Buffer], { session_id: string; used_at: number | null; expires_at: number }>(
       'SELECT session_id, used_at, expires_at FROM refresh_tokens WHERE token_hash = ?',
     ),
-    pruneSessions: db.raw.prepare<[number, number]>('DELETE FROM sessions WHERE expires_at < ? OR revoked_at < ?'),
-    pruneTokens: db.raw.prepare<[number]>('DELETE FROM refresh_tokens WHERE expires_at < ?'),
+    pruneSessions: db.raw.prepare<[number, number, number]>('DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at < ? OR revoked_at < ? LIMIT ?)'),
+    pruneTokens: db.raw.prepare<[number, number]>('DELETE FROM refresh_tokens WHERE token_hash IN (SELECT token_hash FROM refresh_tokens WHERE expires_at < ? LIMIT ?)'),
   };
   return {
     /** Returns undefined if there is no such session. */
@@ -79,7 +79,9 @@ export function createSessionsRepo(db: Db) {
       const r = q.findToken.get(tokenHash);
       return r && { sessionId: r.session_id, usedAt: r.used_at, expiresAt: r.expires_at };
     },
-    /** Deletes sessions past their absolute end or revoked before `revokedBefore`, and expired tokens. */
-    pruneSessions: (now: number, revokedBefore: number): number => q.pruneTokens.run(now).changes + q.pruneSessions.run(now, revokedBefore).changes,
+    /** Deletes up to `n` expired refresh tokens; returns how many went. */
+    pruneTokens: (now: number, n: number): number => q.pruneTokens.run(now, n).changes,
+    /** Deletes up to `n` sessions past their absolute end or revoked before `revokedBefore` (with their refresh tokens). */
+    pruneSessions: (now: number, revokedBefore: number, n: number): number => q.pruneSessions.run(now, revokedBefore, n).changes,
   };
 }

@@ -14,7 +14,7 @@ export function createThrottleRepo(db: Db) {
     'INSERT INTO auth_throttle (key, failures, window_started_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, window_started_at = excluded.window_started_at',
   );
   const del = db.raw.prepare<[string]>('DELETE FROM auth_throttle WHERE key = ?');
-  const prune = db.raw.prepare<[number]>('DELETE FROM auth_throttle WHERE window_started_at < ?');
+  const prune = db.raw.prepare<[number, number]>('DELETE FROM auth_throttle WHERE key IN (SELECT key FROM auth_throttle WHERE window_started_at < ? LIMIT ?)');
   return {
     findBucket: (key: string): ThrottleBucket | undefined => {
       const r = get.get(key);
@@ -22,7 +22,7 @@ export function createThrottleRepo(db: Db) {
     },
     saveBucket: (key: string, b: ThrottleBucket): void => void put.run(key, b.failures, b.windowStartedAt),
     deleteBucket: (key: string): void => void del.run(key),
-    /** Removes buckets whose window began before `before`. */
-    pruneBuckets: (before: number): number => prune.run(before).changes,
+    /** Removes up to `n` buckets whose window began before `before`; returns how many went. */
+    pruneBuckets: (before: number, n: number): number => prune.run(before, n).changes,
   };
 }

@@ -72,9 +72,9 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
     recordSuccess(accountKey: ThrottleKey): void {
       repo.deleteBucket(accountKey);
     },
-    /** Drops counters whose window has ended. */
-    prune(): number {
-      return repo.pruneBuckets(clock.now() - windowMs);
+    /** Drops up to `n` counters whose window had ended at `now`; returns how many went. */
+    prune(now: number, n: number): number {
+      return repo.pruneBuckets(now - windowMs, n);
     },
   };
 }

@@ -1,9 +1,10 @@
 import type { Db } from '../storage/db.ts';
 
 /**
- * Pacing of bulk jobs (imports, feeds) that work in chunks, one transaction each: how many items
- * a chunk takes, and what happens between two chunks. HTTP requests wait for the chunk in flight
- * on the single writer connection, so the chunk's duration bounds their added latency.
+ * Pacing of bulk jobs (imports, feeds, purges, retention) that work in chunks, one transaction
+ * each: how many items a chunk takes, and what happens between two chunks. HTTP requests wait for
+ * the chunk in flight on the single writer connection, so the chunk's duration bounds their added
+ * latency.
  */
 
 /**
@@ -73,4 +74,47 @@ export async function yieldToEventLoop(): Promise<void> {
 export async function betweenChunks(db: Db): Promise<void> {
   await db.relieve();
   await yieldToEventLoop();
+}
+
+/** Rows in the first chunk of a chunked delete, until their cost is measured. */
+export const FIRST_DELETE_CHUNK = 100;
+
+/** Deletes up to `n` rows of one kind, inside a chunk's transaction; returns how many went. */
+export type DeleteStep = (n: number) => number;
+
+export interface ChunkedDeleteOptions {
+  /** Runs first in every chunk's transaction (a job's `lease.checkpoint()`, which fences it off). */
+  inTx?: () => void;
+  /** Looked at before every chunk: true ends the delete there (shutdown). */
+  stopping?: () => boolean;
+}
+
+/**
+ * Deletes rows (purges, retention) the way imports and feeds write them: one bulk transaction a
+ * chunk, sized by a ChunkSizer to take about CHUNK_BUDGET_MS, and betweenChunks() between two.
+ * Deleting costs per index entry: a contact has a dozen, a change three, so each step has a sizer
+ * of its own. A chunk runs the first step that still finds rows, so the steps go in order and rows
+ * that reach an earlier step meanwhile (an import still adding contacts) go first. Ends after a
+ * chunk that found nothing left (`done`) or when `stopping`; each chunk commits on its own, so a
+ * run that is stopped or killed is taken up again by running it again.
+ */
+export async function deleteInChunks(db: Db, steps: DeleteStep[], opts: ChunkedDeleteOptions = {}): Promise<{ deleted: number; done: boolean }> {
+  const sizers = steps.map(() => new ChunkSizer(FIRST_DELETE_CHUNK));
+  let deleted = 0;
+  for (;;) {
+    if (opts.stopping?.()) return { deleted, done: false };
+    const t0 = performance.now();
+    const [step, n] = db.bulkTx((): [number, number] => {
+      opts.inTx?.();
+      for (let i = 0; i < steps.length; i++) {
+        const n = steps[i]!(sizers[i]!.next());
+        if (n > 0) return [i, n];
+      }
+      return [-1, 0];
+    });
+    if (step < 0) return { deleted, done: true };
+    sizers[step]!.record(n, performance.now() - t0);
+    deleted += n;
+    await betweenChunks(db);
+  }
 }

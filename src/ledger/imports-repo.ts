@@ -122,9 +122,12 @@ export function createImportsRepo(db: Db, files: DataFiles) {
       'SELECT row_no, line, reason, kind, raw FROM import_rejections WHERE import_id = ? AND row_no > ? ORDER BY row_no LIMIT ?',
     ),
     filePaths: db.raw.prepare<[], string>('SELECT file_path FROM import_jobs WHERE file_path IS NOT NULL').pluck(),
-    purgeJobsOfLedger: db.raw.prepare<[string, number]>(
-      "DELETE FROM jobs WHERE id IN (SELECT id FROM import_jobs WHERE ledger_id = ? LIMIT ?)",
+    anyOfLedger: db.raw.prepare<[string], string>('SELECT id FROM import_jobs WHERE ledger_id = ? LIMIT 1').pluck(),
+    purgeRejections: db.raw.prepare<[string, string, number]>(
+      'DELETE FROM import_rejections WHERE import_id = ? AND row_no IN (SELECT row_no FROM import_rejections WHERE import_id = ? LIMIT ?)',
     ),
+    deleteJob: db.raw.prepare<[string]>('DELETE FROM jobs WHERE id = ?'),
+    deleteImport: db.raw.prepare<[string]>('DELETE FROM import_jobs WHERE id = ?'),
     filesOfLedger: db.raw.prepare<[string], string>('SELECT file_path FROM import_jobs WHERE ledger_id = ? AND file_path IS NOT NULL').pluck(),
   };
   return {
@@ -174,7 +177,23 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     listReferencedFiles: (): string[] => q.filePaths.all().map(files.fromStored),
     /** Upload files of a ledger's jobs (removed when the ledger is purged). */
     listFilesOfLedger: (ledgerId: string): string[] => q.filesOfLedger.all(ledgerId).map(files.fromStored),
-    /** Deletes up to `n` import jobs of a ledger (cascading payloads and rejections). */
-    purgeImports: (ledgerId: string, n: number): number => q.purgeJobsOfLedger.run(ledgerId, n).changes,
+    /**
+     * Deletes up to `n` rows of a purged ledger's imports: an import's rejected rows (a big CSV
+     * can have hundreds of thousands, which its job row would otherwise take along by cascade),
+     * then its job row with its payload. Returns how many went (0: no import left).
+     */
+    purgeImports: (ledgerId: string, n: number): number => {
+      let left = n;
+      while (left > 0) {
+        const id = q.anyOfLedger.get(ledgerId);
+        if (id === undefined) break;
+        left -= q.purgeRejections.run(id, id, left).changes;
+        if (left <= 0) break;
+        q.deleteJob.run(id); // cascades to import_jobs and import_payloads
+        q.deleteImport.run(id); // in case its job row was gone already
+        left--;
+      }
+      return n - left;
+    },
   };
 }

@@ -16,7 +16,7 @@ import { createImportService } from './import-service.ts';
 import { createImportsRepo } from './imports-repo.ts';
 import { createLedgerService } from './ledger-service.ts';
 import { createLedgersRepo } from './ledgers-repo.ts';
-import type { LedgerDataOwner } from './model.ts';
+import type { LedgerDataOwner, OrgDataOwner } from './model.ts';
 
 export type LedgerModule = ReturnType<typeof createLedgerModule>;
 
@@ -38,6 +38,8 @@ export function createLedgerModule(d: {
   kick: () => void;
   /** What other modules keep per ledger and per contact, removed with them. */
   owners?: LedgerDataOwner[];
+  /** What other modules keep per organization, purged with it. */
+  orgOwners?: OrgDataOwner[];
   metrics: MetricsRegistry;
 }) {
   const repos = { ledgers: createLedgersRepo(d.db), contacts: createContactsRepo(d.db, d.reader ?? d.db), imports: createImportsRepo(d.db, dataFiles(d.config.dataDir)) };

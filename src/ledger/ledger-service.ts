@@ -5,18 +5,18 @@ import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import type { OrgsRepo } from '../identity/orgs-repo.ts';
 import { newId } from '../ids.ts';
+import { deleteInChunks, type DeleteStep } from '../jobs/chunk-pacing.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Db } from '../storage/db.ts';
 import type { ContactsRepo } from './contacts-repo.ts';
 import type { ImportsRepo } from './imports-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
-import type { Ledger, LedgerDataOwner } from './model.ts';
+import type { Ledger, LedgerDataOwner, OrgDataOwner } from './model.ts';
 import { ledgerLookup } from './require-ledger.ts';
 
 export const PURGE_LEDGER = 'ledger.purge';
 export const PURGE_ORG = 'org.purge';
-const PURGE_CHUNK = 5000;
 
 export interface LedgerDeps {
   db: Db;
@@ -30,6 +30,8 @@ export interface LedgerDeps {
   kick: () => void;
   /** What other modules keep per ledger, purged with it. */
   owners?: LedgerDataOwner[];
+  /** What other modules keep per organization (audit log, webhook deliveries), purged before its row. */
+  orgOwners?: OrgDataOwner[];
 }
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
@@ -38,19 +40,24 @@ export type LedgerService = ReturnType<typeof createLedgerService>;
 export function createLedgerService(d: LedgerDeps) {
   const requireLedger = ledgerLookup(d.ledgers);
 
-  /** Deletes a purged ledger's rows chunk by chunk; returns false when asked to stop. */
+  /**
+   * Deletes a purged ledger's rows in chunks sized by their measured cost (jobs/chunk-pacing.ts):
+   * contacts, then what other modules keep (change history), then imports with their rejected
+   * rows. Returns false when asked to stop; the job then starts over from what is left.
+   */
   async function purgeLedgerRows(ledgerId: string, checkpoint: () => void, stopping: () => boolean): Promise<boolean> {
-    for (;;) {
-      if (stopping()) return false;
-      const n = d.db.tx(() => {
-        checkpoint();
-        let n = d.contacts.purgeContacts(ledgerId, PURGE_CHUNK);
-        for (const owner of d.owners ?? []) n ||= owner.purgeRows(ledgerId, PURGE_CHUNK);
-        return n || d.imports.purgeImports(ledgerId, 1);
-      });
-      if (n === 0) return true;
-      await new Promise((r) => setImmediate(r));
-    }
+    const steps: DeleteStep[] = [
+      (n) => d.contacts.purgeContacts(ledgerId, n),
+      ...(d.owners ?? []).map((owner): DeleteStep => (n) => owner.purgeRows(ledgerId, n)),
+      (n) => d.imports.purgeImports(ledgerId, n),
+    ];
+    return (await deleteInChunks(d.db, steps, { inTx: checkpoint, stopping })).done;
+  }
+
+  /** What an organization keeps besides its ledgers, deleted in chunks before its row (which would take it along at once). */
+  async function purgeOrgRows(orgId: string, checkpoint: () => void, stopping: () => boolean): Promise<boolean> {
+    const steps = (d.orgOwners ?? []).map((owner): DeleteStep => (n) => owner.purgeOrgRows(orgId, n));
+    return (await deleteInChunks(d.db, steps, { inTx: checkpoint, stopping })).done;
   }
 
   /** After a ledger's rows are gone: its uploads, and the files other modules keep for it. */
@@ -89,6 +96,7 @@ export function createLedgerService(d: LedgerDeps) {
           d.db.tx(() => d.ledgers.purgeLedger(ledgerId));
           removeFiles(ledgerId, files);
         }
+        if (!(await purgeOrgRows(orgId, () => lease.checkpoint(), () => ctl.stopping))) return 'stopped';
         d.db.tx(() => {
           d.orgs.purgeOrg(orgId);
           lease.complete();

@@ -87,6 +87,16 @@ export interface LedgerDataOwner {
   forgetContact(contactId: string): void;
 }
 
+/**
+ * What another module keeps per organization besides its ledgers (audit log, webhook deliveries):
+ * deleted in chunks by the organization's purge before its row, whose cascade would otherwise
+ * take all of it in one transaction.
+ */
+export interface OrgDataOwner {
+  /** Deletes up to n of the organization's rows, inside a purge chunk's transaction; returns how many went (0: none left). */
+  purgeOrgRows(orgId: string, n: number): number;
+}
+
 /** Row counts an import chunk adds. */
 export interface ImportProgress {
   submitted: number;

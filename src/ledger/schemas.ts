@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseTimestamp } from '../clock.ts';
+import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { cursorParam, limitParam } from '../http/common-schemas.ts';
 import { isId } from '../ids.ts';
 import type { ContactFilter, ContactSort } from './contacts-repo.ts';
@@ -32,7 +32,7 @@ const timestamp = z
   .transform((s, ctx) => {
     const t = parseTimestamp(s);
     if (t === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 timestamp or a date (2026-11-01)' });
+      ctx.addIssue({ code: 'custom', message: `must be ${TIMESTAMP_RULE}` });
       return z.NEVER;
     }
     return t;

@@ -1,4 +1,4 @@
-import { parseTimestamp } from '../clock.ts';
+import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_LENGTH } from '../ledger/contact-input.ts';
 import { canonicalLinkedin, isEmail } from '../ledger/normalize.ts';
 import type { FeedRecord } from './model.ts';
@@ -63,7 +63,7 @@ export function validateFeedRecord(input: unknown, now: number): FeedInputResult
     if (bad(v)) return reject(v.error);
     if (v === undefined) continue;
     const t = parseTimestamp(v);
-    if (t === undefined) return reject(`${field} must be an ISO 8601 timestamp or a date`);
+    if (t === undefined) return reject(`${field} must be ${TIMESTAMP_RULE}`);
     if (field === 'observedAt' && t > now + OBSERVED_AT_SKEW_MS) return reject(`observedAt "${v}" is in the future`);
     record[field] = t;
   }

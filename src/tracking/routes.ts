@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { z } from 'zod';
-import { parseTimestamp } from '../clock.ts';
+import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { csvLines } from '../csv/write.ts';
 import { unsupportedMediaType } from '../errors.ts';
 import { cursorParam, limitParam, pageOf, pageQuery } from '../http/common-schemas.ts';
@@ -37,7 +37,7 @@ const ChangesQuery = z.strictObject({
     .transform((s, ctx) => {
       const t = parseTimestamp(s);
       if (t === undefined) {
-        ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 timestamp or a date' });
+        ctx.addIssue({ code: 'custom', message: `must be ${TIMESTAMP_RULE}` });
         return z.NEVER;
       }
       return t;

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Audit } from '../identity/audit.ts';
+import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import type { Scheduler } from '../jobs/scheduler.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
 import { LEDGER_PREFIX } from '../ledger/routes.ts';
@@ -16,7 +17,6 @@ import { createWebhooksRepo } from './webhooks-repo.ts';
 
 /** Delivered and failed deliveries are kept this long in the delivery log. */
 export const DELIVERY_RETENTION_MS = 30 * 86_400_000;
-const PRUNE_CHUNK = 5000;
 
 export type WebhooksModule = ReturnType<typeof createWebhooksModule>;
 
@@ -46,16 +46,13 @@ export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; con
   kick = () => dispatcher.kick();
   const service = createWebhookService({ db: d.db, clock: d.clock, repo, ledgers: d.ledgers, audit: d.audit, outbox, allowHosts: d.config.webhookAllowHosts, allowLocal: d.config.webhookAllowLocal });
 
-  /** Forgets delivered and failed deliveries older than DELIVERY_RETENTION_MS, a chunk per transaction. */
+  /**
+   * Forgets delivered and failed deliveries older than DELIVERY_RETENTION_MS, in chunks sized by
+   * their cost (jobs/chunk-pacing.ts). Returns how many went.
+   */
   async function prune(ctl: { stopping: boolean }): Promise<number> {
-    let total = 0;
-    for (;;) {
-      if (ctl.stopping) return total;
-      const n = d.db.tx(() => repo.pruneDeliveries(d.clock.now() - DELIVERY_RETENTION_MS, PRUNE_CHUNK));
-      total += n;
-      if (n < PRUNE_CHUNK) return total;
-      await new Promise((r) => setImmediate(r));
-    }
+    const before = d.clock.now() - DELIVERY_RETENTION_MS;
+    return (await deleteInChunks(d.db, [(n) => repo.pruneDeliveries(before, n)], { stopping: () => ctl.stopping })).deleted;
   }
 
   return {
@@ -72,5 +69,7 @@ export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; con
       s.every('20 0 * * *', 'webhook-prune', (ctl) => prune(ctl));
     },
     prune,
+    /** An organization's deliveries, deleted in chunks by its purge before its webhooks (ledger/ledger-service.ts). */
+    orgData: { purgeOrgRows: (orgId: string, n: number): number => repo.purgeOrgDeliveries(orgId, n) },
   };
 }

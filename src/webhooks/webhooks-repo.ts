@@ -220,6 +220,9 @@ export function createWebhooksRepo(db: Db) {
     prune: db.raw.prepare<[number, number]>(
       "DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND finished_at < ? LIMIT ?)",
     ),
+    purgeOfOrg: db.raw.prepare<[string, number]>(
+      'DELETE FROM webhook_deliveries WHERE seq IN (SELECT d.seq FROM webhooks w JOIN webhook_deliveries d ON d.webhook_id = w.id WHERE w.org_id = ? LIMIT ?)',
+    ),
   };
 
   return {
@@ -292,5 +295,7 @@ export function createWebhooksRepo(db: Db) {
     },
     /** Deletes up to `n` delivered or failed deliveries finished before `before`. */
     pruneDeliveries: (before: number, n: number): number => q.prune.run(before, n).changes,
+    /** Deletes up to `n` deliveries of an organization's webhooks (its purge, before the webhooks go by cascade). */
+    purgeOrgDeliveries: (orgId: string, n: number): number => q.purgeOfOrg.run(orgId, n).changes,
   };
 }
