@@ -3,7 +3,6 @@ import { decodeCursor, encodeCursor, type Page } from '../cursor.ts';
 import { notFound } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
-import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import type { Db } from '../storage/db.ts';
 import { downloadPosition, positionOf, type ContactFilter, type ContactPosition, type ContactSort, type ContactsRepo, type DownloadRow } from './contacts-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
@@ -45,12 +44,6 @@ export const DOWNLOAD_PAGE = 1000;
 /** Contacts of a ledger (SPEC §4): read, list with filters, delete, download. */
 export function createContactService(d: ContactServiceDeps) {
   const requireLedger = ledgerLookup(d.ledgers);
-  /**
-   * Contacts a bulk delete takes per transaction. What a delete costs depends on the size of the
-   * tables (a dozen index entries a contact), not on the request, so the measure is kept from one
-   * request to the next.
-   */
-  const deleteSizer = new ChunkSizer();
 
   /** Deletes a contact of the ledger and what other modules keep about it; false when there is no such contact. */
   function deleteContact(ledgerId: string, contactId: string): boolean {
@@ -111,33 +104,16 @@ export function createContactService(d: ContactServiceDeps) {
       });
     },
 
-    /**
-     * Deletes the listed contacts of the ledger; ids not in it are skipped (counted out). Up to
-     * 1,000 contacts took ~250 ms in one transaction on a ledger of 150,000, holding every other
-     * request (RELIABILITY.md D2: ≤ 50 ms), so they go in chunks sized like an import's, each its
-     * own transaction with its own audit entry, the event loop's turn between two. A failure
-     * after the first chunk leaves the earlier chunks deleted (and audited); sending the same
-     * ids again deletes the rest.
-     */
-    async bulkDelete(by: Caller, orgId: string, ledgerId: string, contactIds: string[]): Promise<number> {
-      const ids = [...new Set(contactIds)];
-      let deleted = 0;
-      for (let at = 0; at < ids.length; ) {
-        if (at > 0) await betweenChunks(d.db);
-        const part = ids.slice(at, at + deleteSizer.next());
-        deleted += deleteSizer.timed(part.length, () =>
-          d.db.tx(() => {
-            requireLedger(orgId, ledgerId);
-            let n = 0;
-            for (const id of part) if (deleteContact(ledgerId, id)) n++;
-            if (n) d.ledgers.addContactCount(ledgerId, -n);
-            d.audit.record(by, { orgId, action: 'contacts.deleted', target: { type: 'ledger', id: ledgerId }, data: { requested: part.length, deleted: n } });
-            return n;
-          }),
-        );
-        at += part.length;
-      }
-      return deleted;
+    /** Deletes the listed contacts of the ledger; ids not in it are skipped (counted out). */
+    bulkDelete(by: Caller, orgId: string, ledgerId: string, contactIds: string[]): number {
+      return d.db.tx(() => {
+        requireLedger(orgId, ledgerId);
+        let n = 0;
+        for (const id of new Set(contactIds)) if (deleteContact(ledgerId, id)) n++;
+        if (n) d.ledgers.addContactCount(ledgerId, -n);
+        d.audit.record(by, { orgId, action: 'contacts.deleted', target: { type: 'ledger', id: ledgerId }, data: { requested: contactIds.length, deleted: n } });
+        return n;
+      });
     },
   };
 }

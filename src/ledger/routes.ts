@@ -214,8 +214,8 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       { objectMode: false },
     );
   });
-  r.add({ method: 'post', path: `${ONE}/contacts/bulk_delete`, access: { org: 'editor' }, body: S.BulkDelete, summary: 'Delete contacts by id', responses: { 200: { description: '{countRowsDeleted}' } } }, async (ctx, { caller, params, body }) => {
-    ctx.body = { countRowsDeleted: await svc.contacts.bulkDelete(caller, params.orgId!, params.ledgerId!, body.contactIds) };
+  r.add({ method: 'post', path: `${ONE}/contacts/bulk_delete`, access: { org: 'editor' }, body: S.BulkDelete, summary: 'Delete contacts by id', responses: { 200: { description: '{countRowsDeleted}' } } }, (ctx, { caller, params, body }) => {
+    ctx.body = { countRowsDeleted: svc.contacts.bulkDelete(caller, params.orgId!, params.ledgerId!, body.contactIds) };
   });
 
   // ── imports (and their compatibility aliases under /contacts/imports) ──
