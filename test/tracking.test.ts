@@ -192,6 +192,36 @@ T('the ledger change feed: in order, since a time, by type, with a cursor', asyn
   expectStatus(await t.call('GET', `${path}/changes?type=job&cursor=${first.body.nextCursor}`, { token: w.tokens.viewer }), 400);
 });
 
+T('a change-feed cursor continues with changes recorded after the newest changes were deleted (contact delete, bulk_delete)', async ({ t, w }) => {
+  const ways = {
+    delete: (path: string, id: string) => t.call('DELETE', `${path}/contacts/${id}`, { token: w.tokens.editor }),
+    bulk_delete: (path: string, id: string) => t.call('POST', `${path}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [id] } }),
+  };
+  for (const [way, remove] of Object.entries(ways)) {
+    const person = (n: string) => `${way}-${n}`;
+    const { path } = await ledgerWith(t, w, `cursor keeps its place (${way})`, ['ava', 'ben', 'cid'].map((n) => ({ name: n, company: 'Old', linkedin: `linkedin.com/in/${person(n)}`, referenceId: n })));
+    const move = (n: string, extra: Record<string, unknown> = {}) => ({ linkedin: `linkedin.com/in/${person(n)}`, name: n, company: `New ${n}`, ...extra });
+    const feedPage = async (cursor?: string) => {
+      const r = await t.call('GET', `${path}/changes?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: w.tokens.viewer });
+      expectStatus(r, 200);
+      return { companies: r.body.changes.map((c: any) => c.to.company ?? c.to.location), nextCursor: r.body.nextCursor as string | null };
+    };
+    const maxSeq = () => t.rt.db.raw.prepare('SELECT max(seq) FROM changes').pluck().get() as number;
+    // ben gets a job and an info change: the newest changes of the whole database
+    await feed(t, w.root, ndjson(move('ava'), move('ben', { location: 'Oslo' })));
+    const first = await feedPage();
+    assert.equal(first.companies, ['New ava', 'New ben'], `${way}: page 1 ends at the job change of the contact about to go`);
+    assert.ok(first.nextCursor);
+    const highest = maxSeq();
+    const res = await remove(path, (await contact(t, w, path, 'ben')).id);
+    assert.ok(res.status === 204 || res.status === 200, res.text);
+    await feed(t, w.root, ndjson(move('cid')));
+    assert.ok(maxSeq() > highest, `${way}: the new change has a number above every number given before`);
+    const second = await feedPage(first.nextCursor!);
+    assert.equal(second, { companies: ['New cid'], nextCursor: null }, `${way}: the cursor taken before the deletion reaches the new change`);
+  }
+});
+
 T('feeds in CSV, JSON array and gzip; bad records are counted with their line and the rest applied', async ({ t, w }) => {
   const csv = 'name,company,email,Has Multiple Jobs\nEve Zed,Umbrella,eve@u.test,true\n,NoName,x@y.test,\nFay Ng,Soylent,not-an-email,\n';
   const c = await feed(t, w.root, csv, 'text/csv');
