@@ -192,6 +192,33 @@ T('the ledger change feed: in order, since a time, by type, with a cursor', asyn
   expectStatus(await t.call('GET', `${path}/changes?type=job&cursor=${first.body.nextCursor}`, { token: w.tokens.viewer }), 400);
 });
 
+T('the change feed walks one index in seq order from the cursor; with a type, only the rows of that type (ledger_id, type, seq)', async ({ t, w, path, ledgerId }) => {
+  const repo = t.rt.tracking.repos.changes;
+  for (const since of [undefined, 0]) {
+    for (const type of [undefined, 'job', 'info'] as const) {
+      const plan = repo.explainListOfLedger(ledgerId, { since, type, afterSeq: 5, limit: 101 });
+      const what = `since=${since} type=${type}: ${plan.join(' | ')}`;
+      assert.is(plan.length, 1, what);
+      assert.is(plan[0], type ? 'SEARCH changes USING INDEX changes_by_ledger_type (ledger_id=? AND type=? AND seq>?)' : 'SEARCH changes USING INDEX changes_by_ledger (ledger_id=? AND seq>?)', what);
+    }
+  }
+  // and the pages of one type join up to exactly that type's changes, in order
+  const all = (await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body.changes as any[];
+  for (const type of ['job', 'info']) {
+    const pages: any[] = [];
+    let cursor: string | null = null;
+    do {
+      const r: any = await t.call('GET', `${path}/changes?type=${type}&limit=1${cursor ? `&cursor=${cursor}` : ''}`, { token: w.tokens.viewer });
+      expectStatus(r, 200);
+      pages.push(...r.body.changes);
+      cursor = r.body.nextCursor;
+    } while (cursor);
+    const expected = all.filter((c) => c.type === type).map((c) => c.id);
+    assert.ok(expected.length >= (type === 'info' ? 2 : 1), `${type}: ${expected.length}`);
+    assert.equal(pages.map((c) => c.id), expected, type);
+  }
+});
+
 T('a change-feed cursor continues with changes recorded after the newest changes were deleted (contact delete, bulk_delete)', async ({ t, w }) => {
   const ways = {
     delete: (path: string, id: string) => t.call('DELETE', `${path}/contacts/${id}`, { token: w.tokens.editor }),
