@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
+import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
 import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
@@ -659,6 +660,36 @@ I('the daily change set holds the contacts changed that day, in the API shape, s
   assert.is(t.rt.tracking.dailySets.removeOrphans(), 1);
   assert.not.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', ledgerId)));
   assert.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', live)), 'a live ledger keeps its exports');
+});
+
+I('daily change-set ids: each contact changed on the UTC day once, in id order, page after page, each page one walk of (ledger, day, contact) without a sort', async ({ t, w }) => {
+  const repo = createDailySetsRepo(t.rt.db);
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'day walk');
+  const other = await createLedger(t, w.tokens.editor, w.orgId, 'day walk, other ledger');
+  const from = Date.UTC(2026, 0, 10);
+  const DAY = 86_400_000;
+  const ins = t.rt.db.raw.prepare("INSERT INTO changes (id, ledger_id, contact_id, type, field, from_value, to_value, detected_at) VALUES (?, ?, ?, 'info', 'title', '{}', '{}', ?)");
+  let n = 0;
+  const change = (ledger: string, contactId: string, at: number) => ins.run(`chg_daywalk${n++}`, ledger, contactId, at);
+  // recorded in time order, ids in another order; c_e, c_b and c_d change several times that day
+  for (const [id, at] of [['c_e', from], ['c_b', from + 5], ['c_e', from + 6], ['c_d', from + 7], ['c_a', from + 100], ['c_b', from + 101], ['c_c', from + DAY / 2], ['c_d', from + DAY - 1], ['c_b', from + DAY - 1]] as const) change(ledgerId, id, at);
+  change(ledgerId, 'c_0_day_before', from - 1);
+  change(ledgerId, 'c_f_day_after', from + DAY);
+  change(other, 'c_bb_other_ledger', from + 10);
+  const pages: string[][] = [];
+  let after = '';
+  for (;;) {
+    const ids = repo.listChangedContactIds(ledgerId, from, after, 2);
+    if (!ids.length) break;
+    pages.push(ids);
+    after = ids.at(-1)!;
+  }
+  assert.equal(pages, [['c_a', 'c_b'], ['c_c', 'c_d'], ['c_e']]);
+  assert.equal(repo.listChangedContactIds(ledgerId, from - DAY, '', 10), ['c_0_day_before']);
+  assert.equal(repo.listChangedContactIds(ledgerId, from + DAY, '', 10), ['c_f_day_after']);
+  assert.throws(() => repo.listChangedContactIds(ledgerId, from + 1, '', 10), /not the start of a UTC day/);
+  // a page seeks to its first id and reads on in order: no temporary b-tree (which sorted the whole day for every page)
+  assert.equal(repo.explainChangedContactIds(ledgerId, from), ['SEARCH changes USING COVERING INDEX changes_by_ledger_day (ledger_id=? AND <expr>=? AND contact_id>?)']);
 });
 
 I('days missed while the server was stopped get their change sets at the next run', async ({ t, w }) => {

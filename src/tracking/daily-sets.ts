@@ -99,7 +99,7 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
     let after = '';
     try {
       for (;;) {
-        const ids = d.sets.listChangedContactIds(ledgerId, from, from + DAY, after, PAGE);
+        const ids = d.sets.listChangedContactIds(ledgerId, from, after, PAGE);
         if (!ids.length) break;
         for (const id of ids) {
           const c = d.contacts.findContact(ledgerId, id);
