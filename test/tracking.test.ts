@@ -662,7 +662,7 @@ I('the daily change set holds the contacts changed that day, in the API shape, s
   assert.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', live)), 'a live ledger keeps its exports');
 });
 
-I('daily change-set ids: each contact changed on the UTC day once, in id order, page after page, each page one walk of (ledger, day, contact) without a sort', async ({ t, w }) => {
+I('daily change-set ids: each change of the UTC day is read once, in detection order, a step at a time; each contact changed that day is listed once, in id order', async ({ t, w }) => {
   const repo = createDailySetsRepo(t.rt.db);
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'day walk');
   const other = await createLedger(t, w.tokens.editor, w.orgId, 'day walk, other ledger');
@@ -671,25 +671,46 @@ I('daily change-set ids: each contact changed on the UTC day once, in id order, 
   const ins = t.rt.db.raw.prepare("INSERT INTO changes (id, ledger_id, contact_id, type, field, from_value, to_value, detected_at) VALUES (?, ?, ?, 'info', 'title', '{}', '{}', ?)");
   let n = 0;
   const change = (ledger: string, contactId: string, at: number) => ins.run(`chg_daywalk${n++}`, ledger, contactId, at);
-  // recorded in time order, ids in another order; c_e, c_b and c_d change several times that day
-  for (const [id, at] of [['c_e', from], ['c_b', from + 5], ['c_e', from + 6], ['c_d', from + 7], ['c_a', from + 100], ['c_b', from + 101], ['c_c', from + DAY / 2], ['c_d', from + DAY - 1], ['c_b', from + DAY - 1]] as const) change(ledgerId, id, at);
+  // recorded in time order, ids in another order; c_e, c_b and c_d change several times that day;
+  // three changes share a millisecond, so a step of 2 ends between two of them
+  const day: [string, number][] = [['c_e', from], ['c_b', from + 5], ['c_e', from + 6], ['c_d', from + 7], ['c_a', from + 100], ['c_b', from + 100], ['c_g', from + 100], ['c_c', from + DAY / 2], ['c_d', from + DAY - 1], ['c_b', from + DAY - 1]];
+  for (const [id, at] of day) change(ledgerId, id, at);
   change(ledgerId, 'c_0_day_before', from - 1);
   change(ledgerId, 'c_f_day_after', from + DAY);
   change(other, 'c_bb_other_ledger', from + 10);
+
+  const walk = repo.openChangedContacts(ledgerId, from, from + DAY);
+  const steps: number[] = [];
+  for (let read = -1; read !== 0; ) steps.push((read = walk.collect(2)));
+  assert.equal(steps, [2, 2, 2, 2, 2, 0], 'every change of the day read once, none of another day or ledger');
   const pages: string[][] = [];
-  let after = '';
-  for (;;) {
-    const ids = repo.listChangedContactIds(ledgerId, from, after, 2);
+  for (let after = ''; ; ) {
+    const ids = walk.page(after, 2);
     if (!ids.length) break;
     pages.push(ids);
     after = ids.at(-1)!;
   }
-  assert.equal(pages, [['c_a', 'c_b'], ['c_c', 'c_d'], ['c_e']]);
-  assert.equal(repo.listChangedContactIds(ledgerId, from - DAY, '', 10), ['c_0_day_before']);
-  assert.equal(repo.listChangedContactIds(ledgerId, from + DAY, '', 10), ['c_f_day_after']);
-  assert.throws(() => repo.listChangedContactIds(ledgerId, from + 1, '', 10), /not the start of a UTC day/);
-  // a page seeks to its first id and reads on in order: no temporary b-tree (which sorted the whole day for every page)
-  assert.equal(repo.explainChangedContactIds(ledgerId, from), ['SEARCH changes USING COVERING INDEX changes_by_ledger_day (ledger_id=? AND <expr>=? AND contact_id>?)']);
+  assert.equal(pages, [['c_a', 'c_b'], ['c_c', 'c_d'], ['c_e', 'c_g']]);
+  walk.close();
+  const tempTables = () => t.rt.db.raw.prepare("SELECT count(*) FROM temp.sqlite_master WHERE name LIKE 'daily_set_ids_%'").pluck().get();
+  assert.is(tempTables(), 0, 'close() drops the ids');
+
+  const all = (dayStart: number) => {
+    const wk = repo.openChangedContacts(ledgerId, dayStart, dayStart + DAY);
+    try {
+      while (wk.collect(1000) > 0);
+      return wk.page('', 100);
+    } finally {
+      wk.close();
+    }
+  };
+  assert.equal(all(from - DAY), ['c_0_day_before']);
+  assert.equal(all(from + DAY), ['c_f_day_after']);
+  assert.equal(all(from + 2 * DAY), []);
+  assert.is(tempTables(), 0);
+  // a step is a range of (ledger_id, detected_at[, seq]) from the last step's position: no sort, no
+  // rereading (before, every page of 500 ids was a DISTINCT over the whole day in a temporary b-tree)
+  assert.equal(repo.explainCollect(ledgerId, from, from + DAY), ['SEARCH changes USING INDEX changes_by_ledger_time (ledger_id=? AND detected_at>? AND detected_at<?)']);
 });
 
 I('days missed while the server was stopped get their change sets at the next run', async ({ t, w }) => {
