@@ -121,6 +121,41 @@ S('a migration that fails halfway rolls back everything and leaves user_version 
   assert.throws(() => loadMigrations(join(dir, 'm')), /without gaps/);
 });
 
+S('migration 0011 rebuilds changes with every row, seq and index, and from then on a deleted seq is never given again', () => {
+  const db = openDb(join(tempDir(), 'x.db'));
+  const all = loadMigrations(paths.migrations);
+  const v11 = all.findIndex((m) => m.name.startsWith('0011_'));
+  assert.ok(v11 > 0);
+  migrate(db, all.slice(0, v11));
+  const raw = db.raw;
+  raw.exec("INSERT INTO orgs (id, name, created_at, updated_at) VALUES ('o_1', 'O', 1, 1)");
+  raw.exec("INSERT INTO ledgers (id, org_id, name, created_at, updated_at) VALUES ('l_1', 'o_1', 'L', 1, 1), ('l_2', 'o_1', 'M', 1, 1)");
+  const ins = raw.prepare("INSERT INTO changes (seq, id, ledger_id, contact_id, type, field, from_value, to_value, detected_at, observed_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '{}', ?, ?)");
+  for (const seq of [1, 2, 5, 9, 10, 40]) ins.run(seq, `chg_${seq}`, seq % 2 ? 'l_1' : 'l_2', `c_${seq % 3}`, seq % 4 ? 'job' : 'info', seq % 4 ? null : 'title', 1000 + seq, seq === 5 ? null : 7);
+  const rows = () => raw.prepare('SELECT * FROM changes ORDER BY seq').all();
+  const indexes = () => raw.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'changes' ORDER BY name").all();
+  const before = { rows: rows(), indexes: indexes() };
+  // what 0010 does: a deleted newest number is given again
+  raw.exec('DELETE FROM changes WHERE seq = 40');
+  assert.is(ins.run(null, 'chg_again', 'l_1', 'c_0', 'job', null, 1, 1).lastInsertRowid, 11, 'plain INTEGER PRIMARY KEY: max(seq) + 1, below the 40 a cursor may hold');
+  raw.exec("DELETE FROM changes WHERE id = 'chg_again'");
+  ins.run(40, 'chg_40', 'l_2', 'c_1', 'info', 'title', 1040, 7); // as it was
+
+  migrate(db, all);
+  assert.equal(rows(), before.rows, 'every row and seq kept');
+  for (const index of before.indexes) assert.ok(indexes().some((i: any) => i.name === (index as any).name && i.sql === (index as any).sql), `index ${(index as any).name} kept`);
+  assert.match(String(raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'changes'").pluck().get()), /seq\s+INTEGER PRIMARY KEY AUTOINCREMENT/);
+  assert.is(raw.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").pluck().get(), 40);
+  assert.equal(raw.pragma('foreign_key_check'), []);
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  // the newest changes deleted (a contact, bulk_delete, a ledger purge): new ones still come after them
+  raw.exec('DELETE FROM changes WHERE seq >= 10');
+  assert.is(ins.run(null, 'chg_new', 'l_1', 'c_0', 'job', null, 2000, 7).lastInsertRowid, 41);
+  raw.exec("DELETE FROM ledgers WHERE id = 'l_1'"); // cascades to its changes, the newest among them
+  assert.is(ins.run(null, 'chg_newer', 'l_2', 'c_0', 'job', null, 2001, 7).lastInsertRowid, 42);
+  db.close();
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();

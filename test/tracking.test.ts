@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
+import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
 import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
@@ -200,6 +201,63 @@ T('the ledger change feed: in order, since a time, by type, with a cursor', asyn
   expectStatus(early, 200, 'years below 100 are the years written');
   assert.is(early.body.changes.length, all.changes.length);
   expectStatus(await t.call('GET', `${path}/changes?type=job&cursor=${first.body.nextCursor}`, { token: w.tokens.viewer }), 400);
+});
+
+T('the change feed walks one index in seq order from the cursor; with a type, only the rows of that type (ledger_id, type, seq)', async ({ t, w, path, ledgerId }) => {
+  const repo = t.rt.tracking.repos.changes;
+  for (const since of [undefined, 0]) {
+    for (const type of [undefined, 'job', 'info'] as const) {
+      const plan = repo.explainListOfLedger(ledgerId, { since, type, afterSeq: 5, limit: 101 });
+      const what = `since=${since} type=${type}: ${plan.join(' | ')}`;
+      assert.is(plan.length, 1, what);
+      assert.is(plan[0], type ? 'SEARCH changes USING INDEX changes_by_ledger_type (ledger_id=? AND type=? AND seq>?)' : 'SEARCH changes USING INDEX changes_by_ledger (ledger_id=? AND seq>?)', what);
+    }
+  }
+  // and the pages of one type join up to exactly that type's changes, in order
+  const all = (await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body.changes as any[];
+  for (const type of ['job', 'info']) {
+    const pages: any[] = [];
+    let cursor: string | null = null;
+    do {
+      const r: any = await t.call('GET', `${path}/changes?type=${type}&limit=1${cursor ? `&cursor=${cursor}` : ''}`, { token: w.tokens.viewer });
+      expectStatus(r, 200);
+      pages.push(...r.body.changes);
+      cursor = r.body.nextCursor;
+    } while (cursor);
+    const expected = all.filter((c) => c.type === type).map((c) => c.id);
+    assert.ok(expected.length >= (type === 'info' ? 2 : 1), `${type}: ${expected.length}`);
+    assert.equal(pages.map((c) => c.id), expected, type);
+  }
+});
+
+T('a change-feed cursor continues with changes recorded after the newest changes were deleted (contact delete, bulk_delete)', async ({ t, w }) => {
+  const ways = {
+    delete: (path: string, id: string) => t.call('DELETE', `${path}/contacts/${id}`, { token: w.tokens.editor }),
+    bulk_delete: (path: string, id: string) => t.call('POST', `${path}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [id] } }),
+  };
+  for (const [way, remove] of Object.entries(ways)) {
+    const person = (n: string) => `${way}-${n}`;
+    const { path } = await ledgerWith(t, w, `cursor keeps its place (${way})`, ['ava', 'ben', 'cid'].map((n) => ({ name: n, company: 'Old', linkedin: `linkedin.com/in/${person(n)}`, referenceId: n })));
+    const move = (n: string, extra: Record<string, unknown> = {}) => ({ linkedin: `linkedin.com/in/${person(n)}`, name: n, company: `New ${n}`, ...extra });
+    const feedPage = async (cursor?: string) => {
+      const r = await t.call('GET', `${path}/changes?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: w.tokens.viewer });
+      expectStatus(r, 200);
+      return { companies: r.body.changes.map((c: any) => c.to.company ?? c.to.location), nextCursor: r.body.nextCursor as string | null };
+    };
+    const maxSeq = () => t.rt.db.raw.prepare('SELECT max(seq) FROM changes').pluck().get() as number;
+    // ben gets a job and an info change: the newest changes of the whole database
+    await feed(t, w.root, ndjson(move('ava'), move('ben', { location: 'Oslo' })));
+    const first = await feedPage();
+    assert.equal(first.companies, ['New ava', 'New ben'], `${way}: page 1 ends at the job change of the contact about to go`);
+    assert.ok(first.nextCursor);
+    const highest = maxSeq();
+    const res = await remove(path, (await contact(t, w, path, 'ben')).id);
+    assert.ok(res.status === 204 || res.status === 200, res.text);
+    await feed(t, w.root, ndjson(move('cid')));
+    assert.ok(maxSeq() > highest, `${way}: the new change has a number above every number given before`);
+    const second = await feedPage(first.nextCursor!);
+    assert.equal(second, { companies: ['New cid'], nextCursor: null }, `${way}: the cursor taken before the deletion reaches the new change`);
+  }
 });
 
 T('feeds in CSV, JSON array and gzip; bad records are counted with their line and the rest applied', async ({ t, w }) => {
@@ -613,6 +671,57 @@ I('the daily change set holds the contacts changed that day, in the API shape, s
   assert.is(t.rt.tracking.dailySets.removeOrphans(), 1);
   assert.not.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', ledgerId)));
   assert.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', live)), 'a live ledger keeps its exports');
+});
+
+I('daily change-set ids: each change of the UTC day is read once, in detection order, a step at a time; each contact changed that day is listed once, in id order', async ({ t, w }) => {
+  const repo = createDailySetsRepo(t.rt.db);
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'day walk');
+  const other = await createLedger(t, w.tokens.editor, w.orgId, 'day walk, other ledger');
+  const from = Date.UTC(2026, 0, 10);
+  const DAY = 86_400_000;
+  const ins = t.rt.db.raw.prepare("INSERT INTO changes (id, ledger_id, contact_id, type, field, from_value, to_value, detected_at) VALUES (?, ?, ?, 'info', 'title', '{}', '{}', ?)");
+  let n = 0;
+  const change = (ledger: string, contactId: string, at: number) => ins.run(`chg_daywalk${n++}`, ledger, contactId, at);
+  // recorded in time order, ids in another order; c_e, c_b and c_d change several times that day;
+  // three changes share a millisecond, so a step of 2 ends between two of them
+  const day: [string, number][] = [['c_e', from], ['c_b', from + 5], ['c_e', from + 6], ['c_d', from + 7], ['c_a', from + 100], ['c_b', from + 100], ['c_g', from + 100], ['c_c', from + DAY / 2], ['c_d', from + DAY - 1], ['c_b', from + DAY - 1]];
+  for (const [id, at] of day) change(ledgerId, id, at);
+  change(ledgerId, 'c_0_day_before', from - 1);
+  change(ledgerId, 'c_f_day_after', from + DAY);
+  change(other, 'c_bb_other_ledger', from + 10);
+
+  const walk = repo.openChangedContacts(ledgerId, from, from + DAY);
+  const steps: number[] = [];
+  for (let read = -1; read !== 0; ) steps.push((read = walk.collect(2)));
+  assert.equal(steps, [2, 2, 2, 2, 2, 0], 'every change of the day read once, none of another day or ledger');
+  const pages: string[][] = [];
+  for (let after = ''; ; ) {
+    const ids = walk.page(after, 2);
+    if (!ids.length) break;
+    pages.push(ids);
+    after = ids.at(-1)!;
+  }
+  assert.equal(pages, [['c_a', 'c_b'], ['c_c', 'c_d'], ['c_e', 'c_g']]);
+  walk.close();
+  const tempTables = () => t.rt.db.raw.prepare("SELECT count(*) FROM temp.sqlite_master WHERE name LIKE 'daily_set_ids_%'").pluck().get();
+  assert.is(tempTables(), 0, 'close() drops the ids');
+
+  const all = (dayStart: number) => {
+    const wk = repo.openChangedContacts(ledgerId, dayStart, dayStart + DAY);
+    try {
+      while (wk.collect(1000) > 0);
+      return wk.page('', 100);
+    } finally {
+      wk.close();
+    }
+  };
+  assert.equal(all(from - DAY), ['c_0_day_before']);
+  assert.equal(all(from + DAY), ['c_f_day_after']);
+  assert.equal(all(from + 2 * DAY), []);
+  assert.is(tempTables(), 0);
+  // a step is a range of (ledger_id, detected_at[, seq]) from the last step's position: no sort, no
+  // rereading (before, every page of 500 ids was a DISTINCT over the whole day in a temporary b-tree)
+  assert.equal(repo.explainCollect(ledgerId, from, from + DAY), ['SEARCH changes USING INDEX changes_by_ledger_time (ledger_id=? AND detected_at>? AND detected_at<?)']);
 });
 
 I('days missed while the server was stopped get their change sets at the next run', async ({ t, w }) => {

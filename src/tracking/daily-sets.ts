@@ -17,6 +17,8 @@ import type { DailySet, DailySetFile, DailySetsRepo } from './daily-sets-repo.ts
 export const DAILY_SET_MAX_BYTES = 300 * 1024 * 1024;
 const DAY = 86_400_000;
 const PAGE = 500;
+/** Changes read per synchronous step when collecting a day's contacts (about 3 ms on the reference machine). */
+const COLLECT = 1000;
 /** How far back a run looks for days whose sets are missing (the server was stopped, a write failed). */
 export const CATCH_UP_DAYS = 31;
 
@@ -96,10 +98,14 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
       file = openGzipFile(join(dir, `${current.name}.partial`));
       written = 0;
     };
+    // the day's changed contacts, collected COLLECT changes per synchronous step (a busy day has
+    // hundreds of thousands), then written in id order
+    const changed = d.sets.openChangedContacts(ledgerId, from, from + DAY);
     let after = '';
     try {
+      while (changed.collect(COLLECT) === COLLECT) await new Promise((resolve) => setImmediate(resolve));
       for (;;) {
-        const ids = d.sets.listChangedContactIds(ledgerId, from, from + DAY, after, PAGE);
+        const ids = changed.page(after, PAGE);
         if (!ids.length) break;
         for (const id of ids) {
           const c = d.contacts.findContact(ledgerId, id);
@@ -118,6 +124,8 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
     } catch (err) {
       file?.destroy(); // its file descriptor; the next run writes the day again from scratch
       throw err;
+    } finally {
+      changed.close();
     }
     await close();
     const set: DailySet = { ledgerId, day, files, createdAt: d.clock.now() };
