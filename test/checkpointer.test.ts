@@ -5,7 +5,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import Database from 'better-sqlite3';
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startCheckpointer } from '../src/storage/checkpointer.ts';
 import { openDb, type Db } from '../src/storage/db.ts';
@@ -49,6 +49,29 @@ C('the writer stops checkpointing in COMMIT; writes are checkpointed by the thre
   await cp.close();
   assert.is(db.raw.pragma('wal_autocheckpoint', { simple: true }), 1000, 'SQLite checkpoints again once the thread is gone');
   db.close();
+});
+
+C('a big -wal is cut to zero by the thread once checkpointed, not by the writer\'s next COMMIT', async () => {
+  const walSize = (db: Db) => statSync(`${db.file}-wal`).size;
+  const db = freshDb();
+  const cp = startCheckpointer(db, { pollMs: 60_000, truncateAboveBytes: 256 * 1024 });
+  insertRows(db, 2000, true); // ~1 MiB of -wal
+  assert.ok(walSize(db) > 256 * 1024);
+  await cp.checkpoint();
+  assert.is(walSize(db), 0, 'truncated by the thread');
+  insertRows(db, 10); // the writer goes on in a fresh -wal
+  assert.is(db.raw.prepare('SELECT count(*) FROM t').pluck().get(), 2010);
+  await cp.close();
+  db.close();
+  // below the size, the -wal is left to SQLite's own reset by the writer, as before
+  const small = freshDb();
+  const cp2 = startCheckpointer(small, { pollMs: 60_000 });
+  insertRows(small, 200, true);
+  const before = walSize(small);
+  await cp2.checkpoint();
+  assert.is(walSize(small), before, 'a small -wal is not truncated by the thread');
+  await cp2.close();
+  small.close();
 });
 
 C('bulkTx commits durably (synchronous=FULL) and rolls back whole when it throws', () => {

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { paths } from '../paths.ts';
 import type { CheckpointReply, CheckpointResult } from './checkpoint-worker.ts';
-import type { Db } from './db.ts';
+import { JOURNAL_SIZE_LIMIT_BYTES, type Db } from './db.ts';
 
 /**
  * A bulk writer (import, feed) waits for a checkpoint when the -wal passes this size. Bigger
@@ -27,13 +27,21 @@ export type Checkpointer = ReturnType<typeof startCheckpointer>;
  *
  * A PASSIVE checkpoint never blocks the writer; SQLite starts the -wal over at the first commit
  * after a checkpoint that copied every frame, so a bulk writer that keeps committing has to pause
- * now and then (`relieve()`) for the -wal to shrink.
+ * now and then (`relieve()`) for the -wal to shrink. That first commit would also truncate a -wal
+ * of hundreds of MiB down to journal_size_limit (~150 ms on the event loop, once per cycle of a
+ * bulk job): the thread does it instead, with a TRUNCATE checkpoint right after a PASSIVE one
+ * that left nothing to copy.
  */
 export interface CheckpointerOptions {
   bulkLimitBytes?: number;
   pollMs?: number;
   /** Called when the thread is gone or a checkpoint failed (for the log). */
   onFailure?: (err: Error) => void;
+  /**
+   * A -wal bigger than this is cut to zero by the thread once all of it is checkpointed (default:
+   * the writer's journal_size_limit), instead of by the writer's next COMMIT on the event loop.
+   */
+  truncateAboveBytes?: number;
   /** The thread's script (tests give a broken one). */
   workerFile?: string;
 }
@@ -41,7 +49,7 @@ export interface CheckpointerOptions {
 export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
   const bulkLimit = opts.bulkLimitBytes ?? BULK_WAL_LIMIT_BYTES;
   const walFile = `${db.file}-wal`;
-  const worker = new Worker(opts.workerFile ?? paths.checkpointWorker, { workerData: { file: db.file } });
+  const worker = new Worker(opts.workerFile ?? paths.checkpointWorker, { workerData: { file: db.file, truncateAboveBytes: opts.truncateAboveBytes ?? JOURNAL_SIZE_LIMIT_BYTES } });
   worker.unref();
   db.raw.pragma('wal_autocheckpoint = 0');
 

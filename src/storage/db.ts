@@ -4,6 +4,8 @@ import { AppError } from '../errors.ts';
 
 /** The oldest SQLite we accept: 3.51.3 fixes the WAL-reset corruption bug (RELIABILITY.md D1). */
 const MIN_SQLITE = [3, 51, 3] as const;
+/** The -wal is cut back to this size when SQLite starts it over (bigger ones: storage/checkpointer.ts). */
+export const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /** SQLITE_FULL or an I/O error: the disk is full (or failing); reads keep working (RELIABILITY.md D3). */
 export const isStorageFullError = (err: unknown): boolean => {
@@ -139,7 +141,7 @@ export function openDb(file: string, opts: OpenOptions = {}): Db {
     raw.pragma('foreign_keys = ON');
     raw.pragma(`cache_size = -${Math.floor(opts.cacheKiB ?? 65_536)}`); // 64 MiB page cache unless asked otherwise
     raw.pragma('temp_store = MEMORY');
-    raw.pragma('journal_size_limit = 67108864'); // truncate the -wal back to 64 MiB after checkpoints
+    raw.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`); // truncate the -wal back to 64 MiB after checkpoints
     verifySettings(raw, file, opts.readonly ?? false);
     if (opts.check ?? true) {
       const result = raw.pragma('quick_check', { simple: true });
