@@ -209,6 +209,45 @@ export class Api {
   }
 }
 
+/**
+ * The server's event-loop delay while something runs (RELIABILITY.md L1 scenario 3: max < 50 ms
+ * during an import): /metrics is read every second; prom-client resets its delay histogram at
+ * each read, so every sample covers the second before it. `stop()` gives the largest max and p99.
+ */
+export function watchEventLoop(api: Api): { stop(): Promise<{ samples: number; maxMs: number; p99Ms: number; over50: number }> } {
+  const maxes: number[] = [];
+  const p99s: number[] = [];
+  const read = async () => {
+    try {
+      const res = await fetch(`${api.base}/metrics`, { headers: { Authorization: `Bearer ${api.token}` } });
+      const text = await res.text();
+      const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000;
+      const max = value('nodejs_eventloop_lag_max_seconds');
+      const p99 = value('nodejs_eventloop_lag_p99_seconds');
+      if (Number.isFinite(max) && Number.isFinite(p99)) {
+        maxes.push(max);
+        p99s.push(p99);
+      }
+    } catch {
+      // the server is restarting or gone; the samples taken so far stand
+    }
+  };
+  void read(); // resets the histogram: the first sample covers the first second
+  const timer = setInterval(() => void read(), 1000);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await read();
+      maxes.shift(); // the reset read covered the time before the watch
+      p99s.shift();
+      return { samples: maxes.length, maxMs: Math.max(0, ...maxes), p99Ms: Math.max(0, ...p99s), over50: maxes.filter((m) => m >= 50).length };
+    },
+  };
+}
+
+export const eventLoopLine = (what: string, e: Awaited<ReturnType<ReturnType<typeof watchEventLoop>['stop']>>) =>
+  `event-loop delay during ${what}: max ${e.maxMs.toFixed(1)} ms, worst one-second p99 ${e.p99Ms.toFixed(1)} ms; ${e.over50} of ${e.samples} seconds had a delay ≥ 50 ms (RELIABILITY.md L1: max < 50 ms)`;
+
 export const ledgerPath = (orgId: string, ledgerId: string) => `/api/ledger/v1/orgs/${orgId}/ledgers/${ledgerId}`;
 
 // ── numbers ───────────────────────────────────────────────────────────────

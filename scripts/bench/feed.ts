@@ -18,7 +18,7 @@ import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
 import { companyKey, nameKey } from '../../src/ledger/normalize.ts';
 import { newId } from '../../src/ids.ts';
-import { Api, CACHE, fmt, ledgerPath, machineFacts, newLedger, percentile, ratio, ROWS, sleep, startServer } from './common.ts';
+import { Api, CACHE, fmt, ledgerPath, machineFacts, newLedger, percentile, ratio, ROWS, sleep, startServer, watchEventLoop, eventLoopLine } from './common.ts';
 
 const LEDGERS = 4;
 const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
@@ -187,6 +187,7 @@ async function main() {
       await sleep(20);
     }
   })();
+  const loop = watchEventLoop(api);
   const t0 = performance.now();
   const res = await fetch(`${server.base}/api/ledger/v1/feed`, {
     method: 'POST',
@@ -201,6 +202,7 @@ async function main() {
     await sleep(200);
   }
   const seconds = (performance.now() - t0) / 1000;
+  const eventLoop = await loop.stop();
   stop = true;
   await lister;
   await server.stop();
@@ -209,6 +211,7 @@ async function main() {
   console.log(`project (POST /feed until the job completed): ${fmt(project)} records/s in ${seconds.toFixed(1)} s — ${s.status}: ${fmt(s.received)} records, ${fmt(s.contactsMatched)} contacts matched, ${fmt(s.jobChanges)} job changes, ${fmt(s.infoChanges)} info changes ${s.message ?? ''}`);
   console.log(`ratio project/limit: ${ratio(project, limit)} (target ≥ 0.5)`);
   console.log(`list during the feed: ${latencies.length} requests, p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms (target p99 < 100 ms)`);
+  console.log(eventLoopLine('the feed', eventLoop));
   if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
 }
 

@@ -23,7 +23,7 @@ import { newId } from '../../src/ids.ts';
 import { createContactsRepo } from '../../src/ledger/contacts-repo.ts';
 import { startCheckpointer } from '../../src/storage/checkpointer.ts';
 import { openDb } from '../../src/storage/db.ts';
-import { Api, CACHE, ROWS, ensureCsv, fmt, importCsv, machineFacts, newLedger, percentile, ratio, rssKiB, saveLedgerData, sleep, startServer, uploadCsv, type ImportStatus, type Server } from './common.ts';
+import { Api, CACHE, ROWS, ensureCsv, fmt, importCsv, machineFacts, newLedger, percentile, ratio, rssKiB, saveLedgerData, sleep, startServer, uploadCsv, watchEventLoop, eventLoopLine, type ImportStatus, type Server } from './common.ts';
 
 const skipLimit = process.env.BENCH_SKIP_LIMIT === '1';
 const skipPaced = process.env.BENCH_SKIP_PACED === '1' || skipLimit;
@@ -165,6 +165,7 @@ interface ProjectResult {
   latencies: number[];
   errors: string[];
   peakRss: number;
+  eventLoop: Awaited<ReturnType<ReturnType<typeof watchEventLoop>['stop']>>;
   orgId: string;
   ledgerId: string;
 }
@@ -179,13 +180,15 @@ async function projectImport(csv: string, dataDir: string): Promise<ProjectResul
     // Readers start before the upload: the API must stay responsive through upload, scan and import.
     const errors: string[] = [];
     const listers = Array.from({ length: LISTERS }, () => listLoop(api, `${base}/contacts?limit=100`, () => finished, errors));
+    const loop = watchEventLoop(api);
     await sleep(200);
     const r = await importCsv(api, base, csv).finally(() => {
       finished = true;
       clearInterval(rssTimer);
     });
+    const eventLoop = await loop.stop();
     const latencies = (await Promise.all(listers)).flat().sort((a, b) => a - b);
-    return { ...r, latencies, errors, peakRss, orgId, ledgerId };
+    return { ...r, latencies, errors, peakRss, eventLoop, orgId, ledgerId };
   } finally {
     await server.stop();
   }
@@ -284,6 +287,7 @@ async function main() {
       `list during the import: ${l.length} requests from ${LISTERS} clients, p50 ${percentile(l, 50).toFixed(1)} ms, p99 ${percentile(l, 99).toFixed(1)} ms, max ${percentile(l, 100).toFixed(1)} ms (target p99 < 100 ms)`,
     );
     if (p.errors.length) console.log(`list errors during the import: ${p.errors.length} (${[...new Set(p.errors)].join('; ')})`);
+    console.log(eventLoopLine('the import', p.eventLoop));
     console.log(`server peak RSS during the import: ${(p.peakRss / 1024).toFixed(0)} MiB`);
     const saved = saveLedgerData(dataDir, p.orgId, p.ledgerId);
     console.log(`the imported ledger is kept for bench:list and bench:download in ${saved.dataDir}`);
