@@ -1,7 +1,8 @@
 // The checkpointer's thread: its own connection to the database, used for nothing but
-// `PRAGMA wal_checkpoint(PASSIVE)`. A checkpoint copies committed pages from the -wal into the
-// main file and fsyncs it; done here, that I/O never stalls the event loop (see checkpointer.ts).
-// PASSIVE never blocks the writer or readers and never waits for them.
+// `PRAGMA wal_checkpoint(PASSIVE)` (and TRUNCATE to cut a big -wal, below). A checkpoint copies
+// committed pages from the -wal into the main file and fsyncs it; done here, that I/O never stalls
+// the event loop (see checkpointer.ts). PASSIVE never blocks the writer or readers and never waits
+// for them.
 import { statSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';

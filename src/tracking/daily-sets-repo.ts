@@ -28,7 +28,6 @@ export interface ChangedContactsWalk {
 }
 
 /** Which (ledger, day) change sets were written, and the contacts they hold. */
-/** Which (ledger, day) change sets were written, and the contacts they hold. */
 export function createDailySetsRepo(db: Db) {
   let walks = 0;
   const q = {
