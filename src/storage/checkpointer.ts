@@ -6,8 +6,8 @@ import { JOURNAL_SIZE_LIMIT_BYTES, type Db } from './db.ts';
 
 /**
  * A bulk writer (import, feed) waits for a checkpoint when the -wal passes this size. Bigger
- * means fewer checkpoints and more pages written once for many commits; the -wal is truncated
- * back to `journal_size_limit` afterwards.
+ * means fewer checkpoints and more pages written once for many commits; the thread cuts the
+ * -wal to zero afterwards (see below).
  */
 export const BULK_WAL_LIMIT_BYTES = 256 * 1024 * 1024;
 const POLL_MS = 500;
