@@ -3,6 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
@@ -52,6 +53,27 @@ Q('a worker whose lease expired is fenced off: its next chunk writes nothing (D4
   assert.throws(() => db.tx(() => l1.complete()), (e: unknown) => e instanceof LeaseLostError);
   db.tx(() => l2.complete());
   assert.is(w1.find('job_a')!.status, 'completed');
+  db.close();
+});
+
+Q('the claim poll takes no write lock when nothing is due: another holder of the lock does not make it wait', () => {
+  const { db, clock } = fixture();
+  const q = createQueue(db, clock);
+  db.tx(() => q.enqueue('job_later', 'test', { delayMs: 60_000 }));
+  const other = new Database(db.file);
+  other.pragma('busy_timeout = 0');
+  other.exec('BEGIN IMMEDIATE'); // holds the write lock, as the checkpoint thread does while it cuts the -wal
+  try {
+    db.raw.pragma('busy_timeout = 0'); // a wait for the lock would fail at once instead of blocking
+    assert.is(q.claim('bulk'), undefined, 'nothing due: answered without the lock');
+    assert.is(q.claim('express'), undefined);
+    clock.advance(61_000);
+    assert.throws(() => q.claim('bulk'), /locked|busy/i, 'a job due: the claim does need the lock');
+  } finally {
+    other.exec('ROLLBACK');
+    other.close();
+  }
+  assert.is(q.claim('bulk')!.job.id, 'job_later');
   db.close();
 });
 

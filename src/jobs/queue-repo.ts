@@ -80,6 +80,10 @@ export function createQueueRepo(db: Db) {
                    ORDER BY run_after, created_at LIMIT 1)
        RETURNING id, kind, payload, lease_token, attempts, max_attempts`,
     ),
+    // The claim's own condition, read only: is there anything to claim at all?
+    claimable: db.raw.prepare<{ now: number; lane: JobLane }, number>(
+      `SELECT 1 FROM jobs WHERE lane = @lane AND ((status = 'pending' AND run_after <= @now) OR (status = 'processing' AND lease_until < @now)) LIMIT 1`,
+    ).pluck(),
     renew: db.raw.prepare<{ id: string; token: number; until: number; now: number }>(
       "UPDATE jobs SET lease_until = @until, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
     ),
@@ -117,6 +121,8 @@ export function createQueueRepo(db: Db) {
       const r = q.claim.get({ owner, until, now, lane });
       return r && { id: r.id, kind: r.kind, lane, payload: r.payload, token: r.lease_token, attempts: r.attempts, maxAttempts: r.max_attempts };
     },
+    /** True when some job of the lane could be claimed now (a read: no write lock taken). */
+    hasClaimable: (now: number, lane: JobLane): boolean => q.claimable.get({ now, lane }) === 1,
     /** Extends the lease; false when the lease was lost (fencing). */
     renewLease: (id: string, token: number, until: number, now: number): boolean => q.renew.run({ id, token, until, now }).changes === 1,
     /** Extends the lease and records progress (the retry budget starts over); false when the lease was lost. */

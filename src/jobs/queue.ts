@@ -69,9 +69,15 @@ export function createQueue(db: Db, clock: Clock) {
         now,
       });
     },
-    /** Claims the next runnable job of a lane; undefined when none is due. */
+    /**
+     * Claims the next runnable job of a lane; undefined when none is due. The scheduler asks every
+     * second: when nothing is due the answer comes from a read, without the write lock, so the
+     * poll never waits behind another holder of it (the checkpoint thread cutting the -wal) on the
+     * event loop.
+     */
     claim(lane: JobLane = 'bulk'): Lease | undefined {
       const now = clock.now();
+      if (!repo.hasClaimable(now, lane)) return undefined;
       const job = db.tx(() => repo.claimJob(owner, now + LEASE_MS, now, lane));
       return job && leaseOf(job);
     },
