@@ -9,7 +9,7 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startCheckpointer } from '../src/storage/checkpointer.ts';
 import { openDb, type Db } from '../src/storage/db.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir, until } from './helpers.ts';
 
 const C = suite('checkpointer');
 
@@ -28,20 +28,12 @@ const insertRows = (db: Db, n: number, bulk = false) => {
   else db.tx(fn);
 };
 
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.unreachable(`timed out waiting for ${what}`);
-}
-
 C('the writer stops checkpointing in COMMIT; writes are checkpointed by the thread soon after', async () => {
   const db = freshDb();
   const cp = startCheckpointer(db, { pollMs: 20 });
   assert.is(db.raw.pragma('wal_autocheckpoint', { simple: true }), 0);
   insertRows(db, 200);
-  await until(() => cp.stats.checkpoints > 0 && cp.stats.last!.log > 0 && cp.stats.last!.log === cp.stats.last!.checkpointed, 'a complete checkpoint');
+  await until('a complete checkpoint', () => cp.stats.checkpoints > 0 && cp.stats.last!.log > 0 && cp.stats.last!.log === cp.stats.last!.checkpointed, Boolean, 5_000);
   // the main file alone (no -wal) already holds the rows
   const copy = new Database(db.file, { readonly: true });
   assert.is(copy.prepare('SELECT count(*) FROM t').pluck().get(), 200);
@@ -117,7 +109,7 @@ C('without its thread the writer checkpoints by itself again and relieve() does 
   const crashing = join(tempDir(), 'crash.mjs');
   writeFileSync(crashing, 'process.exit(3);\n'); // a thread that dies at once
   const cp = startCheckpointer(db, { bulkLimitBytes: 1024, pollMs: 60_000, onFailure: (e) => failures.push(e), workerFile: crashing });
-  await until(() => failures.length > 0, 'the failure to be noticed');
+  await until('the failure to be noticed', () => failures.length > 0, Boolean, 5_000);
   assert.is(db.raw.pragma('wal_autocheckpoint', { simple: true }), 1000);
   insertRows(db, 100, true);
   await db.relieve();

@@ -53,6 +53,35 @@ process.once('exit', () => {
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * Polls `probe` every few milliseconds until `ok` accepts its value (by default any truthy value)
+ * and returns that value; throws, naming `what`, once `timeoutMs` passed.
+ */
+export async function until<T>(what: string, probe: () => T | Promise<T>, ok: (v: T) => boolean = Boolean, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Something that calls the API (`TestApp.call`, or `request` bound to a child server's address). */
+export type Call = (method: string, path: string, opts?: CallOptions) => Promise<Response>;
+
+/** The access token of a password sign-in. */
+export async function passwordToken(call: Call, email: string, password: string): Promise<string> {
+  return (await call('POST', `${ID}/session`, { body: { grantType: 'password', email, password } })).body.accessToken as string;
+}
+
+/** A new organization (the caller becomes its admin) with one ledger: their ids. */
+export async function orgWithLedger(call: Call, token: string, name: string): Promise<{ orgId: string; ledgerId: string }> {
+  const orgId = (await call('POST', `${ID}/orgs`, { token, body: { name } })).body.id as string;
+  const ledgerId = (await call('POST', `${LEDGER}/orgs/${orgId}/ledgers`, { token, body: { name: name.toLowerCase() } })).body.id as string;
+  return { orgId, ledgerId };
+}
+
 /** Makes a temp folder that is removed when the process exits. */
 export function tempDir(prefix = 'cl-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));

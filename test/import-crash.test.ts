@@ -12,8 +12,9 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { createLedger, csvForm, expectStatus, ID, LEDGER, ledgerPath, request, signInRoot, startApp, tempDir } from './helpers.ts';
+import { createLedger, csvForm, expectStatus, ID, LEDGER, ledgerPath, orgWithLedger, passwordToken, request, signInRoot, startApp, tempDir } from './helpers.ts';
 import { baseEnv, serve, type Running } from './child-server.ts';
+import { prng } from '../scripts/prng.ts';
 
 const ROWS = 50_000;
 const EMAIL = 'crash@example.com';
@@ -41,18 +42,6 @@ C.after.each(() => {
   for (const s of running) s().child.kill('SIGKILL');
   running.clear();
 });
-
-/** mulberry32: a small seeded PRNG, so that a failing kill schedule can be run again (CRASH_SEED). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** `p`, or a failure naming `what` after `ms` (a deadline that bounds a hang, not a timing assertion). */
 async function within<T>(p: Promise<T>, ms: number, what: () => string): Promise<T> {
@@ -306,10 +295,9 @@ C('kill -9 in the middle of an import, four times: the job resumes and counts ev
   let server: Running = await serve(env);
   running.add(() => server);
   const call = (method: string, path: string, opts: Parameters<typeof request>[3] = {}) => request(`http://127.0.0.1:${server.port}`, method, path, opts);
-  const session = async () => (await call('POST', `${ID}/session`, { body: { grantType: 'password', email: EMAIL, password: PASSWORD } })).body.accessToken as string;
+  const session = () => passwordToken(call, EMAIL, PASSWORD);
   let token = await session();
-  const orgId = (await call('POST', `${ID}/orgs`, { token, body: { name: 'Crash' } })).body.id;
-  const ledgerId = (await call('POST', `${LEDGER}/orgs/${orgId}/ledgers`, { token, body: { name: 'crash' } })).body.id;
+  const { orgId, ledgerId } = await orgWithLedger(call, token, 'Crash');
   const base = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}`;
   const file = csvFile();
   const up = await call('POST', `${base}/imports`, { token, raw: csvForm(file.text) });
@@ -369,9 +357,8 @@ C('SIGTERM during an import: exit 0, the job is handed back with its progress, t
   let server = await serve(env);
   running.add(() => server);
   const call = (method: string, path: string, opts: Parameters<typeof request>[3] = {}) => request(`http://127.0.0.1:${server.port}`, method, path, opts);
-  let token = (await call('POST', `${ID}/session`, { body: { grantType: 'password', email: EMAIL, password: PASSWORD } })).body.accessToken;
-  const orgId = (await call('POST', `${ID}/orgs`, { token, body: { name: 'Term' } })).body.id;
-  const ledgerId = (await call('POST', `${LEDGER}/orgs/${orgId}/ledgers`, { token, body: { name: 'term' } })).body.id;
+  let token = await passwordToken(call, EMAIL, PASSWORD);
+  const { orgId, ledgerId } = await orgWithLedger(call, token, 'Term');
   const base = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}`;
   const file = csvFile();
   const importId = (await call('POST', `${base}/imports`, { token, raw: csvForm(file.text) })).body.id;
@@ -389,7 +376,7 @@ C('SIGTERM during an import: exit 0, the job is handed back with its progress, t
   assert.ok(job.cursor_rows > 0 && job.cursor_rows < ROWS, `progress kept (${job.cursor_rows})`);
 
   server = await serve(env);
-  token = (await call('POST', `${ID}/session`, { body: { grantType: 'password', email: EMAIL, password: PASSWORD } })).body.accessToken;
+  token = await passwordToken(call, EMAIL, PASSWORD);
   s = (await call('GET', `${base}/imports/${importId}`, { token })).body;
   while (s.status !== 'completed' && s.status !== 'failed') s = (await call('GET', `${base}/imports/${importId}`, { token })).body;
   assert.is(s.status, 'completed');

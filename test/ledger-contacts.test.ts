@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
 import { FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
 import type { Db } from '../src/storage/db.ts';
-import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, startApp, uploadCsv, waitForImport, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, startApp, uploadCsv, until, waitForImport, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 
@@ -52,7 +52,7 @@ L('create, list, get, rename and delete a ledger; contactCount follows imports a
   expectStatus(await t.call('GET', ledgerPath(w.orgId, id), { token: w.tokens.admin }), 404);
   expectStatus(await t.call('GET', `${ledgerPath(w.orgId, id)}/contacts`, { token: w.tokens.admin }), 404);
   const db = t.rt.db.raw;
-  await until(() => db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(id) === 0, 'the purge');
+  await until('the purge', () => db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(id) === 0, Boolean, 60_000);
   assert.is(db.prepare('SELECT count(*) FROM ledgers WHERE id = ?').pluck().get(id), 0, 'ledger row purged');
   assert.is(db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(id), 0, 'contacts purged');
   assert.is(db.prepare('SELECT count(*) FROM import_jobs WHERE ledger_id = ?').pluck().get(id), 0, 'imports purged');
@@ -79,7 +79,7 @@ L('deleting an organization hides it at once and purges its ledgers', async ({ t
   expectStatus(await t.call('DELETE', `${ID}/orgs/${orgId}`, { token: w.root }), 204);
   expectStatus(await t.call('GET', ledgerPath(orgId, id), { token: w.root }), 404);
   const db = t.rt.db.raw;
-  await until(() => db.prepare('SELECT count(*) FROM orgs WHERE id = ?').pluck().get(orgId) === 0, 'the organization purge');
+  await until('the organization purge', () => db.prepare('SELECT count(*) FROM orgs WHERE id = ?').pluck().get(orgId) === 0, Boolean, 60_000);
   assert.is(db.prepare('SELECT count(*) FROM orgs WHERE id = ?').pluck().get(orgId), 0);
   assert.is(db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(id), 0);
 });
@@ -107,14 +107,6 @@ async function chunksWhile(db: Db, left: () => number[], fn: () => Promise<void>
 }
 
 /** Polls (no fixed sleep) until `gone()` is true. */
-async function until(gone: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!gone()) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /** Sizes chunk after chunk as ChunkSizer gives them: the first one FIRST_DELETE_CHUNK, then at most twice the one before. */
 function assertSized(chunks: number[], rows: number, minChunks: number, what: string): void {
   assert.is(chunks.reduce((a, b) => a + b, 0), rows, `${what}: every row went in a chunk`);
@@ -152,7 +144,7 @@ L('a ledger purge removes contacts, changes, rejected rows and imports in chunks
 
   const [contacts, changes, rejections] = await chunksWhile(t.rt.db, left, async () => {
     expectStatus(await t.call('DELETE', ledgerPath(w.orgId, id), { token: w.tokens.admin }), 204);
-    await until(() => counts.ledger.get(id) === 0, 'the purge');
+    await until('the purge', () => counts.ledger.get(id) === 0, Boolean, 60_000);
   });
   assert.equal(left(), [0, 0, 0, 0], 'contacts, changes, rejected rows and import jobs are gone');
   assert.is(raw.prepare(`SELECT count(*) FROM import_payloads WHERE import_id IN (${inList})`).pluck().get(...imports), 0);
@@ -193,7 +185,7 @@ L('an organization purge also removes its audit log and webhook deliveries in si
 
   const [auditChunks, deliveryChunks] = await chunksWhile(t.rt.db, left, async () => {
     expectStatus(await t.call('DELETE', `${ID}/orgs/${orgId}`, { token: w.root }), 204);
-    await until(() => counts.org.get(orgId) === 0, 'the organization purge');
+    await until('the organization purge', () => counts.org.get(orgId) === 0, Boolean, 60_000);
   });
   assert.equal(left(), [0, 0]);
   assert.is(raw.prepare("SELECT count(*) FROM webhooks WHERE id = 'wh_purge'").pluck().get(), 0);

@@ -11,6 +11,7 @@ import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
 import { lineBreaksIn, readRows } from '../src/csv/read-rows.ts';
 import { RecordLimiter } from '../src/csv/record-limit.ts';
+import { prng } from '../scripts/prng.ts';
 import { detectDelimiter, scanCsv } from '../src/csv/scan.ts';
 import type { CsvFormat } from '../src/ledger/model.ts';
 import {
@@ -1019,8 +1020,7 @@ const Q = suite('quotes: the upload scanner and the row reader read a file alike
 Q('on random files, the scanner counts exactly the rows the reader yields, and refuses exactly what csv-parse cannot read', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'cl-quotes-'));
   try {
-    let seed = 7_331;
-    const rnd = () => ((seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32);
+    const rnd = prng(7_331);
     const chars = ['a', 'b', ' ', ',', ',', '"', '"', '"', '\n', '\r\n', '\r', 'é'];
     const text = () => Array.from({ length: 1 + Math.floor(rnd() * 30) }, () => chars[Math.floor(rnd() * chars.length)]!).join('');
     let read = 0;
@@ -1057,8 +1057,7 @@ Q('on random files, the scanner counts exactly the rows the reader yields, and r
 });
 
 Q('the record limiter (feed CSV) cuts exactly the records csv-parse reads as longer than the limit, and passes the rest through as is', async () => {
-  let seed = 4_242;
-  const rnd = () => ((seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32);
+  const rnd = prng(4_242);
   const chars = ['a', 'b', ' ', ',', ',', '"', '"', '"', '\n', '\r\n', '\r', 'é'];
   const options = { relax_quotes: true, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] };
   /** The file through a limiter, in chunks of random sizes. */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { serve, type Running } from './child-server.ts';
-import { ID, LEDGER, request, tempDir, type CallOptions } from './helpers.ts';
+import { ID, LEDGER, orgWithLedger, passwordToken, request, tempDir, type CallOptions } from './helpers.ts';
 
 const EMAIL = 'slow@example.com';
 const PASSWORD = 'slow clients password';
@@ -96,9 +96,8 @@ S.before(async (ctx) => {
     REQUEST_TIMEOUT_MS: String(REQUEST_MS),
   });
   const call = (method: string, path: string, opts: CallOptions = {}) => request(`http://127.0.0.1:${ctx.server.port}`, method, path, opts);
-  ctx.token = (await call('POST', `${ID}/session`, { body: { grantType: 'password', email: EMAIL, password: PASSWORD } })).body.accessToken;
-  ctx.orgId = (await call('POST', `${ID}/orgs`, { token: ctx.token, body: { name: 'Slow' } })).body.id;
-  ctx.ledgerId = (await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token: ctx.token, body: { name: 'slow' } })).body.id;
+  ctx.token = await passwordToken(call, EMAIL, PASSWORD);
+  Object.assign(ctx, await orgWithLedger(call, ctx.token, 'Slow'));
   const sa = (await call('POST', `${ID}/service-accounts`, { token: ctx.token, body: { name: 'feed', permissions: ['feed'] } })).body;
   ctx.feedToken = (await call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: sa.clientId, clientSecret: sa.clientSecret } })).body.accessToken;
 });

@@ -9,7 +9,7 @@ import type { ManualClock } from '../src/clock.ts';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
-import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 const FEED = `${LEDGER}/feed`;
@@ -756,28 +756,18 @@ async function resumableFeed(): Promise<{ t: TestApp; root: string; id: string; 
   return { t, root, id, job };
 }
 
-async function until<T>(what: string, get: () => T | Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const v = await get();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) assert.unreachable(`${what}: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-
 R('a resumed feed passing over its applied records renews its lease: claimed once, it completes', async () => {
   const { t, root, id, job } = await resumableFeed();
   try {
     const clock = t.clock as ManualClock;
     t.rt.scheduler.start();
-    const claimed = await until('claimed', job, (j) => j.status === 'processing');
+    const claimed = await until('claimed', job, (j) => j.status === 'processing', 15_000);
     clock.advance(60_000); // the claim's lease (30 s) has run out, as on a long skip
     const progress = () => ({ ...job(), ...(t.rt.db.raw.prepare('SELECT received FROM feed_jobs WHERE id = ?').get(id) as { received: number }) });
-    const renewed = await until('the lease renewed', progress, (j) => j.until! > clock.now() || j.received > 0);
+    const renewed = await until('the lease renewed', progress, (j) => j.until! > clock.now() || j.received > 0, 15_000);
     assert.is(renewed.received, 0, 'renewed during the skip, not only by the first chunk after it');
     t.rt.scheduler.kick(); // would claim the job again if its lease were still expired
-    const done = await until('completed', async () => (await t.call('GET', `${FEED}/${id}`, { token: root })).body, (f) => f.status === 'completed' || f.status === 'failed');
+    const done = await until('completed', async () => (await t.call('GET', `${FEED}/${id}`, { token: root })).body, (f) => f.status === 'completed' || f.status === 'failed', 15_000);
     assert.equal([done.status, done.received, done.personsUpdated], ['completed', 5, 5], 'only the records after the cursor are applied');
     assert.is(job().token, claimed.token, 'claimed once: no second run of the same job');
   } finally {
@@ -789,7 +779,7 @@ R('a shutdown while a resumed feed passes over its applied records hands the job
   const { t, id, job } = await resumableFeed();
   try {
     t.rt.scheduler.start();
-    await until('claimed', job, (j) => j.status === 'processing');
+    await until('claimed', job, (j) => j.status === 'processing', 15_000);
     await t.rt.scheduler.stop();
     const after = job();
     assert.equal([after.status, after.attempts], ['pending', 0], 'handed back without using up an attempt');

@@ -10,7 +10,7 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { ID, LEDGER, request, tempDir } from './helpers.ts';
+import { ID, LEDGER, orgWithLedger, passwordToken, request, tempDir, until } from './helpers.ts';
 import { serve, type Running } from './child-server.ts';
 
 const EMAIL = 'crash@example.com';
@@ -23,16 +23,6 @@ C.after.each(() => {
 });
 
 /** Resolves once `fn` returns a truthy value, polling every few milliseconds. */
-async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 interface Scenario {
   data: string;
   env: Record<string, string>;
@@ -71,9 +61,8 @@ async function deliveryInFlight(): Promise<Scenario> {
   const server = await serve(env);
   cleanup.push(() => server.child.kill('SIGKILL'));
   const call = (method: string, path: string, opts: Parameters<typeof request>[3] = {}) => request(`http://127.0.0.1:${server.port}`, method, path, opts);
-  const token = (await call('POST', `${ID}/session`, { body: { grantType: 'password', email: EMAIL, password: PASSWORD } })).body.accessToken as string;
-  const orgId = (await call('POST', `${ID}/orgs`, { token, body: { name: 'Crash' } })).body.id;
-  const ledgerId = (await call('POST', `${LEDGER}/orgs/${orgId}/ledgers`, { token, body: { name: 'crash' } })).body.id;
+  const token = await passwordToken(call, EMAIL, PASSWORD);
+  const { orgId, ledgerId } = await orgWithLedger(call, token, 'Crash');
   const hook = await call('POST', `${LEDGER}/orgs/${orgId}/webhooks`, { token, body: { url: hookUrl, events: ['contact.job_changed'] } });
   assert.is(hook.status, 201, hook.text);
 
@@ -120,7 +109,7 @@ C('kill -9 between a change and its delivery: after the restart the same deliver
   const event = JSON.parse(again.body);
   assert.equal([event.type, event.ledgerId, event.data.contact.company, event.data.change.to.company], ['contact.job_changed', ledgerId, 'Globex', 'Globex']);
 
-  const token = (await call('POST', `${ID}/session`, { body: { grantType: 'password', email: EMAIL, password: PASSWORD } })).body.accessToken as string;
+  const token = await passwordToken(call, EMAIL, PASSWORD);
   const d = await until('the delivery recorded', async () => {
     const x = (await call('GET', `${LEDGER}/orgs/${orgId}/webhooks/${hookId}/deliveries/${deliveryId}`, { token })).body;
     return x.status === 'delivered' && x;
