@@ -31,6 +31,8 @@ const skipCrash = process.env.BENCH_SKIP_CRASH === '1';
 const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
 /** Concurrent list clients during the import. */
 const LISTERS = Number(process.env.BENCH_LISTERS ?? 2);
+/** How long the list requests run once more after the import, as the baseline of their latency. */
+const BASELINE_MS = 5000;
 
 /**
  * The contacts table and all its indexes exactly as the server creates them (every migration
@@ -166,6 +168,8 @@ interface ProjectResult {
   errors: string[];
   peakRss: number;
   eventLoop: Awaited<ReturnType<ReturnType<typeof watchEventLoop>['stop']>>;
+  /** The same list requests on the same ledger right after the import (RELIABILITY.md L1 scenario 3's baseline). */
+  baseline: number[];
   orgId: string;
   ledgerId: string;
 }
@@ -188,7 +192,11 @@ async function projectImport(csv: string, dataDir: string): Promise<ProjectResul
     });
     const eventLoop = await loop.stop();
     const latencies = (await Promise.all(listers)).flat().sort((a, b) => a - b);
-    return { ...r, latencies, errors, peakRss, eventLoop, orgId, ledgerId };
+    // The baseline: the same clients and requests on the imported ledger with nothing else running.
+    const until = performance.now() + BASELINE_MS;
+    const idle = Array.from({ length: LISTERS }, () => listLoop(api, `${base}/contacts?limit=100`, () => performance.now() >= until, errors));
+    const baseline = (await Promise.all(idle)).flat().sort((a, b) => a - b);
+    return { ...r, latencies, baseline, errors, peakRss, eventLoop, orgId, ledgerId };
   } finally {
     await server.stop();
   }
@@ -285,6 +293,10 @@ async function main() {
     const l = p.latencies;
     console.log(
       `list during the import: ${l.length} requests from ${LISTERS} clients, p50 ${percentile(l, 50).toFixed(1)} ms, p99 ${percentile(l, 99).toFixed(1)} ms, max ${percentile(l, 100).toFixed(1)} ms (target p99 < 100 ms)`,
+    );
+    const b = p.baseline;
+    console.log(
+      `list after the import (baseline, ${BASELINE_MS / 1000} s): ${b.length} requests, p50 ${percentile(b, 50).toFixed(1)} ms, p99 ${percentile(b, 99).toFixed(1)} ms; p99 during the import ${ratio(percentile(l, 99), percentile(b, 99))}× the baseline (RELIABILITY.md L1 scenario 3: < 2×)`,
     );
     if (p.errors.length) console.log(`list errors during the import: ${p.errors.length} (${[...new Set(p.errors)].join('; ')})`);
     console.log(eventLoopLine('the import', p.eventLoop));
