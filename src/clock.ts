@@ -99,8 +99,19 @@ export function parseTimestamp(text: string): number | undefined {
     if (+oh! > 23 || +om! > 59) return undefined;
     offsetMinutes = (sign === '+' ? 1 : -1) * (+oh! * 60 + +om!);
   }
-  const ms = frac ? Math.floor(Number(`0.${frac}`) * 1000) : 0;
-  return utc(+y!, +mo!, +d!, +h!, +mi!, +(sec ?? 0), ms, offsetMinutes);
+  return utc(+y!, +mo!, +d!, +h!, +mi!, +(sec ?? 0), fractionMs(frac), offsetMinutes);
+}
+
+/**
+ * The milliseconds of a fraction of a second, rounded up: times are kept in whole milliseconds, and
+ * for a time between two of them (`…01.1425Z`) the next one is where both kinds of filter bound
+ * stay exact — a stored value is ≥ 142.5 exactly when it is ≥ 143, and < 142.5 exactly when it is
+ * < 143. Digit arithmetic, not floating point (0.142 × 1000 is 142.00000000000003).
+ */
+function fractionMs(frac: string | undefined): number {
+  if (!frac) return 0;
+  const ms = Number(frac.slice(0, 3).padEnd(3, '0'));
+  return /[1-9]/.test(frac.slice(3)) ? ms + 1 : ms;
 }
 
 /**

@@ -502,6 +502,10 @@ Q('every filter selects exactly the matching contacts', async ({ t, w, path }) =
   assert.is((await count('lastInfoChangedAt=2026-11-01T00:00:00')).length, 50, 'no zone = UTC');
   assert.is((await count('lastInfoChangedAt=2026-11-01T01:00:00%2B01:00')).length, 50, 'an offset');
   assert.is((await count('lastInfoChangedAt=2026-11-01&lastInfoChangedAtBefore=2026-11-02')).length, 2, 'i = 0, 5');
+  // a bound between two milliseconds: i = 0 changed at 00:00:00.000, before 00:00:00.0005 and not at or after it
+  assert.is((await count('lastInfoChangedAtBefore=2026-11-01T00:00:00.0005Z')).length, 1, 'sub-millisecond upper bound');
+  assert.is((await count('lastInfoChangedAt=2026-11-01T00:00:00.0005Z')).length, 49, 'sub-millisecond lower bound');
+  assert.is((await count('lastInfoChangedAt=2026-11-01T00:00:00.000000Z')).length, 50, 'zeros beyond the millisecond');
   assert.is((await count('lastJobChangedAt=2026-11-01')).length, 25);
   assert.is((await count('lastJobChangedAtBefore=2026-11-11')).length, 10);
   assert.is((await count('referenceId=ref-7')).length, 1);
