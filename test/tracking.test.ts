@@ -368,6 +368,38 @@ T('deleting contacts (one, or in bulk) deletes their change history too', async 
   expectStatus(await t.call('GET', `${path}/contacts/${one.id}/changes`, { token: w.tokens.viewer }), 404);
 });
 
+T('a second person with the same name + company undoes the matches made by those keys alone; LinkedIn and e-mail matches stay', async ({ t, w }) => {
+  const { ledgerId, path } = await ledgerWith(t, w, 'ambiguous names', [
+    { name: 'Kim Park', company: 'Initrode LLC', referenceId: 'kim-a' },
+    { name: 'Kim Park', company: 'Initrode', email: 'kim.park@initrode.test', referenceId: 'kim-mail' },
+    { name: 'Kim Park', company: 'Initrode', linkedin: 'linkedin.com/in/kim-park-1', referenceId: 'kim-li' },
+  ]);
+  const first = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-1', name: 'Kim Park', company: 'Initrode', email: 'kim.park@initrode.test' }));
+  assert.is(first.contactsMatched, 3, 'by name + company, by e-mail, by LinkedIn');
+  // another Kim Park at Initrode: "exactly one person fits" no longer holds for kim-a
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-2', name: 'Kim Park', company: 'INITRODE, Inc.' }));
+  const verified = async () => Promise.all(['kim-a', 'kim-mail', 'kim-li'].map(async (ref) => (await contact(t, w, path, ref)).isVerified));
+  assert.equal(await verified(), [false, true, true]);
+  // a contact imported now is not matched either: both are treated alike
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Kim Park', company: 'Initrode LLC', referenceId: 'kim-b' }]);
+  assert.is((await contact(t, w, path, 'kim-b')).isVerified, false);
+  // the first Kim Park moves: the contacts matched to them by LinkedIn or e-mail get the job change, no other
+  const moved = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-1', name: 'Kim Park', company: 'Globex' }));
+  assert.is(moved.jobChanges, 2);
+  for (const ref of ['kim-a', 'kim-b']) {
+    const c = await contact(t, w, path, ref);
+    assert.equal([c.company, c.lastJobChangedAt, c.isVerified], ['Initrode LLC', null, false], ref);
+  }
+  for (const ref of ['kim-mail', 'kim-li']) assert.is((await contact(t, w, path, ref)).company, 'Globex', ref);
+  // one Kim Park at Initrode again: the next record about them matches both contacts by name + company
+  const again = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-2', name: 'Kim Park', company: 'Initrode', title: 'Buyer' }));
+  assert.equal([again.contactsMatched, again.jobChanges], [2, 0]);
+  for (const ref of ['kim-a', 'kim-b']) {
+    const c = await contact(t, w, path, ref);
+    assert.equal([c.isVerified, c.title], [true, 'Buyer'], ref);
+  }
+});
+
 T('people who share an e-mail or a name + company but have different personIds stay apart; replays add nothing', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'shared keys', [{ name: 'Kim Kay', company: 'Acme', title: 'Engineer', email: 'shared@acme.test', referenceId: 'kim' }]);
   const records = ndjson(

@@ -4,8 +4,8 @@ import type { Contact } from '../ledger/model.ts';
 
 export type TrackedContactsRepo = ReturnType<typeof createTrackedContactsRepo>;
 
-/** A contact with its stored company key (saves normalizing its company again). */
-export type TrackedContact = Contact & { companyKey?: string | null };
+/** A contact with its stored company key (saves normalizing its company again) and how it was matched. */
+export type TrackedContact = Contact & { companyKey?: string | null; matchedBy?: MatchedBy | 'ambiguous' | null };
 
 /** The fields change tracking may set on a contact (never name, importCompany, importTitle). */
 export interface TrackedFields {
@@ -23,6 +23,15 @@ export interface TrackedFields {
   lastInfoChangedAt: number | null;
 }
 
+/** Which key matched a contact to its person (SPEC §5 order; migration 0012). */
+export type MatchedBy = 'linkedin' | 'email' | 'name';
+
+/** A match being made: the person, and by which key. */
+export interface MatchTo {
+  personId: string;
+  by: MatchedBy;
+}
+
 /** The columns change tracking may set (TrackedFields), as named parameters. */
 const SET_TRACKED = `company = @company, company_key = @companyKey, title = @title, title_level = @titleLevel, title_domain = @titleDomain,
   location = @location, email = @email, email_status = @emailStatus, has_multiple_jobs = @hasMultipleJobs, job_started_at = @jobStartedAt,
@@ -33,26 +42,42 @@ export function createTrackedContactsRepo(db: Db) {
   const q = {
     byPerson: db.raw.prepare<[string], ContactRow>('SELECT * FROM contacts WHERE person_id = ?'),
     unmatchedByLinkedin: db.raw.prepare<[string], ContactRow>('SELECT * FROM contacts WHERE linkedin = ? AND person_id IS NULL'),
-    unmatchedByEmail: db.raw.prepare<[string], ContactRow>('SELECT * FROM contacts WHERE email = ? AND person_id IS NULL AND linkedin IS NULL'),
+    // not a contact unmatched as ambiguous: its address may be the one its first match brought
+    unmatchedByEmail: db.raw.prepare<[string], ContactRow>(
+      "SELECT * FROM contacts WHERE email = ? AND person_id IS NULL AND linkedin IS NULL AND matched_by IS NOT 'ambiguous'",
+    ),
     unmatchedByKeys: db.raw.prepare<[string, string], ContactRow>(
       'SELECT * FROM contacts WHERE name_key = ? AND company_key = ? AND person_id IS NULL AND linkedin IS NULL',
     ),
-    match: db.raw.prepare<[string, number, string]>('UPDATE contacts SET person_id = ?, is_verified = 1, updated_at = ? WHERE id = ?'),
+    unmatchByKeys: db.raw.prepare<[number, string]>(
+      "UPDATE contacts SET person_id = NULL, matched_by = 'ambiguous', is_verified = 0, updated_at = ? WHERE person_id = ? AND matched_by = 'name'",
+    ),
+    match: db.raw.prepare<[string, MatchedBy, number, string]>('UPDATE contacts SET person_id = ?, matched_by = ?, is_verified = 1, updated_at = ? WHERE id = ?'),
     update: db.raw.prepare(`UPDATE contacts SET ${SET_TRACKED} WHERE id = @id`),
-    matchAndUpdate: db.raw.prepare(`UPDATE contacts SET person_id = @personId, is_verified = 1, ${SET_TRACKED} WHERE id = @id`),
+    matchAndUpdate: db.raw.prepare(`UPDATE contacts SET person_id = @personId, matched_by = @matchedBy, is_verified = 1, ${SET_TRACKED} WHERE id = @id`),
   };
-  const all = (rows: ContactRow[]): TrackedContact[] => rows.map((r) => ({ ...toContact(r), companyKey: (r as ContactRow & { company_key: string | null }).company_key }));
+  const all = (rows: ContactRow[]): TrackedContact[] =>
+    rows.map((r) => {
+      const row = r as ContactRow & { company_key: string | null; matched_by: TrackedContact['matchedBy'] };
+      return { ...toContact(r), companyKey: row.company_key, matchedBy: row.matched_by };
+    });
   return {
     listOfPerson: (personId: string) => all(q.byPerson.all(personId)),
     listUnmatchedByLinkedin: (linkedin: string) => all(q.unmatchedByLinkedin.all(linkedin)),
     listUnmatchedByEmail: (email: string) => all(q.unmatchedByEmail.all(email)),
     listUnmatchedByKeys: (nameKey: string, companyKey: string) => all(q.unmatchedByKeys.all(nameKey, companyKey)),
-    markMatched: (contactId: string, personId: string, now: number): void => void q.match.run(personId, now, contactId),
+    markMatched: (contactId: string, to: MatchTo, now: number): void => void q.match.run(to.personId, to.by, now, contactId),
+    /**
+     * Undoes the person's matches made by name + company (another person has the same keys now):
+     * those contacts are unmatched, no longer verified, and matched again only by name + company
+     * once exactly one person fits. Returns how many.
+     */
+    unmatchByKeys: (personId: string, now: number): number => q.unmatchByKeys.run(now, personId).changes,
     /** Stores the tracked fields; with `matchTo`, also matches the contact to that person (one statement instead of two). */
-    updateTracked: (contactId: string, f: TrackedFields, now: number, matchTo?: string): void => {
+    updateTracked: (contactId: string, f: TrackedFields, now: number, matchTo?: MatchTo): void => {
       const params = { ...f, hasMultipleJobs: f.hasMultipleJobs === null ? null : f.hasMultipleJobs ? 1 : 0, updatedAt: now, id: contactId };
       if (matchTo === undefined) q.update.run(params);
-      else q.matchAndUpdate.run({ ...params, personId: matchTo });
+      else q.matchAndUpdate.run({ ...params, personId: matchTo.personId, matchedBy: matchTo.by });
     },
   };
 }

@@ -6,7 +6,7 @@ import { titleDomain, titleLevel } from '../ledger/title-rules.ts';
 import type { ChangesRepo } from './changes-repo.ts';
 import { zeroCounts, type Change, type FeedRecord, type Person, type TrackingCounts } from './model.ts';
 import type { PeopleRepo } from './people-repo.ts';
-import type { TrackedContact, TrackedContactsRepo, TrackedFields } from './tracked-contacts-repo.ts';
+import type { MatchedBy, TrackedContact, TrackedContactsRepo, TrackedFields } from './tracked-contacts-repo.ts';
 
 /** Called for every change, inside the transaction that records it (the webhook outbox). */
 export type ChangeListener = (change: Change, contact: Contact) => void;
@@ -68,9 +68,9 @@ export function createTracker(d: TrackerDeps) {
 
   /**
    * Brings a contact up to the person's state; records and announces the changes. A contact the
-   * person was just found for (`newMatch`) is matched to it (isVerified) in the same update.
+   * person was just found for (`newMatch`: by which key) is matched to it (isVerified) in the same update.
    */
-  function reconcile(c: TrackedContact, p: Person, counts: TrackingCounts, newMatch: boolean): void {
+  function reconcile(c: TrackedContact, p: Person, counts: TrackingCounts, newMatch?: MatchedBy): void {
     const now = d.clock.now();
     const changes: Omit<Change, 'seq'>[] = [];
     const next: TrackedFields = {
@@ -115,15 +115,16 @@ export function createTracker(d: TrackerDeps) {
       counts.infoChanges++;
     }
     if (!changes.length) {
-      if (newMatch) d.contacts.markMatched(c.id, p.id, now);
+      if (newMatch) d.contacts.markMatched(c.id, { personId: p.id, by: newMatch }, now);
       return;
     }
     next.titleLevel = titleLevel(next.title ?? undefined) ?? null;
     next.titleDomain = titleDomain(next.title ?? undefined) ?? null;
-    d.contacts.updateTracked(c.id, next, now, newMatch ? p.id : undefined);
+    d.contacts.updateTracked(c.id, next, now, newMatch ? { personId: p.id, by: newMatch } : undefined);
     const { companyKey: _key, ...rest } = next;
     const updated: Contact = { ...c, ...rest, updatedAt: now };
     delete (updated as TrackedContact).companyKey;
+    delete (updated as TrackedContact).matchedBy;
     for (const ch of changes) {
       const seq = d.changes.insertChange(ch);
       for (const l of d.listeners) l({ ...ch, seq }, updated);
@@ -190,21 +191,31 @@ export function createTracker(d: TrackerDeps) {
         p = { ...person, seq: Number(id), id };
       }
 
+      // A second person with these name + company keys: the contacts matched by them alone to the
+      // other one could be either person now ("when exactly one person fits"), so they are unmatched.
+      if (!existing || existing.nameKey !== p.nameKey || existing.companyKey !== p.companyKey) {
+        if (d.people.countByKeys(p.nameKey, p.companyKey) > 1) {
+          for (const other of d.people.othersWithKeys(p)) d.contacts.unmatchByKeys(other.id, now);
+        }
+      }
       const known = existing ? d.contacts.listOfPerson(p.id) : [];
-      const fresh: TrackedContact[] = [];
-      if (p.linkedinSlug) fresh.push(...d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`));
+      const fresh: [TrackedContact[], MatchedBy][] = [];
+      if (p.linkedinSlug) fresh.push([d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`), 'linkedin']);
       // by e-mail only while the address names this one person (two people may share one)
-      if (p.email && d.people.findByEmail(p.email)?.seq === p.seq) fresh.push(...d.contacts.listUnmatchedByEmail(p.email));
-      // name + company: contacts without LinkedIn whose e-mail (if any) names no person, while exactly one person fits
-      const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey).filter((c) => !c.email || !d.people.findByEmail(c.email));
-      if (byKeys.length && d.people.countByKeys(p.nameKey, p.companyKey) === 1) fresh.push(...byKeys);
-      for (const c of known) reconcile(c, p, counts, false);
+      if (p.email && d.people.findByEmail(p.email)?.seq === p.seq) fresh.push([d.contacts.listUnmatchedByEmail(p.email), 'email']);
+      // name + company: contacts without LinkedIn whose e-mail (if any) names no person, while exactly
+      // one person fits (the e-mail of a contact unmatched as ambiguous may be what its first match brought)
+      const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey).filter((c) => !c.email || c.matchedBy === 'ambiguous' || !d.people.findByEmail(c.email));
+      if (byKeys.length && d.people.countByKeys(p.nameKey, p.companyKey) === 1) fresh.push([byKeys, 'name']);
+      for (const c of known) reconcile(c, p, counts);
       const seen = new Set(known.map((c) => c.id));
-      for (const c of fresh) {
-        if (seen.has(c.id)) continue;
-        seen.add(c.id);
-        counts.contactsMatched++;
-        reconcile({ ...c, isVerified: true }, p, counts, true);
+      for (const [contacts, by] of fresh) {
+        for (const c of contacts) {
+          if (seen.has(c.id)) continue;
+          seen.add(c.id);
+          counts.contactsMatched++;
+          reconcile({ ...c, isVerified: true }, p, counts, by);
+        }
       }
       return undefined;
     },
@@ -224,11 +235,15 @@ export function createTracker(d: TrackerDeps) {
 
   /** Matching order as for feed records: LinkedIn (authoritative: nothing else is tried), else e-mail, else name + company. */
   function matchImportedOne(c: Contact, counts: TrackingCounts): void {
-    const p = c.linkedin
-      ? d.people.findBySlug(linkedinSlug(c.linkedin))
-      : ((c.email ? d.people.findByEmail(c.email) : undefined) ?? d.people.findByKeys(nameKey(c.name), companyKey(c.company)));
+    let p: Person | undefined;
+    let by: MatchedBy = 'linkedin';
+    if (c.linkedin) p = d.people.findBySlug(linkedinSlug(c.linkedin));
+    else {
+      if (c.email) [p, by] = [d.people.findByEmail(c.email), 'email'];
+      if (!p) [p, by] = [d.people.findByKeys(nameKey(c.name), companyKey(c.company)), 'name'];
+    }
     if (!p) return;
     counts.contactsMatched++;
-    reconcile({ ...c, isVerified: true }, p, counts, true);
+    reconcile({ ...c, isVerified: true }, p, counts, by);
   }
 }
