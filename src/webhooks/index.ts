@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { Audit } from '../identity/audit.ts';
 import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import type { Queue } from '../jobs/queue.ts';
-import type { Runner, Scheduler } from '../jobs/scheduler.ts';
+import { FINISHED_JOB_RETENTION_MS, type Runner, type Scheduler } from '../jobs/scheduler.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
 import { LEDGER_PREFIX } from '../ledger/routes.ts';
 import type { Logger } from '../log.ts';
@@ -75,6 +75,7 @@ export function createWebhooksModule(d: {
      * job is claimed again and goes on with what is left.
      */
     [PURGE_WEBHOOK]: {
+      pruneFinishedAfterMs: FINISHED_JOB_RETENTION_MS,
       async run(lease, ctl) {
         const { webhookId } = JSON.parse(lease.job.payload ?? '{}') as { webhookId: string };
         const { done } = await deleteInChunks(d.db, [(n) => repo.purgeWebhookDeliveries(webhookId, n)], { inTx: () => lease.checkpoint(), stopping: () => ctl.stopping });
