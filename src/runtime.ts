@@ -78,11 +78,11 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     ledger = createLedgerModule({ db, reader, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, orgOwners, metrics });
     const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick, metrics });
     owners.push(tracking.ledgerData);
-    const webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics });
+    const webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics, queue, kick });
     orgOwners.push(webhooks.orgData);
     tracking.onChange((change, contact) => webhooks.outbox.changed(change, contact));
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
-    scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners } });
+    scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners, ...webhooks.runners } });
     tracking.schedule(scheduler);
     webhooks.schedule(scheduler);
     // Expired sessions, used refresh tokens and ended throttling windows, every night.

@@ -8,12 +8,13 @@ import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { createQueue, LEASE_MS, LeaseLostError } from '../src/jobs/queue.ts';
-import { createScheduler, LANE_SLOTS, type Runner } from '../src/jobs/scheduler.ts';
+import { createQueueRepo } from '../src/jobs/queue-repo.ts';
+import { createScheduler, FINISHED_JOB_RETENTION_MS, LANE_SLOTS, type Runner } from '../src/jobs/scheduler.ts';
 import { CHUNK_BUDGET_MS, ChunkSizer, deleteInChunks, FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
 import { openDb, type Db } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { paths } from '../src/paths.ts';
-import { tempDir } from './helpers.ts';
+import { addContacts, clientToken, createLedger, expectStatus, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, startApp, tempDir, until } from './helpers.ts';
 
 const quiet = createLogger('silent');
 
@@ -279,6 +280,7 @@ S('runs kicked jobs at once, one runner per job, and stops cleanly between chunk
   const gate = new Promise<void>((r) => (release = r));
   const runners: Record<string, Runner> = {
     quick: {
+      pruneFinishedAfterMs: null,
       async run(lease) {
         runs.push(lease.job.id);
         db.tx(() => lease.complete());
@@ -286,6 +288,7 @@ S('runs kicked jobs at once, one runner per job, and stops cleanly between chunk
       },
     },
     long: {
+      pruneFinishedAfterMs: null,
       async run(lease, ctl) {
         for (;;) {
           db.tx(() => lease.renew());
@@ -297,6 +300,7 @@ S('runs kicked jobs at once, one runner per job, and stops cleanly between chunk
       },
     },
     broken: {
+      pruneFinishedAfterMs: null,
       async run() {
         throw new Error('always broken');
       },
@@ -341,6 +345,7 @@ S('a job whose process died on every attempt is failed, not run again', async ()
   const seen: string[] = [];
   const runners: Record<string, Runner> = {
     oom: {
+      pruneFinishedAfterMs: null,
       async run() {
         seen.push('run');
         return 'done';
@@ -390,6 +395,7 @@ S('a small job in the express lane runs while long jobs hold every bulk slot', a
   let longRunning = 0;
   const runners: Record<string, Runner> = {
     long: {
+      pruneFinishedAfterMs: null,
       async run(lease) {
         longRunning++;
         await gate;
@@ -398,6 +404,7 @@ S('a small job in the express lane runs while long jobs hold every bulk slot', a
       },
     },
     quick: {
+      pruneFinishedAfterMs: null,
       async run(lease) {
         db.tx(() => lease.complete());
         return 'done';
@@ -535,4 +542,83 @@ S('chunked deletes (purges, retention): one transaction a chunk, each sized by i
   db.close();
 });
 
+S('the nightly jobs-prune deletes finished jobs of the kinds with a retention, in chunks; kinds whose records the API shows stay', async () => {
+  const { db, clock } = fixture();
+  const queue = createQueue(db, clock);
+  const done: Runner['run'] = async () => 'done';
+  const runners: Record<string, Runner> = {
+    shown: { pruneFinishedAfterMs: null, run: done },
+    purge: { pruneFinishedAfterMs: FINISHED_JOB_RETENTION_MS, run: done },
+  };
+  const scheduler = createScheduler({ db, queue, log: quiet, runners });
+  const now = clock.now();
+  const old = now - FINISHED_JOB_RETENTION_MS - 1;
+  const recent = now - FINISHED_JOB_RETENTION_MS + 60_000;
+  const ins = db.raw.prepare("INSERT INTO jobs (id, kind, status, run_after, attempts, max_attempts, created_at, updated_at) VALUES (?, ?, ?, 1, 1, 5, 1, ?)");
+  db.tx(() => {
+    for (let i = 0; i < 1000; i++) ins.run(`job_old_purge_${i}`, 'purge', i % 10 ? 'completed' : 'failed', old - i);
+    for (let i = 0; i < 1000; i++) ins.run(`job_old_shown_${i}`, 'shown', i % 10 ? 'completed' : 'failed', old - i);
+    ins.run('job_recent_purge', 'purge', 'completed', recent);
+    ins.run('job_pending_purge', 'purge', 'pending', old);
+    ins.run('job_processing_purge', 'purge', 'processing', old);
+    ins.run('job_old_unknown', 'kind.of.an.older.version', 'completed', old); // no runner says anything: kept
+  });
+  const left = () => db.raw.prepare('SELECT id FROM jobs WHERE id NOT LIKE ? ORDER BY id').pluck().all('job_old_shown_%');
+  const writes = db.writes;
+  assert.ok(await scheduler.runNow('jobs-prune'));
+  assert.equal(left(), ['job_old_unknown', 'job_pending_purge', 'job_processing_purge', 'job_recent_purge']);
+  assert.is(db.raw.prepare("SELECT count(*) FROM jobs WHERE kind = 'shown'").pluck().get(), 1000, 'every finished job of a kind the API shows stays');
+  assert.ok(db.writes - writes >= 3, `in chunks, one transaction each (${db.writes - writes})`);
+  // each chunk reads the index of finished jobs of its kind, never the whole table
+  const plan = createQueueRepo(db).explainDeleteFinishedJobs('purge', now, 100);
+  assert.ok(plan.includes('SEARCH jobs USING INDEX jobs_finished (kind=? AND updated_at<?)'), plan.join(' | '));
+  assert.not.ok(plan.some((p) => p.startsWith('SCAN jobs')), plan.join(' | '));
+  // the finished job no runner keeps becomes due 30 days after it ended
+  clock.advance(60_001);
+  await scheduler.runNow('jobs-prune');
+  assert.equal(left(), ['job_old_unknown', 'job_pending_purge', 'job_processing_purge']);
+  db.close();
+});
+
 S.run();
+
+const P = suite('finished jobs of the service');
+
+P('after 30 days the purge jobs of a ledger and a webhook are gone; import and feed jobs stay, and the API still shows them', async () => {
+  const t = await startApp();
+  try {
+    const w = await seedWorld(t);
+    const clock = t.clock as ManualClock;
+    const raw = t.rt.db.raw;
+    const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'kept imports');
+    const imp = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Ann Lee', company: 'Acme', linkedin: 'linkedin.com/in/prune-ann' }]);
+    const fed = await t.call('POST', `${LEDGER}/feed`, { token: w.serviceAccounts.feed.token, raw: `${JSON.stringify({ linkedin: 'linkedin.com/in/prune-ann', name: 'Ann Lee', company: 'Globex' })}\n`, headers: { 'content-type': 'application/x-ndjson' } });
+    expectStatus(fed, 202, 'feed');
+    const doomed = await createLedger(t, w.tokens.editor, w.orgId, 'deleted');
+    expectStatus(await t.call('DELETE', ledgerPath(w.orgId, doomed), { token: w.tokens.admin }), 204);
+    const hook = await t.call('POST', `${LEDGER}/orgs/${w.orgId}/webhooks`, { token: w.tokens.admin, body: { url: 'https://hooks.example.test/', events: ['import.completed'] } });
+    expectStatus(await t.call('DELETE', `${LEDGER}/orgs/${w.orgId}/webhooks/${hook.body.id}`, { token: w.tokens.admin }), 204);
+    const jobs = () => raw.prepare<[], { kind: string; status: string }>('SELECT kind, status FROM jobs ORDER BY kind').all();
+    await until('every job finished', jobs, (j) => j.length === 4 && j.every((x) => x.status === 'completed'), 60_000);
+    assert.equal(jobs().map((j) => j.kind), ['feed', 'import', 'ledger.purge', 'webhook.purge']);
+
+    await t.rt.scheduler.runNow('jobs-prune');
+    assert.is(jobs().length, 4, 'nothing is due yet');
+    clock.advance(FINISHED_JOB_RETENTION_MS + 60_000);
+    await t.rt.scheduler.runNow('jobs-prune');
+    assert.equal(jobs().map((j) => j.kind), ['feed', 'import'], 'the purge jobs are gone');
+    // the kept records, as the API shows them (fresh tokens: the old ones expired with the jump)
+    const editor = (await signIn(t, 'editor@a.test', PASSWORD)).accessToken;
+    const feedToken = await clientToken(t, w.serviceAccounts.feed.id, w.serviceAccounts.feed.secret);
+    const gotImport = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${imp.id}`, { token: editor });
+    expectStatus(gotImport, 200, 'the import');
+    assert.is(gotImport.body.status, 'completed');
+    const gotFeed = await t.call('GET', `${LEDGER}/feed/${fed.body.id}`, { token: feedToken });
+    expectStatus(gotFeed, 200, 'the feed');
+    assert.is(gotFeed.body.status, 'completed');
+  } finally {
+    await t.close();
+  }
+});
+
+P.run();

@@ -544,6 +544,88 @@ T('feed access and request errors', async ({ t, w }) => {
 
 T.run();
 
+// ── where a since feed starts ────────────────────────────────────────────
+
+const S = suite('the change feed since a time: one seek to start, the same changes at the edges (clock steps, deletions)');
+
+S('since: detected at or after it, in seq order, also when the clock stepped back; the start is one seek in (ledger_id, detected_max)', async () => {
+  const t = await startApp();
+  try {
+    const w = await seedWorld(t);
+    const people = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const { ledgerId, path } = await ledgerWith(t, w, 'since edges', people.map((p) => ({ name: `Since ${p}`, company: 'Acme', title: 'Engineer', linkedin: `linkedin.com/in/since-${p}`, referenceId: p })));
+    const other = await ledgerWith(t, w, 'since, another ledger', [{ name: 'Since x', company: 'Acme', title: 'Engineer', linkedin: 'linkedin.com/in/since-x', referenceId: 'x' }]);
+    const base = t.clock.now();
+    /** One info change (title) of person `p`, detected at base + ms. */
+    const changeAt = async (p: string, ms: number) => {
+      (t.clock as ManualClock).set(base + ms);
+      const job = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: `linkedin.com/in/since-${p}`, name: `Since ${p}`, company: 'Acme', title: `Lead ${ms}` }));
+      assert.is(job.infoChanges, 1, `a change of ${p}`);
+    };
+    await changeAt('a', 1000);
+    await changeAt('b', 1000); // the same millisecond
+    await changeAt('x', 1500); // another ledger
+    await changeAt('c', 3000);
+    await changeAt('d', 2000); // the clock stepped back: a later seq, an earlier time
+    await changeAt('e', 4000);
+    const iso = (ms: number) => new Date(base + ms).toISOString();
+    const refOf = new Map<string, string>();
+    for (const p of people) refOf.set((await contact(t, w, path, p)).id, p);
+    const since = async (ms: number, limit = 100) => {
+      const got: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const r: any = await t.call('GET', `${path}/changes?since=${iso(ms)}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`, { token: w.tokens.viewer });
+        expectStatus(r, 200);
+        got.push(...r.body.changes.map((c: any) => refOf.get(c.contactId)));
+        cursor = r.body.nextCursor;
+      } while (cursor);
+      return got.join('');
+    };
+    assert.is(await since(-1), 'abcde', 'before every change');
+    assert.is(await since(1000), 'abcde', 'at the first change: it is in');
+    assert.is(await since(1001), 'cde', 'one millisecond later: out, with the change of the same millisecond');
+    // the first change at or after 1500 in time order is d (2000), but c (3000) came first: the feed starts at c
+    assert.is(await since(1500), 'cde');
+    assert.is(await since(1500, 1), 'cde', 'page by page');
+    assert.is(await since(2000), 'cde', 'd exactly at since, after c in seq order');
+    assert.is(await since(2001), 'ce', 'd is out, c and e are in');
+    assert.is(await since(3001), 'e');
+    assert.is(await since(4000), 'e');
+    assert.is(await since(4001), '', 'after every change');
+    const future = await t.call('GET', `${path}/changes?since=${iso(4001)}`, { token: w.tokens.viewer });
+    assert.equal(future.body, { changes: [], nextCursor: null });
+    const otherFeed = (await t.call('GET', `${other.path}/changes?since=${iso(0)}`, { token: w.tokens.viewer })).body.changes;
+    assert.is(otherFeed.length, 1, "another ledger's change is only in its own feed");
+
+    // c, which raised the ledger's running maximum to 3000, is deleted; d keeps 3000, so a since
+    // between 2000 and 3000 starts at d, which the feed then leaves out
+    const c = (await contact(t, w, path, 'c')).id;
+    expectStatus(await t.call('DELETE', `${path}/contacts/${c}`, { token: w.tokens.editor }), 204);
+    assert.is(await since(1500), 'de');
+    assert.is(await since(2001), 'e');
+    // a change recorded after the deletion, the clock behind again: it continues the running maximum
+    await changeAt('f', 2500);
+    assert.is(await since(2400), 'ef', 'e (4000) and f (2500), in seq order');
+    assert.is(await since(2501), 'e');
+    assert.is(await since(4001), '');
+
+    // what is stored: detected_max never decreases in seq order and is at least detected_at
+    const rows = t.rt.db.raw.prepare<[string], { detected_at: number; detected_max: number }>('SELECT detected_at, detected_max FROM changes WHERE ledger_id = ? ORDER BY seq').all(ledgerId);
+    assert.equal(rows.map((r) => [r.detected_at - base, r.detected_max - base]), [[1000, 1000], [1000, 1000], [2000, 3000], [4000, 4000], [2500, 4000]]);
+    // and the start is one seek, as is the running maximum read before an insert
+    const plans = t.rt.tracking.repos.changes.explainSinceStart(ledgerId, base);
+    assert.equal(plans, {
+      start: ['SEARCH changes USING COVERING INDEX changes_by_ledger_detected_max (ledger_id=? AND detected_max>?)'],
+      insert: ['SEARCH changes USING COVERING INDEX changes_by_ledger_detected_max (ledger_id=?)'],
+    });
+  } finally {
+    await t.close();
+  }
+});
+
+S.run();
+
 // ── inbox and daily change sets ──────────────────────────────────────────
 const I = suite<Ctx>('inbox and daily change sets');
 I.before(async (ctx) => {

@@ -10,9 +10,11 @@ import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
+import { DB_FILE } from '../src/runtime.ts';
 import { openDb } from '../src/storage/db.ts';
 import { VERSION } from '../src/version.ts';
 import { createSender, type Resolve } from '../src/webhooks/sender.ts';
+import { MAX_WEBHOOKS_PER_ORG } from '../src/webhooks/webhook-service.ts';
 import { createWebhooksRepo } from '../src/webhooks/webhooks-repo.ts';
 import { addContacts, clientToken, createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
 
@@ -289,6 +291,93 @@ A('only admins manage webhooks; another organization gets 403 on the path and 40
 });
 
 A.run();
+
+// ── deleting a webhook ───────────────────────────────────────────────────
+
+const X = suite('deleting a webhook');
+X.after(closeReceivers);
+
+/** Creates one more webhook in the world's organization; returns the answer. */
+const createAnother = (t: TestApp, w: World) => t.call('POST', hooks(w), { token: w.tokens.admin, body: { url: 'https://hooks.example.test/more', events: ['import.completed'] } });
+
+X('DELETE hides a webhook at once (API, limit, outbox, dispatcher) and its deliveries go in a background purge that survives a restart', async () => {
+  const rx = await receiver();
+  // no scheduler yet: what the request did alone can be looked at before any purge ran
+  const first = await startApp({ noScheduler: true });
+  const w = await seedWorld(first);
+  const raw = first.rt.db.raw;
+  const ledgerId = await createLedger(first, w.tokens.editor, w.orgId, 'hooked');
+  const events = ['contact.job_changed', 'contact.info_changed', 'import.completed'];
+  const gone = await createHook(first, w, { url: rx.url, events });
+  const kept = await createHook(first, w, { url: rx.url, events });
+  for (let i = 2; i < MAX_WEBHOOKS_PER_ORG; i++) await createHook(first, w, { url: `https://hooks.example.test/${i}`, events: ['import.completed'] });
+  expectStatus(await createAnother(first, w), 409, 'the organization is at its limit');
+
+  // the delivery log of a busy webhook: delivered ones and a pending backlog that is due now
+  const N = 20_000;
+  const now = first.clock.now();
+  const ins = raw.prepare(
+    `INSERT INTO webhook_deliveries (id, webhook_id, event_id, type, payload, status, attempts, max_attempts, next_at, created_at, finished_at)
+     VALUES (?, ?, ?, 'contact.job_changed', '{}', ?, ?, 7, ?, ?, ?)`,
+  );
+  raw.transaction(() => {
+    for (let i = 0; i < N; i++) {
+      const pending = i % 10 === 0;
+      ins.run(`dlv_gone_${i}`, gone.id, `evt_${i}`, pending ? 'pending' : 'delivered', pending ? 0 : 1, now - 1, now - 1000, pending ? null : now - 500);
+    }
+    for (let i = 0; i < 10; i++) ins.run(`dlv_kept_${i}`, kept.id, `evt_k${i}`, 'delivered', 1, now - 1, now - 1000, now - 500);
+  })();
+  const count = raw.prepare<[string], number>('SELECT count(*) FROM webhook_deliveries WHERE webhook_id = ?').pluck();
+  const purgeJob = raw.prepare<[], { status: string }>("SELECT status FROM jobs WHERE kind = 'webhook.purge'");
+
+  expectStatus(await first.call('DELETE', hooks(w, `/${gone.id}`), { token: w.tokens.admin }), 204);
+
+  // gone for the API at once
+  for (const [method, path] of [['GET', ''], ['PATCH', ''], ['DELETE', ''], ['POST', '/rotate'], ['POST', '/test'], ['GET', '/deliveries'], ['GET', '/deliveries/dlv_gone_1']] as const) {
+    const r = await first.call(method, hooks(w, `/${gone.id}${path}`), { token: w.tokens.admin, body: method === 'PATCH' ? { enabled: false } : undefined });
+    assert.is(r.status, 404, `${method} ${path}: ${r.text}`);
+  }
+  const list = await first.call('GET', hooks(w, '?limit=100'), { token: w.tokens.admin });
+  assert.ok(!list.body.webhooks.some((x: any) => x.id === gone.id), 'not listed');
+  assert.is(list.body.webhooks.length, MAX_WEBHOOKS_PER_ORG - 1);
+  // not counted in the limit: its place is free at once, and only its place
+  expectStatus(await createAnother(first, w), 201, 'a webhook in the place of the deleted one');
+  expectStatus(await createAnother(first, w), 409, 'the limit again');
+  // no new deliveries for it (the outbox's targets) and none of its pending ones sent (the dispatcher's)
+  const targets = first.rt.webhooks.repo.listEnabledForLedger(ledgerId).map((x) => x.id);
+  assert.ok(targets.includes(kept.id) && !targets.includes(gone.id), 'the outbox writes for the others only');
+  assert.not.ok(first.rt.webhooks.repo.listDueWebhooks(first.clock.now()).some((x) => x.id === gone.id), 'its due deliveries are not sent');
+  // the request deleted no delivery: the purge job does, in chunks
+  assert.is(count.get(gone.id), N, 'every delivery is still there after the request');
+  assert.equal(purgeJob.all(), [{ status: 'pending' }]);
+
+  // the purge starts, and the service stops in the middle of it
+  first.rt.scheduler.start();
+  await until(first, 'the first chunks of the purge', () => count.get(gone.id)! < N);
+  await first.close();
+  const db = openDb(join(first.dataDir, DB_FILE));
+  const left = db.raw.prepare<[string], number>('SELECT count(*) FROM webhook_deliveries WHERE webhook_id = ?').pluck().get(gone.id)!;
+  const job = db.raw.prepare<[], { status: string }>("SELECT status FROM jobs WHERE kind = 'webhook.purge'").get();
+  db.close();
+  assert.ok(left > 0 && left < N, `stopped in the middle (${left} of ${N} left)`);
+  assert.equal(job, { status: 'pending' }, 'handed back, to be taken up again');
+
+  // after the restart the purge goes on with what is left, then deletes the row
+  const t = await startApp({ dataDir: first.dataDir });
+  try {
+    await until(t, 'the end of the purge', () => t.rt.db.raw.prepare<[], { status: string }>("SELECT status FROM jobs WHERE kind = 'webhook.purge'").get()?.status === 'completed');
+    const r = t.rt.db.raw;
+    assert.is(r.prepare('SELECT count(*) FROM webhook_deliveries WHERE webhook_id = ?').pluck().get(gone.id), 0);
+    assert.is(r.prepare('SELECT count(*) FROM webhooks WHERE id = ?').pluck().get(gone.id), 0, 'the row went last');
+    assert.is(r.prepare('SELECT count(*) FROM webhook_deliveries WHERE webhook_id = ?').pluck().get(kept.id), 10, "another webhook's deliveries stay");
+    assert.not.ok(rx.got.some((x) => String(x.headers['x-ledger-delivery']).startsWith('dlv_gone_')), 'no delivery of the deleted webhook was ever sent');
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+X.run();
 
 // ── deliveries ───────────────────────────────────────────────────────────
 

@@ -1,6 +1,7 @@
 import cron, { type ScheduledTask } from 'node-cron';
 import { isStorageFullError, type Db } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
+import { deleteInChunks, type DeleteStep } from './chunk-pacing.ts';
 import { LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
 
 /**
@@ -18,6 +19,12 @@ export interface RunControl {
 export interface Runner {
   /** Does the job; completes it (lease.complete in its last transaction) or returns 'stopped'. */
   run(lease: Lease, ctl: RunControl): Promise<'done' | 'stopped'>;
+  /**
+   * How long a finished (completed or failed) job of this kind stays in the jobs table before the
+   * nightly `jobs-prune` deletes it; null: it stays — the API shows the job's record (imports,
+   * feeds, whose tables go with the job row by ON DELETE CASCADE). Every kind says which.
+   */
+  readonly pruneFinishedAfterMs: number | null;
   /** Records the final failure in the job's own table (same transaction as the job's). */
   failed?(jobId: string, message: string): void;
 }
@@ -32,6 +39,9 @@ export const FULL_DISK_RETRY_MS = 30_000;
 export type BackgroundTask = (ctl: RunControl) => unknown;
 
 export type Scheduler = ReturnType<typeof createScheduler>;
+
+/** How long finished jobs that no API shows (purges) are kept: long enough to look into one. */
+export const FINISHED_JOB_RETENTION_MS = 30 * 86_400_000;
 
 /** Jobs run at once per lane: long jobs share the bulk slots; small ones never wait behind them. */
 export const LANE_SLOTS: Readonly<Record<JobLane, number>> = { express: 2, bulk: 2 };
@@ -49,6 +59,28 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
   const periodic: { expression: string; name: string; fn: BackgroundTask; task?: ScheduledTask }[] = [];
   /** Periodic and start-up work in flight, by name: stop() waits for it, a tick never overlaps it. */
   const background = new Map<string, Promise<void>>();
+
+  /**
+   * Deletes finished jobs of the kinds whose runner gives them a retention, in chunks paced like the
+   * other retention work (jobs/chunk-pacing.ts), one kind after the other. Returns how many went.
+   */
+  async function pruneFinishedJobs(ctl: RunControl): Promise<number> {
+    const steps = Object.entries(d.runners).flatMap(([kind, r]): DeleteStep[] => {
+      const keep = r.pruneFinishedAfterMs;
+      return keep === null ? [] : [(n) => d.queue.pruneFinished(kind, keep, n)];
+    });
+    if (!steps.length) return 0;
+    return (await deleteInChunks(d.db, steps, { stopping: () => ctl.stopping })).deleted;
+  }
+  // every night, with the other retention work (identity-prune 03:40, webhook-prune 00:20)
+  periodic.push({
+    expression: '50 3 * * *',
+    name: 'jobs-prune',
+    fn: async (ctl) => {
+      const removed = await pruneFinishedJobs(ctl);
+      if (removed) d.log.info({ removed }, 'finished jobs removed');
+    },
+  });
 
   /** Runs a background task unless stopping or the same task still runs; its failure is logged. */
   function runBackground(name: string, fn: BackgroundTask): void {

@@ -224,6 +224,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
   }
 
   return {
+    pruneFinishedAfterMs: null, // the import's record (GET …/imports/:id) lives in import_jobs, which goes with the job row
     async run(lease, ctl) {
       const imp = d.imports.findImport(lease.job.id, d.clock.now());
       if (!imp) {

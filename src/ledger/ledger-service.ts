@@ -7,7 +7,7 @@ import type { OrgsRepo } from '../identity/orgs-repo.ts';
 import { newId } from '../ids.ts';
 import { deleteInChunks, type DeleteStep } from '../jobs/chunk-pacing.ts';
 import type { Queue } from '../jobs/queue.ts';
-import type { Runner } from '../jobs/scheduler.ts';
+import { FINISHED_JOB_RETENTION_MS, type Runner } from '../jobs/scheduler.ts';
 import type { Db } from '../storage/db.ts';
 import type { ContactsRepo } from './contacts-repo.ts';
 import type { ImportsRepo } from './imports-repo.ts';
@@ -74,6 +74,7 @@ export function createLedgerService(d: LedgerDeps) {
 
   const runners: Record<string, Runner> = {
     [PURGE_LEDGER]: {
+      pruneFinishedAfterMs: FINISHED_JOB_RETENTION_MS,
       async run(lease, ctl) {
         const { ledgerId } = JSON.parse(lease.job.payload ?? '{}') as { ledgerId: string };
         const files = d.imports.listFilesOfLedger(ledgerId);
@@ -87,6 +88,7 @@ export function createLedgerService(d: LedgerDeps) {
       },
     },
     [PURGE_ORG]: {
+      pruneFinishedAfterMs: FINISHED_JOB_RETENTION_MS,
       async run(lease, ctl) {
         const { orgId } = JSON.parse(lease.job.payload ?? '{}') as { orgId: string };
         for (const ledgerId of d.ledgers.listAllLedgerIdsOfOrg(orgId)) {

@@ -33,12 +33,21 @@ export type ChangesRepo = ReturnType<typeof createChangesRepo>;
 /** Change history rows (SPEC §5). */
 export function createChangesRepo(db: Db) {
   const q = {
+    // detected_max (migration 0013): max(detected_at, the ledger's greatest detected_max so far),
+    // read from the end of (ledger_id, detected_max) — one seek — once per ledger and transaction
+    // (insertChange). A scalar subquery inside the INSERT cost ~45 µs a row, the seek before each
+    // insert ~15 µs; a feed chunk writes many changes of few ledgers.
+    ledgerMax: db.raw.prepare<[string], number | null>('SELECT max(detected_max) FROM changes WHERE ledger_id = ?').pluck(),
     insert: db.raw.prepare(
-      'INSERT INTO changes (id, ledger_id, contact_id, type, field, from_value, to_value, detected_at, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq',
+      'INSERT INTO changes (id, ledger_id, contact_id, type, field, from_value, to_value, detected_at, observed_at, detected_max) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq',
     ),
     ofContactFirst: db.raw.prepare<[string, number], ChangeRow>('SELECT * FROM changes WHERE contact_id = ? ORDER BY seq DESC LIMIT ?'),
     ofContactAfter: db.raw.prepare<[string, number, number], ChangeRow>('SELECT * FROM changes WHERE contact_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?'),
-    firstSince: db.raw.prepare<[string, number], number | null>('SELECT min(seq) FROM changes WHERE ledger_id = ? AND detected_at >= ?').pluck(),
+    // The first change of the tail of the ledger whose running maximum of detected_at reached
+    // `since`: one seek (migration 0013).
+    firstSince: db.raw.prepare<[string, number], number>(
+      'SELECT seq FROM changes INDEXED BY changes_by_ledger_detected_max WHERE ledger_id = ? AND detected_max >= ? ORDER BY detected_max, seq LIMIT 1',
+    ).pluck(),
     purge: db.raw.prepare<[string, number]>('DELETE FROM changes WHERE seq IN (SELECT seq FROM changes WHERE ledger_id = ? LIMIT ?)'),
     deleteOfContact: db.raw.prepare<[string]>('DELETE FROM changes WHERE contact_id = ?'),
   };
@@ -49,6 +58,9 @@ export function createChangesRepo(db: Db) {
   const feedSql = (since: boolean, type: boolean) =>
     `SELECT * FROM changes INDEXED BY ${type ? 'changes_by_ledger_type' : 'changes_by_ledger'} WHERE ledger_id = ?${since ? ' AND detected_at >= ?' : ''}${type ? ' AND type = ?' : ''} AND seq > ? ORDER BY seq LIMIT ?`;
   const feeds = new Map<string, Statement<unknown[], ChangeRow>>();
+  /** The greatest detected_max per ledger, valid in the top-level transaction numbered maxOfTx (db.writes). */
+  const ledgerMaxes = new Map<string, number>();
+  let maxOfTx = -1;
   const feedQuery = (ledgerId: string, opts: { since?: number; type?: ChangeType; afterSeq: number; limit: number }, explain = false) => {
     const sql = `${explain ? 'EXPLAIN QUERY PLAN ' : ''}${feedSql(opts.since !== undefined, opts.type !== undefined)}`;
     let st = feeds.get(sql);
@@ -63,8 +75,23 @@ export function createChangesRepo(db: Db) {
     return st.all(...params);
   };
   return {
-    insertChange: (c: Omit<Change, 'seq'>): number =>
-      (q.insert.get(c.id, c.ledgerId, c.contactId, c.type, c.field, JSON.stringify(c.from), JSON.stringify(c.to), c.detectedAt, c.observedAt) as { seq: number }).seq,
+    /**
+     * Records a change, inside a transaction. Its detected_max continues the ledger's: the ledger's
+     * greatest is read once per transaction (no other writer can add a change meanwhile) and kept
+     * here for the next changes of the same transaction. A value kept from a rolled-back savepoint
+     * or before a deletion is too high, which keeps detected_max ≥ detected_at and non-decreasing
+     * in seq — all that firstSeqSince needs.
+     */
+    insertChange: (c: Omit<Change, 'seq'>): number => {
+      if (maxOfTx !== db.writes || !db.raw.inTransaction) {
+        ledgerMaxes.clear();
+        maxOfTx = db.writes;
+      }
+      const max = Math.max(c.detectedAt, ledgerMaxes.get(c.ledgerId) ?? q.ledgerMax.get(c.ledgerId) ?? c.detectedAt);
+      const seq = (q.insert.get(c.id, c.ledgerId, c.contactId, c.type, c.field, JSON.stringify(c.from), JSON.stringify(c.to), c.detectedAt, c.observedAt, max) as { seq: number }).seq;
+      ledgerMaxes.set(c.ledgerId, max);
+      return seq;
+    },
     /** A contact's changes, newest first, `limit` rows before `beforeSeq`. */
     listOfContact: (contactId: string, limit: number, beforeSeq?: number): Change[] =>
       (beforeSeq === undefined ? q.ofContactFirst.all(contactId, limit) : q.ofContactAfter.all(contactId, beforeSeq, limit)).map(toChange),
@@ -73,8 +100,17 @@ export function createChangesRepo(db: Db) {
     /** The query plan of listOfLedger (tests: every feed query walks an index in seq order). */
     explainListOfLedger: (ledgerId: string, opts: { since?: number; type?: ChangeType; afterSeq: number; limit: number }): string[] =>
       (feedQuery(ledgerId, opts, true) as unknown as { detail: string }[]).map((r) => r.detail),
-    /** The first change of the ledger detected at or after `since` (where a `since` feed starts). */
+    /**
+     * Where a `since` feed starts: a seq at or before the first change of the ledger detected at or
+     * after `since` — that change itself unless the clock stepped back (migration 0013) — or null
+     * when no change of the ledger was detected at or after it.
+     */
     firstSeqSince: (ledgerId: string, since: number): number | null => q.firstSince.get(ledgerId, since) ?? null,
+    /** The query plans of firstSeqSince and of the running maximum read by insertChange (tests: one seek each). */
+    explainSinceStart: (ledgerId: string, since: number): { start: string[]; insert: string[] } => ({
+      start: (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.firstSince.source}`).all(ledgerId, since) as { detail: string }[]).map((r) => r.detail),
+      insert: (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.ledgerMax.source}`).all(ledgerId) as { detail: string }[]).map((r) => r.detail),
+    }),
     purgeChanges: (ledgerId: string, n: number): number => q.purge.run(ledgerId, n).changes,
     deleteChangesOfContact: (contactId: string): void => void q.deleteOfContact.run(contactId),
   };

@@ -102,6 +102,7 @@ export function createFeedService(d: { db: Db; clock: Clock; log: Logger; queue:
   }
 
   const runner: Runner = {
+    pruneFinishedAfterMs: null, // the feed's record (GET /feed/:id) lives in feed_jobs, which goes with the job row
     async run(lease, ctl) {
       const feed = d.feeds.findFeed(lease.job.id, d.clock.now());
       if (!feed) {

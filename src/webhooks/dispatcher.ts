@@ -146,7 +146,7 @@ export function createDispatcher(d: DispatcherDeps) {
 
   async function attempt(c: ClaimedDelivery, signal: AbortSignal): Promise<void> {
     const w = d.repo.findWebhook(c.webhookId);
-    if (!w) return; // deleted meanwhile: its deliveries went with it
+    if (!w) return; // deleted meanwhile: its purge deletes the delivery
     const at = d.clock.now();
     const verdict = checkWebhookUrl(w.url, d.allowHosts, d.allowLocal);
     let r: SendResult;

@@ -2,7 +2,8 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Audit } from '../identity/audit.ts';
 import { deleteInChunks } from '../jobs/chunk-pacing.ts';
-import type { Scheduler } from '../jobs/scheduler.ts';
+import type { Queue } from '../jobs/queue.ts';
+import { FINISHED_JOB_RETENTION_MS, type Runner, type Scheduler } from '../jobs/scheduler.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
 import { LEDGER_PREFIX } from '../ledger/routes.ts';
 import type { Logger } from '../log.ts';
@@ -12,7 +13,7 @@ import { VERSION } from '../version.ts';
 import { createDispatcher } from './dispatcher.ts';
 import { createOutbox } from './outbox.ts';
 import { createSender, type Sender } from './sender.ts';
-import { createWebhookService } from './webhook-service.ts';
+import { createWebhookService, PURGE_WEBHOOK } from './webhook-service.ts';
 import { createWebhooksRepo } from './webhooks-repo.ts';
 
 /** Delivered and failed deliveries are kept this long in the delivery log. */
@@ -24,7 +25,19 @@ export type WebhooksModule = ReturnType<typeof createWebhooksModule>;
  * Wires webhooks (SPEC §6): the outbox written inside the transactions of changes and import
  * completions, the dispatcher run by the scheduler, and the administration service.
  */
-export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; config: Config; audit: Audit; ledgers: LedgersRepo; metrics: MetricsRegistry; sender?: Sender }) {
+export function createWebhooksModule(d: {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  config: Config;
+  audit: Audit;
+  ledgers: LedgersRepo;
+  metrics: MetricsRegistry;
+  queue: Queue;
+  /** Wakes the scheduler (a purge job was enqueued). */
+  kick: () => void;
+  sender?: Sender;
+}) {
   const metrics = registerWebhookMetrics(d.metrics);
   const repo = createWebhooksRepo(d.db);
   const log = d.log.child({ component: 'webhooks' });
@@ -44,7 +57,7 @@ export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; con
     onAttempt: (outcome) => metrics.deliveries.inc({ outcome }),
   });
   kick = () => dispatcher.kick();
-  const service = createWebhookService({ db: d.db, clock: d.clock, repo, ledgers: d.ledgers, audit: d.audit, outbox, allowHosts: d.config.webhookAllowHosts, allowLocal: d.config.webhookAllowLocal });
+  const service = createWebhookService({ db: d.db, clock: d.clock, repo, ledgers: d.ledgers, audit: d.audit, outbox, queue: d.queue, kick: d.kick, allowHosts: d.config.webhookAllowHosts, allowLocal: d.config.webhookAllowLocal });
 
   /**
    * Forgets delivered and failed deliveries older than DELIVERY_RETENTION_MS, in chunks sized by
@@ -55,8 +68,30 @@ export function createWebhooksModule(d: { db: Db; clock: Clock; log: Logger; con
     return (await deleteInChunks(d.db, [(n) => repo.pruneDeliveries(before, n)], { stopping: () => ctl.stopping })).deleted;
   }
 
+  const runners: Record<string, Runner> = {
+    /**
+     * A deleted webhook's purge: its deliveries in chunks paced like the other purges (each chunk
+     * checkpoints the lease, so a stale worker is fenced off), then its row. Stopped or killed, the
+     * job is claimed again and goes on with what is left.
+     */
+    [PURGE_WEBHOOK]: {
+      pruneFinishedAfterMs: FINISHED_JOB_RETENTION_MS,
+      async run(lease, ctl) {
+        const { webhookId } = JSON.parse(lease.job.payload ?? '{}') as { webhookId: string };
+        const { done } = await deleteInChunks(d.db, [(n) => repo.purgeWebhookDeliveries(webhookId, n)], { inTx: () => lease.checkpoint(), stopping: () => ctl.stopping });
+        if (!done) return 'stopped';
+        d.db.tx(() => {
+          repo.deleteWebhook(webhookId);
+          lease.complete();
+        });
+        return 'done';
+      },
+    },
+  };
+
   return {
     repo,
+    runners,
     outbox,
     dispatcher,
     service,

@@ -4,6 +4,7 @@ import { AppError, conflict, invalid, notFound } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import { newId } from '../ids.ts';
+import type { Queue } from '../jobs/queue.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
 import type { Db } from '../storage/db.ts';
 import type { Delivery, DeliveryStatus, Webhook, WebhookEvent } from './model.ts';
@@ -11,6 +12,9 @@ import type { Outbox } from './outbox.ts';
 import { newSigningSecret } from './signing.ts';
 import { checkWebhookUrl } from './url-policy.ts';
 import type { WebhooksRepo } from './webhooks-repo.ts';
+
+/** The job that deletes a deleted webhook's deliveries in chunks, then its row (src/webhooks/index.ts). */
+export const PURGE_WEBHOOK = 'webhook.purge';
 
 /** Webhooks one organization may have (each change fans out to every one of them). */
 export const MAX_WEBHOOKS_PER_ORG = 50;
@@ -34,7 +38,18 @@ export interface WebhookWithSecret {
 export type WebhookService = ReturnType<typeof createWebhookService>;
 
 /** Webhook administration (SPEC §6): CRUD, secret rotation, test pings and the delivery log. */
-export function createWebhookService(d: { db: Db; clock: Clock; repo: WebhooksRepo; ledgers: LedgersRepo; audit: Audit; outbox: Outbox; allowHosts: readonly string[]; allowLocal: boolean }) {
+export function createWebhookService(d: {
+  db: Db;
+  clock: Clock;
+  repo: WebhooksRepo;
+  ledgers: LedgersRepo;
+  audit: Audit;
+  outbox: Outbox;
+  queue: Queue;
+  kick: () => void;
+  allowHosts: readonly string[];
+  allowLocal: boolean;
+}) {
   /** 404 unless the webhook exists and belongs to the organization of the path. */
   const requireWebhook = (orgId: string, id: string): Webhook => {
     const w = d.repo.findWebhook(id);
@@ -132,14 +147,21 @@ export function createWebhookService(d: { db: Db; clock: Clock; repo: WebhooksRe
       d.outbox.refresh();
       return out;
     },
-    /** Deletes the webhook and its delivery log; pending deliveries are dropped. */
+    /**
+     * Deletes the webhook: gone at once (404, not counted in the limit, no new deliveries, none of
+     * its pending ones sent); its delivery log is deleted in the background, in chunks, by a purge
+     * job enqueued in the same transaction — a busy webhook has hundreds of thousands of
+     * deliveries, too many for one request's transaction (docs/webhooks.md).
+     */
     remove(by: Caller, orgId: string, id: string): void {
       d.db.tx(() => {
         const w = requireWebhook(orgId, id);
-        d.repo.deleteWebhook(id);
+        d.repo.markWebhookDeleted(id, d.clock.now());
+        d.queue.enqueue(newId('job'), PURGE_WEBHOOK, { payload: { webhookId: id }, maxAttempts: 100 });
         d.audit.record(by, { orgId, action: 'webhook.deleted', target: { type: 'webhook', id }, data: auditView(w) });
       });
       d.outbox.refresh();
+      d.kick();
     },
     /** A new signing secret, shown once; every attempt from now on is signed with it. */
     rotateSecret(by: Caller, orgId: string, id: string): WebhookWithSecret {

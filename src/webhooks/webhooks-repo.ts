@@ -131,27 +131,30 @@ export function createWebhooksRepo(db: Db) {
               disabled_reason = @disabled_reason, disabled_at = @disabled_at, failing_since = @failing_since, updated_at = @updated_at
        WHERE id = @id`,
     ),
-    remove: db.raw.prepare<[string]>('DELETE FROM webhooks WHERE id = ?'),
-    byId: db.raw.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?'),
-    first: db.raw.prepare<[string, number], WebhookRow>('SELECT * FROM webhooks WHERE org_id = ? ORDER BY created_at, id LIMIT ?'),
+    // A deleted webhook (deleted_at set) is gone for every reader below; its purge job deletes its
+    // deliveries in chunks, then the row (migration 0012).
+    markDeleted: db.raw.prepare<[number, number, string]>('UPDATE webhooks SET deleted_at = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL'),
+    remove: db.raw.prepare<[string]>('DELETE FROM webhooks WHERE id = ? AND deleted_at IS NOT NULL'),
+    byId: db.raw.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ? AND deleted_at IS NULL'),
+    first: db.raw.prepare<[string, number], WebhookRow>('SELECT * FROM webhooks WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, id LIMIT ?'),
     after: db.raw.prepare<[string, number, number, string, number], WebhookRow>(
-      'SELECT * FROM webhooks WHERE org_id = ? AND (created_at > ? OR (created_at = ? AND id > ?)) ORDER BY created_at, id LIMIT ?',
+      'SELECT * FROM webhooks WHERE org_id = ? AND deleted_at IS NULL AND (created_at > ? OR (created_at = ? AND id > ?)) ORDER BY created_at, id LIMIT ?',
     ),
-    countOfOrg: db.raw.prepare<[string], number>('SELECT count(*) FROM webhooks WHERE org_id = ?').pluck(),
-    countEnabled: db.raw.prepare<[], number>('SELECT count(*) FROM webhooks WHERE enabled = 1').pluck(),
+    countOfOrg: db.raw.prepare<[string], number>('SELECT count(*) FROM webhooks WHERE org_id = ? AND deleted_at IS NULL').pluck(),
+    countEnabled: db.raw.prepare<[], number>('SELECT count(*) FROM webhooks WHERE enabled = 1 AND deleted_at IS NULL').pluck(),
     // The enabled webhooks that may hear about a live ledger of a live organization.
     ofLedger: db.raw.prepare<[string], WebhookRow>(
       `SELECT w.* FROM ledgers l JOIN orgs o ON o.id = l.org_id JOIN webhooks w ON w.org_id = l.org_id
-       WHERE l.id = ? AND l.deleted_at IS NULL AND o.deleted_at IS NULL AND w.enabled = 1`,
+       WHERE l.id = ? AND l.deleted_at IS NULL AND o.deleted_at IS NULL AND w.enabled = 1 AND w.deleted_at IS NULL`,
     ),
-    succeeded: db.raw.prepare<[number, string]>('UPDATE webhooks SET failing_since = NULL, last_success_at = ? WHERE id = ?'),
+    succeeded: db.raw.prepare<[number, string]>('UPDATE webhooks SET failing_since = NULL, last_success_at = ? WHERE id = ? AND deleted_at IS NULL'),
     failed: db.raw.prepare<{ now: number; gap: number; id: string }, { failing_since: number; enabled: 0 | 1 }>(
       `UPDATE webhooks SET failing_since = CASE WHEN failing_since IS NULL OR last_failed_at IS NULL OR @now - last_failed_at > @gap THEN @now ELSE failing_since END,
               last_failed_at = @now
-       WHERE id = @id RETURNING failing_since, enabled`,
+       WHERE id = @id AND deleted_at IS NULL RETURNING failing_since, enabled`,
     ),
     disable: db.raw.prepare<[string, number, number, string]>(
-      'UPDATE webhooks SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ? WHERE id = ? AND enabled = 1',
+      'UPDATE webhooks SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ? WHERE id = ? AND enabled = 1 AND deleted_at IS NULL',
     ),
 
     insertDelivery: db.raw.prepare(
@@ -167,7 +170,7 @@ export function createWebhooksRepo(db: Db) {
       `SELECT w.id, w.org_id, w.url, w.enabled,
               (w.last_success_at IS NOT NULL AND w.failing_since IS NULL) AS healthy
        FROM webhooks w JOIN orgs o ON o.id = w.org_id
-       WHERE o.deleted_at IS NULL AND (
+       WHERE o.deleted_at IS NULL AND w.deleted_at IS NULL AND (
          (w.enabled = 1 AND EXISTS (SELECT 1 FROM webhook_deliveries d
             WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)))
          OR EXISTS (SELECT 1 FROM webhook_deliveries p
@@ -220,6 +223,7 @@ export function createWebhooksRepo(db: Db) {
     prune: db.raw.prepare<[number, number]>(
       "DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND finished_at < ? LIMIT ?)",
     ),
+    purgeOfWebhook: db.raw.prepare<[string, number]>('DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE webhook_id = ? LIMIT ?)'),
     purgeOfOrg: db.raw.prepare<[string, number]>(
       'DELETE FROM webhook_deliveries WHERE seq IN (SELECT d.seq FROM webhooks w JOIN webhook_deliveries d ON d.webhook_id = w.id WHERE w.org_id = ? LIMIT ?)',
     ),
@@ -232,6 +236,9 @@ export function createWebhooksRepo(db: Db) {
       const { org_id: _o, last_success_at: _l, created_by: _c, created_at: _a, ...row } = toWebhookRow(w);
       q.update.run(row);
     },
+    /** Hides a webhook from every reader (API, limit, outbox, dispatcher) until its purge deletes it; false when it was gone already. */
+    markWebhookDeleted: (id: string, now: number): boolean => q.markDeleted.run(now, now, id).changes === 1,
+    /** Deletes a webhook marked deleted (its purge's last step, once its deliveries are gone). */
     deleteWebhook: (id: string): void => void q.remove.run(id),
     findWebhook: (id: string): Webhook | undefined => {
       const r = q.byId.get(id);
@@ -295,6 +302,8 @@ export function createWebhooksRepo(db: Db) {
     },
     /** Deletes up to `n` delivered or failed deliveries finished before `before`. */
     pruneDeliveries: (before: number, n: number): number => q.prune.run(before, n).changes,
+    /** Deletes up to `n` deliveries of one webhook (its purge, before its row goes). */
+    purgeWebhookDeliveries: (webhookId: string, n: number): number => q.purgeOfWebhook.run(webhookId, n).changes,
     /** Deletes up to `n` deliveries of an organization's webhooks (its purge, before the webhooks go by cascade). */
     purgeOrgDeliveries: (orgId: string, n: number): number => q.purgeOfOrg.run(orgId, n).changes,
   };
