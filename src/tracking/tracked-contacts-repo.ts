@@ -23,7 +23,7 @@ export interface TrackedFields {
   lastInfoChangedAt: number | null;
 }
 
-/** Which key matched a contact to its person (SPEC §5 order; migration 0012). */
+/** Which key matched a contact to its person (SPEC §5 order; migration 0015). */
 export type MatchedBy = 'linkedin' | 'email' | 'name';
 
 /** A match being made: the person, and by which key. */
