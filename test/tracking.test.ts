@@ -187,7 +187,8 @@ T('the ledger change feed: in order, since a time, by type, with a cursor', asyn
   const second = await t.call('GET', `${path}/changes?limit=2&cursor=${first.body.nextCursor}`, { token: w.tokens.viewer });
   assert.equal([...first.body.changes, ...second.body.changes].map((c: any) => c.id), all.changes.slice(0, 4).map((c: any) => c.id));
   const future = await t.call('GET', `${path}/changes?since=2999-01-01`, { token: w.tokens.viewer });
-  assert.equal(future.body, { changes: [], nextCursor: null });
+  assert.equal([future.body.changes, future.body.nextCursor], [[], null]);
+  assert.type(future.body.resumeCursor, 'string');
   expectStatus(await t.call('GET', `${path}/changes?type=other`, { token: w.tokens.viewer }), 400);
   expectStatus(await t.call('GET', `${path}/changes?since=yesterday`, { token: w.tokens.viewer }), 400);
   // a zone offset beyond ±23:59 is not a timestamp (RFC 3339): 400 problem+json naming `since`
@@ -201,6 +202,38 @@ T('the ledger change feed: in order, since a time, by type, with a cursor', asyn
   expectStatus(early, 200, 'years below 100 are the years written');
   assert.is(early.body.changes.length, all.changes.length);
   expectStatus(await t.call('GET', `${path}/changes?type=job&cursor=${first.body.nextCursor}`, { token: w.tokens.viewer }), 400);
+});
+
+T('the change feed read as a log: resumeCursor continues after the last page, also from an empty one, with exactly the changes recorded since', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'log reader', [{ name: 'Lu Log', company: 'Logs Inc', title: 'Scribe', linkedin: 'linkedin.com/in/lu-log', referenceId: 'lu' }]);
+  const get = async (q: string) => {
+    const r = await t.call('GET', `${path}/changes?${q}`, { token: w.tokens.viewer });
+    expectStatus(r, 200, q);
+    return r.body;
+  };
+  // an empty ledger, with and without since: nothing yet, but a place to come back to
+  const fromStart = await get('limit=10');
+  const sinceNow = await get(`since=${new Date(t.clock.now()).toISOString()}`);
+  const typed = await get('type=job');
+  for (const b of [fromStart, sinceNow, typed]) assert.equal([b.changes.length, b.nextCursor, typeof b.resumeCursor], [0, null, 'string']);
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/lu-log', name: 'Lu Log', company: 'Logs Inc', title: 'Head Scribe' }));
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/lu-log', name: 'Lu Log', company: 'Other Co', title: 'Scribe' }));
+  const all = (await get('limit=10')).changes.map((c: any) => c.id);
+  assert.is(all.length, 2, 'an info change, then a job change');
+  assert.equal((await get(`cursor=${fromStart.resumeCursor}`)).changes.map((c: any) => c.id), all);
+  assert.equal((await get(`since=${new Date(t.clock.now()).toISOString()}&cursor=${sinceNow.resumeCursor}`)).changes.map((c: any) => c.id), all);
+  assert.equal((await get(`type=job&cursor=${typed.resumeCursor}`)).changes.map((c: any) => c.id), all.slice(1));
+  // read to the end page by page: the last page has no nextCursor; its resumeCursor gets what comes later, once
+  const p1 = await get('limit=1');
+  const p2 = await get(`limit=1&cursor=${p1.nextCursor}`);
+  assert.equal([p2.changes.length, p2.nextCursor], [1, null]);
+  const idle = await get(`limit=1&cursor=${p2.resumeCursor}`);
+  assert.equal([idle.changes, idle.nextCursor], [[], null]);
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/lu-log', name: 'Lu Log', company: 'Other Co', title: 'Chief Scribe' }));
+  for (const cursor of [p2.resumeCursor, idle.resumeCursor]) {
+    const later = await get(`limit=10&cursor=${cursor}`);
+    assert.equal(later.changes.map((c: any) => c.to), [{ title: 'Chief Scribe' }]);
+  }
 });
 
 T('the change feed walks one index in seq order from the cursor; with a type, only the rows of that type (ledger_id, type, seq)', async ({ t, w, path, ledgerId }) => {
@@ -594,7 +627,7 @@ S('since: detected at or after it, in seq order, also when the clock stepped bac
     assert.is(await since(4000), 'e');
     assert.is(await since(4001), '', 'after every change');
     const future = await t.call('GET', `${path}/changes?since=${iso(4001)}`, { token: w.tokens.viewer });
-    assert.equal(future.body, { changes: [], nextCursor: null });
+    assert.equal([future.body.changes, future.body.nextCursor], [[], null]);
     const otherFeed = (await t.call('GET', `${other.path}/changes?since=${iso(0)}`, { token: w.tokens.viewer })).body.changes;
     assert.is(otherFeed.length, 1, "another ledger's change is only in its own feed");
 

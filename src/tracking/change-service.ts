@@ -20,13 +20,23 @@ export function createChangeService(d: { ledgers: LedgersRepo; contacts: Contact
       const before = cursor === undefined ? undefined : (decodeCursor(cursor, 'contact-changes', ['n'])[0] as number);
       return page(d.changes.listOfContact(contactId, limit + 1, before), limit, 'contact-changes');
     },
-    /** `since` and `type` are part of the cursor's meaning: a cursor continues the same feed. */
-    ofLedger(orgId: string, ledgerId: string, opts: { since?: number; type?: ChangeType; limit: number; cursor?: string }): Page<Change> {
+    /**
+     * `since` and `type` are part of the cursor's meaning: a cursor continues the same feed. Besides
+     * `nextCursor` (null on the last page, as every list), the feed is read as a log: `resumeCursor`
+     * is where this page ends — after its last change, or where it started when it is empty — so a
+     * client that read to the end keeps it and later gets exactly the changes recorded since.
+     */
+    ofLedger(orgId: string, ledgerId: string, opts: { since?: number; type?: ChangeType; limit: number; cursor?: string }): Page<Change> & { resumeCursor: string } {
       requireLedger(orgId, ledgerId);
       const key = `ledger-changes:${opts.type ?? ''}:${opts.since ?? ''}`;
       let after = opts.cursor === undefined ? 0 : (decodeCursor(opts.cursor, key, ['n'])[0] as number);
-      if (opts.cursor === undefined && opts.since !== undefined) after = (d.changes.firstSeqSince(ledgerId, opts.since) ?? Number.MAX_SAFE_INTEGER) - 1;
-      return page(d.changes.listOfLedger(ledgerId, { since: opts.since, type: opts.type, afterSeq: after, limit: opts.limit + 1 }), opts.limit, key);
+      if (opts.cursor === undefined && opts.since !== undefined) {
+        const first = d.changes.firstSeqSince(ledgerId, opts.since);
+        // nothing detected since then yet: the feed starts after every change recorded so far
+        after = first === null ? d.changes.lastSeq() : first - 1;
+      }
+      const out = page(d.changes.listOfLedger(ledgerId, { since: opts.since, type: opts.type, afterSeq: after, limit: opts.limit + 1 }), opts.limit, key);
+      return { ...out, resumeCursor: encodeCursor(key, [out.items.at(-1)?.seq ?? after]) };
     },
   };
 }

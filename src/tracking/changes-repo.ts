@@ -48,6 +48,7 @@ export function createChangesRepo(db: Db) {
     firstSince: db.raw.prepare<[string, number], number>(
       'SELECT seq FROM changes INDEXED BY changes_by_ledger_detected_max WHERE ledger_id = ? AND detected_max >= ? ORDER BY detected_max, seq LIMIT 1',
     ).pluck(),
+    lastSeq: db.raw.prepare<[], number | null>('SELECT max(seq) FROM changes').pluck(),
     purge: db.raw.prepare<[string, number]>('DELETE FROM changes WHERE seq IN (SELECT seq FROM changes WHERE ledger_id = ? LIMIT ?)'),
     deleteOfContact: db.raw.prepare<[string]>('DELETE FROM changes WHERE contact_id = ?'),
   };
@@ -106,6 +107,8 @@ export function createChangesRepo(db: Db) {
      * when no change of the ledger was detected at or after it.
      */
     firstSeqSince: (ledgerId: string, since: number): number | null => q.firstSince.get(ledgerId, since) ?? null,
+    /** The newest change's seq (any ledger; 0 without changes): every change recorded later has a greater one. */
+    lastSeq: (): number => q.lastSeq.get() ?? 0,
     /** The query plans of firstSeqSince and of the running maximum read by insertChange (tests: one seek each). */
     explainSinceStart: (ledgerId: string, since: number): { start: string[]; insert: string[] } => ({
       start: (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.firstSince.source}`).all(ledgerId, since) as { detail: string }[]).map((r) => r.detail),
