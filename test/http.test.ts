@@ -3,6 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Router } from '@koa/router';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { isoZ, parseTimestamp } from '../src/clock.ts';
 import { expectStatus, ID, PASSWORD, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
 
@@ -136,6 +137,58 @@ I('__proto__ in a JSON body → 400 and nothing is polluted', async ({ t, w }) =
   const c = await t.call('POST', `${ID}/orgs`, { token: w.root, raw: '{"name":"x","constructor":{"prototype":{"role":"owner"}}}', headers: { 'content-type': 'application/json' } });
   assert.ok(c.status === 400 || c.status === 422, c.text);
   assert.is(({} as any).role, undefined);
+});
+
+I('a body that is not valid UTF-8 → 400 naming the byte, never text with U+FFFD: JSON and form bodies, plain or compressed', async ({ t, w }) => {
+  const json = (bytes: Buffer, headers: Record<string, string> = {}) => ({ token: w.root, raw: bytes, headers: { 'content-type': 'application/json', ...headers } });
+  const before = (await t.call('GET', `${ID}/orgs?limit=1000`, { token: w.root })).body.orgs.length;
+  const name = Buffer.concat([Buffer.from('{"name":"Bad'), Buffer.from([0xff]), Buffer.from('Name"}')]);
+  for (const [what, opts] of [
+    ['plain', json(name)],
+    ['gzip', json(gzipSync(name), { 'content-encoding': 'gzip' })],
+    ['br', json(brotliCompressSync(name), { 'content-encoding': 'br' })],
+  ] as const) {
+    const r = await t.call('POST', `${ID}/orgs`, opts);
+    assert.is(r.status, 400, `${what}: ${r.text}`);
+    assert.is(r.body.code, 'malformed_body');
+    assert.is(r.body.message, `The request body is not valid UTF-8 (byte 13 of ${name.length}); send the text encoded as UTF-8.`, what);
+  }
+  for (const bad of [[0xc3, 0x28], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf4, 0x90, 0x80, 0x80], [0xc0, 0xaf]]) {
+    const r = await t.call('POST', `${ID}/orgs`, json(Buffer.concat([Buffer.from('{"name":"x'), Buffer.from(bad), Buffer.from('"}')])));
+    assert.is(r.status, 400, `${Buffer.from(bad).toString('hex')}: ${r.text}`);
+  }
+  assert.is((await t.call('GET', `${ID}/orgs?limit=1000`, { token: w.root })).body.orgs.length, before, 'nothing was created');
+  // valid UTF-8 (with a byte order mark, and compressed) is read as before
+  const ok = Buffer.from('\ufeff{"name":"Zoë 𝄞 Ørsted"}');
+  expectStatus(await t.call('POST', `${ID}/orgs`, json(ok)), 201);
+  expectStatus(await t.call('POST', `${ID}/orgs`, json(deflateSync(ok), { 'content-encoding': 'deflate' })), 201);
+  const unknown = await t.call('POST', `${ID}/orgs`, json(ok, { 'content-encoding': 'compress' }));
+  assert.is(unknown.status, 415, unknown.text);
+  assert.match(unknown.body.message, /Content-Encoding "compress" is not supported.*gzip/);
+
+  // Two different passwords used to be the same text: U+FFFD × 3 for both 0xff 0xfe 0xfd and 0x80 0x81 0x82.
+  const replacement = `pass${'\ufffd'.repeat(3)}word`;
+  expectStatus(await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'fffd@x.test', password: replacement } }), 201);
+  const signIn = (password: Buffer) =>
+    t.call('POST', `${ID}/session`, { raw: Buffer.concat([Buffer.from('{"grantType":"password","email":"fffd@x.test","password":"'), password, Buffer.from('"}')]), headers: { 'content-type': 'application/json' } });
+  for (const bytes of [[0xff, 0xfe, 0xfd], [0x80, 0x81, 0x82]]) {
+    const r = await signIn(Buffer.concat([Buffer.from('pass'), Buffer.from(bytes), Buffer.from('word')]));
+    assert.is(r.status, 400, `${Buffer.from(bytes).toString('hex')}: ${r.text}`);
+    assert.is(r.body.code, 'malformed_body');
+    assert.is(r.body.accessToken, undefined);
+  }
+  expectStatus(await signIn(Buffer.from(replacement)), 200, 'the password as it was set');
+  // form bodies: raw bytes and percent-escapes alike must make UTF-8
+  const form = (body: string | Buffer) => t.call('POST', '/auth/v1/session', { raw: body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const rawForm = await form(Buffer.concat([Buffer.from('username=fffd%40x.test&password=pass'), Buffer.from([0x80, 0x81, 0x82]), Buffer.from('word')]));
+  assert.is(rawForm.status, 400, rawForm.text);
+  assert.match(rawForm.body.message, /not valid UTF-8/);
+  const escaped = await form('username=fffd%40x.test&password=pass%FF%FE%FDword');
+  assert.is(escaped.status, 400, escaped.text);
+  assert.match(escaped.body.message, /percent-encoded form field is not valid UTF-8/);
+  const good = await form(`username=fffd%40x.test&password=${encodeURIComponent(replacement)}`);
+  expectStatus(good, 200, 'the same password, percent-encoded');
+  assert.type(good.body.access_token, 'string');
 });
 
 I('repeated query parameters → 400; wrong types → 422', async ({ t, w }) => {

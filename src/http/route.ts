@@ -1,10 +1,10 @@
 import type Koa from 'koa';
 import { Router } from '@koa/router';
-import { koaBody } from 'koa-body';
 import { z } from 'zod';
-import { AppError, badRequest, invalid, tooLarge, unauthenticated, unsupportedMediaType, type FieldError } from '../errors.ts';
+import { AppError, badRequest, invalid, unauthenticated, unsupportedMediaType, type FieldError } from '../errors.ts';
 import type { Access } from '../identity/access.ts';
 import type { Actor, Caller, Permission, RequestMeta, Role } from '../identity/model.ts';
+import { decodeUtf8, parseFormBody, parseJsonBody, readBody } from './request-body.ts';
 
 /**
  * Routes are declared, not just registered: one declaration gives the guard, the request
@@ -114,38 +114,33 @@ export function parseBody<B extends Schema>(body: unknown, schema: B): z.output<
 
 const hasBody = (ctx: Koa.Context) => (ctx.request.length ?? 0) > 0 || ctx.get('Transfer-Encoding') !== '';
 
+const MEDIA_TYPES: Record<BodyType, string> = { json: 'application/json', form: 'application/x-www-form-urlencoded' };
+const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** koa-body's strict JSON: an object or an array. */
+const STRICT_JSON = /^[\x20\x09\x0a\x0d]*(\[|\{)/;
+
+/**
+ * Reads a JSON or form body into `ctx.request.body` (src/http/request-body.ts: strict UTF-8, the
+ * size limit, Content-Encoding). No body leaves it undefined; the schema then sees `{}`.
+ */
 function bodyParser(spec: RouteSpec, maxJsonBytes: number): Koa.Middleware {
   const types = spec.bodyTypes ?? ['json'];
-  const mediaTypes = types.map((t) => (t === 'json' ? 'json' : 'urlencoded'));
-  const parse = koaBody({
-    json: types.includes('json'),
-    urlencoded: types.includes('form'),
-    text: false,
-    multipart: false,
-    jsonStrict: true,
-    jsonLimit: maxJsonBytes,
-    formLimit: 65_536,
-    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
-    onError: (err) => {
-      const status = (err as { status?: number }).status;
-      if (status === 413) throw tooLarge(spec.tooLargeMessage ?? `The request body is larger than ${maxJsonBytes} bytes.`);
-      if (status === 415) throw unsupportedMediaType(`Send the body as ${types.map((t) => (t === 'json' ? 'application/json' : 'application/x-www-form-urlencoded')).join(' or ')}.`);
-      if (status && status < 500) {
-        const proto = /__proto__|prototype/i.test(err.message);
-        throw badRequest('malformed_body', proto ? 'The request body contains a forbidden key (__proto__).' : `The request body is not valid ${types.includes('json') ? 'JSON' : 'form data'}.`);
-      }
-      throw err;
-    },
-  });
+  const accepted = types.map((t) => MEDIA_TYPES[t]).join(' or ');
+  const tooLargeMessage = spec.tooLargeMessage ?? `The request body is larger than ${maxJsonBytes} bytes.`;
   return async (ctx, next) => {
-    if (hasBody(ctx) && !ctx.is(mediaTypes)) {
-      throw unsupportedMediaType(
-        `Send the body as ${types.map((t) => (t === 'json' ? 'application/json' : 'application/x-www-form-urlencoded')).join(' or ')}, not ${ctx.get('Content-Type') || 'without a Content-Type'}.`,
-      );
-    }
-    await parse(ctx, next);
+    if (!PARSED_METHODS.has(ctx.method) || !hasBody(ctx)) return next();
+    const type = ctx.is(types.map((t) => MEDIA_TYPES[t]));
+    if (!type) throw unsupportedMediaType(`Send the body as ${accepted}, not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
+    const form = type === MEDIA_TYPES.form;
+    const text = decodeUtf8(await readBody(ctx, form ? FORM_LIMIT : maxJsonBytes, form ? `The form body is larger than ${FORM_LIMIT} bytes.` : tooLargeMessage));
+    if (!form && text !== '' && !STRICT_JSON.test(text)) throw badRequest('malformed_body', 'The request body is not valid JSON.');
+    (ctx.request as { body?: unknown }).body = form ? parseFormBody(text) : parseJsonBody(text);
+    await next();
   };
 }
+
+/** The largest form body (sign-in forms only). */
+const FORM_LIMIT = 65_536;
 
 /** A service's routes under one prefix, and the declarations the OpenAPI document is built from. */
 export class ApiRouter {
