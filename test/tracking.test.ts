@@ -436,6 +436,43 @@ T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part 
   assert.match(errors, /5,4,the element is longer than/);
 });
 
+T('a record that is not valid UTF-8 is rejected alone with its line, in every format; the good records are applied as sent', async ({ t, w }) => {
+  const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+  const people = (names: string[]) => names.map((n) => (t.rt.db.raw.prepare('SELECT name, company FROM people WHERE name = ?').get(n) as { name: string; company: string } | undefined)?.company ?? null);
+  const errorsOf = async (id: string) => (await t.call('GET', `${FEED}/${id}/errors`, { token: w.root })).text;
+
+  // the QA repro: one NDJSON line with a 0xff byte in the name
+  const nd = bytes(
+    ndjson({ name: 'Utf Before', company: 'Utf Co' }),
+    '{"linkedin":"linkedin.com/in/utf8bad","name":"Bad', [0xff], 'Name","company":"Utf Co"}\n',
+    ndjson({ name: 'Utf Ünïcode 𝄞', company: 'Utf Co' }),
+  );
+  for (const [what, body] of [['plain', nd], ['gzip', gzipSync(nd)]] as const) {
+    const job = await feed(t, w.root, body);
+    assert.equal([job.status, job.received, job.invalid], ['completed', 3, 1], what);
+    const errors = await errorsOf(job.id);
+    assert.match(errors, /\n2,2,the line is not valid UTF-8 \(byte 50 of the line\)/, `${what}: ${errors}`);
+  }
+  assert.equal(people(['Utf Before', 'Utf Ünïcode 𝄞']), ['Utf Co', 'Utf Co']);
+  assert.is((t.rt.db.raw.prepare("SELECT count(*) AS n FROM people WHERE name LIKE 'Bad%Name'").get() as { n: number }).n, 0, 'no person with U+FFFD in the name');
+
+  // CSV: the record alone (its quoted line break counted), also a cut-off sequence at the end of a field
+  const csv = await feed(t, w.root, bytes('name,company\nCsv Good,Utf Co\n"Csv', [0xc3], '\nBad",Utf Co\nCsv Two,Utf', [0xe2, 0x82], '\nCsv Last,Utf Co'), 'text/csv');
+  assert.equal([csv.status, csv.received, csv.invalid, csv.personsUpdated], ['completed', 4, 2, 2]);
+  const csvErrors = await errorsOf(csv.id);
+  assert.match(csvErrors, /\n2,3,the record is not valid UTF-8/);
+  assert.match(csvErrors, /\n3,5,the record is not valid UTF-8/);
+  assert.equal(people(['Csv Good', 'Csv Last']), ['Utf Co', 'Utf Co']);
+  const header = await feed(t, w.root, bytes('name,comp', [0xff], 'any\nA,B\n'), 'text/csv');
+  assert.equal([header.status, header.personsUpdated], ['failed', 0]);
+  assert.match(header.message, /line 1: the header row is not valid UTF-8/);
+
+  // JSON array: the element alone
+  const arr = await feed(t, w.root, bytes('[{"name":"Arr Good","company":"Utf Co"},\n {"name":"Arr', [0xed, 0xa0, 0x80], '","company":"Utf Co"},\n {"name":"Arr Last","company":"Utf Co"}]'), 'application/json');
+  assert.equal([arr.status, arr.received, arr.invalid, arr.personsUpdated], ['completed', 3, 1, 2]);
+  assert.match(await errorsOf(arr.id), /\n2,2,the element is not valid UTF-8 \(byte 13 of the element\)/);
+});
+
 T('feed CSV: a record over 1 MiB is rejected alone and the lines after it keep their numbers; a truncated gzip fails its job', async ({ t, w }) => {
   const long = `"Long\r\nRecord\n${'x'.repeat(1_200_000)}",C\n`;
   const job = await feed(t, w.root, gzipSync(`name,company\nBefore Cut,C\n${long}After Cut,C\nbad\n`), 'text/csv');

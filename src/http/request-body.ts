@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createUnzip } from 'node:zlib';
 import { AppError, badRequest, tooLarge, unsupportedMediaType } from '../errors.ts';
+import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
 
 /**
  * Reading JSON and form request bodies (the declared routes of src/http/route.ts). The bytes are
@@ -19,55 +20,17 @@ const DECOMPRESSORS: Record<string, () => NodeJS.ReadWriteStream> = {
   br: createBrotliDecompress,
 };
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true }); // a body's leading byte order mark is dropped
-const strictUtf8KeepBom = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-/**
- * Where `bytes` stop being UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above
- * U+10FFFF, no cut-off sequence): the offset of the first byte of the bad sequence, or -1.
- */
-export function invalidUtf8At(bytes: Uint8Array, from = 0, to = bytes.length): number {
-  for (let i = from; i < to; ) {
-    const b = bytes[i]!;
-    if (b < 0x80) {
-      i++;
-      continue;
-    }
-    let need: number;
-    let lo = 0x80;
-    let hi = 0xbf;
-    if (b >= 0xc2 && b <= 0xdf) need = 1;
-    else if (b >= 0xe0 && b <= 0xef) {
-      need = 2;
-      if (b === 0xe0) lo = 0xa0;
-      else if (b === 0xed) hi = 0x9f;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-      need = 3;
-      if (b === 0xf0) lo = 0x90;
-      else if (b === 0xf4) hi = 0x8f;
-    } else return i;
-    for (let k = 1; k <= need; k++) {
-      const c = i + k < to ? bytes[i + k]! : -1;
-      if (c < lo || c > hi) return i;
-      lo = 0x80;
-      hi = 0xbf;
-    }
-    i += need + 1;
-  }
-  return -1;
-}
-
 /**
  * The bytes as text; 400 `malformed_body` when they are not valid UTF-8. `what` names them in the
  * message; a leading byte order mark is dropped unless `keepBom`.
  */
 export function decodeUtf8(bytes: Uint8Array, what = 'The request body', keepBom = false): string {
-  try {
-    return (keepBom ? strictUtf8KeepBom : strictUtf8).decode(bytes);
-  } catch {
+  const text = utf8OrUndefined(bytes, keepBom);
+  if (text === undefined) {
     const at = invalidUtf8At(bytes);
     throw badRequest('malformed_body', `${what} is not valid UTF-8 (byte ${at + 1} of ${bytes.length}); send the text encoded as UTF-8.`);
   }
+  return text;
 }
 
 /**
