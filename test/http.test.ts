@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { Router } from '@koa/router';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { isoZ, parseTimestamp } from '../src/clock.ts';
-import { expectStatus, ID, PASSWORD, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
+import { createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
 
 const H = suite<{ t: TestApp; w: World }>('problem+json everywhere (I7)');
 H.before(async (ctx) => {
@@ -189,6 +189,29 @@ I('a body that is not valid UTF-8 → 400 naming the byte, never text with U+FFF
   const good = await form(`username=fffd%40x.test&password=${encodeURIComponent(replacement)}`);
   expectStatus(good, 200, 'the same password, percent-encoded');
   assert.type(good.body.access_token, 'string');
+});
+
+I('valid JSON of the wrong shape (a string, number, null, true) → 422 saying what shape is expected, like an array; broken JSON → 400', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'shapes');
+  const json = (raw: string) => ({ token: w.root, raw, headers: { 'content-type': 'application/json' } });
+  for (const raw of ['"str"', '42', 'null', 'true', '[]', ' [{"name":"A","company":"B"}] ']) {
+    const contacts = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts`, json(raw));
+    assert.is(contacts.status, 422, `contacts ${raw}: ${contacts.text}`);
+    assert.is(contacts.body.code, 'validation_failed');
+    assert.equal(contacts.body.errors, [{ path: 'body', message: 'send one contact object or {"contacts":[…]}' }], raw);
+  }
+  for (const [raw, kind] of [['"str"', 'a string'], ['42', 'a number'], ['null', 'null'], ['true', 'a boolean'], ['[{"name":"x"}]', 'an array']]) {
+    for (const [method, path] of [['POST', `${ID}/orgs`], ['POST', `${ID}/session`], ['PATCH', `${ID}/users/me`], ['POST', `${LEDGER}/orgs/${w.orgId}/webhooks`]]) {
+      const r = await t.call(method!, path!, json(raw!));
+      assert.is(r.status, 422, `${method} ${path} ${raw}: ${r.text}`);
+      assert.is(r.body.message, `Invalid request body: body: must be a JSON object, not ${kind}.`, `${path} ${raw}`);
+    }
+  }
+  for (const raw of ['"str', '{"name":"x",}', 'nul', '{"name":"x"} {}']) {
+    const r = await t.call('POST', `${ID}/orgs`, json(raw));
+    assert.is(r.status, 400, `${raw}: ${r.text}`);
+    assert.match(r.body.message, /^The request body is not valid JSON/);
+  }
 });
 
 I('repeated query parameters → 400; wrong types → 422', async ({ t, w }) => {

@@ -58,12 +58,20 @@ export interface RouterDeps {
   maxJsonBytes: number;
 }
 
-/** Turns zod issues into `{path, message}` items (unknown keys become one item each). */
-export function fieldErrors(error: z.ZodError, root: string): FieldError[] {
+/** What a JSON value is, for messages: "a string", "an array", "null". */
+const kindOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`);
+
+/**
+ * Turns zod issues into `{path, message}` items (unknown keys become one item each). `input` is
+ * the value validated: a body that is valid JSON but not an object is told so plainly.
+ */
+export function fieldErrors(error: z.ZodError, root: string, input?: unknown): FieldError[] {
   const out: FieldError[] = [];
   for (const issue of error.issues) {
     const base = issue.path.map(String).join('.');
-    if (issue.code === 'unrecognized_keys') {
+    if (issue.code === 'invalid_type' && !base && issue.expected === 'object') {
+      out.push({ path: root, message: `must be a JSON object, not ${kindOf(input)}` });
+    } else if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) out.push({ path: base ? `${base}.${key}` : key, message: `is not a known ${root === 'query' ? 'parameter' : 'field'}` });
     } else {
       out.push({ path: base || root, message: issue.message });
@@ -104,9 +112,9 @@ export function parseQuery<Q extends Schema | undefined>(ctx: Koa.Context, schem
 
 /** Validates a parsed body against its schema (422 naming each bad field). */
 export function parseBody<B extends Schema>(body: unknown, schema: B): z.output<B> {
-  const parsed = schema.safeParse(body ?? {});
+  const parsed = schema.safeParse(body === undefined ? {} : body);
   if (!parsed.success) {
-    const errors = fieldErrors(parsed.error, 'body');
+    const errors = fieldErrors(parsed.error, 'body', body);
     throw invalid(`Invalid request body: ${summarize(errors)}.`, errors);
   }
   return parsed.data;
@@ -116,8 +124,6 @@ const hasBody = (ctx: Koa.Context) => (ctx.request.length ?? 0) > 0 || ctx.get('
 
 const MEDIA_TYPES: Record<BodyType, string> = { json: 'application/json', form: 'application/x-www-form-urlencoded' };
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-/** koa-body's strict JSON: an object or an array. */
-const STRICT_JSON = /^[\x20\x09\x0a\x0d]*(\[|\{)/;
 
 /**
  * Reads a JSON or form body into `ctx.request.body` (src/http/request-body.ts: strict UTF-8, the
@@ -133,7 +139,6 @@ function bodyParser(spec: RouteSpec, maxJsonBytes: number): Koa.Middleware {
     if (!type) throw unsupportedMediaType(`Send the body as ${accepted}, not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
     const form = type === MEDIA_TYPES.form;
     const text = decodeUtf8(await readBody(ctx, form ? FORM_LIMIT : maxJsonBytes, form ? `The form body is larger than ${FORM_LIMIT} bytes.` : tooLargeMessage));
-    if (!form && text !== '' && !STRICT_JSON.test(text)) throw badRequest('malformed_body', 'The request body is not valid JSON.');
     (ctx.request as { body?: unknown }).body = form ? parseFormBody(text) : parseJsonBody(text);
     await next();
   };
