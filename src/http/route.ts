@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import { AppError, badRequest, invalid, unauthenticated, unsupportedMediaType, type FieldError } from '../errors.ts';
+import { exactIntegerText, parseJsonExact } from '../exact-json.ts';
 import type { Access } from '../identity/access.ts';
 import type { Actor, Caller, Permission, RequestMeta, Role } from '../identity/model.ts';
 import { decodeUtf8, parseFormBody, parseJsonBody, readBody } from './request-body.ts';
@@ -35,6 +36,11 @@ export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q 
   responses: Record<number, ResponseSpec>;
   /** Detail of the 413 answer when the body is over the limit. */
   tooLargeMessage?: string;
+  /**
+   * JSON integers beyond 2^53−1 keep their digits (src/exact-json.ts) instead of becoming the
+   * nearest double: for bodies kept as submitted (an API batch's rejected rows come back as sent).
+   */
+  exactIntegers?: boolean;
   /** Custom body handling (e.g. multipart upload): the route parses the body itself. */
   rawBody?: { contentTypes: string[]; description: string };
 }
@@ -139,9 +145,15 @@ function bodyParser(spec: RouteSpec, maxJsonBytes: number): Koa.Middleware {
     if (!type) throw unsupportedMediaType(`Send the body as ${accepted}, not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
     const form = type === MEDIA_TYPES.form;
     const text = decodeUtf8(await readBody(ctx, form ? FORM_LIMIT : maxJsonBytes, form ? `The form body is larger than ${FORM_LIMIT} bytes.` : tooLargeMessage));
-    (ctx.request as { body?: unknown }).body = form ? parseFormBody(text) : parseJsonBody(text);
+    (ctx.request as { body?: unknown }).body = form ? parseFormBody(text) : parseJsonBody(text, spec.exactIntegers ? exactBody : JSON.parse);
     await next();
   };
+}
+
+/** parseJsonExact for a whole body, except that a body that is one number stays a number (a schema wants an object). */
+function exactBody(text: string): unknown {
+  const value = parseJsonExact(text);
+  return exactIntegerText(value) === undefined ? value : (JSON.parse(text) as unknown);
 }
 
 /** The largest form body (sign-in forms only). */

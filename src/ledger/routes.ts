@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import { csvCell, csvLines } from '../csv/write.ts';
 import { isoZ, isoZOrNull } from '../clock.ts';
 import { badRequest, invalid } from '../errors.ts';
+import { exactIntegerText } from '../exact-json.ts';
 import { validateContact } from './contact-input.ts';
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
 import type { ApiRouter } from '../http/route.ts';
@@ -124,7 +125,8 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
       const email = raw.email ?? (raw.contactInfo as Record<string, unknown> | undefined)?.email;
       // a number stays a number cell (formula escaping would put a ' before -5 written as text)
       const submitted = typeof r.raw === 'number' ? r.raw : JSON.stringify(r.raw);
-      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), typeof r.raw === 'object' && r.raw !== null ? r.reason : `${r.reason} (${cell(r.raw)})`, submitted];
+      const scalar = typeof r.raw !== 'object' || r.raw === null || exactIntegerText(r.raw) !== undefined; // a big integer keeps its digits as JSON.rawJSON
+      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), scalar ? `${r.reason} (${cell(r.raw)})` : r.reason, submitted];
     });
     yield csvLines(rows, true);
   }
@@ -172,6 +174,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       path: `${ONE}/contacts`,
       access: { org: 'editor' },
       body: S.ContactsBody,
+      exactIntegers: true,
       summary: 'Add contacts: one contact or {contacts:[…]}; processed as an import job',
       description:
         'Answers 202 with the import job (Location header); rows are validated by the job, bad rows are rejected with a reason. ' +
