@@ -2,7 +2,7 @@
 // job and info change rules, idempotent replay, no rollback, history and the ledger change feed.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { gzipSync, gunzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
@@ -548,6 +548,26 @@ T('feed CSV quotes: a stray quote is a literal character; a quote never closed f
   const unclosed = await feed(t, w.root, 'name,company\nSam Ok,Acme\nTed Open,"Acme\nUma Lost,Acme\n', 'text/csv');
   assert.is(unclosed.status, 'failed', 'failed, not waiting for a retry (the test clock does not move)');
   assert.match(unclosed.message, /line \d+: the CSV cannot be read .*never closed|quote/i);
+});
+
+T('feed Content-Encoding: gzip (declared or not) is read; br, deflate or anything else → 415 naming gzip, and no feed job', async ({ t, w }) => {
+  const records = ndjson({ name: 'Enc Plain', company: 'Enc Co' }, { name: 'Enc Two', company: 'Enc Co' });
+  const declared = await t.call('POST', FEED, { token: w.root, raw: gzipSync(records), headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' } });
+  expectStatus(declared, 202, 'Content-Encoding: gzip');
+  const undeclared = await feed(t, w.root, gzipSync(records));
+  assert.equal([undeclared.gzip, undeclared.received, undeclared.invalid], [true, 2, 0], 'gzip recognised by its content');
+  const identity = await t.call('POST', FEED, { token: w.root, raw: records, headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'identity' } });
+  expectStatus(identity, 202, 'Content-Encoding: identity');
+  const jobs = () => t.rt.db.raw.prepare('SELECT count(*) AS n FROM feed_jobs').get() as { n: number };
+  const before = jobs().n;
+  for (const [coding, body] of [['br', brotliCompressSync(records)], ['deflate', deflateSync(records)], ['compress', Buffer.from(records)], ['gzip, br', brotliCompressSync(gzipSync(records))]] as const) {
+    const r = await t.call('POST', FEED, { token: w.root, raw: body, headers: { 'content-type': 'application/x-ndjson', 'content-encoding': coding } });
+    assert.is(r.status, 415, `${coding}: ${r.text}`);
+    assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    assert.is(r.body.code, 'unsupported_media_type');
+    assert.is(r.body.message, `Content-Encoding "${coding}" is not supported for feeds; send the records uncompressed or gzip-compressed (Content-Encoding: gzip, or none: gzip is recognised by its content).`);
+  }
+  assert.is(jobs().n, before, 'no feed job for a refused body');
 });
 
 T('feed access and request errors', async ({ t, w }) => {
