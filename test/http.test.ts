@@ -323,6 +323,31 @@ D('each service documents exactly its routes, with the validating schemas', asyn
   assert.equal(listOrgs.sort(), ['cursor', 'limit']);
 });
 
+D('routes that create import jobs document the Idempotency-Key header and the 200 replay with Idempotent-Replayed, as they answer', async ({ t }) => {
+  const doc = (await t.call('GET', `${LEDGER}/openapi.json`)).body;
+  const L = '/orgs/{orgId}/ledgers/{ledgerId}';
+  for (const path of [`${L}/contacts`, `${L}/imports`, `${L}/contacts/imports`]) {
+    const op = doc.paths[path].post;
+    const key = op.parameters.find((p: any) => p.in === 'header');
+    assert.ok(key, `${path}: a header parameter`);
+    assert.is(key.name, 'Idempotency-Key', path);
+    assert.is(key.required, false, path);
+    assert.is(key.schema.type, 'string', path);
+    assert.match(key.description, /retry/, path);
+    // the documented pattern is the one that validates
+    const pattern = new RegExp(key.schema.pattern);
+    for (const ok of ['crm-sync-1', '"quoted"', 'x'.repeat(255)]) assert.ok(pattern.test(ok), `${path}: ${ok}`);
+    for (const bad of ['has space', 'naïve', 'x'.repeat(256), '""']) assert.not.ok(pattern.test(bad), `${path}: ${bad}`);
+    assert.ok(op.responses['202'].headers.Location, `${path}: 202 Location`);
+    const replay = op.responses['200'];
+    assert.ok(replay, `${path}: the 200 replay answer`);
+    assert.match(replay.description, /Idempotency-Key/);
+    assert.equal(replay.headers['Idempotent-Replayed'].schema, { type: 'string', const: 'true' }, path);
+    assert.ok(replay.headers.Location, `${path}: 200 Location`);
+  }
+  assert.not.ok((doc.paths[`${L}/contacts/bulk_delete`].post.parameters ?? []).some((p: any) => p.in === 'header'), 'only routes that read it list it');
+});
+
 D.run();
 
 const W = suite('wire formats');

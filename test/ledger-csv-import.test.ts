@@ -994,6 +994,9 @@ U('Idempotency-Key on uploads: the same file and mapping replay the first job an
   const remapped = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv, { mapping: { referenceId: null } }), headers });
   expectStatus(remapped, 422, 'the mapping is part of the request');
   assert.equal(readdirSync(join(t.dataDir, 'uploads')).filter((f) => f !== 'tmp'), [], 'no stored upload is left behind');
+  const malformed = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv), headers: { 'idempotency-key': 'has space' } });
+  expectStatus(malformed, 400, 'a malformed key (checked before the file is read)');
+  assert.equal([malformed.body.code, malformed.body.message], ['invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters.']);
 });
 
 U('the stored upload <data>/uploads/<importId>.csv is removed when its job ends', async ({ t, w }) => {

@@ -20,6 +20,20 @@ export interface ResponseSpec {
   description: string;
   schema?: Schema;
   contentType?: string;
+  /** Headers of this answer (documented in the OpenAPI response). */
+  headers?: Record<string, { description: string; schema?: Schema }>;
+}
+
+/**
+ * A request header a route reads. Optional: an absent or empty header is no value. A present one
+ * is validated by `schema` before the handler runs (400 with `code`, naming the header) and its
+ * parsed value handed over in `input.headers`; the OpenAPI document lists it as a header parameter.
+ */
+export interface HeaderSpec {
+  schema: Schema;
+  description: string;
+  /** The error code of a malformed value. */
+  code: string;
 }
 
 export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q extends Schema | undefined = Schema | undefined, A extends AccessRule = AccessRule> {
@@ -33,6 +47,8 @@ export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q 
   /** Accepted request body media types (default json). */
   bodyTypes?: BodyType[];
   query?: Q;
+  /** Request headers the route reads (see HeaderSpec), by their canonical name (`Idempotency-Key`). */
+  headers?: Record<string, HeaderSpec>;
   responses: Record<number, ResponseSpec>;
   /** Detail of the 413 answer when the body is over the limit. */
   tooLargeMessage?: string;
@@ -51,6 +67,8 @@ export interface RouteInput<B, Q, A> {
   body: Infer<B>;
   query: Infer<Q>;
   params: Record<string, string>;
+  /** Parsed values of the declared request headers that were sent. */
+  headers: Record<string, unknown>;
   meta: RequestMeta;
   caller: A extends 'public' ? undefined : Caller;
 }
@@ -114,6 +132,22 @@ export function parseQuery<Q extends Schema | undefined>(ctx: Koa.Context, schem
     throw badRequest('invalid_parameter', `Invalid query: ${summarize(errors)}.`, errors);
   }
   return parsed.data as Infer<Q>;
+}
+
+/** Validates the declared request headers that were sent (400 with the header's code). */
+export function parseHeaders(ctx: Koa.Context, specs: Record<string, HeaderSpec> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, h] of Object.entries(specs ?? {})) {
+    const raw = ctx.get(name);
+    if (raw === '') continue;
+    const parsed = h.schema.safeParse(raw);
+    if (!parsed.success) {
+      const message = parsed.error.issues[0]?.message ?? 'is not valid';
+      throw badRequest(h.code, `${name} ${message}.`, [{ path: name, message }]);
+    }
+    out[name] = parsed.data;
+  }
+  return out;
 }
 
 /** Validates a parsed body against its schema (422 naming each bad field). */
@@ -190,6 +224,7 @@ export class ApiRouter {
     if (s.body) chain.push(bodyParser(s, this.deps.maxJsonBytes));
     chain.push(async (ctx) => {
       const input = {
+        headers: parseHeaders(ctx, s.headers),
         query: parseQuery(ctx, s.query),
         body: s.body ? parseBody(ctx.request.body, s.body) : undefined,
         params: ctx.params as Record<string, string>,
