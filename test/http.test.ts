@@ -3,8 +3,9 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Router } from '@koa/router';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { isoZ, parseTimestamp } from '../src/clock.ts';
-import { expectStatus, ID, PASSWORD, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
+import { createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
 
 const H = suite<{ t: TestApp; w: World }>('problem+json everywhere (I7)');
 H.before(async (ctx) => {
@@ -138,6 +139,81 @@ I('__proto__ in a JSON body → 400 and nothing is polluted', async ({ t, w }) =
   assert.is(({} as any).role, undefined);
 });
 
+I('a body that is not valid UTF-8 → 400 naming the byte, never text with U+FFFD: JSON and form bodies, plain or compressed', async ({ t, w }) => {
+  const json = (bytes: Buffer, headers: Record<string, string> = {}) => ({ token: w.root, raw: bytes, headers: { 'content-type': 'application/json', ...headers } });
+  const before = (await t.call('GET', `${ID}/orgs?limit=1000`, { token: w.root })).body.orgs.length;
+  const name = Buffer.concat([Buffer.from('{"name":"Bad'), Buffer.from([0xff]), Buffer.from('Name"}')]);
+  for (const [what, opts] of [
+    ['plain', json(name)],
+    ['gzip', json(gzipSync(name), { 'content-encoding': 'gzip' })],
+    ['br', json(brotliCompressSync(name), { 'content-encoding': 'br' })],
+  ] as const) {
+    const r = await t.call('POST', `${ID}/orgs`, opts);
+    assert.is(r.status, 400, `${what}: ${r.text}`);
+    assert.is(r.body.code, 'malformed_body');
+    assert.is(r.body.message, `The request body is not valid UTF-8 (byte 13 of ${name.length}); send the text encoded as UTF-8.`, what);
+  }
+  for (const bad of [[0xc3, 0x28], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf4, 0x90, 0x80, 0x80], [0xc0, 0xaf]]) {
+    const r = await t.call('POST', `${ID}/orgs`, json(Buffer.concat([Buffer.from('{"name":"x'), Buffer.from(bad), Buffer.from('"}')])));
+    assert.is(r.status, 400, `${Buffer.from(bad).toString('hex')}: ${r.text}`);
+  }
+  assert.is((await t.call('GET', `${ID}/orgs?limit=1000`, { token: w.root })).body.orgs.length, before, 'nothing was created');
+  // valid UTF-8 (with a byte order mark, and compressed) is read as before
+  const ok = Buffer.from('\ufeff{"name":"Zoë 𝄞 Ørsted"}');
+  expectStatus(await t.call('POST', `${ID}/orgs`, json(ok)), 201);
+  expectStatus(await t.call('POST', `${ID}/orgs`, json(deflateSync(ok), { 'content-encoding': 'deflate' })), 201);
+  const unknown = await t.call('POST', `${ID}/orgs`, json(ok, { 'content-encoding': 'compress' }));
+  assert.is(unknown.status, 415, unknown.text);
+  assert.match(unknown.body.message, /Content-Encoding "compress" is not supported.*gzip/);
+
+  // Two different passwords used to be the same text: U+FFFD × 3 for both 0xff 0xfe 0xfd and 0x80 0x81 0x82.
+  const replacement = `pass${'\ufffd'.repeat(3)}word`;
+  expectStatus(await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'fffd@x.test', password: replacement } }), 201);
+  const signIn = (password: Buffer) =>
+    t.call('POST', `${ID}/session`, { raw: Buffer.concat([Buffer.from('{"grantType":"password","email":"fffd@x.test","password":"'), password, Buffer.from('"}')]), headers: { 'content-type': 'application/json' } });
+  for (const bytes of [[0xff, 0xfe, 0xfd], [0x80, 0x81, 0x82]]) {
+    const r = await signIn(Buffer.concat([Buffer.from('pass'), Buffer.from(bytes), Buffer.from('word')]));
+    assert.is(r.status, 400, `${Buffer.from(bytes).toString('hex')}: ${r.text}`);
+    assert.is(r.body.code, 'malformed_body');
+    assert.is(r.body.accessToken, undefined);
+  }
+  expectStatus(await signIn(Buffer.from(replacement)), 200, 'the password as it was set');
+  // form bodies: raw bytes and percent-escapes alike must make UTF-8
+  const form = (body: string | Buffer) => t.call('POST', '/auth/v1/session', { raw: body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const rawForm = await form(Buffer.concat([Buffer.from('username=fffd%40x.test&password=pass'), Buffer.from([0x80, 0x81, 0x82]), Buffer.from('word')]));
+  assert.is(rawForm.status, 400, rawForm.text);
+  assert.match(rawForm.body.message, /not valid UTF-8/);
+  const escaped = await form('username=fffd%40x.test&password=pass%FF%FE%FDword');
+  assert.is(escaped.status, 400, escaped.text);
+  assert.match(escaped.body.message, /percent-encoded form field is not valid UTF-8/);
+  const good = await form(`username=fffd%40x.test&password=${encodeURIComponent(replacement)}`);
+  expectStatus(good, 200, 'the same password, percent-encoded');
+  assert.type(good.body.access_token, 'string');
+});
+
+I('valid JSON of the wrong shape (a string, number, null, true) → 422 saying what shape is expected, like an array; broken JSON → 400', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'shapes');
+  const json = (raw: string) => ({ token: w.root, raw, headers: { 'content-type': 'application/json' } });
+  for (const raw of ['"str"', '42', 'null', 'true', '[]', ' [{"name":"A","company":"B"}] ']) {
+    const contacts = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts`, json(raw));
+    assert.is(contacts.status, 422, `contacts ${raw}: ${contacts.text}`);
+    assert.is(contacts.body.code, 'validation_failed');
+    assert.equal(contacts.body.errors, [{ path: 'body', message: 'send one contact object or {"contacts":[…]}' }], raw);
+  }
+  for (const [raw, kind] of [['"str"', 'a string'], ['42', 'a number'], ['null', 'null'], ['true', 'a boolean'], ['[{"name":"x"}]', 'an array']]) {
+    for (const [method, path] of [['POST', `${ID}/orgs`], ['POST', `${ID}/session`], ['PATCH', `${ID}/users/me`], ['POST', `${LEDGER}/orgs/${w.orgId}/webhooks`]]) {
+      const r = await t.call(method!, path!, json(raw!));
+      assert.is(r.status, 422, `${method} ${path} ${raw}: ${r.text}`);
+      assert.is(r.body.message, `Invalid request body: body: must be a JSON object, not ${kind}.`, `${path} ${raw}`);
+    }
+  }
+  for (const raw of ['"str', '{"name":"x",}', 'nul', '{"name":"x"} {}']) {
+    const r = await t.call('POST', `${ID}/orgs`, json(raw));
+    assert.is(r.status, 400, `${raw}: ${r.text}`);
+    assert.match(r.body.message, /^The request body is not valid JSON/);
+  }
+});
+
 I('repeated query parameters → 400; wrong types → 422', async ({ t, w }) => {
   const r = await t.call('GET', `${ID}/orgs?limit=1&limit=2`, { token: w.root });
   assert.is(r.status, 400);
@@ -245,6 +321,31 @@ D('each service documents exactly its routes, with the validating schemas', asyn
   assert.is(doc.paths['/auth/v1/session'].servers[0].url, 'http://ledger.test', 'the auth alias is documented');
   const listOrgs = doc.paths['/orgs'].get.parameters.map((p: any) => p.name);
   assert.equal(listOrgs.sort(), ['cursor', 'limit']);
+});
+
+D('routes that create import jobs document the Idempotency-Key header and the 200 replay with Idempotent-Replayed, as they answer', async ({ t }) => {
+  const doc = (await t.call('GET', `${LEDGER}/openapi.json`)).body;
+  const L = '/orgs/{orgId}/ledgers/{ledgerId}';
+  for (const path of [`${L}/contacts`, `${L}/imports`, `${L}/contacts/imports`]) {
+    const op = doc.paths[path].post;
+    const key = op.parameters.find((p: any) => p.in === 'header');
+    assert.ok(key, `${path}: a header parameter`);
+    assert.is(key.name, 'Idempotency-Key', path);
+    assert.is(key.required, false, path);
+    assert.is(key.schema.type, 'string', path);
+    assert.match(key.description, /retry/, path);
+    // the documented pattern is the one that validates
+    const pattern = new RegExp(key.schema.pattern);
+    for (const ok of ['crm-sync-1', '"quoted"', 'x'.repeat(255)]) assert.ok(pattern.test(ok), `${path}: ${ok}`);
+    for (const bad of ['has space', 'naïve', 'x'.repeat(256), '""']) assert.not.ok(pattern.test(bad), `${path}: ${bad}`);
+    assert.ok(op.responses['202'].headers.Location, `${path}: 202 Location`);
+    const replay = op.responses['200'];
+    assert.ok(replay, `${path}: the 200 replay answer`);
+    assert.match(replay.description, /Idempotency-Key/);
+    assert.equal(replay.headers['Idempotent-Replayed'].schema, { type: 'string', const: 'true' }, path);
+    assert.ok(replay.headers.Location, `${path}: 200 Location`);
+  }
+  assert.not.ok((doc.paths[`${L}/contacts/bulk_delete`].post.parameters ?? []).some((p: any) => p.in === 'header'), 'only routes that read it list it');
 });
 
 D.run();

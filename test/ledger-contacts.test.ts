@@ -310,6 +310,35 @@ A('the rejected-rows CSV of an API batch gives back each rejected value as submi
   assert.match(byRow.get(2)![header.indexOf('reason')]!, /unknown field "foo"/);
 });
 
+A('a referenceId integer beyond 2^53−1 is rejected saying so, and comes back in the errors CSV with every digit', async ({ t, w, ledgerId }) => {
+  const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
+  // JSON.parse would read 9007199254740993 as 9007199254740992: written by hand, not by JSON.stringify
+  const raw = '{"contacts":[{"name":"Big Ref","company":"X","referenceId":9007199254740993},{"name":"Neg Ref","company":"X","referenceId":-12345678901234567890},' +
+    '{"name":"Safe Ref","company":"X","referenceId":9007199254740991},{"name":"Text Ref","company":"X","referenceId":"9007199254740993"},9007199254740995]}';
+  const sent = await t.call('POST', path, { token: w.tokens.editor, raw, headers: { 'content-type': 'application/json' } });
+  expectStatus(sent, 202);
+  const job = await until('the import job', async () => (await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${sent.body.id}`, { token: w.tokens.viewer })).body, (j) => j.status === 'completed');
+  assert.equal([job.imported, job.invalid], [2, 3]);
+  const refs = (await t.call('GET', `${path}?name=Ref`, { token: w.tokens.viewer })).body.contacts.map((c: any) => c.referenceId).sort();
+  assert.equal(refs, ['9007199254740991', '9007199254740993']);
+  const text = (await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer })).text;
+  const rows = parse(text) as string[][];
+  const [header, big, neg, item] = rows as [string[], string[], string[], string[]];
+  const col = (row: string[], name: string) => row[header.indexOf(name)]!;
+  assert.is(rows.length, 4, text);
+  assert.is(col(big, 'reason'), 'referenceId 9007199254740993 is a whole number too large to be kept exactly as a JSON number (beyond ±(2^53−1) = ±9007199254740991); send it as a string ("9007199254740993")');
+  assert.is(col(big, 'referenceId'), '9007199254740993');
+  assert.is(col(big, 'raw'), '{"name":"Big Ref","company":"X","referenceId":9007199254740993}', 'given back exactly as submitted');
+  assert.match(col(neg, 'reason'), /^referenceId -12345678901234567890 is a whole number too large/);
+  assert.is(col(neg, 'raw'), '{"name":"Neg Ref","company":"X","referenceId":-12345678901234567890}');
+  assert.is(col(item, 'raw'), '9007199254740995');
+  assert.match(col(item, "reason"), /must be a JSON object \(9007199254740995\)$/, col(item, "reason"));
+  // one contact alone is checked at once
+  const single = await t.call('POST', path, { token: w.tokens.editor, raw: '{"name":"One","company":"X","referenceId":18446744073709551617}', headers: { 'content-type': 'application/json' } });
+  expectStatus(single, 422);
+  assert.match(single.body.message, /referenceId 18446744073709551617 is a whole number too large.*send it as a string/);
+});
+
 A('request-level errors: bad JSON, wrong shape, empty and oversized batches, unknown ledger, viewer', async ({ t, w, ledgerId }) => {
   const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
   const bad = await t.call('POST', path, { token: w.tokens.editor, raw: '{"name":', headers: { 'content-type': 'application/json' } });

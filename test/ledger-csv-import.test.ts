@@ -994,6 +994,9 @@ U('Idempotency-Key on uploads: the same file and mapping replay the first job an
   const remapped = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv, { mapping: { referenceId: null } }), headers });
   expectStatus(remapped, 422, 'the mapping is part of the request');
   assert.equal(readdirSync(join(t.dataDir, 'uploads')).filter((f) => f !== 'tmp'), [], 'no stored upload is left behind');
+  const malformed = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv), headers: { 'idempotency-key': 'has space' } });
+  expectStatus(malformed, 400, 'a malformed key (checked before the file is read)');
+  assert.equal([malformed.body.code, malformed.body.message], ['invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters.']);
 });
 
 U('the stored upload <data>/uploads/<importId>.csv is removed when its job ends', async ({ t, w }) => {
@@ -1096,15 +1099,60 @@ Q('the record limiter (feed CSV) cuts exactly the records csv-parse reads as lon
       const skipped = limiter.skipped(limited[n]!);
       if (bytes > limit) {
         cut++;
-        assert.is(skipped, lineBreaksIn(record), `line breaks of record ${n} of ${JSON.stringify(csv)}`);
+        assert.equal(skipped, { why: 'long', breaks: lineBreaksIn(record) }, `line breaks of record ${n} of ${JSON.stringify(csv)}`);
       } else {
-        assert.is(skipped, -1, `record ${n} of ${JSON.stringify(csv)} (${bytes} bytes) passes`);
+        assert.is(skipped, undefined, `record ${n} of ${JSON.stringify(csv)} (${bytes} bytes) passes`);
         assert.equal(limited[n], record);
       }
     });
     compared++;
   }
   assert.ok(compared > 500 && cut > 500, `most random files are readable (${compared}), many records cut (${cut})`);
+});
+
+Q('the record limiter (feed CSV) replaces exactly the records that are not valid UTF-8, wherever the chunks cut them', async () => {
+  const rnd = prng(7_717);
+  const pieces = [
+    ...['a', ' ', ',', ',', '"', '"', '\n', '\r\n', '\r', 'é', '€', '𝄞'].map((c) => Buffer.from(c)),
+    ...[[0xff], [0xc3], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf0, 0x9f], [0xc0, 0xaf]].map((b) => Buffer.from(b)),
+  ];
+  const options = { relax_quotes: true, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] };
+  let compared = 0;
+  let bad = 0;
+  for (let i = 0; i < 1500; i++) {
+    const input = Buffer.concat(Array.from({ length: 1 + Math.floor(rnd() * 40) }, () => pieces[Math.floor(rnd() * pieces.length)]!));
+    let records: { record: string[]; raw: string }[];
+    try {
+      records = parse(input, { ...options, raw: true }) as never; // csv-parse reads bad bytes as U+FFFD
+    } catch {
+      continue;
+    }
+    const limiter = new RecordLimiter(0x2c, input.length);
+    const out: Buffer[] = [];
+    limiter.on('data', (b: Buffer) => out.push(b));
+    const ended = new Promise((resolve) => limiter.on('end', resolve));
+    for (let at = 0; at < input.length; ) {
+      const size = 1 + Math.floor(rnd() * 6);
+      limiter.write(input.subarray(at, at + size));
+      at += size;
+    }
+    limiter.end();
+    await ended;
+    const limited = parse(Buffer.concat(out), options) as string[][];
+    assert.is(limited.length, records.length, `records of ${input.toString('hex')}`);
+    records.forEach(({ record, raw }, n) => {
+      const skipped = limiter.skipped(limited[n]!);
+      if (raw.includes('\ufffd')) {
+        bad++;
+        assert.equal(skipped, { why: 'utf8', breaks: lineBreaksIn(record) }, `record ${n} of ${input.toString('hex')}`);
+      } else {
+        assert.is(skipped, undefined, `record ${n} of ${input.toString('hex')} passes`);
+        assert.equal(limited[n], record);
+      }
+    });
+    compared++;
+  }
+  assert.ok(compared > 500 && bad > 500, `most random files are readable (${compared}), many records bad (${bad})`);
 });
 
 Q('a file the row reader cannot open is an error of the read, not of the process', async () => {

@@ -2,7 +2,7 @@
 // job and info change rules, idempotent replay, no rollback, history and the ledger change feed.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { gzipSync, gunzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
@@ -501,6 +501,56 @@ T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part 
   assert.match(errors, /5,4,the element is longer than/);
 });
 
+T('a record that is not valid UTF-8 is rejected alone with its line, in every format; the good records are applied as sent', async ({ t, w }) => {
+  const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+  const people = (names: string[]) => names.map((n) => (t.rt.db.raw.prepare('SELECT name, company FROM people WHERE name = ?').get(n) as { name: string; company: string } | undefined)?.company ?? null);
+  const errorsOf = async (id: string) => (await t.call('GET', `${FEED}/${id}/errors`, { token: w.root })).text;
+
+  // the QA repro: one NDJSON line with a 0xff byte in the name
+  const nd = bytes(
+    ndjson({ name: 'Utf Before', company: 'Utf Co' }),
+    '{"linkedin":"linkedin.com/in/utf8bad","name":"Bad', [0xff], 'Name","company":"Utf Co"}\n',
+    ndjson({ name: 'Utf Ünïcode 𝄞', company: 'Utf Co' }),
+  );
+  for (const [what, body] of [['plain', nd], ['gzip', gzipSync(nd)]] as const) {
+    const job = await feed(t, w.root, body);
+    assert.equal([job.status, job.received, job.invalid], ['completed', 3, 1], what);
+    const errors = await errorsOf(job.id);
+    assert.match(errors, /\n2,2,the line is not valid UTF-8 \(byte 50 of the line\)/, `${what}: ${errors}`);
+  }
+  assert.equal(people(['Utf Before', 'Utf Ünïcode 𝄞']), ['Utf Co', 'Utf Co']);
+  assert.is((t.rt.db.raw.prepare("SELECT count(*) AS n FROM people WHERE name LIKE 'Bad%Name'").get() as { n: number }).n, 0, 'no person with U+FFFD in the name');
+
+  // CSV: the record alone (its quoted line break counted), also a cut-off sequence at the end of a field
+  const csv = await feed(t, w.root, bytes('name,company\nCsv Good,Utf Co\n"Csv', [0xc3], '\nBad",Utf Co\nCsv Two,Utf', [0xe2, 0x82], '\nCsv Last,Utf Co'), 'text/csv');
+  assert.equal([csv.status, csv.received, csv.invalid, csv.personsUpdated], ['completed', 4, 2, 2]);
+  const csvErrors = await errorsOf(csv.id);
+  assert.match(csvErrors, /\n2,3,the record is not valid UTF-8/);
+  assert.match(csvErrors, /\n3,5,the record is not valid UTF-8/);
+  assert.equal(people(['Csv Good', 'Csv Last']), ['Utf Co', 'Utf Co']);
+  const header = await feed(t, w.root, bytes('name,comp', [0xff], 'any\nA,B\n'), 'text/csv');
+  assert.equal([header.status, header.personsUpdated], ['failed', 0]);
+  assert.match(header.message, /line 1: the header row is not valid UTF-8/);
+
+  // JSON array: the element alone
+  const arr = await feed(t, w.root, bytes('[{"name":"Arr Good","company":"Utf Co"},\n {"name":"Arr', [0xed, 0xa0, 0x80], '","company":"Utf Co"},\n {"name":"Arr Last","company":"Utf Co"}]'), 'application/json');
+  assert.equal([arr.status, arr.received, arr.invalid, arr.personsUpdated], ['completed', 3, 1, 2]);
+  assert.match(await errorsOf(arr.id), /\n2,2,the element is not valid UTF-8 \(byte 13 of the element\)/);
+});
+
+T('a personId number beyond 2^53−1 is rejected (it would be rounded onto another id); a smaller one or a string is kept', async ({ t, w }) => {
+  // 9007199254740993 and 9007199254740992 are one double: taken, the two people would be merged
+  const body = '{"personId":9007199254740992,"name":"Pid One","company":"Pid Co"}\n{"personId":9007199254740993,"name":"Pid Two","company":"Other Co"}\n' +
+    '{"personId":"9007199254740993","name":"Pid Three","company":"Pid Co"}\n{"personId":42,"name":"Pid Four","company":"Pid Co"}\n';
+  const job = await feed(t, w.root, body);
+  assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 4, 2, 2]);
+  const errors = (await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root })).text;
+  assert.match(errors, /\n1,1,"personId is a whole number beyond ±\(2\^53−1\) \(read as 9007199254740992\), which cannot be kept exactly; send it as a string/);
+  assert.match(errors, /\n2,2,"personId is a whole number beyond/);
+  const people = t.rt.db.raw.prepare("SELECT external_id AS id, name FROM people WHERE name LIKE 'Pid %' ORDER BY name").all();
+  assert.equal(people, [{ id: '42', name: 'Pid Four' }, { id: '9007199254740993', name: 'Pid Three' }]);
+});
+
 T('feed CSV: a record over 1 MiB is rejected alone and the lines after it keep their numbers; a truncated gzip fails its job', async ({ t, w }) => {
   const long = `"Long\r\nRecord\n${'x'.repeat(1_200_000)}",C\n`;
   const job = await feed(t, w.root, gzipSync(`name,company\nBefore Cut,C\n${long}After Cut,C\nbad\n`), 'text/csv');
@@ -563,6 +613,26 @@ T('feed CSV quotes: a stray quote is a literal character; a quote never closed f
   const unclosed = await feed(t, w.root, 'name,company\nSam Ok,Acme\nTed Open,"Acme\nUma Lost,Acme\n', 'text/csv');
   assert.is(unclosed.status, 'failed', 'failed, not waiting for a retry (the test clock does not move)');
   assert.match(unclosed.message, /line \d+: the CSV cannot be read .*never closed|quote/i);
+});
+
+T('feed Content-Encoding: gzip (declared or not) is read; br, deflate or anything else → 415 naming gzip, and no feed job', async ({ t, w }) => {
+  const records = ndjson({ name: 'Enc Plain', company: 'Enc Co' }, { name: 'Enc Two', company: 'Enc Co' });
+  const declared = await t.call('POST', FEED, { token: w.root, raw: gzipSync(records), headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' } });
+  expectStatus(declared, 202, 'Content-Encoding: gzip');
+  const undeclared = await feed(t, w.root, gzipSync(records));
+  assert.equal([undeclared.gzip, undeclared.received, undeclared.invalid], [true, 2, 0], 'gzip recognised by its content');
+  const identity = await t.call('POST', FEED, { token: w.root, raw: records, headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'identity' } });
+  expectStatus(identity, 202, 'Content-Encoding: identity');
+  const jobs = () => t.rt.db.raw.prepare('SELECT count(*) AS n FROM feed_jobs').get() as { n: number };
+  const before = jobs().n;
+  for (const [coding, body] of [['br', brotliCompressSync(records)], ['deflate', deflateSync(records)], ['compress', Buffer.from(records)], ['gzip, br', brotliCompressSync(gzipSync(records))]] as const) {
+    const r = await t.call('POST', FEED, { token: w.root, raw: body, headers: { 'content-type': 'application/x-ndjson', 'content-encoding': coding } });
+    assert.is(r.status, 415, `${coding}: ${r.text}`);
+    assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    assert.is(r.body.code, 'unsupported_media_type');
+    assert.is(r.body.message, `Content-Encoding "${coding}" is not supported for feeds; send the records uncompressed or gzip-compressed (Content-Encoding: gzip, or none: gzip is recognised by its content).`);
+  }
+  assert.is(jobs().n, before, 'no feed job for a refused body');
 });
 
 T('feed access and request errors', async ({ t, w }) => {

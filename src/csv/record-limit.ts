@@ -2,16 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 
 /**
- * Passes a CSV byte stream through unchanged, except that a record longer than `limit` bytes is
- * replaced by a one-cell marker record (its bytes are dropped as they arrive, never held whole),
- * so that the CSV parser after it reads on past such a record instead of failing the file.
- * `skipped(record)` tells a marker apart from data — the marker carries a random nonce no file can
- * guess — and gives the line breaks the dropped record held, so line numbers stay right.
+ * Passes a CSV byte stream through unchanged, except that a record longer than `limit` bytes (its
+ * bytes are dropped as they arrive, never held whole) or one that is not valid UTF-8 is replaced by
+ * a one-cell marker record, so that the CSV parser after it reads on past such a record instead of
+ * failing the file, or reading it with U+FFFD in place of the bad bytes (csv-parse decodes with
+ * replacement). `skipped(record)` tells a marker apart from data — the marker carries a random
+ * nonce no file can guess — and says why the record was dropped and how many line breaks it held,
+ * so line numbers stay right.
  *
  * Records end at a line break (LF, CR or CRLF) outside quotes; quotes follow csv-parse's
  * `relax_quotes` rule as the upload scanner reads them (src/csv/scan.ts): a quote opens a quoted
  * field only at the start of a field, or right after the quote that closed one (a doubled quote).
  */
+export type SkippedRecord = { why: 'long' | 'utf8'; breaks: number };
+
 export class RecordLimiter extends Transform {
   private readonly nonce = `record-limit-${randomBytes(12).toString('hex')}:`;
   private quoted = false;
@@ -25,6 +29,12 @@ export class RecordLimiter extends Transform {
   private heldSize = 0;
   /** The current record is longer than the limit: its bytes are being dropped. */
   private skipping = false;
+  /** The current record has bytes that are not UTF-8 (RFC 3629). */
+  private badUtf8 = false;
+  /** UTF-8 continuation bytes still expected, and the range of the next one. */
+  private need = 0;
+  private lo = 0x80;
+  private hi = 0xbf;
 
   private readonly delimiter: number;
   private readonly limit: number;
@@ -36,14 +46,16 @@ export class RecordLimiter extends Transform {
     this.limit = limit;
   }
 
-  /** For a marker record, the number of line breaks the dropped record held; -1 for data. */
-  skipped(record: string[]): number {
+  /** For a marker record, why its record was dropped and the line breaks it held; undefined for data. */
+  skipped(record: string[]): SkippedRecord | undefined {
     const cell = record.length === 1 ? record[0]! : '';
-    return cell.startsWith(this.nonce) ? Number(cell.slice(this.nonce.length)) : -1;
+    if (!cell.startsWith(this.nonce)) return undefined;
+    const [why, breaks] = cell.slice(this.nonce.length).split(':');
+    return { why: why === 'utf8' ? 'utf8' : 'long', breaks: Number(breaks) };
   }
 
-  private marker(): Buffer {
-    return Buffer.from(`"${this.nonce}${this.breaks}"`);
+  private marker(why: SkippedRecord['why']): Buffer {
+    return Buffer.from(`"${this.nonce}${why}:${this.breaks}"`);
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
@@ -53,6 +65,35 @@ export class RecordLimiter extends Transform {
     const delimiter = this.delimiter;
     for (let i = 0; i < chunk.length; i++) {
       const b = chunk[i]!;
+      if (this.need > 0) {
+        if (b >= this.lo && b <= this.hi) {
+          this.need--;
+          this.lo = 0x80;
+          this.hi = 0xbf;
+          continue;
+        }
+        // a sequence cut off: the byte is read on its own below
+        this.badUtf8 = true;
+        this.need = 0;
+        this.lo = 0x80;
+        this.hi = 0xbf;
+      }
+      if (b >= 0x80) {
+        if (b >= 0xc2 && b <= 0xdf) this.need = 1;
+        else if (b >= 0xe0 && b <= 0xef) {
+          this.need = 2;
+          if (b === 0xe0) this.lo = 0xa0;
+          else if (b === 0xed) this.hi = 0x9f;
+        } else if (b >= 0xf0 && b <= 0xf4) {
+          this.need = 3;
+          if (b === 0xf0) this.lo = 0x90;
+          else if (b === 0xf4) this.hi = 0x8f;
+        } else this.badUtf8 = true;
+        this.prevCR = false;
+        this.justClosed = false;
+        this.fieldStart = false;
+        continue;
+      }
       if (b === 0x22) {
         if (this.quoted) {
           this.quoted = false;
@@ -73,14 +114,16 @@ export class RecordLimiter extends Transform {
           continue;
         }
         // the end of a record
-        if (this.skipping || this.heldSize + (i - recStart) > this.limit) {
+        const tooLong = this.skipping || this.heldSize + (i - recStart) > this.limit;
+        if (tooLong || this.badUtf8) {
           if (recStart > emitFrom) out.push(chunk.subarray(emitFrom, recStart));
-          out.push(this.marker());
+          out.push(this.marker(tooLong ? 'long' : 'utf8'));
           emitFrom = i; // the line break goes on with what follows
         } else if (this.heldSize) out.push(...this.held); // emitFrom is 0: nothing of this chunk passed on yet
         this.held = [];
         this.heldSize = 0;
         this.skipping = false;
+        this.badUtf8 = false;
         this.breaks = 0;
         this.fieldStart = true;
         this.prevCR = b === 0x0d;
@@ -108,7 +151,8 @@ export class RecordLimiter extends Transform {
   }
 
   override _flush(done: TransformCallback): void {
-    if (this.skipping) this.push(this.marker());
+    if (this.skipping) this.push(this.marker('long'));
+    else if (this.badUtf8 || this.need > 0) this.push(this.marker('utf8'));
     else for (const b of this.held) this.push(b);
     this.held = [];
     done();

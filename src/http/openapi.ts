@@ -38,10 +38,16 @@ function operation(r: RouteSpec, tag: string) {
       params.push({ name, in: 'query', required: !field.safeParse(undefined).success, schema, ...(schema.description ? { description: schema.description } : {}) });
     }
   }
+  for (const [name, h] of Object.entries(r.headers ?? {})) {
+    params.push({ name, in: 'header', required: false, description: h.description, schema: toJsonSchema(h.schema) });
+  }
   const responses: Record<string, unknown> = {};
   for (const [status, res] of Object.entries(r.responses)) {
     responses[status] = {
       description: res.description,
+      ...(res.headers
+        ? { headers: Object.fromEntries(Object.entries(res.headers).map(([name, h]) => [name, { description: h.description, schema: h.schema ? toJsonSchema(h.schema) : { type: 'string' } }])) }
+        : {}),
       ...(res.schema ? { content: { [res.contentType ?? 'application/json']: { schema: toJsonSchema(res.schema) } } } : res.contentType ? { content: { [res.contentType]: {} } } : {}),
     };
   }

@@ -1,10 +1,11 @@
 import type Koa from 'koa';
 import { Router } from '@koa/router';
-import { koaBody } from 'koa-body';
 import { z } from 'zod';
-import { AppError, badRequest, invalid, tooLarge, unauthenticated, unsupportedMediaType, type FieldError } from '../errors.ts';
+import { AppError, badRequest, invalid, unauthenticated, unsupportedMediaType, type FieldError } from '../errors.ts';
+import { exactIntegerText, parseJsonExact } from '../exact-json.ts';
 import type { Access } from '../identity/access.ts';
 import type { Actor, Caller, Permission, RequestMeta, Role } from '../identity/model.ts';
+import { decodeUtf8, parseFormBody, parseJsonBody, readBody } from './request-body.ts';
 
 /**
  * Routes are declared, not just registered: one declaration gives the guard, the request
@@ -19,6 +20,20 @@ export interface ResponseSpec {
   description: string;
   schema?: Schema;
   contentType?: string;
+  /** Headers of this answer (documented in the OpenAPI response). */
+  headers?: Record<string, { description: string; schema?: Schema }>;
+}
+
+/**
+ * A request header a route reads. Optional: an absent or empty header is no value. A present one
+ * is validated by `schema` before the handler runs (400 with `code`, naming the header) and its
+ * parsed value handed over in `input.headers`; the OpenAPI document lists it as a header parameter.
+ */
+export interface HeaderSpec {
+  schema: Schema;
+  description: string;
+  /** The error code of a malformed value. */
+  code: string;
 }
 
 export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q extends Schema | undefined = Schema | undefined, A extends AccessRule = AccessRule> {
@@ -32,9 +47,16 @@ export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q 
   /** Accepted request body media types (default json). */
   bodyTypes?: BodyType[];
   query?: Q;
+  /** Request headers the route reads (see HeaderSpec), by their canonical name (`Idempotency-Key`). */
+  headers?: Record<string, HeaderSpec>;
   responses: Record<number, ResponseSpec>;
   /** Detail of the 413 answer when the body is over the limit. */
   tooLargeMessage?: string;
+  /**
+   * JSON integers beyond 2^53−1 keep their digits (src/exact-json.ts) instead of becoming the
+   * nearest double: for bodies kept as submitted (an API batch's rejected rows come back as sent).
+   */
+  exactIntegers?: boolean;
   /** Custom body handling (e.g. multipart upload): the route parses the body itself. */
   rawBody?: { contentTypes: string[]; description: string };
 }
@@ -45,6 +67,8 @@ export interface RouteInput<B, Q, A> {
   body: Infer<B>;
   query: Infer<Q>;
   params: Record<string, string>;
+  /** Parsed values of the declared request headers that were sent. */
+  headers: Record<string, unknown>;
   meta: RequestMeta;
   caller: A extends 'public' ? undefined : Caller;
 }
@@ -58,12 +82,20 @@ export interface RouterDeps {
   maxJsonBytes: number;
 }
 
-/** Turns zod issues into `{path, message}` items (unknown keys become one item each). */
-export function fieldErrors(error: z.ZodError, root: string): FieldError[] {
+/** What a JSON value is, for messages: "a string", "an array", "null". */
+const kindOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`);
+
+/**
+ * Turns zod issues into `{path, message}` items (unknown keys become one item each). `input` is
+ * the value validated: a body that is valid JSON but not an object is told so plainly.
+ */
+export function fieldErrors(error: z.ZodError, root: string, input?: unknown): FieldError[] {
   const out: FieldError[] = [];
   for (const issue of error.issues) {
     const base = issue.path.map(String).join('.');
-    if (issue.code === 'unrecognized_keys') {
+    if (issue.code === 'invalid_type' && !base && issue.expected === 'object') {
+      out.push({ path: root, message: `must be a JSON object, not ${kindOf(input)}` });
+    } else if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) out.push({ path: base ? `${base}.${key}` : key, message: `is not a known ${root === 'query' ? 'parameter' : 'field'}` });
     } else {
       out.push({ path: base || root, message: issue.message });
@@ -102,11 +134,27 @@ export function parseQuery<Q extends Schema | undefined>(ctx: Koa.Context, schem
   return parsed.data as Infer<Q>;
 }
 
+/** Validates the declared request headers that were sent (400 with the header's code). */
+export function parseHeaders(ctx: Koa.Context, specs: Record<string, HeaderSpec> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, h] of Object.entries(specs ?? {})) {
+    const raw = ctx.get(name);
+    if (raw === '') continue;
+    const parsed = h.schema.safeParse(raw);
+    if (!parsed.success) {
+      const message = parsed.error.issues[0]?.message ?? 'is not valid';
+      throw badRequest(h.code, `${name} ${message}.`, [{ path: name, message }]);
+    }
+    out[name] = parsed.data;
+  }
+  return out;
+}
+
 /** Validates a parsed body against its schema (422 naming each bad field). */
 export function parseBody<B extends Schema>(body: unknown, schema: B): z.output<B> {
-  const parsed = schema.safeParse(body ?? {});
+  const parsed = schema.safeParse(body === undefined ? {} : body);
   if (!parsed.success) {
-    const errors = fieldErrors(parsed.error, 'body');
+    const errors = fieldErrors(parsed.error, 'body', body);
     throw invalid(`Invalid request body: ${summarize(errors)}.`, errors);
   }
   return parsed.data;
@@ -114,38 +162,36 @@ export function parseBody<B extends Schema>(body: unknown, schema: B): z.output<
 
 const hasBody = (ctx: Koa.Context) => (ctx.request.length ?? 0) > 0 || ctx.get('Transfer-Encoding') !== '';
 
+const MEDIA_TYPES: Record<BodyType, string> = { json: 'application/json', form: 'application/x-www-form-urlencoded' };
+const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Reads a JSON or form body into `ctx.request.body` (src/http/request-body.ts: strict UTF-8, the
+ * size limit, Content-Encoding). No body leaves it undefined; the schema then sees `{}`.
+ */
 function bodyParser(spec: RouteSpec, maxJsonBytes: number): Koa.Middleware {
   const types = spec.bodyTypes ?? ['json'];
-  const mediaTypes = types.map((t) => (t === 'json' ? 'json' : 'urlencoded'));
-  const parse = koaBody({
-    json: types.includes('json'),
-    urlencoded: types.includes('form'),
-    text: false,
-    multipart: false,
-    jsonStrict: true,
-    jsonLimit: maxJsonBytes,
-    formLimit: 65_536,
-    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
-    onError: (err) => {
-      const status = (err as { status?: number }).status;
-      if (status === 413) throw tooLarge(spec.tooLargeMessage ?? `The request body is larger than ${maxJsonBytes} bytes.`);
-      if (status === 415) throw unsupportedMediaType(`Send the body as ${types.map((t) => (t === 'json' ? 'application/json' : 'application/x-www-form-urlencoded')).join(' or ')}.`);
-      if (status && status < 500) {
-        const proto = /__proto__|prototype/i.test(err.message);
-        throw badRequest('malformed_body', proto ? 'The request body contains a forbidden key (__proto__).' : `The request body is not valid ${types.includes('json') ? 'JSON' : 'form data'}.`);
-      }
-      throw err;
-    },
-  });
+  const accepted = types.map((t) => MEDIA_TYPES[t]).join(' or ');
+  const tooLargeMessage = spec.tooLargeMessage ?? `The request body is larger than ${maxJsonBytes} bytes.`;
   return async (ctx, next) => {
-    if (hasBody(ctx) && !ctx.is(mediaTypes)) {
-      throw unsupportedMediaType(
-        `Send the body as ${types.map((t) => (t === 'json' ? 'application/json' : 'application/x-www-form-urlencoded')).join(' or ')}, not ${ctx.get('Content-Type') || 'without a Content-Type'}.`,
-      );
-    }
-    await parse(ctx, next);
+    if (!PARSED_METHODS.has(ctx.method) || !hasBody(ctx)) return next();
+    const type = ctx.is(types.map((t) => MEDIA_TYPES[t]));
+    if (!type) throw unsupportedMediaType(`Send the body as ${accepted}, not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
+    const form = type === MEDIA_TYPES.form;
+    const text = decodeUtf8(await readBody(ctx, form ? FORM_LIMIT : maxJsonBytes, form ? `The form body is larger than ${FORM_LIMIT} bytes.` : tooLargeMessage));
+    (ctx.request as { body?: unknown }).body = form ? parseFormBody(text) : parseJsonBody(text, spec.exactIntegers ? exactBody : JSON.parse);
+    await next();
   };
 }
+
+/** parseJsonExact for a whole body, except that a body that is one number stays a number (a schema wants an object). */
+function exactBody(text: string): unknown {
+  const value = parseJsonExact(text);
+  return exactIntegerText(value) === undefined ? value : (JSON.parse(text) as unknown);
+}
+
+/** The largest form body (sign-in forms only). */
+const FORM_LIMIT = 65_536;
 
 /** A service's routes under one prefix, and the declarations the OpenAPI document is built from. */
 export class ApiRouter {
@@ -178,6 +224,7 @@ export class ApiRouter {
     if (s.body) chain.push(bodyParser(s, this.deps.maxJsonBytes));
     chain.push(async (ctx) => {
       const input = {
+        headers: parseHeaders(ctx, s.headers),
         query: parseQuery(ctx, s.query),
         body: s.body ? parseBody(ctx.request.body, s.body) : undefined,
         params: ctx.params as Record<string, string>,

@@ -1,3 +1,4 @@
+import { exactIntegerText } from '../exact-json.ts';
 import { canonicalLinkedin, isEmail } from './normalize.ts';
 import { titleDomain, titleLevel, type TitleDomain, type TitleLevel } from './title-rules.ts';
 
@@ -41,12 +42,15 @@ function optionalText(value: unknown, field: string, max: number): string | unde
 
 const isError = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null;
 
+/** A JSON object: not an array, nor a big integer kept as its digits (src/exact-json.ts). */
+const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && exactIntegerText(v) === undefined;
+
 /**
  * Checks one contact object. `name` and `company` are kept verbatim (never modified by the
  * service) but must contain something; other fields are trimmed, empty strings are absent.
  */
 export function validateContact(input: unknown): InputResult {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) return reject('a contact must be a JSON object');
+  if (!isJsonObject(input)) return reject('a contact must be a JSON object');
   const raw = input as Record<string, unknown>;
   for (const key of Object.keys(raw)) if (!TOP_LEVEL.has(key)) return reject(`unknown field "${key}"`);
 
@@ -68,7 +72,7 @@ export function validateContact(input: unknown): InputResult {
   if (isError(email)) return reject(email.error);
   if (raw.contactInfo !== undefined && raw.contactInfo !== null) {
     const info = raw.contactInfo;
-    if (typeof info !== 'object' || Array.isArray(info)) return reject('contactInfo must be an object');
+    if (!isJsonObject(info)) return reject('contactInfo must be an object');
     for (const key of Object.keys(info)) if (!CONTACT_INFO.has(key)) return reject(`unknown field "contactInfo.${key}"`);
     const nested = optionalText((info as Record<string, unknown>).email, 'contactInfo.email', MAX_LENGTH.email);
     if (isError(nested)) return reject(nested.error);
@@ -89,6 +93,8 @@ export function validateContact(input: unknown): InputResult {
   }
 
   let ref = raw.referenceId;
+  const digits = exactIntegerText(ref) ?? (typeof ref === 'number' && Number.isInteger(ref) && !Number.isSafeInteger(ref) ? String(ref) : undefined);
+  if (digits !== undefined) return reject(`referenceId ${digits} is a whole number too large to be kept exactly as a JSON number (beyond ±(2^53−1) = ±9007199254740991); send it as a string ("${digits}")`);
   if (typeof ref === 'number' && Number.isSafeInteger(ref)) ref = String(ref);
   else if (ref !== undefined && ref !== null && typeof ref !== 'string') return reject('referenceId must be a string or a whole number');
   const referenceId = optionalText(ref, 'referenceId', MAX_LENGTH.referenceId);

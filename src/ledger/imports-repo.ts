@@ -1,4 +1,5 @@
 import type { Keyset } from '../cursor.ts';
+import { parseJsonExact } from '../exact-json.ts';
 import type { JobStatus } from '../jobs/queue.ts';
 import type { DataFiles } from '../storage/data-files.ts';
 import type { Db } from '../storage/db.ts';
@@ -164,15 +165,16 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     markFinished: (id: string, message: string | null, now: number): void => void q.finish.run(message, now, id),
     markFailed: (id: string, message: string, now: number): void => void q.fail.run(message, now, id),
     insertPayload: (id: string, body: unknown[]): void => void q.insertPayload.run(id, JSON.stringify(body)),
+    /** The API batch as submitted (integers beyond 2^53−1 with their digits: src/exact-json.ts). */
     findPayload: (id: string): unknown[] | undefined => {
       const body = q.payload.get(id);
-      return body === undefined ? undefined : (JSON.parse(body) as unknown[]);
+      return body === undefined ? undefined : (parseJsonExact(body) as unknown[]);
     },
     deletePayload: (id: string): void => void q.deletePayload.run(id),
     insertRejection: (id: string, r: Rejection): void => void q.insertRejection.run(id, r.rowNo, r.line, r.reason, r.kind, JSON.stringify(r.raw)),
     /** Rejections after row `afterRow`, in row order, up to `limit`. */
     listRejections: (id: string, afterRow: number, limit: number): Rejection[] =>
-      q.rejections.all(id, afterRow, limit).map((r) => ({ rowNo: r.row_no, line: r.line, reason: r.reason, kind: r.kind, raw: JSON.parse(r.raw) as unknown })),
+      q.rejections.all(id, afterRow, limit).map((r) => ({ rowNo: r.row_no, line: r.line, reason: r.reason, kind: r.kind, raw: parseJsonExact(r.raw) })),
     /** Upload files still referenced by a job (the rest of the uploads folder is garbage). */
     listReferencedFiles: (): string[] => q.filePaths.all().map(files.fromStored),
     /** Upload files of a ledger's jobs (removed when the ledger is purged). */

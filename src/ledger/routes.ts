@@ -3,9 +3,10 @@ import type Koa from 'koa';
 import { csvCell, csvLines } from '../csv/write.ts';
 import { isoZ, isoZOrNull } from '../clock.ts';
 import { badRequest, invalid } from '../errors.ts';
+import { exactIntegerText } from '../exact-json.ts';
 import { validateContact } from './contact-input.ts';
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
-import type { ApiRouter } from '../http/route.ts';
+import type { ApiRouter, HeaderSpec, ResponseSpec } from '../http/route.ts';
 import { receiveUpload } from '../http/upload.ts';
 import type { ContactService } from './contact-service.ts';
 import type { Created, ImportService } from './import-service.ts';
@@ -60,17 +61,26 @@ function downloadLines(page: DownloadRow[], escape: boolean): Buffer {
 }
 
 /**
- * The request's `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header): 1–255 visible
- * ASCII characters; undefined without one; 400 for a malformed one.
+ * The `Idempotency-Key` request header of the routes that create import jobs, and their answers:
+ * 202 with a new job, or 200 with the job an earlier request under the same key created.
  */
-function idempotencyKey(ctx: Koa.Context): string | undefined {
-  const raw = ctx.get('Idempotency-Key');
-  if (raw === '') return undefined;
-  // a structured-field string may come quoted: "key"
-  const key = /^"(.*)"$/.exec(raw)?.[1] ?? raw;
-  if (!/^[\x21-\x7e]{1,255}$/.test(key)) throw badRequest('invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters.', [{ path: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' }]);
-  return key;
-}
+const IDEMPOTENCY_KEY: Record<string, HeaderSpec> = {
+  'Idempotency-Key': {
+    schema: S.IdempotencyKey,
+    code: 'invalid_idempotency_key',
+    description:
+      'Makes a retry safe (draft-ietf-httpapi-idempotency-key-header): 1 to 255 visible ASCII characters, per ledger. ' +
+      'A retry of the same request answers 200 with the first job; another request under the same key → 422 idempotency_key_reused.',
+  },
+};
+const jobLocation = { Location: { description: 'URL of the import job' } };
+const JOB_ANSWERS: Record<number, ResponseSpec> = {
+  202: { description: 'Import job (created)', headers: jobLocation },
+  200: {
+    description: 'Import job created by an earlier request with the same Idempotency-Key (a replay: nothing new was created)',
+    headers: { ...jobLocation, 'Idempotent-Replayed': { description: 'Always "true": this answer replays the first request', schema: S.IdempotentReplayed } },
+  },
+};
 
 /** `20261122-103200` (UTC) for download file names. */
 const fileStamp = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace(/-/g, '').replace('T', '-').replace(/:/g, '');
@@ -124,7 +134,8 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
       const email = raw.email ?? (raw.contactInfo as Record<string, unknown> | undefined)?.email;
       // a number stays a number cell (formula escaping would put a ' before -5 written as text)
       const submitted = typeof r.raw === 'number' ? r.raw : JSON.stringify(r.raw);
-      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), typeof r.raw === 'object' && r.raw !== null ? r.reason : `${r.reason} (${cell(r.raw)})`, submitted];
+      const scalar = typeof r.raw !== 'object' || r.raw === null || exactIntegerText(r.raw) !== undefined; // a big integer keeps its digits as JSON.rawJSON
+      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), scalar ? `${r.reason} (${cell(r.raw)})` : r.reason, submitted];
     });
     yield csvLines(rows, true);
   }
@@ -172,14 +183,16 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       path: `${ONE}/contacts`,
       access: { org: 'editor' },
       body: S.ContactsBody,
+      exactIntegers: true,
       summary: 'Add contacts: one contact or {contacts:[…]}; processed as an import job',
       description:
         'Answers 202 with the import job (Location header); rows are validated by the job, bad rows are rejected with a reason. ' +
         'With an Idempotency-Key header, a retry of the same request answers 200 with the job of the first one (Idempotent-Replayed: true); another request under the same key → 422.',
       tooLargeMessage: 'The request body is too large; upload large sets as a CSV file (POST …/imports).',
-      responses: { 202: { description: 'Import job' }, 413: { description: 'Too many contacts: use the CSV import' } },
+      headers: IDEMPOTENCY_KEY,
+      responses: { ...JOB_ANSWERS, 413: { description: 'Too many contacts: use the CSV import' } },
     },
-    (ctx, { caller, params, body }) => {
+    (ctx, { caller, params, body, headers }) => {
       const batch = Object.keys(body).length === 1 && Array.isArray(body.contacts);
       if (!batch && 'contacts' in body)
         throw invalid('Send {"contacts": [ … ]} with an array and no other field, or one contact object.', [{ path: 'contacts', message: 'must be an array, alone in the body' }]);
@@ -187,7 +200,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         const one = validateContact(body);
         if (!one.ok) throw invalid(`Invalid contact: ${one.reason}.`, [{ path: 'body', message: one.reason }]);
       }
-      accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, batch ? (body.contacts as unknown[]) : [body], idempotencyKey(ctx)));
+      accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, batch ? (body.contacts as unknown[]) : [body], headers['Idempotency-Key'] as string | undefined));
     },
   );
   r.add({ method: 'get', path: `${ONE}/contacts`, access: { org: 'viewer' }, query: S.ContactListQuery, summary: 'Contacts, filtered and sorted (SPEC §4.2); view=count counts them', responses: { 200: { description: '{contacts, nextCursor} or {count}' } } }, (ctx, { params, query }) => {
@@ -230,12 +243,13 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         summary: `Upload a CSV file to import${note}`,
         description: 'Answers 202 with the import job. An Idempotency-Key header makes a retry of the same file and mapping answer 200 with the first job.',
         rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}; name may be [first name column, last name column]' },
-        responses: { 202: { description: 'Import job' }, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file' } },
+        headers: IDEMPOTENCY_KEY,
+        responses: { ...JOB_ANSWERS, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file' } },
       },
-      async (ctx, { caller, params }) => {
+      async (ctx, { caller, params, headers }) => {
         const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
         try {
-          accepted(ctx, await svc.imports.createCsvImport(caller, params.orgId!, params.ledgerId!, upload, upload.fields.mapping, idempotencyKey(ctx)));
+          accepted(ctx, await svc.imports.createCsvImport(caller, params.orgId!, params.ledgerId!, upload, upload.fields.mapping, headers['Idempotency-Key'] as string | undefined));
         } finally {
           upload.release();
         }

@@ -17,7 +17,11 @@ const reject = (reason: string): FeedInputResult => ({ ok: false, reason });
 
 function text(v: unknown, field: string, max: number): string | undefined | { error: string } {
   if (v === undefined || v === null) return undefined;
-  if (typeof v === 'number' && field === 'personId') v = String(v);
+  if (typeof v === 'number' && field === 'personId') {
+    // JSON.parse has already rounded such a number: two people's ids could become one
+    if (Number.isInteger(v) && !Number.isSafeInteger(v)) return { error: `personId is a whole number beyond ±(2^53−1) (read as ${v}), which cannot be kept exactly; send it as a string` };
+    v = String(v);
+  }
   if (typeof v !== 'string') return { error: `${field} must be a string` };
   const t = v.trim();
   if (!t) return undefined;

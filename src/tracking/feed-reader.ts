@@ -4,6 +4,7 @@ import { CsvError, parse } from 'csv-parse';
 import { lineBreaksIn } from '../csv/read-rows.ts';
 import { RecordLimiter } from '../csv/record-limit.ts';
 import { headerDelimiter } from '../csv/scan.ts';
+import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
 import { pipeline, type Readable } from 'node:stream';
 
 /**
@@ -40,29 +41,36 @@ const readError = (err: unknown) => {
 export const MAX_FEED_RECORD_BYTES = 1 << 20;
 
 /**
- * Lines of a byte stream (LF, CRLF or a lone CR), with their line numbers; a line longer than
- * MAX_FEED_RECORD_BYTES comes out as `null` (its bytes are skipped, never held) so that one
- * endless line can neither exhaust memory nor hide the records after it.
+ * Lines of a byte stream (LF, CRLF or a lone CR) with their line numbers, as text or as the reason
+ * they cannot be read: a line longer than MAX_FEED_RECORD_BYTES (its bytes are skipped, never
+ * held, so that one endless line can neither exhaust memory nor hide the records after it), or
+ * one that is not valid UTF-8 (never read with U+FFFD put in: a name is stored as sent or not at all).
  */
-async function* lines(input: Readable): AsyncGenerator<{ line: number; text: string | null }> {
+async function* lines(input: Readable): AsyncGenerator<{ line: number; text: string } | { line: number; error: string }> {
   let line = 0;
   let parts: Buffer[] = [];
   let size = 0;
   let tooLong = false;
   let prevCR = false;
   let first = true;
-  const take = (): { line: number; text: string | null } => {
+  const take = (): { line: number; text: string } | { line: number; error: string } => {
     line++;
-    let text: string | null = null;
-    if (!tooLong) {
-      text = (parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)).toString('utf8');
-      if (first && text.charCodeAt(0) === 0xfeff) text = text.slice(1); // a UTF-8 byte order mark
+    let item: { line: number; text: string } | { line: number; error: string };
+    if (tooLong) item = { line, error: `the line is longer than ${MAX_FEED_RECORD_BYTES} bytes` };
+    else {
+      const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+      let text = utf8OrUndefined(bytes, true);
+      if (text === undefined) item = { line, error: `the line is not valid UTF-8 (byte ${invalidUtf8At(bytes) + 1} of the line)` };
+      else {
+        if (first && text.charCodeAt(0) === 0xfeff) text = text.slice(1); // a UTF-8 byte order mark
+        item = { line, text };
+      }
     }
     first = false;
     parts = [];
     size = 0;
     tooLong = false;
-    return { line, text };
+    return item;
   };
   const add = (b: Buffer) => {
     if (tooLong || b.length === 0) return;
@@ -98,16 +106,16 @@ async function* lines(input: Readable): AsyncGenerator<{ line: number; text: str
 }
 
 async function* ndjson(input: Readable): AsyncGenerator<FeedItem> {
-  for await (const { line, text } of lines(input)) {
-    if (text === null) {
-      yield { line, error: `the line is longer than ${MAX_FEED_RECORD_BYTES} bytes` };
+  for await (const l of lines(input)) {
+    if ('error' in l) {
+      yield l;
       continue;
     }
-    if (!text.trim()) continue;
+    if (!l.text.trim()) continue;
     try {
-      yield { line, value: JSON.parse(text) as unknown };
+      yield { line: l.line, value: JSON.parse(l.text) as unknown };
     } catch {
-      yield { line, error: 'the line is not valid JSON' };
+      yield { line: l.line, error: 'the line is not valid JSON' };
     }
   }
 }
@@ -157,10 +165,11 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
   for await (const record of parser as AsyncIterable<string[]>) {
     const line = nextLine;
     const skipped = limiter.skipped(record);
-    if (skipped >= 0) {
-      nextLine += 1 + skipped;
-      if (!header) throw new FeedReadError(`line 1: the header row is longer than ${MAX_FEED_RECORD_BYTES} bytes`);
-      yield { line, error: `the record is longer than ${MAX_FEED_RECORD_BYTES} bytes` };
+    if (skipped) {
+      nextLine += 1 + skipped.breaks;
+      const what = skipped.why === 'long' ? `longer than ${MAX_FEED_RECORD_BYTES} bytes` : 'not valid UTF-8';
+      if (!header) throw new FeedReadError(`line ${line}: the header row is ${what}`);
+      yield { line, error: `the record is ${what}` };
       continue;
     }
     nextLine += 1 + lineBreaksIn(record);
@@ -181,77 +190,93 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
   }
 }
 
+/** JSON's whitespace (RFC 8259 §2): space, tab, LF, CR. */
+const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+const BOM = [0xef, 0xbb, 0xbf];
+
 /**
- * A JSON array of records, split into its elements while streaming. An element that is not an
- * object (a string, a number, null…) or is longer than MAX_FEED_RECORD_BYTES is an error item
- * with its line, like a bad NDJSON line; only a file that is not an array at all, or whose array
- * never closes, fails as a whole.
+ * A JSON array of records, split into its elements while streaming, byte by byte (the characters
+ * that shape JSON are all ASCII). An element that is not an object (a string, a number, null…),
+ * is longer than MAX_FEED_RECORD_BYTES (its bytes are dropped as they come) or is not valid UTF-8
+ * is an error item with its line, like a bad NDJSON line; only a file that is not an array at all,
+ * or whose array never closes, fails as a whole.
  */
 async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
-  input.setEncoding('utf8');
   let line = 1;
   let depth = 0; // 1 inside the array, 2+ inside an element
   let inString = false;
   let escaped = false;
   let started = false;
   let ended = false;
-  let buf = '';
+  let offset = 0; // bytes of the file before the current chunk
+  let bom = 0; // bytes of a byte order mark at the start of the file
+  let parts: Buffer[] = [];
+  let size = 0;
   let tooLong = false;
   let scalar = false; // an element that is not an object or array is being skipped
   let startLine = 1;
+  const keep = (b: Buffer) => {
+    if (tooLong) return;
+    size += b.length;
+    if (size > MAX_FEED_RECORD_BYTES) {
+      tooLong = true;
+      parts = [];
+    } else parts.push(b);
+  };
   const element = (): FeedItem => {
-    const item: FeedItem = scalar
-      ? { line: startLine, error: 'a record must be an object' }
-      : tooLong
-        ? { line: startLine, error: `the element is longer than ${MAX_FEED_RECORD_BYTES} characters` }
-        : parseElement(buf, startLine);
-    buf = '';
+    let item: FeedItem;
+    if (scalar) item = { line: startLine, error: 'a record must be an object' };
+    else if (tooLong) item = { line: startLine, error: `the element is longer than ${MAX_FEED_RECORD_BYTES} bytes` };
+    else {
+      const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+      const text = utf8OrUndefined(bytes, true);
+      item = text === undefined ? { line: startLine, error: `the element is not valid UTF-8 (byte ${invalidUtf8At(bytes) + 1} of the element)` } : parseElement(text, startLine);
+    }
+    parts = [];
+    size = 0;
     tooLong = false;
     scalar = false;
     return item;
   };
-  const keep = (ch: string) => {
-    if (tooLong) return;
-    if (buf.length >= MAX_FEED_RECORD_BYTES) {
-      tooLong = true;
-      buf = '';
-    } else buf += ch;
-  };
-  for await (const chunk of input as AsyncIterable<string>) {
+  for await (const chunk of input as AsyncIterable<Buffer>) {
+    let from = 0; // where the current element's bytes begin in this chunk
     for (let i = 0; i < chunk.length; i++) {
-      const ch = chunk[i]!;
-      if (ch === '\n') line++;
+      const b = chunk[i]!;
+      if (b === 0x0a) line++;
       if (inString) {
-        if (depth >= 2) keep(ch);
         if (escaped) escaped = false;
-        else if (ch === '\\') escaped = true;
-        else if (ch === '"') inString = false;
+        else if (b === 0x5c) escaped = true;
+        else if (b === 0x22) inString = false;
         continue;
       }
       if (!started) {
-        if (/\s/.test(ch) || ch === '\ufeff') continue;
-        if (ch !== '[') throw new FeedReadError('a JSON feed must be an array of records');
+        if (bom < 3 && offset + i === bom && b === BOM[bom]) {
+          bom++;
+          continue;
+        }
+        if (isSpace(b)) continue;
+        if (b !== 0x5b) throw new FeedReadError('a JSON feed must be an array of records');
         started = true;
         depth = 1;
         continue;
       }
       if (ended) {
-        if (!/\s/.test(ch)) throw new FeedReadError(`unexpected text after the end of the array (line ${line})`);
+        if (!isSpace(b)) throw new FeedReadError(`unexpected text after the end of the array (line ${line})`);
         continue;
       }
       if (depth === 1) {
-        if (ch === ',' || ch === ']') {
+        if (b === 0x2c || b === 0x5d) {
           if (scalar) yield element();
-          if (ch === ']') {
+          if (b === 0x5d) {
             ended = true;
             depth = 0;
           }
           continue;
         }
-        if (/\s/.test(ch)) continue;
-        if (ch === '{' || ch === '[') {
+        if (isSpace(b)) continue;
+        if (b === 0x7b || b === 0x5b) {
           startLine = line;
-          buf = ch;
+          from = i;
           depth = 2;
           continue;
         }
@@ -259,15 +284,21 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
           scalar = true;
           startLine = line;
         }
-        if (ch === '"') inString = true;
+        if (b === 0x22) inString = true;
         continue;
       }
-      if (ch === '"') inString = true;
-      else if (ch === '{' || ch === '[') depth++;
-      else if (ch === '}' || ch === ']') depth--;
-      keep(ch);
-      if (depth === 1) yield element();
+      if (b === 0x22) inString = true;
+      else if (b === 0x7b || b === 0x5b) depth++;
+      else if (b === 0x7d || b === 0x5d) {
+        depth--;
+        if (depth === 1) {
+          keep(chunk.subarray(from, i + 1));
+          yield element();
+        }
+      }
     }
+    if (depth >= 2) keep(chunk.subarray(from));
+    offset += chunk.length;
   }
   if (!started) throw new FeedReadError('the file is empty');
   if (!ended) throw new FeedReadError('the JSON array is not closed (is the file complete?)');

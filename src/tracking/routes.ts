@@ -31,6 +31,9 @@ const FORMATS: Record<string, FeedFormat> = {
   'application/json': 'json',
 };
 
+/** Content codings a feed body may declare: the stored file is read as gzip when its content is gzip (feed-service.ts isGzip). */
+const FEED_CODINGS = new Set(['identity', 'gzip', 'x-gzip']);
+
 const ChangesQuery = z.strictObject({
   since: z
     .string()
@@ -59,13 +62,23 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       path: '/feed',
       access: { permission: 'feed' },
       summary: 'Ingest person records (NDJSON, CSV or a JSON array; optionally gzip) as a feed job',
-      rawBody: { contentTypes: Object.keys(FORMATS), description: 'The records; gzip-compressed bodies are recognised by their content.' },
-      responses: { 202: { description: 'Feed job' }, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a feed format' } },
+      rawBody: {
+        contentTypes: Object.keys(FORMATS),
+        description: 'The records, plain or gzip-compressed: gzip is recognised by its content, with or without Content-Encoding: gzip. Any other Content-Encoding → 415.',
+      },
+      responses: { 202: { description: 'Feed job' }, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a feed format, or a Content-Encoding other than gzip' } },
     },
     async (ctx, { caller }) => {
       const type = (ctx.get('Content-Type').split(';')[0] ?? '').trim().toLowerCase();
       const format = FORMATS[type];
       if (!format) throw unsupportedMediaType(`Send the records as ${Object.keys(FORMATS).join(', ')} (gzip allowed), not ${type || 'without a Content-Type'}.`);
+      const coding = ctx.get('Content-Encoding').trim().toLowerCase();
+      if (coding && !FEED_CODINGS.has(coding)) {
+        // refused before the body is read: let the client finish sending and get this answer (koajs/koa-body#253)
+        ctx.set('Connection', 'close');
+        ctx.req.resume();
+        throw unsupportedMediaType(`Content-Encoding "${coding}" is not supported for feeds; send the records uncompressed or gzip-compressed (Content-Encoding: gzip, or none: gzip is recognised by its content).`);
+      }
       const { mkdirSync } = await import('node:fs');
       mkdirSync(opts.tmpDir, { recursive: true, mode: 0o700 });
       const tmp = join(opts.tmpDir, `${newId('feed')}.upload`);
