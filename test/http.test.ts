@@ -5,6 +5,8 @@ import * as assert from 'uvu/assert';
 import { Router } from '@koa/router';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { isoZ, parseTimestamp } from '../src/clock.ts';
+import { invalidUtf8At } from '../src/utf8.ts';
+import { prng } from '../scripts/prng.ts';
 import { createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
 
 const H = suite<{ t: TestApp; w: World }>('problem+json everywhere (I7)');
@@ -351,6 +353,29 @@ D('routes that create import jobs document the Idempotency-Key header and the 20
 D.run();
 
 const W = suite('wire formats');
+
+W('UTF-8 checking (src/utf8.ts, shared by request bodies, feeds and CSV scanning) agrees with a fatal TextDecoder', () => {
+  const rnd = prng(20261124);
+  const fatal = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  const valid = (b: Uint8Array) => {
+    try {
+      fatal.decode(b);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  // short strings of ASCII, continuation and lead bytes: every kind of cut-off, overlong and out-of-range sequence
+  for (let n = 0; n < 50_000; n++) {
+    const bytes = Uint8Array.from({ length: Math.floor(rnd() * 8) }, () => {
+      const r = rnd();
+      return r < 0.4 ? Math.floor(rnd() * 0x80) : r < 0.7 ? 0x80 + Math.floor(rnd() * 0x40) : 0xc0 + Math.floor(rnd() * 0x40);
+    });
+    const at = invalidUtf8At(bytes);
+    assert.is(at < 0, valid(bytes), [...bytes].join(' '));
+    if (at >= 0) assert.ok(valid(bytes.subarray(0, at)), `the bytes before ${at} are UTF-8: ${[...bytes].join(' ')}`);
+  }
+});
 
 W('isoZ writes exactly what Date.prototype.toISOString writes, for any time', () => {
   const edges = [0, 1, 999, 1000, 59_999, 86_399_999, 86_400_000, 951_782_400_000 /* 2000-02-29 */, 4_107_542_399_999 /* 2100-02-28 end */, 253_402_300_799_999, 253_402_300_800_000, -1, -86_400_001, 8.64e15, -8.64e15, 1.5];

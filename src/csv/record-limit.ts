@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
+import { Utf8Check } from '../utf8.ts';
 
 /**
  * Passes a CSV byte stream through unchanged, except that a record longer than `limit` bytes (its
@@ -31,10 +32,8 @@ export class RecordLimiter extends Transform {
   private skipping = false;
   /** The current record has bytes that are not UTF-8 (RFC 3629). */
   private badUtf8 = false;
-  /** UTF-8 continuation bytes still expected, and the range of the next one. */
-  private need = 0;
-  private lo = 0x80;
-  private hi = 0xbf;
+  /** UTF-8 of the current record (RFC 3629). */
+  private readonly utf8 = new Utf8Check();
 
   private readonly delimiter: number;
   private readonly limit: number;
@@ -65,34 +64,18 @@ export class RecordLimiter extends Transform {
     const delimiter = this.delimiter;
     for (let i = 0; i < chunk.length; i++) {
       const b = chunk[i]!;
-      if (this.need > 0) {
-        if (b >= this.lo && b <= this.hi) {
-          this.need--;
-          this.lo = 0x80;
-          this.hi = 0xbf;
+      if (this.utf8.wants(b)) {
+        if (!this.utf8.take(b)) {
+          this.badUtf8 = true;
+          // a sequence cut off by `b`: `b` was not taken and is read again on its own
+          if (this.utf8.wants(b)) this.utf8.take(b);
+        }
+        if (b >= 0x80) {
+          this.prevCR = false;
+          this.justClosed = false;
+          this.fieldStart = false;
           continue;
         }
-        // a sequence cut off: the byte is read on its own below
-        this.badUtf8 = true;
-        this.need = 0;
-        this.lo = 0x80;
-        this.hi = 0xbf;
-      }
-      if (b >= 0x80) {
-        if (b >= 0xc2 && b <= 0xdf) this.need = 1;
-        else if (b >= 0xe0 && b <= 0xef) {
-          this.need = 2;
-          if (b === 0xe0) this.lo = 0xa0;
-          else if (b === 0xed) this.hi = 0x9f;
-        } else if (b >= 0xf0 && b <= 0xf4) {
-          this.need = 3;
-          if (b === 0xf0) this.lo = 0x90;
-          else if (b === 0xf4) this.hi = 0x8f;
-        } else this.badUtf8 = true;
-        this.prevCR = false;
-        this.justClosed = false;
-        this.fieldStart = false;
-        continue;
       }
       if (b === 0x22) {
         if (this.quoted) {
@@ -152,7 +135,7 @@ export class RecordLimiter extends Transform {
 
   override _flush(done: TransformCallback): void {
     if (this.skipping) this.push(this.marker('long'));
-    else if (this.badUtf8 || this.need > 0) this.push(this.marker('utf8'));
+    else if (this.badUtf8 || this.utf8.need > 0) this.push(this.marker('utf8'));
     else for (const b of this.held) this.push(b);
     this.held = [];
     done();

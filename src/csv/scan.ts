@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { parse as parseSync } from 'csv-parse/sync';
+import { Utf8Check } from '../utf8.ts';
 import { MAX_RECORD_BYTES } from './read-rows.ts';
 
 /**
@@ -104,10 +105,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   const tooLong = (end: number) => records > 0 && end - recStart > MAX_RECORD_BYTES;
   const tooLongFail = () => fail(422, `line ${recLine}: a row is longer than ${MAX_RECORD_BYTES} bytes; split the file or shorten the row`, recLine);
   let prevCR = false;
-  // UTF-8 validation state: continuation bytes still expected, and the range of the next one.
-  let need = 0;
-  let lo = 0x80;
-  let hi = 0xbf;
+  const utf8 = new Utf8Check();
+  const notUtf8 = () => fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
 
   for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     if (offset === 0) {
@@ -121,28 +120,13 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     if (start) recStart = start;
     for (let i = start; i < chunk.length; i++) {
       const b = chunk[i]!;
-      if (need > 0) {
-        if (b < lo || b > hi) return fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
-        need--;
-        lo = 0x80;
-        hi = 0xbf;
-        continue;
-      }
-      if (b >= 0x80) {
+      if (b >= 0x80 || utf8.need > 0) {
+        if (!utf8.take(b)) return notUtf8();
+        // a non-ASCII byte (a lead or continuation byte): text, and not a quote, delimiter or line break
         content = true;
         prevCR = false;
         fieldStart = false;
         justClosed = false;
-        if (b >= 0xc2 && b <= 0xdf) need = 1;
-        else if (b >= 0xe0 && b <= 0xef) {
-          need = 2;
-          if (b === 0xe0) lo = 0xa0;
-          else if (b === 0xed) hi = 0x9f;
-        } else if (b >= 0xf0 && b <= 0xf4) {
-          need = 3;
-          if (b === 0xf0) lo = 0x90;
-          else if (b === 0xf4) hi = 0x8f;
-        } else return fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
         continue;
       }
       if (b === 0x0a || b === 0x0d) {
@@ -185,7 +169,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     }
     offset += chunk.length;
   }
-  if (need > 0) return fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
+  if (utf8.need > 0) return notUtf8();
   if (quoted) return fail(422, `a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
   if (tooLong(offset)) return tooLongFail();
   if (content && (quotes !== 2 || offset - recStart !== 2)) records++;
