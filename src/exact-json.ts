@@ -27,17 +27,36 @@ function reviver(_key: string, value: unknown, context: { source?: string }): un
   return value;
 }
 
-/** True when `v` holds a number written as an integer that a double cannot hold exactly. */
-function hasUnsafeInteger(v: unknown): boolean {
-  if (typeof v === 'number') return Number.isInteger(v) && !Number.isSafeInteger(v);
-  if (typeof v !== 'object' || v === null) return false;
-  if (Array.isArray(v)) {
-    for (const x of v) if (hasUnsafeInteger(x)) return true;
-    return false;
+/**
+ * Walks a parsed JSON value — the value, then every value inside its arrays and objects — and
+ * returns true as soon as `visit` does. `depth` is 0 for the value itself. Without recursion:
+ * JSON.parse accepts nesting far deeper than the call stack (200,000 levels of `[`).
+ */
+export function someJsonValue(root: unknown, visit: (v: unknown, depth: number) => boolean): boolean {
+  const values: unknown[] = [root];
+  const depths: number[] = [0];
+  while (values.length) {
+    const v = values.pop();
+    const depth = depths.pop()!;
+    if (visit(v, depth)) return true;
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) {
+        values.push(v[i]);
+        depths.push(depth + 1);
+      }
+    } else {
+      for (const k in v) {
+        values.push((v as Record<string, unknown>)[k]);
+        depths.push(depth + 1);
+      }
+    }
   }
-  for (const k in v) if (hasUnsafeInteger((v as Record<string, unknown>)[k])) return true;
   return false;
 }
+
+/** True when `v` holds a number written as an integer that a double cannot hold exactly. */
+const hasUnsafeInteger = (v: unknown): boolean => someJsonValue(v, (x) => typeof x === 'number' && Number.isInteger(x) && !Number.isSafeInteger(x));
 
 /** JSON.parse, except that integers beyond ±(2^53−1) keep their digits (see the module comment). Throws SyntaxError like JSON.parse. */
 export function parseJsonExact(text: string): unknown {

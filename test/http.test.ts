@@ -141,6 +141,35 @@ I('__proto__ in a JSON body → 400 and nothing is polluted', async ({ t, w }) =
   assert.is(({} as any).role, undefined);
 });
 
+I('JSON nested deeper than 64 levels → 400, also with __proto__ inside, also on the public sign-in route; a charset other than UTF-8 → 415', async ({ t, w }) => {
+  const deep = (n: number, inner: string) => `{"a":${'['.repeat(n)}${inner}${']'.repeat(n)}}`;
+  const cases: [string, string, string | undefined][] = [
+    ['sign-in, __proto__ 200,000 levels down', `${ID}/session`, undefined],
+    ['an organization, 65 levels', `${ID}/orgs`, w.root],
+  ];
+  for (const [what, path, token] of cases) {
+    const body = what.includes('200,000') ? deep(200_000, '{"__proto__":1}') : deep(64, '1');
+    const r = await t.call('POST', path, { ...(token ? { token } : {}), raw: body, headers: { 'content-type': 'application/json' } });
+    expectStatus(r, 400, what);
+    assert.match(r.body.message, /deeper than 64 levels/, what);
+  }
+  // a contacts batch (the exact-integer parse) nested deep, with and without a big integer in it
+  const contacts = `${ledgerPath(w.orgId, await createLedger(t, w.tokens.editor, w.orgId, 'deep'))}/contacts`;
+  for (const inner of ['1', '9007199254740993']) {
+    const r = await t.call('POST', contacts, { token: w.tokens.editor, raw: `{"contacts":[${'['.repeat(200_000)}${inner}${']'.repeat(200_000)}]}`, headers: { 'content-type': 'application/json' } });
+    expectStatus(r, 400, inner);
+    assert.match(r.body.message, /deeper than 64 levels/, inner);
+  }
+  // 63 levels inside the object are fine as JSON (the schema has its say)
+  expectStatus(await t.call('POST', `${ID}/orgs`, { token: w.root, raw: deep(63, '1'), headers: { 'content-type': 'application/json' } }), 422);
+  for (const charset of ['iso-8859-1', 'utf-16']) {
+    const r = await t.call('POST', `${ID}/orgs`, { token: w.root, raw: '{"name":"x"}', headers: { 'content-type': `application/json; charset=${charset}` } });
+    expectStatus(r, 415, charset);
+    assert.match(r.body.message, new RegExp(`UTF-8; charset=${charset} is not supported`));
+  }
+  expectStatus(await t.call('POST', `${ID}/orgs`, { token: w.root, raw: '{"name":"Charset Co"}', headers: { 'content-type': 'application/json; charset=UTF-8' } }), 201);
+});
+
 I('a body that is not valid UTF-8 → 400 naming the byte, never text with U+FFFD: JSON and form bodies, plain or compressed', async ({ t, w }) => {
   const json = (bytes: Buffer, headers: Record<string, string> = {}) => ({ token: w.root, raw: bytes, headers: { 'content-type': 'application/json', ...headers } });
   const before = (await t.call('GET', `${ID}/orgs?limit=1000`, { token: w.root })).body.orgs.length;

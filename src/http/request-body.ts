@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createUnzip } from 'node:zlib';
 import { AppError, badRequest, tooLarge, unsupportedMediaType } from '../errors.ts';
+import { someJsonValue } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
 
 /**
@@ -95,14 +96,17 @@ const BLANK = /^[\x20\x09\x0a\x0d]*$/;
 /** A key JSON.parse keeps as an own property that merging code would take for the prototype (bourne's check). */
 const SUSPECT_PROTO = /"(?:_|\\u005[Ff])(?:_|\\u005[Ff])(?:p|\\u0070)(?:r|\\u0072)(?:o|\\u006[Ff])(?:t|\\u0074)(?:o|\\u006[Ff])(?:_|\\u005[Ff])(?:_|\\u005[Ff])"\s*:/;
 
-function hasProtoKey(v: unknown): boolean {
-  if (typeof v !== 'object' || v === null) return false;
-  if (Object.prototype.hasOwnProperty.call(v, '__proto__')) return true;
-  for (const k in v) if (hasProtoKey((v as Record<string, unknown>)[k])) return true;
-  return false;
-}
+const hasProtoKey = (v: unknown) => someJsonValue(v, (x) => typeof x === 'object' && x !== null && Object.prototype.hasOwnProperty.call(x, '__proto__'));
 
 const forbiddenKey = () => badRequest('malformed_body', 'The request body contains a forbidden key (__proto__).');
+
+/**
+ * The deepest nesting of arrays and objects a JSON body may have. The API's own bodies nest four
+ * levels at most; deeper ones would only make every later walk over the value (validation,
+ * JSON.stringify of stored rows) run out of stack.
+ */
+export const MAX_JSON_DEPTH = 64;
+const tooDeep = () => badRequest('malformed_body', `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`);
 
 /** A JSON body's value (any JSON value; its shape is the schema's business). 400 when it is not JSON. */
 export function parseJsonBody(text: string, parse: (text: string) => unknown = JSON.parse): unknown {
@@ -111,11 +115,13 @@ export function parseJsonBody(text: string, parse: (text: string) => unknown = J
   try {
     value = parse(text);
   } catch (err) {
+    if (err instanceof RangeError) throw tooDeep(); // a reviver's walk out of stack (src/exact-json.ts)
     // V8 says where ("… in JSON at position 12 (line 1 column 13)"); its snippet of the text is left out
     const where = /at position (\d+)(?: \(line (\d+) column (\d+)\))?/.exec((err as Error).message);
     const at = where ? (where[2] ? ` (line ${where[2]}, column ${where[3]})` : ` (at character ${Number(where[1]) + 1})`) : '';
     throw badRequest('malformed_body', `The request body is not valid JSON${at}.`);
   }
+  if (someJsonValue(value, (_, depth) => depth > MAX_JSON_DEPTH)) throw tooDeep();
   if (SUSPECT_PROTO.test(text) && hasProtoKey(value)) throw forbiddenKey();
   return value;
 }

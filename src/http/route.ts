@@ -177,6 +177,9 @@ function bodyParser(spec: RouteSpec, maxJsonBytes: number): Koa.Middleware {
     if (!PARSED_METHODS.has(ctx.method) || !hasBody(ctx)) return next();
     const type = ctx.is(types.map((t) => MEDIA_TYPES[t]));
     if (!type) throw unsupportedMediaType(`Send the body as ${accepted}, not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
+    // bodies are read as UTF-8 only (RFC 8259 §8.1); another charset is refused, not misread
+    const charset = ctx.request.charset;
+    if (charset && !/^utf-?8$/i.test(charset)) throw unsupportedMediaType(`Send the body in UTF-8; charset=${charset} is not supported.`);
     const form = type === MEDIA_TYPES.form;
     const text = decodeUtf8(await readBody(ctx, form ? FORM_LIMIT : maxJsonBytes, form ? `The form body is larger than ${FORM_LIMIT} bytes.` : tooLargeMessage));
     (ctx.request as { body?: unknown }).body = form ? parseFormBody(text) : parseJsonBody(text, spec.exactIntegers ? exactBody : JSON.parse);

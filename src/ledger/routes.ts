@@ -132,9 +132,10 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
       const raw = (typeof r.raw === 'object' && r.raw !== null && !Array.isArray(r.raw) ? r.raw : {}) as Record<string, unknown>;
       const cell = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v));
       const email = raw.email ?? (raw.contactInfo as Record<string, unknown> | undefined)?.email;
-      // a number stays a number cell (formula escaping would put a ' before -5 written as text)
-      const submitted = typeof r.raw === 'number' ? r.raw : JSON.stringify(r.raw);
-      const scalar = typeof r.raw !== 'object' || r.raw === null || exactIntegerText(r.raw) !== undefined; // a big integer keeps its digits as JSON.rawJSON
+      // a number stays a number cell (formula escaping would put a ' before -5 written as text), a big integer too
+      const big = exactIntegerText(r.raw);
+      const submitted = typeof r.raw === 'number' ? r.raw : big !== undefined ? BigInt(big) : JSON.stringify(r.raw);
+      const scalar = typeof r.raw !== 'object' || r.raw === null || big !== undefined; // a big integer keeps its digits as JSON.rawJSON
       return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), scalar ? `${r.reason} (${cell(r.raw)})` : r.reason, submitted];
     });
     yield csvLines(rows, true);
