@@ -81,6 +81,8 @@ export function createPeopleRepo(db: Db) {
       const rows = q.byKeys.all(nameKey, companyKey);
       return rows.length === 1 ? toPerson(rows[0]!) : undefined;
     },
+    /** Up to two people with this normalized name + company (two: "more than one"). */
+    keyHolders: (nameKey: string, companyKey: string): Person[] => q.byKeys.all(nameKey, companyKey).map(toPerson),
     /** The other people with this person's normalized name + company. */
     othersWithKeys: (p: Person): Person[] => q.othersByKeys.all(p.nameKey, p.companyKey, p.seq).map(toPerson),
     /** How many people (0, 1 or 2 = "more than one") have these keys. */

@@ -47,7 +47,7 @@ export function createTracker(d: TrackerDeps) {
    * known under another personId or another LinkedIn profile is someone else who shares the
    * address or the name, and the record is then about a new person.
    */
-  function findPerson(r: { personId?: string; linkedin?: string; email?: string; name: string; company: string }): Person | undefined {
+  function findPerson(r: { personId?: string; linkedin?: string; email?: string; name: string; company: string }, seen?: { keyHolders: number }): Person | undefined {
     if (r.personId) {
       const p = d.people.findByExternalId(r.personId);
       if (p) return p;
@@ -63,7 +63,10 @@ export function createTracker(d: TrackerDeps) {
       const p = compatible(d.people.findByEmail(r.email));
       if (p) return p;
     }
-    return compatible(d.people.findByKeys(nameKey(r.name), companyKey(r.company)));
+    // how many people have the record's name + company: a new person among them is a namesake (applyRecord)
+    const holders = d.people.keyHolders(nameKey(r.name), companyKey(r.company));
+    if (seen) seen.keyHolders = holders.length;
+    return compatible(holders.length === 1 ? holders[0] : undefined);
   }
 
   /**
@@ -141,7 +144,8 @@ export function createTracker(d: TrackerDeps) {
     applyRecord(r: FeedRecord, counts: TrackingCounts): string | undefined {
       const now = d.clock.now();
       const observedAt = r.observedAt ?? now;
-      const existing = findPerson(r);
+      const looked = { keyHolders: 0 };
+      const existing = findPerson(r, looked);
       if (existing && r.linkedin) {
         const slug = linkedinSlug(r.linkedin);
         const holder = existing.linkedinSlug === slug ? existing : d.people.findBySlug(slug);
@@ -193,11 +197,11 @@ export function createTracker(d: TrackerDeps) {
 
       // A second person with these name + company keys: the contacts matched by them alone to the
       // other one could be either person now ("when exactly one person fits"), so they are unmatched.
-      if (!existing || existing.nameKey !== p.nameKey || existing.companyKey !== p.companyKey) {
-        if (d.people.countByKeys(p.nameKey, p.companyKey) > 1) {
-          for (const other of d.people.othersWithKeys(p)) d.contacts.unmatchByKeys(other.id, now);
-        }
-      }
+      // A new person's keys were looked up by findPerson (it gets there for every new person).
+      const namesake = existing
+        ? (existing.nameKey !== p.nameKey || existing.companyKey !== p.companyKey) && d.people.countByKeys(p.nameKey, p.companyKey) > 1
+        : looked.keyHolders > 0;
+      if (namesake) for (const other of d.people.othersWithKeys(p)) d.contacts.unmatchByKeys(other.id, now);
       const known = existing ? d.contacts.listOfPerson(p.id) : [];
       const fresh: [TrackedContact[], MatchedBy][] = [];
       if (p.linkedinSlug) fresh.push([d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`), 'linkedin']);
