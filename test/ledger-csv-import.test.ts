@@ -1059,25 +1059,29 @@ Q('on random files, the scanner counts exactly the rows the reader yields, and r
   }
 });
 
+/** How the feed reads CSV (csv-parse options the record limiter must agree with). */
+const FEED_CSV = { relax_quotes: true, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] };
+
+/** A file through a record limiter, in chunks of 1 to `maxChunk` bytes (random sizes). */
+async function throughLimiter(input: Buffer, limit: number, rnd: () => number, maxChunk: number) {
+  const limiter = new RecordLimiter(0x2c, limit);
+  const out: Buffer[] = [];
+  limiter.on('data', (b: Buffer) => out.push(b));
+  const ended = new Promise((resolve) => limiter.on('end', resolve));
+  for (let at = 0; at < input.length; ) {
+    const size = 1 + Math.floor(rnd() * maxChunk);
+    limiter.write(input.subarray(at, at + size));
+    at += size;
+  }
+  limiter.end();
+  await ended;
+  return { limiter, output: Buffer.concat(out) };
+}
+
 Q('the record limiter (feed CSV) cuts exactly the records csv-parse reads as longer than the limit, and passes the rest through as is', async () => {
   const rnd = prng(4_242);
   const chars = ['a', 'b', ' ', ',', ',', '"', '"', '"', '\n', '\r\n', '\r', 'é'];
-  const options = { relax_quotes: true, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] };
-  /** The file through a limiter, in chunks of random sizes. */
-  const through = async (input: Buffer, limit: number) => {
-    const limiter = new RecordLimiter(0x2c, limit);
-    const out: Buffer[] = [];
-    limiter.on('data', (b: Buffer) => out.push(b));
-    const ended = new Promise((resolve) => limiter.on('end', resolve));
-    for (let at = 0; at < input.length; ) {
-      const size = 1 + Math.floor(rnd() * 12);
-      limiter.write(input.subarray(at, at + size));
-      at += size;
-    }
-    limiter.end();
-    await ended;
-    return { limiter, output: Buffer.concat(out) };
-  };
+  const through = (input: Buffer, limit: number) => throughLimiter(input, limit, rnd, 12);
   let compared = 0;
   let cut = 0;
   for (let i = 0; i < 1500; i++) {
@@ -1086,13 +1090,13 @@ Q('the record limiter (feed CSV) cuts exactly the records csv-parse reads as lon
     assert.ok((await through(input, input.length)).output.equals(input), `unchanged under a limit it fits: ${JSON.stringify(csv)}`);
     let records: { record: string[]; raw: string }[];
     try {
-      records = parse(csv, { ...options, raw: true }) as never;
+      records = parse(csv, { ...FEED_CSV, raw: true }) as never;
     } catch {
       continue; // a quote never closed: the parser fails the file either way
     }
     const limit = 1 + Math.floor(rnd() * 8);
     const { limiter, output } = await through(input, limit);
-    const limited = parse(output, options) as string[][];
+    const limited = parse(output, FEED_CSV) as string[][];
     assert.is(limited.length, records.length, `records of ${JSON.stringify(csv)} → ${JSON.stringify(output.toString())}`);
     records.forEach(({ record, raw }, n) => {
       const bytes = Buffer.byteLength(raw.replace(/(\r\n|\n|\r)$/, ''));
@@ -1116,29 +1120,18 @@ Q('the record limiter (feed CSV) replaces exactly the records that are not valid
     ...['a', ' ', ',', ',', '"', '"', '\n', '\r\n', '\r', 'é', '€', '𝄞'].map((c) => Buffer.from(c)),
     ...[[0xff], [0xc3], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf0, 0x9f], [0xc0, 0xaf]].map((b) => Buffer.from(b)),
   ];
-  const options = { relax_quotes: true, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] };
   let compared = 0;
   let bad = 0;
   for (let i = 0; i < 1500; i++) {
     const input = Buffer.concat(Array.from({ length: 1 + Math.floor(rnd() * 40) }, () => pieces[Math.floor(rnd() * pieces.length)]!));
     let records: { record: string[]; raw: string }[];
     try {
-      records = parse(input, { ...options, raw: true }) as never; // csv-parse reads bad bytes as U+FFFD
+      records = parse(input, { ...FEED_CSV, raw: true }) as never; // csv-parse reads bad bytes as U+FFFD
     } catch {
       continue;
     }
-    const limiter = new RecordLimiter(0x2c, input.length);
-    const out: Buffer[] = [];
-    limiter.on('data', (b: Buffer) => out.push(b));
-    const ended = new Promise((resolve) => limiter.on('end', resolve));
-    for (let at = 0; at < input.length; ) {
-      const size = 1 + Math.floor(rnd() * 6);
-      limiter.write(input.subarray(at, at + size));
-      at += size;
-    }
-    limiter.end();
-    await ended;
-    const limited = parse(Buffer.concat(out), options) as string[][];
+    const { limiter, output } = await throughLimiter(input, input.length, rnd, 6);
+    const limited = parse(output, FEED_CSV) as string[][];
     assert.is(limited.length, records.length, `records of ${input.toString('hex')}`);
     records.forEach(({ record, raw }, n) => {
       const skipped = limiter.skipped(limited[n]!);

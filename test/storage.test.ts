@@ -121,15 +121,23 @@ S('a migration that fails halfway rolls back everything and leaves user_version 
   assert.throws(() => loadMigrations(join(dir, 'm')), /without gaps/);
 });
 
-S('migration 0011 rebuilds changes with every row, seq and index, and from then on a deleted seq is never given again', () => {
+/**
+ * A new database migrated up to just before migration `prefix` (e.g. '0011_'), with an organization
+ * and two ledgers (l_1, l_2); `apply()` then runs that migration.
+ */
+function justBefore(prefix: string) {
   const db = openDb(join(tempDir(), 'x.db'));
   const all = loadMigrations(paths.migrations);
-  const v11 = all.findIndex((m) => m.name.startsWith('0011_'));
-  assert.ok(v11 > 0);
-  migrate(db, all.slice(0, v11));
-  const raw = db.raw;
-  raw.exec("INSERT INTO orgs (id, name, created_at, updated_at) VALUES ('o_1', 'O', 1, 1)");
-  raw.exec("INSERT INTO ledgers (id, org_id, name, created_at, updated_at) VALUES ('l_1', 'o_1', 'L', 1, 1), ('l_2', 'o_1', 'M', 1, 1)");
+  const at = all.findIndex((m) => m.name.startsWith(prefix));
+  assert.ok(at > 0, prefix);
+  migrate(db, all.slice(0, at));
+  db.raw.exec("INSERT INTO orgs (id, name, created_at, updated_at) VALUES ('o_1', 'O', 1, 1)");
+  db.raw.exec("INSERT INTO ledgers (id, org_id, name, created_at, updated_at) VALUES ('l_1', 'o_1', 'L', 1, 1), ('l_2', 'o_1', 'M', 1, 1)");
+  return { db, raw: db.raw, apply: () => migrate(db, all.slice(0, at + 1)) };
+}
+
+S('migration 0011 rebuilds changes with every row, seq and index, and from then on a deleted seq is never given again', () => {
+  const { db, raw, apply } = justBefore('0011_');
   const ins = raw.prepare("INSERT INTO changes (seq, id, ledger_id, contact_id, type, field, from_value, to_value, detected_at, observed_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '{}', ?, ?)");
   for (const seq of [1, 2, 5, 9, 10, 40]) ins.run(seq, `chg_${seq}`, seq % 2 ? 'l_1' : 'l_2', `c_${seq % 3}`, seq % 4 ? 'job' : 'info', seq % 4 ? null : 'title', 1000 + seq, seq === 5 ? null : 7);
   const rows = () => raw.prepare('SELECT * FROM changes ORDER BY seq').all();
@@ -141,7 +149,7 @@ S('migration 0011 rebuilds changes with every row, seq and index, and from then 
   raw.exec("DELETE FROM changes WHERE id = 'chg_again'");
   ins.run(40, 'chg_40', 'l_2', 'c_1', 'info', 'title', 1040, 7); // as it was
 
-  migrate(db, all.slice(0, v11 + 1));
+  apply();
   assert.equal(rows(), before.rows, 'every row and seq kept');
   for (const index of before.indexes) assert.ok(indexes().some((i: any) => i.name === (index as any).name && i.sql === (index as any).sql), `index ${(index as any).name} kept`);
   assert.match(String(raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'changes'").pluck().get()), /seq\s+INTEGER PRIMARY KEY AUTOINCREMENT/);
@@ -157,19 +165,12 @@ S('migration 0011 rebuilds changes with every row, seq and index, and from then 
 });
 
 S('migration 0013 gives every change the running maximum of detected_at of its ledger in seq order, also across a clock step back', () => {
-  const db = openDb(join(tempDir(), 'x.db'));
-  const all = loadMigrations(paths.migrations);
-  const v13 = all.findIndex((m) => m.name.startsWith('0013_'));
-  assert.ok(v13 > 0);
-  migrate(db, all.slice(0, v13));
-  const raw = db.raw;
-  raw.exec("INSERT INTO orgs (id, name, created_at, updated_at) VALUES ('o_1', 'O', 1, 1)");
-  raw.exec("INSERT INTO ledgers (id, org_id, name, created_at, updated_at) VALUES ('l_1', 'o_1', 'L', 1, 1), ('l_2', 'o_1', 'M', 1, 1)");
+  const { db, raw, apply } = justBefore('0013_');
   const ins = raw.prepare("INSERT INTO changes (id, ledger_id, contact_id, type, field, from_value, to_value, detected_at, observed_at) VALUES (?, ?, 'c_1', 'info', 'title', '{}', '{}', ?, NULL)");
   // l_1: 100, 300, then the clock steps back to 200, 250, then 400; l_2 interleaved, its own maximum
   const rows: [string, number][] = [['l_1', 100], ['l_2', 5000], ['l_1', 300], ['l_1', 200], ['l_2', 10], ['l_1', 250], ['l_1', 400], ['l_2', 20]];
   rows.forEach(([l, at], i) => ins.run(`chg_${i}`, l, at));
-  migrate(db, all);
+  apply();
   assert.equal(raw.prepare('SELECT ledger_id, detected_at, detected_max FROM changes ORDER BY seq').raw().all(), [
     ['l_1', 100, 100], ['l_2', 5000, 5000], ['l_1', 300, 300], ['l_1', 200, 300], ['l_2', 10, 5000], ['l_1', 250, 300], ['l_1', 400, 400], ['l_2', 20, 5000],
   ]);
