@@ -4,6 +4,12 @@ import type { Contact, ImportJob, Ledger } from './model.ts';
 
 /** Wire shapes of the ledger service (SPEC §4). */
 
+/** Where the ledger API lives, under the service's base URL. */
+export const LEDGER_PREFIX = '/api/ledger/v1';
+
+/** The URL of a ledger (the base of its contacts', imports' and changes' URLs). */
+export const ledgerUrl = (baseUrl: string, orgId: string, ledgerId: string): string => `${baseUrl}${LEDGER_PREFIX}/orgs/${orgId}/ledgers/${ledgerId}`;
+
 export const presentLedger = (l: Ledger) => ({
   id: l.id,
   orgId: l.orgId,

@@ -14,10 +14,10 @@ import type { LedgerService } from './ledger-service.ts';
 import type { DownloadRow } from './contacts-repo.ts';
 import type { ImportJob, Rejection } from './model.ts';
 import { CONTACT_FIELDS } from './model.ts';
-import { presentContact, presentImport, presentLedger } from './presenters.ts';
+import { LEDGER_PREFIX, ledgerUrl, presentContact, presentImport, presentLedger } from './presenters.ts';
 import * as S from './schemas.ts';
 
-export const LEDGER_PREFIX = '/api/ledger/v1';
+export { LEDGER_PREFIX };
 
 export interface LedgerServices {
   ledgers: LedgerService;
@@ -144,7 +144,7 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
 
 /** Registers the ledger service (SPEC §4). Compatibility aliases come before `/contacts/:contactId`. */
 export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: LedgerRouteOptions): void {
-  const ledgerBase = (orgId: string, ledgerId: string) => `${opts.baseUrl}${LEDGER_PREFIX}/orgs/${orgId}/ledgers/${ledgerId}`;
+  const ledgerBase = (orgId: string, ledgerId: string) => ledgerUrl(opts.baseUrl, orgId, ledgerId);
   const showImport = (i: ImportJob) => presentImport(i, ledgerBase(i.orgId, i.ledgerId));
   /** 202 with a new import job; 200 with the job an earlier request with the same Idempotency-Key created. */
   const accepted = (ctx: Koa.Context, { job, replayed }: Created) => {

@@ -5,7 +5,6 @@ import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import type { Queue } from '../jobs/queue.ts';
 import { FINISHED_JOB_RETENTION_MS, type Runner, type Scheduler } from '../jobs/scheduler.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
-import { LEDGER_PREFIX } from '../ledger/routes.ts';
 import type { Logger } from '../log.ts';
 import type { Db } from '../storage/db.ts';
 import { registerWebhookMetrics, type MetricsRegistry } from '../ops/metrics.ts';
@@ -42,7 +41,7 @@ export function createWebhooksModule(d: {
   const repo = createWebhooksRepo(d.db);
   const log = d.log.child({ component: 'webhooks' });
   let kick = () => {};
-  const outbox = createOutbox({ repo, clock: d.clock, kick: () => kick(), ledgerBase: (orgId, ledgerId) => `${d.config.baseUrl}${LEDGER_PREFIX}/orgs/${orgId}/ledgers/${ledgerId}` });
+  const outbox = createOutbox({ repo, clock: d.clock, kick: () => kick(), baseUrl: d.config.baseUrl });
   const dispatcher = createDispatcher({
     db: d.db,
     repo,

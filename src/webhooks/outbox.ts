@@ -1,7 +1,7 @@
 import { isoZ } from '../clock.ts';
 import { newId } from '../ids.ts';
 import type { Contact, ImportJob } from '../ledger/model.ts';
-import { presentContact, presentImport } from '../ledger/presenters.ts';
+import { ledgerUrl, presentContact, presentImport } from '../ledger/presenters.ts';
 import type { Change } from '../tracking/model.ts';
 import { presentChange } from '../tracking/presenters.ts';
 import type { Clock } from '../clock.ts';
@@ -20,7 +20,7 @@ export type Outbox = ReturnType<typeof createOutbox>;
  * transaction of the change or of the import's completion, so that an event exists exactly when
  * its cause was committed. Sending is the dispatcher's job; `kick` wakes it after the commit.
  */
-export function createOutbox(d: { repo: WebhooksRepo; clock: Clock; ledgerBase: (orgId: string, ledgerId: string) => string; kick: () => void }) {
+export function createOutbox(d: { repo: WebhooksRepo; clock: Clock; baseUrl: string; kick: () => void }) {
   // Most installations have no webhook: then a change costs one boolean test. Refreshed by the
   // service after every change to webhooks; a stale `true` only costs a query.
   let anyEnabled = d.repo.countEnabledWebhooks() > 0;
@@ -59,7 +59,7 @@ export function createOutbox(d: { repo: WebhooksRepo; clock: Clock; ledgerBase: 
     },
     /** An import listener: `import.completed` (completed or failed), inside the job's last transaction. */
     importFinished(imp: ImportJob): void {
-      emit(imp.ledgerId, 'import.completed', () => ({ import: presentImport(imp, d.ledgerBase(imp.orgId, imp.ledgerId)) }));
+      emit(imp.ledgerId, 'import.completed', () => ({ import: presentImport(imp, ledgerUrl(d.baseUrl, imp.orgId, imp.ledgerId)) }));
     },
     /** A test ping for one webhook (sent even while it is disabled); returns the delivery id. */
     ping(w: Webhook): string {
