@@ -8,22 +8,31 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** A clock tests can set and advance. */
+/**
+ * A clock tests can set and advance. Its time lives in shared memory, so that the import thread
+ * (src/import-thread) reads the same clock as the main thread: `sharedTime` / `clockOf`.
+ */
 export class ManualClock implements Clock {
-  private t: number;
+  readonly shared = new Float64Array(new SharedArrayBuffer(8));
   constructor(start: number | string = Date.now()) {
-    this.t = typeof start === 'number' ? start : Date.parse(start);
+    this.set(start);
   }
   now(): number {
-    return this.t;
+    return this.shared[0]!;
   }
   set(t: number | string): void {
-    this.t = typeof t === 'number' ? t : Date.parse(t);
+    this.shared[0] = typeof t === 'number' ? t : Date.parse(t);
   }
   advance(ms: number): void {
-    this.t += ms;
+    this.shared[0]! += ms;
   }
 }
+
+/** What a worker thread needs to read the same time as `clock`: the shared time of a ManualClock, else null (the system clock). */
+export const sharedTime = (clock: Clock): Float64Array | null => (clock instanceof ManualClock ? clock.shared : null);
+
+/** The clock of a worker thread, from what `sharedTime` gave it. */
+export const clockOf = (shared: Float64Array | null): Clock => (shared ? { now: () => shared[0]! } : systemClock);
 
 const DAY_MS = 86_400_000;
 /** Up to 9999-12-31T23:59:59.999Z: the range where toISOString writes a four-digit year. */

@@ -17,6 +17,7 @@ import { createTrackingModule, type TrackingModule } from './tracking/index.ts';
 import { readdirSync, rmSync } from 'node:fs';
 import { schemaVersion } from './storage/migrate.ts';
 import { createWebhooksModule, type WebhooksModule } from './webhooks/index.ts';
+import { createImportThread, type ImportThread } from './import-thread/client.ts';
 import { createMetrics, type Metrics } from './ops/metrics.ts';
 import { createScheduledBackups } from './ops/scheduled-backups.ts';
 
@@ -36,6 +37,8 @@ export interface Runtime {
   ledger: LedgerModule;
   tracking: TrackingModule;
   webhooks: WebhooksModule;
+  /** Where import jobs run (src/import-thread). */
+  importThread: ImportThread;
   queue: Queue;
   scheduler: Scheduler;
   readiness: ReadinessChecks;
@@ -60,6 +63,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
   const { db, latest } = storage;
   const checkpointer = startCheckpointer(db, { onFailure: (err) => log.error({ err }, 'WAL checkpoints fall back to the writer connection') });
   let reader: Db | undefined;
+  let importThread: ImportThread | undefined;
   try {
     // Downloads read through their own read-only connection with a small page cache: streaming a
     // whole ledger then neither fills the writer's 64 MiB cache nor holds the writer (WAL readers
@@ -72,13 +76,25 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     let scheduler: Scheduler | undefined;
     const kick = () => scheduler?.kick();
     let ledger: LedgerModule | undefined;
+    let webhooks: WebhooksModule | undefined;
+    // Import jobs run on a thread of their own (src/import-thread): their chunks never hold the event loop.
+    const imports = createImportThread({
+      db,
+      clock,
+      dataDir: config.dataDir,
+      baseUrl: config.baseUrl,
+      log,
+      onChunk: (counts) => ledger?.countImportRows(counts),
+      onDeliveries: () => webhooks?.kick(),
+    });
+    importThread = imports;
     const identity = createIdentity({ db, clock, config, signingKeys, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
     const owners: LedgerDataOwner[] = [];
     const orgOwners: OrgDataOwner[] = [identity.orgData];
-    ledger = createLedgerModule({ db, reader, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, orgOwners, metrics });
+    ledger = createLedgerModule({ db, reader, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, orgOwners, metrics, runImport: imports.run });
     const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick, metrics });
     owners.push(tracking.ledgerData);
-    const webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics, queue, kick });
+    webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics, queue, kick });
     orgOwners.push(webhooks.orgData);
     tracking.onChange((change, contact) => webhooks.outbox.changed(change, contact));
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
@@ -106,6 +122,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       ledger,
       tracking,
       webhooks,
+      importThread: imports,
       queue,
       scheduler,
       metrics,
@@ -121,6 +138,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       },
       async close() {
         await scheduler.stop();
+        await imports.close();
         await identity.hasher.close();
         reader!.raw.close(); // first, so that the writer's closing checkpoint can truncate the WAL
         await checkpointer.close();
@@ -131,6 +149,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
     return rt;
   } catch (err) {
+    await importThread?.close();
     reader?.raw.close();
     await checkpointer.close();
     storage.close();

@@ -1,7 +1,7 @@
 // The crash harness's child process (RELIABILITY.md D4 a, test/import-crash.test.ts): the part of
 // the server that imports run on, and nothing else. It opens the data folder as `serve` does
 // (openStorage: the folder's lock, the checked connection, migrations; the WAL checkpointer; the
-// queue's recovery sweep when the scheduler starts) and runs the real import runner on the real
+// queue's recovery sweep when the scheduler starts) and runs imports on the real import thread, the real
 // queue and scheduler until no import job is left, then shuts down as the server does and exits 0.
 // Without the HTTP stack, identity and the other services it starts in a fraction of the server's
 // time, so the parent can SIGKILL it dozens of times in one test.
@@ -17,7 +17,7 @@ import { createImportRunner, IMPORT_JOB } from '../src/ledger/import-runner.ts';
 import { createImportsRepo } from '../src/ledger/imports-repo.ts';
 import { createLedgersRepo } from '../src/ledger/ledgers-repo.ts';
 import { createLogger } from '../src/log.ts';
-import { createMetrics } from '../src/ops/metrics.ts';
+import { createImportThread } from '../src/import-thread/client.ts';
 import { startCheckpointer } from '../src/storage/checkpointer.ts';
 import { dataFiles } from '../src/storage/data-files.ts';
 import { openStorage } from '../src/storage/storage.ts';
@@ -36,39 +36,38 @@ const checkpointer = startCheckpointer(db, {
   onFailure: (err) => log.error({ err }, 'checkpointer failed'),
 });
 const queue = createQueue(db, clock);
+// The one thing added for the parent: a line on stdout when a job committed its first chunk in
+// this process (the thread reports each chunk after it committed), and one when a job's run ended.
+const say = (msg: string, job: string) => process.stdout.write(`${JSON.stringify({ msg, job })}\n`);
+const announced = new Set<string>();
+// Imports run on the import thread, as in the server (src/import-thread).
+const thread = createImportThread({
+  db,
+  clock,
+  dataDir: config.dataDir,
+  baseUrl: config.baseUrl,
+  log,
+  onChunk: (_counts, id) => {
+    if (announced.has(id)) return;
+    announced.add(id);
+    say('progress', id);
+  },
+  onDeliveries: () => undefined,
+});
 const runner = createImportRunner({
   db,
   clock,
-  log,
   contacts: createContactsRepo(db, db),
   imports: createImportsRepo(db, dataFiles(config.dataDir)),
   ledgers: createLedgersRepo(db),
-  metrics: createMetrics(),
 });
-// The one thing added for the parent: a line on stdout when a job committed its first chunk in
-// this process (checkpoint() runs inside the chunk's transaction; the line goes out after it
-// committed), and one when the runner returned from a job.
-const say = (msg: string, job: string) => process.stdout.write(`${JSON.stringify({ msg, job })}\n`);
-const announced = new Set<string>();
 const observed: Runner = {
   ...runner,
   async run(lease, ctl) {
-    const id = lease.job.id;
     try {
-      return await runner.run(
-        {
-          ...lease,
-          checkpoint() {
-            lease.checkpoint();
-            if (announced.has(id)) return;
-            announced.add(id);
-            setImmediate(() => say('progress', id));
-          },
-        },
-        ctl,
-      );
+      return await thread.run(lease, ctl);
     } finally {
-      setImmediate(() => say('ran', id));
+      setImmediate(() => say('ran', lease.job.id));
     }
   },
 };
@@ -85,6 +84,7 @@ await new Promise<void>((resolve) => {
   }, 5);
 });
 await scheduler.stop();
+await thread.close();
 await checkpointer.close();
 storage.close();
 process.stdout.write('{"msg":"imports done"}\n');

@@ -81,6 +81,11 @@ export function createQueue(db: Db, clock: Clock) {
       const job = db.tx(() => repo.claimJob(owner, now + LEASE_MS, now, lane));
       return job && leaseOf(job);
     },
+    /**
+     * The lease on a job claimed elsewhere in this process (the import thread works on jobs the main
+     * thread claimed): fencing is in SQL, on the job's token, so this lease is exactly as safe.
+     */
+    adopt: (job: ClaimedJob): Lease => leaseOf(job),
     /** After a runner failed: retry with backoff, or fail for good after max attempts. */
     failed(lease: Lease, error: string): 'retry' | 'failed' {
       const now = clock.now();

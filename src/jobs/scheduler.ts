@@ -14,6 +14,8 @@ import { LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts
 export interface RunControl {
   /** True once shutdown began: finish the current chunk, then return 'stopped'. */
   readonly stopping: boolean;
+  /** Aborted when shutdown begins, for runners that must pass the word on (the import thread). */
+  readonly signal?: AbortSignal;
 }
 
 export interface Runner {
@@ -51,7 +53,13 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
   // Keyed by job and lease token: a job this process claims again (its lease ran out meanwhile)
   // is a second run, and the first run's end must not forget it.
   const running = new Map<string, { lane: JobLane; done: Promise<void> }>();
-  const ctl = { stopping: false };
+  const shutdown = new AbortController();
+  const ctl: RunControl = {
+    get stopping() {
+      return shutdown.signal.aborted;
+    },
+    signal: shutdown.signal,
+  };
   let started = false;
   let task: ScheduledTask | undefined;
   let pending = false;
@@ -219,7 +227,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
     /** Stops claiming, lets each runner finish its chunk and hand its job back. */
     async stop(): Promise<void> {
       if (!started) return;
-      ctl.stopping = true;
+      shutdown.abort();
       await task?.stop();
       for (const p of periodic) await p.task?.stop();
       await Promise.allSettled([...[...running.values()].map((r) => r.done), ...background.values()]);

@@ -256,20 +256,21 @@ export function createContactsRepo(db: Db, reader: Db = db) {
 
   /**
    * Outcomes of range probes ("are there at most RANGE_PROBE_LIMIT rows?"), kept while the
-   * connection has written nothing: the server is the database's only writer (one connection,
-   * STYLE/D2), so an unchanged total_changes() means unchanged rows and the same answer. A plan
-   * only decides speed, never which rows are returned. Clients polling "changed since" with the
-   * same time repeat the same probe; this saves it.
+   * database is unchanged: total_changes() counts this connection's writes, PRAGMA data_version
+   * moves when another connection commits (the import thread's, src/import-thread), so while both
+   * stay the same the rows and the answer are the same. A plan only decides speed, never which rows
+   * are returned. Clients polling "changed since" with the same time repeat the same probe; this
+   * saves it.
    */
-  const totalChanges = db.raw.prepare<[], number>('SELECT total_changes()').pluck();
+  const version = db.raw.prepare<[], string>("SELECT total_changes() || ' ' || (SELECT data_version FROM pragma_data_version)").pluck();
   const probeOutcomes = new Map<string, boolean>();
-  let probedAtChanges = -1;
+  let probedAt = '';
 
   function fewInRange(ledgerId: string, key: keyof typeof RANGE_INDEX, from: number, before: number | undefined): boolean {
-    const changes = totalChanges.get()!;
-    if (changes !== probedAtChanges || probeOutcomes.size >= 1000) {
+    const now = version.get()!;
+    if (now !== probedAt || probeOutcomes.size >= 1000) {
       probeOutcomes.clear();
-      probedAtChanges = changes;
+      probedAt = now;
     }
     const k = `${ledgerId} ${key} ${from} ${before}`;
     let few = probeOutcomes.get(k);

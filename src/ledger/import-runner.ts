@@ -7,8 +7,6 @@ import { newId } from '../ids.ts';
 import type { Lease } from '../jobs/queue.ts';
 import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import type { Runner } from '../jobs/scheduler.ts';
-import type { Logger } from '../log.ts';
-import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { validateContact, type ContactDraft } from './contact-input.ts';
 import type { ContactsRepo } from './contacts-repo.ts';
@@ -24,20 +22,25 @@ export const CSV_BATCH_ROWS = 2000;
 /** A row to store: `raw` is the row as submitted (API object or CSV cells), kept for the rejected-rows CSV. */
 type Row = ({ rowNo: number; line: number | null; draft: ContactDraft } | { rowNo: number; line: number | null; reason: string }) & { raw: unknown };
 
-interface RunnerDeps {
+/** What a committed chunk did with its rows (the import-rows metric). */
+export interface ChunkCounts {
+  imported: number;
+  duplicates: number;
+  invalid: number;
+}
+
+export interface RunnerDeps {
   db: Db;
   clock: Clock;
-  log: Logger;
   contacts: ContactsRepo;
   imports: ImportsRepo;
   ledgers: LedgersRepo;
-  /** Called after an import finished (completed or failed), outside its transaction. */
-  onFinished?: (imp: ImportJob) => void;
+  /** Told after each chunk committed (a chunk that rolled back is processed again and told then). */
+  onChunk?: (counts: ChunkCounts, importId: string) => void;
   /** Called inside the transaction that ends an import (completed or failed): the webhook outbox. */
   listeners?: ImportListener[];
   /** Import-time matching (SPEC §5), set by change tracking: `matcher.current` may be unset. */
   matcher?: { current?: ImportMatcher };
-  metrics: MetricsRegistry;
 }
 
 /** Hears about an import that ended, inside the transaction that ends it. */
@@ -65,10 +68,8 @@ export function createImportRunner(d: RunnerDeps): Runner {
     if (done) for (const l of d.listeners) l(done);
   };
 
-  const rowsCounter = d.metrics.counter({ name: 'contact_ledger_import_rows_total', help: 'Import rows processed, by outcome (imported, duplicate, invalid).', labelNames: ['outcome'] });
-
   function storeChunk(lease: Lease, imp: ImportJob, rows: Row[], cursor: { bytes: number; lines: number }): void {
-    const counts = d.db.bulkTx(() => {
+    const counts = d.db.bulkTx((): ChunkCounts => {
       lease.checkpoint();
       if (!d.ledgers.isLive(imp.ledgerId)) throw new LedgerGone();
       const now = d.clock.now();
@@ -128,10 +129,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
       imp.cursorRows += rows.length;
       return { imported, duplicates, invalid };
     });
-    // Counted once committed: a chunk that rolled back is processed again and counted then.
-    rowsCounter.inc({ outcome: 'imported' }, counts.imported);
-    rowsCounter.inc({ outcome: 'duplicate' }, counts.duplicates);
-    rowsCounter.inc({ outcome: 'invalid' }, counts.invalid);
+    d.onChunk?.(counts, imp.id);
   }
 
   async function runApi(lease: Lease, imp: ImportJob, stopping: () => boolean): Promise<'done' | 'stopped'> {
@@ -219,8 +217,6 @@ export function createImportRunner(d: RunnerDeps): Runner {
       announce(imp.id);
     });
     removeUpload(imp);
-    const done = d.imports.findImport(imp.id, d.clock.now());
-    if (done) d.onFinished?.(done);
   }
 
   return {

@@ -11,7 +11,7 @@ import { dataFiles } from '../storage/data-files.ts';
 import type { Db } from '../storage/db.ts';
 import { createContactService } from './contact-service.ts';
 import { createContactsRepo } from './contacts-repo.ts';
-import { createImportRunner, IMPORT_JOB, type ImportListener, type ImportMatcher } from './import-runner.ts';
+import { createImportRunner, IMPORT_JOB, type ChunkCounts, type ImportListener, type ImportMatcher } from './import-runner.ts';
 import { createImportService } from './import-service.ts';
 import { createImportsRepo } from './imports-repo.ts';
 import { createLedgerService } from './ledger-service.ts';
@@ -41,6 +41,8 @@ export function createLedgerModule(d: {
   /** What other modules keep per organization, purged with it. */
   orgOwners?: OrgDataOwner[];
   metrics: MetricsRegistry;
+  /** Where import jobs run when not on this thread: the import thread's `run` (src/import-thread). */
+  runImport?: Runner['run'];
 }) {
   const repos = { ledgers: createLedgersRepo(d.db), contacts: createContactsRepo(d.db, d.reader ?? d.db), imports: createImportsRepo(d.db, dataFiles(d.config.dataDir)) };
   const ledgers = createLedgerService({ ...d, ...repos });
@@ -48,9 +50,17 @@ export function createLedgerModule(d: {
   const imports = createImportService({ ...d, ...repos, uploadsDir: uploadsDir(d.config.dataDir), maxApiContacts: d.config.maxApiContacts });
   const importListeners: ImportListener[] = [];
   const matcher: { current?: ImportMatcher } = {};
+  const rowsCounter = d.metrics.counter({ name: 'contact_ledger_import_rows_total', help: 'Import rows processed, by outcome (imported, duplicate, invalid).', labelNames: ['outcome'] });
+  const countImportRows = (c: ChunkCounts) => {
+    rowsCounter.inc({ outcome: 'imported' }, c.imported);
+    rowsCounter.inc({ outcome: 'duplicate' }, c.duplicates);
+    rowsCounter.inc({ outcome: 'invalid' }, c.invalid);
+  };
+  const importRunner = createImportRunner({ db: d.db, clock: d.clock, ...repos, onChunk: countImportRows, listeners: importListeners, matcher });
   const runners: Record<string, Runner> = {
     ...ledgers.runners,
-    [IMPORT_JOB]: createImportRunner({ db: d.db, clock: d.clock, log: d.log, ...repos, metrics: d.metrics, listeners: importListeners, matcher }),
+    // the runner's own `failed` still records a final failure, on this thread
+    [IMPORT_JOB]: d.runImport ? { ...importRunner, run: d.runImport } : importRunner,
   };
   return {
     repos,
@@ -58,6 +68,8 @@ export function createLedgerModule(d: {
     contacts,
     imports,
     runners,
+    /** Rows of an import chunk that committed on the import thread, for the import-rows metric. */
+    countImportRows,
     /** Other modules hear about every import that ends, inside the transaction that ends it (the webhook outbox). */
     onImportFinished: (l: ImportListener) => void importListeners.push(l),
     /** Change tracking matches imported contacts to known people (SPEC §5), inside each chunk's transaction. */

@@ -51,7 +51,7 @@ export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
   const walFile = `${db.file}-wal`;
   const worker = new Worker(opts.workerFile ?? paths.checkpointWorker, { workerData: { file: db.file, truncateAboveBytes: opts.truncateAboveBytes ?? JOURNAL_SIZE_LIMIT_BYTES } });
   worker.unref();
-  db.raw.pragma('wal_autocheckpoint = 0');
+  db.setAutoCheckpoint(0);
 
   let nextId = 1;
   let closed = false;
@@ -68,7 +68,7 @@ export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
     for (const w of waiting.values()) w.reject(err);
     waiting.clear();
     db.setRelief(undefined);
-    if (db.raw.open) db.raw.pragma('wal_autocheckpoint = 1000');
+    if (db.raw.open) db.setAutoCheckpoint(1000);
     opts.onFailure?.(err);
   };
   worker.on('message', (m: CheckpointReply) => {
@@ -147,7 +147,7 @@ export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
         worker.postMessage({ op: 'close' });
         await exited;
       }
-      if (db.raw.open) db.raw.pragma('wal_autocheckpoint = 1000');
+      if (db.raw.open) db.setAutoCheckpoint(1000);
     },
   };
   db.setRelief(() => api.relieve());

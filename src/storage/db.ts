@@ -1,9 +1,12 @@
 import { closeSync, existsSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { AppError } from '../errors.ts';
+import type { LockSide, WriteLock } from './write-lock.ts';
 
 /** The oldest SQLite we accept: 3.51.3 fixes the WAL-reset corruption bug (RELIABILITY.md D1). */
 const MIN_SQLITE = [3, 51, 3] as const;
+/** How long a write waits for the lock (SQLite's, and the process's own: storage/write-lock.ts) before SQLITE_BUSY. */
+export const BUSY_TIMEOUT_MS = 5000;
 /** The -wal is cut back to this size when SQLite starts it over (bigger ones: storage/checkpointer.ts). */
 export const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
@@ -24,8 +27,9 @@ export class StartupError extends Error {
 }
 
 /**
- * The database handle of the whole process: one writer connection on the main thread (D2).
- * `tx` is the only way to write more than one statement atomically.
+ * A database connection: the process's writer on the main thread, the import thread's own
+ * (src/import-thread), or a read-only one. `tx` is the only way to write more than one statement
+ * atomically.
  */
 export class Db {
   readonly raw: Database.Database;
@@ -37,6 +41,10 @@ export class Db {
   /** The error code of the last write transaction when it failed for lack of disk space (or I/O); null once one commits. */
   writeFailure: string | null = null;
   lastBulkAt = 0;
+  /** Told after every transaction (committed or not) with the write failure it left; the import thread reports through it. */
+  onWrite: ((bulk: boolean, failure: string | null) => void) | undefined;
+  /** The write lock this connection shares with the process's other writer (storage/write-lock.ts), once there is one. */
+  private writeLock: { lock: WriteLock; side: LockSide } | undefined;
 
   constructor(raw: Database.Database, file: string) {
     this.raw = raw;
@@ -56,16 +64,7 @@ export class Db {
    * back everything `fn` wrote. `fn` must be synchronous and short: the event loop waits for it.
    */
   tx<T>(fn: () => T): T {
-    if (this.raw.inTransaction) return this.runTx(fn) as T;
-    this.writes++;
-    try {
-      const out = this.runTx.immediate(fn) as T;
-      this.writeFailure = null;
-      return out;
-    } catch (err) {
-      if (isStorageFullError(err)) this.writeFailure = (err as { code: string }).code;
-      throw err;
-    }
+    return this.inTx(fn, false);
   }
 
   /**
@@ -74,8 +73,44 @@ export class Db {
    * so that the checkpointer knows a bulk job is writing (storage/checkpointer.ts).
    */
   bulkTx<T>(fn: () => T): T {
-    if (!this.raw.inTransaction) this.lastBulkAt = performance.now();
-    return this.tx(fn);
+    return this.inTx(fn, true);
+  }
+
+  private inTx<T>(fn: () => T, bulk: boolean): T {
+    if (this.raw.inTransaction) return this.runTx(fn) as T;
+    if (bulk) this.lastBulkAt = performance.now();
+    this.writeLock?.lock.acquire(this.writeLock.side, BUSY_TIMEOUT_MS);
+    this.writes++;
+    try {
+      const out = this.runTx.immediate(fn) as T;
+      this.writeFailure = null;
+      return out;
+    } catch (err) {
+      if (isStorageFullError(err)) this.writeFailure = (err as { code: string }).code;
+      throw err;
+    } finally {
+      this.writeLock?.lock.release(this.writeLock.side);
+      this.onWrite?.(bulk, this.writeFailure);
+    }
+  }
+
+  /**
+   * Makes every transaction of this connection take `lock` first: from the moment a second
+   * connection of this process writes (the import thread), both take it (storage/write-lock.ts).
+   */
+  shareWriteLock(lock: WriteLock, side: LockSide): void {
+    this.writeLock = { lock, side };
+  }
+
+  /**
+   * Counts a transaction that another connection of this process ran (the import thread's, whose
+   * Db reports them through `onWrite`): the checkpointer and /readyz see it as if it were this
+   * connection's.
+   */
+  noteWrite(bulk: boolean, failure: string | null): void {
+    this.writes++;
+    if (bulk) this.lastBulkAt = performance.now();
+    this.writeFailure = failure;
   }
 
   /**
@@ -84,6 +119,21 @@ export class Db {
    */
   relieve(): Promise<void> {
     return this.relief ? this.relief() : Promise.resolve();
+  }
+
+  /** SQLite's automatic checkpoint in COMMIT after this many -wal pages; 0: off (storage/checkpointer.ts does them). */
+  setAutoCheckpoint(pages: number): void {
+    this.raw.pragma(`wal_autocheckpoint = ${Math.floor(pages)}`);
+  }
+
+  /** Caps the file's size in pages on this connection: tests simulate a full disk with it (RELIABILITY.md D3). */
+  setMaxPageCount(pages: number): void {
+    this.raw.pragma(`max_page_count = ${Math.floor(pages)}`);
+  }
+
+  /** True while the checkpointer's thread does this file's checkpoints (storage/checkpointer.ts). */
+  get checkpointsElsewhere(): boolean {
+    return this.relief !== undefined;
   }
 
   /** Attaches the checkpointer's relieve() (storage/checkpointer.ts). */
@@ -130,7 +180,7 @@ export function openDb(file: string, opts: OpenOptions = {}): Db {
   }
   try {
     // busy_timeout first: switching to WAL may itself need to wait for a lock.
-    raw.pragma('busy_timeout = 5000');
+    raw.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     if (!opts.readonly) {
       const mode = raw.pragma('journal_mode = WAL', { simple: true });
       if (mode !== 'wal') throw new StartupError(`database ${file}: journal_mode is ${String(mode)}, expected wal`);

@@ -20,11 +20,18 @@ import { createTracker, type ChangeListener } from './tracker.ts';
 
 export type TrackingModule = ReturnType<typeof createTrackingModule>;
 
+/** The tracker on a connection, with the stores it reads and writes: this module's, and the import thread's own. */
+export function trackerOn(db: Db, clock: Clock, listeners: ChangeListener[]) {
+  const repos = { people: createPeopleRepo(db), changes: createChangesRepo(db), trackedContacts: createTrackedContactsRepo(db) };
+  return { repos, tracker: createTracker({ clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, listeners }) };
+}
+
 /** Wires change tracking: the people store, matching, change history, feed jobs and the inbox. */
 export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; ledger: LedgerModule; kick: () => void; metrics: MetricsRegistry }) {
-  const repos = { people: createPeopleRepo(d.db), changes: createChangesRepo(d.db), trackedContacts: createTrackedContactsRepo(d.db), feeds: createFeedsRepo(d.db, dataFiles(d.config.dataDir)) };
   const listeners: ChangeListener[] = [];
-  const tracker = createTracker({ clock: d.clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, listeners });
+  const core = trackerOn(d.db, d.clock, listeners);
+  const { tracker } = core;
+  const repos = { ...core.repos, feeds: createFeedsRepo(d.db, dataFiles(d.config.dataDir)) };
   d.ledger.useImportMatcher((contacts) => tracker.matchImported(contacts));
   const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, tracker, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics });
   const changes = createChangeService({ ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes });

@@ -1,0 +1,129 @@
+import { Worker } from 'node:worker_threads';
+import { sharedTime, type Clock } from '../clock.ts';
+import { LeaseLostError, type Lease } from '../jobs/queue.ts';
+import type { RunControl } from '../jobs/scheduler.ts';
+import type { ChunkCounts } from '../ledger/import-runner.ts';
+import type { Logger } from '../log.ts';
+import { paths } from '../paths.ts';
+import type { Db } from '../storage/db.ts';
+import { WriteLock } from '../storage/write-lock.ts';
+import { runKey, type FromThread, type RunError, type ThreadData, type ToThread } from './protocol.ts';
+
+export interface ImportThreadOptions {
+  /** The main thread's writer: it shares the write lock with the thread and counts its writes. */
+  db: Db;
+  clock: Clock;
+  dataDir: string;
+  baseUrl: string;
+  log: Logger;
+  /** A chunk committed on the thread (the import-rows metric). */
+  onChunk: (counts: ChunkCounts, importId: string) => void;
+  /** The thread wrote webhook deliveries: wake the dispatcher. */
+  onDeliveries: () => void;
+  /** The thread's script (tests give a broken one). */
+  workerFile?: string;
+}
+
+export type ImportThread = ReturnType<typeof createImportThread>;
+
+/** An error of a run on the thread, rebuilt so that the scheduler tells its kind (lost lease, full disk). */
+function rebuild(e: RunError): Error {
+  const err = e.leaseLost ? new LeaseLostError(e.message) : Object.assign(new Error(e.message), e.code ? { code: e.code } : {});
+  if (e.stack) err.stack = e.stack;
+  return err;
+}
+
+/**
+ * The main thread's side of the import thread (worker.ts): runs import jobs there, as a runner's
+ * `run` (the scheduler claims, releases and fails them here as for any job). The thread starts with
+ * the first import and stays until close(); should it die, the runs in flight fail (the scheduler
+ * retries them) and the next import starts a new one.
+ */
+export function createImportThread(o: ImportThreadOptions) {
+  const lock = new WriteLock();
+  o.db.shareWriteLock(lock, 'main');
+  const runs = new Map<string, { resolve: (outcome: 'done' | 'stopped') => void; reject: (err: Error) => void }>();
+  let worker: Worker | undefined;
+  let closing = false;
+  let maxPageCount: number | undefined;
+
+  const send = (w: Worker, m: ToThread) => w.postMessage(m);
+
+  function lost(w: Worker, err: Error): void {
+    if (worker !== w) return;
+    worker = undefined;
+    lock.releaseAbandoned();
+    for (const r of runs.values()) r.reject(err);
+    runs.clear();
+    if (!closing) o.log.error({ err }, 'the import thread stopped');
+  }
+
+  function start(): Worker {
+    const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared };
+    const w = new Worker(o.workerFile ?? paths.importThread, { workerData: data });
+    w.unref();
+    if (maxPageCount !== undefined) send(w, { type: 'max-page-count', pages: maxPageCount });
+    w.on('message', (m: FromThread) => {
+      switch (m.type) {
+        case 'ended':
+          runs.get(m.key)?.resolve(m.outcome);
+          break;
+        case 'failed':
+          runs.get(m.key)?.reject(rebuild(m.error));
+          break;
+        case 'chunk':
+          o.onChunk(m.counts, m.importId);
+          break;
+        case 'wrote':
+          o.db.noteWrite(m.bulk, m.failure);
+          break;
+        case 'kick-webhooks':
+          o.onDeliveries();
+          break;
+        case 'relieve':
+          // The checkpointer runs on the main thread's side; without it the thread's COMMITs checkpoint.
+          void o.db.relieve().finally(() => send(w, { type: 'relieved', id: m.id, selfCheckpoint: !o.db.checkpointsElsewhere }));
+          break;
+      }
+    });
+    w.on('error', (err) => lost(w, err));
+    w.on('exit', (code) => lost(w, new Error(`the import thread exited with code ${code}`)));
+    return w;
+  }
+
+  return {
+    /** A runner's `run` for import jobs: the job runs on the thread; `ctl` stopping stops it after its chunk. */
+    run(lease: Lease, ctl: RunControl): Promise<'done' | 'stopped'> {
+      if (closing) return Promise.resolve('stopped');
+      const w = (worker ??= start());
+      const key = runKey(lease.job);
+      const stop = () => send(w, { type: 'stop' });
+      return new Promise<'done' | 'stopped'>((resolve, reject) => {
+        runs.set(key, { resolve, reject });
+        w.ref(); // a run in flight keeps the process alive, as it would on the main thread
+        send(w, { type: 'run', job: lease.job });
+        if (ctl.stopping) stop();
+        else ctl.signal?.addEventListener('abort', stop, { once: true });
+      }).finally(() => {
+        ctl.signal?.removeEventListener('abort', stop);
+        runs.delete(key);
+        if (!runs.size) w.unref();
+      });
+    },
+    /** A full disk in tests (RELIABILITY.md D3): the thread's connection gets this page limit too. */
+    setMaxPageCount(pages: number): void {
+      maxPageCount = pages;
+      if (worker) send(worker, { type: 'max-page-count', pages });
+    },
+    /** Ends the thread (after the scheduler stopped: no run is in flight). */
+    async close(): Promise<void> {
+      closing = true;
+      const w = worker;
+      if (!w) return;
+      const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+      w.ref();
+      send(w, { type: 'close' });
+      await exited;
+    },
+  };
+}

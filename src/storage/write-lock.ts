@@ -1,0 +1,64 @@
+/**
+ * The process's write lock, shared by the main thread's writer connection and the import thread's
+ * (src/import-thread): whoever runs a write transaction holds it, so the two never meet in
+ * SQLite's busy handler. That handler polls with growing sleeps (up to 100 ms), so a main-thread
+ * write waiting in it for a thread that commits a chunk every ~30 ms and starts the next one at
+ * once could miss every gap and block the event loop until busy_timeout (RELIABILITY.md M5, L2).
+ * Here the waiter is woken the moment the holder lets go, and a waiting main thread goes first:
+ * the thread does not take the lock again while the main thread waits for it. A main-thread write
+ * therefore waits for at most the rest of one chunk.
+ *
+ * Both sides wait with Atomics.wait, which blocks: the main thread for at most that chunk, the
+ * import thread for at most one request's transaction.
+ */
+const HOLDER = 0;
+const MAIN_WAITING = 1;
+const FREE = 0;
+
+export type LockSide = 'main' | 'thread';
+const ID: Record<LockSide, number> = { main: 1, thread: 2 };
+
+export class LockTimeoutError extends Error {
+  override name = 'LockTimeoutError';
+  /** Mapped like SQLite's own busy error: 503 with Retry-After (storage/db.ts storageError). */
+  readonly code = 'SQLITE_BUSY';
+}
+
+export class WriteLock {
+  readonly shared: Int32Array;
+
+  constructor(shared: Int32Array = new Int32Array(new SharedArrayBuffer(8))) {
+    this.shared = shared;
+  }
+
+  /** Takes the lock, waiting up to `timeoutMs` (then LockTimeoutError, like busy_timeout). */
+  acquire(side: LockSide, timeoutMs: number): void {
+    const s = this.shared;
+    const me = ID[side];
+    const deadline = performance.now() + timeoutMs;
+    if (side === 'main') Atomics.add(s, MAIN_WAITING, 1);
+    try {
+      for (;;) {
+        // The thread gives way to a waiting main thread (this loop's first condition).
+        if ((side === 'main' || Atomics.load(s, MAIN_WAITING) === 0) && Atomics.compareExchange(s, HOLDER, FREE, me) === FREE) return;
+        const left = deadline - performance.now();
+        if (left <= 0) throw new LockTimeoutError(`the database stayed locked for ${timeoutMs} ms`);
+        const holder = Atomics.load(s, HOLDER);
+        // Woken by release(); the thread also re-checks every millisecond while the main thread waits.
+        if (holder !== FREE) Atomics.wait(s, HOLDER, holder, Math.min(left, side === 'main' ? left : 1));
+        else if (side === 'thread') Atomics.wait(s, MAIN_WAITING, Atomics.load(s, MAIN_WAITING), Math.min(left, 1));
+      }
+    } finally {
+      if (side === 'main') Atomics.sub(s, MAIN_WAITING, 1);
+    }
+  }
+
+  release(side: LockSide): void {
+    if (Atomics.compareExchange(this.shared, HOLDER, ID[side], FREE) === ID[side]) Atomics.notify(this.shared, HOLDER);
+  }
+
+  /** After the import thread died: a lock it held is free again. */
+  releaseAbandoned(): void {
+    this.release('thread');
+  }
+}

@@ -1,0 +1,146 @@
+// The import thread (src/import-thread, RELIABILITY.md L2): imports run on a connection of their
+// own off the event loop; the process's write lock lets a main-thread write in after at most one
+// chunk; webhooks changed on the main thread are seen by the next chunk; a thread that dies fails
+// its runs (the scheduler retries them) and leaves the lock free.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { ManualClock } from '../src/clock.ts';
+import { createImportThread } from '../src/import-thread/client.ts';
+import { createQueue } from '../src/jobs/queue.ts';
+import { createLogger } from '../src/log.ts';
+import { openDb, storageError } from '../src/storage/db.ts';
+import { loadMigrations, migrate } from '../src/storage/migrate.ts';
+import { paths } from '../src/paths.ts';
+import { LockTimeoutError, WriteLock } from '../src/storage/write-lock.ts';
+import { createLedger, csvForm, expectStatus, ledgerPath, seedWorld, startApp, tempDir, waitForImport } from './helpers.ts';
+
+const L = suite('the write lock');
+
+L('a main-thread writer waits for the thread to let go, and is woken when it does', async () => {
+  const lock = new WriteLock();
+  const marks = new Int32Array(new SharedArrayBuffer(8)); // [0]: the thread let go
+  const holder = new Worker(
+    `const { workerData, parentPort } = require('node:worker_threads');
+     const [s, marks] = [workerData.lock, workerData.marks];
+     Atomics.compareExchange(s, 0, 0, 2); // hold it as the thread does
+     parentPort.postMessage('held');
+     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100); // a chunk's worth of work
+     Atomics.store(marks, 0, 1);
+     Atomics.store(s, 0, 0);
+     Atomics.notify(s, 0);`,
+    { eval: true, workerData: { lock: lock.shared, marks } },
+  );
+  await new Promise((resolve) => holder.once('message', resolve));
+  lock.acquire('main', 5000);
+  assert.is(Atomics.load(marks, 0), 1, 'the main thread got the lock only after the thread let go');
+  lock.release('main');
+  await new Promise((resolve) => holder.once('exit', resolve));
+});
+
+L('the thread gives way to a waiting main thread; a wait that times out is SQLITE_BUSY (503); an abandoned lock is freed', () => {
+  const lock = new WriteLock();
+  Atomics.store(lock.shared, 1, 1); // as while the main thread waits in acquire()
+  assert.throws(() => lock.acquire('thread', 20), (e: unknown) => e instanceof LockTimeoutError, 'the thread does not take a free lock the main thread waits for');
+  Atomics.store(lock.shared, 1, 0);
+  lock.acquire('thread', 20);
+  let err: unknown;
+  try {
+    lock.acquire('main', 20);
+  } catch (e) {
+    err = e;
+  }
+  assert.instance(err, LockTimeoutError);
+  assert.is(storageError(err)?.status, 503);
+  lock.releaseAbandoned();
+  lock.acquire('main', 20);
+  lock.release('main');
+});
+
+const T = suite('the import thread');
+
+T('imports write through the thread; main-thread writes meanwhile all succeed; the metric counts every row', async () => {
+  const t = await startApp();
+  try {
+    const w = await seedWorld(t);
+    const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'threaded');
+    const rows = 30_000;
+    const csv = `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co ${i % 13},r${i}`).join('\n')}\n`;
+    const mainChanges = t.rt.db.raw.prepare('SELECT total_changes()').pluck();
+    const before = mainChanges.get() as number;
+    const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
+    expectStatus(up, 202);
+    // writes on the main thread while the import runs: each waits for at most a chunk, none gets 503
+    let during = 0;
+    for (let i = 0; ; i++) {
+      const s = (await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor })).body;
+      if (s.status === 'completed' || s.status === 'failed') break;
+      if (s.status === 'processing') during++;
+      expectStatus(await t.call('PATCH', ledgerPath(w.orgId, ledgerId), { token: w.tokens.editor, body: { description: `edit ${i}` } }), 200, 'a write during the import');
+    }
+    assert.ok(during > 0, 'some writes ran while the import was processing');
+    const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
+    assert.equal([done.status, done.imported, done.duplicates, done.invalid], ['completed', rows, 0, 0]);
+    // the rows went in through the thread's connection, not this one
+    assert.ok((mainChanges.get() as number) - before < rows / 10, 'the main connection did not insert the rows');
+    assert.is(t.rt.db.raw.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId), rows);
+    const metrics = (await t.call('GET', '/metrics', { token: w.root })).text;
+    assert.match(metrics, new RegExp(`contact_ledger_import_rows_total\\{outcome="imported"\\} ${rows}\\b`));
+  } finally {
+    await t.close();
+  }
+});
+
+T('a webhook created after the thread started gets the next import.completed event', async () => {
+  const t = await startApp();
+  try {
+    const w = await seedWorld(t);
+    const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'hooked later');
+    const importCsv = async (name: string) => {
+      const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(`name,company\n${name},Acme\n`) });
+      expectStatus(up, 202);
+      return waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
+    };
+    await importCsv('First'); // the thread runs now, with no webhook anywhere
+    const hook = await t.call('POST', `/api/ledger/v1/orgs/${w.orgId}/webhooks`, { token: w.tokens.admin, body: { url: 'https://hooks.example.test/in', events: ['import.completed'] } });
+    expectStatus(hook, 201);
+    const second = await importCsv('Second');
+    const deliveries = (await t.call('GET', `/api/ledger/v1/orgs/${w.orgId}/webhooks/${hook.body.id}/deliveries`, { token: w.tokens.admin })).body.deliveries as any[];
+    assert.equal(
+      deliveries.map((d) => d.type),
+      ['import.completed'],
+    );
+    const payload = t.rt.db.raw.prepare('SELECT payload FROM webhook_deliveries WHERE id = ?').pluck().get(deliveries[0].id) as string;
+    assert.is(JSON.parse(payload).data.import.id, second.id);
+  } finally {
+    await t.close();
+  }
+});
+
+T('a thread that dies fails its runs and leaves the write lock free', async () => {
+  const dir = tempDir();
+  const db = openDb(join(dir, 'db.sqlite'));
+  migrate(db, loadMigrations(paths.migrations), Date.now());
+  const clock = new ManualClock();
+  const queue = createQueue(db, clock);
+  db.tx(() => queue.enqueue('imp_1', 'import'));
+  const lease = queue.claim()!;
+  // a thread that takes the write lock, as in the middle of a chunk, and dies
+  const broken = join(dir, 'broken-thread.cjs');
+  writeFileSync(broken, `const { workerData } = require('node:worker_threads'); Atomics.store(workerData.lock, 0, 2); throw new Error('boom');`);
+  const thread = createImportThread({ db, clock, dataDir: dir, baseUrl: 'http://x.test', log: createLogger('silent'), onChunk: () => undefined, onDeliveries: () => undefined, workerFile: broken });
+  try {
+    let err: Error | undefined;
+    await thread.run(lease, { stopping: false }).catch((e: Error) => (err = e));
+    assert.match(String(err?.message), /boom/);
+    assert.is(db.tx(() => 'written'), 'written', 'the lock the dead thread held is free');
+  } finally {
+    await thread.close();
+    db.close();
+  }
+});
+
+L.run();
+T.run();
