@@ -1,11 +1,15 @@
-import { parentPort, workerData } from 'node:worker_threads';
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { CsvReadError, readRows, type CsvBatch, type ResumePoint } from './read-rows.ts';
 import { scanCsv } from './scan.ts';
 import type { CsvFormat } from '../ledger/model.ts';
 
 /**
  * The CSV worker thread: scans uploads and parses + validates rows off the HTTP thread. One
- * worker per operation; messages are the protocol of csv-worker-client.ts.
+ * worker per operation; messages are the protocol of csv-worker-client.ts. It talks to the thread
+ * that started it, or through `port` to the thread the main thread started it for (the import
+ * thread: only the main thread can start workers in the executable).
  */
 
 export type WorkerTask =
@@ -19,8 +23,27 @@ export type WorkerMessage =
   | { type: 'read-error'; message: string; line: number }
   | { type: 'error'; message: string };
 
-const port = parentPort!;
-const task = workerData as WorkerTask;
+/**
+ * Reading an import's rows is background work: on Linux, where a thread has a nice value of its
+ * own, this thread yields the CPU to the main thread's requests when the cores are busy (the import
+ * thread, which holds the write lock that requests may wait for, keeps the normal priority). A scan
+ * answers an upload request and keeps it too. Elsewhere, or if refused, nothing changes.
+ */
+function yieldCpuToRequests(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, READER_NICE);
+  } catch {
+    // not Linux, or no /proc: the thread keeps the process's priority
+  }
+}
+const READER_NICE = 10;
+
+const { port: given, ...rest } = workerData as WorkerTask & { port?: MessagePort };
+const task = rest as WorkerTask;
+const port = given ?? parentPort!;
+// The reading thread went away (stopped early, or died): nothing is left to read for.
+given?.once('close', () => process.exit(0));
 const post = (m: WorkerMessage) => port.postMessage(m);
 
 async function main() {
@@ -28,6 +51,7 @@ async function main() {
     post({ type: 'scan', result: await scanCsv(task.path) });
     return;
   }
+  yieldCpuToRequests();
   // Credit-based flow control: at most `window` batches ahead of the consumer.
   let credits = task.window;
   let wake: (() => void) | undefined;

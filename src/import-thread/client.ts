@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { startCsvReaderFor } from '../csv/csv-worker-client.ts';
 import { sharedTime, type Clock } from '../clock.ts';
 import { LeaseLostError, type Lease } from '../jobs/queue.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
@@ -79,6 +80,9 @@ export function createImportThread(o: ImportThreadOptions) {
           break;
         case 'kick-webhooks':
           o.onDeliveries();
+          break;
+        case 'read-csv':
+          startCsvReaderFor(m.task, m.port);
           break;
         case 'relieve':
           // The checkpointer runs on the main thread's side; without it the thread's COMMITs checkpoint.

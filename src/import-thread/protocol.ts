@@ -1,3 +1,5 @@
+import type { MessagePort } from 'node:worker_threads';
+import type { WorkerTask } from '../csv/csv-worker.ts';
 import type { ClaimedJob } from '../jobs/queue.ts';
 import type { ChunkCounts } from '../ledger/import-runner.ts';
 
@@ -41,7 +43,12 @@ export type FromThread =
   /** The webhook outbox has new deliveries. */
   | { type: 'kick-webhooks' }
   /** Between two chunks: wait for a checkpoint when the -wal is too big (storage/checkpointer.ts). */
-  | { type: 'relieve'; id: number };
+  | { type: 'relieve'; id: number }
+  /**
+   * Start the CSV reader for an upload, talking through `port`: in the executable only the main
+   * thread can start worker threads (pkg loads their scripts from its snapshot there alone).
+   */
+  | { type: 'read-csv'; task: WorkerTask; port: MessagePort };
 
 /** How a run is named in messages: a job this process claims again is another run. */
 export const runKey = (job: ClaimedJob): string => `${job.id}#${job.token}`;

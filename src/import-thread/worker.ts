@@ -8,9 +8,8 @@
 // is the same import runner, with what runs inside an import's transactions: the import-time
 // matcher of change tracking and the webhook outbox. Fencing is in SQL, on the lease's token, so a
 // lease rebuilt here from the claimed job is as safe as the main thread's.
-import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
-import { parentPort, workerData } from 'node:worker_threads';
+import { MessageChannel, parentPort, workerData } from 'node:worker_threads';
+import { csvLinkOver, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { clockOf } from '../clock.ts';
 import { LeaseLostError, createQueue } from '../jobs/queue.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
@@ -25,22 +24,6 @@ import { trackerOn } from '../tracking/index.ts';
 import { createOutbox } from '../webhooks/outbox.ts';
 import { createWebhooksRepo } from '../webhooks/webhooks-repo.ts';
 import { runKey, type FromThread, type ThreadData, type ToThread } from './protocol.ts';
-
-/**
- * On Linux a thread has a nice value of its own: this one (and the CSV reader thread it starts,
- * which inherits it) yields the CPU to the main thread, so requests are served first when the
- * cores are busy and the import takes the time left. Elsewhere, or if refused, nothing changes.
- */
-function yieldCpuToRequests(): void {
-  try {
-    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, THREAD_NICE);
-  } catch {
-    // not Linux, or no /proc: the thread keeps the process's priority
-  }
-}
-const THREAD_NICE = 10;
-yieldCpuToRequests();
 
 const data = workerData as ThreadData;
 const port = parentPort!;
@@ -63,6 +46,13 @@ db.setRelief(
     }),
 );
 
+/** The CSV reader of an upload, started by the main thread and wired to this one by a channel. */
+const startCsvWorker: StartCsvWorker = (task) => {
+  const { port1, port2 } = new MessageChannel();
+  port.postMessage({ type: 'read-csv', task, port: port2 } satisfies FromThread, [port2]);
+  return csvLinkOver(port1);
+};
+
 const outbox = createOutbox({ repo: createWebhooksRepo(db), clock, baseUrl: data.baseUrl, kick: () => post({ type: 'kick-webhooks' }) });
 const { tracker } = trackerOn(db, clock, [(change, contact) => outbox.changed(change, contact)]);
 const runner = createImportRunner({
@@ -72,6 +62,7 @@ const runner = createImportRunner({
   imports: createImportsRepo(db, dataFiles(data.dataDir)),
   ledgers: createLedgersRepo(db),
   onChunk: (counts, importId) => post({ type: 'chunk', importId, counts }),
+  startCsvWorker,
   // Webhooks are changed on the main thread: whether any is enabled is read again in each
   // transaction that may write to the outbox (one small query per chunk), never remembered.
   listeners: [

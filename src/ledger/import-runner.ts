@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import type { Clock } from '../clock.ts';
-import { readUpload } from '../csv/csv-worker-client.ts';
+import { readUpload, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { CsvReadError, type CsvRow } from '../csv/read-rows.ts';
 import { newId } from '../ids.ts';
 import type { Lease } from '../jobs/queue.ts';
@@ -39,6 +39,8 @@ export interface RunnerDeps {
   onChunk?: (counts: ChunkCounts, importId: string) => void;
   /** Called inside the transaction that ends an import (completed or failed): the webhook outbox. */
   listeners?: ImportListener[];
+  /** Starts the CSV reader thread (default: from this thread; the import thread asks the main thread). */
+  startCsvWorker?: StartCsvWorker;
   /** Import-time matching (SPEC §5), set by change tracking: `matcher.current` may be unset. */
   matcher?: { current?: ImportMatcher };
 }
@@ -151,7 +153,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
   async function runCsv(lease: Lease, imp: ImportJob, stopping: () => boolean): Promise<'done' | 'stopped'> {
     const format = imp.format!;
     const from = imp.cursorBytes > 0 ? { bytes: imp.cursorBytes, lines: imp.cursorLines } : { bytes: format.dataStart, lines: format.headerLines };
-    const batches = readUpload(imp.filePath!, format, from, CSV_BATCH_ROWS);
+    const batches = readUpload(imp.filePath!, format, from, CSV_BATCH_ROWS, undefined, d.startCsvWorker);
     const sizer = new ChunkSizer();
     // Parsed rows not stored yet: pending[at…]. A chunk is any prefix of them; its last row's end
     // is the resume point, so rows parsed but not stored when we stop are simply read again.
