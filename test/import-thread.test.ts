@@ -4,18 +4,22 @@
 // its runs (the scheduler retries them) and leaves the lock free.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ManualClock } from '../src/clock.ts';
+import { newId } from '../src/ids.ts';
 import { createImportThread } from '../src/import-thread/client.ts';
+import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
+import { backupsDir } from '../src/runtime.ts';
 import { createQueue } from '../src/jobs/queue.ts';
 import { createLogger } from '../src/log.ts';
 import { openDb, storageError } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { paths } from '../src/paths.ts';
 import { LockTimeoutError, WriteLock } from '../src/storage/write-lock.ts';
-import { createLedger, csvForm, expectStatus, ledgerPath, seedWorld, startApp, tempDir, waitForImport } from './helpers.ts';
+import { createLedger, csvForm, expectStatus, ledgerPath, seedWorld, startApp, tempDir, until, waitForImport } from './helpers.ts';
 
 const L = suite('the write lock');
 
@@ -114,6 +118,45 @@ T('a webhook created after the thread started gets the next import.completed eve
     );
     const payload = t.rt.db.raw.prepare('SELECT payload FROM webhook_deliveries WHERE id = ?').pluck().get(deliveries[0].id) as string;
     assert.is(JSON.parse(payload).data.import.id, second.id);
+  } finally {
+    await t.close();
+  }
+});
+
+T('a scheduled backup taken while an import writes completes, and so does the import (RELIABILITY.md D5 a)', async () => {
+  const t = await startApp({ config: { backupCron: '0 0 1 1 *' } });
+  try {
+    const w = await seedWorld(t);
+    const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'backed up');
+    // ~40 MB of contacts first: the backup takes many steps, and a write by another connection
+    // between two of them would start it over
+    const contacts = createContactsRepo(t.rt.db);
+    const title = 'Senior Principal Engineer, Platform Reliability and Developer Experience'.padEnd(200, '.');
+    for (let from = 0; from < 150_000; from += 10_000) {
+      t.rt.db.bulkTx(() => {
+        for (let i = from; i < from + 10_000; i++) {
+          contacts.insertContact({ id: newId('c'), ledgerId, importId: 'imp_seed', referenceId: `s${i}`, name: `S ${i}`, company: 'C', title, titleLevel: null, titleDomain: null, location: null, email: null, linkedin: null, now: t.clock.now() });
+        }
+      });
+    }
+    const rows = 30_000;
+    const csv = `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co ${i % 13},r${i}`).join('\n')}\n`;
+    const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
+    expectStatus(up, 202);
+    const status = () => t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor }).then((r) => r.body);
+    await until('the import writing', status, (s) => s.processed > 0);
+    assert.ok(await t.rt.scheduler.runNow('backup'), 'the backup ran');
+    const [file] = readdirSync(backupsDir(t.dataDir)).filter((f) => /^scheduled-.*\.db$/.test(f));
+    assert.ok(file, 'a scheduled backup was written');
+    const copy = new Database(join(backupsDir(t.dataDir), file!), { readonly: true });
+    try {
+      assert.is(copy.prepare('PRAGMA integrity_check').pluck().get(), 'ok');
+      assert.ok((copy.prepare('SELECT count(*) FROM contacts').pluck().get() as number) >= 150_000);
+    } finally {
+      copy.close();
+    }
+    const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
+    assert.equal([done.status, done.imported], ['completed', rows]);
   } finally {
     await t.close();
   }

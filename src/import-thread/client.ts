@@ -47,6 +47,8 @@ export function createImportThread(o: ImportThreadOptions) {
   let worker: Worker | undefined;
   let closing = false;
   let maxPageCount: number | undefined;
+  /** Work the thread's writes must not run beside (a backup on the main connection): chunks wait for it. */
+  let pause: Promise<unknown> = Promise.resolve();
 
   const send = (w: Worker, m: ToThread) => w.postMessage(m);
 
@@ -85,8 +87,11 @@ export function createImportThread(o: ImportThreadOptions) {
           startCsvReaderFor(m.task, m.port);
           break;
         case 'relieve':
-          // The checkpointer runs on the main thread's side; without it the thread's COMMITs checkpoint.
-          void o.db.relieve().finally(() => send(w, { type: 'relieved', id: m.id, selfCheckpoint: !o.db.checkpointsElsewhere }));
+          // Between two chunks: after a pause, and a checkpoint when the -wal is big. The checkpointer
+          // runs on the main thread's side; without it the thread's COMMITs checkpoint.
+          void pause
+            .then(() => o.db.relieve())
+            .finally(() => send(w, { type: 'relieved', id: m.id, selfCheckpoint: !o.db.checkpointsElsewhere }));
           break;
       }
     });
@@ -113,6 +118,18 @@ export function createImportThread(o: ImportThreadOptions) {
         runs.delete(key);
         if (!runs.size) w.unref();
       });
+    },
+    /**
+     * Runs `fn` while imports wait between their chunks (at most the chunk in flight commits). An
+     * online backup on the main connection needs it: SQLite starts such a backup over whenever
+     * another connection writes between two of its steps (RELIABILITY.md D5), which an import
+     * does every ~30 ms, so the backup would never end.
+     */
+    pausedWhile<T>(fn: () => Promise<T>): Promise<T> {
+      const p = fn();
+      const before = pause;
+      pause = Promise.allSettled([before, p]);
+      return p;
     },
     /** A full disk in tests (RELIABILITY.md D3): the thread's connection gets this page limit too. */
     setMaxPageCount(pages: number): void {

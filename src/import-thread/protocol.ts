@@ -39,7 +39,7 @@ export type FromThread =
   | { type: 'failed'; key: string; error: RunError }
   | { type: 'chunk'; importId: string; counts: ChunkCounts }
   /** A transaction ended on the thread's connection (the checkpointer counts writes, /readyz the disk). */
-  | { type: 'wrote'; bulk: boolean; failure: string | null }
+  | { type: 'wrote'; bulk: boolean; failure: string | null | undefined }
   /** The webhook outbox has new deliveries. */
   | { type: 'kick-webhooks' }
   /** Between two chunks: wait for a checkpoint when the -wal is too big (storage/checkpointer.ts). */

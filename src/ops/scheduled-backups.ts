@@ -12,11 +12,21 @@ export type ScheduledBackups = ReturnType<typeof createScheduledBackups>;
 export const SCHEDULED_BACKUP = /^scheduled-\d{8}T\d{9}Z\.db$/;
 
 /**
- * BACKUP_CRON's task: an online backup on the server's own connection (SQLite carries the
- * server's writes into it; it copies in small steps, so requests keep being served) into
+ * BACKUP_CRON's task: an online backup on the server's own connection (SQLite carries this
+ * connection's writes into it; it copies in small steps, so requests keep being served; imports,
+ * which write on a connection of their own, wait between their chunks meanwhile) into
  * `<data>/backups/scheduled-<time>.db`, then keeps the newest `keep` scheduled backups.
  */
-export function createScheduledBackups(d: { db: Db; log: Logger; clock: Clock; metrics: MetricsRegistry; dir: string; keep: number }) {
+export function createScheduledBackups(d: {
+  db: Db;
+  log: Logger;
+  clock: Clock;
+  metrics: MetricsRegistry;
+  dir: string;
+  keep: number;
+  /** Runs the copy while other connections' writers wait (the import thread: src/import-thread); they would restart it. */
+  pauseOtherWriters?: <T>(fn: () => Promise<T>) => Promise<T>;
+}) {
   const outcomes = d.metrics.counter({ name: 'contact_ledger_backups_total', help: 'Scheduled backups by outcome (ok, failed).', labelNames: ['outcome'] });
   const lastOk = d.metrics.gauge({ name: 'contact_ledger_backup_last_success_timestamp_seconds', help: 'When the last scheduled backup completed (Unix time).' });
   return {
@@ -26,7 +36,8 @@ export function createScheduledBackups(d: { db: Db; log: Logger; clock: Clock; m
       const file = join(d.dir, `scheduled-${fileStamp(started)}.db`);
       try {
         mkdirSync(d.dir, { recursive: true, mode: 0o700 });
-        const bytes = await backupTo(d.db.raw, file);
+        const copy = () => backupTo(d.db.raw, file);
+        const bytes = await (d.pauseOtherWriters ? d.pauseOtherWriters(copy) : copy());
         const pruned = pruneBackups(d.dir, SCHEDULED_BACKUP, d.keep);
         outcomes.inc({ outcome: 'ok' });
         lastOk.set(d.clock.now() / 1000);

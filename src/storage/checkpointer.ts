@@ -22,8 +22,10 @@ export type Checkpointer = ReturnType<typeof startCheckpointer>;
  * random index pages that is a copy of megabytes into the main file and an fsync, every few chunks,
  * stalling every request for tens to hundreds of milliseconds. Instead the writer connection's
  * automatic checkpoints are turned off and a worker thread with a connection of its own runs
- * PASSIVE checkpoints: shortly after writes, and when a bulk writer asks (`relieve()`). The writer
- * stays the only connection that writes data (D2).
+ * PASSIVE checkpoints: shortly after writes, and when a bulk writer asks (`relieve()`). It writes
+ * no data: the writers are the main connection and the import thread's (src/import-thread), whose
+ * automatic checkpoints are off too and whose writes and relieve() reach this module through the
+ * main connection (`Db.noteWrite`, `Db.relieve`).
  *
  * A PASSIVE checkpoint never blocks the writer; SQLite starts the -wal over at the first commit
  * after a checkpoint that copied every frame, so a bulk writer that keeps committing has to pause

@@ -41,8 +41,12 @@ export class Db {
   /** The error code of the last write transaction when it failed for lack of disk space (or I/O); null once one commits. */
   writeFailure: string | null = null;
   lastBulkAt = 0;
-  /** Told after every transaction (committed or not) with the write failure it left; the import thread reports through it. */
-  onWrite: ((bulk: boolean, failure: string | null) => void) | undefined;
+  /**
+   * Told after every transaction: `failure` is null when it committed, the code when it failed for
+   * lack of disk space, undefined when it rolled back for another reason (it says nothing about the
+   * disk). The import thread reports its transactions through it.
+   */
+  onWrite: ((bulk: boolean, failure: string | null | undefined) => void) | undefined;
   /** The write lock this connection shares with the process's other writer (storage/write-lock.ts), once there is one. */
   private writeLock: { lock: WriteLock; side: LockSide } | undefined;
 
@@ -81,16 +85,18 @@ export class Db {
     if (bulk) this.lastBulkAt = performance.now();
     this.writeLock?.lock.acquire(this.writeLock.side, BUSY_TIMEOUT_MS);
     this.writes++;
+    let outcome: string | null | undefined;
     try {
       const out = this.runTx.immediate(fn) as T;
-      this.writeFailure = null;
+      outcome = null;
       return out;
     } catch (err) {
-      if (isStorageFullError(err)) this.writeFailure = (err as { code: string }).code;
+      if (isStorageFullError(err)) outcome = (err as { code: string }).code;
       throw err;
     } finally {
       this.writeLock?.lock.release(this.writeLock.side);
-      this.onWrite?.(bulk, this.writeFailure);
+      if (outcome !== undefined) this.writeFailure = outcome;
+      this.onWrite?.(bulk, outcome);
     }
   }
 
@@ -107,10 +113,10 @@ export class Db {
    * Db reports them through `onWrite`): the checkpointer and /readyz see it as if it were this
    * connection's.
    */
-  noteWrite(bulk: boolean, failure: string | null): void {
+  noteWrite(bulk: boolean, failure: string | null | undefined): void {
     this.writes++;
     if (bulk) this.lastBulkAt = performance.now();
-    this.writeFailure = failure;
+    if (failure !== undefined) this.writeFailure = failure;
   }
 
   /**
