@@ -38,9 +38,6 @@ D('an import on a full disk waits, writes get 507, reads work, and the job resum
     assert.is(s.status, 'pending', 'waiting, not failed');
     assert.match(s.message, /waiting for disk space/);
     assert.ok(s.processed < rows);
-    // the import thread's failed write alone makes the service degraded (no write of this thread failed yet)
-    const early = await t.call('GET', '/readyz');
-    assert.equal([early.status, early.body.status, early.body.checks.diskSpace], [200, 'degraded', false]);
     // small writes may still fit in free pages; a batch that needs room is refused with 507
     const batch = { contacts: Array.from({ length: 1000 }, (_, i) => ({ name: `Batch ${i}`.padEnd(200, '.'), company: 'y' })) };
     let write = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/contacts`, { token, body: batch });
