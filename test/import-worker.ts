@@ -12,14 +12,11 @@ import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { createQueue } from '../src/jobs/queue.ts';
 import { createScheduler, type Runner } from '../src/jobs/scheduler.ts';
-import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
 import { createImportRunner, IMPORT_JOB } from '../src/ledger/import-runner.ts';
-import { createImportsRepo } from '../src/ledger/imports-repo.ts';
-import { createLedgersRepo } from '../src/ledger/ledgers-repo.ts';
+import { ledgerReposOn } from '../src/ledger/index.ts';
 import { createLogger } from '../src/log.ts';
 import { createImportThread } from '../src/import-thread/client.ts';
 import { startCheckpointer } from '../src/storage/checkpointer.ts';
-import { dataFiles } from '../src/storage/data-files.ts';
 import { openStorage } from '../src/storage/storage.ts';
 
 // Started ahead of time by the parent, it has loaded its modules by now and waits for a line on
@@ -57,9 +54,7 @@ const thread = createImportThread({
 const runner = createImportRunner({
   db,
   clock,
-  contacts: createContactsRepo(db, db),
-  imports: createImportsRepo(db, dataFiles(config.dataDir)),
-  ledgers: createLedgersRepo(db),
+  ...ledgerReposOn(db, config.dataDir),
 });
 const observed: Runner = {
   ...runner,

@@ -13,11 +13,8 @@ import { csvLinkOver, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { clockOf } from '../clock.ts';
 import { LeaseLostError, createQueue } from '../jobs/queue.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
-import { createContactsRepo } from '../ledger/contacts-repo.ts';
 import { createImportRunner } from '../ledger/import-runner.ts';
-import { createImportsRepo } from '../ledger/imports-repo.ts';
-import { createLedgersRepo } from '../ledger/ledgers-repo.ts';
-import { dataFiles } from '../storage/data-files.ts';
+import { ledgerReposOn } from '../ledger/index.ts';
 import { openDb } from '../storage/db.ts';
 import { WriteLock } from '../storage/write-lock.ts';
 import { trackerOn } from '../tracking/index.ts';
@@ -58,9 +55,7 @@ const { tracker } = trackerOn(db, clock, [(change, contact) => outbox.changed(ch
 const runner = createImportRunner({
   db,
   clock,
-  contacts: createContactsRepo(db, db),
-  imports: createImportsRepo(db, dataFiles(data.dataDir)),
-  ledgers: createLedgersRepo(db),
+  ...ledgerReposOn(db, data.dataDir),
   onChunk: (counts, importId) => post({ type: 'chunk', importId, counts }),
   startCsvWorker,
   // Webhooks are changed on the main thread: whether any is enabled is read again in each

@@ -24,6 +24,11 @@ export type LedgerModule = ReturnType<typeof createLedgerModule>;
 export const uploadsDir = (dataDir: string) => join(dataDir, 'uploads');
 export const uploadTmpDir = (dataDir: string) => join(dataDir, 'uploads', 'tmp');
 
+/** The ledger's stores on a connection: this module's, and the import thread's own (`reader`: downloads' connection, default `db`). */
+export function ledgerReposOn(db: Db, dataDir: string, reader: Db = db) {
+  return { ledgers: createLedgersRepo(db), contacts: createContactsRepo(db, reader), imports: createImportsRepo(db, dataFiles(dataDir)) };
+}
+
 /** Wires the ledger service: repos → services and the job runners it contributes to the scheduler. */
 export function createLedgerModule(d: {
   db: Db;
@@ -44,7 +49,7 @@ export function createLedgerModule(d: {
   /** Where import jobs run when not on this thread: the import thread's `run` (src/import-thread). */
   runImport?: Runner['run'];
 }) {
-  const repos = { ledgers: createLedgersRepo(d.db), contacts: createContactsRepo(d.db, d.reader ?? d.db), imports: createImportsRepo(d.db, dataFiles(d.config.dataDir)) };
+  const repos = ledgerReposOn(d.db, d.config.dataDir, d.reader);
   const ledgers = createLedgerService({ ...d, ...repos });
   const contacts = createContactService({ ...d, ...repos });
   const imports = createImportService({ ...d, ...repos, uploadsDir: uploadsDir(d.config.dataDir), maxApiContacts: d.config.maxApiContacts });
