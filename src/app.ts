@@ -11,7 +11,7 @@ import { LEDGER_PREFIX, registerLedgerRoutes } from './ledger/routes.ts';
 import { registerHealthRoutes } from './ops/health.ts';
 import { httpObserver } from './ops/metrics.ts';
 import { registerMetricsRoute } from './ops/metrics-route.ts';
-import { feedsDir } from './tracking/feed-service.ts';
+import { feedsDir } from './tracking/feed-files.ts';
 import { registerTrackingRoutes } from './tracking/routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 import { join } from 'node:path';

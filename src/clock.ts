@@ -9,8 +9,8 @@ export interface Clock {
 export const systemClock: Clock = { now: () => Date.now() };
 
 /**
- * A clock tests can set and advance. Its time lives in shared memory, so that the import thread
- * (src/import-thread) reads the same clock as the main thread: `sharedTime` / `clockOf`.
+ * A clock tests can set and advance. Its time lives in shared memory, so that the bulk thread
+ * (src/bulk-thread) reads the same clock as the main thread: `sharedTime` / `clockOf`.
  */
 export class ManualClock implements Clock {
   readonly shared = new Float64Array(new SharedArrayBuffer(8));

@@ -12,7 +12,7 @@ export const WORKERS = {
   bcryptWorker: 'src/identity/bcrypt-worker.ts',
   csvWorker: 'src/csv/csv-worker.ts',
   checkpointWorker: 'src/storage/checkpoint-worker.ts',
-  importThread: 'src/import-thread/worker.ts',
+  bulkThread: 'src/bulk-thread/worker.ts',
 } as const;
 
 export const paths = {

@@ -12,12 +12,12 @@ import type { LedgerDataOwner, OrgDataOwner } from './ledger/model.ts';
 import { startCheckpointer } from './storage/checkpointer.ts';
 import { openDb, type Db } from './storage/db.ts';
 import { backupsDir, DB_FILE, openStorage } from './storage/storage.ts';
-import { feedsDir } from './tracking/feed-service.ts';
+import { feedsDir } from './tracking/feed-files.ts';
 import { createTrackingModule, type TrackingModule } from './tracking/index.ts';
 import { readdirSync, rmSync } from 'node:fs';
 import { schemaVersion } from './storage/migrate.ts';
 import { createWebhooksModule, type WebhooksModule } from './webhooks/index.ts';
-import { createImportThread, type ImportThread } from './import-thread/client.ts';
+import { createBulkThread, type BulkThread } from './bulk-thread/client.ts';
 import { createMetrics, type Metrics } from './ops/metrics.ts';
 import { createScheduledBackups } from './ops/scheduled-backups.ts';
 
@@ -37,8 +37,8 @@ export interface Runtime {
   ledger: LedgerModule;
   tracking: TrackingModule;
   webhooks: WebhooksModule;
-  /** Where import jobs run (src/import-thread). */
-  importThread: ImportThread;
+  /** Where import and feed jobs run (src/bulk-thread). */
+  bulkThread: BulkThread;
   queue: Queue;
   scheduler: Scheduler;
   readiness: ReadinessChecks;
@@ -63,7 +63,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
   const { db, latest } = storage;
   const checkpointer = startCheckpointer(db, { onFailure: (err) => log.error({ err }, 'WAL checkpoints fall back to the writer connection') });
   let reader: Db | undefined;
-  let importThread: ImportThread | undefined;
+  let bulkThread: BulkThread | undefined;
   try {
     // Downloads read through their own read-only connection with a small page cache: streaming a
     // whole ledger then neither fills the writer's 64 MiB cache nor holds the writer (WAL readers
@@ -77,22 +77,24 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     const kick = () => scheduler?.kick();
     let ledger: LedgerModule | undefined;
     let webhooks: WebhooksModule | undefined;
-    // Import jobs run on a thread of their own (src/import-thread): their chunks never hold the event loop.
-    const imports = createImportThread({
+    let tracking: TrackingModule | undefined;
+    // Import and feed jobs run on a thread of their own (src/bulk-thread): their chunks never hold the event loop.
+    const bulk = createBulkThread({
       db,
       clock,
       dataDir: config.dataDir,
       baseUrl: config.baseUrl,
       log,
-      onChunk: (counts) => ledger?.countImportRows(counts),
+      onImportChunk: (counts) => ledger?.countImportRows(counts),
+      onFeedChunk: (progress) => tracking?.feeds.countChunk(progress),
       onDeliveries: () => webhooks?.kick(),
     });
-    importThread = imports;
+    bulkThread = bulk;
     const identity = createIdentity({ db, clock, config, signingKeys, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
     const owners: LedgerDataOwner[] = [];
     const orgOwners: OrgDataOwner[] = [identity.orgData];
-    ledger = createLedgerModule({ db, reader, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, orgOwners, metrics, runImport: imports.run });
-    const tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick, metrics });
+    ledger = createLedgerModule({ db, reader, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, orgOwners, metrics, runImport: bulk.run });
+    tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick, metrics, runFeed: bulk.run });
     owners.push(tracking.ledgerData);
     webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics, queue, kick });
     orgOwners.push(webhooks.orgData);
@@ -106,7 +108,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       const removed = await identity.prune(ctl);
       if (removed) log.info({ removed }, 'expired sessions and sign-in counters removed');
     });
-    const backups = createScheduledBackups({ db, log, clock, metrics, dir: backupsDir(config.dataDir), keep: config.backupKeep, pauseOtherWriters: (fn) => imports.pausedWhile(fn) });
+    const backups = createScheduledBackups({ db, log, clock, metrics, dir: backupsDir(config.dataDir), keep: config.backupKeep, pauseOtherWriters: (fn) => bulk.pausedWhile(fn) });
     if (config.backupCron) scheduler.every(config.backupCron, 'backup', () => backups.run());
     removeStrayUploads(config.dataDir, ledger.repos.imports.listReferencedFiles());
     removeStrayFiles(feedsDir(config.dataDir), tracking.repos.feeds.listReferencedFiles());
@@ -122,7 +124,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       ledger,
       tracking,
       webhooks,
-      importThread: imports,
+      bulkThread: bulk,
       queue,
       scheduler,
       metrics,
@@ -138,7 +140,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       },
       async close() {
         await scheduler.stop();
-        await imports.close();
+        await bulk.close();
         await identity.hasher.close();
         reader!.raw.close(); // first, so that the writer's closing checkpoint can truncate the WAL
         await checkpointer.close();
@@ -149,7 +151,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
     return rt;
   } catch (err) {
-    await importThread?.close();
+    await bulkThread?.close();
     reader?.raw.close();
     await checkpointer.close();
     storage.close();

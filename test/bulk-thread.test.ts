@@ -1,5 +1,5 @@
-// The import thread (src/import-thread, RELIABILITY.md L2): imports run on a connection of their
-// own off the event loop; the process's write lock lets a main-thread write in after at most one
+// The bulk thread (src/bulk-thread, RELIABILITY.md L2): imports and feeds run on a connection of
+// their own off the event loop; the process's write lock lets a main-thread write in after at most one
 // chunk; webhooks changed on the main thread are seen by the next chunk; a thread that dies fails
 // its runs (the scheduler retries them) and leaves the lock free.
 import { suite } from 'uvu';
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ManualClock } from '../src/clock.ts';
 import { newId } from '../src/ids.ts';
-import { createImportThread } from '../src/import-thread/client.ts';
+import { createBulkThread } from '../src/bulk-thread/client.ts';
 import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
 import { backupsDir } from '../src/runtime.ts';
 import { createQueue } from '../src/jobs/queue.ts';
@@ -19,7 +19,7 @@ import { openDb, storageError } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { paths } from '../src/paths.ts';
 import { LockTimeoutError, WriteLock } from '../src/storage/write-lock.ts';
-import { createLedger, csvForm, expectStatus, ledgerPath, seedWorld, startApp, tempDir, until, waitForImport } from './helpers.ts';
+import { createLedger, csvForm, expectStatus, LEDGER, ledgerPath, seedWorld, startApp, tempDir, until, waitForImport } from './helpers.ts';
 
 const L = suite('the write lock');
 
@@ -63,7 +63,7 @@ L('the thread gives way to a waiting main thread; a wait that times out is SQLIT
   lock.release('main');
 });
 
-const T = suite('the import thread');
+const T = suite('the bulk thread');
 
 T('imports write through the thread; main-thread writes meanwhile all succeed; the metric counts every row', async () => {
   const t = await startApp();
@@ -97,27 +97,62 @@ T('imports write through the thread; main-thread writes meanwhile all succeed; t
   }
 });
 
-T('a webhook created after the thread started gets the next import.completed event', async () => {
+T('feeds run on the thread too: the records go through its connection, writes meanwhile succeed, the metrics count them', async () => {
+  const t = await startApp();
+  try {
+    const w = await seedWorld(t);
+    const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'fed');
+    const known = 2_000;
+    const csv = `name,company,linkedin\n${Array.from({ length: known }, (_, i) => `P ${i},Old ${i},linkedin.com/in/p-${i}`).join('\n')}\n`;
+    const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
+    expectStatus(up, 202);
+    assert.is((await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id)).imported, known);
+    // every known person at a new company, and as many people nobody imported
+    const records = Array.from({ length: 2 * known }, (_, i) => JSON.stringify({ linkedin: `linkedin.com/in/p-${i}`, name: `P ${i}`, company: `New ${i}` }));
+    const mainChanges = t.rt.db.raw.prepare('SELECT total_changes()').pluck();
+    const before = mainChanges.get() as number;
+    const fed = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: `${records.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } });
+    expectStatus(fed, 202);
+    let job: any;
+    for (let i = 0; ; i++) {
+      job = (await t.call('GET', `${LEDGER}/feed/${fed.body.id}`, { token: w.root })).body;
+      if (job.status === 'completed' || job.status === 'failed') break;
+      expectStatus(await t.call('PATCH', ledgerPath(w.orgId, ledgerId), { token: w.tokens.editor, body: { description: `edit ${i}` } }), 200, 'a write during the feed');
+    }
+    assert.equal([job.status, job.received, job.invalid, job.contactsMatched, job.jobChanges], ['completed', 2 * known, 0, known, known]);
+    assert.ok((mainChanges.get() as number) - before < known / 10, 'the main connection did not apply the records');
+    const metrics = (await t.call('GET', '/metrics', { token: w.root })).text;
+    assert.match(metrics, new RegExp(`contact_ledger_feed_records_total\\{outcome="applied"\\} ${2 * known}\\b`));
+    assert.match(metrics, new RegExp(`contact_ledger_changes_total\\{type="job"\\} ${known}\\b`));
+  } finally {
+    await t.close();
+  }
+});
+
+T('a webhook created after the thread started gets the next feed\'s contact.job_changed and the next import.completed', async () => {
   const t = await startApp();
   try {
     const w = await seedWorld(t);
     const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'hooked later');
     const importCsv = async (name: string) => {
-      const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(`name,company\n${name},Acme\n`) });
+      const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(`name,company,linkedin\n${name},Acme,linkedin.com/in/${name.toLowerCase()}-hooked\n`) });
       expectStatus(up, 202);
       return waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
     };
     await importCsv('First'); // the thread runs now, with no webhook anywhere
-    const hook = await t.call('POST', `/api/ledger/v1/orgs/${w.orgId}/webhooks`, { token: w.tokens.admin, body: { url: 'https://hooks.example.test/in', events: ['import.completed'] } });
+    const hook = await t.call('POST', `/api/ledger/v1/orgs/${w.orgId}/webhooks`, { token: w.tokens.admin, body: { url: 'https://hooks.example.test/in', events: ['import.completed', 'contact.job_changed'] } });
     expectStatus(hook, 201);
+    // a feed first: its chunks, not an import's, must see the new webhook
+    const fed = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: `${JSON.stringify({ linkedin: 'linkedin.com/in/first-hooked', name: 'First', company: 'Globex' })}\n`, headers: { 'content-type': 'application/x-ndjson' } });
+    expectStatus(fed, 202);
+    const job = await until('the feed done', () => t.call('GET', `${LEDGER}/feed/${fed.body.id}`, { token: w.root }).then((r) => r.body), (f) => f.status === 'completed' || f.status === 'failed');
+    assert.equal([job.status, job.jobChanges], ['completed', 1]);
     const second = await importCsv('Second');
     const deliveries = (await t.call('GET', `/api/ledger/v1/orgs/${w.orgId}/webhooks/${hook.body.id}/deliveries`, { token: w.tokens.admin })).body.deliveries as any[];
-    assert.equal(
-      deliveries.map((d) => d.type),
-      ['import.completed'],
-    );
-    const payload = t.rt.db.raw.prepare('SELECT payload FROM webhook_deliveries WHERE id = ?').pluck().get(deliveries[0].id) as string;
-    assert.is(JSON.parse(payload).data.import.id, second.id);
+    assert.equal(deliveries.map((d) => d.type).sort(), ['contact.job_changed', 'import.completed']);
+    const payload = (type: string) => JSON.parse(t.rt.db.raw.prepare('SELECT payload FROM webhook_deliveries WHERE id = ?').pluck().get(deliveries.find((d) => d.type === type).id) as string);
+    assert.is(payload('import.completed').data.import.id, second.id);
+    assert.is(payload('contact.job_changed').data.contact.company, 'Globex');
   } finally {
     await t.close();
   }
@@ -173,7 +208,7 @@ T('a thread that dies fails its runs and leaves the write lock free', async () =
   // a thread that takes the write lock, as in the middle of a chunk, and dies
   const broken = join(dir, 'broken-thread.cjs');
   writeFileSync(broken, `const { workerData } = require('node:worker_threads'); Atomics.store(workerData.lock, 0, 2); throw new Error('boom');`);
-  const thread = createImportThread({ db, clock, dataDir: dir, baseUrl: 'http://x.test', log: createLogger('silent'), onChunk: () => undefined, onDeliveries: () => undefined, workerFile: broken });
+  const thread = createBulkThread({ db, clock, dataDir: dir, baseUrl: 'http://x.test', log: createLogger('silent'), onImportChunk: () => undefined, onFeedChunk: () => undefined, onDeliveries: () => undefined, workerFile: broken });
   try {
     let err: Error | undefined;
     await thread.run(lease, { stopping: false }).catch((e: Error) => (err = e));

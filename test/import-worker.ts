@@ -1,7 +1,7 @@
 // The crash harness's child process (RELIABILITY.md D4 a, test/import-crash.test.ts): the part of
 // the server that imports run on, and nothing else. It opens the data folder as `serve` does
 // (openStorage: the folder's lock, the checked connection, migrations; the WAL checkpointer; the
-// queue's recovery sweep when the scheduler starts) and runs imports on the real import thread, the real
+// queue's recovery sweep when the scheduler starts) and runs imports on the real bulk thread, the real
 // queue and scheduler until no import job is left, then shuts down as the server does and exits 0.
 // Without the HTTP stack, identity and the other services it starts in a fraction of the server's
 // time, so the parent can SIGKILL it dozens of times in one test.
@@ -15,7 +15,7 @@ import { createScheduler, type Runner } from '../src/jobs/scheduler.ts';
 import { createImportRunner, IMPORT_JOB } from '../src/ledger/import-runner.ts';
 import { ledgerReposOn } from '../src/ledger/index.ts';
 import { createLogger } from '../src/log.ts';
-import { createImportThread } from '../src/import-thread/client.ts';
+import { createBulkThread } from '../src/bulk-thread/client.ts';
 import { startCheckpointer } from '../src/storage/checkpointer.ts';
 import { openStorage } from '../src/storage/storage.ts';
 
@@ -37,18 +37,19 @@ const queue = createQueue(db, clock);
 // this process (the thread reports each chunk after it committed), and one when a job's run ended.
 const say = (msg: string, job: string) => process.stdout.write(`${JSON.stringify({ msg, job })}\n`);
 const announced = new Set<string>();
-// Imports run on the import thread, as in the server (src/import-thread).
-const thread = createImportThread({
+// Imports run on the bulk thread, as in the server (src/bulk-thread).
+const thread = createBulkThread({
   db,
   clock,
   dataDir: config.dataDir,
   baseUrl: config.baseUrl,
   log,
-  onChunk: (_counts, id) => {
+  onImportChunk: (_counts, id) => {
     if (announced.has(id)) return;
     announced.add(id);
     say('progress', id);
   },
+  onFeedChunk: () => undefined,
   onDeliveries: () => undefined,
 });
 const runner = createImportRunner({

@@ -25,9 +25,9 @@ D('an import on a full disk waits, writes get 507, reads work, and the job resum
     expectStatus(up, 202);
     const db = t.rt.db.raw;
     const pages = db.prepare('PRAGMA page_count').pluck().get() as number;
-    // room for a chunk or two, not for 20,000 rows: on the writer and on the import thread's connection
+    // room for a chunk or two, not for 20,000 rows: on the writer and on the bulk thread's connection
     db.pragma(`max_page_count = ${pages + 40}`);
-    t.rt.importThread.setMaxPageCount(pages + 40);
+    t.rt.bulkThread.setMaxPageCount(pages + 40);
     t.rt.scheduler.start();
 
     let s: any;
@@ -51,7 +51,7 @@ D('an import on a full disk waits, writes get 507, reads work, and the job resum
     assert.equal([health.body.status, health.body.checks.diskSpace], ['degraded', false]);
 
     db.pragma('max_page_count = 1073741823');
-    t.rt.importThread.setMaxPageCount(1073741823);
+    t.rt.bulkThread.setMaxPageCount(1073741823);
     clock.advance(31_000);
     t.rt.scheduler.kick();
     const done = await waitForImport(t, token, orgId, ledgerId, up.body.id);

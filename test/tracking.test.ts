@@ -334,6 +334,8 @@ T('a record naming two different known people is rejected with a reason; the res
     const rejected = await t.call('GET', `${FEED}/${guarded.id}/errors`, { token: w.root });
     assert.match(rejected.text, /2,2,the record conflicts with what is already known about another person/);
     assert.not.match(rejected.text, /poisoned|SQLITE/);
+    // the feed ran on the bulk thread: its log line reached the server's log, with the cause
+    assert.ok(t.logs.some((l) => /a feed record conflicts with stored data/.test(l) && /poisoned/.test(l) && l.includes(guarded.id)), 'the rejection is logged with its cause');
   } finally {
     t.rt.db.raw.exec('DROP TRIGGER poison');
   }

@@ -4,43 +4,46 @@ import { sharedTime, type Clock } from '../clock.ts';
 import { LeaseLostError, type Lease } from '../jobs/queue.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
 import type { ChunkCounts } from '../ledger/import-runner.ts';
+import type { FeedProgress } from '../tracking/feeds-repo.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
 import type { Db } from '../storage/db.ts';
 import { WriteLock } from '../storage/write-lock.ts';
-import { runKey, type FromThread, type RunError, type ThreadData, type ToThread } from './protocol.ts';
+import { PAUSED, runKey, type FromThread, type SentError, type ThreadData, type ToThread } from './protocol.ts';
 
-export interface ImportThreadOptions {
+export interface BulkThreadOptions {
   /** The main thread's writer: it shares the write lock with the thread and counts its writes. */
   db: Db;
   clock: Clock;
   dataDir: string;
   baseUrl: string;
   log: Logger;
-  /** A chunk committed on the thread (the import-rows metric). */
-  onChunk: (counts: ChunkCounts, importId: string) => void;
+  /** An import chunk committed on the thread (the import-rows metric). */
+  onImportChunk: (counts: ChunkCounts, importId: string) => void;
+  /** A feed chunk committed on the thread (the feed metrics). */
+  onFeedChunk: (progress: FeedProgress) => void;
   /** The thread wrote webhook deliveries: wake the dispatcher. */
   onDeliveries: () => void;
   /** The thread's script (tests give a broken one). */
   workerFile?: string;
 }
 
-export type ImportThread = ReturnType<typeof createImportThread>;
+export type BulkThread = ReturnType<typeof createBulkThread>;
 
-/** An error of a run on the thread, rebuilt so that the scheduler tells its kind (lost lease, full disk). */
-function rebuild(e: RunError): Error {
-  const err = e.leaseLost ? new LeaseLostError(e.message) : Object.assign(new Error(e.message), e.code ? { code: e.code } : {});
+/** An error sent by the thread, as an Error again: the log shows its kind, the scheduler tells a lost lease or a full disk. */
+function rebuild(e: SentError & { leaseLost?: boolean }): Error {
+  const err = e.leaseLost ? new LeaseLostError(e.message) : Object.assign(new Error(e.message), { name: e.name }, e.code ? { code: e.code } : {});
   if (e.stack) err.stack = e.stack;
   return err;
 }
 
 /**
- * The main thread's side of the import thread (worker.ts): runs import jobs there, as a runner's
- * `run` (the scheduler claims, releases and fails them here as for any job). The thread starts with
- * the first import and stays until close(); should it die, the runs in flight fail (the scheduler
- * retries them) and the next import starts a new one.
+ * The main thread's side of the bulk thread (worker.ts): runs import and feed jobs there, as their
+ * runners' `run` (the scheduler claims, releases and fails them here as for any job). The thread
+ * starts with the first such job and stays until close(); should it die, the runs in flight fail
+ * (the scheduler retries them) and the next job starts a new one.
  */
-export function createImportThread(o: ImportThreadOptions) {
+export function createBulkThread(o: BulkThreadOptions) {
   const lock = new WriteLock();
   o.db.shareWriteLock(lock, 'main');
   const runs = new Map<string, { resolve: (outcome: 'done' | 'stopped') => void; reject: (err: Error) => void }>();
@@ -49,6 +52,8 @@ export function createImportThread(o: ImportThreadOptions) {
   let maxPageCount: number | undefined;
   /** Work the thread's writes must not run beside (a backup on the main connection): chunks wait for it. */
   let pause: Promise<unknown> = Promise.resolve();
+  /** Shared with the thread: it asks before its next chunk while PAUSED is above 0. */
+  const control = new Int32Array(new SharedArrayBuffer(4));
 
   const send = (w: Worker, m: ToThread) => w.postMessage(m);
 
@@ -58,12 +63,12 @@ export function createImportThread(o: ImportThreadOptions) {
     lock.releaseAbandoned();
     for (const r of runs.values()) r.reject(err);
     runs.clear();
-    if (!closing) o.log.error({ err }, 'the import thread stopped');
+    if (!closing) o.log.error({ err }, 'the bulk thread stopped');
   }
 
   function start(): Worker {
-    const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared };
-    const w = new Worker(o.workerFile ?? paths.importThread, { workerData: data });
+    const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared, control };
+    const w = new Worker(o.workerFile ?? paths.bulkThread, { workerData: data });
     w.unref();
     if (maxPageCount !== undefined) send(w, { type: 'max-page-count', pages: maxPageCount });
     w.on('message', (m: FromThread) => {
@@ -74,8 +79,14 @@ export function createImportThread(o: ImportThreadOptions) {
         case 'failed':
           runs.get(m.key)?.reject(rebuild(m.error));
           break;
-        case 'chunk':
-          o.onChunk(m.counts, m.importId);
+        case 'import-chunk':
+          o.onImportChunk(m.counts, m.importId);
+          break;
+        case 'feed-chunk':
+          o.onFeedChunk(m.progress);
+          break;
+        case 'log':
+          o.log[m.level](m.err ? { ...m.fields, err: rebuild(m.err) } : m.fields, m.msg);
           break;
         case 'wrote':
           o.db.noteWrite(m.bulk, m.failure);
@@ -96,12 +107,12 @@ export function createImportThread(o: ImportThreadOptions) {
       }
     });
     w.on('error', (err) => lost(w, err));
-    w.on('exit', (code) => lost(w, new Error(`the import thread exited with code ${code}`)));
+    w.on('exit', (code) => lost(w, new Error(`the bulk thread exited with code ${code}`)));
     return w;
   }
 
   return {
-    /** A runner's `run` for import jobs: the job runs on the thread; `ctl` stopping stops it after its chunk. */
+    /** A runner's `run` for import and feed jobs: the job runs on the thread; `ctl` stopping stops it after its chunk. */
     run(lease: Lease, ctl: RunControl): Promise<'done' | 'stopped'> {
       if (closing) return Promise.resolve('stopped');
       const w = (worker ??= start());
@@ -120,15 +131,17 @@ export function createImportThread(o: ImportThreadOptions) {
       });
     },
     /**
-     * Runs `fn` while imports wait between their chunks (at most the chunk in flight commits). An
-     * online backup on the main connection needs it: SQLite starts such a backup over whenever
-     * another connection writes between two of its steps (RELIABILITY.md D5), which an import
+     * Runs `fn` while imports and feeds wait between their chunks (at most the chunk in flight
+     * commits). An online backup on the main connection needs it: SQLite starts such a backup over
+     * whenever another connection writes between two of its steps (RELIABILITY.md D5), which a bulk job
      * does every ~30 ms, so the backup would never end.
      */
     pausedWhile<T>(fn: () => Promise<T>): Promise<T> {
+      Atomics.add(control, PAUSED, 1);
       const p = fn();
       const before = pause;
       pause = Promise.allSettled([before, p]);
+      void p.catch(() => undefined).finally(() => Atomics.sub(control, PAUSED, 1));
       return p;
     },
     /** A full disk in tests (RELIABILITY.md D3): the thread's connection gets this page limit too. */

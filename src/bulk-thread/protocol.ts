@@ -2,8 +2,9 @@ import type { MessagePort } from 'node:worker_threads';
 import type { WorkerTask } from '../csv/csv-worker.ts';
 import type { ClaimedJob } from '../jobs/queue.ts';
 import type { ChunkCounts } from '../ledger/import-runner.ts';
+import type { FeedProgress } from '../tracking/feeds-repo.ts';
 
-/** Messages between the main thread (client.ts) and the import thread (worker.ts). */
+/** Messages between the main thread (client.ts) and the bulk thread (worker.ts). */
 
 /** What the thread starts with. */
 export interface ThreadData {
@@ -14,6 +15,8 @@ export interface ThreadData {
   time: Float64Array | null;
   /** The process's write lock (storage/write-lock.ts). */
   lock: Int32Array;
+  /** [PAUSED]: above 0 while the main thread wants the thread's writes to wait (a backup runs). */
+  control: Int32Array;
 }
 
 export type ToThread =
@@ -26,29 +29,49 @@ export type ToThread =
   | { type: 'max-page-count'; pages: number }
   | { type: 'close' };
 
-/** An error of a run, as the scheduler needs to see it: its kind and SQLite code. */
-export interface RunError {
+/** An error sent between the threads: what the log and the scheduler need of it (its kind, SQLite code). */
+export interface SentError {
+  name: string;
   message: string;
   stack?: string;
   code?: string;
+}
+
+/** An error of a run: also whether the run lost its lease. */
+export interface RunError extends SentError {
   leaseLost: boolean;
+}
+
+/** `err` as it can be sent (a thrown value need not be an Error). */
+export function sendable(err: unknown): SentError {
+  const e = err as Partial<Error> & { code?: unknown };
+  return { name: typeof e?.name === 'string' ? e.name : 'Error', message: (typeof e?.message === 'string' && e.message) || String(err), stack: typeof e?.stack === 'string' ? e.stack : undefined, code: typeof e?.code === 'string' ? e.code : undefined };
 }
 
 export type FromThread =
   | { type: 'ended'; key: string; outcome: 'done' | 'stopped' }
   | { type: 'failed'; key: string; error: RunError }
-  | { type: 'chunk'; importId: string; counts: ChunkCounts }
+  | { type: 'import-chunk'; importId: string; counts: ChunkCounts }
+  | { type: 'feed-chunk'; progress: FeedProgress }
+  /** A line for the server's log; `err` becomes an Error again there. */
+  | { type: 'log'; level: 'warn' | 'error'; msg: string; fields: object; err?: SentError }
   /** A transaction ended on the thread's connection (the checkpointer counts writes, /readyz the disk). */
   | { type: 'wrote'; bulk: boolean; failure: string | null | undefined }
   /** The webhook outbox has new deliveries. */
   | { type: 'kick-webhooks' }
-  /** Between two chunks: wait for a checkpoint when the -wal is too big (storage/checkpointer.ts). */
+  /**
+   * Between two chunks, when a backup runs or the -wal passed the bulk limit: wait for the backup,
+   * and for a checkpoint (storage/checkpointer.ts). Otherwise the thread goes on without asking.
+   */
   | { type: 'relieve'; id: number }
   /**
    * Start the CSV reader for an upload, talking through `port`: in the executable only the main
    * thread can start worker threads (pkg loads their scripts from its snapshot there alone).
    */
   | { type: 'read-csv'; task: WorkerTask; port: MessagePort };
+
+/** Index of `ThreadData.control`. */
+export const PAUSED = 0;
 
 /** How a run is named in messages: a job this process claims again is another run. */
 export const runKey = (job: ClaimedJob): string => `${job.id}#${job.token}`;

@@ -1,26 +1,29 @@
-// The import thread (RELIABILITY.md L2 "use a worker thread with short transactions"): import jobs
-// run here, on a connection of their own, so that their chunk transactions — ~30 ms each, back to
-// back for the whole import — never hold the main thread's event loop. Reads on the main thread go
-// on meanwhile (WAL readers never wait for the writer); a main-thread write waits for at most the
-// rest of one chunk, through the process's write lock (storage/write-lock.ts).
+// The bulk thread (RELIABILITY.md L2 "use a worker thread with short transactions"): import and
+// feed jobs run here, on a connection of their own, so that their chunk transactions — ~30 ms
+// each, back to back for the whole job — never hold the main thread's event loop. Reads on the
+// main thread go on meanwhile (WAL readers never wait for the writer); a main-thread write waits
+// for at most the rest of one chunk, through the process's write lock (storage/write-lock.ts).
 //
-// The main thread's scheduler claims the jobs and hands each one over (client.ts); the runner here
-// is the same import runner, with what runs inside an import's transactions: the import-time
-// matcher of change tracking and the webhook outbox. Fencing is in SQL, on the lease's token, so a
-// lease rebuilt here from the claimed job is as safe as the main thread's.
+// The main thread's scheduler claims the jobs and hands each one over (client.ts); the runners here
+// are the same import and feed runners, with what runs inside their transactions: the tracker
+// (import-time matching, change detection) and the webhook outbox. Fencing is in SQL, on the
+// lease's token, so a lease rebuilt here from the claimed job is as safe as the main thread's.
 import { MessageChannel, parentPort, workerData } from 'node:worker_threads';
 import { csvLinkOver, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { clockOf } from '../clock.ts';
-import { LeaseLostError, createQueue } from '../jobs/queue.ts';
-import type { RunControl } from '../jobs/scheduler.ts';
-import { createImportRunner } from '../ledger/import-runner.ts';
+import { LeaseLostError, createQueue, type ClaimedJob } from '../jobs/queue.ts';
+import type { RunControl, Runner } from '../jobs/scheduler.ts';
+import { createImportRunner, IMPORT_JOB } from '../ledger/import-runner.ts';
 import { ledgerReposOn } from '../ledger/index.ts';
+import { BULK_WAL_LIMIT_BYTES, walSize } from '../storage/checkpointer.ts';
 import { openDb } from '../storage/db.ts';
 import { WriteLock } from '../storage/write-lock.ts';
+import type { FeedLog } from '../tracking/feed-files.ts';
+import { createFeedRunner, FEED_JOB } from '../tracking/feed-runner.ts';
 import { trackerOn } from '../tracking/index.ts';
 import { createOutbox } from '../webhooks/outbox.ts';
 import { createWebhooksRepo } from '../webhooks/webhooks-repo.ts';
-import { runKey, type FromThread, type ThreadData, type ToThread } from './protocol.ts';
+import { PAUSED, runKey, sendable, type FromThread, type ThreadData, type ToThread } from './protocol.ts';
 
 const data = workerData as ThreadData;
 const port = parentPort!;
@@ -34,13 +37,18 @@ db.shareWriteLock(new WriteLock(data.lock), 'thread');
 db.onWrite = (bulk, failure) => post({ type: 'wrote', bulk, failure });
 let nextRelief = 1;
 const relieving = new Map<number, () => void>();
-db.setRelief(
-  () =>
-    new Promise<void>((resolve) => {
-      const id = nextRelief++;
-      relieving.set(id, resolve);
-      post({ type: 'relieve', id });
-    }),
+// Between two chunks the thread asks the main thread only when there is something to wait for: a
+// backup that its writes would restart (client.ts pausedWhile), or a -wal past the bulk limit that
+// the checkpointer must copy first. Asking every time would cost each chunk a wait for a turn of
+// the main thread's event loop, which is busy with requests exactly when it matters.
+db.setRelief(() =>
+  Atomics.load(data.control, PAUSED) === 0 && walSize(data.file) < BULK_WAL_LIMIT_BYTES
+    ? Promise.resolve()
+    : new Promise<void>((resolve) => {
+        const id = nextRelief++;
+        relieving.set(id, resolve);
+        post({ type: 'relieve', id });
+      }),
 );
 
 /** The CSV reader of an upload, started by the main thread and wired to this one by a channel. */
@@ -51,15 +59,16 @@ const startCsvWorker: StartCsvWorker = (task) => {
 };
 
 const outbox = createOutbox({ repo: createWebhooksRepo(db), clock, baseUrl: data.baseUrl, kick: () => post({ type: 'kick-webhooks' }) });
-const { tracker } = trackerOn(db, clock, [(change, contact) => outbox.changed(change, contact)]);
-const runner = createImportRunner({
+const { tracker, repos } = trackerOn(db, clock, data.dataDir, [(change, contact) => outbox.changed(change, contact)]);
+const importRunner = createImportRunner({
   db,
   clock,
   ...ledgerReposOn(db, data.dataDir),
-  onChunk: (counts, importId) => post({ type: 'chunk', importId, counts }),
+  onChunk: (counts, importId) => post({ type: 'import-chunk', importId, counts }),
   startCsvWorker,
   // Webhooks are changed on the main thread: whether any is enabled is read again in each
-  // transaction that may write to the outbox (one small query per chunk), never remembered.
+  // transaction that may write to the outbox (one small query per chunk), never remembered; the
+  // feed runner does the same (inChunk below).
   listeners: [
     (imp) => {
       outbox.refresh();
@@ -73,6 +82,30 @@ const runner = createImportRunner({
     },
   },
 });
+/** Log lines go to the main thread's logger, an error as much of it as can be sent. */
+const logAt =
+  (level: 'warn' | 'error') =>
+  (fields: object, msg: string): void => {
+    const { err, ...rest } = fields as { err?: unknown };
+    try {
+      post({ type: 'log', level, msg, fields: rest, ...(err === undefined ? {} : { err: sendable(err) }) });
+    } catch {
+      post({ type: 'log', level, msg, fields: {}, ...(err === undefined ? {} : { err: sendable(err) }) }); // a field that cannot be sent
+    }
+  };
+const log: FeedLog = { warn: logAt('warn'), error: logAt('error') };
+const feedRunner = createFeedRunner({
+  db,
+  clock,
+  log,
+  feeds: repos.feeds,
+  tracker,
+  dataDir: data.dataDir,
+  onChunk: (progress) => post({ type: 'feed-chunk', progress }),
+  inChunk: () => outbox.refresh(),
+});
+/** The runners of the jobs the scheduler hands to this thread, by job kind. */
+const runners: Record<string, Runner> = { [IMPORT_JOB]: importRunner, [FEED_JOB]: feedRunner };
 const queue = createQueue(db, clock);
 
 const shutdown = new AbortController();
@@ -82,18 +115,15 @@ const ctl: RunControl = {
   },
 };
 
-async function run(job: Parameters<typeof queue.adopt>[0]): Promise<void> {
+async function run(job: ClaimedJob): Promise<void> {
   const key = runKey(job);
   try {
+    const runner = runners[job.kind];
+    if (!runner) throw new Error(`no runner for ${job.kind} jobs on the bulk thread`);
     const outcome = await runner.run(queue.adopt(job), ctl);
     post({ type: 'ended', key, outcome });
   } catch (err) {
-    const e = err as Error & { code?: unknown };
-    post({
-      type: 'failed',
-      key,
-      error: { message: e.message || String(err), stack: e.stack, code: typeof e.code === 'string' ? e.code : undefined, leaseLost: err instanceof LeaseLostError },
-    });
+    post({ type: 'failed', key, error: { ...sendable(err), leaseLost: err instanceof LeaseLostError } });
   }
 }
 

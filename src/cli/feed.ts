@@ -4,7 +4,7 @@ import { loadConfig } from '../config.ts';
 import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
-import { feedsDir, formatOfName, inboxDir } from '../tracking/feed-service.ts';
+import { feedsDir, formatOfName, inboxDir } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { commandLogger } from './common.ts';
 import { progress } from './progress.ts';

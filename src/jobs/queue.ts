@@ -82,7 +82,7 @@ export function createQueue(db: Db, clock: Clock) {
       return job && leaseOf(job);
     },
     /**
-     * The lease on a job claimed elsewhere in this process (the import thread works on jobs the main
+     * The lease on a job claimed elsewhere in this process (the bulk thread works on jobs the main
      * thread claimed): fencing is in SQL, on the job's token, so this lease is exactly as safe.
      */
     adopt: (job: ClaimedJob): Lease => leaseOf(job),

@@ -14,7 +14,7 @@ import { LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts
 export interface RunControl {
   /** True once shutdown began: finish the current chunk, then return 'stopped'. */
   readonly stopping: boolean;
-  /** Aborted when shutdown begins, for runners that must pass the word on (the import thread). */
+  /** Aborted when shutdown begins, for runners that must pass the word on (the bulk thread). */
   readonly signal?: AbortSignal;
 }
 

@@ -257,7 +257,7 @@ export function createContactsRepo(db: Db, reader: Db = db) {
   /**
    * Outcomes of range probes ("are there at most RANGE_PROBE_LIMIT rows?"), kept while the
    * database is unchanged: total_changes() counts this connection's writes, PRAGMA data_version
-   * moves when another connection commits (the import thread's, src/import-thread), so while both
+   * moves when another connection commits (the bulk thread's, src/bulk-thread), so while both
    * stay the same the rows and the answer are the same. A plan only decides speed, never which rows
    * are returned. Clients polling "changed since" with the same time repeat the same probe; this
    * saves it.

@@ -39,7 +39,7 @@ export interface RunnerDeps {
   onChunk?: (counts: ChunkCounts, importId: string) => void;
   /** Called inside the transaction that ends an import (completed or failed): the webhook outbox. */
   listeners?: ImportListener[];
-  /** Starts the CSV reader thread (default: from this thread; the import thread asks the main thread). */
+  /** Starts the CSV reader thread (default: from this thread; the bulk thread asks the main thread). */
   startCsvWorker?: StartCsvWorker;
   /** Import-time matching (SPEC §5), set by change tracking: `matcher.current` may be unset. */
   matcher?: { current?: ImportMatcher };

@@ -24,7 +24,7 @@ export type LedgerModule = ReturnType<typeof createLedgerModule>;
 export const uploadsDir = (dataDir: string) => join(dataDir, 'uploads');
 export const uploadTmpDir = (dataDir: string) => join(dataDir, 'uploads', 'tmp');
 
-/** The ledger's stores on a connection: this module's, and the import thread's own (`reader`: downloads' connection, default `db`). */
+/** The ledger's stores on a connection: this module's, and the bulk thread's own (`reader`: downloads' connection, default `db`). */
 export function ledgerReposOn(db: Db, dataDir: string, reader: Db = db) {
   return { ledgers: createLedgersRepo(db), contacts: createContactsRepo(db, reader), imports: createImportsRepo(db, dataFiles(dataDir)) };
 }
@@ -46,7 +46,7 @@ export function createLedgerModule(d: {
   /** What other modules keep per organization, purged with it. */
   orgOwners?: OrgDataOwner[];
   metrics: MetricsRegistry;
-  /** Where import jobs run when not on this thread: the import thread's `run` (src/import-thread). */
+  /** Where import jobs run when not on this thread: the bulk thread's `run` (src/bulk-thread). */
   runImport?: Runner['run'];
 }) {
   const repos = ledgerReposOn(d.db, d.config.dataDir, d.reader);
@@ -73,7 +73,7 @@ export function createLedgerModule(d: {
     contacts,
     imports,
     runners,
-    /** Rows of an import chunk that committed on the import thread, for the import-rows metric. */
+    /** Rows of an import chunk that committed on the bulk thread, for the import-rows metric. */
     countImportRows,
     /** Other modules hear about every import that ends, inside the transaction that ends it (the webhook outbox). */
     onImportFinished: (l: ImportListener) => void importListeners.push(l),

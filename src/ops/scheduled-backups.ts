@@ -13,7 +13,7 @@ export const SCHEDULED_BACKUP = /^scheduled-\d{8}T\d{9}Z\.db$/;
 
 /**
  * BACKUP_CRON's task: an online backup on the server's own connection (SQLite carries this
- * connection's writes into it; it copies in small steps, so requests keep being served; imports,
+ * connection's writes into it; it copies in small steps, so requests keep being served; imports and feeds,
  * which write on a connection of their own, wait between their chunks meanwhile) into
  * `<data>/backups/scheduled-<time>.db`, then keeps the newest `keep` scheduled backups.
  */
@@ -24,7 +24,7 @@ export function createScheduledBackups(d: {
   metrics: MetricsRegistry;
   dir: string;
   keep: number;
-  /** Runs the copy while other connections' writers wait (the import thread: src/import-thread); they would restart it. */
+  /** Runs the copy while other connections' writers wait (the bulk thread: src/bulk-thread); they would restart it. */
   pauseOtherWriters?: <T>(fn: () => Promise<T>) => Promise<T>;
 }) {
   const outcomes = d.metrics.counter({ name: 'contact_ledger_backups_total', help: 'Scheduled backups by outcome (ok, failed).', labelNames: ['outcome'] });

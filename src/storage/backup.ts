@@ -23,7 +23,7 @@ export interface BackupOptions {
    * and over under a steady import. One step reads one consistent snapshot (WAL readers do not
    * block the writer). A backup on the writer's own connection instead copies in small steps and
    * SQLite carries the connection's own writes into it, so the event loop is never held for long
-   * (the server's other writer, the import thread, waits meanwhile: ops/scheduled-backups.ts).
+   * (the server's other writer, the bulk thread, waits meanwhile: ops/scheduled-backups.ts).
    */
   oneStep?: boolean;
   /** Run `PRAGMA integrity_check` on the copy before it gets its final name. */

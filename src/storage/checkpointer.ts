@@ -16,6 +16,15 @@ const BULK_QUIET_MS = 2000;
 
 export type Checkpointer = ReturnType<typeof startCheckpointer>;
 
+/** The size of the database file's -wal in bytes (0 when there is none). */
+export function walSize(dbFile: string): number {
+  try {
+    return statSync(`${dbFile}-wal`).size;
+  } catch {
+    return 0;
+  }
+}
+
 /**
  * Moves WAL checkpoints off the event loop (RELIABILITY.md L2, M4). SQLite's automatic checkpoint
  * runs inside the COMMIT that crosses 1000 pages, on the thread that commits: with imports writing
@@ -23,7 +32,7 @@ export type Checkpointer = ReturnType<typeof startCheckpointer>;
  * stalling every request for tens to hundreds of milliseconds. Instead the writer connection's
  * automatic checkpoints are turned off and a worker thread with a connection of its own runs
  * PASSIVE checkpoints: shortly after writes, and when a bulk writer asks (`relieve()`). It writes
- * no data: the writers are the main connection and the import thread's (src/import-thread), whose
+ * no data: the writers are the main connection and the bulk thread's (src/bulk-thread), whose
  * automatic checkpoints are off too and whose writes and relieve() reach this module through the
  * main connection (`Db.noteWrite`, `Db.relieve`).
  *
@@ -50,7 +59,6 @@ export interface CheckpointerOptions {
 
 export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
   const bulkLimit = opts.bulkLimitBytes ?? BULK_WAL_LIMIT_BYTES;
-  const walFile = `${db.file}-wal`;
   const worker = new Worker(opts.workerFile ?? paths.checkpointWorker, { workerData: { file: db.file, truncateAboveBytes: opts.truncateAboveBytes ?? JOURNAL_SIZE_LIMIT_BYTES } });
   worker.unref();
   db.setAutoCheckpoint(0);
@@ -86,13 +94,7 @@ export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
     if (!closed) failAll(new Error(`the checkpoint worker exited with code ${code}`));
   });
 
-  const walBytes = (): number => {
-    try {
-      return statSync(walFile).size;
-    } catch {
-      return 0;
-    }
-  };
+  const walBytes = () => walSize(db.file);
 
   /** One checkpoint at a time; callers arriving meanwhile share it. */
   function checkpoint(): Promise<CheckpointResult> {

@@ -27,8 +27,8 @@ export class StartupError extends Error {
 }
 
 /**
- * A database connection: the process's writer on the main thread, the import thread's own
- * (src/import-thread), or a read-only one. `tx` is the only way to write more than one statement
+ * A database connection: the process's writer on the main thread, the bulk thread's own
+ * (src/bulk-thread), or a read-only one. `tx` is the only way to write more than one statement
  * atomically.
  */
 export class Db {
@@ -44,7 +44,7 @@ export class Db {
   /**
    * Told after every transaction: `failure` is null when it committed, the code when it failed for
    * lack of disk space, undefined when it rolled back for another reason (it says nothing about the
-   * disk). The import thread reports its transactions through it.
+   * disk). The bulk thread reports its transactions through it.
    */
   onWrite: ((bulk: boolean, failure: string | null | undefined) => void) | undefined;
   /** The write lock this connection shares with the process's other writer (storage/write-lock.ts), once there is one. */
@@ -102,14 +102,14 @@ export class Db {
 
   /**
    * Makes every transaction of this connection take `lock` first: from the moment a second
-   * connection of this process writes (the import thread), both take it (storage/write-lock.ts).
+   * connection of this process writes (the bulk thread), both take it (storage/write-lock.ts).
    */
   shareWriteLock(lock: WriteLock, side: LockSide): void {
     this.writeLock = { lock, side };
   }
 
   /**
-   * Counts a transaction that another connection of this process ran (the import thread's, whose
+   * Counts a transaction that another connection of this process ran (the bulk thread's, whose
    * Db reports them through `onWrite`): the checkpointer and /readyz see it as if it were this
    * connection's.
    */

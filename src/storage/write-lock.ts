@@ -1,6 +1,6 @@
 /**
- * The process's write lock, shared by the main thread's writer connection and the import thread's
- * (src/import-thread): whoever runs a write transaction holds it, so the two never meet in
+ * The process's write lock, shared by the main thread's writer connection and the bulk thread's
+ * (src/bulk-thread): whoever runs a write transaction holds it, so the two never meet in
  * SQLite's busy handler. That handler polls with growing sleeps (up to 100 ms), so a main-thread
  * write waiting in it for a thread that commits a chunk every ~30 ms and starts the next one at
  * once could miss every gap and block the event loop until busy_timeout (RELIABILITY.md M5, L2).
@@ -9,7 +9,7 @@
  * therefore waits for at most the rest of one chunk.
  *
  * Both sides wait with Atomics.wait, which blocks: the main thread for at most that chunk, the
- * import thread for at most one request's transaction.
+ * bulk thread for at most one request's transaction.
  */
 const HOLDER = 0;
 const MAIN_WAITING = 1;
@@ -57,7 +57,7 @@ export class WriteLock {
     if (Atomics.compareExchange(this.shared, HOLDER, ID[side], FREE) === ID[side]) Atomics.notify(this.shared, HOLDER);
   }
 
-  /** After the import thread died: a lock it held is free again. */
+  /** After the bulk thread died: a lock it held is free again. */
   releaseAbandoned(): void {
     this.release('thread');
   }

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Queue } from '../jobs/queue.ts';
-import type { Scheduler } from '../jobs/scheduler.ts';
+import type { Runner, Scheduler } from '../jobs/scheduler.ts';
 import type { LedgerModule } from '../ledger/index.ts';
 import type { LedgerDataOwner } from '../ledger/model.ts';
 import type { Logger } from '../log.ts';
@@ -12,7 +12,8 @@ import { createChangeService } from './change-service.ts';
 import { createChangesRepo } from './changes-repo.ts';
 import { createDailySets } from './daily-sets.ts';
 import { createDailySetsRepo } from './daily-sets-repo.ts';
-import { createFeedService, FEED_JOB } from './feed-service.ts';
+import { FEED_JOB } from './feed-runner.ts';
+import { createFeedService } from './feed-service.ts';
 import { createFeedsRepo } from './feeds-repo.ts';
 import { createPeopleRepo } from './people-repo.ts';
 import { createTrackedContactsRepo } from './tracked-contacts-repo.ts';
@@ -20,20 +21,31 @@ import { createTracker, type ChangeListener } from './tracker.ts';
 
 export type TrackingModule = ReturnType<typeof createTrackingModule>;
 
-/** The tracker on a connection, with the stores it reads and writes: this module's, and the import thread's own. */
-export function trackerOn(db: Db, clock: Clock, listeners: ChangeListener[]) {
-  const repos = { people: createPeopleRepo(db), changes: createChangesRepo(db), trackedContacts: createTrackedContactsRepo(db) };
+/** The tracker on a connection, with the stores it and the feed jobs read and write: this module's, and the bulk thread's own. */
+export function trackerOn(db: Db, clock: Clock, dataDir: string, listeners: ChangeListener[]) {
+  const repos = { people: createPeopleRepo(db), changes: createChangesRepo(db), trackedContacts: createTrackedContactsRepo(db), feeds: createFeedsRepo(db, dataFiles(dataDir)) };
   return { repos, tracker: createTracker({ clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, listeners }) };
 }
 
 /** Wires change tracking: the people store, matching, change history, feed jobs and the inbox. */
-export function createTrackingModule(d: { db: Db; clock: Clock; log: Logger; config: Config; queue: Queue; ledger: LedgerModule; kick: () => void; metrics: MetricsRegistry }) {
+export function createTrackingModule(d: {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  config: Config;
+  queue: Queue;
+  ledger: LedgerModule;
+  kick: () => void;
+  metrics: MetricsRegistry;
+  /** Where feed jobs run when not on this thread: the bulk thread's (src/bulk-thread). */
+  runFeed?: Runner['run'];
+}) {
   const listeners: ChangeListener[] = [];
-  const core = trackerOn(d.db, d.clock, listeners);
+  const core = trackerOn(d.db, d.clock, d.config.dataDir, listeners);
   const { tracker } = core;
-  const repos = { ...core.repos, feeds: createFeedsRepo(d.db, dataFiles(d.config.dataDir)) };
+  const { repos } = core;
   d.ledger.useImportMatcher((contacts) => tracker.matchImported(contacts));
-  const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, tracker, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics });
+  const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, tracker, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed });
   const changes = createChangeService({ ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes });
   const dailySets = createDailySets({ clock: d.clock, log: d.log, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db) });
   return {

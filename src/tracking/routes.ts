@@ -31,7 +31,7 @@ const FORMATS: Record<string, FeedFormat> = {
   'application/json': 'json',
 };
 
-/** Content codings a feed body may declare: the stored file is read as gzip when its content is gzip (feed-service.ts isGzip). */
+/** Content codings a feed body may declare: the stored file is read as gzip when its content is gzip (feed-files.ts isGzip). */
 const FEED_CODINGS = new Set(['identity', 'gzip', 'x-gzip']);
 
 const ChangesQuery = z.strictObject({

@@ -1,0 +1,170 @@
+import { existsSync } from 'node:fs';
+import type { Clock } from '../clock.ts';
+import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
+import { LEASE_MS } from '../jobs/queue.ts';
+import type { Runner } from '../jobs/scheduler.ts';
+import { isConstraintError, type Db } from '../storage/db.ts';
+import { settleFeedFile, type FeedLog } from './feed-files.ts';
+import { validateFeedRecord } from './feed-input.ts';
+import { FeedReadError, readFeed, type FeedItem } from './feed-reader.ts';
+import type { FeedJob, FeedProgress, FeedsRepo } from './feeds-repo.ts';
+import { zeroCounts, type FeedRecord, type TrackingCounts } from './model.ts';
+import type { Tracker } from './tracker.ts';
+
+export const FEED_JOB = 'feed';
+/** Records in the first chunk of a feed; later chunks are sized by their cost (jobs/chunk-pacing.ts). */
+const FIRST_CHUNK = 200;
+/** While a resumed feed passes over its applied records: how often it looks at shutdown and its lease (~30 ms of reading). */
+const SKIP_CHECK_EVERY = 10_000;
+/** …and how old its lease may get before it is renewed. */
+const SKIP_RENEW_MS = LEASE_MS / 3;
+
+export interface FeedRunnerDeps {
+  db: Db;
+  clock: Clock;
+  log: FeedLog;
+  feeds: FeedsRepo;
+  tracker: Tracker;
+  dataDir: string;
+  /** Told after each chunk committed (the feed metrics). */
+  onChunk: (p: FeedProgress) => void;
+  /** Called first inside each chunk's transaction (the bulk thread's outbox reads its webhooks again). */
+  inChunk?: () => void;
+}
+
+/**
+ * The feed job runner (SPEC §5): the file's records are applied in chunks, each chunk one
+ * transaction that re-checks the lease (fencing), applies its records through the tracker, records
+ * the rejected ones and moves the feed's cursor past them. A crash loses at most the chunk in
+ * flight; a resumed feed passes over the records of the committed chunks and goes on after them.
+ * Runs on the bulk thread in the server (src/bulk-thread); `failed` runs on the main thread.
+ */
+export function createFeedRunner(d: FeedRunnerDeps): Runner {
+  const settle = (feed: FeedJob, failure: string | null) => settleFeedFile(d.dataDir, d.log, feed, failure);
+
+  function finish(lease: { complete(): void; fail(m: string): void }, feed: FeedJob, failure: string | null): void {
+    d.db.tx(() => {
+      d.feeds.markFinished(feed.id, failure, d.clock.now());
+      if (failure) lease.fail(failure);
+      else lease.complete();
+    });
+    settle(feed, failure);
+  }
+
+  return {
+    pruneFinishedAfterMs: null, // the feed's record (GET /feed/:id) lives in feed_jobs, which goes with the job row
+    async run(lease, ctl) {
+      const feed = d.feeds.findFeed(lease.job.id, d.clock.now());
+      if (!feed) {
+        d.db.tx(() => lease.complete());
+        return 'done';
+      }
+      if (!existsSync(feed.filePath!)) {
+        // e.g. a database restored without its feeds/ folder: retrying cannot bring the file back.
+        finish(lease, feed, `the feed file is no longer there (${feed.filePath})${feed.cursorRecords ? `; records 1–${feed.cursorRecords} were applied` : ''}`);
+        return 'done';
+      }
+      d.db.tx(() => {
+        lease.renew();
+        d.feeds.markStarted(feed.id, d.clock.now());
+      });
+      let recordNo = feed.cursorRecords;
+      /**
+       * One record in a savepoint of the chunk: a record that breaks a constraint of the people
+       * store (a case the tracker's own checks missed) is rejected with a reason and takes nothing
+       * else with it; any other error fails the chunk as before (RELIABILITY.md D3).
+       */
+      const applyOne = (record: FeedRecord, counts: TrackingCounts, no: number): string | undefined => {
+        const before = { ...counts };
+        try {
+          return d.db.tx(() => d.tracker.applyRecord(record, counts));
+        } catch (err) {
+          if (!isConstraintError(err)) throw err;
+          Object.assign(counts, before);
+          d.log.warn({ err, feed: feed.id, record: no }, 'a feed record conflicts with stored data; rejected');
+          return 'the record conflicts with what is already known about another person; it was not applied';
+        }
+      };
+      const apply = (items: FeedItem[]) => {
+        const p = d.db.bulkTx(() => {
+          lease.checkpoint();
+          d.inChunk?.();
+          const counts = zeroCounts();
+          const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
+          for (const item of items) {
+            recordNo++;
+            if ('error' in item) {
+              p.invalid++;
+              d.feeds.insertRejection(feed.id, recordNo, item.line, item.error);
+              continue;
+            }
+            const v = validateFeedRecord(item.value, d.clock.now());
+            if (!v.ok) {
+              p.invalid++;
+              d.feeds.insertRejection(feed.id, recordNo, item.line, v.reason);
+              continue;
+            }
+            const reason = applyOne(v.record, counts, recordNo);
+            if (reason) {
+              p.invalid++;
+              d.feeds.insertRejection(feed.id, recordNo, item.line, reason);
+            }
+          }
+          Object.assign(p, { stale: counts.stale, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
+          d.feeds.addProgress(feed.id, p);
+          return p;
+        });
+        d.onChunk(p); // counted once committed
+      };
+      const items = readFeed(feed.filePath!, feed.format, feed.gzip);
+      const sizer = new ChunkSizer(FIRST_CHUNK);
+      let chunk: FeedItem[] = [];
+      // Resuming: the records of the committed chunks are read again and passed over (a gzip
+      // cannot be sought into), ~300,000 a second. On a big file that outlasts the lease, so the
+      // lease is renewed meanwhile (or the scheduler would take the job for abandoned and run it
+      // again), and a shutdown does not wait for the rest of the skip.
+      let toSkip = feed.cursorRecords;
+      let renewedAt = d.clock.now();
+      try {
+        for await (const item of items) {
+          if (toSkip > 0) {
+            if (--toSkip % SKIP_CHECK_EVERY === 0) {
+              if (ctl.stopping) {
+                await items.return(undefined);
+                return 'stopped';
+              }
+              if (d.clock.now() - renewedAt >= SKIP_RENEW_MS) {
+                await d.db.relieve(); // a write like a chunk's: not while a backup runs
+                d.db.tx(() => lease.renew());
+                renewedAt = d.clock.now();
+              }
+            }
+            continue;
+          }
+          chunk.push(item);
+          if (chunk.length < sizer.next()) continue;
+          sizer.timed(chunk.length, () => apply(chunk));
+          chunk = [];
+          await betweenChunks(d.db);
+          if (ctl.stopping) {
+            await items.return(undefined);
+            return 'stopped';
+          }
+        }
+        if (chunk.length) apply(chunk);
+      } catch (err) {
+        if (!(err instanceof FeedReadError)) throw err;
+        const applied = recordNo; // the records of committed chunks; the chunk being read was not applied
+        finish(lease, feed, `${err.message}; ${applied ? `records 1–${applied} were applied, nothing after them` : 'nothing was applied'}`);
+        return 'done';
+      }
+      finish(lease, feed, null);
+      return 'done';
+    },
+    failed(jobId, message) {
+      const feed = d.feeds.findFeed(jobId, d.clock.now());
+      d.feeds.markFinished(jobId, `processing kept failing: ${message}`, d.clock.now());
+      if (feed) setImmediate(() => settle(feed, `processing kept failing: ${message}`));
+    },
+  };
+}
