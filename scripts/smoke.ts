@@ -76,13 +76,16 @@ async function stopServer(s: { child: ChildProcess; exit: Promise<number | null>
   check(code === 0, `the server exited with ${code} on SIGTERM: ${s.stderr()}`);
 }
 
-async function api(base: string, method: string, path: string, opts: { token?: string; json?: unknown; form?: FormData } = {}) {
+async function api(base: string, method: string, path: string, opts: { token?: string; json?: unknown; form?: FormData; ndjson?: string } = {}) {
   const headers: Record<string, string> = {};
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   let body: string | FormData | undefined;
   if (opts.json !== undefined) {
     headers['content-type'] = 'application/json';
     body = JSON.stringify(opts.json);
+  } else if (opts.ndjson !== undefined) {
+    headers['content-type'] = 'application/x-ndjson';
+    body = opts.ndjson;
   } else if (opts.form) body = opts.form;
   const r = await fetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
   const text = await r.text();
@@ -156,6 +159,20 @@ async function main(): Promise<void> {
   check(job.status === 'completed' && job.imported === ROWS, `import ended ${job.status}: ${JSON.stringify(job)}`);
   step(`imported ${job.imported} contacts`);
 
+  // A person feed (applied on the executable's bulk thread): the first 50 people at a new company.
+  const moved = 50;
+  const records = Array.from({ length: moved }, (_, k) => JSON.stringify({ email: `p${k + 1}@example.test`, name: `Person ${k + 1}`, company: `New Co ${k + 1}` }));
+  const fed = await api(a.base, 'POST', '/api/ledger/v1/feed', { token, ndjson: `${records.join('\n')}\n` });
+  check(fed.status === 202, `feed: ${fed.status} ${fed.text}`);
+  let feedJob = fed.json;
+  while (feedJob.status !== 'completed' && feedJob.status !== 'failed') {
+    check(Date.now() < deadline + 60_000, 'the feed did not finish in time');
+    await new Promise((r) => setTimeout(r, 100));
+    feedJob = (await api(a.base, 'GET', `/api/ledger/v1/feed/${fed.json.id}`, { token })).json;
+  }
+  check(feedJob.status === 'completed' && feedJob.jobChanges === moved, `feed ended ${feedJob.status}: ${JSON.stringify(feedJob)}`);
+  step(`fed ${moved} records: ${feedJob.jobChanges} job changes`);
+
   const listed = await listAll(a.base, token, ledgerPath);
   check(listed.length === ROWS, `listed ${listed.length} contacts, expected ${ROWS}`);
   const download = await api(a.base, 'GET', `${ledgerPath}/contacts/download`, { token });
@@ -166,6 +183,7 @@ async function main(): Promise<void> {
 
   const metrics = await api(a.base, 'GET', '/metrics', { token: METRICS_TOKEN });
   check(metrics.status === 200 && metrics.text.includes(`contact_ledger_import_rows_total{outcome="imported"} ${ROWS}`), `metrics: ${metrics.status}`);
+  check(metrics.text.includes(`contact_ledger_changes_total{type="job"} ${moved}`), 'metrics: the feed\'s job changes');
 
   // An online backup while A serves (and keeps answering).
   const backupFile = join(dir, 'smoke-backup.db');
