@@ -19,7 +19,7 @@ import { openDb, storageError } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { paths } from '../src/paths.ts';
 import { LockTimeoutError, WriteLock } from '../src/storage/write-lock.ts';
-import { createLedger, csvForm, expectStatus, LEDGER, ledgerPath, seedWorld, startApp, tempDir, until, waitForImport } from './helpers.ts';
+import { createLedger, csvForm, expectStatus, LEDGER, ledgerPath, seedWorld, startApp, tempDir, until, waitForImport, type TestApp, type World } from './helpers.ts';
 
 const L = suite('the write lock');
 
@@ -65,6 +65,21 @@ L('the thread gives way to a waiting main thread; a wait that times out is SQLIT
 
 const T = suite('the bulk thread');
 
+/**
+ * Writes on the main thread (a ledger edit) until the job `status` reads has ended: each write
+ * waits for at most a chunk of the thread, none may get 503. Returns the job as it ended, and how
+ * many writes ran while it was processing.
+ */
+async function writeUntilEnded(t: TestApp, w: World, ledgerId: string, status: () => Promise<{ body: any }>): Promise<{ job: any; during: number }> {
+  let during = 0;
+  for (let i = 0; ; i++) {
+    const job = (await status()).body;
+    if (job.status === 'completed' || job.status === 'failed') return { job, during };
+    if (job.status === 'processing') during++;
+    expectStatus(await t.call('PATCH', ledgerPath(w.orgId, ledgerId), { token: w.tokens.editor, body: { description: `edit ${i}` } }), 200, 'a write while the job runs');
+  }
+}
+
 T('imports write through the thread; main-thread writes meanwhile all succeed; the metric counts every row', async () => {
   const t = await startApp();
   try {
@@ -76,14 +91,7 @@ T('imports write through the thread; main-thread writes meanwhile all succeed; t
     const before = mainChanges.get() as number;
     const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
     expectStatus(up, 202);
-    // writes on the main thread while the import runs: each waits for at most a chunk, none gets 503
-    let during = 0;
-    for (let i = 0; ; i++) {
-      const s = (await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor })).body;
-      if (s.status === 'completed' || s.status === 'failed') break;
-      if (s.status === 'processing') during++;
-      expectStatus(await t.call('PATCH', ledgerPath(w.orgId, ledgerId), { token: w.tokens.editor, body: { description: `edit ${i}` } }), 200, 'a write during the import');
-    }
+    const { during } = await writeUntilEnded(t, w, ledgerId, () => t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor }));
     assert.ok(during > 0, 'some writes ran while the import was processing');
     const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
     assert.equal([done.status, done.imported, done.duplicates, done.invalid], ['completed', rows, 0, 0]);
@@ -113,12 +121,7 @@ T('feeds run on the thread too: the records go through its connection, writes me
     const before = mainChanges.get() as number;
     const fed = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: `${records.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } });
     expectStatus(fed, 202);
-    let job: any;
-    for (let i = 0; ; i++) {
-      job = (await t.call('GET', `${LEDGER}/feed/${fed.body.id}`, { token: w.root })).body;
-      if (job.status === 'completed' || job.status === 'failed') break;
-      expectStatus(await t.call('PATCH', ledgerPath(w.orgId, ledgerId), { token: w.tokens.editor, body: { description: `edit ${i}` } }), 200, 'a write during the feed');
-    }
+    const { job } = await writeUntilEnded(t, w, ledgerId, () => t.call('GET', `${LEDGER}/feed/${fed.body.id}`, { token: w.root }));
     assert.equal([job.status, job.received, job.invalid, job.contactsMatched, job.jobChanges], ['completed', 2 * known, 0, known, known]);
     assert.ok((mainChanges.get() as number) - before < known / 10, 'the main connection did not apply the records');
     const metrics = (await t.call('GET', '/metrics', { token: w.root })).text;
