@@ -1,8 +1,7 @@
-import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { paths } from '../paths.ts';
 import type { CheckpointReply, CheckpointResult } from './checkpoint-worker.ts';
-import { JOURNAL_SIZE_LIMIT_BYTES, type Db } from './db.ts';
+import { JOURNAL_SIZE_LIMIT_BYTES, walSize, type Db } from './db.ts';
 
 /**
  * A bulk writer (import, feed) waits for a checkpoint when the -wal passes this size. Bigger
@@ -16,14 +15,6 @@ const BULK_QUIET_MS = 2000;
 
 export type Checkpointer = ReturnType<typeof startCheckpointer>;
 
-/** The size of the database file's -wal in bytes (0 when there is none). */
-export function walSize(dbFile: string): number {
-  try {
-    return statSync(`${dbFile}-wal`).size;
-  } catch {
-    return 0;
-  }
-}
 
 /**
  * Moves WAL checkpoints off the event loop (RELIABILITY.md L2, M4). SQLite's automatic checkpoint

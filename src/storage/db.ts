@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { AppError } from '../errors.ts';
 import type { LockSide, WriteLock } from './write-lock.ts';
@@ -9,6 +9,15 @@ const MIN_SQLITE = [3, 51, 3] as const;
 export const BUSY_TIMEOUT_MS = 5000;
 /** The -wal is cut back to this size when SQLite starts it over (bigger ones: storage/checkpointer.ts). */
 export const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/** The size of a database file's -wal in bytes (0 when there is none). */
+export function walSize(dbFile: string): number {
+  try {
+    return statSync(`${dbFile}-wal`).size;
+  } catch {
+    return 0;
+  }
+}
 
 /** SQLITE_FULL or an I/O error: the disk is full (or failing); reads keep working (RELIABILITY.md D3). */
 export const isStorageFullError = (err: unknown): boolean => {
