@@ -66,6 +66,30 @@ C('a big -wal is cut to zero by the thread once checkpointed, not by the writer\
   small.close();
 });
 
+C('the thread cuts the -wal only under the process\'s write lock: not while a writer holds it, at the next checkpoint after', async () => {
+  const walSize = (db: Db) => statSync(`${db.file}-wal`).size;
+  const db = freshDb();
+  const cp = startCheckpointer(db, { pollMs: 60_000, truncateAboveBytes: 256 * 1024 });
+  insertRows(db, 2000, true);
+  const big = walSize(db);
+  const lock = db.processWriteLock();
+  lock.acquire('main', 1000); // as a main-thread transaction holds it
+  try {
+    const r = await cp.checkpoint();
+    assert.equal([r.checkpointed, r.truncated], [r.log, false], 'every frame copied, the -wal not cut while the lock is held');
+    assert.is(walSize(db), big);
+  } finally {
+    lock.release('main');
+  }
+  const r = await cp.checkpoint();
+  assert.is(r.truncated, true);
+  assert.is(walSize(db), 0);
+  insertRows(db, 10); // the main connection's transactions take the lock the thread shares
+  assert.is(db.raw.prepare('SELECT count(*) FROM t').pluck().get(), 2010);
+  await cp.close();
+  db.close();
+});
+
 C('bulkTx commits durably (synchronous=FULL) and rolls back whole when it throws', () => {
   const db = freshDb();
   let inside: unknown;
@@ -103,17 +127,19 @@ C('a bulk writer past the limit waits for a checkpoint; the next commit starts t
   db.close();
 });
 
-C('without its thread the writer checkpoints by itself again and relieve() does not wait', async () => {
+C('without its thread the writer checkpoints by itself again, relieve() does not wait, and a write lock it held is free', async () => {
   const db = freshDb();
   const failures: Error[] = [];
   const crashing = join(tempDir(), 'crash.mjs');
-  writeFileSync(crashing, 'process.exit(3);\n'); // a thread that dies at once
+  // a thread that dies at once, holding the process's write lock as in the middle of a TRUNCATE
+  writeFileSync(crashing, "import { workerData } from 'node:worker_threads';\nAtomics.store(workerData.lock, 0, 3);\nprocess.exit(3);\n");
   const cp = startCheckpointer(db, { bulkLimitBytes: 1024, pollMs: 60_000, onFailure: (e) => failures.push(e), workerFile: crashing });
   await until('the failure to be noticed', () => failures.length > 0, Boolean, 5_000);
   assert.is(db.raw.pragma('wal_autocheckpoint', { simple: true }), 1000);
-  insertRows(db, 100, true);
+  insertRows(db, 100, true); // LockTimeoutError if the lock stayed taken
   await db.relieve();
   assert.match(failures[0]!.message, /exited with code 3/);
+  assert.is(db.raw.prepare('SELECT count(*) FROM t').pluck().get(), 100);
   await cp.close();
   db.close();
 });

@@ -8,7 +8,6 @@ import type { FeedProgress } from '../tracking/feeds-repo.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
 import type { Db } from '../storage/db.ts';
-import { WriteLock } from '../storage/write-lock.ts';
 import { PAUSED, runKey, type FromThread, type SentError, type ThreadData, type ToThread } from './protocol.ts';
 
 export interface BulkThreadOptions {
@@ -44,8 +43,7 @@ function rebuild(e: SentError & { leaseLost?: boolean }): Error {
  * (the scheduler retries them) and the next job starts a new one.
  */
 export function createBulkThread(o: BulkThreadOptions) {
-  const lock = new WriteLock();
-  o.db.shareWriteLock(lock, 'main');
+  const lock = o.db.processWriteLock();
   const runs = new Map<string, { resolve: (outcome: 'done' | 'stopped') => void; reject: (err: Error) => void }>();
   let worker: Worker | undefined;
   let closing = false;
@@ -60,7 +58,7 @@ export function createBulkThread(o: BulkThreadOptions) {
   function lost(w: Worker, err: Error): void {
     if (worker !== w) return;
     worker = undefined;
-    lock.releaseAbandoned();
+    lock.releaseAbandoned('thread');
     for (const r of runs.values()) r.reject(err);
     runs.clear();
     if (!closing) o.log.error({ err }, 'the bulk thread stopped');

@@ -38,7 +38,7 @@ export const backupCommand: Command = {
     }
     const started = Date.now();
     try {
-      const bytes = await backupTo(source, dest, { oneStep: true, verify: true });
+      const { bytes } = await backupTo(source, dest, { oneStep: true, verify: true });
       io.out(`backed up ${file} to ${dest} (${(bytes / 1024 ** 2).toFixed(1)} MiB, integrity ok) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       return EXIT_OK;
     } finally {

@@ -37,11 +37,11 @@ export function createScheduledBackups(d: {
       try {
         mkdirSync(d.dir, { recursive: true, mode: 0o700 });
         const copy = () => backupTo(d.db.raw, file);
-        const bytes = await (d.pauseOtherWriters ? d.pauseOtherWriters(copy) : copy());
+        const { bytes, restarts } = await (d.pauseOtherWriters ? d.pauseOtherWriters(copy) : copy());
         const pruned = pruneBackups(d.dir, SCHEDULED_BACKUP, d.keep);
         outcomes.inc({ outcome: 'ok' });
         lastOk.set(d.clock.now() / 1000);
-        d.log.info({ file, bytes, ms: d.clock.now() - started, pruned }, 'scheduled backup written');
+        d.log.info({ file, bytes, restarts, ms: d.clock.now() - started, pruned }, 'scheduled backup written');
         return file;
       } catch (err) {
         outcomes.inc({ outcome: 'failed' });

@@ -32,14 +32,31 @@ export interface BackupOptions {
 
 const PAGES_PER_STEP = 1000;
 
-/** Copies the database `source` into `dest` (which must not exist yet). Returns its size in bytes. */
-export async function backupTo(source: Database.Database, dest: string, opts: BackupOptions = {}): Promise<number> {
+export interface BackupResult {
+  /** The backup's size. */
+  bytes: number;
+  /** How often SQLite started the copy over because another connection wrote between two steps. */
+  restarts: number;
+}
+
+/** Copies the database `source` into `dest` (which must not exist yet). */
+export async function backupTo(source: Database.Database, dest: string, opts: BackupOptions = {}): Promise<BackupResult> {
   if (existsSync(dest)) throw new BackupError(`${dest} already exists; choose a new file name`);
   if (!existsSync(dirname(dest))) throw new BackupError(`the folder ${dirname(dest)} does not exist`);
   const partial = join(dirname(dest), `.${basename(dest)}.partial`);
   rmSync(partial, { force: true });
   try {
-    await source.backup(partial, { progress: () => (opts.oneStep ? 0x7fffffff : PAGES_PER_STEP) });
+    // After each step the copy has more pages than before; no more means it started over.
+    let copied = 0;
+    let restarts = 0;
+    await source.backup(partial, {
+      progress: ({ totalPages, remainingPages }) => {
+        const now = totalPages - remainingPages;
+        if (copied > 0 && now <= copied) restarts++;
+        copied = now;
+        return opts.oneStep ? 0x7fffffff : PAGES_PER_STEP;
+      },
+    });
     const copy = new Database(partial);
     try {
       // The source is in WAL mode and so is the copy's header: make it a plain rollback-journal
@@ -57,7 +74,7 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
     fsyncFile(partial);
     renameSync(partial, dest);
     fsyncFile(dirname(dest));
-    return statSync(dest).size;
+    return { bytes: statSync(dest).size, restarts };
   } catch (err) {
     rmSync(partial, { force: true });
     rmSync(`${partial}-journal`, { force: true });

@@ -2,23 +2,51 @@
 // `PRAGMA wal_checkpoint(PASSIVE)` (and TRUNCATE to cut a big -wal, below). A checkpoint copies
 // committed pages from the -wal into the main file and fsyncs it; done here, that I/O never stalls
 // the event loop (see checkpointer.ts). PASSIVE never blocks the writer or readers and never waits
-// for them.
+// for them. A TRUNCATE holds SQLite's write lock, so it takes the process's write lock first
+// (storage/write-lock.ts): a main-thread write waiting meanwhile is woken when it ends, instead of
+// polling in SQLite's busy handler.
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { walSize } from './db.ts';
+import { LockTimeoutError, WriteLock } from './write-lock.ts';
+
+/**
+ * How long a TRUNCATE waits for the process's write lock. It is housekeeping: when a writer keeps
+ * the lock longer, the -wal stays as it is until the next checkpoint tries again.
+ */
+const TRUNCATE_LOCK_WAIT_MS = 250;
 
 export interface CheckpointResult {
   /** Frames in the -wal, and how many of them are now in the main file. */
   log: number;
   checkpointed: number;
+  /** The -wal was cut to zero bytes (a TRUNCATE checkpoint, below). */
+  truncated: boolean;
   ms: number;
 }
 
 export type CheckpointReply = { id: number; result: CheckpointResult } | { id: number; error: string };
 
-const { file, truncateAboveBytes } = workerData as { file: string; truncateAboveBytes: number };
+const { file, truncateAboveBytes, lock: shared } = workerData as { file: string; truncateAboveBytes: number; lock: Int32Array };
 const db = new Database(file, { fileMustExist: true });
 db.pragma('busy_timeout = 5000');
+const lock = new WriteLock(shared);
+
+/** A TRUNCATE checkpoint under the process's write lock; false when the lock or a reader kept it from cutting the -wal. */
+function truncate(): boolean {
+  try {
+    lock.acquire('checkpoint', TRUNCATE_LOCK_WAIT_MS);
+  } catch (err) {
+    if (err instanceof LockTimeoutError) return false;
+    throw err;
+  }
+  try {
+    const [r] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    return r!.busy === 0;
+  } finally {
+    lock.release('checkpoint');
+  }
+}
 
 parentPort!.on('message', (msg: { id: number; op: 'checkpoint' } | { op: 'close' }) => {
   if (msg.op === 'close') {
@@ -33,8 +61,8 @@ parentPort!.on('message', (msg: { id: number; op: 'checkpoint' } | { op: 'close'
     // and cut it to zero here. Otherwise the writer would do it at its next COMMIT — the -wal reset
     // and a truncate of hundreds of MiB down to journal_size_limit, ~150 ms on the event loop. With
     // nothing left to copy this holds the write lock only for the truncate.
-    if (r!.log > 0 && r!.checkpointed === r!.log && walSize(file) > truncateAboveBytes) db.pragma('wal_checkpoint(TRUNCATE)');
-    parentPort!.postMessage({ id: msg.id, result: { log: r!.log, checkpointed: r!.checkpointed, ms: performance.now() - t0 } } satisfies CheckpointReply);
+    const truncated = r!.log > 0 && r!.checkpointed === r!.log && walSize(file) > truncateAboveBytes && truncate();
+    parentPort!.postMessage({ id: msg.id, result: { log: r!.log, checkpointed: r!.checkpointed, truncated, ms: performance.now() - t0 } } satisfies CheckpointReply);
   } catch (err) {
     parentPort!.postMessage({ id: msg.id, error: (err as Error).message } satisfies CheckpointReply);
   }

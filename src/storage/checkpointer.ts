@@ -50,7 +50,8 @@ export interface CheckpointerOptions {
 
 export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
   const bulkLimit = opts.bulkLimitBytes ?? BULK_WAL_LIMIT_BYTES;
-  const worker = new Worker(opts.workerFile ?? paths.checkpointWorker, { workerData: { file: db.file, truncateAboveBytes: opts.truncateAboveBytes ?? JOURNAL_SIZE_LIMIT_BYTES } });
+  const lock = db.processWriteLock();
+  const worker = new Worker(opts.workerFile ?? paths.checkpointWorker, { workerData: { file: db.file, truncateAboveBytes: opts.truncateAboveBytes ?? JOURNAL_SIZE_LIMIT_BYTES, lock: lock.shared } });
   worker.unref();
   db.setAutoCheckpoint(0);
 
@@ -66,6 +67,7 @@ export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
   const failAll = (err: Error) => {
     if (failure || closed) return;
     failure = err;
+    lock.releaseAbandoned('checkpoint');
     for (const w of waiting.values()) w.reject(err);
     waiting.clear();
     db.setRelief(undefined);

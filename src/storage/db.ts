@@ -1,7 +1,7 @@
 import { closeSync, existsSync, openSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { AppError } from '../errors.ts';
-import type { LockSide, WriteLock } from './write-lock.ts';
+import { WriteLock, type LockSide } from './write-lock.ts';
 
 /** The oldest SQLite we accept: 3.51.3 fixes the WAL-reset corruption bug (RELIABILITY.md D1). */
 const MIN_SQLITE = [3, 51, 3] as const;
@@ -56,7 +56,7 @@ export class Db {
    * disk). The bulk thread reports its transactions through it.
    */
   onWrite: ((bulk: boolean, failure: string | null | undefined) => void) | undefined;
-  /** The write lock this connection shares with the process's other writer (storage/write-lock.ts), once there is one. */
+  /** The write lock this connection shares with the process's other writers (storage/write-lock.ts), once there are any. */
   private writeLock: { lock: WriteLock; side: LockSide } | undefined;
 
   constructor(raw: Database.Database, file: string) {
@@ -110,11 +110,21 @@ export class Db {
   }
 
   /**
-   * Makes every transaction of this connection take `lock` first: from the moment a second
-   * connection of this process writes (the bulk thread), both take it (storage/write-lock.ts).
+   * Makes every transaction of this connection take `lock` first: a connection of another thread
+   * of this process (the bulk thread's) takes the lock the main connection shares with it.
    */
   shareWriteLock(lock: WriteLock, side: LockSide): void {
     this.writeLock = { lock, side };
+  }
+
+  /**
+   * The process's write lock, for the main thread's writer connection: created at the first call
+   * (when the checkpointer or the bulk thread starts, the other connections that write), and taken
+   * by every transaction of this connection from then on (storage/write-lock.ts).
+   */
+  processWriteLock(): WriteLock {
+    this.writeLock ??= { lock: new WriteLock(), side: 'main' };
+    return this.writeLock.lock;
   }
 
   /**

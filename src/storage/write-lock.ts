@@ -1,22 +1,23 @@
 /**
- * The process's write lock, shared by the main thread's writer connection and the bulk thread's
- * (src/bulk-thread): whoever runs a write transaction holds it, so the two never meet in
- * SQLite's busy handler. That handler polls with growing sleeps (up to 100 ms), so a main-thread
- * write waiting in it for a thread that commits a chunk every ~30 ms and starts the next one at
- * once could miss every gap and block the event loop until busy_timeout (RELIABILITY.md M5, L2).
- * Here the waiter is woken the moment the holder lets go, and a waiting main thread goes first:
- * the thread does not take the lock again while the main thread waits for it. A main-thread write
- * therefore waits for at most the rest of one chunk.
+ * The process's write lock, shared by the main thread's writer connection, the bulk thread's
+ * (src/bulk-thread) and the checkpointer's thread, whose TRUNCATE checkpoints hold SQLite's write
+ * lock too (storage/checkpoint-worker.ts): whoever writes holds it, so they never meet in SQLite's
+ * busy handler. That handler polls with growing sleeps (up to 100 ms), so a main-thread write
+ * waiting in it for a thread that commits a chunk every ~30 ms and starts the next one at once
+ * could miss every gap and block the event loop until busy_timeout (RELIABILITY.md M5, L2). Here
+ * the waiter is woken the moment the holder lets go, and a waiting main thread goes first: the
+ * other threads do not take the lock again while the main thread waits for it. A main-thread write
+ * therefore waits for at most the rest of one chunk (or one truncate).
  *
- * Both sides wait with Atomics.wait, which blocks: the main thread for at most that chunk, the
- * bulk thread for at most one request's transaction.
+ * Every side waits with Atomics.wait, which blocks: the main thread for at most that chunk, the
+ * other threads for at most one request's transaction.
  */
 const HOLDER = 0;
 const MAIN_WAITING = 1;
 const FREE = 0;
 
-export type LockSide = 'main' | 'thread';
-const ID: Record<LockSide, number> = { main: 1, thread: 2 };
+export type LockSide = 'main' | 'thread' | 'checkpoint';
+const ID: Record<LockSide, number> = { main: 1, thread: 2, checkpoint: 3 };
 
 export class LockTimeoutError extends Error {
   override name = 'LockTimeoutError';
@@ -39,14 +40,14 @@ export class WriteLock {
     if (side === 'main') Atomics.add(s, MAIN_WAITING, 1);
     try {
       for (;;) {
-        // The thread gives way to a waiting main thread (this loop's first condition).
+        // The other threads give way to a waiting main thread (this loop's first condition).
         if ((side === 'main' || Atomics.load(s, MAIN_WAITING) === 0) && Atomics.compareExchange(s, HOLDER, FREE, me) === FREE) return;
         const left = deadline - performance.now();
         if (left <= 0) throw new LockTimeoutError(`the database stayed locked for ${timeoutMs} ms`);
         const holder = Atomics.load(s, HOLDER);
-        // Woken by release(); the thread also re-checks every millisecond while the main thread waits.
+        // Woken by release(); the other threads also re-check every millisecond while the main thread waits.
         if (holder !== FREE) Atomics.wait(s, HOLDER, holder, Math.min(left, side === 'main' ? left : 1));
-        else if (side === 'thread') Atomics.wait(s, MAIN_WAITING, Atomics.load(s, MAIN_WAITING), Math.min(left, 1));
+        else if (side !== 'main') Atomics.wait(s, MAIN_WAITING, Atomics.load(s, MAIN_WAITING), Math.min(left, 1));
       }
     } finally {
       if (side === 'main') Atomics.sub(s, MAIN_WAITING, 1);
@@ -57,8 +58,8 @@ export class WriteLock {
     if (Atomics.compareExchange(this.shared, HOLDER, ID[side], FREE) === ID[side]) Atomics.notify(this.shared, HOLDER);
   }
 
-  /** After the bulk thread died: a lock it held is free again. */
-  releaseAbandoned(): void {
-    this.release('thread');
+  /** After a thread died: a lock it held is free again. */
+  releaseAbandoned(side: Exclude<LockSide, 'main'>): void {
+    this.release(side);
   }
 }
