@@ -63,7 +63,13 @@ function seed(db: Db['raw'], ledgerId: string): { contacts: number; jobs: number
     `INSERT INTO contacts (id, ledger_id, name, company, import_company, title, location, email, linkedin, is_verified, last_job_changed_at, last_info_changed_at, created_at, updated_at)
      VALUES (?, ?, ?, 'New Co', 'Old Co', 'Engineer', 'Oslo', ?, ?, 1, ?, ?, 1, ?)`,
   );
-  const insChange = db.prepare('INSERT INTO changes (id, ledger_id, contact_id, type, field, from_value, to_value, detected_at, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)');
+  // Inserted in detection order, so each change's detected_max (the ledger's running maximum,
+  // migration 0013) is its detected_at; a database at an older version (part 5) has no such column.
+  const withMax = (db.prepare("SELECT count(*) FROM pragma_table_info('changes') WHERE name = 'detected_max'").pluck().get() as number) > 0;
+  const insChange = db.prepare(
+    `INSERT INTO changes (id, ledger_id, contact_id, type, field, from_value, to_value, detected_at${withMax ? ', detected_max' : ''}, observed_at)
+     SELECT ?, ?, ?, ?, ?, ?, ?, d${withMax ? ', d' : ''}, NULL FROM (SELECT ? AS d)`,
+  );
   const ids: string[] = [];
   db.transaction(() => {
     for (let i = 0; i < contacts; i++) {
@@ -106,6 +112,16 @@ try {
   const changes = rt.tracking.repos.changes;
   const b = walk('now (ledger_id, type, seq)       ', 0, (after) => changes.listOfLedger(ledgerId, { type: 'job', afterSeq: after, limit: 100 }).map((c) => c.seq));
   if (a !== jobs || b !== jobs) throw new Error(`expected ${jobs} job changes, got ${a} and ${b}`);
+  const since = from + DAY / 2;
+  const oldStart = db.prepare<[string, number], number>('SELECT min(seq) FROM changes WHERE ledger_id = ? AND detected_at >= ?').pluck();
+  const timed = <T>(fn: () => T): [T, number] => {
+    const s = performance.now();
+    return [fn(), performance.now() - s];
+  };
+  const [startBefore, msBefore] = timed(() => oldStart.get(ledgerId, since));
+  const [startNow, msNow] = timed(() => changes.firstSeqSince(ledgerId, since));
+  if (startBefore !== startNow) throw new Error(`since noon: the feed starts at seq ${startNow}, expected ${startBefore}`);
+  console.log(`  since noon, where the feed starts: before 0013 (min over detected_at) ${msBefore.toFixed(2)} ms, now (one seek in detected_max) ${msNow.toFixed(2)} ms`);
 
   console.log('2. daily change set: the contact ids of the day');
   const oldIds = db.prepare<[string, number, number, string, number], string>(
