@@ -19,7 +19,7 @@ import { openDb, storageError } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { paths } from '../src/paths.ts';
 import { LockTimeoutError, WriteLock } from '../src/storage/write-lock.ts';
-import { createLedger, csvForm, expectStatus, LEDGER, ledgerPath, seedWorld, startApp, tempDir, until, waitForImport, type TestApp, type World } from './helpers.ts';
+import { createLedger, csvForm, expectStatus, LEDGER, ledgerPath, seedWorld, startApp, tempDir, until, uploadCsv, waitForImport, type TestApp, type World } from './helpers.ts';
 
 const L = suite('the write lock');
 
@@ -65,6 +65,13 @@ L('the thread gives way to a waiting main thread; a wait that times out is SQLIT
 
 const T = suite('the bulk thread');
 
+/** How many rows the main thread's connection has written since this call (the thread's writes are not counted). */
+function mainConnectionWrites(t: TestApp): () => number {
+  const changes = t.rt.db.raw.prepare('SELECT total_changes()').pluck();
+  const before = changes.get() as number;
+  return () => (changes.get() as number) - before;
+}
+
 /**
  * Writes on the main thread (a ledger edit) until the job `status` reads has ended: each write
  * waits for at most a chunk of the thread, none may get 503. SQLite's busy handler is off on the
@@ -95,8 +102,7 @@ T('imports write through the thread; main-thread writes meanwhile all succeed; t
     const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'threaded');
     const rows = 30_000;
     const csv = `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co ${i % 13},r${i}`).join('\n')}\n`;
-    const mainChanges = t.rt.db.raw.prepare('SELECT total_changes()').pluck();
-    const before = mainChanges.get() as number;
+    const mainWrites = mainConnectionWrites(t);
     const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
     expectStatus(up, 202);
     const { during } = await writeUntilEnded(t, w, ledgerId, () => t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor }));
@@ -104,7 +110,7 @@ T('imports write through the thread; main-thread writes meanwhile all succeed; t
     const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
     assert.equal([done.status, done.imported, done.duplicates, done.invalid], ['completed', rows, 0, 0]);
     // the rows went in through the thread's connection, not this one
-    assert.ok((mainChanges.get() as number) - before < rows / 10, 'the main connection did not insert the rows');
+    assert.ok(mainWrites() < rows / 10, 'the main connection did not insert the rows');
     assert.is(t.rt.db.raw.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId), rows);
     const metrics = (await t.call('GET', '/metrics', { token: w.root })).text;
     assert.match(metrics, new RegExp(`contact_ledger_import_rows_total\\{outcome="imported"\\} ${rows}\\b`));
@@ -120,18 +126,15 @@ T('feeds run on the thread too: the records go through its connection, writes me
     const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'fed');
     const known = 2_000;
     const csv = `name,company,linkedin\n${Array.from({ length: known }, (_, i) => `P ${i},Old ${i},linkedin.com/in/p-${i}`).join('\n')}\n`;
-    const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
-    expectStatus(up, 202);
-    assert.is((await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id)).imported, known);
+    assert.is((await uploadCsv(t, w.tokens.editor, w.orgId, ledgerId, csv)).imported, known);
     // every known person at a new company, and as many people nobody imported
     const records = Array.from({ length: 2 * known }, (_, i) => JSON.stringify({ linkedin: `linkedin.com/in/p-${i}`, name: `P ${i}`, company: `New ${i}` }));
-    const mainChanges = t.rt.db.raw.prepare('SELECT total_changes()').pluck();
-    const before = mainChanges.get() as number;
+    const mainWrites = mainConnectionWrites(t);
     const fed = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: `${records.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } });
     expectStatus(fed, 202);
     const { job } = await writeUntilEnded(t, w, ledgerId, () => t.call('GET', `${LEDGER}/feed/${fed.body.id}`, { token: w.root }));
     assert.equal([job.status, job.received, job.invalid, job.contactsMatched, job.jobChanges], ['completed', 2 * known, 0, known, known]);
-    assert.ok((mainChanges.get() as number) - before < known / 10, 'the main connection did not apply the records');
+    assert.ok(mainWrites() < known / 10, 'the main connection did not apply the records');
     const metrics = (await t.call('GET', '/metrics', { token: w.root })).text;
     assert.match(metrics, new RegExp(`contact_ledger_feed_records_total\\{outcome="applied"\\} ${2 * known}\\b`));
     assert.match(metrics, new RegExp(`contact_ledger_changes_total\\{type="job"\\} ${known}\\b`));
@@ -145,11 +148,7 @@ T('a webhook created after the thread started gets the next feed\'s contact.job_
   try {
     const w = await seedWorld(t);
     const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'hooked later');
-    const importCsv = async (name: string) => {
-      const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(`name,company,linkedin\n${name},Acme,linkedin.com/in/${name.toLowerCase()}-hooked\n`) });
-      expectStatus(up, 202);
-      return waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
-    };
+    const importCsv = (name: string) => uploadCsv(t, w.tokens.editor, w.orgId, ledgerId, `name,company,linkedin\n${name},Acme,linkedin.com/in/${name.toLowerCase()}-hooked\n`);
     await importCsv('First'); // the thread runs now, with no webhook anywhere
     const hook = await t.call('POST', `/api/ledger/v1/orgs/${w.orgId}/webhooks`, { token: w.tokens.admin, body: { url: 'https://hooks.example.test/in', events: ['import.completed', 'contact.job_changed'] } });
     expectStatus(hook, 201);

@@ -46,8 +46,8 @@ export function createLedgerModule(d: {
   /** What other modules keep per organization, purged with it. */
   orgOwners?: OrgDataOwner[];
   metrics: MetricsRegistry;
-  /** Where import jobs run when not on this thread: the bulk thread's `run` (src/bulk-thread). */
-  runImport?: Runner['run'];
+  /** Where import jobs run: the bulk thread's `run` (src/bulk-thread). */
+  runImport: Runner['run'];
 }) {
   const repos = ledgerReposOn(d.db, d.config.dataDir, d.reader);
   const ledgers = createLedgerService({ ...d, ...repos });
@@ -64,8 +64,8 @@ export function createLedgerModule(d: {
   const importRunner = createImportRunner({ db: d.db, clock: d.clock, ...repos, onChunk: countImportRows, listeners: importListeners, matcher });
   const runners: Record<string, Runner> = {
     ...ledgers.runners,
-    // the runner's own `failed` still records a final failure, on this thread
-    [IMPORT_JOB]: d.runImport ? { ...importRunner, run: d.runImport } : importRunner,
+    // imports run on the bulk thread; the runner's own `failed` records a final failure, on this thread
+    [IMPORT_JOB]: { ...importRunner, run: d.runImport },
   };
   return {
     repos,

@@ -21,9 +21,8 @@ export const INBOX_SETTLE_MS = 2000;
 export type FeedService = ReturnType<typeof createFeedService>;
 
 /**
- * Feed jobs: created from an upload, the CLI or the inbox; run by the scheduler (SPEC §5) — on the
- * bulk thread when `runFeed` is given (src/bulk-thread), which then reports each chunk through
- * `countChunk`.
+ * Feed jobs: created from an upload, the CLI or the inbox; run by the scheduler (SPEC §5) on the
+ * bulk thread (`runFeed`, src/bulk-thread), which reports each chunk through `countChunk`.
  */
 export function createFeedService(d: {
   db: Db;
@@ -35,7 +34,7 @@ export function createFeedService(d: {
   dataDir: string;
   kick: () => void;
   metrics: MetricsRegistry;
-  runFeed?: Runner['run'];
+  runFeed: Runner['run'];
 }) {
   const inbox = inboxDir(d.dataDir);
   const records = d.metrics.counter({ name: 'contact_ledger_feed_records_total', help: 'Person-feed records processed, by outcome (applied, stale, invalid).', labelNames: ['outcome'] });
@@ -62,8 +61,8 @@ export function createFeedService(d: {
     return feed;
   }
 
-  const ownRunner = createFeedRunner({ db: d.db, clock: d.clock, log: d.log, feeds: d.feeds, tracker: d.tracker, dataDir: d.dataDir, onChunk: countChunk });
-  const runner: Runner = d.runFeed ? { ...ownRunner, run: d.runFeed } : ownRunner;
+  // Feeds run on the bulk thread; this runner's own `failed` records a final failure, on this thread.
+  const runner: Runner = { ...createFeedRunner({ db: d.db, clock: d.clock, log: d.log, feeds: d.feeds, tracker: d.tracker, dataDir: d.dataDir, onChunk: countChunk }), run: d.runFeed };
 
   // Inbox: files are taken once they stopped changing (or arrive by rename, which is atomic).
   const seen = new Map<string, { size: number; mtimeMs: number }>();

@@ -37,13 +37,11 @@ export function createTrackingModule(d: {
   ledger: LedgerModule;
   kick: () => void;
   metrics: MetricsRegistry;
-  /** Where feed jobs run when not on this thread: the bulk thread's (src/bulk-thread). */
-  runFeed?: Runner['run'];
+  /** Where feed jobs run: the bulk thread's `run` (src/bulk-thread). */
+  runFeed: Runner['run'];
 }) {
   const listeners: ChangeListener[] = [];
-  const core = trackerOn(d.db, d.clock, d.config.dataDir, listeners);
-  const { tracker } = core;
-  const { repos } = core;
+  const { tracker, repos } = trackerOn(d.db, d.clock, d.config.dataDir, listeners);
   d.ledger.useImportMatcher((contacts) => tracker.matchImported(contacts));
   const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, tracker, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed });
   const changes = createChangeService({ ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes });
