@@ -149,13 +149,18 @@ async function main(): Promise<void> {
   form.append('file', new Blob([`${lines.join('\n')}\n`], { type: 'text/csv' }), 'contacts.csv');
   const up = await api(a.base, 'POST', `${ledgerPath}/imports`, { token, form });
   check(up.status === 202, `import: ${up.status} ${up.text}`);
-  let job = up.json;
-  const deadline = Date.now() + 60_000;
-  while (job.status !== 'completed' && job.status !== 'failed') {
-    check(Date.now() < deadline, 'the import did not finish in time');
-    await new Promise((r) => setTimeout(r, 100));
-    job = (await api(a.base, 'GET', `${ledgerPath}/imports/${up.json.id}`, { token })).json;
-  }
+  // Polls a job until it completed or failed (a minute at most).
+  const ended = async (what: string, path: string, first: any) => {
+    const deadline = Date.now() + 60_000;
+    let j = first;
+    while (j.status !== 'completed' && j.status !== 'failed') {
+      check(Date.now() < deadline, `the ${what} did not finish in time`);
+      await new Promise((r) => setTimeout(r, 100));
+      j = (await api(a.base, 'GET', path, { token })).json;
+    }
+    return j;
+  };
+  const job = await ended('import', `${ledgerPath}/imports/${up.json.id}`, up.json);
   check(job.status === 'completed' && job.imported === ROWS, `import ended ${job.status}: ${JSON.stringify(job)}`);
   step(`imported ${job.imported} contacts`);
 
@@ -164,12 +169,7 @@ async function main(): Promise<void> {
   const records = Array.from({ length: moved }, (_, k) => JSON.stringify({ email: `p${k + 1}@example.test`, name: `Person ${k + 1}`, company: `New Co ${k + 1}` }));
   const fed = await api(a.base, 'POST', '/api/ledger/v1/feed', { token, ndjson: `${records.join('\n')}\n` });
   check(fed.status === 202, `feed: ${fed.status} ${fed.text}`);
-  let feedJob = fed.json;
-  while (feedJob.status !== 'completed' && feedJob.status !== 'failed') {
-    check(Date.now() < deadline + 60_000, 'the feed did not finish in time');
-    await new Promise((r) => setTimeout(r, 100));
-    feedJob = (await api(a.base, 'GET', `/api/ledger/v1/feed/${fed.json.id}`, { token })).json;
-  }
+  const feedJob = await ended('feed', `/api/ledger/v1/feed/${fed.json.id}`, fed.json);
   check(feedJob.status === 'completed' && feedJob.jobChanges === moved, `feed ended ${feedJob.status}: ${JSON.stringify(feedJob)}`);
   step(`fed ${moved} records: ${feedJob.jobChanges} job changes`);
 

@@ -98,7 +98,6 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     owners.push(tracking.ledgerData);
     webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics, queue, kick });
     orgOwners.push(webhooks.orgData);
-    tracking.onChange((change, contact) => webhooks.outbox.changed(change, contact));
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
     scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners, ...webhooks.runners } });
     tracking.schedule(scheduler);

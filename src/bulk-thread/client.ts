@@ -7,6 +7,7 @@ import type { ChunkCounts } from '../ledger/import-runner.ts';
 import type { FeedProgress } from '../tracking/feeds-repo.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
+import { BULK_WAL_LIMIT_BYTES } from '../storage/checkpointer.ts';
 import type { Db } from '../storage/db.ts';
 import { PAUSED, runKey, type FromThread, type SentError, type ThreadData, type ToThread } from './protocol.ts';
 
@@ -65,7 +66,7 @@ export function createBulkThread(o: BulkThreadOptions) {
   }
 
   function start(): Worker {
-    const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared, control };
+    const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared, control, walLimitBytes: o.db.reliefAboveBytes ?? BULK_WAL_LIMIT_BYTES };
     const w = new Worker(o.workerFile ?? paths.bulkThread, { workerData: data });
     w.unref();
     if (maxPageCount !== undefined) send(w, { type: 'max-page-count', pages: maxPageCount });

@@ -17,6 +17,8 @@ export interface ThreadData {
   lock: Int32Array;
   /** [PAUSED]: above 0 while the main thread wants the thread's writes to wait (a backup runs). */
   control: Int32Array;
+  /** The -wal size from which the thread asks for a checkpoint between chunks: the checkpointer's bulk limit. */
+  walLimitBytes: number;
 }
 
 export type ToThread =

@@ -15,7 +15,6 @@ import { LeaseLostError, createQueue, type ClaimedJob } from '../jobs/queue.ts';
 import type { RunControl, Runner } from '../jobs/scheduler.ts';
 import { createImportRunner, IMPORT_JOB } from '../ledger/import-runner.ts';
 import { ledgerReposOn } from '../ledger/index.ts';
-import { BULK_WAL_LIMIT_BYTES } from '../storage/checkpointer.ts';
 import { openDb, walSize } from '../storage/db.ts';
 import { WriteLock } from '../storage/write-lock.ts';
 import type { FeedLog } from '../tracking/feed-files.ts';
@@ -42,7 +41,7 @@ const relieving = new Map<number, () => void>();
 // the checkpointer must copy first. Asking every time would cost each chunk a wait for a turn of
 // the main thread's event loop, which is busy with requests exactly when it matters.
 db.setRelief(() =>
-  Atomics.load(data.control, PAUSED) === 0 && walSize(data.file) < BULK_WAL_LIMIT_BYTES
+  Atomics.load(data.control, PAUSED) === 0 && walSize(data.file) < data.walLimitBytes
     ? Promise.resolve()
     : new Promise<void>((resolve) => {
         const id = nextRelief++;
@@ -58,7 +57,9 @@ const startCsvWorker: StartCsvWorker = (task) => {
   return csvLinkOver(port1);
 };
 
-const outbox = createOutbox({ repo: createWebhooksRepo(db), clock, baseUrl: data.baseUrl, kick: () => post({ type: 'kick-webhooks' }) });
+// Webhooks are changed on the main thread: the outbox reads whether any is enabled again in each
+// transaction that writes an event (currentTx).
+const outbox = createOutbox({ repo: createWebhooksRepo(db), clock, baseUrl: data.baseUrl, kick: () => post({ type: 'kick-webhooks' }), currentTx: () => db.writes });
 const { tracker, repos } = trackerOn(db, clock, data.dataDir, [(change, contact) => outbox.changed(change, contact)]);
 const importRunner = createImportRunner({
   db,
@@ -66,21 +67,8 @@ const importRunner = createImportRunner({
   ...ledgerReposOn(db, data.dataDir),
   onChunk: (counts, importId) => post({ type: 'import-chunk', importId, counts }),
   startCsvWorker,
-  // Webhooks are changed on the main thread: whether any is enabled is read again in each
-  // transaction that may write to the outbox (one small query per chunk), never remembered; the
-  // feed runner does the same (inChunk below).
-  listeners: [
-    (imp) => {
-      outbox.refresh();
-      outbox.importFinished(imp);
-    },
-  ],
-  matcher: {
-    current: (contacts) => {
-      outbox.refresh();
-      return tracker.matchImported(contacts);
-    },
-  },
+  listeners: [(imp) => outbox.importFinished(imp)],
+  matcher: (contacts) => tracker.matchImported(contacts),
 });
 /** Log lines go to the main thread's logger, an error as much of it as can be sent. */
 const logAt =
@@ -102,7 +90,6 @@ const feedRunner = createFeedRunner({
   tracker,
   dataDir: data.dataDir,
   onChunk: (progress) => post({ type: 'feed-chunk', progress }),
-  inChunk: () => outbox.refresh(),
 });
 /** The runners of the jobs the scheduler hands to this thread, by job kind. */
 const runners: Record<string, Runner> = { [IMPORT_JOB]: importRunner, [FEED_JOB]: feedRunner };

@@ -41,8 +41,8 @@ export interface RunnerDeps {
   listeners?: ImportListener[];
   /** Starts the CSV reader thread (default: from this thread; the bulk thread asks the main thread). */
   startCsvWorker?: StartCsvWorker;
-  /** Import-time matching (SPEC §5), set by change tracking: `matcher.current` may be unset. */
-  matcher?: { current?: ImportMatcher };
+  /** Import-time matching (SPEC §5), by change tracking (on the bulk thread). */
+  matcher?: ImportMatcher;
 }
 
 /** Hears about an import that ended, inside the transaction that ends it. */
@@ -115,7 +115,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
         }
       }
       if (imported) d.ledgers.addContactCount(imp.ledgerId, imported);
-      const found = stored.length && d.matcher?.current ? d.matcher.current(stored) : { matched: 0, jobChanges: 0 };
+      const found = stored.length && d.matcher ? d.matcher(stored) : { matched: 0, jobChanges: 0 };
       d.imports.addProgress(imp.id, {
         submitted: 0,
         seen: imp.cursorRows + rows.length,

@@ -11,7 +11,7 @@ import { dataFiles } from '../storage/data-files.ts';
 import type { Db } from '../storage/db.ts';
 import { createContactService } from './contact-service.ts';
 import { createContactsRepo } from './contacts-repo.ts';
-import { createImportRunner, IMPORT_JOB, type ChunkCounts, type ImportListener, type ImportMatcher } from './import-runner.ts';
+import { createImportRunner, IMPORT_JOB, type ChunkCounts, type ImportListener } from './import-runner.ts';
 import { createImportService } from './import-service.ts';
 import { createImportsRepo } from './imports-repo.ts';
 import { createLedgerService } from './ledger-service.ts';
@@ -54,17 +54,17 @@ export function createLedgerModule(d: {
   const contacts = createContactService({ ...d, ...repos });
   const imports = createImportService({ ...d, ...repos, uploadsDir: uploadsDir(d.config.dataDir), maxApiContacts: d.config.maxApiContacts });
   const importListeners: ImportListener[] = [];
-  const matcher: { current?: ImportMatcher } = {};
   const rowsCounter = d.metrics.counter({ name: 'contact_ledger_import_rows_total', help: 'Import rows processed, by outcome (imported, duplicate, invalid).', labelNames: ['outcome'] });
   const countImportRows = (c: ChunkCounts) => {
     rowsCounter.inc({ outcome: 'imported' }, c.imported);
     rowsCounter.inc({ outcome: 'duplicate' }, c.duplicates);
     rowsCounter.inc({ outcome: 'invalid' }, c.invalid);
   };
-  const importRunner = createImportRunner({ db: d.db, clock: d.clock, ...repos, onChunk: countImportRows, listeners: importListeners, matcher });
+  // Imports run on the bulk thread (with the import-time matcher); this runner's own `failed`
+  // records a final failure, on this thread.
+  const importRunner = createImportRunner({ db: d.db, clock: d.clock, ...repos, listeners: importListeners });
   const runners: Record<string, Runner> = {
     ...ledgers.runners,
-    // imports run on the bulk thread; the runner's own `failed` records a final failure, on this thread
     [IMPORT_JOB]: { ...importRunner, run: d.runImport },
   };
   return {
@@ -78,6 +78,5 @@ export function createLedgerModule(d: {
     /** Other modules hear about every import that ends, inside the transaction that ends it (the webhook outbox). */
     onImportFinished: (l: ImportListener) => void importListeners.push(l),
     /** Change tracking matches imported contacts to known people (SPEC §5), inside each chunk's transaction. */
-    useImportMatcher: (m: ImportMatcher) => void (matcher.current = m),
   };
 }

@@ -25,7 +25,7 @@ export function createScheduledBackups(d: {
   dir: string;
   keep: number;
   /** Runs the copy while other connections' writers wait (the bulk thread: src/bulk-thread); they would restart it. */
-  pauseOtherWriters?: <T>(fn: () => Promise<T>) => Promise<T>;
+  pauseOtherWriters: <T>(fn: () => Promise<T>) => Promise<T>;
 }) {
   const outcomes = d.metrics.counter({ name: 'contact_ledger_backups_total', help: 'Scheduled backups by outcome (ok, failed).', labelNames: ['outcome'] });
   const lastOk = d.metrics.gauge({ name: 'contact_ledger_backup_last_success_timestamp_seconds', help: 'When the last scheduled backup completed (Unix time).' });
@@ -37,7 +37,7 @@ export function createScheduledBackups(d: {
       try {
         mkdirSync(d.dir, { recursive: true, mode: 0o700 });
         const copy = () => backupTo(d.db.raw, file);
-        const { bytes, restarts } = await (d.pauseOtherWriters ? d.pauseOtherWriters(copy) : copy());
+        const { bytes, restarts } = await d.pauseOtherWriters(copy);
         const pruned = pruneBackups(d.dir, SCHEDULED_BACKUP, d.keep);
         outcomes.inc({ outcome: 'ok' });
         lastOk.set(d.clock.now() / 1000);

@@ -7,7 +7,7 @@
 // polling in SQLite's busy handler.
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { walSize } from './db.ts';
+import { BUSY_TIMEOUT_MS, walSize } from './db.ts';
 import { LockTimeoutError, WriteLock } from './write-lock.ts';
 
 /**
@@ -29,7 +29,7 @@ export type CheckpointReply = { id: number; result: CheckpointResult } | { id: n
 
 const { file, truncateAboveBytes, lock: shared } = workerData as { file: string; truncateAboveBytes: number; lock: Int32Array };
 const db = new Database(file, { fileMustExist: true });
-db.pragma('busy_timeout = 5000');
+db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
 const lock = new WriteLock(shared);
 
 /** A TRUNCATE checkpoint under the process's write lock; false when the lock or a reader kept it from cutting the -wal. */

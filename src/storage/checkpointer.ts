@@ -147,6 +147,6 @@ export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
       if (db.raw.open) db.setAutoCheckpoint(1000);
     },
   };
-  db.setRelief(() => api.relieve());
+  db.setRelief(() => api.relieve(), bulkLimit);
   return api;
 }

@@ -91,9 +91,8 @@ export class Db {
 
   private inTx<T>(fn: () => T, bulk: boolean): T {
     if (this.raw.inTransaction) return this.runTx(fn) as T;
-    if (bulk) this.lastBulkAt = performance.now();
     this.writeLock?.lock.acquire(this.writeLock.side, BUSY_TIMEOUT_MS);
-    this.writes++;
+    this.noteWrite(bulk, undefined);
     let outcome: string | null | undefined;
     try {
       const out = this.runTx.immediate(fn) as T;
@@ -128,9 +127,9 @@ export class Db {
   }
 
   /**
-   * Counts a transaction that another connection of this process ran (the bulk thread's, whose
-   * Db reports them through `onWrite`): the checkpointer and /readyz see it as if it were this
-   * connection's.
+   * Counts a transaction: this connection's, as it begins, or one that another connection of this
+   * process ran (the bulk thread's, whose Db reports them through `onWrite`), which the
+   * checkpointer and /readyz then see as if it were this connection's.
    */
   noteWrite(bulk: boolean, failure: string | null | undefined): void {
     this.writes++;
@@ -161,9 +160,13 @@ export class Db {
     return this.relief !== undefined;
   }
 
-  /** Attaches the checkpointer's relieve() (storage/checkpointer.ts). */
-  setRelief(relief: (() => Promise<void>) | undefined): void {
+  /** The -wal size from which relieve() waits for a checkpoint (the checkpointer's bulk limit), while one is attached. */
+  reliefAboveBytes: number | undefined;
+
+  /** Attaches the checkpointer's relieve() and its bulk limit (storage/checkpointer.ts). */
+  setRelief(relief: (() => Promise<void>) | undefined, aboveBytes?: number): void {
     this.relief = relief;
+    this.reliefAboveBytes = relief ? aboveBytes : undefined;
   }
 
   /** True when the connection is open and answers a query (readiness). */

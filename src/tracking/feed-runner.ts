@@ -28,8 +28,6 @@ export interface FeedRunnerDeps {
   dataDir: string;
   /** Told after each chunk committed (the feed metrics). */
   onChunk: (p: FeedProgress) => void;
-  /** Called first inside each chunk's transaction (the bulk thread's outbox reads its webhooks again). */
-  inChunk?: () => void;
 }
 
 /**
@@ -37,7 +35,8 @@ export interface FeedRunnerDeps {
  * transaction that re-checks the lease (fencing), applies its records through the tracker, records
  * the rejected ones and moves the feed's cursor past them. A crash loses at most the chunk in
  * flight; a resumed feed passes over the records of the committed chunks and goes on after them.
- * Runs on the bulk thread in the server (src/bulk-thread); `failed` runs on the main thread.
+ * Runs on the bulk thread in the server (src/bulk-thread); `failed` runs on the main thread
+ * (feedRunnerOnMain).
  */
 export function createFeedRunner(d: FeedRunnerDeps): Runner {
   const settle = (feed: FeedJob, failure: string | null) => settleFeedFile(d.dataDir, d.log, feed, failure);
@@ -52,7 +51,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
   }
 
   return {
-    pruneFinishedAfterMs: null, // the feed's record (GET /feed/:id) lives in feed_jobs, which goes with the job row
+    ...feedRunnerOnMain(d),
     async run(lease, ctl) {
       const feed = d.feeds.findFeed(lease.job.id, d.clock.now());
       if (!feed) {
@@ -88,7 +87,6 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       const apply = (items: FeedItem[]) => {
         const p = d.db.bulkTx(() => {
           lease.checkpoint();
-          d.inChunk?.();
           const counts = zeroCounts();
           const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
           for (const item of items) {
@@ -161,10 +159,20 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       finish(lease, feed, null);
       return 'done';
     },
+  };
+}
+
+/**
+ * What the scheduler on the main thread needs of the feed job runner besides `run` (the bulk
+ * thread's): how long a finished job stays, and `failed`, the last word on a feed that kept failing.
+ */
+export function feedRunnerOnMain(d: Pick<FeedRunnerDeps, 'clock' | 'feeds' | 'dataDir' | 'log'>): Omit<Runner, 'run'> {
+  return {
+    pruneFinishedAfterMs: null, // the feed's record (GET /feed/:id) lives in feed_jobs, which goes with the job row
     failed(jobId, message) {
       const feed = d.feeds.findFeed(jobId, d.clock.now());
       d.feeds.markFinished(jobId, `processing kept failing: ${message}`, d.clock.now());
-      if (feed) setImmediate(() => settle(feed, `processing kept failing: ${message}`));
+      if (feed) setImmediate(() => settleFeedFile(d.dataDir, d.log, feed, `processing kept failing: ${message}`));
     },
   };
 }

@@ -11,9 +11,8 @@ import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { feedsDir, formatOfName, freeName, inboxDir, isGzip, settleFeedFile } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
-import { createFeedRunner, FEED_JOB } from './feed-runner.ts';
+import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
 import type { FeedJob, FeedProgress, FeedsRepo, FeedSource } from './feeds-repo.ts';
-import type { Tracker } from './tracker.ts';
 
 /** An inbox file is taken once its size and time have not changed for this long. */
 export const INBOX_SETTLE_MS = 2000;
@@ -30,7 +29,6 @@ export function createFeedService(d: {
   log: Logger;
   queue: Queue;
   feeds: FeedsRepo;
-  tracker: Tracker;
   dataDir: string;
   kick: () => void;
   metrics: MetricsRegistry;
@@ -62,7 +60,7 @@ export function createFeedService(d: {
   }
 
   // Feeds run on the bulk thread; this runner's own `failed` records a final failure, on this thread.
-  const runner: Runner = { ...createFeedRunner({ db: d.db, clock: d.clock, log: d.log, feeds: d.feeds, tracker: d.tracker, dataDir: d.dataDir, onChunk: countChunk }), run: d.runFeed };
+  const runner: Runner = { ...feedRunnerOnMain(d), run: d.runFeed };
 
   // Inbox: files are taken once they stopped changing (or arrive by rename, which is atomic).
   const seen = new Map<string, { size: number; mtimeMs: number }>();

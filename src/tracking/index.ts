@@ -21,9 +21,17 @@ import { createTracker, type ChangeListener } from './tracker.ts';
 
 export type TrackingModule = ReturnType<typeof createTrackingModule>;
 
-/** The tracker on a connection, with the stores it and the feed jobs read and write: this module's, and the bulk thread's own. */
+/** The stores change tracking reads and writes, on a connection. */
+export function trackingReposOn(db: Db, dataDir: string) {
+  return { people: createPeopleRepo(db), changes: createChangesRepo(db), trackedContacts: createTrackedContactsRepo(db), feeds: createFeedsRepo(db, dataFiles(dataDir)) };
+}
+
+/**
+ * The tracker on a connection, with its stores: the bulk thread's (src/bulk-thread), where feeds
+ * and import-time matching run, so changes are recorded there alone.
+ */
 export function trackerOn(db: Db, clock: Clock, dataDir: string, listeners: ChangeListener[]) {
-  const repos = { people: createPeopleRepo(db), changes: createChangesRepo(db), trackedContacts: createTrackedContactsRepo(db), feeds: createFeedsRepo(db, dataFiles(dataDir)) };
+  const repos = trackingReposOn(db, dataDir);
   return { repos, tracker: createTracker({ clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, listeners }) };
 }
 
@@ -40,20 +48,15 @@ export function createTrackingModule(d: {
   /** Where feed jobs run: the bulk thread's `run` (src/bulk-thread). */
   runFeed: Runner['run'];
 }) {
-  const listeners: ChangeListener[] = [];
-  const { tracker, repos } = trackerOn(d.db, d.clock, d.config.dataDir, listeners);
-  d.ledger.useImportMatcher((contacts) => tracker.matchImported(contacts));
-  const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, tracker, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed });
+  const repos = trackingReposOn(d.db, d.config.dataDir);
+  const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed });
   const changes = createChangeService({ ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes });
   const dailySets = createDailySets({ clock: d.clock, log: d.log, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db) });
   return {
     repos,
-    tracker,
     feeds,
     changes,
     dailySets,
-    /** Other modules subscribe to changes here (inside the recording transaction). */
-    onChange: (l: ChangeListener) => void listeners.push(l),
     runners: { [FEED_JOB]: feeds.runner },
     /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start. */
     schedule(s: Scheduler): void {

@@ -20,10 +20,23 @@ export type Outbox = ReturnType<typeof createOutbox>;
  * transaction of the change or of the import's completion, so that an event exists exactly when
  * its cause was committed. Sending is the dispatcher's job; `kick` wakes it after the commit.
  */
-export function createOutbox(d: { repo: WebhooksRepo; clock: Clock; baseUrl: string; kick: () => void }) {
+export function createOutbox(d: {
+  repo: WebhooksRepo;
+  clock: Clock;
+  baseUrl: string;
+  kick: () => void;
+  /**
+   * For an outbox on a connection whose thread does not change webhooks (the bulk thread's, while
+   * the main thread's service changes them): the number of the transaction running now
+   * (`Db.writes`). Whether any webhook is enabled is then read again once in each transaction that
+   * writes an event, instead of when the service calls refresh().
+   */
+  currentTx?: () => number;
+}) {
   // Most installations have no webhook: then a change costs one boolean test. Refreshed by the
   // service after every change to webhooks; a stale `true` only costs a query.
   let anyEnabled = d.repo.countEnabledWebhooks() > 0;
+  let readInTx = d.currentTx?.();
   let kickPending = false;
 
   /** Wakes the dispatcher once the current (synchronous) transaction has committed. */
@@ -38,6 +51,10 @@ export function createOutbox(d: { repo: WebhooksRepo; clock: Clock; baseUrl: str
 
   /** Writes one event for every enabled webhook of the ledger's organization that wants it. */
   function emit(ledgerId: string, type: WebhookEvent, data: () => Record<string, unknown>): void {
+    if (d.currentTx && readInTx !== d.currentTx()) {
+      readInTx = d.currentTx();
+      anyEnabled = d.repo.countEnabledWebhooks() > 0;
+    }
     if (!anyEnabled) return;
     const targets = d.repo.listEnabledForLedger(ledgerId).filter((w) => w.events.includes(type) && (w.ledgerIds === null || w.ledgerIds.includes(ledgerId)));
     if (!targets.length) return;
