@@ -73,11 +73,17 @@ export function detectDelimiter(firstLine: string): string {
   return best;
 }
 
-/** The delimiter of a file's first line, from its first bytes (BOM or not). */
+/**
+ * The delimiter of a file's header — its first line that is not empty (empty lines are skipped
+ * everywhere, also before the header) — from its first bytes (BOM or not).
+ */
 export function headerDelimiter(first: Buffer): string {
   const bom = first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf ? 3 : 0;
-  const end = first.findIndex((b, i) => i >= bom && (b === 0x0a || b === 0x0d));
-  return detectDelimiter(first.subarray(bom, end < 0 ? first.length : end).toString('utf8'));
+  const isBreak = (b: number) => b === 0x0a || b === 0x0d;
+  let start = bom;
+  while (start < first.length && isBreak(first[start]!)) start++;
+  const end = first.findIndex((b, i) => i >= start && isBreak(b));
+  return detectDelimiter(first.subarray(start, end < 0 ? first.length : end).toString('utf8'));
 }
 
 /** Scans the whole file; see the module comment. */
