@@ -245,7 +245,8 @@ export function createImportRunner(d: RunnerDeps): Runner {
         if (outcome === 'stopped') return 'stopped';
         finish(lease, imp, null, false);
       } catch (err) {
-        if (err instanceof LedgerGone) finish(lease, imp, 'the ledger was deleted while the import ran', false);
+        // Not `completed` (SPEC §4.4: every row imported or rejected), and the counts stay as they are.
+        if (err instanceof LedgerGone) finish(lease, imp, `the ledger was deleted while the import ran; ${imp.cursorRows} of ${imp.submitted} rows had been processed`, true);
         else if (err instanceof CsvReadError) {
           const done = imp.cursorRows > 0 ? ` (the ${imp.cursorRows} rows before it were processed)` : '';
           finish(lease, imp, `the file cannot be read as CSV at ${err.message}${done}`, true);
