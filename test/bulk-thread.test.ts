@@ -13,7 +13,7 @@ import { newId } from '../src/ids.ts';
 import { createBulkThread } from '../src/bulk-thread/client.ts';
 import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
 import { backupsDir } from '../src/runtime.ts';
-import { createQueue } from '../src/jobs/queue.ts';
+import { createQueue, LEASE_MS } from '../src/jobs/queue.ts';
 import { createLogger } from '../src/log.ts';
 import { openDb, storageError } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
@@ -210,6 +210,43 @@ T('a scheduled backup taken while an import writes completes without starting ov
     const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
     assert.equal([done.status, done.imported], ['completed', rows]);
   } finally {
+    await t.close();
+  }
+});
+
+T('an import waiting out a pause longer than its lease keeps the lease: the scheduler does not take it for abandoned and run it twice', async () => {
+  const t = await startApp();
+  let endPause = () => {};
+  try {
+    const clock = t.clock as ManualClock;
+    const w = await seedWorld(t);
+    const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'long pause');
+    const rows = 20_000;
+    const csv = `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co,r${i}`).join('\n')}\n`;
+    const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
+    expectStatus(up, 202);
+    const status = () => t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor }).then((r) => r.body);
+    await until('the import writing', status, (s) => s.processed > 0);
+    const job = t.rt.db.raw.prepare<[string], { lease_token: number; lease_until: number }>('SELECT lease_token, lease_until FROM jobs WHERE id = ?');
+    const token = job.get(up.body.id)!.lease_token;
+    const paused = t.rt.bulkThread.pausedWhile(() => new Promise<void>((resolve) => (endPause = resolve)));
+    // a backup of 44 s by the clock, in steps: each time the lease is renewed before it runs out
+    for (let step = 0; step < 4; step++) {
+      clock.advance(LEASE_MS / 3 + 1000);
+      await until('the lease renewed', () => job.get(up.body.id)!, (j) => j.lease_until >= clock.now() + LEASE_MS - 1000, 10_000);
+      t.rt.scheduler.kick();
+    }
+    const during = await status();
+    assert.is(during.status, 'processing', 'still the same run, not pending');
+    assert.ok(during.processed < rows, 'the import was waiting');
+    assert.is(job.get(up.body.id)!.lease_token, token, 'not claimed again');
+    endPause();
+    await paused;
+    const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
+    assert.equal([done.status, done.imported, done.duplicates], ['completed', rows, 0]);
+    assert.is(job.get(up.body.id)!.lease_token, token, 'one run from start to end');
+  } finally {
+    endPause(); // the thread finishes its chunk, and the app can close, also when an assertion failed
     await t.close();
   }
 });

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { startCsvReaderFor } from '../csv/csv-worker-client.ts';
 import { sharedTime, type Clock } from '../clock.ts';
-import { LeaseLostError, type Lease } from '../jobs/queue.ts';
+import { LEASE_MS, LeaseLostError, type Lease } from '../jobs/queue.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
 import type { ChunkCounts } from '../ledger/import-runner.ts';
 import type { FeedProgress } from '../tracking/feeds-repo.ts';
@@ -30,6 +30,11 @@ export interface BulkThreadOptions {
 
 export type BulkThread = ReturnType<typeof createBulkThread>;
 
+/** How often a pause looks whether the leases of the runs waiting in it are due for renewal (real time)… */
+const PAUSE_POLL_MS = 250;
+/** …which they are this long (by the clock) after the last renewal. */
+const RENEW_LEASES_AFTER_MS = LEASE_MS / 3;
+
 /** An error sent by the thread, as an Error again: the log shows its kind, the scheduler tells a lost lease or a full disk. */
 function rebuild(e: SentError & { leaseLost?: boolean }): Error {
   const err = e.leaseLost ? new LeaseLostError(e.message) : Object.assign(new Error(e.message), { name: e.name }, e.code ? { code: e.code } : {});
@@ -45,7 +50,7 @@ function rebuild(e: SentError & { leaseLost?: boolean }): Error {
  */
 export function createBulkThread(o: BulkThreadOptions) {
   const lock = o.db.processWriteLock();
-  const runs = new Map<string, { resolve: (outcome: 'done' | 'stopped') => void; reject: (err: Error) => void }>();
+  const runs = new Map<string, { lease: Lease; resolve: (outcome: 'done' | 'stopped') => void; reject: (err: Error) => void }>();
   let worker: Worker | undefined;
   let closing = false;
   let maxPageCount: number | undefined;
@@ -55,6 +60,30 @@ export function createBulkThread(o: BulkThreadOptions) {
   const control = new Int32Array(new SharedArrayBuffer(4));
 
   const send = (w: Worker, m: ToThread) => w.postMessage(m);
+
+  /**
+   * While a pause lasts, the runs waiting in it renew their leases from here (a runner renews its
+   * lease in each chunk, and waits between chunks): a backup longer than LEASE_MS would otherwise
+   * let the scheduler take a job that is only waiting for abandoned and run it a second time. The
+   * renewal is a write on the main connection, which an online backup from that connection takes
+   * in its stride. Returns the stop.
+   */
+  function keepLeasesWhilePaused(): () => void {
+    let renewedAt = o.clock.now();
+    const timer = setInterval(() => {
+      if (o.clock.now() - renewedAt < RENEW_LEASES_AFTER_MS) return;
+      renewedAt = o.clock.now();
+      for (const r of runs.values()) {
+        try {
+          o.db.tx(() => r.lease.renew());
+        } catch (err) {
+          if (!(err instanceof LeaseLostError)) o.log.warn({ err, jobId: r.lease.job.id }, 'could not renew the lease of a job waiting for a pause');
+        }
+      }
+    }, PAUSE_POLL_MS);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
 
   function lost(w: Worker, err: Error): void {
     if (worker !== w) return;
@@ -118,7 +147,7 @@ export function createBulkThread(o: BulkThreadOptions) {
       const key = runKey(lease.job);
       const stop = () => send(w, { type: 'stop' });
       return new Promise<'done' | 'stopped'>((resolve, reject) => {
-        runs.set(key, { resolve, reject });
+        runs.set(key, { lease, resolve, reject });
         w.ref(); // a run in flight keeps the process alive, as it would on the main thread
         send(w, { type: 'run', job: lease.job });
         if (ctl.stopping) stop();
@@ -137,10 +166,16 @@ export function createBulkThread(o: BulkThreadOptions) {
      */
     pausedWhile<T>(fn: () => Promise<T>): Promise<T> {
       Atomics.add(control, PAUSED, 1);
+      const stopRenewing = keepLeasesWhilePaused();
       const p = fn();
       const before = pause;
       pause = Promise.allSettled([before, p]);
-      void p.catch(() => undefined).finally(() => Atomics.sub(control, PAUSED, 1));
+      void p
+        .catch(() => undefined)
+        .finally(() => {
+          stopRenewing();
+          Atomics.sub(control, PAUSED, 1);
+        });
       return p;
     },
     /** A full disk in tests (RELIABILITY.md D3): the thread's connection gets this page limit too. */
