@@ -13,6 +13,7 @@ import type { ManualClock } from '../src/clock.ts';
 import { DB_FILE } from '../src/runtime.ts';
 import { openDb } from '../src/storage/db.ts';
 import { VERSION } from '../src/version.ts';
+import { RETRY_DELAYS_MS } from '../src/webhooks/dispatcher.ts';
 import { createSender, type Resolve } from '../src/webhooks/sender.ts';
 import { MAX_WEBHOOKS_PER_ORG } from '../src/webhooks/webhook-service.ts';
 import { createWebhooksRepo } from '../src/webhooks/webhooks-repo.ts';
@@ -818,6 +819,39 @@ F('one failure after a quiet spell does not disable a webhook: a failure streak 
   assert.is(hook.enabled, true);
   assert.is(hook.failingSince, new Date(clock.now()).toISOString(), 'a new streak');
   assert.ok(Date.parse(hook.failingSince) > Date.parse(first));
+  assert.ok(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }));
+  await rx.close();
+});
+
+F('sparse events to a receiver that is down: a delivery that failed for good keeps the streak going over the quiet spell, and the webhook is disabled', async ({ t, w }) => {
+  const clock = t.clock as ManualClock;
+  const rx = await receiver((_r, res) => {
+    res.statusCode = 503;
+    res.end();
+  });
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'sparse');
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
+  await jobChange(t, w, ledgerId);
+  const first = () => deliveries(t, w, h.id).then((all) => all[all.length - 1]);
+  await until(t, 'the first attempt', async () => (await first())?.attempts === 1);
+  const since = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body.failingSince;
+  // every retry of the event fails: ~17 hours later its delivery has failed for good
+  for (const [i, delay] of RETRY_DELAYS_MS.entries()) {
+    clock.advance(delay);
+    await freshTokens(t, w);
+    await until(t, `attempt ${i + 2}`, async () => (await first())?.attempts === i + 2);
+  }
+  assert.is((await first()).status, 'failed');
+  // four quiet days (longer than a streak's gap), then the next event fails too
+  clock.advance(4 * 86_400_000);
+  await freshTokens(t, w);
+  await jobChange(t, w, ledgerId);
+  const hook = await until(t, 'disabled', async () => {
+    const x = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+    return x.enabled === false && x;
+  });
+  assert.is(hook.failingSince, since, 'the streak began with the first failure');
+  assert.match(hook.disabledReason, /^no successful delivery for 4.7 days \(failing since .+\); last error: answered 503$/);
   assert.ok(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }));
   await rx.close();
 });

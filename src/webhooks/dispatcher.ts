@@ -13,7 +13,10 @@ import type { DueWebhook, WebhooksRepo } from './webhooks-repo.ts';
 export const RETRY_DELAYS_MS = [5_000, 60_000, 600_000, 3_600_000, 4 * 3_600_000, 12 * 3_600_000] as const;
 /** A webhook with no successful delivery for this long, and a failure now, is disabled. */
 export const DISABLE_AFTER_MS = 3 * 86_400_000;
-/** A failure streak ends after this long without a failed attempt (longer than the longest retry delay). */
+/**
+ * A failure streak ends after this long without a failed attempt (longer than the longest retry
+ * delay) — unless a delivery failed for good in it (webhooks-repo.ts `failed`).
+ */
 export const STREAK_GAP_MS = 86_400_000;
 /**
  * Deliveries in flight at once: in all, per organization, per destination host name and per

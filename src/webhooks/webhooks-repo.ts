@@ -149,7 +149,14 @@ export function createWebhooksRepo(db: Db) {
     ),
     succeeded: db.raw.prepare<[number, string]>('UPDATE webhooks SET failing_since = NULL, last_success_at = ? WHERE id = ? AND deleted_at IS NULL'),
     failed: db.raw.prepare<{ now: number; gap: number; id: string }, { failing_since: number; enabled: 0 | 1 }>(
-      `UPDATE webhooks SET failing_since = CASE WHEN failing_since IS NULL OR last_failed_at IS NULL OR @now - last_failed_at > @gap THEN @now ELSE failing_since END,
+      // A quiet spell ends a streak, unless an event's delivery failed for good in it (every retry,
+      // ~17 hours): that says the receiver is down, not that it was once unlucky.
+      `UPDATE webhooks SET failing_since = CASE
+                WHEN failing_since IS NULL OR last_failed_at IS NULL THEN @now
+                WHEN @now - last_failed_at > @gap AND NOT EXISTS (
+                  SELECT 1 FROM webhook_deliveries d
+                  WHERE d.webhook_id = webhooks.id AND d.status = 'failed' AND d.type <> 'ping' AND d.finished_at >= webhooks.failing_since) THEN @now
+                ELSE failing_since END,
               last_failed_at = @now
        WHERE id = @id AND deleted_at IS NULL RETURNING failing_since, enabled`,
     ),
