@@ -171,10 +171,39 @@ T('import-time matching: a contact of a person known to work elsewhere gets a jo
   assert.equal(history.map((c: any) => [c.type, c.from.company, c.to.company]), [['job', 'Acme', 'Globex Corp']]);
   const bob = await contact(t, w, path, 'bob2');
   assert.equal([bob.isVerified, bob.company, bob.lastJobChangedAt, bob.name], [true, 'Globex', null, 'Robert Roe'], 'same company: matched, no job change, name kept');
+  // what else is known of Bob (location, the address's status) comes along as info changes, one row each
+  assert.equal([bob.location, bob.contactInfo], ['Berlin', { email: 'Bob@Globex.test', emailStatus: 'valid' }]);
+  assert.ok(Date.parse(bob.lastInfoChangedAt) >= Date.parse(bob.createdAt), 'never before the import');
+  const bobHistory = (await t.call('GET', `${path}/contacts/${bob.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(bobHistory.map((c: any) => [c.type, c.field, c.to]).sort(), [['info', 'emailStatus', { emailStatus: 'valid' }], ['info', 'location', { location: 'Berlin' }]]);
   const nobody = await contact(t, w, path, 'nobody');
   assert.equal([nobody.isVerified, nobody.lastJobChangedAt, nobody.lastInfoChangedAt], [false, null, null]);
   const jobSince = await listAll(t, w.tokens.viewer, `${path}/contacts`, `lastJobChangedAt=${new Date(before).toISOString()}`);
   assert.equal(jobSince.map((c) => c.referenceId), ['ann2']);
+});
+
+T('hasMultipleJobs (true/false or 1/0, as JSON or text) and jobStartedAt are info changes like any other field', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'more fields');
+  const path = ledgerPath(w.orgId, ledgerId);
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Mo Jobs', company: 'Umbrella', linkedin: 'linkedin.com/in/mo-jobs', referenceId: 'mo' }]);
+  const first = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/mo-jobs', name: 'Mo Jobs', company: 'Umbrella', hasMultipleJobs: 1, jobStartedAt: '2024-03-01', observedAt: '2026-11-01' }));
+  assert.equal([first.invalid, first.contactsMatched, first.jobChanges, first.infoChanges], [0, 1, 0, 2]);
+  let mo = await contact(t, w, path, 'mo');
+  assert.equal([mo.hasMultipleJobs, mo.jobStartedAt, mo.company, mo.lastJobChangedAt], [true, '2024-03-01T00:00:00.000Z', 'Umbrella', null]);
+  assert.ok(mo.lastInfoChangedAt);
+  const second = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/mo-jobs', name: 'Mo Jobs', company: 'Umbrella', hasMultipleJobs: 0, observedAt: '2026-11-02' }));
+  assert.equal([second.invalid, second.infoChanges], [0, 1]);
+  mo = await contact(t, w, path, 'mo');
+  assert.equal([mo.hasMultipleJobs, mo.jobStartedAt], [false, '2024-03-01T00:00:00.000Z'], 'a record without jobStartedAt leaves it as known');
+  const history = (await t.call('GET', `${path}/contacts/${mo.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  const rows = history.map((c: any) => [c.type, c.field, c.from, c.to]);
+  assert.equal(rows[0], ['info', 'hasMultipleJobs', { hasMultipleJobs: true }, { hasMultipleJobs: false }], 'newest first');
+  assert.equal(rows.slice(1).sort((a: any, b: any) => a[1].localeCompare(b[1])), [
+    ['info', 'hasMultipleJobs', { hasMultipleJobs: null }, { hasMultipleJobs: true }],
+    ['info', 'jobStartedAt', { jobStartedAt: null }, { jobStartedAt: '2024-03-01T00:00:00.000Z' }],
+  ]);
+  const bad = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/mo-jobs', name: 'Mo Jobs', company: 'Umbrella', hasMultipleJobs: 2 }));
+  assert.is(bad.invalid, 1, 'any other number is rejected');
 });
 
 T('the ledger change feed: in order, since a time, by type, with a cursor', async ({ t, w, path }) => {

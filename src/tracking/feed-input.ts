@@ -73,10 +73,10 @@ export function validateFeedRecord(input: unknown, now: number): FeedInputResult
   }
   const multi = raw.hasMultipleJobs;
   if (multi !== undefined && multi !== null && multi !== '') {
-    // CSV cells arrive as text: true/false in any case, or 1/0
+    // true/false in any case, or 1/0 — as JSON values or as text (CSV cells arrive as text)
     const m = typeof multi === 'string' ? multi.trim().toLowerCase() : multi;
-    if (m === true || m === 'true' || m === '1') record.hasMultipleJobs = true;
-    else if (m === false || m === 'false' || m === '0') record.hasMultipleJobs = false;
+    if (m === true || m === 'true' || m === '1' || m === 1) record.hasMultipleJobs = true;
+    else if (m === false || m === 'false' || m === '0' || m === 0) record.hasMultipleJobs = false;
     else return reject('hasMultipleJobs must be true or false');
   }
   if (!record.name || !record.company) {
