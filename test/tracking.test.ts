@@ -410,6 +410,30 @@ T('a contact whose e-mail names no known person is matched by name + company (on
   assert.equal([again.isVerified, again.title], [true, 'Importer']);
 });
 
+T('e-mail before name + company also when the address\'s person is learnt later: a contact matched by name + company moves to them, as its import would match', async ({ t, w }) => {
+  const { ledgerId, path } = await ledgerWith(t, w, 'e-mail later', [{ name: 'Eve Ray', company: 'Kramerica', email: 'eve.ray@mail.test', referenceId: 'eve' }]);
+  const byName = await feed(t, w.root, ndjson({ name: 'Eve Ray', company: 'Kramerica', title: 'Intern' }));
+  assert.is(byName.contactsMatched, 1);
+  let eve = await contact(t, w, path, 'eve');
+  assert.equal([eve.isVerified, eve.title, eve.contactInfo.email], [true, 'Intern', 'eve.ray@mail.test'], 'matched by name + company; the address stays hers');
+  // a record with the contact's own address: that person, not the one name + company found
+  const byEmail = await feed(t, w.root, ndjson({ email: 'EVE.RAY@mail.test', name: 'Eve Ray', company: 'Pendant Publishing', title: 'Editor' }));
+  assert.equal([byEmail.contactsMatched, byEmail.jobChanges], [1, 1]);
+  eve = await contact(t, w, path, 'eve');
+  assert.equal([eve.company, eve.title, eve.importCompany], ['Pendant Publishing', 'Editor', 'Kramerica']);
+  const history = (await t.call('GET', `${path}/contacts/${eve.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(history[0].type, 'job');
+  assert.equal([history[0].from.company, history[0].to.company], ['Kramerica', 'Pendant Publishing']);
+  // the person found by name + company no longer reaches the contact
+  const other = await feed(t, w.root, ndjson({ name: 'Eve Ray', company: 'Kramerica', title: 'Senior Intern' }));
+  assert.equal([other.contactsMatched, other.infoChanges, other.jobChanges], [0, 0, 0]);
+  assert.is((await contact(t, w, path, 'eve')).title, 'Editor');
+  // an import of the same contact matches the same person
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Eve Ray', company: 'Kramerica', email: 'eve.ray@mail.test', referenceId: 'eve-2' }]);
+  const again = await contact(t, w, path, 'eve-2');
+  assert.equal([again.isVerified, again.company, again.title], [true, 'Pendant Publishing', 'Editor']);
+});
+
 T('deleting contacts (one, or in bulk) deletes their change history too', async ({ t, w }) => {
   const { ledgerId, path } = await ledgerWith(t, w, 'forgetful', [
     { name: 'Mo One', company: 'Acme', linkedin: 'linkedin.com/in/forget-one', referenceId: 'one' },

@@ -42,9 +42,14 @@ export function createTrackedContactsRepo(db: Db) {
   const q = {
     byPerson: db.raw.prepare<[string], ContactRow>('SELECT * FROM contacts WHERE person_id = ?'),
     unmatchedByLinkedin: db.raw.prepare<[string], ContactRow>('SELECT * FROM contacts WHERE linkedin = ? AND person_id IS NULL'),
-    // not a contact unmatched as ambiguous: its address may be the one its first match brought
-    unmatchedByEmail: db.raw.prepare<[string], ContactRow>(
-      "SELECT * FROM contacts WHERE email = ? AND person_id IS NULL AND linkedin IS NULL AND matched_by IS NOT 'ambiguous'",
+    // Unmatched (not as ambiguous: its address may be the one its first match brought), or matched
+    // by name + company alone to another person — the e-mail comes first (SPEC §5), unless the
+    // address is that person's too (then it may be what that match brought).
+    matchableByEmail: db.raw.prepare<{ email: string; personId: string }, ContactRow>(
+      `SELECT * FROM contacts c WHERE c.email = @email AND c.linkedin IS NULL AND (
+         (c.person_id IS NULL AND c.matched_by IS NOT 'ambiguous')
+         OR (c.matched_by = 'name' AND c.person_id <> @personId
+             AND NOT EXISTS (SELECT 1 FROM people o WHERE o.seq = CAST(c.person_id AS INTEGER) AND o.email = c.email)))`,
     ),
     unmatchedByKeys: db.raw.prepare<[string, string], ContactRow>(
       'SELECT * FROM contacts WHERE name_key = ? AND company_key = ? AND person_id IS NULL AND linkedin IS NULL',
@@ -64,7 +69,8 @@ export function createTrackedContactsRepo(db: Db) {
   return {
     listOfPerson: (personId: string) => all(q.byPerson.all(personId)),
     listUnmatchedByLinkedin: (linkedin: string) => all(q.unmatchedByLinkedin.all(linkedin)),
-    listUnmatchedByEmail: (email: string) => all(q.unmatchedByEmail.all(email)),
+    /** Contacts the person with this address may take by it: unmatched, or matched to another person by name + company alone. */
+    listMatchableByEmail: (email: string, personId: string) => all(q.matchableByEmail.all({ email, personId })),
     listUnmatchedByKeys: (nameKey: string, companyKey: string) => all(q.unmatchedByKeys.all(nameKey, companyKey)),
     markMatched: (contactId: string, to: MatchTo, now: number): void => void q.match.run(to.personId, to.by, now, contactId),
     /**

@@ -205,8 +205,9 @@ export function createTracker(d: TrackerDeps) {
       const known = existing ? d.contacts.listOfPerson(p.id) : [];
       const fresh: [TrackedContact[], MatchedBy][] = [];
       if (p.linkedinSlug) fresh.push([d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`), 'linkedin']);
-      // by e-mail only while the address names this one person (two people may share one)
-      if (p.email && d.people.findByEmail(p.email)?.seq === p.seq) fresh.push([d.contacts.listUnmatchedByEmail(p.email), 'email']);
+      // by e-mail only while the address names this one person (two people may share one); a contact
+      // matched by name + company to someone else moves to this person, as its import would have matched it
+      if (p.email && d.people.findByEmail(p.email)?.seq === p.seq) fresh.push([d.contacts.listMatchableByEmail(p.email, p.id), 'email']);
       // name + company: contacts without LinkedIn whose e-mail (if any) names no person, while exactly
       // one person fits (the e-mail of a contact unmatched as ambiguous may be what its first match brought)
       const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey).filter((c) => !c.email || c.matchedBy === 'ambiguous' || !d.people.findByEmail(c.email));
