@@ -187,7 +187,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       exactIntegers: true,
       summary: 'Add contacts: one contact or {contacts:[…]}; processed as an import job',
       description:
-        'Answers 202 with the import job (Location header); rows are validated by the job, bad rows are rejected with a reason. ' +
+        'Answers 202 with the import job (Location header); the rows of {contacts:[…]} are validated by the job, bad rows are rejected with a reason; a single contact object that is invalid is answered 422 at once, without a job. ' +
         'With an Idempotency-Key header, a retry of the same request answers 200 with the job of the first one (Idempotent-Replayed: true); another request under the same key → 422.',
       tooLargeMessage: 'The request body is too large; upload large sets as a CSV file (POST …/imports).',
       headers: IDEMPOTENCY_KEY,
