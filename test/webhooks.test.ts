@@ -17,7 +17,7 @@ import { RETRY_DELAYS_MS } from '../src/webhooks/dispatcher.ts';
 import { createSender, type Resolve } from '../src/webhooks/sender.ts';
 import { MAX_WEBHOOKS_PER_ORG } from '../src/webhooks/webhook-service.ts';
 import { createWebhooksRepo } from '../src/webhooks/webhooks-repo.ts';
-import { addContacts, clientToken, createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
+import { addContacts, clientToken, createLedger, csvForm, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
 
 // ── a real receiver on 127.0.0.1 ─────────────────────────────────────────
 
@@ -441,6 +441,31 @@ D('a job change from a feed reaches a real receiver, signed, with the token and 
   const logs = t.logs.join('');
   assert.not.ok(logs.includes(h.secret), 'the secret is never logged');
   assert.not.ok(logs.includes('shared-token-42'), 'the token is never logged');
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await rx.close();
+});
+
+D('info changes: one contact.info_changed per changed field; an upload that cannot be read: import.completed with its failed job', async ({ t, w, ledgerId }) => {
+  const rx = await receiver();
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.info_changed', 'import.completed'], ledgerIds: [ledgerId] });
+  const before = rx.got.length;
+  const slug = `info-${Date.now().toString(36)}`;
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Ida Info', company: 'Acme', title: 'Engineer', linkedin: `linkedin.com/in/${slug}` }]);
+  const fed = await feed(t, w.serviceAccounts.feed.token, [{ linkedin: `linkedin.com/in/${slug}`, name: 'Ida Info', company: 'Acme', title: 'Staff Engineer', location: 'Oslo' }]);
+  assert.equal([fed.jobChanges, fed.infoChanges], [0, 2]);
+  const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm('name,company\nA,"never closed\n') });
+  expectStatus(up, 202);
+  assert.is(up.body.status, 'failed');
+  const events = () => rx.got.slice(before).map((r) => JSON.parse(r.body));
+  await until(t, 'two info changes and two imports', () => events().length >= 4 && t.rt.webhooks.dispatcher.inFlight() === 0);
+  const info = events().filter((e) => e.type === 'contact.info_changed');
+  assert.equal(info.map((e) => [e.data.change.type, e.data.change.field, e.data.change.to]).sort(), [['info', 'location', { location: 'Oslo' }], ['info', 'title', { title: 'Staff Engineer' }]]);
+  assert.ok(info.every((e) => e.data.contact.title === 'Staff Engineer' && e.data.contact.location === 'Oslo'), 'the contact as it is after the change');
+  const imports = events().filter((e) => e.type === 'import.completed').map((e) => e.data.import);
+  const failed = imports.find((i) => i.id === up.body.id);
+  assert.ok(failed, 'the failed upload is announced');
+  assert.equal([failed.status, failed.imported, failed.message], ['failed', 0, up.body.message]);
+  assert.match(failed.message, /opened on line 2 is never closed/);
   expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
   await rx.close();
 });

@@ -7,7 +7,8 @@ import { MAX_RECORD_BYTES } from './read-rows.ts';
  * One pass over an uploaded file before it is accepted (runs in the CSV worker thread): proves
  * it is UTF-8 text, counts its records exactly (quote-aware), finds an unterminated quote, and
  * reads the header and the first rows. Everything that makes a file unusable as a whole is found
- * here, so the upload is refused at once (415/422 naming the line) instead of failing later.
+ * here, before anything is imported: an upload is refused at once (415, 422), or — a text that
+ * cannot be read as CSV (ScanFailure.unreadable) — its import job fails naming the line.
  */
 
 export interface ScanResult {
@@ -27,6 +28,12 @@ export interface ScanResult {
 export interface ScanFailure {
   ok: false;
   status: 415 | 422;
+  /**
+   * The file's text cannot be read as CSV (not UTF-8, NUL bytes, a quote never closed, a row over
+   * the reader's limit): an upload makes an import job that fails naming the line (SPEC §4.3).
+   * Otherwise (a binary format, no header, no rows) the upload is refused at once.
+   */
+  unreadable: boolean;
   message: string;
   line?: number;
 }
@@ -44,7 +51,8 @@ const MAGIC: [string, number[]][] = [
   ['an old Excel .xls file', [0xd0, 0xcf, 0x11, 0xe0]],
 ];
 
-const fail = (status: 415 | 422, message: string, line?: number): ScanFailure => ({ ok: false, status, message, ...(line ? { line } : {}) });
+const fail = (status: 415 | 422, message: string, line?: number): ScanFailure => ({ ok: false, status, unreadable: false, message, ...(line ? { line } : {}) });
+const unreadable = (message: string, line?: number): ScanFailure => ({ ...fail(422, message, line), unreadable: true });
 
 /**
  * The delimiter of the header line: the most frequent of `,` `;` tab outside quotes (`,` on a
@@ -109,15 +117,15 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   // A data record longer than the row reader's limit would fail the job halfway: refuse it here
   // (the header has its own, lower limit below).
   const tooLong = (end: number) => records > 0 && end - recStart > MAX_RECORD_BYTES;
-  const tooLongFail = () => fail(422, `line ${recLine}: a row is longer than ${MAX_RECORD_BYTES} bytes; split the file or shorten the row`, recLine);
+  const tooLongFail = () => unreadable(`line ${recLine}: a row is longer than ${MAX_RECORD_BYTES} bytes; split the file or shorten the row`, recLine);
   let prevCR = false;
   const utf8 = new Utf8Check();
-  const notUtf8 = () => fail(422, `the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
+  const notUtf8 = () => unreadable(`the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
 
   for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     if (offset === 0) {
-      if (chunk[0] === 0xff && chunk[1] === 0xfe) return fail(422, 'the file is UTF-16 (little endian); save it as UTF-8 CSV');
-      if (chunk[0] === 0xfe && chunk[1] === 0xff) return fail(422, 'the file is UTF-16 (big endian); save it as UTF-8 CSV');
+      if (chunk[0] === 0xff && chunk[1] === 0xfe) return unreadable('the file is UTF-16 (little endian); save it as UTF-8 CSV');
+      if (chunk[0] === 0xfe && chunk[1] === 0xff) return unreadable('the file is UTF-16 (big endian); save it as UTF-8 CSV');
       for (const [what, bytes] of MAGIC) if (bytes.every((b, i) => chunk[i] === b)) return fail(415, `the file is ${what}, not a CSV text file`);
       delimiterByte = headerDelimiter(chunk).charCodeAt(0);
     }
@@ -154,7 +162,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
         continue;
       }
       prevCR = false;
-      if (b === 0) return fail(422, `the file contains NUL bytes (line ${line}); it is not a text CSV file`, line);
+      if (b === 0) return unreadable(`the file contains NUL bytes (line ${line}); it is not a text CSV file`, line);
       content = true;
       if (b === 0x22) {
         if (quoted) {
@@ -176,7 +184,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     offset += chunk.length;
   }
   if (utf8.need > 0) return notUtf8();
-  if (quoted) return fail(422, `a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
+  if (quoted) return unreadable(`a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
   if (tooLong(offset)) return tooLongFail();
   if (content && (quotes !== 2 || offset - recStart !== 2)) records++;
   if (records === 0) return fail(422, 'the file is empty; it needs a header row and at least one contact');
@@ -187,7 +195,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   const truncated = offset > head.length;
   if (truncated) {
     const lastBreak = Math.max(text.lastIndexOf(0x0a), text.lastIndexOf(0x0d));
-    if (lastBreak < 0) return fail(422, `the header row is longer than ${HEAD_BYTES} bytes`, 1);
+    if (lastBreak < 0) return unreadable(`the header row is longer than ${HEAD_BYTES} bytes`, 1);
     text = text.subarray(0, lastBreak + 1);
   }
   const delimiter = String.fromCharCode(delimiterByte);
@@ -200,9 +208,9 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     // The head was cut inside a quoted field that goes on past it (the whole-file pass above proved
     // every quote is closed): keep the records read before that field.
     if (truncated && e.code === 'CSV_QUOTE_NOT_CLOSED') {
-      if (!e.records) return fail(422, `the header row is longer than ${HEAD_BYTES} bytes`, 1);
+      if (!e.records) return unreadable(`the header row is longer than ${HEAD_BYTES} bytes`, 1);
       parsed = parseSync(text, { ...options, to: Math.min(e.records, PREVIEW_ROWS + 1) }) as never;
-    } else return fail(422, `the file cannot be read as CSV: ${e.message}`, e.lines);
+    } else return unreadable(`the file cannot be read as CSV: ${e.message}`, e.lines);
   }
   const header = parsed[0];
   if (!header || header.record.every((c) => c.trim() === '')) return fail(422, 'the first line must be a header row naming the columns');

@@ -70,6 +70,9 @@ export function createQueueRepo(db: Db) {
     insert: db.raw.prepare(
       'INSERT INTO jobs (id, kind, lane, payload, status, run_after, max_attempts, created_at, updated_at) VALUES (@id, @kind, @lane, @payload, \'pending\', @runAfter, @maxAttempts, @now, @now)',
     ),
+    failPending: db.raw.prepare<{ id: string; error: string; now: number }>(
+      "UPDATE jobs SET status = 'failed', last_error = @error, updated_at = @now WHERE id = @id AND status = 'pending'",
+    ),
     byId: db.raw.prepare<[string], Row>('SELECT * FROM jobs WHERE id = ?'),
     // A pending job whose time has come, or a processing one whose holder died (lease expired).
     claim: db.raw.prepare<{ owner: string; until: number; now: number; lane: JobLane }, { id: string; kind: string; payload: string | null; lease_token: number; attempts: number; max_attempts: number }>(
@@ -115,6 +118,7 @@ export function createQueueRepo(db: Db) {
   return {
     insertJob: (j: { id: string; kind: string; lane?: JobLane; payload?: string | null; runAfter: number; maxAttempts?: number; now: number }): void =>
       void q.insert.run({ id: j.id, kind: j.kind, lane: j.lane ?? 'bulk', payload: j.payload ?? null, runAfter: j.runAfter, maxAttempts: j.maxAttempts ?? 5, now: j.now }),
+    failPendingJob: (id: string, error: string, now: number): void => void q.failPending.run({ id, error, now }),
     findJob: (id: string): JobRow | undefined => {
       const r = q.byId.get(id);
       return r && toJob(r);

@@ -69,6 +69,10 @@ export function createQueue(db: Db, clock: Clock) {
         now,
       });
     },
+    /** A job that ends before it runs (its input cannot be used at all): `failed` at once. Call in the transaction that enqueued it. */
+    failAtOnce(id: string, error: string): void {
+      repo.failPendingJob(id, error, clock.now());
+    },
     /**
      * Claims the next runnable job of a lane; undefined when none is due. The scheduler asks every
      * second: when nothing is due the answer comes from a read, without the write lock, so the

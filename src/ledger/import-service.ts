@@ -15,6 +15,7 @@ import type { ImportsRepo, NewImport } from './imports-repo.ts';
 import { IMPORT_JOB } from './import-runner.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
 import type { CsvFormat, ImportJob, Rejection } from './model.ts';
+import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { ledgerLookup } from './require-ledger.ts';
 
 export interface ImportServiceDeps {
@@ -27,6 +28,8 @@ export interface ImportServiceDeps {
   uploadsDir: string;
   maxApiContacts: number;
   kick: () => void;
+  /** An import ended as it was created (an upload that cannot be read), inside that transaction: the webhook outbox. */
+  onEndedAtOnce?: (job: ImportJob) => void;
 }
 
 /** A file received by the HTTP layer, still in its temporary place. */
@@ -71,9 +74,10 @@ export function createImportService(d: ImportServiceDeps) {
   /**
    * Creates an import job and its queue entry in one transaction. With an Idempotency-Key that
    * this ledger has seen, nothing is created: the earlier job is returned (`replayed`) when the
-   * request is the same, and 422 answers a different request under the same key.
+   * request is the same, and 422 answers a different request under the same key. With `failure`,
+   * the job is `failed` from the start, with that message (nothing to process).
    */
-  function createJob(by: Caller, orgId: string, job: Omit<NewImport, 'createdAt' | 'createdBy'>, payload?: unknown[]): Created {
+  function createJob(by: Caller, orgId: string, job: Omit<NewImport, 'createdAt' | 'createdBy'>, payload?: unknown[], failure?: string): Created {
     const created = d.db.tx((): Created => {
       requireLedger(orgId, job.ledgerId);
       const now = d.clock.now();
@@ -93,16 +97,20 @@ export function createImportService(d: ImportServiceDeps) {
       d.imports.insertImport({ ...job, createdAt: now, createdBy: by.actor.id });
       if (payload) d.imports.insertPayload(job.id, payload);
       d.audit.record(by, { orgId, action: 'import.created', target: { type: 'import', id: job.id }, data: { ledgerId: job.ledgerId, source: job.source, submitted: job.submitted, ...(job.fileName ? { fileName: job.fileName } : {}) } });
-      return { job: d.imports.findImport(job.id, now)!, replayed: false };
+      if (failure !== undefined) {
+        d.queue.failAtOnce(job.id, failure);
+        d.imports.markFailed(job.id, failure, now);
+      }
+      const stored = d.imports.findImport(job.id, now)!;
+      if (failure !== undefined) d.onEndedAtOnce?.(stored);
+      return { job: stored, replayed: false };
     });
-    if (!created.replayed) d.kick();
+    if (!created.replayed && failure === undefined) d.kick();
     return created;
   }
 
-  /** Scans the file and works out how to read it; throws the 415/422 answer when it cannot be used. */
-  async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: boolean) {
-    const explicit = parseMapping(mappingText);
-    const scan = await scanUpload(file.path);
+  /** Works out how to read a scanned file; throws the 415/422 answer when it cannot be used. */
+  function readable(scan: ScanResult | ScanFailure, explicit: unknown, requireComplete: boolean) {
     if (!scan.ok) throw uploadProblem(scan.status, scan.message, scan.line);
     try {
       checkHeader(scan.columns);
@@ -113,6 +121,12 @@ export function createImportService(d: ImportServiceDeps) {
       if (err instanceof MappingError) throw invalid(`The upload cannot be imported: ${err.message}.`, [{ path: err.path, message: err.message }]);
       throw err;
     }
+  }
+
+  /** Scans the file and works out how to read it; throws the 415/422 answer when it cannot be used. */
+  async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: boolean) {
+    const explicit = parseMapping(mappingText);
+    return readable(await scanUpload(file.path), explicit, requireComplete);
   }
 
   return {
@@ -135,7 +149,15 @@ export function createImportService(d: ImportServiceDeps) {
         // Replayed before scanning (the answer does not depend on the file being readable now).
         if (earlier && earlier.requestHash === idempotency.requestHash) return { job: d.imports.findImport(earlier.id, d.clock.now())!, replayed: true };
       }
-      const { scan, mapping } = await inspect(file, mappingText, true);
+      const explicit = parseMapping(mappingText);
+      const scanned = await scanUpload(file.path);
+      if (!scanned.ok && scanned.unreadable) {
+        // SPEC §4.3: a file that cannot be parsed fails its job with a message naming the line. Found
+        // before any row was imported, so none is: the fixed file can be uploaded again as a whole.
+        const failure = `the file cannot be read: ${scanned.message} (nothing was imported)`;
+        return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'csv', fileName: file.fileName, filePath: null, format: null, submitted: 0, idempotency }, undefined, failure);
+      }
+      const { scan, mapping } = readable(scanned, explicit, true);
       const id = newId('imp');
       mkdirSync(d.uploadsDir, { recursive: true, mode: 0o700 });
       const stored = join(d.uploadsDir, `${id}.csv`);

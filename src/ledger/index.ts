@@ -52,8 +52,14 @@ export function createLedgerModule(d: {
   const repos = ledgerReposOn(d.db, d.config.dataDir, d.reader);
   const ledgers = createLedgerService({ ...d, ...repos });
   const contacts = createContactService({ ...d, ...repos });
-  const imports = createImportService({ ...d, ...repos, uploadsDir: uploadsDir(d.config.dataDir), maxApiContacts: d.config.maxApiContacts });
   const importListeners: ImportListener[] = [];
+  const imports = createImportService({
+    ...d,
+    ...repos,
+    uploadsDir: uploadsDir(d.config.dataDir),
+    maxApiContacts: d.config.maxApiContacts,
+    onEndedAtOnce: (job) => importListeners.forEach((l) => l(job)),
+  });
   const rowsCounter = d.metrics.counter({ name: 'contact_ledger_import_rows_total', help: 'Import rows processed, by outcome (imported, duplicate, invalid).', labelNames: ['outcome'] });
   const countImportRows = (c: ChunkCounts) => {
     rowsCounter.inc({ outcome: 'imported' }, c.imported);

@@ -103,6 +103,10 @@ const sourceColumns = (columns: string[]) => (columns.length > 2 && columns.at(-
 /** The rejected rows as CSV: the original columns (CSV) or the contact fields (API), then the reason (and line, or the submitted JSON). */
 function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator<string> {
   const csv = imp.format;
+  if (imp.source === 'csv' && !csv) {
+    yield csvLines([['reason', 'line']], true); // a file that could not be read: no row was taken
+    return;
+  }
   const kept = csv ? sourceColumns(csv.columns) : 0;
   // API batches: `raw` is the submitted value as JSON, so what the contact fields cannot show
   // (unknown fields, wrong types, a row that is not an object) is not lost
@@ -242,10 +246,12 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         path: base,
         access: { org: 'editor' },
         summary: `Upload a CSV file to import${note}`,
-        description: 'Answers 202 with the import job. An Idempotency-Key header makes a retry of the same file and mapping answer 200 with the first job.',
+        description:
+          'Answers 202 with the import job; a file whose text cannot be read as CSV (not UTF-8, a quote never closed, a row over 1 MiB…) gets a job that is failed from the start, its message naming the line, and nothing is imported. ' +
+          'An Idempotency-Key header makes a retry of the same file and mapping answer 200 with the first job.',
         rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}; name may be [first name column, last name column]' },
         headers: IDEMPOTENCY_KEY,
-        responses: { ...JOB_ANSWERS, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file' } },
+        responses: { ...JOB_ANSWERS, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file: empty, no header or no rows, no name/company column, a bad mapping' } },
       },
       async (ctx, { caller, params, headers }) => {
         const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
