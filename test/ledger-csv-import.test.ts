@@ -141,7 +141,8 @@ async function failAll(t: TestApp, w: World, cases: [csv: string | Buffer, messa
   const before = storedUploads(t);
   const jobs = await Promise.all(cases.map(([csv, message]) => expectFailedJob(t, w, csv, message)));
   assert.equal(filesUnder(tmpDir(t)), [], 'the upload temp folder is empty');
-  assert.equal(storedUploads(t), before, 'no upload is kept for a job that failed');
+  // (uploads of earlier tests' jobs may still be on their way out)
+  assert.equal(storedUploads(t).filter((f) => !before.includes(f)), [], 'no upload is kept for a job that failed');
   return jobs;
 }
 
@@ -598,6 +599,31 @@ P('a rejected-rows CSV uploaded again, round after round: its old reason and lin
   expectStatus(last, 202);
   const done = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, last.body.id);
   assert.equal([done.imported, done.invalid], [2, 0]);
+});
+
+P('a rejected-rows CSV comes back fixed: the \' that formula escaping put in front of its cells is taken off again, so names are imported as first sent', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'formula round trip');
+  const first = await post(t, w, ledgerId, "name,company,title\n-Ann,,@lead\n=Eve,,+1 VP\n'-Kim,,x\n");
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, first.body.id);
+  assert.is(job.invalid, 3);
+  const errors = await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors`, { token: w.tokens.viewer });
+  const rows = parse(errors.text) as string[][];
+  assert.equal(rows.slice(1).map((r) => [r[0], r[2]]), [["'-Ann", "'@lead"], ["'=Eve", "'+1 VP"], ["'-Kim", 'x']], 'escaped for spreadsheets (a cell already starting with \' is not a formula)');
+  const raw = await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors?escapeFormulas=false`, { token: w.tokens.viewer });
+  assert.equal((parse(raw.text) as string[][]).slice(1).map((r) => r[0]), ['-Ann', '=Eve', "'-Kim"], 'escapeFormulas=false: the cells as sent');
+  expectStatus(await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors?escapeFormulas=maybe`, { token: w.tokens.viewer }), 400);
+  // fixed in a spreadsheet (the company filled in) and uploaded again
+  for (const r of rows.slice(1)) r[1] = 'Acme';
+  const quote = (c: string) => (/[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c);
+  const again = await post(t, w, ledgerId, rows.map((r) => r.map(quote).join(',')).join('\r\n'));
+  const done = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, again.body.id);
+  assert.equal([done.imported, done.invalid], [3, 0]);
+  const all = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, ledgerId)}/contacts`);
+  // (a cell that itself began with ' before = + - @ cannot be told from an escaped one: it loses the ')
+  assert.equal(all.map((c) => [c.name, c.title]).sort(), [['-Ann', '@lead'], ['-Kim', 'x'], ['=Eve', '+1 VP']]);
+  // a file of one's own keeps such cells as they are
+  const { contacts } = await importInto(t, w, "name,company\n'-Lee,Acme\n");
+  assert.equal(view(contacts).map((c) => c.name), ["'-Lee"]);
 });
 
 P('=HYPERLINK(...) and other formula-looking cells are stored verbatim (escaping is for output)', async ({ t, w }) => {

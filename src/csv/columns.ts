@@ -137,6 +137,13 @@ export function mappingByName(columns: string[], mapping: ColumnMapping): Record
 }
 
 /** The contact object of one CSV row under a mapping (empty cells are absent values). */
+/**
+ * True for a rejected-rows CSV of ours (…/imports/:id/errors): its last two columns are exactly
+ * `reason`, `line`. Uploaded again, such a file's old annotation is dropped from its next errors
+ * CSV, and the `'` its formula escaping put in front of cells is taken off (CsvFormat.formulasEscaped).
+ */
+export const isRejectedRowsCsv = (columns: string[]): boolean => columns.length > 2 && columns.at(-2)!.trim() === 'reason' && columns.at(-1)!.trim() === 'line';
+
 export function rowToInput(cells: string[], mapping: ColumnMapping): Record<string, string> {
   const out: Record<string, string> = {};
   for (const field in mapping.fields) {

@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import { rowToInput } from './columns.ts';
+import { unescapeFormula } from './write.ts';
 import { validateContact, type ContactDraft } from '../ledger/contact-input.ts';
 import type { CsvFormat } from '../ledger/model.ts';
 
@@ -81,7 +82,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       const endLine = nextLine - 1;
       if (record.length !== width) rows.push({ line, endBytes, endLine, reason: `the row has ${record.length} column${record.length === 1 ? '' : 's'}, the header has ${width}`, raw: record });
       else {
-        const res = validateContact(rowToInput(record, format.mapping));
+        const res = validateContact(rowToInput(format.formulasEscaped ? record.map(unescapeFormula) : record, format.mapping));
         // the cells go along with a valid row too: it may still be rejected as a duplicate, and the rejected-rows CSV gives rows back as they were
         rows.push(res.ok ? { line, endBytes, endLine, draft: res.draft, raw: record } : { line, endBytes, endLine, reason: res.reason, raw: record });
       }

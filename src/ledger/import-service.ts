@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, mkdirSync, renameSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
-import { checkHeader, mappingByName, MappingError, requireMapped, resolveMapping, suggestMapping } from '../csv/columns.ts';
+import { checkHeader, isRejectedRowsCsv, mappingByName, MappingError, requireMapped, resolveMapping, suggestMapping } from '../csv/columns.ts';
 import { scanUpload } from '../csv/csv-worker-client.ts';
 import { decodeKeyset, toPage, type Page } from '../cursor.ts';
 import { AppError, invalid, notFound, tooLarge } from '../errors.ts';
@@ -162,7 +162,7 @@ export function createImportService(d: ImportServiceDeps) {
       mkdirSync(d.uploadsDir, { recursive: true, mode: 0o700 });
       const stored = join(d.uploadsDir, `${id}.csv`);
       renameSync(file.path, stored);
-      const format: CsvFormat = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping };
+      const format: CsvFormat = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping, ...(isRejectedRowsCsv(scan.columns) ? { formulasEscaped: true } : {}) };
       try {
         const created = createJob(by, orgId, { id, ledgerId, source: 'csv', fileName: file.fileName, filePath: stored, format, submitted: scan.rows, idempotency });
         if (created.replayed) unlinkSync(stored); // another request with the key won meanwhile

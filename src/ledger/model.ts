@@ -50,6 +50,8 @@ export interface CsvFormat {
   headerLines: number;
   columns: string[];
   mapping: ColumnMapping;
+  /** A rejected-rows CSV of ours uploaded again: the reader takes off the `'` formula escaping put in front of cells. */
+  formulasEscaped?: boolean;
 }
 
 export const CONTACT_FIELDS = ['name', 'company', 'title', 'location', 'email', 'linkedin', 'referenceId'] as const;

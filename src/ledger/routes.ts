@@ -5,6 +5,7 @@ import { isoZ, isoZOrNull } from '../clock.ts';
 import { badRequest, invalid } from '../errors.ts';
 import { exactIntegerText } from '../exact-json.ts';
 import { validateContact } from './contact-input.ts';
+import { isRejectedRowsCsv } from '../csv/columns.ts';
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
 import type { ApiRouter, HeaderSpec, ResponseSpec } from '../http/route.ts';
 import { receiveUpload } from '../http/upload.ts';
@@ -98,20 +99,20 @@ function attachment(ctx: Koa.Context, fileName: string): void {
  * whose old annotation is replaced by the new one rather than added to (else a third round would
  * have the columns twice and be refused as a duplicate header).
  */
-const sourceColumns = (columns: string[]) => (columns.length > 2 && columns.at(-2)!.trim() === 'reason' && columns.at(-1)!.trim() === 'line' ? columns.length - 2 : columns.length);
+const sourceColumns = (columns: string[]) => (isRejectedRowsCsv(columns) ? columns.length - 2 : columns.length);
 
 /** The rejected rows as CSV: the original columns (CSV) or the contact fields (API), then the reason (and line, or the submitted JSON). */
-function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator<string> {
+function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>, escape: boolean): Generator<string> {
   const csv = imp.format;
   if (imp.source === 'csv' && !csv) {
-    yield csvLines([['reason', 'line']], true); // a file that could not be read: no row was taken
+    yield csvLines([['reason', 'line']], escape); // a file that could not be read: no row was taken
     return;
   }
   const kept = csv ? sourceColumns(csv.columns) : 0;
   // API batches: `raw` is the submitted value as JSON, so what the contact fields cannot show
   // (unknown fields, wrong types, a row that is not an object) is not lost
   const header = csv ? [...csv.columns.slice(0, kept), 'reason', 'line'] : ['row', ...CONTACT_FIELDS, 'reason', 'raw'];
-  yield csvLines([header], true);
+  yield csvLines([header], escape);
   for (const page of pages) {
     const rows = page.map((r) => {
       if (csv) {
@@ -142,7 +143,7 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>): Generator
       const scalar = typeof r.raw !== 'object' || r.raw === null || big !== undefined; // a big integer keeps its digits as JSON.rawJSON
       return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), scalar ? `${r.reason} (${cell(r.raw)})` : r.reason, submitted];
     });
-    yield csvLines(rows, true);
+    yield csvLines(rows, escape);
   }
 }
 
@@ -288,10 +289,10 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     r.add({ method: 'get', path: `${base}/:importId`, access: { org: 'viewer' }, summary: `An import job's status and counts${note}`, responses: { 200: { description: 'Import job' } } }, (ctx, { params }) => {
       ctx.body = showImport(svc.imports.get(params.orgId!, params.ledgerId!, params.importId!));
     });
-    r.add({ method: 'get', path: `${base}/:importId/${alias ? 'downloadErrors' : 'errors'}`, access: { org: 'viewer' }, summary: `Rejected rows as CSV with a reason column${note}`, responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params }) => {
+    r.add({ method: 'get', path: `${base}/:importId/${alias ? 'downloadErrors' : 'errors'}`, access: { org: 'viewer' }, query: S.RejectedRowsQuery, summary: `Rejected rows as CSV with a reason column${note}`, description: 'Cells that a spreadsheet would read as a formula get a \' in front unless escapeFormulas=false; uploaded again, this file\'s cells lose that \' (its last two columns, reason and line, mark it).', responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params, query }) => {
       const imp = svc.imports.get(params.orgId!, params.ledgerId!, params.importId!);
       attachment(ctx, `import-${imp.id}-errors.csv`);
-      ctx.body = Readable.from(rejectionCsv(imp, svc.imports.rejections(imp.id)), { objectMode: false });
+      ctx.body = Readable.from(rejectionCsv(imp, svc.imports.rejections(imp.id), query.escapeFormulas ?? true), { objectMode: false });
     });
   }
 

@@ -99,6 +99,9 @@ export const ContactListQuery = z.strictObject({
 
 export const DownloadQuery = z.strictObject({ ...filters, escapeFormulas: bool });
 
+/** The rejected-rows CSV: formula escaping as for downloads (on unless `escapeFormulas=false`). */
+export const RejectedRowsQuery = z.strictObject({ escapeFormulas: bool });
+
 export type ListInput = z.output<typeof ContactListQuery> | z.output<typeof DownloadQuery>;
 
 /** Splits validated query values into the repository's filter and sort. */
