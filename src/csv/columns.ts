@@ -136,7 +136,6 @@ export function mappingByName(columns: string[], mapping: ColumnMapping): Record
   return out;
 }
 
-/** The contact object of one CSV row under a mapping (empty cells are absent values). */
 /**
  * True for a rejected-rows CSV of ours (…/imports/:id/errors): its last two columns are exactly
  * `reason`, `line`. Uploaded again, such a file's old annotation is dropped from its next errors
@@ -144,6 +143,7 @@ export function mappingByName(columns: string[], mapping: ColumnMapping): Record
  */
 export const isRejectedRowsCsv = (columns: string[]): boolean => columns.length > 2 && columns.at(-2)!.trim() === 'reason' && columns.at(-1)!.trim() === 'line';
 
+/** The contact object of one CSV row under a mapping (empty cells are absent values). */
 export function rowToInput(cells: string[], mapping: ColumnMapping): Record<string, string> {
   const out: Record<string, string> = {};
   for (const field in mapping.fields) {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { checkHeader, isRejectedRowsCsv, mappingByName, MappingError, requireMapped, resolveMapping, suggestMapping } from '../csv/columns.ts';
 import { scanUpload } from '../csv/csv-worker-client.ts';
+import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { decodeKeyset, toPage, type Page } from '../cursor.ts';
 import { AppError, invalid, notFound, tooLarge } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
@@ -15,7 +16,6 @@ import type { ImportsRepo, NewImport } from './imports-repo.ts';
 import { IMPORT_JOB } from './import-runner.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
 import type { CsvFormat, ImportJob, Rejection } from './model.ts';
-import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { ledgerLookup } from './require-ledger.ts';
 
 export interface ImportServiceDeps {
