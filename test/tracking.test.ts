@@ -1062,4 +1062,30 @@ R('a shutdown while a resumed feed passes over its applied records hands the job
   }
 });
 
+R('a feed run whose job another worker took over is fenced off: its next chunk commits nothing (RELIABILITY.md D4)', async () => {
+  const t = await startApp();
+  try {
+    const root = (await signInRoot(t)).accessToken;
+    const body = `${Array.from({ length: 40_000 }, (_, i) => `{"name":"Fence ${i}","company":"C ${i % 50}"}`).join('\n')}\n`;
+    const r = await t.call('POST', FEED, { token: root, raw: body, headers: { 'content-type': 'application/x-ndjson' } });
+    expectStatus(r, 202);
+    const raw = t.rt.db.raw;
+    const applied = () => raw.prepare<[string], { cursor: number; received: number }>('SELECT cursor_records AS cursor, received FROM feed_jobs WHERE id = ?').get(r.body.id)!;
+    const people = raw.prepare('SELECT count(*) FROM people').pluck();
+    await until('the feed applying records', applied, (f) => f.cursor > 0, 15_000);
+    // another worker claims the job (its lease token grows), between two of this run's chunks
+    const atTakeover = t.rt.db.tx(() => {
+      raw.prepare("UPDATE jobs SET lease_token = lease_token + 1, lease_owner = 'another worker' WHERE id = ?").run(r.body.id);
+      return { ...applied(), people: people.get() as number };
+    });
+    assert.ok(atTakeover.cursor < 40_000, 'taken over while the run had records left');
+    await until('the run fenced off', () => t.logs.some((l) => l.includes('lost the lease') && l.includes(r.body.id)), Boolean, 15_000);
+    assert.equal(applied(), { cursor: atTakeover.cursor, received: atTakeover.received }, 'no chunk committed after the takeover');
+    assert.is(people.get(), atTakeover.people, 'no person written after it');
+    assert.is(raw.prepare('SELECT lease_owner FROM jobs WHERE id = ?').pluck().get(r.body.id), 'another worker', 'the job stays the other worker\'s');
+  } finally {
+    await t.close();
+  }
+});
+
 R.run();
