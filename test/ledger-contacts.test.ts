@@ -721,13 +721,35 @@ Q('the contacts of one import page in creation order without a sort', ({ t, ledg
   }
 });
 
-/** Inserts `n` contacts with a change time directly (test setup for planner thresholds). */
-function createLedgerRows(db: TestApp['rt']['db']['raw'], ledgerId: string, n: number): number {
+Q('the contacts of a big import in another order walk the sort index; of a small one, they are read from the import\'s index and sorted', async ({ t, w, path, ledgerId }) => {
+  const repo = t.rt.ledger.repos.contacts;
+  const db = t.rt.db.raw;
+  const [SMALL, BIG] = [`imp_${'0'.repeat(25)}1`, `imp_${'0'.repeat(25)}2`];
+  createLedgerRows(db, ledgerId, 3000, SMALL);
+  createLedgerRows(db, ledgerId, 6000, BIG, 3000);
+  try {
+    for (const sort of ['+name', '-name', '-lastJobChangedAt', '-lastInfoChangedAt'] as const) {
+      const small = repo.explainList(ledgerId, { importId: SMALL }, sort).map((p) => p.join(' | ')).join(' || ');
+      assert.match(small, /INDEX contacts_by_import/, `small import, ${sort}: ${small}`);
+      const big = repo.explainList(ledgerId, { importId: BIG }, sort).map((p) => p.join(' | ')).join(' || ');
+      assert.not.match(big, /contacts_by_import|TEMP B-TREE/, `big import, ${sort}: ${big}`);
+    }
+    // the same rows either way (reference: the planner's own choice, no index forced)
+    const expected = db.prepare('SELECT id FROM contacts WHERE ledger_id = ? AND import_id = ? ORDER BY name COLLATE NOCASE DESC, seq DESC').pluck().all(ledgerId, BIG);
+    const pages = await listAll(t, w.tokens.viewer, path, `importId=${BIG}&sortBy=-name`, 1000);
+    assert.equal(pages.map((c) => c.id), expected);
+  } finally {
+    db.prepare('DELETE FROM contacts WHERE ledger_id = ? AND import_id IN (?, ?)').run(ledgerId, SMALL, BIG);
+  }
+});
+
+/** Inserts `n` contacts with a change time directly (test setup for planner thresholds), of an import if given. */
+function createLedgerRows(db: TestApp['rt']['db']['raw'], ledgerId: string, n: number, importId: string | null = null, from = 0): number {
   const ins = db.prepare(
-    "INSERT INTO contacts (id, ledger_id, reference_id, name, company, import_company, created_at, updated_at, last_info_changed_at) VALUES (?, ?, ?, 'n', 'c', 'c', 1, 1, 5)",
+    "INSERT INTO contacts (id, ledger_id, import_id, reference_id, name, company, import_company, created_at, updated_at, last_info_changed_at) VALUES (?, ?, ?, ?, ?, 'c', 'c', 1, 1, 5)",
   );
   db.transaction(() => {
-    for (let i = 0; i < n; i++) ins.run(`c_bulk${String(i).padStart(22, '0')}`, ledgerId, `bulk-${i}`);
+    for (let i = from; i < from + n; i++) ins.run(`c_bulk${String(i).padStart(22, '0')}`, ledgerId, importId, `bulk-${i}`, `n ${(i * 7919) % 10007}`);
   })();
   return n;
 }

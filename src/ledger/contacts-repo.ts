@@ -266,32 +266,41 @@ export function createContactsRepo(db: Db, reader: Db = db) {
   const probeOutcomes = new Map<string, boolean>();
   let probedAt = '';
 
-  function fewInRange(ledgerId: string, key: keyof typeof RANGE_INDEX, from: number, before: number | undefined): boolean {
+  /** Whether at most RANGE_PROBE_LIMIT rows answer `probe` (which counts up to the cap it is given), remembered under `k`. */
+  function fewRows(k: string, probe: (cap: number) => number): boolean {
     const now = version.get()!;
     if (now !== probedAt || probeOutcomes.size >= 1000) {
       probeOutcomes.clear();
       probedAt = now;
     }
-    const k = `${ledgerId} ${key} ${from} ${before}`;
     let few = probeOutcomes.get(k);
     if (few === undefined) {
-      few = probeRange(ledgerId, key, from, before, RANGE_PROBE_LIMIT + 1) <= RANGE_PROBE_LIMIT;
+      few = probe(RANGE_PROBE_LIMIT + 1) <= RANGE_PROBE_LIMIT;
       probeOutcomes.set(k, few);
     }
     return few;
   }
 
+  const fewInRange = (ledgerId: string, key: keyof typeof RANGE_INDEX, from: number, before: number | undefined): boolean =>
+    fewRows(`${ledgerId} ${key} ${from} ${before}`, (cap) => probeRange(ledgerId, key, from, before, cap));
+
+  const fewInImport = (importId: string): boolean =>
+    fewRows(`import ${importId}`, (cap) => prepared('SELECT count(*) FROM (SELECT 1 FROM contacts INDEXED BY contacts_by_import WHERE import_id = ? LIMIT ?)').pluck().get(importId, cap) as number);
+
   /**
    * The index that drives the query: an equality lookup when there is one; otherwise the sort's
    * index, unless a change-time range selects so few rows that reading them through its own index
-   * and sorting them is cheaper than walking the sort order (the daily "changed since" poll).
+   * and sorting them is cheaper than walking the sort order (the daily "changed since" poll). An
+   * import's contacts come in creation order from its own index; in another order, from that index
+   * and sorted while the import is small, else by walking the sort's index (a million-row import
+   * sorted by name would otherwise be sorted whole for every page).
    */
   function choosePlan(ledgerId: string, f: ContactFilter, sort: ContactSort): string {
     if (f.referenceId !== undefined) return 'contacts_by_reference';
     if (f.linkedin !== undefined) return 'contacts_by_linkedin';
     if (f.email !== undefined) return 'contacts_by_email';
-    if (f.importId !== undefined) return 'contacts_by_import';
     const plan = SORTS[sort];
+    if (f.importId !== undefined && (plan.column === 'created_at' || fewInImport(f.importId))) return 'contacts_by_import';
     for (const key of ['lastJobChangedAt', 'lastInfoChangedAt'] as const) {
       const from = f[key];
       if (from === undefined || plan.index === RANGE_INDEX[key]) continue;
