@@ -361,6 +361,12 @@ C('import from the command line: the same job as the API, plain progress lines o
   const rejected = await cli(['import', orgId, ledgerId, bad], env);
   assert.is(rejected.status, 1);
   assert.match(rejected.stderr, /^contact-ledger import: .*name/m);
+  const unreadable = join(dir, 'unreadable.csv');
+  writeFileSync(unreadable, 'name,company\nA,"never closed\n');
+  const failed = await cli(['import', orgId, ledgerId, unreadable], env);
+  assert.is(failed.status, 1);
+  assert.match(failed.stderr, /^imp_[0-9a-z]+ failed: 0 rows, 0 imported.*\. the file cannot be read: a quoted field opened on line 2 is never closed \(nothing was imported\)$/m);
+  assert.not.match(failed.stderr, /importing 0 rows/);
   assert.is((await cli(['import', orgId, 'l_nosuchledger', file], env)).status, 1);
 
   // On a terminal (script(1) gives the command a pseudo-terminal): a bar redrawn in place.

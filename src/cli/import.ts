@@ -34,7 +34,7 @@ export const importCommand: Command = {
       const copy = join(tmp, basename(file));
       copyFileSync(file, copy);
       const { job } = await rt.ledger.imports.createCsvImport(cliCaller(), orgId, ledgerId, { path: copy, fileName: basename(file) }, args.flags.mapping as string | undefined);
-      io.err(`${job.id}: importing ${job.submitted} rows of ${basename(file)} into ${ledgerId}`);
+      if (job.status !== 'failed') io.err(`${job.id}: importing ${job.submitted} rows of ${basename(file)} into ${ledgerId}`); // failed: a file that cannot be read
       rt.scheduler.start();
       const bar = progress(io, job.id);
       let stopped = false;
