@@ -288,19 +288,29 @@ export function createContactsRepo(db: Db, reader: Db = db) {
     fewRows(`import ${importId}`, (cap) => prepared('SELECT count(*) FROM (SELECT 1 FROM contacts INDEXED BY contacts_by_import WHERE import_id = ? LIMIT ?)').pluck().get(importId, cap) as number);
 
   /**
+   * Whether walking the name index finds an import's contacts often enough: they are at least a
+   * quarter of the ledger (by the import's and the ledger's counts), so a page of 100 reads at most
+   * ~400 entries. A smaller share would be read through thousands of other contacts instead.
+   */
+  const importIsLargeShare = (ledgerId: string, importId: string): boolean =>
+    prepared('SELECT coalesce((SELECT imported FROM import_jobs WHERE id = ?), 0) * 4 >= (SELECT contact_count FROM ledgers WHERE id = ?)').pluck().get(importId, ledgerId) === 1;
+
+  /**
    * The index that drives the query: an equality lookup when there is one; otherwise the sort's
    * index, unless a change-time range selects so few rows that reading them through its own index
    * and sorting them is cheaper than walking the sort order (the daily "changed since" poll). An
-   * import's contacts come in creation order from its own index; in another order, from that index
-   * and sorted while the import is small, else by walking the sort's index (a million-row import
-   * sorted by name would otherwise be sorted whole for every page).
+   * import's contacts come from its own index, in creation order or sorted — except by name when
+   * the import is big and most of the ledger: then the name index is walked (a million-row import
+   * sorted by name would otherwise be sorted whole for every page). The change-time sorts keep the
+   * import's index: a fresh import has no change times, and walking the ledger's changed contacts
+   * first would find none of it.
    */
   function choosePlan(ledgerId: string, f: ContactFilter, sort: ContactSort): string {
     if (f.referenceId !== undefined) return 'contacts_by_reference';
     if (f.linkedin !== undefined) return 'contacts_by_linkedin';
     if (f.email !== undefined) return 'contacts_by_email';
     const plan = SORTS[sort];
-    if (f.importId !== undefined && (plan.column === 'created_at' || fewInImport(f.importId))) return 'contacts_by_import';
+    if (f.importId !== undefined && (plan.index !== 'contacts_by_name' || fewInImport(f.importId) || !importIsLargeShare(ledgerId, f.importId))) return 'contacts_by_import';
     for (const key of ['lastJobChangedAt', 'lastInfoChangedAt'] as const) {
       const from = f[key];
       if (from === undefined || plan.index === RANGE_INDEX[key]) continue;
