@@ -867,16 +867,45 @@ F('sparse events to a receiver that is down: a delivery that failed for good kee
     await until(t, `attempt ${i + 2}`, async () => (await first())?.attempts === i + 2);
   }
   assert.is((await first()).status, 'failed');
-  // four quiet days (longer than a streak's gap), then the next event fails too
+  // four quiet days (longer than a streak's gap), then the next event fails too: its first attempt
+  // keeps the streak going, and its retry 5 s later, failing as well, disables the webhook
   clock.advance(4 * 86_400_000);
   await freshTokens(t, w);
   await jobChange(t, w, ledgerId);
+  const next = () => deliveries(t, w, h.id).then((all) => all[0]);
+  await until(t, 'the next event\'s first attempt', async () => (await next())?.attempts === 1 && (await next()).id !== (await first()).id);
+  const chance = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  assert.equal([chance.enabled, chance.failingSince], [true, since], 'one more chance after the pause, in the same streak');
+  clock.advance(RETRY_DELAYS_MS[0]);
   const hook = await until(t, 'disabled', async () => {
     const x = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
     return x.enabled === false && x;
   });
   assert.is(hook.failingSince, since, 'the streak began with the first failure');
   assert.match(hook.disabledReason, /^no successful delivery for 4.7 days \(failing since .+\); last error: answered 503$/);
+  assert.ok(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }));
+  await rx.close();
+});
+
+F('a delivery whose last retry comes after a day without attempts (the server was down) starts a new streak: it failed for good only now', async ({ t, w }) => {
+  const clock = t.clock as ManualClock;
+  const rx = await receiver((_r, res) => {
+    res.statusCode = 500;
+    res.end();
+  });
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'server down');
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
+  await jobChange(t, w, ledgerId);
+  const only = () => deliveries(t, w, h.id).then((all) => all[0]);
+  await until(t, 'the first attempt', async () => (await only())?.attempts === 1);
+  for (const [i, delay] of RETRY_DELAYS_MS.entries()) {
+    clock.advance(i === RETRY_DELAYS_MS.length - 1 ? delay + 2 * 86_400_000 : delay); // the last retry two days late
+    await freshTokens(t, w);
+    await until(t, `attempt ${i + 2}`, async () => (await only())?.attempts === i + 2);
+  }
+  assert.is((await only()).status, 'failed');
+  const hook = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  assert.equal([hook.enabled, hook.failingSince], [true, new Date(clock.now()).toISOString()], 'a new streak, not one of 2.7 days');
   assert.ok(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }));
   await rx.close();
 });

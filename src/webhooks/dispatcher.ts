@@ -11,7 +11,7 @@ import type { DueWebhook, WebhooksRepo } from './webhooks-repo.ts';
 
 /** Waits after the 1st, 2nd, … failed attempt; after the last one the delivery is `failed`. */
 export const RETRY_DELAYS_MS = [5_000, 60_000, 600_000, 3_600_000, 4 * 3_600_000, 12 * 3_600_000] as const;
-/** A webhook with no successful delivery for this long, and a failure now, is disabled. */
+/** A webhook with no successful delivery for this long, and a failure now (not the first after a pause), is disabled. */
 export const DISABLE_AFTER_MS = 3 * 86_400_000;
 /**
  * A failure streak ends after this long without a failed attempt (longer than the longest retry
@@ -189,7 +189,9 @@ export function createDispatcher(d: DispatcherDeps) {
       if (outcome !== undefined) recorded = outcome === 'failed' ? 'failed' : 'retry';
       if (outcome === undefined || c.type === 'ping') return; // lease lost; pings do not count
       const health = d.repo.markWebhookFailed(w.id, now, STREAK_GAP_MS);
-      if (health?.enabled && now - health.failingSince >= DISABLE_AFTER_MS) {
+      // Not at the first failure after a pause: one more chance (the retry 5 s later) for a receiver
+      // that may have recovered while there was nothing to send it.
+      if (health?.enabled && !health.afterPause && now - health.failingSince >= DISABLE_AFTER_MS) {
         disabled = `no successful delivery for ${days(now - health.failingSince)} (failing since ${isoZ(health.failingSince)}); last error: ${a.error}`;
         d.repo.disableWebhook(w.id, disabled, now);
         d.audit.recordAnonymous(null, {

@@ -149,17 +149,19 @@ export function createWebhooksRepo(db: Db) {
     ),
     succeeded: db.raw.prepare<[number, string]>('UPDATE webhooks SET failing_since = NULL, last_success_at = ? WHERE id = ? AND deleted_at IS NULL'),
     failed: db.raw.prepare<{ now: number; gap: number; id: string }, { failing_since: number; enabled: 0 | 1 }>(
-      // A quiet spell ends a streak, unless an event's delivery failed for good in it (every retry,
-      // ~17 hours): that says the receiver is down, not that it was once unlucky.
+      // A quiet spell ends a streak, unless an event's delivery failed for good in it before the
+      // spell (every retry, ~17 hours): that says the receiver is down, not that it was once unlucky.
       `UPDATE webhooks SET failing_since = CASE
                 WHEN failing_since IS NULL OR last_failed_at IS NULL THEN @now
                 WHEN @now - last_failed_at > @gap AND NOT EXISTS (
                   SELECT 1 FROM webhook_deliveries d
-                  WHERE d.webhook_id = webhooks.id AND d.status = 'failed' AND d.type <> 'ping' AND d.finished_at >= webhooks.failing_since) THEN @now
+                  WHERE d.webhook_id = webhooks.id AND d.status = 'failed' AND d.type <> 'ping'
+                    AND d.finished_at BETWEEN webhooks.failing_since AND webhooks.last_failed_at) THEN @now
                 ELSE failing_since END,
               last_failed_at = @now
        WHERE id = @id AND deleted_at IS NULL RETURNING failing_since, enabled`,
     ),
+    lastFailedAt: db.raw.prepare<[string], number | null>('SELECT last_failed_at FROM webhooks WHERE id = ?').pluck(),
     disable: db.raw.prepare<[string, number, number, string]>(
       'UPDATE webhooks SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ? WHERE id = ? AND enabled = 1 AND deleted_at IS NULL',
     ),
@@ -262,11 +264,14 @@ export function createWebhooksRepo(db: Db) {
     markWebhookSucceeded: (id: string, now: number): void => void q.succeeded.run(now, id),
     /**
      * A delivery attempt failed: returns since when the webhook has been failing — the start of the
-     * current streak, which a pause of more than `streakGap` without failed attempts ends (undefined: gone).
+     * current streak, which a pause of more than `streakGap` without failed attempts ends unless a
+     * delivery failed for good before it — and whether this is the first failure after such a
+     * pause (`afterPause`; also the first failure ever). Undefined: the webhook is gone.
      */
-    markWebhookFailed: (id: string, now: number, streakGap: number): { failingSince: number; enabled: boolean } | undefined => {
+    markWebhookFailed: (id: string, now: number, streakGap: number): { failingSince: number; enabled: boolean; afterPause: boolean } | undefined => {
+      const before = q.lastFailedAt.get(id);
       const r = q.failed.get({ now, gap: streakGap, id });
-      return r && { failingSince: r.failing_since, enabled: r.enabled === 1 };
+      return r && { failingSince: r.failing_since, enabled: r.enabled === 1, afterPause: before == null || now - before > streakGap };
     },
     /** Disables an enabled webhook; false when it was not enabled. */
     disableWebhook: (id: string, reason: string, now: number): boolean => q.disable.run(reason, now, now, id).changes === 1,
