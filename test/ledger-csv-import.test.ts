@@ -615,7 +615,10 @@ P('a rejected-rows CSV comes back fixed: the \' that formula escaping put in fro
   // fixed in a spreadsheet (the company filled in) and uploaded again
   for (const r of rows.slice(1)) r[1] = 'Acme';
   const quote = (c: string) => (/[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c);
-  const again = await post(t, w, ledgerId, rows.map((r) => r.map(quote).join(',')).join('\r\n'));
+  const fixed = rows.map((r) => r.map(quote).join(',')).join('\r\n');
+  const pv = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(fixed) });
+  assert.equal(pv.body.rows.map((r: string[]) => r[0]), ['-Ann', '=Eve', '-Kim'], 'the preview shows the rows as the import reads them');
+  const again = await post(t, w, ledgerId, fixed);
   const done = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, again.body.id);
   assert.equal([done.imported, done.invalid], [3, 0]);
   const all = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, ledgerId)}/contacts`);

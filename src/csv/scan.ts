@@ -210,7 +210,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     if (truncated && e.code === 'CSV_QUOTE_NOT_CLOSED') {
       if (!e.records) return unreadable(`the header row is longer than ${HEAD_BYTES} bytes`, 1);
       parsed = parseSync(text, { ...options, to: Math.min(e.records, PREVIEW_ROWS + 1) }) as never;
-    } else return unreadable(`the file cannot be read as CSV: ${e.message}`, e.lines);
+    } else return unreadable(e.lines ? `line ${e.lines}: ${e.message}` : e.message, e.lines);
   }
   const header = parsed[0];
   if (!header || header.record.every((c) => c.trim() === '')) return fail(422, 'the first line must be a header row naming the columns');

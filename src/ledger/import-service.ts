@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import { createReadStream, mkdirSync, renameSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
-import { checkHeader, isRejectedRowsCsv, mappingByName, MappingError, requireMapped, resolveMapping, suggestMapping } from '../csv/columns.ts';
+import { checkHeader, isRejectedRowsCsv, mappingByName, MappingError, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
 import { scanUpload } from '../csv/csv-worker-client.ts';
 import type { ScanFailure, ScanResult } from '../csv/scan.ts';
+import { unescapeFormula } from '../csv/write.ts';
 import { decodeKeyset, toPage, type Page } from '../cursor.ts';
 import { AppError, invalid, notFound, tooLarge } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
@@ -44,6 +45,12 @@ export type ImportService = ReturnType<typeof createImportService>;
 export interface Created {
   job: ImportJob;
   replayed: boolean;
+}
+
+/** An upload that can be imported: its scan and how its columns map to contact fields. */
+interface Inspected {
+  scan: ScanResult;
+  mapping: ColumnMapping;
 }
 
 /** sha256 over an uploaded file's bytes and the mapping text, streamed. */
@@ -109,9 +116,20 @@ export function createImportService(d: ImportServiceDeps) {
     return created;
   }
 
-  /** Works out how to read a scanned file; throws the 415/422 answer when it cannot be used. */
-  function readable(scan: ScanResult | ScanFailure, explicit: unknown, requireComplete: boolean) {
-    if (!scan.ok) throw uploadProblem(scan.status, scan.message, scan.line);
+  /**
+   * Scans the file and works out how to read it; throws the 415/422 answer when it cannot be used —
+   * except, for an import (`acceptUnreadable`), a text that cannot be read as CSV: its job fails
+   * instead (SPEC §4.3), so that failure is returned.
+   */
+  async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: false): Promise<Inspected>;
+  async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: true, acceptUnreadable: true): Promise<Inspected | { unreadable: ScanFailure }>;
+  async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: boolean, acceptUnreadable = false): Promise<Inspected | { unreadable: ScanFailure }> {
+    const explicit = parseMapping(mappingText);
+    const scan = await scanUpload(file.path);
+    if (!scan.ok) {
+      if (scan.unreadable && acceptUnreadable) return { unreadable: scan };
+      throw uploadProblem(scan.status, scan.message, scan.line);
+    }
     try {
       checkHeader(scan.columns);
       const mapping = resolveMapping(scan.columns, explicit);
@@ -121,12 +139,6 @@ export function createImportService(d: ImportServiceDeps) {
       if (err instanceof MappingError) throw invalid(`The upload cannot be imported: ${err.message}.`, [{ path: err.path, message: err.message }]);
       throw err;
     }
-  }
-
-  /** Scans the file and works out how to read it; throws the 415/422 answer when it cannot be used. */
-  async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: boolean) {
-    const explicit = parseMapping(mappingText);
-    return readable(await scanUpload(file.path), explicit, requireComplete);
   }
 
   return {
@@ -149,15 +161,14 @@ export function createImportService(d: ImportServiceDeps) {
         // Replayed before scanning (the answer does not depend on the file being readable now).
         if (earlier && earlier.requestHash === idempotency.requestHash) return { job: d.imports.findImport(earlier.id, d.clock.now())!, replayed: true };
       }
-      const explicit = parseMapping(mappingText);
-      const scanned = await scanUpload(file.path);
-      if (!scanned.ok && scanned.unreadable) {
+      const inspected = await inspect(file, mappingText, true, true);
+      if ('unreadable' in inspected) {
         // SPEC §4.3: a file that cannot be parsed fails its job with a message naming the line. Found
         // before any row was imported, so none is: the fixed file can be uploaded again as a whole.
-        const failure = `the file cannot be read: ${scanned.message} (nothing was imported)`;
+        const failure = `the file cannot be read: ${inspected.unreadable.message} (nothing was imported)`;
         return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'csv', fileName: file.fileName, filePath: null, format: null, submitted: 0, idempotency }, undefined, failure);
       }
-      const { scan, mapping } = readable(scanned, explicit, true);
+      const { scan, mapping } = inspected;
       const id = newId('imp');
       mkdirSync(d.uploadsDir, { recursive: true, mode: 0o700 });
       const stored = join(d.uploadsDir, `${id}.csv`);
@@ -178,11 +189,13 @@ export function createImportService(d: ImportServiceDeps) {
       requireLedger(orgId, ledgerId);
       const { scan, mapping } = await inspect(file, mappingText, false);
       const missing = (['name', 'company'] as const).filter((f) => mapping.fields[f] === undefined);
+      // the rows as the import reads them: a rejected-rows CSV's cells without their formula escaping
+      const rows = scan.head.slice(0, 10);
       return {
         columns: scan.columns,
         delimiter: scan.delimiter,
         rowCount: scan.rows,
-        rows: scan.head.slice(0, 10),
+        rows: isRejectedRowsCsv(scan.columns) ? rows.map((r) => r.map(unescapeFormula)) : rows,
         suggestedMapping: mappingByName(scan.columns, suggestMapping(scan.columns)),
         mapping: mappingByName(scan.columns, mapping),
         missing,
