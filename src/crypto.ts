@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 
 /** `n` bytes from the CSPRNG, base64url-encoded. */
 export function randomToken(bytes = 32): string {
@@ -11,6 +12,19 @@ export function sha256(text: string): Buffer {
 
 export function sha256Hex(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/**
+ * sha256 (hex) over a file's bytes, streamed, then `label` and `value`: what else makes a request
+ * what it is (an upload's mapping, a feed's format). The fingerprint of a request an
+ * Idempotency-Key stands for.
+ */
+export async function sha256FileHex(path: string, label: string, value: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  hash.update(`\0${label}\0`);
+  hash.update(value);
+  return hash.digest('hex');
 }
 
 /**

@@ -50,6 +50,12 @@ export const conflict = (code: string, message: string) => new AppError(409, cod
 
 export const tooLarge = (message: string) => new AppError(413, 'payload_too_large', message);
 
+/** An Idempotency-Key that came before with a different request (draft-ietf-httpapi-idempotency-key-header). */
+export const idempotencyKeyReused = () =>
+  new AppError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different request; use a new key for a new request.', {
+    errors: [{ path: 'Idempotency-Key', message: 'already used for another request' }],
+  });
+
 export const unsupportedMediaType = (message: string) => new AppError(415, 'unsupported_media_type', message);
 
 export const throttled = (retryAfterSeconds: number, message: string) =>

@@ -690,6 +690,36 @@ T('feed Content-Encoding: gzip (declared or not) is read; br, deflate or anythin
   assert.is(jobs().n, before, 'no feed job for a refused body');
 });
 
+T('Idempotency-Key on feed uploads: a retry of the same records answers 200 with the first feed job and stores nothing; other records under the key → 422; keys are the caller\'s own', async ({ t, w }) => {
+  const post = (token: string, body: string, key?: string, type = 'application/x-ndjson') =>
+    t.call('POST', FEED, { token, raw: body, headers: { 'content-type': type, ...(key === undefined ? {} : { 'idempotency-key': key }) } });
+  const body = ndjson({ name: 'Ida Key', company: 'Keyed Co', title: 'Engineer' });
+  const feedsOnDisk = () => (existsSync(join(t.dataDir, 'feeds')) ? readdirSync(join(t.dataDir, 'feeds'), { withFileTypes: true }).filter((e) => e.isFile()).length : 0);
+  const first = await post(w.serviceAccounts.feed.token, body, 'feed-key-1');
+  expectStatus(first, 202);
+  assert.is(first.headers.get('idempotent-replayed'), null);
+  const jobs = () => t.rt.db.raw.prepare('SELECT count(*) FROM feed_jobs WHERE created_by = ?').pluck().get(w.serviceAccounts.feed.id) as number;
+  const before = jobs();
+  const onDisk = feedsOnDisk();
+  const again = await post(w.serviceAccounts.feed.token, body, '"feed-key-1"'); // the structured-field form is the same key
+  expectStatus(again, 200);
+  assert.is(again.headers.get('idempotent-replayed'), 'true');
+  assert.is(again.body.id, first.body.id);
+  assert.is(again.headers.get('location'), first.headers.get('location'));
+  assert.is(jobs(), before, 'no second feed job');
+  assert.ok(feedsOnDisk() <= onDisk, 'the retried upload is not kept');
+  const other = await post(w.serviceAccounts.feed.token, ndjson({ name: 'Other', company: 'Keyed Co' }), 'feed-key-1');
+  expectStatus(other, 422);
+  assert.is(other.body.code, 'idempotency_key_reused');
+  const asCsv = await post(w.serviceAccounts.feed.token, body, 'feed-key-1', 'text/csv');
+  expectStatus(asCsv, 422, 'the same bytes in another format are another request');
+  const root = await post(w.root, body, 'feed-key-1');
+  expectStatus(root, 202, 'another caller\'s key is another key');
+  assert.is.not(root.body.id, first.body.id);
+  expectStatus(await post(w.root, body, 'bad key with spaces'), 400);
+  assert.equal(readdirSync(join(t.dataDir, 'feeds', 'tmp')), [], 'no upload left behind');
+});
+
 T('feed access and request errors', async ({ t, w }) => {
   expectStatus(await t.call('POST', FEED, { token: w.tokens.admin, raw: ndjson({ name: 'a', company: 'b' }), headers: { 'content-type': 'application/x-ndjson' } }), 403);
   expectStatus(await t.call('POST', FEED, { token: w.root, raw: 'x', headers: { 'content-type': 'text/plain' } }), 415);

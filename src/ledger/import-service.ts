@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, mkdirSync, renameSync, unlinkSync } from 'node:fs';
+import { mkdirSync, renameSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { checkHeader, isRejectedRowsCsv, mappingByName, MappingError, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
@@ -7,7 +7,8 @@ import { scanUpload } from '../csv/csv-worker-client.ts';
 import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { unescapeFormula } from '../csv/write.ts';
 import { decodeKeyset, toPage, type Page } from '../cursor.ts';
-import { AppError, invalid, notFound, tooLarge } from '../errors.ts';
+import { AppError, idempotencyKeyReused, invalid, notFound, tooLarge } from '../errors.ts';
+import { sha256FileHex } from '../crypto.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import { newId } from '../ids.ts';
@@ -53,14 +54,6 @@ interface Inspected {
   mapping: ColumnMapping;
 }
 
-/** sha256 over an uploaded file's bytes and the mapping text, streamed. */
-async function hashUpload(path: string, mappingText: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  hash.update('\0mapping\0');
-  hash.update(mappingText);
-  return hash.digest('hex');
-}
 
 const uploadProblem = (status: 415 | 422, message: string, line?: number) =>
   status === 415 ? new AppError(415, 'unsupported_media_type', `The upload is not a CSV file: ${message}.`) : invalid(`The upload cannot be imported: ${message}.`, [{ path: 'file', message: line ? `line ${line}: ${message}` : message }]);
@@ -92,9 +85,7 @@ export function createImportService(d: ImportServiceDeps) {
         const earlier = d.imports.findByIdempotencyKey(job.ledgerId, job.idempotency.key);
         if (earlier) {
           if (earlier.requestHash !== job.idempotency.requestHash) {
-            throw new AppError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different request; use a new key for a new request.', {
-              errors: [{ path: 'Idempotency-Key', message: 'already used for another request' }],
-            });
+            throw idempotencyKeyReused();
           }
           return { job: d.imports.findImport(earlier.id, now)!, replayed: true };
         }
@@ -155,7 +146,7 @@ export function createImportService(d: ImportServiceDeps) {
     async createCsvImport(by: Caller, orgId: string, ledgerId: string, file: ReceivedFile, mappingText: string | undefined, idempotencyKey?: string): Promise<Created> {
       requireLedger(orgId, ledgerId);
       // The request's fingerprint: the file's bytes and the mapping (hashed only when a key came with it).
-      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await hashUpload(file.path, mappingText ?? '') };
+      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await sha256FileHex(file.path, 'mapping', mappingText ?? '') };
       if (idempotency) {
         const earlier = d.imports.findByIdempotencyKey(ledgerId, idempotency.key);
         // Replayed before scanning (the answer does not depend on the file being readable now).

@@ -7,7 +7,8 @@ import { exactIntegerText } from '../exact-json.ts';
 import { validateContact } from './contact-input.ts';
 import { isRejectedRowsCsv } from '../csv/columns.ts';
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
-import type { ApiRouter, HeaderSpec, ResponseSpec } from '../http/route.ts';
+import type { ApiRouter } from '../http/route.ts';
+import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
 import { receiveUpload } from '../http/upload.ts';
 import type { ContactService } from './contact-service.ts';
 import type { Created, ImportService } from './import-service.ts';
@@ -61,27 +62,8 @@ function downloadLines(page: DownloadRow[], escape: boolean): Buffer {
   return buf.subarray(0, at);
 }
 
-/**
- * The `Idempotency-Key` request header of the routes that create import jobs, and their answers:
- * 202 with a new job, or 200 with the job an earlier request under the same key created.
- */
-const IDEMPOTENCY_KEY: Record<string, HeaderSpec> = {
-  'Idempotency-Key': {
-    schema: S.IdempotencyKey,
-    code: 'invalid_idempotency_key',
-    description:
-      'Makes a retry safe (draft-ietf-httpapi-idempotency-key-header): 1 to 255 visible ASCII characters, per ledger. ' +
-      'A retry of the same request answers 200 with the first job; another request under the same key → 422 idempotency_key_reused.',
-  },
-};
-const jobLocation = { Location: { description: 'URL of the import job' } };
-const JOB_ANSWERS: Record<number, ResponseSpec> = {
-  202: { description: 'Import job (created)', headers: jobLocation },
-  200: {
-    description: 'Import job created by an earlier request with the same Idempotency-Key (a replay: nothing new was created)',
-    headers: { ...jobLocation, 'Idempotent-Replayed': { description: 'Always "true": this answer replays the first request', schema: S.IdempotentReplayed } },
-  },
-};
+const IDEMPOTENCY_KEY = idempotencyKeyHeader('per ledger');
+const JOB_ANSWERS = jobAnswers('import job');
 
 /** `20261122-103200` (UTC) for download file names. */
 const fileStamp = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace(/-/g, '').replace('T', '-').replace(/:/g, '');
@@ -152,12 +134,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
   const ledgerBase = (orgId: string, ledgerId: string) => ledgerUrl(opts.baseUrl, orgId, ledgerId);
   const showImport = (i: ImportJob) => presentImport(i, ledgerBase(i.orgId, i.ledgerId));
   /** 202 with a new import job; 200 with the job an earlier request with the same Idempotency-Key created. */
-  const accepted = (ctx: Koa.Context, { job, replayed }: Created) => {
-    ctx.status = replayed ? 200 : 202;
-    if (replayed) ctx.set('Idempotent-Replayed', 'true');
-    ctx.set('Location', `${ledgerBase(job.orgId, job.ledgerId)}/imports/${job.id}`);
-    ctx.body = showImport(job);
-  };
+  const accepted = (ctx: Koa.Context, { job, replayed }: Created) => answerJob(ctx, replayed, `${ledgerBase(job.orgId, job.ledgerId)}/imports/${job.id}`, showImport(job));
   const L = '/orgs/:orgId/ledgers';
   const ONE = `${L}/:ledgerId`;
 

@@ -7,18 +7,6 @@ import { canonicalLinkedin } from './normalize.ts';
 
 /** Request schemas of the ledger service; they validate requests and generate its OpenAPI document. */
 
-/**
- * `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header): 1–255 visible ASCII characters,
- * optionally quoted as a structured-field string (`"key"`); the value is the key without quotes.
- */
-export const IdempotencyKey = z
-  .string()
-  .regex(/^(?!""$)(?:"[\x21-\x7e]{1,255}"|[\x21-\x7e]{1,255})$/, 'must be 1 to 255 visible ASCII characters')
-  .transform((k) => /^"(.*)"$/.exec(k)?.[1] ?? k);
-
-/** The `Idempotent-Replayed` header of an answer that replays an earlier request. */
-export const IdempotentReplayed = z.literal('true');
-
 export const NewLedger = z.strictObject({
   name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
   description: z.string().trim().max(2000, 'must be at most 2000 characters').optional(),

@@ -2,7 +2,8 @@ import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { decodeKeyset, toPage, type Page } from '../cursor.ts';
-import { notFound } from '../errors.ts';
+import { idempotencyKeyReused, notFound } from '../errors.ts';
+import { sha256FileHex } from '../crypto.ts';
 import { newId } from '../ids.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
@@ -12,7 +13,7 @@ import type { Db } from '../storage/db.ts';
 import { feedsDir, formatOfName, freeName, inboxDir, isGzip, settleFeedFile } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
-import type { FeedJob, FeedProgress, FeedsRepo, FeedSource } from './feeds-repo.ts';
+import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from './feeds-repo.ts';
 
 /** An inbox file is taken once its size and time have not changed for this long. */
 export const INBOX_SETTLE_MS = 2000;
@@ -47,16 +48,40 @@ export function createFeedService(d: {
     changes.inc({ type: 'info' }, p.infoChanges);
   }
 
-  /** Registers a feed whose file is already in place; the job owns the file from now on. */
-  function createFeed(source: FeedSource, filePath: string, fileName: string | null, format: FeedFormat, createdBy: string | null, id = newId('feed')): FeedJob {
-    const feed = d.db.tx(() => {
+  /**
+   * The feed an earlier request of `createdBy` created under this Idempotency-Key (a replay), or
+   * undefined when the key is new; 422 when it came with another request.
+   */
+  function earlierFeed(createdBy: string, idempotency: Idempotency, now: number): FeedJob | undefined {
+    const earlier = d.feeds.findByIdempotencyKey(createdBy, idempotency.key);
+    if (!earlier) return undefined;
+    if (earlier.requestHash !== idempotency.requestHash) throw idempotencyKeyReused();
+    return d.feeds.findFeed(earlier.id, now);
+  }
+
+  /**
+   * Registers a feed whose file is already in place; the job owns the file from now on — unless
+   * an earlier request under the same Idempotency-Key created one (`replayed`: nothing new).
+   */
+  function createFeed(
+    source: FeedSource,
+    filePath: string,
+    fileName: string | null,
+    format: FeedFormat,
+    createdBy: string | null,
+    id = newId('feed'),
+    idempotency?: Idempotency,
+  ): { feed: FeedJob; replayed: boolean } {
+    const created = d.db.tx(() => {
       const now = d.clock.now();
+      const earlier = idempotency && createdBy !== null ? earlierFeed(createdBy, idempotency, now) : undefined;
+      if (earlier) return { feed: earlier, replayed: true };
       d.queue.enqueue(id, FEED_JOB, { maxAttempts: 5 });
-      d.feeds.insertFeed({ id, source, fileName, filePath, format, gzip: isGzip(filePath), createdBy, createdAt: now });
-      return d.feeds.findFeed(id, now)!;
+      d.feeds.insertFeed({ id, source, fileName, filePath, format, gzip: isGzip(filePath), createdBy, createdAt: now, idempotency });
+      return { feed: d.feeds.findFeed(id, now)!, replayed: false };
     });
-    d.kick();
-    return feed;
+    if (!created.replayed) d.kick();
+    return created;
   }
 
   // Feeds run on the bulk thread; this runner's own `failed` records a final failure, on this thread.
@@ -148,13 +173,32 @@ export function createFeedService(d: {
     scanInbox,
     recoverInbox,
     /** A file received over HTTP: moved into the feeds folder and registered. */
-    createFromUpload(by: string, tmpPath: string, fileName: string | null, format: FeedFormat): FeedJob {
+    /**
+     * A feed uploaded through the API. With an Idempotency-Key, a retry of the same upload (the same
+     * bytes and format) gets the feed job of the first one (`replayed`), another upload under the
+     * key 422; keys are the caller's own. The upload is removed when nothing new is created.
+     */
+    async createFromUpload(by: string, tmpPath: string, fileName: string | null, format: FeedFormat, idempotencyKey?: string): Promise<{ feed: FeedJob; replayed: boolean }> {
+      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await sha256FileHex(tmpPath, 'format', format) };
+      let earlier: FeedJob | undefined;
+      try {
+        earlier = idempotency && earlierFeed(by, idempotency, d.clock.now());
+      } catch (err) {
+        unlinkSync(tmpPath); // the key came with another upload (422)
+        throw err;
+      }
+      if (earlier) {
+        unlinkSync(tmpPath);
+        return { feed: earlier, replayed: true };
+      }
       const id = newId('feed');
       mkdirSync(feedsDir(d.dataDir), { recursive: true, mode: 0o700 });
       const stored = join(feedsDir(d.dataDir), `${id}.${format}`);
       renameSync(tmpPath, stored);
       try {
-        return createFeed('api', stored, fileName, format, by, id);
+        const created = createFeed('api', stored, fileName, format, by, id, idempotency);
+        if (created.replayed) unlinkSync(stored); // another request with the key won meanwhile
+        return created;
       } catch (err) {
         unlinkSync(stored);
         throw err;

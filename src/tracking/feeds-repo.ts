@@ -6,6 +6,12 @@ import type { FeedFormat } from './feed-reader.ts';
 
 export type FeedSource = 'api' | 'cli' | 'inbox';
 
+/** An Idempotency-Key and the fingerprint of the request that came with it. */
+export interface Idempotency {
+  key: string;
+  requestHash: string;
+}
+
 export interface FeedJob {
   id: string;
   source: FeedSource;
@@ -97,8 +103,10 @@ export type FeedsRepo = ReturnType<typeof createFeedsRepo>;
 export function createFeedsRepo(db: Db, files: DataFiles) {
   const q = {
     insert: db.raw.prepare(
-      'INSERT INTO feed_jobs (id, source, file_name, file_path, format, gzip, created_by, created_at) VALUES (@id, @source, @fileName, @filePath, @format, @gzip, @createdBy, @createdAt)',
+      `INSERT INTO feed_jobs (id, source, file_name, file_path, format, gzip, created_by, created_at, idempotency_key, request_hash)
+       VALUES (@id, @source, @fileName, @filePath, @format, @gzip, @createdBy, @createdAt, @key, @requestHash)`,
     ),
+    byKey: db.raw.prepare<[string, string], { id: string; request_hash: string }>('SELECT id, request_hash FROM feed_jobs WHERE created_by = ? AND idempotency_key = ?'),
     byId: db.raw.prepare<[string], FeedRow>(`${SELECT} WHERE f.id = ?`),
     first: db.raw.prepare<[number], FeedRow>(`${SELECT} ORDER BY f.created_at DESC, f.id DESC LIMIT ?`),
     after: db.raw.prepare<[number, number, string, number], FeedRow>(`${SELECT} WHERE f.created_at < ? OR (f.created_at = ? AND f.id < ?) ORDER BY f.created_at DESC, f.id DESC LIMIT ?`),
@@ -116,8 +124,13 @@ export function createFeedsRepo(db: Db, files: DataFiles) {
     files: db.raw.prepare<[], string>('SELECT file_path FROM feed_jobs WHERE file_path IS NOT NULL').pluck(),
   };
   return {
-    insertFeed: (f: { id: string; source: FeedSource; fileName: string | null; filePath: string; format: FeedFormat; gzip: boolean; createdBy: string | null; createdAt: number }): void =>
-      void q.insert.run({ ...f, filePath: files.toStored(f.filePath), gzip: f.gzip ? 1 : 0 }),
+    insertFeed: ({ idempotency, ...f }: { id: string; source: FeedSource; fileName: string | null; filePath: string; format: FeedFormat; gzip: boolean; createdBy: string | null; createdAt: number; idempotency?: Idempotency }): void =>
+      void q.insert.run({ ...f, filePath: files.toStored(f.filePath), gzip: f.gzip ? 1 : 0, key: idempotency?.key ?? null, requestHash: idempotency?.requestHash ?? null }),
+    /** The feed `createdBy` created with this Idempotency-Key, with the hash of its request. */
+    findByIdempotencyKey: (createdBy: string, key: string): { id: string; requestHash: string } | undefined => {
+      const r = q.byKey.get(createdBy, key);
+      return r && { id: r.id, requestHash: r.request_hash };
+    },
     findFeed: (id: string, now: number): FeedJob | undefined => {
       const r = q.byId.get(id);
       return r && toFeed(r, now, files);

@@ -5,6 +5,7 @@ import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { csvLines } from '../csv/write.ts';
 import { unsupportedMediaType } from '../errors.ts';
 import { cursorParam, limitParam, pageOf, pageQuery } from '../http/common-schemas.ts';
+import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
 import type { ApiRouter } from '../http/route.ts';
 import { receiveBodyToFile } from '../http/upload.ts';
 import { newId } from '../ids.ts';
@@ -66,9 +67,10 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
         contentTypes: Object.keys(FORMATS),
         description: 'The records, plain or gzip-compressed: gzip is recognised by its content, with or without Content-Encoding: gzip. Any other Content-Encoding → 415.',
       },
-      responses: { 202: { description: 'Feed job' }, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a feed format, or a Content-Encoding other than gzip' } },
+      headers: idempotencyKeyHeader("the caller's own"),
+      responses: { ...jobAnswers('feed job'), 413: { description: 'Over the upload limit' }, 415: { description: 'Not a feed format, or a Content-Encoding other than gzip' } },
     },
-    async (ctx, { caller }) => {
+    async (ctx, { caller, headers }) => {
       const type = (ctx.get('Content-Type').split(';')[0] ?? '').trim().toLowerCase();
       const format = FORMATS[type];
       if (!format) throw unsupportedMediaType(`Send the records as ${Object.keys(FORMATS).join(', ')} (gzip allowed), not ${type || 'without a Content-Type'}.`);
@@ -83,10 +85,8 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       mkdirSync(opts.tmpDir, { recursive: true, mode: 0o700 });
       const tmp = join(opts.tmpDir, `${newId('feed')}.upload`);
       await receiveBodyToFile(ctx, tmp, opts.maxUploadBytes);
-      const feed = svc.feeds.createFromUpload(caller.actor.id, tmp, null, format);
-      ctx.status = 202;
-      ctx.set('Location', `${base}/feed/${feed.id}`);
-      ctx.body = presentFeed(feed, base);
+      const { feed, replayed } = await svc.feeds.createFromUpload(caller.actor.id, tmp, null, format, headers['Idempotency-Key'] as string | undefined);
+      answerJob(ctx, replayed, `${base}/feed/${feed.id}`, presentFeed(feed, base));
     },
   );
   r.add({ method: 'get', path: '/feed', access: { permission: 'feed' }, query: pageQuery, summary: 'Feed jobs, newest first', responses: { 200: { description: '{feeds, nextCursor}' } } }, (ctx, { query }) => {
