@@ -102,7 +102,7 @@ D('every contact across internal pages, each once, with the values of the list',
   assert.equal([b1[col('location')], b1[col('email')], b1[col('referenceId')]], ['Paris, France', 'b1@example.com', '']);
 });
 
-D('the filters and sort of the list apply (name, company, importId, referenceId, email, sortBy)', async ({ t, w, big, bigImports }) => {
+D('the filters and sorts of the list apply (every filter and sort: the download pages the list\'s own query)', async ({ t, w, big, bigImports }) => {
   const cases = [
     'name=person%200001',
     'company=company%203',
@@ -114,6 +114,13 @@ D('the filters and sort of the list apply (name, company, importId, referenceId,
     'sortBy=%2Bname',
     'isVerified=true',
     'createdAfter=2000-01-01&lastInfoChangedAt=2000-01-01',
+    'linkedin=linkedin.com/in/p-7',
+    'lastJobChangedAt=2000-01-01',
+    'lastJobChangedAtBefore=2100-01-01&lastInfoChangedAtBefore=2100-01-01',
+    'createdBefore=2100-01-01&sortBy=-createdAt',
+    'createdBefore=2000-01-01',
+    `importId=${bigImports[0]}&sortBy=%2Bname`,
+    'sortBy=-lastInfoChangedAt',
   ];
   for (const q of cases) {
     const listed = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, big)}/contacts`, q);
