@@ -140,6 +140,7 @@ D('a file that cannot be read past a row (changed on disk after its scan) keeps 
 
 D('a ledger deleted while its import runs: the job fails saying how far it got, its counts as they were, no webhook', async () => {
   const t = await startApp();
+  let resume = () => {};
   try {
     const token = (await signInRoot(t)).accessToken;
     const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Gone' } })).body.id;
@@ -147,6 +148,8 @@ D('a ledger deleted while its import runs: the job fails saying how far it got, 
     const hook = await t.call('POST', `${LEDGER}/orgs/${orgId}/webhooks`, { token, body: { url: 'https://hooks.example.test/', events: ['import.completed'] } });
     expectStatus(hook, 201, 'webhook');
     const rows = 20_000;
+    // the import waits between its chunks (as during a backup) until the ledger is deleted: it stores a first chunk, no more
+    const paused = t.rt.bulkThread.pausedWhile(() => new Promise<void>((r) => (resume = r)));
     const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(`name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co,r${i}`).join('\n')}\n`) });
     expectStatus(up, 202);
     const raw = t.rt.db.raw;
@@ -154,6 +157,8 @@ D('a ledger deleted while its import runs: the job fails saying how far it got, 
     await until('the first rows stored', () => progress.get(up.body.id)!.imported > 0, Boolean, 20_000);
     // deleted as DELETE …/ledgers/:id does it (hidden at once); its purge job is left out, so the import's record stays to be read
     raw.prepare('UPDATE ledgers SET deleted_at = ? WHERE id = ?').run(t.clock.now(), ledgerId);
+    resume();
+    await paused;
     const status = raw.prepare<[string], string>('SELECT status FROM jobs WHERE id = ?').pluck();
     await until('the import ended', () => status.get(up.body.id), (s) => s === 'failed' || s === 'completed', 20_000);
     const imp = progress.get(up.body.id)!;
@@ -164,6 +169,7 @@ D('a ledger deleted while its import runs: the job fails saying how far it got, 
     // a deleted ledger's events are not sent (its organization's webhooks see only live ledgers)
     assert.is(raw.prepare("SELECT count(*) FROM webhook_deliveries WHERE type = 'import.completed'").pluck().get(), 0);
   } finally {
+    resume(); // also when an assertion failed: the app closes only once the thread is on its way
     await t.close();
   }
 });

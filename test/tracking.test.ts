@@ -1064,11 +1064,14 @@ R('a resumed feed passing over its applied records renews its lease: claimed onc
     const clock = t.clock as ManualClock;
     t.rt.scheduler.start();
     const claimed = await until('claimed', job, (j) => j.status === 'processing', 15_000);
-    clock.advance(60_000); // the claim's lease (30 s) has run out, as on a long skip
+    // 20 s of a long skip: the lease (30 s) is due for renewal but has not run out, so the
+    // scheduler's own ticks cannot take the job meanwhile
+    clock.advance(20_000);
     const progress = () => ({ ...job(), ...(t.rt.db.raw.prepare('SELECT received FROM feed_jobs WHERE id = ?').get(id) as { received: number }) });
-    const renewed = await until('the lease renewed', progress, (j) => j.until! > clock.now() || j.received > 0, 15_000);
+    const renewed = await until('the lease renewed', progress, (j) => j.until! > claimed.until! || j.received > 0, 15_000);
     assert.is(renewed.received, 0, 'renewed during the skip, not only by the first chunk after it');
-    t.rt.scheduler.kick(); // would claim the job again if its lease were still expired
+    clock.advance(20_000); // past the claimed lease: only the renewal keeps the job this run's
+    t.rt.scheduler.kick(); // would claim the job again if its lease had not been renewed
     const done = await until('completed', async () => (await t.call('GET', `${FEED}/${id}`, { token: root })).body, (f) => f.status === 'completed' || f.status === 'failed', 15_000);
     assert.equal([done.status, done.received, done.personsUpdated], ['completed', 5, 5], 'only the records after the cursor are applied');
     assert.is(job().token, claimed.token, 'claimed once: no second run of the same job');
