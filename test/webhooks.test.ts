@@ -170,6 +170,9 @@ async function ping(t: TestApp, token: string, orgId: string, hookId: string): P
   return r.body.id;
 }
 
+/** The webhook as an admin reads it. */
+const webhook = async (t: TestApp, w: World, hookId: string) => (await t.call('GET', hooks(w, `/${hookId}`), { token: w.tokens.admin })).body;
+
 const deliveries = async (t: TestApp, w: World, hookId: string, query = '') => {
   const r = await t.call('GET', hooks(w, `/${hookId}/deliveries${query}`), { token: w.tokens.admin });
   expectStatus(r, 200, 'deliveries');
@@ -434,7 +437,7 @@ D('a job change from a feed reaches a real receiver, signed, with the token and 
   assert.ok(d.deliveredAt && d.attemptLog.length === 1 && d.attemptLog[0].responseStatus === 200);
   const one = await t.call('GET', hooks(w, `/${h.id}/deliveries/${d.id}`), { token: w.tokens.admin });
   assert.equal(one.body.payload, event, 'the delivery keeps the body exactly as sent');
-  const hook = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  const hook = await webhook(t, w, h.id);
   assert.ok(hook.lastSuccessAt);
   assert.is(hook.failingSince, null);
 
@@ -481,7 +484,7 @@ D('a receiver that fails gets the same delivery again after 5 s, then 1 min (man
   const first = await until(t, 'the first attempt', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 1));
   assert.equal([first.status, first.responseStatus, first.error], ['pending', 503, 'answered 503']);
   assert.is(Date.parse(first.nextAttemptAt) - Date.parse(first.lastAttemptAt), 5_000);
-  const hook = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  const hook = await webhook(t, w, h.id);
   assert.ok(hook.failingSince, 'the webhook is failing');
 
   clock.advance(4_999);
@@ -499,7 +502,7 @@ D('a receiver that fails gets the same delivery again after 5 s, then 1 min (man
   assert.is(new Set(rx.got.map((r) => r.headers['x-ledger-delivery'])).size, 1, 'every attempt carries the same delivery id');
   assert.is(new Set(rx.got.map((r) => r.body)).size, 1, 'and the same body');
   assert.ok(rx.got.every((r) => signatureValid(h.secret, r.headers['x-ledger-signature'], r.body)));
-  const healthy = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  const healthy = await webhook(t, w, h.id);
   assert.is(healthy.failingSince, null, 'a success ends the failing streak');
   const metrics = (await t.call('GET', '/metrics', { token: (await signInRoot(t)).accessToken })).text;
   const counted = (outcome: string) => Number(new RegExp(`^contact_ledger_webhook_deliveries_total\\{outcome="${outcome}"\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0);
@@ -539,7 +542,7 @@ D('a 2xx whose body never completes is a failed attempt at the deadline, retried
   assert.equal([first.status, first.responseStatus, first.deliveredAt], ['pending', 200, null], 'not delivered');
   assert.is(first.error, `answered 200, but the rest of the answer did not arrive within ${TIMEOUT_MS / 1000} s`);
   assert.is(Date.parse(first.nextAttemptAt) - Date.parse(first.lastAttemptAt), 5_000, 'retried after 5 s');
-  const failing = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  const failing = await webhook(t, w, h.id);
   assert.equal([failing.lastSuccessAt, typeof failing.failingSince], [null, 'string'], 'the webhook is failing, not succeeding');
   clock.advance(5_000);
   const second = await until(t, 'the retry', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 2));
@@ -597,7 +600,7 @@ D('the test ping goes through the delivery path and says what happened', async (
   });
   assert.equal([failed.attempts, failed.responseStatus], [1, null]);
   assert.match(failed.error, /connection refused by 127\.0\.0\.1:9/);
-  const hook = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  const hook = await webhook(t, w, h.id);
   assert.is(hook.failingSince, null, 'pings do not count towards disabling');
   // the log is newest first, paged, and filtered by status
   const page1 = await t.call('GET', hooks(w, `/${h.id}/deliveries?limit=1`), { token: w.tokens.admin });
@@ -826,21 +829,41 @@ F.after(async (ctx) => {
   await ctx.t.close();
 });
 
-F('one failure after a quiet spell does not disable a webhook: a failure streak ends after a day without failed attempts', async ({ t, w }) => {
-  const clock = t.clock as ManualClock;
+/**
+ * A webhook for job changes whose receiver answers `status()`, in a ledger of its own, once one job
+ * change's delivery made its first attempt. `oldest` is that first delivery as it is now.
+ */
+async function hookAfterFirstAttempt(t: TestApp, w: World, name: string, status: () => number) {
   const rx = await receiver((_r, res) => {
-    res.statusCode = 502;
+    res.statusCode = status();
     res.end();
   });
-  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'quiet');
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, name);
   const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
   await jobChange(t, w, ledgerId);
-  await until(t, 'the first attempt', async () => (await deliveries(t, w, h.id))[0]?.attempts === 1);
-  const first = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body.failingSince;
+  const oldest = () => deliveries(t, w, h.id).then((all) => all[all.length - 1]);
+  await until(t, 'the first attempt', async () => (await oldest())?.attempts === 1);
+  return { rx, ledgerId, h, oldest };
+}
+
+/** Moves the clock through the retry schedule of `delivery` (the last wait `lateLast` longer) until it has failed for good. */
+async function failEveryRetry(t: TestApp, w: World, delivery: () => Promise<any>, lateLast = 0): Promise<void> {
+  for (const [i, delay] of RETRY_DELAYS_MS.entries()) {
+    (t.clock as ManualClock).advance(delay + (i === RETRY_DELAYS_MS.length - 1 ? lateLast : 0));
+    await freshTokens(t, w); // the old access tokens expired with the jump
+    await until(t, `attempt ${i + 2}`, async () => (await delivery())?.attempts === i + 2);
+  }
+  assert.is((await delivery()).status, 'failed');
+}
+
+F('one failure after a quiet spell does not disable a webhook: a failure streak ends after a day without failed attempts', async ({ t, w }) => {
+  const clock = t.clock as ManualClock;
+  const { rx, h } = await hookAfterFirstAttempt(t, w, 'quiet', () => 502);
+  const first = (await webhook(t, w, h.id)).failingSince;
   clock.advance(4 * 86_400_000); // nothing attempted for four days, then the retry fails again
   await freshTokens(t, w);
   await until(t, 'the second attempt', async () => (await deliveries(t, w, h.id))[0]?.attempts === 2);
-  const hook = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  const hook = await webhook(t, w, h.id);
   assert.is(hook.enabled, true);
   assert.is(hook.failingSince, new Date(clock.now()).toISOString(), 'a new streak');
   assert.ok(Date.parse(hook.failingSince) > Date.parse(first));
@@ -850,23 +873,9 @@ F('one failure after a quiet spell does not disable a webhook: a failure streak 
 
 F('sparse events to a receiver that is down: a delivery that failed for good keeps the streak going over the quiet spell, and the webhook is disabled', async ({ t, w }) => {
   const clock = t.clock as ManualClock;
-  const rx = await receiver((_r, res) => {
-    res.statusCode = 503;
-    res.end();
-  });
-  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'sparse');
-  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
-  await jobChange(t, w, ledgerId);
-  const first = () => deliveries(t, w, h.id).then((all) => all[all.length - 1]);
-  await until(t, 'the first attempt', async () => (await first())?.attempts === 1);
-  const since = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body.failingSince;
-  // every retry of the event fails: ~17 hours later its delivery has failed for good
-  for (const [i, delay] of RETRY_DELAYS_MS.entries()) {
-    clock.advance(delay);
-    await freshTokens(t, w);
-    await until(t, `attempt ${i + 2}`, async () => (await first())?.attempts === i + 2);
-  }
-  assert.is((await first()).status, 'failed');
+  const { rx, ledgerId, h, oldest: first } = await hookAfterFirstAttempt(t, w, 'sparse', () => 503);
+  const since = (await webhook(t, w, h.id)).failingSince;
+  await failEveryRetry(t, w, first); // every retry of the event fails: ~17 hours later its delivery has failed for good
   // four quiet days (longer than a streak's gap), then the next event fails too: its first attempt
   // keeps the streak going, and its retry 5 s later, failing as well, disables the webhook
   clock.advance(4 * 86_400_000);
@@ -874,11 +883,11 @@ F('sparse events to a receiver that is down: a delivery that failed for good kee
   await jobChange(t, w, ledgerId);
   const next = () => deliveries(t, w, h.id).then((all) => all[0]);
   await until(t, 'the next event\'s first attempt', async () => (await next())?.attempts === 1 && (await next()).id !== (await first()).id);
-  const chance = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  const chance = await webhook(t, w, h.id);
   assert.equal([chance.enabled, chance.failingSince], [true, since], 'one more chance after the pause, in the same streak');
   clock.advance(RETRY_DELAYS_MS[0]);
   const hook = await until(t, 'disabled', async () => {
-    const x = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+    const x = await webhook(t, w, h.id);
     return x.enabled === false && x;
   });
   assert.is(hook.failingSince, since, 'the streak began with the first failure');
@@ -889,22 +898,9 @@ F('sparse events to a receiver that is down: a delivery that failed for good kee
 
 F('a delivery whose last retry comes after a day without attempts (the server was down) starts a new streak: it failed for good only now', async ({ t, w }) => {
   const clock = t.clock as ManualClock;
-  const rx = await receiver((_r, res) => {
-    res.statusCode = 500;
-    res.end();
-  });
-  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'server down');
-  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
-  await jobChange(t, w, ledgerId);
-  const only = () => deliveries(t, w, h.id).then((all) => all[0]);
-  await until(t, 'the first attempt', async () => (await only())?.attempts === 1);
-  for (const [i, delay] of RETRY_DELAYS_MS.entries()) {
-    clock.advance(i === RETRY_DELAYS_MS.length - 1 ? delay + 2 * 86_400_000 : delay); // the last retry two days late
-    await freshTokens(t, w);
-    await until(t, `attempt ${i + 2}`, async () => (await only())?.attempts === i + 2);
-  }
-  assert.is((await only()).status, 'failed');
-  const hook = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  const { rx, h, oldest } = await hookAfterFirstAttempt(t, w, 'server down', () => 500);
+  await failEveryRetry(t, w, oldest, 2 * 86_400_000); // the last retry two days late
+  const hook = await webhook(t, w, h.id);
   assert.equal([hook.enabled, hook.failingSince], [true, new Date(clock.now()).toISOString()], 'a new streak, not one of 2.7 days');
   assert.ok(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }));
   await rx.close();
@@ -913,15 +909,8 @@ F('a delivery whose last retry comes after a day without attempts (the server wa
 F('failures for 3 days without a success: the webhook is disabled, says why, holds its deliveries until re-enabled', async ({ t, w }) => {
   const clock = t.clock as ManualClock;
   let healthy = false;
-  const rx = await receiver((_r, res) => {
-    res.statusCode = healthy ? 200 : 500;
-    res.end();
-  });
-  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'failing');
-  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'] });
-  await jobChange(t, w, ledgerId);
-  await until(t, 'the first attempt', async () => (await deliveries(t, w, h.id))[0]?.attempts === 1);
-  const failing = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+  const { rx, ledgerId, h } = await hookAfterFirstAttempt(t, w, 'failing', () => (healthy ? 200 : 500));
+  const failing = await webhook(t, w, h.id);
   assert.equal([failing.enabled, failing.failingSince === null], [true, false]);
 
   // the retries keep failing, never a day apart: after 20, 40, 60 and 80 hours the webhook is disabled
@@ -930,7 +919,7 @@ F('failures for 3 days without a success: the webhook is disabled, says why, hol
     clock.advance(20 * 3_600_000);
     await freshTokens(t, w); // the old access tokens expired with the jump
     await until(t, `attempt ${step + 1}`, async () => (await deliveries(t, w, h.id))[0]?.attempts === step + 1);
-    const x = (await t.call('GET', hooks(w, `/${h.id}`), { token: w.tokens.admin })).body;
+    const x = await webhook(t, w, h.id);
     if (!x.enabled) off = x;
   }
   assert.ok(off, 'disabled');
