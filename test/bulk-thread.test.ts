@@ -19,7 +19,7 @@ import { openDb, storageError } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { paths } from '../src/paths.ts';
 import { LockTimeoutError, WriteLock } from '../src/storage/write-lock.ts';
-import { createLedger, csvForm, expectStatus, LEDGER, ledgerPath, seedWorld, startApp, tempDir, until, uploadCsv, waitForImport, type TestApp, type World } from './helpers.ts';
+import { contactsCsv, createLedger, csvForm, expectStatus, holdBulkJobs, LEDGER, ledgerPath, seedWorld, startApp, tempDir, until, uploadCsv, waitForImport, type TestApp, type World } from './helpers.ts';
 
 const L = suite('the write lock');
 
@@ -101,7 +101,7 @@ T('imports write through the thread; main-thread writes meanwhile all succeed; t
     const w = await seedWorld(t);
     const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'threaded');
     const rows = 30_000;
-    const csv = `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co ${i % 13},r${i}`).join('\n')}\n`;
+    const csv = contactsCsv(rows);
     const mainWrites = mainConnectionWrites(t);
     const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
     expectStatus(up, 202);
@@ -185,7 +185,7 @@ T('a scheduled backup taken while an import writes completes without starting ov
       });
     }
     const rows = 30_000;
-    const csv = `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co ${i % 13},r${i}`).join('\n')}\n`;
+    const csv = contactsCsv(rows);
     const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
     expectStatus(up, 202);
     const status = () => t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor }).then((r) => r.body);
@@ -216,20 +216,20 @@ T('a scheduled backup taken while an import writes completes without starting ov
 
 T('an import waiting out a pause longer than its lease keeps the lease: the scheduler does not take it for abandoned and run it twice', async () => {
   const t = await startApp();
-  let endPause = () => {};
+  let hold: ReturnType<typeof holdBulkJobs> | undefined;
   try {
     const clock = t.clock as ManualClock;
     const w = await seedWorld(t);
     const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'long pause');
     const rows = 20_000;
-    const csv = `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co,r${i}`).join('\n')}\n`;
+    const csv = contactsCsv(rows);
     const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
     expectStatus(up, 202);
     const status = () => t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor }).then((r) => r.body);
     await until('the import writing', status, (s) => s.processed > 0);
     const job = t.rt.db.raw.prepare<[string], { lease_token: number; lease_until: number }>('SELECT lease_token, lease_until FROM jobs WHERE id = ?');
     const token = job.get(up.body.id)!.lease_token;
-    const paused = t.rt.bulkThread.pausedWhile(() => new Promise<void>((resolve) => (endPause = resolve)));
+    hold = holdBulkJobs(t);
     // a backup of 44 s by the clock, in steps: each time the lease is renewed before it runs out
     for (let step = 0; step < 4; step++) {
       clock.advance(LEASE_MS / 3 + 1000);
@@ -240,13 +240,12 @@ T('an import waiting out a pause longer than its lease keeps the lease: the sche
     assert.is(during.status, 'processing', 'still the same run, not pending');
     assert.ok(during.processed < rows, 'the import was waiting');
     assert.is(job.get(up.body.id)!.lease_token, token, 'not claimed again');
-    endPause();
-    await paused;
+    await hold.release();
     const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
     assert.equal([done.status, done.imported, done.duplicates], ['completed', rows, 0]);
     assert.is(job.get(up.body.id)!.lease_token, token, 'one run from start to end');
   } finally {
-    endPause(); // the thread finishes its chunk, and the app can close, also when an assertion failed
+    await hold?.release();
     await t.close();
   }
 });

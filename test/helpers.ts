@@ -264,6 +264,25 @@ export async function clientToken(t: TestApp, clientId: string, clientSecret: st
 // ── ledger helpers ────────────────────────────────────────────────────────
 
 /** A multipart body with a CSV file in the field "file" (and an optional mapping). */
+/** A CSV of `rows` contacts `P <i>` with distinct referenceIds `r<i>`, for imports whose rows do not matter. */
+export const contactsCsv = (rows: number): string => `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co ${i % 13},r${i}`).join('\n')}\n`;
+
+/**
+ * Holds imports and feeds between their chunks (as a backup does) until `release()`: a run in
+ * flight, or started meanwhile, commits its chunk and waits. Release in `finally` too (it may be
+ * called twice): the app closes only once the bulk thread is on its way again.
+ */
+export function holdBulkJobs(t: TestApp): { release: () => Promise<void> } {
+  let end = () => {};
+  const held = t.rt.bulkThread.pausedWhile(() => new Promise<void>((resolve) => (end = resolve)));
+  return {
+    async release() {
+      end();
+      await held;
+    },
+  };
+}
+
 export function csvForm(csv: string | Buffer, opts: { fileName?: string; mapping?: unknown; type?: string } = {}): FormData {
   const form = new FormData();
   form.append('file', new Blob([csv], { type: opts.type ?? 'text/csv' }), opts.fileName ?? 'contacts.csv');

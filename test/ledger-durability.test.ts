@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { newId } from '../src/ids.ts';
 import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
-import { addContacts, csvForm, expectStatus, ID, LEDGER, ledgerPath, signInRoot, startApp, until, waitForImport } from './helpers.ts';
+import { addContacts, contactsCsv, csvForm, expectStatus, holdBulkJobs, ID, LEDGER, ledgerPath, signInRoot, startApp, until, waitForImport } from './helpers.ts';
 
 const D = suite('disk full');
 
@@ -20,7 +20,7 @@ D('an import on a full disk waits, writes get 507, reads work, and the job resum
     const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Full' } })).body.id;
     const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'full' } })).body.id;
     const rows = 20_000;
-    const csv = `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co ${i % 7},r${i}`).join('\n')}\n`;
+    const csv = contactsCsv(rows);
     const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(csv) });
     expectStatus(up, 202);
     const db = t.rt.db.raw;
@@ -140,7 +140,7 @@ D('a file that cannot be read past a row (changed on disk after its scan) keeps 
 
 D('a ledger deleted while its import runs: the job fails saying how far it got, its counts as they were, no webhook', async () => {
   const t = await startApp();
-  let resume = () => {};
+  let hold: ReturnType<typeof holdBulkJobs> | undefined;
   try {
     const token = (await signInRoot(t)).accessToken;
     const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Gone' } })).body.id;
@@ -149,16 +149,15 @@ D('a ledger deleted while its import runs: the job fails saying how far it got, 
     expectStatus(hook, 201, 'webhook');
     const rows = 20_000;
     // the import waits between its chunks (as during a backup) until the ledger is deleted: it stores a first chunk, no more
-    const paused = t.rt.bulkThread.pausedWhile(() => new Promise<void>((r) => (resume = r)));
-    const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(`name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co,r${i}`).join('\n')}\n`) });
+    hold = holdBulkJobs(t);
+    const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(contactsCsv(rows)) });
     expectStatus(up, 202);
     const raw = t.rt.db.raw;
     const progress = raw.prepare<[string], { imported: number; submitted: number; message: string | null }>('SELECT imported, submitted, message FROM import_jobs WHERE id = ?');
     await until('the first rows stored', () => progress.get(up.body.id)!.imported > 0, Boolean, 20_000);
     // deleted as DELETE …/ledgers/:id does it (hidden at once); its purge job is left out, so the import's record stays to be read
     raw.prepare('UPDATE ledgers SET deleted_at = ? WHERE id = ?').run(t.clock.now(), ledgerId);
-    resume();
-    await paused;
+    await hold.release();
     const status = raw.prepare<[string], string>('SELECT status FROM jobs WHERE id = ?').pluck();
     await until('the import ended', () => status.get(up.body.id), (s) => s === 'failed' || s === 'completed', 20_000);
     const imp = progress.get(up.body.id)!;
@@ -169,7 +168,7 @@ D('a ledger deleted while its import runs: the job fails saying how far it got, 
     // a deleted ledger's events are not sent (its organization's webhooks see only live ledgers)
     assert.is(raw.prepare("SELECT count(*) FROM webhook_deliveries WHERE type = 'import.completed'").pluck().get(), 0);
   } finally {
-    resume(); // also when an assertion failed: the app closes only once the thread is on its way
+    await hold?.release();
     await t.close();
   }
 });

@@ -9,7 +9,7 @@ import type { ManualClock } from '../src/clock.ts';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
-import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 const FEED = `${LEDGER}/feed`;
@@ -1097,11 +1097,11 @@ R('a shutdown while a resumed feed passes over its applied records hands the job
 
 R('a feed run whose job another worker took over is fenced off: its next chunk commits nothing (RELIABILITY.md D4)', async () => {
   const t = await startApp();
-  let resume = () => {};
+  let hold: ReturnType<typeof holdBulkJobs> | undefined;
   try {
     const root = (await signInRoot(t)).accessToken;
     // the run waits between its chunks (as during a backup) until the takeover: a first chunk, no more
-    const paused = t.rt.bulkThread.pausedWhile(() => new Promise<void>((r) => (resume = r)));
+    hold = holdBulkJobs(t);
     const body = `${Array.from({ length: 40_000 }, (_, i) => `{"name":"Fence ${i}","company":"C ${i % 50}"}`).join('\n')}\n`;
     const r = await t.call('POST', FEED, { token: root, raw: body, headers: { 'content-type': 'application/x-ndjson' } });
     expectStatus(r, 202);
@@ -1115,14 +1115,13 @@ R('a feed run whose job another worker took over is fenced off: its next chunk c
       return { ...applied(), people: people.get() as number };
     });
     assert.ok(atTakeover.cursor < 40_000, 'taken over while the run had records left');
-    resume();
-    await paused;
+    await hold.release();
     await until('the run fenced off', () => t.logs.some((l) => l.includes('lost the lease') && l.includes(r.body.id)), Boolean, 15_000);
     assert.equal(applied(), { cursor: atTakeover.cursor, received: atTakeover.received }, 'no chunk committed after the takeover');
     assert.is(people.get(), atTakeover.people, 'no person written after it');
     assert.is(raw.prepare('SELECT lease_owner FROM jobs WHERE id = ?').pluck().get(r.body.id), 'another worker', 'the job stays the other worker\'s');
   } finally {
-    resume();
+    await hold?.release();
     await t.close();
   }
 });
