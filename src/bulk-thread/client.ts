@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { startCsvReaderFor } from '../csv/csv-worker-client.ts';
 import { sharedTime, type Clock } from '../clock.ts';
-import { LEASE_MS, LeaseLostError, type Lease } from '../jobs/queue.ts';
+import { LeaseLostError, RENEW_LEASE_AFTER_MS, type Lease } from '../jobs/queue.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
 import type { ChunkCounts } from '../ledger/import-runner.ts';
 import type { FeedProgress } from '../tracking/feeds-repo.ts';
@@ -30,10 +30,8 @@ export interface BulkThreadOptions {
 
 export type BulkThread = ReturnType<typeof createBulkThread>;
 
-/** How often a pause looks whether the leases of the runs waiting in it are due for renewal (real time)… */
+/** How often a pause looks whether the leases of the runs waiting in it are due for renewal (real time; due by the clock: RENEW_LEASE_AFTER_MS). */
 const PAUSE_POLL_MS = 250;
-/** …which they are this long (by the clock) after the last renewal. */
-const RENEW_LEASES_AFTER_MS = LEASE_MS / 3;
 
 /** An error sent by the thread, as an Error again: the log shows its kind, the scheduler tells a lost lease or a full disk. */
 function rebuild(e: SentError & { leaseLost?: boolean }): Error {
@@ -63,7 +61,7 @@ export function createBulkThread(o: BulkThreadOptions) {
 
   /**
    * While a pause lasts, the runs waiting in it renew their leases from here (a runner renews its
-   * lease in each chunk, and waits between chunks): a backup longer than LEASE_MS would otherwise
+   * lease in each chunk, and waits between chunks): a backup longer than the lease (LEASE_MS) would otherwise
    * let the scheduler take a job that is only waiting for abandoned and run it a second time. The
    * renewal is a write on the main connection, which an online backup from that connection takes
    * in its stride. Returns the stop.
@@ -71,7 +69,7 @@ export function createBulkThread(o: BulkThreadOptions) {
   function keepLeasesWhilePaused(): () => void {
     let renewedAt = o.clock.now();
     const timer = setInterval(() => {
-      if (o.clock.now() - renewedAt < RENEW_LEASES_AFTER_MS) return;
+      if (o.clock.now() - renewedAt < RENEW_LEASE_AFTER_MS) return;
       renewedAt = o.clock.now();
       for (const r of runs.values()) {
         try {

@@ -13,6 +13,8 @@ export class LeaseLostError extends Error {
 }
 
 export const LEASE_MS = 30_000;
+/** A run that waits rather than works (a skip, a pause) renews its lease once it is this old: two chances before it runs out. */
+export const RENEW_LEASE_AFTER_MS = LEASE_MS / 3;
 
 /** What a runner holds while it works on a job. Every method must run inside a transaction. */
 export interface Lease {

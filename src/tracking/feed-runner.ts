@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Clock } from '../clock.ts';
 import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
-import { LEASE_MS } from '../jobs/queue.ts';
+import { RENEW_LEASE_AFTER_MS } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import { isConstraintError, type Db } from '../storage/db.ts';
 import { settleFeedFile, type FeedLog } from './feed-files.ts';
@@ -16,8 +16,6 @@ export const FEED_JOB = 'feed';
 const FIRST_CHUNK = 200;
 /** While a resumed feed passes over its applied records: how often it looks at shutdown and its lease (~30 ms of reading). */
 const SKIP_CHECK_EVERY = 10_000;
-/** …and how old its lease may get before it is renewed. */
-const SKIP_RENEW_MS = LEASE_MS / 3;
 
 export interface FeedRunnerDeps {
   db: Db;
@@ -131,7 +129,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
                 await items.return(undefined);
                 return 'stopped';
               }
-              if (d.clock.now() - renewedAt >= SKIP_RENEW_MS) {
+              if (d.clock.now() - renewedAt >= RENEW_LEASE_AFTER_MS) {
                 await d.db.relieve(); // a write like a chunk's: not while a backup runs
                 d.db.tx(() => lease.renew());
                 renewedAt = d.clock.now();
