@@ -27,6 +27,26 @@ async function download(t: TestApp, token: string, path: string): Promise<{ res:
 
 const byRefOf = (rows: string[][]) => new Map(rows.slice(1).map((r) => [r[col('referenceId')]!, r]));
 
+/**
+ * The cells a spreadsheet whose list separator is `sep` makes of the text: cut at `sep` and line
+ * ends outside quotes (a quoted cell starts with its quote).
+ */
+function cellsSplitBy(text: string, sep: string): string[] {
+  const cells: string[] = [];
+  let quoted = false;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') quoted = !quoted;
+    else if (!quoted && (c === sep || c === '\r' || c === '\n')) {
+      cells.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  cells.push(text.slice(start));
+  return cells;
+}
+
 /** `yyyymmdd-hhmmss` (UTC) of a time. */
 const stamp = (ms: number) => {
   const d = new Date(ms);
@@ -61,6 +81,7 @@ D.before(async (ctx) => {
     { name: 'He said "hi"\r\nthen left', company: 'Plain, Inc', location: '@home', referenceId: 'quotes' },
     { name: 'Ada', company: '+Acme', email: 'ada@example.com', referenceId: '-5' },
     { name: 'Zoë Łukasz 😀', company: 'Ünïcode, GmbH', referenceId: 'unicode' }, // multi-byte UTF-8, quoted
+    { name: "Bob;=cmd|' /C calc'!A0;x", company: 'Tab\t=1+2\tCo', referenceId: 'separators' }, // a ; or tab list separator would split these
   ];
   const job = await addContacts(t, w.tokens.editor, w.orgId, ctx.formulas, contacts);
   assert.is(job.imported, contacts.length, JSON.stringify(job));
@@ -142,7 +163,7 @@ D('the filters and sorts of the list apply (every filter and sort: the download 
 
 D('formula injection: cells starting with = + - @ tab CR LF NUL come back prefixed with \'', async ({ t, w, formulas }) => {
   const { res, rows } = await download(t, w.tokens.viewer, downloadPath(w, formulas));
-  assert.is(rows.length, 1 + FORMULAS.length + 4);
+  assert.is(rows.length, 1 + FORMULAS.length + 5);
   assert.equal([byRefOf(rows).get('unicode')![col('name')], byRefOf(rows).get('unicode')![col('company')]], ['Zoë Łukasz 😀', 'Ünïcode, GmbH']);
   const byRef = new Map(rows.slice(1).map((r) => [r[col('referenceId')]!, r]));
   FORMULAS.forEach((value, i) => {
@@ -164,6 +185,12 @@ D('formula injection: cells starting with = + - @ tab CR LF NUL come back prefix
   // no cell of the raw text starts a record or a field with a formula character
   for (const record of rows) for (const cell of record) assert.not.match(cell, /^[=+\-@\t\r\n\0]/, JSON.stringify(cell));
   assert.not.ok(/(^|,)[=+@-]/m.test(res.text.replace(/"[^"]*"/g, '""')), 'no unquoted field starts with a formula character');
+  // every text cell is quoted, so a spreadsheet splitting at ; or tab (its locale's list separator) makes no formula cell either
+  assert.equal([byRef.get('separators')![col('name')], byRef.get('separators')![col('company')]], ["Bob;=cmd|' /C calc'!A0;x", 'Tab\t=1+2\tCo']);
+  for (const sep of [',', ';', '\t']) {
+    const formulaCells = cellsSplitBy(res.text, sep).filter((cell) => /^[=+\-@\0]/.test(cell));
+    assert.equal(formulaCells, [], `cells split at ${JSON.stringify(sep)}`);
+  }
 });
 
 D('escapeFormulas=false returns the cells verbatim', async ({ t, w, formulas }) => {
@@ -245,7 +272,7 @@ W('csvLines writes what csv-stringify writes (the library it replaced), plus the
   const oracle = (rows: unknown[][], escape: boolean) =>
     stringify(
       rows.map((r) => r.map((v) => (escape && typeof v === 'string' && /^[\n\0]/.test(v) ? `'${v}` : v))),
-      { escape_formulas: escape, record_delimiter: '\r\n', quote_record_delimiter: true, cast: { boolean: (b) => (b ? 'true' : 'false') } },
+      { escape_formulas: escape, quoted_string: true, quoted_empty: false, record_delimiter: '\r\n', quote_record_delimiter: true, cast: { boolean: (b) => (b ? 'true' : 'false') } },
     );
   for (let n = 0; n < 3000; n++) {
     const rows = Array.from({ length: 1 + Math.floor(rnd() * 3) }, () => Array.from({ length: 1 + Math.floor(rnd() * 5) }, value));

@@ -328,14 +328,14 @@ T('feeds in CSV, JSON array and gzip; bad records are counted with their line an
   assert.equal([c.status, c.received, c.invalid, c.personsUpdated], ['completed', 3, 2, 1]);
   const errors = await t.call('GET', `${FEED}/${c.id}/errors`, { token: w.root });
   assert.match(errors.text, /record,line,reason/);
-  assert.match(errors.text, /2,3,name is required/);
+  assert.match(errors.text, /2,3,"name is required/);
   assert.match(errors.text, /not an e-mail address/);
   const json = await feed(t, w.root, JSON.stringify([{ name: 'Gus', company: 'Tyrell' }, { name: 'Hal', company: 'Cyberdyne', nested: { a: [1, { b: '}' }] } }]), 'application/json');
   assert.equal([json.received, json.invalid, json.personsUpdated], [2, 0, 2]);
   const gz = await feed(t, w.root, gzipSync(`${JSON.stringify({ name: 'Ivy', company: 'Wayne' })}\nnot json\n${JSON.stringify({ name: 'Jon', company: 'Stark' })}\n`));
   assert.equal([gz.gzip, gz.received, gz.invalid, gz.personsUpdated], [true, 3, 1, 2]);
   const bad = await t.call('GET', `${FEED}/${gz.id}/errors`, { token: w.root });
-  assert.match(bad.text, /2,2,the line is not valid JSON/, bad.text);
+  assert.match(bad.text, /2,2,"the line is not valid JSON"/, bad.text);
 });
 
 T('a record naming two different known people is rejected with a reason; the rest of its chunk is applied', async ({ t, w, path }) => {
@@ -361,7 +361,7 @@ T('a record naming two different known people is rejected with a reason; the res
     ));
     assert.equal([guarded.status, guarded.received, guarded.invalid, guarded.personsUpdated], ['completed', 3, 1, 2]);
     const rejected = await t.call('GET', `${FEED}/${guarded.id}/errors`, { token: w.root });
-    assert.match(rejected.text, /2,2,the record conflicts with what is already known about another person/);
+    assert.match(rejected.text, /2,2,"the record conflicts with what is already known about another person/);
     assert.not.match(rejected.text, /poisoned|SQLITE/);
     // the feed ran on the bulk thread: its log line reached the server's log, with the cause
     assert.ok(t.logs.some((l) => /a feed record conflicts with stored data/.test(l) && /poisoned/.test(l) && l.includes(guarded.id)), 'the rejection is logged with its cause');
@@ -546,14 +546,14 @@ T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part 
   const long = JSON.stringify({ name: 'Long Line', company: 'C', notes: 'x'.repeat(1_200_000) });
   const nd = await feed(t, w.root, gzipSync(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(ndjson({ name: 'Bom One', company: 'BomCo' }) + long + '\r\n' + ndjson({ name: 'After Long', company: 'C' }))])));
   assert.equal([nd.status, nd.received, nd.invalid, nd.personsUpdated], ['completed', 3, 1, 2]);
-  assert.match((await t.call('GET', `${FEED}/${nd.id}/errors`, { token: w.root })).text, /2,2,the line is longer than 1048576 bytes/);
+  assert.match((await t.call('GET', `${FEED}/${nd.id}/errors`, { token: w.root })).text, /2,2,"the line is longer than 1048576 bytes/);
   const arr = await feed(t, w.root, `[{"name":"J1","company":"C"},\n null,\n "text", 42,\n {"name":"J2","company":"C","notes":"${'y'.repeat(1_100_000)}"},\n {"name":"J3","company":"C"}]`, 'application/json');
   assert.equal([arr.status, arr.received, arr.invalid, arr.personsUpdated], ['completed', 6, 4, 2]);
   const errors = (await t.call('GET', `${FEED}/${arr.id}/errors`, { token: w.root })).text;
-  assert.match(errors, /2,2,a record must be an object/);
-  assert.match(errors, /3,3,a record must be an object/);
-  assert.match(errors, /4,3,a record must be an object/);
-  assert.match(errors, /5,4,the element is longer than/);
+  assert.match(errors, /2,2,"a record must be an object/);
+  assert.match(errors, /3,3,"a record must be an object/);
+  assert.match(errors, /4,3,"a record must be an object/);
+  assert.match(errors, /5,4,"the element is longer than/);
 });
 
 T('a record that is not valid UTF-8 is rejected alone with its line, in every format; the good records are applied as sent', async ({ t, w }) => {
@@ -571,7 +571,7 @@ T('a record that is not valid UTF-8 is rejected alone with its line, in every fo
     const job = await feed(t, w.root, body);
     assert.equal([job.status, job.received, job.invalid], ['completed', 3, 1], what);
     const errors = await errorsOf(job.id);
-    assert.match(errors, /\n2,2,the line is not valid UTF-8 \(byte 50 of the line\)/, `${what}: ${errors}`);
+    assert.match(errors, /\n2,2,"the line is not valid UTF-8 \(byte 50 of the line\)"/, `${what}: ${errors}`);
   }
   assert.equal(people(['Utf Before', 'Utf Ünïcode 𝄞']), ['Utf Co', 'Utf Co']);
   assert.is((t.rt.db.raw.prepare("SELECT count(*) AS n FROM people WHERE name LIKE 'Bad%Name'").get() as { n: number }).n, 0, 'no person with U+FFFD in the name');
@@ -580,8 +580,8 @@ T('a record that is not valid UTF-8 is rejected alone with its line, in every fo
   const csv = await feed(t, w.root, bytes('name,company\nCsv Good,Utf Co\n"Csv', [0xc3], '\nBad",Utf Co\nCsv Two,Utf', [0xe2, 0x82], '\nCsv Last,Utf Co'), 'text/csv');
   assert.equal([csv.status, csv.received, csv.invalid, csv.personsUpdated], ['completed', 4, 2, 2]);
   const csvErrors = await errorsOf(csv.id);
-  assert.match(csvErrors, /\n2,3,the record is not valid UTF-8/);
-  assert.match(csvErrors, /\n3,5,the record is not valid UTF-8/);
+  assert.match(csvErrors, /\n2,3,"the record is not valid UTF-8/);
+  assert.match(csvErrors, /\n3,5,"the record is not valid UTF-8/);
   assert.equal(people(['Csv Good', 'Csv Last']), ['Utf Co', 'Utf Co']);
   const header = await feed(t, w.root, bytes('name,comp', [0xff], 'any\nA,B\n'), 'text/csv');
   assert.equal([header.status, header.personsUpdated], ['failed', 0]);
@@ -590,7 +590,7 @@ T('a record that is not valid UTF-8 is rejected alone with its line, in every fo
   // JSON array: the element alone
   const arr = await feed(t, w.root, bytes('[{"name":"Arr Good","company":"Utf Co"},\n {"name":"Arr', [0xed, 0xa0, 0x80], '","company":"Utf Co"},\n {"name":"Arr Last","company":"Utf Co"}]'), 'application/json');
   assert.equal([arr.status, arr.received, arr.invalid, arr.personsUpdated], ['completed', 3, 1, 2]);
-  assert.match(await errorsOf(arr.id), /\n2,2,the element is not valid UTF-8 \(byte 13 of the element\)/);
+  assert.match(await errorsOf(arr.id), /\n2,2,"the element is not valid UTF-8 \(byte 13 of the element\)/);
 });
 
 T('a personId number beyond 2^53−1 is rejected (it would be rounded onto another id); a smaller one or a string is kept', async ({ t, w }) => {
@@ -611,7 +611,7 @@ T('feed CSV: a record over 1 MiB is rejected alone and the lines after it keep t
   const job = await feed(t, w.root, gzipSync(`name,company\nBefore Cut,C\n${long}After Cut,C\nbad\n`), 'text/csv');
   assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 4, 2, 2]);
   const errors = (await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root })).text;
-  assert.match(errors, /2,3,the record is longer than 1048576 bytes/);
+  assert.match(errors, /2,3,"the record is longer than 1048576 bytes/);
   assert.match(errors, /4,7,"the row has 1 columns/);
   const header = await feed(t, w.root, `name,${'y'.repeat(1_100_000)}\nA,B\n`, 'text/csv');
   assert.equal([header.status, header.personsUpdated], ['failed', 0]);

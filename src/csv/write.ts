@@ -1,7 +1,9 @@
 /**
- * CSV output (downloads, rejected rows): RFC 4180 with CRLF line ends. A cell is quoted when it
- * holds a quote, a comma, a CR or an LF (a lone CR or LF would split the record for other readers),
- * and quotes inside are doubled.
+ * CSV output (downloads, rejected rows): RFC 4180 with CRLF line ends. Every non-empty text cell is
+ * quoted, quotes inside doubled (RELIABILITY.md I4): a spreadsheet whose list separator is `;` or
+ * a tab splits an unquoted `Bob;=cmd|…` into cells, the second of them a formula. Other values
+ * (numbers, booleans, dates, JSON) are quoted when they hold a quote, a comma, a CR or an LF (a lone
+ * CR or LF would split the record for other readers).
  *
  * Spreadsheet formula injection (RELIABILITY.md I4): with `escapeFormulas`, a text cell starting
  * with = + - @ tab CR LF NUL (or the full-width = + - @ that spreadsheets also read as operators)
@@ -10,8 +12,8 @@
  * Values: strings as they are, null and undefined empty, numbers and bigints in JavaScript's
  * notation, booleans as true/false, dates as epoch milliseconds, other objects as JSON.
  *
- * This is the output of csv-stringify with { escape_formulas, record_delimiter: '\r\n',
- * quote_record_delimiter: true, cast.boolean: true/false } plus the LF/NUL prefix — the library
+ * This is the output of csv-stringify with { escape_formulas, quoted_string, quoted_empty: false,
+ * record_delimiter: '\r\n', quote_record_delimiter: true, cast.boolean: true/false } plus the LF/NUL prefix — the library
  * this module used before; test/ledger-download.test.ts checks the two agree on random input.
  * Written out because a 1,000,000-row download spent more time in the library's per-cell
  * option handling than in SQLite (docs/benchmarks.md).
@@ -54,8 +56,9 @@ export function csvCell(v: unknown, escapeFormulas: boolean): string {
   let s: string;
   switch (typeof v) {
     case 'string':
-      s = v;
-      break;
+      if (v === '') return '';
+      s = escapeFormulas && formulaStart(v.charCodeAt(0)) ? `'${v}` : v;
+      return `"${s.includes('"') ? s.replace(QUOTES, '""') : s}"`;
     case 'number':
     case 'bigint':
       return String(v);
@@ -66,12 +69,10 @@ export function csvCell(v: unknown, escapeFormulas: boolean): string {
     default:
       if (v === null) return '';
       s = v instanceof Date ? String(v.getTime()) : JSON.stringify(v);
-      if (s === undefined) return '';
+      if (s === undefined || s === '') return '';
   }
-  if (s === '') return '';
-  const quote = NEEDS_QUOTES.test(s);
   if (escapeFormulas && formulaStart(s.charCodeAt(0))) s = `'${s}`;
-  return quote ? `"${s.replace(QUOTES, '""')}"` : s;
+  return NEEDS_QUOTES.test(s) ? `"${s.replace(QUOTES, '""')}"` : s;
 }
 
 /** Records as CSV text, each ending with CRLF. */
@@ -85,4 +86,10 @@ export function csvLines(rows: unknown[][], escapeFormulas: boolean): string {
     out += '\r\n';
   }
   return out;
+}
+
+/** A header of our own fixed column names (plain identifiers: nothing to quote or escape). */
+export function csvHeader(names: readonly string[]): string {
+  for (const n of names) if (!/^[A-Za-z][A-Za-z0-9]*$/.test(n)) throw new Error(`not a plain column name: ${JSON.stringify(n)}`);
+  return `${names.join(',')}\r\n`;
 }

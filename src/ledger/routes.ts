@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
-import { csvCell, csvLines } from '../csv/write.ts';
+import { csvCell, csvHeader, csvLines } from '../csv/write.ts';
 import { isoZ, isoZOrNull } from '../clock.ts';
 import { badRequest, invalid } from '../errors.ts';
 import { exactIntegerText } from '../exact-json.ts';
@@ -87,14 +87,14 @@ const sourceColumns = (columns: string[]) => (isRejectedRowsCsv(columns) ? colum
 function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>, escape: boolean): Generator<string> {
   const csv = imp.format;
   if (imp.source === 'csv' && !csv) {
-    yield csvLines([['reason', 'line']], escape); // a file that could not be read: no row was taken
+    yield csvHeader(['reason', 'line']); // a file that could not be read: no row was taken
     return;
   }
   const kept = csv ? sourceColumns(csv.columns) : 0;
   // API batches: `raw` is the submitted value as JSON, so what the contact fields cannot show
-  // (unknown fields, wrong types, a row that is not an object) is not lost
-  const header = csv ? [...csv.columns.slice(0, kept), 'reason', 'line'] : ['row', ...CONTACT_FIELDS, 'reason', 'raw'];
-  yield csvLines([header], escape);
+  // (unknown fields, wrong types, a row that is not an object) is not lost. The uploaded file's
+  // own column names are its text (quoted and escaped); ours are plain names.
+  yield csv ? csvLines([[...csv.columns.slice(0, kept), 'reason', 'line']], escape) : csvHeader(['row', ...CONTACT_FIELDS, 'reason', 'raw']);
   for (const page of pages) {
     const rows = page.map((r) => {
       if (csv) {
@@ -204,7 +204,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     attachment(ctx, `ledger-${ledger.id}-${fileStamp(opts.now())}.csv`);
     ctx.body = Readable.from(
       (function* () {
-        yield csvLines([[...DOWNLOAD_HEADER]], false);
+        yield csvHeader(DOWNLOAD_HEADER);
         for (const page of pages) yield downloadLines(page, escape);
       })(),
       { objectMode: false },

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { z } from 'zod';
 import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
-import { csvLines } from '../csv/write.ts';
+import { csvHeader, csvLines } from '../csv/write.ts';
 import { unsupportedMediaType } from '../errors.ts';
 import { cursorParam, limitParam, pageOf, pageQuery } from '../http/common-schemas.ts';
 import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
@@ -102,7 +102,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
     const pages = svc.feeds.rejections(feed.id);
     ctx.body = Readable.from(
       (function* () {
-        yield csvLines([['record', 'line', 'reason']], true);
+        yield csvHeader(['record', 'line', 'reason']);
         for (const page of pages) yield csvLines(page.map((p) => [p.recordNo, p.line, p.reason]), true);
       })(),
       { objectMode: false },
