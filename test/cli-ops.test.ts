@@ -387,6 +387,44 @@ C('import from the command line: the same job as the API, plain progress lines o
   await stop(s2);
 });
 
+C('import and feed from the command line leave webhook deliveries to the server, which makes them with its own configuration', async () => {
+  const received: string[] = [];
+  const receiver = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d));
+    req.on('end', () => {
+      received.push(JSON.parse(body).type);
+      res.end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  try {
+    const { env, s, call, orgId, ledgerId } = await serverWithLedger();
+    const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+    const hook = await call('POST', `${LEDGER}/orgs/${orgId}/webhooks`, { body: { url, events: ['import.completed', 'contact.job_changed'] } });
+    assert.is(hook.status, 201, hook.text);
+    await stop(s);
+    const dir = tempDir();
+    writeFileSync(join(dir, 'one.csv'), 'name,company,linkedin\nAnn Lee,Acme,https://www.linkedin.com/in/ann-lee\n');
+    writeFileSync(join(dir, 'moves.jsonl'), '{"linkedin":"https://www.linkedin.com/in/ann-lee","name":"Ann Lee","company":"Globex"}\n');
+    // not spawnSync: the receiver in this process must be able to answer, were the commands to call it
+    const imported = await runAsync(['import', orgId, ledgerId, join(dir, 'one.csv')], env);
+    assert.is(imported.status, 0, imported.stderr);
+    const fed = await runAsync(['feed', join(dir, 'moves.jsonl')], env);
+    assert.is(fed.status, 0, fed.stderr);
+    assert.match(fed.stdout, / 1 job changes/);
+    assert.equal(received, [], 'the commands delivered nothing');
+    const s2 = await start(env);
+    for (const deadline = Date.now() + 20_000; received.length < 2 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(received.sort(), ['contact.job_changed', 'import.completed'], 'the server delivered both events');
+    const deliveries = (await (await client(s2))('GET', `${LEDGER}/orgs/${orgId}/webhooks/${hook.body.id}/deliveries`)).body.deliveries;
+    assert.equal(deliveries.map((d: { attempts: number }) => d.attempts), [1, 1], 'each delivered at its first attempt');
+    await stop(s2);
+  } finally {
+    receiver.close();
+  }
+});
+
 C('SIGTERM with a download in flight: new connections refused, the download completes, exit 0 (D6)', async () => {
   const { data, env, s, call, orgId, ledgerId, base } = await serverWithLedger();
   const importId = (await call('POST', `${base}/imports`, { raw: csvForm(csv(30_000)) })).body.id;

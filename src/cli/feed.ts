@@ -4,7 +4,7 @@ import { loadConfig } from '../config.ts';
 import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
-import { feedsDir, formatOfName, inboxDir } from '../tracking/feed-files.ts';
+import { feedsDir, formatOfName, INBOX_TASK, inboxDir } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { commandLogger } from './common.ts';
 import { progress } from './progress.ts';
@@ -72,7 +72,7 @@ export const feedCommand: Command = {
           if (!own && !isAlive(holder)) {
             try {
               own = await openRuntime(config, { log: commandLogger(io, config) });
-              own.scheduler.start();
+              own.scheduler.start({ tasks: [INBOX_TASK] });
               io.err(`the process that held the data folder (pid ${holder}) has ended: ingesting ${name} here`);
             } catch (again) {
               if (!(again instanceof DataDirLockedError)) throw again;
@@ -93,7 +93,7 @@ export const feedCommand: Command = {
       const stored = join(feedsDir(config.dataDir), `${id}.${format}`);
       copyFileSync(file, stored);
       rt.tracking.feeds.createFeed('cli', stored, basename(file), format, null, id);
-      rt.scheduler.start();
+      rt.scheduler.start({ tasks: [] });
       for (;;) {
         const f = rt.tracking.feeds.get(id);
         bar.update(f.received, undefined, `records, ${f.invalid} invalid, ${f.jobChanges} job changes, ${f.infoChanges} info changes`);

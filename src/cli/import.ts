@@ -35,7 +35,7 @@ export const importCommand: Command = {
       copyFileSync(file, copy);
       const { job } = await rt.ledger.imports.createCsvImport(cliCaller(), orgId, ledgerId, { path: copy, fileName: basename(file) }, args.flags.mapping as string | undefined);
       if (job.status !== 'failed') io.err(`${job.id}: importing ${job.submitted} rows of ${basename(file)} into ${ledgerId}`); // failed: a file that cannot be read
-      rt.scheduler.start();
+      rt.scheduler.start({ tasks: [] }); // jobs only: webhook deliveries and the rest wait for the server
       const bar = progress(io, job.id);
       let stopped = false;
       void stop.signal.then(() => (stopped = true));

@@ -179,9 +179,19 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
   }
 
   return {
-    /** Recovery sweep at once (not at the first tick), then the cron poll. */
-    start(): void {
+    /**
+     * Recovery sweep at once (not at the first tick), then the cron poll. `tasks` names the periodic
+     * and start-up tasks to run (default: all of them): a command-line `import` or `feed` runs jobs
+     * and nothing else — webhook deliveries, backups, retention and change sets are the server's,
+     * made with its configuration (a command run without the server's WEBHOOK_ALLOW_* would have
+     * used up deliveries' attempts).
+     */
+    start(opts: { tasks?: readonly string[] } = {}): void {
       if (started) return;
+      const wanted = (name: string) => !opts.tasks || opts.tasks.includes(name);
+      for (const name of opts.tasks ?? []) {
+        if (!periodic.some((p) => p.name === name) && !startHooks.some((h) => h.name === name)) throw new Error(`no task named "${name}"`);
+      }
       started = true;
       // node-cron's own messages go to our log; a missed tick is harmless (kick() covers new work).
       const cronLog = d.log.child({ component: 'node-cron' });
@@ -195,10 +205,11 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       if (recovered) d.log.info({ recovered }, 'jobs of a previous process are claimable again');
       task = cron.schedule('* * * * * *', tick, { name: 'job-poll', noOverlap: true });
       for (const p of periodic) {
+        if (!wanted(p.name)) continue;
         p.task = cron.schedule(p.expression, () => runBackground(p.name, p.fn), { name: p.name, noOverlap: true, timezone: 'Etc/UTC' });
       }
       kick();
-      for (const h of startHooks) setImmediate(() => runBackground(h.name, h.fn));
+      for (const h of startHooks) if (wanted(h.name)) setImmediate(() => runBackground(h.name, h.fn));
     },
     kick,
     /** Runs once when the scheduler starts (catch-up work); shares `name` with a periodic task to never overlap it. */

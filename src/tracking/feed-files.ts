@@ -7,6 +7,8 @@ import type { FeedJob } from './feeds-repo.ts';
 
 export const feedsDir = (dataDir: string) => join(dataDir, 'feeds');
 export const inboxDir = (dataDir: string) => join(dataDir, 'inbox');
+/** The scheduler's task that polls the inbox. */
+export const INBOX_TASK = 'inbox';
 
 /** The feed format a file name says (`.jsonl`, `.ndjson`, `.csv`, `.json`, each optionally `.gz`). */
 export function formatOfName(name: string): FeedFormat | undefined {

@@ -12,6 +12,7 @@ import { createChangeService } from './change-service.ts';
 import { createChangesRepo } from './changes-repo.ts';
 import { createDailySets } from './daily-sets.ts';
 import { createDailySetsRepo } from './daily-sets-repo.ts';
+import { INBOX_TASK } from './feed-files.ts';
 import { FEED_JOB } from './feed-runner.ts';
 import { createFeedService } from './feed-service.ts';
 import { createFeedsRepo } from './feeds-repo.ts';
@@ -60,7 +61,7 @@ export function createTrackingModule(d: {
     runners: { [FEED_JOB]: feeds.runner },
     /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start. */
     schedule(s: Scheduler): void {
-      s.every('*/2 * * * * *', 'inbox', () => feeds.scanInbox());
+      s.every('*/2 * * * * *', INBOX_TASK, () => feeds.scanInbox());
       s.every('10 0 * * *', 'daily-change-sets', (ctl) => dailySets.catchUp(ctl));
       s.onStart('daily-change-sets', (ctl) => dailySets.catchUp(ctl));
     },
