@@ -1,6 +1,7 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import cron from 'node-cron';
+import { MAX_STORED_REJECTIONS } from './jobs/rejections.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 
 /**
@@ -23,6 +24,8 @@ export interface Config {
   maxApiContacts: number;
   maxUploadBytes: number;
   maxJsonBytes: number;
+  /** Rejected rows or records a job keeps for its errors CSV (src/jobs/rejections.ts). */
+  maxStoredRejections: number;
   backupCron: string | undefined;
   backupKeep: number;
   logLevel: LogLevel;
@@ -131,6 +134,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'maxApiContacts', env: 'MAX_API_CONTACTS', flag: 'max-api-contacts', help: 'most contacts in one API call', parse: int(1, 100_000) },
   { key: 'maxUploadBytes', env: 'MAX_UPLOAD_BYTES', flag: 'max-upload-bytes', help: 'largest CSV upload', parse: int(1024, 64 * 1024 ** 3) },
   { key: 'maxJsonBytes', env: 'MAX_JSON_BYTES', flag: 'max-json-bytes', help: 'largest JSON request body', parse: int(1024, 256 * 1024 ** 2) },
+  { key: 'maxStoredRejections', env: 'MAX_STORED_REJECTIONS', flag: 'max-stored-rejections', help: 'rejected rows or records a job keeps for its errors CSV', parse: int(1, 1_000_000_000) },
   { key: 'backupCron', env: 'BACKUP_CRON', flag: 'backup-cron', help: 'schedule of automatic backups (cron)', parse: cronExpr },
   { key: 'backupKeep', env: 'BACKUP_KEEP', flag: 'backup-keep', help: 'automatic backups to keep', parse: int(1, 10_000) },
   { key: 'logLevel', env: 'LOG_LEVEL', flag: 'log-level', help: 'log level', parse: logLevel },
@@ -164,6 +168,7 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   maxApiContacts: 1000,
   maxUploadBytes: 512 * 1024 ** 2,
   maxJsonBytes: 4 * 1024 ** 2,
+  maxStoredRejections: MAX_STORED_REJECTIONS,
   backupCron: undefined,
   backupKeep: 7,
   logLevel: 'info',

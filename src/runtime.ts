@@ -84,6 +84,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       clock,
       dataDir: config.dataDir,
       baseUrl: config.baseUrl,
+      maxStoredRejections: config.maxStoredRejections,
       log,
       onImportChunk: (counts) => ledger?.countImportRows(counts),
       onFeedChunk: (progress) => tracking?.feeds.countChunk(progress),

@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { startCsvReaderFor } from '../csv/csv-worker-client.ts';
 import { sharedTime, type Clock } from '../clock.ts';
 import { LeaseLostError, RENEW_LEASE_AFTER_MS, type Lease } from '../jobs/queue.ts';
+import { MAX_STORED_REJECTIONS } from '../jobs/rejections.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
 import type { ChunkCounts } from '../ledger/import-runner.ts';
 import type { FeedProgress } from '../tracking/feeds-repo.ts';
@@ -17,6 +18,8 @@ export interface BulkThreadOptions {
   clock: Clock;
   dataDir: string;
   baseUrl: string;
+  /** Rejections a job keeps for its errors CSV (default MAX_STORED_REJECTIONS). */
+  maxStoredRejections?: number;
   log: Logger;
   /** An import chunk committed on the thread (the import-rows metric). */
   onImportChunk: (counts: ChunkCounts, importId: string) => void;
@@ -93,7 +96,7 @@ export function createBulkThread(o: BulkThreadOptions) {
   }
 
   function start(): Worker {
-    const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared, control, walLimitBytes: o.db.reliefAboveBytes ?? BULK_WAL_LIMIT_BYTES };
+    const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared, control, walLimitBytes: o.db.reliefAboveBytes ?? BULK_WAL_LIMIT_BYTES, maxStoredRejections: o.maxStoredRejections ?? MAX_STORED_REJECTIONS };
     const w = new Worker(o.workerFile ?? paths.bulkThread, { workerData: data });
     w.unref();
     if (maxPageCount !== undefined) send(w, { type: 'max-page-count', pages: maxPageCount });

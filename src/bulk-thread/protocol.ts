@@ -19,6 +19,8 @@ export interface ThreadData {
   control: Int32Array;
   /** The -wal size from which the thread asks for a checkpoint between chunks: the checkpointer's bulk limit. */
   walLimitBytes: number;
+  /** Rejections a job keeps (config maxStoredRejections). */
+  maxStoredRejections: number;
 }
 
 export type ToThread =

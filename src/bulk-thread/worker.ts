@@ -69,6 +69,7 @@ const importRunner = createImportRunner({
   startCsvWorker,
   listeners: [(imp) => outbox.importFinished(imp)],
   matcher: (contacts) => tracker.matchImported(contacts),
+  maxStoredRejections: data.maxStoredRejections,
 });
 /** Log lines go to the main thread's logger, an error as much of it as can be sent. */
 const logAt =
@@ -89,6 +90,7 @@ const feedRunner = createFeedRunner({
   feeds: repos.feeds,
   tracker,
   dataDir: data.dataDir,
+  maxStoredRejections: data.maxStoredRejections,
   onChunk: (progress) => post({ type: 'feed-chunk', progress }),
 });
 /** The runners of the jobs the scheduler hands to this thread, by job kind. */

@@ -6,6 +6,7 @@ import { CsvReadError, type CsvRow } from '../csv/read-rows.ts';
 import { newId } from '../ids.ts';
 import type { Lease } from '../jobs/queue.ts';
 import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
+import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Db } from '../storage/db.ts';
 import { validateContact, type ContactDraft } from './contact-input.ts';
@@ -43,6 +44,8 @@ export interface RunnerDeps {
   startCsvWorker?: StartCsvWorker;
   /** Import-time matching (SPEC §5), by change tracking (on the bulk thread). */
   matcher?: ImportMatcher;
+  /** Rejected rows kept for the errors CSV (default MAX_STORED_REJECTIONS). */
+  maxStoredRejections?: number;
 }
 
 /** Hears about an import that ended, inside the transaction that ends it. */
@@ -70,8 +73,8 @@ export function createImportRunner(d: RunnerDeps): Runner {
     if (done) for (const l of d.listeners) l(done);
   };
 
-  function storeChunk(lease: Lease, imp: ImportJob, rows: Row[], cursor: { bytes: number; lines: number }): void {
-    const counts = d.db.bulkTx((): ChunkCounts => {
+  function storeChunk(lease: Lease, imp: ImportJob, cap: RejectionCap, rows: Row[], cursor: { bytes: number; lines: number }): void {
+    const counts = cap.chunk(() => d.db.bulkTx((): ChunkCounts => {
       lease.checkpoint();
       if (!d.ledgers.isLive(imp.ledgerId)) throw new LedgerGone();
       const now = d.clock.now();
@@ -108,10 +111,10 @@ export function createImportRunner(d: RunnerDeps): Runner {
             holder?.importId === imp.id
               ? `referenceId "${c.referenceId}" appears earlier in this import`
               : `referenceId "${c.referenceId}" is already in the ledger (contact ${holder?.id ?? 'unknown'})`;
-          d.imports.insertRejection(imp.id, { rowNo: row.rowNo, line: row.line, reason, kind: 'duplicate', raw: row.raw } satisfies Rejection);
+          cap.reject(() => d.imports.insertRejection(imp.id, { rowNo: row.rowNo, line: row.line, reason, kind: 'duplicate', raw: row.raw } satisfies Rejection));
         } else {
           invalid++;
-          d.imports.insertRejection(imp.id, { rowNo: row.rowNo, line: row.line, reason: row.reason, kind: 'invalid', raw: row.raw });
+          cap.reject(() => d.imports.insertRejection(imp.id, { rowNo: row.rowNo, line: row.line, reason: row.reason, kind: 'invalid', raw: row.raw }));
         }
       }
       if (imported) d.ledgers.addContactCount(imp.ledgerId, imported);
@@ -130,11 +133,11 @@ export function createImportRunner(d: RunnerDeps): Runner {
       });
       imp.cursorRows += rows.length;
       return { imported, duplicates, invalid };
-    });
+    }));
     d.onChunk?.(counts, imp.id);
   }
 
-  async function runApi(lease: Lease, imp: ImportJob, stopping: () => boolean): Promise<'done' | 'stopped'> {
+  async function runApi(lease: Lease, imp: ImportJob, cap: RejectionCap, stopping: () => boolean): Promise<'done' | 'stopped'> {
     const payload = d.imports.findPayload(imp.id) ?? [];
     const sizer = new ChunkSizer();
     while (imp.cursorRows < payload.length) {
@@ -144,13 +147,13 @@ export function createImportRunner(d: RunnerDeps): Runner {
         const res = validateContact(raw);
         return res.ok ? { rowNo: from + i + 1, line: null, draft: res.draft, raw } : { rowNo: from + i + 1, line: null, reason: res.reason, raw };
       });
-      sizer.timed(rows.length, () => storeChunk(lease, imp, rows, { bytes: 0, lines: 0 }));
+      sizer.timed(rows.length, () => storeChunk(lease, imp, cap, rows, { bytes: 0, lines: 0 }));
       await betweenChunks(d.db);
     }
     return 'done';
   }
 
-  async function runCsv(lease: Lease, imp: ImportJob, stopping: () => boolean): Promise<'done' | 'stopped'> {
+  async function runCsv(lease: Lease, imp: ImportJob, cap: RejectionCap, stopping: () => boolean): Promise<'done' | 'stopped'> {
     const format = imp.format!;
     const from = imp.cursorBytes > 0 ? { bytes: imp.cursorBytes, lines: imp.cursorLines } : { bytes: format.dataStart, lines: format.headerLines };
     const batches = readUpload(imp.filePath!, format, from, CSV_BATCH_ROWS, undefined, d.startCsvWorker);
@@ -166,7 +169,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
         'draft' in r ? { rowNo: base + i + 1, line: r.line, draft: r.draft, raw: r.raw } : { rowNo: base + i + 1, line: r.line, reason: r.reason, raw: r.raw },
       );
       const last = part[part.length - 1]!;
-      sizer.timed(rows.length, () => storeChunk(lease, imp, rows, { bytes: last.endBytes, lines: last.endLine }));
+      sizer.timed(rows.length, () => storeChunk(lease, imp, cap, rows, { bytes: last.endBytes, lines: last.endLine }));
       at += part.length;
     };
     try {
@@ -241,9 +244,10 @@ export function createImportRunner(d: RunnerDeps): Runner {
         return 'done';
       }
       try {
-        const outcome = imp.source === 'api' ? await runApi(lease, imp, stopping) : await runCsv(lease, imp, stopping);
+        const cap = new RejectionCap(imp.duplicates + imp.invalid, d.maxStoredRejections);
+        const outcome = imp.source === 'api' ? await runApi(lease, imp, cap, stopping) : await runCsv(lease, imp, cap, stopping);
         if (outcome === 'stopped') return 'stopped';
-        finish(lease, imp, null, false);
+        finish(lease, imp, cap.note('rows'), false);
       } catch (err) {
         // Not `completed` (SPEC §4.4: every row imported or rejected), and the counts stay as they are.
         if (err instanceof LedgerGone) finish(lease, imp, `the ledger was deleted while the import ran; ${imp.cursorRows} of ${imp.submitted} rows had been processed`, true);

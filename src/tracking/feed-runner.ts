@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import type { Clock } from '../clock.ts';
 import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import { RENEW_LEASE_AFTER_MS } from '../jobs/queue.ts';
+import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import { isConstraintError, type Db } from '../storage/db.ts';
 import { settleFeedFile, type FeedLog } from './feed-files.ts';
@@ -26,6 +27,8 @@ export interface FeedRunnerDeps {
   dataDir: string;
   /** Told after each chunk committed (the feed metrics). */
   onChunk: (p: FeedProgress) => void;
+  /** Rejected records kept for the errors CSV (default MAX_STORED_REJECTIONS). */
+  maxStoredRejections?: number;
 }
 
 /**
@@ -39,9 +42,10 @@ export interface FeedRunnerDeps {
 export function createFeedRunner(d: FeedRunnerDeps): Runner {
   const settle = (feed: FeedJob, failure: string | null) => settleFeedFile(d.dataDir, d.log, feed, failure);
 
-  function finish(lease: { complete(): void; fail(m: string): void }, feed: FeedJob, failure: string | null): void {
+  /** `note`: the message of a feed that completed (null: none). */
+  function finish(lease: { complete(): void; fail(m: string): void }, feed: FeedJob, failure: string | null, note: string | null = null): void {
     d.db.tx(() => {
-      d.feeds.markFinished(feed.id, failure, d.clock.now());
+      d.feeds.markFinished(feed.id, failure ?? note, d.clock.now());
       if (failure) lease.fail(failure);
       else lease.complete();
     });
@@ -82,34 +86,36 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
           return 'the record conflicts with what is already known about another person; it was not applied';
         }
       };
+      const cap = new RejectionCap(feed.invalid, d.maxStoredRejections);
       const apply = (items: FeedItem[]) => {
-        const p = d.db.bulkTx(() => {
-          lease.checkpoint();
-          const counts = zeroCounts();
-          const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
-          for (const item of items) {
-            recordNo++;
-            if ('error' in item) {
+        const p = cap.chunk(() =>
+          d.db.bulkTx(() => {
+            lease.checkpoint();
+            const counts = zeroCounts();
+            const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
+            const reject = (no: number, line: number, reason: string) => {
               p.invalid++;
-              d.feeds.insertRejection(feed.id, recordNo, item.line, item.error);
-              continue;
+              cap.reject(() => d.feeds.insertRejection(feed.id, no, line, reason));
+            };
+            for (const item of items) {
+              recordNo++;
+              if ('error' in item) {
+                reject(recordNo, item.line, item.error);
+                continue;
+              }
+              const v = validateFeedRecord(item.value, d.clock.now());
+              if (!v.ok) {
+                reject(recordNo, item.line, v.reason);
+                continue;
+              }
+              const reason = applyOne(v.record, counts, recordNo);
+              if (reason) reject(recordNo, item.line, reason);
             }
-            const v = validateFeedRecord(item.value, d.clock.now());
-            if (!v.ok) {
-              p.invalid++;
-              d.feeds.insertRejection(feed.id, recordNo, item.line, v.reason);
-              continue;
-            }
-            const reason = applyOne(v.record, counts, recordNo);
-            if (reason) {
-              p.invalid++;
-              d.feeds.insertRejection(feed.id, recordNo, item.line, reason);
-            }
-          }
-          Object.assign(p, { stale: counts.stale, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
-          d.feeds.addProgress(feed.id, p);
-          return p;
-        });
+            Object.assign(p, { stale: counts.stale, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
+            d.feeds.addProgress(feed.id, p);
+            return p;
+          }),
+        );
         d.onChunk(p); // counted once committed
       };
       const items = readFeed(feed.filePath!, feed.format, feed.gzip);
@@ -154,10 +160,24 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
         finish(lease, feed, `${err.message}; ${applied ? `records 1–${applied} were applied, nothing after them` : 'nothing was applied'}`);
         return 'done';
       }
-      finish(lease, feed, null);
+      finish(lease, feed, nothingApplied(d.feeds, feed.id, d.clock.now()), cap.note('records'));
       return 'done';
     },
   };
+}
+
+/**
+ * Why a feed that was read to its end still failed: it held no record, or not one of its records
+ * could be applied (a wrong file, a CSV without the columns a record needs) — such a file goes to
+ * the inbox's failed/ and the command line ends with 1, instead of being reported done.
+ */
+function nothingApplied(feeds: FeedsRepo, id: string, now: number): string | null {
+  const f = feeds.findFeed(id, now)!;
+  if (f.received === 0) return 'the file holds no records';
+  if (f.invalid < f.received) return null;
+  const first = feeds.listRejections(id, 0, 1)[0];
+  const example = first ? ` (the first, line ${first.line ?? '?'}: ${first.reason})` : '';
+  return `not one of its ${f.received} records could be applied${example}; every reason is in GET /api/ledger/v1/feed/${id}/errors`;
 }
 
 /**
