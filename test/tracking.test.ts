@@ -3,7 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
@@ -866,6 +866,42 @@ I('inbox files are taken once they stopped changing, then moved to done/ or fail
   const list = await t.call('GET', FEED, { token: (await signInRoot(t)).accessToken });
   const good = list.body.feeds.find((f: any) => f.fileName === 'good.jsonl');
   assert.equal([good.source, good.status, good.received, good.personsUpdated], ['inbox', 'completed', 2, 2]);
+});
+
+I('an inbox file ending inside a line waits a minute (its writer may have paused mid-record); one of which no record could be applied goes to failed/', async ({ t }) => {
+  const inbox = join(t.dataDir, 'inbox');
+  const aged = (name: string, ageMs: number) => {
+    const when = new Date(Date.now() - ageMs);
+    utimesSync(join(inbox, name), when, when);
+  };
+  const put = (name: string, body: string, ageMs = 10_000) => {
+    writeFileSync(join(inbox, name), body);
+    aged(name, ageMs);
+  };
+  const feeds = t.rt.tracking.feeds;
+  put('paused.csv', 'name,company\nHan Paused,Hoo'); // cut inside its last record: "Hoo" of "Hooli"
+  put('wrong.csv', 'first,last\nAnn,Lee\nBo,Ng\n');
+  assert.is(feeds.scanInbox(), 0, 'first look');
+  assert.is(feeds.scanInbox(), 1, 'wrong.csv; paused.csv waits');
+  assert.is(await settled(t, 'wrong.csv'), 'failed');
+  const why = readFileSync(join(inbox, 'failed', 'wrong.csv.reason.txt'), 'utf8');
+  assert.match(why, /^not one of its 2 records could be applied \(the first, line 2: name and company are required \(a record must say who the person is and where they work\)\); every reason is in GET \/api\/ledger\/v1\/feed\/feed_\w+\/errors\n$/, why);
+  assert.ok(existsSync(join(inbox, 'paused.csv')), 'still waiting');
+  // the writer goes on: the record is whole, and the file is taken as usual
+  appendFileSync(join(inbox, 'paused.csv'), 'li\n');
+  aged('paused.csv', 10_000);
+  assert.is(feeds.scanInbox(), 0, 'it changed since the last look');
+  assert.is(feeds.scanInbox(), 1);
+  assert.is(await settled(t, 'paused.csv'), 'done');
+  assert.is(t.rt.db.raw.prepare("SELECT company FROM people WHERE name = 'Han Paused'").pluck().get(), 'Hooli', 'never "Hoo"');
+  // a finished file without a final line break is taken once it has not changed for a minute
+  put('no-final-break.jsonl', '{"name":"Nat Break","company":"Acme"}', 30_000);
+  feeds.scanInbox();
+  assert.is(feeds.scanInbox(), 0, 'half a minute old');
+  aged('no-final-break.jsonl', 61_000);
+  feeds.scanInbox();
+  assert.is(feeds.scanInbox(), 1, 'a minute old');
+  assert.is(await settled(t, 'no-final-break.jsonl'), 'done');
 });
 
 I('an inbox file is never stranded in processing/: a failed registration puts it back, and so does the next start', async ({ t }) => {

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync, readSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FeedFormat } from './feed-reader.ts';
 import type { FeedJob } from './feeds-repo.ts';
@@ -30,9 +30,32 @@ export function isGzip(path: string): boolean {
   }
 }
 
-/** `dir/name`, or `dir/<prefix>-name` when a file of that name is already there (never overwritten). */
+/** True when a plain-text file's last byte is not a line break (a gzip file or an empty one: false). */
+export function endsInsideALine(path: string): boolean {
+  if (isGzip(path)) return false;
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    if (size === 0) return false;
+    const b = Buffer.alloc(1);
+    readSync(fd, b, 0, 1, size - 1);
+    return b[0] !== 0x0a && b[0] !== 0x0d;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The reason beside a file in failed/, written before the file moves there (whoever sees the file
+ * finds its reason). Never through an existing name or link ('wx': the file must be new).
+ */
+export function writeReason(target: string, reason: string): void {
+  writeFileSync(`${target}.reason.txt`, `${reason}\n`, { flag: 'wx' });
+}
+
+/** `dir/name`, or `dir/<prefix>-name` when a file of that name (or its reason) is already there (never overwritten). */
 export function freeName(dir: string, name: string, prefix: string): string {
-  return existsSync(join(dir, name)) ? join(dir, `${prefix}-${name}`) : join(dir, name);
+  return existsSync(join(dir, name)) || existsSync(join(dir, `${name}.reason.txt`)) ? join(dir, `${prefix}-${name}`) : join(dir, name);
 }
 
 /** What feed code logs (the server's logger; on the bulk thread, messages to it). */
@@ -55,8 +78,8 @@ export function settleFeedFile(dataDir: string, log: FeedLog, feed: FeedJob, fai
     const dir = join(inboxDir(dataDir), failure ? 'failed' : 'done');
     mkdirSync(dir, { recursive: true });
     const target = freeName(dir, basename(feed.filePath).replace(/^feed_[0-9a-z]+-/, ''), feed.id);
+    if (failure) writeReason(target, failure);
     renameSync(feed.filePath, target);
-    if (failure) writeFileSync(`${target}.reason.txt`, `${failure}\n`);
   } catch (err) {
     log.error({ err, feed: feed.id }, 'could not move a finished feed file');
   }

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { decodeKeyset, toPage, type Page } from '../cursor.ts';
@@ -10,13 +10,20 @@ import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
-import { feedsDir, formatOfName, freeName, inboxDir, isGzip, settleFeedFile } from './feed-files.ts';
+import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, isGzip, settleFeedFile, writeReason } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
 import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from './feeds-repo.ts';
 
 /** An inbox file is taken once its size and time have not changed for this long. */
 export const INBOX_SETTLE_MS = 2000;
+/**
+ * … or for this long when its last line has no line break (CSV and NDJSON, not gzip): the writer
+ * may only have paused in the middle of a record, and a CSV cut after "Hoo" of "Hooli" reads as a
+ * record of its own (a false job change). A finished file without a final line break waits this
+ * long, then is taken as it is.
+ */
+export const INBOX_UNTERMINATED_SETTLE_MS = 60_000;
 
 export type FeedService = ReturnType<typeof createFeedService>;
 
@@ -109,13 +116,14 @@ export function createFeedService(d: {
       const before = seen.get(name);
       seen.set(name, { size: st.size, mtimeMs: st.mtimeMs });
       if (!before || before.size !== st.size || before.mtimeMs !== st.mtimeMs || now - st.mtimeMs < INBOX_SETTLE_MS) continue;
-      seen.delete(name);
       const format = formatOfName(name);
+      if (format && format !== 'json' && now - st.mtimeMs < INBOX_UNTERMINATED_SETTLE_MS && endsInsideALine(path)) continue;
+      seen.delete(name);
       if (!format) {
         mkdirSync(join(inbox, 'failed'), { recursive: true });
         const target = freeName(join(inbox, 'failed'), name, newId('feed'));
+        writeReason(target, 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz');
         renameSync(path, target);
-        writeFileSync(`${target}.reason.txt`, 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz\n');
         continue;
       }
       const id = newId('feed');
