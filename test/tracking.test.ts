@@ -3,7 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
@@ -902,6 +902,38 @@ I('an inbox file ending inside a line waits a minute (its writer may have paused
   feeds.scanInbox();
   assert.is(feeds.scanInbox(), 1, 'a minute old');
   assert.is(await settled(t, 'no-final-break.jsonl'), 'done');
+});
+
+I('the inbox\'s own folders are real folders: a link planted in their place is refused, nothing moves through it', async ({ t }) => {
+  const inbox = join(t.dataDir, 'inbox');
+  for (const name of ['processing', 'done', 'failed']) assert.ok(existsSync(join(inbox, name)), `${name}/ made at start`);
+  const elsewhere = tempDir();
+  const feeds = t.rt.tracking.feeds;
+  renameSync(join(inbox, 'failed'), join(inbox, 'failed-kept'));
+  symlinkSync(elsewhere, join(inbox, 'failed'));
+  try {
+    const old = new Date(Date.now() - 10_000);
+    writeFileSync(join(inbox, 'planted.txt'), 'not a feed');
+    utimesSync(join(inbox, 'planted.txt'), old, old);
+    feeds.scanInbox();
+    assert.throws(() => feeds.scanInbox(), /inbox\/failed is not a folder \(a link\?\)/);
+    assert.equal(readdirSync(elsewhere), [], 'nothing moved or written through the link');
+    assert.ok(existsSync(join(inbox, 'planted.txt')), 'the file stays in the inbox');
+  } finally {
+    rmSync(join(inbox, 'failed'));
+    renameSync(join(inbox, 'failed-kept'), join(inbox, 'failed'));
+    rmSync(join(inbox, 'planted.txt'), { force: true });
+  }
+  renameSync(join(inbox, 'processing'), join(inbox, 'processing-kept'));
+  symlinkSync(t.dataDir, join(inbox, 'processing'));
+  try {
+    const before = readdirSync(t.dataDir).sort();
+    assert.is(feeds.recoverInbox(), 0, 'the data folder\'s files are not taken for files left in processing/');
+    assert.equal(readdirSync(t.dataDir).sort(), before);
+  } finally {
+    rmSync(join(inbox, 'processing'));
+    renameSync(join(inbox, 'processing-kept'), join(inbox, 'processing'));
+  }
 });
 
 I('an inbox file is never stranded in processing/: a failed registration puts it back, and so does the next start', async ({ t }) => {

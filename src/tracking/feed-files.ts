@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FeedFormat } from './feed-reader.ts';
 import type { FeedJob } from './feeds-repo.ts';
@@ -7,6 +7,18 @@ import type { FeedJob } from './feeds-repo.ts';
 
 export const feedsDir = (dataDir: string) => join(dataDir, 'feeds');
 export const inboxDir = (dataDir: string) => join(dataDir, 'inbox');
+/**
+ * One of the inbox's own folders, made when missing (owner only). Anything but a real folder is
+ * refused: where others may drop files into the inbox, a link planted as `failed` or `processing`
+ * would send the server's moves and reason files elsewhere in the data folder.
+ */
+export function inboxFolder(dataDir: string, name: 'processing' | 'done' | 'failed'): string {
+  const dir = join(inboxDir(dataDir), name);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (!lstatSync(dir).isDirectory()) throw new Error(`${dir} is not a folder (a link?): remove it, the server makes its own`);
+  return dir;
+}
+
 /** The scheduler's task that polls the inbox. */
 export const INBOX_TASK = 'inbox';
 
@@ -75,8 +87,7 @@ export function settleFeedFile(dataDir: string, log: FeedLog, feed: FeedJob, fai
       unlinkSync(feed.filePath);
       return;
     }
-    const dir = join(inboxDir(dataDir), failure ? 'failed' : 'done');
-    mkdirSync(dir, { recursive: true });
+    const dir = inboxFolder(dataDir, failure ? 'failed' : 'done');
     const target = freeName(dir, basename(feed.filePath).replace(/^feed_[0-9a-z]+-/, ''), feed.id);
     if (failure) writeReason(target, failure);
     renameSync(feed.filePath, target);

@@ -10,7 +10,7 @@ import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
-import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, isGzip, settleFeedFile, writeReason } from './feed-files.ts';
+import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, inboxFolder, isGzip, settleFeedFile, writeReason } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
 import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from './feeds-repo.ts';
@@ -120,15 +120,13 @@ export function createFeedService(d: {
       if (format && format !== 'json' && now - st.mtimeMs < INBOX_UNTERMINATED_SETTLE_MS && endsInsideALine(path)) continue;
       seen.delete(name);
       if (!format) {
-        mkdirSync(join(inbox, 'failed'), { recursive: true });
-        const target = freeName(join(inbox, 'failed'), name, newId('feed'));
+        const target = freeName(inboxFolder(d.dataDir, 'failed'), name, newId('feed'));
         writeReason(target, 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz');
         renameSync(path, target);
         continue;
       }
       const id = newId('feed');
-      mkdirSync(join(inbox, 'processing'), { recursive: true });
-      const target = join(inbox, 'processing', `${id}-${name}`);
+      const target = join(inboxFolder(d.dataDir, 'processing'), `${id}-${name}`);
       renameSync(path, target);
       try {
         createFeed('inbox', target, name, format, null, id);
@@ -150,11 +148,15 @@ export function createFeedService(d: {
    */
   function recoverInbox(): number {
     mkdirSync(inbox, { recursive: true }); // there from the start, as operations.md's data layout says
-    const dir = join(inbox, 'processing');
+    let dir: string;
     let names: string[];
     try {
+      // the inbox's own folders too, before anyone else can make them (inboxFolder)
+      for (const name of ['done', 'failed'] as const) inboxFolder(d.dataDir, name);
+      dir = inboxFolder(d.dataDir, 'processing');
       names = readdirSync(dir);
-    } catch {
+    } catch (err) {
+      d.log.error({ err }, 'the inbox cannot be used');
       return 0;
     }
     const referenced = new Set(d.feeds.listReferencedFiles());
