@@ -261,12 +261,14 @@ A('a batch keeps its good rows and rejects bad and duplicate ones with reasons',
     { name: 'Unknown', company: 'X', favouriteColour: 'red' },
     'just a string',
     { name: 'Nested', company: 'X', contactInfo: { email: 'n@x.test' } },
+    { name: '😀'.repeat(256), company: '𝄞'.repeat(256), title: '😀'.repeat(256) }, // 256 characters each (512 UTF-16 units)
+    { name: '😀'.repeat(257), company: 'X' },
   ]);
   assert.is(job.status, 'completed');
-  assert.is(job.submitted, 14);
-  assert.is(job.imported, 2);
+  assert.is(job.submitted, 16);
+  assert.is(job.imported, 3);
   assert.is(job.duplicates, 2);
-  assert.is(job.invalid, 10);
+  assert.is(job.invalid, 11);
   assert.is(job.imported + job.duplicates + job.invalid, job.submitted);
   assert.ok(job.errorsUrl.endsWith(`/imports/${job.id}/errors`));
   const errors = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer });
@@ -274,7 +276,7 @@ A('a batch keeps its good rows and rejects bad and duplicate ones with reasons',
   assert.match(errors.headers.get('content-type')!, /^text\/csv/);
   const lines = errors.text.trim().split('\r\n');
   assert.is(lines[0], 'row,name,company,title,location,email,linkedin,referenceId,reason,raw');
-  assert.is(lines.length, 1 + 12);
+  assert.is(lines.length, 1 + 13);
   const text = errors.text;
   for (const reason of ['appears earlier in this import', 'is already in the ledger', 'name is required', 'company is required', 'not a LinkedIn profile URL', 'not an e-mail address', 'name is longer than 256', 'referenceId is longer than 128', 'title must be a string', 'favouriteColour', 'must be a JSON object'])
     assert.ok(text.includes(reason), `errors CSV mentions "${reason}"`);
@@ -572,6 +574,7 @@ Q('every filter selects exactly the matching contacts', async ({ t, w, path }) =
   assert.is((await count('lastJobChangedAtBefore=2026-11-11')).length, 10);
   assert.is((await count('referenceId=ref-7')).length, 1);
   assert.is((await count('referenceId=REF-7')).length, 0, 'referenceId is exact');
+  assert.is((await count('referenceId=%20ref-7%20')).length, 1, 'trimmed, as imports store it');
   assert.is((await count(`linkedin=${encodeURIComponent('https://www.LinkedIn.com/in/Person-7/')}`)).length, 1, 'linkedin canonicalized');
   assert.is((await count('email=P7@EXAMPLE.TEST')).length, 1);
   assert.is((await count('name=ALPHA')).length, 32, 'name is a case-insensitive substring');

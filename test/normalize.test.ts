@@ -13,6 +13,7 @@ N('every spelling of a profile URL gives https://www.linkedin.com/in/<slug>', ()
     'www.linkedin.com/in/ann-lee/',
     'HTTP://de.LinkedIn.com/in/Ann-Lee/?trk=public_profile',
     'https://mobile.linkedin.com/in/ann-lee#experience',
+    'https://m.linkedin.com/in/ann-lee', // the mobile site's links
     'https://www.linkedin.com/in/ann-lee/details/experience/',
     'https://www.linkedin.com/in/ann-lee/recent-activity/all/',
     ' https://linkedin.com/in/ann%2Dlee ',
@@ -28,6 +29,8 @@ N('anything that is not a person\'s profile is refused', () => {
     'https://www.linkedin.com/feed/',
     'https://example.com/in/ann-lee',
     'https://linkedin.com.evil.test/in/ann-lee',
+    'https://mm.linkedin.com.evil.test/in/ann-lee',
+    'https://x.m.linkedin.com/in/ann-lee',
     'https://user:pw@www.linkedin.com/in/ann-lee',
     'https://www.linkedin.com:8443/in/ann-lee',
     'https://www.linkedin.com/in/ann lee',

@@ -3,7 +3,7 @@
  * in the request path, in the import runner and in the CSV worker thread alike.
  */
 
-const LINKEDIN_HOST = /^(?:[a-z]{2,3}\.|www\.|mobile\.)?linkedin\.com$/;
+const LINKEDIN_HOST = /^(?:[a-z]{2,3}\.|www\.|m\.|mobile\.)?linkedin\.com$/;
 const SLUG = /^[\p{L}\p{N}_-]{1,100}$/u;
 /** A URL already in canonical form (a trailing slash aside): what feeds and CRMs mostly send. */
 const CANONICAL = /^https:\/\/www\.linkedin\.com\/in\/[a-z0-9_-]{1,100}\/?$/;
@@ -43,6 +43,18 @@ export function parseLinkedin(input: string): string | undefined {
   }
   if (!SLUG.test(slug)) return undefined;
   return `https://www.linkedin.com/in/${slug}`;
+}
+
+/**
+ * Whether text has more than `max` characters, counted as code points (SPEC §4.1's limits are in
+ * characters: an emoji or a rare CJK character is one, though JavaScript counts two units).
+ */
+export function longerThan(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  if (text.length > 2 * max) return true;
+  let n = 0;
+  for (const _ of text) if (++n > max) return true;
+  return false;
 }
 
 /** The slug of a canonical LinkedIn URL (the matching key of §5). */

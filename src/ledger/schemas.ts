@@ -55,7 +55,7 @@ const filters = {
   lastJobChangedAtBefore: timestamp,
   lastInfoChangedAt: timestamp.meta({ description: 'Contacts whose last information change is at or after this time.' }),
   lastInfoChangedAtBefore: timestamp,
-  referenceId: z.string().min(1).max(128).optional(),
+  referenceId: z.string().trim().min(1).max(128).optional(), // trimmed as imports store it
   linkedin: z
     .string()
     .transform((s, ctx) => {
