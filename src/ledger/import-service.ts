@@ -56,7 +56,7 @@ interface Inspected {
 
 
 const uploadProblem = (status: 415 | 422, message: string, line?: number) =>
-  status === 415 ? new AppError(415, 'unsupported_media_type', `The upload is not a CSV file: ${message}.`) : invalid(`The upload cannot be imported: ${message}.`, [{ path: 'file', message: line ? `line ${line}: ${message}` : message }]);
+  status === 415 ? new AppError(415, 'unsupported_media_type', `The upload is not a CSV file: ${message}.`) : invalid(`The upload cannot be imported: ${message}.`, [{ path: 'file', message: line && !message.includes(`line ${line}`) ? `line ${line}: ${message}` : message }]);
 
 function parseMapping(text: string | undefined): unknown {
   if (text === undefined || text.trim() === '') return undefined;

@@ -162,31 +162,38 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
   pipeline(input, limiter, parser, () => {});
   let header: (string | undefined)[] | undefined;
   let nextLine = 1;
-  for await (const record of parser as AsyncIterable<string[]>) {
-    const line = nextLine;
-    const skipped = limiter.skipped(record);
-    if (skipped) {
-      nextLine += 1 + skipped.breaks;
-      const what = skipped.why === 'long' ? `longer than ${MAX_FEED_RECORD_BYTES} bytes` : 'not valid UTF-8';
-      if (!header) throw new FeedReadError(`line ${line}: the header row is ${what}`);
-      yield { line, error: `the record is ${what}` };
-      continue;
+  try {
+    for await (const record of parser as AsyncIterable<string[]>) {
+      const line = nextLine;
+      const skipped = limiter.skipped(record);
+      if (skipped) {
+        nextLine += 1 + skipped.breaks;
+        const what = skipped.why === 'long' ? `longer than ${MAX_FEED_RECORD_BYTES} bytes` : 'not valid UTF-8';
+        if (!header) throw new FeedReadError(`line ${line}: the header row is ${what}`);
+        yield { line, error: `the record is ${what}` };
+        continue;
+      }
+      nextLine += 1 + lineBreaksIn(record);
+      if (record.length === 1 && record[0] === '') continue; // an empty line
+      if (!header) {
+        header = record.map((h) => FIELD_BY_KEY.get(h.trim().toLowerCase().replace(/[\s_-]+/g, '')));
+        continue;
+      }
+      if (record.length !== header.length) {
+        yield { line, error: `the row has ${record.length} columns, the header has ${header.length}` };
+        continue;
+      }
+      const value: Record<string, string> = {};
+      header.forEach((f, i) => {
+        if (f && record[i] !== '') value[f] = record[i]!;
+      });
+      yield { line, value };
     }
-    nextLine += 1 + lineBreaksIn(record);
-    if (record.length === 1 && record[0] === '') continue; // an empty line
-    if (!header) {
-      header = record.map((h) => FIELD_BY_KEY.get(h.trim().toLowerCase().replace(/[\s_-]+/g, '')));
-      continue;
-    }
-    if (record.length !== header.length) {
-      yield { line, error: `the row has ${record.length} columns, the header has ${header.length}` };
-      continue;
-    }
-    const value: Record<string, string> = {};
-    header.forEach((f, i) => {
-      if (f && record[i] !== '') value[f] = record[i]!;
-    });
-    yield { line, value };
+  } catch (err) {
+    // said in words; the parser knows where the file ended, not where the quote opened (the records
+    // it had read past are dropped with its error, so `nextLine` is no better)
+    if (err instanceof CsvError && err.code === 'CSV_QUOTE_NOT_CLOSED') throw new FeedReadError(`a quoted field is never closed: the file ends inside it (line ${(err as { lines?: number }).lines ?? '?'})`);
+    throw err;
   }
 }
 
