@@ -115,6 +115,22 @@ S('a client sending its request head one byte at a time is answered 408 and cut 
   const r = await slowClient(server.port, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n', `X-Slow: ${'a'.repeat(200)}\r\n\r\n`, 50, HEADERS_MS + SLACK_MS);
   assert.ok(r, `still connected ${HEADERS_MS + SLACK_MS} ms after connecting (headersTimeout ${HEADERS_MS} ms)`);
   assert.match(r!.received, /^HTTP\/1\.1 408 /, r!.received);
+  assert.match(r!.received, /\r\nContent-Type: application\/problem\+json\r\n[\s\S]*"code":"request_timeout"/, 'as problem+json');
+});
+
+S('a request Node cannot parse (raw non-ASCII in the URL, a head too large) is answered as problem+json, not a bare status line', async ({ server }) => {
+  const raw = (bytes: Buffer) => slowClient(server.port, bytes.toString('latin1'), '', 1000, 5000);
+  const utf8Url = await raw(Buffer.from('GET /api/ledger/v1/orgs/o/ledgers/l/contacts?name=ÉMILE HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', 'utf8'));
+  assert.ok(utf8Url);
+  const [head, body] = utf8Url!.received.split('\r\n\r\n');
+  assert.match(head!, /^HTTP\/1\.1 400 Bad Request\r\n/);
+  assert.match(head!, /\r\nContent-Type: application\/problem\+json\r\n/);
+  const problem = JSON.parse(body!);
+  assert.equal([problem.status, problem.code], [400, 'malformed_request']);
+  assert.match(problem.detail, /percent-encoded/);
+  const huge = await raw(Buffer.from(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
+  assert.match(huge!.received, /^HTTP\/1\.1 431 [\s\S]*"code":"headers_too_large"/);
+  assert.is((await request(`http://127.0.0.1:${server.port}`, 'GET', '/healthz')).status, 200, 'still serving');
 });
 
 S('clients trickling a body (JSON, CSV upload, feed upload) are answered 408 and cut off at REQUEST_TIMEOUT_MS; nothing is left behind', async (ctx) => {

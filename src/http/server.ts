@@ -1,6 +1,9 @@
-import http from 'node:http';
+import http, { STATUS_CODES } from 'node:http';
 import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { problemBody } from './problem.ts';
 
 /** How long an idle keep-alive connection stays open between two requests. */
 export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
@@ -22,6 +25,27 @@ export interface ServerLimits {
 }
 
 /**
+ * A request Node's parser refused before the application saw it — a URL with raw non-ASCII
+ * characters, a malformed head, a head too large, a timeout — answered as problem+json like every
+ * other error (SPEC §2), with the status Node itself would send (400, 431, 408), instead of Node's
+ * bare status line. Written only while nothing was sent on the connection, as Node does.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable || (socket as Duplex & { bytesWritten?: number }).bytesWritten) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, detail] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'The request was not received in time.']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'The request head is too large.']
+        : [400, 'malformed_request', 'The request is not valid HTTP; characters outside ASCII in the URL must be percent-encoded (as UTF-8).'];
+  const body = JSON.stringify(problemBody(new AppError(status, code, detail), undefined));
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+/**
  * The HTTP or HTTPS server of `serve`, with explicit limits for slow clients (RELIABILITY.md I2):
  * a client must send its whole request head within HEADERS_TIMEOUT_MS and its whole request,
  * body included, within REQUEST_TIMEOUT_MS, else it gets a 408 and the connection is closed.
@@ -38,6 +62,7 @@ export function createHttpServer(
   const options: http.ServerOptions = { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: interval };
   const server: http.Server = tls ? https.createServer({ ...tls, ...options }, handler) : http.createServer(options, handler);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.on('clientError', answerClientError);
   return {
     server,
     limits: () => ({
