@@ -13,8 +13,9 @@
  * notation, booleans as true/false, dates as epoch milliseconds, other objects as JSON.
  *
  * This is the output of csv-stringify with { escape_formulas, quoted_string, quoted_empty: false,
- * record_delimiter: '\r\n', quote_record_delimiter: true, cast.boolean: true/false } plus the LF/NUL prefix — the library
- * this module used before; test/ledger-download.test.ts checks the two agree on random input.
+ * record_delimiter: '\r\n', quote_record_delimiter: true, cast.boolean: true/false } plus the
+ * LF/NUL prefix — the library this module used before; test/ledger-download.test.ts checks the two
+ * agree on random input.
  * Written out because a 1,000,000-row download spent more time in the library's per-cell
  * option handling than in SQLite (docs/benchmarks.md).
  */
