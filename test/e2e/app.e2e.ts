@@ -153,7 +153,7 @@ A('open the rejected rows: each with its reason, and as a CSV download', async (
   const [dl] = await Promise.all([page.waitForEvent('download'), dialog.getByRole('button', { name: 'Download rejected rows (CSV)' }).click()]);
   assert.match(dl.suggestedFilename(), /^import-imp_.*-errors\.csv$/);
   const body = readText((await dl.path())!);
-  assert.ok(body.startsWith('Full Name,Firm,Job Title,E-mail,LinkedIn URL,CRM ID,reason,line'), body.slice(0, 100));
+  assert.ok(body.startsWith('"Full Name","Firm","Job Title","E-mail","LinkedIn URL","CRM ID","reason","line"\r\n'), body.slice(0, 100)); // the file's own column names: text, quoted
   await dialog.getByRole('button', { name: 'Close' }).last().click();
   await page.getByRole('link', { name: 'Import history' }).first().click();
   await page.getByRole('table', { name: 'Imports' }).or(page.locator('table.imports')).first().waitFor();
