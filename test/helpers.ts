@@ -310,6 +310,20 @@ export async function waitForImport(t: TestApp, token: string, orgId: string, le
   }
 }
 
+/** POSTs a person-data feed (SPEC §5) and waits for its feed job; returns the finished job. */
+export async function feedAndWait(t: TestApp, token: string, body: string | Buffer, type = 'application/x-ndjson', timeoutMs = 20_000): Promise<any> {
+  const r = await t.call('POST', `${LEDGER}/feed`, { token, raw: body, headers: { 'content-type': type } });
+  expectStatus(r, 202, 'feed');
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const s = await t.call('GET', `${LEDGER}/feed/${r.body.id}`, { token });
+    expectStatus(s, 200, 'feed status');
+    if (s.body.status === 'completed' || s.body.status === 'failed') return s.body;
+    if (Date.now() > until) throw new Error(`feed ${r.body.id} still ${s.body.status} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
 /** POSTs contacts and waits for their import job; returns the finished job. */
 export async function addContacts(t: TestApp, token: string, orgId: string, ledgerId: string, contacts: unknown[] | Record<string, unknown>): Promise<any> {
   const r = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/contacts`, { token, body: Array.isArray(contacts) ? { contacts } : contacts });

@@ -6,20 +6,12 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gzipSync } from 'node:zlib';
 import { parse } from 'csv-parse/sync';
-import { addContacts, createLedger, expectStatus, LEDGER, ledgerPath, seedWorld, startApp, uploadCsv, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, feedAndWait, LEDGER, ledgerPath, seedWorld, startApp, uploadCsv, type TestApp, type World } from './helpers.ts';
 
 const FEED = `${LEDGER}/feed`;
 const CAP = 3;
 
-async function feed(t: TestApp, token: string, body: string | Buffer, type = 'application/x-ndjson'): Promise<any> {
-  const r = await t.call('POST', FEED, { token, raw: body, headers: { 'content-type': type } });
-  expectStatus(r, 202, 'feed');
-  for (;;) {
-    const s = await t.call('GET', `${FEED}/${r.body.id}`, { token });
-    if (s.body.status === 'completed' || s.body.status === 'failed') return s.body;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const feed = feedAndWait;
 
 const csvOf = (r: { text: string }) => parse(r.text, { relax_column_count: false }) as string[][];
 

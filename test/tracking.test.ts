@@ -9,23 +9,12 @@ import type { ManualClock } from '../src/clock.ts';
 import { companyKey, nameKey } from '../src/ledger/normalize.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
-import { addContacts, createLedger, expectStatus, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 const FEED = `${LEDGER}/feed`;
 
-async function feed(t: TestApp, token: string, body: string | Buffer, type = 'application/x-ndjson'): Promise<any> {
-  const r = await t.call('POST', FEED, { token, raw: body, headers: { 'content-type': type } });
-  expectStatus(r, 202, 'feed');
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const s = await t.call('GET', `${FEED}/${r.body.id}`, { token });
-    expectStatus(s, 200);
-    if (s.body.status === 'completed' || s.body.status === 'failed') return s.body;
-    if (Date.now() > deadline) assert.unreachable(`feed ${r.body.id} did not finish: ${JSON.stringify(s.body)}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
+const feed = feedAndWait;
 /** A new ledger of the world's organization holding `contacts` (added by the editor). */
 async function ledgerWith(t: TestApp, w: World, name: string, contacts: Record<string, unknown>[]): Promise<{ ledgerId: string; path: string }> {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, name);

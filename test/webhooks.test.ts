@@ -17,7 +17,7 @@ import { RETRY_DELAYS_MS } from '../src/webhooks/dispatcher.ts';
 import { createSender, type Resolve } from '../src/webhooks/sender.ts';
 import { MAX_WEBHOOKS_PER_ORG } from '../src/webhooks/webhook-service.ts';
 import { createWebhooksRepo } from '../src/webhooks/webhooks-repo.ts';
-import { addContacts, clientToken, createLedger, csvForm, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
+import { addContacts, clientToken, createLedger, csvForm, expectStatus, feedAndWait, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
 
 // ── a real receiver on 127.0.0.1 ─────────────────────────────────────────
 
@@ -106,7 +106,6 @@ function signatureValid(secret: string, header: string | string[] | undefined, r
 
 // ── helpers over the API ─────────────────────────────────────────────────
 
-const FEED = `${LEDGER}/feed`;
 const hooks = (w: World, rest = '') => `${LEDGER}/orgs/${w.orgId}/webhooks${rest}`;
 
 async function createHook(t: TestApp, w: World, body: Record<string, unknown>): Promise<{ id: string; secret: string; [k: string]: any }> {
@@ -115,15 +114,7 @@ async function createHook(t: TestApp, w: World, body: Record<string, unknown>): 
   return r.body;
 }
 
-async function feed(t: TestApp, token: string, records: unknown[]): Promise<any> {
-  const r = await t.call('POST', FEED, { token, raw: records.map((x) => JSON.stringify(x)).join('\n'), headers: { 'content-type': 'application/x-ndjson' } });
-  expectStatus(r, 202, 'feed');
-  for (;;) {
-    const s = await t.call('GET', `${FEED}/${r.body.id}`, { token });
-    if (s.body.status === 'completed' || s.body.status === 'failed') return s.body;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
+const feed = (t: TestApp, token: string, records: unknown[]) => feedAndWait(t, token, records.map((x) => JSON.stringify(x)).join('\n'));
 
 let people = 0;
 /** Imports `n` contacts, then feeds records that move each person to another company: n job changes. */
