@@ -309,6 +309,26 @@ P('a line holding only "" reads as one empty cell and is skipped like a blank li
   assert.equal(errors.slice(1), [['"', '', 'the row has 1 column, the header has 2', '6']], 'a lone quote character is a row (padded to the header)');
 });
 
+P('rows whose every cell is empty (`,,,`, as spreadsheets save formatted empty rows) are skipped like blank lines, in the count, the preview and the import', async ({ t, w }) => {
+  const csv = 'name,company,title\n,,\nA,B,CEO\r\n,,\r\n"","",""\n ,,\n,"",\nC,D,\n;;\n,,\n,,';
+  // lines: 1 header, 2 blank, 3 A, 4-5 blank, 6 a space (a value: its row is read), 7 blank, 8 C, 9 `;;` (one cell), 10-11 blank
+  const { ledgerId, job, posted, contacts } = await importInto(t, w, csv);
+  assert.is(posted.body.submitted, 4, 'counted at upload as the reader reads it');
+  assert.equal([job.status, job.submitted, job.imported, job.invalid], ['completed', 4, 2, 2]);
+  assert.equal(view(contacts).map((c) => `${c.name}@${c.company}`), ['A@B', 'C@D']);
+  const errors = await errorsOf(t, w, ledgerId, job.id);
+  assert.equal(
+    errors.slice(1).map((r) => [r[0], r.at(-1)]),
+    [
+      [' ', '6'],
+      [';;', '9'],
+    ],
+  );
+  const pv = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv) });
+  expectStatus(pv, 200);
+  assert.equal(pv.body.rows.map((r: string[]) => r[0]), ['A', ' ', 'C', ';;'], 'the preview leaves the empty rows out too');
+});
+
 P('";" and tab delimiters are detected from the header', async ({ t, w }) => {
   const [semi, tab, quotedHeader] = await Promise.all([
     importInto(t, w, 'Name;Company;Title;Location\nAda;"Acme, Inc";CEO;Paris, France\nBob;Beta;"Dev; Ops";\n'),
@@ -694,6 +714,8 @@ P('empty, blank-only and header-only files → 422', async ({ t, w }) => {
     ['\uFEFF', 422, /empty/],
     ['\n\r\n\n', 422, /empty/],
     ['""\n""', 422, /empty/],
+    [',,\n,,,\n"",""\n', 422, /empty/],
+    ['name,company\n,\n"",""\n', 422, /header row but no contacts/],
     ['name,company', 422, /header row but no contacts/],
     ['name,company\r\n', 422, /header row but no contacts/],
     ['name,company\n\n\n', 422, /header row but no contacts/],
@@ -1098,7 +1120,7 @@ Q('on random files, the scanner counts exactly the rows the reader yields, and r
       const scan = await scanCsv(path);
       let records: string[][];
       try {
-        records = (parse(csv, { relax_quotes: true, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][]).filter((r) => r.length > 1 || r[0] !== '');
+        records = (parse(csv, { relax_quotes: true, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][]).filter((r) => r.some((cell) => cell !== ''));
       } catch (err) {
         assert.is((err as { code?: string }).code, 'CSV_QUOTE_NOT_CLOSED', JSON.stringify(csv));
         assert.ok(!scan.ok && /never closed/.test(scan.message), `refused: ${JSON.stringify(csv)} ${JSON.stringify(scan)}`);

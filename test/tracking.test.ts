@@ -613,13 +613,13 @@ T('feed CSV: a record over 1 MiB is rejected alone and the lines after it keep t
   assert.match(truncated.message, /truncated/);
 });
 
-T('feed CSV: the delimiter is voted on the header, line numbers count a quoted CRLF once, booleans in any case, no status without an address', async ({ t, w }) => {
-  const semi = await feed(t, w.root, 'name;company;hasMultipleJobs\nSemi Colon;Acme, Inc.;TRUE\nSemi Two;Acme;0\n', 'text/csv');
+T('feed CSV: the delimiter is voted on the header, rows of empty cells are skipped like blank lines, line numbers count a quoted CRLF once, booleans in any case, no status without an address', async ({ t, w }) => {
+  const semi = await feed(t, w.root, ';;\nname;company;hasMultipleJobs\n;;\nSemi Colon;Acme, Inc.;TRUE\n"";;\nSemi Two;Acme;0\n;;\n', 'text/csv');
   assert.equal([semi.received, semi.invalid, semi.personsUpdated], [2, 0, 2]);
   assert.equal(t.rt.db.raw.prepare("SELECT company, has_multiple_jobs AS m FROM people WHERE name = 'Semi Colon'").get(), { company: 'Acme, Inc.', m: 1 });
   const crlf = await feed(t, w.root, 'name,company\r\n"A\r\n1",C\r\nbad\r\n\r\n"B\r\n2",C,extra\r\n', 'text/csv');
   const errors = (await t.call('GET', `${FEED}/${crlf.id}/errors`, { token: w.root })).text;
-  assert.match(errors, /2,4,"the row has 1 columns/);
+  assert.match(errors, /2,4,"the row has 1 column, the header has 2"/);
   assert.match(errors, /3,6,"the row has 3 columns/);
   const { path } = await ledgerWith(t, w, 'status', [{ name: 'No Mail', company: 'Acme', linkedin: 'linkedin.com/in/no-mail', referenceId: 'nm' }]);
   await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/no-mail', name: 'No Mail', company: 'Acme', emailStatus: 'valid', location: 'Rome' }));

@@ -50,6 +50,17 @@ const REASONS: Record<string, string> = {
   CSV_MAX_RECORD_SIZE: `a row is longer than ${MAX_RECORD_BYTES} bytes`,
 };
 
+/**
+ * A record none of whose cells holds a character: an empty line, `""`, or `,,,` — what spreadsheets
+ * write for rows that are formatted but empty. Skipped like an empty line, by the upload's scanner
+ * (which counts exactly the records read here), the preview and the feed's CSV reader; a cell of
+ * spaces is a value, so its row is read (and rejected for what it lacks).
+ */
+export const isBlankRecord = (record: readonly string[]): boolean => record.every((cell) => cell === '');
+
+/** Why a row with another number of cells than the header is rejected. */
+export const wrongWidth = (cells: number, width: number): string => `the row has ${cells} column${cells === 1 ? '' : 's'}, the header has ${width}`;
+
 /** Line breaks inside the fields of a record (quoted newlines): \r\n, \n and a lone \r each count once. */
 export function lineBreaksIn(record: string[]): number {
   let n = 0;
@@ -78,9 +89,9 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       const line = nextLine;
       nextLine = line + lineBreaksIn(record) + 1;
       endBytes = from.bytes + info.bytes;
-      if (record.length === 1 && record[0] === '') continue; // an empty line
+      if (isBlankRecord(record)) continue;
       const endLine = nextLine - 1;
-      if (record.length !== width) rows.push({ line, endBytes, endLine, reason: `the row has ${record.length} column${record.length === 1 ? '' : 's'}, the header has ${width}`, raw: record });
+      if (record.length !== width) rows.push({ line, endBytes, endLine, reason: wrongWidth(record.length, width), raw: record });
       else {
         const res = validateContact(rowToInput(format.formulasEscaped ? record.map(unescapeFormula) : record, format.mapping));
         // the cells go along with a valid row too: it may still be rejected as a duplicate, and the rejected-rows CSV gives rows back as they were

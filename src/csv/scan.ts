@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { parse as parseSync } from 'csv-parse/sync';
 import { Utf8Check } from '../utf8.ts';
-import { MAX_RECORD_BYTES } from './read-rows.ts';
+import { isBlankRecord, MAX_RECORD_BYTES } from './read-rows.ts';
 
 /**
  * One pass over an uploaded file before it is accepted (runs in the CSV worker thread): proves
@@ -19,7 +19,7 @@ export interface ScanResult {
   dataStart: number;
   /** Lines taken by the BOM-less header row. */
   headerLines: number;
-  /** Data records (empty lines do not count). */
+  /** Data records (blank records — empty lines, `,,,` — do not count). */
   rows: number;
   /** The first data rows, as cells. */
   head: string[][];
@@ -108,10 +108,11 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   let delimiterByte = 0x2c;
   let fieldStart = true;
   let justClosed = false;
-  let content = false; // the current line has something besides line breaks
-  // A record that is exactly `""` parses as one empty cell, which the row reader skips like an empty
-  // line (read-rows.ts), so it is not counted either: quote bytes in the record, and where it began.
-  let quotes = 0;
+  // A record none of whose cells has a character — an empty line, `""`, `,,,` (what spreadsheets
+  // write for formatted rows left empty) — is skipped by the row reader (read-rows.ts), so it is not
+  // counted either. Set by every byte that is part of a cell's value: not a line break, delimiter
+  // or quote outside quotes, nor a quote that opens or closes a field (a doubled quote is a value).
+  let blank = true;
   let recStart = 0;
   let recLine = 1;
   // A data record longer than the row reader's limit would fail the job halfway: refuse it here
@@ -137,7 +138,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       if (b >= 0x80 || utf8.need > 0) {
         if (!utf8.take(b)) return notUtf8();
         // a non-ASCII byte (a lead or continuation byte): text, and not a quote, delimiter or line break
-        content = true;
+        blank = false;
         prevCR = false;
         fieldStart = false;
         justClosed = false;
@@ -150,12 +151,11 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
           fieldStart = true;
           if (lineEnd) {
             if (tooLong(offset + i)) return tooLongFail();
-            if (content && (quotes !== 2 || offset + i - recStart !== 2)) records++;
-            content = false;
-            quotes = 0;
+            if (!blank) records++;
+            blank = true;
           }
           recStart = offset + i + 1;
-        }
+        } else blank = false; // a line break inside a quoted field
         if (lineEnd) line++;
         if (!quoted) recLine = line;
         prevCR = b === 0x0d;
@@ -163,30 +163,32 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       }
       prevCR = false;
       if (b === 0) return unreadable(`the file contains NUL bytes (line ${line}); it is not a text CSV file`, line);
-      content = true;
       if (b === 0x22) {
         if (quoted) {
-          quotes++;
           quoted = false;
           justClosed = true;
         } else if (fieldStart || justClosed) {
-          quotes++;
+          if (justClosed) blank = false; // `""` inside a quoted field: a quote character
           quoted = true;
           justClosed = false;
           quoteLine = line;
-        } else justClosed = false;
+        } else {
+          blank = false; // a literal quote
+          justClosed = false;
+        }
         fieldStart = false;
         continue;
       }
       justClosed = false;
       fieldStart = !quoted && b === delimiterByte;
+      if (!fieldStart) blank = false;
     }
     offset += chunk.length;
   }
   if (utf8.need > 0) return notUtf8();
   if (quoted) return unreadable(`a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
   if (tooLong(offset)) return tooLongFail();
-  if (content && (quotes !== 2 || offset - recStart !== 2)) records++;
+  if (!blank) records++;
   if (records === 0) return fail(422, 'the file is empty; it needs a header row and at least one contact');
 
   // The header and the first rows, from the head of the file (cut after the last full line).
@@ -227,6 +229,6 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     head: parsed
       .slice(1)
       .map((p) => p.record)
-      .filter((r) => r.length > 1 || r[0] !== ''), // a `""` line, skipped like an empty one
+      .filter((r) => !isBlankRecord(r)),
   };
 }

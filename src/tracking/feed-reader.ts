@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createGunzip } from 'node:zlib';
 import { CsvError, parse } from 'csv-parse';
-import { lineBreaksIn } from '../csv/read-rows.ts';
+import { isBlankRecord, lineBreaksIn, wrongWidth } from '../csv/read-rows.ts';
 import { RecordLimiter } from '../csv/record-limit.ts';
 import { headerDelimiter } from '../csv/scan.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
@@ -174,13 +174,13 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
         continue;
       }
       nextLine += 1 + lineBreaksIn(record);
-      if (record.length === 1 && record[0] === '') continue; // an empty line
+      if (isBlankRecord(record)) continue; // an empty line, `,,,`
       if (!header) {
         header = record.map((h) => FIELD_BY_KEY.get(h.trim().toLowerCase().replace(/[\s_-]+/g, '')));
         continue;
       }
       if (record.length !== header.length) {
-        yield { line, error: `the row has ${record.length} columns, the header has ${header.length}` };
+        yield { line, error: wrongWidth(record.length, header.length) };
         continue;
       }
       const value: Record<string, string> = {};
