@@ -972,11 +972,33 @@ U('two files → 413 or 400 with a clear message; nothing left in tmp', async ({
     const r = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: form });
     assert.ok(r.status === 413 || r.status === 400, `${what}: ${r.status} ${r.text.slice(0, 200)}`);
     assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/, what);
-    assert.match(r.body.message, /exactly one file, in the field "file"|no file; send it in the multipart field "file"/, what);
+    assert.match(r.body.message, /exactly one file, in the field "file"|must be sent in the multipart field "file", not "other"/, what);
     assert.equal(filesUnder(tmpDir(t)), [], `${what}: tmp is empty`);
   }
   const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
   assert.is(jobs.body.imports.length, 0);
+});
+
+U('parts are read by their name: "file" without a Content-Type or a filename is the file, a mapping sent as a file is the mapping (RFC 7578 §4.4)', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'parts');
+  const path = importsPath(w, ledgerId);
+  const multipart = (...parts: [string, string][]) => ({
+    raw: `${parts.map(([head, body]) => `--b0undary\r\n${head}\r\n\r\n${body}\r\n`).join('')}--b0undary--\r\n`,
+    headers: { 'content-type': 'multipart/form-data; boundary=b0undary' },
+  });
+  const csv = 'Full Name,Employer,Ref\nAda Lovelace,Analytical,r1\nAlan Turing,Bletchley,r2\n';
+  const mapping = JSON.stringify({ name: 'Full Name', company: 'Employer', referenceId: 'Ref' });
+  // curl -F "file=@contacts.csv;type=" -F mapping=@mapping.json: no type on the file, the mapping as a file
+  const untyped = await t.call('POST', path, { token: w.tokens.editor, ...multipart(['Content-Disposition: form-data; name="file"; filename="contacts.csv"', csv], ['Content-Disposition: form-data; name="mapping"; filename="mapping.json"\r\nContent-Type: application/json', mapping]) });
+  expectStatus(untyped, 202);
+  const job = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, untyped.body.id);
+  assert.equal([job.status, job.imported, job.fileName], ['completed', 2, 'contacts.csv']);
+  assert.equal(job.mapping.referenceId, 'Ref', 'the mapping sent as a file was applied');
+  // curl -F "file=<contacts.csv": the file's text as a plain part, no filename
+  const plain = await t.call('POST', `${path}/preview`, { token: w.tokens.editor, ...multipart(['Content-Disposition: form-data; name="file"', csv]) });
+  expectStatus(plain, 200);
+  assert.equal(plain.body.columns, ['Full Name', 'Employer', 'Ref']);
+  assert.equal(filesUnder(tmpDir(t)), [], 'tmp is empty');
 });
 
 U('a body that is not multipart → 415; no file, unknown or repeated fields, too many fields → 400/413', async ({ t, w }) => {

@@ -49,6 +49,16 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
       allowEmptyFiles: true,
       minFileSize: 0,
       keepExtensions: false,
+      // formidable takes a part for a file only when it has a Content-Type, and for a field
+      // otherwise. Read parts by their name instead: "file" is the file even without a type (RFC
+      // 7578 §4.4: it defaults to text/plain; some clients leave it out, and `curl -F "file=<x.csv"`
+      // sends no filename either), and a known text field is text even when sent as a file
+      // (`curl -F mapping=@mapping.json`). Other parts go as they came, to be refused below.
+      onPart: (part, handle) => {
+        if (part.name === 'file') part.mimetype ||= 'text/plain';
+        else if (part.name !== null && opts.fields.includes(part.name)) part.mimetype = null;
+        void handle(part);
+      },
     },
     onError: (err) => {
       const code = (err as { code?: number }).code ?? 0;
@@ -73,7 +83,13 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
   const file = files.file;
   if (!file || Array.isArray(file) || names.length !== 1) {
     release();
-    throw badRequest('missing_file', names.length > 1 || Array.isArray(file) ? 'Send exactly one file, in the field "file".' : 'The upload has no file; send it in the multipart field "file".');
+    const message =
+      names.length > 1 || Array.isArray(file)
+        ? 'Send exactly one file, in the field "file".'
+        : names.length === 1
+          ? `The file must be sent in the multipart field "file", not "${names[0]!.slice(0, 100)}".`
+          : 'The upload has no file; send it in the multipart field "file".';
+    throw badRequest('missing_file', message);
   }
   const body = (ctx.request.body ?? {}) as Record<string, unknown>;
   const fields: Record<string, string> = {};
