@@ -1005,12 +1005,12 @@ L('only listed hosts are accepted, and a delivery to a host no longer listed is 
   }
 });
 
-L('without WEBHOOK_ALLOW_LOCAL, this machine and link-local addresses are refused: by name, by literal address, and by what a name resolves to', async () => {
+L('without WEBHOOK_ALLOW_LOCAL, this machine, link-local addresses and cloud metadata services are refused: by name, by literal address, and by what a name resolves to', async () => {
   const rx = await receiver();
   const t = await startApp({ env: { WEBHOOK_ALLOW_LOCAL: 'false' } });
   try {
     const w = await seedWorld(t);
-    const local = [rx.url, 'http://localhost:8080/', 'http://api.localhost/', 'http://[::1]/', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]/', 'http://0.0.0.0/', 'http://[fe80::1]/'];
+    const local = [rx.url, 'http://localhost:8080/', 'http://api.localhost/', 'http://[::1]/', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]/', 'http://0.0.0.0/', 'http://[fe80::1]/', 'http://[fd00:ec2::254]/latest/meta-data/', 'http://100.100.100.200/latest/meta-data/', 'http://168.63.129.16/machine'];
     for (const url of local) {
       const r = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url, events: ['import.completed'] } });
       assert.is(r.status, 422, `${url}: ${r.text}`);
@@ -1028,10 +1028,20 @@ L('without WEBHOOK_ALLOW_LOCAL, this machine and link-local addresses are refuse
   try {
     const byName = await strict.send(`http://localhost:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 });
     assert.equal([byName.ok, byName.status], [false, null]);
-    assert.match(byName.error!, /^not sent: localhost resolves to this machine \(loopback or one of its own addresses\) or a link-local address/);
+    assert.match(byName.error!, /^not sent: localhost resolves to this machine \(loopback or one of its own addresses\), a link-local address or a cloud metadata service/);
     const byLiteral = await strict.send(rx.url, {}, Buffer.from('{}'), { timeoutMs: 5000 });
     assert.match(byLiteral.error!, /^not sent: 127\.0\.0\.1 resolves to this machine/);
     assert.is(rx.got.length, 0, 'no connection was made');
+    // a name that resolves to a cloud metadata service (a resolver that says so, in place of DNS)
+    const metadata: Resolve = (_hostname, _options, callback) => callback(null, [{ address: 'fd00:ec2::254', family: 6 }]);
+    const cloud = createSender('test', { resolve: metadata });
+    try {
+      const imds = await cloud.send('http://hooks.example.test/', {}, Buffer.from('{}'), { timeoutMs: 5000 });
+      assert.equal([imds.ok, imds.status], [false, null]);
+      assert.match(imds.error!, /^not sent: hooks\.example\.test resolves to .* a cloud metadata service/);
+    } finally {
+      cloud.close();
+    }
     assert.is((await open.send(`http://localhost:${port}/hooks`, {}, Buffer.from('{}'), { timeoutMs: 5000 })).ok, true);
     assert.is(rx.got.length, 1);
   } finally {
@@ -1059,7 +1069,7 @@ L("without WEBHOOK_ALLOW_LOCAL, the addresses of this machine's own network inte
       const r = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url: literal(a), events: ['import.completed'] } });
       assert.is(r.status, 422, `${literal(a)}: ${r.text}`);
       assert.is(r.body.code, 'webhook_host_not_allowed');
-      assert.match(r.body.message, /is this machine or a link-local address; set WEBHOOK_ALLOW_LOCAL=true/);
+      assert.match(r.body.message, /is this machine, a link-local address or a cloud metadata service; set WEBHOOK_ALLOW_LOCAL=true/);
     }
   } finally {
     await t.close();

@@ -29,7 +29,7 @@ class Timeout extends Error {}
 
 const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
 
-const refusedLocal = (url: URL) => `not sent: ${bare(url.hostname)} resolves to this machine (loopback or one of its own addresses) or a link-local address; set WEBHOOK_ALLOW_LOCAL=true to allow it`;
+const refusedLocal = (url: URL) => `not sent: ${bare(url.hostname)} resolves to this machine (loopback or one of its own addresses), a link-local address or a cloud metadata service; set WEBHOOK_ALLOW_LOCAL=true to allow it`;
 
 /** A short, secret-free description of a failed attempt. */
 function describe(err: NodeJS.ErrnoException, url: URL, reason: unknown, timeoutMs: number): string {
@@ -60,7 +60,7 @@ export type Resolve = (hostname: string, options: dns.LookupAllOptions, callback
 
 /**
  * The agents' lookup: every address a name resolves to, refusing (unless `allowLocal`) names that
- * resolve to this machine (loopback or one of its interface addresses) or a link-local address.
+ * resolve to this machine (loopback or one of its interface addresses), a link-local address or a cloud metadata service.
  * Checked at connect time, so a name cannot change its answer between the check and the connection.
  */
 const lookupWith = (resolve: Resolve, allowLocal: boolean): LookupFunction => (hostname, options, callback) => {

@@ -6,7 +6,7 @@ import { networkInterfaces } from 'node:os';
  * fragment, and, when WEBHOOK_ALLOW_HOSTS is set, only on the hosts it lists. Checked when a
  * webhook is created or changed, and again before every attempt (the list may have changed since).
  * Unless WEBHOOK_ALLOW_LOCAL is set, never this machine (loopback, and every address of its own
- * network interfaces) or link-local addresses (cloud metadata services): here for names and
+ * network interfaces), link-local addresses or cloud metadata services: here for names and
  * literal addresses, and in the sender for every address a name resolves to, at connect time.
  */
 
@@ -21,6 +21,11 @@ LOCAL.addSubnet('169.254.0.0', 16, 'ipv4');
 LOCAL.addAddress('::1', 'ipv6');
 LOCAL.addAddress('::', 'ipv6');
 LOCAL.addSubnet('fe80::', 10, 'ipv6');
+// Cloud metadata services outside the link-local ranges: AWS's IPv6 endpoint, Alibaba Cloud's,
+// and Azure's WireServer (the others answer on 169.254.169.254, covered above).
+LOCAL.addAddress('fd00:ec2::254', 'ipv6');
+LOCAL.addAddress('100.100.100.200', 'ipv4');
+LOCAL.addAddress('168.63.129.16', 'ipv4');
 
 /** How long the list of this machine's own addresses is reused before the interfaces are read again. */
 const OWN_ADDRESSES_TTL_MS = 1000;
@@ -39,7 +44,7 @@ function ownAddresses(): BlockList {
 }
 
 /**
- * True for a loopback, unspecified or link-local IP address, or one of this machine's own
+ * True for a loopback, unspecified or link-local IP address, a cloud metadata service's, or one of this machine's own
  * interface addresses (also IPv4-mapped, `::ffff:127.0.0.1`).
  */
 export function isLocalAddress(ip: string): boolean {
@@ -87,7 +92,7 @@ export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allo
     return { ok: false, code: 'host_not_allowed', reason: `host ${bare(u.hostname)} is not in WEBHOOK_ALLOW_HOSTS (${allowHosts.join(', ')})` };
   }
   if (!allowLocal && isLocalHost(bare(u.hostname))) {
-    return { ok: false, code: 'host_not_allowed', reason: `host ${bare(u.hostname)} is this machine or a link-local address; set WEBHOOK_ALLOW_LOCAL=true to allow it` };
+    return { ok: false, code: 'host_not_allowed', reason: `host ${bare(u.hostname)} is this machine, a link-local address or a cloud metadata service; set WEBHOOK_ALLOW_LOCAL=true to allow it` };
   }
   return { ok: true, url: u.href, host: u.host };
 }
