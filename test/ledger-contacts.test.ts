@@ -5,6 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
 import { FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
+import { nameKey } from '../src/ledger/normalize.ts';
 import type { Db } from '../src/storage/db.ts';
 import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, startApp, uploadCsv, until, waitForImport, type TestApp, type World } from './helpers.ts';
 
@@ -503,8 +504,8 @@ Q('in every sort, contacts inserted between pages never make the walk skip or re
     const tag = sort.replace(/\W/g, '');
     // one that sorts before the cursor's position and one after it, in either direction of the name sorts
     const added = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
-      { name: `!!! first ${tag}`, company: 'Z', referenceId: `early-${tag}` },
-      { name: `~~~ last ${tag}`, company: 'Z', referenceId: `late-${tag}` },
+      { name: `0 first ${tag}`, company: 'Z', referenceId: `early-${tag}` },
+      { name: `ω last ${tag}`, company: 'Z', referenceId: `late-${tag}` },
     ]);
     assert.is(added.imported, 2);
     const seen = [...first.body.contacts];
@@ -535,7 +536,8 @@ Q('every sort orders correctly across pages', async ({ t, w, path }) => {
     for (let i = 1; i < all.length; i++) assert.ok(cmp(key(all[i - 1]), key(all[i])) <= 0, `${sort} out of order at ${i}: ${key(all[i - 1])} then ${key(all[i])}`);
     return all;
   };
-  const ci = (a: string, b: string) => (a.toLowerCase() < b.toLowerCase() ? -1 : a.toLowerCase() > b.toLowerCase() ? 1 : 0);
+  // by the folded name (accents removed, lower case, punctuation as spaces): Émile between echo and foxtrot
+  const ci = (a: string, b: string) => (nameKey(a) < nameKey(b) ? -1 : nameKey(a) > nameKey(b) ? 1 : 0);
   await check('+name', (c) => c.name, ci);
   await check('-name', (c) => c.name, (a, b) => ci(b, a));
   await check('+createdAt', (c) => c.createdAt, (a, b) => (a < b ? -1 : a > b ? 1 : 0));
@@ -626,6 +628,28 @@ Q('every cursor the server issues is accepted back: names at the length limit wh
     const r = await t.call('GET', `${path}?sortBy=%2Bname&cursor=${cursor}`, { token: w.tokens.viewer });
     expectStatus(r, 400, `forged cursor of ${cursor.length}`);
     assert.ok(r.body.errors.some((e: any) => e.path === 'cursor'));
+  }
+});
+
+Q('names sort by their folded form: accents and case do not move a name past z, page by page as in one page', async ({ t, w }) => {
+  const ledger = await createLedger(t, w.tokens.editor, w.orgId, 'accents');
+  const path = `${ledgerPath(w.orgId, ledger)}/contacts`;
+  const names = ['Zoe Zimmer', 'Émile Zola', 'emma stone', 'Ava Adams', 'Øyvind Ås', 'Ángel Ruiz', "O'Brien Kate", 'Oliver Obi', 'ZOE ALBA'];
+  const imp = await addContacts(t, w.tokens.editor, w.orgId, ledger, names.map((name) => ({ name, company: 'X' })));
+  assert.is(imp.imported, names.length);
+  const ascending = ['Ángel Ruiz', 'Ava Adams', 'Émile Zola', 'emma stone', "O'Brien Kate", 'Oliver Obi', 'ZOE ALBA', 'Zoe Zimmer', 'Øyvind Ås'];
+  for (const [sort, expected] of [['+name', ascending], ['-name', [...ascending].reverse()]] as const) {
+    const whole = await t.call('GET', `${path}?sortBy=${encodeURIComponent(sort)}`, { token: w.tokens.viewer });
+    assert.equal(whole.body.contacts.map((c: any) => c.name), expected, `${sort}, one page`);
+    const paged: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const r: any = await t.call('GET', `${path}?sortBy=${encodeURIComponent(sort)}&limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: w.tokens.viewer });
+      expectStatus(r, 200);
+      paged.push(...r.body.contacts.map((c: any) => c.name));
+      cursor = r.body.nextCursor;
+    } while (cursor);
+    assert.equal(paged, expected, `${sort}, pages of two`);
   }
 });
 
@@ -795,10 +819,13 @@ Q('a big import that is most of its ledger, by name: the name index is walked; a
 /** Inserts `n` contacts with a change time directly (test setup for planner thresholds), of an import if given. */
 function createLedgerRows(db: TestApp['rt']['db']['raw'], ledgerId: string, n: number, importId: string | null = null, from = 0): number {
   const ins = db.prepare(
-    "INSERT INTO contacts (id, ledger_id, import_id, reference_id, name, company, import_company, created_at, updated_at, last_info_changed_at) VALUES (?, ?, ?, ?, ?, 'c', 'c', 1, 1, 5)",
+    "INSERT INTO contacts (id, ledger_id, import_id, reference_id, name, name_key, company, import_company, created_at, updated_at, last_info_changed_at) VALUES (?, ?, ?, ?, ?, ?, 'c', 'c', 1, 1, 5)",
   );
   db.transaction(() => {
-    for (let i = from; i < from + n; i++) ins.run(`c_bulk${String(i).padStart(22, '0')}`, ledgerId, importId, `bulk-${i}`, `n ${(i * 7919) % 10007}`);
+    for (let i = from; i < from + n; i++) {
+      const name = `n ${(i * 7919) % 10007}`;
+      ins.run(`c_bulk${String(i).padStart(22, '0')}`, ledgerId, importId, `bulk-${i}`, name, nameKey(name));
+    }
   })();
   return n;
 }

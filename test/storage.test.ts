@@ -179,6 +179,21 @@ S('migration 0013 gives every change the running maximum of detected_at of its l
   db.close();
 });
 
+S('migration 0017 indexes the name sort by name_key and gives a contact without one lower(name)', () => {
+  const { db, raw, apply } = justBefore('0017_');
+  const ins = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, created_at, updated_at) VALUES (?, 'l_1', ?, 'C', 'C', ?, 1, 1)");
+  ins.run('c_1', 'Émile Zola', 'emile zola');
+  ins.run('c_2', 'Zoe', 'zoe');
+  ins.run('c_3', 'Ann OLD', null); // written before migration 0003 gave every contact its keys
+  apply();
+  assert.equal(raw.prepare('SELECT id, name_key FROM contacts ORDER BY seq').raw().all(), [['c_1', 'emile zola'], ['c_2', 'zoe'], ['c_3', 'ann old']]);
+  assert.match(String(raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'contacts_by_name'").pluck().get()), /ON contacts \(ledger_id, name_key\)/);
+  const walk = raw.prepare("SELECT id FROM contacts INDEXED BY contacts_by_name WHERE ledger_id = 'l_1' ORDER BY name_key, seq").pluck().all();
+  assert.equal(walk, ['c_3', 'c_1', 'c_2']);
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();

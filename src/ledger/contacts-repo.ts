@@ -38,13 +38,18 @@ interface SortPlan {
   desc: boolean;
   index: string;
   nullable: boolean;
+  /**
+   * The column's value for a position's value, when they differ: a name sort walks name_key, while
+   * its cursor keeps the name (bounded in length, where folding may lengthen it) and folds it again.
+   */
+  keyOf?: (value: string) => string;
 }
 
 const SORTS: Record<ContactSort, SortPlan> = {
   '+createdAt': { column: 'created_at', desc: false, index: 'contacts_by_created', nullable: false },
   '-createdAt': { column: 'created_at', desc: true, index: 'contacts_by_created', nullable: false },
-  '+name': { column: 'name COLLATE NOCASE', desc: false, index: 'contacts_by_name', nullable: false },
-  '-name': { column: 'name COLLATE NOCASE', desc: true, index: 'contacts_by_name', nullable: false },
+  '+name': { column: 'name_key', desc: false, index: 'contacts_by_name', nullable: false, keyOf: nameKey },
+  '-name': { column: 'name_key', desc: true, index: 'contacts_by_name', nullable: false, keyOf: nameKey },
   '-lastJobChangedAt': { column: 'last_job_changed_at', desc: true, index: 'contacts_by_job_change', nullable: true },
   '-lastInfoChangedAt': { column: 'last_info_changed_at', desc: true, index: 'contacts_by_info_change', nullable: true },
 };
@@ -330,7 +335,7 @@ export function createContactsRepo(db: Db, reader: Db = db) {
       const p = [...params];
       if (after) {
         w.push(`(${plan.column}, seq) ${cmp} (?, ?)`);
-        p.push(after.value, after.seq);
+        p.push(plan.keyOf ? plan.keyOf(String(after.value)) : after.value, after.seq);
       }
       const order = `ORDER BY ${plan.column} ${dir}, seq ${dir}`;
       const covering = plan.column === 'created_at' ? RANGE_BY_CREATED[index] : undefined;
