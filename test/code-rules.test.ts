@@ -34,6 +34,13 @@ R('secrets, tokens and hashes are never compared with === (constant-time helpers
   assert.equal(offenders, []);
 });
 
+R('no test is left focused (a `.only` runs that test alone and the rest of its file passes unseen)', () => {
+  const tests = [...walk(join(root, 'test')), ...walk(join(root, 'web'))].filter((f) => /\.test\.ts$|\.e2e\.ts$/.test(f));
+  const focused = tests.filter((f) => /^\s*[A-Za-z]\w*\.only\(/m.test(readFileSync(f, 'utf8'))).map((f) => relative(root, f));
+  assert.ok(tests.length > 20, `test files found (${tests.length})`);
+  assert.equal(focused, []);
+});
+
 R('only one jwtVerify call site', () => {
   const sites = files.filter((f) => /jwtVerify\(/.test(f.text)).map((f) => f.path);
   assert.equal(sites, ['src/identity/access-tokens.ts']);

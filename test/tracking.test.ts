@@ -531,7 +531,7 @@ T('observedAt more than a day ahead is rejected (it would make every later recor
   assert.equal(h2.map((c: any) => [c.type, c.observedAt]), [['job', history[0].observedAt]]);
 });
 
-T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part of the first record; odd JSON-array elements are rejected alone', async ({ t, w }) => {
+T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part of the first record; odd JSON-array elements are rejected alone, a JSON document of one object is one record', async ({ t, w }) => {
   const long = JSON.stringify({ name: 'Long Line', company: 'C', notes: 'x'.repeat(1_200_000) });
   const nd = await feed(t, w.root, gzipSync(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(ndjson({ name: 'Bom One', company: 'BomCo' }) + long + '\r\n' + ndjson({ name: 'After Long', company: 'C' }))])));
   assert.equal([nd.status, nd.received, nd.invalid, nd.personsUpdated], ['completed', 3, 1, 2]);
@@ -543,6 +543,18 @@ T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part 
   assert.match(errors, /3,3,"a record must be an object/);
   assert.match(errors, /4,3,"a record must be an object/);
   assert.match(errors, /5,4,"the element is longer than/);
+  // a document that is one object is one record; anything else that is not an array fails the job
+  const one = await feed(t, w.root, '\n {"name":"Solo Object","company":"Single, Inc.","title":"CTO"}\n', 'application/json');
+  assert.equal([one.status, one.received, one.invalid, one.personsUpdated], ['completed', 1, 0, 1]);
+  assert.equal(t.rt.db.raw.prepare("SELECT company, title FROM people WHERE name = 'Solo Object'").get(), { company: 'Single, Inc.', title: 'CTO' });
+  const [two, open, scalar] = [
+    await feed(t, w.root, '{"name":"First Of","company":"C"} {"name":"Second Of","company":"C"}', 'application/json'),
+    await feed(t, w.root, '{"name":"Never Closed","company":"C"', 'application/json'),
+    await feed(t, w.root, '"a string"', 'application/json'),
+  ];
+  assert.equal([two.status, two.message], ['failed', 'unexpected text after the end of the record (line 1); nothing was applied']);
+  assert.equal([open.status, open.message], ['failed', 'the JSON record is not closed (is the file complete?); nothing was applied']);
+  assert.equal([scalar.status, scalar.message], ['failed', 'a JSON feed must be an array of records, or one record (an object); nothing was applied']);
 });
 
 T('a record that is not valid UTF-8 is rejected alone with its line, in every format; the good records are applied as sent', async ({ t, w }) => {

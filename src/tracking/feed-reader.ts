@@ -206,11 +206,13 @@ const BOM = [0xef, 0xbb, 0xbf];
  * that shape JSON are all ASCII). An element that is not an object (a string, a number, null…),
  * is longer than MAX_FEED_RECORD_BYTES (its bytes are dropped as they come) or is not valid UTF-8
  * is an error item with its line, like a bad NDJSON line; only a file that is not an array at all,
- * or whose array never closes, fails as a whole.
+ * or whose array never closes, fails as a whole. A document that is one object is one record
+ * (`POST /feed` of a single person as application/json).
  */
 async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
   let line = 1;
   let depth = 0; // 1 inside the array, 2+ inside an element
+  let single = false; // the document is one object, not an array
   let inString = false;
   let escaped = false;
   let started = false;
@@ -262,13 +264,18 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
           continue;
         }
         if (isSpace(b)) continue;
-        if (b !== 0x5b) throw new FeedReadError('a JSON feed must be an array of records');
         started = true;
-        depth = 1;
+        if (b === 0x7b) {
+          single = true;
+          startLine = line;
+          from = i;
+          depth = 2;
+        } else if (b === 0x5b) depth = 1;
+        else throw new FeedReadError('a JSON feed must be an array of records, or one record (an object)');
         continue;
       }
       if (ended) {
-        if (!isSpace(b)) throw new FeedReadError(`unexpected text after the end of the array (line ${line})`);
+        if (!isSpace(b)) throw new FeedReadError(`unexpected text after the end of the ${single ? 'record' : 'array'} (line ${line})`);
         continue;
       }
       if (depth === 1) {
@@ -301,6 +308,10 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
         if (depth === 1) {
           keep(chunk.subarray(from, i + 1));
           yield element();
+          if (single) {
+            ended = true;
+            depth = 0;
+          }
         }
       }
     }
@@ -308,7 +319,7 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
     offset += chunk.length;
   }
   if (!started) throw new FeedReadError('the file is empty');
-  if (!ended) throw new FeedReadError('the JSON array is not closed (is the file complete?)');
+  if (!ended) throw new FeedReadError(`the JSON ${single ? 'record' : 'array'} is not closed (is the file complete?)`);
 }
 
 function parseElement(text: string, line: number): FeedItem {
