@@ -613,7 +613,7 @@ T('feed CSV: a record over 1 MiB is rejected alone and the lines after it keep t
   assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 4, 2, 2]);
   const errors = (await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root })).text;
   assert.match(errors, /2,3,"the record is longer than 1048576 bytes/);
-  assert.match(errors, /4,7,"the row has 1 columns/);
+  assert.match(errors, /4,7,"the row has 1 column, the header has 2"/);
   const header = await feed(t, w.root, `name,${'y'.repeat(1_100_000)}\nA,B\n`, 'text/csv');
   assert.equal([header.status, header.personsUpdated], ['failed', 0]);
   assert.match(header.message, /header row is longer than 1048576 bytes/);
