@@ -32,8 +32,8 @@ export function createChangeService(d: { ledgers: LedgersRepo; contacts: Contact
       let after = opts.cursor === undefined ? 0 : (decodeCursor(opts.cursor, key, ['n'])[0] as number);
       if (opts.cursor === undefined && opts.since !== undefined) {
         const first = d.changes.firstSeqSince(ledgerId, opts.since);
-        // nothing detected since then yet: the feed starts after every change recorded so far
-        after = first === null ? d.changes.lastSeq() : first - 1;
+        // nothing detected since then yet: the feed starts after every change of the ledger so far
+        after = first === null ? d.changes.lastSeqOfLedger(ledgerId) : first - 1;
       }
       const out = page(d.changes.listOfLedger(ledgerId, { since: opts.since, type: opts.type, afterSeq: after, limit: opts.limit + 1 }), opts.limit, key);
       return { ...out, resumeCursor: encodeCursor(key, [out.items.at(-1)?.seq ?? after]) };

@@ -48,7 +48,7 @@ export function createChangesRepo(db: Db) {
     firstSince: db.raw.prepare<[string, number], number>(
       'SELECT seq FROM changes INDEXED BY changes_by_ledger_detected_max WHERE ledger_id = ? AND detected_max >= ? ORDER BY detected_max, seq LIMIT 1',
     ).pluck(),
-    lastSeq: db.raw.prepare<[], number | null>('SELECT max(seq) FROM changes').pluck(),
+    lastSeqOfLedger: db.raw.prepare<[string], number | null>('SELECT max(seq) FROM changes WHERE ledger_id = ?').pluck(),
     purge: db.raw.prepare<[string, number]>('DELETE FROM changes WHERE seq IN (SELECT seq FROM changes WHERE ledger_id = ? LIMIT ?)'),
     deleteOfContact: db.raw.prepare<[string]>('DELETE FROM changes WHERE contact_id = ?'),
   };
@@ -107,8 +107,12 @@ export function createChangesRepo(db: Db) {
      * when no change of the ledger was detected at or after it.
      */
     firstSeqSince: (ledgerId: string, since: number): number | null => q.firstSince.get(ledgerId, since) ?? null,
-    /** The newest change's seq (any ledger; 0 without changes): every change recorded later has a greater one. */
-    lastSeq: (): number => q.lastSeq.get() ?? 0,
+    /**
+     * The seq of the ledger's newest change (0 without one): every change recorded later has a
+     * greater one (seq is AUTOINCREMENT, migration 0011). The ledger's own, not the installation's:
+     * it goes into a cursor, which must not show how many changes other organizations get.
+     */
+    lastSeqOfLedger: (ledgerId: string): number => q.lastSeqOfLedger.get(ledgerId) ?? 0,
     /** The query plans of firstSeqSince and of the running maximum read by insertChange (tests: one seek each). */
     explainSinceStart: (ledgerId: string, since: number): { start: string[]; insert: string[] } => ({
       start: (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.firstSince.source}`).all(ledgerId, since) as { detail: string }[]).map((r) => r.detail),
