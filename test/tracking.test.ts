@@ -207,6 +207,13 @@ T('the ledger change feed: in order, since a time, by type, with a cursor', asyn
   const future = await t.call('GET', `${path}/changes?since=2999-01-01`, { token: w.tokens.viewer });
   assert.equal([future.body.changes, future.body.nextCursor], [[], null]);
   assert.type(future.body.resumeCursor, 'string');
+  // where it resumes is this ledger's newest change, not the installation's: changes in another
+  // ledger (another organization's, as far as this cursor may tell) leave it as it was
+  const other = await ledgerWith(t, w, 'someone else', [{ name: 'Ola Other', company: 'Acme', linkedin: 'linkedin.com/in/ola-other', referenceId: 'ola' }]);
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/ola-other', name: 'Ola Other', company: 'Globex' }));
+  assert.ok((await t.call('GET', `${other.path}/changes`, { token: w.tokens.viewer })).body.changes.length > 0, 'the other ledger changed');
+  const again = await t.call('GET', `${path}/changes?since=2999-01-01`, { token: w.tokens.viewer });
+  assert.is(again.body.resumeCursor, future.body.resumeCursor);
   expectStatus(await t.call('GET', `${path}/changes?type=other`, { token: w.tokens.viewer }), 400);
   expectStatus(await t.call('GET', `${path}/changes?since=yesterday`, { token: w.tokens.viewer }), 400);
   // a zone offset beyond ±23:59 is not a timestamp (RFC 3339): 400 problem+json naming `since`
@@ -832,7 +839,7 @@ async function settled(t: TestApp, name: string): Promise<'done' | 'failed'> {
   }
 }
 
-I('inbox files are taken once they stopped changing, then moved to done/ or failed/ with the reason', async ({ t }) => {
+I('inbox files are taken once they stopped changing, then moved to done/ with their counts or to failed/ with the reason', async ({ t }) => {
   const inbox = join(t.dataDir, 'inbox');
   assert.ok(existsSync(inbox), 'the inbox folder exists from the start');
   const old = new Date(Date.now() - 10_000);
@@ -851,8 +858,9 @@ I('inbox files are taken once they stopped changing, then moved to done/ or fail
   writeFileSync(join(inbox, 'growing.jsonl'), ndjson({ name: 'A', company: 'B' }, { name: 'C', company: 'D' })); // still being written
   assert.is(feeds.scanInbox(), 0, 'a file that changed since the last look waits');
   assert.is(await settled(t, 'good.jsonl'), 'done');
+  assert.match(readFileSync(join(inbox, 'done', 'good.jsonl.result.txt'), 'utf8'), /^feed_[0-9a-z]+ completed: 2 records, 0 invalid, 0 older than known, 2 persons updated, 0 contacts matched, 0 job changes, 0 info changes\n$/);
   assert.is(await settled(t, 'broken.jsonl.gz'), 'failed');
-  assert.match(readFileSync(join(inbox, 'failed', 'broken.jsonl.gz.reason.txt'), 'utf8'), /gzip/);
+  assert.match(readFileSync(join(inbox, 'failed', 'broken.jsonl.gz.reason.txt'), 'utf8'), /gzip.*\nfeed_[0-9a-z]+ failed: 0 records, /);
   assert.is(await settled(t, 'notes.txt'), 'failed');
   assert.match(readFileSync(join(inbox, 'failed', 'notes.txt.reason.txt'), 'utf8'), /not a feed file/);
   // another file of the same name does not overwrite the first one in failed/
@@ -886,7 +894,7 @@ I('an inbox file ending inside a line waits a minute (its writer may have paused
   assert.is(feeds.scanInbox(), 1, 'wrong.csv; paused.csv waits');
   assert.is(await settled(t, 'wrong.csv'), 'failed');
   const why = readFileSync(join(inbox, 'failed', 'wrong.csv.reason.txt'), 'utf8');
-  assert.match(why, /^not one of its 2 records could be applied \(the first, line 2: name and company are required \(a record must say who the person is and where they work\)\); every reason is in GET \/api\/ledger\/v1\/feed\/feed_\w+\/errors\n$/, why);
+  assert.match(why, /^not one of its 2 records could be applied \(the first, line 2: name and company are required \(a record must say who the person is and where they work\)\); every reason is in GET \/api\/ledger\/v1\/feed\/feed_\w+\/errors\nfeed_\w+ failed: 2 records, 2 invalid, 0 older than known, 0 persons updated, 0 contacts matched, 0 job changes, 0 info changes\n$/, why);
   assert.ok(existsSync(join(inbox, 'paused.csv')), 'still waiting');
   // the writer goes on: the record is whole, and the file is taken as usual
   appendFileSync(join(inbox, 'paused.csv'), 'li\n');
@@ -1042,6 +1050,29 @@ I('the daily change set holds the contacts changed that day, in the API shape, s
   assert.is(t.rt.tracking.dailySets.removeOrphans(), 1);
   assert.not.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', ledgerId)));
   assert.ok(existsSync(join(t.dataDir, 'exports', 'ledgers', live)), 'a live ledger keeps its exports');
+});
+
+I('a feed that kept failing: its inbox file goes to failed/ with the last error and the counts, once the job is given up', async () => {
+  const t = await startApp({ noScheduler: true });
+  try {
+    const inbox = join(t.dataDir, 'inbox');
+    const old = new Date(Date.now() - 10_000);
+    writeFileSync(join(inbox, 'stuck.jsonl'), ndjson({ name: 'Stu Stuck', company: 'Acme' }));
+    utimesSync(join(inbox, 'stuck.jsonl'), old, old);
+    const feeds = t.rt.tracking.feeds;
+    feeds.scanInbox();
+    assert.is(feeds.scanInbox(), 1);
+    const [taken] = readdirSync(join(inbox, 'processing'));
+    const id = /^(feed_[0-9a-z]+)-/.exec(taken!)![1]!;
+    // what the scheduler does when a job has used up its attempts: the queue marks it failed, then the runner's last word
+    t.rt.db.raw.prepare("UPDATE jobs SET status = 'failed', last_error = 'disk on fire' WHERE id = ?").run(id);
+    t.rt.tracking.runners.feed.failed!(id, 'disk on fire');
+    assert.is(await settled(t, 'stuck.jsonl'), 'failed');
+    assert.match(readFileSync(join(inbox, 'failed', 'stuck.jsonl.reason.txt'), 'utf8'), new RegExp(`^processing kept failing: disk on fire\\n${id} failed: 0 records, `));
+    assert.is((await t.call('GET', `${FEED}/${id}`, { token: (await signInRoot(t)).accessToken })).body.message, 'processing kept failing: disk on fire');
+  } finally {
+    await t.close();
+  }
 });
 
 I('daily change-set ids: each change of the UTC day is read once, in detection order, a step at a time; each contact changed that day is listed once, in id order', async ({ t, w }) => {

@@ -4,7 +4,7 @@ import { loadConfig } from '../config.ts';
 import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
-import { feedsDir, formatOfName, INBOX_TASK, inboxDir } from '../tracking/feed-files.ts';
+import { feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, sidecarOf } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { commandLogger } from './common.ts';
 import { progress } from './progress.ts';
@@ -58,14 +58,17 @@ export const feedCommand: Command = {
       let own: Runtime | undefined;
       try {
         for (let waited = 0; ; waited += 500) {
+          // the counts (done/) or the reason (failed/) are written beside the file before it moves
           if (existsSync(join(inbox, 'done', name))) {
             bar.done();
-            io.out(`ingested ${name}; its counts are in GET /api/ledger/v1/feed (source "inbox")`);
+            const result = join(inbox, 'done', name);
+            io.out(`ingested ${name}: ${existsSync(sidecarOf(result, 'result')) ? readFileSync(sidecarOf(result, 'result'), 'utf8').trim() : 'its counts are in GET /api/ledger/v1/feed (source "inbox")'}`);
             return EXIT_OK;
           }
           if (existsSync(join(inbox, 'failed', name))) {
             bar.done();
-            const reason = existsSync(join(inbox, 'failed', `${name}.reason.txt`)) ? readFileSync(join(inbox, 'failed', `${name}.reason.txt`), 'utf8').trim() : 'see the server log';
+            const failed = join(inbox, 'failed', name);
+            const reason = existsSync(sidecarOf(failed, 'reason')) ? readFileSync(sidecarOf(failed, 'reason'), 'utf8').trim().replace(/\n/g, '; ') : 'see the server log';
             io.err(`the feed failed: ${reason}`);
             return EXIT_FAILURE;
           }
@@ -99,7 +102,7 @@ export const feedCommand: Command = {
         bar.update(f.received, undefined, `records, ${f.invalid} invalid, ${f.jobChanges} job changes, ${f.infoChanges} info changes`);
         if (f.status === 'completed' || f.status === 'failed') {
           bar.done();
-          const summary = `${f.id} ${f.status}: ${f.received} records, ${f.invalid} invalid, ${f.stale} older than known, ${f.personsUpdated} persons updated, ${f.contactsMatched} contacts matched, ${f.jobChanges} job changes, ${f.infoChanges} info changes`;
+          const summary = feedSummary(f);
           if (f.status === 'failed') {
             io.err(`${summary}. ${f.message ?? ''}`);
             return EXIT_FAILURE;

@@ -57,17 +57,27 @@ export function endsInsideALine(path: string): boolean {
   }
 }
 
+/** A finished feed's counts in one line (the CLI prints it; the inbox writes it beside the file). */
+export const feedSummary = (f: FeedJob): string =>
+  `${f.id} ${f.status}: ${f.received} records, ${f.invalid} invalid, ${f.stale} older than known, ${f.personsUpdated} persons updated, ${f.contactsMatched} contacts matched, ${f.jobChanges} job changes, ${f.infoChanges} info changes`;
+
+/** The files written beside an inbox file in failed/ (its reason) and done/ (its counts). */
+const SIDECARS = { reason: '.reason.txt', result: '.result.txt' } as const;
+export const sidecarOf = (target: string, kind: keyof typeof SIDECARS) => `${target}${SIDECARS[kind]}`;
+
 /**
- * The reason beside a file in failed/, written before the file moves there (whoever sees the file
- * finds its reason). Never through an existing name or link ('wx': the file must be new).
+ * The reason beside a file in failed/, or its counts beside it in done/, written before the file
+ * moves there (whoever sees the file finds them). Never through an existing name or link ('wx':
+ * the file must be new).
  */
-export function writeReason(target: string, reason: string): void {
-  writeFileSync(`${target}.reason.txt`, `${reason}\n`, { flag: 'wx' });
+export function writeSidecar(target: string, kind: keyof typeof SIDECARS, text: string): void {
+  writeFileSync(sidecarOf(target, kind), `${text}\n`, { flag: 'wx' });
 }
 
-/** `dir/name`, or `dir/<prefix>-name` when a file of that name (or its reason) is already there (never overwritten). */
+/** `dir/name`, or `dir/<prefix>-name` when a file of that name (or one beside it) is already there (never overwritten). */
 export function freeName(dir: string, name: string, prefix: string): string {
-  return existsSync(join(dir, name)) || existsSync(join(dir, `${name}.reason.txt`)) ? join(dir, `${prefix}-${name}`) : join(dir, name);
+  const taken = [name, ...Object.values(SIDECARS).map((s) => `${name}${s}`)].some((n) => existsSync(join(dir, n)));
+  return taken ? join(dir, `${prefix}-${name}`) : join(dir, name);
 }
 
 /** What feed code logs (the server's logger; on the bulk thread, messages to it). */
@@ -77,8 +87,10 @@ export interface FeedLog {
 }
 
 /**
- * Where a finished feed's file goes: deleted, or (inbox) moved to done/ or failed/ with the reason
- * beside it. A file that cannot be moved is logged and left; the feed's record stands.
+ * Where a finished feed's file goes: deleted, or (inbox) moved to done/ with its counts beside it
+ * (`<name>.result.txt`) or to failed/ with the reason, then the counts (`<name>.reason.txt`).
+ * `feed` is the finished record. A file that cannot be moved is logged and left; the feed's record
+ * stands.
  */
 export function settleFeedFile(dataDir: string, log: FeedLog, feed: FeedJob, failure: string | null): void {
   if (!feed.filePath || !existsSync(feed.filePath)) return;
@@ -89,7 +101,8 @@ export function settleFeedFile(dataDir: string, log: FeedLog, feed: FeedJob, fai
     }
     const dir = inboxFolder(dataDir, failure ? 'failed' : 'done');
     const target = freeName(dir, basename(feed.filePath).replace(/^feed_[0-9a-z]+-/, ''), feed.id);
-    if (failure) writeReason(target, failure);
+    if (failure) writeSidecar(target, 'reason', `${failure}\n${feedSummary(feed)}`);
+    else writeSidecar(target, 'result', feed.message ? `${feedSummary(feed)}. ${feed.message}` : feedSummary(feed));
     renameSync(feed.filePath, target);
   } catch (err) {
     log.error({ err, feed: feed.id }, 'could not move a finished feed file');

@@ -49,7 +49,8 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       if (failure) lease.fail(failure);
       else lease.complete();
     });
-    settle(feed, failure);
+    // the finished record has its counts and status, and no file any more: the file is where it was
+    settle({ ...(d.feeds.findFeed(feed.id, d.clock.now()) ?? feed), filePath: feed.filePath }, failure);
   }
 
   return {
@@ -188,9 +189,10 @@ export function feedRunnerOnMain(d: Pick<FeedRunnerDeps, 'clock' | 'feeds' | 'da
   return {
     pruneFinishedAfterMs: null, // the feed's record (GET /feed/:id) lives in feed_jobs, which goes with the job row
     failed(jobId, message) {
-      const feed = d.feeds.findFeed(jobId, d.clock.now());
+      const filePath = d.feeds.findFeed(jobId, d.clock.now())?.filePath ?? null; // finishing forgets it
       d.feeds.markFinished(jobId, `processing kept failing: ${message}`, d.clock.now());
-      if (feed) setImmediate(() => settleFeedFile(d.dataDir, d.log, feed, `processing kept failing: ${message}`));
+      const feed = d.feeds.findFeed(jobId, d.clock.now());
+      if (feed) setImmediate(() => settleFeedFile(d.dataDir, d.log, { ...feed, filePath }, `processing kept failing: ${message}`));
     },
   };
 }

@@ -10,7 +10,7 @@ import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
-import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, inboxFolder, isGzip, settleFeedFile, writeReason } from './feed-files.ts';
+import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, inboxFolder, isGzip, settleFeedFile, writeSidecar } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
 import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from './feeds-repo.ts';
@@ -121,7 +121,7 @@ export function createFeedService(d: {
       seen.delete(name);
       if (!format) {
         const target = freeName(inboxFolder(d.dataDir, 'failed'), name, newId('feed'));
-        writeReason(target, 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz');
+        writeSidecar(target, 'reason', 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz');
         renameSync(path, target);
         continue;
       }
