@@ -44,8 +44,8 @@ function ownAddresses(): BlockList {
 }
 
 /**
- * True for a loopback, unspecified or link-local IP address, a cloud metadata service's, or one of this machine's own
- * interface addresses (also IPv4-mapped, `::ffff:127.0.0.1`).
+ * True for a loopback, unspecified or link-local IP address, a cloud metadata service's, or one
+ * of this machine's own interface addresses (also IPv4-mapped, `::ffff:127.0.0.1`).
  */
 export function isLocalAddress(ip: string): boolean {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
