@@ -66,6 +66,14 @@ L('the thread gives way to a waiting main thread; a wait that times out is SQLIT
 const T = suite('the bulk thread');
 
 /** How many rows the main thread's connection has written since this call (the thread's writes are not counted). */
+/** Uploads a CSV of `rows` generated contacts (202); returns its import's id and a reader of the job as it is now. */
+async function startCsvImport(t: TestApp, w: World, ledgerId: string, rows: number): Promise<{ id: string; status: () => Promise<any> }> {
+  const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(contactsCsv(rows)) });
+  expectStatus(up, 202);
+  const id = up.body.id as string;
+  return { id, status: () => t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${id}`, { token: w.tokens.editor }).then((r) => r.body) };
+}
+
 function mainConnectionWrites(t: TestApp): () => number {
   const changes = t.rt.db.raw.prepare('SELECT total_changes()').pluck();
   const before = changes.get() as number;
@@ -79,13 +87,13 @@ function mainConnectionWrites(t: TestApp): () => number {
  * the process's write lock would fail at once. Returns the job as it ended, and how many writes
  * ran while it was processing.
  */
-async function writeUntilEnded(t: TestApp, w: World, ledgerId: string, status: () => Promise<{ body: any }>): Promise<{ job: any; during: number }> {
+async function writeUntilEnded(t: TestApp, w: World, ledgerId: string, status: () => Promise<any>): Promise<{ job: any; during: number }> {
   let during = 0;
   const busyTimeout = t.rt.db.raw.pragma('busy_timeout', { simple: true });
   t.rt.db.raw.pragma('busy_timeout = 0');
   try {
     for (let i = 0; ; i++) {
-      const job = (await status()).body;
+      const job = await status();
       if (job.status === 'completed' || job.status === 'failed') return { job, during };
       if (job.status === 'processing') during++;
       expectStatus(await t.call('PATCH', ledgerPath(w.orgId, ledgerId), { token: w.tokens.editor, body: { description: `edit ${i}` } }), 200, 'a write while the job runs');
@@ -101,13 +109,11 @@ T('imports write through the thread; main-thread writes meanwhile all succeed; t
     const w = await seedWorld(t);
     const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'threaded');
     const rows = 30_000;
-    const csv = contactsCsv(rows);
     const mainWrites = mainConnectionWrites(t);
-    const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
-    expectStatus(up, 202);
-    const { during } = await writeUntilEnded(t, w, ledgerId, () => t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor }));
+    const imp = await startCsvImport(t, w, ledgerId, rows);
+    const { during } = await writeUntilEnded(t, w, ledgerId, imp.status);
     assert.ok(during > 0, 'some writes ran while the import was processing');
-    const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
+    const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, imp.id);
     assert.equal([done.status, done.imported, done.duplicates, done.invalid], ['completed', rows, 0, 0]);
     // the rows went in through the thread's connection, not this one
     assert.ok(mainWrites() < rows / 10, 'the main connection did not insert the rows');
@@ -132,7 +138,7 @@ T('feeds run on the thread too: the records go through its connection, writes me
     const mainWrites = mainConnectionWrites(t);
     const fed = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: `${records.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } });
     expectStatus(fed, 202);
-    const { job } = await writeUntilEnded(t, w, ledgerId, () => t.call('GET', `${LEDGER}/feed/${fed.body.id}`, { token: w.root }));
+    const { job } = await writeUntilEnded(t, w, ledgerId, () => t.call('GET', `${LEDGER}/feed/${fed.body.id}`, { token: w.root }).then((r) => r.body));
     assert.equal([job.status, job.received, job.invalid, job.contactsMatched, job.jobChanges], ['completed', 2 * known, 0, known, known]);
     assert.ok(mainWrites() < known / 10, 'the main connection did not apply the records');
     const metrics = (await t.call('GET', '/metrics', { token: w.root })).text;
@@ -185,10 +191,7 @@ T('a scheduled backup taken while an import writes completes without starting ov
       });
     }
     const rows = 30_000;
-    const csv = contactsCsv(rows);
-    const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
-    expectStatus(up, 202);
-    const status = () => t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor }).then((r) => r.body);
+    const { id: importId, status } = await startCsvImport(t, w, ledgerId, rows);
     await until('the import writing', status, (s) => s.processed > 0);
     assert.ok(await t.rt.scheduler.runNow('backup'), 'the backup ran');
     // SQLite starts the copy over whenever the thread commits between two of its steps; the
@@ -207,7 +210,7 @@ T('a scheduled backup taken while an import writes completes without starting ov
     } finally {
       copy.close();
     }
-    const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
+    const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, importId);
     assert.equal([done.status, done.imported], ['completed', rows]);
   } finally {
     await t.close();
@@ -222,28 +225,25 @@ T('an import waiting out a pause longer than its lease keeps the lease: the sche
     const w = await seedWorld(t);
     const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'long pause');
     const rows = 20_000;
-    const csv = contactsCsv(rows);
-    const up = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.editor, raw: csvForm(csv) });
-    expectStatus(up, 202);
-    const status = () => t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${up.body.id}`, { token: w.tokens.editor }).then((r) => r.body);
+    const { id: importId, status } = await startCsvImport(t, w, ledgerId, rows);
     await until('the import writing', status, (s) => s.processed > 0);
     const job = t.rt.db.raw.prepare<[string], { lease_token: number; lease_until: number }>('SELECT lease_token, lease_until FROM jobs WHERE id = ?');
-    const token = job.get(up.body.id)!.lease_token;
+    const token = job.get(importId)!.lease_token;
     hold = holdBulkJobs(t);
     // a backup of 44 s by the clock, in steps: each time the lease is renewed before it runs out
     for (let step = 0; step < 4; step++) {
       clock.advance(LEASE_MS / 3 + 1000);
-      await until('the lease renewed', () => job.get(up.body.id)!, (j) => j.lease_until >= clock.now() + LEASE_MS - 1000, 10_000);
+      await until('the lease renewed', () => job.get(importId)!, (j) => j.lease_until >= clock.now() + LEASE_MS - 1000, 10_000);
       t.rt.scheduler.kick();
     }
     const during = await status();
     assert.is(during.status, 'processing', 'still the same run, not pending');
     assert.ok(during.processed < rows, 'the import was waiting');
-    assert.is(job.get(up.body.id)!.lease_token, token, 'not claimed again');
+    assert.is(job.get(importId)!.lease_token, token, 'not claimed again');
     await hold.release();
-    const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, up.body.id);
+    const done = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, importId);
     assert.equal([done.status, done.imported, done.duplicates], ['completed', rows, 0]);
-    assert.is(job.get(up.body.id)!.lease_token, token, 'one run from start to end');
+    assert.is(job.get(importId)!.lease_token, token, 'one run from start to end');
   } finally {
     await hold?.release();
     await t.close();

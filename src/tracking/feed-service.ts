@@ -182,9 +182,8 @@ export function createFeedService(d: {
     createFeed,
     scanInbox,
     recoverInbox,
-    /** A file received over HTTP: moved into the feeds folder and registered. */
     /**
-     * A feed uploaded through the API. With an Idempotency-Key, a retry of the same upload (the same
+     * A feed uploaded through the API: the file is moved into the feeds folder and registered. With an Idempotency-Key, a retry of the same upload (the same
      * bytes and format) gets the feed job of the first one (`replayed`), another upload under the
      * key 422; keys are the caller's own. The upload is removed when nothing new is created.
      */
