@@ -1,64 +1,29 @@
+import { createCipheriv, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import { badRequest } from './errors.ts';
 import { MAX_LENGTH } from './ledger/contact-input.ts';
 
 /** The longest text in a cursor's key: a contact's name (sortBy=±name). Other text keys are ids. */
 export const MAX_CURSOR_TEXT = MAX_LENGTH.name;
 
+/** Bytes of the synthetic IV, which is also the cursor's authentication tag. */
+const TAG_BYTES = 16;
+
 /**
  * The longest cursor the server issues, so every cursor it hands out is accepted back (by
- * decodeCursor and the `cursor` query schema) while a forged giant one is still refused. The
- * longest is a contact list's under sortBy=±name, `["contacts+name","<name>",<seq>,<0|1>]`: JSON
- * escapes one UTF-16 unit of the name to at most 6 bytes (`\u0001`, a lone surrogate), a safe
- * integer takes at most 17 characters (`-9007199254740991`), and the label gets room for 32
- * characters (the longest contact sort label, `contacts-lastInfoChangedAt`, has 26). Every other
- * cursor holds numbers and at most an id (under 40 characters), far less. base64url makes 4
- * characters of every 3 bytes: 2,148 characters.
+ * `decode` and the `cursor` query schema) while a forged giant one is still refused. The longest
+ * sealed key is a contact list's under sortBy=±name, `["<name>",<seq>,<0|1>]`: JSON escapes one
+ * UTF-16 unit of the name to at most 6 bytes (`\u0001`, a lone surrogate) and a safe integer
+ * takes at most 17 characters (`-9007199254740991`). Every other cursor holds numbers and at most
+ * an id (under 40 characters), far less. The tag comes on top, and base64url makes 4 characters
+ * of every 3 bytes: 2,123 characters.
  */
-const MAX_CURSOR_JSON = 2 + (32 + 2) + 1 + (MAX_CURSOR_TEXT * 6 + 2) + 2 * (1 + 17);
-export const MAX_CURSOR_LENGTH = Math.ceil((MAX_CURSOR_JSON * 4) / 3);
-const CURSOR_SHAPE = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_CURSOR_LENGTH}}$`);
-
-/**
- * Opaque keyset cursors: base64url JSON of the last row's sort key plus the sort it belongs to.
- * Decoding validates the shape strictly, so a cursor never reaches SQL as text.
- */
-export function encodeCursor(sort: string, key: (string | number | null)[]): string {
-  return Buffer.from(JSON.stringify([sort, ...key]), 'utf8').toString('base64url');
-}
-
-/**
- * Returns the key values of a cursor made for `sort`, checked against `kinds` ('s' string,
- * 'n' number, 'n?' number or null); throws 400 invalid_cursor otherwise.
- */
-export function decodeCursor(text: string, sort: string, kinds: ('s' | 'n' | 'n?')[]): (string | number | null)[] {
-  const bad = () => badRequest('invalid_cursor', 'cursor is not valid for this list; start again without it.', [{ path: 'cursor', message: 'invalid cursor' }]);
-  if (!CURSOR_SHAPE.test(text)) throw bad();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-  } catch {
-    throw bad();
-  }
-  if (!Array.isArray(parsed) || parsed.length !== kinds.length + 1 || parsed[0] !== sort) throw bad();
-  const values = parsed.slice(1) as unknown[];
-  values.forEach((v, i) => {
-    const k = kinds[i];
-    const ok = k === 's' ? typeof v === 'string' && v.length <= MAX_CURSOR_TEXT : k === 'n' ? Number.isSafeInteger(v) : v === null || Number.isSafeInteger(v);
-    if (!ok) throw bad();
-  });
-  return values as (string | number | null)[];
-}
+const MAX_CURSOR_JSON = 2 + (MAX_CURSOR_TEXT * 6 + 2) + 2 * (1 + 17);
+export const MAX_CURSOR_LENGTH = Math.ceil(((TAG_BYTES + MAX_CURSOR_JSON) * 4) / 3);
+const CURSOR_SHAPE = new RegExp(`^[A-Za-z0-9_-]{${Math.ceil(((TAG_BYTES + 2) * 4) / 3)},${MAX_CURSOR_LENGTH}}$`);
 
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
-}
-
-/** Cuts a `limit + 1` query result into a page and the cursor after its last item. */
-export function toPage<T>(rows: T[], limit: number, sort: string, keyOf: (row: T) => (string | number | null)[]): Page<T> {
-  if (rows.length <= limit) return { items: rows, nextCursor: null };
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: encodeCursor(sort, keyOf(items[items.length - 1]!)) };
 }
 
 /** A keyset position on (time, id): the common sort of lists in creation order. */
@@ -67,9 +32,80 @@ export interface Keyset {
   id: string;
 }
 
-/** Decodes an optional (time, id) cursor made for `sort`. */
-export function decodeKeyset(cursor: string | undefined, sort: string): Keyset | undefined {
-  if (cursor === undefined) return undefined;
-  const [at, id] = decodeCursor(cursor, sort, ['n', 's']);
-  return { at: at as number, id: id as string };
+type Kind = 's' | 'n' | 'n?';
+type KeyValue = string | number | null;
+
+export type Cursors = ReturnType<typeof createCursors>;
+
+/**
+ * Opaque keyset cursors: the last row's sort key, sealed with the installation's cursor secret
+ * (kept in the database, so a restored backup keeps them valid). A plain cursor would show what
+ * the server pages by: internal sequence numbers shared by every organization (the gap between
+ * two of a ledger's changes tells how many changes other ledgers got), and a contact's name in
+ * URLs that access logs keep. Sealed, a cursor shows nothing, and one that was altered, forged
+ * or made for another list (the sort label is authenticated with it) is a 400.
+ *
+ * The seal is deterministic authenticated encryption (the SIV construction of RFC 5297 with
+ * HMAC-SHA-256 as its PRF): the tag is a MAC over the sort label and the key, and also the IV of
+ * AES-256-CTR over the key. The same position gives the same cursor, and no IV is ever drawn at
+ * random, so there is no nonce to repeat however many cursors an installation issues.
+ */
+export function createCursors(secret: Buffer) {
+  const macKey = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'contact-ledger cursor tag', 32));
+  const encKey = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'contact-ledger cursor cipher', 32));
+  const tagOf = (sort: string, plain: Buffer) => createHmac('sha256', macKey).update(sort, 'utf8').update('\0').update(plain).digest().subarray(0, TAG_BYTES);
+  const ctr = (tag: Buffer, data: Buffer) => {
+    const cipher = createCipheriv('aes-256-ctr', encKey, tag);
+    return Buffer.concat([cipher.update(data), cipher.final()]);
+  };
+
+  function encode(sort: string, key: KeyValue[]): string {
+    const plain = Buffer.from(JSON.stringify(key), 'utf8');
+    const tag = tagOf(sort, plain);
+    return Buffer.concat([tag, ctr(tag, plain)]).toString('base64url');
+  }
+
+  /**
+   * Returns the key values of a cursor made for `sort`, checked against `kinds` ('s' string,
+   * 'n' number, 'n?' number or null); throws 400 invalid_cursor otherwise.
+   */
+  function decode(text: string, sort: string, kinds: Kind[]): KeyValue[] {
+    const bad = () => badRequest('invalid_cursor', 'cursor is not valid for this list; start again without it.', [{ path: 'cursor', message: 'invalid cursor' }]);
+    if (!CURSOR_SHAPE.test(text)) throw bad();
+    const sealed = Buffer.from(text, 'base64url');
+    const tag = sealed.subarray(0, TAG_BYTES);
+    const plain = ctr(tag, sealed.subarray(TAG_BYTES));
+    if (!timingSafeEqual(tag, tagOf(sort, plain))) throw bad();
+    let values: unknown;
+    try {
+      values = JSON.parse(plain.toString('utf8'));
+    } catch {
+      throw bad();
+    }
+    // Only the server seals cursors, but a secret that leaked must not let a cursor reach SQL as anything but its kinds.
+    if (!Array.isArray(values) || values.length !== kinds.length) throw bad();
+    values.forEach((v: unknown, i) => {
+      const k = kinds[i];
+      const ok = k === 's' ? typeof v === 'string' && v.length <= MAX_CURSOR_TEXT : k === 'n' ? Number.isSafeInteger(v) : v === null || Number.isSafeInteger(v);
+      if (!ok) throw bad();
+    });
+    return values as KeyValue[];
+  }
+
+  return {
+    encode,
+    decode,
+    /** Cuts a `limit + 1` query result into a page and the cursor after its last item. */
+    toPage<T>(rows: T[], limit: number, sort: string, keyOf: (row: T) => KeyValue[]): Page<T> {
+      if (rows.length <= limit) return { items: rows, nextCursor: null };
+      const items = rows.slice(0, limit);
+      return { items, nextCursor: encode(sort, keyOf(items[items.length - 1]!)) };
+    },
+    /** Decodes an optional (time, id) cursor made for `sort`. */
+    decodeKeyset(cursor: string | undefined, sort: string): Keyset | undefined {
+      if (cursor === undefined) return undefined;
+      const [at, id] = decode(cursor, sort, ['n', 's']);
+      return { at: at as number, id: id as string };
+    },
+  };
 }

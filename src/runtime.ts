@@ -18,6 +18,8 @@ import { readdirSync, rmSync } from 'node:fs';
 import { schemaVersion } from './storage/migrate.ts';
 import { createWebhooksModule, type WebhooksModule } from './webhooks/index.ts';
 import { createBulkThread, type BulkThread } from './bulk-thread/client.ts';
+import { createCursors } from './cursor.ts';
+import { createSettingsRepo } from './storage/settings-repo.ts';
 import { createMetrics, type Metrics } from './ops/metrics.ts';
 import { createScheduledBackups } from './ops/scheduled-backups.ts';
 
@@ -70,6 +72,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     // do not block it). Opened after the migrations, so it sees the current schema.
     reader = openDb(join(config.dataDir, DB_FILE), { readonly: true, check: false, cacheKiB: READER_CACHE_KIB });
     const signingKeys = loadSigningKeys(config.dataDir, clock.now());
+    const cursors = createCursors(createSettingsRepo(db).secret('cursor_secret'));
     const metrics = createMetrics();
     const queue = createQueue(db, clock);
     registerQueueMetrics(metrics, queue, clock);
@@ -91,13 +94,13 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       onDeliveries: () => webhooks?.kick(),
     });
     bulkThread = bulk;
-    const identity = createIdentity({ db, clock, config, signingKeys, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
+    const identity = createIdentity({ db, clock, config, signingKeys, cursors, onOrgDeleted: (orgId) => ledger!.ledgers.scheduleOrgPurge(orgId) });
     const owners: LedgerDataOwner[] = [];
     const orgOwners: OrgDataOwner[] = [identity.orgData];
-    ledger = createLedgerModule({ db, reader, clock, log, config, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, orgOwners, metrics, runImport: bulk.run });
-    tracking = createTrackingModule({ db, clock, log, config, queue, ledger, kick, metrics, runFeed: bulk.run });
+    ledger = createLedgerModule({ db, reader, clock, log, config, cursors, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, orgOwners, metrics, runImport: bulk.run });
+    tracking = createTrackingModule({ db, clock, log, config, cursors, queue, ledger, kick, metrics, runFeed: bulk.run });
     owners.push(tracking.ledgerData);
-    webhooks = createWebhooksModule({ db, clock, log, config, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics, queue, kick });
+    webhooks = createWebhooksModule({ db, clock, log, config, cursors, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics, queue, kick });
     orgOwners.push(webhooks.orgData);
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
     scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners, ...webhooks.runners } });

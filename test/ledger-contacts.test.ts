@@ -7,7 +7,7 @@ import { parse } from 'csv-parse/sync';
 import { FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
 import { nameKey } from '../src/ledger/normalize.ts';
 import type { Db } from '../src/storage/db.ts';
-import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, startApp, uploadCsv, until, waitForImport, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, uploadCsv, until, waitForImport, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 
@@ -831,3 +831,85 @@ function createLedgerRows(db: TestApp['rt']['db']['raw'], ledgerId: string, n: n
 }
 
 Q.run();
+
+// Cursors are sealed with the installation's secret (src/cursor.ts): they show nothing of the
+// position they hold, are refused when altered or used on another list, and outlive a restart.
+const C = suite<Ctx & { ledgerId: string; path: string }>('cursors');
+C.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+  ctx.ledgerId = await createLedger(ctx.t, ctx.w.tokens.editor, ctx.w.orgId, 'cursors');
+  await createLedger(ctx.t, ctx.w.tokens.editor, ctx.w.orgId, 'second');
+  ctx.path = `${ledgerPath(ctx.w.orgId, ctx.ledgerId)}/contacts`;
+  await addContacts(ctx.t, ctx.w.tokens.editor, ctx.w.orgId, ctx.ledgerId, ['Nadia Quispe', 'Olaf Rask', 'Pia Sand'].map((name) => ({ name, company: 'Initech' })));
+  await addContacts(ctx.t, ctx.w.tokens.editor, ctx.w.orgId, ctx.ledgerId, [{ name: 'Quinn Tate', company: 'Initech' }]);
+});
+C.after(async (ctx) => ctx.t.close());
+
+const firstPage = async (t: TestApp, token: string, path: string) => {
+  const r = await t.call('GET', `${path}${path.includes('?') ? '&' : '?'}limit=1`, { token });
+  expectStatus(r, 200, path);
+  assert.type(r.body.nextCursor, 'string', `${path} has a second page`);
+  return r.body;
+};
+
+C('a cursor shows nothing of its position: no name, no sequence number, no JSON', async ({ t, w, path }) => {
+  const page = await firstPage(t, w.tokens.viewer, `${path}?sortBy=%2Bname`);
+  assert.is(page.contacts[0].name, 'Nadia Quispe');
+  const bytes = Buffer.from(page.nextCursor, 'base64url');
+  assert.not.ok(bytes.toString('latin1').includes('Nadia'), 'the name is not in the cursor');
+  assert.throws(() => JSON.parse(bytes.toString('utf8')));
+  const seq = t.rt.db.raw.prepare('SELECT seq FROM contacts WHERE id = ?').pluck().get(page.contacts[0].id) as number;
+  assert.not.ok(bytes.toString('latin1').includes(`,${seq},`), 'the sequence number is not in the cursor');
+  // the same position gives the same cursor, so a client may compare them
+  assert.is((await firstPage(t, w.tokens.viewer, `${path}?sortBy=%2Bname`)).nextCursor, page.nextCursor);
+});
+
+C('an altered cursor, a forged one and one of another list are each a 400 naming the cursor', async ({ t, w, path }) => {
+  const contacts = (await firstPage(t, w.tokens.viewer, path)).nextCursor as string;
+  const ledgers = (await firstPage(t, w.tokens.viewer, ledgerPath(w.orgId))).nextCursor as string;
+  const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
+  const forged = Buffer.from(JSON.stringify(['contacts+createdAt', 0, 1, 0])).toString('base64url');
+  const tries: [string, string][] = [
+    [`${path}?cursor=${flip(contacts, 0)}`, 'the tag altered'],
+    [`${path}?cursor=${flip(contacts, contacts.length - 1)}`, 'the sealed key altered'],
+    [`${path}?cursor=${contacts.slice(0, -2)}`, 'cut short'],
+    [`${path}?cursor=${forged}`, 'a plain cursor as the server used to issue'],
+    [`${path}?sortBy=-createdAt&cursor=${contacts}`, 'a cursor of another sort'],
+    // both are (time, id) keysets: only the list's label, sealed with the key, tells them apart
+    [`${ledgerPath(w.orgId, (await firstPage(t, w.tokens.viewer, ledgerPath(w.orgId))).ledgers[0].id)}/imports?cursor=${ledgers}`, 'a cursor of the ledger list on the import list'],
+  ];
+  for (const [url, what] of tries) {
+    const r = await t.call('GET', url, { token: w.tokens.viewer });
+    expectStatus(r, 400, what);
+    assert.is(r.body.code, 'invalid_cursor', what);
+  }
+  // the untouched cursors work where they belong
+  expectStatus(await t.call('GET', `${path}?cursor=${contacts}`, { token: w.tokens.viewer }), 200);
+  expectStatus(await t.call('GET', `${ledgerPath(w.orgId)}?cursor=${ledgers}`, { token: w.tokens.viewer }), 200);
+});
+
+C('a cursor stays valid across a restart, and is refused by another installation', async (ctx) => {
+  const { w, path } = ctx;
+  const page = await firstPage(ctx.t, w.tokens.viewer, `${path}?sortBy=-name`);
+  const before = await ctx.t.call('GET', `${path}?sortBy=-name&cursor=${page.nextCursor}`, { token: w.tokens.viewer });
+  expectStatus(before, 200);
+  await ctx.t.close();
+  ctx.t = await startApp({ dataDir: ctx.t.dataDir });
+  const after = await ctx.t.call('GET', `${path}?sortBy=-name&cursor=${page.nextCursor}`, { token: w.tokens.viewer });
+  expectStatus(after, 200, 'after the restart');
+  assert.equal(after.body, before.body);
+  // the same list, the same kind of key, another installation's secret
+  const users = (await firstPage(ctx.t, w.root, `${ID}/users`)).nextCursor as string;
+  expectStatus(await ctx.t.call('GET', `${ID}/users?cursor=${users}`, { token: w.root }), 200);
+  const other = await startApp();
+  try {
+    const r = await other.call('GET', `${ID}/users?cursor=${users}`, { token: (await signInRoot(other)).accessToken });
+    expectStatus(r, 400, 'another installation');
+    assert.is(r.body.code, 'invalid_cursor');
+  } finally {
+    await other.close();
+  }
+});
+
+C.run();

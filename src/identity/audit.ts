@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { decodeCursor, toPage, type Page } from '../cursor.ts';
+import type { Cursors, Page } from '../cursor.ts';
 import { newId } from '../ids.ts';
 import type { AuditEntry, AuditRepo } from './audit-repo.ts';
 import type { Caller, RequestMeta } from './model.ts';
@@ -14,7 +14,7 @@ export interface AuditEvent {
 }
 
 /** Records who did what (SPEC §3.4). `record` must run inside the transaction of the change. */
-export function createAudit(repo: AuditRepo, clock: Clock) {
+export function createAudit(repo: AuditRepo, clock: Clock, cursors: Cursors) {
   const base = (e: AuditEvent) => ({
     id: newId('evt'),
     orgId: e.orgId,
@@ -50,8 +50,8 @@ export function createAudit(repo: AuditRepo, clock: Clock) {
     },
     /** Newest first; orgId undefined = the whole installation. */
     list(orgId: string | undefined, limit: number, cursor?: string): Page<AuditEntry> {
-      const before = cursor === undefined ? undefined : (decodeCursor(cursor, 'audit', ['n'])[0] as number);
-      return toPage(repo.listAuditEntries(orgId, limit, before), limit, 'audit', (e) => [e.seq]);
+      const before = cursor === undefined ? undefined : (cursors.decode(cursor, 'audit', ['n'])[0] as number);
+      return cursors.toPage(repo.listAuditEntries(orgId, limit, before), limit, 'audit', (e) => [e.seq]);
     },
   };
 }

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
+import type { Cursors } from '../cursor.ts';
 import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import type { Db } from '../storage/db.ts';
 import { createSettingsRepo } from '../storage/settings-repo.ts';
@@ -24,11 +24,10 @@ import { createUsersRepo } from './users-repo.ts';
 export type Identity = ReturnType<typeof createIdentity>;
 
 /** Wires the identity service: repos → services. The composition root calls this once. */
-export function createIdentity(deps: { db: Db; clock: Clock; config: Config; signingKeys: SigningKey[]; onOrgDeleted: (orgId: string) => void }) {
-  const { db, clock, config } = deps;
+export function createIdentity(deps: { db: Db; clock: Clock; config: Config; signingKeys: SigningKey[]; cursors: Cursors; onOrgDeleted: (orgId: string) => void }) {
+  const { db, clock, config, cursors } = deps;
   const settings = createSettingsRepo(db);
-  // The pre-hash key lives in the database so that a restored backup keeps every password valid.
-  const prehashKey = Buffer.from(settings.getOrCreateSetting('password_prehash_key', () => randomBytes(32).toString('base64url')), 'base64url');
+  const prehashKey = settings.secret('password_prehash_key');
   const repos = {
     users: createUsersRepo(db),
     orgs: createOrgsRepo(db),
@@ -38,7 +37,7 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
   const hasher = createPasswordHasher({ cost: config.bcryptCost, prehashKey });
   const access = createAccess(repos.orgs);
   const auditRepo = createAuditRepo(db);
-  const audit = createAudit(auditRepo, clock);
+  const audit = createAudit(auditRepo, clock, cursors);
   const throttle = createSignInThrottle(createThrottleRepo(db), clock, {
     maxFailuresPerAccount: config.loginMaxFailuresPerAccount,
     maxFailuresPerAddress: config.loginMaxFailuresPerAddress,
@@ -58,9 +57,9 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
     hasher,
     repos,
     sessions,
-    orgs: createOrgService({ db, clock, orgs: repos.orgs, users: repos.users, access, audit, hasher, onOrgDeleted: deps.onOrgDeleted }),
-    users: createUserService({ db, clock, users: repos.users, sessions: repos.sessions, audit, hasher }),
-    serviceAccounts: createServiceAccountService({ db, clock, serviceAccounts: repos.serviceAccounts, sessions: repos.sessions, access, audit }),
+    orgs: createOrgService({ db, clock, cursors, orgs: repos.orgs, users: repos.users, access, audit, hasher, onOrgDeleted: deps.onOrgDeleted }),
+    users: createUserService({ db, clock, cursors, users: repos.users, sessions: repos.sessions, audit, hasher }),
+    serviceAccounts: createServiceAccountService({ db, clock, cursors, serviceAccounts: repos.serviceAccounts, sessions: repos.sessions, access, audit }),
     /** Verifies an access token and resolves its actor (used by every authenticated route). */
     async authenticate(token: string) {
       return sessions.resolveActor(await tokens.verify(token));

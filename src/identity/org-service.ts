@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { decodeKeyset, toPage, type Page } from '../cursor.ts';
+import type { Cursors, Page } from '../cursor.ts';
 import { conflict, invalidField, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Db } from '../storage/db.ts';
@@ -19,6 +19,7 @@ export interface OrgDeps {
   access: Access;
   audit: Audit;
   hasher: PasswordHasher;
+  cursors: Cursors;
   /** Called inside the deleting transaction: schedules the background purge of what the org owns. */
   onOrgDeleted: (orgId: string) => void;
 }
@@ -75,7 +76,7 @@ export function createOrgService(d: OrgDeps) {
     /** Organizations the caller can access, with the caller's role in each. */
     listOrgs(by: Caller, limit: number, cursor?: string): Page<OrgWithRole> {
       const a = by.actor;
-      const from = decodeKeyset(cursor, 'orgs');
+      const from = d.cursors.decodeKeyset(cursor, 'orgs');
       let rows: OrgWithRole[];
       if (a.type === 'service_account') {
         const org = a.orgId ? d.orgs.findOrgById(a.orgId) : undefined;
@@ -85,7 +86,7 @@ export function createOrgService(d: OrgDeps) {
       } else {
         rows = d.orgs.listOrgsOfUser(a.id, limit, from);
       }
-      return toPage(rows, limit, 'orgs', (o) => [o.createdAt, o.id]);
+      return d.cursors.toPage(rows, limit, 'orgs', (o) => [o.createdAt, o.id]);
     },
 
     /**
@@ -140,8 +141,8 @@ export function createOrgService(d: OrgDeps) {
 
     listMembers(orgId: string, limit: number, cursor?: string): Page<Member> {
       requireOrg(orgId);
-      const from = decodeKeyset(cursor, 'members');
-      return toPage(d.orgs.listMembers(orgId, limit, from), limit, 'members', (m) => [m.addedAt, m.userId]);
+      const from = d.cursors.decodeKeyset(cursor, 'members');
+      return d.cursors.toPage(d.orgs.listMembers(orgId, limit, from), limit, 'members', (m) => [m.addedAt, m.userId]);
     },
 
     /**

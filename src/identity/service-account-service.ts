@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import { randomToken, sha256 } from '../crypto.ts';
-import { decodeKeyset, toPage, type Page } from '../cursor.ts';
+import type { Cursors, Page } from '../cursor.ts';
 import { forbidden, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Db } from '../storage/db.ts';
@@ -17,6 +17,7 @@ export interface ServiceAccountDeps {
   sessions: SessionsRepo;
   access: Access;
   audit: Audit;
+  cursors: Cursors;
 }
 
 /** A service account together with its secret, which exists only in this response. */
@@ -93,8 +94,8 @@ export function createServiceAccountService(d: ServiceAccountDeps) {
   };
 
   const list = (orgId: string | null, limit: number, cursor?: string): Page<ServiceAccount> => {
-    const from = decodeKeyset(cursor, 'service-accounts');
-    return toPage(d.serviceAccounts.listServiceAccounts(orgId, limit, from), limit, 'service-accounts', (s) => [s.createdAt, s.id]);
+    const from = d.cursors.decodeKeyset(cursor, 'service-accounts');
+    return d.cursors.toPage(d.serviceAccounts.listServiceAccounts(orgId, limit, from), limit, 'service-accounts', (s) => [s.createdAt, s.id]);
   };
 
   return {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.ts';
-import { decodeKeyset, toPage, type Page } from '../cursor.ts';
+import type { Cursors, Page } from '../cursor.ts';
 import { AppError, conflict, forbidden, invalidField, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Db } from '../storage/db.ts';
@@ -18,6 +18,7 @@ export interface UserDeps {
   sessions: SessionsRepo;
   audit: Audit;
   hasher: PasswordHasher;
+  cursors: Cursors;
 }
 
 export interface UserPatch {
@@ -86,8 +87,8 @@ export function createUserService(d: UserDeps) {
     },
 
     listUsers(limit: number, cursor?: string): Page<User> {
-      const from = decodeKeyset(cursor, 'users');
-      return toPage(d.users.listUsers(limit, from), limit, 'users', (u) => [u.createdAt, u.id]);
+      const from = d.cursors.decodeKeyset(cursor, 'users');
+      return d.cursors.toPage(d.users.listUsers(limit, from), limit, 'users', (u) => [u.createdAt, u.id]);
     },
 
     getUser(userId: string): User {

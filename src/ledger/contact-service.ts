@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { decodeCursor, encodeCursor, type Page } from '../cursor.ts';
+import type { Cursors, Page } from '../cursor.ts';
 import { notFound } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
@@ -15,6 +15,7 @@ export interface ContactServiceDeps {
   audit: Audit;
   ledgers: LedgersRepo;
   contacts: ContactsRepo;
+  cursors: Cursors;
   /** What other modules keep per contact (change history): deleted with the contact, in its transaction. */
   owners?: LedgerDataOwner[];
 }
@@ -31,13 +32,13 @@ const CURSOR_KINDS: Record<ContactSort, 's' | 'n' | 'n?'> = {
 };
 
 /** Cursor = the sort, the last row's sort value and seq, and whether the null tail was reached. */
-function decodePosition(cursor: string | undefined, sort: ContactSort): ContactPosition | undefined {
+function decodePosition(cursors: Cursors, cursor: string | undefined, sort: ContactSort): ContactPosition | undefined {
   if (cursor === undefined) return undefined;
-  const [value, seq, nulls] = decodeCursor(cursor, `contacts${sort}`, [CURSOR_KINDS[sort], 'n', 'n']);
+  const [value, seq, nulls] = cursors.decode(cursor, `contacts${sort}`, [CURSOR_KINDS[sort], 'n', 'n']);
   return { value: value!, seq: seq as number, ...(nulls === 1 ? { nulls: true } : {}) };
 }
 
-const encodePosition = (p: ContactPosition, sort: ContactSort) => encodeCursor(`contacts${sort}`, [p.value, p.seq, p.nulls ? 1 : 0]);
+const encodePosition = (cursors: Cursors, p: ContactPosition, sort: ContactSort) => cursors.encode(`contacts${sort}`, [p.value, p.seq, p.nulls ? 1 : 0]);
 
 export const DOWNLOAD_PAGE = 1000;
 
@@ -57,7 +58,7 @@ export function createContactService(d: ContactServiceDeps) {
     if (rows.length <= limit) return { items: rows, nextCursor: null };
     const items = rows.slice(0, limit);
     const last = positionOf(items[items.length - 1]!, sort);
-    return { items, nextCursor: encodePosition(last, sort), last };
+    return { items, nextCursor: encodePosition(d.cursors, last, sort), last };
   }
 
   return {
@@ -71,7 +72,7 @@ export function createContactService(d: ContactServiceDeps) {
 
     list(orgId: string, ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, cursor?: string): Page<Contact> {
       requireLedger(orgId, ledgerId);
-      const { items, nextCursor } = page(ledgerId, filter, sort, limit, decodePosition(cursor, sort));
+      const { items, nextCursor } = page(ledgerId, filter, sort, limit, decodePosition(d.cursors, cursor, sort));
       return { items, nextCursor };
     },
 

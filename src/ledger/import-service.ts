@@ -6,7 +6,7 @@ import { checkHeader, isRejectedRowsCsv, mappingByName, MappingError, requireMap
 import { scanUpload } from '../csv/csv-worker-client.ts';
 import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { unescapeFormula } from '../csv/write.ts';
-import { decodeKeyset, toPage, type Page } from '../cursor.ts';
+import type { Cursors, Page } from '../cursor.ts';
 import { AppError, idempotencyKeyReused, invalid, notFound, tooLarge } from '../errors.ts';
 import { sha256FileHex } from '../crypto.ts';
 import type { Audit } from '../identity/audit.ts';
@@ -30,6 +30,7 @@ export interface ImportServiceDeps {
   uploadsDir: string;
   maxApiContacts: number;
   kick: () => void;
+  cursors: Cursors;
   /** An import ended as it was created (an upload that cannot be read), inside that transaction: the webhook outbox. */
   onEndedAtOnce?: (job: ImportJob) => void;
 }
@@ -195,7 +196,7 @@ export function createImportService(d: ImportServiceDeps) {
 
     list(orgId: string, ledgerId: string, limit: number, cursor?: string): Page<ImportJob> {
       requireLedger(orgId, ledgerId);
-      return toPage(d.imports.listImports(ledgerId, limit, d.clock.now(), decodeKeyset(cursor, 'imports')), limit, 'imports', (i) => [i.createdAt, i.id]);
+      return d.cursors.toPage(d.imports.listImports(ledgerId, limit, d.clock.now(), d.cursors.decodeKeyset(cursor, 'imports')), limit, 'imports', (i) => [i.createdAt, i.id]);
     },
 
     get(orgId: string, ledgerId: string, importId: string): ImportJob {

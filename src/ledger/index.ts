@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
+import type { Cursors } from '../cursor.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { OrgsRepo } from '../identity/orgs-repo.ts';
 import type { Queue } from '../jobs/queue.ts';
@@ -37,6 +38,7 @@ export function createLedgerModule(d: {
   clock: Clock;
   log: Logger;
   config: Config;
+  cursors: Cursors;
   queue: Queue;
   audit: Audit;
   orgs: OrgsRepo;

@@ -1,6 +1,6 @@
 import { unlinkSync } from 'node:fs';
 import type { Clock } from '../clock.ts';
-import { decodeKeyset, toPage, type Page } from '../cursor.ts';
+import type { Cursors, Page } from '../cursor.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import type { OrgsRepo } from '../identity/orgs-repo.ts';
@@ -28,6 +28,7 @@ export interface LedgerDeps {
   imports: ImportsRepo;
   orgs: OrgsRepo;
   kick: () => void;
+  cursors: Cursors;
   /** What other modules keep per ledger, purged with it. */
   owners?: LedgerDataOwner[];
   /** What other modules keep per organization (audit log, webhook deliveries), purged before its row. */
@@ -118,7 +119,7 @@ export function createLedgerService(d: LedgerDeps) {
       setImmediate(d.kick);
     },
     list(orgId: string, limit: number, cursor?: string): Page<Ledger> {
-      return toPage(d.ledgers.listLedgers(orgId, limit, decodeKeyset(cursor, 'ledgers')), limit, 'ledgers', (l) => [l.createdAt, l.id]);
+      return d.cursors.toPage(d.ledgers.listLedgers(orgId, limit, d.cursors.decodeKeyset(cursor, 'ledgers')), limit, 'ledgers', (l) => [l.createdAt, l.id]);
     },
     get: requireLedger,
     create(by: Caller, orgId: string, input: { name: string; description?: string }): Ledger {

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
-import { decodeKeyset, toPage, type Page } from '../cursor.ts';
+import type { Cursors, Page } from '../cursor.ts';
 import { idempotencyKeyReused, notFound } from '../errors.ts';
 import { sha256FileHex } from '../crypto.ts';
 import { newId } from '../ids.ts';
@@ -41,6 +41,7 @@ export function createFeedService(d: {
   kick: () => void;
   metrics: MetricsRegistry;
   runFeed: Runner['run'];
+  cursors: Cursors;
 }) {
   const inbox = inboxDir(d.dataDir);
   const records = d.metrics.counter({ name: 'contact_ledger_feed_records_total', help: 'Person-feed records processed, by outcome (applied, stale, invalid).', labelNames: ['outcome'] });
@@ -219,7 +220,7 @@ export function createFeedService(d: {
       return f;
     },
     list(limit: number, cursor?: string): Page<FeedJob> {
-      return toPage(d.feeds.listFeeds(limit, d.clock.now(), decodeKeyset(cursor, 'feeds')), limit, 'feeds', (f) => [f.createdAt, f.id]);
+      return d.cursors.toPage(d.feeds.listFeeds(limit, d.clock.now(), d.cursors.decodeKeyset(cursor, 'feeds')), limit, 'feeds', (f) => [f.createdAt, f.id]);
     },
     *rejections(id: string) {
       let after = 0;

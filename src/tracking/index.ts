@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
+import type { Cursors } from '../cursor.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Runner, Scheduler } from '../jobs/scheduler.ts';
 import type { LedgerModule } from '../ledger/index.ts';
@@ -42,6 +43,7 @@ export function createTrackingModule(d: {
   clock: Clock;
   log: Logger;
   config: Config;
+  cursors: Cursors;
   queue: Queue;
   ledger: LedgerModule;
   kick: () => void;
@@ -50,8 +52,8 @@ export function createTrackingModule(d: {
   runFeed: Runner['run'];
 }) {
   const repos = trackingReposOn(d.db, d.config.dataDir);
-  const feeds = createFeedService({ db: d.db, clock: d.clock, log: d.log, queue: d.queue, feeds: repos.feeds, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed });
-  const changes = createChangeService({ ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes });
+  const feeds = createFeedService({ db: d.db, clock: d.clock, cursors: d.cursors, log: d.log, queue: d.queue, feeds: repos.feeds, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed });
+  const changes = createChangeService({ cursors: d.cursors, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes });
   const dailySets = createDailySets({ clock: d.clock, log: d.log, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db) });
   return {
     repos,

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
+import type { Cursors } from '../cursor.ts';
 import type { Audit } from '../identity/audit.ts';
 import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import type { Queue } from '../jobs/queue.ts';
@@ -29,6 +30,7 @@ export function createWebhooksModule(d: {
   clock: Clock;
   log: Logger;
   config: Config;
+  cursors: Cursors;
   audit: Audit;
   ledgers: LedgersRepo;
   metrics: MetricsRegistry;
@@ -56,7 +58,7 @@ export function createWebhooksModule(d: {
     onAttempt: (outcome) => metrics.deliveries.inc({ outcome }),
   });
   kick = () => dispatcher.kick();
-  const service = createWebhookService({ db: d.db, clock: d.clock, repo, ledgers: d.ledgers, audit: d.audit, outbox, queue: d.queue, kick: d.kick, allowHosts: d.config.webhookAllowHosts, allowLocal: d.config.webhookAllowLocal });
+  const service = createWebhookService({ db: d.db, clock: d.clock, cursors: d.cursors, repo, ledgers: d.ledgers, audit: d.audit, outbox, queue: d.queue, kick: d.kick, allowHosts: d.config.webhookAllowHosts, allowLocal: d.config.webhookAllowLocal });
 
   /**
    * Forgets delivered and failed deliveries older than DELIVERY_RETENTION_MS, in chunks sized by

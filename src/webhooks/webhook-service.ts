@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { decodeCursor, decodeKeyset, toPage, type Page } from '../cursor.ts';
+import type { Cursors, Page } from '../cursor.ts';
 import { AppError, conflict, invalid, notFound } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
@@ -49,6 +49,7 @@ export function createWebhookService(d: {
   kick: () => void;
   allowHosts: readonly string[];
   allowLocal: boolean;
+  cursors: Cursors;
 }) {
   /** 404 unless the webhook exists and belongs to the organization of the path. */
   const requireWebhook = (orgId: string, id: string): Webhook => {
@@ -82,7 +83,7 @@ export function createWebhookService(d: {
   return {
     requireWebhook,
     list(orgId: string, limit: number, cursor?: string): Page<Webhook> {
-      return toPage(d.repo.listWebhooks(orgId, limit, decodeKeyset(cursor, 'webhooks')), limit, 'webhooks', (w) => [w.createdAt, w.id]);
+      return d.cursors.toPage(d.repo.listWebhooks(orgId, limit, d.cursors.decodeKeyset(cursor, 'webhooks')), limit, 'webhooks', (w) => [w.createdAt, w.id]);
     },
     get: requireWebhook,
     create(by: Caller, orgId: string, input: WebhookInput): WebhookWithSecret {
@@ -183,8 +184,8 @@ export function createWebhookService(d: {
     deliveries(orgId: string, id: string, opts: { limit: number; cursor?: string; status?: DeliveryStatus }): Page<Delivery> {
       const w = requireWebhook(orgId, id);
       const key = `deliveries:${opts.status ?? ''}`;
-      const before = opts.cursor === undefined ? undefined : (decodeCursor(opts.cursor, key, ['n'])[0] as number);
-      return toPage(d.repo.listDeliveries(w.id, opts.limit, before, opts.status), opts.limit, key, (x) => [x.seq]);
+      const before = opts.cursor === undefined ? undefined : (d.cursors.decode(opts.cursor, key, ['n'])[0] as number);
+      return d.cursors.toPage(d.repo.listDeliveries(w.id, opts.limit, before, opts.status), opts.limit, key, (x) => [x.seq]);
     },
     delivery(orgId: string, id: string, deliveryId: string): Delivery {
       const w = requireWebhook(orgId, id);
