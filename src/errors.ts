@@ -48,6 +48,10 @@ export const notFound = (what: string, id?: string) =>
 
 export const conflict = (code: string, message: string) => new AppError(409, code, message);
 
+/** A path that exists, asked with a method it does not take (RFC 9110 §15.5.6: the answer carries Allow). */
+export const methodNotAllowed = (method: string, path: string, allow: string) =>
+  new AppError(405, 'method_not_allowed', `${method} is not allowed on ${path}; allowed: ${allow}.`, { headers: { Allow: allow } });
+
 export const tooLarge = (message: string) => new AppError(413, 'payload_too_large', message);
 
 /** An Idempotency-Key that came before with a different request (draft-ietf-httpapi-idempotency-key-header). */

@@ -287,6 +287,31 @@ I('routing: each service answers only under its prefix, case-insensitively; wron
   assert.is((await t.call('GET', `/api/identity/v1/orgs/${w.orgId}/ledgers`, { token: w.root })).status, 404, 'a ledger path under the identity prefix');
 });
 
+I('a path a route names literally takes only its own methods: 405 with its Allow, not a lookup of an id called "preview"', async ({ t, w }) => {
+  const ledger = (await t.call('POST', `${LEDGER}/orgs/${w.orgId}/ledgers`, { token: w.root, body: { name: 'literal paths' } })).body.id;
+  const base = `${LEDGER}/orgs/${w.orgId}/ledgers/${ledger}`;
+  const cases: [string, string, string[]][] = [
+    ['GET', `${base}/imports/preview`, ['POST']],
+    ['GET', `${base}/contacts/bulk_delete`, ['POST']],
+    ['DELETE', `${base}/contacts/download`, ['GET', 'HEAD']],
+    ['DELETE', `${base}/contacts/IMPORTS`, ['GET', 'HEAD', 'POST']],
+  ];
+  for (const [method, path, allow] of cases) {
+    const r = await t.call(method, path, { token: w.root });
+    expectStatus(r, 405, `${method} ${path}`);
+    assert.is(r.body.code, 'method_not_allowed');
+    assert.equal(r.headers.get('allow')?.split(', ').sort(), allow, path);
+    assert.match(r.headers.get('content-type') ?? '', /application\/problem\+json/);
+  }
+  // the routes with parameters still answer for everything else, and the literal ones for their own methods
+  assert.is((await t.call('GET', `${base}/imports/imp_00000000000000000000000000`, { token: w.root })).status, 404);
+  assert.is((await t.call('GET', `${base}/contacts/c_00000000000000000000000000`, { token: w.root })).status, 404);
+  expectStatus(await t.call('GET', `${base}/contacts/download`, { token: w.root }), 200);
+  expectStatus(await t.call('GET', `${ID}/users/me`, { token: w.root }), 200);
+  // without a token the literal path is still refused for its method first, as any 405
+  assert.is((await t.call('GET', `${base}/imports/preview`)).status, 405);
+});
+
 I('X-Request-Id: a valid incoming id is echoed, a hostile one replaced', async ({ t }) => {
   const a = await t.call('GET', '/healthz', { headers: { 'x-request-id': 'client-abc.123' } });
   assert.is(a.headers.get('x-request-id'), 'client-abc.123');

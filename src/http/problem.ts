@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import { STATUS_CODES } from 'node:http';
-import { AppError } from '../errors.ts';
+import { AppError, methodNotAllowed } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { storageError } from '../storage/db.ts';
 
@@ -59,7 +59,7 @@ export function problems(log: Logger): Koa.Middleware {
       await next();
       if (ctx.body === undefined || ctx.body === null) {
         if (ctx.status === 404) throw new AppError(404, 'route_not_found', `No route ${ctx.method} ${ctx.path}.`);
-        if (ctx.status === 405) throw new AppError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${String(ctx.response.get('Allow'))}.`);
+        if (ctx.status === 405) throw methodNotAllowed(ctx.method, ctx.path, String(ctx.response.get('Allow')));
         if (ctx.status === 501) throw new AppError(501, 'not_implemented', `${ctx.method} is not implemented.`);
       }
     } catch (err) {

@@ -1,7 +1,7 @@
 import type Koa from 'koa';
-import { Router } from '@koa/router';
+import { Router, type Layer } from '@koa/router';
 import { z } from 'zod';
-import { AppError, badRequest, invalid, unauthenticated, unsupportedMediaType, type FieldError } from '../errors.ts';
+import { AppError, badRequest, invalid, methodNotAllowed, unauthenticated, unsupportedMediaType, type FieldError } from '../errors.ts';
 import { exactIntegerText, parseJsonExact } from '../exact-json.ts';
 import type { Access } from '../identity/access.ts';
 import type { Actor, Caller, Permission, RequestMeta, Role } from '../identity/model.ts';
@@ -202,6 +202,8 @@ export class ApiRouter {
   readonly router: Router;
   readonly routes: RouteSpec[] = [];
   private readonly deps: RouterDeps;
+  /** Per route with parameters, the routes with a literal segment in a parameter's place (below). */
+  private readonly literalSiblings = new Map<string, Layer[]>();
 
   constructor(prefix: string, deps: RouterDeps) {
     this.prefix = prefix;
@@ -218,7 +220,9 @@ export class ApiRouter {
     this.routes.push(s);
     const chain: Koa.Middleware[] = [];
     const name = `${s.method.toUpperCase()} ${this.prefix}${s.path}`;
+    const params = s.path.split('/').filter((seg) => seg.startsWith(':')).length;
     chain.push(async (ctx, next) => {
+      if (params) this.refuseLiteralPath(ctx, name);
       ctx.state.routeName = name;
       ctx.state.meta = { requestId: ctx.state.requestId as string, ip: ctx.ip } satisfies RequestMeta;
       if (s.access !== 'public') ctx.state.caller = await this.authorize(ctx, s.access);
@@ -238,6 +242,28 @@ export class ApiRouter {
     });
     this.router.register(s.path, [s.method.toUpperCase()], chain as never, { name });
     return this;
+  }
+
+  /**
+   * `…/imports/:importId` also matches `…/imports/preview`, a path of its own that takes POST
+   * only: a GET there would otherwise be read as an import called "preview" and answer 404. A
+   * path that a route names literally belongs to that route, so a method it does not take is a
+   * 405 with its Allow, as for any other path.
+   */
+  private refuseLiteralPath(ctx: Koa.Context, name: string): void {
+    let siblings = this.literalSiblings.get(name);
+    if (!siblings) {
+      const own = this.router.stack.find((l) => l.name === name)!;
+      const segments = (l: Layer) => String(l.path).toLowerCase().split('/');
+      const mine = segments(own);
+      siblings = this.router.stack.filter((l) => {
+        const theirs = segments(l);
+        return l !== own && theirs.length === mine.length && l.paramNames.length < own.paramNames.length && mine.every((seg, i) => seg.startsWith(':') || seg === theirs[i]);
+      });
+      this.literalSiblings.set(name, siblings);
+    }
+    const owners = siblings.filter((l) => l.match(ctx.path));
+    if (owners.length && !owners.some((l) => l.methods.includes(ctx.method))) throw methodNotAllowed(ctx.method, ctx.path, [...new Set(owners.flatMap((l) => l.methods))].join(', '));
   }
 
   private async authorize(ctx: Koa.Context, rule: Exclude<AccessRule, 'public'>): Promise<Caller> {
