@@ -42,8 +42,9 @@ export type Cursors = ReturnType<typeof createCursors>;
  * (kept in the database, so a restored backup keeps them valid). A plain cursor would show what
  * the server pages by: internal sequence numbers shared by every organization (the gap between
  * two of a ledger's changes tells how many changes other ledgers got), and a contact's name in
- * URLs that access logs keep. Sealed, a cursor shows nothing, and one that was altered, forged
- * or made for another list (the sort label is authenticated with it) is a 400.
+ * URLs that proxies keep. Sealed, a cursor shows nothing, and one that was altered, forged or
+ * made for another list is a 400: the label a cursor is sealed and opened with names the list
+ * and what it belongs to (its sort and ledger, organization, contact or webhook).
  *
  * The seal is deterministic authenticated encryption (the SIV construction of RFC 5297 with
  * HMAC-SHA-256 as its PRF): the tag is a MAC over the sort label and the key, and also the IV of
@@ -73,6 +74,8 @@ export function createCursors(secret: Buffer) {
     const bad = () => badRequest('invalid_cursor', 'cursor is not valid for this list; start again without it.', [{ path: 'cursor', message: 'invalid cursor' }]);
     if (!CURSOR_SHAPE.test(text)) throw bad();
     const sealed = Buffer.from(text, 'base64url');
+    // base64url leaves the last character's low bits unread: only the one spelling the server issues counts
+    if (sealed.toString('base64url') !== text) throw bad();
     const tag = sealed.subarray(0, TAG_BYTES);
     const plain = ctr(tag, sealed.subarray(TAG_BYTES));
     if (!timingSafeEqual(tag, tagOf(sort, plain))) throw bad();

@@ -865,7 +865,9 @@ C('a cursor shows nothing of its position: no name, no sequence number, no JSON'
   assert.is((await firstPage(t, w.tokens.viewer, `${path}?sortBy=%2Bname`)).nextCursor, page.nextCursor);
 });
 
-C('an altered cursor, a forged one and one of another list are each a 400 naming the cursor', async ({ t, w, path }) => {
+C('an altered cursor, a forged one and one of another list or ledger are each a 400 naming the cursor', async ({ t, w, path }) => {
+  const second = (await t.call('GET', ledgerPath(w.orgId), { token: w.tokens.viewer })).body.ledgers.find((l: any) => l.name === 'second').id;
+  await addContacts(t, w.tokens.editor, w.orgId, second, [{ name: 'Rosa Ulm', company: 'Initech' }, { name: 'Sven Vik', company: 'Initech' }]);
   const contacts = (await firstPage(t, w.tokens.viewer, path)).nextCursor as string;
   const ledgers = (await firstPage(t, w.tokens.viewer, ledgerPath(w.orgId))).nextCursor as string;
   const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
@@ -875,12 +877,15 @@ C('an altered cursor, a forged one and one of another list are each a 400 naming
     [`${path}?cursor=${flip(contacts, contacts.length - 1)}`, 'the sealed key altered'],
     [`${path}?cursor=${contacts.slice(0, -2)}`, 'cut short'],
     [`${path}?cursor=${forged}`, 'a plain cursor as the server used to issue'],
+    [`${path}?cursor=${contacts}A`, 'a character appended (its bits would be ignored)'],
     [`${path}?sortBy=-createdAt&cursor=${contacts}`, 'a cursor of another sort'],
+    [`${ledgerPath(w.orgId, second)}/contacts?cursor=${contacts}`, 'a cursor of another ledger, same sort'],
+    [`${ledgerPath(w.otherOrgId)}?cursor=${ledgers}`, "a cursor of this organization's ledgers on another's"],
     // both are (time, id) keysets: only the list's label, sealed with the key, tells them apart
     [`${ledgerPath(w.orgId, (await firstPage(t, w.tokens.viewer, ledgerPath(w.orgId))).ledgers[0].id)}/imports?cursor=${ledgers}`, 'a cursor of the ledger list on the import list'],
   ];
   for (const [url, what] of tries) {
-    const r = await t.call('GET', url, { token: w.tokens.viewer });
+    const r = await t.call('GET', url, { token: url.includes(w.otherOrgId) ? w.root : w.tokens.viewer });
     expectStatus(r, 400, what);
     assert.is(r.body.code, 'invalid_cursor', what);
   }

@@ -50,8 +50,8 @@ export function createAudit(repo: AuditRepo, clock: Clock, cursors: Cursors) {
     },
     /** Newest first; orgId undefined = the whole installation. */
     list(orgId: string | undefined, limit: number, cursor?: string): Page<AuditEntry> {
-      const before = cursor === undefined ? undefined : (cursors.decode(cursor, 'audit', ['n'])[0] as number);
-      return cursors.toPage(repo.listAuditEntries(orgId, limit, before), limit, 'audit', (e) => [e.seq]);
+      const before = cursor === undefined ? undefined : (cursors.decode(cursor, `audit:${orgId ?? ''}`, ['n'])[0] as number);
+      return cursors.toPage(repo.listAuditEntries(orgId, limit, before), limit, `audit:${orgId ?? ''}`, (e) => [e.seq]);
     },
   };
 }

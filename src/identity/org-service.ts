@@ -76,7 +76,7 @@ export function createOrgService(d: OrgDeps) {
     /** Organizations the caller can access, with the caller's role in each. */
     listOrgs(by: Caller, limit: number, cursor?: string): Page<OrgWithRole> {
       const a = by.actor;
-      const from = d.cursors.decodeKeyset(cursor, 'orgs');
+      const from = d.cursors.decodeKeyset(cursor, `orgs:${by.actor.id}`);
       let rows: OrgWithRole[];
       if (a.type === 'service_account') {
         const org = a.orgId ? d.orgs.findOrgById(a.orgId) : undefined;
@@ -86,7 +86,7 @@ export function createOrgService(d: OrgDeps) {
       } else {
         rows = d.orgs.listOrgsOfUser(a.id, limit, from);
       }
-      return d.cursors.toPage(rows, limit, 'orgs', (o) => [o.createdAt, o.id]);
+      return d.cursors.toPage(rows, limit, `orgs:${by.actor.id}`, (o) => [o.createdAt, o.id]);
     },
 
     /**
@@ -141,8 +141,8 @@ export function createOrgService(d: OrgDeps) {
 
     listMembers(orgId: string, limit: number, cursor?: string): Page<Member> {
       requireOrg(orgId);
-      const from = d.cursors.decodeKeyset(cursor, 'members');
-      return d.cursors.toPage(d.orgs.listMembers(orgId, limit, from), limit, 'members', (m) => [m.addedAt, m.userId]);
+      const from = d.cursors.decodeKeyset(cursor, `members:${orgId}`);
+      return d.cursors.toPage(d.orgs.listMembers(orgId, limit, from), limit, `members:${orgId}`, (m) => [m.addedAt, m.userId]);
     },
 
     /**

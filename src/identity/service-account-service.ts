@@ -94,8 +94,8 @@ export function createServiceAccountService(d: ServiceAccountDeps) {
   };
 
   const list = (orgId: string | null, limit: number, cursor?: string): Page<ServiceAccount> => {
-    const from = d.cursors.decodeKeyset(cursor, 'service-accounts');
-    return d.cursors.toPage(d.serviceAccounts.listServiceAccounts(orgId, limit, from), limit, 'service-accounts', (s) => [s.createdAt, s.id]);
+    const from = d.cursors.decodeKeyset(cursor, `service-accounts:${orgId ?? ''}`);
+    return d.cursors.toPage(d.serviceAccounts.listServiceAccounts(orgId, limit, from), limit, `service-accounts:${orgId ?? ''}`, (s) => [s.createdAt, s.id]);
   };
 
   return {

@@ -32,13 +32,13 @@ const CURSOR_KINDS: Record<ContactSort, 's' | 'n' | 'n?'> = {
 };
 
 /** Cursor = the sort, the last row's sort value and seq, and whether the null tail was reached. */
-function decodePosition(cursors: Cursors, cursor: string | undefined, sort: ContactSort): ContactPosition | undefined {
+function decodePosition(cursors: Cursors, ledgerId: string, cursor: string | undefined, sort: ContactSort): ContactPosition | undefined {
   if (cursor === undefined) return undefined;
-  const [value, seq, nulls] = cursors.decode(cursor, `contacts${sort}`, [CURSOR_KINDS[sort], 'n', 'n']);
+  const [value, seq, nulls] = cursors.decode(cursor, `contacts${sort}:${ledgerId}`, [CURSOR_KINDS[sort], 'n', 'n']);
   return { value: value!, seq: seq as number, ...(nulls === 1 ? { nulls: true } : {}) };
 }
 
-const encodePosition = (cursors: Cursors, p: ContactPosition, sort: ContactSort) => cursors.encode(`contacts${sort}`, [p.value, p.seq, p.nulls ? 1 : 0]);
+const encodePosition = (cursors: Cursors, ledgerId: string, p: ContactPosition, sort: ContactSort) => cursors.encode(`contacts${sort}:${ledgerId}`, [p.value, p.seq, p.nulls ? 1 : 0]);
 
 export const DOWNLOAD_PAGE = 1000;
 
@@ -58,7 +58,7 @@ export function createContactService(d: ContactServiceDeps) {
     if (rows.length <= limit) return { items: rows, nextCursor: null };
     const items = rows.slice(0, limit);
     const last = positionOf(items[items.length - 1]!, sort);
-    return { items, nextCursor: encodePosition(d.cursors, last, sort), last };
+    return { items, nextCursor: encodePosition(d.cursors, ledgerId, last, sort), last };
   }
 
   return {
@@ -72,7 +72,7 @@ export function createContactService(d: ContactServiceDeps) {
 
     list(orgId: string, ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, cursor?: string): Page<Contact> {
       requireLedger(orgId, ledgerId);
-      const { items, nextCursor } = page(ledgerId, filter, sort, limit, decodePosition(d.cursors, cursor, sort));
+      const { items, nextCursor } = page(ledgerId, filter, sort, limit, decodePosition(d.cursors, ledgerId, cursor, sort));
       return { items, nextCursor };
     },
 

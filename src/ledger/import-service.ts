@@ -196,7 +196,7 @@ export function createImportService(d: ImportServiceDeps) {
 
     list(orgId: string, ledgerId: string, limit: number, cursor?: string): Page<ImportJob> {
       requireLedger(orgId, ledgerId);
-      return d.cursors.toPage(d.imports.listImports(ledgerId, limit, d.clock.now(), d.cursors.decodeKeyset(cursor, 'imports')), limit, 'imports', (i) => [i.createdAt, i.id]);
+      return d.cursors.toPage(d.imports.listImports(ledgerId, limit, d.clock.now(), d.cursors.decodeKeyset(cursor, `imports:${ledgerId}`)), limit, `imports:${ledgerId}`, (i) => [i.createdAt, i.id]);
     },
 
     get(orgId: string, ledgerId: string, importId: string): ImportJob {

@@ -119,7 +119,7 @@ export function createLedgerService(d: LedgerDeps) {
       setImmediate(d.kick);
     },
     list(orgId: string, limit: number, cursor?: string): Page<Ledger> {
-      return d.cursors.toPage(d.ledgers.listLedgers(orgId, limit, d.cursors.decodeKeyset(cursor, 'ledgers')), limit, 'ledgers', (l) => [l.createdAt, l.id]);
+      return d.cursors.toPage(d.ledgers.listLedgers(orgId, limit, d.cursors.decodeKeyset(cursor, `ledgers:${orgId}`)), limit, `ledgers:${orgId}`, (l) => [l.createdAt, l.id]);
     },
     get: requireLedger,
     create(by: Caller, orgId: string, input: { name: string; description?: string }): Ledger {

@@ -17,8 +17,8 @@ export function createChangeService(d: { ledgers: LedgersRepo; contacts: Contact
     ofContact(orgId: string, ledgerId: string, contactId: string, limit: number, cursor?: string): Page<Change> {
       requireLedger(orgId, ledgerId);
       if (!d.contacts.findContact(ledgerId, contactId)) throw notFound('contact', contactId);
-      const before = cursor === undefined ? undefined : (d.cursors.decode(cursor, 'contact-changes', ['n'])[0] as number);
-      return page(d.changes.listOfContact(contactId, limit + 1, before), limit, 'contact-changes');
+      const before = cursor === undefined ? undefined : (d.cursors.decode(cursor, `contact-changes:${contactId}`, ['n'])[0] as number);
+      return page(d.changes.listOfContact(contactId, limit + 1, before), limit, `contact-changes:${contactId}`);
     },
     /**
      * `since` and `type` are part of the cursor's meaning: a cursor continues the same feed. Besides
@@ -28,7 +28,7 @@ export function createChangeService(d: { ledgers: LedgersRepo; contacts: Contact
      */
     ofLedger(orgId: string, ledgerId: string, opts: { since?: number; type?: ChangeType; limit: number; cursor?: string }): Page<Change> & { resumeCursor: string } {
       requireLedger(orgId, ledgerId);
-      const key = `ledger-changes:${opts.type ?? ''}:${opts.since ?? ''}`;
+      const key = `ledger-changes:${ledgerId}:${opts.type ?? ''}:${opts.since ?? ''}`;
       let after = opts.cursor === undefined ? 0 : (d.cursors.decode(opts.cursor, key, ['n'])[0] as number);
       if (opts.cursor === undefined && opts.since !== undefined) {
         const first = d.changes.firstSeqSince(ledgerId, opts.since);

@@ -83,7 +83,7 @@ export function createWebhookService(d: {
   return {
     requireWebhook,
     list(orgId: string, limit: number, cursor?: string): Page<Webhook> {
-      return d.cursors.toPage(d.repo.listWebhooks(orgId, limit, d.cursors.decodeKeyset(cursor, 'webhooks')), limit, 'webhooks', (w) => [w.createdAt, w.id]);
+      return d.cursors.toPage(d.repo.listWebhooks(orgId, limit, d.cursors.decodeKeyset(cursor, `webhooks:${orgId}`)), limit, `webhooks:${orgId}`, (w) => [w.createdAt, w.id]);
     },
     get: requireWebhook,
     create(by: Caller, orgId: string, input: WebhookInput): WebhookWithSecret {
@@ -183,7 +183,7 @@ export function createWebhookService(d: {
     },
     deliveries(orgId: string, id: string, opts: { limit: number; cursor?: string; status?: DeliveryStatus }): Page<Delivery> {
       const w = requireWebhook(orgId, id);
-      const key = `deliveries:${opts.status ?? ''}`;
+      const key = `deliveries:${w.id}:${opts.status ?? ''}`;
       const before = opts.cursor === undefined ? undefined : (d.cursors.decode(opts.cursor, key, ['n'])[0] as number);
       return d.cursors.toPage(d.repo.listDeliveries(w.id, opts.limit, before, opts.status), opts.limit, key, (x) => [x.seq]);
     },
