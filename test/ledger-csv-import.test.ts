@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
-import { lineBreaksIn, readRows } from '../src/csv/read-rows.ts';
+import { fitToHeader, lineBreaksIn, namedWidth, readRows } from '../src/csv/read-rows.ts';
 import { RecordLimiter } from '../src/csv/record-limit.ts';
 import { prng } from '../scripts/prng.ts';
 import { detectDelimiter, scanCsv } from '../src/csv/scan.ts';
@@ -466,6 +466,24 @@ P('rows with too many or too few columns are rejected with their line; the good 
     { cells: ['Cy', 'Acme', 'CTO'], reason: 'the row has 4 columns, the header has 3; extra cells: ["extra"]', line: '4' },
     { cells: ['Fay', '', ''], reason: 'the row has 1 column, the header has 3', line: '8' },
   ]);
+});
+
+P('a trailing separator is no wrong width: on the header, rows may stop at its last named column; on rows, empty cells past the header are dropped', async ({ t, w }) => {
+  // an Excel-style export whose header ends with a separator, rows without it
+  const header = await importInto(t, w, 'Name;Company;\r\nAda;Acme\r\nBob;Acme;\r\nCy\r\nDee;Acme;;x\r\n');
+  assert.equal([header.job.status, header.job.submitted, header.job.imported, header.job.invalid], ['completed', 4, 2, 2]);
+  assert.equal(view(header.contacts).map((c) => [c.name, c.company]), [['Ada', 'Acme'], ['Bob', 'Acme']]);
+  const errors = await errorsOf(t, w, header.ledgerId, header.job.id);
+  assert.equal(errors.slice(1).map((r) => [r[0], r[r.length - 2], r[r.length - 1]]), [
+    ['Cy', 'the row has 1 column, the header has 3', '4'], // a named column's cell is missing
+    ['Dee', 'the row has 4 columns, the header has 3; extra cells: ["x"]', '5'], // past the header, not empty
+  ]);
+  // rows that end with a separator (or two) under a header that does not
+  const rows = await importInto(t, w, 'name,company,title\nEve,Acme,CTO,\nFay,Acme,,,\nGus,Acme\n');
+  assert.equal([rows.job.submitted, rows.job.imported, rows.job.invalid], [3, 2, 1]);
+  assert.equal(view(rows.contacts).map((c) => [c.name, c.title]), [['Eve', 'CTO'], ['Fay', null]]);
+  const rowErrors = await errorsOf(t, w, rows.ledgerId, rows.job.id);
+  assert.equal(rowErrors.slice(1), [['Gus', 'Acme', '', 'the row has 2 columns, the header has 3', '4']], 'a named column missing is still a broken row');
 });
 
 P('invalid rows are rejected with a reason: missing name or company, bad linkedin or email, over-long fields', async ({ t, w }) => {
@@ -1158,7 +1176,10 @@ Q('on random files, the scanner counts exactly the rows the reader yields, and r
       const rows: string[][] = [];
       const format = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping: { fields: { name: 0, company: 1 } } } as CsvFormat;
       await readRows(path, format, { bytes: scan.dataStart, lines: scan.headerLines }, 100, async (b) => void rows.push(...b.rows.map((r) => r.raw)));
-      assert.equal(rows, records.slice(1), `cells of ${JSON.stringify(csv)}`);
+      // as read, made as wide as the header where a trailing separator is the only difference
+      const width = records[0]!.length;
+      const needed = Math.max(namedWidth(records[0]!), 2);
+      assert.equal(rows, records.slice(1).map((r) => fitToHeader(r, width, needed) ?? r), `cells of ${JSON.stringify(csv)}`);
       read++;
     }
     assert.ok(read > 500, `most random files are readable (${read})`);

@@ -632,6 +632,15 @@ T('feed CSV: a record over 1 MiB is rejected alone and the lines after it keep t
   assert.match(truncated.message, /truncated/);
 });
 
+T('feed CSV: a trailing separator is no wrong width; cells may be missing past the last column the feed reads, not before it', async ({ t, w }) => {
+  const job = await feed(t, w.root, 'name,company,notes,\nTrail One,Acme\nTrail Two,Acme,,,\nTrail Three,Acme,,,x\nTrail Four\n', 'text/csv');
+  assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 4, 2, 2]);
+  const errors = (await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root })).text;
+  assert.match(errors, /3,4,"the row has 5 columns, the header has 4"/);
+  assert.match(errors, /4,5,"the row has 1 column, the header has 4"/);
+  assert.equal(t.rt.db.raw.prepare("SELECT name FROM people WHERE name LIKE 'Trail %' ORDER BY name").pluck().all(), ['Trail One', 'Trail Two']);
+});
+
 T('feed CSV: the delimiter is voted on the header, rows of empty cells are skipped like blank lines, line numbers count a quoted CRLF once, booleans in any case, no status without an address', async ({ t, w }) => {
   const semi = await feed(t, w.root, ';;\nname;company;hasMultipleJobs\n;;\nSemi Colon;Acme, Inc.;TRUE\n"";;\nSemi Two;Acme;0\n;;\n', 'text/csv');
   assert.equal([semi.received, semi.invalid, semi.personsUpdated], [2, 0, 2]);

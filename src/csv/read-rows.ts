@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
-import { rowToInput } from './columns.ts';
+import { mappedColumns, rowToInput } from './columns.ts';
 import { unescapeFormula } from './write.ts';
 import { validateContact, type ContactDraft } from '../ledger/contact-input.ts';
 import type { CsvFormat } from '../ledger/model.ts';
@@ -61,6 +61,27 @@ export const isBlankRecord = (record: readonly string[]): boolean => record.ever
 /** Why a row with another number of cells than the header is rejected. */
 export const wrongWidth = (cells: number, width: number): string => `the row has ${cells} column${cells === 1 ? '' : 's'}, the header has ${width}`;
 
+/** How many leading columns of a header have a name: cells past them hold nothing anyone named. */
+export const namedWidth = (header: readonly (string | undefined)[]): number => {
+  let n = header.length;
+  while (n > 0 && !header[n - 1]?.trim()) n--;
+  return n;
+};
+
+/**
+ * The record as wide as the header (`width` cells), or undefined when it cannot be without losing
+ * or inventing data. A trailing separator is the usual difference, on the header (`Name;Company;`
+ * over `A;B`) or on rows (`A;B;` under `Name;Company`): cells may be missing past the first
+ * `needed` columns (those with a name, or that the reader uses), and cells past the header's width
+ * may be there if they are empty. Any other difference is a sign of a broken row.
+ */
+export function fitToHeader(record: string[], width: number, needed: number): string[] | undefined {
+  if (record.length === width) return record;
+  if (record.length < width) return record.length >= needed ? [...record, ...Array<string>(width - record.length).fill('')] : undefined;
+  for (let i = width; i < record.length; i++) if (record[i] !== '') return undefined;
+  return record.slice(0, width);
+}
+
 /** Line breaks inside the fields of a record (quoted newlines): \r\n, \n and a lone \r each count once. */
 export function lineBreaksIn(record: string[]): number {
   let n = 0;
@@ -81,6 +102,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   // pipeline, not pipe: a read error of the file must reach the loop below, not end the process
   pipeline(createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }), parser, () => {});
   const width = format.columns.length;
+  const needed = Math.max(namedWidth(format.columns), ...mappedColumns(format.mapping).map((i) => i + 1));
   let nextLine = from.lines + 1;
   let rows: CsvRow[] = [];
   let endBytes = from.bytes;
@@ -91,11 +113,12 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       endBytes = from.bytes + info.bytes;
       if (isBlankRecord(record)) continue;
       const endLine = nextLine - 1;
-      if (record.length !== width) rows.push({ line, endBytes, endLine, reason: wrongWidth(record.length, width), raw: record });
+      const cells = fitToHeader(record, width, needed);
+      if (!cells) rows.push({ line, endBytes, endLine, reason: wrongWidth(record.length, width), raw: record });
       else {
-        const res = validateContact(rowToInput(format.formulasEscaped ? record.map(unescapeFormula) : record, format.mapping));
+        const res = validateContact(rowToInput(format.formulasEscaped ? cells.map(unescapeFormula) : cells, format.mapping));
         // the cells go along with a valid row too: it may still be rejected as a duplicate, and the rejected-rows CSV gives rows back as they were
-        rows.push(res.ok ? { line, endBytes, endLine, draft: res.draft, raw: record } : { line, endBytes, endLine, reason: res.reason, raw: record });
+        rows.push(res.ok ? { line, endBytes, endLine, draft: res.draft, raw: cells } : { line, endBytes, endLine, reason: res.reason, raw: cells });
       }
       if (rows.length >= batchRows) {
         await send({ rows, endBytes, endLine: nextLine - 1 });

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createGunzip } from 'node:zlib';
 import { CsvError, parse } from 'csv-parse';
-import { isBlankRecord, lineBreaksIn, wrongWidth } from '../csv/read-rows.ts';
+import { fitToHeader, isBlankRecord, lineBreaksIn, namedWidth, wrongWidth } from '../csv/read-rows.ts';
 import { RecordLimiter } from '../csv/record-limit.ts';
 import { headerDelimiter } from '../csv/scan.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
@@ -161,6 +161,7 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
   // pipeline, not pipe: an error of the input (a truncated gzip) must reach the loop below
   pipeline(input, limiter, parser, () => {});
   let header: (string | undefined)[] | undefined;
+  let needed = 0;
   let nextLine = 1;
   try {
     for await (const record of parser as AsyncIterable<string[]>) {
@@ -177,15 +178,18 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
       if (isBlankRecord(record)) continue; // an empty line, `,,,`
       if (!header) {
         header = record.map((h) => FIELD_BY_KEY.get(h.trim().toLowerCase().replace(/[\s_-]+/g, '')));
+        needed = namedWidth(header);
         continue;
       }
-      if (record.length !== header.length) {
+      // cells may be missing past the last column the feed reads, or empty past the header (a trailing separator)
+      const cells = fitToHeader(record, header.length, needed);
+      if (!cells) {
         yield { line, error: wrongWidth(record.length, header.length) };
         continue;
       }
       const value: Record<string, string> = {};
       header.forEach((f, i) => {
-        if (f && record[i] !== '') value[f] = record[i]!;
+        if (f && cells[i] !== '') value[f] = cells[i]!;
       });
       yield { line, value };
     }
