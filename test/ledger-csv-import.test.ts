@@ -468,6 +468,17 @@ P('rows with too many or too few columns are rejected with their line; the good 
   ]);
 });
 
+P('a header cell with a line break in it (Alt+Enter in a spreadsheet) does not hide the delimiter', async ({ t, w }) => {
+  const csv = '"Full\nName";"Company\r\n(current)"\nAda Lovelace;Acme, Inc.\nBob;Globex\n';
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'multi-line header');
+  const pv = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv) });
+  expectStatus(pv, 200, 'preview');
+  assert.equal([pv.body.delimiter, pv.body.columns, pv.body.rowCount], [';', ['Full\nName', 'Company\r\n(current)'], 2]);
+  const { job, contacts } = await importInto(t, w, csv, { ledgerId, mapping: { name: 'Full\nName', company: 'Company\r\n(current)' } });
+  assert.equal([job.status, job.imported], ['completed', 2]);
+  assert.equal(view(contacts).map((c) => [c.name, c.company]), [['Ada Lovelace', 'Acme, Inc.'], ['Bob', 'Globex']]);
+});
+
 P('a trailing separator is no wrong width: on the header, rows may stop at its last named column; on rows, empty cells past the header are dropped', async ({ t, w }) => {
   // an Excel-style export whose header ends with a separator, rows without it
   const header = await importInto(t, w, 'Name;Company;\r\nAda;Acme\r\nBob;Acme;\r\nCy\r\nDee;Acme;;x\r\n');
@@ -1291,6 +1302,9 @@ Q('the delimiter vote reads quotes the same way: a stray quote in a header cell 
   assert.is(detectDelimiter('name;alias;id,size 5",company,title,email'), ',');
   assert.is(detectDelimiter('"name,first";"company, inc";"a ""quoted"", b"'), ';');
   assert.is(detectDelimiter('name\tcompany\t"notes, misc"'), '\t');
+  // the vote is on the header record, which a quoted line break does not end; the rows after it do not vote
+  assert.is(detectDelimiter('"Full\r\nName";Company\nA,B,C,D'), ';');
+  assert.is(detectDelimiter('name;company\r\nA,B,C,D'), ';');
 });
 
 Q.run();

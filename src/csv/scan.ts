@@ -55,16 +55,18 @@ const fail = (status: 415 | 422, message: string, line?: number): ScanFailure =>
 const unreadable = (message: string, line?: number): ScanFailure => ({ ...fail(422, message, line), unreadable: true });
 
 /**
- * The delimiter of the header line: the most frequent of `,` `;` tab outside quotes (`,` on a
- * tie). A quote opens a quoted cell only at the start of a cell (after any of the candidates), as
- * the scanner and the reader read quotes.
+ * The delimiter of the header, the record `text` starts with: the most frequent of `,` `;` tab
+ * outside quotes (`,` on a tie), up to the first line break outside quotes — a header cell may
+ * hold one (Alt+Enter in a spreadsheet). A quote opens a quoted cell only at the start of a cell
+ * (after any of the candidates), as the scanner and the reader read quotes.
  */
-export function detectDelimiter(firstLine: string): string {
+export function detectDelimiter(text: string): string {
   const counts: Record<string, number> = { ',': 0, ';': 0, '\t': 0 };
   let quoted = false;
   let cellStart = true;
   let justClosed = false;
-  for (const ch of firstLine) {
+  for (const ch of text) {
+    if (!quoted && (ch === '\n' || ch === '\r')) break;
     if (ch === '"') {
       const opens: boolean = !quoted && (cellStart || justClosed); // a cell's start, or a doubled quote
       justClosed = quoted;
@@ -82,16 +84,14 @@ export function detectDelimiter(firstLine: string): string {
 }
 
 /**
- * The delimiter of a file's header — its first line that is not empty (empty lines are skipped
+ * The delimiter of a file's header — its first record after any empty lines (they are skipped
  * everywhere, also before the header) — from its first bytes (BOM or not).
  */
 export function headerDelimiter(first: Buffer): string {
   const bom = first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf ? 3 : 0;
-  const isBreak = (b: number) => b === 0x0a || b === 0x0d;
   let start = bom;
-  while (start < first.length && isBreak(first[start]!)) start++;
-  const end = first.findIndex((b, i) => i >= start && isBreak(b));
-  return detectDelimiter(first.subarray(start, end < 0 ? first.length : end).toString('utf8'));
+  while (start < first.length && (first[start] === 0x0a || first[start] === 0x0d)) start++;
+  return detectDelimiter(first.subarray(start).toString('utf8'));
 }
 
 /** Scans the whole file; see the module comment. */
