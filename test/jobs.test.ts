@@ -182,6 +182,38 @@ Q('a process whose leases the other one took over is fenced off: every write it 
   db.close();
 });
 
+Q('jobs of one sequence run one at a time in the order they were added, also across a retry and a dead holder; other jobs pass them', () => {
+  const { db, clock } = fixture();
+  const q = createQueue(db, clock);
+  db.tx(() => {
+    q.enqueue('job_s1', 'test', { sequence: 'feed' });
+    q.enqueue('job_s2', 'test', { sequence: 'feed' });
+    q.enqueue('job_free', 'test');
+  });
+  clock.advance(1);
+  db.tx(() => q.enqueue('job_s3', 'test', { sequence: 'feed' }));
+  const claimed = [q.claim()!, q.claim()!];
+  assert.equal(claimed.map((l) => l.job.id).sort(), ['job_free', 'job_s1'], 'the first of the sequence, and a job without one: it does not wait');
+  const first = claimed.find((l) => l.job.id === 'job_s1')!;
+  db.tx(() => claimed.find((l) => l.job.id === 'job_free')!.complete());
+  assert.is(q.claim(), undefined, 'job_s2 waits while job_s1 runs');
+  // job_s1 fails and waits for its retry: job_s2 still waits behind it
+  assert.is(db.tx(() => q.failed(first, 'boom')), 'retry');
+  assert.is(q.claim(), undefined, 'job_s2 waits while job_s1 waits for its retry');
+  clock.advance(60_000);
+  const again = q.claim()!;
+  assert.is(again.job.id, 'job_s1', 'the retry comes first');
+  // its holder dies: after the lease runs out job_s1 is taken over, still before job_s2
+  clock.advance(LEASE_MS + 1);
+  const takeover = q.claim()!;
+  assert.is(takeover.job.id, 'job_s1');
+  assert.is(q.claim(), undefined);
+  db.tx(() => takeover.complete());
+  assert.is(q.claim()?.job.id, 'job_s2', 'then the next in order');
+  assert.is(q.claim(), undefined, 'job_s3 waits for job_s2');
+  db.close();
+});
+
 Q('a job that keeps failing is retried with backoff, then failed with its error (D4 d)', () => {
   const { db, clock } = fixture();
   const q = createQueue(db, clock);

@@ -632,6 +632,29 @@ T('feed CSV: a record over 1 MiB is rejected alone and the lines after it keep t
   assert.match(truncated.message, /truncated/);
 });
 
+T('feeds apply in the order they were sent: a short correction sent after a long feed wins', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'feed order', [{ name: 'Order Person', company: 'Start Co', linkedin: 'linkedin.com/in/order-person', referenceId: 'op' }]);
+  const post = async (body: string) => {
+    const r = await t.call('POST', FEED, { token: w.root, raw: body, headers: { 'content-type': 'application/x-ndjson' } });
+    expectStatus(r, 202, 'feed');
+    return r.body.id as string;
+  };
+  const person = (company: string) => ({ linkedin: 'linkedin.com/in/order-person', name: 'Order Person', company, observedAt: '2026-11-20' });
+  const pad = Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ personId: `order-pad-${i}`, name: `Order Pad ${i}`, company: `Pad ${i}` })).join('\n');
+  // both wait between chunks until released: side by side, the long one's last record would land after the correction
+  const hold = holdBulkJobs(t);
+  let ids: string[];
+  try {
+    ids = [await post(`${pad}\n${JSON.stringify(person('Original Co'))}\n`), await post(ndjson(person('Corrected Co')))];
+  } finally {
+    await hold.release();
+  }
+  for (const id of ids) await until(`feed ${id}`, async () => (await t.call('GET', `${FEED}/${id}`, { token: w.root })).body.status, (s) => s === 'completed', 30_000);
+  assert.is((await contact(t, w, path, 'op')).company, 'Corrected Co');
+  const history = (await t.call('GET', `${path}/contacts/${(await contact(t, w, path, 'op')).id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(history.filter((c: any) => c.type === 'job').map((c: any) => c.to.company).reverse(), ['Original Co', 'Corrected Co']);
+});
+
 T('feed CSV: a trailing separator is no wrong width; cells may be missing past the last column the feed reads, not before it', async ({ t, w }) => {
   const job = await feed(t, w.root, 'name,company,notes,\nTrail One,Acme\nTrail Two,Acme,,,\nTrail Three,Acme,,,x\nTrail Four\n', 'text/csv');
   assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 4, 2, 2]);

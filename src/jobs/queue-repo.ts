@@ -64,28 +64,33 @@ const toJob = (r: Row): JobRow => ({
 
 export type QueueRepo = ReturnType<typeof createQueueRepo>;
 
+/** A job that may be claimed now (the claim's and the poll's condition; `jobs` unaliased). */
+const CLAIMABLE = `((status = 'pending' AND run_after <= @now) OR (status = 'processing' AND lease_until < @now))
+  AND (sequence IS NULL OR id = (SELECT s.id FROM jobs s WHERE s.sequence = jobs.sequence AND s.status IN ('pending', 'processing') ORDER BY s.created_at, s.rowid LIMIT 1))`;
+
 /** The jobs table: insert, claim with a lease (one UPDATE … RETURNING), fenced transitions. */
 export function createQueueRepo(db: Db) {
   const q = {
     insert: db.raw.prepare(
-      'INSERT INTO jobs (id, kind, lane, payload, status, run_after, max_attempts, created_at, updated_at) VALUES (@id, @kind, @lane, @payload, \'pending\', @runAfter, @maxAttempts, @now, @now)',
+      'INSERT INTO jobs (id, kind, lane, sequence, payload, status, run_after, max_attempts, created_at, updated_at) VALUES (@id, @kind, @lane, @sequence, @payload, \'pending\', @runAfter, @maxAttempts, @now, @now)',
     ),
     failPending: db.raw.prepare<{ id: string; error: string; now: number }>(
       "UPDATE jobs SET status = 'failed', last_error = @error, updated_at = @now WHERE id = @id AND status = 'pending'",
     ),
     byId: db.raw.prepare<[string], Row>('SELECT * FROM jobs WHERE id = ?'),
-    // A pending job whose time has come, or a processing one whose holder died (lease expired).
+    // A pending job whose time has come, or a processing one whose holder died (lease expired);
+    // of a sequence (migration 0018), only its oldest unfinished job.
     claim: db.raw.prepare<{ owner: string; until: number; now: number; lane: JobLane }, { id: string; kind: string; payload: string | null; lease_token: number; attempts: number; max_attempts: number }>(
       `UPDATE jobs SET status = 'processing', lease_owner = @owner, lease_until = @until, lease_token = lease_token + 1,
               attempts = attempts + 1, updated_at = @now
        WHERE id = (SELECT id FROM jobs
-                   WHERE lane = @lane AND ((status = 'pending' AND run_after <= @now) OR (status = 'processing' AND lease_until < @now))
+                   WHERE lane = @lane AND ${CLAIMABLE}
                    ORDER BY run_after, created_at LIMIT 1)
        RETURNING id, kind, payload, lease_token, attempts, max_attempts`,
     ),
     // The claim's own condition, read only: is there anything to claim at all?
     claimable: db.raw.prepare<{ now: number; lane: JobLane }, number>(
-      `SELECT 1 FROM jobs WHERE lane = @lane AND ((status = 'pending' AND run_after <= @now) OR (status = 'processing' AND lease_until < @now)) LIMIT 1`,
+      `SELECT 1 FROM jobs WHERE lane = @lane AND ${CLAIMABLE} LIMIT 1`,
     ).pluck(),
     renew: db.raw.prepare<{ id: string; token: number; until: number; now: number }>(
       "UPDATE jobs SET lease_until = @until, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
@@ -116,8 +121,8 @@ export function createQueueRepo(db: Db) {
     ),
   };
   return {
-    insertJob: (j: { id: string; kind: string; lane?: JobLane; payload?: string | null; runAfter: number; maxAttempts?: number; now: number }): void =>
-      void q.insert.run({ id: j.id, kind: j.kind, lane: j.lane ?? 'bulk', payload: j.payload ?? null, runAfter: j.runAfter, maxAttempts: j.maxAttempts ?? 5, now: j.now }),
+    insertJob: (j: { id: string; kind: string; lane?: JobLane; sequence?: string; payload?: string | null; runAfter: number; maxAttempts?: number; now: number }): void =>
+      void q.insert.run({ id: j.id, kind: j.kind, lane: j.lane ?? 'bulk', sequence: j.sequence ?? null, payload: j.payload ?? null, runAfter: j.runAfter, maxAttempts: j.maxAttempts ?? 5, now: j.now }),
     failPendingJob: (id: string, error: string, now: number): void => void q.failPending.run({ id, error, now }),
     findJob: (id: string): JobRow | undefined => {
       const r = q.byId.get(id);

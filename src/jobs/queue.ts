@@ -58,13 +58,18 @@ export function createQueue(db: Db, clock: Clock) {
 
   return {
     owner,
-    /** Adds a job; call inside the transaction that creates its domain row. */
-    enqueue(id: string, kind: string, opts: { payload?: unknown; delayMs?: number; maxAttempts?: number; lane?: JobLane } = {}): void {
+    /**
+     * Adds a job; call inside the transaction that creates its domain row. Jobs given the same
+     * `sequence` run one at a time, in the order they were added (a later one waits while an
+     * earlier one is pending, retrying or running).
+     */
+    enqueue(id: string, kind: string, opts: { payload?: unknown; delayMs?: number; maxAttempts?: number; lane?: JobLane; sequence?: string } = {}): void {
       const now = clock.now();
       repo.insertJob({
         id,
         kind,
         lane: opts.lane ?? 'bulk',
+        sequence: opts.sequence,
         payload: opts.payload === undefined ? null : JSON.stringify(opts.payload),
         runAfter: now + (opts.delayMs ?? 0),
         maxAttempts: opts.maxAttempts,

@@ -84,7 +84,7 @@ export function createFeedService(d: {
       const now = d.clock.now();
       const earlier = idempotency && createdBy !== null ? earlierFeed(createdBy, idempotency, now) : undefined;
       if (earlier) return { feed: earlier, replayed: true };
-      d.queue.enqueue(id, FEED_JOB, { maxAttempts: 5 });
+      d.queue.enqueue(id, FEED_JOB, { maxAttempts: 5, sequence: FEED_JOB }); // feeds apply in the order they came: a later one wins
       d.feeds.insertFeed({ id, source, fileName, filePath, format, gzip: isGzip(filePath), createdBy, createdAt: now, idempotency });
       return { feed: d.feeds.findFeed(id, now)!, replayed: false };
     });
