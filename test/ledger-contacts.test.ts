@@ -285,6 +285,27 @@ A('a batch keeps its good rows and rejects bad and duplicate ones with reasons',
   assert.is(nested.body.contacts.length, 1, 'email filter is case-insensitive; contactInfo.email accepted');
 });
 
+A('a NUL character is refused where text comes in: contact fields are rejected rows, list and download filters a 400', async ({ t, w, ledgerId }) => {
+  const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
+    { name: 'Nul\u0000Name', company: 'X' },
+    { name: 'Nul company', company: '\u0000' },
+    { name: 'Nul title', company: 'X', title: 'CEO\u0000' },
+    { name: 'Nul ref', company: 'X', referenceId: 'r\u0000' },
+    { name: 'No nul\there', company: 'X' }, // other control characters are text
+  ]);
+  assert.equal([job.imported, job.invalid], [1, 4]);
+  const errors = (await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer })).text;
+  for (const field of ['name', 'company', 'title', 'referenceId']) assert.ok(errors.includes(`${field} contains a NUL character`), field);
+  const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
+  for (const query of ['name=%00', 'company=a%00b', 'title=%00', 'referenceId=%00', 'email=a%00%40b.test']) {
+    for (const url of [`${path}?${query}`, `${path}?${query}&view=count`, `${path}/download?${query}`]) {
+      const r = await t.call('GET', url, { token: w.tokens.viewer });
+      expectStatus(r, 400, url);
+      assert.ok(r.body.errors.some((e: any) => /NUL/.test(e.message)), url);
+    }
+  }
+});
+
 A('the rejected-rows CSV of an API batch gives back each rejected value as submitted (raw JSON), unknown fields included', async ({ t, w, ledgerId }) => {
   const sent: unknown[] = [
     { name: 'Fine', company: 'X' },

@@ -655,6 +655,14 @@ T('feeds apply in the order they were sent: a short correction sent after a long
   assert.equal(history.filter((c: any) => c.type === 'job').map((c: any) => c.to.company).reverse(), ['Original Co', 'Corrected Co']);
 });
 
+T('a feed record with a NUL character in a field is rejected with a reason; the others are applied', async ({ t, w }) => {
+  const job = await feed(t, w.root, ndjson({ name: 'Nul\u0000Feed', company: 'Acme' }, { name: 'Nul Title', company: 'Acme', title: '\u0000' }, { name: 'Nul Free', company: 'Acme' }));
+  assert.equal([job.received, job.invalid, job.personsUpdated], [3, 2, 1]);
+  const errors = (await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root })).text;
+  assert.match(errors, /1,1,"name contains a NUL character"/);
+  assert.match(errors, /2,2,"title contains a NUL character"/);
+});
+
 T('feed CSV: a trailing separator is no wrong width; cells may be missing past the last column the feed reads, not before it', async ({ t, w }) => {
   const job = await feed(t, w.root, 'name,company,notes,\nTrail One,Acme\nTrail Two,Acme,,,\nTrail Three,Acme,,,x\nTrail Four\n', 'text/csv');
   assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 4, 2, 2]);

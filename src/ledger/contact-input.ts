@@ -1,5 +1,5 @@
 import { exactIntegerText } from '../exact-json.ts';
-import { canonicalLinkedin, isEmail, longerThan } from './normalize.ts';
+import { canonicalLinkedin, isEmail, textProblem } from './normalize.ts';
 import { titleDomain, titleLevel, type TitleDomain, type TitleLevel } from './title-rules.ts';
 
 /**
@@ -36,7 +36,8 @@ function optionalText(value: unknown, field: string, max: number): string | unde
   if (typeof value !== 'string') return { error: `${field} must be a string` };
   const t = value.trim();
   if (!t) return undefined;
-  if (longerThan(t, max)) return { error: `${field} is longer than ${max} characters` };
+  const problem = textProblem(t, field, max);
+  if (problem) return { error: problem };
   return t;
 }
 
@@ -59,7 +60,8 @@ export function validateContact(input: unknown): InputResult {
     const v = raw[field];
     if (v === undefined || v === null || (typeof v === 'string' && !v.trim())) return reject(`${field} is required`);
     if (typeof v !== 'string') return reject(`${field} must be a string`);
-    if (longerThan(v, MAX_LENGTH[field])) return reject(`${field} is longer than ${MAX_LENGTH[field]} characters`);
+    const problem = textProblem(v, field, MAX_LENGTH[field]);
+    if (problem) return reject(problem);
     draft[field] = v;
   }
   for (const field of ['title', 'location'] as const) {

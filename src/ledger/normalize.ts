@@ -57,6 +57,17 @@ export function longerThan(text: string, max: number): boolean {
   return false;
 }
 
+/**
+ * What is wrong with a contact's or a feed record's text field, if anything: too long, or a NUL
+ * character. A NUL cannot be searched for (SQLite's LIKE pattern ends at it) and makes the
+ * downloaded CSV a file no upload accepts, so it is refused where text comes in.
+ */
+export function textProblem(text: string, field: string, max: number): string | undefined {
+  if (longerThan(text, max)) return `${field} is longer than ${max} characters`;
+  if (text.includes('\0')) return `${field} contains a NUL character`;
+  return undefined;
+}
+
 /** The slug of a canonical LinkedIn URL (the matching key of §5). */
 export const linkedinSlug = (canonical: string): string => canonical.slice('https://www.linkedin.com/in/'.length);
 

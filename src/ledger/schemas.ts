@@ -39,7 +39,9 @@ const timestamp = z
   })
   .optional();
 
-const substring = z.string().min(1, 'must not be empty').max(256, 'must be at most 256 characters').optional();
+/** A text filter: a NUL would end SQLite's LIKE pattern (and no stored text holds one). */
+const filterText = (max: number) => z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).refine((s) => !s.includes('\0'), 'must not contain a NUL character');
+const substring = filterText(256).optional();
 const bool = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true').optional();
 
 export const SORTS = ['+createdAt', '-createdAt', '+name', '-name', '-lastJobChangedAt', '-lastInfoChangedAt'] as const;
@@ -55,7 +57,7 @@ const filters = {
   lastJobChangedAtBefore: timestamp,
   lastInfoChangedAt: timestamp.meta({ description: 'Contacts whose last information change is at or after this time.' }),
   lastInfoChangedAtBefore: timestamp,
-  referenceId: z.string().trim().min(1).max(128).optional(), // trimmed as imports store it
+  referenceId: z.string().trim().pipe(filterText(128)).optional(), // trimmed as imports store it
   linkedin: z
     .string()
     .transform((s, ctx) => {
@@ -67,7 +69,7 @@ const filters = {
       return c;
     })
     .optional(),
-  email: z.string().trim().min(1).max(320).optional(),
+  email: z.string().trim().pipe(filterText(320)).optional(),
   name: substring,
   company: substring,
   title: substring,

@@ -1,6 +1,6 @@
 import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_LENGTH } from '../ledger/contact-input.ts';
-import { canonicalLinkedin, isEmail, longerThan } from '../ledger/normalize.ts';
+import { canonicalLinkedin, isEmail, textProblem } from '../ledger/normalize.ts';
 import type { FeedRecord } from './model.ts';
 
 /**
@@ -25,7 +25,8 @@ function text(v: unknown, field: string, max: number): string | undefined | { er
   if (typeof v !== 'string') return { error: `${field} must be a string` };
   const t = v.trim();
   if (!t) return undefined;
-  if (longerThan(t, max)) return { error: `${field} is longer than ${max} characters` };
+  const problem = textProblem(t, field, max);
+  if (problem) return { error: problem };
   return t;
 }
 const bad = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null;
