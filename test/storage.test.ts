@@ -194,6 +194,23 @@ S('migration 0017 indexes the name sort by name_key and gives a contact without 
   db.close();
 });
 
+S("migration 0019 recomputes company keys stored under the old rule with the server's own companyKey, and leaves the others alone", () => {
+  const { db, raw, apply } = justBefore('0019_');
+  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, company_key, created_at, updated_at) VALUES (?, 'l_1', 'N', ?, ?, 'n', ?, 1, 1)");
+  contact.run('c_1', 'Acme Pvt Ltd', 'Acme Pvt Ltd', 'acme pvt');
+  contact.run('c_2', 'Globex A/S', 'Globex A/S', 'globex a');
+  contact.run('c_3', 'Initech', 'Initech', 'initech');
+  contact.run('c_4', 'Umbrella Kft.', 'Umbrella Kft.', null); // written before migration 0003 gave contacts their keys
+  raw.prepare("INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES ('P', 'p', 'Acme Private Limited', 'acme private', 1, 1)").run();
+  const updatedAt = raw.prepare("SELECT updated_at FROM contacts WHERE id = 'c_3'").pluck();
+  apply();
+  assert.equal(raw.prepare('SELECT id, company_key FROM contacts ORDER BY id').raw().all(), [['c_1', 'acme'], ['c_2', 'globex'], ['c_3', 'initech'], ['c_4', 'umbrella']]);
+  assert.equal(raw.prepare('SELECT company_key FROM people').pluck().all(), ['acme']);
+  assert.is(updatedAt.get(), 1, 'the migration changes keys only');
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();

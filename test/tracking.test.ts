@@ -33,9 +33,21 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
     ['Société Générale S.A.', 'Societe Generale'],
     ['Johnson & Johnson', 'Johnson and Johnson'],
     ['A.C.M.E. Corp.', 'ACME Corporation'],
+    ['Acme Pvt Ltd', 'ACME'],
+    ['Acme Private Limited', 'Acme'],
+    ['Acme Public Limited Company', 'Acme'],
+    ['Acme A/S', 'Acme'],
+    ['Acme Sp. z o.o.', 'Acme'],
+    ['Acme Kft.', 'Acme'],
+    ['Acme Ltda', 'Acme'],
+    ['Acme Sdn. Bhd.', 'Acme'],
+    ['Acme d.o.o.', 'Acme'],
   ];
   for (const [a, b] of same) assert.is(companyKey(a!), companyKey(b!), `${a} = ${b}`);
   assert.is.not(companyKey('Acme'), companyKey('Acme Labs'));
+  // a qualifier alone is part of the name; so are words that are not legal forms
+  for (const other of ['Acme Private', 'Acme Public', 'Acme Group', 'Acme Holdings']) assert.is.not(companyKey(other), companyKey('Acme'), other);
+  assert.is(companyKey('A S'), 'a s', 'a name made of a legal form is left whole');
   assert.is.not(companyKey('Globex'), companyKey('Initech'));
   assert.is(nameKey('  José  O’Brien '), 'jose o brien');
 });

@@ -76,11 +76,19 @@ const EMAIL = /^[^\s@<>(),;:"[\]]+@[^\s@<>(),;:"[\]]+\.[^\s@<>(),;:"[\]]+$/;
 /** True for a plausible single e-mail address (the shape, not deliverability). */
 export const isEmail = (text: string): boolean => EMAIL.test(text);
 
-// Legal-form suffixes dropped from company names for matching ("Acme, Inc." = "ACME").
+// Legal-form suffixes dropped from company names for matching ("Acme, Inc." = "ACME"). Changing
+// them changes stored keys: add a migration that recomputes them (as 0019 does, with the
+// company_key() SQL function src/storage/migrate.ts provides).
 const COMPANY_SUFFIXES = new Set([
   'inc', 'incorporated', 'llc', 'llp', 'lp', 'ltd', 'limited', 'corp', 'corporation', 'co', 'company', 'gmbh', 'ag', 'kg', 'ug',
   'plc', 'sa', 'sas', 'sarl', 'srl', 'spa', 'bv', 'nv', 'oy', 'ab', 'as', 'asa', 'aps', 'pty', 'pte', 'kk', 'sl', 'se', 'sro',
+  'kft', 'zrt', 'nyrt', 'ltda', 'lda', 'bhd', 'oyj', 'kgaa', 'ohg', 'doo', 'sae', 'pvt',
 ]);
+// Words of a legal form that only go with a suffix after them ("Pvt Ltd", "Private Limited",
+// "Sdn Bhd", "GmbH & Co. KG"): "Acme Private" stays a name of its own.
+const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn']);
+// Legal forms whose letters fold into separate words ("A/S", "Sp. z o.o.", "S/A").
+const SPLIT_SUFFIXES = [['a', 's'], ['s', 'a'], ['sp', 'z', 'o', 'o'], ['sp', 'z', 'oo'], ['sp', 'k'], ['s', 'l'], ['b', 'v'], ['n', 'v']];
 
 /** Lower case, accents removed, punctuation as spaces, spaces collapsed. */
 function fold(text: string): string {
@@ -110,10 +118,15 @@ export function companyKey(company: string): string {
 
 function computeCompanyKey(company: string): string {
   const words = fold(company.replace(/\b([a-z])\.(?=[a-z]\.)/gi, '$1')).split(' ').filter(Boolean);
-  // "GmbH & Co. KG": suffixes joined by "and" go too
   let popped = false;
-  while (words.length > 1 && (COMPANY_SUFFIXES.has(words[words.length - 1]!) || (popped && words[words.length - 1] === 'and'))) {
-    words.pop();
+  while (words.length > 1) {
+    const last = words[words.length - 1]!;
+    if (COMPANY_SUFFIXES.has(last) || (popped && SUFFIX_QUALIFIERS.has(last))) words.pop();
+    else {
+      const split = SPLIT_SUFFIXES.find((form) => words.length > form.length && form.every((w, i) => words[words.length - form.length + i] === w));
+      if (!split) break;
+      words.length -= split.length;
+    }
     popped = true;
   }
   if (words.length > 1 && words[0] === 'the') words.shift();

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { companyKey } from '../ledger/normalize.ts';
 import type { Db } from './db.ts';
 import { StartupError } from './db.ts';
 
@@ -49,6 +50,9 @@ export function pendingMigrations(db: Db, migrations: Migration[]): Migration[] 
 export function migrate(db: Db, migrations: Migration[], now: number = Date.now()): string[] {
   const pending = pendingMigrations(db, migrations);
   if (pending.length === 0) return [];
+  // What migrations may call besides SQL: the matching keys as the server computes them, so that
+  // a change of their rule can recompute the stored ones (0019).
+  db.raw.function('company_key', { deterministic: true }, (company: unknown) => (typeof company === 'string' ? companyKey(company) : null));
   db.tx(() => {
     db.raw.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
     const mark = db.raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
