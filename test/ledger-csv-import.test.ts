@@ -678,6 +678,23 @@ P('a rejected-rows CSV comes back fixed: the \' that formula escaping put in fro
   assert.equal(view(contacts).map((c) => c.name), ["'-Lee"]);
 });
 
+P('a rejected-rows CSV uploaded again gets its column names back as first sent: a mapping that named "@handle" still finds it', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'header round trip');
+  const mapping = { title: '@handle', location: '-Where' };
+  const first = await importInto(t, w, 'Name,Company,@handle,-Where\nAnn,,@ann,-Rome\n', { ledgerId, mapping });
+  assert.is(first.job.invalid, 1);
+  const rows = await errorsOf(t, w, ledgerId, first.job.id);
+  assert.equal(rows[0], ['Name', 'Company', "'@handle", "'-Where", 'reason', 'line'], 'escaped for spreadsheets, header included');
+  rows[1]![1] = 'Acme';
+  const fixed = rows.map((r) => r.map((c) => (/[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c)).join(',')).join('\r\n');
+  const pv = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(fixed, { mapping }) });
+  expectStatus(pv, 200, 'preview');
+  assert.equal(pv.body.columns.slice(0, 4), ['Name', 'Company', '@handle', '-Where']);
+  const again = await importInto(t, w, fixed, { ledgerId, mapping });
+  assert.equal([again.job.imported, again.job.invalid], [1, 0]);
+  assert.equal(view(again.contacts).map((c) => [c.name, c.title, c.location]), [['Ann', '@ann', '-Rome']]);
+});
+
 P('=HYPERLINK(...) and other formula-looking cells are stored verbatim (escaping is for output)', async ({ t, w }) => {
   const { contacts } = await importInto(t, w, 'name,company,title\n"=HYPERLINK(""http://evil.test"",""click"")",+Acme,@SUM(A1)\n-1,=1+2,-Director\n');
   assert.equal(view(contacts).map((c) => [c.name, c.company, c.title]), [

@@ -117,11 +117,13 @@ export function createImportService(d: ImportServiceDeps) {
   async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: true, acceptUnreadable: true): Promise<Inspected | { unreadable: ScanFailure }>;
   async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: boolean, acceptUnreadable = false): Promise<Inspected | { unreadable: ScanFailure }> {
     const explicit = parseMapping(mappingText);
-    const scan = await scanUpload(file.path);
-    if (!scan.ok) {
-      if (scan.unreadable && acceptUnreadable) return { unreadable: scan };
-      throw uploadProblem(scan.status, scan.message, scan.line);
+    const scanned = await scanUpload(file.path);
+    if (!scanned.ok) {
+      if (scanned.unreadable && acceptUnreadable) return { unreadable: scanned };
+      throw uploadProblem(scanned.status, scanned.message, scanned.line);
     }
+    // a rejected-rows CSV's header names had their formula escaping too ("'@handle"): a mapping names the column as first sent
+    const scan = isRejectedRowsCsv(scanned.columns) ? { ...scanned, columns: scanned.columns.map(unescapeFormula) } : scanned;
     try {
       checkHeader(scan.columns);
       const mapping = resolveMapping(scan.columns, explicit);
