@@ -2,7 +2,7 @@
 // have suites of their own: tracking.test.ts, title-rules.test.ts).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { canonicalLinkedin, isEmail, parseLinkedin } from '../src/ledger/normalize.ts';
+import { canonicalLinkedin, isEmail, parseLinkedin } from '../src/normalize.ts';
 
 const N = suite('canonical LinkedIn URLs and e-mails');
 

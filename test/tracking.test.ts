@@ -6,7 +6,7 @@ import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
-import { companyKey, nameKey } from '../src/ledger/normalize.ts';
+import { companyKey, nameKey } from '../src/normalize.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
 import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';

@@ -16,7 +16,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
-import { companyKey, nameKey } from '../../src/ledger/normalize.ts';
+import { companyKey, nameKey } from '../../src/normalize.ts';
 import { newId } from '../../src/ids.ts';
 import { Api, CACHE, fmt, ledgerPath, machineFacts, newLedger, percentile, ratio, ROWS, sleep, startServer, watchEventLoop, eventLoopLine } from './common.ts';
 

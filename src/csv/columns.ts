@@ -143,10 +143,10 @@ export function mappingByName(columns: string[], mapping: ColumnMapping): Record
  */
 export const isRejectedRowsCsv = (columns: string[]): boolean => columns.length > 2 && columns.at(-2)!.trim() === 'reason' && columns.at(-1)!.trim() === 'line';
 
-/** The contact object of one CSV row under a mapping (empty cells are absent values). */
 /** The columns a mapping reads. */
 export const mappedColumns = (mapping: ColumnMapping): number[] => [...Object.values(mapping.fields), ...(mapping.lastNameColumn === undefined ? [] : [mapping.lastNameColumn])];
 
+/** The contact object of one CSV row under a mapping (empty cells are absent values). */
 export function rowToInput(cells: string[], mapping: ColumnMapping): Record<string, string> {
   const out: Record<string, string> = {};
   for (const field in mapping.fields) {

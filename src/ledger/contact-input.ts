@@ -1,5 +1,5 @@
 import { exactIntegerText } from '../exact-json.ts';
-import { canonicalLinkedin, isEmail, textProblem } from './normalize.ts';
+import { canonicalLinkedin, isEmail, textProblem } from '../normalize.ts';
 import { titleDomain, titleLevel, type TitleDomain, type TitleLevel } from './title-rules.ts';
 
 /**

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../storage/db.ts';
 import type { Contact } from './model.ts';
-import { companyKey, nameKey } from './normalize.ts';
+import { companyKey, nameKey } from '../normalize.ts';
 
 /** The filters of SPEC §4.2 after validation: typed values only, never SQL text. */
 export interface ContactFilter {

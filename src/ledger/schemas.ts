@@ -3,7 +3,7 @@ import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { cursorParam, limitParam } from '../http/common-schemas.ts';
 import { isId } from '../ids.ts';
 import type { ContactFilter, ContactSort } from './contacts-repo.ts';
-import { canonicalLinkedin } from './normalize.ts';
+import { canonicalLinkedin } from '../normalize.ts';
 
 /** Request schemas of the ledger service; they validate requests and generate its OpenAPI document. */
 

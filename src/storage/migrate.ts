@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { companyKey } from '../ledger/normalize.ts';
+import { companyKey } from '../normalize.ts';
 import type { Db } from './db.ts';
 import { StartupError } from './db.ts';
 

@@ -1,6 +1,6 @@
 import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_LENGTH } from '../ledger/contact-input.ts';
-import { canonicalLinkedin, isEmail, textProblem } from '../ledger/normalize.ts';
+import { canonicalLinkedin, isEmail, textProblem } from '../normalize.ts';
 import type { FeedRecord } from './model.ts';
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Canonical forms used for storage and matching (SPEC §4.1, §5). Pure functions, no I/O: they run
- * in the request path, in the import runner and in the CSV worker thread alike.
+ * in the request path, in the import runner and in the CSV worker thread alike, and in migrations
+ * that recompute stored keys (src/storage/migrate.ts), which is why they live outside any service.
  */
 
 const LINKEDIN_HOST = /^(?:[a-z]{2,3}\.|www\.|m\.|mobile\.)?linkedin\.com$/;
