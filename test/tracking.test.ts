@@ -675,6 +675,17 @@ T('a feed record with a NUL character in a field is rejected with a reason; the 
   assert.match(errors, /2,2,"title contains a NUL character"/);
 });
 
+T('feed CSV: columns named as contact uploads name them are read (LinkedIn URL, Job Title, Email Address…); two columns for one field fail the job', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'feed aliases', [{ name: 'Alias Person', company: 'Old Co', linkedin: 'linkedin.com/in/alias-person', referenceId: 'ap' }]);
+  const job = await feed(t, w.root, 'Full Name;Current Company;Job Title;LinkedIn URL;Email Address;City;observed_at\nAlias Person;New Co;CTO;https://www.linkedin.com/in/alias-person/;alias@new.test;Oslo;2026-11-20\n', 'text/csv');
+  assert.equal([job.status, job.received, job.invalid, job.contactsMatched, job.jobChanges], ['completed', 1, 0, 1, 1]);
+  const c = await contact(t, w, path, 'ap');
+  assert.equal([c.company, c.title, c.location, c.contactInfo.email], ['New Co', 'CTO', 'Oslo', 'alias@new.test']);
+  const twice = await feed(t, w.root, 'name,company,employer\nTwo Cols,A,B\n', 'text/csv');
+  assert.is(twice.status, 'failed');
+  assert.match(twice.message, /line 1: columns "company" and "employer" both give company/);
+});
+
 T('feed CSV: a trailing separator is no wrong width; cells may be missing past the last column the feed reads, not before it', async ({ t, w }) => {
   const job = await feed(t, w.root, 'name,company,notes,\nTrail One,Acme\nTrail Two,Acme,,,\nTrail Three,Acme,,,x\nTrail Four\n', 'text/csv');
   assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 4, 2, 2]);

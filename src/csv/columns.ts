@@ -5,9 +5,12 @@ import { CONTACT_FIELDS, type ContactField } from '../ledger/model.ts';
  * against the names people use, or taken from an explicit mapping.
  */
 
-const normalize = (header: string) => header.trim().toLowerCase().replace(/[\s_\-.]+/g, '');
+/** A header name as compared: case, spaces and `_ - .` ignored. */
+export const headerKey = (header: string) => header.trim().toLowerCase().replace(/[\s_\-.]+/g, '');
+const normalize = headerKey;
 
-const ALIASES: Record<ContactField | 'firstName' | 'lastName', string[]> = {
+/** The header names each contact field is recognised by (as headerKey gives them). */
+export const ALIASES: Record<ContactField | 'firstName' | 'lastName', string[]> = {
   name: ['name', 'fullname', 'contactname', 'contact'],
   company: ['company', 'companyname', 'organization', 'organisation', 'employer', 'account', 'accountname', 'currentcompany', 'importcompany'],
   title: ['title', 'jobtitle', 'position', 'role', 'importtitle'],

@@ -4,6 +4,7 @@ import { CsvError, parse } from 'csv-parse';
 import { fitToHeader, isBlankRecord, lineBreaksIn, namedWidth, wrongWidth } from '../csv/read-rows.ts';
 import { RecordLimiter } from '../csv/record-limit.ts';
 import { headerDelimiter } from '../csv/scan.ts';
+import { ALIASES, headerKey } from '../csv/columns.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
 import { pipeline, type Readable } from 'node:stream';
 
@@ -120,10 +121,15 @@ async function* ndjson(input: Readable): AsyncGenerator<FeedItem> {
   }
 }
 
-// Feed CSV headers map case- and space-insensitively onto the record's field names. Quotes are read
-// as for contact uploads: a stray quote inside an unquoted field is a literal character.
+// Feed CSV headers map case- and space-insensitively onto the record's field names, and the fields
+// a contact upload knows by other names too (`LinkedIn URL`, `Job Title`, `Email Address`…, src/csv/columns.ts):
+// a column of such a name used to be ignored, and with it the key that decides matching. Quotes are
+// read as for contact uploads: a stray quote inside an unquoted field is a literal character.
 const FEED_FIELDS = ['personId', 'linkedin', 'email', 'emailStatus', 'name', 'company', 'title', 'location', 'jobStartedAt', 'hasMultipleJobs', 'observedAt'];
-const FIELD_BY_KEY = new Map(FEED_FIELDS.map((f) => [f.toLowerCase(), f]));
+const FIELD_BY_KEY = new Map([
+  ...(['name', 'company', 'title', 'location', 'email', 'linkedin'] as const).flatMap((f) => ALIASES[f].filter((a) => !a.startsWith('import')).map((a) => [a, f] as const)),
+  ...FEED_FIELDS.map((f) => [headerKey(f), f] as const),
+]);
 
 /** The stream's first bytes, left in the stream (null when it is empty). */
 async function peek(input: Readable): Promise<Buffer | null> {
@@ -177,7 +183,10 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
       nextLine += 1 + lineBreaksIn(record);
       if (isBlankRecord(record)) continue; // an empty line, `,,,`
       if (!header) {
-        header = record.map((h) => FIELD_BY_KEY.get(h.trim().toLowerCase().replace(/[\s_-]+/g, '')));
+        header = record.map((h) => FIELD_BY_KEY.get(headerKey(h)));
+        // two columns for one field ("company" and "employer"): which one holds it is anybody's guess
+        const twice = header.findIndex((f, i) => f !== undefined && header!.indexOf(f) < i);
+        if (twice >= 0) throw new FeedReadError(`line ${line}: columns "${record[header.indexOf(header[twice])]!.trim()}" and "${record[twice]!.trim()}" both give ${header[twice]}; rename or remove one`);
         needed = namedWidth(header);
         continue;
       }
