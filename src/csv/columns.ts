@@ -7,7 +7,6 @@ import { CONTACT_FIELDS, type ContactField } from '../ledger/model.ts';
 
 /** A header name as compared: case, spaces and `_ - .` ignored. */
 export const headerKey = (header: string) => header.trim().toLowerCase().replace(/[\s_\-.]+/g, '');
-const normalize = headerKey;
 
 /** The header names each contact field is recognised by (as headerKey gives them). */
 export const ALIASES: Record<ContactField | 'firstName' | 'lastName', string[]> = {
@@ -42,7 +41,7 @@ export class MappingError extends Error {
 export function checkHeader(columns: string[]): void {
   const seen = new Map<string, number>();
   columns.forEach((c, i) => {
-    const key = normalize(c);
+    const key = headerKey(c);
     if (!key) return;
     const first = seen.get(key);
     if (first !== undefined) throw new MappingError(`the header names column "${c.trim()}" twice (columns ${first + 1} and ${i + 1}); rename one of them`, 'file');
@@ -52,7 +51,7 @@ export function checkHeader(columns: string[]): void {
 
 /** The mapping the header suggests; fields without a recognizable column are absent. */
 export function suggestMapping(columns: string[]): ColumnMapping {
-  const keys = columns.map(normalize);
+  const keys = columns.map(headerKey);
   const find = (aliases: string[]) => {
     for (const a of aliases) {
       const i = keys.indexOf(a);
@@ -89,9 +88,9 @@ export function resolveMapping(columns: string[], explicit: unknown): ColumnMapp
   const mapping = suggestMapping(columns);
   if (explicit === undefined) return mapping;
   if (typeof explicit !== 'object' || explicit === null || Array.isArray(explicit)) throw new MappingError('mapping must be a JSON object of field → column name');
-  const keys = columns.map(normalize);
+  const keys = columns.map(headerKey);
   const columnIndex = (field: string, column: string) => {
-    const i = keys.indexOf(normalize(column));
+    const i = keys.indexOf(headerKey(column));
     if (i < 0) throw new MappingError(`mapping.${field}: the file has no column "${column}" (columns: ${columns.join(', ')})`, `mapping.${field}`);
     return i;
   };

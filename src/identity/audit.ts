@@ -50,8 +50,9 @@ export function createAudit(repo: AuditRepo, clock: Clock, cursors: Cursors) {
     },
     /** Newest first; orgId undefined = the whole installation. */
     list(orgId: string | undefined, limit: number, cursor?: string): Page<AuditEntry> {
-      const before = cursor === undefined ? undefined : (cursors.decode(cursor, `audit:${orgId ?? ''}`, ['n'])[0] as number);
-      return cursors.toPage(repo.listAuditEntries(orgId, limit, before), limit, `audit:${orgId ?? ''}`, (e) => [e.seq]);
+      const list = `audit:${orgId ?? ''}`;
+      const before = cursor === undefined ? undefined : (cursors.decode(cursor, list, ['n'])[0] as number);
+      return cursors.toPage(repo.listAuditEntries(orgId, limit, before), limit, list, (e) => [e.seq]);
     },
   };
 }

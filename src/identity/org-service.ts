@@ -76,7 +76,8 @@ export function createOrgService(d: OrgDeps) {
     /** Organizations the caller can access, with the caller's role in each. */
     listOrgs(by: Caller, limit: number, cursor?: string): Page<OrgWithRole> {
       const a = by.actor;
-      const from = d.cursors.decodeKeyset(cursor, `orgs:${by.actor.id}`);
+      const list = `orgs:${a.id}`;
+      const from = d.cursors.decodeKeyset(cursor, list);
       let rows: OrgWithRole[];
       if (a.type === 'service_account') {
         const org = a.orgId ? d.orgs.findOrgById(a.orgId) : undefined;
@@ -86,7 +87,7 @@ export function createOrgService(d: OrgDeps) {
       } else {
         rows = d.orgs.listOrgsOfUser(a.id, limit, from);
       }
-      return d.cursors.toPage(rows, limit, `orgs:${by.actor.id}`, (o) => [o.createdAt, o.id]);
+      return d.cursors.toPage(rows, limit, list, (o) => [o.createdAt, o.id]);
     },
 
     /**
@@ -141,8 +142,8 @@ export function createOrgService(d: OrgDeps) {
 
     listMembers(orgId: string, limit: number, cursor?: string): Page<Member> {
       requireOrg(orgId);
-      const from = d.cursors.decodeKeyset(cursor, `members:${orgId}`);
-      return d.cursors.toPage(d.orgs.listMembers(orgId, limit, from), limit, `members:${orgId}`, (m) => [m.addedAt, m.userId]);
+      const list = `members:${orgId}`;
+      return d.cursors.toPage(d.orgs.listMembers(orgId, limit, d.cursors.decodeKeyset(cursor, list)), limit, list, (m) => [m.addedAt, m.userId]);
     },
 
     /**

@@ -94,8 +94,9 @@ export function createServiceAccountService(d: ServiceAccountDeps) {
   };
 
   const list = (orgId: string | null, limit: number, cursor?: string): Page<ServiceAccount> => {
-    const from = d.cursors.decodeKeyset(cursor, `service-accounts:${orgId ?? ''}`);
-    return d.cursors.toPage(d.serviceAccounts.listServiceAccounts(orgId, limit, from), limit, `service-accounts:${orgId ?? ''}`, (s) => [s.createdAt, s.id]);
+    const list = `service-accounts:${orgId ?? ''}`;
+    const from = d.cursors.decodeKeyset(cursor, list);
+    return d.cursors.toPage(d.serviceAccounts.listServiceAccounts(orgId, limit, from), limit, list, (s) => [s.createdAt, s.id]);
   };
 
   return {

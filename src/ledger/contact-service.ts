@@ -31,14 +31,17 @@ const CURSOR_KINDS: Record<ContactSort, 's' | 'n' | 'n?'> = {
   '-lastInfoChangedAt': 'n?',
 };
 
+/** The list a contact cursor belongs to: the ledger's contacts in one sort. */
+const listOf = (ledgerId: string, sort: ContactSort) => `contacts${sort}:${ledgerId}`;
+
 /** Cursor = the sort, the last row's sort value and seq, and whether the null tail was reached. */
 function decodePosition(cursors: Cursors, ledgerId: string, cursor: string | undefined, sort: ContactSort): ContactPosition | undefined {
   if (cursor === undefined) return undefined;
-  const [value, seq, nulls] = cursors.decode(cursor, `contacts${sort}:${ledgerId}`, [CURSOR_KINDS[sort], 'n', 'n']);
+  const [value, seq, nulls] = cursors.decode(cursor, listOf(ledgerId, sort), [CURSOR_KINDS[sort], 'n', 'n']);
   return { value: value!, seq: seq as number, ...(nulls === 1 ? { nulls: true } : {}) };
 }
 
-const encodePosition = (cursors: Cursors, ledgerId: string, p: ContactPosition, sort: ContactSort) => cursors.encode(`contacts${sort}:${ledgerId}`, [p.value, p.seq, p.nulls ? 1 : 0]);
+const encodePosition = (cursors: Cursors, ledgerId: string, p: ContactPosition, sort: ContactSort) => cursors.encode(listOf(ledgerId, sort), [p.value, p.seq, p.nulls ? 1 : 0]);
 
 export const DOWNLOAD_PAGE = 1000;
 

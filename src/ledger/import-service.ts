@@ -198,7 +198,8 @@ export function createImportService(d: ImportServiceDeps) {
 
     list(orgId: string, ledgerId: string, limit: number, cursor?: string): Page<ImportJob> {
       requireLedger(orgId, ledgerId);
-      return d.cursors.toPage(d.imports.listImports(ledgerId, limit, d.clock.now(), d.cursors.decodeKeyset(cursor, `imports:${ledgerId}`)), limit, `imports:${ledgerId}`, (i) => [i.createdAt, i.id]);
+      const list = `imports:${ledgerId}`;
+      return d.cursors.toPage(d.imports.listImports(ledgerId, limit, d.clock.now(), d.cursors.decodeKeyset(cursor, list)), limit, list, (i) => [i.createdAt, i.id]);
     },
 
     get(orgId: string, ledgerId: string, importId: string): ImportJob {

@@ -119,7 +119,8 @@ export function createLedgerService(d: LedgerDeps) {
       setImmediate(d.kick);
     },
     list(orgId: string, limit: number, cursor?: string): Page<Ledger> {
-      return d.cursors.toPage(d.ledgers.listLedgers(orgId, limit, d.cursors.decodeKeyset(cursor, `ledgers:${orgId}`)), limit, `ledgers:${orgId}`, (l) => [l.createdAt, l.id]);
+      const list = `ledgers:${orgId}`;
+      return d.cursors.toPage(d.ledgers.listLedgers(orgId, limit, d.cursors.decodeKeyset(cursor, list)), limit, list, (l) => [l.createdAt, l.id]);
     },
     get: requireLedger,
     create(by: Caller, orgId: string, input: { name: string; description?: string }): Ledger {

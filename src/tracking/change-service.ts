@@ -17,8 +17,9 @@ export function createChangeService(d: { ledgers: LedgersRepo; contacts: Contact
     ofContact(orgId: string, ledgerId: string, contactId: string, limit: number, cursor?: string): Page<Change> {
       requireLedger(orgId, ledgerId);
       if (!d.contacts.findContact(ledgerId, contactId)) throw notFound('contact', contactId);
-      const before = cursor === undefined ? undefined : (d.cursors.decode(cursor, `contact-changes:${contactId}`, ['n'])[0] as number);
-      return page(d.changes.listOfContact(contactId, limit + 1, before), limit, `contact-changes:${contactId}`);
+      const list = `contact-changes:${contactId}`;
+      const before = cursor === undefined ? undefined : (d.cursors.decode(cursor, list, ['n'])[0] as number);
+      return page(d.changes.listOfContact(contactId, limit + 1, before), limit, list);
     },
     /**
      * `since` and `type` are part of the cursor's meaning: a cursor continues the same feed. Besides

@@ -83,7 +83,8 @@ export function createWebhookService(d: {
   return {
     requireWebhook,
     list(orgId: string, limit: number, cursor?: string): Page<Webhook> {
-      return d.cursors.toPage(d.repo.listWebhooks(orgId, limit, d.cursors.decodeKeyset(cursor, `webhooks:${orgId}`)), limit, `webhooks:${orgId}`, (w) => [w.createdAt, w.id]);
+      const list = `webhooks:${orgId}`;
+      return d.cursors.toPage(d.repo.listWebhooks(orgId, limit, d.cursors.decodeKeyset(cursor, list)), limit, list, (w) => [w.createdAt, w.id]);
     },
     get: requireWebhook,
     create(by: Caller, orgId: string, input: WebhookInput): WebhookWithSecret {
