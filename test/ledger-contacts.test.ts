@@ -588,6 +588,8 @@ Q('every filter selects exactly the matching contacts', async ({ t, w, path }) =
   assert.is((await count('lastInfoChangedAt=2026-11-01')).length, 50, 'a plain date');
   assert.is((await count('lastInfoChangedAt=2026-11-01T00:00:00')).length, 50, 'no zone = UTC');
   assert.is((await count('lastInfoChangedAt=2026-11-01T01:00:00%2B01:00')).length, 50, 'an offset');
+  assert.is((await count('lastInfoChangedAt=2026-11-01T01:00:00+01:00')).length, 50, 'an offset whose + was sent unencoded (it arrives as a space)');
+  assert.is((await count('lastInfoChangedAt=2026-11-01T01:00+0100')).length, 50, 'the same without colons');
   assert.is((await count('lastInfoChangedAt=2026-11-01&lastInfoChangedAtBefore=2026-11-02')).length, 2, 'i = 0, 5');
   // a bound between two milliseconds: i = 0 changed at 00:00:00.000, before 00:00:00.0005 and not at or after it
   assert.is((await count('lastInfoChangedAtBefore=2026-11-01T00:00:00.0005Z')).length, 1, 'sub-millisecond upper bound');
@@ -704,6 +706,16 @@ Q('bad parameters are 400 naming the parameter and never reach SQL (I5, I6)', as
   await bad('view=all', 'view');
   await bad('view=count&limit=5', 'limit');
   await bad('cursor=abc', 'cursor');
+  // percent-encoding that is not UTF-8 is refused, not looked for with U+FFFD in its place
+  await bad('name=%FF', 'name');
+  await bad('company=Caf%E9', 'company');
+  await bad('title=%C3%28x', 'title');
+  const bytes = await t.call('GET', `${path}?name=%FF`, { token: w.tokens.viewer });
+  assert.match(bytes.body.detail, /name: is not UTF-8 once percent-decoded/);
+  assert.is((await t.call('GET', `${path}?name=%C3%A9&view=count`, { token: w.tokens.viewer })).status, 200, 'é as UTF-8 is fine');
+  // schema messages are written for people, not zod's defaults
+  const empty = await t.call('GET', `${path}?cursor=`, { token: w.tokens.viewer });
+  assert.equal(empty.body.errors, [{ path: 'cursor', message: 'must not be empty' }]);
   const other = await t.call('GET', `${path}?sortBy=%2Bname&limit=1`, { token: w.tokens.viewer });
   await bad(`cursor=${other.body.nextCursor}`, 'cursor'); // a cursor of another sort
   const forged = Buffer.from(JSON.stringify(['contacts+createdAt', "1 OR 1=1", 1, 0])).toString('base64url');

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_CURSOR_LENGTH } from '../cursor.ts';
 
 /** Schemas shared by every service's route declarations. */
@@ -15,6 +16,23 @@ export const limitParam = z
 export const cursorParam = z.string().min(1).max(MAX_CURSOR_LENGTH).optional().meta({ description: 'Opaque cursor from the previous page\'s nextCursor.' });
 
 export const pageQuery = z.strictObject({ limit: limitParam, cursor: cursorParam });
+
+/**
+ * A timestamp query parameter (SPEC §2), as epoch milliseconds. A `+` of a zone offset sent
+ * unencoded arrives as a space (`…T09:00:00 02:00`); a space right before the offset of a time
+ * can mean nothing else, so it is read as the `+` it was (as `sortBy` reads ` name`).
+ */
+export const timestampParam = z
+  .string()
+  .transform((s, ctx) => {
+    const t = parseTimestamp(s) ?? (/T.* \d{2}:?\d{2}$/.test(s) ? parseTimestamp(s.replace(/ (\d{2}:?\d{2})$/, '+$1')) : undefined);
+    if (t === undefined) {
+      ctx.addIssue({ code: 'custom', message: `must be ${TIMESTAMP_RULE}` });
+      return z.NEVER;
+    }
+    return t;
+  })
+  .optional();
 
 /** Trimmed, non-empty, bounded text. */
 export const text = (max: number) => z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);

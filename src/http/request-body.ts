@@ -148,6 +148,17 @@ export function parseFormBody(text: string): Record<string, string | string[]> {
 }
 
 function formComponent(s: string): string {
+  const text = decodeFormComponent(s);
+  if (text === undefined) throw badRequest('malformed_body', 'A percent-encoded form field is not valid UTF-8 once decoded; send the text encoded as UTF-8.');
+  return text;
+}
+
+/**
+ * One name or value of application/x-www-form-urlencoded text, decoded as the WHATWG URL standard
+ * (§5.1) does: `+` is a space, `%` not followed by two hex digits stays as it is. Undefined when
+ * the bytes it names are not UTF-8, where that standard (and Node's querystring) put U+FFFD.
+ */
+export function decodeFormComponent(s: string): string | undefined {
   const spaced = s.includes('+') ? s.replace(/\+/g, ' ') : s;
   if (!spaced.includes('%')) return spaced;
   const bytes = Buffer.from(spaced, 'utf8');
@@ -159,7 +170,7 @@ function formComponent(s: string): string {
       i += 2;
     } else bytes[n++] = bytes[i]!;
   }
-  return decodeUtf8(bytes.subarray(0, n), 'A percent-encoded form field', true);
+  return utf8OrUndefined(bytes.subarray(0, n), true);
 }
 
 function hexPair(a: number, b: number): number {

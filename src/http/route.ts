@@ -5,7 +5,9 @@ import { AppError, badRequest, invalid, methodNotAllowed, unauthenticated, unsup
 import { exactIntegerText, parseJsonExact } from '../exact-json.ts';
 import type { Access } from '../identity/access.ts';
 import type { Actor, Caller, Permission, RequestMeta, Role } from '../identity/model.ts';
-import { decodeUtf8, parseFormBody, parseJsonBody, readBody } from './request-body.ts';
+import { decodeFormComponent, decodeUtf8, parseFormBody, parseJsonBody, readBody } from './request-body.ts';
+// also configures zod's default messages for every schema (src/http/schema-messages.ts)
+import { kindOf } from './schema-messages.ts';
 
 /**
  * Routes are declared, not just registered: one declaration gives the guard, the request
@@ -82,9 +84,6 @@ export interface RouterDeps {
   maxJsonBytes: number;
 }
 
-/** What a JSON value is, for messages: "a string", "an array", "null". */
-const kindOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`);
-
 /**
  * Turns zod issues into `{path, message}` items (unknown keys become one item each). `input` is
  * the value validated: a body that is valid JSON but not an object is told so plainly.
@@ -110,8 +109,29 @@ const summarize = (errors: FieldError[]) =>
     .map((e) => `${e.path}: ${e.message}`)
     .join('; ') + (errors.length > 5 ? `; and ${errors.length - 5} more` : '');
 
+/**
+ * The query's parameters whose name or value, percent-decoded, is not UTF-8 (`%FF`, `%C3%28`).
+ * Node's parser puts U+FFFD in their place, so a filter would quietly look for text the client
+ * never sent; they are refused instead, named as far as they can be read.
+ */
+function malformedParameters(query: string): string[] {
+  const out: string[] = [];
+  for (const pair of query ? query.split('&') : []) {
+    const eq = pair.indexOf('=');
+    const name = decodeFormComponent(eq < 0 ? pair : pair.slice(0, eq));
+    if (name === undefined) out.push(eq < 0 ? pair : pair.slice(0, eq));
+    else if (eq >= 0 && decodeFormComponent(pair.slice(eq + 1)) === undefined) out.push(name);
+  }
+  return out;
+}
+
 /** Validates the query string: no repeated parameters, no unknown ones, typed values (400). */
 export function parseQuery<Q extends Schema | undefined>(ctx: Koa.Context, schema: Q): Infer<Q> {
+  const malformed = malformedParameters(ctx.querystring);
+  if (malformed.length) {
+    const errors = malformed.map((k) => ({ path: k, message: 'is not UTF-8 once percent-decoded; send the text encoded as UTF-8' }));
+    throw badRequest('invalid_parameter', `Invalid query: ${summarize(errors)}.`, errors);
+  }
   const raw = ctx.query;
   const repeated = Object.keys(raw).filter((k) => Array.isArray(raw[k]));
   if (repeated.length) {

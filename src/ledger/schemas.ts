@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
-import { cursorParam, limitParam } from '../http/common-schemas.ts';
+import { cursorParam, limitParam, timestampParam } from '../http/common-schemas.ts';
 import { isId } from '../ids.ts';
 import type { ContactFilter, ContactSort } from './contacts-repo.ts';
 import { canonicalLinkedin } from '../normalize.ts';
@@ -27,18 +26,6 @@ export const BulkDelete = z.strictObject({
   contactIds: z.array(z.string().max(64)).min(1, 'must contain at least one id').max(1000, 'at most 1000 ids per call'),
 });
 
-const timestamp = z
-  .string()
-  .transform((s, ctx) => {
-    const t = parseTimestamp(s);
-    if (t === undefined) {
-      ctx.addIssue({ code: 'custom', message: `must be ${TIMESTAMP_RULE}` });
-      return z.NEVER;
-    }
-    return t;
-  })
-  .optional();
-
 /** A text filter: a NUL would end SQLite's LIKE pattern (and no stored text holds one). */
 const filterText = (max: number) => z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).refine((s) => !s.includes('\0'), 'must not contain a NUL character');
 const substring = filterText(256).optional();
@@ -53,10 +40,10 @@ const sortBy = z
   .optional();
 
 const filters = {
-  lastJobChangedAt: timestamp.meta({ description: 'Contacts whose last job change is at or after this time.' }),
-  lastJobChangedAtBefore: timestamp,
-  lastInfoChangedAt: timestamp.meta({ description: 'Contacts whose last information change is at or after this time.' }),
-  lastInfoChangedAtBefore: timestamp,
+  lastJobChangedAt: timestampParam.meta({ description: 'Contacts whose last job change is at or after this time.' }),
+  lastJobChangedAtBefore: timestampParam,
+  lastInfoChangedAt: timestampParam.meta({ description: 'Contacts whose last information change is at or after this time.' }),
+  lastInfoChangedAtBefore: timestampParam,
   referenceId: z.string().trim().pipe(filterText(128)).optional(), // trimmed as imports store it
   linkedin: z
     .string()
@@ -75,8 +62,8 @@ const filters = {
   title: substring,
   isVerified: bool,
   importId: z.string().refine((s) => isId('imp', s), 'must be an import id (imp_…)').optional(),
-  createdAfter: timestamp,
-  createdBefore: timestamp,
+  createdAfter: timestampParam,
+  createdBefore: timestampParam,
   sortBy,
 };
 

@@ -1,18 +1,17 @@
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { isoZ } from '../clock.ts';
 import { Readable } from 'node:stream';
 import { z } from 'zod';
-import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { csvHeader, csvLines } from '../csv/write.ts';
-import { unsupportedMediaType } from '../errors.ts';
-import { cursorParam, limitParam, pageOf, pageQuery } from '../http/common-schemas.ts';
+import { notFound, unsupportedMediaType } from '../errors.ts';
+import { cursorParam, limitParam, pageOf, pageQuery, timestampParam } from '../http/common-schemas.ts';
 import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
 import type { ApiRouter } from '../http/route.ts';
 import { receiveBodyToFile } from '../http/upload.ts';
 import { newId } from '../ids.ts';
 import type { ChangeService } from './change-service.ts';
 import type { DailySets } from './daily-sets.ts';
-import { notFound } from '../errors.ts';
-import { isoZ } from '../clock.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import type { FeedService } from './feed-service.ts';
 import { presentChange, presentFeed } from './presenters.ts';
@@ -36,17 +35,7 @@ const FORMATS: Record<string, FeedFormat> = {
 const FEED_CODINGS = new Set(['identity', 'gzip', 'x-gzip']);
 
 const ChangesQuery = z.strictObject({
-  since: z
-    .string()
-    .transform((s, ctx) => {
-      const t = parseTimestamp(s);
-      if (t === undefined) {
-        ctx.addIssue({ code: 'custom', message: `must be ${TIMESTAMP_RULE}` });
-        return z.NEVER;
-      }
-      return t;
-    })
-    .optional(),
+  since: timestampParam,
   type: z.enum(['job', 'info'], { error: 'must be job or info' }).optional(),
   limit: limitParam,
   cursor: cursorParam,
@@ -81,7 +70,6 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
         ctx.req.resume();
         throw unsupportedMediaType(`Content-Encoding "${coding}" is not supported for feeds; send the records uncompressed or gzip-compressed (Content-Encoding: gzip, or none: gzip is recognised by its content).`);
       }
-      const { mkdirSync } = await import('node:fs');
       mkdirSync(opts.tmpDir, { recursive: true, mode: 0o700 });
       const tmp = join(opts.tmpDir, `${newId('feed')}.upload`);
       await receiveBodyToFile(ctx, tmp, opts.maxUploadBytes);
