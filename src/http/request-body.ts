@@ -21,6 +21,9 @@ const DECOMPRESSORS: Record<string, () => NodeJS.ReadWriteStream> = {
   br: createBrotliDecompress,
 };
 
+/** Whether the request carries a body: a non-zero Content-Length, or a Transfer-Encoding. */
+export const hasBody = (ctx: Koa.Context) => (ctx.request.length ?? 0) > 0 || ctx.get('Transfer-Encoding') !== '';
+
 /**
  * The bytes as text; 400 `malformed_body` when they are not valid UTF-8. `what` names them in the
  * message; a leading byte order mark is dropped unless `keepBom`.

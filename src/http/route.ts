@@ -5,7 +5,7 @@ import { AppError, badRequest, invalid, methodNotAllowed, unauthenticated, unsup
 import { exactIntegerText, parseJsonExact } from '../exact-json.ts';
 import type { Access } from '../identity/access.ts';
 import type { Actor, Caller, Permission, RequestMeta, Role } from '../identity/model.ts';
-import { decodeFormComponent, decodeUtf8, parseFormBody, parseJsonBody, readBody } from './request-body.ts';
+import { decodeFormComponent, decodeUtf8, hasBody, parseFormBody, parseJsonBody, readBody } from './request-body.ts';
 // also configures zod's default messages for every schema (src/http/schema-messages.ts)
 import { kindOf } from './schema-messages.ts';
 
@@ -179,8 +179,6 @@ export function parseBody<B extends Schema>(body: unknown, schema: B): z.output<
   }
   return parsed.data;
 }
-
-const hasBody = (ctx: Koa.Context) => (ctx.request.length ?? 0) > 0 || ctx.get('Transfer-Encoding') !== '';
 
 const MEDIA_TYPES: Record<BodyType, string> = { json: 'application/json', form: 'application/x-www-form-urlencoded' };
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

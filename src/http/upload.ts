@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
 import { badRequest, tooLarge, unsupportedMediaType } from '../errors.ts';
+import { hasBody } from './request-body.ts';
 
 /**
  * Multipart upload of one file, streamed to disk by formidable (koa-body runs it only on the
@@ -29,7 +30,16 @@ const TOO_LARGE: Record<number, (maxBytes: number) => string> = {
   1015: () => 'Send exactly one file, in the field "file".',
 };
 
+// formidable error codes of a body that is not a readable form → what the client should do
+const UNREADABLE: Record<number, string> = {
+  1012: 'The multipart body ends before its closing boundary: the upload was cut off or the form is malformed. Send the whole form again.',
+  1013: 'The Content-Type multipart/form-data names no boundary; let the HTTP client build the form (curl -F "file=@contacts.csv").',
+  1014: 'The Transfer-Encoding of the upload is not one this server reads; send the form with Content-Length or chunked.',
+};
+
 export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; maxBytes: number; fields: string[] }): Promise<Upload> {
+  // type-is answers "not multipart" for a request without a body, whatever its Content-Type says
+  if (ctx.request.type === 'multipart/form-data' && !hasBody(ctx)) throw badRequest('missing_file', 'The upload is empty; send the file in the multipart field "file".');
   if (!ctx.is('multipart/form-data')) throw unsupportedMediaType(`Send the file as multipart/form-data (field "file"), not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
   const dir = join(opts.tmpRoot, `${Date.now()}-${(ctx.state.requestId as string).replace(/[^A-Za-z0-9_-]/g, '').slice(0, 40)}-${Math.random().toString(36).slice(2, 8)}`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -69,7 +79,8 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
         ctx.req.resume();
         throw tooLarge(message(opts.maxBytes));
       }
-      throw badRequest('malformed_body', `The multipart body cannot be read: ${err.message}`);
+      // formidable's own message describes its parser's state, not the client's request
+      throw badRequest('malformed_body', UNREADABLE[code] ?? 'The multipart body cannot be read as a form; send the file in the multipart field "file".');
     },
   });
   try {
