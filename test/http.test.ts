@@ -238,6 +238,20 @@ I('valid JSON of the wrong shape (a string, number, null, true) → 422 saying w
       assert.is(r.body.message, `Invalid request body: body: must be a JSON object, not ${kind}.`, `${path} ${raw}`);
     }
   }
+  // a key given twice would be the last one silently (JSON.parse): refused, naming its path
+  for (const [method, path, raw, where] of [
+    ['POST', `${ID}/orgs`, '{"name":"Acme","name":"Evil"}', 'name'],
+    ['POST', `${LEDGER}/orgs/${w.orgId}/webhooks`, '{"url":"http://127.0.0.1:9/x","events":["job.changed"],"ledgerIds":[{"a":1,"a":2}]}', 'ledgerIds.0.a'],
+    ['POST', `${ID}/session`, '{"email":"viewer@a.test","password":"x","password":"y"}', 'password'],
+  ] as const) {
+    const r = await t.call(method, path, json(raw));
+    assert.is(r.status, 422, `${raw}: ${r.text}`);
+    assert.equal(r.body.errors, [{ path: where, message: 'is given more than once' }], raw);
+  }
+  const escapedTwice = await t.call('POST', `${ID}/orgs`, json('{"name":"A","n\\u0061me":"B"}'));
+  assert.is(escapedTwice.status, 422, 'the same key spelt with an escape');
+  const lookalikes = await t.call('POST', `${ID}/orgs`, json('{"name":"{\\"name\\":1,\\"name\\":2}"}'));
+  assert.is(lookalikes.status, 201, `keys inside a string value are text: ${lookalikes.text}`);
   for (const raw of ['"str', '{"name":"x",}', 'nul', '{"name":"x"} {}']) {
     const r = await t.call('POST', `${ID}/orgs`, json(raw));
     assert.is(r.status, 400, `${raw}: ${r.text}`);

@@ -389,6 +389,7 @@ P('an explicit mapping names the columns; null leaves a field out; bad mappings 
   const [missing, invalidJson] = await refuseAll(t, w, [
     [csv, 422, /no column "Nobody"/, { mapping: { name: 'Nobody', company: 'Employer' } }],
     [csv, 422, /mapping must be JSON/, { mapping: '{"name":' }],
+    [csv, 422, /mapping gives "name" more than once/, { mapping: '{"name":"Person","company":"Employer","name":"Position"}' }],
     [csv, 422, /"colour" is not a contact field/, { mapping: { colour: 'Person' } }],
     [csv, 422, /mapping must be a JSON object/, { mapping: '["Person"]' }],
     [csv, 422, /mapping must be a JSON object/, { mapping: 'null' }],

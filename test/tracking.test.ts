@@ -340,10 +340,11 @@ T('feeds in CSV, JSON array and gzip; bad records are counted with their line an
   assert.match(errors.text, /not an e-mail address/);
   const json = await feed(t, w.root, JSON.stringify([{ name: 'Gus', company: 'Tyrell' }, { name: 'Hal', company: 'Cyberdyne', nested: { a: [1, { b: '}' }] } }]), 'application/json');
   assert.equal([json.received, json.invalid, json.personsUpdated], [2, 0, 2]);
-  const gz = await feed(t, w.root, gzipSync(`${JSON.stringify({ name: 'Ivy', company: 'Wayne' })}\nnot json\n${JSON.stringify({ name: 'Jon', company: 'Stark' })}\n`));
-  assert.equal([gz.gzip, gz.received, gz.invalid, gz.personsUpdated], [true, 3, 1, 2]);
+  const gz = await feed(t, w.root, gzipSync(`${JSON.stringify({ name: 'Ivy', company: 'Wayne' })}\nnot json\n${JSON.stringify({ name: 'Jon', company: 'Stark' })}\n{"name":"Kim","company":"Acme","company":"Globex"}\n`));
+  assert.equal([gz.gzip, gz.received, gz.invalid, gz.personsUpdated], [true, 4, 2, 2]);
   const bad = await t.call('GET', `${FEED}/${gz.id}/errors`, { token: w.root });
   assert.match(bad.text, /2,2,"the line is not valid JSON"/, bad.text);
+  assert.match(bad.text, /4,4,"the line gives ""company"" more than once"/, bad.text);
 });
 
 T('a record naming two different known people is rejected with a reason; the rest of its chunk is applied', async ({ t, w, path }) => {

@@ -1,8 +1,8 @@
 import type Koa from 'koa';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createUnzip } from 'node:zlib';
-import { AppError, badRequest, tooLarge, unsupportedMediaType } from '../errors.ts';
-import { someJsonValue } from '../exact-json.ts';
+import { AppError, badRequest, invalid, tooLarge, unsupportedMediaType } from '../errors.ts';
+import { firstDuplicateKey, someJsonValue } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
 
 /**
@@ -126,6 +126,8 @@ export function parseJsonBody(text: string, parse: (text: string) => unknown = J
   }
   if (someJsonValue(value, (_, depth) => depth > MAX_JSON_DEPTH)) throw tooDeep();
   if (SUSPECT_PROTO.test(text) && hasProtoKey(value)) throw forbiddenKey();
+  const twice = firstDuplicateKey(text);
+  if (twice !== undefined) throw invalid(`Invalid request body: ${twice.slice(0, 200)}: is given more than once.`, [{ path: twice.slice(0, 200), message: 'is given more than once' }]);
   return value;
 }
 

@@ -8,6 +8,7 @@ import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { unescapeFormula } from '../csv/write.ts';
 import type { Cursors, Page } from '../cursor.ts';
 import { AppError, idempotencyKeyReused, invalid, notFound, tooLarge } from '../errors.ts';
+import { firstDuplicateKey } from '../exact-json.ts';
 import { sha256FileHex } from '../crypto.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
@@ -61,11 +62,15 @@ const uploadProblem = (status: 415 | 422, message: string, line?: number) =>
 
 function parseMapping(text: string | undefined): unknown {
   if (text === undefined || text.trim() === '') return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch {
     throw invalid('mapping must be JSON, e.g. {"name":"Full Name","company":"Employer"}.', [{ path: 'mapping', message: 'is not valid JSON' }]);
   }
+  const twice = firstDuplicateKey(text);
+  if (twice !== undefined) throw invalid(`mapping gives "${twice.slice(0, 100)}" more than once; map each field to one column.`, [{ path: `mapping.${twice.slice(0, 100)}`, message: 'is given more than once' }]);
+  return value;
 }
 
 /** Import jobs (SPEC §4.4): creation from an API batch or a CSV upload, status, rejected rows. */

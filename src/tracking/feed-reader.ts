@@ -5,6 +5,7 @@ import { fitToHeader, isBlankRecord, lineBreaksIn, namedWidth, wrongWidth } from
 import { RecordLimiter } from '../csv/record-limit.ts';
 import { headerDelimiter } from '../csv/scan.ts';
 import { ALIASES, headerKey } from '../csv/columns.ts';
+import { firstDuplicateKey } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
 import { pipeline, type Readable } from 'node:stream';
 
@@ -113,11 +114,7 @@ async function* ndjson(input: Readable): AsyncGenerator<FeedItem> {
       continue;
     }
     if (!l.text.trim()) continue;
-    try {
-      yield { line: l.line, value: JSON.parse(l.text) as unknown };
-    } catch {
-      yield { line: l.line, error: 'the line is not valid JSON' };
-    }
+    yield parseRecord(l.text, l.line, 'line');
   }
 }
 
@@ -335,12 +332,18 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
   if (!ended) throw new FeedReadError(`the JSON ${single ? 'record' : 'array'} is not closed (is the file complete?)`);
 }
 
-function parseElement(text: string, line: number): FeedItem {
+const parseElement = (text: string, line: number): FeedItem => parseRecord(text, line, 'element');
+
+/** One JSON record of a feed, or an error item: not JSON, or a key given twice (JSON.parse would keep the last silently). */
+function parseRecord(text: string, line: number, what: 'line' | 'element'): FeedItem {
+  let value: unknown;
   try {
-    return { line, value: JSON.parse(text) as unknown };
+    value = JSON.parse(text) as unknown;
   } catch {
-    return { line, error: 'the element is not valid JSON' };
+    return { line, error: `the ${what} is not valid JSON` };
   }
+  const twice = firstDuplicateKey(text);
+  return twice === undefined ? { line, value } : { line, error: `the ${what} gives "${twice.slice(0, 100)}" more than once` };
 }
 
 /** The feed's items in order (a resumed feed passes over the ones it applied: feed-service.ts). */
