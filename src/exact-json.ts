@@ -118,3 +118,17 @@ export function firstDuplicateKey(text: string): string | undefined {
     pos = next + 1;
   }
 }
+
+/**
+ * JSON text of a parsed value with every object's keys in sorted order: the same value gives the
+ * same text however its keys were ordered when sent, so that a request's fingerprint (an
+ * Idempotency-Key's) does not change when a client re-serializes it. Exact integers stay exact.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v !== 'object' || v === null || Array.isArray(v) || J.isRawJSON(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    return sorted;
+  });
+}

@@ -419,6 +419,11 @@ A('Idempotency-Key: a retried POST gets its first job (200, no second import); a
     assert.is(r.headers.get('idempotent-replayed'), 'true');
     assert.is(r.headers.get('location'), first.headers.get('location'));
   }
+  // the same contacts with their keys in another order (a client that re-serializes) are the same request
+  const reordered = { contacts: [{ company: 'Acme', name: 'Ann Lee' }, { company: 'Globex', name: 'Bo Chen' }] };
+  const replay = await t.call('POST', path, { token: w.tokens.editor, body: reordered, headers });
+  expectStatus(replay, 200, 'keys in another order');
+  assert.is(replay.body.id, first.body.id);
   await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, first.body.id);
   assert.is((await t.call('GET', `${path}?view=count`, { token: w.tokens.viewer })).body.count, 2, 'imported once');
   assert.is((await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.viewer })).body.imports.length, 1);

@@ -8,7 +8,7 @@ import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { unescapeFormula } from '../csv/write.ts';
 import type { Cursors, Page } from '../cursor.ts';
 import { AppError, idempotencyKeyReused, invalid, notFound, tooLarge } from '../errors.ts';
-import { firstDuplicateKey } from '../exact-json.ts';
+import { canonicalJson, firstDuplicateKey } from '../exact-json.ts';
 import { sha256FileHex } from '../crypto.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
@@ -146,15 +146,16 @@ export function createImportService(d: ImportServiceDeps) {
       if (contacts.length > d.maxApiContacts)
         throw tooLarge(`At most ${d.maxApiContacts} contacts per call; upload larger sets as a CSV file (POST …/ledgers/${ledgerId}/imports).`);
       if (contacts.length === 0) throw invalid('contacts must not be empty.', [{ path: 'contacts', message: 'must contain at least one contact' }]);
-      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: createHash('sha256').update(JSON.stringify(contacts)).digest('hex') };
+      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: createHash('sha256').update(canonicalJson(contacts)).digest('hex') };
       return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'api', fileName: null, filePath: null, format: null, submitted: contacts.length, idempotency }, contacts);
     },
 
     /** A CSV upload: scanned, moved into the uploads folder, processed by the scheduler (202). */
     async createCsvImport(by: Caller, orgId: string, ledgerId: string, file: ReceivedFile, mappingText: string | undefined, idempotencyKey?: string): Promise<Created> {
       requireLedger(orgId, ledgerId);
-      // The request's fingerprint: the file's bytes and the mapping (hashed only when a key came with it).
-      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await sha256FileHex(file.path, 'mapping', mappingText ?? '') };
+      // The request's fingerprint: the file's bytes and the mapping as a value, whatever the order of its keys (hashed only when a key came with it).
+      const asSent = parseMapping(mappingText);
+      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await sha256FileHex(file.path, 'mapping', asSent === undefined ? '' : canonicalJson(asSent)) };
       if (idempotency) {
         const earlier = d.imports.findByIdempotencyKey(ledgerId, idempotency.key);
         // Replayed before scanning (the answer does not depend on the file being readable now).
