@@ -460,7 +460,14 @@ A('delete one contact and bulk delete; counts stay exact; ids of other ledgers a
   const counted = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?view=count`, { token: w.tokens.viewer });
   assert.is(counted.body.count, after);
   expectStatus(await t.call('GET', `${ledgerPath(w.orgId, other)}/contacts/${keep}`, { token: w.tokens.viewer }), 200);
-  expectStatus(await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [] } }), 422);
+  const none = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [] } });
+  expectStatus(none, 200, 'an empty list deletes nothing (a client sending its last, empty batch)');
+  assert.equal(none.body, { countRowsDeleted: 0 });
+  const tooMany = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: Array.from({ length: 1001 }, (_, i) => `c_${i}`) } });
+  expectStatus(tooMany, 413, 'more ids than one call takes, like an oversized batch of contacts');
+  assert.match(tooMany.body.message, /At most 1000 contact ids per call \(1001 sent\)/);
+  assert.is((await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?view=count`, { token: w.tokens.viewer })).body.count, after, 'nothing deleted by either');
+  expectStatus(await t.call('POST', `${ledgerPath(w.orgId, 'l_00000000000000000000000000')}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [] } }), 404);
   expectStatus(await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { ids: ['x'] } }), 422);
 });
 

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { Cursors, Page } from '../cursor.ts';
-import { notFound } from '../errors.ts';
+import { notFound, tooLarge } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import type { Db } from '../storage/db.ts';
@@ -8,6 +8,9 @@ import { downloadPosition, positionOf, type ContactFilter, type ContactPosition,
 import type { LedgersRepo } from './ledgers-repo.ts';
 import type { Contact, LedgerDataOwner } from './model.ts';
 import { ledgerLookup } from './require-ledger.ts';
+
+/** The most contact ids one bulk_delete takes (as many as one batch of contacts adds). */
+export const MAX_BULK_DELETE = 1000;
 
 export interface ContactServiceDeps {
   db: Db;
@@ -108,10 +111,15 @@ export function createContactService(d: ContactServiceDeps) {
       });
     },
 
-    /** Deletes the listed contacts of the ledger; ids not in it are skipped (counted out). */
+    /**
+     * Deletes the listed contacts of the ledger; ids not in it are skipped (counted out). An empty
+     * list deletes nothing; more than MAX_BULK_DELETE ids are 413, as an oversized batch of contacts.
+     */
     bulkDelete(by: Caller, orgId: string, ledgerId: string, contactIds: string[]): number {
+      if (contactIds.length > MAX_BULK_DELETE) throw tooLarge(`At most ${MAX_BULK_DELETE} contact ids per call (${contactIds.length} sent); delete more in several calls.`);
       return d.db.tx(() => {
         requireLedger(orgId, ledgerId);
+        if (!contactIds.length) return 0;
         let n = 0;
         for (const id of new Set(contactIds)) if (deleteContact(ledgerId, id)) n++;
         if (n) d.ledgers.addContactCount(ledgerId, -n);
