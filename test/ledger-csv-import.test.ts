@@ -942,6 +942,13 @@ V('compatibility aliases …/contacts/imports answer the same as /imports', asyn
   const bad = await post(t, w, ledgerId, 'name,title\nA,B\n', { path: alias });
   expectStatus(bad, 422);
   expectStatus(await post(t, w, ledgerId, 'name,company\nA,B\n', { path: alias, token: w.tokens.viewer }), 403);
+  // the preview is where a client of the alias looks for it, and answers the same
+  const csv = 'Full Name,Employer\nAda,Acme\n';
+  const previews = await Promise.all([`${alias}/preview`, `${importsPath(w, ledgerId)}/preview`].map((p) => t.call('POST', p, { token: w.tokens.editor, raw: csvForm(csv) })));
+  expectStatus(previews[0]!, 200, 'the alias preview');
+  assert.equal(previews[0]!.body, previews[1]!.body);
+  const wrongMethod = await t.call('GET', `${alias}/preview`, { token: w.tokens.viewer });
+  expectStatus(wrongMethod, 405, 'GET of the alias preview is a wrong method, not an import called "preview"');
 });
 
 V('an upload needs the editor role and a ledger of the organization', async ({ t, w }) => {

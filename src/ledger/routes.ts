@@ -243,26 +243,25 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     r.add({ method: 'get', path: base, access: { org: 'viewer' }, query: pageQuery, summary: `Import jobs, newest first${note}`, responses: { 200: { description: '{imports, nextCursor}' } } }, (ctx, { params, query }) => {
       ctx.body = pageOf('imports', svc.imports.list(params.orgId!, params.ledgerId!, query.limit ?? 100, query.cursor), showImport);
     });
-    if (!alias) {
-      r.add(
-        {
-          method: 'post',
-          path: `${base}/preview`,
-          access: { org: 'editor' },
-          summary: 'What a CSV upload would import (nothing is stored)',
-          rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping"' },
-          responses: { 200: { description: '{columns, rows, suggestedMapping, mapping, missing}' } },
-        },
-        async (ctx, { params }) => {
-          const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
-          try {
-            ctx.body = await svc.imports.preview(params.orgId!, params.ledgerId!, upload, upload.fields.mapping);
-          } finally {
-            upload.release();
-          }
-        },
-      );
-    }
+    // the alias takes the preview too: a client using /contacts/imports for uploads finds it where it looks
+    r.add(
+      {
+        method: 'post',
+        path: `${base}/preview`,
+        access: { org: 'editor' },
+        summary: `What a CSV upload would import (nothing is stored)${note}`,
+        rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping"' },
+        responses: { 200: { description: '{columns, rows, suggestedMapping, mapping, missing}' } },
+      },
+      async (ctx, { params }) => {
+        const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
+        try {
+          ctx.body = await svc.imports.preview(params.orgId!, params.ledgerId!, upload, upload.fields.mapping);
+        } finally {
+          upload.release();
+        }
+      },
+    );
     r.add({ method: 'get', path: `${base}/:importId`, access: { org: 'viewer' }, summary: `An import job's status and counts${note}`, responses: { 200: { description: 'Import job' } } }, (ctx, { params }) => {
       ctx.body = showImport(svc.imports.get(params.orgId!, params.ledgerId!, params.importId!));
     });
