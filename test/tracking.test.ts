@@ -187,10 +187,10 @@ T('hasMultipleJobs (true/false or 1/0, as JSON or text) and jobStartedAt are inf
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'more fields');
   const path = ledgerPath(w.orgId, ledgerId);
   await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Mo Jobs', company: 'Umbrella', linkedin: 'linkedin.com/in/mo-jobs', referenceId: 'mo' }]);
-  const first = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/mo-jobs', name: 'Mo Jobs', company: 'Umbrella', hasMultipleJobs: 1, jobStartedAt: '2024-03-01', observedAt: '2026-11-01' }));
+  const first = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/mo-jobs', name: 'Mo Jobs', company: 'Umbrella', hasMultipleJobs: 1, jobStartedAt: '2024-03', observedAt: '2026-11-01' }));
   assert.equal([first.invalid, first.contactsMatched, first.jobChanges, first.infoChanges], [0, 1, 0, 2]);
   let mo = await contact(t, w, path, 'mo');
-  assert.equal([mo.hasMultipleJobs, mo.jobStartedAt, mo.company, mo.lastJobChangedAt], [true, '2024-03-01T00:00:00.000Z', 'Umbrella', null]);
+  assert.equal([mo.hasMultipleJobs, mo.jobStartedAt, mo.company, mo.lastJobChangedAt], [true, '2024-03-01T00:00:00.000Z', 'Umbrella', null], 'a month (as profiles give it) is its first day');
   assert.ok(mo.lastInfoChangedAt);
   const second = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/mo-jobs', name: 'Mo Jobs', company: 'Umbrella', hasMultipleJobs: 0, observedAt: '2026-11-02' }));
   assert.equal([second.invalid, second.infoChanges], [0, 1]);
@@ -205,6 +205,11 @@ T('hasMultipleJobs (true/false or 1/0, as JSON or text) and jobStartedAt are inf
   ]);
   const bad = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/mo-jobs', name: 'Mo Jobs', company: 'Umbrella', hasMultipleJobs: 2 }));
   assert.is(bad.invalid, 1, 'any other number is rejected');
+  const month = await feed(t, w.serviceAccounts.feed.token, `${JSON.stringify({ linkedin: 'linkedin.com/in/mo-jobs', name: 'Mo Jobs', company: 'Umbrella', jobStartedAt: '2024-13' })}\n${JSON.stringify({ linkedin: 'linkedin.com/in/mo-jobs', name: 'Mo Jobs', company: 'Umbrella', jobStartedAt: '2023' })}\n`);
+  assert.equal([month.invalid, month.infoChanges], [1, 1], 'month 13 is rejected; a year is its first day');
+  assert.is((await contact(t, w, path, 'mo')).jobStartedAt, '2023-01-01T00:00:00.000Z');
+  const reasons = await t.call('GET', `${FEED}/${month.id}/errors`, { token: w.root });
+  assert.match(reasons.text, /jobStartedAt must be .*a month \(2024-03\) or a year \(2024\)/);
 });
 
 T('the ledger change feed: in order, since a time, by type, with a cursor', async ({ t, w, path }) => {
@@ -391,7 +396,7 @@ T('a new e-mail address without a status does not inherit the old address\'s sta
     ['emailStatus', { emailStatus: 'valid' }, { emailStatus: null }],
   ]);
   // the same address again, now with a status: only the status changes
-  const again = await feed(t, w.root, ndjson({ email: 'BOB.ROE@newmail.test', emailStatus: 'catch-all', name: 'Bob Roe', company: 'Globex' }));
+  const again = await feed(t, w.root, ndjson({ email: 'BOB.ROE@newmail.test', emailStatus: ' Catch_All', name: 'Bob Roe', company: 'Globex' }));
   assert.is(again.jobChanges, 0);
   assert.equal((await contact(t, w, path, 'bob')).contactInfo, { email: 'bob.roe@newmail.test', emailStatus: 'catch-all' });
   const latest = (await t.call('GET', `${path}/contacts/${bob.id}/changes?limit=3`, { token: w.tokens.viewer })).body.changes;

@@ -31,6 +31,17 @@ function text(v: unknown, field: string, max: number): string | undefined | { er
 }
 const bad = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null;
 
+const START_RULE = `${TIMESTAMP_RULE}, a month (2024-03) or a year (2024)`;
+
+/**
+ * When a job started: profiles say it to the month ("Mar 2024") or the year, so `2024-03` and
+ * `2024` are taken as the first day of that month or year (UTC), as well as every timestamp.
+ */
+function parseStartDate(v: string): number | undefined {
+  const m = /^(\d{4})(?:-(\d{2}))?$/.exec(v);
+  return m ? parseTimestamp(`${m[1]}-${m[2] ?? '01'}-01`) : parseTimestamp(v);
+}
+
 /** How far in the future an `observedAt` may be (clock skew between a provider and this machine). */
 export const OBSERVED_AT_SKEW_MS = 24 * 60 * 60 * 1000;
 
@@ -60,15 +71,17 @@ export function validateFeedRecord(input: unknown, now: number): FeedInputResult
   const status = text(raw.emailStatus, 'emailStatus', 32);
   if (bad(status)) return reject(status.error);
   if (status !== undefined) {
-    if (!EMAIL_STATUS.has(status)) return reject(`emailStatus must be valid, catch-all or best-guess`);
-    record.emailStatus = status as FeedRecord['emailStatus'];
+    // providers spell them Valid, CATCH-ALL, best_guess: one status whatever the case and separator
+    const known = status.toLowerCase().replace(/[\s_]+/g, '-');
+    if (!EMAIL_STATUS.has(known)) return reject(`emailStatus must be valid, catch-all or best-guess`);
+    record.emailStatus = known as FeedRecord['emailStatus'];
   }
   for (const field of ['jobStartedAt', 'observedAt'] as const) {
     const v = text(raw[field], field, 64);
     if (bad(v)) return reject(v.error);
     if (v === undefined) continue;
-    const t = parseTimestamp(v);
-    if (t === undefined) return reject(`${field} must be ${TIMESTAMP_RULE}`);
+    const t = field === 'jobStartedAt' ? parseStartDate(v) : parseTimestamp(v);
+    if (t === undefined) return reject(`${field} must be ${field === 'jobStartedAt' ? START_RULE : TIMESTAMP_RULE}`);
     if (field === 'observedAt' && t > now + OBSERVED_AT_SKEW_MS) return reject(`observedAt "${v}" is in the future`);
     record[field] = t;
   }
