@@ -264,6 +264,31 @@ A('invalid webhooks are refused with a 422 naming the field', async ({ t, w }) =
   expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
 });
 
+A('a deleted ledger leaves the webhooks that named it; one left naming none is disabled saying why, and needs ledgers to be enabled again', async ({ t, w }) => {
+  const [gone, kept] = [await createLedger(t, w.tokens.editor, w.orgId, 'to delete'), await createLedger(t, w.tokens.editor, w.orgId, 'to keep')];
+  const both = await createHook(t, w, { url: 'https://hooks.example.test/both', events: ['import.completed'], ledgerIds: [gone, kept] });
+  const only = await createHook(t, w, { url: 'https://hooks.example.test/only', events: ['import.completed'], ledgerIds: [gone] });
+  const every = await createHook(t, w, { url: 'https://hooks.example.test/every', events: ['import.completed'], ledgerIds: null });
+  expectStatus(await t.call('DELETE', ledgerPath(w.orgId, gone), { token: w.tokens.admin }), 204);
+  const [b, o, e] = await Promise.all([both, only, every].map((h) => webhook(t, w, h.id)));
+  assert.equal([b.ledgerIds, b.enabled], [[kept], true], 'the other ledger stays');
+  assert.equal([o.ledgerIds, o.enabled], [[], false], 'naming no ledger, it is disabled (not widened to every ledger)');
+  assert.match(o.disabledReason, new RegExp(`every ledger it reported on was deleted \\(the last: ${gone}\\)`));
+  assert.equal([e.ledgerIds, e.enabled], [null, true], 'a webhook for every ledger is untouched');
+  // the list it shows is accepted back; enabling one that names no ledger asks for ledgers
+  expectStatus(await t.call('PATCH', hooks(w, `/${both.id}`), { token: w.tokens.admin, body: { ledgerIds: b.ledgerIds } }), 200);
+  const refused = await t.call('PATCH', hooks(w, `/${only.id}`), { token: w.tokens.admin, body: { enabled: true } });
+  expectStatus(refused, 422, 'enabled without a ledger');
+  assert.equal(refused.body.errors, [{ path: 'ledgerIds', message: 'names no ledger (they were deleted)' }]);
+  const again = await t.call('PATCH', hooks(w, `/${only.id}`), { token: w.tokens.admin, body: { enabled: true, ledgerIds: [kept] } });
+  expectStatus(again, 200);
+  assert.equal([again.body.enabled, again.body.ledgerIds, again.body.disabledReason], [true, [kept], null]);
+  const audit = await t.call('GET', `${ID}/orgs/${w.orgId}/audit?limit=50`, { token: w.tokens.admin });
+  const forgot = audit.body.events.find((x: any) => x.action === 'webhook.updated' && (x.target?.id ?? x.targetId) === only.id && x.data?.enabled?.to === false);
+  assert.equal(forgot?.data, { ledgerIds: { from: [gone], to: [] }, enabled: { from: true, to: false } }, 'the deletion\'s change to the webhook is audited');
+  for (const h of [both, only, every]) expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+});
+
 A('only admins manage webhooks; another organization gets 403 on the path and 404 for its ids', async ({ t, w }) => {
   const h = await createHook(t, w, { url: 'https://hooks.example.test/', events: ['import.completed'] });
   for (const token of [w.tokens.viewer, w.tokens.editor, w.serviceAccounts.saEditor.token, w.tokens.outsider, w.tokens.otherAdmin]) {

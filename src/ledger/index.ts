@@ -17,7 +17,7 @@ import { createImportService } from './import-service.ts';
 import { createImportsRepo } from './imports-repo.ts';
 import { createLedgerService } from './ledger-service.ts';
 import { createLedgersRepo } from './ledgers-repo.ts';
-import type { LedgerDataOwner, OrgDataOwner } from './model.ts';
+import type { LedgerDataOwner, LedgerReferrer, OrgDataOwner } from './model.ts';
 
 export type LedgerModule = ReturnType<typeof createLedgerModule>;
 
@@ -47,6 +47,8 @@ export function createLedgerModule(d: {
   owners?: LedgerDataOwner[];
   /** What other modules keep per organization, purged with it. */
   orgOwners?: OrgDataOwner[];
+  /** What other modules keep that names a ledger, told when it is deleted. */
+  referrers?: LedgerReferrer[];
   metrics: MetricsRegistry;
   /** Where import jobs run: the bulk thread's `run` (src/bulk-thread). */
   runImport: Runner['run'];

@@ -12,7 +12,7 @@ import type { Db } from '../storage/db.ts';
 import type { ContactsRepo } from './contacts-repo.ts';
 import type { ImportsRepo } from './imports-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
-import type { Ledger, LedgerDataOwner, OrgDataOwner } from './model.ts';
+import type { Ledger, LedgerDataOwner, LedgerReferrer, OrgDataOwner } from './model.ts';
 import { ledgerLookup } from './require-ledger.ts';
 
 export const PURGE_LEDGER = 'ledger.purge';
@@ -33,6 +33,8 @@ export interface LedgerDeps {
   owners?: LedgerDataOwner[];
   /** What other modules keep per organization (audit log, webhook deliveries), purged before its row. */
   orgOwners?: OrgDataOwner[];
+  /** What other modules keep that names a ledger (webhooks' ledgerIds), told when it is deleted. */
+  referrers?: LedgerReferrer[];
 }
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
@@ -148,6 +150,7 @@ export function createLedgerService(d: LedgerDeps) {
         d.ledgers.markLedgerDeleted(ledgerId, d.clock.now());
         d.queue.enqueue(newId('job'), PURGE_LEDGER, { payload: { ledgerId }, maxAttempts: 100 });
         d.audit.record(by, { orgId, action: 'ledger.deleted', target: { type: 'ledger', id: ledgerId }, data: { name: l.name, contactCount: l.contactCount } });
+        for (const r of d.referrers ?? []) r.forgetLedger(by, orgId, ledgerId);
       });
       d.kick();
     },

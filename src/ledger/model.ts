@@ -1,4 +1,5 @@
 import type { ColumnMapping } from '../csv/columns.ts';
+import type { Caller } from '../identity/model.ts';
 import type { JobStatus } from '../jobs/queue.ts';
 
 /** Ledger-service records as the services see them (timestamps in epoch ms). */
@@ -87,6 +88,14 @@ export interface LedgerDataOwner {
   removeFiles(ledgerId: string): void;
   /** Deletes what is kept about one contact, inside the transaction that deletes the contact. */
   forgetContact(contactId: string): void;
+}
+
+/**
+ * What another module keeps that names ledgers (a webhook's ledgerIds): told inside the
+ * transaction that deletes a ledger, so that nothing goes on naming a ledger that is gone.
+ */
+export interface LedgerReferrer {
+  forgetLedger(by: Caller, orgId: string, ledgerId: string): void;
 }
 
 /**

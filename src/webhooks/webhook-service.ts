@@ -75,6 +75,18 @@ export function createWebhookService(d: {
     return [...new Set(ids)];
   };
 
+  /** The audit entry of a webhook change: each field that changed, from and to (a replaced token only as "replaced"). */
+  const recordUpdate = (by: Caller, w: Webhook, next: Webhook, tokenReplaced: boolean) => {
+    const before = auditView(w);
+    const after = auditView(next);
+    const changes: Record<string, unknown> = {};
+    for (const k of Object.keys(after) as (keyof typeof after)[]) {
+      if (JSON.stringify(before[k]) !== JSON.stringify(after[k])) changes[k] = { from: before[k], to: after[k] };
+    }
+    if (tokenReplaced) changes.token = 'replaced';
+    d.audit.record(by, { orgId: w.orgId, action: 'webhook.updated', target: { type: 'webhook', id: w.id }, data: changes });
+  };
+
   const who = (by: Caller) => (by.actor.type === 'user' ? by.actor.email : by.actor.name);
 
   /** What the audit log says about a webhook (never its token or secret). */
@@ -135,15 +147,11 @@ export function createWebhookService(d: {
         } else if (patch.enabled === false && w.enabled) {
           Object.assign(next, { enabled: false, disabledReason: `disabled by ${who(by)}`, disabledAt: now });
         }
-        d.repo.updateWebhook(next);
-        const before = auditView(w);
-        const after = auditView(next);
-        const changes: Record<string, unknown> = {};
-        for (const k of Object.keys(after) as (keyof typeof after)[]) {
-          if (JSON.stringify(before[k]) !== JSON.stringify(after[k])) changes[k] = { from: before[k], to: after[k] };
+        if (next.enabled && next.ledgerIds?.length === 0) {
+          throw invalid('ledgerIds: every ledger this webhook reported on was deleted; give the ledgers it should report on, or null for every ledger.', [{ path: 'ledgerIds', message: 'names no ledger (they were deleted)' }]);
         }
-        if (patch.token !== undefined && patch.token !== null && w.token !== null) changes.token = 'replaced';
-        d.audit.record(by, { orgId, action: 'webhook.updated', target: { type: 'webhook', id }, data: changes });
+        d.repo.updateWebhook(next);
+        recordUpdate(by, w, next, patch.token !== undefined && patch.token !== null && w.token !== null);
         return next;
       });
       d.outbox.refresh();
@@ -155,6 +163,23 @@ export function createWebhookService(d: {
      * job enqueued in the same transaction — a busy webhook has hundreds of thousands of
      * deliveries, too many for one request's transaction (docs/webhooks.md).
      */
+    /**
+     * A ledger of the organization is being deleted (inside that transaction, ledger-service.ts):
+     * the webhooks naming it stop naming it, so that its id is not kept (a PATCH sending the list
+     * back was refused for naming a deleted ledger). One left naming no ledger is disabled, saying
+     * why: enabled it would hear nothing, and null (every ledger) would widen what it hears. The
+     * outbox is not refreshed: a webhook fewer enabled leaves its "any enabled" at a stale true,
+     * which costs a query, never an event.
+     */
+    forgetLedger(by: Caller, orgId: string, ledgerId: string): void {
+      const now = d.clock.now();
+      for (const w of d.repo.listWebhooksNamingLedger(orgId, ledgerId)) {
+        const next: Webhook = { ...w, ledgerIds: w.ledgerIds!.filter((id) => id !== ledgerId), updatedAt: now };
+        if (next.ledgerIds!.length === 0 && w.enabled) Object.assign(next, { enabled: false, disabledReason: `every ledger it reported on was deleted (the last: ${ledgerId})`, disabledAt: now });
+        d.repo.updateWebhook(next);
+        recordUpdate(by, w, next, false);
+      }
+    },
     remove(by: Caller, orgId: string, id: string): void {
       d.db.tx(() => {
         const w = requireWebhook(orgId, id);

@@ -140,6 +140,9 @@ export function createWebhooksRepo(db: Db) {
     after: db.raw.prepare<[string, number, number, string, number], WebhookRow>(
       'SELECT * FROM webhooks WHERE org_id = ? AND deleted_at IS NULL AND (created_at > ? OR (created_at = ? AND id > ?)) ORDER BY created_at, id LIMIT ?',
     ),
+    namingLedger: db.raw.prepare<[string, string], WebhookRow>(
+      'SELECT * FROM webhooks WHERE org_id = ? AND deleted_at IS NULL AND ledger_ids IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(webhooks.ledger_ids) WHERE value = ?) ORDER BY created_at, id',
+    ),
     countOfOrg: db.raw.prepare<[string], number>('SELECT count(*) FROM webhooks WHERE org_id = ? AND deleted_at IS NULL').pluck(),
     countEnabled: db.raw.prepare<[], number>('SELECT count(*) FROM webhooks WHERE enabled = 1 AND deleted_at IS NULL').pluck(),
     // The enabled webhooks that may hear about a live ledger of a live organization.
@@ -256,6 +259,8 @@ export function createWebhooksRepo(db: Db) {
     /** Webhooks of an organization in creation order, `limit + 1` rows. */
     listWebhooks: (orgId: string, limit: number, from?: Keyset): Webhook[] =>
       (from ? q.after.all(orgId, from.at, from.at, from.id, limit + 1) : q.first.all(orgId, limit + 1)).map(toWebhook),
+    /** The organization's webhooks whose ledgerIds name the ledger (an organization has a few: a scan of its own). */
+    listWebhooksNamingLedger: (orgId: string, ledgerId: string): Webhook[] => q.namingLedger.all(orgId, ledgerId).map(toWebhook),
     countWebhooksOfOrg: (orgId: string): number => q.countOfOrg.get(orgId) ?? 0,
     countEnabledWebhooks: (): number => q.countEnabled.get() ?? 0,
     /** Enabled webhooks of the ledger's organization while ledger and organization are live. */
