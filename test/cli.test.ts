@@ -146,7 +146,8 @@ C('feed <file>: when the process holding the data folder is another command that
   try {
     await once(holder.stdout!, 'data');
     const file = join(data, '..', 'late.jsonl');
-    writeFileSync(file, '{"name":"Lee Late","company":"Acme"}\n');
+    // without a final line break: the inbox would wait a minute for the rest of the line, but this file arrives whole (by rename)
+    writeFileSync(file, '{"name":"Lee Late","company":"Acme"}');
     const waiting = spawn(process.execPath, [MAIN, 'feed', file], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';

@@ -1012,6 +1012,23 @@ I('the inbox\'s own folders are real folders: a link planted in their place is r
     rmSync(join(inbox, 'processing'));
     renameSync(join(inbox, 'processing-kept'), join(inbox, 'processing'));
   }
+  // a file dropped as a link, and a folder: never followed or moved, each named once in the log
+  const target = join(tempDir(), 'people.jsonl');
+  writeFileSync(target, '{"name":"Lin K","company":"Acme"}\n');
+  symlinkSync(target, join(inbox, 'linked.jsonl'));
+  mkdirSync(join(inbox, 'batch-7'));
+  const from = t.logs.length;
+  try {
+    for (let i = 0; i < 3; i++) assert.is(feeds.scanInbox(), 0, 'nothing taken');
+    assert.ok(existsSync(join(inbox, 'linked.jsonl')) && existsSync(join(inbox, 'batch-7')), 'both stay where they are');
+    const warnings = t.logs.slice(from).filter((l) => l.includes('is not a plain file'));
+    assert.is(warnings.filter((l) => l.includes('linked.jsonl')).length, 1, `the link is named once: ${warnings.join('\n')}`);
+    assert.is(warnings.filter((l) => l.includes('batch-7')).length, 1, 'the folder is named once');
+    assert.is(warnings.length, 2, 'the inbox\'s own folders are not named');
+  } finally {
+    rmSync(join(inbox, 'linked.jsonl'));
+    rmSync(join(inbox, 'batch-7'), { recursive: true });
+  }
 });
 
 I('an inbox file is never stranded in processing/: a failed registration puts it back, and so does the next start', async ({ t }) => {

@@ -1,10 +1,10 @@
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
-import { feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, sidecarOf } from '../tracking/feed-files.ts';
+import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, sidecarOf } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { commandLogger } from './common.ts';
 import { progress } from './progress.ts';
@@ -48,8 +48,12 @@ export const feedCommand: Command = {
       const inbox = inboxDir(config.dataDir);
       mkdirSync(inbox, { recursive: true });
       const name = `${Date.now()}-${basename(file)}`;
-      copyFileSync(file, join(inbox, `.${name}.partial`));
-      renameSync(join(inbox, `.${name}.partial`), join(inbox, name));
+      const partial = join(inbox, `.${name}.partial`);
+      copyFileSync(file, partial);
+      // A last line without a line break makes the inbox wait a minute for the rest of it (a writer
+      // may have paused mid-record); this copy arrives whole by the rename, so it gets its line break.
+      if (format !== 'json' && endsInsideALine(partial)) appendFileSync(partial, '\n');
+      renameSync(partial, join(inbox, name));
       io.err(`the server (pid ${err.pid}) is running: handed ${basename(file)} to its inbox as ${name}`);
       // Whoever holds the data folder may be another command that ends before it looks at the
       // inbox: when it is gone, this command opens the folder itself and its own scheduler takes

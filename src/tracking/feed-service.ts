@@ -25,6 +25,9 @@ export const INBOX_SETTLE_MS = 2000;
  */
 export const INBOX_UNTERMINATED_SETTLE_MS = 60_000;
 
+/** The inbox's own folders (feed-files.ts inboxFolder). */
+const INBOX_FOLDERS = new Set(['processing', 'done', 'failed']);
+
 export type FeedService = ReturnType<typeof createFeedService>;
 
 /**
@@ -97,10 +100,21 @@ export function createFeedService(d: {
 
   // Inbox: files are taken once they stopped changing (or arrive by rename, which is atomic).
   const seen = new Map<string, { size: number; mtimeMs: number }>();
+  // Links and folders are never followed or moved (a link could reach any file the server may
+  // read); each is named once in the log, so that a file dropped as a link is not left unexplained.
+  const warned = new Set<string>();
   function scanInbox(): number {
     let names: string[];
     try {
-      names = readdirSync(inbox, { withFileTypes: true }).filter((e) => e.isFile() && !e.name.startsWith('.')).map((e) => e.name);
+      const entries = readdirSync(inbox, { withFileTypes: true }).filter((e) => !e.name.startsWith('.'));
+      names = entries.filter((e) => e.isFile()).map((e) => e.name);
+      const others = entries.filter((e) => !e.isFile() && !(e.isDirectory() && INBOX_FOLDERS.has(e.name))).map((e) => e.name);
+      for (const name of others) {
+        if (warned.has(name)) continue;
+        warned.add(name);
+        d.log.warn({ file: name }, `inbox: ${name} is not a plain file (a link or a folder) and is left where it is; copy or move the file itself into the inbox`);
+      }
+      for (const name of warned) if (!others.includes(name)) warned.delete(name);
     } catch {
       return 0;
     }
