@@ -147,12 +147,18 @@ S('DELETE /session signs out: refresh fails and the access token is refused (A5a
   assert.is(r.body.code, 'invalid_grant');
 });
 
-S('GET /session returns the principal and organizations without tokens', async ({ t, w }) => {
+S('GET /session returns the shape of the sign-in answer without tokens: the access token\'s expiry, the principal and organizations', async ({ t, w }) => {
   const s = await signIn(t, 'admin@a.test', PASSWORD);
   const r = await t.call('GET', `${ID}/session`, { token: s.accessToken });
   expectStatus(r, 200);
   assert.is(r.body.accessToken, undefined);
   assert.is(r.body.refreshToken, undefined);
+  assert.equal(Object.keys(r.body).sort(), Object.keys(s).filter((k) => k !== 'accessToken' && k !== 'refreshToken').sort(), 'every other member of the sign-in answer');
+  assert.equal([r.body.refreshExpiresAt, r.body.tokenType], [s.refreshExpiresAt, 'Bearer'], 'the refresh token the client holds');
+  assert.match(r.body.expiresAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$/, 'in the sign-in answer\'s format');
+  const [told, own] = [Date.parse(`${s.expiresAt.slice(0, 23)}Z`), Date.parse(`${r.body.expiresAt.slice(0, 23)}Z`)];
+  assert.ok(own >= told && own - told < 1000, `the token's own expiry (whole seconds, JWT exp): ${r.body.expiresAt} against ${s.expiresAt} at sign-in`);
+  assert.ok(r.body.expiresIn > 3500 && r.body.expiresIn <= 3600, `seconds left: ${r.body.expiresIn}`);
   assert.is(r.body.user.id, w.users.admin);
   assert.equal(r.body.orgs, [{ id: w.orgId, name: 'Org A', role: 'admin' }]);
 });

@@ -78,7 +78,8 @@ export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, c
         .setAudience(cfg.audience)
         .setSubject(sub)
         .setIssuedAt(iat)
-        .setExpirationTime(Math.floor(expiresAt / 1000))
+        // whole seconds (JWT exp), rounded up: the token is valid at least until the expiresAt the answer gives
+        .setExpirationTime(Math.ceil(expiresAt / 1000))
         .setJti(randomToken(12))
         .sign(signingKey);
       return { token, expiresAt };

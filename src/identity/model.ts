@@ -63,8 +63,9 @@ export interface Session {
 }
 
 /** Who is calling, resolved from the access token and re-read from the database on every request. */
+/** Who acts. `accessExpiresAt`: when the access token of the request expires (epoch ms); absent for the command line's own actor. */
 export type Actor =
-  | { type: 'user'; id: string; email: string; name: string; superuser: boolean; sessionId: string }
+  | { type: 'user'; id: string; email: string; name: string; superuser: boolean; sessionId: string; accessExpiresAt?: number }
   | {
       type: 'service_account';
       id: string;
@@ -73,6 +74,7 @@ export type Actor =
       role: Role | null;
       permissions: Permission[];
       sessionId: string;
+      accessExpiresAt?: number;
     };
 
 /** The actor plus the request facts that audit entries record. */

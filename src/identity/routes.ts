@@ -225,8 +225,10 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
     },
   );
   r.add({ method: 'get', path: '/session', access: 'authenticated', summary: 'The current session', responses: { 200: { description: 'Session' } } }, (ctx, { caller }) => {
+    // the shape of POST /session's answer without its tokens (SPEC §3.1): the access token's expiry is the one this request came with
     const s = svc.sessions.describe(caller);
-    ctx.body = { ...presentPrincipal(s), refreshExpiresAt: isoZ(s.expiresAt) };
+    const expires = caller.actor.accessExpiresAt!;
+    ctx.body = { expiresAt: sessionExpiry(expires), tokenType: 'Bearer', expiresIn: Math.max(0, Math.floor((expires - opts.now()) / 1000)), refreshExpiresAt: isoZ(s.refreshExpiresAt), ...presentPrincipal(s) };
   });
   r.add(
     { method: 'delete', path: '/session', access: 'authenticated', summary: 'Sign out: revoke this session and its refresh tokens', responses: { 204: { description: 'Signed out' } } },

@@ -227,11 +227,12 @@ export function createSessionService(d: SessionDeps) {
     },
 
     /** The caller's session as GET /session shows it. */
-    describe(by: Caller): SessionPrincipal & { expiresAt: number } {
+    describe(by: Caller): SessionPrincipal & { refreshExpiresAt: number } {
       const a = by.actor;
       const session = d.sessions.findSession(a.sessionId)!;
       const p = a.type === 'user' ? { user: d.users.findUserById(a.id)! } : { sa: d.serviceAccounts.findServiceAccountById(a.id)! };
-      return { ...principalOf(p), expiresAt: session.expiresAt };
+      // the refresh token the client holds now (the family's unused one), as the sign-in answer gave it
+      return { ...principalOf(p), refreshExpiresAt: d.sessions.liveRefreshTokenExpiry(session.id) ?? session.expiresAt };
     },
 
     /** Revokes the caller's session: its refresh tokens and access tokens stop working. */
@@ -254,11 +255,11 @@ export function createSessionService(d: SessionDeps) {
       if (session.userId) {
         const u = d.users.findUserById(session.userId);
         if (!u || u.disabled || u.id !== claims.sub) throw unauthenticated('The account of this access token is disabled or gone.');
-        return { type: 'user', id: u.id, email: u.email, name: u.name, superuser: u.superuser, sessionId: session.id };
+        return { type: 'user', id: u.id, email: u.email, name: u.name, superuser: u.superuser, sessionId: session.id, accessExpiresAt: claims.exp * 1000 };
       }
       const sa = d.serviceAccounts.findServiceAccountById(session.serviceAccountId!);
       if (!sa || sa.id !== claims.sub) throw unauthenticated('The service account of this access token no longer exists.');
-      return { type: 'service_account', id: sa.id, name: sa.name, orgId: sa.orgId, role: sa.role, permissions: sa.permissions, sessionId: session.id };
+      return { type: 'service_account', id: sa.id, name: sa.name, orgId: sa.orgId, role: sa.role, permissions: sa.permissions, sessionId: session.id, accessExpiresAt: claims.exp * 1000 };
     },
   };
 }

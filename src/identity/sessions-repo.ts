@@ -50,6 +50,7 @@ export function createSessionsRepo(db: Db) {
     findToken: db.raw.prepare<[Buffer], { session_id: string; used_at: number | null; expires_at: number }>(
       'SELECT session_id, used_at, expires_at FROM refresh_tokens WHERE token_hash = ?',
     ),
+    liveTokenExpiry: db.raw.prepare<[string], number | null>('SELECT max(expires_at) FROM refresh_tokens WHERE session_id = ? AND used_at IS NULL').pluck(),
     pruneSessions: db.raw.prepare<[number, number, number]>('DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at < ? OR revoked_at < ? LIMIT ?)'),
     pruneTokens: db.raw.prepare<[number, number]>('DELETE FROM refresh_tokens WHERE token_hash IN (SELECT token_hash FROM refresh_tokens WHERE expires_at < ? LIMIT ?)'),
   };
@@ -68,6 +69,8 @@ export function createSessionsRepo(db: Db) {
       q.revokeUser.run(at, reason, userId, exceptSessionId).changes,
     revokeSessionsOfServiceAccount: (serviceAccountId: string, at: number, reason: string): number =>
       q.revokeServiceAccount.run(at, reason, serviceAccountId).changes,
+    /** When the session's refresh token that can still be used expires; undefined when it has none. */
+    liveRefreshTokenExpiry: (sessionId: string): number | undefined => q.liveTokenExpiry.get(sessionId) ?? undefined,
     insertRefreshToken: (tokenHash: Buffer, sessionId: string, issuedAt: number, expiresAt: number): void =>
       void q.insertToken.run(tokenHash, sessionId, issuedAt, expiresAt),
     /** Marks an unused token used and returns its session; undefined if unknown or already used. */
