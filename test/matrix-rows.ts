@@ -301,6 +301,10 @@ export const MATRIX: Record<string, Row> = {
     need: 'editor', ok: 200,
     request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/imports/preview'), opts: { raw: csvForm(CSV) } }),
   },
+  'POST /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/imports/preview': {
+    need: 'editor', ok: 200,
+    request: async ({ t, w }) => ({ path: LP(w, (await ledgerFixture(t, w)).ledgerId, '/contacts/imports/preview'), opts: { raw: csvForm(CSV) } }),
+  },
 
   // ── change tracking ──
   'POST /api/ledger/v1/feed': {
