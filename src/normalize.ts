@@ -91,11 +91,18 @@ const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn']);
 // Legal forms whose letters fold into separate words ("A/S", "Sp. z o.o.", "S/A").
 const SPLIT_SUFFIXES = [['a', 's'], ['s', 'a'], ['sp', 'z', 'o', 'o'], ['sp', 'z', 'oo'], ['sp', 'k'], ['s', 'l'], ['b', 'v'], ['n', 'v']];
 
-/** Lower case, accents removed, punctuation as spaces, spaces collapsed. */
+// Latin letters that are not a base letter with an accent, so NFKD leaves them whole: spelt as
+// people type them without the letter (Søren → soren, Straße → strasse, Łódź → lodz). Without
+// this, names with them sorted after z and missed their ASCII spellings in matching.
+const LETTERS: Record<string, string> = { ø: 'o', Ø: 'o', ß: 'ss', ẞ: 'ss', ł: 'l', Ł: 'l', đ: 'd', Đ: 'd', ð: 'd', Ð: 'd', æ: 'ae', Æ: 'ae', œ: 'oe', Œ: 'oe', þ: 'th', Þ: 'th', ı: 'i', ħ: 'h', Ħ: 'h', ŧ: 't', Ŧ: 't', ŋ: 'ng', Ŋ: 'ng', ĸ: 'q' };
+const LETTER = /[øØßẞłŁđĐðÐæÆœŒþÞıħĦŧŦŋŊĸ]/g;
+
+/** Lower case, accents removed (and the letters above spelt out), punctuation as spaces, spaces collapsed. */
 function fold(text: string): string {
   return text
     .normalize('NFKD')
     .replace(/\p{M}+/gu, '')
+    .replace(LETTER, (c) => LETTERS[c]!)
     .toLowerCase()
     .replace(/&/g, ' and ')
     .replace(/[^\p{L}\p{N}]+/gu, ' ')

@@ -666,13 +666,13 @@ Q('every cursor the server issues is accepted back: names at the length limit wh
   }
 });
 
-Q('names sort by their folded form: accents and case do not move a name past z, page by page as in one page', async ({ t, w }) => {
+Q('names sort by their folded form: accents, case and letters like ø do not move a name past z, page by page as in one page', async ({ t, w }) => {
   const ledger = await createLedger(t, w.tokens.editor, w.orgId, 'accents');
   const path = `${ledgerPath(w.orgId, ledger)}/contacts`;
   const names = ['Zoe Zimmer', 'Émile Zola', 'emma stone', 'Ava Adams', 'Øyvind Ås', 'Ángel Ruiz', "O'Brien Kate", 'Oliver Obi', 'ZOE ALBA'];
   const imp = await addContacts(t, w.tokens.editor, w.orgId, ledger, names.map((name) => ({ name, company: 'X' })));
   assert.is(imp.imported, names.length);
-  const ascending = ['Ángel Ruiz', 'Ava Adams', 'Émile Zola', 'emma stone', "O'Brien Kate", 'Oliver Obi', 'ZOE ALBA', 'Zoe Zimmer', 'Øyvind Ås'];
+  const ascending = ['Ángel Ruiz', 'Ava Adams', 'Émile Zola', 'emma stone', "O'Brien Kate", 'Oliver Obi', 'Øyvind Ås', 'ZOE ALBA', 'Zoe Zimmer'];
   for (const [sort, expected] of [['+name', ascending], ['-name', [...ascending].reverse()]] as const) {
     const whole = await t.call('GET', `${path}?sortBy=${encodeURIComponent(sort)}`, { token: w.tokens.viewer });
     assert.equal(whole.body.contacts.map((c: any) => c.name), expected, `${sort}, one page`);

@@ -211,6 +211,26 @@ S("migration 0019 recomputes company keys stored under the old rule with the ser
   db.close();
 });
 
+S('migration 0020 recomputes the name and company keys of names holding letters NFKD leaves whole (ø, ß, ł, æ), and no other row', () => {
+  const { db, raw, apply } = justBefore('0020_');
+  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, company_key, created_at, updated_at) VALUES (?, 'l_1', ?, ?, ?, ?, ?, 1, 1)");
+  contact.run('c_1', 'Øyvind Ås', 'Łódź Tools', 'Łódź Tools', 'øyvind as', 'łódź tools');
+  contact.run('c_2', 'Jürgen Straße', 'Æther AS', 'Æther AS', 'jurgen straße', 'æther');
+  contact.run('c_3', 'Ann Lee', 'Acme', 'Acme', 'ann lee', 'acme');
+  contact.run('c_4', 'Bo Chen', 'Globex', 'Globex', 'kept as it was', 'kept too'); // no such letter: not even read again
+  raw.prepare("INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES ('Søren Kierkegaard', 'søren kierkegaard', 'Københavns Ø', 'københavns ø', 1, 1)").run();
+  apply();
+  assert.equal(raw.prepare('SELECT id, name_key, company_key FROM contacts ORDER BY id').raw().all(), [
+    ['c_1', 'oyvind as', 'lodz tools'],
+    ['c_2', 'jurgen strasse', 'aether'],
+    ['c_3', 'ann lee', 'acme'],
+    ['c_4', 'kept as it was', 'kept too'],
+  ]);
+  assert.equal(raw.prepare('SELECT name_key, company_key FROM people').raw().all(), [['soren kierkegaard', 'kobenhavns o']]);
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();

@@ -42,6 +42,11 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
     ['Acme Ltda', 'Acme'],
     ['Acme Sdn. Bhd.', 'Acme'],
     ['Acme d.o.o.', 'Acme'],
+    // letters NFKD leaves whole are spelt out as typed without them
+    ['Łódź Tools', 'Lodz Tools'],
+    ['Ørsted A/S', 'Orsted'],
+    ['Straßenbau GmbH', 'Strassenbau'],
+    ['Æther Œuvre', 'aether oeuvre'],
   ];
   for (const [a, b] of same) assert.is(companyKey(a!), companyKey(b!), `${a} = ${b}`);
   assert.is.not(companyKey('Acme'), companyKey('Acme Labs'));
@@ -50,6 +55,8 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
   assert.is(companyKey('A S'), 'a s', 'a name made of a legal form is left whole');
   assert.is.not(companyKey('Globex'), companyKey('Initech'));
   assert.is(nameKey('  José  O’Brien '), 'jose o brien');
+  assert.is(nameKey('Søren Ødegård'), 'soren odegard');
+  assert.is(nameKey('Paweł Łukasz Đorđević'), 'pawel lukasz dordevic');
 });
 N.run();
 
