@@ -507,6 +507,17 @@ T('a second person with the same name + company undoes the matches made by those
     const c = await contact(t, w, path, ref);
     assert.equal([c.isVerified, c.title], [true, 'Buyer'], ref);
   }
+  // a crowd: a third Kim Park undoes those matches, a fourth finds nothing left to undo; when both
+  // leave, the one left alone matches the contacts again
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-3', name: 'Kim Park', company: 'Initrode' }, { linkedin: 'linkedin.com/in/kim-park-4', name: 'Kim Park', company: 'Initrode Inc' }));
+  for (const ref of ['kim-a', 'kim-b']) assert.is((await contact(t, w, path, ref)).isVerified, false, `${ref} among three namesakes`);
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-3', name: 'Kim Park', company: 'Hooli' }, { linkedin: 'linkedin.com/in/kim-park-4', name: 'Kim Park', company: 'Hooli' }));
+  const alone = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-2', name: 'Kim Park', company: 'Initrode', title: 'Head Buyer' }));
+  assert.is(alone.contactsMatched, 2);
+  for (const ref of ['kim-a', 'kim-b']) {
+    const c = await contact(t, w, path, ref);
+    assert.equal([c.isVerified, c.title, c.company], [true, 'Head Buyer', 'Initrode LLC'], ref);
+  }
 });
 
 T('people who share an e-mail or a name + company but have different personIds stay apart; replays add nothing', async ({ t, w }) => {

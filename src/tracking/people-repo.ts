@@ -47,7 +47,7 @@ export function createPeopleRepo(db: Db) {
     bySlug: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE linkedin_slug = ?'),
     byEmail: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE email = ? LIMIT 2'),
     byKeys: db.raw.prepare<[string, string], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? LIMIT 2'),
-    othersByKeys: db.raw.prepare<[string, string, number], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? AND seq <> ?'),
+    othersByKeys: db.raw.prepare<[string, string, number], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? AND seq <> ? LIMIT 2'),
     countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
     any: db.raw.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM people)').pluck(),
     insert: db.raw.prepare(
@@ -84,6 +84,7 @@ export function createPeopleRepo(db: Db) {
     /** Up to two people with this normalized name + company (two: "more than one"). */
     keyHolders: (nameKey: string, companyKey: string): Person[] => q.byKeys.all(nameKey, companyKey).map(toPerson),
     /** The other people with this person's normalized name + company. */
+    /** Up to two other people with the person's name + company keys (two = "more than one"). */
     othersWithKeys: (p: Person): Person[] => q.othersByKeys.all(p.nameKey, p.companyKey, p.seq).map(toPerson),
     /** How many people (0, 1 or 2 = "more than one") have these keys. */
     countByKeys: (nameKey: string, companyKey: string): number => q.countKeys.get(nameKey, companyKey)!,

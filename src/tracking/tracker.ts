@@ -201,7 +201,13 @@ export function createTracker(d: TrackerDeps) {
       const namesake = existing
         ? (existing.nameKey !== p.nameKey || existing.companyKey !== p.companyKey) && d.people.countByKeys(p.nameKey, p.companyKey) > 1
         : looked.keyHolders > 0;
-      if (namesake) for (const other of d.people.othersWithKeys(p)) d.contacts.unmatchByKeys(other.id, now);
+      if (namesake) {
+        // Only a person who was alone with these keys can have contacts matched by them: when a
+        // second one came, those were unmatched. So with two or more others there is nothing to
+        // undo, and a feed of thousands of namesakes does not walk all of them for each one.
+        const others = d.people.othersWithKeys(p);
+        if (others.length === 1) d.contacts.unmatchByKeys(others[0]!.id, now);
+      }
       const known = existing ? d.contacts.listOfPerson(p.id) : [];
       const fresh: [TrackedContact[], MatchedBy][] = [];
       if (p.linkedinSlug) fresh.push([d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`), 'linkedin']);
@@ -210,8 +216,11 @@ export function createTracker(d: TrackerDeps) {
       if (p.email && d.people.findByEmail(p.email)?.seq === p.seq) fresh.push([d.contacts.listMatchableByEmail(p.email, p.id), 'email']);
       // name + company: contacts without LinkedIn whose e-mail (if any) names no person, while exactly
       // one person fits (the e-mail of a contact unmatched as ambiguous may be what its first match brought)
-      const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey).filter((c) => !c.email || c.matchedBy === 'ambiguous' || !d.people.findByEmail(c.email));
-      if (byKeys.length && d.people.countByKeys(p.nameKey, p.companyKey) === 1) fresh.push([byKeys, 'name']);
+      // (the count first: contacts left unmatched by a crowd of namesakes are not listed for each of them)
+      if (d.people.countByKeys(p.nameKey, p.companyKey) === 1) {
+        const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey).filter((c) => !c.email || c.matchedBy === 'ambiguous' || !d.people.findByEmail(c.email));
+        if (byKeys.length) fresh.push([byKeys, 'name']);
+      }
       for (const c of known) reconcile(c, p, counts);
       const seen = new Set(known.map((c) => c.id));
       for (const [contacts, by] of fresh) {
