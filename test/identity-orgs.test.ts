@@ -95,7 +95,9 @@ O('role escalation (Z3): editors cannot change roles; invalid roles are rejected
   assert.is(self.status, 403);
   const owner = await t.call('PATCH', `${ID}/orgs/${w.orgId}/members/${w.users.viewer}`, { token: w.tokens.admin, body: { role: 'owner' } });
   assert.is(owner.status, 422);
-  assert.is(owner.body.errors[0].path, 'role');
+  assert.equal(owner.body.errors, [{ path: 'role', message: 'must be one of viewer, editor, admin' }]);
+  const missing = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'outsider@x.test' } });
+  assert.equal([missing.status, missing.body.errors], [422, [{ path: 'role', message: 'is required' }]], 'a missing role is said to be missing');
   const extra = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'outsider@x.test', role: 'viewer', orgId: w.otherOrgId } });
   assert.is(extra.status, 422, 'mass assignment: unknown fields are refused');
 });

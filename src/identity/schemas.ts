@@ -31,7 +31,7 @@ export const AuthAliasRequest = z.strictObject({
   scope: z.string().max(1024).optional(),
 });
 
-const role = z.enum(ROLES, { error: `must be one of ${ROLES.join(', ')}` });
+const role = z.enum(ROLES, { error: (issue) => (issue.input === undefined ? 'is required' : `must be one of ${ROLES.join(', ')}`) });
 const newPassword = z.string().min(1, 'must not be empty').max(1024);
 
 export const NewOrg = z.strictObject({
