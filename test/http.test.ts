@@ -259,6 +259,20 @@ I('valid JSON of the wrong shape (a string, number, null, true) → 422 saying w
   }
 });
 
+I('an empty PATCH changes nothing and says what it may give (422), on every resource alike', async ({ t, w }) => {
+  const org = await t.call('GET', `${ID}/orgs/${w.orgId}`, { token: w.tokens.admin });
+  for (const [path, token, says] of [
+    [`${ID}/orgs/${w.orgId}`, w.tokens.admin, /name: is required/],
+    [`${ID}/users/me`, w.tokens.viewer, /give at least one of name, password/],
+    [`${ID}/users/${w.users.viewer}`, w.root, /give at least one of name, superuser, disabled, password/],
+  ] as const) {
+    const r = await t.call('PATCH', path, { token, body: {} });
+    assert.is(r.status, 422, `${path}: ${r.text}`);
+    assert.match(r.body.message, says, path);
+  }
+  assert.is((await t.call('GET', `${ID}/orgs/${w.orgId}`, { token: w.tokens.admin })).body.updatedAt, org.body.updatedAt, 'nothing was written');
+});
+
 I('repeated query parameters → 400; wrong types → 422', async ({ t, w }) => {
   const r = await t.call('GET', `${ID}/orgs?limit=1&limit=2`, { token: w.root });
   assert.is(r.status, 400);
