@@ -164,8 +164,11 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
   }
 }
 
-/** Uploads no job refers to (a crash between receiving and registering one) are deleted at start. */
-function removeStrayUploads(dataDir: string, referenced: string[]): void {
+/**
+ * Uploads no job refers to are deleted at start: a crash between receiving and registering one, or
+ * between a job's last commit (which lets go of its file) and the file's removal.
+ */
+export function removeStrayUploads(dataDir: string, referenced: string[]): void {
   rmSync(uploadTmpDir(dataDir), { recursive: true, force: true });
   removeStrayFiles(uploadsDir(dataDir), referenced);
 }

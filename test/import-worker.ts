@@ -17,6 +17,7 @@ import { ledgerReposOn } from '../src/ledger/index.ts';
 import { createLogger } from '../src/log.ts';
 import { createBulkThread } from '../src/bulk-thread/client.ts';
 import { startCheckpointer } from '../src/storage/checkpointer.ts';
+import { removeStrayUploads } from '../src/runtime.ts';
 import { openStorage } from '../src/storage/storage.ts';
 
 // Started ahead of time by the parent, it has loaded its modules by now and waits for a line on
@@ -52,10 +53,13 @@ const thread = createBulkThread({
   onFeedChunk: () => undefined,
   onDeliveries: () => undefined,
 });
+const repos = ledgerReposOn(db, config.dataDir);
+// as the server does at start: a kill between a job's last commit and its file's removal leaves the file
+removeStrayUploads(config.dataDir, repos.imports.listReferencedFiles());
 const runner = createImportRunner({
   db,
   clock,
-  ...ledgerReposOn(db, config.dataDir),
+  ...repos,
 });
 const observed: Runner = {
   ...runner,
