@@ -25,7 +25,7 @@ export const pageQuery = z.strictObject({ limit: limitParam, cursor: cursorParam
 export const timestampParam = z
   .string()
   .transform((s, ctx) => {
-    const t = parseTimestamp(s) ?? (/T.* \d{2}:?\d{2}$/.test(s) ? parseTimestamp(s.replace(/ (\d{2}:?\d{2})$/, '+$1')) : undefined);
+    const t = parseTimestamp(s) ?? parseTimestamp(s.replace(/(T\S*) (\d{2}:?\d{2})$/, '$1+$2'));
     if (t === undefined) {
       ctx.addIssue({ code: 'custom', message: `must be ${TIMESTAMP_RULE}` });
       return z.NEVER;

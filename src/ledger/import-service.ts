@@ -118,10 +118,9 @@ export function createImportService(d: ImportServiceDeps) {
    * except, for an import (`acceptUnreadable`), a text that cannot be read as CSV: its job fails
    * instead (SPEC §4.3), so that failure is returned.
    */
-  async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: false): Promise<Inspected>;
-  async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: true, acceptUnreadable: true): Promise<Inspected | { unreadable: ScanFailure }>;
-  async function inspect(file: ReceivedFile, mappingText: string | undefined, requireComplete: boolean, acceptUnreadable = false): Promise<Inspected | { unreadable: ScanFailure }> {
-    const explicit = parseMapping(mappingText);
+  async function inspect(file: ReceivedFile, explicit: unknown, requireComplete: false): Promise<Inspected>;
+  async function inspect(file: ReceivedFile, explicit: unknown, requireComplete: true, acceptUnreadable: true): Promise<Inspected | { unreadable: ScanFailure }>;
+  async function inspect(file: ReceivedFile, explicit: unknown, requireComplete: boolean, acceptUnreadable = false): Promise<Inspected | { unreadable: ScanFailure }> {
     const scanned = await scanUpload(file.path);
     if (!scanned.ok) {
       if (scanned.unreadable && acceptUnreadable) return { unreadable: scanned };
@@ -154,14 +153,14 @@ export function createImportService(d: ImportServiceDeps) {
     async createCsvImport(by: Caller, orgId: string, ledgerId: string, file: ReceivedFile, mappingText: string | undefined, idempotencyKey?: string): Promise<Created> {
       requireLedger(orgId, ledgerId);
       // The request's fingerprint: the file's bytes and the mapping as a value, whatever the order of its keys (hashed only when a key came with it).
-      const asSent = parseMapping(mappingText);
-      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await sha256FileHex(file.path, 'mapping', asSent === undefined ? '' : canonicalJson(asSent)) };
+      const explicit = parseMapping(mappingText);
+      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await sha256FileHex(file.path, 'mapping', explicit === undefined ? '' : canonicalJson(explicit)) };
       if (idempotency) {
         const earlier = d.imports.findByIdempotencyKey(ledgerId, idempotency.key);
         // Replayed before scanning (the answer does not depend on the file being readable now).
         if (earlier && earlier.requestHash === idempotency.requestHash) return { job: d.imports.findImport(earlier.id, d.clock.now())!, replayed: true };
       }
-      const inspected = await inspect(file, mappingText, true, true);
+      const inspected = await inspect(file, explicit, true, true);
       if ('unreadable' in inspected) {
         // SPEC §4.3: a file that cannot be parsed fails its job with a message naming the line. Found
         // before any row was imported, so none is: the fixed file can be uploaded again as a whole.
@@ -187,7 +186,7 @@ export function createImportService(d: ImportServiceDeps) {
     /** What an upload would import: columns, the first rows, the suggested mapping; stores nothing. */
     async preview(orgId: string, ledgerId: string, file: ReceivedFile, mappingText: string | undefined) {
       requireLedger(orgId, ledgerId);
-      const { scan, mapping } = await inspect(file, mappingText, false);
+      const { scan, mapping } = await inspect(file, parseMapping(mappingText), false);
       const missing = (['name', 'company'] as const).filter((f) => mapping.fields[f] === undefined);
       // the rows as the import reads them: a rejected-rows CSV's cells without their formula escaping
       const rows = scan.head.slice(0, 10);
