@@ -6,7 +6,9 @@ import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
+import { createCursors } from '../src/cursor.ts';
 import { companyKey, nameKey } from '../src/normalize.ts';
+import { createSettingsRepo } from '../src/storage/settings-repo.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
 import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
@@ -254,7 +256,7 @@ T('the ledger change feed: in order, since a time, by type, with a cursor', asyn
 });
 
 T('the change feed read as a log: resumeCursor continues after the last page, also from an empty one, with exactly the changes recorded since', async ({ t, w }) => {
-  const { path } = await ledgerWith(t, w, 'log reader', [{ name: 'Lu Log', company: 'Logs Inc', title: 'Scribe', linkedin: 'linkedin.com/in/lu-log', referenceId: 'lu' }]);
+  const { path, ledgerId } = await ledgerWith(t, w, 'log reader', [{ name: 'Lu Log', company: 'Logs Inc', title: 'Scribe', linkedin: 'linkedin.com/in/lu-log', referenceId: 'lu' }]);
   const get = async (q: string) => {
     const r = await t.call('GET', `${path}/changes?${q}`, { token: w.tokens.viewer });
     expectStatus(r, 200, q);
@@ -272,6 +274,28 @@ T('the change feed read as a log: resumeCursor continues after the last page, al
   assert.equal((await get(`cursor=${fromStart.resumeCursor}`)).changes.map((c: any) => c.id), all);
   assert.equal((await get(`since=${new Date(t.clock.now()).toISOString()}&cursor=${sinceNow.resumeCursor}`)).changes.map((c: any) => c.id), all);
   assert.equal((await get(`type=job&cursor=${typed.resumeCursor}`)).changes.map((c: any) => c.id), all.slice(1));
+  // a cursor carries its feed's type and since: sent alone it continues that feed
+  assert.equal((await get(`cursor=${typed.resumeCursor}`)).changes.map((c: any) => c.id), all.slice(1));
+  assert.equal((await get(`cursor=${sinceNow.resumeCursor}`)).changes.map((c: any) => c.id), all);
+  // sent with another type or since it is a 400 naming what differs, not a feed quietly read as another
+  for (const [q, field, says] of [
+    [`type=info&cursor=${typed.resumeCursor}`, 'type', /type=job/],
+    [`type=job&cursor=${fromStart.resumeCursor}`, 'type', /every type/],
+    [`since=2026-01-01&cursor=${sinceNow.resumeCursor}`, 'since', new RegExp(new Date(t.clock.now()).toISOString().slice(0, 10))],
+    [`since=2026-01-01&cursor=${typed.resumeCursor}`, 'since', /without since/],
+  ] as const) {
+    const r = await t.call('GET', `${path}/changes?${q}`, { token: w.tokens.viewer });
+    expectStatus(r, 400, q);
+    assert.is(r.body.code, 'invalid_cursor');
+    assert.equal(r.body.errors.map((e: any) => e.path), [field], q);
+    assert.match(r.body.errors[0].message, says);
+  }
+  // a cursor issued before cursors carried their filters (sealed with them in its label, the seq
+  // alone) still continues its feed when the filters are repeated, as they had to be then
+  const cursors = createCursors(createSettingsRepo(t.rt.db).secret('cursor_secret'));
+  const legacy = cursors.encode(`ledger-changes:${ledgerId}:job:`, [0]);
+  assert.equal((await get(`type=job&cursor=${legacy}`)).changes.map((c: any) => c.id), all.slice(1));
+  expectStatus(await t.call('GET', `${path}/changes?cursor=${legacy}`, { token: w.tokens.viewer }), 400, 'without its type it reads as no cursor of this feed');
   // read to the end page by page: the last page has no nextCursor; its resumeCursor gets what comes later, once
   const p1 = await get('limit=1');
   const p2 = await get(`limit=1&cursor=${p1.nextCursor}`);
