@@ -234,7 +234,16 @@ A('create returns the secret once; get, list, patch and delete; every change is 
 A('invalid webhooks are refused with a 422 naming the field', async ({ t, w }) => {
   const bad: [Record<string, unknown>, string, RegExp][] = [
     [{ url: 'ftp://files.example.test/x', events: ['import.completed'] }, 'url', /http or https/],
-    [{ url: 'not a url', events: ['import.completed'] }, 'url', /absolute http/],
+    [{ url: 'not-a-url', events: ['import.completed'] }, 'url', /absolute http/],
+    [{ url: 'not a url', events: ['import.completed'] }, 'url', /spaces/],
+    // what the URL parser forgives is refused, not read as another host or path
+    [{ url: 'http:///hooks/path', events: ['import.completed'] }, 'url', /scheme:\/\/host/],
+    [{ url: 'http:hooks.example.test/x', events: ['import.completed'] }, 'url', /scheme:\/\/host/],
+    [{ url: 'https:\\\\hooks.example.test/x', events: ['import.completed'] }, 'url', /scheme:\/\/host/],
+    [{ url: 'https://hooks.example.test/a b', events: ['import.completed'] }, 'url', /spaces/],
+    [{ url: 'https://hooks.exam\tple.test/', events: ['import.completed'] }, 'url', /tabs/],
+    [{ url: 'https://hooks.example.test:0/', events: ['import.completed'] }, 'url', /port 0 .*between 1 and 65535/],
+    [{ url: 'https://hooks.example.test:99999/', events: ['import.completed'] }, 'url', /port 99999 .*between 1 and 65535/],
     [{ url: 'javascript:alert(1)', events: ['import.completed'] }, 'url', /http or https/],
     [{ url: 'https://user:pw@hooks.example.test/', events: ['import.completed'] }, 'url', /user name or password/],
     [{ url: 'https://hooks.example.test/#frag', events: ['import.completed'] }, 'url', /fragment/],

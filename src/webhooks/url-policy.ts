@@ -78,14 +78,21 @@ export function hostAllowed(host: string, allowHosts: readonly string[]): boolea
 /** Validates a webhook URL; returns it normalized (WHATWG URL serialization) or the reason. */
 export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allowLocal = false): UrlVerdict {
   if (raw.length > MAX_URL) return { ok: false, code: 'invalid_url', reason: `must be at most ${MAX_URL} characters` };
+  // The URL parser forgives what a browser's address bar gets typed: it drops tabs and line breaks
+  // anywhere and spaces at the ends, and reads `http:///path` as the host `path`. A webhook URL
+  // is configuration, so it is taken as written or refused.
+  if (/[\u0000-\u0020\u007f]/.test(raw)) return { ok: false, code: 'invalid_url', reason: 'must not contain spaces, tabs, line breaks or control characters (percent-encode them)' };
   let u: URL;
   try {
     u = new URL(raw);
   } catch {
-    return { ok: false, code: 'invalid_url', reason: 'must be an absolute http:// or https:// URL' };
+    const port = /^https?:\/\/[^/?#]*:(\d+)(?:[/?#]|$)/i.exec(raw)?.[1];
+    return { ok: false, code: 'invalid_url', reason: port !== undefined && Number(port) > 65535 ? `port ${port} is not a port: it must be between 1 and 65535` : 'must be an absolute http:// or https:// URL' };
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return { ok: false, code: 'invalid_url', reason: `must use http or https, not ${u.protocol.replace(/:$/, '')}` };
+  if (!/^https?:\/\/[^/\\?#]/i.test(raw)) return { ok: false, code: 'invalid_url', reason: 'must be written scheme://host…, with the host right after the two slashes' };
   if (!u.hostname) return { ok: false, code: 'invalid_url', reason: 'must name a host' };
+  if (u.port === '0') return { ok: false, code: 'invalid_url', reason: 'port 0 is not a port: it must be between 1 and 65535' };
   if (u.username || u.password) return { ok: false, code: 'invalid_url', reason: 'must not contain a user name or password; use token to authenticate to the receiver' };
   if (u.hash || raw.includes('#')) return { ok: false, code: 'invalid_url', reason: 'must not contain a fragment (#…)' };
   if (allowHosts.length && !hostAllowed(u.hostname, allowHosts)) {
