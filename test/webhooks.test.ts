@@ -298,6 +298,24 @@ A('a deleted ledger leaves the webhooks that named it; one left naming none is d
   for (const h of [both, only, every]) expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
 });
 
+A('routes that take no body refuse one (not silently ignore it); none, whitespace or {} are fine', async ({ t, w }) => {
+  const h = await createHook(t, w, { url: 'https://hooks.example.test/', events: ['import.completed'] });
+  for (const [path, body] of [[`/${h.id}/rotate`, { secret: 'mine' }], [`/${h.id}/test`, { url: 'https://elsewhere.test/' }]] as const) {
+    const r = await t.call('POST', hooks(w, path), { token: w.tokens.admin, body });
+    expectStatus(r, 422, path);
+    assert.equal(r.body.errors, [{ path: 'body', message: 'is not taken by this request' }]);
+    assert.match(r.body.message, /takes no body/);
+    const text = await t.call('POST', hooks(w, path), { token: w.tokens.admin, raw: 'rotate please', headers: { 'content-type': 'text/plain' } });
+    expectStatus(text, 422, `${path} text`);
+  }
+  assert.is((await webhook(t, w, h.id)).url, 'https://hooks.example.test/', 'nothing changed');
+  expectStatus(await t.call('POST', hooks(w, `/${h.id}/rotate`), { token: w.tokens.admin, body: {} }), 200);
+  expectStatus(await t.call('POST', hooks(w, `/${h.id}/test`), { token: w.tokens.admin, raw: ' { }\n', headers: { 'content-type': 'application/json' } }), 202);
+  expectStatus(await t.call('POST', hooks(w, `/${h.id}/test`), { token: w.tokens.admin }), 202);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { force: true } }), 422);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+});
+
 A('only admins manage webhooks; another organization gets 403 on the path and 404 for its ids', async ({ t, w }) => {
   const h = await createHook(t, w, { url: 'https://hooks.example.test/', events: ['import.completed'] });
   for (const token of [w.tokens.viewer, w.tokens.editor, w.serviceAccounts.saEditor.token, w.tokens.outsider, w.tokens.otherAdmin]) {

@@ -158,8 +158,9 @@ export function parseQuery<Q extends Schema | undefined>(ctx: Koa.Context, schem
 export function parseHeaders(ctx: Koa.Context, specs: Record<string, HeaderSpec> | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, h] of Object.entries(specs ?? {})) {
+    // a header sent empty is a value the schema judges, not a header left out
+    if (ctx.headers[name.toLowerCase()] === undefined) continue;
     const raw = ctx.get(name);
-    if (raw === '') continue;
     const parsed = h.schema.safeParse(raw);
     if (!parsed.success) {
       const message = parsed.error.issues[0]?.message ?? 'is not valid';
@@ -205,6 +206,27 @@ function bodyParser(spec: RouteSpec, maxJsonBytes: number): Koa.Middleware {
   };
 }
 
+/** What a route that takes no body answers to one. */
+const NO_BODY = 'This request takes no body; send none (an empty JSON object {} is accepted too).';
+
+/**
+ * A route that takes no body refuses one rather than ignore it: a client that sends settings to
+ * `…/rotate` or `…/test` believes they were applied. An empty object (what some clients send by
+ * default) or whitespace counts as none.
+ */
+function refuseBody(): Koa.Middleware {
+  return async (ctx, next) => {
+    if (PARSED_METHODS.has(ctx.method) && hasBody(ctx)) {
+      const text = decodeUtf8(await readBody(ctx, NO_BODY_LIMIT, NO_BODY));
+      if (!/^[\x20\x09\x0a\x0d]*(?:\{[\x20\x09\x0a\x0d]*\}[\x20\x09\x0a\x0d]*)?$/.test(text)) throw invalid(NO_BODY, [{ path: 'body', message: 'is not taken by this request' }]);
+    }
+    await next();
+  };
+}
+
+/** The most a route that takes no body reads of one before refusing it (413). */
+const NO_BODY_LIMIT = 4096;
+
 /** parseJsonExact for a whole body, except that a body that is one number stays a number (a schema wants an object). */
 function exactBody(text: string): unknown {
   const value = parseJsonExact(text);
@@ -247,6 +269,7 @@ export class ApiRouter {
       await next();
     });
     if (s.body) chain.push(bodyParser(s, this.deps.maxJsonBytes));
+    else if (!s.rawBody) chain.push(refuseBody());
     chain.push(async (ctx) => {
       const input = {
         headers: parseHeaders(ctx, s.headers),
