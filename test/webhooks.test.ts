@@ -263,6 +263,9 @@ A('invalid webhooks are refused with a 422 naming the field', async ({ t, w }) =
     assert.ok(e, `error on ${path}: ${r.text.slice(0, 300)}`);
     assert.match(e.message, message);
   }
+  // one error a field: an empty token is "must not be empty", not that and the pattern it fails too
+  const empty = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url: 'https://hooks.example.test/', events: ['import.completed'], token: '' } });
+  assert.equal(empty.body.errors, [{ path: 'token', message: 'must not be empty' }]);
   // another organization's ledger is not a ledger of this one
   const bLedger = await createLedger(t, w.tokens.otherAdmin, w.otherOrgId, 'B ledger');
   const cross = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url: 'https://hooks.example.test/', events: ['import.completed'], ledgerIds: [bLedger] } });

@@ -85,22 +85,25 @@ export interface RouterDeps {
 }
 
 /**
- * Turns zod issues into `{path, message}` items (unknown keys become one item each). `input` is
- * the value validated: a body that is valid JSON but not an object is told so plainly.
+ * Turns zod issues into `{path, message}` items (unknown keys become one item each), one per path:
+ * zod goes on checking a value after its first failed check, so `""` against "not empty" and a
+ * pattern failed both, and the second said nothing the first had not. `input` is the value
+ * validated: a body that is valid JSON but not an object is told so plainly.
  */
 export function fieldErrors(error: z.ZodError, root: string, input?: unknown): FieldError[] {
-  const out: FieldError[] = [];
+  const out = new Map<string, string>();
+  const add = (path: string, message: string) => out.has(path) || out.set(path, message);
   for (const issue of error.issues) {
     const base = issue.path.map(String).join('.');
     if (issue.code === 'invalid_type' && !base && issue.expected === 'object') {
-      out.push({ path: root, message: `must be a JSON object, not ${kindOf(input)}` });
+      add(root, `must be a JSON object, not ${kindOf(input)}`);
     } else if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ path: base ? `${base}.${key}` : key, message: `is not a known ${root === 'query' ? 'parameter' : 'field'}` });
+      for (const key of issue.keys) add(base ? `${base}.${key}` : key, `is not a known ${root === 'query' ? 'parameter' : 'field'}`);
     } else {
-      out.push({ path: base || root, message: issue.message });
+      add(base || root, issue.message);
     }
   }
-  return out;
+  return [...out].map(([path, message]) => ({ path, message }));
 }
 
 const summarize = (errors: FieldError[]) =>
