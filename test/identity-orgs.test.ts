@@ -2,6 +2,7 @@
 // with the role-escalation cases of RELIABILITY.md Z3.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { ManualClock } from '../src/clock.ts';
 import { clientToken, expectStatus, ID, PASSWORD, seedWorld, signIn, startApp, type TestApp, type World } from './helpers.ts';
 
 const O = suite<{ t: TestApp; w: World }>('organizations and members');
@@ -234,6 +235,18 @@ SA('create shows the secret once (≥ 256 bits); lists never show it', async ({ 
   assert.not.ok(list.text.includes(r.body.clientSecret));
   assert.not.ok(list.text.includes('clientSecret'));
   assert.not.ok(list.text.includes('secretHash'));
+});
+
+SA('lastUsedAt: never until it signs in; then when it last got an access token, by sign-in or refresh', async ({ t, w }) => {
+  const clock = t.clock as ManualClock;
+  const r = await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.tokens.admin, body: { name: 'last used', role: 'viewer' } });
+  const lastUsed = async () => (await t.call('GET', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.tokens.admin })).body.serviceAccounts.find((s: any) => s.id === r.body.id).lastUsedAt;
+  assert.is(await lastUsed(), null);
+  const session = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: r.body.clientId, clientSecret: r.body.clientSecret } });
+  assert.is(await lastUsed(), new Date(clock.now()).toISOString());
+  clock.advance(5 * 60_000);
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: session.body.refreshToken } }), 200);
+  assert.is(await lastUsed(), new Date(clock.now()).toISOString(), 'a refresh is a use');
 });
 
 SA('a service account role may not exceed the caller; an admin service account may create lower ones (Z3f)', async ({ t, w }) => {

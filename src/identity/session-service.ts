@@ -205,6 +205,8 @@ export function createSessionService(d: SessionDeps) {
       if (session.userId && (!user || user.disabled)) return { kind: 'invalid', reason: 'The account is disabled.' };
       if (session.serviceAccountId && !sa) return { kind: 'invalid', reason: 'The service account no longer exists.' };
       d.sessions.touchSession(session.id, now);
+      // a service account's lastUsedAt is when it last got an access token, by sign-in or refresh
+      if (sa) d.serviceAccounts.touchServiceAccount(sa.id, now);
       return { kind: 'ok', sessionId: session.id, refresh: issueRefreshToken(session.id, session.expiresAt), user, sa };
     });
     if (outcome.kind === 'reused') throw invalidGrant('The refresh token was already used; the session has been revoked. Sign in again.');
