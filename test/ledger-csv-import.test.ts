@@ -163,6 +163,20 @@ P.before(async (ctx) => {
   Object.assign(ctx, await shared());
 });
 
+P('an Excel `sep=` first line names the delimiter and is not the header; line numbers count it', async ({ t, w }) => {
+  // commas win the vote on this header, but the sep line says ';'
+  const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('sep=;\r\nname;company;notes, misc, more\r\nAda, L.;Acme, Inc;x\r\n;Nameless, Co;y\r\n')]);
+  const semi = await importInto(t, w, bytes);
+  assert.equal([semi.job.status, semi.job.submitted, semi.job.imported, semi.job.columns], ['completed', 2, 1, ['name', 'company', 'notes, misc, more']]);
+  assert.equal(view(semi.contacts).map((c) => [c.name, c.company]), [['Ada, L.', 'Acme, Inc']]);
+  assert.equal((await errorsOf(t, w, semi.ledgerId, semi.job.id)).slice(1), [['', 'Nameless, Co', 'y', 'name is required', '4']]);
+  const tab = await importInto(t, w, 'SEP=\t\nname\tcompany\nCy\tBeta; Ltd\n');
+  assert.equal(view(tab.contacts).map((c) => [c.name, c.company]), [['Cy', 'Beta; Ltd']]);
+  const preview = await t.call('POST', `${ledgerPath(w.orgId, semi.ledgerId)}/imports/preview`, { token: w.tokens.editor, raw: csvForm('sep=;\nname;company\nDee;Gamma\n') });
+  expectStatus(preview, 200);
+  assert.equal([preview.body.columns, preview.body.rows], [['name', 'company'], [['Dee', 'Gamma']]]);
+});
+
 P('a UTF-8 BOM before the header does not hide the name column', async ({ t, w }) => {
   const { job, contacts } = await importInto(t, w, '\uFEFFname,company\nAda Lovelace,Analytical Engines\n');
   assert.equal([job.status, job.submitted, job.imported], ['completed', 1, 1]);

@@ -94,6 +94,13 @@ export function headerDelimiter(first: Buffer): string {
   return detectDelimiter(first.subarray(start).toString('utf8'));
 }
 
+/**
+ * Excel's `sep=;` line: a first line (after a BOM) naming the delimiter, written by programs that
+ * export for Excel so it splits the columns whatever the locale's list separator. It is not the
+ * header; the delimiter it names is used instead of the detected one.
+ */
+const SEP_LINE = /^sep=([,;\t|])(?:\r\n|\n|\r)/i;
+
 /** Scans the whole file; see the module comment. */
 export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   let head = Buffer.alloc(0);
@@ -106,6 +113,9 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   // opens a quoted field only at the start of a field (or right after the quote that closed one:
   // a doubled quote); anywhere else it is a literal character.
   let delimiterByte = 0x2c;
+  // bytes before the header: a BOM and a `sep=` line (SEP_LINE)
+  let preamble = 0;
+  let sepLine = 0;
   let fieldStart = true;
   let justClosed = false;
   // A record none of whose cells has a character — an empty line, `""`, `,,,` (what spreadsheets
@@ -128,10 +138,16 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       if (chunk[0] === 0xff && chunk[1] === 0xfe) return unreadable('the file is UTF-16 (little endian); save it as UTF-8 CSV');
       if (chunk[0] === 0xfe && chunk[1] === 0xff) return unreadable('the file is UTF-16 (big endian); save it as UTF-8 CSV');
       for (const [what, bytes] of MAGIC) if (bytes.every((b, i) => chunk[i] === b)) return fail(415, `the file is ${what}, not a CSV text file`);
-      delimiterByte = headerDelimiter(chunk).charCodeAt(0);
+      const bom = chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+      const sep = SEP_LINE.exec(chunk.subarray(bom, bom + 8).toString('latin1'));
+      delimiterByte = sep ? sep[1]!.charCodeAt(0) : headerDelimiter(chunk).charCodeAt(0);
+      sepLine = sep ? 1 : 0;
+      preamble = bom + (sep?.[0].length ?? 0);
+      line += sepLine;
+      recLine = line;
     }
     if (head.length < HEAD_BYTES) head = Buffer.concat([head, chunk.subarray(0, HEAD_BYTES - head.length)]);
-    const start = offset === 0 && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+    const start = offset === 0 ? preamble : 0;
     if (start) recStart = start;
     for (let i = start; i < chunk.length; i++) {
       const b = chunk[i]!;
@@ -192,8 +208,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   if (records === 0) return fail(422, 'the file is empty; it needs a header row and at least one contact');
 
   // The header and the first rows, from the head of the file (cut after the last full line).
-  const bom = head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0;
-  let text = head.subarray(bom);
+  let text = head.subarray(preamble);
   const truncated = offset > head.length;
   if (truncated) {
     const lastBreak = Math.max(text.lastIndexOf(0x0a), text.lastIndexOf(0x0d));
@@ -218,12 +233,12 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   if (!header || header.record.every((c) => c.trim() === '')) return fail(422, 'the first line must be a header row naming the columns');
   if (records === 1) return fail(422, 'the file has a header row but no contacts');
   const headerText = text.subarray(0, header.info.bytes).toString('utf8');
-  const headerLines = 1 + (headerText.replace(/\r\n/g, '\n').replace(/[\r\n]$/, '').match(/[\r\n]/g)?.length ?? 0);
+  const headerLines = sepLine + 1 + (headerText.replace(/\r\n/g, '\n').replace(/[\r\n]$/, '').match(/[\r\n]/g)?.length ?? 0);
   return {
     ok: true,
     delimiter,
     columns: header.record,
-    dataStart: bom + header.info.bytes,
+    dataStart: preamble + header.info.bytes,
     headerLines,
     rows: records - 1,
     head: parsed
