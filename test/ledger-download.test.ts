@@ -213,6 +213,28 @@ D('escapeFormulas=false returns the cells verbatim', async ({ t, w, formulas }) 
   assert.equal(one.rows.slice(1).map((r) => r[col('name')]), ['@SUM(A1)']);
 });
 
+D('bom=true starts the file with a UTF-8 BOM (Excel reads it as UTF-8); delimiter=semicolon|tab join the cells with ; or a tab', async ({ t, w, formulas }) => {
+  const bytes = async (q: string) => {
+    const res = await fetch(`${t.base}${downloadPath(w, formulas, q)}`, { headers: { authorization: `Bearer ${w.tokens.viewer}` } });
+    assert.is(res.status, 200, q);
+    return Buffer.from(await res.arrayBuffer());
+  };
+  const plain = await bytes('');
+  assert.is(plain.subarray(0, 2).toString(), 'id', 'no BOM unless asked');
+  const withBom = await bytes('bom=true');
+  assert.equal([...withBom.subarray(0, 3)], [0xef, 0xbb, 0xbf]);
+  assert.ok(withBom.subarray(3).equals(plain), 'the same file after it');
+  const comma = parse(plain.toString(), { relax_column_count: false }) as string[][];
+  for (const [name, sep] of [['semicolon', ';'], ['tab', '\t']] as const) {
+    const text = (await bytes(`delimiter=${name}&bom=false`)).toString();
+    assert.is(text.split('\r\n')[0], HEADER.join(sep));
+    assert.equal(parse(text, { delimiter: sep, relax_column_count: false }), comma, `${name}: the same cells`);
+  }
+  const bad = await t.call('GET', downloadPath(w, formulas, 'delimiter=%3B'), { token: w.tokens.viewer });
+  expectStatus(bad, 400);
+  assert.equal(bad.body.errors, [{ path: 'delimiter', message: 'must be comma, semicolon or tab' }]);
+});
+
 D('an empty ledger downloads the header alone', async ({ t, w }) => {
   const empty = await createLedger(t, w.tokens.editor, w.orgId, 'empty');
   const { res, rows } = await download(t, w.tokens.viewer, downloadPath(w, empty));

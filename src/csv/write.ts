@@ -90,7 +90,7 @@ export function csvLines(rows: unknown[][], escapeFormulas: boolean): string {
 }
 
 /** A header of our own fixed column names (plain identifiers: nothing to quote or escape). */
-export function csvHeader(names: readonly string[]): string {
+export function csvHeader(names: readonly string[], delimiter = ','): string {
   for (const n of names) if (!/^[A-Za-z][A-Za-z0-9]*$/.test(n)) throw new Error(`not a plain column name: ${JSON.stringify(n)}`);
-  return `${names.join(',')}\r\n`;
+  return `${names.join(delimiter)}\r\n`;
 }

@@ -44,14 +44,15 @@ export const DOWNLOAD_HEADER = [
  * per row). Each line is written to the buffer as soon as it is made: one string of a whole page,
  * built by concatenation, would cost as much again to flatten and encode.
  */
-function downloadLines(page: DownloadRow[], escape: boolean): Buffer {
+function downloadLines(page: DownloadRow[], escape: boolean, d: string): Buffer {
   let buf = Buffer.allocUnsafe(Math.max(page.length * 512, 4096));
   let at = 0;
   for (const r of page) {
+    // text cells are always quoted (csvCell), and the other cells hold no delimiter: any of the three may join them
     const line =
-      `${csvCell(r[1], escape)},${csvCell(r[2], escape)},${csvCell(r[3], escape)},${csvCell(r[4], escape)},${csvCell(r[5], escape)},` +
-      `${csvCell(r[6], escape)},${csvCell(r[7], escape)},${csvCell(r[8], escape)},${csvCell(r[9], escape)},${csvCell(r[10], escape)},` +
-      `${csvCell(r[11], escape)},${csvCell(r[12], escape)},${r[13] === 1 ? 'true' : 'false'},${isoZOrNull(r[14]) ?? ''},${isoZOrNull(r[15]) ?? ''},${isoZ(r[16])}\r\n`;
+      `${csvCell(r[1], escape)}${d}${csvCell(r[2], escape)}${d}${csvCell(r[3], escape)}${d}${csvCell(r[4], escape)}${d}${csvCell(r[5], escape)}${d}` +
+      `${csvCell(r[6], escape)}${d}${csvCell(r[7], escape)}${d}${csvCell(r[8], escape)}${d}${csvCell(r[9], escape)}${d}${csvCell(r[10], escape)}${d}` +
+      `${csvCell(r[11], escape)}${d}${csvCell(r[12], escape)}${d}${r[13] === 1 ? 'true' : 'false'}${d}${isoZOrNull(r[14]) ?? ''}${d}${isoZOrNull(r[15]) ?? ''}${d}${isoZ(r[16])}\r\n`;
     if (at + line.length * 3 > buf.length) {
       const bigger = Buffer.allocUnsafe(Math.max(buf.length * 2, at + line.length * 3));
       buf.copy(bigger, 0, 0, at);
@@ -200,12 +201,13 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     const ledger = svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
     const { filter, sort } = S.filterOf(query);
     const escape = query.escapeFormulas ?? true;
+    const delimiter = S.DOWNLOAD_DELIMITERS[query.delimiter ?? 'comma'];
     const pages = svc.contacts.pages(ledger.id, filter, sort);
     attachment(ctx, `ledger-${ledger.id}-${fileStamp(opts.now())}.csv`);
     ctx.body = Readable.from(
       (function* () {
-        yield csvHeader(DOWNLOAD_HEADER);
-        for (const page of pages) yield downloadLines(page, escape);
+        yield `${query.bom ? '\uFEFF' : ''}${csvHeader(DOWNLOAD_HEADER, delimiter)}`;
+        for (const page of pages) yield downloadLines(page, escape, delimiter);
       })(),
       { objectMode: false },
     );

@@ -204,7 +204,7 @@ A('download the CSV of the current filter', async (ctx) => {
   assert.match(dl.suggestedFilename(), /^ledger-l_.*\.csv$/);
   const lines = readText((await dl.path())!).trim().split(/\r?\n/);
   assert.is(lines.length, 2, 'the header and the one matching contact');
-  assert.ok(lines[0]!.startsWith('id,referenceId,name,linkedin,importCompany'));
+  assert.ok(lines[0]!.startsWith('\uFEFFid,referenceId,name,linkedin,importCompany'), 'with a BOM, for spreadsheets');
   assert.ok(lines[1]!.includes('Ada Lovelace') && lines[1]!.includes('Babbage Computing'));
   await page.getByText(/Downloaded ledger-l_.*\.csv/).waitFor();
   // without a filter: every contact

@@ -68,7 +68,9 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
     setQuery({ ...Object.fromEntries(FILTERS.map((k) => [k, f[k]])), sortBy: sortBy === '+createdAt' ? undefined : sortBy, limit: size === 50 ? undefined : String(size), page: undefined });
   const [notice, setNotice] = useState<string>();
   const dl = useAction(async () => {
-    const name = await download(`${base}/download`, { ...filters, sortBy });
+    // with a BOM: people open this file in a spreadsheet, and Excel reads a CSV without one in the
+    // machine's legacy code page (Zoë becomes ZoÃ«)
+    const name = await download(`${base}/download`, { ...filters, sortBy, bom: 'true' });
     setNotice(`Downloaded ${name}.`);
   });
   const active = Object.keys(filters).length;
