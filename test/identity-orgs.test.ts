@@ -182,6 +182,27 @@ U('password change needs the current password and ends every other session (A5b)
   expectStatus(await t.call('POST', `${ID}/session`, { body: { email: 'viewer@a.test', password: 'brand new password' } }), 200);
 });
 
+U('the current password of a password change is throttled like a sign-in, on the same counters, and failures are audited (A2)', async ({ t, w }) => {
+  const email = 'Guesser@A.test';
+  const user = await t.call('POST', `${ID}/users`, { token: w.root, body: { email, name: 'Guess', password: PASSWORD } });
+  expectStatus(user, 201);
+  const { accessToken } = await signIn(t, email.toLowerCase(), PASSWORD);
+  const guess = (currentPassword: string) => t.call('PATCH', `${ID}/users/me`, { token: accessToken, body: { password: 'brand new password', currentPassword } });
+  for (let i = 0; i < 10; i++) assert.is((await guess(`wrong guess ${i}`)).body.code, 'invalid_current_password');
+  const stopped = await guess(PASSWORD);
+  expectStatus(stopped, 429, 'the 11th attempt, even with the right password');
+  assert.ok(Number(stopped.headers.get('retry-after')) > 0);
+  assert.match(stopped.body.message, /Too many wrong passwords; try again in \d+ seconds/);
+  const signInNow = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: email.toLowerCase(), password: PASSWORD } });
+  expectStatus(signInNow, 429, 'the account is throttled for sign-in too');
+  const audit = await t.call('GET', `${ID}/audit?limit=100`, { token: w.root });
+  assert.is(audit.body.events.filter((e: any) => e.action === 'user.password_change_failed' && JSON.stringify(e).includes(user.body.id)).length, 10);
+  // once the window has passed, the right password changes it
+  (t.clock as ManualClock).advance(16 * 60_000);
+  const fresh = await signIn(t, email.toLowerCase(), PASSWORD);
+  expectStatus(await t.call('PATCH', `${ID}/users/me`, { token: fresh.accessToken, body: { password: 'brand new password', currentPassword: PASSWORD } }), 200);
+});
+
 U('superuser: list, create (409 on a taken e-mail), get, disable, reset password, end sessions', async ({ t, w }) => {
   const list = await t.call('GET', `${ID}/users?limit=3`, { token: w.root });
   expectStatus(list, 200);

@@ -25,7 +25,7 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
   const inFlight = new Map<ThrottleKey, number>();
 
   /** Throws 429 when failures (plus attempts still being checked) reach a key's limit in its window. */
-  function assertAllowed(keys: ThrottleKey[]): void {
+  function assertAllowed(keys: ThrottleKey[], what = 'failed sign-in attempts'): void {
     const now = clock.now();
     let wait = 0;
     for (const key of keys) {
@@ -34,7 +34,7 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
       const failures = (open ? b.failures : 0) + (inFlight.get(key) ?? 0);
       if (failures >= limitOf(key)) wait = Math.max(wait, open ? b.windowStartedAt + windowMs - now : windowMs);
     }
-    if (wait > 0) throw throttled(wait / 1000, `Too many failed sign-in attempts; try again in ${Math.ceil(wait / 1000)} seconds.`);
+    if (wait > 0) throw throttled(wait / 1000, `Too many ${what}; try again in ${Math.ceil(wait / 1000)} seconds.`);
   }
 
   return {
@@ -45,8 +45,8 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
      * past the limit while earlier ones are still being checked. Call release() after recording
      * the outcome.
      */
-    admit(keys: ThrottleKey[]): () => void {
-      assertAllowed(keys);
+    admit(keys: ThrottleKey[], what?: string): () => void {
+      assertAllowed(keys, what);
       for (const key of keys) inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
       let released = false;
       return () => {

@@ -9,6 +9,7 @@ import type { Caller, User } from './model.ts';
 import type { PasswordHasher } from './passwords.ts';
 import { checkPasswordPolicy } from './passwords.ts';
 import type { SessionsRepo } from './sessions-repo.ts';
+import type { SignInThrottle, ThrottleKey } from './throttle.ts';
 import type { UsersRepo } from './users-repo.ts';
 
 export interface UserDeps {
@@ -19,6 +20,7 @@ export interface UserDeps {
   audit: Audit;
   hasher: PasswordHasher;
   cursors: Cursors;
+  throttle: SignInThrottle;
 }
 
 export interface UserPatch {
@@ -54,24 +56,40 @@ export function createUserService(d: UserDeps) {
 
     /**
      * Updates the caller's name and/or password. A password change needs the current password and
-     * ends every other session of the user (their access tokens fail on the next request).
+     * ends every other session of the user (their access tokens fail on the next request). The
+     * current-password check is a password guess like a sign-in, and is throttled as one, on the
+     * same counters (the account's and the address's): a stolen access token must not give
+     * unlimited guesses at the password behind it.
      */
     async updateMe(by: Caller, patch: { name?: string; password?: string; currentPassword?: string }): Promise<User> {
       if (by.actor.type !== 'user') throw forbidden('Service accounts have no user profile.');
       const userId = by.actor.id;
       let passwordHash: string | undefined;
+      let accountKey: ThrottleKey | undefined;
       if (patch.password !== undefined) {
         if (patch.currentPassword === undefined) throw invalidField('currentPassword', 'is required to change the password');
         const current = requireUser(userId);
-        if (!(await d.hasher.verify(patch.currentPassword, current.passwordHash))) {
-          throw new AppError(422, 'invalid_current_password', 'currentPassword is not the current password.', {
-            errors: [{ path: 'currentPassword', message: 'is not the current password' }],
-          });
+        const keys: ThrottleKey[] = [`account:${current.email.toLowerCase()}`, `address:${by.ip}`];
+        const release = d.throttle.admit(keys, 'wrong passwords');
+        try {
+          if (!(await d.hasher.verify(patch.currentPassword, current.passwordHash))) {
+            d.db.tx(() => {
+              d.throttle.recordFailure(keys);
+              d.audit.record(by, { orgId: null, action: 'user.password_change_failed', target: { type: 'user', id: userId } });
+            });
+            throw new AppError(422, 'invalid_current_password', 'currentPassword is not the current password.', {
+              errors: [{ path: 'currentPassword', message: 'is not the current password' }],
+            });
+          }
+        } finally {
+          release();
         }
+        accountKey = keys[0];
         checkPasswordPolicy(patch.password);
         passwordHash = await d.hasher.hash(patch.password);
       }
       return d.db.tx(() => {
+        if (accountKey) d.throttle.recordSuccess(accountKey);
         const u = requireUser(userId);
         const next: User = { ...u, name: patch.name ?? u.name, passwordHash: passwordHash ?? u.passwordHash, updatedAt: d.clock.now() };
         d.users.updateUser(next);
