@@ -164,7 +164,7 @@ A('open the rejected rows: each with its reason, and as a CSV download', async (
 A('feed a job change; "job changed since" finds the contact; its timeline shows it', async (ctx) => {
   const { page, base } = ctx.e;
   ctx.root = await apiToken(ctx.e, ROOT_EMAIL, ROOT_PASSWORD);
-  const record = { linkedin: 'https://www.linkedin.com/in/ada-lovelace', name: 'Ada Lovelace', company: 'Babbage Computing', title: 'CTO' };
+  const record = { linkedin: 'https://www.linkedin.com/in/ada-lovelace', name: 'Ada Lovelace', company: 'Babbage Computing', title: 'CTO', location: 'London' };
   const fed = await ctx.e.call('POST', `${LEDGER}/feed`, { token: ctx.root, raw: `${JSON.stringify(record)}\n`, headers: { 'content-type': 'application/x-ndjson' } });
   assert.is(fed.status, 202, fed.text);
   await until(async () => (await ctx.e.call('GET', `${LEDGER}/feed/${fed.body.id}`, { token: ctx.root })).body.status === 'completed', 'the feed job');
@@ -193,8 +193,24 @@ A('feed a job change; "job changed since" finds the contact; its timeline shows 
   const timeline = await page.locator('ol.timeline').innerText();
   assert.ok(timeline.includes('job change'), timeline);
   assert.ok(timeline.includes('Analytical Engines') && timeline.includes('Babbage Computing'), timeline);
+  // an info change from no value: "— → London", not the change's raw JSON
+  assert.match(timeline, /location changed\s*— → London/);
+  assert.not.ok(timeline.includes('{'), timeline);
   await shoot(page, '17-contact-detail');
   await page.goBack();
+  await page.getByText('1 contact matches the filter').waitFor();
+
+  // a filter the API refuses: its error, and no rows of the filter before shown as if they matched it
+  await page.getByText('More filters').click();
+  await page.getByLabel('LinkedIn URL').fill('someone');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await page.getByText(/linkedin: must be a LinkedIn profile URL/).first().waitFor();
+  assert.is(await page.getByRole('region', { name: 'Contacts' }).locator('tbody tr').count(), 0, 'the rows of the earlier filter are gone');
+  assert.ok(await page.getByRole('button', { name: 'Download these as CSV' }).isDisabled());
+  await shoot(page, '17b-contacts-refused-filter');
+  if (!(await page.getByLabel('LinkedIn URL').isVisible())) await page.getByText('More filters').click();
+  await page.getByLabel('LinkedIn URL').fill('');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
   await page.getByText('1 contact matches the filter').waitFor();
 });
 
@@ -202,9 +218,10 @@ A('download the CSV of the current filter', async (ctx) => {
   const { page } = ctx.e;
   const [dl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download these as CSV' }).click()]);
   assert.match(dl.suggestedFilename(), /^ledger-l_.*\.csv$/);
-  const lines = readText((await dl.path())!).trim().split(/\r?\n/);
+  const text = readText((await dl.path())!);
+  assert.ok(text.startsWith('\uFEFFid,referenceId,name,linkedin,importCompany'), 'with a BOM, for spreadsheets');
+  const lines = text.slice(1).trim().split(/\r?\n/);
   assert.is(lines.length, 2, 'the header and the one matching contact');
-  assert.ok(lines[0]!.startsWith('\uFEFFid,referenceId,name,linkedin,importCompany'), 'with a BOM, for spreadsheets');
   assert.ok(lines[1]!.includes('Ada Lovelace') && lines[1]!.includes('Babbage Computing'));
   await page.getByText(/Downloaded ledger-l_.*\.csv/).waitFor();
   // without a filter: every contact

@@ -59,19 +59,23 @@ export interface Request<T> {
 
 /** Runs `fn` when `deps` change; keeps the last data while reloading (no flicker). */
 export function useRequest<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Request<T> {
-  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean }>({ loading: true });
+  // `of`: the deps the data was fetched under. A failed reload of the same request keeps showing
+  // its data under the error ("could not refresh"); data of other deps (the list before a filter
+  // changed) would be shown as matching a request that failed, so it goes.
+  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean; of?: string }>({ loading: true });
   const [n, setN] = useState(0);
+  const key = JSON.stringify(deps);
   useEffect(() => {
     const ctl = new AbortController();
-    setState((s) => ({ data: s.data, loading: true }));
+    setState((s) => ({ data: s.data, of: s.of, loading: true }));
     fn(ctl.signal).then(
-      (data) => !ctl.signal.aborted && setState({ data, loading: false }),
-      (error: unknown) => !ctl.signal.aborted && setState((s) => ({ data: s.data, error: asApiError(error), loading: false })),
+      (data) => !ctl.signal.aborted && setState({ data, of: key, loading: false }),
+      (error: unknown) => !ctl.signal.aborted && setState((s) => (s.of === key ? { data: s.data, of: s.of, error: asApiError(error), loading: false } : { error: asApiError(error), loading: false })),
     );
     return () => ctl.abort();
-  }, [...deps, n]);
+  }, [key, n]);
   const reload = useCallback(() => setN((x) => x + 1), []);
-  return { ...state, reload };
+  return { data: state.data, error: state.error, loading: state.loading, reload };
 }
 
 export function asApiError(e: unknown): ApiError {

@@ -15,6 +15,9 @@ interface Change {
   observedAt: string | null;
 }
 
+/** The changed field's value in a change's from/to object; null (shown as —) is a value too. The whole object only when it does not hold the field. */
+const valueOf = (side: Record<string, unknown> | null | undefined, field: string | null | undefined) =>
+  side && field && Object.prototype.hasOwnProperty.call(side, field) ? side[field] : side;
 const show = (v: unknown) => (v === null || v === undefined || v === '' ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
 
 /** One contact: current and imported values, and its change history as a timeline. */
@@ -108,7 +111,7 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
                           </p>
                         ) : (
                           <p>
-                            {show(ch.from?.[ch.field ?? ''] ?? ch.from)} → <strong>{show(ch.to?.[ch.field ?? ''] ?? ch.to)}</strong>
+                            {show(valueOf(ch.from, ch.field))} → <strong>{show(valueOf(ch.to, ch.field))}</strong>
                           </p>
                         )}
                         {ch.observedAt && (

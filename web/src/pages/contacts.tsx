@@ -104,7 +104,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
               ))}
             </select>
           </label>
-          <button type="button" class="secondary" disabled={dl.busy || count.data?.count === 0} onClick={() => void dl.run()}>
+          <button type="button" class="secondary" disabled={dl.busy || !list.data || count.data?.count === 0} onClick={() => void dl.run()}>
             {dl.busy ? 'Preparing CSV…' : active ? 'Download these as CSV' : 'Download CSV'}
           </button>
         </div>
