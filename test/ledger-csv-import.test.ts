@@ -665,6 +665,39 @@ P('a rejected-rows CSV uploaded again, round after round: its old reason and lin
   assert.equal([done.imported, done.invalid], [2, 0]);
 });
 
+P('a file of the user\'s own whose last columns are named reason and line is not taken for one of ours: its values come back in its rejected-rows CSV, and the rounds after stay stable', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'own reason');
+  const errorsOf = async (file: string, mapping?: unknown) => {
+    const r = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: csvForm(file, { mapping }) });
+    expectStatus(r, 202);
+    const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r.body.id);
+    const e = await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors`, { token: w.tokens.viewer });
+    return { job, text: e.text, rows: parse(e.text) as string[][] };
+  };
+  // (columns no other import of the organization had: with them, its rejected-rows CSV would have had this header)
+  const first = await errorsOf("name,company,linkedin,ticket,reason,line\nR1,Co,bad-li,T-1,my own reason,42\nR2,Co,,T-2,'=kept as sent,7\n");
+  assert.equal([first.job.imported, first.job.invalid], [1, 1]);
+  assert.equal(first.rows[0], ['name', 'company', 'linkedin', 'ticket', 'reason', 'line', 'reason', 'line'], 'the file\'s own columns, then ours');
+  assert.equal(first.rows[1]!.slice(0, 6), ['R1', 'Co', 'bad-li', 'T-1', 'my own reason', '42'], 'its own values kept');
+  assert.match(first.rows[1]![6]!, /linkedin/);
+  assert.is(first.rows[1]![7], '2');
+  // that rejected-rows CSV, fixed and uploaded again, is ours: its annotation is replaced, its own columns stay
+  const fixed = first.rows.map((r, i) => (i === 1 ? ['R1', 'Co', '', ...r.slice(3)] : r));
+  const quote = (c: string) => (/[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c);
+  const second = await errorsOf(fixed.map((r) => r.map(quote).join(',')).join('\n'));
+  assert.equal([second.job.imported, second.job.invalid, second.job.duplicates], [1, 0, 0], JSON.stringify(second.job));
+  // a column the import reads may be called reason: its value is imported, not replaced by ours —
+  // even where this header is also the one of a rejected-rows CSV of ours (of a file of name and company)
+  await errorsOf('name,company\n,Co\n');
+  const mapped = await errorsOf('name,company,reason,line\nAda,Co,Paris,1\n,Co,Lyon,2\n', { location: 'reason' });
+  assert.equal(mapped.rows, [['name', 'company', 'reason', 'line', 'reason', 'line'], ['', 'Co', 'Lyon', '2', 'name is required', '3']]);
+  // a file with a `Reason` column of its own: its rejected-rows CSV, uploaded again, is not a duplicate header
+  const own = await errorsOf('name,company,Reason\n,Co,why not\n');
+  assert.equal(own.rows[0], ['name', 'company', 'Reason', 'reason', 'line']);
+  const again = await errorsOf(own.text);
+  assert.equal(again.rows, [['name', 'company', 'Reason', 'reason', 'line'], ['', 'Co', 'why not', 'name is required', '2']]);
+});
+
 P('a rejected-rows CSV comes back fixed: the \' that formula escaping put in front of its cells is taken off again, so names are imported as first sent', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'formula round trip');
   const first = await post(t, w, ledgerId, "name,company,title\n-Ann,,@lead\n=Eve,,+1 VP\n'-Kim,,x\n");

@@ -138,12 +138,25 @@ export function mappingByName(columns: string[], mapping: ColumnMapping): Record
   return out;
 }
 
+/** The annotation a rejected-rows CSV (…/imports/:id/errors) puts after an upload's own columns. */
+export const REJECTION_COLUMNS = ['reason', 'line'] as const;
+
 /**
- * True for a rejected-rows CSV of ours (…/imports/:id/errors): its last two columns are exactly
- * `reason`, `line`. Uploaded again, such a file's old annotation is dropped from its next errors
- * CSV, and the `'` its formula escaping put in front of cells is taken off (CsvFormat.formulasEscaped).
+ * True when the last two columns are named as a rejected-rows CSV's annotation. A file of the
+ * user's own may end so too: whether it is one of ours is decided against the headers this
+ * organization's rejected-rows CSVs were written with (import-service.ts isOwnRejectedRows).
  */
-export const isRejectedRowsCsv = (columns: string[]): boolean => columns.length > 2 && columns.at(-2)!.trim() === 'reason' && columns.at(-1)!.trim() === 'line';
+export const endsWithRejectionColumns = (columns: string[]): boolean => columns.length > 2 && columns.at(-2) === REJECTION_COLUMNS[0] && columns.at(-1) === REJECTION_COLUMNS[1];
+
+/**
+ * The columns of an upload its rejected-rows CSV gives back: all of them, except the annotation of
+ * a rejected-rows CSV of ours uploaded again (CsvFormat.formulasEscaped), which the new one
+ * replaces rather than adds to (else a third round would have the columns twice).
+ */
+export const ownColumns = (format: { columns: string[]; formulasEscaped?: boolean }): string[] => (format.formulasEscaped ? format.columns.slice(0, -2) : format.columns);
+
+/** The header of the rejected-rows CSV of an upload read with `format`. */
+export const rejectedRowsHeader = (format: { columns: string[]; formulasEscaped?: boolean }): string[] => [...ownColumns(format), ...REJECTION_COLUMNS];
 
 /** The columns a mapping reads. */
 export const mappedColumns = (mapping: ColumnMapping): number[] => [...Object.values(mapping.fields), ...(mapping.lastNameColumn === undefined ? [] : [mapping.lastNameColumn])];

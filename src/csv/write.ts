@@ -46,7 +46,7 @@ function formulaStart(c: number): boolean {
 
 /**
  * A cell as it was before `escapeFormulas` put a `'` in front of it: for a rejected-rows CSV that
- * comes back fixed (src/csv/columns.ts isRejectedRowsCsv). Other cells are returned as they are.
+ * comes back fixed (src/ledger/import-service.ts isOwnRejectedRows). Other cells are returned as they are.
  */
 export function unescapeFormula(cell: string): string {
   return cell.length > 1 && cell.charCodeAt(0) === 0x27 && formulaStart(cell.charCodeAt(1)) ? cell.slice(1) : cell;

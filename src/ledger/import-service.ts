@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, renameSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
-import { checkHeader, isRejectedRowsCsv, mappingByName, MappingError, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
+import { checkHeader, endsWithRejectionColumns, mappedColumns, mappingByName, MappingError, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
 import { scanUpload } from '../csv/csv-worker-client.ts';
 import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { unescapeFormula } from '../csv/write.ts';
@@ -54,6 +54,8 @@ export interface Created {
 interface Inspected {
   scan: ScanResult;
   mapping: ColumnMapping;
+  /** A rejected-rows CSV of ours uploaded again (isOwnRejectedRows). */
+  ours: boolean;
 }
 
 
@@ -114,25 +116,48 @@ export function createImportService(d: ImportServiceDeps) {
   }
 
   /**
+   * A rejected-rows CSV of ours come back (fixed): a file whose header is one this organization's
+   * rejected-rows CSVs were written with. Its name alone — last columns `reason`, `line` — would
+   * take a file of the user's own with such columns for one of ours, and its next rejected-rows
+   * CSV would replace their values with ours (seventeenth session).
+   */
+  function isOwnRejectedRows(orgId: string, columns: string[]): boolean {
+    if (!endsWithRejectionColumns(columns)) return false;
+    const header = columns.map(unescapeFormula);
+    for (const format of d.imports.csvFormatsOfOrg(orgId)) {
+      const written = rejectedRowsHeader(format);
+      if (written.length === header.length && written.every((c, i) => unescapeFormula(c) === header[i])) return true;
+    }
+    return false;
+  }
+
+  /**
    * Scans the file and works out how to read it; throws the 415/422 answer when it cannot be used —
    * except, for an import (`acceptUnreadable`), a text that cannot be read as CSV: its job fails
    * instead (SPEC §4.3), so that failure is returned.
    */
-  async function inspect(file: ReceivedFile, explicit: unknown, requireComplete: false): Promise<Inspected>;
-  async function inspect(file: ReceivedFile, explicit: unknown, requireComplete: true, acceptUnreadable: true): Promise<Inspected | { unreadable: ScanFailure }>;
-  async function inspect(file: ReceivedFile, explicit: unknown, requireComplete: boolean, acceptUnreadable = false): Promise<Inspected | { unreadable: ScanFailure }> {
+  async function inspect(orgId: string, file: ReceivedFile, explicit: unknown, requireComplete: false): Promise<Inspected>;
+  async function inspect(orgId: string, file: ReceivedFile, explicit: unknown, requireComplete: true, acceptUnreadable: true): Promise<Inspected | { unreadable: ScanFailure }>;
+  async function inspect(orgId: string, file: ReceivedFile, explicit: unknown, requireComplete: boolean, acceptUnreadable = false): Promise<Inspected | { unreadable: ScanFailure }> {
     const scanned = await scanUpload(file.path);
     if (!scanned.ok) {
       if (scanned.unreadable && acceptUnreadable) return { unreadable: scanned };
       throw uploadProblem(scanned.status, scanned.message, scanned.line);
     }
-    // a rejected-rows CSV's header names had their formula escaping too ("'@handle"): a mapping names the column as first sent
-    const scan = isRejectedRowsCsv(scanned.columns) ? { ...scanned, columns: scanned.columns.map(unescapeFormula) } : scanned;
+    const read = (ours: boolean): Inspected => {
+      // a rejected-rows CSV's header names had their formula escaping too ("'@handle"): a mapping names the column as first sent
+      const scan = ours ? { ...scanned, columns: scanned.columns.map(unescapeFormula) } : scanned;
+      // our annotation may repeat a name of the file's own (its `Reason` column, or its own reason and line)
+      checkHeader(ours ? scan.columns.slice(0, -REJECTION_COLUMNS.length) : scan.columns);
+      return { scan, mapping: resolveMapping(scan.columns, explicit), ours };
+    };
     try {
-      checkHeader(scan.columns);
-      const mapping = resolveMapping(scan.columns, explicit);
-      if (requireComplete) requireMapped(mapping);
-      return { scan, mapping };
+      let inspected = read(isOwnRejectedRows(orgId, scanned.columns));
+      // a mapping that reads the reason or line column says they hold the file's own data: not ours
+      const annotation = scanned.columns.length - REJECTION_COLUMNS.length;
+      if (inspected.ours && mappedColumns(inspected.mapping).some((i) => i >= annotation)) inspected = read(false);
+      if (requireComplete) requireMapped(inspected.mapping);
+      return inspected;
     } catch (err) {
       if (err instanceof MappingError) throw invalid(`The upload cannot be imported: ${err.message}.`, [{ path: err.path, message: err.message }]);
       throw err;
@@ -160,19 +185,19 @@ export function createImportService(d: ImportServiceDeps) {
         // Replayed before scanning (the answer does not depend on the file being readable now).
         if (earlier && earlier.requestHash === idempotency.requestHash) return { job: d.imports.findImport(earlier.id, d.clock.now())!, replayed: true };
       }
-      const inspected = await inspect(file, explicit, true, true);
+      const inspected = await inspect(orgId, file, explicit, true, true);
       if ('unreadable' in inspected) {
         // SPEC §4.3: a file that cannot be parsed fails its job with a message naming the line. Found
         // before any row was imported, so none is: the fixed file can be uploaded again as a whole.
         const failure = `the file cannot be read: ${inspected.unreadable.message} (nothing was imported)`;
         return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'csv', fileName: file.fileName, filePath: null, format: null, submitted: 0, idempotency }, undefined, failure);
       }
-      const { scan, mapping } = inspected;
+      const { scan, mapping, ours } = inspected;
       const id = newId('imp');
       mkdirSync(d.uploadsDir, { recursive: true, mode: 0o700 });
       const stored = join(d.uploadsDir, `${id}.csv`);
       renameSync(file.path, stored);
-      const format: CsvFormat = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping, ...(isRejectedRowsCsv(scan.columns) ? { formulasEscaped: true } : {}) };
+      const format: CsvFormat = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping, ...(ours ? { formulasEscaped: true } : {}) };
       try {
         const created = createJob(by, orgId, { id, ledgerId, source: 'csv', fileName: file.fileName, filePath: stored, format, submitted: scan.rows, idempotency });
         if (created.replayed) unlinkSync(stored); // another request with the key won meanwhile
@@ -186,7 +211,7 @@ export function createImportService(d: ImportServiceDeps) {
     /** What an upload would import: columns, the first rows, the suggested mapping; stores nothing. */
     async preview(orgId: string, ledgerId: string, file: ReceivedFile, mappingText: string | undefined) {
       requireLedger(orgId, ledgerId);
-      const { scan, mapping } = await inspect(file, parseMapping(mappingText), false);
+      const { scan, mapping, ours } = await inspect(orgId, file, parseMapping(mappingText), false);
       const missing = (['name', 'company'] as const).filter((f) => mapping.fields[f] === undefined);
       // the rows as the import reads them: a rejected-rows CSV's cells without their formula escaping
       const rows = scan.head.slice(0, 10);
@@ -194,7 +219,7 @@ export function createImportService(d: ImportServiceDeps) {
         columns: scan.columns,
         delimiter: scan.delimiter,
         rowCount: scan.rows,
-        rows: isRejectedRowsCsv(scan.columns) ? rows.map((r) => r.map(unescapeFormula)) : rows,
+        rows: ours ? rows.map((r) => r.map(unescapeFormula)) : rows,
         suggestedMapping: mappingByName(scan.columns, suggestMapping(scan.columns)),
         mapping: mappingByName(scan.columns, mapping),
         missing,

@@ -122,6 +122,7 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     rejections: db.raw.prepare<[string, number, number], { row_no: number; line: number | null; reason: string; kind: 'invalid' | 'duplicate'; raw: string }>(
       'SELECT row_no, line, reason, kind, raw FROM import_rejections WHERE import_id = ? AND row_no > ? ORDER BY row_no LIMIT ?',
     ),
+    formatsOfOrg: db.raw.prepare<[string], string>('SELECT i.format FROM import_jobs i JOIN ledgers l ON l.id = i.ledger_id WHERE l.org_id = ? AND i.format IS NOT NULL').pluck(),
     filePaths: db.raw.prepare<[], string>('SELECT file_path FROM import_jobs WHERE file_path IS NOT NULL').pluck(),
     anyOfLedger: db.raw.prepare<[string], string>('SELECT id FROM import_jobs WHERE ledger_id = ? LIMIT 1').pluck(),
     purgeRejections: db.raw.prepare<[string, string, number]>(
@@ -172,6 +173,10 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     },
     deletePayload: (id: string): void => void q.deletePayload.run(id),
     insertRejection: (id: string, r: Rejection): void => void q.insertRejection.run(id, r.rowNo, r.line, r.reason, r.kind, JSON.stringify(r.raw)),
+    /** How the organization's CSV imports were read, one by one (a caller looking for one stops early). */
+    *csvFormatsOfOrg(orgId: string): Generator<CsvFormat> {
+      for (const format of q.formatsOfOrg.iterate(orgId)) yield JSON.parse(format) as CsvFormat;
+    },
     /** Rejections after row `afterRow`, in row order, up to `limit`. */
     listRejections: (id: string, afterRow: number, limit: number): Rejection[] =>
       q.rejections.all(id, afterRow, limit).map((r) => ({ rowNo: r.row_no, line: r.line, reason: r.reason, kind: r.kind, raw: parseJsonExact(r.raw) })),

@@ -5,7 +5,7 @@ import { isoZ, isoZOrNull } from '../clock.ts';
 import { badRequest, invalid } from '../errors.ts';
 import { exactIntegerText } from '../exact-json.ts';
 import { validateContact } from './contact-input.ts';
-import { isRejectedRowsCsv } from '../csv/columns.ts';
+import { ownColumns, rejectedRowsHeader, REJECTION_COLUMNS } from '../csv/columns.ts';
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
 import type { ApiRouter } from '../http/route.ts';
 import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
@@ -76,26 +76,18 @@ function attachment(ctx: Koa.Context, fileName: string): void {
   ctx.set('Cache-Control', 'no-store');
 }
 
-/**
- * How many of a CSV import's columns its rejected-rows CSV gives back: all of them, except when
- * the file was itself a rejected-rows CSV (its last two columns are exactly our `reason`, `line`),
- * whose old annotation is replaced by the new one rather than added to (else a third round would
- * have the columns twice and be refused as a duplicate header).
- */
-const sourceColumns = (columns: string[]) => (isRejectedRowsCsv(columns) ? columns.length - 2 : columns.length);
-
 /** The rejected rows as CSV: the original columns (CSV) or the contact fields (API), then the reason (and line, or the submitted JSON). */
 function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>, escape: boolean): Generator<string> {
   const csv = imp.format;
   if (imp.source === 'csv' && !csv) {
-    yield csvHeader(['reason', 'line']); // a file that could not be read: no row was taken
+    yield csvHeader(REJECTION_COLUMNS); // a file that could not be read: no row was taken
     return;
   }
-  const kept = csv ? sourceColumns(csv.columns) : 0;
+  const kept = csv ? ownColumns(csv).length : 0;
   // API batches: `raw` is the submitted value as JSON, so what the contact fields cannot show
   // (unknown fields, wrong types, a row that is not an object) is not lost. The uploaded file's
   // own column names are its text (quoted and escaped); ours are plain names.
-  yield csv ? csvLines([[...csv.columns.slice(0, kept), 'reason', 'line']], escape) : csvHeader(['row', ...CONTACT_FIELDS, 'reason', 'raw']);
+  yield csv ? csvLines([rejectedRowsHeader(csv)], escape) : csvHeader(['row', ...CONTACT_FIELDS, 'reason', 'raw']);
   for (const page of pages) {
     const rows = page.map((r) => {
       if (csv) {
