@@ -153,7 +153,7 @@ export const endsWithRejectionColumns = (columns: string[]): boolean => columns.
  * a rejected-rows CSV of ours uploaded again (CsvFormat.formulasEscaped), which the new one
  * replaces rather than adds to (else a third round would have the columns twice).
  */
-export const ownColumns = (format: { columns: string[]; formulasEscaped?: boolean }): string[] => (format.formulasEscaped ? format.columns.slice(0, -2) : format.columns);
+export const ownColumns = (format: { columns: string[]; formulasEscaped?: boolean }): string[] => (format.formulasEscaped ? format.columns.slice(0, -REJECTION_COLUMNS.length) : format.columns);
 
 /** The header of the rejected-rows CSV of an upload read with `format`. */
 export const rejectedRowsHeader = (format: { columns: string[]; formulasEscaped?: boolean }): string[] => [...ownColumns(format), ...REJECTION_COLUMNS];
