@@ -130,6 +130,16 @@ C('feed <file>: runs the feed itself when no server runs, hands it to the runnin
     assert.is(code, 0, err);
     assert.match(err, /handed people\.jsonl to its inbox/);
     assert.match(out, /^ingested \d+-people\.jsonl: feed_[0-9a-z]+ completed: 3 records, 2 invalid, 0 older than known, 0 persons updated/, 'the counts, as when the command runs the feed itself');
+    // a name too long for the server to file with its feed id: the copy is named as the server files it, and the command ends
+    const longFile = join(data, '..', `${'m'.repeat(215)}.jsonl`);
+    writeFileSync(longFile, '{"name":"Max Len","company":"Acme"}\n');
+    const long = spawn(process.execPath, [MAIN, 'feed', longFile], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let longOut = '';
+    let longErr = '';
+    long.stdout!.on('data', (d: Buffer) => (longOut += d));
+    long.stderr!.on('data', (d: Buffer) => (longErr += d));
+    assert.is(await new Promise<number | null>((resolve) => long.on('exit', resolve)), 0, longErr);
+    assert.match(longOut, /^ingested \d+-m+~\.jsonl: feed_[0-9a-z]+ completed: 1 records/);
   } finally {
     server.child.kill('SIGTERM');
     await server.exit;

@@ -10,6 +10,7 @@ import { createCursors } from '../src/cursor.ts';
 import { companyKey, nameKey } from '../src/normalize.ts';
 import { createSettingsRepo } from '../src/storage/settings-repo.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
+import { inboxName } from '../src/tracking/feed-files.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
 import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
 
@@ -986,6 +987,27 @@ I('inbox files are taken once they stopped changing, then moved to done/ with th
   const list = await t.call('GET', FEED, { token: (await signInRoot(t)).accessToken });
   const good = list.body.feeds.find((f: any) => f.fileName === 'good.jsonl');
   assert.equal([good.source, good.status, good.received, good.personsUpdated], ['inbox', 'completed', 2, 2]);
+});
+
+I('an inbox file with a name too long to file with its feed id is taken under a shorter name, its extension kept (it was never moved, and stayed in the inbox)', async ({ t }) => {
+  const inbox = join(t.dataDir, 'inbox');
+  const old = new Date(Date.now() - 10_000);
+  const long = `${'社員名簿'.repeat(19)}.jsonl`; // 82 characters, 234 bytes: 255 with the feed id before it
+  const other = `${'n'.repeat(240)}.txt`;
+  for (const [name, body] of [[long, ndjson({ name: 'Long Name', company: 'Length Co' })], [other, 'not a feed']] as const) {
+    writeFileSync(join(inbox, name), body);
+    utimesSync(join(inbox, name), old, old);
+  }
+  const feeds = t.rt.tracking.feeds;
+  feeds.scanInbox();
+  feeds.scanInbox();
+  const short = inboxName(long);
+  assert.ok(Buffer.byteLength(short) <= 212 && short.endsWith('~.jsonl') && long.startsWith(short.slice(0, -'~.jsonl'.length)), short);
+  assert.is(await settled(t, short), 'done');
+  assert.match(readFileSync(join(inbox, 'done', `${short}.result.txt`), 'utf8'), /completed: 1 records/);
+  assert.is(await settled(t, inboxName(other)), 'failed');
+  assert.ok(!existsSync(join(inbox, long)) && !existsSync(join(inbox, other)), 'nothing left in the inbox');
+  assert.is(inboxName('short.csv.gz'), 'short.csv.gz');
 });
 
 I('an inbox file ending inside a line waits a minute (its writer may have paused mid-record); one of which no record could be applied goes to failed/', async ({ t }) => {

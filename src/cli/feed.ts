@@ -4,7 +4,7 @@ import { loadConfig } from '../config.ts';
 import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
-import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, sidecarOf } from '../tracking/feed-files.ts';
+import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, sidecarOf } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { commandLogger } from './common.ts';
 import { progress } from './progress.ts';
@@ -47,7 +47,7 @@ export const feedCommand: Command = {
       // The server runs: give it the file through its inbox.
       const inbox = inboxDir(config.dataDir);
       mkdirSync(inbox, { recursive: true });
-      const name = `${Date.now()}-${basename(file)}`;
+      const name = inboxName(`${Date.now()}-${basename(file)}`);
       const partial = join(inbox, `.${name}.partial`);
       copyFileSync(file, partial);
       // A last line without a line break makes the inbox wait a minute for the rest of it (a writer

@@ -31,6 +31,29 @@ export function formatOfName(name: string): FeedFormat | undefined {
   return undefined;
 }
 
+/**
+ * The longest name, in bytes, an inbox file keeps: the server puts its feed id before it in
+ * processing/ (`feed_<26>-`, and in done/ or failed/ when the name is taken) and a `.reason.txt`
+ * or `.result.txt` beside it, and a file name has at most 255 bytes.
+ */
+const MAX_INBOX_NAME = 255 - 32 - 11;
+
+/**
+ * An inbox file's name as the server files it: the name itself, or one cut to MAX_INBOX_NAME
+ * bytes — at a character, its extension kept (it says the format), `~` where it was cut. A longer
+ * name could not be moved to processing/, and the file stayed in the inbox for good. The CLI
+ * names its copy with this too, so it looks for the name the server gives the file.
+ */
+export function inboxName(name: string): string {
+  if (Buffer.byteLength(name) <= MAX_INBOX_NAME) return name;
+  const ext = /(\.[A-Za-z0-9]{1,8}){0,2}$/.exec(name)![0];
+  let stem = name.slice(0, name.length - ext.length);
+  while (Buffer.byteLength(`${stem}~${ext}`) > MAX_INBOX_NAME) stem = stem.slice(0, -1);
+  // not half a surrogate pair
+  if (/[\uD800-\uDBFF]$/.test(stem)) stem = stem.slice(0, -1);
+  return `${stem}~${ext}`;
+}
+
 /** True when the file starts with the gzip magic bytes. */
 export function isGzip(path: string): boolean {
   const fd = openSync(path, 'r');

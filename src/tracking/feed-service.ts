@@ -10,7 +10,7 @@ import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
-import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, inboxFolder, isGzip, settleFeedFile, writeSidecar } from './feed-files.ts';
+import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, inboxFolder, inboxName, isGzip, settleFeedFile, writeSidecar } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
 import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from './feeds-repo.ts';
@@ -135,13 +135,13 @@ export function createFeedService(d: {
       if (format && format !== 'json' && now - st.mtimeMs < INBOX_UNTERMINATED_SETTLE_MS && endsInsideALine(path)) continue;
       seen.delete(name);
       if (!format) {
-        const target = freeName(inboxFolder(d.dataDir, 'failed'), name, newId('feed'));
+        const target = freeName(inboxFolder(d.dataDir, 'failed'), inboxName(name), newId('feed'));
         writeSidecar(target, 'reason', 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz');
         renameSync(path, target);
         continue;
       }
       const id = newId('feed');
-      const target = join(inboxFolder(d.dataDir, 'processing'), `${id}-${name}`);
+      const target = join(inboxFolder(d.dataDir, 'processing'), `${id}-${inboxName(name)}`);
       renameSync(path, target);
       try {
         createFeed('inbox', target, name, format, null, id);
