@@ -108,6 +108,38 @@ C('keys rotate adds a signing key', () => {
   assert.is(run(['keys', 'spin'], { CONTACT_LEDGER_DATA: data }).status, 2);
 });
 
+C('keys rotate while the server runs keeps the key it signs with until it restarts: a second rotation does not retire it', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ops@example.com', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase 42' };
+  const signIn = async (port: number) => (await request(`http://127.0.0.1:${port}`, 'POST', `${ID}/session`, { body: { grantType: 'password', email: 'ops@example.com', password: 'a long passphrase 42' } })).body.accessToken as string;
+  const first = await serve(env);
+  let token: string;
+  try {
+    token = await signIn(first.port);
+    const once = run(['keys', 'rotate'], env);
+    assert.is(once.status, 0, once.stderr);
+    const twice = run(['keys', 'rotate'], env);
+    assert.is(twice.status, 0, twice.stderr);
+    const kid = JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid as string;
+    assert.match(twice.stdout, new RegExp(`kept ${kid}, which the running server \\(pid ${first.child.pid}\\) still signs with`));
+    assert.not.match(twice.stdout, /retired/);
+  } finally {
+    first.child.kill('SIGTERM');
+    await first.exit;
+  }
+  const second = await serve(env);
+  try {
+    const me = await request(`http://127.0.0.1:${second.port}`, 'GET', `${ID}/users/me`, { token });
+    assert.is(me.status, 200, 'a token the server issued before both rotations still verifies after its restart');
+  } finally {
+    second.child.kill('SIGTERM');
+    await second.exit;
+  }
+  // with no server running, a rotation keeps only the key it replaces
+  const third = run(['keys', 'rotate'], env);
+  assert.match(third.stdout, /retired k[0-9a-z]{12}, k[0-9a-z]{12}\./);
+});
+
 C('feed <file>: runs the feed itself when no server runs, hands it to the running server\'s inbox otherwise', async () => {
   const data = tempDir();
   const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ops@example.com', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase 42' };

@@ -1,5 +1,6 @@
 import { loadConfig } from '../config.ts';
 import { rotateSigningKeys } from '../identity/signing-keys.ts';
+import { dataDirHolder } from '../storage/lock.ts';
 import { prepareDataDir } from '../storage/storage.ts';
 import { EXIT_OK, UsageError, type Command } from './command.ts';
 
@@ -12,8 +13,10 @@ export const keysCommand: Command = {
     if (args.positionals[0] !== 'rotate' || args.positionals.length !== 1) throw new UsageError('usage: contact-ledger keys rotate');
     const config = loadConfig(io.env, args.config);
     prepareDataDir(config.dataDir);
-    const r = rotateSigningKeys(config.dataDir);
-    io.out(`new signing key ${r.kid}${r.retired.length ? `; retired ${r.retired.join(', ')}` : ''}. Restart the server to use it.`);
+    const server = dataDirHolder(config.dataDir);
+    const r = rotateSigningKeys(config.dataDir, Date.now(), server?.since);
+    const kept = r.stillSigning ? `; kept ${r.stillSigning}, which the running server (pid ${server!.pid}) still signs with` : '';
+    io.out(`new signing key ${r.kid}${r.retired.length ? `; retired ${r.retired.join(', ')}` : ''}${kept}. Restart the server to use it.`);
     return EXIT_OK;
   },
 };

@@ -66,15 +66,21 @@ export function loadSigningKeys(dataDir: string, now: number = Date.now()): Sign
 }
 
 /**
- * Adds a new signing key and keeps only the one it replaces, so tokens signed before the rotation
- * stay valid until they expire. A running server picks the new key up at its next start.
+ * Adds a new signing key and keeps the one it replaces, so tokens signed before the rotation stay
+ * valid until they expire. A running server picks the new key up at its next start; until then it
+ * signs with the newest key it found at its start (`runningSince`: when the server holding the
+ * data folder started), so that key and every later one are kept too: a second rotation before
+ * the restart retired the key the server still signed with, and every token it had issued failed
+ * after the restart (seventeenth session).
  */
-export function rotateSigningKeys(dataDir: string, now: number = Date.now()): { kid: string; retired: string[] } {
-  const current = loadSigningKeys(dataDir, now);
+export function rotateSigningKeys(dataDir: string, now: number = Date.now(), runningSince?: number): { kid: string; retired: string[]; stillSigning?: string } {
+  loadSigningKeys(dataDir, now); // checks the file (and makes the first key)
   const raw = JSON.parse(readFileSync(keyFilePath(dataDir), 'utf8')) as KeyFile;
   const fresh = newKey(now);
-  const keep = raw.keys.slice(-1);
-  writeKeyFile(dataDir, { keys: [...keep, fresh] });
+  // the newest key made before the server started; none: the server made the first one at its start
+  const signing = runningSince === undefined ? -1 : Math.max(0, raw.keys.findLastIndex((k) => Date.parse(k.createdAt) <= runningSince));
+  const from = signing >= 0 ? Math.min(raw.keys.length - 1, signing) : raw.keys.length - 1;
+  writeKeyFile(dataDir, { keys: [...raw.keys.slice(from), fresh] });
   chmodSync(keyFilePath(dataDir), 0o600);
-  return { kid: fresh.kid, retired: current.slice(0, -1).map((k) => k.kid) };
+  return { kid: fresh.kid, retired: raw.keys.slice(0, from).map((k) => k.kid), ...(signing >= 0 && signing < raw.keys.length - 1 ? { stillSigning: raw.keys[signing]!.kid } : {}) };
 }

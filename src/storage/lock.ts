@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { StartupError } from './db.ts';
 
@@ -53,6 +53,32 @@ function ownerAlive(pid: number, started: string | undefined): boolean {
   return now === undefined || now === started;
 }
 
+/** The lock file's owner, as written: its pid and, where known, its start in clock ticks. */
+function readLock(file: string): { pid: number; started: string | undefined } | undefined {
+  try {
+    const [p, s] = readFileSync(file, 'utf8').trim().split(' ');
+    const pid = Number.parseInt(p ?? '', 10);
+    return Number.isInteger(pid) && pid > 0 ? { pid, started: s } : undefined;
+  } catch {
+    return undefined; // none, or vanished meanwhile
+  }
+}
+
+/**
+ * The live process holding the data folder (usually the server) and when it took it (the lock
+ * file's time), or undefined when none does.
+ */
+export function dataDirHolder(dataDir: string): { pid: number; since: number } | undefined {
+  const file = join(dataDir, 'contact-ledger.lock');
+  const owner = readLock(file);
+  if (!owner || owner.pid === process.pid || !ownerAlive(owner.pid, owner.started)) return undefined;
+  try {
+    return { pid: owner.pid, since: statSync(file).mtimeMs };
+  } catch {
+    return undefined;
+  }
+}
+
 export interface DataLock {
   release(): void;
 }
@@ -75,17 +101,9 @@ export function lockDataDir(dataDir: string): DataLock {
       };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StartupError(`cannot create ${file}: ${(err as Error).message}`);
-      let pid = NaN;
-      let started: string | undefined;
-      try {
-        const [p, s] = readFileSync(file, 'utf8').trim().split(' ');
-        pid = Number.parseInt(p ?? '', 10);
-        started = s;
-      } catch {
-        /* vanished meanwhile */
-      }
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && ownerAlive(pid, started))
-        throw new DataDirLockedError(`another contact-ledger (pid ${pid}) is using the data folder ${dataDir}; stop it first`, pid);
+      const owner = readLock(file);
+      if (owner && owner.pid !== process.pid && ownerAlive(owner.pid, owner.started))
+        throw new DataDirLockedError(`another contact-ledger (pid ${owner.pid}) is using the data folder ${dataDir}; stop it first`, owner.pid);
       rmSync(file, { force: true }); // left by a process that is gone
     }
   }
