@@ -154,6 +154,10 @@ export function createUserService(d: UserDeps) {
         if ((next.disabled && !u.disabled) || passwordHash) {
           d.sessions.revokeSessionsOfUser(userId, '', d.clock.now(), next.disabled ? 'user_disabled' : 'password_reset');
         }
+        // a password set by an administrator (or `user passwd`) lifts the account's sign-in
+        // throttle: the guesses counted there were against a password that is gone, and the reset
+        // is how a locked-out user gets back in before the window ends
+        if (passwordHash) d.throttle.recordSuccess(`account:${u.email.toLowerCase()}`);
         const changes: Record<string, unknown> = {};
         for (const k of ['name', 'superuser', 'disabled'] as const) if (u[k] !== next[k]) changes[k] = { from: u[k], to: next[k] };
         if (passwordHash) changes.passwordReset = true;
