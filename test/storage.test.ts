@@ -10,6 +10,7 @@ import { paths } from '../src/paths.ts';
 import { DB_FILE, openRuntime } from '../src/runtime.ts';
 import { openDb, StartupError, verifySettings } from '../src/storage/db.ts';
 import { loadMigrations, migrate, schemaVersion } from '../src/storage/migrate.ts';
+import { prepareDataDir } from '../src/storage/storage.ts';
 import { tempDir, testConfig } from './helpers.ts';
 
 const quiet = { log: createLogger('silent') };
@@ -287,6 +288,16 @@ S('an unwritable data folder stops the start with a message naming the folder', 
     assert.match((err as Error).message, /is not usable/);
   }
   assert.equal(readdirSync(dir), []);
+});
+
+S('a data folder that cannot be made under a folder that exists (/proc/x) stops the start with that message, not a spin', () => {
+  for (const dir of ['/proc/contact-ledger-test/data', '/proc/contact-ledger-test']) {
+    assert.throws(() => prepareDataDir(dir), (err: Error) => /data folder \/proc\/contact-ledger-test.* is not usable \(ENOENT\)/.test(err.message), dir);
+  }
+  const nested = join(tempDir(), 'a', 'b', 'c');
+  prepareDataDir(nested);
+  assert.is(statSync(nested).mode & 0o777, 0o700, 'made a level at a time, each 0700');
+  assert.is(statSync(join(nested, '..')).mode & 0o777, 0o700);
 });
 
 S.run();

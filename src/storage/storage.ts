@@ -1,5 +1,5 @@
-import { mkdirSync, accessSync, constants } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -20,11 +20,25 @@ export const DB_FILE = 'contact-ledger.db';
 /** Creates the data folder (0700) and proves it is writable, with a clear message otherwise. */
 export function prepareDataDir(dataDir: string): void {
   try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    makeFolders(dataDir);
     accessSync(dataDir, constants.W_OK | constants.R_OK);
   } catch (err) {
     throw new StartupError(`data folder ${dataDir} is not usable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); set CONTACT_LEDGER_DATA to a writable folder`);
   }
+}
+
+/**
+ * `mkdir -p`, a level at a time from the nearest folder that exists: Node's recursive mkdir spins
+ * for ever where a parent exists but a child cannot be made in it (`/proc/x`: EEXIST for /proc,
+ * ENOENT for /proc/x, again and again — a tester's server ran at 100 % CPU, deaf to SIGTERM).
+ */
+function makeFolders(dir: string): void {
+  const missing: string[] = [];
+  for (let d = resolve(dir); !existsSync(d); d = dirname(d)) {
+    missing.push(d);
+    if (dirname(d) === d) break;
+  }
+  for (const d of missing.reverse()) mkdirSync(d, { mode: 0o700 });
 }
 
 export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
