@@ -239,7 +239,10 @@ A('invalid webhooks are refused with a 422 naming the field', async ({ t, w }) =
     // what the URL parser forgives is refused, not read as another host or path
     [{ url: 'http:///hooks/path', events: ['import.completed'] }, 'url', /scheme:\/\/host/],
     [{ url: 'http:hooks.example.test/x', events: ['import.completed'] }, 'url', /scheme:\/\/host/],
-    [{ url: 'https:\\\\hooks.example.test/x', events: ['import.completed'] }, 'url', /scheme:\/\/host/],
+    [{ url: 'https:\\\\hooks.example.test/x', events: ['import.completed'] }, 'url', /backslash/],
+    [{ url: 'https://hooks.example.test\\x', events: ['import.completed'] }, 'url', /backslash/],
+    [{ url: 'https://good.example.test\\@evil.example.test/', events: ['import.completed'] }, 'url', /backslash/],
+    [{ url: 'https://hooks.example.test:8a/', events: ['import.completed'] }, 'url', /port 8a .*a number between 1 and 65535/],
     [{ url: 'https://hooks.example.test/a b', events: ['import.completed'] }, 'url', /spaces/],
     [{ url: 'https://hooks.exam\tple.test/', events: ['import.completed'] }, 'url', /tabs/],
     [{ url: 'https://hooks.example.test:0/', events: ['import.completed'] }, 'url', /port 0 .*between 1 and 65535/],

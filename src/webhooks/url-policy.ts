@@ -82,12 +82,15 @@ export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allo
   // anywhere and spaces at the ends, and reads `http:///path` as the host `path`. A webhook URL
   // is configuration, so it is taken as written or refused.
   if (/[\u0000-\u0020\u007f]/.test(raw)) return { ok: false, code: 'invalid_url', reason: 'must not contain spaces, tabs, line breaks or control characters (percent-encode them)' };
+  // and it reads a backslash as a slash: `http://host\x` would be stored as http://host/x
+  if (raw.includes('\\')) return { ok: false, code: 'invalid_url', reason: 'must not contain a backslash (write / between path segments, or %5C for a backslash)' };
   let u: URL;
   try {
     u = new URL(raw);
   } catch {
-    const port = /^https?:\/\/[^/?#]*:(\d+)(?:[/?#]|$)/i.exec(raw)?.[1];
-    return { ok: false, code: 'invalid_url', reason: port !== undefined && Number(port) > 65535 ? `port ${port} is not a port: it must be between 1 and 65535` : 'must be an absolute http:// or https:// URL' };
+    // the port of `scheme://[user@]host:port`, when one was written after the host
+    const port = /^https?:\/\/(?:[^/?#@]*@)?(?:\[[^\]]*\]|[^/?#:[]*):([^/?#]*)/i.exec(raw)?.[1];
+    return { ok: false, code: 'invalid_url', reason: port !== undefined && !/^\d{1,5}$/.test(port) ? `port ${port} is not a port: it must be a number between 1 and 65535` : port !== undefined && Number(port) > 65535 ? `port ${port} is not a port: it must be between 1 and 65535` : 'must be an absolute http:// or https:// URL' };
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return { ok: false, code: 'invalid_url', reason: `must use http or https, not ${u.protocol.replace(/:$/, '')}` };
   if (!/^https?:\/\/[^/\\?#]/i.test(raw)) return { ok: false, code: 'invalid_url', reason: 'must be written scheme://host…, with the host right after the two slashes' };
