@@ -611,6 +611,11 @@ T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part 
   assert.match(errors, /3,3,"a record must be an object/);
   assert.match(errors, /4,3,"a record must be an object/);
   assert.match(errors, /5,4,"the element is longer than/);
+  // stray commas and a missing one are said with their line; the elements around them are applied
+  const damaged = await feed(t, w.root, '[,{"name":"K1","company":"Commas"},\n{"name":"K2","company":"Commas"},,\n{"name":"K3","company":"Commas"}\n{"name":"K4","company":"Commas"},]', 'application/json');
+  assert.equal([damaged.status, damaged.invalid, damaged.personsUpdated], ['completed', 4, 4]);
+  const said = (await t.call('GET', `${FEED}/${damaged.id}/errors`, { token: w.root })).text;
+  for (const [line, what] of [[1, 'an empty element'], [2, 'an empty element'], [4, 'a comma is missing before this element'], [4, 'a comma right before']] as const) assert.match(said, new RegExp(`,${line},"${what}`), `${line}: ${what}\n${said}`);
   // a document that is one object is one record; anything else that is not an array fails the job
   const one = await feed(t, w.root, '\n {"name":"Solo Object","company":"Single, Inc.","title":"CTO"}\n', 'application/json');
   assert.equal([one.status, one.received, one.invalid, one.personsUpdated], ['completed', 1, 0, 1]);

@@ -233,6 +233,9 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
   let size = 0;
   let tooLong = false;
   let scalar = false; // an element that is not an object or array is being skipped
+  // an element must come next (after "[" or a comma); a comma was seen in the array
+  let expectElement = true;
+  let sawComma = false;
   let startLine = 1;
   const keep = (b: Buffer) => {
     if (tooLong) return;
@@ -291,20 +294,28 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
       if (depth === 1) {
         if (b === 0x2c || b === 0x5d) {
           if (scalar) yield element();
+          // a stray comma is damage (a file cut and joined, a line deleted): said, never passed over
+          if (expectElement && (b === 0x2c || sawComma)) yield { line, error: b === 0x2c ? 'an empty element: two commas in a row, or a comma right after "["' : 'a comma right before "]"' };
           if (b === 0x5d) {
             ended = true;
             depth = 0;
           }
+          expectElement = true;
+          sawComma = true;
           continue;
         }
         if (isSpace(b)) continue;
         if (b === 0x7b || b === 0x5b) {
+          if (!expectElement) yield { line, error: 'a comma is missing before this element' };
+          expectElement = false;
           startLine = line;
           from = i;
           depth = 2;
           continue;
         }
         if (!scalar) {
+          if (!expectElement) yield { line, error: 'a comma is missing before this element' };
+          expectElement = false;
           scalar = true;
           startLine = line;
         }
