@@ -691,6 +691,13 @@ P('a file of the user\'s own whose last columns are named reason and line is not
   await errorsOf('name,company\n,Co\n');
   const mapped = await errorsOf('name,company,reason,line\nAda,Co,Paris,1\n,Co,Lyon,2\n', { location: 'reason' });
   assert.equal(mapped.rows, [['name', 'company', 'reason', 'line', 'reason', 'line'], ['', 'Co', 'Lyon', '2', 'name is required', '3']]);
+  // …and a line column that holds anything but the bare numbers we write is the file's own (a tester's file)
+  const theirs = await errorsOf('name,company,reason,line\nR One,RCo,my reason,my line\n,NoName,why,7\nR Three,,x,y\n');
+  assert.equal(theirs.rows, [
+    ['name', 'company', 'reason', 'line', 'reason', 'line'],
+    ['', 'NoName', 'why', '7', 'name is required', '3'],
+    ['R Three', '', 'x', 'y', 'company is required', '4'],
+  ]);
   // a file with a `Reason` column of its own: its rejected-rows CSV, uploaded again, is not a duplicate header
   const own = await errorsOf('name,company,Reason\n,Co,why not\n');
   assert.equal(own.rows[0], ['name', 'company', 'Reason', 'reason', 'line']);
@@ -1385,6 +1392,28 @@ Q('a file the row reader cannot open is an error of the read, not of the process
   } catch (err) {
     assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
   }
+});
+
+Q('the scanner tells whether every data record ends in a bare number, as the line column of our rejected-rows CSV does', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cl-last-cells-'));
+  const cases: [string, boolean][] = [
+    ['name,line\r\nA,2\r\nB,13', true],
+    ['name,line\nA,2\n\n,,\nB,13\n', true], // blank records are not rows
+    ['name,line\nA,"2"\n', false],
+    ['name,line\nA,2 \n', false],
+    ['name,line\nA,\n', false],
+    ['name,line\nA,7\nB,seven\n', false],
+    ['name,line\nA,"x\n3"\n', false],
+    ['name;line\nA;4\n', true],
+  ];
+  for (const [i, [text, numbers]] of cases.entries()) {
+    const path = join(dir, `${i}.csv`);
+    writeFileSync(path, text);
+    const scan = await scanCsv(path);
+    assert.ok(scan.ok, text);
+    if (scan.ok) assert.is(scan.lastCellsNumbers, numbers, JSON.stringify(text));
+  }
+  rmSync(dir, { recursive: true, force: true });
 });
 
 Q('the delimiter vote reads quotes the same way: a stray quote in a header cell hides nothing', () => {

@@ -23,6 +23,11 @@ export interface ScanResult {
   rows: number;
   /** The first data rows, as cells. */
   head: string[][];
+  /**
+   * Every data record's last cell is a number (digits only, unquoted): as the `line` column of a
+   * rejected-rows CSV of ours is. A file whose last column holds anything else is not one of ours.
+   */
+  lastCellsNumbers: boolean;
 }
 
 export interface ScanFailure {
@@ -125,6 +130,10 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   let blank = true;
   let recStart = 0;
   let recLine = 1;
+  // the current cell: digits in it, and whether anything else is (lastCellsNumbers)
+  let cellDigits = 0;
+  let cellOther = false;
+  let lastCellsNumbers = true;
   // A data record longer than the row reader's limit would fail the job halfway: refuse it here
   // (the header has its own, lower limit below).
   const tooLong = (end: number) => records > 0 && end - recStart > MAX_RECORD_BYTES;
@@ -155,6 +164,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
         if (!utf8.take(b)) return notUtf8();
         // a non-ASCII byte (a lead or continuation byte): text, and not a quote, delimiter or line break
         blank = false;
+        cellOther = true;
         prevCR = false;
         fieldStart = false;
         justClosed = false;
@@ -167,11 +177,19 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
           fieldStart = true;
           if (lineEnd) {
             if (tooLong(offset + i)) return tooLongFail();
-            if (!blank) records++;
+            if (!blank) {
+              if (records > 0) lastCellsNumbers &&= !cellOther && cellDigits > 0;
+              records++;
+            }
             blank = true;
+            cellDigits = 0;
+            cellOther = false;
           }
           recStart = offset + i + 1;
-        } else blank = false; // a line break inside a quoted field
+        } else {
+          blank = false; // a line break inside a quoted field
+          cellOther = true;
+        }
         if (lineEnd) line++;
         if (!quoted) recLine = line;
         prevCR = b === 0x0d;
@@ -180,6 +198,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       prevCR = false;
       if (b === 0) return unreadable(`the file contains NUL bytes (line ${line}); it is not a text CSV file`, line);
       if (b === 0x22) {
+        // a quoted cell is never our line number (written bare), whatever it holds
+        cellOther = true;
         if (quoted) {
           quoted = false;
           justClosed = true;
@@ -197,14 +217,24 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       }
       justClosed = false;
       fieldStart = !quoted && b === delimiterByte;
-      if (!fieldStart) blank = false;
+      if (fieldStart) {
+        cellDigits = 0;
+        cellOther = false;
+      } else {
+        blank = false;
+        if (b >= 0x30 && b <= 0x39) cellDigits++;
+        else cellOther = true;
+      }
     }
     offset += chunk.length;
   }
   if (utf8.need > 0) return notUtf8();
   if (quoted) return unreadable(`a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
   if (tooLong(offset)) return tooLongFail();
-  if (!blank) records++;
+  if (!blank) {
+    if (records > 0) lastCellsNumbers &&= !cellOther && cellDigits > 0;
+    records++;
+  }
   if (records === 0) return fail(422, 'the file is empty; it needs a header row and at least one contact');
 
   // The header and the first rows, from the head of the file (cut after the last full line).
@@ -241,6 +271,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     dataStart: preamble + header.info.bytes,
     headerLines,
     rows: records - 1,
+    lastCellsNumbers,
     head: parsed
       .slice(1)
       .map((p) => p.record)

@@ -121,8 +121,10 @@ export function createImportService(d: ImportServiceDeps) {
    * take a file of the user's own with such columns for one of ours, and its next rejected-rows
    * CSV would replace their values with ours (seventeenth session).
    */
-  function isOwnRejectedRows(orgId: string, columns: string[]): boolean {
-    if (!endsWithRejectionColumns(columns)) return false;
+  function isOwnRejectedRows(orgId: string, scan: ScanResult): boolean {
+    const { columns } = scan;
+    // the line numbers we wrote are bare numbers: a `line` column with anything else is the file's own
+    if (!endsWithRejectionColumns(columns) || !scan.lastCellsNumbers) return false;
     const header = columns.map(unescapeFormula);
     for (const format of d.imports.csvFormatsOfOrg(orgId)) {
       const written = rejectedRowsHeader(format);
@@ -152,7 +154,7 @@ export function createImportService(d: ImportServiceDeps) {
       return { scan, mapping: resolveMapping(scan.columns, explicit), ours };
     };
     try {
-      let inspected = read(isOwnRejectedRows(orgId, scanned.columns));
+      let inspected = read(isOwnRejectedRows(orgId, scanned));
       // a mapping that reads the reason or line column says they hold the file's own data: not ours
       const annotation = scanned.columns.length - REJECTION_COLUMNS.length;
       if (inspected.ours && mappedColumns(inspected.mapping).some((i) => i >= annotation)) inspected = read(false);
