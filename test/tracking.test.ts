@@ -382,6 +382,11 @@ T('feeds in CSV, JSON array and gzip; bad records are counted with their line an
   const bad = await t.call('GET', `${FEED}/${gz.id}/errors`, { token: w.root });
   assert.match(bad.text, /2,2,"the line is not valid JSON"/, bad.text);
   assert.match(bad.text, /4,4,"the line gives ""company"" more than once"/, bad.text);
+  // an Excel `sep=` first line names the delimiter and is no header, as in contact uploads; lines count it
+  const sep = await feed(t, w.root, '\uFEFFsep=;\r\nname;company;notes, more, more\r\nSep Person;Sep, Inc;x\r\n;NoName;y\r\n', 'text/csv');
+  assert.equal([sep.status, sep.received, sep.invalid, sep.personsUpdated], ['completed', 2, 1, 1]);
+  assert.match((await t.call('GET', `${FEED}/${sep.id}/errors`, { token: w.root })).text, /2,4,"name is required/);
+  assert.equal(t.rt.db.raw.prepare("SELECT company FROM people WHERE name = 'Sep Person'").get(), { company: 'Sep, Inc' });
 });
 
 T('a record naming two different known people is rejected with a reason; the rest of its chunk is applied', async ({ t, w, path }) => {

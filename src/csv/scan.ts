@@ -106,6 +106,13 @@ export function headerDelimiter(first: Buffer): string {
  */
 const SEP_LINE = /^sep=([,;\t|])(?:\r\n|\n|\r)/i;
 
+/** The delimiter a `sep=` first line names, and the bytes up to the header (BOM and that line); undefined without one. */
+export function sepLine(first: Buffer): { delimiter: string; bytes: number } | undefined {
+  const bom = first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf ? 3 : 0;
+  const sep = SEP_LINE.exec(first.subarray(bom, bom + 8).toString('latin1'));
+  return sep ? { delimiter: sep[1]!, bytes: bom + sep[0].length } : undefined;
+}
+
 /** Scans the whole file; see the module comment. */
 export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   let head = Buffer.alloc(0);
@@ -120,7 +127,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   let delimiterByte = 0x2c;
   // bytes before the header: a BOM and a `sep=` line (SEP_LINE)
   let preamble = 0;
-  let sepLine = 0;
+  let sepLines = 0;
   let fieldStart = true;
   let justClosed = false;
   // A record none of whose cells has a character — an empty line, `""`, `,,,` (what spreadsheets
@@ -147,12 +154,11 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       if (chunk[0] === 0xff && chunk[1] === 0xfe) return unreadable('the file is UTF-16 (little endian); save it as UTF-8 CSV');
       if (chunk[0] === 0xfe && chunk[1] === 0xff) return unreadable('the file is UTF-16 (big endian); save it as UTF-8 CSV');
       for (const [what, bytes] of MAGIC) if (bytes.every((b, i) => chunk[i] === b)) return fail(415, `the file is ${what}, not a CSV text file`);
-      const bom = chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
-      const sep = SEP_LINE.exec(chunk.subarray(bom, bom + 8).toString('latin1'));
-      delimiterByte = sep ? sep[1]!.charCodeAt(0) : headerDelimiter(chunk).charCodeAt(0);
-      sepLine = sep ? 1 : 0;
-      preamble = bom + (sep?.[0].length ?? 0);
-      line += sepLine;
+      const sep = sepLine(chunk);
+      delimiterByte = (sep?.delimiter ?? headerDelimiter(chunk)).charCodeAt(0);
+      sepLines = sep ? 1 : 0;
+      preamble = sep ? sep.bytes : chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+      line += sepLines;
       recLine = line;
     }
     if (head.length < HEAD_BYTES) head = Buffer.concat([head, chunk.subarray(0, HEAD_BYTES - head.length)]);
@@ -263,7 +269,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   if (!header || header.record.every((c) => c.trim() === '')) return fail(422, 'the first line must be a header row naming the columns');
   if (records === 1) return fail(422, 'the file has a header row but no contacts');
   const headerText = text.subarray(0, header.info.bytes).toString('utf8');
-  const headerLines = sepLine + 1 + (headerText.replace(/\r\n/g, '\n').replace(/[\r\n]$/, '').match(/[\r\n]/g)?.length ?? 0);
+  const headerLines = sepLines + 1 + (headerText.replace(/\r\n/g, '\n').replace(/[\r\n]$/, '').match(/[\r\n]/g)?.length ?? 0);
   return {
     ok: true,
     delimiter,

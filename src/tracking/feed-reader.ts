@@ -3,7 +3,7 @@ import { createGunzip } from 'node:zlib';
 import { CsvError, parse } from 'csv-parse';
 import { fitToHeader, isBlankRecord, lineBreaksIn, namedWidth, wrongWidth } from '../csv/read-rows.ts';
 import { RecordLimiter } from '../csv/record-limit.ts';
-import { headerDelimiter } from '../csv/scan.ts';
+import { headerDelimiter, sepLine } from '../csv/scan.ts';
 import { ALIASES, headerKey } from '../csv/columns.ts';
 import { firstDuplicateKey } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
@@ -152,13 +152,16 @@ async function peek(input: Readable): Promise<Buffer | null> {
 }
 
 /**
- * CSV with a header row; the delimiter (`,` `;` or tab) is voted on the header line as for
- * contact uploads. Line numbers are where a record starts; a line break inside a quoted field
+ * CSV with a header row; the delimiter (`,` `;` or tab) is voted on the header line, or named by a
+ * `sep=` first line, as for contact uploads. Line numbers are where a record starts; a line break inside a quoted field
  * (CRLF, LF or a lone CR) counts once, as in contact uploads.
  */
 async function* csv(input: Readable): AsyncGenerator<FeedItem> {
   const head = await peek(input);
-  const delimiter = head ? headerDelimiter(head) : ',';
+  // an Excel `sep=;` first line names the delimiter and is no header, as in contact uploads
+  const sep = head ? sepLine(head) : undefined;
+  let sepPending = sep !== undefined;
+  const delimiter = sep?.delimiter ?? (head ? headerDelimiter(head) : ',');
   const limiter = new RecordLimiter(delimiter.charCodeAt(0), MAX_FEED_RECORD_BYTES);
   const parser = parse({ bom: true, delimiter, relax_column_count: true, relax_quotes: true, max_record_size: MAX_FEED_RECORD_BYTES, record_delimiter: ['\r\n', '\n', '\r'] });
   // pipeline, not pipe: an error of the input (a truncated gzip) must reach the loop below
@@ -178,6 +181,10 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
         continue;
       }
       nextLine += 1 + lineBreaksIn(record);
+      if (sepPending) {
+        sepPending = false;
+        continue;
+      }
       if (isBlankRecord(record)) continue; // an empty line, `,,,`
       if (!header) {
         header = record.map((h) => FIELD_BY_KEY.get(headerKey(h)));
