@@ -212,6 +212,10 @@ U('superuser: list, create (409 on a taken e-mail), get, disable, reset password
   expectStatus(c, 201);
   assert.is(c.body.email, 'carol@x.test');
   assert.is((await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'carol@x.test', password: PASSWORD } })).body.code, 'email_taken');
+  // every field's error in one answer: the password policy is not a second round after the e-mail's
+  const both = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'bad', password: 'short' } });
+  expectStatus(both, 422);
+  assert.equal(both.body.errors.map((e: any) => e.path).sort(), ['email', 'password']);
   expectStatus(await t.call('GET', `${ID}/users/${c.body.id}`, { token: w.root }), 200);
   assert.is((await t.call('GET', `${ID}/users/u_00000000000000000000000000`, { token: w.root })).status, 404);
   const s = await signIn(t, 'carol@x.test', PASSWORD);

@@ -8,14 +8,21 @@ export const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 256;
 
 /**
- * Checks the password policy (SPEC §3.1, RELIABILITY.md A1): 8–256 characters, not one of the
- * most common passwords. Throws 422 naming `field`.
+ * What the password policy (SPEC §3.1, RELIABILITY.md A1) finds wrong with a password: 8–256
+ * characters, not one of the most common passwords. Undefined when it passes.
  */
-export function checkPasswordPolicy(password: string, field = 'password'): void {
+export function passwordPolicyProblem(password: string): string | undefined {
   const length = [...password].length;
-  if (length < PASSWORD_MIN) throw invalidField(field, `must be at least ${PASSWORD_MIN} characters`);
-  if (length > PASSWORD_MAX) throw invalidField(field, `must be at most ${PASSWORD_MAX} characters`);
-  if (COMMON_PASSWORDS.has(password.toLowerCase())) throw invalidField(field, 'is one of the most common passwords; choose another');
+  if (length < PASSWORD_MIN) return `must be at least ${PASSWORD_MIN} characters`;
+  if (length > PASSWORD_MAX) return `must be at most ${PASSWORD_MAX} characters`;
+  if (COMMON_PASSWORDS.has(password.toLowerCase())) return 'is one of the most common passwords; choose another';
+  return undefined;
+}
+
+/** Throws 422 naming `field` when the password breaks the policy (passwordPolicyProblem). */
+export function checkPasswordPolicy(password: string, field = 'password'): void {
+  const problem = passwordPolicyProblem(password);
+  if (problem) throw invalidField(field, problem);
 }
 
 export interface PasswordHasher {

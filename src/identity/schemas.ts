@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { emailField, text } from '../http/common-schemas.ts';
 import { PERMISSIONS, ROLES } from './model.ts';
+import { PASSWORD_MAX, PASSWORD_MIN, passwordPolicyProblem } from './passwords.ts';
 
 /** Request schemas of the identity service: validation and the OpenAPI document in one place. */
 
@@ -32,7 +33,15 @@ export const AuthAliasRequest = z.strictObject({
 });
 
 const role = z.enum(ROLES, { error: (issue) => (issue.input === undefined ? 'is required' : `must be one of ${ROLES.join(', ')}`) });
-const newPassword = z.string().min(1, 'must not be empty').max(1024);
+// the policy in the schema, so its answer comes with the request's other errors, not after them
+const newPassword = z
+  .string()
+  .max(1024)
+  .superRefine((p, ctx) => {
+    const problem = passwordPolicyProblem(p);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({ description: `${PASSWORD_MIN} to ${PASSWORD_MAX} characters, not one of the most common passwords` });
 
 export const NewOrg = z.strictObject({
   name: text(256),
