@@ -115,6 +115,24 @@ S('refresh: rotation returns a new pair; re-use of the old token revokes the who
   expectStatus(await t.call('GET', `${ID}/users/me`, { token: other.accessToken }), 200);
 });
 
+S('a refresh token presented again after its session ended otherwise (signed out, disabled) is told the session ended, not that it was re-used', async ({ t }) => {
+  const s = await signIn(t, 'viewer@a.test', PASSWORD);
+  const refresh = () => t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: s.refreshToken } });
+  expectStatus(await t.call('DELETE', `${ID}/session`, { token: s.accessToken }), 204);
+  for (const attempt of [1, 2]) {
+    const r = await refresh();
+    assert.is(r.status, 401);
+    assert.match(r.body.message, /The session has ended; sign in again/, `attempt ${attempt}: ${r.body.message}`);
+  }
+  // a re-use of a rotated token still says so, also when presented again after its family ended
+  const live = await signIn(t, 'viewer@a.test', PASSWORD);
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: live.refreshToken } }), 200);
+  for (const attempt of [1, 2]) {
+    const r = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: live.refreshToken } });
+    assert.match(r.body.message, /already used/, `re-use ${attempt}`);
+  }
+});
+
 S('concurrent refreshes with one token: exactly one wins, the family is then revoked (A6b)', async ({ t }) => {
   const s = await signIn(t, 'viewer@a.test', PASSWORD);
   const results = await Promise.all(

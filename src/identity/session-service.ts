@@ -183,9 +183,12 @@ export function createSessionService(d: SessionDeps) {
       if (!used) {
         const known = refreshToken.startsWith(REFRESH_PREFIX) ? d.sessions.findRefreshToken(hash) : undefined;
         if (known && known.usedAt !== null) {
+          const s = d.sessions.findSession(known.sessionId);
+          // presented again after its session had ended otherwise (signed out, disabled, a password
+          // reset): that is what the client is told, not a re-use — there is no family left to end
+          if (!s || (s.revokedAt !== null && s.revokedReason !== 'refresh_token_reuse')) return { kind: 'invalid', reason: 'The session has ended; sign in again.' };
           // A rotated token came back: someone holds a copy. End the whole family (RFC 9700 §4.14.2).
           d.sessions.revokeSession(known.sessionId, now, 'refresh_token_reuse');
-          const s = d.sessions.findSession(known.sessionId);
           d.audit.recordAnonymous(meta, {
             orgId: null,
             action: 'session.refresh_token_reused',
