@@ -132,3 +132,17 @@ export function canonicalJson(value: unknown): string {
     return sorted;
   });
 }
+
+/** A `\u` escape of a UTF-16 surrogate: the only way JSON text that is valid UTF-8 can hold half a pair. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * True when a parsed JSON value holds a string or key with half a surrogate pair (`"\ud800"`
+ * alone): no character, and SQLite's UTF-8 would store U+FFFD in its place — the text altered
+ * without a word. `text` is the JSON it was parsed from (a cheap test first: only an escape makes one).
+ */
+export function hasLoneSurrogate(text: string, value: unknown): boolean {
+  if (!SURROGATE_ESCAPE.test(text)) return false;
+  return someJsonValue(value, (v) => (typeof v === 'string' ? LONE_SURROGATE.test(v) : typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).some((k) => LONE_SURROGATE.test(k))));
+}

@@ -222,6 +222,23 @@ I('a body that is not valid UTF-8 → 400 naming the byte, never text with U+FFF
   assert.type(good.body.access_token, 'string');
 });
 
+I('half a UTF-16 surrogate pair escaped alone (\\ud800) → 400, never stored as U+FFFD; whole pairs and an escaped backslash are text', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'surrogates');
+  const raw = (text: string) => ({ token: w.tokens.editor, raw: text, headers: { 'content-type': 'application/json' } });
+  for (const [method, path, text] of [
+    ['POST', `${ledgerPath(w.orgId, ledgerId)}/contacts`, '{"name":"Lone \\ud800 Sur","company":"Co"}'],
+    ['PATCH', ledgerPath(w.orgId, ledgerId), '{"name":"Led \\udc00"}'],
+    ['PATCH', ledgerPath(w.orgId, ledgerId), '{"\\ud800name":"x"}'],
+  ] as const) {
+    const r = await t.call(method, path, raw(text));
+    expectStatus(r, 400, text);
+    assert.equal([r.body.code, /surrogate pair/.test(r.body.message)], ['malformed_body', true], r.text);
+  }
+  const ok = await t.call('PATCH', ledgerPath(w.orgId, ledgerId), raw('{"name":"Smile \\ud83d\\ude00 and \\\\ud800"}'));
+  expectStatus(ok, 200);
+  assert.is(ok.body.name, 'Smile 😀 and \\ud800');
+});
+
 I('valid JSON of the wrong shape (a string, number, null, true) → 422 saying what shape is expected, like an array; broken JSON → 400', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'shapes');
   const json = (raw: string) => ({ token: w.root, raw, headers: { 'content-type': 'application/json' } });

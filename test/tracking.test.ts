@@ -621,6 +621,10 @@ T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part 
   assert.equal([damaged.status, damaged.invalid, damaged.personsUpdated], ['completed', 4, 4]);
   const said = (await t.call('GET', `${FEED}/${damaged.id}/errors`, { token: w.root })).text;
   for (const [line, what] of [[1, 'an empty element'], [2, 'an empty element'], [4, 'a comma is missing before this element'], [4, 'a comma right before']] as const) assert.match(said, new RegExp(`,${line},"${what}`), `${line}: ${what}\n${said}`);
+  // half a surrogate pair is no character: the record is rejected, not applied with U+FFFD
+  const lone = await feed(t, w.root, ndjson({ name: 'Whole Pair 😀', company: 'Pairs' }) + '{"name":"Bad \\ud800","company":"Pairs"}\n', 'application/x-ndjson');
+  assert.equal([lone.invalid, lone.personsUpdated], [1, 1]);
+  assert.match((await t.call('GET', `${FEED}/${lone.id}/errors`, { token: w.root })).text, /2,2,"the line holds half a UTF-16 surrogate pair/);
   // a document that is one object is one record; anything else that is not an array fails the job
   const one = await feed(t, w.root, '\n {"name":"Solo Object","company":"Single, Inc.","title":"CTO"}\n', 'application/json');
   assert.equal([one.status, one.received, one.invalid, one.personsUpdated], ['completed', 1, 0, 1]);

@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createUnzip } from 'node:zlib';
 import { AppError, badRequest, invalid, tooLarge, unsupportedMediaType } from '../errors.ts';
-import { firstDuplicateKey, someJsonValue } from '../exact-json.ts';
+import { firstDuplicateKey, hasLoneSurrogate, someJsonValue } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
 
 /**
@@ -126,6 +126,7 @@ export function parseJsonBody(text: string, parse: (text: string) => unknown = J
   }
   if (someJsonValue(value, (_, depth) => depth > MAX_JSON_DEPTH)) throw tooDeep();
   if (SUSPECT_PROTO.test(text) && hasProtoKey(value)) throw forbiddenKey();
+  if (hasLoneSurrogate(text, value)) throw badRequest('malformed_body', 'The request body holds half a UTF-16 surrogate pair (a \\ud800–\\udfff escape alone), which is no character; escape whole pairs or send the text as UTF-8.');
   const twice = firstDuplicateKey(text);
   if (twice !== undefined) throw invalid(`Invalid request body: ${twice.slice(0, 200)}: is given more than once.`, [{ path: twice.slice(0, 200), message: 'is given more than once' }]);
   return value;

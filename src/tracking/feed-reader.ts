@@ -5,7 +5,7 @@ import { fitToHeader, isBlankRecord, lineBreaksIn, namedWidth, wrongWidth } from
 import { RecordLimiter } from '../csv/record-limit.ts';
 import { headerDelimiter, sepLine } from '../csv/scan.ts';
 import { ALIASES, headerKey } from '../csv/columns.ts';
-import { firstDuplicateKey } from '../exact-json.ts';
+import { firstDuplicateKey, hasLoneSurrogate } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
 import { pipeline, type Readable } from 'node:stream';
 
@@ -360,6 +360,7 @@ function parseRecord(text: string, line: number, what: 'line' | 'element'): Feed
   } catch {
     return { line, error: `the ${what} is not valid JSON` };
   }
+  if (hasLoneSurrogate(text, value)) return { line, error: `the ${what} holds half a UTF-16 surrogate pair (a \\ud800–\\udfff escape alone), which is no character` };
   const twice = firstDuplicateKey(text);
   return twice === undefined ? { line, value } : { line, error: `the ${what} gives "${twice.slice(0, 100)}" more than once` };
 }
