@@ -1405,6 +1405,11 @@ Q('the scanner tells whether every data record ends in a bare number, as the lin
     ['name,line\nA,7\nB,seven\n', false],
     ['name,line\nA,"x\n3"\n', false],
     ['name;line\nA;4\n', true],
+    ['name,line\nA,0012\n', false], // never written so: a leading zero,
+    ['name,line\nA,0\n', false], // a line that is no data line,
+    ['name,line\nA,1\n', false],
+    ['name,line\nA,9007199254740993999\n', false], // more digits than any file has lines
+    ['name,line\nA,123456789012345\n', true],
   ];
   for (const [i, [text, numbers]] of cases.entries()) {
     const path = join(dir, `${i}.csv`);

@@ -24,8 +24,9 @@ export interface ScanResult {
   /** The first data rows, as cells. */
   head: string[][];
   /**
-   * Every data record's last cell is a number (digits only, unquoted): as the `line` column of a
-   * rejected-rows CSV of ours is. A file whose last column holds anything else is not one of ours.
+   * Every data record's last cell is a line number as the `line` column of a rejected-rows CSV of
+   * ours holds it: digits only, unquoted, no leading zero, 2 or more, at most 15 digits. A file
+   * whose last column holds anything else is not one of ours.
    */
   lastCellsNumbers: boolean;
 }
@@ -140,7 +141,10 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   // the current cell: digits in it, and whether anything else is (lastCellsNumbers)
   let cellDigits = 0;
   let cellOther = false;
+  let cellValue = 0;
   let lastCellsNumbers = true;
+  // as we write a line number: no leading zero, a line after the header (2 or more), at most 15 digits
+  const lineNumberCell = () => !cellOther && cellDigits > 0 && cellDigits <= 15 && cellValue >= 2 && cellValue >= 10 ** (cellDigits - 1);
   // A data record longer than the row reader's limit would fail the job halfway: refuse it here
   // (the header has its own, lower limit below).
   const tooLong = (end: number) => records > 0 && end - recStart > MAX_RECORD_BYTES;
@@ -184,11 +188,12 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
           if (lineEnd) {
             if (tooLong(offset + i)) return tooLongFail();
             if (!blank) {
-              if (records > 0) lastCellsNumbers &&= !cellOther && cellDigits > 0;
+              if (records > 0) lastCellsNumbers &&= lineNumberCell();
               records++;
             }
             blank = true;
             cellDigits = 0;
+            cellValue = 0;
             cellOther = false;
           }
           recStart = offset + i + 1;
@@ -225,11 +230,14 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       fieldStart = !quoted && b === delimiterByte;
       if (fieldStart) {
         cellDigits = 0;
+        cellValue = 0;
         cellOther = false;
       } else {
         blank = false;
-        if (b >= 0x30 && b <= 0x39) cellDigits++;
-        else cellOther = true;
+        if (b >= 0x30 && b <= 0x39) {
+          cellDigits++;
+          if (cellDigits <= 15) cellValue = cellValue * 10 + (b - 0x30);
+        } else cellOther = true;
       }
     }
     offset += chunk.length;
@@ -238,7 +246,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   if (quoted) return unreadable(`a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
   if (tooLong(offset)) return tooLongFail();
   if (!blank) {
-    if (records > 0) lastCellsNumbers &&= !cellOther && cellDigits > 0;
+    if (records > 0) lastCellsNumbers &&= lineNumberCell();
     records++;
   }
   if (records === 0) return fail(422, 'the file is empty; it needs a header row and at least one contact');
