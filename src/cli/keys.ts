@@ -14,7 +14,7 @@ export const keysCommand: Command = {
     const config = loadConfig(io.env, args.config);
     prepareDataDir(config.dataDir);
     const server = dataDirHolder(config.dataDir);
-    const r = rotateSigningKeys(config.dataDir, Date.now(), server?.since);
+    const r = rotateSigningKeys(config.dataDir, Date.now(), server && { since: server.since, tokenTtlMs: config.tokenTtlSeconds * 1000 });
     const kept = r.stillSigning ? `; kept ${r.stillSigning}, which the running server (pid ${server!.pid}) still signs with` : '';
     io.out(`new signing key ${r.kid}${r.retired.length ? `; retired ${r.retired.join(', ')}` : ''}${kept}. Restart the server to use it.`);
     return EXIT_OK;

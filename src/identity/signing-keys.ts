@@ -68,18 +68,20 @@ export function loadSigningKeys(dataDir: string, now: number = Date.now()): Sign
 /**
  * Adds a new signing key and keeps the one it replaces, so tokens signed before the rotation stay
  * valid until they expire. A running server picks the new key up at its next start; until then it
- * signs with the newest key it found at its start (`runningSince`: when the server holding the
+ * signs with the newest key it found at its start (`running.since`: when the server holding the
  * data folder started), so that key and every later one are kept too: a second rotation before
  * the restart retired the key the server still signed with, and every token it had issued failed
- * after the restart (seventeenth session).
+ * after the restart. And while that server started less than a token lifetime ago, the keys before
+ * its own are kept as well: the server before it signed with one of them until this one started,
+ * and those tokens live on until they expire (seventeenth session).
  */
-export function rotateSigningKeys(dataDir: string, now: number = Date.now(), runningSince?: number): { kid: string; retired: string[]; stillSigning?: string } {
+export function rotateSigningKeys(dataDir: string, now: number = Date.now(), running?: { since: number; tokenTtlMs: number }): { kid: string; retired: string[]; stillSigning?: string } {
   loadSigningKeys(dataDir, now); // checks the file (and makes the first key)
   const raw = JSON.parse(readFileSync(keyFilePath(dataDir), 'utf8')) as KeyFile;
   const fresh = newKey(now);
   // the newest key made before the server started; none: the server made the first one at its start
-  const signing = runningSince === undefined ? -1 : Math.max(0, raw.keys.findLastIndex((k) => Date.parse(k.createdAt) <= runningSince));
-  const from = signing >= 0 ? Math.min(raw.keys.length - 1, signing) : raw.keys.length - 1;
+  const signing = running ? Math.max(0, raw.keys.findLastIndex((k) => Date.parse(k.createdAt) <= running.since)) : -1;
+  const from = !running ? raw.keys.length - 1 : now < running.since + running.tokenTtlMs ? 0 : Math.min(raw.keys.length - 1, signing);
   writeKeyFile(dataDir, { keys: [...raw.keys.slice(from), fresh] });
   chmodSync(keyFilePath(dataDir), 0o600);
   return { kid: fresh.kid, retired: raw.keys.slice(0, from).map((k) => k.kid), ...(signing >= 0 && signing < raw.keys.length - 1 ? { stillSigning: raw.keys[signing]!.kid } : {}) };
