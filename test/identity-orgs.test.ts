@@ -170,6 +170,9 @@ U('password change needs the current password and ends every other session (A5b)
   const other = await signIn(t, 'viewer@a.test', PASSWORD);
   const missing = await t.call('PATCH', `${ID}/users/me`, { token: keep.accessToken, body: { password: 'brand new password' } });
   assert.is(missing.status, 422);
+  // a currentPassword without a new password is checked by nothing: refused, not ignored
+  const alone = await t.call('PATCH', `${ID}/users/me`, { token: keep.accessToken, body: { name: 'Vera', currentPassword: 'wrong one' } });
+  assert.equal([alone.status, alone.body.errors?.[0]?.path], [422, 'currentPassword']);
   const wrong = await t.call('PATCH', `${ID}/users/me`, { token: keep.accessToken, body: { password: 'brand new password', currentPassword: 'not it at all' } });
   assert.is(wrong.status, 422);
   assert.is(wrong.body.code, 'invalid_current_password');

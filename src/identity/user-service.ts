@@ -66,6 +66,8 @@ export function createUserService(d: UserDeps) {
       const userId = by.actor.id;
       let passwordHash: string | undefined;
       let accountKey: ThrottleKey | undefined;
+      // a currentPassword that nothing checks would let a client believe it was (and a guess go uncounted)
+      if (patch.currentPassword !== undefined && patch.password === undefined) throw invalidField('currentPassword', 'is only used to change the password; give password too, or leave it out');
       if (patch.password !== undefined) {
         if (patch.currentPassword === undefined) throw invalidField('currentPassword', 'is required to change the password');
         const current = requireUser(userId);
