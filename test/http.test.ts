@@ -234,6 +234,12 @@ I('half a UTF-16 surrogate pair escaped alone (\\ud800) → 400, never stored as
     expectStatus(r, 400, text);
     assert.equal([r.body.code, /surrogate pair/.test(r.body.message)], ['malformed_body', true], r.text);
   }
+  // a NUL in a name or label is refused as in contact fields (exports and C tools cut text at it)
+  for (const [path, body] of [[ledgerPath(w.orgId, ledgerId), { name: 'a\0b' }], [ledgerPath(w.orgId, ledgerId), { description: 'x\0' }], [`${ID}/orgs/${w.orgId}`, { name: 'Org\0' }]] as const) {
+    const r = await t.call('PATCH', path, { token: w.root, body });
+    expectStatus(r, 422, JSON.stringify(body));
+    assert.match(r.body.errors[0].message, /NUL/);
+  }
   const ok = await t.call('PATCH', ledgerPath(w.orgId, ledgerId), raw('{"name":"Smile \\ud83d\\ude00 and \\\\ud800"}'));
   expectStatus(ok, 200);
   assert.is(ok.body.name, 'Smile 😀 and \\ud800');

@@ -35,7 +35,14 @@ export const timestampParam = z
   .optional();
 
 /** Trimmed, non-empty, bounded text. */
-export const text = (max: number) => z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+/** A name or label: trimmed, 1 to `max` characters, no NUL (which C-string tools and exports cut at, as contact fields refuse it). */
+export const text = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1, 'must not be empty')
+    .max(max, `must be at most ${max} characters`)
+    .refine((s) => !s.includes('\0'), 'must not contain a NUL character');
 
 export const emailField = z
   .string()

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cursorParam, limitParam, timestampParam } from '../http/common-schemas.ts';
+import { cursorParam, limitParam, text, timestampParam } from '../http/common-schemas.ts';
 import { isId } from '../ids.ts';
 import type { ContactFilter, ContactSort } from './contacts-repo.ts';
 import { canonicalLinkedin } from '../normalize.ts';
@@ -7,8 +7,8 @@ import { canonicalLinkedin } from '../normalize.ts';
 /** Request schemas of the ledger service; they validate requests and generate its OpenAPI document. */
 
 export const NewLedger = z.strictObject({
-  name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
-  description: z.string().trim().max(2000, 'must be at most 2000 characters').optional(),
+  name: text(200),
+  description: z.string().trim().max(2000, 'must be at most 2000 characters').refine((s) => !s.includes('\0'), 'must not contain a NUL character').optional(),
 });
 
 export const LedgerPatch = NewLedger.partial().refine((p) => p.name !== undefined || p.description !== undefined, 'give name or description');
