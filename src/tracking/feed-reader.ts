@@ -243,6 +243,7 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
   // an element must come next (after "[" or a comma); a comma was seen in the array
   let expectElement = true;
   let sawComma = false;
+  let missingComma = false; // the element being read came without a comma after the one before
   let startLine = 1;
   const keep = (b: Buffer) => {
     if (tooLong) return;
@@ -254,7 +255,9 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
   };
   const element = (): FeedItem => {
     let item: FeedItem;
-    if (scalar) item = { line: startLine, error: 'a record must be an object' };
+    // not applied: where one element ends and the next begins is a guess (the count stays the elements')
+    if (missingComma) item = { line: startLine, error: 'a comma is missing before this element' };
+    else if (scalar) item = { line: startLine, error: 'a record must be an object' };
     else if (tooLong) item = { line: startLine, error: `the element is longer than ${MAX_FEED_RECORD_BYTES} bytes` };
     else {
       const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
@@ -265,6 +268,7 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
     size = 0;
     tooLong = false;
     scalar = false;
+    missingComma = false;
     return item;
   };
   for await (const chunk of input as AsyncIterable<Buffer>) {
@@ -313,7 +317,7 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
         }
         if (isSpace(b)) continue;
         if (b === 0x7b || b === 0x5b) {
-          if (!expectElement) yield { line, error: 'a comma is missing before this element' };
+          missingComma = !expectElement;
           expectElement = false;
           startLine = line;
           from = i;
@@ -321,7 +325,7 @@ async function* jsonArray(input: Readable): AsyncGenerator<FeedItem> {
           continue;
         }
         if (!scalar) {
-          if (!expectElement) yield { line, error: 'a comma is missing before this element' };
+          missingComma = !expectElement;
           expectElement = false;
           scalar = true;
           startLine = line;
