@@ -71,7 +71,7 @@ export function createCursors(secret: Buffer) {
    * 'n' number, 'n?' number or null); throws 400 invalid_cursor otherwise.
    */
   function decode(text: string, sort: string, kinds: Kind[]): KeyValue[] {
-    const bad = () => badRequest('invalid_cursor', 'cursor is not valid for this list; start again without it.', [{ path: 'cursor', message: 'invalid cursor' }]);
+    const bad = () => badRequest('invalid_cursor', 'cursor is not valid for this list (a cursor continues the list it came from, with the same filters and sort); start again without it.', [{ path: 'cursor', message: 'invalid cursor' }]);
     if (!CURSOR_SHAPE.test(text)) throw bad();
     const sealed = Buffer.from(text, 'base64url');
     // base64url leaves the last character's low bits unread: only the one spelling the server issues counts

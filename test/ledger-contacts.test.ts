@@ -924,6 +924,8 @@ C('an altered cursor, a forged one and one of another list or ledger are each a 
     [`${path}?cursor=${forged}`, 'a plain cursor as the server used to issue'],
     [`${path}?cursor=${contacts}A`, 'a character appended (its bits would be ignored)'],
     [`${path}?sortBy=-createdAt&cursor=${contacts}`, 'a cursor of another sort'],
+    [`${path}?company=Initech&cursor=${contacts}`, 'a cursor of the list without a filter, sent with one'],
+    [`${path}?name=Q&cursor=${(await firstPage(t, w.tokens.viewer, `${path}?company=Initech`)).nextCursor}`, 'a cursor of one filter sent with another (it skipped what that list holds before its position)'],
     [`${ledgerPath(w.orgId, second)}/contacts?cursor=${contacts}`, 'a cursor of another ledger, same sort'],
     [`${ledgerPath(w.otherOrgId)}?cursor=${ledgers}`, "a cursor of this organization's ledgers on another's"],
     // both are (time, id) keysets: only the list's label, sealed with the key, tells them apart
@@ -934,8 +936,10 @@ C('an altered cursor, a forged one and one of another list or ledger are each a 
     expectStatus(r, 400, what);
     assert.is(r.body.code, 'invalid_cursor', what);
   }
-  // the untouched cursors work where they belong
+  // the untouched cursors work where they belong: a filtered one with its own filter, however spelled
   expectStatus(await t.call('GET', `${path}?cursor=${contacts}`, { token: w.tokens.viewer }), 200);
+  const filtered = (await firstPage(t, w.tokens.viewer, `${path}?company=Initech&isVerified=false`)).nextCursor as string;
+  expectStatus(await t.call('GET', `${path}?isVerified=false&company=Initech&cursor=${filtered}`, { token: w.tokens.viewer }), 200);
   expectStatus(await t.call('GET', `${ledgerPath(w.orgId)}?cursor=${ledgers}`, { token: w.tokens.viewer }), 200);
 });
 

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { Cursors, Page } from '../cursor.ts';
 import { notFound, tooLarge } from '../errors.ts';
+import { canonicalJson } from '../exact-json.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import type { Db } from '../storage/db.ts';
@@ -34,17 +35,21 @@ const CURSOR_KINDS: Record<ContactSort, 's' | 'n' | 'n?'> = {
   '-lastInfoChangedAt': 'n?',
 };
 
-/** The list a contact cursor belongs to: the ledger's contacts in one sort. */
-const listOf = (ledgerId: string, sort: ContactSort) => `contacts${sort}:${ledgerId}`;
+/**
+ * The list a contact cursor belongs to: the ledger's contacts under one filter, in one sort. With
+ * the filter in it, a cursor sent with other filters is a 400: it continued the other list from
+ * its position and silently skipped what that list holds before it (seventeenth session).
+ */
+const listOf = (ledgerId: string, sort: ContactSort, filter: ContactFilter) => `contacts${sort}:${ledgerId}:${canonicalJson(filter)}`;
 
 /** Cursor = the sort, the last row's sort value and seq, and whether the null tail was reached. */
-function decodePosition(cursors: Cursors, ledgerId: string, cursor: string | undefined, sort: ContactSort): ContactPosition | undefined {
+function decodePosition(cursors: Cursors, ledgerId: string, cursor: string | undefined, sort: ContactSort, filter: ContactFilter): ContactPosition | undefined {
   if (cursor === undefined) return undefined;
-  const [value, seq, nulls] = cursors.decode(cursor, listOf(ledgerId, sort), [CURSOR_KINDS[sort], 'n', 'n']);
+  const [value, seq, nulls] = cursors.decode(cursor, listOf(ledgerId, sort, filter), [CURSOR_KINDS[sort], 'n', 'n']);
   return { value: value!, seq: seq as number, ...(nulls === 1 ? { nulls: true } : {}) };
 }
 
-const encodePosition = (cursors: Cursors, ledgerId: string, p: ContactPosition, sort: ContactSort) => cursors.encode(listOf(ledgerId, sort), [p.value, p.seq, p.nulls ? 1 : 0]);
+const encodePosition = (cursors: Cursors, ledgerId: string, p: ContactPosition, sort: ContactSort, filter: ContactFilter) => cursors.encode(listOf(ledgerId, sort, filter), [p.value, p.seq, p.nulls ? 1 : 0]);
 
 export const DOWNLOAD_PAGE = 1000;
 
@@ -64,7 +69,7 @@ export function createContactService(d: ContactServiceDeps) {
     if (rows.length <= limit) return { items: rows, nextCursor: null };
     const items = rows.slice(0, limit);
     const last = positionOf(items[items.length - 1]!, sort);
-    return { items, nextCursor: encodePosition(d.cursors, ledgerId, last, sort), last };
+    return { items, nextCursor: encodePosition(d.cursors, ledgerId, last, sort, filter), last };
   }
 
   return {
@@ -78,7 +83,7 @@ export function createContactService(d: ContactServiceDeps) {
 
     list(orgId: string, ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, cursor?: string): Page<Contact> {
       requireLedger(orgId, ledgerId);
-      const { items, nextCursor } = page(ledgerId, filter, sort, limit, decodePosition(d.cursors, ledgerId, cursor, sort));
+      const { items, nextCursor } = page(ledgerId, filter, sort, limit, decodePosition(d.cursors, ledgerId, cursor, sort, filter));
       return { items, nextCursor };
     },
 
