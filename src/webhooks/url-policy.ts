@@ -75,6 +75,9 @@ export function hostAllowed(host: string, allowHosts: readonly string[]): boolea
   });
 }
 
+/** Characters that show nothing, which URL parsers drop or IDNA maps to nothing, and C1 controls. */
+const INVISIBLE = /[\u0080-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]|[\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]/u;
+
 /** Validates a webhook URL; returns it normalized (WHATWG URL serialization) or the reason. */
 export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allowLocal = false): UrlVerdict {
   if (raw.length > MAX_URL) return { ok: false, code: 'invalid_url', reason: `must be at most ${MAX_URL} characters` };
@@ -82,6 +85,9 @@ export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allo
   // anywhere and spaces at the ends, and reads `http:///path` as the host `path`. A webhook URL
   // is configuration, so it is taken as written or refused.
   if (/[\u0000-\u0020\u007f]/.test(raw)) return { ok: false, code: 'invalid_url', reason: 'must not contain spaces, tabs, line breaks or control characters (percent-encode them)' };
+  // and drops characters that show nothing (a soft hyphen, zero-width spaces, variation selectors:
+  // IDNA's "ignored" ones), and C1 controls: `http://h\u00adost/` would be stored as http://host/
+  if (INVISIBLE.test(raw)) return { ok: false, code: 'invalid_url', reason: 'must not contain invisible or formatting characters (a soft hyphen, a zero-width space, C1 controls…): a URL parser drops them' };
   // and it reads a backslash as a slash: `http://host\x` would be stored as http://host/x
   if (raw.includes('\\')) return { ok: false, code: 'invalid_url', reason: 'must not contain a backslash (write / between path segments, or %5C for a backslash)' };
   let u: URL;
