@@ -322,6 +322,18 @@ A('routes that take no body refuse one (not silently ignore it); none, whitespac
   expectStatus(await t.call('POST', hooks(w, `/${h.id}/test`), { token: w.tokens.admin, raw: ' { }\n', headers: { 'content-type': 'application/json' } }), 202);
   expectStatus(await t.call('POST', hooks(w, `/${h.id}/test`), { token: w.tokens.admin }), 202);
   expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { force: true } }), 422);
+  // a GET too: a filter sent in its body would be ignored and the whole list answered
+  const getWithBody = await new Promise<number>((resolve, reject) => {
+    const body = JSON.stringify({ status: 'failed' });
+    const req = http.request(`${t.base}${hooks(w, `/${h.id}/deliveries`)}`, { method: 'GET', headers: { authorization: `Bearer ${w.tokens.admin}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  assert.is(getWithBody, 422);
+  expectStatus(await t.call('GET', hooks(w, `/${h.id}/deliveries`), { token: w.tokens.admin }), 200);
   expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
 });
 

@@ -219,7 +219,8 @@ const NO_BODY = 'This request takes no body; send none (an empty JSON object {} 
  */
 function refuseBody(): Koa.Middleware {
   return async (ctx, next) => {
-    if (PARSED_METHODS.has(ctx.method) && hasBody(ctx)) {
+    // a GET too: `GET …/contacts` with a JSON filter in its body listed everything unfiltered
+    if ((PARSED_METHODS.has(ctx.method) || ctx.method === 'GET') && hasBody(ctx)) {
       const text = decodeUtf8(await readBody(ctx, NO_BODY_LIMIT, NO_BODY));
       if (!/^[\x20\x09\x0a\x0d]*(?:\{[\x20\x09\x0a\x0d]*\}[\x20\x09\x0a\x0d]*)?$/.test(text)) throw invalid(NO_BODY, [{ path: 'body', message: 'is not taken by this request' }]);
     }
