@@ -1196,9 +1196,14 @@ U('an upload aborted half-way leaves nothing in tmp and the server keeps answeri
   assert.equal(await eventually(mine, (d) => d.length === 0), [], 'its temporary folder is removed');
   assert.equal(filesUnder(tmpDir(t)), []);
   assert.is(answered, undefined);
+  // its access-log line says it was cut off, with no status (Koa's default 404 was never sent)
+  const line = await eventually(() => t.logs.map((l) => JSON.parse(l)).find((l: any) => l.msg === 'request' && l.requestId === requestId), (l) => l !== undefined);
+  assert.equal([line.status, line.aborted], [null, true]);
   const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
   expectStatus(jobs, 200);
   assert.is(jobs.body.imports.length, 0);
+  const whole = t.logs.map((l) => JSON.parse(l)).findLast((l: any) => l.msg === 'request' && l.route?.endsWith('/imports') && l.method === 'GET');
+  assert.equal([whole.status, whole.aborted], [200, undefined], 'an answer sent whole: its status, no flag');
 });
 
 U('files refused by the scan (415/422) leave nothing in tmp or uploads', async ({ t, w }) => {

@@ -27,8 +27,21 @@ export function requestContext(log: Logger, observe?: RequestObserver): Koa.Midd
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       observe?.(ctx, ms / 1000);
       const actor = (ctx.state.caller as { actor?: { id?: string } } | undefined)?.actor?.id;
+      // a connection that closed before its answer was sent whole (a client gone, an upload cut off
+      // by shutdown): the status it got, or none (Koa's default 404 was never sent), and `aborted`
+      const finished = ctx.res.writableFinished;
       access.info(
-        { requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, ip: ctx.ip, actor, route: ctx.state.routeName as string | undefined },
+        {
+          requestId,
+          method: ctx.method,
+          path: ctx.path,
+          status: finished || ctx.res.headersSent ? ctx.res.statusCode : null,
+          ...(finished ? {} : { aborted: true }),
+          ms: Math.round(ms * 10) / 10,
+          ip: ctx.ip,
+          actor,
+          route: ctx.state.routeName as string | undefined,
+        },
         'request',
       );
     });
