@@ -89,12 +89,15 @@ export function detectDelimiter(text: string): string {
   return best;
 }
 
+/** The bytes of a UTF-8 byte order mark at the start of `b` (3), or 0. */
+const bomLength = (b: Buffer) => (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf ? 3 : 0);
+
 /**
  * The delimiter of a file's header — its first record after any empty lines (they are skipped
  * everywhere, also before the header) — from its first bytes (BOM or not).
  */
 export function headerDelimiter(first: Buffer): string {
-  const bom = first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf ? 3 : 0;
+  const bom = bomLength(first);
   let start = bom;
   while (start < first.length && (first[start] === 0x0a || first[start] === 0x0d)) start++;
   return detectDelimiter(first.subarray(start).toString('utf8'));
@@ -109,7 +112,7 @@ const SEP_LINE = /^sep=([,;\t|])(?:\r\n|\n|\r)/i;
 
 /** The delimiter a `sep=` first line names, and the bytes up to the header (BOM and that line); undefined without one. */
 export function sepLine(first: Buffer): { delimiter: string; bytes: number } | undefined {
-  const bom = first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf ? 3 : 0;
+  const bom = bomLength(first);
   const sep = SEP_LINE.exec(first.subarray(bom, bom + 8).toString('latin1'));
   return sep ? { delimiter: sep[1]!, bytes: bom + sep[0].length } : undefined;
 }
@@ -161,7 +164,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       const sep = sepLine(chunk);
       delimiterByte = (sep?.delimiter ?? headerDelimiter(chunk)).charCodeAt(0);
       sepLines = sep ? 1 : 0;
-      preamble = sep ? sep.bytes : chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+      preamble = sep ? sep.bytes : bomLength(chunk);
       line += sepLines;
       recLine = line;
     }

@@ -34,15 +34,11 @@ export const timestampParam = z
   })
   .optional();
 
-/** Trimmed, non-empty, bounded text. */
-/** A name or label: trimmed, 1 to `max` characters, no NUL (which C-string tools and exports cut at, as contact fields refuse it). */
-export const text = (max: number) =>
-  z
-    .string()
-    .trim()
-    .min(1, 'must not be empty')
-    .max(max, `must be at most ${max} characters`)
-    .refine((s) => !s.includes('\0'), 'must not contain a NUL character');
+/** Refuses a NUL: C-string tools and exports cut text at it, SQLite's LIKE pattern ends at it, and contact fields refuse it. */
+export const noNul = <S extends z.ZodType<string>>(schema: S) => schema.refine((s) => !s.includes('\0'), 'must not contain a NUL character');
+
+/** A name or label: trimmed, 1 to `max` characters, no NUL. */
+export const text = (max: number) => noNul(z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`));
 
 export const emailField = z
   .string()

@@ -10,7 +10,7 @@ import type { OrgsRepo } from './orgs-repo.ts';
 import type { PasswordHasher } from './passwords.ts';
 import type { ServiceAccountsRepo } from './service-accounts-repo.ts';
 import type { SessionsRepo } from './sessions-repo.ts';
-import type { SignInThrottle, ThrottleKey } from './throttle.ts';
+import { accountKey, type SignInThrottle, type ThrottleKey } from './throttle.ts';
 import type { UsersRepo } from './users-repo.ts';
 
 /** A sign-in request, already normalized from camelCase, snake_case or form fields. */
@@ -122,7 +122,7 @@ export function createSessionService(d: SessionDeps) {
 
   async function passwordGrant(email: string, password: string, meta: RequestMeta): Promise<IssuedSession> {
     const normalized = email.trim().toLowerCase();
-    const keys: ThrottleKey[] = [`account:${normalized}`, `address:${meta.ip}`];
+    const keys: ThrottleKey[] = [accountKey(normalized), `address:${meta.ip}`];
     const release = d.throttle.admit(keys);
     let started: { sessionId: string; refresh: { token: string; expiresAt: number } };
     let user: User | undefined;

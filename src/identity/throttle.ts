@@ -10,6 +10,9 @@ export interface ThrottlePolicy {
 
 export type ThrottleKey = `account:${string}` | `address:${string}` | `client:${string}`;
 
+/** The throttle key of a user account: its e-mail, lower case (sign-in, password changes and resets count on it alike). */
+export const accountKey = (email: string): ThrottleKey => `account:${email.trim().toLowerCase()}`;
+
 export type SignInThrottle = ReturnType<typeof createSignInThrottle>;
 
 /**

@@ -9,7 +9,7 @@ import type { Caller, User } from './model.ts';
 import type { PasswordHasher } from './passwords.ts';
 import { checkPasswordPolicy } from './passwords.ts';
 import type { SessionsRepo } from './sessions-repo.ts';
-import type { SignInThrottle, ThrottleKey } from './throttle.ts';
+import { accountKey, type SignInThrottle, type ThrottleKey } from './throttle.ts';
 import type { UsersRepo } from './users-repo.ts';
 
 export interface UserDeps {
@@ -65,13 +65,13 @@ export function createUserService(d: UserDeps) {
       if (by.actor.type !== 'user') throw forbidden('Service accounts have no user profile.');
       const userId = by.actor.id;
       let passwordHash: string | undefined;
-      let accountKey: ThrottleKey | undefined;
+      let checked: ThrottleKey | undefined; // the account whose current password was checked
       // a currentPassword that nothing checks would let a client believe it was (and a guess go uncounted)
       if (patch.currentPassword !== undefined && patch.password === undefined) throw invalidField('currentPassword', 'is only used to change the password; give password too, or leave it out');
       if (patch.password !== undefined) {
         if (patch.currentPassword === undefined) throw invalidField('currentPassword', 'is required to change the password');
         const current = requireUser(userId);
-        const keys: ThrottleKey[] = [`account:${current.email.toLowerCase()}`, `address:${by.ip}`];
+        const keys: ThrottleKey[] = [accountKey(current.email), `address:${by.ip}`];
         const release = d.throttle.admit(keys, 'wrong passwords');
         try {
           if (!(await d.hasher.verify(patch.currentPassword, current.passwordHash))) {
@@ -86,12 +86,12 @@ export function createUserService(d: UserDeps) {
         } finally {
           release();
         }
-        accountKey = keys[0];
+        checked = keys[0];
         checkPasswordPolicy(patch.password);
         passwordHash = await d.hasher.hash(patch.password);
       }
       return d.db.tx(() => {
-        if (accountKey) d.throttle.recordSuccess(accountKey);
+        if (checked) d.throttle.recordSuccess(checked);
         const u = requireUser(userId);
         const next: User = { ...u, name: patch.name ?? u.name, passwordHash: passwordHash ?? u.passwordHash, updatedAt: d.clock.now() };
         d.users.updateUser(next);
@@ -159,7 +159,7 @@ export function createUserService(d: UserDeps) {
         // a password set by an administrator (or `user passwd`) lifts the account's sign-in
         // throttle: the guesses counted there were against a password that is gone, and the reset
         // is how a locked-out user gets back in before the window ends
-        if (passwordHash) d.throttle.recordSuccess(`account:${u.email.toLowerCase()}`);
+        if (passwordHash) d.throttle.recordSuccess(accountKey(u.email));
         const changes: Record<string, unknown> = {};
         for (const k of ['name', 'superuser', 'disabled'] as const) if (u[k] !== next[k]) changes[k] = { from: u[k], to: next[k] };
         if (passwordHash) changes.passwordReset = true;

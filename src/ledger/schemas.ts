@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cursorParam, limitParam, text, timestampParam } from '../http/common-schemas.ts';
+import { cursorParam, limitParam, noNul, text, timestampParam } from '../http/common-schemas.ts';
 import { isId } from '../ids.ts';
 import type { ContactFilter, ContactSort } from './contacts-repo.ts';
 import { canonicalLinkedin } from '../normalize.ts';
@@ -8,7 +8,7 @@ import { canonicalLinkedin } from '../normalize.ts';
 
 export const NewLedger = z.strictObject({
   name: text(200),
-  description: z.string().trim().max(2000, 'must be at most 2000 characters').refine((s) => !s.includes('\0'), 'must not contain a NUL character').optional(),
+  description: noNul(z.string().trim().max(2000, 'must be at most 2000 characters')).optional(),
 });
 
 export const LedgerPatch = NewLedger.partial().refine((p) => p.name !== undefined || p.description !== undefined, 'give name or description');
@@ -28,7 +28,7 @@ export const BulkDelete = z.strictObject({
 });
 
 /** A text filter: a NUL would end SQLite's LIKE pattern (and no stored text holds one). */
-const filterText = (max: number) => z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).refine((s) => !s.includes('\0'), 'must not contain a NUL character');
+const filterText = (max: number) => noNul(z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`));
 const substring = filterText(256).optional();
 const bool = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true').optional();
 
