@@ -93,12 +93,13 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>, escape: bo
       if (csv) {
         let cells: unknown[];
         if (Array.isArray(r.raw)) {
-          // keep reason and line under their headers: pad short rows, fold extra cells into the reason
-          // (a previous round's reason and line cells go with their columns)
           const raw = r.raw as unknown[];
-          cells = raw.slice(0, kept);
-          while (cells.length < kept) cells.push('');
-          if (raw.length > csv.columns.length) return [...cells, `${r.reason}; extra cells: ${JSON.stringify(raw.slice(csv.columns.length))}`, r.line];
+          // A row as wide as the header: its cells, a previous round's reason and line replaced by ours.
+          // A row of another width comes back with its cells as read, neither padded nor cut, so that,
+          // uploaded again without a fix, it is rejected again instead of read into the wrong columns;
+          // in a file of ours every row's last two cells are that annotation (the scan checked the line).
+          if (raw.length === csv.columns.length) cells = raw.slice(0, kept);
+          else cells = csv.formulasEscaped && raw.length >= REJECTION_COLUMNS.length ? raw.slice(0, -REJECTION_COLUMNS.length) : raw;
         }
         else {
           // a duplicate recorded by an older version (it kept the row's cleaned-up values): put back in their columns
