@@ -5,7 +5,7 @@
  */
 
 const LINKEDIN_HOST = /^(?:[a-z]{2,3}\.|www\.|m\.|mobile\.)?linkedin\.com$/;
-const SLUG = /^[\p{L}\p{N}_-]{1,100}$/u;
+const SLUG = /^[\p{L}\p{M}\p{N}_-]{1,100}$/u;
 /** A URL already in canonical form (a trailing slash aside): what feeds and CRMs mostly send. */
 const CANONICAL = /^https:\/\/www\.linkedin\.com\/in\/[a-z0-9_-]{1,100}\/?$/;
 
@@ -38,7 +38,8 @@ export function parseLinkedin(input: string): string | undefined {
   if (parts.length < 2 || parts[0]!.toLowerCase() !== 'in') return undefined;
   let slug: string;
   try {
-    slug = decodeURIComponent(parts[1]!).toLowerCase();
+    // composed (NFC): a decomposed é (e + U+0301), as macOS writes it, is the same slug
+    slug = decodeURIComponent(parts[1]!).normalize('NFC').toLowerCase();
   } catch {
     return undefined;
   }
@@ -74,8 +75,31 @@ export const linkedinSlug = (canonical: string): string => canonical.slice('http
 
 const EMAIL = /^[^\s@<>(),;:"[\]]+@[^\s@<>(),;:"[\]]+\.[^\s@<>(),;:"[\]]+$/;
 
+/** Characters that show nothing, which URL parsers drop or IDNA maps to nothing, and C1 controls. */
+export const INVISIBLE = /[\u0080-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]|[\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]/u;
+const INVISIBLE_OR_CONTROL = new RegExp(`${INVISIBLE.source}|[\\p{Cc}\\p{Cf}]`, 'u');
+
+/**
+ * Why a key that must compare equal to the same text typed again (an e-mail address, a reference
+ * id, a person id) cannot be one: it holds a character that shows nothing — a zero-width space or
+ * a byte order mark pasted along with it, a control character — so it would look like the typed
+ * text and never match it. Names may hold such characters (a zero-width joiner in Persian or
+ * Indic script), so this is only for keys.
+ */
+export function invisibleProblem(text: string, field: string): string | undefined {
+  const c = INVISIBLE_OR_CONTROL.exec(text)?.[0];
+  if (c === undefined) return undefined;
+  const code = `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+  return `${field} contains an invisible character (${code}); it would never match the same text typed without it`;
+}
+
+/** What keeps `email` from being a plausible single e-mail address, if anything. */
+export function emailProblem(email: string, field = 'email'): string | undefined {
+  return invisibleProblem(email, field) ?? (EMAIL.test(email) ? undefined : `${field} "${email}" is not an e-mail address`);
+}
+
 /** True for a plausible single e-mail address (the shape, not deliverability). */
-export const isEmail = (text: string): boolean => EMAIL.test(text);
+export const isEmail = (text: string): boolean => emailProblem(text) === undefined;
 
 // Legal-form suffixes dropped from company names for matching ("Acme, Inc." = "ACME"). Changing
 // them changes stored keys: add a migration that recomputes them (as 0019 does, with the

@@ -306,6 +306,39 @@ A('a NUL character is refused where text comes in: contact fields are rejected r
   }
 });
 
+A('e-mail addresses and reference ids with an invisible character are rejected rows; a decomposed accent is the same text; the email filter is an address', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'invisible');
+  const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
+    { name: 'Zw mail', company: 'X', email: 'z@x.test\u200b' },
+    { name: 'Bom mail', company: 'X', contactInfo: { email: 'b\ufeff@x.test' } },
+    { name: 'Zw ref', company: 'X', referenceId: 'r\u200b1' },
+    { name: 'Zoe\u0308 Mu\u0308ller', company: 'Cafe\u0301 Ltd', linkedin: 'linkedin.com/in/jose\u0301-x', email: 'ann+crm@x.test' },
+    { name: 'Mi\u200dna', company: 'X' }, // a joiner in a name is the name's own business
+  ]);
+  assert.equal([job.imported, job.invalid], [2, 3]);
+  const errors = (await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer })).text;
+  for (const reason of ['email contains an invisible character (U+200B)', 'email contains an invisible character (U+FEFF)', 'referenceId contains an invisible character (U+200B)']) assert.ok(errors.includes(reason), reason);
+  const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
+  const count = async (query: string) => {
+    const r = await t.call('GET', `${path}?view=count&${query}`, { token: w.tokens.viewer });
+    expectStatus(r, 200, query);
+    return r.body.count as number;
+  };
+  // stored decomposed, found composed (and the other way round); the LinkedIn slug is stored composed
+  assert.is(await count('name=zo%C3%AB'), 1);
+  assert.is(await count(`company=${encodeURIComponent('CAFE\u0301')}`), 1);
+  assert.is(await count('linkedin=linkedin.com/in/jos%C3%A9-x'), 1);
+  const listed = await t.call('GET', `${path}?email=ann%2Bcrm@x.test`, { token: w.tokens.viewer });
+  assert.is(listed.body.contacts[0].linkedin, 'https://www.linkedin.com/in/jos\u00e9-x');
+  // a + sent unencoded arrives as a space, which no address holds: read as the + it was
+  assert.is(await count('email=ann+crm@x.test'), 1);
+  for (const bad of ['email=notanemail', 'email=z@x.test%E2%80%8B', 'email=a@b']) {
+    const r = await t.call('GET', `${path}?${bad}`, { token: w.tokens.viewer });
+    expectStatus(r, 400, bad);
+    assert.equal(r.body.errors.map((e: any) => e.path), ['email'], bad);
+  }
+});
+
 A('the rejected-rows CSV of an API batch gives back each rejected value as submitted (raw JSON), unknown fields included', async ({ t, w, ledgerId }) => {
   const sent: unknown[] = [
     { name: 'Fine', company: 'X' },

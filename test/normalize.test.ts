@@ -2,7 +2,7 @@
 // have suites of their own: tracking.test.ts, title-rules.test.ts).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { canonicalLinkedin, isEmail, parseLinkedin } from '../src/normalize.ts';
+import { canonicalLinkedin, emailProblem, isEmail, parseLinkedin } from '../src/normalize.ts';
 
 const N = suite('canonical LinkedIn URLs and e-mails');
 
@@ -66,6 +66,16 @@ N('the fast path for canonical URLs gives what the full parse gives', () => {
 N('e-mail shapes', () => {
   for (const ok of ['ann@acme.test', 'first.last+tag@sub.example.co.uk']) assert.ok(isEmail(ok), ok);
   for (const bad of ['ann', 'ann@', '@acme.test', 'ann@acme', 'a b@acme.test', 'ann@acme.test, bob@acme.test', '<ann@acme.test>']) assert.not.ok(isEmail(bad), bad);
+  // characters that show nothing: the address would look like the typed one and never match it
+  for (const bad of ['ann@acme.test\u200b', 'an\u00adn@acme.test', 'ann\u2060@acme.test', 'ann@acme\ufeff.test', 'ann\u0085@acme.test', 'ann\u200d@acme.test']) {
+    assert.not.ok(isEmail(bad), JSON.stringify(bad));
+    assert.match(emailProblem(bad)!, /^email contains an invisible character \(U\+[0-9A-F]{4}\)/);
+  }
+});
+
+N('a LinkedIn slug written decomposed (e + U+0301, as macOS writes it) is the composed one', () => {
+  assert.is(canonicalLinkedin('https://www.linkedin.com/in/jose\u0301-garci\u0301a'), 'https://www.linkedin.com/in/jos\u00e9-garc\u00eda');
+  assert.is(canonicalLinkedin('linkedin.com/in/jose%CC%81-garci%CC%81a/'), canonicalLinkedin('linkedin.com/in/jos%C3%A9-garc%C3%ADa'));
 });
 
 N.run();

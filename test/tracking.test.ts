@@ -368,13 +368,14 @@ T('a change-feed cursor continues with changes recorded after the newest changes
 });
 
 T('feeds in CSV, JSON array and gzip; bad records are counted with their line and the rest applied', async ({ t, w }) => {
-  const csv = 'name,company,email,Has Multiple Jobs\nEve Zed,Umbrella,eve@u.test,true\n,NoName,x@y.test,\nFay Ng,Soylent,not-an-email,\n';
+  const csv = 'name,company,email,Has Multiple Jobs\nEve Zed,Umbrella,eve@u.test,true\n,NoName,x@y.test,\nFay Ng,Soylent,not-an-email,\nGil Oh,Soylent,gil@s.test\u200b,\n';
   const c = await feed(t, w.root, csv, 'text/csv');
-  assert.equal([c.status, c.received, c.invalid, c.personsUpdated], ['completed', 3, 2, 1]);
+  assert.equal([c.status, c.received, c.invalid, c.personsUpdated], ['completed', 4, 3, 1]);
   const errors = await t.call('GET', `${FEED}/${c.id}/errors`, { token: w.root });
   assert.match(errors.text, /record,line,reason/);
   assert.match(errors.text, /2,3,"name is required/);
   assert.match(errors.text, /not an e-mail address/);
+  assert.match(errors.text, /4,5,"email contains an invisible character \(U\+200B\)/, 'an address with a zero-width space would never match');
   const json = await feed(t, w.root, JSON.stringify([{ name: 'Gus', company: 'Tyrell' }, { name: 'Hal', company: 'Cyberdyne', nested: { a: [1, { b: '}' }] } }]), 'application/json');
   assert.equal([json.received, json.invalid, json.personsUpdated], [2, 0, 2]);
   const gz = await feed(t, w.root, gzipSync(`${JSON.stringify({ name: 'Ivy', company: 'Wayne' })}\nnot json\n${JSON.stringify({ name: 'Jon', company: 'Stark' })}\n{"name":"Kim","company":"Acme","company":"Globex"}\n`));

@@ -1,5 +1,5 @@
 import { exactIntegerText } from '../exact-json.ts';
-import { canonicalLinkedin, isEmail, textProblem } from '../normalize.ts';
+import { canonicalLinkedin, emailProblem, invisibleProblem, textProblem } from '../normalize.ts';
 import { titleDomain, titleLevel, type TitleDomain, type TitleLevel } from './title-rules.ts';
 
 /**
@@ -82,7 +82,8 @@ export function validateContact(input: unknown): InputResult {
     email ??= nested;
   }
   if (email !== undefined) {
-    if (!isEmail(email)) return reject(`email "${email}" is not an e-mail address`);
+    const problem = emailProblem(email);
+    if (problem) return reject(problem);
     draft.email = email;
   }
 
@@ -101,7 +102,12 @@ export function validateContact(input: unknown): InputResult {
   else if (ref !== undefined && ref !== null && typeof ref !== 'string') return reject('referenceId must be a string or a whole number');
   const referenceId = optionalText(ref, 'referenceId', MAX_LENGTH.referenceId);
   if (isError(referenceId)) return reject(referenceId.error);
-  if (referenceId !== undefined) draft.referenceId = referenceId;
+  if (referenceId !== undefined) {
+    // the duplicate check compares ids as text: an invisible character would let one id pass for another
+    const problem = invisibleProblem(referenceId, 'referenceId');
+    if (problem) return reject(problem);
+    draft.referenceId = referenceId;
+  }
 
   const level = titleLevel(draft.title);
   const domain = titleDomain(draft.title);

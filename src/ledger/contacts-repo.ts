@@ -180,6 +180,8 @@ export interface NewContactRow {
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 // SQLite's LIKE folds ASCII case only; needles with other letters go through a Unicode-aware function.
 const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
+// lower case in composed form (NFC): a name stored decomposed (e + U+0301, as macOS writes it) is found by é, and the reverse
+const foldForContains = (s: string) => s.toLocaleLowerCase('und').normalize('NFC');
 
 export type ContactsRepo = ReturnType<typeof createContactsRepo>;
 
@@ -192,7 +194,7 @@ export type ContactsRepo = ReturnType<typeof createContactsRepo>;
 export function createContactsRepo(db: Db, reader: Db = db) {
   for (const conn of new Set([db, reader])) {
     conn.raw.function('cl_contains_ci', { deterministic: true }, (haystack: unknown, needle: unknown) =>
-      typeof haystack === 'string' && typeof needle === 'string' && haystack.toLocaleLowerCase('und').includes(needle) ? 1 : 0,
+      typeof haystack === 'string' && typeof needle === 'string' && foldForContains(haystack).includes(needle) ? 1 : 0,
     );
   }
   const q = {
@@ -241,7 +243,7 @@ export function createContactsRepo(db: Db, reader: Db = db) {
       const needle = f[field];
       if (needle === undefined) continue;
       if (isAscii(needle)) add(`${field} LIKE ? ESCAPE '\\'`, `%${escapeLike(needle)}%`);
-      else add(`cl_contains_ci(${field}, ?)`, needle.toLocaleLowerCase('und'));
+      else add(`cl_contains_ci(${field}, ?)`, foldForContains(needle));
     }
     if (f.isVerified !== undefined) add('is_verified = ?', f.isVerified ? 1 : 0);
     if (f.importId !== undefined) add('import_id = ?', f.importId);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { cursorParam, limitParam, noNul, text, timestampParam } from '../http/common-schemas.ts';
 import { isId } from '../ids.ts';
 import type { ContactFilter, ContactSort } from './contacts-repo.ts';
-import { canonicalLinkedin } from '../normalize.ts';
+import { canonicalLinkedin, emailProblem } from '../normalize.ts';
 
 /** Request schemas of the ledger service; they validate requests and generate its OpenAPI document. */
 
@@ -57,7 +57,21 @@ const filters = {
       return c;
     })
     .optional(),
-  email: z.string().trim().pipe(filterText(320)).optional(),
+  email: z
+    .string()
+    .trim()
+    .pipe(filterText(320))
+    .transform((s, ctx) => {
+      // a `+` sent unencoded (ann+crm@…) arrives as a space, which no address holds
+      const email = s.replace(/ /g, '+');
+      const problem = emailProblem(email);
+      if (problem) {
+        ctx.addIssue({ code: 'custom', message: problem });
+        return z.NEVER;
+      }
+      return email;
+    })
+    .optional(),
   name: substring,
   company: substring,
   title: substring,

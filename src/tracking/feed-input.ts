@@ -1,6 +1,6 @@
 import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_LENGTH } from '../ledger/contact-input.ts';
-import { canonicalLinkedin, isEmail, textProblem } from '../normalize.ts';
+import { canonicalLinkedin, emailProblem, invisibleProblem, textProblem } from '../normalize.ts';
 import type { FeedRecord } from './model.ts';
 
 /**
@@ -58,7 +58,8 @@ export function validateFeedRecord(input: unknown, now: number): FeedInputResult
   const email = text(raw.email, 'email', MAX_LENGTH.email);
   if (bad(email)) return reject(email.error);
   if (email !== undefined) {
-    if (!isEmail(email)) return reject(`email "${email}" is not an e-mail address`);
+    const problem = emailProblem(email);
+    if (problem) return reject(problem);
     record.email = email;
   }
   const li = text(raw.linkedin, 'linkedin', MAX_LENGTH.linkedin);

@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { INVISIBLE } from '../normalize.ts';
 
 /**
  * Which URLs a webhook may call (SPEC §6): absolute http or https URLs without credentials or a
@@ -74,9 +75,6 @@ export function hostAllowed(host: string, allowHosts: readonly string[]): boolea
     return h === e;
   });
 }
-
-/** Characters that show nothing, which URL parsers drop or IDNA maps to nothing, and C1 controls. */
-const INVISIBLE = /[\u0080-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]|[\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]/u;
 
 /** Validates a webhook URL; returns it normalized (WHATWG URL serialization) or the reason. */
 export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allowLocal = false): UrlVerdict {
