@@ -427,9 +427,10 @@ P('name from first + last name: the mapping a preview or a job shows is accepted
   assert.equal(fromJob.contacts.map((c) => c.name), ['Ann Lee'], "a job's mapping is accepted back too");
 
   // headers that are not recognised: the pair names them
-  const de = 'Vorname,Nachname,Firma\nAnn,Lee,Acme\nPlato,,Academy\n';
+  const de = 'Vorname,Nachname,Firma\nAnn,Lee,Acme\nPlato,,Academy\n  Jo  ,  Doe ,Acme\n';
   const named = await importInto(t, w, de, { mapping: { name: ['Vorname', 'Nachname'], company: 'Firma' } });
-  assert.equal(view(named.contacts).map((c) => [c.name, c.company]), [['Ann Lee', 'Acme'], ['Plato', 'Academy']]);
+  // the two parts trimmed and joined by one space (a single name column is kept as written)
+  assert.equal(view(named.contacts).map((c) => [c.name, c.company]), [['Ann Lee', 'Acme'], ['Jo Doe', 'Acme'], ['Plato', 'Academy']]);
   assert.equal(named.job.mapping, { name: ['Vorname', 'Nachname'], company: 'Firma' });
   const shown = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(de, { mapping: { name: ['vorname', 'NACHNAME'], company: 'Firma' } }) });
   expectStatus(shown, 200);

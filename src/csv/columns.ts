@@ -169,7 +169,8 @@ export function rowToInput(cells: string[], mapping: ColumnMapping): Record<stri
     if (v !== undefined && v !== '') out[field] = v;
   }
   if (mapping.lastNameColumn !== undefined) {
-    const name = `${out.name ?? ''} ${cells[mapping.lastNameColumn] ?? ''}`.trim();
+    // a name made of two cells is ours to join: each part trimmed, one space between
+    const name = [out.name ?? '', cells[mapping.lastNameColumn] ?? ''].map((part) => part.trim()).filter(Boolean).join(' ');
     if (name) out.name = name;
     else delete out.name;
   }
