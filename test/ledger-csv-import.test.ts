@@ -666,6 +666,27 @@ P('a rejected-rows CSV uploaded again, round after round: its old reason and lin
   assert.equal([done.imported, done.invalid], [2, 0]);
 });
 
+P('the errors CSV for a spreadsheet: bom=true and delimiter=semicolon as for downloads; fixed and uploaded again it is still ours', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'errors for excel');
+  const r = await post(t, w, ledgerId, 'Name;Company;Notiz\nAnn;Acme;ok\nBo;;"a; b"\nCy;;x\n');
+  expectStatus(r, 202);
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r.body.id);
+  const e = await fetch(`${t.base}${importsPath(w, ledgerId)}/${job.id}/errors?bom=true&delimiter=semicolon`, { headers: { authorization: `Bearer ${w.tokens.viewer}` } });
+  assert.is(e.status, 200);
+  const file = Buffer.from(await e.arrayBuffer());
+  assert.equal([...file.subarray(0, 3)], [0xef, 0xbb, 0xbf]);
+  assert.is(file.subarray(3).toString(), '"Name";"Company";"Notiz";"reason";"line"\r\n"Bo";;"a; b";"company is required";3\r\n"Cy";;"x";"company is required";4\r\n');
+  const bad = await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors?delimiter=pipe`, { token: w.tokens.viewer });
+  expectStatus(bad, 400);
+  assert.equal(bad.body.errors.map((x: any) => x.path), ['delimiter']);
+  // Bo's company filled in, saved as the spreadsheet got it: read as ours, its reason and line replaced rather than kept as data
+  const again = await post(t, w, ledgerId, Buffer.from(file.toString().replace('"Bo";;', '"Bo";"Beta";')));
+  expectStatus(again, 202);
+  const done = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, again.body.id);
+  assert.equal([done.imported, done.invalid], [1, 1]);
+  assert.equal(await errorsOf(t, w, ledgerId, done.id), [['Name', 'Company', 'Notiz', 'reason', 'line'], ['Cy', '', 'x', 'company is required', '3']]);
+});
+
 P('a row of the wrong width comes back as wide as it was: uploaded again unfixed it is rejected again, never read into the wrong columns', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'widths');
   const upload = async (file: string) => {

@@ -76,12 +76,15 @@ export function csvCell(v: unknown, escapeFormulas: boolean): string {
   return NEEDS_QUOTES.test(s) ? `"${s.replace(QUOTES, '""')}"` : s;
 }
 
-/** Records as CSV text, each ending with CRLF. */
-export function csvLines(rows: unknown[][], escapeFormulas: boolean): string {
+/**
+ * Records as CSV text, each ending with CRLF. Any delimiter of `,` `;` tab may join the cells: text
+ * cells are always quoted, and numbers, booleans and dates hold none of them.
+ */
+export function csvLines(rows: unknown[][], escapeFormulas: boolean, delimiter = ','): string {
   let out = '';
   for (const row of rows) {
     for (let i = 0; i < row.length; i++) {
-      if (i > 0) out += ',';
+      if (i > 0) out += delimiter;
       out += csvCell(row[i], escapeFormulas);
     }
     out += '\r\n';

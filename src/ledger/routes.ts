@@ -77,17 +77,18 @@ function attachment(ctx: Koa.Context, fileName: string): void {
 }
 
 /** The rejected rows as CSV: the original columns (CSV) or the contact fields (API), then the reason (and line, or the submitted JSON). */
-function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>, escape: boolean): Generator<string> {
+function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>, escape: boolean, bom: boolean, delimiter: string): Generator<string> {
   const csv = imp.format;
+  if (bom) yield '\uFEFF';
   if (imp.source === 'csv' && !csv) {
-    yield csvHeader(REJECTION_COLUMNS); // a file that could not be read: no row was taken
+    yield csvHeader(REJECTION_COLUMNS, delimiter); // a file that could not be read: no row was taken
     return;
   }
   const kept = csv ? ownColumns(csv).length : 0;
   // API batches: `raw` is the submitted value as JSON, so what the contact fields cannot show
   // (unknown fields, wrong types, a row that is not an object) is not lost. The uploaded file's
   // own column names are its text (quoted and escaped); ours are plain names.
-  yield csv ? csvLines([rejectedRowsHeader(csv)], escape) : csvHeader(['row', ...CONTACT_FIELDS, 'reason', 'raw']);
+  yield csv ? csvLines([rejectedRowsHeader(csv)], escape, delimiter) : csvHeader(['row', ...CONTACT_FIELDS, 'reason', 'raw'], delimiter);
   for (const page of pages) {
     const rows = page.map((r) => {
       if (csv) {
@@ -119,7 +120,7 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>, escape: bo
       const scalar = typeof r.raw !== 'object' || r.raw === null || big !== undefined; // a big integer keeps its digits as JSON.rawJSON
       return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), scalar ? `${r.reason} (${cell(r.raw)})` : r.reason, submitted];
     });
-    yield csvLines(rows, escape);
+    yield csvLines(rows, escape, delimiter);
   }
 }
 
@@ -263,7 +264,8 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     r.add({ method: 'get', path: `${base}/:importId/${alias ? 'downloadErrors' : 'errors'}`, access: { org: 'viewer' }, query: S.RejectedRowsQuery, summary: `Rejected rows as CSV with a reason column${note}`, description: 'Cells that a spreadsheet would read as a formula get a \' in front unless escapeFormulas=false; uploaded again, this file\'s cells lose that \' (its last two columns, reason and line, mark it).', responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params, query }) => {
       const imp = svc.imports.get(params.orgId!, params.ledgerId!, params.importId!);
       attachment(ctx, `import-${imp.id}-errors.csv`);
-      ctx.body = Readable.from(rejectionCsv(imp, svc.imports.rejections(imp.id), query.escapeFormulas ?? true), { objectMode: false });
+      const delimiter = S.DOWNLOAD_DELIMITERS[query.delimiter ?? 'comma'];
+      ctx.body = Readable.from(rejectionCsv(imp, svc.imports.rejections(imp.id), query.escapeFormulas ?? true, query.bom ?? false, delimiter), { objectMode: false });
     });
   }
 

@@ -92,18 +92,20 @@ export const ContactListQuery = z.strictObject({
 /** Field delimiters a download may use, by name (a `;` or a tab would have to be percent-encoded). */
 export const DOWNLOAD_DELIMITERS = { comma: ',', semicolon: ';', tab: '\t' } as const;
 
-export const DownloadQuery = z.strictObject({
-  ...filters,
+/** How a CSV file we write is shaped for a spreadsheet: downloads and rejected-rows CSVs alike. */
+const csvFileOptions = {
   escapeFormulas: bool,
   bom: bool.meta({ description: 'true: start the file with a UTF-8 byte order mark, which Excel needs to read the file as UTF-8 (default false)' }),
   delimiter: z
     .enum(Object.keys(DOWNLOAD_DELIMITERS) as [keyof typeof DOWNLOAD_DELIMITERS, ...(keyof typeof DOWNLOAD_DELIMITERS)[]], { error: 'must be comma, semicolon or tab' })
     .optional()
     .meta({ description: 'The field delimiter: comma (default), or semicolon for spreadsheets whose list separator is ";", or tab' }),
-});
+};
 
-/** The rejected-rows CSV: formula escaping as for downloads (on unless `escapeFormulas=false`). */
-export const RejectedRowsQuery = z.strictObject({ escapeFormulas: bool });
+export const DownloadQuery = z.strictObject({ ...filters, ...csvFileOptions });
+
+/** The rejected-rows CSV: formula escaping (on unless `escapeFormulas=false`), BOM and delimiter as for downloads. */
+export const RejectedRowsQuery = z.strictObject(csvFileOptions);
 
 export type ListInput = z.output<typeof ContactListQuery> | z.output<typeof DownloadQuery>;
 
