@@ -102,6 +102,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   // pipeline, not pipe: a read error of the file must reach the loop below, not end the process
   pipeline(createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }), parser, () => {});
   const width = format.columns.length;
+  const escaped = format.formulasEscaped === true || format.download === true;
   const needed = Math.max(namedWidth(format.columns), ...mappedColumns(format.mapping).map((i) => i + 1));
   let nextLine = from.lines + 1;
   let rows: CsvRow[] = [];
@@ -113,10 +114,13 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       endBytes = from.bytes + info.bytes;
       if (isBlankRecord(record)) continue;
       const endLine = nextLine - 1;
-      const cells = fitToHeader(record, width, needed);
-      if (!cells) rows.push({ line, endBytes, endLine, reason: wrongWidth(record.length, width), raw: record });
+      // a file of ours (a rejected-rows CSV, a download) has our formula escaping to take off: its
+      // cells are read, and kept for a rejected row, as they were before it
+      const read = escaped ? record.map(unescapeFormula) : record;
+      const cells = fitToHeader(read, width, needed);
+      if (!cells) rows.push({ line, endBytes, endLine, reason: wrongWidth(record.length, width), raw: read });
       else {
-        const res = validateContact(rowToInput(format.formulasEscaped ? cells.map(unescapeFormula) : cells, format.mapping));
+        const res = validateContact(rowToInput(cells, format.mapping));
         // the cells go along with a valid row too: it may still be rejected as a duplicate, and the rejected-rows CSV gives rows back as they were
         rows.push(res.ok ? { line, endBytes, endLine, draft: res.draft, raw: cells } : { line, endBytes, endLine, reason: res.reason, raw: cells });
       }

@@ -7,7 +7,8 @@
  *
  * Spreadsheet formula injection (RELIABILITY.md I4): with `escapeFormulas`, a text cell starting
  * with = + - @ tab CR LF NUL (or the full-width = + - @ that spreadsheets also read as operators)
- * gets a `'` in front. Numbers are never escaped (-5 stays a number).
+ * gets a `'` in front, and so does one whose `'`s come before such a character (`'=x` → `''=x`), so
+ * that taking one `'` off (unescapeFormula) gives back every text. Numbers are never escaped (-5 stays a number).
  *
  * Values: strings as they are, null and undefined empty, numbers and bigints in JavaScript's
  * notation, booleans as true/false, dates as epoch milliseconds, other objects as JSON.
@@ -44,12 +45,20 @@ function formulaStart(c: number): boolean {
   }
 }
 
+/** Text that looks escaped already: one or more `'` before a formula character. */
+function escapedLook(s: string): boolean {
+  let i = 0;
+  while (s.charCodeAt(i) === 0x27) i++;
+  return i > 0 && i < s.length && formulaStart(s.charCodeAt(i));
+}
+
 /**
- * A cell as it was before `escapeFormulas` put a `'` in front of it: for a rejected-rows CSV that
- * comes back fixed (src/ledger/import-service.ts isOwnRejectedRows). Other cells are returned as they are.
+ * A cell as it was before `escapeFormulas` put a `'` in front of it: for a rejected-rows CSV or a
+ * download that comes back (src/ledger/import-service.ts). Other cells are returned as they are.
+ * Text that looked escaped already (`'=x` as typed) got one `'` more, so it comes back whole.
  */
 export function unescapeFormula(cell: string): string {
-  return cell.length > 1 && cell.charCodeAt(0) === 0x27 && formulaStart(cell.charCodeAt(1)) ? cell.slice(1) : cell;
+  return escapedLook(cell) ? cell.slice(1) : cell;
 }
 
 /** One cell's text. */
@@ -58,7 +67,7 @@ export function csvCell(v: unknown, escapeFormulas: boolean): string {
   switch (typeof v) {
     case 'string':
       if (v === '') return '';
-      s = escapeFormulas && formulaStart(v.charCodeAt(0)) ? `'${v}` : v;
+      s = escapeFormulas && (formulaStart(v.charCodeAt(0)) || escapedLook(v)) ? `'${v}` : v;
       return `"${s.includes('"') ? s.replace(QUOTES, '""') : s}"`;
     case 'number':
     case 'bigint':

@@ -18,7 +18,7 @@ import type { Db } from '../storage/db.ts';
 import type { ImportsRepo, NewImport } from './imports-repo.ts';
 import { IMPORT_JOB } from './import-runner.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
-import type { CsvFormat, ImportJob, Rejection } from './model.ts';
+import { DOWNLOAD_HEADER, type CsvFormat, type ImportJob, type Rejection } from './model.ts';
 import { ledgerLookup } from './require-ledger.ts';
 
 export interface ImportServiceDeps {
@@ -56,7 +56,16 @@ interface Inspected {
   mapping: ColumnMapping;
   /** A rejected-rows CSV of ours uploaded again (isOwnRejectedRows). */
   ours: boolean;
+  /** A download of ours uploaded again (isOwnDownload). */
+  download: boolean;
 }
+
+/**
+ * A download of ours uploaded again (into another ledger, another installation): its header is
+ * the download's fixed one, so its cells carry our formula escaping (`'-Ann`), which the reader
+ * takes off — imported as they were, not with a `'` in a name that is never modified again.
+ */
+const isOwnDownload = (columns: string[]): boolean => columns.length === DOWNLOAD_HEADER.length && DOWNLOAD_HEADER.every((c, i) => columns[i] === c);
 
 
 const uploadProblem = (status: 415 | 422, message: string, line?: number) =>
@@ -151,7 +160,7 @@ export function createImportService(d: ImportServiceDeps) {
       const scan = ours ? { ...scanned, columns: scanned.columns.map(unescapeFormula) } : scanned;
       // our annotation may repeat a name of the file's own (its `Reason` column, or its own reason and line)
       checkHeader(ours ? scan.columns.slice(0, -REJECTION_COLUMNS.length) : scan.columns);
-      return { scan, mapping: resolveMapping(scan.columns, explicit), ours };
+      return { scan, mapping: resolveMapping(scan.columns, explicit), ours, download: !ours && isOwnDownload(scan.columns) };
     };
     try {
       let inspected = read(isOwnRejectedRows(orgId, scanned));
@@ -194,12 +203,12 @@ export function createImportService(d: ImportServiceDeps) {
         const failure = `the file cannot be read: ${inspected.unreadable.message} (nothing was imported)`;
         return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'csv', fileName: file.fileName, filePath: null, format: null, submitted: 0, idempotency }, undefined, failure);
       }
-      const { scan, mapping, ours } = inspected;
+      const { scan, mapping, ours, download } = inspected;
       const id = newId('imp');
       mkdirSync(d.uploadsDir, { recursive: true, mode: 0o700 });
       const stored = join(d.uploadsDir, `${id}.csv`);
       renameSync(file.path, stored);
-      const format: CsvFormat = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping, ...(ours ? { formulasEscaped: true } : {}) };
+      const format: CsvFormat = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping, ...(ours ? { formulasEscaped: true } : {}), ...(download ? { download: true } : {}) };
       try {
         const created = createJob(by, orgId, { id, ledgerId, source: 'csv', fileName: file.fileName, filePath: stored, format, submitted: scan.rows, idempotency });
         if (created.replayed) unlinkSync(stored); // another request with the key won meanwhile
@@ -213,15 +222,15 @@ export function createImportService(d: ImportServiceDeps) {
     /** What an upload would import: columns, the first rows, the suggested mapping; stores nothing. */
     async preview(orgId: string, ledgerId: string, file: ReceivedFile, mappingText: string | undefined) {
       requireLedger(orgId, ledgerId);
-      const { scan, mapping, ours } = await inspect(orgId, file, parseMapping(mappingText), false);
+      const { scan, mapping, ours, download } = await inspect(orgId, file, parseMapping(mappingText), false);
       const missing = (['name', 'company'] as const).filter((f) => mapping.fields[f] === undefined);
-      // the rows as the import reads them: a rejected-rows CSV's cells without their formula escaping
+      // the rows as the import reads them: a rejected-rows CSV's or a download's cells without their formula escaping
       const rows = scan.head.slice(0, 10);
       return {
         columns: scan.columns,
         delimiter: scan.delimiter,
         rowCount: scan.rows,
-        rows: ours ? rows.map((r) => r.map(unescapeFormula)) : rows,
+        rows: ours || download ? rows.map((r) => r.map(unescapeFormula)) : rows,
         suggestedMapping: mappingByName(scan.columns, suggestMapping(scan.columns)),
         mapping: mappingByName(scan.columns, mapping),
         missing,

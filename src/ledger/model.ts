@@ -53,7 +53,15 @@ export interface CsvFormat {
   mapping: ColumnMapping;
   /** A rejected-rows CSV of ours uploaded again: the reader takes off the `'` formula escaping put in front of cells. */
   formulasEscaped?: boolean;
+  /** A download of ours uploaded again (its header is DOWNLOAD_HEADER): its cells lose their escaping too. */
+  download?: boolean;
 }
+
+/** The download's fixed header (SPEC §4.3). */
+export const DOWNLOAD_HEADER = [
+  'id', 'referenceId', 'name', 'linkedin', 'importCompany', 'importTitle', 'company', 'title', 'titleLevel', 'titleDomain',
+  'email', 'location', 'isVerified', 'lastJobChangedAt', 'lastInfoChangedAt', 'createdAt',
+] as const;
 
 export const CONTACT_FIELDS = ['name', 'company', 'title', 'location', 'email', 'linkedin', 'referenceId'] as const;
 export type ContactField = (typeof CONTACT_FIELDS)[number];

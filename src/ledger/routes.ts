@@ -15,7 +15,7 @@ import type { Created, ImportService } from './import-service.ts';
 import type { LedgerService } from './ledger-service.ts';
 import type { DownloadRow } from './contacts-repo.ts';
 import type { ImportJob, Rejection } from './model.ts';
-import { CONTACT_FIELDS } from './model.ts';
+import { CONTACT_FIELDS, DOWNLOAD_HEADER } from './model.ts';
 import { LEDGER_PREFIX, ledgerUrl, presentContact, presentImport, presentLedger } from './presenters.ts';
 import * as S from './schemas.ts';
 
@@ -33,11 +33,6 @@ export interface LedgerRouteOptions {
   maxUploadBytes: number;
   now: () => number;
 }
-
-export const DOWNLOAD_HEADER = [
-  'id', 'referenceId', 'name', 'linkedin', 'importCompany', 'importTitle', 'company', 'title', 'titleLevel', 'titleDomain',
-  'email', 'location', 'isVerified', 'lastJobChangedAt', 'lastInfoChangedAt', 'createdAt',
-] as const;
 
 /**
  * A page of the download as CSV lines in UTF-8, cell by cell in DOWNLOAD_HEADER's order (no array
