@@ -1001,6 +1001,28 @@ V('preview: columns, the first 10 rows, suggestedMapping; nothing stored', async
   assert.equal(filesUnder(tmpDir(t)), [], 'no temp file');
 });
 
+V('preview: a long cell does not hide the rows after it; it shows the first 10 rows however long they are', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'preview long cells');
+  const pv = (csv: string) => t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv) });
+  for (const noteBytes of [300_000, 900_000]) {
+    const rows = Array.from({ length: 20 }, (_, i) => `Person ${i},Acme,"${i === 0 ? 'n'.repeat(noteBytes) : 'short'}"`);
+    const r = await pv(`name,company,note\r\n${rows.join('\r\n')}\r\n`);
+    expectStatus(r, 200, `${noteBytes}`);
+    assert.is(r.body.rowCount, 20);
+    assert.equal(r.body.rows.map((row: string[]) => row[0]), Array.from({ length: 10 }, (_, i) => `Person ${i}`), `${noteBytes}`);
+    assert.is(r.body.rows[0][2].length, noteBytes);
+  }
+  // ten rows each near the longest a row may be
+  const big = Array.from({ length: 11 }, (_, i) => `P${i},Acme,${'b'.repeat(1_000_000)}`);
+  const r = await pv(`name,company,note\n${big.join('\n')}`);
+  expectStatus(r, 200);
+  assert.equal(r.body.rows.map((row: string[]) => row[0]), Array.from({ length: 10 }, (_, i) => `P${i}`));
+  // the header keeps its own limit
+  const header = await pv(`name,company,"${'h'.repeat(300 * 1024)}"\nA,B,C\n`);
+  expectStatus(header, 422);
+  assert.match(header.body.message, /header row is longer than 262144 bytes/);
+});
+
 V('preview with a mapping, with first + last name, and of a file missing a required column', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'preview2');
   const pv = (csv: string, mapping?: unknown) => t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv, { mapping }) });

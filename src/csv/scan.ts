@@ -44,8 +44,15 @@ export interface ScanFailure {
   line?: number;
 }
 
-const HEAD_BYTES = 256 * 1024;
 const PREVIEW_ROWS = 10;
+/** The longest header row an upload may have. */
+const HEADER_BYTES = 256 * 1024;
+/**
+ * The most of a file's start kept for its header and the preview's first rows: enough for ten
+ * rows as long as a row may be, so one long cell (a note pasted into a CRM field) does not hide the
+ * rows after it. Only as much as those rows take is kept (usually a few KiB).
+ */
+const HEAD_BYTES = HEADER_BYTES + PREVIEW_ROWS * MAX_RECORD_BYTES;
 
 const MAGIC: [string, number[]][] = [
   ['a ZIP archive (an Excel .xlsx file?)', [0x50, 0x4b, 0x03, 0x04]],
@@ -119,7 +126,10 @@ export function sepLine(first: Buffer): { delimiter: string; bytes: number } | u
 
 /** Scans the whole file; see the module comment. */
 export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
-  let head = Buffer.alloc(0);
+  const headParts: Buffer[] = [];
+  let headLength = 0;
+  // where the header and the preview's rows end, once they have
+  let headEnd: number | undefined;
   let offset = 0;
   let line = 1;
   let records = 0;
@@ -168,7 +178,11 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       line += sepLines;
       recLine = line;
     }
-    if (head.length < HEAD_BYTES) head = Buffer.concat([head, chunk.subarray(0, HEAD_BYTES - head.length)]);
+    if (headEnd === undefined && headLength < HEAD_BYTES) {
+      const part = chunk.subarray(0, HEAD_BYTES - headLength);
+      headParts.push(part);
+      headLength += part.length;
+    }
     const start = offset === 0 ? preamble : 0;
     if (start) recStart = start;
     for (let i = start; i < chunk.length; i++) {
@@ -193,6 +207,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
             if (!blank) {
               if (records > 0) lastCellsNumbers &&= lineNumberCell();
               records++;
+              if (records === PREVIEW_ROWS + 1 && headEnd === undefined) headEnd = offset + i + 1;
             }
             blank = true;
             cellDigits = 0;
@@ -255,11 +270,13 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   if (records === 0) return fail(422, 'the file is empty; it needs a header row and at least one contact');
 
   // The header and the first rows, from the head of the file (cut after the last full line).
+  const head = Buffer.concat(headParts, headLength).subarray(0, headEnd);
   let text = head.subarray(preamble);
-  const truncated = offset > head.length;
+  const truncated = headEnd === undefined && offset > head.length;
+  const headerTooLong = () => unreadable(`the header row is longer than ${HEADER_BYTES} bytes`, 1);
   if (truncated) {
     const lastBreak = Math.max(text.lastIndexOf(0x0a), text.lastIndexOf(0x0d));
-    if (lastBreak < 0) return unreadable(`the header row is longer than ${HEAD_BYTES} bytes`, 1);
+    if (lastBreak < 0) return headerTooLong();
     text = text.subarray(0, lastBreak + 1);
   }
   const delimiter = String.fromCharCode(delimiterByte);
@@ -272,12 +289,13 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     // The head was cut inside a quoted field that goes on past it (the whole-file pass above proved
     // every quote is closed): keep the records read before that field.
     if (truncated && e.code === 'CSV_QUOTE_NOT_CLOSED') {
-      if (!e.records) return unreadable(`the header row is longer than ${HEAD_BYTES} bytes`, 1);
+      if (!e.records) return headerTooLong();
       parsed = parseSync(text, { ...options, to: Math.min(e.records, PREVIEW_ROWS + 1) }) as never;
     } else return unreadable(e.lines ? `line ${e.lines}: ${e.message}` : e.message, e.lines);
   }
   const header = parsed[0];
   if (!header || header.record.every((c) => c.trim() === '')) return fail(422, 'the first line must be a header row naming the columns');
+  if (header.info.bytes > HEADER_BYTES) return headerTooLong();
   if (records === 1) return fail(422, 'the file has a header row but no contacts');
   const headerText = text.subarray(0, header.info.bytes).toString('utf8');
   const headerLines = sepLines + 1 + (headerText.replace(/\r\n/g, '\n').replace(/[\r\n]$/, '').match(/[\r\n]/g)?.length ?? 0);
