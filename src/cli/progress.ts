@@ -11,11 +11,13 @@ const BAR = 30;
 
 /**
  * Progress of `import` and `feed` on stderr: a bar redrawn in place on a terminal (10 times a
- * second at most), plain lines every few seconds otherwise (logs, CI, systemd).
+ * second at most), plain lines every few seconds otherwise (logs, CI, systemd), the first of them
+ * a few seconds in.
  */
 export function progress(io: Io, label: string, opts: { lineEveryMs?: number } = {}): Progress {
   const every = io.isTTY ? 100 : (opts.lineEveryMs ?? 2000);
-  let last = 0;
+  // a bar at once; lines only once a run has taken an interval (a short run gets its result alone, not a line of zeros first)
+  let last = io.isTTY ? 0 : Date.now();
   let drawn = false;
   let lastLine = '';
   return {
