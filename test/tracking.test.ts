@@ -470,7 +470,8 @@ T('e-mail before name + company also when the address\'s person is learnt later:
   assert.equal([eve.isVerified, eve.title, eve.contactInfo.email], [true, 'Intern', 'eve.ray@mail.test'], 'matched by name + company; the address stays hers');
   // a record with the contact's own address: that person, not the one name + company found
   const byEmail = await feed(t, w.root, ndjson({ email: 'EVE.RAY@mail.test', name: 'Eve Ray', company: 'Pendant Publishing', title: 'Editor' }));
-  assert.equal([byEmail.contactsMatched, byEmail.jobChanges], [1, 1]);
+  // matched before: it moves to another person, counted under its change, not as a match again (tracking.md)
+  assert.equal([byEmail.contactsMatched, byEmail.jobChanges], [0, 1]);
   eve = await contact(t, w, path, 'eve');
   assert.equal([eve.company, eve.title, eve.importCompany], ['Pendant Publishing', 'Editor', 'Kramerica']);
   const history = (await t.call('GET', `${path}/contacts/${eve.id}/changes`, { token: w.tokens.viewer })).body.changes;

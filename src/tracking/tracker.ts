@@ -227,7 +227,8 @@ export function createTracker(d: TrackerDeps) {
         for (const c of contacts) {
           if (seen.has(c.id)) continue;
           seen.add(c.id);
-          counts.contactsMatched++;
+          // matched for the first time (or again after being left unmatched); one matched to another person moves: its changes count
+          if (!c.isVerified) counts.contactsMatched++;
           reconcile({ ...c, isVerified: true }, p, counts, by);
         }
       }
