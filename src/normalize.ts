@@ -105,29 +105,41 @@ export const isEmail = (text: string): boolean => emailProblem(text) === undefin
 // them changes stored keys: add a migration that recomputes them (as 0019 does, with the
 // company_key() SQL function src/storage/migrate.ts provides).
 const COMPANY_SUFFIXES = new Set([
-  'inc', 'incorporated', 'llc', 'llp', 'lp', 'ltd', 'limited', 'corp', 'corporation', 'co', 'company', 'gmbh', 'ag', 'kg', 'ug',
+  'inc', 'incorporated', 'llc', 'llp', 'lp', 'ltd', 'limited', 'corp', 'corporation', 'co', 'company', 'gmbh', 'ag', 'aktiengesellschaft', 'kg', 'ug',
   'plc', 'sa', 'sas', 'sarl', 'srl', 'spa', 'bv', 'nv', 'oy', 'ab', 'as', 'asa', 'aps', 'pty', 'pte', 'kk', 'sl', 'se', 'sro',
   'kft', 'zrt', 'nyrt', 'ltda', 'lda', 'bhd', 'oyj', 'kgaa', 'ohg', 'doo', 'sae', 'pvt',
 ]);
 // Words of a legal form that only go with a suffix after them ("Pvt Ltd", "Private Limited",
 // "Sdn Bhd", "GmbH & Co. KG"): "Acme Private" stays a name of its own.
-const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn']);
+const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn', 'liability']);
 // Legal forms whose letters fold into separate words ("A/S", "Sp. z o.o.", "S/A").
-const SPLIT_SUFFIXES = [['a', 's'], ['s', 'a'], ['sp', 'z', 'o', 'o'], ['sp', 'z', 'oo'], ['sp', 'k'], ['s', 'l'], ['b', 'v'], ['n', 'v']];
+// Legal forms of more than one word, spelt out or abbreviated: "Gesellschaft mit beschränkter
+// Haftung", "Société Anonyme", "S.A. de C.V.", "S. de R.L.".
+const SPLIT_SUFFIXES = [
+  ['a', 's'], ['s', 'a'], ['sp', 'z', 'o', 'o'], ['sp', 'z', 'oo'], ['sp', 'k'], ['s', 'l'], ['b', 'v'], ['n', 'v'],
+  ['gesellschaft', 'mit', 'beschrankter', 'haftung'], ['societe', 'anonyme'], ['sociedad', 'anonima'], ['societa', 'per', 'azioni'],
+  ['de', 'cv'], ['s', 'de', 'rl'],
+];
 
 // Latin letters that are not a base letter with an accent, so NFKD leaves them whole: spelt as
 // people type them without the letter (Søren → soren, Straße → strasse, Łódź → lodz). Without
 // this, names with them sorted after z and missed their ASCII spellings in matching.
 const LETTERS: Record<string, string> = { ø: 'o', Ø: 'o', ß: 'ss', ẞ: 'ss', ł: 'l', Ł: 'l', đ: 'd', Đ: 'd', ð: 'd', Ð: 'd', æ: 'ae', Æ: 'ae', œ: 'oe', Œ: 'oe', þ: 'th', Þ: 'th', ı: 'i', ħ: 'h', Ħ: 'h', ŧ: 't', Ŧ: 't', ŋ: 'ng', Ŋ: 'ng', ĸ: 'q' };
 const LETTER = /[øØßẞłŁđĐðÐæÆœŒþÞıħĦŧŦŋŊĸ]/g;
+// ' ’ ʼ ` ´ (and ′, which some keyboards give): inside a word they join its parts, as people type them without
+const APOSTROPHES = /['\u2019\u02bc`\u00b4\u2032]/g;
 
-/** Lower case, accents removed (and the letters above spelt out), punctuation as spaces, spaces collapsed. */
+/**
+ * Lower case, accents removed (and the letters above spelt out), apostrophes dropped (McDonald's =
+ * McDonalds, O'Brien = OBrien), other punctuation as spaces, spaces collapsed.
+ */
 function fold(text: string): string {
   return text
     .normalize('NFKD')
     .replace(/\p{M}+/gu, '')
     .replace(LETTER, (c) => LETTERS[c]!)
     .toLowerCase()
+    .replace(APOSTROPHES, '')
     .replace(/&/g, ' and ')
     .replace(/[^\p{L}\p{N}]+/gu, ' ')
     .trim();
@@ -149,7 +161,8 @@ export function companyKey(company: string): string {
 }
 
 function computeCompanyKey(company: string): string {
-  const words = fold(company.replace(/\b([a-z])\.(?=[a-z]\.)/gi, '$1')).split(' ').filter(Boolean);
+  // initials with dots make one word, with or without the last dot: "L.L.C." = "L.L.C" = "LLC"
+  const words = fold(company.replace(/\b([a-z])\.(?=[a-z]\b)/gi, '$1')).split(' ').filter(Boolean);
   let popped = false;
   while (words.length > 1) {
     const last = words[words.length - 1]!;

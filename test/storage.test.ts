@@ -232,6 +232,26 @@ S('migration 0020 recomputes the name and company keys of names holding letters 
   db.close();
 });
 
+S('migration 0021 recomputes company keys under the new rule (initials, more legal forms, apostrophes) and the name keys of names with an apostrophe', () => {
+  const { db, raw, apply } = justBefore('0021_');
+  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, company_key, created_at, updated_at) VALUES (?, 'l_1', ?, ?, ?, ?, ?, 1, 1)");
+  contact.run('c_1', "Seán O'Brien", 'Acme L.L.C', 'Acme L.L.C', 'sean o brien', 'acme ll c');
+  contact.run('c_2', 'Ann Lee', "McDonald's Aktiengesellschaft", "McDonald's Aktiengesellschaft", 'ann lee', 'mcdonald s aktiengesellschaft');
+  contact.run('c_3', 'Bo Chen', 'Globex', 'Globex', 'kept as it was', 'globex'); // no apostrophe: its name key is not read again
+  raw.prepare("INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES ('Mo D’Arcy', 'mo d arcy', 'Acme Limited Liability Company', 'acme limited liability', 1, 1)").run();
+  const updatedAt = raw.prepare("SELECT updated_at FROM contacts WHERE id = 'c_1'").pluck();
+  apply();
+  assert.equal(raw.prepare('SELECT id, name_key, company_key FROM contacts ORDER BY id').raw().all(), [
+    ['c_1', 'sean obrien', 'acme'],
+    ['c_2', 'ann lee', 'mcdonalds'],
+    ['c_3', 'kept as it was', 'globex'],
+  ]);
+  assert.equal(raw.prepare('SELECT name_key, company_key FROM people').raw().all(), [['mo darcy', 'acme']]);
+  assert.is(updatedAt.get(), 1, 'the migration changes keys only');
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();
