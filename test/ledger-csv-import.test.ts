@@ -16,13 +16,19 @@ import { detectDelimiter, scanCsv } from '../src/csv/scan.ts';
 import type { CsvFormat } from '../src/ledger/model.ts';
 import {
   addContacts,
+  clientToken,
   createLedger,
   csvForm,
   expectStatus,
+  ID,
+  LEDGER,
   ledgerPath,
   listAll,
+  PASSWORD,
   seedWorld,
+  signIn,
   startApp,
+  until,
   waitForImport,
   type Response,
   type TestApp,
@@ -1137,6 +1143,56 @@ U('a file at the limit is accepted; one byte over → 413 problem+json, not 500;
   const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
   assert.is(jobs.body.imports.length, 1, 'only the accepted upload made a job');
   assert.equal(filesUnder(tmpDir(t)), []);
+});
+
+/**
+ * Sends the first part of a body, runs `meanwhile` once the server is receiving it (its temporary
+ * file exists), then the rest; resolves with the status and body of the answer.
+ */
+function sendInTwoParts(t: TestApp, path: string, headers: Record<string, string>, first: Buffer, rest: Buffer, receiving: () => boolean, meanwhile: () => Promise<void>): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(path, t.base);
+    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...headers, 'Content-Length': String(first.length + rest.length) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
+    });
+    req.on('error', reject);
+    req.write(first);
+    until('the server receives the body', receiving, Boolean, 10_000)
+      .then(meanwhile)
+      .then(() => req.end(rest), reject);
+  });
+}
+
+U('an upload that arrives after its sender lost access creates nothing: a member removed, a service account deleted (RELIABILITY.md Z3)', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'revoked mid-upload');
+  const added = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.root, body: { email: 'leaving@a.test', role: 'editor', password: PASSWORD } });
+  expectStatus(added, 201);
+  const leaving = (await signIn(t, 'leaving@a.test', PASSWORD)).accessToken;
+  const boundary = 'xxBOUNDARYxx';
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.csv"\r\nContent-Type: text/csv\r\n\r\nname,company\n${'Ann,Acme\n'.repeat(100)}`);
+  const tail = Buffer.from(`Bo,Acme\n\r\n--${boundary}--\r\n`);
+  const receiving = () => filesUnder(tmpDir(t)).length > 0;
+  const member = await sendInTwoParts(t, importsPath(w, ledgerId), { authorization: `Bearer ${leaving}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, head, tail, receiving, async () => {
+    expectStatus(await t.call('DELETE', `${ID}/orgs/${w.orgId}/members/${added.body.userId}`, { token: w.root }), 204);
+  });
+  assert.is(member.status, 403, JSON.stringify(member.body));
+  // a feed from an installation service account deleted while its records arrive
+  const sa = await t.call('POST', `${ID}/service-accounts`, { token: w.root, body: { name: 'short-lived feed', permissions: ['feed'] } });
+  expectStatus(sa, 201);
+  const saToken = await clientToken(t, sa.body.clientId, sa.body.clientSecret);
+  const feedTmp = join(t.dataDir, 'feeds', 'tmp');
+  const feed = await sendInTwoParts(t, `${LEDGER}/feed`, { authorization: `Bearer ${saToken}`, 'content-type': 'application/x-ndjson' }, Buffer.from('{"name":"Ann","company":"Acme"}\n'), Buffer.from('{"name":"Bo","company":"Acme"}\n'), () => filesUnder(feedTmp).length > 0, async () => {
+    expectStatus(await t.call('DELETE', `${ID}/service-accounts/${sa.body.clientId}`, { token: w.root }), 204);
+  });
+  assert.is(feed.status, 401, JSON.stringify(feed.body));
+  // nothing was created, nothing is left
+  assert.is((await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer })).body.imports.length, 0);
+  assert.is((await t.call('GET', `${LEDGER}/feed`, { token: w.root })).body.feeds.length, 0);
+  assert.equal(filesUnder(tmpDir(t)), []);
+  assert.equal(filesUnder(feedTmp), []);
 });
 
 U('two files → 413 or 400 with a clear message; nothing left in tmp', async ({ t, w }) => {

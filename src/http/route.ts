@@ -73,6 +73,12 @@ export interface RouteInput<B, Q, A> {
   headers: Record<string, unknown>;
   meta: RequestMeta;
   caller: A extends 'public' ? undefined : Caller;
+  /**
+   * Authenticates and authorizes the request again, for a handler that has just received a long
+   * body (an upload): a member removed or a service account deleted while it arrived is refused
+   * before anything is written (RELIABILITY.md Z3: authorization changes apply at once).
+   */
+  recheckAccess(): Promise<void>;
 }
 
 export type Handler<B, Q, A> = (ctx: Koa.Context, input: RouteInput<B, Q, A>) => unknown;
@@ -282,6 +288,9 @@ export class ApiRouter {
         params: ctx.params as Record<string, string>,
         meta: ctx.state.meta as RequestMeta,
         caller: ctx.state.caller as Caller | undefined,
+        recheckAccess: async () => {
+          if (s.access !== 'public') await this.authorize(ctx, s.access);
+        },
       };
       await handler(ctx, input as RouteInput<B, Q, A>);
     });

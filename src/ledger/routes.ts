@@ -222,9 +222,10 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         headers: IDEMPOTENCY_KEY,
         responses: { ...JOB_ANSWERS, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file: empty, no header or no rows, no name/company column, a bad mapping' } },
       },
-      async (ctx, { caller, params, headers }) => {
+      async (ctx, { caller, params, headers, recheckAccess }) => {
         const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
         try {
+          await recheckAccess(); // the upload may have taken minutes
           accepted(ctx, await svc.imports.createCsvImport(caller, params.orgId!, params.ledgerId!, upload, upload.fields.mapping, headers['Idempotency-Key'] as string | undefined));
         } finally {
           upload.release();

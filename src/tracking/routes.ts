@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { isoZ } from '../clock.ts';
 import { Readable } from 'node:stream';
@@ -59,7 +59,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       headers: idempotencyKeyHeader("the caller's own"),
       responses: { ...jobAnswers('feed job'), 413: { description: 'Over the upload limit' }, 415: { description: 'Not a feed format, or a Content-Encoding other than gzip' } },
     },
-    async (ctx, { caller, headers }) => {
+    async (ctx, { caller, headers, recheckAccess }) => {
       const type = (ctx.get('Content-Type').split(';')[0] ?? '').trim().toLowerCase();
       const format = FORMATS[type];
       if (!format) throw unsupportedMediaType(`Send the records as ${Object.keys(FORMATS).join(', ')} (gzip allowed), not ${type || 'without a Content-Type'}.`);
@@ -73,6 +73,12 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       mkdirSync(opts.tmpDir, { recursive: true, mode: 0o700 });
       const tmp = join(opts.tmpDir, `${newId('feed')}.upload`);
       await receiveBodyToFile(ctx, tmp, opts.maxUploadBytes);
+      try {
+        await recheckAccess(); // the upload may have taken minutes
+      } catch (err) {
+        rmSync(tmp, { force: true });
+        throw err;
+      }
       const { feed, replayed } = await svc.feeds.createFromUpload(caller.actor.id, tmp, null, format, headers['Idempotency-Key'] as string | undefined);
       answerJob(ctx, replayed, `${base}/feed/${feed.id}`, presentFeed(feed, base));
     },
