@@ -2,13 +2,14 @@
 // retention, and the automatic backup before migrations.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock, systemClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
 import { DB_FILE, openRuntime } from '../src/runtime.ts';
+import { backupTo } from '../src/storage/backup.ts';
 import { openDb } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { addContacts, createLedger, csvForm, ID, ledgerPath, signIn, waitForImport, signInRoot, startApp, tempDir, testConfig, type TestApp } from './helpers.ts';
@@ -100,6 +101,36 @@ M('/readyz answers 503 once shutdown began (the first step of D6), /healthz stil
 M.run();
 
 const B = suite('backups');
+
+B('a backup is readable by its owner only from its first byte, not only once complete (RELIABILITY.md A8)', async () => {
+  const dir = tempDir();
+  const source = new Database(join(dir, 'source.db'));
+  source.pragma('journal_mode = WAL');
+  source.exec('CREATE TABLE t (x TEXT)');
+  const ins = source.prepare('INSERT INTO t VALUES (?)');
+  source.transaction(() => {
+    for (let i = 0; i < 20_000; i++) ins.run('y'.repeat(400)); // a few thousand pages: the copy takes several steps
+  })();
+  const dest = join(dir, 'copy.db');
+  const partial = join(dir, '.copy.db.partial');
+  const before = process.umask(0o022);
+  try {
+    let done = false;
+    const copying = backupTo(source, dest).finally(() => (done = true));
+    const modes = new Set<number>();
+    while (!done) {
+      for (const f of [partial, `${partial}-journal`]) if (existsSync(f)) modes.add(statSync(f).mode & 0o777);
+      await new Promise((r) => setImmediate(r));
+    }
+    await copying;
+    assert.ok(modes.size > 0, 'the partial file was seen while the copy was written');
+    assert.equal([...modes], [0o600]);
+    assert.is(statSync(dest).mode & 0o777, 0o600);
+  } finally {
+    process.umask(before);
+    source.close();
+  }
+});
 
 B('BACKUP_CRON writes online backups into <data>/backups and BACKUP_KEEP keeps the newest', async () => {
   const t = await startApp({ clock: systemClock, config: { backupCron: '* * * * * *', backupKeep: 2 } });

@@ -44,8 +44,13 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
   if (existsSync(dest)) throw new BackupError(`${dest} already exists; choose a new file name`);
   if (!existsSync(dirname(dest))) throw new BackupError(`the folder ${dirname(dest)} does not exist`);
   const partial = join(dirname(dest), `.${basename(dest)}.partial`);
-  rmSync(partial, { force: true });
+  rmSync(partial, { force: true }); // one a killed backup left
+  rmSync(`${partial}-journal`, { force: true });
   try {
+    // A backup holds password hashes and every contact: readable by its owner only from its first
+    // byte (SQLite writes into the file as it is, and gives its journal the same mode), not only
+    // once complete; a backup killed halfway leaves no copy for others to read.
+    closeSync(openSync(partial, 'wx', 0o600));
     // After each step the copy has more pages than before; no more means it started over.
     let copied = 0;
     let restarts = 0;
@@ -69,8 +74,7 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
     } finally {
       copy.close();
     }
-    // A backup holds password hashes and every contact: readable by its owner only.
-    chmodSync(partial, 0o600);
+    chmodSync(partial, 0o600); // whatever the umask did to the mode asked for at creation
     fsyncFile(partial);
     renameSync(partial, dest);
     fsyncFile(dirname(dest));
