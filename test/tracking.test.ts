@@ -500,6 +500,24 @@ T('e-mail before name + company also when the address\'s person is learnt later:
   assert.equal([again.isVerified, again.company, again.title], [true, 'Pendant Publishing', 'Editor']);
 });
 
+T('a ledger being deleted (hidden, its purge pending) gets no changes from a feed, and the feed does not count its contacts', async ({ t, w }) => {
+  const { ledgerId } = await ledgerWith(t, w, 'going away', [
+    { name: 'Gone Known', company: 'Acme', linkedin: 'linkedin.com/in/gone-known', referenceId: 'known' },
+    { name: 'Gone Fresh', company: 'Acme', linkedin: 'linkedin.com/in/gone-fresh', referenceId: 'fresh' },
+  ]);
+  const first = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/gone-known', name: 'Gone Known', company: 'Acme' }));
+  assert.equal([first.contactsMatched, first.jobChanges], [1, 0]);
+  // the state between DELETE and the end of its purge (which would remove the rows), held still
+  t.rt.db.raw.prepare('UPDATE ledgers SET deleted_at = ? WHERE id = ?').run(Date.now(), ledgerId);
+  const second = await feed(t, w.root, ndjson(
+    { linkedin: 'linkedin.com/in/gone-known', name: 'Gone Known', company: 'Globex' },
+    { linkedin: 'linkedin.com/in/gone-fresh', name: 'Gone Fresh', company: 'Initech' },
+  ));
+  assert.equal([second.status, second.personsUpdated, second.contactsMatched, second.jobChanges, second.infoChanges], ['completed', 2, 0, 0, 0]);
+  assert.is(t.rt.db.raw.prepare('SELECT count(*) FROM changes WHERE ledger_id = ?').pluck().get(ledgerId), 0);
+  assert.equal(t.rt.db.raw.prepare('SELECT company FROM contacts WHERE ledger_id = ? ORDER BY reference_id').pluck().all(ledgerId), ['Acme', 'Acme']);
+});
+
 T('deleting contacts (one, or in bulk) deletes their change history too', async ({ t, w }) => {
   const { ledgerId, path } = await ledgerWith(t, w, 'forgetful', [
     { name: 'Mo One', company: 'Acme', linkedin: 'linkedin.com/in/forget-one', referenceId: 'one' },

@@ -37,11 +37,19 @@ const SET_TRACKED = `company = @company, company_key = @companyKey, title = @tit
   location = @location, email = @email, email_status = @emailStatus, has_multiple_jobs = @hasMultipleJobs, job_started_at = @jobStartedAt,
   last_job_changed_at = @lastJobChangedAt, last_info_changed_at = @lastInfoChangedAt, updated_at = @updatedAt`;
 
+/**
+ * Contacts of a ledger that is not being deleted: a deleted ledger is hidden at once and purged in
+ * the background (src/ledger/ledgers-repo.ts), and meanwhile a feed neither changes its contacts
+ * nor counts them — what a feed reports adds up to what the API can show. One primary-key look-up
+ * for each contact found.
+ */
+const LIVE = 'NOT EXISTS (SELECT 1 FROM ledgers l WHERE l.id = c.ledger_id AND l.deleted_at IS NOT NULL)';
+
 /** Contacts as change tracking reads and writes them: by person, by matching key, tracked fields. */
 export function createTrackedContactsRepo(db: Db) {
   const q = {
-    byPerson: db.raw.prepare<[string], ContactRow>('SELECT * FROM contacts WHERE person_id = ?'),
-    unmatchedByLinkedin: db.raw.prepare<[string], ContactRow>('SELECT * FROM contacts WHERE linkedin = ? AND person_id IS NULL'),
+    byPerson: db.raw.prepare<[string], ContactRow>(`SELECT * FROM contacts c WHERE c.person_id = ? AND ${LIVE}`),
+    unmatchedByLinkedin: db.raw.prepare<[string], ContactRow>(`SELECT * FROM contacts c WHERE c.linkedin = ? AND c.person_id IS NULL AND ${LIVE}`),
     // Unmatched (not as ambiguous: its address may be the one its first match brought), or matched
     // by name + company alone to another person — the e-mail comes first (SPEC §5), unless the
     // address is that person's too (then it may be what that match brought).
@@ -49,10 +57,10 @@ export function createTrackedContactsRepo(db: Db) {
       `SELECT * FROM contacts c WHERE c.email = @email AND c.linkedin IS NULL AND (
          (c.person_id IS NULL AND c.matched_by IS NOT 'ambiguous')
          OR (c.matched_by = 'name' AND c.person_id <> @personId
-             AND NOT EXISTS (SELECT 1 FROM people o WHERE o.seq = CAST(c.person_id AS INTEGER) AND o.email = c.email)))`,
+             AND NOT EXISTS (SELECT 1 FROM people o WHERE o.seq = CAST(c.person_id AS INTEGER) AND o.email = c.email))) AND ${LIVE}`,
     ),
     unmatchedByKeys: db.raw.prepare<[string, string], ContactRow>(
-      'SELECT * FROM contacts WHERE name_key = ? AND company_key = ? AND person_id IS NULL AND linkedin IS NULL',
+      `SELECT * FROM contacts c WHERE c.name_key = ? AND c.company_key = ? AND c.person_id IS NULL AND c.linkedin IS NULL AND ${LIVE}`,
     ),
     unmatchByKeys: db.raw.prepare<[number, string]>(
       "UPDATE contacts SET person_id = NULL, matched_by = 'ambiguous', is_verified = 0, updated_at = ? WHERE person_id = ? AND matched_by = 'name'",
