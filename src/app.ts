@@ -1,4 +1,5 @@
 import Koa from 'koa';
+import { AppError } from './errors.ts';
 import { buildOpenApi } from './http/openapi.ts';
 import { jsonBodies } from './http/json-body.ts';
 import { problems } from './http/problem.ts';
@@ -56,7 +57,12 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   const app = new Koa({ proxy: config.trustProxy });
   app.silent = true; // errors are logged once, by problems()…
   // …except those after the answer began (a streamed download that failed half-way): Koa emits them here.
-  app.on('error', (err: unknown, ctx?: Koa.Context) => rt.log.error({ err, requestId: ctx?.state.requestId }, 'response failed after it started'));
+  // An answer of ours (the ledger of a download deleted meanwhile) cuts it off as planned: not a failure to look into.
+  app.on('error', (err: unknown, ctx?: Koa.Context) => {
+    const requestId = ctx?.state.requestId;
+    if (err instanceof AppError && err.status < 500) rt.log.info({ requestId, code: err.code }, `response cut off after it started: ${err.message}`);
+    else rt.log.error({ err, requestId }, 'response failed after it started');
+  });
   app.use(requestContext(rt.log, httpObserver(rt.metrics)));
   app.use(securityHeaders({ https: Boolean(config.tlsCert) }));
   app.use(cors(config.corsOrigins));

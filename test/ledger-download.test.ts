@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
 import { csvLines } from '../src/csv/write.ts';
-import { addContacts, createLedger, expectStatus, ledgerPath, listAll, seedWorld, startApp, uploadCsv, type Response, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, ledgerPath, listAll, seedWorld, startApp, until, uploadCsv, type Response, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World; big: string; bigImports: string[]; formulas: string };
 
@@ -255,6 +255,29 @@ D('bom=true starts the file with a UTF-8 BOM (Excel reads it as UTF-8); delimite
   const bad = await t.call('GET', downloadPath(w, formulas, 'delimiter=%3B'), { token: w.tokens.viewer });
   expectStatus(bad, 400);
   assert.equal(bad.body.errors, [{ path: 'delimiter', message: 'must be comma, semicolon or tab' }]);
+});
+
+D('a ledger deleted while its file streams cuts the download off: the connection closes without the end of the body, never a complete-looking file', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'deleted while downloading');
+  // more rows than the connection's buffers hold, so the file is still being made when the ledger goes
+  const db = t.rt.db.raw;
+  const ins = db.prepare("INSERT INTO contacts (id, ledger_id, name, name_key, company, import_company, created_at, updated_at) VALUES (?, ?, ?, ?, 'Company', 'Company', ?, ?)");
+  db.transaction(() => {
+    for (let i = 0; i < 100_000; i++) ins.run(`c_gone${String(i).padStart(20, '0')}`, ledgerId, `Person ${i} ${'x'.repeat(100)}`, `person ${i}`, i, i);
+  })();
+  const res = await fetch(`${t.base}${downloadPath(w, ledgerId)}`, { headers: { authorization: `Bearer ${w.tokens.viewer}` } });
+  assert.is(res.status, 200);
+  expectStatus(await t.call('DELETE', ledgerPath(w.orgId, ledgerId), { token: w.tokens.admin }), 204);
+  let received = 0;
+  let failed: unknown;
+  try {
+    for await (const chunk of res.body! as AsyncIterable<Uint8Array>) received += chunk.length;
+  } catch (err) {
+    failed = err;
+  }
+  assert.ok(failed, `the body ended as if complete after ${received} bytes`);
+  assert.ok(received < 100_000 * 100, `${received} bytes: cut off before the end`);
+  await until('the cut is logged as such', () => t.logs.some((l) => l.includes('response cut off after it started') && l.includes('ledger_not_found')), Boolean, 5_000);
 });
 
 D('an empty ledger downloads the header alone', async ({ t, w }) => {

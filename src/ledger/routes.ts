@@ -196,7 +196,12 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     ctx.body = Readable.from(
       (function* () {
         yield `${query.bom ? '\uFEFF' : ''}${csvHeader(DOWNLOAD_HEADER, delimiter)}`;
-        for (const page of pages) yield downloadLines(page, escape, delimiter);
+        for (const page of pages) {
+          // A ledger deleted while its file streams: the answer is cut off (the connection closes
+          // without the end of the chunked body), not ended as if the rows so far were all of them.
+          svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
+          yield downloadLines(page, escape, delimiter);
+        }
       })(),
       { objectMode: false },
     );
