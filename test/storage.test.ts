@@ -3,7 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import Database from 'better-sqlite3';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
@@ -264,6 +264,21 @@ S('a database written by a newer version is refused with a clear message', async
   } catch (err) {
     assert.instance(err, StartupError);
     assert.match((err as Error).message, /schema version 999, written by a newer contact-ledger/);
+  }
+});
+
+S('a start removes what a killed restore or backup left in the data folder, and keeps the database', async () => {
+  const dir = tempDir();
+  await (await openRuntime(testConfig(dir), quiet)).close();
+  mkdirSync(join(dir, 'backups'), { recursive: true });
+  const leftovers = [join(dir, `.${DB_FILE}.restoring`), join(dir, 'backups', '.scheduled-20261124T100000000Z.db.partial')];
+  for (const f of leftovers) writeFileSync(f, 'half a copy');
+  const rt = await openRuntime(testConfig(dir), quiet);
+  try {
+    for (const f of leftovers) assert.not.ok(existsSync(f), f);
+    assert.ok(existsSync(join(dir, DB_FILE)));
+  } finally {
+    await rt.close();
   }
 });
 

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { paths } from '../paths.ts';
 import { BackupError, checkDatabaseFile, fileStamp, fsyncFile } from '../storage/backup.ts';
-import { backupsDir, DB_FILE, prepareDataDir } from '../storage/storage.ts';
+import { backupsDir, DB_FILE, prepareDataDir, restoringFile } from '../storage/storage.ts';
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
 import { loadMigrations } from '../storage/migrate.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
@@ -43,7 +43,7 @@ export const restoreCommand: Command = {
         return EXIT_FAILURE;
       }
       const target = join(config.dataDir, DB_FILE);
-      const incoming = join(config.dataDir, `.${DB_FILE}.restoring`);
+      const incoming = restoringFile(config.dataDir);
       rmSync(incoming, { force: true });
       copyFileSync(source, incoming);
       chmodSync(incoming, 0o600);

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
@@ -43,6 +43,9 @@ function makeFolders(dir: string): void {
 
 export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
 
+/** Where `restore` copies a backup before renaming it into place (src/cli/restore.ts). */
+export const restoringFile = (dataDir: string) => join(dataDir, `.${DB_FILE}.restoring`);
+
 /** The database of a data folder, held by this process, migrated to this program's schema. */
 export interface Storage {
   db: Db;
@@ -75,6 +78,7 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
     const from = schemaVersion(db);
     const latest = migrations.at(-1)!.version;
     removePartialBackups(backupsDir(config.dataDir));
+    rmSync(restoringFile(config.dataDir), { force: true }); // a copy a killed restore left (restores hold this lock too)
     let preMigrationBackup: string | undefined;
     if (pending.length && from > 0) {
       // Forward-only upgrades: keep the way back (SPEC §8).
