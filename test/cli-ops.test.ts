@@ -162,7 +162,7 @@ C('init creates the superuser and an organization; user add and passwd; migrate 
   // user needs the folder: refused while the server runs, nothing changed
   const busy = await cli(['user', 'passwd', '--email', 'ed@example.com', '--password', 'new editor passphrase'], env);
   assert.is(busy.status, 1);
-  assert.match(busy.stderr, /a server \(pid \d+\) is using the data folder .*stop it first, or use the API/);
+  assert.match(busy.stderr, /a contact-ledger server or command \(pid \d+\) is using the data folder .*stop it first, or use the API/);
   await stop(s);
 
   assert.is((await cli(['user', 'passwd', '--email', 'ed@example.com', '--password', 'new editor passphrase'], env)).status, 0);
@@ -205,12 +205,12 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
   // Restore while the server runs: refused, nothing touched.
   const refused = await cli(['restore', file], env);
   assert.is(refused.status, 1);
-  assert.match(refused.stderr, /a server \(pid \d+\) is using the data folder .*stop it before restoring/);
+  assert.match(refused.stderr, /a contact-ledger server or command \(pid \d+\) is using the data folder .*stop it before restoring/);
   assert.not.ok(existsSync(join(data, 'backups')) && readdirSync(join(data, 'backups')).some((f) => f.startsWith('pre-restore')));
   for (const args of [['migrate'], ['import', orgId, ledgerId, alone]]) {
     const r = await cli(args, env);
     assert.is(r.status, 1, args[0]);
-    assert.match(r.stderr, /a server \(pid \d+\) is using the data folder/);
+    assert.match(r.stderr, /a contact-ledger server or command \(pid \d+\) is using the data folder/);
   }
   await stop(s);
 

@@ -33,7 +33,7 @@ export async function openForCommand(io: Io, config: Readonly<Config>, instead: 
     return await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false });
   } catch (err) {
     if (err instanceof DataDirLockedError) {
-      throw new DataDirLockedError(`a server (pid ${err.pid}) is using the data folder ${config.dataDir}; ${instead}`, err.pid);
+      throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; ${instead}`, err.pid);
     }
     throw err;
   }

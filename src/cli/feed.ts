@@ -54,7 +54,7 @@ export const feedCommand: Command = {
       // may have paused mid-record); this copy arrives whole by the rename, so it gets its line break.
       if (format !== 'json' && endsInsideALine(partial)) appendFileSync(partial, '\n');
       renameSync(partial, join(inbox, name));
-      io.err(`the server (pid ${err.pid}) is running: handed ${basename(file)} to its inbox as ${name}`);
+      io.err(`a contact-ledger server or command (pid ${err.pid}) holds the data folder: handed ${basename(file)} to its inbox as ${name}`);
       // Whoever holds the data folder may be another command that ends before it looks at the
       // inbox: when it is gone, this command opens the folder itself and its own scheduler takes
       // the file (a file left half-processed is put back into the inbox at start).

@@ -22,7 +22,7 @@ export const migrateCommand: Command = {
     try {
       storage = await openStorage(config, commandLogger(io, config), systemClock);
     } catch (err) {
-      if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a server (pid ${err.pid}) is using the data folder ${config.dataDir}; it migrated the database when it started`, err.pid);
+      if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; it migrated the database when it started`, err.pid);
       throw err;
     }
     try {

@@ -29,7 +29,7 @@ export const restoreCommand: Command = {
     try {
       lock = lockDataDir(config.dataDir);
     } catch (err) {
-      if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a server (pid ${err.pid}) is using the data folder ${config.dataDir}; stop it before restoring`, err.pid);
+      if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; stop it before restoring`, err.pid);
       throw err;
     }
     try {
