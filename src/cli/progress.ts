@@ -11,17 +11,18 @@ const BAR = 30;
 
 /**
  * Progress of `import` and `feed` on stderr: a bar redrawn in place on a terminal (10 times a
- * second at most), plain lines every few seconds otherwise (logs, CI, systemd), the first of them
- * a few seconds in.
+ * second at most), plain lines every few seconds otherwise (logs, CI, systemd), from the first
+ * record or row processed.
  */
 export function progress(io: Io, label: string, opts: { lineEveryMs?: number } = {}): Progress {
   const every = io.isTTY ? 100 : (opts.lineEveryMs ?? 2000);
-  // a bar at once; lines only once a run has taken an interval (a short run gets its result alone, not a line of zeros first)
-  let last = io.isTTY ? 0 : Date.now();
+  let last = 0;
   let drawn = false;
   let lastLine = '';
   return {
     update(done, total, detail) {
+      // off a terminal a line stays in the log: none before there is something to count (a line of zeros beside the result)
+      if (!io.isTTY && done === 0) return;
       const now = Date.now();
       if (now - last < every) return;
       last = now;
