@@ -14,6 +14,7 @@ import { RecordLimiter } from '../src/csv/record-limit.ts';
 import { prng } from '../scripts/prng.ts';
 import { detectDelimiter, scanCsv } from '../src/csv/scan.ts';
 import type { CsvFormat } from '../src/ledger/model.ts';
+import type { ManualClock } from '../src/clock.ts';
 import {
   addContacts,
   clientToken,
@@ -27,6 +28,7 @@ import {
   PASSWORD,
   seedWorld,
   signIn,
+  signInRoot,
   startApp,
   until,
   waitForImport,
@@ -1145,56 +1147,6 @@ U('a file at the limit is accepted; one byte over → 413 problem+json, not 500;
   assert.equal(filesUnder(tmpDir(t)), []);
 });
 
-/**
- * Sends the first part of a body, runs `meanwhile` once the server is receiving it (its temporary
- * file exists), then the rest; resolves with the status and body of the answer.
- */
-function sendInTwoParts(t: TestApp, path: string, headers: Record<string, string>, first: Buffer, rest: Buffer, receiving: () => boolean, meanwhile: () => Promise<void>): Promise<{ status: number; body: any }> {
-  return new Promise((resolve, reject) => {
-    const url = new URL(path, t.base);
-    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...headers, 'Content-Length': String(first.length + rest.length) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
-    });
-    req.on('error', reject);
-    req.write(first);
-    until('the server receives the body', receiving, Boolean, 10_000)
-      .then(meanwhile)
-      .then(() => req.end(rest), reject);
-  });
-}
-
-U('an upload that arrives after its sender lost access creates nothing: a member removed, a service account deleted (RELIABILITY.md Z3)', async ({ t, w }) => {
-  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'revoked mid-upload');
-  const added = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.root, body: { email: 'leaving@a.test', role: 'editor', password: PASSWORD } });
-  expectStatus(added, 201);
-  const leaving = (await signIn(t, 'leaving@a.test', PASSWORD)).accessToken;
-  const boundary = 'xxBOUNDARYxx';
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.csv"\r\nContent-Type: text/csv\r\n\r\nname,company\n${'Ann,Acme\n'.repeat(100)}`);
-  const tail = Buffer.from(`Bo,Acme\n\r\n--${boundary}--\r\n`);
-  const receiving = () => filesUnder(tmpDir(t)).length > 0;
-  const member = await sendInTwoParts(t, importsPath(w, ledgerId), { authorization: `Bearer ${leaving}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, head, tail, receiving, async () => {
-    expectStatus(await t.call('DELETE', `${ID}/orgs/${w.orgId}/members/${added.body.userId}`, { token: w.root }), 204);
-  });
-  assert.is(member.status, 403, JSON.stringify(member.body));
-  // a feed from an installation service account deleted while its records arrive
-  const sa = await t.call('POST', `${ID}/service-accounts`, { token: w.root, body: { name: 'short-lived feed', permissions: ['feed'] } });
-  expectStatus(sa, 201);
-  const saToken = await clientToken(t, sa.body.clientId, sa.body.clientSecret);
-  const feedTmp = join(t.dataDir, 'feeds', 'tmp');
-  const feed = await sendInTwoParts(t, `${LEDGER}/feed`, { authorization: `Bearer ${saToken}`, 'content-type': 'application/x-ndjson' }, Buffer.from('{"name":"Ann","company":"Acme"}\n'), Buffer.from('{"name":"Bo","company":"Acme"}\n'), () => filesUnder(feedTmp).length > 0, async () => {
-    expectStatus(await t.call('DELETE', `${ID}/service-accounts/${sa.body.clientId}`, { token: w.root }), 204);
-  });
-  assert.is(feed.status, 401, JSON.stringify(feed.body));
-  // nothing was created, nothing is left
-  assert.is((await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer })).body.imports.length, 0);
-  assert.is((await t.call('GET', `${LEDGER}/feed`, { token: w.root })).body.feeds.length, 0);
-  assert.equal(filesUnder(tmpDir(t)), []);
-  assert.equal(filesUnder(feedTmp), []);
-});
-
 U('two files → 413 or 400 with a clear message; nothing left in tmp', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'two');
   const cases: [string, FormData][] = [];
@@ -1388,6 +1340,78 @@ U('the stored upload <data>/uploads/<importId>.csv is removed when its job ends'
 });
 
 U.run();
+
+// ── access checked again once an upload has arrived ────────────────────────
+
+const R = suite<Ctx>('access after an upload');
+R.before(async (ctx) => {
+  ctx.t = await startApp({ config: { maxUploadBytes: LIMIT } });
+  ctx.w = await seedWorld(ctx.t);
+});
+R.after(async (ctx) => ctx.t.close());
+
+/**
+ * Sends the first part of a body, runs `meanwhile` once the server is receiving it (its temporary
+ * file exists), then the rest; resolves with the status and body of the answer.
+ */
+function sendInTwoParts(t: TestApp, path: string, headers: Record<string, string>, first: Buffer, rest: Buffer, receiving: () => boolean, meanwhile: () => Promise<void>): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(path, t.base);
+    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...headers, 'Content-Length': String(first.length + rest.length) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
+    });
+    req.on('error', reject);
+    req.write(first);
+    until('the server receives the body', receiving, Boolean, 10_000)
+      .then(meanwhile)
+      .then(() => req.end(rest), reject);
+  });
+}
+
+R('an upload that arrives after its sender lost access creates nothing: a member removed, a service account deleted (RELIABILITY.md Z3); a token that expired meanwhile is no refusal', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'revoked mid-upload');
+  const added = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.root, body: { email: 'leaving@a.test', role: 'editor', password: PASSWORD } });
+  expectStatus(added, 201);
+  const leaving = (await signIn(t, 'leaving@a.test', PASSWORD)).accessToken;
+  const boundary = 'xxBOUNDARYxx';
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.csv"\r\nContent-Type: text/csv\r\n\r\nname,company\n${'Ann,Acme\n'.repeat(100)}`);
+  const tail = Buffer.from(`Bo,Acme\n\r\n--${boundary}--\r\n`);
+  const receiving = () => filesUnder(tmpDir(t)).length > 0;
+  const member = await sendInTwoParts(t, importsPath(w, ledgerId), { authorization: `Bearer ${leaving}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, head, tail, receiving, async () => {
+    expectStatus(await t.call('DELETE', `${ID}/orgs/${w.orgId}/members/${added.body.userId}`, { token: w.root }), 204);
+  });
+  assert.is(member.status, 403, JSON.stringify(member.body));
+  // an access token that expires while its upload arrives is no refusal: it was valid when the request began
+  const staying = (await signIn(t, 'editor@a.test', PASSWORD)).accessToken;
+  const expired = await sendInTwoParts(t, importsPath(w, ledgerId), { authorization: `Bearer ${staying}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, head, tail, receiving, async () => {
+    (t.clock as ManualClock).advance(2 * 60 * 60 * 1000);
+    expectStatus(await t.call('GET', importsPath(w, ledgerId), { token: staying }), 401, 'the token has expired meanwhile');
+  });
+  assert.is(expired.status, 202, JSON.stringify(expired.body));
+  const viewer = (await signIn(t, 'viewer@a.test', PASSWORD)).accessToken; // the world's tokens have expired too
+  await waitForImport(t, viewer, w.orgId, ledgerId, expired.body.id);
+  // a feed from an installation service account deleted while its records arrive
+  const root = (await signInRoot(t)).accessToken;
+  const sa = await t.call('POST', `${ID}/service-accounts`, { token: root, body: { name: 'short-lived feed', permissions: ['feed'] } });
+  expectStatus(sa, 201);
+  const saToken = await clientToken(t, sa.body.clientId, sa.body.clientSecret);
+  const feedTmp = join(t.dataDir, 'feeds', 'tmp');
+  const feed = await sendInTwoParts(t, `${LEDGER}/feed`, { authorization: `Bearer ${saToken}`, 'content-type': 'application/x-ndjson' }, Buffer.from('{"name":"Ann","company":"Acme"}\n'), Buffer.from('{"name":"Bo","company":"Acme"}\n'), () => filesUnder(feedTmp).length > 0, async () => {
+    expectStatus(await t.call('DELETE', `${ID}/service-accounts/${sa.body.clientId}`, { token: root }), 204);
+  });
+  assert.is(feed.status, 401, JSON.stringify(feed.body));
+  // nothing else was created, nothing is left
+  assert.equal((await t.call('GET', importsPath(w, ledgerId), { token: viewer })).body.imports.map((i: any) => i.id), [expired.body.id]);
+  assert.is((await t.call('GET', `${LEDGER}/feed`, { token: root })).body.feeds.length, 0);
+  assert.equal(filesUnder(tmpDir(t)), []);
+  assert.equal(filesUnder(feedTmp), []);
+});
+
+R.run();
+
 
 const Q = suite('quotes: the upload scanner and the row reader read a file alike');
 

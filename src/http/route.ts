@@ -86,6 +86,8 @@ export type Handler<B, Q, A> = (ctx: Koa.Context, input: RouteInput<B, Q, A>) =>
 export interface RouterDeps {
   /** Verifies a bearer token and returns the current actor (401 otherwise). */
   authenticate(token: string): Promise<Actor>;
+  /** The same actor read again from the database, later in the same request (401 when gone or revoked). */
+  reloadActor(actor: Actor): Actor;
   access: Access;
   maxJsonBytes: number;
 }
@@ -289,7 +291,8 @@ export class ApiRouter {
         meta: ctx.state.meta as RequestMeta,
         caller: ctx.state.caller as Caller | undefined,
         recheckAccess: async () => {
-          if (s.access !== 'public') await this.authorize(ctx, s.access);
+          const caller = ctx.state.caller as Caller | undefined;
+          if (s.access !== 'public' && caller) this.check(ctx, s.access, this.deps.reloadActor(caller.actor));
         },
       };
       await handler(ctx, input as RouteInput<B, Q, A>);
@@ -327,8 +330,14 @@ export class ApiRouter {
     const actor = await this.deps.authenticate(m[1]!);
     const caller: Caller = { actor, requestId: ctx.state.requestId as string, ip: ctx.ip };
     ctx.state.caller = caller;
+    this.check(ctx, rule, actor);
+    return caller;
+  }
+
+  /** Whether the actor may use the route (403 otherwise). */
+  private check(ctx: Koa.Context, rule: Exclude<AccessRule, 'public'>, actor: Actor): void {
     const access = this.deps.access;
-    if (rule === 'authenticated') return caller;
+    if (rule === 'authenticated') return;
     if (rule === 'user') access.requireUser(actor);
     else if (rule === 'superuser') access.requireSuperuser(actor);
     else if ('org' in rule) {
@@ -336,6 +345,5 @@ export class ApiRouter {
       if (!orgId) throw new AppError(500, 'internal_error', `route ${ctx.path} declares an org role without :orgId`);
       access.requireOrgRole(actor, orgId, rule.org);
     } else access.requirePermission(actor, rule.permission);
-    return caller;
   }
 }

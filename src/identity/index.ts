@@ -15,6 +15,7 @@ import { createServiceAccountService } from './service-account-service.ts';
 import { createServiceAccountsRepo } from './service-accounts-repo.ts';
 import { createSessionService } from './session-service.ts';
 import { createSessionsRepo } from './sessions-repo.ts';
+import type { Actor } from './model.ts';
 import type { SigningKey } from './signing-keys.ts';
 import { createSignInThrottle } from './throttle.ts';
 import { createThrottleRepo } from './throttle-repo.ts';
@@ -63,6 +64,14 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
     /** Verifies an access token and resolves its actor (used by every authenticated route). */
     async authenticate(token: string) {
       return sessions.resolveActor(await tokens.verify(token));
+    },
+    /**
+     * The actor of a token verified earlier in this request, read again from the database: its
+     * session, user or service account as they are now (401 when gone or revoked). The token's own
+     * expiry is not checked again — it was valid when the request began (a long upload outlives it).
+     */
+    reloadActor(actor: Actor) {
+      return sessions.resolveActor({ sub: actor.id, sid: actor.sessionId, iat: 0, exp: Math.floor((actor.accessExpiresAt ?? 0) / 1000) });
     },
     /**
      * Housekeeping: drops expired refresh tokens, ended sessions and throttle windows, in chunks
