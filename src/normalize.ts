@@ -6,8 +6,6 @@
 
 const LINKEDIN_HOST = /^(?:[a-z]{2,3}\.|www\.|m\.|mobile\.)?linkedin\.com$/;
 const SLUG = /^[\p{L}\p{M}\p{N}_-]{1,100}$/u;
-/** A member id in place of a vanity name (`/in/ACoAAAB1x…`, as API and Sales Navigator exports give): case-sensitive. */
-const MEMBER_ID = /^AC[ow]AA[A-Za-z0-9_-]{10,}$/;
 /** A URL already in canonical form (a trailing slash aside): what feeds and CRMs mostly send. */
 const CANONICAL = /^https:\/\/www\.linkedin\.com\/in\/[a-z0-9_-]{1,100}\/?$/;
 
@@ -15,8 +13,7 @@ const CANONICAL = /^https:\/\/www\.linkedin\.com\/in\/[a-z0-9_-]{1,100}\/?$/;
  * `https://www.linkedin.com/in/<slug>` for any spelling of a LinkedIn profile URL (scheme or not,
  * country or mobile subdomain, trailing slash, query, fragment, upper case, percent-encoding, a
  * sub-page of the profile such as `/in/<slug>/details/experience`); undefined when the text is not
- * a profile URL. The slug is stored decoded and lower-cased — except a member id (`ACoAA…`), whose
- * case is part of it.
+ * a profile URL. The slug is stored decoded and lower-cased.
  */
 export function canonicalLinkedin(input: string): string | undefined {
   // The fast path gives what the full parse below gives for these inputs, without a URL object
@@ -42,9 +39,7 @@ export function parseLinkedin(input: string): string | undefined {
   let slug: string;
   try {
     // composed (NFC): a decomposed é (e + U+0301), as macOS writes it, is the same slug
-    slug = decodeURIComponent(parts[1]!).normalize('NFC');
-    // a vanity name is case-insensitive; a member id is not (lower-cased, its URL leads nowhere)
-    if (!MEMBER_ID.test(slug)) slug = slug.toLowerCase();
+    slug = decodeURIComponent(parts[1]!).normalize('NFC').toLowerCase();
   } catch {
     return undefined;
   }
