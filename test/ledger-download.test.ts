@@ -5,6 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import { csvLines } from '../src/csv/write.ts';
 import { addContacts, createLedger, expectStatus, ledgerPath, listAll, seedWorld, startApp, until, uploadCsv, type Response, type TestApp, type World } from './helpers.ts';
 
@@ -278,6 +279,36 @@ D('a ledger deleted while its file streams cuts the download off: the connection
   assert.ok(failed, `the body ended as if complete after ${received} bytes`);
   assert.ok(received < 100_000 * 100, `${received} bytes: cut off before the end`);
   await until('the cut is logged as such', () => t.logs.some((l) => l.includes('response cut off after it started') && l.includes('ledger_not_found')), Boolean, 5_000);
+});
+
+D('a ledger deleted, and its rows already purged, while its file streams: cut off too, though the page after is empty', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'purged while downloading');
+  // three pages of rows, each big enough that the first two are still on their way when the ledger goes (the
+  // stream reads a page ahead): the third page, read after the purge, comes back empty
+  const db = t.rt.db.raw;
+  const ins = db.prepare("INSERT INTO contacts (id, ledger_id, name, name_key, company, import_company, location, created_at, updated_at) VALUES (?, ?, ?, ?, 'Company', 'Company', ?, ?, ?)");
+  db.transaction(() => {
+    for (let i = 0; i < 2500; i++) ins.run(`c_purged${String(i).padStart(18, '0')}`, ledgerId, `Person ${i}`, `person ${i}`, 'l'.repeat(20_000), i, i);
+  })();
+  // a client that reads nothing yet (node:http applies its back-pressure to the socket, so the server waits)
+  const url = new URL(downloadPath(w, ledgerId), t.base);
+  const res = await new Promise<IncomingMessage>((resolve, reject) =>
+    httpGet({ host: url.hostname, port: url.port, path: url.pathname, headers: { authorization: `Bearer ${w.tokens.viewer}` } }, (r) => {
+      r.pause();
+      resolve(r);
+    }).on('error', reject),
+  );
+  assert.is(res.statusCode, 200);
+  expectStatus(await t.call('DELETE', ledgerPath(w.orgId, ledgerId), { token: w.tokens.admin }), 204);
+  db.prepare('DELETE FROM contacts WHERE ledger_id = ?').run(ledgerId); // what its purge does
+  const outcome = await new Promise<string>((resolve) => {
+    res.on('data', () => {});
+    res.on('end', () => resolve(res.complete ? 'complete' : 'cut off'));
+    res.on('aborted', () => resolve('cut off'));
+    res.on('error', () => resolve('cut off'));
+    res.resume();
+  });
+  assert.is(outcome, 'cut off');
 });
 
 D('an empty ledger downloads the header alone', async ({ t, w }) => {

@@ -250,9 +250,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
         finish(lease, imp, cap.note('rows'), false);
       } catch (err) {
         // Not `completed` (SPEC §4.4: every row imported or rejected), and the counts stay as they are.
-        // the ledger's purge removes its uploads: a file gone from under the reader is that, not a fault
-        const gone = err instanceof LedgerGone || ((err as NodeJS.ErrnoException).code === 'ENOENT' && !d.ledgers.isLive(imp.ledgerId));
-        if (gone) finish(lease, imp, `the ledger was deleted while the import ran; ${imp.cursorRows} of ${imp.submitted} rows had been processed`, true);
+        if (err instanceof LedgerGone) finish(lease, imp, `the ledger was deleted while the import ran; ${imp.cursorRows} of ${imp.submitted} rows had been processed`, true);
         else if (err instanceof CsvReadError) {
           const done = imp.cursorRows > 0 ? ` (the ${imp.cursorRows} rows before it were processed)` : '';
           finish(lease, imp, `the file cannot be read as CSV at ${err.message}${done}`, true);

@@ -196,12 +196,14 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     ctx.body = Readable.from(
       (function* () {
         yield `${query.bom ? '\uFEFF' : ''}${csvHeader(DOWNLOAD_HEADER, delimiter)}`;
+        // A ledger deleted while its file streams: the answer is cut off (the connection closes
+        // without the end of the chunked body), not ended as if the rows so far were all of them —
+        // also when its purge already took the rest, so the last page came back empty.
         for (const page of pages) {
-          // A ledger deleted while its file streams: the answer is cut off (the connection closes
-          // without the end of the chunked body), not ended as if the rows so far were all of them.
           svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
           yield downloadLines(page, escape, delimiter);
         }
+        svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
       })(),
       { objectMode: false },
     );
