@@ -3,7 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import Database from 'better-sqlite3';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
@@ -280,6 +280,23 @@ S('a start removes what a killed restore or backup left in the data folder, and 
   } finally {
     await rt.close();
   }
+});
+
+S('a restore killed after it moved the old database aside: the start refuses, keeping its copy, instead of creating an empty database', async () => {
+  const dir = tempDir();
+  await (await openRuntime(testConfig(dir), quiet)).close();
+  const copy = join(dir, `.${DB_FILE}.restoring`);
+  copyFileSync(join(dir, DB_FILE), copy);
+  rmSync(join(dir, DB_FILE)); // moved to backups/pre-restore-… by the restore
+  try {
+    await openRuntime(testConfig(dir), quiet);
+    assert.unreachable();
+  } catch (err) {
+    assert.instance(err, StartupError);
+    assert.match((err as Error).message, /a restore was interrupted: .* has no database, .*contact-ledger restore/);
+  }
+  assert.ok(existsSync(copy), 'the copy is kept');
+  assert.not.ok(existsSync(join(dir, DB_FILE)), 'no empty database was made');
 });
 
 S('a damaged or foreign file is refused at start instead of served (D7)', async () => {

@@ -65,6 +65,18 @@ export interface Storage {
 export async function openStorage(config: Readonly<Config>, log: Logger, clock: Clock): Promise<Storage> {
   prepareDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
+  const restoring = restoringFile(config.dataDir);
+  if (existsSync(restoring)) {
+    // A restore killed after it moved the old database aside holds the only copy here: never open
+    // (and so create) an empty database over it, nor remove it. Otherwise it is a half copy.
+    if (!existsSync(join(config.dataDir, DB_FILE))) {
+      lock.release();
+      throw new StartupError(
+        `a restore was interrupted: the data folder ${config.dataDir} has no database, and ${restoring} is the restore's copy or part of it. Run \`contact-ledger restore <backup file>\` again (a database it replaced is kept as ${backupsDir(config.dataDir)}/pre-restore-<time>.db)`,
+      );
+    }
+    rmSync(restoring, { force: true });
+  }
   let db: Db;
   try {
     db = openDb(join(config.dataDir, DB_FILE));
@@ -78,7 +90,6 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
     const from = schemaVersion(db);
     const latest = migrations.at(-1)!.version;
     removePartialBackups(backupsDir(config.dataDir));
-    rmSync(restoringFile(config.dataDir), { force: true }); // a copy a killed restore left (restores hold this lock too)
     let preMigrationBackup: string | undefined;
     if (pending.length && from > 0) {
       // Forward-only upgrades: keep the way back (SPEC §8).
