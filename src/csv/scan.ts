@@ -52,7 +52,7 @@ const HEADER_BYTES = 256 * 1024;
  * rows as long as a row may be, so one long cell (a note pasted into a CRM field) does not hide the
  * rows after it. Only as much as those rows take is kept (usually a few KiB).
  */
-const HEAD_BYTES = HEADER_BYTES + PREVIEW_ROWS * MAX_RECORD_BYTES;
+const HEAD_BYTES = HEADER_BYTES + PREVIEW_ROWS * (MAX_RECORD_BYTES + 2) + 4096; // + line ends, a BOM, a sep= line, blank lines
 
 const MAGIC: [string, number[]][] = [
   ['a ZIP archive (an Excel .xlsx file?)', [0x50, 0x4b, 0x03, 0x04]],
@@ -272,7 +272,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   // The header and the first rows, from the head of the file (cut after the last full line).
   const head = Buffer.concat(headParts, headLength).subarray(0, headEnd);
   let text = head.subarray(preamble);
-  const truncated = headEnd === undefined && offset > head.length;
+  // cut short: the file goes on past the bytes kept, and they do not hold the preview's rows whole
+  const truncated = offset > head.length && (headEnd === undefined || headEnd > headLength);
   const headerTooLong = () => unreadable(`the header row is longer than ${HEADER_BYTES} bytes`, 1);
   if (truncated) {
     const lastBreak = Math.max(text.lastIndexOf(0x0a), text.lastIndexOf(0x0d));
