@@ -108,17 +108,20 @@ const COMPANY_SUFFIXES = new Set([
   'inc', 'incorporated', 'llc', 'llp', 'lp', 'ltd', 'limited', 'corp', 'corporation', 'co', 'company', 'gmbh', 'ag', 'aktiengesellschaft', 'kg', 'ug',
   'plc', 'sa', 'sas', 'sarl', 'srl', 'spa', 'bv', 'nv', 'oy', 'ab', 'as', 'asa', 'aps', 'pty', 'pte', 'kk', 'sl', 'se', 'sro',
   'kft', 'zrt', 'nyrt', 'ltda', 'lda', 'bhd', 'oyj', 'kgaa', 'ohg', 'doo', 'sae', 'pvt',
+  // eighteenth session: listed in Mexico (S.A.B.), Sweden (publ), Malaysia (Berhad), Indonesia
+  // (Tbk), Spain's sole-shareholder forms (S.A.U., S.L.U.), US professional forms, Peru (EIRL)
+  'sab', 'publ', 'berhad', 'tbk', 'sau', 'slu', 'pllc', 'pc', 'eirl',
 ]);
 // Words of a legal form that only go with a suffix after them ("Pvt Ltd", "Private Limited",
 // "Sdn Bhd", "GmbH & Co. KG"): "Acme Private" stays a name of its own.
-const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn', 'liability']);
+const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn', 'p']);
 // Legal forms whose letters fold into separate words ("A/S", "Sp. z o.o.", "S/A").
 // Legal forms of more than one word, spelt out or abbreviated: "Gesellschaft mit beschränkter
 // Haftung", "Société Anonyme", "S.A. de C.V.", "S. de R.L.".
 const SPLIT_SUFFIXES = [
   ['a', 's'], ['s', 'a'], ['sp', 'z', 'o', 'o'], ['sp', 'z', 'oo'], ['sp', 'k'], ['s', 'l'], ['b', 'v'], ['n', 'v'],
   ['gesellschaft', 'mit', 'beschrankter', 'haftung'], ['societe', 'anonyme'], ['sociedad', 'anonima'], ['societa', 'per', 'azioni'],
-  ['de', 'cv'], ['s', 'de', 'rl'],
+  ['de', 'cv'], ['s', 'de', 'rl'], ['limited', 'liability'], ['limited', 'liability', 'partnership'], ['s', 'a', 'r', 'l'], ['s', 'a', 'rl'], ['kabushiki', 'kaisha'],
 ];
 
 // Latin letters that are not a base letter with an accent, so NFKD leaves them whole: spelt as
@@ -126,8 +129,8 @@ const SPLIT_SUFFIXES = [
 // this, names with them sorted after z and missed their ASCII spellings in matching.
 const LETTERS: Record<string, string> = { ø: 'o', Ø: 'o', ß: 'ss', ẞ: 'ss', ł: 'l', Ł: 'l', đ: 'd', Đ: 'd', ð: 'd', Ð: 'd', æ: 'ae', Æ: 'ae', œ: 'oe', Œ: 'oe', þ: 'th', Þ: 'th', ı: 'i', ħ: 'h', Ħ: 'h', ŧ: 't', Ŧ: 't', ŋ: 'ng', Ŋ: 'ng', ĸ: 'q' };
 const LETTER = /[øØßẞłŁđĐðÐæÆœŒþÞıħĦŧŦŋŊĸ]/g;
-// ' ’ ʼ ` ´ (and ′, which some keyboards give): inside a word they join its parts, as people type them without
-const APOSTROPHES = /['\u2019\u02bc`\u00b4\u2032]/g;
+// ' ’ ʼ ` ´ ′ and the full-width ＇: inside a word they join its parts, as people type them without
+const APOSTROPHES = /['\u2019\u02bc`\u00b4\u2032\uff07]/g;
 
 /**
  * Lower case, accents removed (and the letters above spelt out), apostrophes dropped (McDonald's =
@@ -135,11 +138,11 @@ const APOSTROPHES = /['\u2019\u02bc`\u00b4\u2032]/g;
  */
 function fold(text: string): string {
   return text
+    .replace(APOSTROPHES, '') // before NFKD, which makes ´ a space and an accent
     .normalize('NFKD')
     .replace(/\p{M}+/gu, '')
     .replace(LETTER, (c) => LETTERS[c]!)
     .toLowerCase()
-    .replace(APOSTROPHES, '')
     .replace(/&/g, ' and ')
     .replace(/[^\p{L}\p{N}]+/gu, ' ')
     .trim();
@@ -161,8 +164,8 @@ export function companyKey(company: string): string {
 }
 
 function computeCompanyKey(company: string): string {
-  // initials with dots make one word, with or without the last dot: "L.L.C." = "L.L.C" = "LLC"
-  const words = fold(company.replace(/\b([a-z])\.(?=[a-z]\b)/gi, '$1')).split(' ').filter(Boolean);
+  // initials with dots make one word, with or without the last dot or spaces: "L.L.C." = "L.L.C" = "L. L. C." = "LLC"
+  const words = fold(company.replace(/\b([a-z])\. ?(?=[a-z]\b)/gi, '$1')).split(' ').filter(Boolean);
   let popped = false;
   while (words.length > 1) {
     const last = words[words.length - 1]!;

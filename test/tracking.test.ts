@@ -60,13 +60,32 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
     ['Acme Gesellschaft mit beschränkter Haftung', 'Acme'],
     ['Acme Società per Azioni', 'Acme'],
     ["McDonald's", 'McDonalds'],
+    ['McDonald´s', 'McDonalds'],
+    ['McDonald＇s', 'McDonalds'],
     ['L’Oréal', 'LOreal'],
     ['U.S Bank', 'U.S. Bank'],
+    ['Acme L. L. C.', 'Acme LLC'],
+    ['Cemex, S.A.B. de C.V.', 'Cemex'],
+    ['Acme, S. A. de C. V.', 'Acme'],
+    ['Infosys (P) Ltd', 'Infosys'],
+    ['Wipro (P) Ltd.', 'Wipro Limited'],
+    ['Volvo Cars AB (publ)', 'Volvo Cars AB'],
+    ['Malayan Banking Berhad', 'Malayan Banking Bhd'],
+    ['ArcelorMittal S.à r.l.', 'ArcelorMittal'],
+    ['Telefónica de España S.A.U.', 'Telefónica de España S.A.'],
+    ['Mercadona S.L.U.', 'Mercadona S.L.'],
+    ['Smith & Jones PLLC', 'Smith & Jones'],
+    ['Baker & Co, P.C.', 'Baker & Co'],
+    ['Bank Central Asia Tbk', 'Bank Central Asia'],
+    ['Globex Kabushiki Kaisha', 'Globex K.K.'],
+    ['Prestige Worldwide EIRL', 'Prestige Worldwide'],
+    ['Acme Limited Liability Partnership', 'Acme'],
   ];
   for (const [a, b] of same) assert.is(companyKey(a!), companyKey(b!), `${a} = ${b}`);
   assert.is.not(companyKey('Acme'), companyKey('Acme Labs'));
   // a qualifier alone is part of the name; so are words that are not legal forms
-  for (const other of ['Acme Private', 'Acme Public', 'Acme Group', 'Acme Holdings', 'Acme Liability']) assert.is.not(companyKey(other), companyKey('Acme'), other);
+  for (const other of ['Acme Private', 'Acme Public', 'Acme Group', 'Acme Holdings', 'Acme Liability', 'Acme P']) assert.is.not(companyKey(other), companyKey('Acme'), other);
+  assert.is(companyKey('Professional Liability Co'), 'professional liability', '"Liability" goes only with "Limited" before it');
   assert.is(companyKey('A S'), 'a s', 'a name made of a legal form is left whole');
   assert.is.not(companyKey('Globex'), companyKey('Initech'));
   assert.is(nameKey('  José  O’Brien '), 'jose obrien');

@@ -1,12 +1,12 @@
 -- The matching keys (src/normalize.ts) drop apostrophes instead of reading them as spaces
 -- ("McDonald's" = "McDonalds", "O'Brien" = "OBrien"), join dotted initials without a last dot
--- ("L.L.C" = "L.L.C." = "LLC") and drop more legal forms (Limited Liability Company,
--- Aktiengesellschaft, Société Anonyme, S.A. de C.V., S. de R.L., …): a black-box test found each
+-- ("L.L.C" = "L.L.C." = "L. L. C." = "LLC") and drop more legal forms (Limited Liability Company,
+-- Aktiengesellschaft, Société Anonyme, S.A.(B.) de C.V., S. de R.L., (P) Ltd, (publ), Berhad, …): a black-box test found each
 -- reported as a job change that is none. Keys stored under the old rule are recomputed by the same
 -- code (name_key() and company_key() of src/storage/migrate.ts), since a person and a contact
 -- compare their stored keys. Company keys: every row is read once (seconds at a million
 -- contacts), only the keys that change are written; name keys: only names with an apostrophe.
 UPDATE contacts SET company_key = company_key(company) WHERE company_key IS NOT company_key(company);
 UPDATE people SET company_key = company_key(company) WHERE company_key <> company_key(company);
-UPDATE contacts SET name_key = name_key(name) WHERE name GLOB '*[''’ʼ`´′]*' AND name_key IS NOT name_key(name);
-UPDATE people SET name_key = name_key(name) WHERE name GLOB '*[''’ʼ`´′]*' AND name_key <> name_key(name);
+UPDATE contacts SET name_key = name_key(name) WHERE name GLOB '*[''’ʼ`´′＇]*' AND name_key IS NOT name_key(name);
+UPDATE people SET name_key = name_key(name) WHERE name GLOB '*[''’ʼ`´′＇]*' AND name_key <> name_key(name);
