@@ -81,7 +81,7 @@ const INVISIBLE_OR_CONTROL = new RegExp(`${INVISIBLE.source}|[\\p{Cc}\\p{Cf}]`, 
 
 /**
  * Why a key that must compare equal to the same text typed again (an e-mail address, a reference
- * id, a person id) cannot be one: it holds a character that shows nothing — a zero-width space or
+ * id) cannot be one: it holds a character that shows nothing — a zero-width space or
  * a byte order mark pasted along with it, a control character — so it would look like the typed
  * text and never match it. Names may hold such characters (a zero-width joiner in Persian or
  * Indic script), so this is only for keys.

@@ -1030,7 +1030,7 @@ V('preview: a long cell does not hide the rows after it; it shows the first 10 r
   const fullRow = (i: number) => `Q${i},Acme,"${'q'.repeat(1024 * 1024 - `Q${i},Acme,""`.length)}"`;
   const edge = await pv(`\uFEFF${longHeader}\r\n${Array.from({ length: 11 }, (_, i) => fullRow(i)).join('\r\n')}\r\n`);
   expectStatus(edge, 200);
-  assert.equal(edge.body.rows.map((row: string[]) => [row[0], row[2].length]), Array.from({ length: 10 }, (_, i) => [`Q${i}`, fullRow(i).length - `Q${i},Acme,""`.length]));
+  assert.equal(edge.body.rows.map((row: string[]) => [row[0], row[2]!.length]), Array.from({ length: 10 }, (_, i) => [`Q${i}`, fullRow(i).length - `Q${i},Acme,""`.length]));
   // the header keeps its own limit
   const header = await pv(`name,company,"${'h'.repeat(300 * 1024)}"\nA,B,C\n`);
   expectStatus(header, 422);

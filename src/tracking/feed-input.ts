@@ -1,6 +1,6 @@
 import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_LENGTH } from '../ledger/contact-input.ts';
-import { canonicalLinkedin, emailProblem, invisibleProblem, textProblem } from '../normalize.ts';
+import { canonicalLinkedin, emailProblem, textProblem } from '../normalize.ts';
 import type { FeedRecord } from './model.ts';
 
 /**
