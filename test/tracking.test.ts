@@ -537,6 +537,24 @@ T('a ledger being deleted (hidden, its purge pending) gets no changes from a fee
   assert.equal(t.rt.db.raw.prepare('SELECT company FROM contacts WHERE ledger_id = ? ORDER BY reference_id').pluck().all(ledgerId), ['Acme', 'Acme']);
 });
 
+T('a namesake who has the contact\'s own address takes the contact over: the address decides before the namesake rule unmatches it', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'namesake with the address', [
+    { name: 'Kai Brennan', company: 'Lumen Optics', email: 'kai.b@lumen.test', title: 'Head of People', location: 'Malmö', referenceId: 'kai' },
+  ]);
+  // someone of the same name and company, with no address: matched by name + company, with their title and place
+  const a = await feed(t, w.root, ndjson({ personId: 'kai-a', name: 'Kai Brennan', company: 'Lumen Optics Inc.', linkedin: 'linkedin.com/in/kai-brennan-other', title: 'Chief of Staff', location: 'Dublin' }));
+  assert.equal([a.contactsMatched, a.infoChanges], [1, 2]);
+  // the namesake with the contact's own address: the contact is theirs, back to their title and place
+  const b = await feed(t, w.root, ndjson({ personId: 'kai-b', name: 'Kai Brennan', company: 'Lumen Optics', email: 'kai.b@lumen.test', title: 'Head of People', location: 'Malmö' }));
+  assert.equal([b.contactsMatched, b.infoChanges, b.jobChanges], [0, 2, 0], 'it moves (not a first match), with the changes that brings');
+  const kai = await contact(t, w, path, 'kai');
+  assert.equal([kai.isVerified, kai.title, kai.location], [true, 'Head of People', 'Malmö']);
+  // and it follows that person from now on
+  const later = await feed(t, w.root, ndjson({ personId: 'kai-b', name: 'Kai Brennan', company: 'Lumen Optics', email: 'kai.b@lumen.test', title: 'COO', location: 'Malmö' }));
+  assert.is(later.infoChanges, 1);
+  assert.is((await contact(t, w, path, 'kai')).title, 'COO');
+});
+
 T('deleting contacts (one, or in bulk) deletes their change history too', async ({ t, w }) => {
   const { ledgerId, path } = await ledgerWith(t, w, 'forgetful', [
     { name: 'Mo One', company: 'Acme', linkedin: 'linkedin.com/in/forget-one', referenceId: 'one' },

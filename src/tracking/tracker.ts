@@ -195,6 +195,11 @@ export function createTracker(d: TrackerDeps) {
         p = { ...person, seq: Number(id), id };
       }
 
+      // by e-mail only while the address names this one person (two people may share one); a contact
+      // matched by name + company to someone else moves to this person, as its import would have matched it.
+      // Looked up before a namesake unmatches such a contact below: its own address says which of the two it is.
+      const byEmail = p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id) : [];
+
       // A second person with these name + company keys: the contacts matched by them alone to the
       // other one could be either person now ("when exactly one person fits"), so they are unmatched.
       // A new person's keys were looked up by findPerson (it gets there for every new person).
@@ -211,9 +216,7 @@ export function createTracker(d: TrackerDeps) {
       const known = existing ? d.contacts.listOfPerson(p.id) : [];
       const fresh: [TrackedContact[], MatchedBy][] = [];
       if (p.linkedinSlug) fresh.push([d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`), 'linkedin']);
-      // by e-mail only while the address names this one person (two people may share one); a contact
-      // matched by name + company to someone else moves to this person, as its import would have matched it
-      if (p.email && d.people.findByEmail(p.email)?.seq === p.seq) fresh.push([d.contacts.listMatchableByEmail(p.email, p.id), 'email']);
+      if (byEmail.length) fresh.push([byEmail, 'email']);
       // name + company: contacts without LinkedIn whose e-mail (if any) names no person, while exactly
       // one person fits (the e-mail of a contact unmatched as ambiguous may be what its first match brought)
       // (the count first: contacts left unmatched by a crowd of namesakes are not listed for each of them)
