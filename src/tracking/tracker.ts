@@ -23,6 +23,8 @@ export interface TrackerDeps {
 /** Fields compared for info changes, with how they are read from a contact and a person. */
 const INFO_FIELDS = ['title', 'location', 'email', 'emailStatus', 'hasMultipleJobs', 'jobStartedAt'] as const;
 type InfoField = (typeof INFO_FIELDS)[number];
+/** Fields only a person record gives: a contact is imported without them. */
+const NOT_IMPORTED: ReadonlySet<InfoField> = new Set(['emailStatus', 'hasMultipleJobs', 'jobStartedAt']);
 
 const personValue = (p: Person, f: InfoField): unknown => p[f];
 const contactValue = (c: Contact, f: InfoField): unknown => c[f];
@@ -103,6 +105,7 @@ export function createTracker(d: TrackerDeps) {
       counts.jobChanges++;
     }
     let emailChanged = false;
+    let filledIn = false;
     for (const f of INFO_FIELDS) {
       if (jobChange && (f === 'title' || f === 'jobStartedAt')) continue; // part of the job change
       const to = personValue(p, f) ?? null;
@@ -112,18 +115,27 @@ export function createTracker(d: TrackerDeps) {
       // unknown is not a change — except the status of a new address, which the old address's status does not describe
       if (to === null && !(f === 'emailStatus' && emailChanged)) continue;
       if (same) continue;
+      // A first match fills in what no import can give (a status, a start date, several jobs):
+      // unknown until now, not changed — else every contact imported after its person is known
+      // would be reported as changed. The status of an address the match changes is part of that change.
+      if (newMatch && from === null && NOT_IMPORTED.has(f) && !(f === 'emailStatus' && emailChanged)) {
+        (next as unknown as Record<string, unknown>)[f] = to;
+        filledIn = true;
+        continue;
+      }
       changes.push({ ...base, id: newId('chg'), type: 'info', field: f, from: { [f]: wire(f, from) }, to: { [f]: wire(f, to) } });
       (next as unknown as Record<string, unknown>)[f] = to;
       next.lastInfoChangedAt = now;
       counts.infoChanges++;
     }
-    if (!changes.length) {
+    if (!changes.length && !filledIn) {
       if (newMatch) d.contacts.markMatched(c.id, { personId: p.id, by: newMatch }, now);
       return;
     }
     next.titleLevel = titleLevel(next.title ?? undefined) ?? null;
     next.titleDomain = titleDomain(next.title ?? undefined) ?? null;
     d.contacts.updateTracked(c.id, next, now, newMatch ? { personId: p.id, by: newMatch } : undefined);
+    if (!changes.length) return;
     const { companyKey: _key, ...rest } = next;
     const updated: Contact = { ...c, ...rest, updatedAt: now };
     delete (updated as TrackedContact).companyKey;
