@@ -568,6 +568,19 @@ T('a contact imported after its person is known, the same in all it can say, is 
   assert.is(later.infoChanges, 2);
 });
 
+T('a title or place spelt with other spaces or in other case is no change: the contact keeps its spelling', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'spacing', [{ name: 'Sam Space', company: 'Acme', title: 'VP Sales', location: 'New York', linkedin: 'linkedin.com/in/sam-space', referenceId: 'sam' }]);
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/sam-space', name: 'Sam Space', company: 'Acme', title: 'VP Sales', location: 'New York' }));
+  for (const [title, location] of [['VP  Sales', 'New\u00a0York'], ['vp sales', 'NEW YORK'], ['VP\tSales', ' New York ']]) {
+    const job = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/sam-space', name: 'Sam Space', company: 'Acme', title, location }));
+    assert.is(job.infoChanges, 0, JSON.stringify([title, location]));
+  }
+  const sam = await contact(t, w, path, 'sam');
+  assert.equal([sam.title, sam.location, sam.lastInfoChangedAt], ['VP Sales', 'New York', null]);
+  const real = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/sam-space', name: 'Sam Space', company: 'Acme', title: 'VP Sales EMEA', location: 'New York' }));
+  assert.is(real.infoChanges, 1, 'another title is a change');
+});
+
 T('deleting contacts (one, or in bulk) deletes their change history too', async ({ t, w }) => {
   const { ledgerId, path } = await ledgerWith(t, w, 'forgetful', [
     { name: 'Mo One', company: 'Acme', linkedin: 'linkedin.com/in/forget-one', referenceId: 'one' },

@@ -23,6 +23,10 @@ export interface TrackerDeps {
 /** Fields compared for info changes, with how they are read from a contact and a person. */
 const INFO_FIELDS = ['title', 'location', 'email', 'emailStatus', 'hasMultipleJobs', 'jobStartedAt'] as const;
 type InfoField = (typeof INFO_FIELDS)[number];
+/** Free text: spelt with other spaces or in other case, the same title or place (not a change). */
+const TEXT_FIELDS: ReadonlySet<InfoField> = new Set(['title', 'location']);
+const foldText = (s: string) => s.normalize('NFKC').replace(/\s+/gu, ' ').trim().toLocaleLowerCase('und');
+const sameText = (a: string, b: string) => foldText(a) === foldText(b);
 /** Fields only a person record gives: a contact is imported without them. */
 const NOT_IMPORTED: ReadonlySet<InfoField> = new Set(['emailStatus', 'hasMultipleJobs', 'jobStartedAt']);
 
@@ -110,7 +114,7 @@ export function createTracker(d: TrackerDeps) {
       if (jobChange && (f === 'title' || f === 'jobStartedAt')) continue; // part of the job change
       const to = personValue(p, f) ?? null;
       const from = contactValue(c, f);
-      const same = from === to || (f === 'email' && typeof from === 'string' && typeof to === 'string' && from.toLowerCase() === to.toLowerCase());
+      const same = from === to || (typeof from === 'string' && typeof to === 'string' && (f === 'email' ? from.toLowerCase() === to.toLowerCase() : TEXT_FIELDS.has(f) && sameText(from, to)));
       if (f === 'email') emailChanged = to !== null && !same;
       // unknown is not a change — except the status of a new address, which the old address's status does not describe
       if (to === null && !(f === 'emailStatus' && emailChanged)) continue;
