@@ -798,6 +798,23 @@ P('a rejected-rows CSV comes back fixed: the \' that formula escaping put in fro
   assert.equal(view(contacts).map((c) => c.name), ["'-Lee"]);
 });
 
+P('rejected rows an older version stored escaped (from a rejected-rows CSV of ours) are escaped once when written, not twice', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'stored escaped');
+  const first = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, (await post(t, w, ledgerId, 'name,company\n=Eve,\n')).body.id);
+  const ours = (await t.call('GET', `${importsPath(w, ledgerId)}/${first.id}/errors`, { token: w.tokens.viewer })).text;
+  const again = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, (await post(t, w, ledgerId, ours)).body.id);
+  assert.is(again.invalid, 1);
+  // as the seventeenth session left them: the row as read, its escaping kept, and no rawUnescaped in the format
+  const db = t.rt.db.raw;
+  const format = JSON.parse(db.prepare('SELECT format FROM import_jobs WHERE id = ?').pluck().get(again.id) as string);
+  assert.is(format.rawUnescaped, true);
+  delete format.rawUnescaped;
+  db.prepare('UPDATE import_jobs SET format = ? WHERE id = ?').run(JSON.stringify(format), again.id);
+  db.prepare('UPDATE import_rejections SET raw = ? WHERE import_id = ?').run(JSON.stringify(["'=Eve", '', 'company is required', '2']), again.id);
+  const errors = parse((await t.call('GET', `${importsPath(w, ledgerId)}/${again.id}/errors`, { token: w.tokens.viewer })).text) as string[][];
+  assert.equal(errors[1]!.slice(0, 2), ["'=Eve", '']);
+});
+
 P('a rejected-rows CSV uploaded again gets its column names back as first sent: a mapping that named "@handle" still finds it', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'header round trip');
   const mapping = { title: '@handle', location: '-Where' };

@@ -208,7 +208,7 @@ export function createImportService(d: ImportServiceDeps) {
       mkdirSync(d.uploadsDir, { recursive: true, mode: 0o700 });
       const stored = join(d.uploadsDir, `${id}.csv`);
       renameSync(file.path, stored);
-      const format: CsvFormat = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping, ...(ours ? { formulasEscaped: true } : {}), ...(download ? { download: true } : {}) };
+      const format: CsvFormat = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping, ...(ours ? { formulasEscaped: true } : {}), ...(download ? { download: true } : {}), ...(ours || download ? { rawUnescaped: true } : {}) };
       try {
         const created = createJob(by, orgId, { id, ledgerId, source: 'csv', fileName: file.fileName, filePath: stored, format, submitted: scan.rows, idempotency });
         if (created.replayed) unlinkSync(stored); // another request with the key won meanwhile

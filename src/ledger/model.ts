@@ -55,6 +55,12 @@ export interface CsvFormat {
   formulasEscaped?: boolean;
   /** A download of ours uploaded again (its header is DOWNLOAD_HEADER): its cells lose their escaping too. */
   download?: boolean;
+  /**
+   * A file of ours whose rejected rows are stored without our escaping (since the eighteenth
+   * session). Without it, a rejected-rows CSV of ours kept its rows escaped as read: they lose
+   * that escaping when written out, which escapes them once again.
+   */
+  rawUnescaped?: boolean;
 }
 
 /** The download's fixed header (SPEC §4.3). */

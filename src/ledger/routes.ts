@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
-import { csvCell, csvHeader, csvLines } from '../csv/write.ts';
+import { csvCell, csvHeader, csvLines, unescapeFormula } from '../csv/write.ts';
 import { isoZ, isoZOrNull } from '../clock.ts';
 import { badRequest, invalid } from '../errors.ts';
 import { exactIntegerText } from '../exact-json.ts';
@@ -80,6 +80,8 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>, escape: bo
     return;
   }
   const kept = csv ? ownColumns(csv).length : 0;
+  // rows an older version kept as read from a file of ours, escaping and all (CsvFormat.rawUnescaped)
+  const stillEscaped = csv?.formulasEscaped === true && csv.rawUnescaped !== true;
   // API batches: `raw` is the submitted value as JSON, so what the contact fields cannot show
   // (unknown fields, wrong types, a row that is not an object) is not lost. The uploaded file's
   // own column names are its text (quoted and escaped); ours are plain names.
@@ -89,7 +91,7 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>, escape: bo
       if (csv) {
         let cells: unknown[];
         if (Array.isArray(r.raw)) {
-          const raw = r.raw as unknown[];
+          const raw = stillEscaped ? (r.raw as unknown[]).map((c) => (typeof c === 'string' ? unescapeFormula(c) : c)) : (r.raw as unknown[]);
           // A row as wide as the header: its cells, a previous round's reason and line replaced by ours.
           // A row of another width comes back with its cells as read, neither padded nor cut, so that,
           // uploaded again without a fix, it is rejected again instead of read into the wrong columns;
