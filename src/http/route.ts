@@ -74,9 +74,10 @@ export interface RouteInput<B, Q, A> {
   meta: RequestMeta;
   caller: A extends 'public' ? undefined : Caller;
   /**
-   * Authenticates and authorizes the request again, for a handler that has just received a long
-   * body (an upload): a member removed or a service account deleted while it arrived is refused
-   * before anything is written (RELIABILITY.md Z3: authorization changes apply at once).
+   * Reads the caller's session, account and role again and authorizes the request again, for a
+   * handler that has just received a long body (an upload): a member removed or a service account
+   * deleted while it arrived is refused before anything is written (RELIABILITY.md Z3:
+   * authorization changes apply at once). The access token's expiry is not checked again.
    */
   recheckAccess(): Promise<void>;
 }
