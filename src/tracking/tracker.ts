@@ -77,9 +77,10 @@ export function createTracker(d: TrackerDeps) {
 
   /**
    * Brings a contact up to the person's state; records and announces the changes. A contact the
-   * person was just found for (`newMatch`: by which key) is matched to it (isVerified) in the same update.
+   * person was just found for (`newMatch`: by which key) is matched to it (isVerified) in the same
+   * update; `firstMatch` when it was matched to nobody before (not a move from another person).
    */
-  function reconcile(c: TrackedContact, p: Person, counts: TrackingCounts, newMatch?: MatchedBy): void {
+  function reconcile(c: TrackedContact, p: Person, counts: TrackingCounts, newMatch?: MatchedBy, firstMatch = false): void {
     const now = d.clock.now();
     const changes: Omit<Change, 'seq'>[] = [];
     const next: TrackedFields = {
@@ -122,7 +123,7 @@ export function createTracker(d: TrackerDeps) {
       // A first match fills in what no import can give (a status, a start date, several jobs):
       // unknown until now, not changed — else every contact imported after its person is known
       // would be reported as changed. The status of an address the match changes is part of that change.
-      if (newMatch && from === null && NOT_IMPORTED.has(f) && !(f === 'emailStatus' && emailChanged)) {
+      if (firstMatch && from === null && NOT_IMPORTED.has(f) && !(f === 'emailStatus' && emailChanged)) {
         (next as unknown as Record<string, unknown>)[f] = to;
         filledIn = true;
         continue;
@@ -248,7 +249,7 @@ export function createTracker(d: TrackerDeps) {
           seen.add(c.id);
           // matched for the first time (or again after being left unmatched); one matched to another person moves: its changes count
           if (!c.isVerified) counts.contactsMatched++;
-          reconcile({ ...c, isVerified: true }, p, counts, by);
+          reconcile({ ...c, isVerified: true }, p, counts, by, !c.isVerified);
         }
       }
       return undefined;
@@ -278,6 +279,6 @@ export function createTracker(d: TrackerDeps) {
     }
     if (!p) return;
     counts.contactsMatched++;
-    reconcile({ ...c, isVerified: true }, p, counts, by);
+    reconcile({ ...c, isVerified: true }, p, counts, by, true);
   }
 }
