@@ -110,18 +110,17 @@ const COMPANY_SUFFIXES = new Set([
   'kft', 'zrt', 'nyrt', 'ltda', 'lda', 'bhd', 'oyj', 'kgaa', 'ohg', 'doo', 'sae', 'pvt',
   // eighteenth session: listed in Mexico (S.A.B.), Sweden (publ), Malaysia (Berhad), Indonesia
   // (Tbk), Spain's sole-shareholder forms (S.A.U., S.L.U.), US professional forms, Peru (EIRL)
-  'sab', 'publ', 'berhad', 'tbk', 'sau', 'slu', 'pllc', 'pc', 'eirl',
+  'sab', 'publ', 'berhad', 'tbk', 'sau', 'slu', 'pllc', 'eirl',
 ]);
 // Words of a legal form that only go with a suffix after them ("Pvt Ltd", "Private Limited",
 // "Sdn Bhd", "GmbH & Co. KG"): "Acme Private" stays a name of its own.
 const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn', 'p']);
-// Legal forms whose letters fold into separate words ("A/S", "Sp. z o.o.", "S/A").
-// Legal forms of more than one word, spelt out or abbreviated: "Gesellschaft mit beschränkter
-// Haftung", "Société Anonyme", "S.A. de C.V.", "S. de R.L.".
+// Legal forms of more than one word, spelt out or abbreviated, after initials were joined
+// (joinInitials: "Sp. z o.o." is sp zoo, "S.A. de C.V." sa de cv, "S. de R.L." s de rl).
 const SPLIT_SUFFIXES = [
-  ['a', 's'], ['s', 'a'], ['sp', 'z', 'o', 'o'], ['sp', 'z', 'oo'], ['sp', 'k'], ['s', 'l'], ['b', 'v'], ['n', 'v'],
+  ['sp', 'zoo'], ['sp', 'z', 'oo'], ['sp', 'k'], ['s', 'de', 'rl'], ['de', 'cv'],
   ['gesellschaft', 'mit', 'beschrankter', 'haftung'], ['societe', 'anonyme'], ['sociedad', 'anonima'], ['societa', 'per', 'azioni'],
-  ['de', 'cv'], ['s', 'de', 'rl'], ['limited', 'liability'], ['limited', 'liability', 'partnership'], ['s', 'a', 'r', 'l'], ['s', 'a', 'rl'], ['kabushiki', 'kaisha'],
+  ['limited', 'liability'], ['limited', 'liability', 'partnership'], ['kabushiki', 'kaisha'],
 ];
 
 // Latin letters that are not a base letter with an accent, so NFKD leaves them whole: spelt as
@@ -163,9 +162,28 @@ export function companyKey(company: string): string {
   return key;
 }
 
+/**
+ * Initials make one word, however they are written: "L.L.C." = "L.L.C" = "L. L. C." = "LLC", "A. O.
+ * Smith" = "A O Smith" = "AO Smith" — a run of two or more one-letter words, after folding.
+ */
+function joinInitials(words: string[]): string[] {
+  const out: string[] = [];
+  let run = '';
+  for (const w of words) {
+    if (w.length === 1 && LONE_LETTER.test(w)) run += w;
+    else {
+      if (run) out.push(run);
+      run = '';
+      out.push(w);
+    }
+  }
+  if (run) out.push(run);
+  return out;
+}
+const LONE_LETTER = /^\p{L}$/u;
+
 function computeCompanyKey(company: string): string {
-  // initials with dots make one word, with or without the last dot or spaces: "L.L.C." = "L.L.C" = "L. L. C." = "LLC"
-  const words = fold(company.replace(/\b([a-z])\. ?(?=[a-z]\b)/gi, '$1')).split(' ').filter(Boolean);
+  const words = joinInitials(fold(company).split(' ').filter(Boolean));
   let popped = false;
   while (words.length > 1) {
     const last = words[words.length - 1]!;

@@ -239,14 +239,22 @@ S('migration 0021 recomputes company keys under the new rule (initials, more leg
   contact.run('c_2', 'Ann Lee', "McDonald's Aktiengesellschaft", "McDonald's Aktiengesellschaft", 'ann lee', 'mcdonald s aktiengesellschaft');
   contact.run('c_3', 'Bo Chen', 'Globex', 'Globex', 'kept as it was', 'globex'); // no apostrophe: its name key is not read again
   raw.prepare("INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES ('Mo D’Arcy', 'mo d arcy', 'Acme Limited Liability Company', 'acme limited liability', 1, 1)").run();
+  // two people whose keys coincide once recomputed, and a contact matched to one of them by name + company alone
+  const person = raw.prepare('INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES (?, ?, ?, ?, 1, 1)');
+  const obrien = Number(person.run("Ann O'Brien", 'ann o brien', 'Initech', 'initech').lastInsertRowid);
+  person.run('Ann OBrien', 'ann obrien', 'Initech', 'initech');
+  contact.run('c_4', "Ann O'Brien", 'Initech', 'Initech', 'ann o brien', 'initech');
+  raw.prepare("UPDATE contacts SET person_id = ?, matched_by = 'name', is_verified = 1 WHERE id = 'c_4'").run(String(obrien));
   const updatedAt = raw.prepare("SELECT updated_at FROM contacts WHERE id = 'c_1'").pluck();
   apply();
   assert.equal(raw.prepare('SELECT id, name_key, company_key FROM contacts ORDER BY id').raw().all(), [
     ['c_1', 'sean obrien', 'acme'],
     ['c_2', 'ann lee', 'mcdonalds'],
     ['c_3', 'kept as it was', 'globex'],
+    ['c_4', 'ann obrien', 'initech'],
   ]);
-  assert.equal(raw.prepare('SELECT name_key, company_key FROM people').raw().all(), [['mo darcy', 'acme']]);
+  assert.equal(raw.prepare('SELECT name_key, company_key FROM people ORDER BY seq').raw().all(), [['mo darcy', 'acme'], ['ann obrien', 'initech'], ['ann obrien', 'initech']]);
+  assert.equal(raw.prepare("SELECT person_id, matched_by, is_verified FROM contacts WHERE id = 'c_4'").get(), { person_id: null, matched_by: 'ambiguous', is_verified: 0 }, 'now one of two namesakes: unmatched');
   assert.is(updatedAt.get(), 1, 'the migration changes keys only');
   assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
   db.close();

@@ -75,7 +75,10 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
     ['Telefónica de España S.A.U.', 'Telefónica de España S.A.'],
     ['Mercadona S.L.U.', 'Mercadona S.L.'],
     ['Smith & Jones PLLC', 'Smith & Jones'],
-    ['Baker & Co, P.C.', 'Baker & Co'],
+    ['A. O. Smith Corporation', 'A O Smith'],
+    ['AO Smith', 'A.O. Smith'],
+    ['H. J. Heinz Company', 'H J Heinz'],
+    ['É. U. Foods', 'EU Foods'],
     ['Bank Central Asia Tbk', 'Bank Central Asia'],
     ['Globex Kabushiki Kaisha', 'Globex K.K.'],
     ['Prestige Worldwide EIRL', 'Prestige Worldwide'],
@@ -86,7 +89,9 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
   // a qualifier alone is part of the name; so are words that are not legal forms
   for (const other of ['Acme Private', 'Acme Public', 'Acme Group', 'Acme Holdings', 'Acme Liability', 'Acme P']) assert.is.not(companyKey(other), companyKey('Acme'), other);
   assert.is(companyKey('Professional Liability Co'), 'professional liability', '"Liability" goes only with "Limited" before it');
-  assert.is(companyKey('A S'), 'a s', 'a name made of a legal form is left whole');
+  assert.is(companyKey('A S'), 'as', 'a name made of a legal form is left whole (its initials joined)');
+  // "PC" names products too (Origin PC): not taken for the professional corporation's P.C.
+  assert.is.not(companyKey('Origin PC'), companyKey('Origin'));
   assert.is.not(companyKey('Globex'), companyKey('Initech'));
   assert.is(nameKey('  José  O’Brien '), 'jose obrien');
   assert.is(nameKey("Ngũgĩ wa Thiong'o"), 'ngugi wa thiongo');
