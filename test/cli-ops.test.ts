@@ -6,7 +6,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, cpSync, existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
@@ -257,6 +257,58 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
   assert.is(again.status, 'completed', again.message ?? '');
   assert.is((await call3('GET', `${base}/contacts?view=count`)).body.count, ROWS);
   await stop(s3);
+});
+
+C('a restore killed between moving the old database and its -wal aside: the -wal is never read into the restored database', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  const backup = join(tempDir(), 'backup.db');
+  assert.is((await cli(['backup', backup], env)).status, 0);
+  // the old database with writes still in its -wal (a server killed before a checkpoint)
+  const live = join(data, 'contact-ledger.db');
+  const old = new Database(live);
+  old.pragma('wal_autocheckpoint = 0');
+  old.exec("CREATE TABLE only_in_the_old_wal (x TEXT); INSERT INTO only_in_the_old_wal VALUES ('old')");
+  const wal = join(tempDir(), 'old.db-wal');
+  copyFileSync(`${live}-wal`, wal);
+  old.close();
+  // a restore of an earlier version got as far as moving the database aside, not its -wal
+  rmSync(live);
+  copyFileSync(wal, `${live}-wal`);
+  const refused = await cli(['migrate'], env);
+  assert.is(refused.status, 1, 'no start on a -wal without its database');
+  assert.match(refused.stderr, /has contact-ledger\.db-wal but no contact-ledger\.db/);
+  const r = await cli(['restore', backup], env);
+  assert.is(r.status, 0, r.stderr);
+  const restored = new Database(live);
+  try {
+    assert.is(restored.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'only_in_the_old_wal'").pluck().get(), 0, 'the restored database is the backup alone');
+  } finally {
+    restored.close();
+  }
+  assert.ok(readdirSync(join(data, 'backups')).some((f) => /^orphan-.*\.db-wal$/.test(f)), 'the -wal is kept aside');
+  // and a restore over a database whose writes are still in its -wal writes them into it before moving it aside
+  const again = new Database(live);
+  again.pragma('journal_mode = WAL'); // as the server opens it
+  again.pragma('wal_autocheckpoint = 0');
+  again.exec("CREATE TABLE written_before_the_move (x TEXT); INSERT INTO written_before_the_move VALUES ('kept')");
+  const dbCopy = join(tempDir(), 'db');
+  copyFileSync(live, dbCopy);
+  copyFileSync(`${live}-wal`, `${dbCopy}-wal`);
+  again.close();
+  copyFileSync(dbCopy, live);
+  copyFileSync(`${dbCopy}-wal`, `${live}-wal`);
+  const second = await cli(['restore', backup], env);
+  assert.is(second.status, 0, second.stderr);
+  const kept = readdirSync(join(data, 'backups')).filter((f) => /^pre-restore-.*\.db$/.test(f));
+  assert.is(kept.length, 1);
+  const keptDb = new Database(join(data, 'backups', kept[0]!), { readonly: true });
+  try {
+    assert.is(keptDb.prepare('SELECT x FROM written_before_the_move').pluck().get(), 'kept');
+  } finally {
+    keptDb.close();
+  }
 });
 
 C('restore refuses a file that is not a usable contact-ledger backup and changes nothing', async () => {

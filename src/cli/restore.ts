@@ -2,7 +2,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync, sta
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { paths } from '../paths.ts';
-import { BackupError, checkDatabaseFile, fileStamp, fsyncFile } from '../storage/backup.ts';
+import { BackupError, checkDatabaseFile, checkpointDatabaseFile, fileStamp, fsyncFile } from '../storage/backup.ts';
 import { backupsDir, DB_FILE, prepareDataDir, restoringFile } from '../storage/storage.ts';
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
 import { loadMigrations } from '../storage/migrate.ts';
@@ -50,13 +50,20 @@ export const restoreCommand: Command = {
       fsyncFile(incoming);
       if (statSync(incoming).size !== statSync(source).size) throw new Error(`copying ${source} into ${config.dataDir} was incomplete`);
       let kept: string | undefined;
+      mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
       if (existsSync(target)) {
-        mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
         kept = join(backupsDir(config.dataDir), `pre-restore-${fileStamp(Date.now())}.db`);
-        // The -wal holds committed transactions of the old database: it moves with it. The -shm is
-        // only an index SQLite rebuilds.
+        // The -wal holds committed transactions of the old database: they are written into it
+        // first, so the database moves whole, and a restore killed between the moves below leaves
+        // no -wal beside the folder's next database (SQLite would read the old one's pages from it).
+        checkpointDatabaseFile(target);
         renameSync(target, kept);
         if (existsSync(`${target}-wal`)) renameSync(`${target}-wal`, `${kept}-wal`);
+        rmSync(`${target}-shm`, { force: true });
+      } else if (existsSync(`${target}-wal`)) {
+        // a -wal without its database (a restore killed between its moves, before this version):
+        // kept aside, never beside the restored database
+        renameSync(`${target}-wal`, join(backupsDir(config.dataDir), `orphan-${fileStamp(Date.now())}.db-wal`));
         rmSync(`${target}-shm`, { force: true });
       }
       renameSync(incoming, target);

@@ -168,6 +168,16 @@ export function pruneBackups(dir: string, pattern: RegExp, keep: number): string
   return doomed;
 }
 
+/** Writes a database file's -wal into it and empties the -wal (the file must not be in use). */
+export function checkpointDatabaseFile(file: string): void {
+  const db = new Database(file);
+  try {
+    db.pragma('wal_checkpoint(TRUNCATE)');
+  } finally {
+    db.close();
+  }
+}
+
 /** Leftovers of backups interrupted by a crash. */
 export function removePartialBackups(dir: string): void {
   let names: string[] = [];

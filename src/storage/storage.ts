@@ -77,6 +77,13 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
     }
     rmSync(restoring, { force: true });
   }
+  if (!existsSync(join(config.dataDir, DB_FILE)) && existsSync(join(config.dataDir, `${DB_FILE}-wal`))) {
+    // SQLite would make a new database and read another one's pages from this -wal
+    lock.release();
+    throw new StartupError(
+      `the data folder ${config.dataDir} has ${DB_FILE}-wal but no ${DB_FILE}: put the database back beside it, or restore a backup (\`contact-ledger restore <backup file>\` keeps the -wal aside)`,
+    );
+  }
   let db: Db;
   try {
     db = openDb(join(config.dataDir, DB_FILE));
