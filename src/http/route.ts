@@ -77,7 +77,8 @@ export interface RouteInput<B, Q, A> {
    * Reads the caller's session, account and role again and authorizes the request again, for a
    * handler that has just received a long body (an upload): a member removed or a service account
    * deleted while it arrived is refused before anything is written (RELIABILITY.md Z3:
-   * authorization changes apply at once). The access token's expiry is not checked again.
+   * authorization changes apply at once). The access token's own expiry is not checked again (it
+   * was valid when the request began); a session that ended meanwhile is refused.
    */
   recheckAccess(): Promise<void>;
 }
