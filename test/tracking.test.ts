@@ -587,6 +587,27 @@ T('a title or place spelt with other spaces or in other case is no change: the c
   assert.is(real.infoChanges, 1, 'another title is a change');
 });
 
+T('a contact left unmatched by a namesake is found by its own address when that person\'s record brings it later; one whose address came with its match is not', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'address later', [
+    { name: 'John Smith', company: 'Acme', email: 'john@acme.test', referenceId: 'own' },
+    { name: 'Jane Doe', company: 'Acme', referenceId: 'brought' },
+  ]);
+  // matched by name + company: John's person has no address, Jane's brings one
+  await feed(t, w.root, ndjson({ personId: 'john-a', name: 'John Smith', company: 'Acme' }, { personId: 'jane-a', name: 'Jane Doe', company: 'Acme', email: 'jane@acme.test' }));
+  assert.equal([(await contact(t, w, path, 'brought')).contactInfo.email, (await contact(t, w, path, 'own')).isVerified], ['jane@acme.test', true]);
+  // namesakes without addresses: both contacts could be either person now
+  await feed(t, w.root, ndjson({ personId: 'john-b', name: 'John Smith', company: 'Acme' }, { personId: 'jane-b', name: 'Jane Doe', company: 'Acme' }));
+  for (const ref of ['own', 'brought']) assert.is((await contact(t, w, path, ref)).isVerified, false, ref);
+  // the second John's record now brings John's own address: that contact is his
+  const later = await feed(t, w.root, ndjson({ personId: 'john-b', name: 'John Smith', company: 'Acme', email: 'john@acme.test', title: 'CTO' }));
+  assert.is(later.contactsMatched, 1);
+  assert.equal([(await contact(t, w, path, 'own')).isVerified, (await contact(t, w, path, 'own')).title], [true, 'CTO']);
+  // the second Jane with the address the first Jane's match brought: not taken by it
+  const jane = await feed(t, w.root, ndjson({ personId: 'jane-b', name: 'Jane Doe', company: 'Acme', email: 'jane@acme.test' }));
+  assert.is(jane.contactsMatched, 0);
+  assert.is((await contact(t, w, path, 'brought')).isVerified, false);
+});
+
 T('deleting contacts (one, or in bulk) deletes their change history too', async ({ t, w }) => {
   const { ledgerId, path } = await ledgerWith(t, w, 'forgetful', [
     { name: 'Mo One', company: 'Acme', linkedin: 'linkedin.com/in/forget-one', referenceId: 'one' },

@@ -12,8 +12,10 @@ UPDATE contacts SET name_key = name_key(name) WHERE name GLOB '*[''’ʼ`´′�
 UPDATE people SET name_key = name_key(name) WHERE name GLOB '*[''’ʼ`´′＇]*' AND name_key <> name_key(name);
 -- Keys that now coincide make namesakes of people who were not ("O'Brien" and "OBrien" at one
 -- company): a contact matched to one of them by name + company alone could be either, as when a
--- namesake arrives in a feed (src/tracking/tracker.ts), so it is unmatched the same way.
-UPDATE contacts SET person_id = NULL, matched_by = 'ambiguous', is_verified = 0
+-- namesake arrives in a feed (src/tracking/tracker.ts), so it is unmatched the same way
+-- (src/tracking/tracked-contacts-repo.ts UNMATCHED_BY: plainly when its address is its own).
+UPDATE contacts SET person_id = NULL, is_verified = 0,
+  matched_by = CASE WHEN contacts.email IS NOT NULL AND NOT EXISTS (SELECT 1 FROM changes ch WHERE ch.contact_id = contacts.id AND ch.type = 'info' AND ch.field = 'email') THEN NULL ELSE 'ambiguous' END
 WHERE matched_by = 'name' AND person_id IS NOT NULL
   AND (SELECT count(*) FROM people p JOIN people o ON o.name_key = p.name_key AND o.company_key = p.company_key
        WHERE p.seq = CAST(contacts.person_id AS INTEGER)) > 1;

@@ -45,6 +45,14 @@ const SET_TRACKED = `company = @company, company_key = @companyKey, title = @tit
  */
 const LIVE = 'NOT EXISTS (SELECT 1 FROM ledgers l WHERE l.id = c.ledger_id AND l.deleted_at IS NOT NULL)';
 
+/**
+ * How a contact matched by name + company alone is left when a namesake comes: `ambiguous` when its
+ * address may be what a match brought (an e-mail change was ever recorded for it), so the address
+ * does not match it again; plainly unmatched (NULL) when the address is the one it was imported
+ * with, so the person it names is found by it later, as an import of the contact would find them.
+ */
+const UNMATCHED_BY = `CASE WHEN contacts.email IS NOT NULL AND NOT EXISTS (SELECT 1 FROM changes ch WHERE ch.contact_id = contacts.id AND ch.type = 'info' AND ch.field = 'email') THEN NULL ELSE 'ambiguous' END`;
+
 /** Contacts as change tracking reads and writes them: by person, by matching key, tracked fields. */
 export function createTrackedContactsRepo(db: Db) {
   const q = {
@@ -63,7 +71,7 @@ export function createTrackedContactsRepo(db: Db) {
       `SELECT * FROM contacts c WHERE c.name_key = ? AND c.company_key = ? AND c.person_id IS NULL AND c.linkedin IS NULL AND ${LIVE}`,
     ),
     unmatchByKeys: db.raw.prepare<[number, string]>(
-      "UPDATE contacts SET person_id = NULL, matched_by = 'ambiguous', is_verified = 0, updated_at = ? WHERE person_id = ? AND matched_by = 'name'",
+      `UPDATE contacts SET person_id = NULL, matched_by = ${UNMATCHED_BY}, is_verified = 0, updated_at = ? WHERE person_id = ? AND matched_by = 'name'`,
     ),
     match: db.raw.prepare<[string, MatchedBy, number, string]>('UPDATE contacts SET person_id = ?, matched_by = ?, is_verified = 1, updated_at = ? WHERE id = ?'),
     update: db.raw.prepare(`UPDATE contacts SET ${SET_TRACKED} WHERE id = @id`),
