@@ -46,6 +46,28 @@ export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
 /** Where `restore` copies a backup before renaming it into place (src/cli/restore.ts). */
 export const restoringFile = (dataDir: string) => join(dataDir, `.${DB_FILE}.restoring`);
 
+/**
+ * Before the database is opened — which makes an empty one where there is none — what an
+ * interrupted restore left: a copy without a database beside it may be the only one (refused,
+ * kept), a copy beside the database is half of one (removed); a -wal without its database is
+ * another database's, whose pages SQLite would read into a new one (refused).
+ */
+function checkLeftovers(dataDir: string, file: string): void {
+  const restoring = restoringFile(dataDir);
+  const hasDb = existsSync(file);
+  if (existsSync(restoring)) {
+    if (!hasDb)
+      throw new StartupError(
+        `a restore was interrupted: the data folder ${dataDir} has no database, and ${restoring} is the restore's copy or part of it. Run \`contact-ledger restore <backup file>\` again (a database it replaced is kept as ${backupsDir(dataDir)}/pre-restore-<time>.db)`,
+      );
+    rmSync(restoring, { force: true });
+  }
+  if (!hasDb && existsSync(`${file}-wal`))
+    throw new StartupError(
+      `the data folder ${dataDir} has ${DB_FILE}-wal but no ${DB_FILE}: put the database back beside it, or restore a backup (\`contact-ledger restore <backup file>\` keeps the -wal aside)`,
+    );
+}
+
 /** The database of a data folder, held by this process, migrated to this program's schema. */
 export interface Storage {
   db: Db;
@@ -65,28 +87,11 @@ export interface Storage {
 export async function openStorage(config: Readonly<Config>, log: Logger, clock: Clock): Promise<Storage> {
   prepareDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
-  const restoring = restoringFile(config.dataDir);
-  if (existsSync(restoring)) {
-    // A restore killed after it moved the old database aside holds the only copy here: never open
-    // (and so create) an empty database over it, nor remove it. Otherwise it is a half copy.
-    if (!existsSync(join(config.dataDir, DB_FILE))) {
-      lock.release();
-      throw new StartupError(
-        `a restore was interrupted: the data folder ${config.dataDir} has no database, and ${restoring} is the restore's copy or part of it. Run \`contact-ledger restore <backup file>\` again (a database it replaced is kept as ${backupsDir(config.dataDir)}/pre-restore-<time>.db)`,
-      );
-    }
-    rmSync(restoring, { force: true });
-  }
-  if (!existsSync(join(config.dataDir, DB_FILE)) && existsSync(join(config.dataDir, `${DB_FILE}-wal`))) {
-    // SQLite would make a new database and read another one's pages from this -wal
-    lock.release();
-    throw new StartupError(
-      `the data folder ${config.dataDir} has ${DB_FILE}-wal but no ${DB_FILE}: put the database back beside it, or restore a backup (\`contact-ledger restore <backup file>\` keeps the -wal aside)`,
-    );
-  }
   let db: Db;
   try {
-    db = openDb(join(config.dataDir, DB_FILE));
+    const file = join(config.dataDir, DB_FILE);
+    checkLeftovers(config.dataDir, file);
+    db = openDb(file);
   } catch (err) {
     lock.release();
     throw err;

@@ -78,9 +78,11 @@ export function createTracker(d: TrackerDeps) {
   /**
    * Brings a contact up to the person's state; records and announces the changes. A contact the
    * person was just found for (`newMatch`: by which key) is matched to it (isVerified) in the same
-   * update; `firstMatch` when it was matched to nobody before (not a move from another person).
+   * update — for the first time, or moving from another person.
    */
-  function reconcile(c: TrackedContact, p: Person, counts: TrackingCounts, newMatch?: MatchedBy, firstMatch = false): void {
+  function reconcile(found: TrackedContact, p: Person, counts: TrackingCounts, newMatch?: MatchedBy): void {
+    const firstMatch = newMatch !== undefined && !found.isVerified;
+    const c = newMatch ? { ...found, isVerified: true } : found;
     const now = d.clock.now();
     const changes: Omit<Change, 'seq'>[] = [];
     const next: TrackedFields = {
@@ -249,7 +251,7 @@ export function createTracker(d: TrackerDeps) {
           seen.add(c.id);
           // matched for the first time (or again after being left unmatched); one matched to another person moves: its changes count
           if (!c.isVerified) counts.contactsMatched++;
-          reconcile({ ...c, isVerified: true }, p, counts, by, !c.isVerified);
+          reconcile(c, p, counts, by);
         }
       }
       return undefined;
@@ -279,6 +281,6 @@ export function createTracker(d: TrackerDeps) {
     }
     if (!p) return;
     counts.contactsMatched++;
-    reconcile({ ...c, isVerified: true }, p, counts, by, true);
+    reconcile(c, p, counts, by);
   }
 }
