@@ -1,9 +1,11 @@
 // Durability of imports inside one process (RELIABILITY.md D3): a full disk pauses the import
 // without failing it or losing rows, writes answer 507 while reads keep working, and the job
-// resumes from its cursor once there is room again.
+// resumes from its cursor once there is room again. Files a job reads are flushed to disk before
+// the job is recorded (D1: an acknowledged upload survives a power loss).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, fstatSync, readdirSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { newId } from '../src/ids.ts';
@@ -169,6 +171,65 @@ D('a ledger deleted while its import runs: the job fails saying how far it got, 
     assert.is(raw.prepare("SELECT count(*) FROM webhook_deliveries WHERE type = 'import.completed'").pluck().get(), 0);
   } finally {
     await hold?.release();
+    await t.close();
+  }
+});
+
+D('an uploaded CSV or feed file is on disk, renamed into its folder, before its job is recorded (flushed, not only written)', async () => {
+  const t = await startApp({ noScheduler: true });
+  // every fsync of a file handle, with the file or folder it was for and the jobs recorded by then
+  const raw = t.rt.db.raw;
+  const jobs = raw.prepare<[], number>('SELECT (SELECT count(*) FROM import_jobs) + (SELECT count(*) FROM feed_jobs)').pluck();
+  const synced: { path: string; size: number; folder: boolean; jobs: number }[] = [];
+  const probe = await open(import.meta.filename, 'r');
+  const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+  await probe.close();
+  const sync = proto.sync;
+  proto.sync = function (this: { fd: number }) {
+    const st = fstatSync(this.fd);
+    synced.push({ path: readlinkSync(`/proc/self/fd/${this.fd}`), size: st.size, folder: st.isDirectory(), jobs: jobs.get()! });
+    return sync.call(this);
+  };
+  try {
+    const token = (await signInRoot(t)).accessToken;
+    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Flushed' } })).body.id;
+    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'flushed' } })).body.id;
+    const csv = contactsCsv(50);
+    const feed = '{"personId":"p1","name":"Ann","company":"Acme"}\n';
+    for (const [bytes, upload] of [
+      [csv.length, async () => t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(csv) })],
+      [feed.length, async () => t.call('POST', `${LEDGER}/feed`, { token, raw: feed, headers: { 'content-type': 'application/x-ndjson' } })],
+    ] as const) {
+      synced.length = 0;
+      const before = jobs.get()!;
+      const r = await upload();
+      expectStatus(r, 202);
+      const stored = join(t.dataDir, r.body.id.startsWith('imp') ? 'uploads' : 'feeds');
+      assert.ok(readdirSync(stored).some((n) => n.startsWith(`${r.body.id}.`)), 'the file was moved into its folder');
+      const file = synced.findIndex((s) => !s.folder && s.size === bytes);
+      const folder = synced.findIndex((s) => s.folder && s.path === stored);
+      assert.ok(file >= 0, `the received file was flushed (${JSON.stringify(synced)})`);
+      assert.is(synced[file]!.jobs, before, 'before the job was recorded');
+      assert.ok(folder > file, 'then the folder it was renamed into');
+      assert.is(synced[folder]!.jobs, before, 'before the job was recorded');
+      assert.is(jobs.get(), before + 1);
+    }
+    // a file the inbox takes (a file another program wrote there, perhaps without flushing it)
+    const inboxFile = join(t.dataDir, 'inbox', 'people.jsonl');
+    writeFileSync(inboxFile, feed);
+    const old = new Date(Date.now() - 10_000);
+    utimesSync(inboxFile, old, old);
+    synced.length = 0;
+    const before = jobs.get()!;
+    await t.rt.tracking.feeds.scanInbox();
+    assert.is(await t.rt.tracking.feeds.scanInbox(), 1);
+    const processing = join(t.dataDir, 'inbox', 'processing');
+    const file = synced.findIndex((s) => !s.folder && s.size === feed.length);
+    const folder = synced.findIndex((s) => s.folder && s.path === processing);
+    assert.ok(file >= 0 && folder > file, `the inbox file, then processing/ (${JSON.stringify(synced)})`);
+    assert.equal([synced[file]!.jobs, synced[folder]!.jobs, jobs.get()], [before, before, before + 1]);
+  } finally {
+    proto.sync = sync;
     await t.close();
   }
 });

@@ -4,6 +4,7 @@ import { loadConfig } from '../config.ts';
 import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
+import { makeDirDurably, syncToDisk } from '../storage/durable-files.ts';
 import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, sidecarOf } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { commandLogger } from './common.ts';
@@ -95,10 +96,12 @@ export const feedCommand: Command = {
     }
     if (rt.bootstrap?.generatedPassword) io.err(`created the first superuser ${rt.bootstrap.email} with the password ${rt.bootstrap.generatedPassword} (shown only now)`);
     try {
-      mkdirSync(feedsDir(config.dataDir), { recursive: true, mode: 0o700 });
+      await makeDirDurably(feedsDir(config.dataDir));
       const id = newId('feed');
       const stored = join(feedsDir(config.dataDir), `${id}.${format}`);
       copyFileSync(file, stored);
+      await syncToDisk(stored); // on disk before the job that reads it commits
+      await syncToDisk(feedsDir(config.dataDir));
       rt.tracking.feeds.createFeed('cli', stored, basename(file), format, null, id);
       rt.scheduler.start({ tasks: [] });
       for (;;) {

@@ -2,7 +2,8 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync, sta
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { paths } from '../paths.ts';
-import { BackupError, checkDatabaseFile, checkpointDatabaseFile, fileStamp, fsyncFile } from '../storage/backup.ts';
+import { BackupError, checkDatabaseFile, checkpointDatabaseFile, fileStamp } from '../storage/backup.ts';
+import { fsyncFile } from '../storage/durable-files.ts';
 import { backupsDir, DB_FILE, prepareDataDir, restoringFile } from '../storage/storage.ts';
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
 import { loadMigrations } from '../storage/migrate.ts';

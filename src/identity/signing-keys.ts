@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, w
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { StartupError } from '../storage/db.ts';
+import { fsyncFile } from '../storage/durable-files.ts';
 
 /** One HS256 key. The newest key signs; every key in the file verifies. */
 export interface SigningKey {
@@ -35,7 +36,9 @@ function writeKeyFile(dataDir: string, file: KeyFile): void {
   const path = keyFilePath(dataDir);
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, JSON.stringify(file, null, 2), { mode: 0o600 });
+  fsyncFile(tmp);
   renameSync(tmp, path); // atomic replace: a crash leaves the old or the new file, never half of one
+  fsyncFile(dir);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, renameSync, unlinkSync } from 'node:fs';
+import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { checkHeader, endsWithRejectionColumns, mappedColumns, mappingByName, MappingError, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
@@ -15,6 +15,7 @@ import type { Caller } from '../identity/model.ts';
 import { newId } from '../ids.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Db } from '../storage/db.ts';
+import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
 import type { ImportsRepo, NewImport } from './imports-repo.ts';
 import { IMPORT_JOB } from './import-runner.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
@@ -205,9 +206,9 @@ export function createImportService(d: ImportServiceDeps) {
       }
       const { scan, mapping, ours, download } = inspected;
       const id = newId('imp');
-      mkdirSync(d.uploadsDir, { recursive: true, mode: 0o700 });
+      await makeDirDurably(d.uploadsDir);
       const stored = join(d.uploadsDir, `${id}.csv`);
-      renameSync(file.path, stored);
+      await moveDurably(file.path, stored); // on disk before the job that reads it commits
       const format: CsvFormat = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping, ...(ours ? { formulasEscaped: true } : {}), ...(download ? { download: true } : {}), ...(ours || download ? { rawUnescaped: true } : {}) };
       try {
         const created = createJob(by, orgId, { id, ledgerId, source: 'csv', fileName: file.fileName, filePath: stored, format, submitted: scan.rows, idempotency });

@@ -1,6 +1,7 @@
-import { chmodSync, closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
+import { fsyncFile } from './durable-files.ts';
 
 /**
  * Online backups through SQLite's backup API (RELIABILITY.md D5). A backup is written beside its
@@ -84,16 +85,6 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
     rmSync(`${partial}-journal`, { force: true });
     if (err instanceof BackupError) throw err;
     throw new BackupError(`backup to ${dest} failed: ${(err as Error).message}`);
-  }
-}
-
-/** Flushes a file (or a folder, after a rename in it) to disk. */
-export function fsyncFile(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 

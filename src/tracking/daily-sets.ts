@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, mkdirSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { createReadStream, createWriteStream, openSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
@@ -11,6 +11,7 @@ import { presentContact } from '../ledger/presenters.ts';
 import { ledgerLookup } from '../ledger/require-ledger.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
+import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
 import type { DailySet, DailySetFile, DailySetsRepo } from './daily-sets-repo.ts';
 
 /** About where a change-set file is split (SPEC §5: "split at about 300 MB" — of JSON lines, before gzip). */
@@ -79,7 +80,7 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
     const from = startOfDay(day);
     const dir = dailyDir(d.dataDir, ledgerId, day);
     rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    await makeDirDurably(dir);
     const files: DailySetFile[] = [];
     let file: GzipFile | undefined;
     let current: DailySetFile | undefined;
@@ -88,7 +89,7 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
       if (!file || !current) return;
       await file.end();
       current.bytes = file.bytes;
-      renameSync(join(dir, `${current.name}.partial`), join(dir, current.name));
+      await moveDurably(join(dir, `${current.name}.partial`), join(dir, current.name)); // on disk before the set is recorded
       files.push(current);
       file = undefined;
       current = undefined;

@@ -10,6 +10,7 @@ import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
+import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
 import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, inboxFolder, inboxName, isGzip, settleFeedFile, writeSidecar } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
@@ -103,7 +104,7 @@ export function createFeedService(d: {
   // Links and folders are never followed or moved (a link could reach any file the server may
   // read); each is named once in the log, so that a file dropped as a link is not left unexplained.
   const warned = new Set<string>();
-  function scanInbox(): number {
+  async function scanInbox(): Promise<number> {
     let names: string[];
     try {
       const entries = readdirSync(inbox, { withFileTypes: true }).filter((e) => !e.name.startsWith('.'));
@@ -142,7 +143,7 @@ export function createFeedService(d: {
       }
       const id = newId('feed');
       const target = join(inboxFolder(d.dataDir, 'processing'), `${id}-${inboxName(name)}`);
-      renameSync(path, target);
+      await moveDurably(path, target); // the file whole on disk before its job commits
       try {
         createFeed('inbox', target, name, format, null, id);
       } catch (err) {
@@ -216,9 +217,9 @@ export function createFeedService(d: {
         return { feed: earlier, replayed: true };
       }
       const id = newId('feed');
-      mkdirSync(feedsDir(d.dataDir), { recursive: true, mode: 0o700 });
+      await makeDirDurably(feedsDir(d.dataDir));
       const stored = join(feedsDir(d.dataDir), `${id}.${format}`);
-      renameSync(tmpPath, stored);
+      await moveDurably(tmpPath, stored); // on disk before the job that reads it commits
       try {
         const created = createFeed('api', stored, fileName, format, by, id, idempotency);
         if (created.replayed) unlinkSync(stored); // another request with the key won meanwhile
