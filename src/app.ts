@@ -54,7 +54,9 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   registerMetricsRoute(ops, { metrics: rt.metrics, metricsToken: config.metricsToken, authenticate: deps.authenticate, access: identity.access });
 
   const routers = [identityApi, authAlias, ledgerApi, ops];
-  const app = new Koa({ proxy: config.trustProxy });
+  // Only the last `trustProxyHops` X-Forwarded-For entries were written by our own proxies; the
+  // ones before them are whatever the client sent (Koa would otherwise take the leftmost).
+  const app = new Koa({ proxy: config.trustProxy, maxIpsCount: config.trustProxyHops });
   app.silent = true; // errors are logged once, by problems()…
   // …except those after the answer began (a streamed download that failed half-way): Koa emits them here.
   // An answer of ours (the ledger of a download deleted meanwhile) cuts it off as planned: not a failure to look into.

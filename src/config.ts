@@ -33,6 +33,8 @@ export interface Config {
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   trustProxy: boolean;
+  /** Proxies in front of the server that append to X-Forwarded-For: the client address is the entry the outermost one added. */
+  trustProxyHops: number;
   jwtIssuer: string;
   jwtAudience: string;
   loginMaxFailuresPerAccount: number;
@@ -142,6 +144,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'tlsCert', env: 'TLS_CERT', flag: 'tls-cert', help: 'PEM certificate file (serve HTTPS)', parse: optStr },
   { key: 'tlsKey', env: 'TLS_KEY', flag: 'tls-key', secret: true, help: 'PEM private key file (serve HTTPS)', parse: optStr },
   { key: 'trustProxy', env: 'TRUST_PROXY', flag: 'trust-proxy', help: 'trust X-Forwarded-* headers from a reverse proxy', parse: bool },
+  { key: 'trustProxyHops', env: 'TRUST_PROXY_HOPS', flag: 'trust-proxy-hops', help: 'reverse proxies in a row in front of the server (the client address is the X-Forwarded-For entry the outermost one added)', parse: int(1, 10) },
   { key: 'jwtIssuer', env: 'JWT_ISSUER', flag: 'jwt-issuer', help: 'iss claim of access tokens', parse: str },
   { key: 'loginMaxFailuresPerAccount', env: 'LOGIN_MAX_FAILURES_PER_ACCOUNT', flag: 'login-max-failures-per-account', help: 'failed sign-ins per account per window before 429', parse: int(1, 100_000) },
   { key: 'loginMaxFailuresPerAddress', env: 'LOGIN_MAX_FAILURES_PER_ADDRESS', flag: 'login-max-failures-per-address', help: 'failed sign-ins per client address per window before 429', parse: int(1, 1_000_000) },
@@ -176,6 +179,7 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   tlsCert: undefined,
   tlsKey: undefined,
   trustProxy: false,
+  trustProxyHops: 1,
   jwtIssuer: 'contact-ledger',
   jwtAudience: 'contact-ledger-api',
   loginMaxFailuresPerAccount: 10,

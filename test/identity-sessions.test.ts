@@ -345,6 +345,36 @@ T('rotating X-Forwarded-For does not reset the counter (A2b: proxy headers not t
   assert.is(r.status, 429);
 });
 
+T('behind a trusted proxy the address is the one the proxy added, not what the client put before it (A2b)', async () => {
+  for (const [config, forwarded] of [
+    [{}, (i: number) => `203.0.113.${i}`], // proxy headers not trusted: the socket's address
+    [{ trustProxy: true }, (i: number) => `203.0.113.${i}, 192.0.2.9`], // one proxy appended 192.0.2.9
+    [{ trustProxy: true, trustProxyHops: 2 }, (i: number) => `203.0.113.${i}, 192.0.2.9, 10.0.0.${i}`],
+  ] as const) {
+    const t = await startApp({ config: { ...config, loginMaxFailuresPerAccount: 1000, loginMaxFailuresPerAddress: 5, loginWindowSeconds: 900 } });
+    try {
+      // a different account each time, so only the address counter can fill
+      const statuses: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        const r = await t.call('POST', `${ID}/session`, { body: { email: `nobody${i}@a.test`, password: 'not the password' }, headers: { 'x-forwarded-for': forwarded(i) } });
+        statuses.push(r.status);
+      }
+      assert.equal(statuses, [401, 401, 401, 401, 401, 429, 429], JSON.stringify(config));
+    } finally {
+      await t.close();
+    }
+  }
+  const t = await startApp({ config: { trustProxy: true, loginMaxFailuresPerAccount: 1000, loginMaxFailuresPerAddress: 5, loginWindowSeconds: 900 } });
+  try {
+    for (let i = 0; i < 7; i++) {
+      const r = await t.call('POST', `${ID}/session`, { body: { email: `nobody${i}@a.test`, password: 'not the password' }, headers: { 'x-forwarded-for': `192.0.2.${i}` } });
+      assert.is(r.status, 401, 'distinct clients behind the proxy are counted apart');
+    }
+  } finally {
+    await t.close();
+  }
+});
+
 T('a burst of concurrent guesses cannot get past the limit while earlier ones are still being checked', async ({ t }) => {
   const burst = await Promise.all(
     Array.from({ length: 40 }, (_, i) => t.call('POST', `${ID}/session`, { body: { email: 'burst@a.test', password: `burst guess ${i}` } })),
