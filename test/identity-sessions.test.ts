@@ -198,6 +198,35 @@ S('client credentials: JSON, snake_case, form and HTTP Basic; service accounts g
   assert.is(refreshed.body.serviceAccount.id, id);
 });
 
+S('a refresh token presented by another client → 401 invalid_grant, and stays usable by its own (A6c, RFC 6749 §10.4)', async ({ t, w }) => {
+  const x = w.serviceAccounts.saEditor;
+  const y = w.serviceAccounts.saViewer;
+  const issued = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: x.id, clientSecret: x.secret } });
+  expectStatus(issued, 200);
+  const xToken = issued.body.refreshToken;
+  const user = await signIn(t, 'viewer@a.test', PASSWORD);
+  for (const [body, what] of [
+    [{ grant_type: 'refresh_token', refresh_token: xToken, client_id: y.id, client_secret: y.secret }, 'client Y, authenticated'],
+    [{ grant_type: 'refresh_token', refresh_token: xToken, client_id: y.id }, 'client Y, named only'],
+    [{ grant_type: 'refresh_token', refresh_token: user.refreshToken, client_id: y.id, client_secret: y.secret }, "a user's token presented by a client"],
+  ] as const) {
+    const r = await t.call('POST', `${ID}/session`, { form: body });
+    assert.is(r.status, 401, what);
+    assert.is(r.body.error, 'invalid_grant', what);
+    assert.is(r.body.message, 'The refresh token was not issued to this client.', what);
+  }
+  const basicY = Buffer.from(`${y.id}:${y.secret}`).toString('base64');
+  const viaBasic = await t.call('POST', `${ID}/session`, { form: { grant_type: 'refresh_token', refresh_token: xToken }, headers: { authorization: `Basic ${basicY}` } });
+  assert.is(viaBasic.body.error, 'invalid_grant', 'client Y by HTTP Basic');
+  const wrongSecret = await t.call('POST', `${ID}/session`, { form: { grant_type: 'refresh_token', refresh_token: xToken, client_id: x.id, client_secret: 'cls_wrong' } });
+  assert.equal([wrongSecret.status, wrongSecret.body.error], [401, 'invalid_client'], 'its own id with a wrong secret');
+  // none of these used the token: its own client rotates it, and the user's still works
+  const own = await t.call('POST', `${ID}/session`, { form: { grant_type: 'refresh_token', refresh_token: xToken, client_id: x.id, client_secret: x.secret } });
+  expectStatus(own, 200, 'the token still works for the client it was issued to');
+  assert.is(own.body.serviceAccount.id, x.id);
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: user.refreshToken } }), 200, "the user's token too");
+});
+
 S('client credentials: wrong secret or unknown id → 401 invalid_client; secret in the URL → 400 and not logged (A7b, A7c)', async ({ t, w }) => {
   const { id } = w.serviceAccounts.saViewer;
   const wrong = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: 'cls_wrong' } });

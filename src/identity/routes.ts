@@ -85,6 +85,9 @@ export function toGrant(b: z.output<typeof S.SessionRequest>, authorization: str
       return { grantType, clientId, clientSecret };
     case 'refreshToken':
       if (refreshToken === undefined) throw invalidRequest('refreshToken is required for the refreshToken grant', 'refreshToken');
+      // a client that authenticates or names itself gets tokens only for its own sessions (RFC 6749 §6)
+      if (clientId !== undefined) return { grantType, refreshToken, client: { clientId, ...(clientSecret !== undefined ? { clientSecret } : {}) } };
+      if (clientSecret !== undefined) throw invalidRequest('clientSecret needs its clientId', 'clientId');
       return { grantType, refreshToken };
     default:
       throw invalidRequest('grantType is required (password, clientCredentials or refreshToken)', 'grantType');

@@ -17,7 +17,7 @@ import type { UsersRepo } from './users-repo.ts';
 export type Grant =
   | { grantType: 'password'; email: string; password: string }
   | { grantType: 'clientCredentials'; clientId: string; clientSecret: string }
-  | { grantType: 'refreshToken'; refreshToken: string };
+  | { grantType: 'refreshToken'; refreshToken: string; client?: { clientId: string; clientSecret?: string } };
 
 export interface SessionPrincipal {
   user: { id: string; email: string; name: string; superuser: boolean } | null;
@@ -149,7 +149,8 @@ export function createSessionService(d: SessionDeps) {
     return finish(user.id, started.sessionId, started.refresh, { user });
   }
 
-  async function clientCredentialsGrant(clientId: string, clientSecret: string, meta: RequestMeta): Promise<IssuedSession> {
+  /** A service account by its id and secret (throttled like a password); 401 invalid_client otherwise. */
+  function authenticateClient(clientId: string, clientSecret: string, meta: RequestMeta, grantType: Grant['grantType']): ServiceAccount {
     const keys: ThrottleKey[] = [`client:${clientId.slice(0, 64)}`, `address:${meta.ip}`];
     d.throttle.assertAllowed(keys);
     const sa = isId('sa', clientId) ? d.serviceAccounts.findServiceAccountById(clientId) : undefined;
@@ -157,19 +158,30 @@ export function createSessionService(d: SessionDeps) {
     if (!sa || !match) {
       d.db.tx(() => {
         d.throttle.recordFailure(keys);
-        d.audit.recordAnonymous(meta, { orgId: sa?.orgId ?? null, action: 'session.sign_in_failed', data: { grantType: 'clientCredentials', clientId: clientId.slice(0, 64) } });
+        d.audit.recordAnonymous(meta, { orgId: sa?.orgId ?? null, action: 'session.sign_in_failed', data: { grantType, clientId: clientId.slice(0, 64) } });
       });
       throw invalidClient('The client id or secret is incorrect.');
     }
+    d.throttle.recordSuccess(keys[0]!);
+    return sa;
+  }
+
+  async function clientCredentialsGrant(clientId: string, clientSecret: string, meta: RequestMeta): Promise<IssuedSession> {
+    const sa = authenticateClient(clientId, clientSecret, meta, 'clientCredentials');
     const started = d.db.tx(() => {
-      d.throttle.recordSuccess(keys[0]!);
       d.serviceAccounts.touchServiceAccount(sa.id, d.clock.now());
       return startSession({ sa });
     });
     return finish(sa.id, started.sessionId, started.refresh, { sa });
   }
 
-  async function refreshTokenGrant(refreshToken: string, meta: RequestMeta): Promise<IssuedSession> {
+  /**
+   * A refresh token for a new access token. A client that says who it is (clientId, with or without
+   * its secret; the secret is checked when given) gets tokens only for a session of its own
+   * (RFC 6749 §6, §10.4): another client's token is refused and left usable by its owner.
+   */
+  async function refreshTokenGrant(refreshToken: string, client: { clientId: string; clientSecret?: string } | undefined, meta: RequestMeta): Promise<IssuedSession> {
+    if (client?.clientSecret !== undefined) authenticateClient(client.clientId, client.clientSecret, meta, 'refreshToken');
     const keys: ThrottleKey[] = [`address:${meta.ip}`];
     d.throttle.assertAllowed(keys);
     const hash = sha256(refreshToken);
@@ -179,6 +191,13 @@ export function createSessionService(d: SessionDeps) {
       | { kind: 'ok'; sessionId: string; refresh: { token: string; expiresAt: number }; user?: User; sa?: ServiceAccount }
       | { kind: 'reused' }
       | { kind: 'invalid'; reason: string } => {
+      if (client) {
+        const known = refreshToken.startsWith(REFRESH_PREFIX) ? d.sessions.findRefreshToken(hash) : undefined;
+        if (known && d.sessions.findSession(known.sessionId)?.serviceAccountId !== client.clientId) {
+          d.throttle.recordFailure(keys);
+          return { kind: 'invalid', reason: 'The refresh token was not issued to this client.' };
+        }
+      }
       const used = refreshToken.startsWith(REFRESH_PREFIX) ? d.sessions.useRefreshToken(hash, now) : undefined;
       if (!used) {
         const known = refreshToken.startsWith(REFRESH_PREFIX) ? d.sessions.findRefreshToken(hash) : undefined;
@@ -227,7 +246,7 @@ export function createSessionService(d: SessionDeps) {
         case 'clientCredentials':
           return clientCredentialsGrant(grant.clientId, grant.clientSecret, meta);
         case 'refreshToken':
-          return refreshTokenGrant(grant.refreshToken, meta);
+          return refreshTokenGrant(grant.refreshToken, grant.client, meta);
       }
     },
 
