@@ -121,6 +121,10 @@ const email: Parse<string | undefined> = (raw, name) => {
   return raw.trim();
 };
 
+export const MIN_BCRYPT_COST = 10;
+/** Set to 1 by the test suite only: lets BCRYPT_COST go below MIN_BCRYPT_COST. */
+export const WEAK_HASHING_FOR_TESTS = 'CONTACT_LEDGER_TEST_WEAK_HASHING';
+
 const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'dataDir', env: 'CONTACT_LEDGER_DATA', flag: 'data', help: 'data folder (database, keys, uploads)', parse: (raw) => resolve(raw) },
   { key: 'port', env: 'PORT', flag: 'port', help: 'TCP port to listen on', parse: int(0, 65535) },
@@ -242,6 +246,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     } catch (err) {
       throw new ConfigError(`${name}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
+  }
+  // OWASP / ASVS 2.4.4: a work factor of at least 10. The test suite alone hashes at 4, which it
+  // has to ask for by name (an operator's typo never weakens every new password).
+  if (c.bcryptCost < MIN_BCRYPT_COST && env[WEAK_HASHING_FOR_TESTS] !== '1') {
+    throw new ConfigError(`BCRYPT_COST must be at least ${MIN_BCRYPT_COST} (OWASP, ASVS 2.4.4); ${c.bcryptCost} is for the test suite only`);
   }
   if (c.refreshMaxSeconds < c.refreshIdleSeconds) throw new ConfigError('REFRESH_MAX_AGE_SECONDS must be at least REFRESH_TTL_SECONDS');
   if (c.requestTimeoutMs < c.headersTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT_MS must be at least HEADERS_TIMEOUT_MS');

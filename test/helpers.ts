@@ -96,6 +96,7 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}, env
     PORT: '0',
     BASE_URL: 'http://ledger.test',
     BCRYPT_COST: '4',
+    CONTACT_LEDGER_TEST_WEAK_HASHING: '1',
     LOG_LEVEL: 'info',
     CONTACT_LEDGER_ADMIN_EMAIL: ROOT_EMAIL,
     CONTACT_LEDGER_ADMIN_PASSWORD: ROOT_PASSWORD,

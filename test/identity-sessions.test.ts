@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import bcrypt from 'bcryptjs';
 import type { ManualClock } from '../src/clock.ts';
-import { expectStatus, ID, PASSWORD, ROOT_PASSWORD, seedWorld, signIn, startApp, type TestApp, type World } from './helpers.ts';
+import { expectStatus, ID, PASSWORD, ROOT_EMAIL, ROOT_PASSWORD, seedWorld, signIn, signInRoot, startApp, tempDir, type TestApp, type World } from './helpers.ts';
 
 const S = suite<{ t: TestApp; w: World }>('sessions');
 S.before(async (ctx) => {
@@ -317,6 +317,30 @@ S('password hashes are bcrypt at the configured cost; the default cost is 12 (A1
   assert.is(new Set(hashes).size, hashes.length, 'same passwords hash differently (salt)');
   const { loadConfig } = await import('../src/config.ts');
   assert.ok(loadConfig({}).bcryptCost >= 12);
+  assert.is(loadConfig({ BCRYPT_COST: '10' }).bcryptCost, 10);
+  assert.throws(() => loadConfig({ BCRYPT_COST: '9' }), /BCRYPT_COST must be at least 10/, 'below 10 only for the test suite');
+  assert.is(loadConfig({ BCRYPT_COST: '4', CONTACT_LEDGER_TEST_WEAK_HASHING: '1' }).bcryptCost, 4);
+});
+
+S('a hash made before BCRYPT_COST was raised is made again at the new cost when its user signs in (A1a, A3)', async () => {
+  const dir = tempDir();
+  const t = await startApp({ dataDir: dir });
+  await t.close();
+  const again = await startApp({ dataDir: dir, config: { bcryptCost: 5 } });
+  try {
+    const hash = again.rt.db.raw.prepare<[string], string>('SELECT password_hash FROM users WHERE email = ?').pluck();
+    assert.is(bcrypt.getRounds(hash.get(ROOT_EMAIL)!), 4, 'made at the old cost');
+    const wrong = await again.call('POST', `${ID}/session`, { body: { email: ROOT_EMAIL, password: 'not the password' } });
+    assert.is(wrong.status, 401);
+    assert.is(bcrypt.getRounds(hash.get(ROOT_EMAIL)!), 4, 'a failed sign-in changes nothing');
+    await signInRoot(again);
+    assert.is(bcrypt.getRounds(hash.get(ROOT_EMAIL)!), 5, 'the new cost after a sign-in');
+    const hashes = again.rt.identity.hasher.stats().hashes;
+    await signInRoot(again); // the password still works
+    assert.is(again.rt.identity.hasher.stats().hashes, hashes, 'and is not hashed once more');
+  } finally {
+    await again.close();
+  }
 });
 
 S('passwords are verified exactly: 64 × "é" works, the same first 72 bytes with another tail does not (A1b)', async ({ t, w }) => {

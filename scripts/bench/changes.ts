@@ -97,7 +97,7 @@ function seed(db: Db['raw'], ledgerId: string): { contacts: number; jobs: number
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'cl-bench-changes-'));
-const config = loadConfig({ CONTACT_LEDGER_DATA: dir, PORT: '0', BCRYPT_COST: '4', LOG_LEVEL: 'error', CONTACT_LEDGER_ADMIN_EMAIL: 'bench@contact-ledger.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long benchmark passphrase 42' });
+const config = loadConfig({ CONTACT_LEDGER_DATA: dir, PORT: '0', BCRYPT_COST: '4', CONTACT_LEDGER_TEST_WEAK_HASHING: '1', LOG_LEVEL: 'error', CONTACT_LEDGER_ADMIN_EMAIL: 'bench@contact-ledger.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long benchmark passphrase 42' });
 const rt = await openRuntime(config, { log: createLogger('error') });
 const db = rt.db.raw;
 try {

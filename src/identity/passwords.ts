@@ -28,6 +28,8 @@ export function checkPasswordPolicy(password: string, field = 'password'): void 
 export interface PasswordHasher {
   hash(password: string): Promise<string>;
   verify(password: string, hash: string): Promise<boolean>;
+  /** True for a hash made at a lower cost than new ones get (it is made again at the next sign-in). */
+  needsRehash(hash: string): boolean;
   /** Spends the same time as a real verification and returns false (unknown accounts, A3). */
   verifyNothing(password: string): Promise<false>;
   close(): Promise<void>;
@@ -87,6 +89,7 @@ export function createPasswordHasher(opts: { cost: number; prehashKey: Buffer; m
   return {
     hash: (password) => run<string>('hash', prehash(password), opts.cost),
     verify: (password, hash) => run<boolean>('compare', prehash(password), hash),
+    needsRehash: (hash) => Number(/^\$2[aby]\$(\d\d)\$/.exec(hash)?.[1] ?? 0) < opts.cost,
     async verifyNothing(password) {
       dummyHash ??= run<string>('hash', prehash('no such account'), opts.cost);
       await run<boolean>('compare', prehash(password), await dummyHash);

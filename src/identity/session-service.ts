@@ -138,7 +138,11 @@ export function createSessionService(d: SessionDeps) {
         throw invalidGrant('The e-mail or password is incorrect.');
       }
       const u = user;
+      // a hash from before BCRYPT_COST was raised gets the new cost now, while the password is known
+      // (else old accounts answer faster than unknown e-mails, whose dummy check runs at the new cost: A3)
+      const rehashed = d.hasher.needsRehash(u.passwordHash) ? await d.hasher.hash(password) : undefined;
       started = d.db.tx(() => {
+        if (rehashed) d.users.replacePasswordHash(u.id, u.passwordHash, rehashed);
         d.throttle.recordSuccess(keys[0]!);
         d.audit.recordAnonymous(meta, { orgId: null, action: 'session.signed_in', actor: { type: 'user', id: u.id, label: u.email }, target: { type: 'user', id: u.id } });
         return startSession({ user: u });

@@ -37,6 +37,7 @@ export function createUsersRepo(db: Db) {
   const update = db.raw.prepare(
     'UPDATE users SET name = @name, password_hash = @passwordHash, superuser = @superuser, disabled = @disabled, updated_at = @updatedAt WHERE id = @id',
   );
+  const rehash = db.raw.prepare<[string, string, string]>('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?');
   const count = db.raw.prepare<[], number>('SELECT count(*) FROM users').pluck();
   const countSuper = db.raw.prepare<[], number>('SELECT count(*) FROM users WHERE superuser = 1 AND disabled = 0').pluck();
   const first = db.raw.prepare<[number], UserRow>(`SELECT ${COLS} FROM users ORDER BY created_at, id LIMIT ?`);
@@ -54,6 +55,10 @@ export function createUsersRepo(db: Db) {
     findUserByEmail: (email: string): User | undefined => {
       const r = byEmail.get(email);
       return r && toUser(r);
+    },
+    /** The same password hashed again (a higher cost), unless the password changed meanwhile. */
+    replacePasswordHash: (id: string, from: string, to: string): void => {
+      rehash.run(to, id, from);
     },
     insertUser: (u: User): void => {
       insert.run({ ...u, superuser: u.superuser ? 1 : 0, disabled: u.disabled ? 1 : 0 });
