@@ -359,6 +359,14 @@ S('password policy: too short, too long and common passwords → 422 (A1d)', asy
     assert.is(r.status, 422, pw);
     assert.ok(r.body.errors[0].message.includes(msg), r.text);
   }
+  // ASVS 6.2.4's top 3,000 and more: a sample from the frequency list's top, middle and tail, any case
+  const { commonPasswordCount } = await import('../src/identity/common-passwords.ts');
+  assert.ok(commonPasswordCount() > 15_000, `${commonPasswordCount()} passwords of 8+ characters`);
+  for (const pw of ['midnight', 'Victoria', '87654321', 'NOVEMBER', 'metallica', 'slipknot', 'blink182', 'alexander', 'jonathan', 'corvette', 'maverick', 'contactledger']) {
+    const r = await t.call('PATCH', `${ID}/users/me`, { token: w.tokens.viewer, body: { currentPassword: PASSWORD, password: pw } });
+    assert.is(r.status, 422, pw);
+  }
+  expectStatus(await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'passphrase@a.test', role: 'viewer', password: 'midnight victoria maverick' } }), 201, 'words of the list in a passphrase');
 });
 
 S.run();

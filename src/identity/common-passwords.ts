@@ -1,8 +1,14 @@
-/**
- * Passwords of 8+ characters that appear at the top of public breach-frequency lists, compared
- * case-insensitively (RELIABILITY.md A1d). Shipped in the program: nothing is fetched at run time.
+import breached from '@zxcvbn-ts/language-common/src/passwords.json' with { type: 'json' };
+
+/*
+ * The passwords refused as too common (RELIABILITY.md A1d, ASVS 6.2.4, NIST SP 800-63B §5.1.1.2):
+ * the 49,000 most frequent passwords of public breach corpora as zxcvbn-ts ships them (MIT; ordered
+ * by frequency, from the Xato 10-million list), and a few of our own that such lists cannot know
+ * (the product's name, recent years and seasons). Compared case-insensitively. Shipped inside the
+ * program: nothing is fetched at run time.
  */
-export const COMMON_PASSWORDS: ReadonlySet<string> = new Set([
+const OWN = [
+  '87654321', '98765432', '09876543', '76543210',
   '00000000', '0987654321', '10203040', '11111111', '1111111111', '11223344', '1122334455', '12121212', '123123123',
   '123321123', '12341234', '12344321', '12345678', '123456789', '1234567890', '123456789a', '12345678a', '1234567a',
   '123456abc', '123456qwerty', '12345qwert', '1234abcd', '1234qwer', '123654789', '123abc123', '123qwe123',
@@ -30,4 +36,19 @@ export const COMMON_PASSWORDS: ReadonlySet<string> = new Set([
   'test1234', 'test12345', 'testtest', 'thomas12', 'tigger12', 'trustno1', 'trustno11', 'user1234', 'welcome1',
   'welcome123', 'welcome2024', 'welcome2025', 'whatever', 'whatever1', 'william1', 'winter2024', 'winter2025',
   'woaini1314', 'xsw2zaq1', 'zaq12wsx', 'zaq1xsw2', 'zxc123zxc', 'zxcvbnm1', 'zxcvbnm123', 'zxcvbnmm',
-]);
+];
+
+let common: Set<string> | undefined;
+
+/** True for a password on the list (any case). The list is read at the first check. */
+export function isCommonPassword(password: string): boolean {
+  // shorter ones never get here: the length rule refuses them first
+  common ??= new Set([...breached, ...OWN].filter((p) => p.length >= 8).map((p) => p.toLowerCase()));
+  return common.has(password.toLowerCase());
+}
+
+/** How many passwords the list holds (tests, docs). */
+export function commonPasswordCount(): number {
+  isCommonPassword('');
+  return common!.size;
+}

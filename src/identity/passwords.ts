@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { AppError, invalidField } from '../errors.ts';
 import { paths } from '../paths.ts';
-import { COMMON_PASSWORDS } from './common-passwords.ts';
+import { isCommonPassword } from './common-passwords.ts';
 
 export const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 256;
@@ -15,7 +15,7 @@ export function passwordPolicyProblem(password: string): string | undefined {
   const length = [...password].length;
   if (length < PASSWORD_MIN) return `must be at least ${PASSWORD_MIN} characters`;
   if (length > PASSWORD_MAX) return `must be at most ${PASSWORD_MAX} characters`;
-  if (COMMON_PASSWORDS.has(password.toLowerCase())) return 'is one of the most common passwords; choose another';
+  if (isCommonPassword(password)) return 'is one of the most common passwords; choose another';
   return undefined;
 }
 
