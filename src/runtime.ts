@@ -20,7 +20,7 @@ import { createWebhooksModule, type WebhooksModule } from './webhooks/index.ts';
 import { createBulkThread, type BulkThread } from './bulk-thread/client.ts';
 import { createCursors } from './cursor.ts';
 import { createSettingsRepo } from './storage/settings-repo.ts';
-import { createMetrics, type Metrics } from './ops/metrics.ts';
+import { createMetrics, registerDatabaseMetrics, type Metrics } from './ops/metrics.ts';
 import { createScheduledBackups } from './ops/scheduled-backups.ts';
 
 // The storage layer's entry points, where the commands and tests have always found them.
@@ -76,6 +76,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     const metrics = createMetrics();
     const queue = createQueue(db, clock);
     registerQueueMetrics(metrics, queue, clock);
+    registerDatabaseMetrics(metrics, join(config.dataDir, DB_FILE));
     let scheduler: Scheduler | undefined;
     const kick = () => scheduler?.kick();
     let ledger: LedgerModule | undefined;
@@ -105,7 +106,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     orgOwners.push(webhooks.orgData);
     referrers.push(webhooks.service);
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
-    scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners, ...webhooks.runners } });
+    scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners, ...webhooks.runners }, onBusy: (where) => metrics.countBusy(where) });
     tracking.schedule(scheduler);
     webhooks.schedule(scheduler);
     // Expired sessions, used refresh tokens and ended throttling windows, every night.

@@ -61,6 +61,10 @@ H('a table of triggers: each answers problem+json with status, code, title, mess
   }
   const busy = await t.call('GET', '/test-only/busy');
   assert.is(busy.headers.get('retry-after'), '1');
+  // RELIABILITY.md L0: /metrics counts them (the table's one and this one)
+  const metrics = (await t.call('GET', '/metrics', { token: w.root })).text;
+  assert.match(metrics, /^contact_ledger_sqlite_busy_total\{where="request"\} 2$/m);
+  assert.match(metrics, /^contact_ledger_sqlite_busy_total\{where="job"\} 0$/m);
   const wrong = await t.call('PUT', `${ID}/orgs`, { token: w.root });
   assert.match(wrong.headers.get('allow') ?? '', /GET/);
   const logs = t.logs.join('\n');

@@ -406,6 +406,35 @@ S('a job whose process died on every attempt is failed, not run again', async ()
   db.close();
 });
 
+S('a job or periodic task that did not get the write lock in time is counted (SQLITE_BUSY, RELIABILITY.md L0) and retried', async () => {
+  const { db, clock } = fixture();
+  const queue = createQueue(db, clock);
+  db.tx(() => queue.enqueue('job_busy', 'busy'));
+  const busy = () => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY_SNAPSHOT' });
+  const counted: string[] = [];
+  const runners: Record<string, Runner> = {
+    busy: {
+      pruneFinishedAfterMs: null,
+      async run() {
+        throw busy();
+      },
+    },
+  };
+  const scheduler = createScheduler({ db, queue, log: quiet, runners, onBusy: (where) => counted.push(where) });
+  scheduler.every('0 0 1 1 *', 'locked', () => {
+    throw busy();
+  });
+  scheduler.start();
+  scheduler.kick();
+  for (let i = 0; i < 1000 && !counted.includes('job'); i++) await new Promise((r) => setImmediate(r));
+  await scheduler.runNow('locked');
+  await scheduler.stop();
+  assert.equal(counted.sort(), ['job', 'task']);
+  assert.is(queue.find('job_busy')!.status, 'pending', 'to be tried again');
+  assert.is(queue.find('job_busy')!.attempts, 1);
+  db.close();
+});
+
 S('stop() waits for start-up and periodic work, which sees `stopping` and ends; nothing runs after', async () => {
   const db = freshDb();
   const queue = createQueue(db, { now: () => Date.now() });

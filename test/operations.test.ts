@@ -73,6 +73,11 @@ M('requests by route and status, latency, queue depth, import rows, event-loop d
   assert.match(text, /# TYPE contact_ledger_job_oldest_age_seconds gauge/);
   assert.ok(metric(text, 'nodejs_eventloop_lag_p99_seconds') !== undefined, 'event-loop delay');
   assert.ok(metric(text, 'process_resident_memory_bytes') !== undefined);
+  // the database and its -wal (RELIABILITY.md L0), and lock waits that ran out (none here)
+  // (sizes as read at the scrape: the checkpointer may change them right after)
+  assert.ok((metric(text, 'contact_ledger_database_bytes', { file: 'database' }) ?? 0) >= 4096, 'the database file');
+  assert.ok(metric(text, 'contact_ledger_database_bytes', { file: 'wal' }) !== undefined, 'its -wal');
+  assert.is(metric(text, 'contact_ledger_sqlite_busy_total', { where: 'job' }), 0);
 });
 
 M('queue depth and the oldest job\'s age come from the jobs table', async ({ t }) => {

@@ -1,5 +1,5 @@
 import cron, { type ScheduledTask } from 'node-cron';
-import { isStorageFullError, type Db } from '../storage/db.ts';
+import { isBusyError, isStorageFullError, type Db } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
 import { deleteInChunks, type DeleteStep } from './chunk-pacing.ts';
 import { LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
@@ -48,7 +48,7 @@ export const FINISHED_JOB_RETENTION_MS = 30 * 86_400_000;
 /** Jobs run at once per lane: long jobs share the bulk slots; small ones never wait behind them. */
 export const LANE_SLOTS: Readonly<Record<JobLane, number>> = { express: 2, bulk: 2 };
 
-export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners: Record<string, Runner>; concurrency?: number }) {
+export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners: Record<string, Runner>; concurrency?: number; onBusy?: (where: 'job' | 'task') => void }) {
   const slots: Record<JobLane, number> = d.concurrency ? { express: d.concurrency, bulk: d.concurrency } : { ...LANE_SLOTS };
   // Keyed by job and lease token: a job this process claims again (its lease ran out meanwhile)
   // is a second run, and the first run's end must not forget it.
@@ -97,6 +97,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       try {
         await fn(ctl);
       } catch (err) {
+        if (isBusyError(err)) d.onBusy?.('task');
         d.log.error({ err, task: name }, 'a periodic task failed');
       }
     })().finally(() => background.delete(name));
@@ -121,6 +122,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
         return;
       }
       const message = (err as Error).message || String(err);
+      if (isBusyError(err)) d.onBusy?.('job');
       if (isStorageFullError(err)) {
         // Not the job's fault: wait for space without using up its attempts (RELIABILITY.md D3).
         try {

@@ -1,4 +1,5 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
+import { statSync } from 'node:fs';
 import type { RequestObserver } from '../http/request-context.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client';
 
@@ -18,6 +19,8 @@ export interface MetricsRegistry {
 
 export interface Metrics extends MetricsRegistry {
   registry: Registry;
+  /** Counts a write that did not get the database's lock in time (a 503 answer, a job or task to retry). */
+  countBusy(where: 'request' | 'job' | 'task'): void;
   /** Counts and times one HTTP request; `route` is the declared route, never the raw path. */
   observeRequest(method: string, route: string, status: number, seconds: number): void;
   /** The exposition text of this runtime's and the process's metrics. */
@@ -49,9 +52,16 @@ export function createMetrics(): Metrics {
     labelNames: ['method', 'route'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
   });
+  const busy = reg.counter({
+    name: 'contact_ledger_sqlite_busy_total',
+    help: 'Writes that did not get the database lock in time (SQLITE_BUSY): requests answered 503, jobs and periodic tasks retried.',
+    labelNames: ['where'],
+  });
+  for (const where of ['request', 'job', 'task']) busy.inc({ where }, 0); // every series from the first scrape
   return {
     ...reg,
     registry,
+    countBusy: (where) => busy.inc({ where }),
     observeRequest(method, route, status, seconds) {
       requests.inc({ method, route, status: String(status) });
       duration.observe({ method, route }, seconds);
@@ -75,7 +85,28 @@ export function httpObserver(metrics: Metrics): RequestObserver {
     // routeName is "GET /api/…/:param"; the method is its own label.
     const route = routeName ? routeName.slice(routeName.indexOf(' ') + 1) : 'unmatched';
     metrics.observeRequest(ctx.method, route, ctx.status, seconds);
+    if (ctx.status === 503 && (ctx.body as { code?: unknown } | undefined)?.code === 'database_busy') metrics.countBusy('request');
   };
+}
+
+/** The database file and its -wal, in bytes, read at each scrape (RELIABILITY.md L0: the -wal stays bounded). */
+export function registerDatabaseMetrics(metrics: MetricsRegistry, dbFile: string): void {
+  const size = (path: string) => {
+    try {
+      return statSync(path).size;
+    } catch {
+      return 0; // no -wal between a TRUNCATE checkpoint and the next write
+    }
+  };
+  metrics.gauge({
+    name: 'contact_ledger_database_bytes',
+    help: 'Size of the database file (file="database") and of its write-ahead log (file="wal").',
+    labelNames: ['file'],
+    collect() {
+      this.set({ file: 'database' }, size(dbFile));
+      this.set({ file: 'wal' }, size(`${dbFile}-wal`));
+    },
+  });
 }
 
 /** Compares a presented bearer token with METRICS_TOKEN in constant time (digests of equal length). */

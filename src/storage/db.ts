@@ -256,11 +256,17 @@ export function verifySettings(raw: Database.Database, file: string, readonly: b
   }
 }
 
+/** SQLITE_BUSY or SQLITE_LOCKED (with extended codes): the lock was not had in time (D2). */
+export function isBusyError(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}
+
 /** Maps SQLite failures that are the caller's to retry into HTTP-meaningful errors (D2, D3). */
 export function storageError(err: unknown): AppError | undefined {
   const code = (err as { code?: unknown })?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return undefined;
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+  if (isBusyError(err)) {
     return new AppError(503, 'database_busy', 'The database is busy; retry shortly.', { headers: { 'Retry-After': '1' }, cause: err });
   }
   if (isStorageFullError(err)) {
