@@ -71,6 +71,7 @@ export function problems(log: Logger): Koa.Middleware {
       ctx.status = e.status;
       ctx.type = 'application/problem+json';
       ctx.body = problemBody(e, requestId);
+      ctx.state.problemCode = e.code; // for the metrics: the body is bytes by the time the response ends
     }
   };
 }

@@ -85,7 +85,7 @@ export function httpObserver(metrics: Metrics): RequestObserver {
     // routeName is "GET /api/…/:param"; the method is its own label.
     const route = routeName ? routeName.slice(routeName.indexOf(' ') + 1) : 'unmatched';
     metrics.observeRequest(ctx.method, route, ctx.status, seconds);
-    if (ctx.status === 503 && (ctx.body as { code?: unknown } | undefined)?.code === 'database_busy') metrics.countBusy('request');
+    if (ctx.state.problemCode === 'database_busy') metrics.countBusy('request'); // set by problems()
   };
 }
 
