@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import bcrypt from 'bcryptjs';
 import type { ManualClock } from '../src/clock.ts';
-import { expectStatus, ID, PASSWORD, ROOT_EMAIL, ROOT_PASSWORD, seedWorld, signIn, signInRoot, startApp, tempDir, type TestApp, type World } from './helpers.ts';
+import { expectStatus, ID, PASSWORD, ROOT_EMAIL, ROOT_PASSWORD, seedWorld, signIn, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
 
 const S = suite<{ t: TestApp; w: World }>('sessions');
 S.before(async (ctx) => {
@@ -143,6 +143,53 @@ S('a refresh token presented again after its session ended otherwise (signed out
   for (const attempt of [1, 2]) {
     const r = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: live.refreshToken } });
     assert.match(r.body.message, /already used/, `re-use ${attempt}`);
+  }
+});
+
+S('a used refresh token presented again and again: one audit row for the revocation, and the address is throttled like any bad token', async () => {
+  const t = await startApp({ config: { loginMaxFailuresPerAddress: 20 } });
+  try {
+    await seedWorld(t);
+    const s = await signIn(t, 'viewer@a.test', PASSWORD);
+    expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: s.refreshToken } }), 200);
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) statuses.push((await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: s.refreshToken } })).status);
+    const rows = t.rt.db.raw.prepare("SELECT count(*) FROM audit_log WHERE action = 'session.refresh_token_reused'").pluck().get();
+    assert.is(rows, 1, 'the revocation is audited once');
+    assert.equal([...new Set(statuses)], [401, 429], `401 until the address's limit, then 429: ${statuses.join(',')}`);
+  } finally {
+    await t.close();
+  }
+});
+
+S('a sign-in whose password check overlaps a password reset or a disable gets no session (A5)', async ({ t, w }) => {
+  // the hasher's queue held: the check starts with the old password, the reset commits meanwhile
+  for (const change of ['reset', 'disable'] as const) {
+    const email = `race-${change}@a.test`;
+    const created = await t.call('POST', `${ID}/users`, { token: w.root, body: { email, password: 'the old password 42' } });
+    expectStatus(created, 201);
+    const h = t.rt.identity.hasher;
+    const verify = h.verify.bind(h);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    h.verify = async (pw, hash) => {
+      const ok = await verify(pw, hash);
+      await held;
+      return ok;
+    };
+    const compares = h.stats().compares;
+    try {
+      const signing = t.call('POST', `${ID}/session`, { body: { email, password: 'the old password 42' } });
+      await until('the password check started', () => h.stats().compares > compares);
+      const patch = change === 'reset' ? { password: 'the new password 42' } : { disabled: true };
+      expectStatus(await t.call('PATCH', `${ID}/users/${created.body.id}`, { token: w.root, body: patch }), 200);
+      release();
+      const r = await signing;
+      assert.is(r.status, 401, `${change}: ${r.text}`);
+      assert.is(r.body.code, 'invalid_grant');
+    } finally {
+      h.verify = verify;
+    }
   }
 });
 
@@ -283,9 +330,17 @@ S('refresh token used as a bearer token → 401; an access token as refresh toke
 S('refresh tokens expire after 30 idle days; a sign-in ends after its absolute lifetime (A5e, A6f)', async ({ t }) => {
   const clock = t.clock as ManualClock;
   const s = await signIn(t, 'viewer@a.test', PASSWORD);
+  const reuseAlarms = () => t.rt.db.raw.prepare("SELECT count(*) FROM audit_log WHERE action = 'session.refresh_token_reused'").pluck().get();
+  const alarmsBefore = reuseAlarms();
   clock.advance(31 * 86_400_000);
   const idle = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: s.refreshToken } });
   assert.is(idle.status, 401);
+  assert.match(idle.body.message, /expired/);
+  // a client retrying the expired token is told its session ended: no false re-use alarm
+  const retry = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: s.refreshToken } });
+  assert.is(retry.status, 401);
+  assert.match(retry.body.message, /The session has ended/, retry.body.message);
+  assert.is(reuseAlarms(), alarmsBefore, 'no re-use audited');
   // used continuously, the family still ends at 90 days
   let current = (await signIn(t, 'viewer@a.test', PASSWORD)).refreshToken;
   for (let day = 0; day < 89; day += 20) {

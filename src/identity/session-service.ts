@@ -124,7 +124,7 @@ export function createSessionService(d: SessionDeps) {
     const normalized = email.trim().toLowerCase();
     const keys: ThrottleKey[] = [accountKey(normalized), `address:${meta.ip}`];
     const release = d.throttle.admit(keys);
-    let started: { sessionId: string; refresh: { token: string; expiresAt: number } };
+    let started: { sessionId: string; refresh: { token: string; expiresAt: number } } | undefined;
     let user: User | undefined;
     try {
       user = d.users.findUserByEmail(normalized);
@@ -142,11 +142,16 @@ export function createSessionService(d: SessionDeps) {
       // (else old accounts answer faster than unknown e-mails, whose dummy check runs at the new cost: A3)
       const rehashed = d.hasher.needsRehash(u.passwordHash) ? await d.hasher.hash(password) : undefined;
       started = d.db.tx(() => {
+        // The account as it is now: a password reset or change, or a disable, committed while the
+        // password was being checked ends every session of the old credentials, this one included (A5).
+        const current = d.users.findUserById(u.id);
+        if (!current || current.disabled || current.passwordHash !== u.passwordHash) return undefined;
         if (rehashed) d.users.replacePasswordHash(u.id, u.passwordHash, rehashed);
         d.throttle.recordSuccess(keys[0]!);
         d.audit.recordAnonymous(meta, { orgId: null, action: 'session.signed_in', actor: { type: 'user', id: u.id, label: u.email }, target: { type: 'user', id: u.id } });
         return startSession({ user: u });
       });
+      if (!started) throw invalidGrant('The e-mail or password is incorrect.');
     } finally {
       release();
     }
@@ -210,6 +215,10 @@ export function createSessionService(d: SessionDeps) {
           // presented again after its session had ended otherwise (signed out, disabled, a password
           // reset): that is what the client is told, not a re-use — there is no family left to end
           if (!s || (s.revokedAt !== null && s.revokedReason !== 'refresh_token_reuse')) return { kind: 'invalid', reason: 'The session has ended; sign in again.' };
+          // every presentation of a used token counts against the address, like any bad token
+          d.throttle.recordFailure(keys);
+          // the family already ended for this: nothing more to end or to audit (one row, not one per request)
+          if (s.revokedAt !== null) return { kind: 'reused' };
           // A rotated token came back: someone holds a copy. End the whole family (RFC 9700 §4.14.2).
           d.sessions.revokeSession(known.sessionId, now, 'refresh_token_reuse');
           d.audit.recordAnonymous(meta, {
@@ -225,7 +234,12 @@ export function createSessionService(d: SessionDeps) {
       }
       const session = d.sessions.findSession(used.sessionId);
       if (!session || session.revokedAt !== null) return { kind: 'invalid', reason: 'The session has ended; sign in again.' };
-      if (used.expiresAt <= now || session.expiresAt <= now) return { kind: 'invalid', reason: 'The refresh token has expired; sign in again.' };
+      if (used.expiresAt <= now || session.expiresAt <= now) {
+        // the token is used up now: the session ends with it, so that a client retrying the same
+        // token is told the session ended, not that its token was stolen
+        d.sessions.revokeSession(session.id, now, 'expired');
+        return { kind: 'invalid', reason: 'The refresh token has expired; sign in again.' };
+      }
       const user = session.userId ? d.users.findUserById(session.userId) : undefined;
       const sa = session.serviceAccountId ? d.serviceAccounts.findServiceAccountById(session.serviceAccountId) : undefined;
       if (session.userId && (!user || user.disabled)) return { kind: 'invalid', reason: 'The account is disabled.' };
