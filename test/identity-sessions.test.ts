@@ -663,6 +663,20 @@ C('CSRF: cookie mode refuses another Origin or a cross-site Sec-Fetch-Site (403)
   expectStatus(ok, 200, 'same origin, after the refused attempts (which consumed nothing)');
 });
 
+C('behind a proxy that does not pass Host on, the origin of BASE_URL is this site', async () => {
+  const t = await startApp({ config: { baseUrl: 'https://contacts.example.org' } });
+  try {
+    await seedWorld(t);
+    const body = { grantType: 'password', email: 'viewer@a.test', password: PASSWORD };
+    const headers = { ...COOKIE, 'sec-fetch-site': 'same-origin' };
+    expectStatus(await t.call('POST', `${ID}/session`, { headers: { ...headers, origin: 'https://contacts.example.org' }, body }), 200, 'the public origin');
+    const other = await t.call('POST', `${ID}/session`, { headers: { ...headers, origin: 'https://other.example.org' }, body });
+    assert.is(other.status, 403, 'any other origin is still refused');
+  } finally {
+    await t.close();
+  }
+});
+
 C('DELETE /session clears the cookie and revokes the session it belongs to', async ({ t }) => {
   const login = await t.call('POST', `${ID}/session`, { headers: COOKIE, body: { grantType: 'password', email: 'admin@a.test', password: PASSWORD } });
   const c = cookieValue(setCookie(login));

@@ -135,8 +135,11 @@ const SESSION_COOKIE_PATH = `${IDENTITY_PREFIX}/session`;
 
 const wantsCookie = (ctx: Koa.Context) => ctx.get(SESSION_COOKIE_HEADER) === '1';
 
-/** Cookie-mode requests must come from this site's own pages. */
-function assertSameSite(ctx: Koa.Context): void {
+/**
+ * Cookie-mode requests must come from this site's own pages: the host the request was sent to, or
+ * the one of BASE_URL (a reverse proxy that does not pass the Host header on, nginx's default).
+ */
+function assertSameSite(ctx: Koa.Context, publicHost: string): void {
   const site = ctx.get('Sec-Fetch-Site');
   const origin = ctx.get('Origin');
   let originHost: string | undefined;
@@ -147,7 +150,7 @@ function assertSameSite(ctx: Koa.Context): void {
       originHost = '';
     }
   }
-  if ((site && site !== 'same-origin') || (originHost !== undefined && originHost !== ctx.host)) {
+  if ((site && site !== 'same-origin') || (originHost !== undefined && originHost !== ctx.host && originHost !== publicHost)) {
     throw new AppError(403, 'cross_site_request', 'Session cookies are used only by requests from this site\'s own pages.');
   }
 }
@@ -177,6 +180,7 @@ function noStore(ctx: Koa.Context): void {
 
 /** Registers every route of the identity service (SPEC §3) and the `{auth_url}/v1/session` alias. */
 export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: IdentityServices, opts: { baseUrl: string; tokenTtlSeconds: number; now: () => number }): void {
+  const publicHost = new URL(opts.baseUrl).host;
   const location = (ctx: Koa.Context, path: string) => ctx.set('Location', `${opts.baseUrl}${IDENTITY_PREFIX}${path}`);
   const created = (ctx: Koa.Context, path: string, body: unknown) => {
     ctx.status = 201;
@@ -201,7 +205,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
       let input = body;
       let fromCookie = false;
       if (cookieMode) {
-        assertSameSite(ctx);
+        assertSameSite(ctx, publicHost);
         const grant = body.grantType ?? body.grant_type;
         if (grant !== undefined && REFRESH_GRANTS.has(grant) && body.refreshToken === undefined && body.refresh_token === undefined) {
           const cookie = ctx.cookies.get(SESSION_COOKIE);
