@@ -293,6 +293,10 @@ S('client credentials: wrong secret or unknown id → 401 invalid_client; secret
   assert.is(wrong.status, 401);
   assert.is(wrong.body.code, 'invalid_client');
   assert.is(wrong.body.error, 'invalid_client');
+  // RFC 6749 §5.2: the scheme to authenticate with, also for a client that sent HTTP Basic
+  const basic = await t.call('POST', `${ID}/session`, { raw: 'grant_type=client_credentials', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${id}:cls_wrong`).toString('base64')}` } });
+  assert.is(basic.status, 401);
+  assert.match(basic.headers.get('www-authenticate') ?? '', /^Basic realm="contact-ledger"/);
   const unknown = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: 'sa_00000000000000000000000000', clientSecret: 'cls_wrong' } });
   assert.is(unknown.status, 401);
   assert.is(unknown.body.message, wrong.body.message);

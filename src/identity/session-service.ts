@@ -54,8 +54,10 @@ const NO_SECRET = sha256('no service account has this secret');
 
 const invalidGrant = (message: string) =>
   new AppError(401, 'invalid_grant', message, { extra: { error: 'invalid_grant', error_description: message } });
+// RFC 6749 §5.2: a client that authenticated with HTTP Basic is told the scheme to use (the web
+// application never sends client credentials, so no browser shows a password prompt for it).
 const invalidClient = (message: string) =>
-  new AppError(401, 'invalid_client', message, { extra: { error: 'invalid_client', error_description: message } });
+  new AppError(401, 'invalid_client', message, { extra: { error: 'invalid_client', error_description: message }, headers: { 'WWW-Authenticate': 'Basic realm="contact-ledger", charset="UTF-8"' } });
 
 export type SessionService = ReturnType<typeof createSessionService>;
 
