@@ -146,6 +146,9 @@ C('init creates the superuser and an organization; user add and passwd; migrate 
   const weak = await cli(['user', 'add', '--email', 'weak@example.com', '--password', 'short'], env);
   assert.is(weak.status, 1);
   assert.match(weak.stderr, /at least 8 characters/);
+  const notEmail = await cli(['user', 'add', '--email', 'not an email', '--password', 'editor passphrase'], env);
+  assert.is(notEmail.status, 2, notEmail.stderr);
+  assert.match(notEmail.stderr, /--email must be an e-mail address/);
   const dup = await cli(['user', 'add', '--email', 'ED@example.com', '--password', 'editor passphrase'], env);
   assert.is(dup.status, 1);
   assert.match(dup.stderr, /already exists/);

@@ -392,6 +392,10 @@ S('password hashes are bcrypt at the configured cost; the default cost is 12 (A1
   assert.is(loadConfig({ BCRYPT_COST: '10' }).bcryptCost, 10);
   assert.throws(() => loadConfig({ BCRYPT_COST: '9' }), /BCRYPT_COST must be at least 10/, 'below 10 only for the test suite');
   assert.is(loadConfig({ BCRYPT_COST: '4', CONTACT_LEDGER_TEST_WEAK_HASHING: '1' }).bcryptCost, 4);
+  assert.throws(() => loadConfig({ BCRYPT_COST: '16' }), /BCRYPT_COST must be an integer from 10 to 15/, 'the range operators may use');
+  // METRICS_TOKEN is a bearer token: only characters a bearer token can carry (RFC 6750 token68)
+  assert.throws(() => loadConfig({ METRICS_TOKEN: 'Sup3r!Secret#Token@2026' }), /METRICS_TOKEN must be at least 16 characters of/);
+  assert.is(loadConfig({ METRICS_TOKEN: 'abc-DEF_123.456~+/xyz==' }).metricsToken, 'abc-DEF_123.456~+/xyz==');
 });
 
 S('a hash made before BCRYPT_COST was raised is made again at the new cost when its user signs in (A1a, A3)', async () => {

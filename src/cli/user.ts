@@ -1,6 +1,7 @@
 import { loadConfig } from '../config.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { cliCaller, openForCommand, passwordArg, requireFlag } from './common.ts';
+import { emailField } from '../http/common-schemas.ts';
 
 const USAGE = 'user add --email <e-mail> --password <password | -> [--name <name>] [--superuser] | user passwd --email <e-mail> --password <password | ->';
 
@@ -25,6 +26,8 @@ export const userCommand: Command = {
     if ((sub !== 'add' && sub !== 'passwd') || rest.length) throw new UsageError(`usage: contact-ledger ${USAGE}`);
     if (sub === 'passwd' && (args.flags.name !== undefined || args.flags.superuser)) throw new UsageError('user passwd takes only --email and --password');
     const email = requireFlag(args.flags, 'email', USAGE).trim().toLowerCase();
+    // the API's rule: a user nobody could add to an organization (members are added by e-mail) is refused here too
+    if (sub === 'add' && !emailField.safeParse(email).success) throw new UsageError(`--email must be an e-mail address, got "${email}"`);
     const password = passwordArg(args.flags.password);
     if (!password) throw new UsageError(`--password is required (${USAGE})`);
     const config = loadConfig(io.env, args.config);
