@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { digestsEqual, randomToken, sha256 } from '../crypto.ts';
+import { digestsEqual, randomToken, secretsEqual, sha256 } from '../crypto.ts';
 import { AppError, unauthenticated } from '../errors.ts';
 import { isId, newId } from '../ids.ts';
 import type { Db } from '../storage/db.ts';
@@ -147,7 +147,7 @@ export function createSessionService(d: SessionDeps) {
         // The account as it is now: a password reset or change, or a disable, committed while the
         // password was being checked ends every session of the old credentials, this one included (A5).
         const current = d.users.findUserById(u.id);
-        if (!current || current.disabled || current.passwordHash !== u.passwordHash) return undefined;
+        if (!current || current.disabled || !secretsEqual(current.passwordHash, u.passwordHash)) return undefined;
         if (rehashed) d.users.replacePasswordHash(u.id, u.passwordHash, rehashed);
         d.throttle.recordSuccess(keys[0]!);
         d.audit.recordAnonymous(meta, { orgId: null, action: 'session.signed_in', actor: { type: 'user', id: u.id, label: u.email }, target: { type: 'user', id: u.id } });
