@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { serve, type Running } from './child-server.ts';
-import { ID, LEDGER, orgWithLedger, passwordToken, request, tempDir, type CallOptions } from './helpers.ts';
+import { ID, LEDGER, orgWithLedger, passwordToken, request, tempDir, until, type CallOptions } from './helpers.ts';
 
 const EMAIL = 'slow@example.com';
 const PASSWORD = 'slow clients password';
@@ -116,6 +116,25 @@ S('a client sending its request head one byte at a time is answered 408 and cut 
   assert.ok(r, `still connected ${HEADERS_MS + SLACK_MS} ms after connecting (headersTimeout ${HEADERS_MS} ms)`);
   assert.match(r!.received, /^HTTP\/1\.1 408 /, r!.received);
   assert.match(r!.received, /\r\nContent-Type: application\/problem\+json\r\n[\s\S]*"code":"request_timeout"/, 'as problem+json');
+});
+
+S('clients that never close their side after the 408 do not keep their sockets: the server destroys them', async ({ server }) => {
+  const fds = () => readdirSync(`/proc/${server.child.pid}/fd`).length;
+  const before = fds();
+  // allowHalfOpen: the client ignores the server's FIN and keeps its side open, as a hostile one would
+  const sockets = Array.from({ length: 30 }, () => {
+    const s = net.connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true });
+    s.on('error', () => undefined);
+    s.on('connect', () => s.write('GET /healthz HTTP/1.1\r\n'));
+    return s;
+  });
+  try {
+    await until('the server holds the sockets', fds, (n) => n >= before + 30, 5_000);
+    // the 408 at HEADERS_TIMEOUT_MS, then a second's grace to read it
+    await until('the server released them', fds, (n) => n <= before + 2, HEADERS_MS + 1_000 + 3 * SLACK_MS);
+  } finally {
+    sockets.forEach((s) => s.destroy());
+  }
 });
 
 S('a request Node cannot parse (raw non-ASCII in the URL, a head too large) is answered as problem+json, not a bare status line', async ({ server }) => {

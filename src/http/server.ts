@@ -43,7 +43,14 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
         : [400, 'malformed_request', 'The request is not valid HTTP; characters outside ASCII in the URL must be percent-encoded (as UTF-8).'];
   const body = JSON.stringify(problemBody(new AppError(status, code, detail), undefined));
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  // end() only half-closes (the server's sockets allow half-open connections): a client that never
+  // closes its side would keep the descriptor for ever. It gets a moment to read the answer, then the
+  // socket is gone.
+  setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
 }
+
+/** How long a client refused by answerClientError has to read its answer before the socket is destroyed. */
+const CLOSE_GRACE_MS = 1_000;
 
 /**
  * The HTTP or HTTPS server of `serve`, with explicit limits for slow clients (RELIABILITY.md I2):
