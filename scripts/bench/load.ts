@@ -28,6 +28,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import http from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { loadConfig } from '../../src/config.ts';
 import { BULK_WAL_LIMIT_BYTES } from '../../src/storage/checkpointer.ts';
 import { JOURNAL_SIZE_LIMIT_BYTES } from '../../src/storage/db.ts';
 import type { LoadPlan, LoadResult, MixEntry } from './load-generator.ts';
@@ -44,7 +45,8 @@ const SERVER_CPU = '0';
 const LOAD_CPU = nCpu > 1 ? '1' : '0';
 /** Connections of the open-model runs: enough that a slow answer never holds back the rate. */
 const OPEN_CONNECTIONS = 50;
-const MAX_JSON_BYTES = 4 * 1024 ** 2; // the default of MAX_JSON_BYTES
+// the server's defaults (the bench server runs with them)
+const { maxJsonBytes: MAX_JSON_BYTES, maxApiContacts: MAX_API_CONTACTS } = loadConfig({});
 const SERVER_ENV = { TOKEN_TTL_SECONDS: '86400' }; // one token for the whole run
 
 const wanted = (scenario: string) => !ONLY || ONLY.has(scenario);
@@ -393,8 +395,8 @@ async function main() {
     }
 
     if (wanted('L2')) {
-      console.log(`\nL2 the largest JSON body (${(MAX_JSON_BYTES / 1024 ** 2).toFixed(0)} MiB, 1,000 contacts) 5 times a second during the read mix at ${readRate} req/s:`);
-      const body = largestBody(1000);
+      console.log(`\nL2 the largest JSON body (${(MAX_JSON_BYTES / 1024 ** 2).toFixed(0)} MiB, ${MAX_API_CONTACTS} contacts) 5 times a second during the read mix at ${readRate} req/s:`);
+      const body = largestBody(MAX_API_CONTACTS);
       const posts = paced(5, async () => {
         const res = await fetch(`${api.base}${seeded.bodyLedger}/contacts`, { method: 'POST', headers: { Authorization: `Bearer ${api.token}`, 'content-type': 'application/json' }, body });
         await res.arrayBuffer();
