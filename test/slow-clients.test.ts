@@ -185,6 +185,33 @@ S('clients trickling a body (JSON, CSV upload, feed upload) are answered 408 and
   assert.is((await call(`${ID}/orgs`)).body.orgs.length, 1, 'no organization was created');
   assert.is((await call(`${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/imports`)).body.imports.length, 0, 'no import job');
   assert.is((await call(`${LEDGER}/feed`, feedToken)).body.feeds.length, 0, 'no feed job');
+  // the access log and /metrics say 408, what the clients got (not null, nor Koa's unsent 404)
+  const logged = await until(
+    'the access log has the three cut-off requests',
+    () => server.stdout().split('\n').filter((l) => l.includes('"msg":"request"') && l.includes('"aborted":true')).map((l) => JSON.parse(l) as { status: number | null; path: string }),
+    (lines) => lines.length >= 3,
+  );
+  assert.equal(logged.map((l) => l.status), [408, 408, 408], JSON.stringify(logged));
+  const metrics = (await call('/metrics')).text;
+  assert.match(metrics, /contact_ledger_http_requests_total\{method="POST",route="\/api\/identity\/v1\/orgs",status="408"\} 1/);
+  assert.not.match(metrics, /method="POST",route="[^"]*",status="404"/);
+});
+
+S('SIGTERM with a connection that never sent a request and an idle keep-alive one: both closed at once, exit 0 (not the drain timeout)', async () => {
+  // HEADERS_TIMEOUT_MS above the drain timeout (10 s): only the shutdown can close them in time
+  const s = await serve({ CONTACT_LEDGER_DATA: tempDir(), HEADERS_TIMEOUT_MS: '60000' });
+  const neverUsed = net.connect(s.port, '127.0.0.1');
+  neverUsed.on('error', () => undefined);
+  const neverUsedClosed = new Promise((r) => neverUsed.once('close', r));
+  await new Promise((r) => neverUsed.once('connect', r));
+  // fetch keeps its connection open for the next request
+  const health = await fetch(`http://127.0.0.1:${s.port}/healthz`);
+  assert.is(health.status, 200);
+  await health.text();
+  s.child.kill('SIGTERM');
+  assert.is(await s.exit, 0, s.stderr().slice(-2000));
+  await neverUsedClosed;
+  assert.not.match(s.stdout(), /did not finish in time/);
 });
 
 S('without settings the boot sets 20 s for the head and 600 s for the request (not Node’s 60 s and 300 s)', async () => {

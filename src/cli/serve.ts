@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import { createSecureContext as tlsContext } from 'node:tls';
 import { buildApp } from '../app.ts';
-import { loadConfig } from '../config.ts';
+import { ConfigError, loadConfig } from '../config.ts';
 import { createHttpServer } from '../http/server.ts';
 import { openRuntime } from '../runtime.ts';
 import { StartupError } from '../storage/db.ts';
@@ -32,7 +32,12 @@ function listen(server: http.Server, port: number, host: string): Promise<void> 
           ? new StartupError(`port ${port} on ${host} is already in use; stop the other program or set PORT`)
           : err.code === 'EACCES'
             ? new StartupError(`no permission to listen on ${host}:${port}; use a port above 1023 or grant the capability`)
-            : new StartupError(`cannot listen on ${host}:${port}: ${err.message}`),
+            : err.code === 'ENOTFOUND'
+              ? // the name does not exist (not a name server that did not answer yet, EAI_AGAIN): a restart cannot help
+                new ConfigError(`HOST ${host} cannot be resolved; set HOST to an address of this machine (0.0.0.0 for all)`)
+              : err.code === 'EADDRNOTAVAIL'
+                ? new StartupError(`HOST ${host} is not an address of this machine (yet); set HOST to one of its addresses (0.0.0.0 for all)`)
+                : new StartupError(`cannot listen on ${host}:${port}: ${err.message}`),
       );
     };
     server.once('error', onError);
@@ -79,7 +84,7 @@ export const serveCommand: Command = {
     }
     const { app } = buildApp(rt);
     // Slow clients cannot hold connections forever (RELIABILITY.md I2).
-    const { server, limits } = createHttpServer(config, app.callback(), tls);
+    const { server, limits, closeQuietConnections } = createHttpServer(config, app.callback(), tls);
     try {
       await listen(server, config.port, config.host);
     } catch (err) {
@@ -98,7 +103,8 @@ export const serveCommand: Command = {
     log.info({ signal }, 'shutting down');
     rt.state.shuttingDown = true;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
+    // Connections without a request in flight close now; the others once their answer is out.
+    closeQuietConnections();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       closed.then(() => false),

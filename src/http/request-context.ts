@@ -1,11 +1,15 @@
 import type Koa from 'koa';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log.ts';
+import { statusAnsweredByServer } from './server.ts';
 
 const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Told about every request when its response ends (metrics), with its duration in seconds. */
-export type RequestObserver = (ctx: Koa.Context, seconds: number) => void;
+/**
+ * Told about every request when its response ends (metrics), with its duration in seconds and the
+ * status the client got (null: none, the connection closed first).
+ */
+export type RequestObserver = (ctx: Koa.Context, seconds: number, status: number | null) => void;
 
 /**
  * Gives every request an id (echoing a well-formed incoming X-Request-Id), returns it in the
@@ -25,17 +29,19 @@ export function requestContext(log: Logger, observe?: RequestObserver): Koa.Midd
     const started = process.hrtime.bigint();
     ctx.res.once('close', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      observe?.(ctx, ms / 1000);
-      const actor = (ctx.state.caller as { actor?: { id?: string } } | undefined)?.actor?.id;
       // a connection that closed before its answer was sent whole (a client gone, an upload cut off
-      // by shutdown): the status it got, or none (Koa's default 404 was never sent), and `aborted`
+      // by shutdown or by the request deadline): the status it got — from the server itself for a
+      // 408 — or none (Koa's default 404 was never sent), and `aborted`
       const finished = ctx.res.writableFinished;
+      const status = finished || ctx.res.headersSent ? ctx.res.statusCode : (statusAnsweredByServer(ctx.req.socket) ?? null);
+      observe?.(ctx, ms / 1000, status);
+      const actor = (ctx.state.caller as { actor?: { id?: string } } | undefined)?.actor?.id;
       access.info(
         {
           requestId,
           method: ctx.method,
           path: ctx.path,
-          status: finished || ctx.res.headersSent ? ctx.res.statusCode : null,
+          status,
           ...(finished ? {} : { aborted: true }),
           ms: Math.round(ms * 10) / 10,
           ip: ctx.ip,

@@ -1,6 +1,8 @@
 import http, { STATUS_CODES } from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { problemBody } from './problem.ts';
@@ -42,12 +44,21 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
         ? [431, 'headers_too_large', 'The request head is too large.']
         : [400, 'malformed_request', 'The request is not valid HTTP; characters outside ASCII in the URL must be percent-encoded (as UTF-8).'];
   const body = JSON.stringify(problemBody(new AppError(status, code, detail), undefined));
+  answeredHere.set(socket, status);
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   // end() only half-closes (the server's sockets allow half-open connections): a client that never
   // closes its side would keep the descriptor for ever. It gets a moment to read the answer, then the
   // socket is gone.
   setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
 }
+
+const answeredHere = new WeakMap<Duplex, number>();
+
+/**
+ * The status answerClientError sent on `socket`, if it did: a request timed out mid-body (408) is
+ * answered there, not by the application, whose response never gets sent.
+ */
+export const statusAnsweredByServer = (socket: Duplex): number | undefined => answeredHere.get(socket);
 
 /** How long a client refused by answerClientError has to read its answer before the socket is destroyed. */
 const CLOSE_GRACE_MS = 1_000;
@@ -62,21 +73,85 @@ export function createHttpServer(
   config: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'>,
   handler: http.RequestListener,
   tls?: { cert: Buffer; key: Buffer },
-): { server: http.Server; limits: () => ServerLimits } {
+): { server: http.Server; limits: () => ServerLimits; closeQuietConnections: () => number } {
   const interval = checkingIntervalMs(config);
   // The checking interval can only be given at creation; Node's own defaults for the others
   // (60 s for the head, 300 s for the request) are not left to chance either.
   const options: http.ServerOptions = { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: interval };
-  const server: http.Server = tls ? https.createServer({ ...tls, ...options }, handler) : http.createServer(options, handler);
+  // A TLS handshake gets no longer than a request head: the HTTP deadlines only start once it is
+  // done, so a client that opens a connection and never starts TLS would otherwise keep it for
+  // Node's 120 s, and without a limit on how many do so.
+  const server: http.Server = tls ? https.createServer({ ...tls, ...options, handshakeTimeout: config.headersTimeoutMs }, handler) : http.createServer(options, handler);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.on('clientError', answerClientError);
+  const connections = trackConnections(server, Boolean(tls));
   return {
     server,
+    closeQuietConnections: connections.closeQuiet,
     limits: () => ({
       headersTimeoutMs: server.headersTimeout,
       requestTimeoutMs: server.requestTimeout,
       keepAliveTimeoutMs: server.keepAliveTimeout,
       checkingIntervalMs: interval,
     }),
+  };
+}
+
+/**
+ * The server's connections and the requests in flight on each, so that a shutdown can close at
+ * once every connection without a request in flight: idle keep-alive connections, connections that
+ * never sent a request, and with TLS those that never finished (or never started) their handshake.
+ * Node's closeIdleConnections() misses the last two, and each would hold the shutdown for its
+ * whole deadline. Returns closeQuiet(), which destroys them and says how many.
+ */
+function trackConnections(server: http.Server, tls: boolean): { closeQuiet: () => number } {
+  /** Connections as the server accepted them (for TLS, the TCP socket under the TLS one). */
+  const accepted = new Set<Socket>();
+  /** Connections that carry HTTP, with the number of requests in flight on each. */
+  const carrying = new Map<Socket, number>();
+  const forget = (socket: Socket) => {
+    accepted.delete(socket);
+    carrying.delete(socket);
+  };
+  server.on('connection', (socket: Socket) => {
+    accepted.add(socket);
+    if (!tls) carrying.set(socket, 0);
+    socket.once('close', () => forget(socket));
+  });
+  if (tls) {
+    server.on('secureConnection', (socket: TLSSocket) => {
+      // From here on the TLS socket stands for the connection; its TCP socket (Node keeps it as
+      // the TLS socket's `_parent`) is not to be closed on its own.
+      const tcp = (socket as TLSSocket & { _parent?: Socket })._parent;
+      if (tcp) accepted.delete(tcp);
+      carrying.set(socket, 0);
+      socket.once('close', () => forget(socket));
+    });
+  }
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const socket = req.socket;
+    if (!carrying.has(socket)) return;
+    carrying.set(socket, carrying.get(socket)! + 1);
+    res.once('close', () => {
+      if (carrying.has(socket)) carrying.set(socket, carrying.get(socket)! - 1);
+    });
+  });
+  return {
+    closeQuiet() {
+      let closed = 0;
+      for (const [socket, inFlight] of carrying) {
+        if (inFlight > 0) continue;
+        socket.destroy();
+        closed++;
+      }
+      // with TLS: accepted TCP sockets whose handshake never completed
+      if (tls) {
+        for (const socket of accepted) {
+          socket.destroy();
+          closed++;
+        }
+      }
+      return closed;
+    },
   };
 }

@@ -22,7 +22,8 @@ export interface Metrics extends MetricsRegistry {
   /** Counts a write that did not get the database's lock in time (a 503 answer, a job or task to retry). */
   countBusy(where: 'request' | 'job' | 'task'): void;
   /** Counts and times one HTTP request; `route` is the declared route, never the raw path. */
-  observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /** `status` is what the client got; `none` when the connection closed before any answer. */
+  observeRequest(method: string, route: string, status: number | 'none', seconds: number): void;
   /** The exposition text of this runtime's and the process's metrics. */
   render(): Promise<{ contentType: string; body: string }>;
 }
@@ -80,11 +81,11 @@ export function createMetrics(): Metrics {
  * cannot blow up the number of series.
  */
 export function httpObserver(metrics: Metrics): RequestObserver {
-  return (ctx, seconds) => {
+  return (ctx, seconds, status) => {
     const routeName = ctx.state.routeName as string | undefined;
     // routeName is "GET /api/…/:param"; the method is its own label.
     const route = routeName ? routeName.slice(routeName.indexOf(' ') + 1) : 'unmatched';
-    metrics.observeRequest(ctx.method, route, ctx.status, seconds);
+    metrics.observeRequest(ctx.method, route, status ?? 'none', seconds);
     if (ctx.state.problemCode === 'database_busy') metrics.countBusy('request'); // set by problems()
   };
 }

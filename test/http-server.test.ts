@@ -1,0 +1,129 @@
+// The HTTP(S) server of `serve` (src/http/server.ts) in this process, with a handler the test
+// controls: the TLS handshake deadline, and the shutdown's closing of every connection without a
+// request in flight (idle keep-alive, never used, TLS never started) while a request in flight
+// finishes. The SIGTERM path of the real program is in slow-clients.test.ts.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import net, { type AddressInfo } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { join } from 'node:path';
+import { createHttpServer } from '../src/http/server.ts';
+import { tempDir } from './helpers.ts';
+
+const HEADERS_MS = 500;
+
+function certificate(): { cert: Buffer; key: Buffer } {
+  const dir = tempDir();
+  const [cert, key] = [join(dir, 'cert.pem'), join(dir, 'key.pem')];
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+  return { cert: readFileSync(cert), key: readFileSync(key) };
+}
+
+/** A server whose `/slow` answers only when the test calls release(); everything else at once. */
+async function start(tls?: { cert: Buffer; key: Buffer }) {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const handler: http.RequestListener = (req, res) => {
+    if (req.url === '/slow') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first part;');
+      void released.then(() => res.end('second part'));
+    } else res.end('fast');
+  };
+  const made = createHttpServer({ headersTimeoutMs: HEADERS_MS, requestTimeoutMs: 2 * HEADERS_MS }, handler, tls);
+  made.server.listen(0, '127.0.0.1');
+  await once(made.server, 'listening');
+  return { ...made, port: (made.server.address() as AddressInfo).port, release };
+}
+
+/** A raw TCP connection that sends nothing; resolves once connected. */
+async function silent(port: number): Promise<{ socket: net.Socket; gone: Promise<unknown> }> {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  const gone = once(socket, 'close');
+  await once(socket, 'connect');
+  return { socket, gone };
+}
+
+/** GET over a keep-alive agent; resolves with the response once its head arrived. */
+function get(port: number, path: string, tls: boolean, agent: http.Agent): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const options = { host: '127.0.0.1', port, path, agent, rejectUnauthorized: false };
+    (tls ? https.get(options, resolve) : http.get(options, resolve)).on('error', reject);
+  });
+}
+
+/** `promise`, or a failure naming `what` once `ms` passed. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function text(res: http.IncomingMessage): Promise<string> {
+  let body = '';
+  res.setEncoding('utf8');
+  for await (const chunk of res) body += chunk;
+  return body;
+}
+
+const H = suite('HTTP server: TLS handshake deadline and shutdown');
+const TLS = certificate();
+
+H('with TLS, a connection that never starts its handshake is closed at the head deadline', async () => {
+  const s = await start(TLS);
+  try {
+    const { gone } = await silent(s.port);
+    await within(gone, 10 * HEADERS_MS, 'the server closes the connection at the head deadline (Node alone waits 120 s)');
+    // and it is still serving
+    assert.is(await text(await get(s.port, '/', true, new https.Agent())), 'fast');
+  } finally {
+    s.server.closeAllConnections();
+    s.server.close();
+  }
+});
+
+for (const tls of [false, true]) {
+  H(`${tls ? 'HTTPS' : 'HTTP'}: the shutdown closes idle, never-used${tls ? ' and handshake-less' : ''} connections at once; a request in flight finishes`, async () => {
+    const s = await start(tls ? TLS : undefined);
+    const agent = tls ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+    const neverUsed = await silent(s.port);
+    // with TLS: a handshake done but no request (a client that connected ahead of need)
+    let handshakeOnly: Promise<unknown> | undefined;
+    if (tls) {
+      const t = tlsConnect({ host: '127.0.0.1', port: s.port, rejectUnauthorized: false });
+      t.on('error', () => undefined);
+      handshakeOnly = once(t, 'close');
+      await once(t, 'secureConnect');
+    }
+    // an idle keep-alive connection (its request answered)
+    const idleAgent = tls ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+    assert.is(await text(await get(s.port, '/', tls, idleAgent)), 'fast');
+    const idleSocket = Object.values(idleAgent.freeSockets)[0]![0]!;
+    const idleClosed = once(idleSocket, 'close');
+    // a request in flight: its head and first part are out, the rest not yet
+    const slow = await get(s.port, '/slow', tls, agent);
+    const slowBody = text(slow);
+
+    const closedServer = new Promise<void>((r) => s.server.close(() => r()));
+    const closed = s.closeQuietConnections();
+    assert.is(closed, tls ? 3 : 2, 'the never-used and the idle connections (and the handshake-only one) are closed');
+    await within(Promise.all([neverUsed.gone, idleClosed, handshakeOnly]), 5000, 'the quiet connections close at once');
+    // the request in flight was not cut off
+    s.release();
+    assert.is(await slowBody, 'first part;second part');
+    agent.destroy();
+    await closedServer;
+  });
+}
+
+H.run();
