@@ -1,8 +1,8 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { paths } from '../paths.ts';
-import { BackupError, checkDatabaseFile, checkpointDatabaseFile, fileStamp } from '../storage/backup.ts';
+import { BackupError, checkDatabaseFile, checkpointDatabaseFile, copyDatabaseFile, fileStamp } from '../storage/backup.ts';
 import { fsyncFile } from '../storage/durable-files.ts';
 import { backupsDir, DB_FILE, prepareDataDir, restoringFile } from '../storage/storage.ts';
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
@@ -14,6 +14,8 @@ import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
  * refuses while a server uses the folder, checks the file completely before touching anything
  * (SQLite, integrity_check, contact-ledger tables, a schema version this program knows), and keeps
  * the database it replaces in `<data>/backups/pre-restore-<time>.db` (with its -wal, if any).
+ * The file is copied through SQLite's backup API, so a -wal beside it (a database copied from a
+ * server that was killed) comes along with the transactions the check saw in it.
  */
 export const restoreCommand: Command = {
   name: 'restore',
@@ -46,10 +48,13 @@ export const restoreCommand: Command = {
       const target = join(config.dataDir, DB_FILE);
       const incoming = restoringFile(config.dataDir);
       rmSync(incoming, { force: true });
-      copyFileSync(source, incoming);
-      chmodSync(incoming, 0o600);
-      fsyncFile(incoming);
-      if (statSync(incoming).size !== statSync(source).size) throw new Error(`copying ${source} into ${config.dataDir} was incomplete`);
+      try {
+        await copyDatabaseFile(source, incoming);
+      } catch (err) {
+        if (!(err instanceof BackupError)) throw err;
+        io.err(`contact-ledger restore: ${err.message}. Nothing was changed.`);
+        return EXIT_FAILURE;
+      }
       let kept: string | undefined;
       mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
       if (existsSync(target)) {

@@ -107,6 +107,26 @@ export function openBackupSource(file: string): Database.Database {
   }
 }
 
+/**
+ * Copies the database file `source` into `dest` (which must not exist) as SQLite reads it: with
+ * the committed transactions of a -wal beside it, which a plain file copy would leave behind (a
+ * database copied from a server that was killed, or copied together with its -wal while it ran).
+ * Reads `source` without changing it; the copy is self-contained, mode 0600 and flushed to disk.
+ */
+export async function copyDatabaseFile(source: string, dest: string): Promise<BackupResult> {
+  let raw: Database.Database;
+  try {
+    raw = new Database(source, { readonly: true, fileMustExist: true });
+  } catch (err) {
+    throw new BackupError(`cannot read ${source}: ${(err as Error).message}`);
+  }
+  try {
+    return await backupTo(raw, dest, { oneStep: true });
+  } finally {
+    raw.close();
+  }
+}
+
 /** The tables every contact-ledger database has, whatever its schema version. */
 const REQUIRED_TABLES = ['schema_migrations', 'users', 'orgs'];
 
