@@ -231,7 +231,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     if (flags[setting.flag] !== undefined) {
       raw = flags[setting.flag];
       source = `--${setting.flag}`;
-    } else if (env[setting.env] !== undefined) {
+    } else if (setting.secret && env[fileVar] && env[setting.env]) {
+      throw new ConfigError(`${setting.env} and ${fileVar} are both set; set one of them`);
+    } else if (env[setting.env] !== undefined && !(setting.secret && env[fileVar])) {
+      // (an empty NAME= beside NAME_FILE, as compose files and unit templates leave it, does not hide the file)
       raw = env[setting.env];
     } else if (setting.secret && env[fileVar]) {
       source = fileVar;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.ts';
+import { ConfigError } from '../config.ts';
 import type { Cursors, Page } from '../cursor.ts';
 import { AppError, conflict, forbidden, invalidField, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -7,7 +8,7 @@ import type { Db } from '../storage/db.ts';
 import type { Audit } from './audit.ts';
 import type { Caller, User } from './model.ts';
 import type { PasswordHasher } from './passwords.ts';
-import { checkPasswordPolicy } from './passwords.ts';
+import { checkPasswordPolicy, passwordPolicyProblem } from './passwords.ts';
 import type { SessionsRepo } from './sessions-repo.ts';
 import { accountKey, type SignInThrottle, type ThrottleKey } from './throttle.ts';
 import type { UsersRepo } from './users-repo.ts';
@@ -187,7 +188,9 @@ export function createUserService(d: UserDeps) {
       const email = (input.email ?? 'admin@contact-ledger.local').trim().toLowerCase();
       const generatedPassword = input.password === undefined ? randomBytes(18).toString('base64url') : undefined;
       const password = input.password ?? generatedPassword!;
-      checkPasswordPolicy(password, 'CONTACT_LEDGER_ADMIN_PASSWORD');
+      // a configuration error (exit 2): restarting with the same setting cannot help
+      const problem = passwordPolicyProblem(password);
+      if (problem) throw new ConfigError(`CONTACT_LEDGER_ADMIN_PASSWORD ${problem}`);
       const hash = await d.hasher.hash(password);
       return d.db.tx(() => {
         if (d.users.countUsers() > 0) return undefined;

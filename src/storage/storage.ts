@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import { ConfigError, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
 import { backupTo, fileStamp, removePartialBackups } from './backup.ts';
@@ -17,13 +17,19 @@ import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './mig
 
 export const DB_FILE = 'contact-ledger.db';
 
+const NOT_USABLE_FOLDER = new Set(['EACCES', 'EPERM', 'ENOTDIR', 'EEXIST', 'EROFS']);
+
 /** Creates the data folder (0700) and proves it is writable, with a clear message otherwise. */
 export function prepareDataDir(dataDir: string): void {
   try {
     makeFolders(dataDir);
     accessSync(dataDir, constants.W_OK | constants.R_OK);
   } catch (err) {
-    throw new StartupError(`data folder ${dataDir} is not usable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); set CONTACT_LEDGER_DATA to a writable folder`);
+    const code = (err as NodeJS.ErrnoException).code;
+    const message = `data folder ${dataDir} is not usable (${code ?? (err as Error).message}); set CONTACT_LEDGER_DATA to a writable folder`;
+    // permissions, a file in the way, a read-only file system: a configuration error (exit 2) that
+    // a restart cannot fix; anything else (a disk error, a mount not there yet) may pass
+    throw NOT_USABLE_FOLDER.has(code ?? '') ? new ConfigError(message) : new StartupError(message);
   }
 }
 
