@@ -314,6 +314,41 @@ C('a restore killed between moving the old database and its -wal aside: the -wal
   }
 });
 
+C('restore of a database with a -wal beside it restores the transactions in the -wal too (a copy of a killed server\'s folder)', async () => {
+  const origin = tempDir();
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], { CONTACT_LEDGER_DATA: origin })).status, 0);
+  // the database as a server killed before a checkpoint leaves it: committed writes only in its -wal
+  const live = join(origin, 'contact-ledger.db');
+  const writer = new Database(live);
+  writer.pragma('journal_mode = WAL');
+  writer.pragma('wal_autocheckpoint = 0');
+  writer.exec("CREATE TABLE only_in_the_wal (x TEXT); INSERT INTO only_in_the_wal VALUES ('committed')");
+  const copied = join(tempDir(), 'copied.db');
+  copyFileSync(live, copied);
+  copyFileSync(`${live}-wal`, `${copied}-wal`);
+  writer.close();
+  const walBytes = statSync(`${copied}-wal`).size;
+  assert.ok(walBytes > 0);
+  const sourceSha = sha(copied);
+
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', 'other@example.com', '--password', PASSWORD], env)).status, 0);
+  const r = await cli(['restore', copied], env);
+  assert.is(r.status, 0, r.stderr);
+  const restored = new Database(join(data, 'contact-ledger.db'), { readonly: true });
+  try {
+    assert.is(restored.prepare('SELECT x FROM only_in_the_wal').pluck().get(), 'committed');
+    assert.is(restored.prepare('SELECT email FROM users').pluck().all().join(), EMAIL);
+  } finally {
+    restored.close();
+  }
+  assert.not.ok(existsSync(join(data, 'contact-ledger.db-wal')) && statSync(join(data, 'contact-ledger.db-wal')).size > 0, 'the restored database needs no -wal');
+  assert.is(sha(copied), sourceSha, 'the file restored from is not changed');
+  assert.is(statSync(`${copied}-wal`).size, walBytes, 'nor its -wal');
+  assert.is((statSync(join(data, 'contact-ledger.db')).mode & 0o777).toString(8), '600');
+});
+
 C('restore refuses a file that is not a usable contact-ledger backup and changes nothing', async () => {
   const data = tempDir();
   const env = { CONTACT_LEDGER_DATA: data };
@@ -383,7 +418,7 @@ C('serve refuses a damaged database and an unusable data folder with exit 1 and 
   const file = join(dir, 'a-file');
   writeFileSync(file, 'x');
   const unusable = run(['serve'], { CONTACT_LEDGER_DATA: join(file, 'data'), PORT: '0' });
-  assert.is(unusable.status, 1);
+  assert.is(unusable.status, 2, 'a configuration error: a restart cannot fix it');
   assert.match(unusable.stderr, /data folder .*a-file\/data is not usable .* set CONTACT_LEDGER_DATA to a writable folder/);
   const nodb = await cli(['backup', join(dir, 'x.db')], { CONTACT_LEDGER_DATA: tempDir() });
   assert.is(nodb.status, 1);

@@ -33,11 +33,16 @@ C('first start without admin settings prints a generated password once; it works
   assert.is(await b.exit, 0, b.stderr().slice(-2000));
 });
 
-C('the admin e-mail and password can come from _FILE variables; SIGTERM stops cleanly (exit 0)', async () => {
+C('the admin e-mail and password can come from _FILE variables (an empty NAME= beside NAME_FILE does not hide it); SIGTERM stops cleanly (exit 0)', async () => {
   const data = tempDir();
   writeFileSync(join(data, '..', 'admin-email'), 'ops@example.com\n');
   writeFileSync(join(data, '..', 'admin-pw'), 'a long passphrase 42\n');
-  const a = await serve({ CONTACT_LEDGER_DATA: join(data, 'd'), CONTACT_LEDGER_ADMIN_EMAIL_FILE: join(data, '..', 'admin-email'), CONTACT_LEDGER_ADMIN_PASSWORD_FILE: join(data, '..', 'admin-pw') });
+  const a = await serve({
+    CONTACT_LEDGER_DATA: join(data, 'd'),
+    CONTACT_LEDGER_ADMIN_EMAIL_FILE: join(data, '..', 'admin-email'),
+    CONTACT_LEDGER_ADMIN_PASSWORD: '',
+    CONTACT_LEDGER_ADMIN_PASSWORD_FILE: join(data, '..', 'admin-pw'),
+  });
   const r = await request(`http://127.0.0.1:${a.port}`, 'POST', `${ID}/session`, { body: { email: 'ops@example.com', password: 'a long passphrase 42' } });
   assert.is(r.status, 200);
   const ready = await request(`http://127.0.0.1:${a.port}`, 'GET', '/readyz');
@@ -74,6 +79,12 @@ C('bad configuration values stop with exit code 2 and name the setting', () => {
     [{ TLS_CERT: '/x.pem' }, [], /TLS_CERT and TLS_KEY must be set together/],
     [{ BACKUP_CRON: 'every day' }, [], /BACKUP_CRON must be a cron expression/],
     [{ CONTACT_LEDGER_ADMIN_PASSWORD_FILE: '/nonexistent/pw', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test' }, [], /CONTACT_LEDGER_ADMIN_PASSWORD_FILE: cannot read/],
+    [{ CONTACT_LEDGER_ADMIN_PASSWORD_FILE: '/nonexistent/pw', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test' }, [], /CONTACT_LEDGER_ADMIN_PASSWORD and CONTACT_LEDGER_ADMIN_PASSWORD_FILE are both set/],
+    // checked at the first start, when it is used
+    [{ CONTACT_LEDGER_ADMIN_PASSWORD: 'password1', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', PORT: '0' }, [], /CONTACT_LEDGER_ADMIN_PASSWORD is one of the most common passwords/],
+    [{ CONTACT_LEDGER_ADMIN_PASSWORD: 'short', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', PORT: '0' }, [], /CONTACT_LEDGER_ADMIN_PASSWORD must be at least 8 characters/],
+    // a name that does not exist (a restart cannot help; a name server not answering yet is exit 1)
+    [{ HOST: 'no-such-host.invalid', PORT: '0' }, [], /HOST no-such-host\.invalid cannot be resolved/],
   ];
   for (const [env, args, msg] of cases) {
     const r = run(['serve', ...args], { CONTACT_LEDGER_DATA: tempDir(), ...env });
@@ -161,6 +172,10 @@ C('feed <file>: runs the feed itself when no server runs, hands it to the runnin
   // without a terminal, no progress line of zeros beside the result
   assert.not.match(direct.stderr, /people\.jsonl: 0 records/, direct.stderr);
   assert.is(run(['feed', join(data, 'missing.jsonl')], env).status, 2);
+  // a name that was not UTF-8 arrives with U+FFFD in its place: the message says to rename the file
+  const undecodable = run(['feed', join(data, 'caf\uFFFD.jsonl')], env);
+  assert.is(undecodable.status, 2);
+  assert.match(undecodable.stderr, /the file name is not UTF-8.*rename the file/);
   assert.is(run(['feed', file.replace('.jsonl', '.txt')], env).status, 2);
 
   const server = await serve(env);

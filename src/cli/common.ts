@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { pino } from 'pino';
 import type { Config } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
@@ -17,6 +17,17 @@ export function cliCaller(): Caller {
     requestId: `cli-${process.pid}`,
     ip: 'local',
   };
+}
+
+/**
+ * Refuses (usage error, exit 2) a path that is not a readable plain file, saying why. A name
+ * that is not UTF-8 reaches the program with U+FFFD in its place (Node decodes arguments as
+ * UTF-8), and no such file can be opened by that name: the message says to rename it.
+ */
+export function requireFile(file: string): void {
+  if (existsSync(file) && statSync(file).isFile()) return;
+  if (file.includes('\uFFFD')) throw new UsageError(`${file}: the file name is not UTF-8, and this program can only open files by UTF-8 names; rename the file (e.g. with convmv) and try again`);
+  throw new UsageError(existsSync(file) ? `${file} is not a file` : `${file} does not exist`);
 }
 
 /** Commands other than `serve` log JSON to stderr, warnings and worse unless LOG_LEVEL is set. */

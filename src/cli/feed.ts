@@ -1,4 +1,4 @@
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { newId } from '../ids.ts';
@@ -7,7 +7,7 @@ import { DataDirLockedError } from '../storage/lock.ts';
 import { makeDirDurably, syncToDisk } from '../storage/durable-files.ts';
 import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, sidecarOf } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
-import { commandLogger } from './common.ts';
+import { commandLogger, requireFile } from './common.ts';
 import { progress } from './progress.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -35,7 +35,7 @@ export const feedCommand: Command = {
   async run(args, io) {
     const file = args.positionals[0];
     if (!file || args.positionals.length !== 1) throw new UsageError('usage: contact-ledger feed <file>');
-    if (!existsSync(file) || !statSync(file).isFile()) throw new UsageError(`${file} is not a file`);
+    requireFile(file);
     const format = formatOfName(file);
     if (!format) throw new UsageError(`${file}: use a .jsonl, .ndjson, .csv or .json file (optionally .gz)`);
     const config = loadConfig(io.env, args.config);

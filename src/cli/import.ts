@@ -1,9 +1,9 @@
-import { copyFileSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { uploadTmpDir } from '../ledger/index.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
-import { cliCaller, openForCommand } from './common.ts';
+import { cliCaller, openForCommand, requireFile } from './common.ts';
 import { interrupted, progress } from './progress.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -22,7 +22,7 @@ export const importCommand: Command = {
   async run(args, io) {
     if (args.positionals.length !== 3) throw new UsageError('usage: contact-ledger import <orgId> <ledgerId> <file.csv>');
     const [orgId, ledgerId, file] = args.positionals as [string, string, string];
-    if (!existsSync(file) || !statSync(file).isFile()) throw new UsageError(`${file} is not a file`);
+    requireFile(file);
     const config = loadConfig(io.env, args.config);
     const rt = await openForCommand(io, config, `upload the file through the API instead (POST /api/ledger/v1/orgs/${orgId}/ledgers/${ledgerId}/imports), or stop the server`);
     const stop = interrupted();
