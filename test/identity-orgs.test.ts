@@ -72,6 +72,21 @@ O('members: add existing user, add-and-create, duplicate → 409, password for a
   assert.equal(orgs.body.orgs.map((o: any) => [o.id, o.role]).sort(), [[w.orgId, 'editor'], [w.otherOrgId, 'viewer']].sort());
 });
 
+O('two concurrent requests creating the same new user with a password (a member, an org admin): one 201, the other 409 user_exists; the first password stands', async ({ t, w }) => {
+  const [first, second] = await Promise.all([
+    t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'race@b.test', role: 'viewer', password: 'race password one' } }),
+    t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Race', adminEmail: 'race@b.test', adminPassword: 'race password two' } }),
+  ]);
+  assert.equal([first.status, second.status].sort(), [201, 409], `${first.text} ${second.text}`);
+  const lost = first.status === 409 ? first : second;
+  assert.is(lost.body.code, 'user_exists');
+  const won = first.status === 201 ? 'race password one' : 'race password two';
+  const signIn = (password: string) => t.call('POST', `${ID}/session`, { body: { email: 'race@b.test', password } });
+  assert.is((await signIn(won)).status, 200, 'the password of the request that created the user');
+  assert.is((await signIn(won === 'race password one' ? 'race password two' : 'race password one')).status, 401);
+  assert.not.ok(((await t.call('GET', `${ID}/orgs`, { token: w.root })).body.orgs as { name: string }[]).some((o) => o.name === 'Race' && second.status === 409), 'the refused org was not created');
+});
+
 O('roles: the last admin cannot be demoted or removed (409); with two admins one can go', async ({ t, w }) => {
   const org = (await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Solo', adminEmail: 'admin@b.test' } })).body;
   const solo = w.tokens.otherAdmin;

@@ -529,6 +529,21 @@ T('client credentials are throttled per client id too (A2d)', async ({ t, w }) =
   assert.ok(Number(r.headers.get('retry-after')) > 0);
 });
 
+T('service-account sign-ins, good and bad, are audited installation-wide like a user\'s, not in the organization\'s log', async ({ t, w }) => {
+  const { id, secret } = w.serviceAccounts.saEditor;
+  const entries = (action: string) =>
+    t.rt.db.raw.prepare('SELECT org_id AS orgId, actor_type AS actorType, actor_id AS actorId, data FROM audit_log WHERE action = ? AND data LIKE ?').all(action, `%${id}%`) as { orgId: string | null; actorType: string; actorId: string | null; data: string }[];
+  const okBefore = (t.rt.db.raw.prepare("SELECT count(*) FROM audit_log WHERE action = 'session.signed_in' AND actor_id = ?").pluck().get(id) as number);
+  assert.is((await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: 'cls_not_it' } })).status, 401);
+  const failed = entries('session.sign_in_failed');
+  assert.is(failed.length, 1);
+  assert.is(failed[0]!.orgId, null);
+  assert.is((await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: secret } })).status, 200);
+  const ok = t.rt.db.raw.prepare("SELECT org_id AS orgId, actor_type AS actorType FROM audit_log WHERE action = 'session.signed_in' AND actor_id = ?").all(id) as { orgId: string | null; actorType: string }[];
+  assert.is(ok.length, okBefore + 1);
+  assert.equal(ok.at(-1), { orgId: null, actorType: 'service_account' });
+});
+
 T('each failure writes an audit entry without the password (A2e)', async ({ t }) => {
   const rows = t.rt.db.raw.prepare("SELECT data FROM audit_log WHERE action = 'session.sign_in_failed'").pluck().all() as string[];
   assert.ok(rows.length >= 20);

@@ -57,6 +57,20 @@ export function createOrgService(d: OrgDeps) {
     return user;
   };
 
+  const userExists = (email: string) => conflict('user_exists', `A user with e-mail ${email} already exists; add them without a password.`);
+
+  /**
+   * The user prepareUser resolved, inside the transaction: the existing one, or a new one made with
+   * the prepared hash. A user with that e-mail created meanwhile (a concurrent request that also
+   * gave a password) is the same conflict as one that existed before: its password is not replaced
+   * and this one is not silently dropped.
+   */
+  const resolvePreparedUser = (prepared: { existing?: User; passwordHash?: string }, email: string, name: string): User => {
+    if (prepared.existing) return prepared.existing;
+    if (d.users.findUserByEmail(email)) throw userExists(email);
+    return insertNewUser(email, name, prepared.passwordHash!);
+  };
+
   /**
    * Resolves the user an e-mail names, preparing a password hash when a new user must be created.
    * Async work happens here, before the transaction.
@@ -64,7 +78,7 @@ export function createOrgService(d: OrgDeps) {
   const prepareUser = async (email: string, password: string | undefined, field: string) => {
     const existing = d.users.findUserByEmail(email);
     if (existing) {
-      if (password !== undefined) throw conflict('user_exists', `A user with e-mail ${email} already exists; add them without a password.`);
+      if (password !== undefined) throw userExists(email);
       return { existing };
     }
     if (password === undefined) throw invalidField(field, `no user has the e-mail ${email}; give a password to create one`);
@@ -103,7 +117,7 @@ export function createOrgService(d: OrgDeps) {
         d.orgs.insertOrg(org);
         let admin: User | undefined;
         if (adminEmail && prepared) {
-          admin = prepared.existing ?? d.users.findUserByEmail(adminEmail) ?? insertNewUser(adminEmail, input.adminName ?? '', prepared.passwordHash!);
+          admin = resolvePreparedUser(prepared, adminEmail, input.adminName ?? '');
         } else if (by.actor.type === 'user') {
           admin = d.users.findUserById(by.actor.id);
         }
@@ -156,7 +170,7 @@ export function createOrgService(d: OrgDeps) {
       const prepared = await prepareUser(email, input.password, 'password');
       return d.db.tx(() => {
         requireOrg(orgId);
-        const user = prepared.existing ?? d.users.findUserByEmail(email) ?? insertNewUser(email, input.name ?? '', prepared.passwordHash!);
+        const user = resolvePreparedUser(prepared, email, input.name ?? '');
         if (d.orgs.findRole(orgId, user.id)) throw conflict('already_member', `${email} is already a member of ${orgId}.`);
         const role: Role = d.orgs.countMembers(orgId) === 0 ? 'admin' : input.role;
         d.orgs.insertMember({ orgId, userId: user.id, role, addedAt: d.clock.now() });

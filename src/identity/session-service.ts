@@ -169,7 +169,8 @@ export function createSessionService(d: SessionDeps) {
     if (!sa || !match) {
       d.db.tx(() => {
         d.throttle.recordFailure(keys);
-        d.audit.recordAnonymous(meta, { orgId: sa?.orgId ?? null, action: 'session.sign_in_failed', data: { grantType, clientId: clientId.slice(0, 64) } });
+        // installation-wide like every sign-in (docs/decisions.md): not in the organization's log
+        d.audit.recordAnonymous(meta, { orgId: null, action: 'session.sign_in_failed', data: { grantType, clientId: clientId.slice(0, 64) } });
       });
       throw invalidClient('The client id or secret is incorrect.');
     }
@@ -181,6 +182,13 @@ export function createSessionService(d: SessionDeps) {
     const sa = authenticateClient(clientId, clientSecret, meta, 'clientCredentials');
     const started = d.db.tx(() => {
       d.serviceAccounts.touchServiceAccount(sa.id, d.clock.now());
+      d.audit.recordAnonymous(meta, {
+        orgId: null,
+        action: 'session.signed_in',
+        actor: { type: 'service_account', id: sa.id, label: sa.name },
+        target: { type: 'service_account', id: sa.id },
+        data: { grantType: 'clientCredentials' },
+      });
       return startSession({ sa });
     });
     return finish(sa.id, started.sessionId, started.refresh, { sa });
