@@ -231,6 +231,31 @@ T('import-time matching: a contact of a person known to work elsewhere gets a jo
   assert.equal(jobSince.map((c) => c.referenceId), ['ann2']);
 });
 
+T('a wall clock stepped back (an NTP correction) never dates a change before the import or before the contact\'s last change', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'clock steps back');
+  const path = ledgerPath(w.orgId, ledgerId);
+  const clock = t.clock as ManualClock;
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Tim Step', company: 'Before Co', linkedin: 'linkedin.com/in/tim-step', referenceId: 'tim' }]);
+  const imported = await contact(t, w, path, 'tim');
+  const importedAt = Date.parse(imported.createdAt);
+  try {
+    clock.advance(-3_600_000);
+    await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/tim-step', name: 'Tim Step', company: 'After Co', title: 'Lead', observedAt: '2026-01-01T00:00:00Z' }));
+    const moved = await contact(t, w, path, 'tim');
+    assert.is(moved.company, 'After Co');
+    assert.ok(Date.parse(moved.lastJobChangedAt) >= importedAt, `${moved.lastJobChangedAt} is not before the import ${imported.createdAt}`);
+    clock.advance(-3_600_000);
+    await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/tim-step', name: 'Tim Step', company: 'After Co', title: 'Head', observedAt: '2026-01-02T00:00:00Z' }));
+    const retitled = await contact(t, w, path, 'tim');
+    assert.is(retitled.title, 'Head');
+    assert.ok(Date.parse(retitled.lastInfoChangedAt) >= Date.parse(moved.lastInfoChangedAt), 'change times only move forward');
+    const history = (await t.call('GET', `${path}/contacts/${moved.id}/changes`, { token: w.tokens.viewer })).body.changes as { detectedAt: string }[];
+    assert.ok(history.every((c) => Date.parse(c.detectedAt) >= importedAt), JSON.stringify(history));
+  } finally {
+    clock.advance(7_200_000);
+  }
+});
+
 T('hasMultipleJobs (true/false or 1/0, as JSON or text) and jobStartedAt: filled in by a first match, info changes like any other field after', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'more fields');
   const path = ledgerPath(w.orgId, ledgerId);
@@ -925,7 +950,10 @@ T('feed CSV quotes: a stray quote is a literal character; a quote never closed f
   assert.equal(person, { company: 'Acme 5" Displays', title: '"VP"x' });
   const unclosed = await feed(t, w.root, 'name,company\nSam Ok,Acme\nTed Open,"Acme\nUma Lost,Acme\n', 'text/csv');
   assert.is(unclosed.status, 'failed', 'failed, not waiting for a retry (the test clock does not move)');
-  assert.is(unclosed.message, 'a quoted field is never closed: the file ends inside it (line 4); nothing was applied');
+  assert.is(unclosed.message, 'a quoted field opened on line 3 is never closed (the file ends inside it); nothing was applied');
+  // with CRLF, and a quoted CRLF before it (one line break, not two as csv-parse counts)
+  const crlf = await feed(t, w.root, 'name,company\r\n"Vic\r\nTwo",Acme\r\nWes Open,"Acme\r\nXia Lost,Acme\r\n', 'text/csv');
+  assert.is(crlf.message, 'a quoted field opened on line 4 is never closed (the file ends inside it); nothing was applied');
 });
 
 T('feed Content-Encoding: gzip (declared or not) is read; br, deflate or anything else → 415 naming gzip, and no feed job', async ({ t, w }) => {
@@ -1232,6 +1260,22 @@ I('the inbox\'s own folders are real folders: a link planted in their place is r
     rmSync(join(inbox, 'linked.jsonl'));
     rmSync(join(inbox, 'batch-7'), { recursive: true });
   }
+});
+
+I('an inbox file whose name is not UTF-8 is renamed to a readable name, said so in the log, and taken', async ({ t }) => {
+  const inbox = join(t.dataDir, 'inbox');
+  const feeds = t.rt.tracking.feeds;
+  // café.jsonl written in Latin-1, as a Windows share or an old system would
+  const raw = Buffer.concat([Buffer.from(`${inbox}/caf`), Buffer.from([0xe9]), Buffer.from('.jsonl')]);
+  writeFileSync(raw, ndjson({ name: 'Cafe Owner', company: 'Latin One' }));
+  const old = new Date(Date.now() - 10_000);
+  utimesSync(raw, old, old);
+  const from = t.logs.length;
+  assert.is(await feeds.scanInbox(), 0, 'first look: renamed, not taken yet');
+  assert.ok(existsSync(join(inbox, 'caf_.jsonl')), readdirSync(inbox).join());
+  assert.ok(t.logs.slice(from).some((l) => l.includes('not UTF-8 was renamed to caf_.jsonl')), t.logs.slice(from).join('\n'));
+  assert.is(await feeds.scanInbox(), 1, 'then taken like any other file');
+  assert.ok(t.rt.db.raw.prepare("SELECT id FROM feed_jobs WHERE source = 'inbox' AND file_name = 'caf_.jsonl'").pluck().get(), 'a feed job for it');
 });
 
 I('an inbox file is never stranded in processing/: a failed registration puts it back, and so does the next start', async ({ t }) => {

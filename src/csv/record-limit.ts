@@ -25,6 +25,8 @@ export class RecordLimiter extends Transform {
   private prevCR = false;
   /** Line breaks inside quotes in the current record. */
   private breaks = 0;
+  /** The line the current record starts on (a CRLF, inside quotes or not, is one line break). */
+  private recordLine = 1;
   /** The current record's bytes from earlier chunks, not passed on yet. */
   private held: Buffer[] = [];
   private heldSize = 0;
@@ -43,6 +45,14 @@ export class RecordLimiter extends Transform {
     super();
     this.delimiter = delimiter;
     this.limit = limit;
+  }
+
+  /**
+   * Once the input ended inside a quoted field (csv-parse then fails with CSV_QUOTE_NOT_CLOSED):
+   * the line its record starts on. csv-parse's own count (`lines`) counts a CRLF inside quotes twice.
+   */
+  get unclosedQuoteLine(): number | undefined {
+    return this.quoted ? this.recordLine : undefined;
   }
 
   /** For a marker record, why its record was dropped and the line breaks it held; undefined for data. */
@@ -96,7 +106,8 @@ export class RecordLimiter extends Transform {
           this.prevCR = b === 0x0d;
           continue;
         }
-        // the end of a record
+        // the end of a record (the LF of a CRLF ends an empty one: not another line)
+        if (!(b === 0x0a && this.prevCR)) this.recordLine += 1 + this.breaks;
         const tooLong = this.skipping || this.heldSize + (i - recStart) > this.limit;
         if (tooLong || this.badUtf8) {
           if (recStart > emitFrom) out.push(chunk.subarray(emitFrom, recStart));

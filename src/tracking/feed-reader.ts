@@ -207,9 +207,12 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
       yield { line, value };
     }
   } catch (err) {
-    // said in words; the parser knows where the file ended, not where the quote opened (the records
-    // it had read past are dropped with its error, so `nextLine` is no better)
-    if (err instanceof CsvError && err.code === 'CSV_QUOTE_NOT_CLOSED') throw new FeedReadError(`a quoted field is never closed: the file ends inside it (line ${(err as { lines?: number }).lines ?? '?'})`);
+    // said in words, with the line the record starts on as the limiter counted it (the records the
+    // parser had read past are dropped with its error, so `nextLine` is no better)
+    if (err instanceof CsvError && err.code === 'CSV_QUOTE_NOT_CLOSED') {
+      const line = limiter.unclosedQuoteLine ?? (err as { lines?: number }).lines ?? '?';
+      throw new FeedReadError(`a quoted field opened on line ${line} is never closed (the file ends inside it)`);
+    }
     throw err;
   }
 }

@@ -1,5 +1,5 @@
 import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Cursors, Page } from '../cursor.ts';
 import { idempotencyKeyReused, notFound } from '../errors.ts';
@@ -104,9 +104,30 @@ export function createFeedService(d: {
   // Links and folders are never followed or moved (a link could reach any file the server may
   // read); each is named once in the log, so that a file dropped as a link is not left unexplained.
   const warned = new Set<string>();
+  /**
+   * Files whose names are not UTF-8 (copied from a system with another encoding) cannot be named
+   * in a string, so nothing could open them: each is renamed in place to its readable form, with
+   * `_` for what is not UTF-8, and said so in the log; a later look takes it like any other file.
+   */
+  function renameUndecodable(): void {
+    for (const raw of readdirSync(inbox, { encoding: 'buffer' })) {
+      const name = raw.toString('utf8');
+      if (Buffer.from(name, 'utf8').equals(raw) || name.startsWith('.')) continue;
+      const readable = name.replace(/\uFFFD/g, '_');
+      const target = freeName(inbox, readable, newId('feed'));
+      try {
+        renameSync(Buffer.concat([Buffer.from(`${inbox}/`), raw]), target);
+        d.log.warn({ file: basename(target) }, `inbox: a file name that is not UTF-8 was renamed to ${basename(target)}`);
+      } catch (err) {
+        d.log.error({ err, file: readable }, 'inbox: a file name that is not UTF-8 could not be renamed; rename the file');
+      }
+    }
+  }
+
   async function scanInbox(): Promise<number> {
     let names: string[];
     try {
+      renameUndecodable();
       const entries = readdirSync(inbox, { withFileTypes: true }).filter((e) => !e.name.startsWith('.'));
       names = entries.filter((e) => e.isFile()).map((e) => e.name);
       const others = entries.filter((e) => !e.isFile() && !(e.isDirectory() && INBOX_FOLDERS.has(e.name))).map((e) => e.name);

@@ -83,7 +83,9 @@ export function createTracker(d: TrackerDeps) {
   function reconcile(found: TrackedContact, p: Person, counts: TrackingCounts, newMatch?: MatchedBy): void {
     const firstMatch = newMatch !== undefined && !found.isVerified;
     const c = newMatch ? { ...found, isVerified: true } : found;
-    const now = d.clock.now();
+    // never dated before the contact's import or its last change, even when the wall clock stepped
+    // back (SPEC §5: lastJobChangedAt is never before the import; change times only move forward)
+    const now = Math.max(d.clock.now(), c.createdAt, c.lastJobChangedAt ?? 0, c.lastInfoChangedAt ?? 0);
     const changes: Omit<Change, 'seq'>[] = [];
     const next: TrackedFields = {
       company: c.company,
