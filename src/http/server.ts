@@ -105,7 +105,7 @@ export function createHttpServer(
  * whole deadline. Returns closeQuiet(), which destroys them and says how many.
  */
 function trackConnections(server: http.Server, tls: boolean): { closeQuiet: () => number } {
-  /** Connections as the server accepted them (for TLS, the TCP socket under the TLS one). */
+  /** With TLS: TCP connections whose handshake has not completed. */
   const accepted = new Set<Socket>();
   /** Connections that carry HTTP, with the number of requests in flight on each. */
   const carrying = new Map<Socket, number>();
@@ -114,8 +114,8 @@ function trackConnections(server: http.Server, tls: boolean): { closeQuiet: () =
     carrying.delete(socket);
   };
   server.on('connection', (socket: Socket) => {
-    accepted.add(socket);
-    if (!tls) carrying.set(socket, 0);
+    if (tls) accepted.add(socket);
+    else carrying.set(socket, 0);
     socket.once('close', () => forget(socket));
   });
   if (tls) {
@@ -128,7 +128,8 @@ function trackConnections(server: http.Server, tls: boolean): { closeQuiet: () =
       socket.once('close', () => forget(socket));
     });
   }
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+  // before the application's listener: the count is up before anything can answer the request
+  server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const socket = req.socket;
     if (!carrying.has(socket)) return;
     carrying.set(socket, carrying.get(socket)! + 1);
@@ -144,12 +145,9 @@ function trackConnections(server: http.Server, tls: boolean): { closeQuiet: () =
         socket.destroy();
         closed++;
       }
-      // with TLS: accepted TCP sockets whose handshake never completed
-      if (tls) {
-        for (const socket of accepted) {
-          socket.destroy();
-          closed++;
-        }
+      for (const socket of accepted) {
+        socket.destroy();
+        closed++;
       }
       return closed;
     },

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Cursors, Page } from '../cursor.ts';
@@ -109,17 +109,22 @@ export function createFeedService(d: {
    * in a string, so nothing could open them: each is renamed in place to its readable form, with
    * `_` for what is not UTF-8, and said so in the log; a later look takes it like any other file.
    */
+  const unrenamable = new Set<string>();
   function renameUndecodable(): void {
     for (const raw of readdirSync(inbox, { encoding: 'buffer' })) {
       const name = raw.toString('utf8');
       if (Buffer.from(name, 'utf8').equals(raw) || name.startsWith('.')) continue;
-      const readable = name.replace(/\uFFFD/g, '_');
-      const target = freeName(inbox, readable, newId('feed'));
+      const path = Buffer.concat([Buffer.from(`${inbox}/`), raw]);
       try {
-        renameSync(Buffer.concat([Buffer.from(`${inbox}/`), raw]), target);
+        // links and folders are left where they are, as any other (the scan names them once)
+        if (!lstatSync(path).isFile()) continue;
+        const target = freeName(inbox, name.replace(/\uFFFD/g, '_'), newId('feed'));
+        renameSync(path, target);
         d.log.warn({ file: basename(target) }, `inbox: a file name that is not UTF-8 was renamed to ${basename(target)}`);
       } catch (err) {
-        d.log.error({ err, file: readable }, 'inbox: a file name that is not UTF-8 could not be renamed; rename the file');
+        if (unrenamable.has(name)) continue; // said once
+        unrenamable.add(name);
+        d.log.error({ err, file: name }, 'inbox: a file name that is not UTF-8 could not be renamed; rename the file');
       }
     }
   }
