@@ -74,6 +74,11 @@ const RANGE_INDEX = { lastJobChangedAt: 'contacts_by_job_change', lastInfoChange
 /** The same ranges with created_at in the index: a page in creation order sorts index entries only (keys first, listSql). */
 const RANGE_BY_CREATED: Record<string, string> = { contacts_by_job_change: 'contacts_by_job_change_created', contacts_by_info_change: 'contacts_by_info_change_created' };
 const RANGE_PROBE_LIMIT = 5000;
+/**
+ * The largest ledger whose name index a name search reads whole to learn whether few names match
+ * (10 ms at 100,000 contacts); larger ones walk the sort order (docs/decisions.md).
+ */
+const NAME_PROBE_MAX_CONTACTS = 100_000;
 
 export interface ContactRow {
   seq: number;
@@ -308,8 +313,14 @@ export function createContactsRepo(db: Db, reader: Db = db) {
   const fewInRange = (ledgerId: string, key: keyof typeof RANGE_INDEX, from: number, before: number | undefined): boolean =>
     fewRows(`${ledgerId} ${key} ${from} ${before}`, (cap) => probeRange(ledgerId, key, from, before, cap));
 
-  /** Whether few names of the ledger can hold `pattern` (nameKeyPattern): read from the name index alone. */
+  /**
+   * Whether few names of the ledger can hold `pattern` (nameKeyPattern): read from the name index
+   * alone, which for a name that few or none have means the whole of the ledger's index (~0.1 µs an
+   * entry). Above NAME_PROBE_MAX_CONTACTS that read would cost more than the sort-order walk it
+   * may save for a common name, so the answer is no without looking.
+   */
   const fewNamed = (ledgerId: string, pattern: string): boolean =>
+    (prepared('SELECT contact_count FROM ledgers WHERE id = ?').pluck().get(ledgerId) as number | undefined ?? 0) <= NAME_PROBE_MAX_CONTACTS &&
     fewRows(`${ledgerId} name ${pattern}`, (cap) =>
       prepared("SELECT count(*) FROM (SELECT 1 FROM contacts INDEXED BY contacts_by_name WHERE ledger_id = ? AND name_key LIKE ? ESCAPE '\\' LIMIT ?)").pluck().get(ledgerId, pattern, cap) as number,
     );
