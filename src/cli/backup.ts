@@ -4,6 +4,7 @@ import { loadConfig } from '../config.ts';
 import { DB_FILE } from '../storage/storage.ts';
 import { backupTo, openBackupSource } from '../storage/backup.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { NICE, setThreadNice } from '../thread-priority.ts';
 
 /**
  * `contact-ledger backup <file>`: an online, consistent copy of the database, whether or not a
@@ -37,6 +38,8 @@ export const backupCommand: Command = {
       return EXIT_FAILURE;
     }
     const started = Date.now();
+    // beside a running server, the copy and its check take the CPU its requests leave over
+    setThreadNice(NICE.backupCommand);
     try {
       const { bytes } = await backupTo(source, dest, { oneStep: true, verify: true });
       io.out(`backed up ${file} to ${dest} (${(bytes / 1024 ** 2).toFixed(1)} MiB, integrity ok) in ${((Date.now() - started) / 1000).toFixed(1)} s`);

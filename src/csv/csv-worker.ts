@@ -1,8 +1,7 @@
-import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { CsvReadError, readRows, type CsvBatch, type ResumePoint } from './read-rows.ts';
 import { scanCsv } from './scan.ts';
+import { NICE, setThreadNice } from '../thread-priority.ts';
 import type { CsvFormat } from '../ledger/model.ts';
 
 /**
@@ -30,14 +29,8 @@ export type WorkerMessage =
  * answers an upload request and keeps it too. Elsewhere, or if refused, nothing changes.
  */
 function yieldCpuToRequests(): void {
-  try {
-    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, READER_NICE);
-  } catch {
-    // not Linux, or no /proc: the thread keeps the process's priority
-  }
+  setThreadNice(NICE.csvReading);
 }
-const READER_NICE = 10;
 
 const { port: given, ...rest } = workerData as WorkerTask & { port?: MessagePort };
 const task = rest as WorkerTask;
