@@ -8,14 +8,17 @@
 //      binary of node_modules/node, which this script places in pkg's cache as the archive pkg
 //      expects, so pkg finds it and fetches nothing. A preloaded guard fails the build on any
 //      network attempt.
-// Then the executable is checked: `contact-ledger version` from an empty folder, without node on PATH.
+// The licenses of every package bundled go into dist/THIRD-PARTY-NOTICES.txt and into the executable
+// (`contact-ledger licenses`). Then the executable is checked: `contact-ledger version` from an
+// empty folder, without node on PATH.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { build, type Plugin } from 'esbuild';
-import { WORKERS } from '../src/paths.ts';
+import { NOTICES_FILE, WORKERS } from '../src/paths.ts';
+import { packageDirOf, thirdPartyNotices } from './third-party-notices.ts';
 
 const root = join(import.meta.dirname, '..');
 const bundleDir = join(root, 'dist', 'bundle');
@@ -51,13 +54,23 @@ const snapshotPaths: Plugin = {
           root,
           migrations: join(root, 'sql', 'migrations'),
           web: join(root, 'web', 'dist'),
+          notices: join(here, '${NOTICES_FILE}'),
 ${Object.keys(WORKERS).map((name) => `          ${name}: join(here, '${name}.cjs'),`).join('\n')}
         };`,
     }));
   },
 };
 
-async function bundle(): Promise<void> {
+/** The web application's packages (preact): its entry bundled again, in memory, for the list of inputs. */
+async function webPackages(): Promise<string[]> {
+  const entry = join(root, 'web', 'src', 'main.tsx');
+  if (!existsSync(entry)) return [];
+  const result = await build({ absWorkingDir: root, entryPoints: [entry], bundle: true, write: false, metafile: true, jsx: 'automatic', jsxImportSource: 'preact', logLevel: 'silent' });
+  return Object.keys(result.metafile.inputs).map(packageDirOf).filter((d): d is string => d !== undefined);
+}
+
+/** Bundles the server into dist/bundle/ and returns the folders of the packages it holds. */
+async function bundle(): Promise<string[]> {
   rmSync(bundleDir, { recursive: true, force: true });
   const result = await build({
     absWorkingDir: root,
@@ -85,6 +98,21 @@ async function bundle(): Promise<void> {
   // The bundle holds every dependency: this package.json (without "dependencies") keeps pkg from
   // walking the project's package.json and packing node_modules a second time.
   writeFileSync(join(bundleDir, 'package.json'), `${JSON.stringify({ name: 'contact-ledger-bundle', private: true, type: 'commonjs' }, null, 2)}\n`);
+  return Object.keys(result.metafile!.inputs).map(packageDirOf).filter((d): d is string => d !== undefined);
+}
+
+/**
+ * The licenses of what the executable holds: dist/bundle/THIRD-PARTY-NOTICES.txt (packed into the
+ * executable, printed by `contact-ledger licenses`) and a copy beside the executable.
+ */
+function writeNotices(packageDirs: string[], nodeVersion: string): number {
+  const product = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string };
+  // better-sqlite3's addon is copied, not bundled as JavaScript: its package is named here
+  const dirs = [...packageDirs, join('node_modules', 'better-sqlite3')];
+  const text = thirdPartyNotices(root, dirs, { ...product, nodeVersion });
+  writeFileSync(join(bundleDir, NOTICES_FILE), text);
+  copyFileSync(join(bundleDir, NOTICES_FILE), join(root, 'dist', NOTICES_FILE));
+  return new Set(dirs).size;
 }
 
 /**
@@ -148,7 +176,8 @@ step('web application (npm run build:web --if-present)');
 run(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build:web', '--if-present']);
 if (!existsSync(join(root, 'web', 'dist'))) step('no web/dist: the executable will have no web assets');
 step('bundling src/ with esbuild');
-await bundle();
+const bundled = await bundle();
+step(`third-party notices of ${writeNotices([...bundled, ...(await webPackages())], version)} package folders: dist/${NOTICES_FILE}`);
 seedPkgCache(version);
 step(`packing with pkg (SEA, ${version}, linux-x64)`);
 packExecutable(version);

@@ -129,6 +129,12 @@ async function main(): Promise<void> {
 
   const version = command(['version'], join(dir, 'unused'));
   check(version.status === 0 && /^\d+\.\d+\.\d+\n$/.test(version.stdout), `version: ${version.status} ${version.stdout}${version.stderr}`);
+  // the licenses of what the executable holds, from inside it
+  const licenses = command(['licenses'], join(dir, 'unused'));
+  check(licenses.status === 0, `licenses: ${licenses.status} ${licenses.stderr}`);
+  for (const want of [/^koa \d+\.\d+\.\d+ — MIT$/m, /^better-sqlite3 \d+\.\d+\.\d+ — MIT$/m, /^preact \d+\.\d+\.\d+ — MIT$/m, /^bcryptjs /m, /Permission is hereby granted/, /SQLite/]) {
+    check(want.test(licenses.stdout), `licenses: ${want} not in the notices`);
+  }
   check(command(['--help'], join(dir, 'unused')).stdout.includes('Commands:'), '--help lists the commands');
   check(command(['frobnicate'], join(dir, 'unused')).status === 2, 'an unknown command exits 2');
 

@@ -15,9 +15,14 @@ export const WORKERS = {
   bulkThread: 'src/bulk-thread/worker.ts',
 } as const;
 
+/** The licenses of the third-party software in the executable, written by its build (scripts/build.ts). */
+export const NOTICES_FILE = 'THIRD-PARTY-NOTICES.txt';
+
 export const paths = {
   root,
   migrations: join(root, 'sql', 'migrations'),
   web: join(root, 'web', 'dist'),
+  /** In a source checkout: the copy the last `npm run build` wrote. */
+  notices: join(root, 'dist', 'bundle', NOTICES_FILE),
   ...(Object.fromEntries(Object.entries(WORKERS).map(([name, source]) => [name, join(root, source)])) as Record<keyof typeof WORKERS, string>),
 };

@@ -1,4 +1,6 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError } from '../config.ts';
+import { paths } from '../paths.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
 import { commandHelp, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, parseCommandArgs, UsageError, type Command, type Io } from './command.ts';
@@ -23,7 +25,23 @@ const versionCommand: Command = {
   },
 };
 
-export const COMMANDS: Command[] = [serveCommand, initCommand, userCommand, migrateCommand, backupCommand, restoreCommand, importCommand, feedCommand, keysCommand, versionCommand];
+const licensesCommand: Command = {
+  name: 'licenses',
+  summary: 'Print the licenses of the third-party software in the program.',
+  usage: 'licenses',
+  takesConfig: false,
+  async run(_args, io) {
+    if (!existsSync(paths.notices)) {
+      // a source checkout before its first `npm run build`
+      io.err(`contact-ledger licenses: ${paths.notices} is written by \`npm run build\`; in a source checkout each package's license is in node_modules/<package>/`);
+      return EXIT_FAILURE;
+    }
+    io.out(readFileSync(paths.notices, 'utf8').replace(/\n$/, ''));
+    return EXIT_OK;
+  },
+};
+
+export const COMMANDS: Command[] = [serveCommand, initCommand, userCommand, migrateCommand, backupCommand, restoreCommand, importCommand, feedCommand, keysCommand, versionCommand, licensesCommand];
 
 function overview(): string {
   return [
