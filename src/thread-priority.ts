@@ -13,6 +13,8 @@ export const NICE = {
   csvReading: 10,
   /** The command-line backup: a copy and an integrity check of the whole database beside a running server. */
   backupCommand: 10,
+  // Not the bulk thread (imports, feeds): it holds the write lock a chunk at a time, and at nice 10
+  // its chunks held it ten times as long on a busy core (docs/decisions.md, measured).
 } as const;
 
 /**
