@@ -1276,6 +1276,9 @@ I('an inbox file whose name is not UTF-8 is renamed to a readable name, said so 
   assert.ok(t.logs.slice(from).some((l) => l.includes('not UTF-8 was renamed to caf_.jsonl')), t.logs.slice(from).join('\n'));
   assert.is(await feeds.scanInbox(), 1, 'then taken like any other file');
   assert.ok(t.rt.db.raw.prepare("SELECT id FROM feed_jobs WHERE source = 'inbox' AND file_name = 'caf_.jsonl'").pluck().get(), 'a feed job for it');
+  // ingested like any other: it ends in done/ (and leaves processing/ to the next test)
+  await until('the file is done', () => readdirSync(join(inbox, 'done')).some((f) => f.endsWith('caf_.jsonl')));
+  assert.equal(readdirSync(join(inbox, 'processing')), []);
 });
 
 I('an inbox file is never stranded in processing/: a failed registration puts it back, and so does the next start', async ({ t }) => {
