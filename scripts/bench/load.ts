@@ -181,6 +181,18 @@ async function metric(api: Api, name: string): Promise<number> {
 }
 const busyCount = (api: Api) => metric(api, 'contact_ledger_sqlite_busy_total');
 
+/**
+ * Waits (up to 10 minutes) until no job is pending or running, so that a scenario does not pay for
+ * the imports the one before left (each POST of the write mix, each large body is an import job),
+ * and says how long they took: the backlog a scenario leaves is a result of its own.
+ */
+async function quiet(api: Api): Promise<void> {
+  const t0 = performance.now();
+  while ((await metric(api, 'contact_ledger_jobs')) > 0 && performance.now() - t0 < 600_000) await sleep(250);
+  const s = (performance.now() - t0) / 1000;
+  if (s >= 1) console.log(`  (the jobs it left took ${s.toFixed(1)} s more to finish)`);
+}
+
 /** Load plus event-loop watching and the SQLITE_BUSY count over the run. */
 async function measured(server: Server, api: Api, mix: MixEntry[], opts: { connections: number; seconds: number; rate?: number }) {
   const busyBefore = await busyCount(api);
@@ -354,6 +366,7 @@ async function main() {
       sloChecks('L1.2', await writeRun('s2'), { busy: true });
     }
 
+    await quiet(api);
     if (wanted('4')) {
       console.log(`\nL1.4 login storm: 20 wrong-password sign-ins a second during the read mix at ${readRate} req/s:`);
       let n = 0;
@@ -373,6 +386,7 @@ async function main() {
       check('L1.4', 'every sign-in answered 401 or 429', logins.every((s) => s === 401 || s === 429));
     }
 
+    await quiet(api);
     if (wanted('5')) {
       console.log(`\nL1.5 a ${EXPORT_ROWS}-contact CSV download read at 100 KB/s during the write mix at ${writeRate} req/s:`);
       const download = slowDownload(api, `${seeded.exportLedger}/contacts/download`, 100_000);
@@ -385,6 +399,7 @@ async function main() {
       check('L1.5', `a write made while it is open commits (its job: ${probe})`, probe === 'completed');
     }
 
+    await quiet(api);
     if (wanted('6')) {
       console.log(`\nL1.6 an online backup during the write mix at ${writeRate} req/s:`);
       const file = join(work, 'backup.db');
@@ -402,6 +417,7 @@ async function main() {
       check('L1.6', `the backup ended while the load ran (${b.seconds.toFixed(1)} s ≤ ${SECONDS} s)`, b.seconds <= SECONDS);
     }
 
+    await quiet(api);
     if (wanted('L2')) {
       console.log(`\nL2 the largest JSON body (${(MAX_JSON_BYTES / 1024 ** 2).toFixed(0)} MiB, ${MAX_API_CONTACTS} contacts) 5 times a second during the read mix at ${readRate} req/s:`);
       const body = largestBody(MAX_API_CONTACTS);
@@ -418,6 +434,7 @@ async function main() {
       check('L2', 'reads: no non-2xx answers, errors or timeouts', m.result.non2xx === 0 && m.result.errors === 0 && m.result.timeouts === 0);
       check('L2', 'every large body accepted (202)', statuses.every((s) => s === 202));
 
+      await quiet(api);
       console.log(`\nL2 500 idle sockets (half a request head each) during the read mix at ${readRate} req/s:`);
       const idle = idleSockets(server.base, 500);
       const fdsWith = fdCount(server.pid);
@@ -433,6 +450,7 @@ async function main() {
       check('L2', 'the server closed every idle socket', closed === 500);
     }
 
+    await quiet(api);
     if (wanted('7')) {
       const soakRate = Math.round(writeRate / 0.8 / 2);
       console.log(`\nL1.7 soak: the write mix at ${soakRate} req/s (50% of its knee) for ${SOAK_SECONDS} s:`);
