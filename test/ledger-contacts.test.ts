@@ -368,6 +368,44 @@ A('the rejected-rows CSV of an API batch gives back each rejected value as submi
   assert.match(byRow.get(2)![header.indexOf('reason')]!, /unknown field "foo"/);
 });
 
+A('mass assignment (RELIABILITY.md Z3e): a contact naming a field the server sets (id, org, ledger, creator, times, matching) is rejected with the field named, nothing of it stored', async ({ t, w, ledgerId }) => {
+  const owned: Record<string, unknown> = {
+    id: 'c_forged0000000000000000000000',
+    org_id: w.otherOrgId,
+    orgId: w.otherOrgId,
+    ledgerId: 'l_forged0000000000000000000000',
+    created_by: 'u_forged',
+    createdBy: 'u_forged',
+    createdAt: '2001-01-01T00:00:00Z',
+    updatedAt: '2001-01-01T00:00:00Z',
+    importId: 'imp_forged',
+    importCompany: 'Forged Co',
+    importTitle: 'Forged',
+    isVerified: true,
+    personId: 'p_forged',
+    lastJobChangedAt: '2001-01-01T00:00:00Z',
+    lastInfoChangedAt: '2001-01-01T00:00:00Z',
+    titleLevel: 'C-Level',
+    seq: 1,
+  };
+  const fields = Object.keys(owned);
+  const sent = fields.map((f, i) => ({ name: `Mass ${i}`, company: 'Assign', referenceId: `mass-${i}`, [f]: owned[f] }));
+  const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, sent);
+  assert.equal([job.imported, job.invalid], [0, fields.length]);
+  const r = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer });
+  const rows = parse(r.text) as string[][];
+  const reason = rows[0]!.indexOf('reason');
+  assert.equal(rows.slice(1).map((row) => row[reason]), fields.map((f) => `unknown field "${f}"`));
+  const stored = t.rt.db.raw.prepare("SELECT count(*) FROM contacts WHERE reference_id LIKE 'mass-%' OR id = ?").pluck().get(owned.id);
+  assert.is(stored, 0);
+  // one contact on its own is refused at once (422 naming the field; no job)
+  const jobsBefore = t.rt.db.raw.prepare('SELECT count(*) FROM import_jobs WHERE ledger_id = ?').pluck().get(ledgerId);
+  const single = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts`, { token: w.tokens.editor, body: { name: 'Solo', company: 'Assign', isVerified: true } });
+  expectStatus(single, 422);
+  assert.match(single.body.detail, /unknown field "isVerified"/);
+  assert.is(t.rt.db.raw.prepare('SELECT count(*) FROM import_jobs WHERE ledger_id = ?').pluck().get(ledgerId), jobsBefore);
+});
+
 A('a referenceId integer beyond 2^53−1 is rejected saying so, and comes back in the errors CSV with every digit', async ({ t, w, ledgerId }) => {
   const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
   // JSON.parse would read 9007199254740993 as 9007199254740992: written by hand, not by JSON.stringify
