@@ -1,7 +1,8 @@
 // Access-token verification (RELIABILITY.md A4) and signing-key handling (A8).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import fs, { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { generateKeyPair, SignJWT } from 'jose';
 import type { ManualClock } from '../src/clock.ts';
@@ -123,9 +124,56 @@ A('nbf in the future, wrong iss, wrong aud, typ JWT → 401', async (ctx) => {
   await expect401(ctx, await forge(ctx, { header: { typ: 'JWT' } }), 'typ');
 });
 
+/**
+ * Watches this process's file-system calls and SQL executions (the app runs in this process) for
+ * arguments holding any of `markers`; stop() restores everything and returns what it saw.
+ */
+function spyLookups(db: TestApp['rt']['db']['raw'], markers: string[]): { stop(): string[] } {
+  const seen: string[] = [];
+  const holds = (args: unknown[]) => args.some((a) => markers.some((m) => (typeof a === 'string' || Buffer.isBuffer(a) ? String(a).includes(m) : false)));
+  const patched: [object, string, unknown][] = [];
+  const wrap = (target: Record<string, unknown>, name: string, what: (self: unknown, args: unknown[]) => string | undefined) => {
+    const original = target[name] as (...a: unknown[]) => unknown;
+    patched.push([target, name, original]);
+    target[name] = function (this: unknown, ...args: unknown[]) {
+      const found = what(this, args);
+      if (found) seen.push(found);
+      return original.apply(this, args);
+    };
+  };
+  for (const name of ['readFileSync', 'openSync', 'statSync', 'lstatSync', 'existsSync', 'accessSync', 'readdirSync', 'createReadStream', 'readFile', 'open', 'stat']) {
+    wrap(fs as unknown as Record<string, unknown>, name, (_self, args) => (holds(args) ? `fs.${name}(${String(args[0])})` : undefined));
+  }
+  for (const name of ['readFile', 'open', 'stat']) {
+    wrap(fs.promises as unknown as Record<string, unknown>, name, (_self, args) => (holds(args) ? `fs.promises.${name}(${String(args[0])})` : undefined));
+  }
+  syncBuiltinESMExports();
+  const statement = Object.getPrototypeOf(db.prepare('SELECT 1')) as Record<string, unknown>;
+  for (const name of ['get', 'all', 'run', 'iterate']) {
+    wrap(statement, name, (self, args) => (holds([...args, (self as { source: string }).source]) ? `SQL ${(self as { source: string }).source} with ${JSON.stringify(args)}` : undefined));
+  }
+  return {
+    stop() {
+      for (const [target, name, original] of patched.reverse()) (target as Record<string, unknown>)[name] = original;
+      syncBuiltinESMExports();
+      return seen;
+    },
+  };
+}
+
 A('hostile kid values and key-reference headers → 401 without any lookup', async (ctx) => {
-  await expect401(ctx, await forge(ctx, { header: { kid: '../../etc/passwd' } }), 'kid traversal');
-  await expect401(ctx, await forge(ctx, { header: { kid: "' OR 1=1--" } }), 'kid sql');
+  const markers = ['etc/passwd', 'OR 1=1'];
+  const spy = spyLookups(ctx.t.rt.db.raw, markers);
+  try {
+    // the spy sees what it must: a file read and a query carrying a marker
+    existsSync('/nonexistent/etc/passwd');
+    ctx.t.rt.db.raw.prepare('SELECT ?').get("x' OR 1=1");
+    await expect401(ctx, await forge(ctx, { header: { kid: '../../etc/passwd' } }), 'kid traversal');
+    await expect401(ctx, await forge(ctx, { header: { kid: "' OR 1=1--" } }), 'kid sql');
+  } finally {
+    const seen = spy.stop();
+    assert.equal(seen.length, 2, `only the spy's own two probes: ${seen.join('; ')}`);
+  }
   await expect401(ctx, await forge(ctx, { header: { jku: 'http://attacker.test/jwks' } }), 'jku');
   await expect401(ctx, await forge(ctx, { header: { x5u: 'http://attacker.test/cert' } }), 'x5u');
   await expect401(ctx, await forge(ctx, { header: { jwk: { kty: 'oct', k: 'AAAA' } } }), 'jwk');
