@@ -259,9 +259,11 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
   // (the server stopped mid-import: the job was handed back with its progress)
   assert.ok((old.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId) as number) >= after.imported);
   old.close();
+  // (The import job of this copy finds its upload in this folder and resumes. If the import had
+  // ended before the server stopped, it deleted its upload then: put back, as with uploads/ above.)
+  if (!runningAtStop) copyFileSync(savedUpload, join(data, 'uploads', `${importId}.csv`));
   const s3 = await start(env);
   const call3 = await client(s3);
-  // (The import job of this copy finds its upload in this folder and resumes.)
   const again = await jobEnd(call3, `${base}/imports/${importId}`);
   assert.is(again.status, 'completed', again.message ?? '');
   assert.is((await call3('GET', `${base}/contacts?view=count`)).body.count, ROWS);
