@@ -107,12 +107,10 @@ async function bundle(): Promise<string[]> {
  */
 function writeNotices(packageDirs: string[], nodeVersion: string): number {
   const product = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string };
-  // better-sqlite3's addon is copied, not bundled as JavaScript: its package is named here
-  const dirs = [...packageDirs, join('node_modules', 'better-sqlite3')];
-  const text = thirdPartyNotices(root, dirs, { ...product, nodeVersion });
+  const text = thirdPartyNotices(root, packageDirs, { ...product, nodeVersion });
   writeFileSync(join(bundleDir, NOTICES_FILE), text);
   copyFileSync(join(bundleDir, NOTICES_FILE), join(root, 'dist', NOTICES_FILE));
-  return new Set(dirs).size;
+  return new Set(packageDirs).size;
 }
 
 /**

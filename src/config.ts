@@ -228,21 +228,21 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     let raw: string | undefined;
     let source = setting.env;
     const fileVar = `${setting.env}_FILE`;
+    const file = setting.secret ? env[fileVar] : undefined;
     if (flags[setting.flag] !== undefined) {
       raw = flags[setting.flag];
       source = `--${setting.flag}`;
-    } else if (setting.secret && env[fileVar] && env[setting.env]) {
-      throw new ConfigError(`${setting.env} and ${fileVar} are both set; set one of them`);
-    } else if (env[setting.env] !== undefined && !(setting.secret && env[fileVar])) {
-      // (an empty NAME= beside NAME_FILE, as compose files and unit templates leave it, does not hide the file)
-      raw = env[setting.env];
-    } else if (setting.secret && env[fileVar]) {
+    } else if (file) {
+      // an empty NAME= beside NAME_FILE (as compose files and unit templates leave it) does not hide the file
+      if (env[setting.env]) throw new ConfigError(`${setting.env} and ${fileVar} are both set; set one of them`);
       source = fileVar;
       try {
-        raw = readFileSync(env[fileVar]!, 'utf8').replace(/\r?\n$/, '');
+        raw = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
       } catch (err) {
-        throw new ConfigError(`${fileVar}: cannot read ${env[fileVar]}: ${(err as Error).message}`);
+        throw new ConfigError(`${fileVar}: cannot read ${file}: ${(err as Error).message}`);
       }
+    } else if (env[setting.env] !== undefined) {
+      raw = env[setting.env];
     }
     if (raw === undefined) continue;
     cfg[setting.key] = setting.parse(raw, source);

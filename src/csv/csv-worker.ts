@@ -22,16 +22,6 @@ export type WorkerMessage =
   | { type: 'read-error'; message: string; line: number }
   | { type: 'error'; message: string };
 
-/**
- * Reading an import's rows is background work: on Linux, where a thread has a nice value of its
- * own, this thread yields the CPU to the main thread's requests when the cores are busy (the import
- * thread, which holds the write lock that requests may wait for, keeps the normal priority). A scan
- * answers an upload request and keeps it too. Elsewhere, or if refused, nothing changes.
- */
-function yieldCpuToRequests(): void {
-  setThreadNice(NICE.csvReading);
-}
-
 const { port: given, ...rest } = workerData as WorkerTask & { port?: MessagePort };
 const task = rest as WorkerTask;
 const port = given ?? parentPort!;
@@ -44,7 +34,10 @@ async function main() {
     post({ type: 'scan', result: await scanCsv(task.path) });
     return;
   }
-  yieldCpuToRequests();
+  // Reading an import's rows is background work: this thread yields the CPU to the main thread's
+  // requests when the cores are busy (the bulk thread, which holds the write lock that requests may
+  // wait for, keeps the normal priority). A scan answers an upload request and keeps it too.
+  setThreadNice(NICE.csvReading);
   // Credit-based flow control: at most `window` batches ahead of the consumer.
   let credits = task.window;
   let wake: (() => void) | undefined;

@@ -21,8 +21,10 @@ export interface Metrics extends MetricsRegistry {
   registry: Registry;
   /** Counts a write that did not get the database's lock in time (a 503 answer, a job or task to retry). */
   countBusy(where: 'request' | 'job' | 'task'): void;
-  /** Counts and times one HTTP request; `route` is the declared route, never the raw path. */
-  /** `status` is what the client got; `none` when the connection closed before any answer. */
+  /**
+   * Counts and times one HTTP request; `route` is the declared route, never the raw path, and
+   * `status` what the client got (`none` when the connection closed before any answer).
+   */
   observeRequest(method: string, route: string, status: number | 'none', seconds: number): void;
   /** The exposition text of this runtime's and the process's metrics. */
   render(): Promise<{ contentType: string; body: string }>;

@@ -104,12 +104,13 @@ export function createFeedService(d: {
   // Links and folders are never followed or moved (a link could reach any file the server may
   // read); each is named once in the log, so that a file dropped as a link is not left unexplained.
   const warned = new Set<string>();
+  // names that are not UTF-8 and could not be renamed, said once each
+  const unrenamable = new Set<string>();
   /**
    * Files whose names are not UTF-8 (copied from a system with another encoding) cannot be named
    * in a string, so nothing could open them: each is renamed in place to its readable form, with
    * `_` for what is not UTF-8, and said so in the log; a later look takes it like any other file.
    */
-  const unrenamable = new Set<string>();
   function renameUndecodable(): void {
     for (const raw of readdirSync(inbox, { encoding: 'buffer' })) {
       const name = raw.toString('utf8');
@@ -122,7 +123,7 @@ export function createFeedService(d: {
         renameSync(path, target);
         d.log.warn({ file: basename(target) }, `inbox: a file name that is not UTF-8 was renamed to ${basename(target)}`);
       } catch (err) {
-        if (unrenamable.has(name)) continue; // said once
+        if (unrenamable.has(name)) continue;
         unrenamable.add(name);
         d.log.error({ err, file: name }, 'inbox: a file name that is not UTF-8 could not be renamed; rename the file');
       }
