@@ -270,6 +270,9 @@ I('valid JSON of the wrong shape (a string, number, null, true) → 422 saying w
     ['POST', `${ID}/orgs`, '{"name":"Acme","name":"Evil"}', 'name'],
     ['POST', `${LEDGER}/orgs/${w.orgId}/webhooks`, '{"url":"http://127.0.0.1:9/x","events":["job.changed"],"ledgerIds":[{"a":1,"a":2}]}', 'ledgerIds.0.a'],
     ['POST', `${ID}/session`, '{"email":"viewer@a.test","password":"x","password":"y"}', 'password'],
+    // runs of spaces (indentation, padding) around and between the brackets and commas that give the path
+    ['POST', `${ID}/orgs`, `{  "name"  :  "Acme"${' '.repeat(5000)},   "name" :"Evil"}   `, 'name'],
+    ['POST', `${LEDGER}/orgs/${w.orgId}/webhooks`, `{ "url" : "http://127.0.0.1:9/x" , "events" : [ "job.changed" ] , "ledgerIds" : [  {  "a" : 1  }  ,  [  ] ,  {"b":1,    "b"  :2}  ] }`, 'ledgerIds.2.b'],
   ] as const) {
     const r = await t.call(method, path, json(raw));
     assert.is(r.status, 422, `${raw}: ${r.text}`);
