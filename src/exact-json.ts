@@ -56,7 +56,7 @@ export function someJsonValue(root: unknown, visit: (v: unknown, depth: number) 
 }
 
 /** True when `v` holds a number written as an integer that a double cannot hold exactly. */
-const hasUnsafeInteger = (v: unknown): boolean => someJsonValue(v, (x) => typeof x === 'number' && Number.isInteger(x) && !Number.isSafeInteger(x));
+export const hasUnsafeInteger = (v: unknown): boolean => someJsonValue(v, (x) => typeof x === 'number' && Number.isInteger(x) && !Number.isSafeInteger(x));
 
 /** JSON.parse, except that integers beyond ±(2^53−1) keep their digits (see the module comment). Throws SyntaxError like JSON.parse. */
 export function parseJsonExact(text: string): unknown {

@@ -13,6 +13,7 @@ export const WORKERS = {
   csvWorker: 'src/csv/csv-worker.ts',
   checkpointWorker: 'src/storage/checkpoint-worker.ts',
   bulkThread: 'src/bulk-thread/worker.ts',
+  jsonParserWorker: 'src/http/json-parser-worker.ts',
 } as const;
 
 /** The licenses of the third-party software in the executable, written by its build (scripts/build.ts). */

@@ -18,6 +18,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { schemaVersion } from './storage/migrate.ts';
 import { createWebhooksModule, type WebhooksModule } from './webhooks/index.ts';
 import { createBulkThread, type BulkThread } from './bulk-thread/client.ts';
+import { createJsonParserThread, type JsonParserThread } from './http/json-parser-thread.ts';
 import { createCursors } from './cursor.ts';
 import { createSettingsRepo } from './storage/settings-repo.ts';
 import { createMetrics, registerDatabaseMetrics, type Metrics } from './ops/metrics.ts';
@@ -41,6 +42,8 @@ export interface Runtime {
   webhooks: WebhooksModule;
   /** Where import and feed jobs run (src/bulk-thread). */
   bulkThread: BulkThread;
+  /** Where large JSON request bodies are parsed (src/http/json-parser-thread.ts). */
+  jsonParser: JsonParserThread;
   queue: Queue;
   scheduler: Scheduler;
   readiness: ReadinessChecks;
@@ -121,6 +124,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     tracking.feeds.recoverInbox();
     tracking.dailySets.removeOrphans();
     const state = { shuttingDown: false };
+    const jsonParser = createJsonParserThread();
     const rt: Runtime = {
       config,
       clock,
@@ -131,6 +135,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       tracking,
       webhooks,
       bulkThread: bulk,
+      jsonParser,
       queue,
       scheduler,
       metrics,
@@ -148,6 +153,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
         await scheduler.stop();
         await bulk.close();
         await identity.hasher.close();
+        await jsonParser.close();
         reader!.raw.close(); // first, so that the writer's closing checkpoint can truncate the WAL
         await checkpointer.close();
         storage.close();

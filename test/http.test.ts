@@ -6,6 +6,7 @@ import { Router } from '@koa/router';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { isoZ, parseTimestamp } from '../src/clock.ts';
 import { invalidUtf8At } from '../src/utf8.ts';
+import { OFF_THREAD_BYTES } from '../src/http/json-parser-thread.ts';
 import { prng } from '../scripts/prng.ts';
 import { createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
 
@@ -388,6 +389,51 @@ I('security headers on API responses; no CORS unless configured', async ({ t, w 
 });
 
 I.run();
+
+const L = suite<{ t: TestApp; w: World; ledgerId: string }>('large JSON bodies are parsed on their own thread (L2)');
+L.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+  ctx.ledgerId = await createLedger(ctx.t, ctx.w.root, ctx.w.orgId, 'Large bodies');
+});
+L.after(async (ctx) => ctx.t.close());
+
+L('a body of OFF_THREAD_BYTES or more gets, from the thread, the answer the same body gets in place: values, 400s, 422s, exact integers', async ({ t, w, ledgerId }) => {
+  const contacts = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
+  const cases: [string, string, string | Buffer][] = [
+    ['POST', `${ID}/orgs`, '{"name":"Parsed \\u00e9 \u00e9lan"}'],
+    ['POST', `${ID}/orgs`, '{"name":"Acme","name":"Evil"}'],
+    ['POST', `${ID}/orgs`, '{"name":"x","__proto__":{"role":"owner"}}'],
+    ['POST', `${ID}/orgs`, '{"name":"half \\ud800 a pair"}'],
+    ['POST', `${ID}/orgs`, '{"name":\n"x",}'],
+    ['POST', `${ID}/orgs`, `{"name":${'['.repeat(70)}${']'.repeat(70)}}`],
+    ['POST', `${ID}/orgs`, Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')])],
+    ['POST', contacts, '{"name":"One","company":"X","referenceId":18446744073709551617}'],
+    ['POST', contacts, '{"name":"One","company":"X","referenceId":"R-1"}'],
+    ['POST', contacts, '{"contacts":[{"name":"Two","company":"Y"},{"name":"Three","company":"Z","email":"x"}]}'],
+  ];
+  const answer = async (method: string, path: string, raw: string | Buffer) => {
+    const r = await t.call(method, path, { token: w.root, raw, headers: { 'content-type': 'application/json' } });
+    const { requestId: _, id: __, ...rest } = (r.body ?? {}) as Record<string, unknown>;
+    // the size of the body, named in the UTF-8 problem, is the one thing padding changes
+    return { status: r.status, body: JSON.parse(JSON.stringify(rest).replace(/ of \d+\)/g, ' of N)')), location: (r.headers.get('location') ?? '').replace(/[^/]+$/, '…') };
+  };
+  // the same text, padded with whitespace (legal around any JSON value) to the size that goes to the thread
+  const padded = (raw: string | Buffer) => Buffer.concat([Buffer.from(raw), Buffer.from(' \n\t'.repeat(OFF_THREAD_BYTES / 3 + 1))]);
+  const before = t.rt.jsonParser.parsed();
+  for (const [method, path, raw] of cases) {
+    const small = await answer(method, path, raw);
+    const large = await answer(method, path, padded(raw));
+    assert.ok(small.status !== 500, `${raw}: ${JSON.stringify(small)}`);
+    assert.equal(large, small, String(raw));
+  }
+  assert.is(t.rt.jsonParser.parsed() - before, cases.length, 'every padded body went to the thread, no small one');
+  // what was created from a padded body is what the text said
+  const orgs = (await t.call('GET', `${ID}/orgs`, { token: w.root })).body.orgs.map((o: { name: string }) => o.name);
+  assert.is(orgs.filter((n: string) => n === 'Parsed é élan').length, 2, JSON.stringify(orgs));
+});
+
+L.run();
 
 const C = suite<{ t: TestApp }>('CORS for configured origins');
 C.before(async (ctx) => {

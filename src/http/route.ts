@@ -6,6 +6,7 @@ import { exactIntegerText, parseJsonExact } from '../exact-json.ts';
 import type { Access } from '../identity/access.ts';
 import type { Actor, Caller, Permission, RequestMeta, Role } from '../identity/model.ts';
 import { decodeFormComponent, decodeUtf8, hasBody, parseFormBody, parseJsonBody, readBody } from './request-body.ts';
+import { OFF_THREAD_BYTES, type JsonParserThread } from './json-parser-thread.ts';
 // also configures zod's default messages for every schema (src/http/schema-messages.ts)
 import { kindOf } from './schema-messages.ts';
 
@@ -92,6 +93,8 @@ export interface RouterDeps {
   reloadActor(actor: Actor): Actor;
   access: Access;
   maxJsonBytes: number;
+  /** Where bodies of OFF_THREAD_BYTES and more are parsed (without one, every body is parsed in place). */
+  jsonParser?: JsonParserThread;
 }
 
 /**
@@ -201,7 +204,7 @@ const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * Reads a JSON or form body into `ctx.request.body` (src/http/request-body.ts: strict UTF-8, the
  * size limit, Content-Encoding). No body leaves it undefined; the schema then sees `{}`.
  */
-function bodyParser(spec: RouteSpec, maxJsonBytes: number): Koa.Middleware {
+function bodyParser(spec: RouteSpec, maxJsonBytes: number, jsonParser: JsonParserThread | undefined): Koa.Middleware {
   const types = spec.bodyTypes ?? ['json'];
   const accepted = types.map((t) => MEDIA_TYPES[t]).join(' or ');
   const tooLargeMessage = spec.tooLargeMessage ?? `The request body is larger than ${maxJsonBytes} bytes.`;
@@ -213,8 +216,15 @@ function bodyParser(spec: RouteSpec, maxJsonBytes: number): Koa.Middleware {
     const charset = ctx.request.charset;
     if (charset && !/^utf-?8$/i.test(charset)) throw unsupportedMediaType(`Send the body in UTF-8; charset=${charset} is not supported.`);
     const form = type === MEDIA_TYPES.form;
-    const text = decodeUtf8(await readBody(ctx, form ? FORM_LIMIT : maxJsonBytes, form ? `The form body is larger than ${FORM_LIMIT} bytes.` : tooLargeMessage));
-    (ctx.request as { body?: unknown }).body = form ? parseFormBody(text) : parseJsonBody(text, spec.exactIntegers ? exactBody : JSON.parse);
+    const bytes = await readBody(ctx, form ? FORM_LIMIT : maxJsonBytes, form ? `The form body is larger than ${FORM_LIMIT} bytes.` : tooLargeMessage);
+    const parse = (text: string) => parseJsonBody(text, spec.exactIntegers ? exactBody : JSON.parse);
+    let body: unknown;
+    if (form) body = parseFormBody(decodeUtf8(bytes));
+    else if (jsonParser && bytes.length >= OFF_THREAD_BYTES) {
+      const parsed = await jsonParser.parse(bytes, spec.exactIntegers ?? false);
+      body = 'value' in parsed ? parsed.value : parse(parsed.text);
+    } else body = parse(decodeUtf8(bytes));
+    (ctx.request as { body?: unknown }).body = body;
     await next();
   };
 }
@@ -282,7 +292,7 @@ export class ApiRouter {
       if (s.access !== 'public') ctx.state.caller = await this.authorize(ctx, s.access);
       await next();
     });
-    if (s.body) chain.push(bodyParser(s, this.deps.maxJsonBytes));
+    if (s.body) chain.push(bodyParser(s, this.deps.maxJsonBytes, this.deps.jsonParser));
     else if (!s.rawBody) chain.push(refuseBody());
     chain.push(async (ctx) => {
       const input = {
