@@ -11,6 +11,8 @@ export const NICE = {
   passwordHashing: 19,
   /** Reading and validating an import's rows (the CSV worker). */
   csvReading: 10,
+  /** Parsing large JSON request bodies: a client sending 4 MiB batches must not slow every other request. */
+  largeBodyParsing: 10,
   /** The command-line backup: a copy and an integrity check of the whole database beside a running server. */
   backupCommand: 10,
   // Not the bulk thread (imports, feeds): it holds the write lock a chunk at a time, and at nice 10

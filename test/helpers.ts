@@ -1,5 +1,5 @@
 // Test harness: a real app on an ephemeral port over a real SQLite file in a fresh temp folder.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -352,3 +352,12 @@ export async function listAll(t: TestApp, token: string, path: string, query = '
   } while (cursor);
   return out;
 }
+
+/** The nice value of a thread of this process (Linux: field 19 of /proc/self/task/<tid>/stat). */
+export function threadNice(tid: string | number): number {
+  const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+}
+
+/** The nice values of this process's threads. */
+export const threadNices = (): number[] => readdirSync('/proc/self/task').map(threadNice);

@@ -7,8 +7,9 @@ import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { isoZ, parseTimestamp } from '../src/clock.ts';
 import { invalidUtf8At } from '../src/utf8.ts';
 import { OFF_THREAD_BYTES } from '../src/http/json-parser-thread.ts';
+import { NICE } from '../src/thread-priority.ts';
 import { prng } from '../scripts/prng.ts';
-import { createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, startApp, type TestApp, type World } from './helpers.ts';
+import { createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, startApp, threadNice, threadNices, type TestApp, type World } from './helpers.ts';
 
 const H = suite<{ t: TestApp; w: World }>('problem+json everywhere (I7)');
 H.before(async (ctx) => {
@@ -428,6 +429,9 @@ L('a body of OFF_THREAD_BYTES or more gets, from the thread, the answer the same
     assert.equal(large, small, String(raw));
   }
   assert.is(t.rt.jsonParser.parsed() - before, cases.length, 'every padded body went to the thread, no small one');
+  // the thread runs below the event loop's priority
+  assert.ok(threadNices().includes(NICE.largeBodyParsing), JSON.stringify(threadNices()));
+  assert.is(threadNice(process.pid), 0, 'the event loop keeps the normal priority');
   // what was created from a padded body is what the text said
   const orgs = (await t.call('GET', `${ID}/orgs`, { token: w.root })).body.orgs.map((o: { name: string }) => o.name);
   assert.is(orgs.filter((n: string) => n === 'Parsed é élan').length, 2, JSON.stringify(orgs));

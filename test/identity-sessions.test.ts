@@ -3,11 +3,10 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { readdirSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import bcrypt from 'bcryptjs';
 import type { ManualClock } from '../src/clock.ts';
-import { expectStatus, ID, PASSWORD, ROOT_EMAIL, ROOT_PASSWORD, seedWorld, signIn, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
+import { expectStatus, ID, PASSWORD, ROOT_EMAIL, ROOT_PASSWORD, seedWorld, signIn, signInRoot, startApp, tempDir, threadNice, threadNices, until, type TestApp, type World } from './helpers.ts';
 
 const S = suite<{ t: TestApp; w: World }>('sessions');
 S.before(async (ctx) => {
@@ -96,14 +95,9 @@ S('unknown accounts cost the same bcrypt work as real ones: one compare at the c
 
 S('bcrypt runs on a thread of the lowest priority: requests keep the CPU in a login storm (RELIABILITY L1 scenario 4)', async ({ t }) => {
   await t.call('POST', `${ID}/session`, { body: { email: 'nobody-at-all@a.test', password: 'whatever123' } }); // the hasher's thread is up
-  // the nice value of each thread of this process (Linux: field 19 of /proc/<pid>/task/<tid>/stat)
-  const nice = (tid: string) => {
-    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-  };
-  const threads = readdirSync('/proc/self/task').map((tid) => ({ tid, nice: nice(tid) }));
-  assert.equal(threads.filter((x) => x.nice === 19).length, 1, `one thread at nice 19: ${JSON.stringify(threads)}`);
-  assert.is(nice(String(process.pid)), 0, 'the event loop keeps the normal priority');
+  const threads = threadNices();
+  assert.equal(threads.filter((n) => n === 19).length, 1, `one thread at nice 19: ${JSON.stringify(threads)}`);
+  assert.is(threadNice(process.pid), 0, 'the event loop keeps the normal priority');
 });
 
 S('refresh: rotation returns a new pair; re-use of the old token revokes the whole family (A6a)', async ({ t }) => {
