@@ -4,10 +4,10 @@ import { paths } from '../paths.ts';
 
 /**
  * Large JSON request bodies are parsed on a thread of their own (src/http/json-parser-worker.ts).
- * The largest body the API takes (MAX_JSON_BYTES, 4 MiB) held the event loop for ~20 ms on its
+ * The largest body the API takes (MAX_JSON_BYTES, 4 MiB) held the event loop for ~14 ms on its
  * UTF-8 check, parse and checks, while every other request waited (RELIABILITY.md L2, "body
- * parsing cost"); on the thread it costs the main thread the copy of the parsed value (~1 ms for
- * 1,000 contacts). Bodies under OFF_THREAD_BYTES are parsed in place: the round trip would cost
+ * parsing cost"); on the thread it costs the main thread handing the bytes over and the copy of the
+ * parsed value back (~3 ms). Bodies under OFF_THREAD_BYTES are parsed in place: the round trip would cost
  * more than the parse.
  */
 export const OFF_THREAD_BYTES = 128 * 1024;
