@@ -44,6 +44,23 @@ function runAsync(args: string[], env: Record<string, string> = {}): Promise<{ s
   });
 }
 
+/**
+ * Runs `sql` on the database `live` in WAL mode (as the server opens it) with checkpoints off, and
+ * copies the file and its -wal to a new folder before closing it — what a server killed before a
+ * checkpoint leaves: committed writes only in the -wal. Returns the copy's path (its -wal beside it).
+ */
+function copyWithWritesInWal(live: string, sql: string): string {
+  const db = new Database(live);
+  db.pragma('journal_mode = WAL');
+  db.pragma('wal_autocheckpoint = 0');
+  db.exec(sql);
+  const copy = join(tempDir(), 'copy.db');
+  copyFileSync(live, copy);
+  copyFileSync(`${live}-wal`, `${copy}-wal`);
+  db.close();
+  return copy;
+}
+
 const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
 function csv(rows: number): string {
@@ -278,12 +295,7 @@ C('a restore killed between moving the old database and its -wal aside: the -wal
   assert.is((await cli(['backup', backup], env)).status, 0);
   // the old database with writes still in its -wal (a server killed before a checkpoint)
   const live = join(data, 'contact-ledger.db');
-  const old = new Database(live);
-  old.pragma('wal_autocheckpoint = 0');
-  old.exec("CREATE TABLE only_in_the_old_wal (x TEXT); INSERT INTO only_in_the_old_wal VALUES ('old')");
-  const wal = join(tempDir(), 'old.db-wal');
-  copyFileSync(`${live}-wal`, wal);
-  old.close();
+  const wal = `${copyWithWritesInWal(live, "CREATE TABLE only_in_the_old_wal (x TEXT); INSERT INTO only_in_the_old_wal VALUES ('old')")}-wal`;
   // a restore of an earlier version got as far as moving the database aside, not its -wal
   rmSync(live);
   copyFileSync(wal, `${live}-wal`);
@@ -300,14 +312,7 @@ C('a restore killed between moving the old database and its -wal aside: the -wal
   }
   assert.ok(readdirSync(join(data, 'backups')).some((f) => /^orphan-.*\.db-wal$/.test(f)), 'the -wal is kept aside');
   // and a restore over a database whose writes are still in its -wal writes them into it before moving it aside
-  const again = new Database(live);
-  again.pragma('journal_mode = WAL'); // as the server opens it
-  again.pragma('wal_autocheckpoint = 0');
-  again.exec("CREATE TABLE written_before_the_move (x TEXT); INSERT INTO written_before_the_move VALUES ('kept')");
-  const dbCopy = join(tempDir(), 'db');
-  copyFileSync(live, dbCopy);
-  copyFileSync(`${live}-wal`, `${dbCopy}-wal`);
-  again.close();
+  const dbCopy = copyWithWritesInWal(live, "CREATE TABLE written_before_the_move (x TEXT); INSERT INTO written_before_the_move VALUES ('kept')");
   copyFileSync(dbCopy, live);
   copyFileSync(`${dbCopy}-wal`, `${live}-wal`);
   const second = await cli(['restore', backup], env);
@@ -327,14 +332,7 @@ C('restore of a database with a -wal beside it restores the transactions in the 
   assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], { CONTACT_LEDGER_DATA: origin })).status, 0);
   // the database as a server killed before a checkpoint leaves it: committed writes only in its -wal
   const live = join(origin, 'contact-ledger.db');
-  const writer = new Database(live);
-  writer.pragma('journal_mode = WAL');
-  writer.pragma('wal_autocheckpoint = 0');
-  writer.exec("CREATE TABLE only_in_the_wal (x TEXT); INSERT INTO only_in_the_wal VALUES ('committed')");
-  const copied = join(tempDir(), 'copied.db');
-  copyFileSync(live, copied);
-  copyFileSync(`${live}-wal`, `${copied}-wal`);
-  writer.close();
+  const copied = copyWithWritesInWal(live, "CREATE TABLE only_in_the_wal (x TEXT); INSERT INTO only_in_the_wal VALUES ('committed')");
   const walBytes = statSync(`${copied}-wal`).size;
   assert.ok(walBytes > 0);
   const sourceSha = sha(copied);
