@@ -1,6 +1,6 @@
-import { Worker } from 'node:worker_threads';
 import { AppError, type FieldError } from '../errors.ts';
 import { paths } from '../paths.ts';
+import { workerCalls } from '../worker-calls.ts';
 
 /**
  * Large JSON request bodies are parsed on a thread of their own (src/http/json-parser-worker.ts).
@@ -39,57 +39,20 @@ export interface JsonParserThread {
 
 /** The thread is started at the first large body and stays (idle, it keeps nothing alive). */
 export function createJsonParserThread(): JsonParserThread {
-  let worker: Worker | undefined;
-  let nextId = 1;
+  const calls = workerCalls<Omit<JsonParserTask, 'id'>, JsonParserReply>(paths.jsonParserWorker, 'the JSON parser thread');
   let count = 0;
-  const pending = new Map<number, { resolve: (v: ParsedBody) => void; reject: (e: Error) => void }>();
-
-  const failAll = (err: Error) => {
-    for (const p of pending.values()) p.reject(err);
-    pending.clear();
-    worker = undefined;
-  };
-
-  const ensureWorker = (): Worker => {
-    if (worker) return worker;
-    const w = new Worker(paths.jsonParserWorker);
-    w.unref();
-    w.on('message', (m: JsonParserReply) => {
-      const p = pending.get(m.id);
-      if (!p) return;
-      pending.delete(m.id);
-      if ('value' in m) p.resolve({ value: m.value });
-      else if ('text' in m) p.resolve({ text: m.text });
-      else if ('problem' in m) p.reject(new AppError(m.problem.status, m.problem.code, m.problem.message, { errors: m.problem.errors }));
-      else p.reject(new Error(`the JSON parser thread failed: ${m.failure}`));
-    });
-    w.on('error', failAll);
-    w.on('exit', () => {
-      if (worker === w) failAll(new Error('the JSON parser thread stopped'));
-    });
-    worker = w;
-    return w;
-  };
-
   return {
-    parse(bytes, exactIntegers) {
-      const w = ensureWorker();
-      const id = nextId++;
+    async parse(bytes, exactIntegers) {
       count++;
       // A body read in one piece owns its memory, which then moves to the thread instead of being copied.
       const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-      return new Promise<ParsedBody>((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        const task: JsonParserTask = { id, bytes, exactIntegers };
-        w.postMessage(task, owned ? [bytes.buffer as ArrayBuffer] : []);
-      });
+      const m = await calls.call({ bytes, exactIntegers }, owned ? [bytes.buffer as ArrayBuffer] : []);
+      if ('value' in m) return { value: m.value };
+      if ('text' in m) return { text: m.text };
+      if ('problem' in m) throw new AppError(m.problem.status, m.problem.code, m.problem.message, { errors: m.problem.errors });
+      throw new Error(`the JSON parser thread failed: ${m.failure}`);
     },
     parsed: () => count,
-    async close() {
-      const w = worker;
-      worker = undefined;
-      if (w) await w.terminate();
-      failAll(new Error('the JSON parser thread was closed'));
-    },
+    close: () => calls.close(),
   };
 }

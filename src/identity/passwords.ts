@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
 import { AppError, invalidField } from '../errors.ts';
 import { paths } from '../paths.ts';
+import { workerCalls } from '../worker-calls.ts';
 import { isCommonPassword } from './common-passwords.ts';
 
 export const PASSWORD_MIN = 8;
@@ -46,43 +46,18 @@ export interface PasswordHasher {
 export function createPasswordHasher(opts: { cost: number; prehashKey: Buffer; maxQueue?: number }): PasswordHasher {
   const prehash = (pw: string) => createHmac('sha384', opts.prehashKey).update(pw, 'utf8').digest('base64');
   const maxQueue = opts.maxQueue ?? 64;
-  let worker: Worker | undefined;
-  let nextId = 1;
-  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-
-  const ensureWorker = (): Worker => {
-    if (worker) return worker;
-    const w = new Worker(paths.bcryptWorker);
-    w.unref(); // an idle hasher never keeps the process alive
-    w.on('message', (m: { id: number; result?: unknown; error?: string }) => {
-      const p = pending.get(m.id);
-      if (!p) return;
-      pending.delete(m.id);
-      if (m.error !== undefined) p.reject(new Error(m.error));
-      else p.resolve(m.result);
-    });
-    w.on('error', (err) => {
-      for (const p of pending.values()) p.reject(err);
-      pending.clear();
-      worker = undefined;
-    });
-    worker = w;
-    return w;
-  };
+  const calls = workerCalls<{ op: 'hash' | 'compare'; input: string; costOrHash: number | string }, { id: number; result?: unknown; error?: string }>(paths.bcryptWorker, 'the password hashing thread');
 
   const counts = { hashes: 0, compares: 0 };
-  const run = <T>(op: 'hash' | 'compare', input: string, costOrHash: number | string): Promise<T> => {
-    if (pending.size >= maxQueue) {
-      return Promise.reject(new AppError(429, 'too_many_requests', 'Too many sign-ins are in progress; retry in a moment.', { headers: { 'Retry-After': '1' } }));
+  const run = async <T>(op: 'hash' | 'compare', input: string, costOrHash: number | string): Promise<T> => {
+    if (calls.waiting() >= maxQueue) {
+      throw new AppError(429, 'too_many_requests', 'Too many sign-ins are in progress; retry in a moment.', { headers: { 'Retry-After': '1' } });
     }
-    const w = ensureWorker();
-    const id = nextId++;
     if (op === 'hash') counts.hashes++;
     else counts.compares++;
-    return new Promise<T>((resolve, reject) => {
-      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      w.postMessage({ id, op, input, costOrHash });
-    });
+    const m = await calls.call({ op, input, costOrHash });
+    if (m.error !== undefined) throw new Error(m.error);
+    return m.result as T;
   };
 
   let dummyHash: Promise<string> | undefined;
@@ -96,10 +71,6 @@ export function createPasswordHasher(opts: { cost: number; prehashKey: Buffer; m
       return false;
     },
     stats: () => ({ ...counts }),
-    async close() {
-      const w = worker;
-      worker = undefined;
-      if (w) await w.terminate();
-    },
+    close: () => calls.close(),
   };
 }
