@@ -32,7 +32,7 @@ export interface BuiltApp {
  */
 export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Koa) => void } = {}): BuiltApp {
   const { config, identity } = rt;
-  const deps: RouterDeps = { authenticate: (t) => identity.authenticate(t), reloadActor: (a) => identity.reloadActor(a), access: identity.access, maxJsonBytes: config.maxJsonBytes, jsonParser: rt.jsonParser };
+  const deps: RouterDeps = { authenticate: (t) => identity.authenticate(t), reloadActor: (a) => identity.reloadActor(a), access: identity.access, maxJsonBytes: config.maxJsonBytes, jsonParser: rt.jsonParser, loadShedder: rt.loadShedder };
 
   const identityApi = new ApiRouter(IDENTITY_PREFIX, deps);
   const authAlias = new ApiRouter(`${config.authPath}/v1`, deps);

@@ -19,6 +19,7 @@ import { schemaVersion } from './storage/migrate.ts';
 import { createWebhooksModule, type WebhooksModule } from './webhooks/index.ts';
 import { createBulkThread, type BulkThread } from './bulk-thread/client.ts';
 import { createJsonParserThread, type JsonParserThread } from './http/json-parser-thread.ts';
+import { LoadShedder } from './http/load-shedding.ts';
 import { createCursors } from './cursor.ts';
 import { createSettingsRepo } from './storage/settings-repo.ts';
 import { createMetrics, registerDatabaseMetrics, type Metrics } from './ops/metrics.ts';
@@ -44,6 +45,8 @@ export interface Runtime {
   bulkThread: BulkThread;
   /** Where large JSON request bodies are parsed (src/http/json-parser-thread.ts). */
   jsonParser: JsonParserThread;
+  /** Tells when the event loop is overloaded, so that new bulk work is refused (src/http/load-shedding.ts). */
+  loadShedder: LoadShedder;
   queue: Queue;
   scheduler: Scheduler;
   readiness: ReadinessChecks;
@@ -125,6 +128,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     tracking.dailySets.removeOrphans();
     const state = { shuttingDown: false };
     const jsonParser = createJsonParserThread();
+    const loadShedder = new LoadShedder(config.overloadDelayMs).registerMetrics(metrics).start();
     const rt: Runtime = {
       config,
       clock,
@@ -136,6 +140,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       webhooks,
       bulkThread: bulk,
       jsonParser,
+      loadShedder,
       queue,
       scheduler,
       metrics,
@@ -150,6 +155,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
         diskSpace: () => db.writeFailure === null,
       },
       async close() {
+        loadShedder.stop();
         await scheduler.stop();
         await bulk.close();
         await identity.hasher.close();

@@ -101,6 +101,9 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}, env
     CONTACT_LEDGER_ADMIN_EMAIL: ROOT_EMAIL,
     CONTACT_LEDGER_ADMIN_PASSWORD: ROOT_PASSWORD,
     WEBHOOK_ALLOW_LOCAL: 'true', // the tests' webhook receivers listen on 127.0.0.1
+    // load shedding has tests of its own (test/load-shedding.test.ts); elsewhere a busy CI machine,
+    // or a test's own synchronous seeding, must not turn a large upload away
+    OVERLOAD_DELAY_MS: '0',
     ...env,
   });
   return Object.freeze({ ...base, ...overrides });

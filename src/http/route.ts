@@ -7,6 +7,7 @@ import type { Access } from '../identity/access.ts';
 import type { Actor, Caller, Permission, RequestMeta, Role } from '../identity/model.ts';
 import { decodeFormComponent, decodeUtf8, hasBody, parseFormBody, parseJsonBody, readBody } from './request-body.ts';
 import { OFF_THREAD_BYTES, type JsonParserThread } from './json-parser-thread.ts';
+import { BULK_BODY_BYTES, shedLargeBodies, type LoadShedder } from './load-shedding.ts';
 // also configures zod's default messages for every schema (src/http/schema-messages.ts)
 import { kindOf } from './schema-messages.ts';
 
@@ -62,6 +63,11 @@ export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q 
   exactIntegers?: boolean;
   /** Custom body handling (e.g. multipart upload): the route parses the body itself. */
   rawBody?: { contentTypes: string[]; description: string };
+  /**
+   * The route takes bulk work (a batch, an upload, a feed): while the server is overloaded, a large
+   * body is answered 503 with Retry-After before it is read (src/http/load-shedding.ts).
+   */
+  bulk?: boolean;
 }
 
 type Infer<S> = S extends Schema ? z.output<S> : undefined;
@@ -95,6 +101,8 @@ export interface RouterDeps {
   maxJsonBytes: number;
   /** Where bodies of OFF_THREAD_BYTES and more are parsed (without one, every body is parsed in place). */
   jsonParser?: JsonParserThread;
+  /** Tells when bulk routes refuse large bodies (without one, never). */
+  loadShedder?: Pick<LoadShedder, 'overloaded' | 'refused'>;
 }
 
 /**
@@ -281,6 +289,7 @@ export class ApiRouter {
     handler: Handler<B, Q, A>,
   ): this {
     const s = spec as RouteSpec;
+    if (s.bulk) s.responses[503] ??= { description: `The server is overloaded: a body of ${BULK_BODY_BYTES / 1024} KiB or more is refused; retry after Retry-After seconds` };
     this.routes.push(s);
     const chain: Koa.Middleware[] = [];
     const name = `${s.method.toUpperCase()} ${this.prefix}${s.path}`;
@@ -292,6 +301,7 @@ export class ApiRouter {
       if (s.access !== 'public') ctx.state.caller = await this.authorize(ctx, s.access);
       await next();
     });
+    if (s.bulk) chain.push(shedLargeBodies(this.deps.loadShedder));
     if (s.body) chain.push(bodyParser(s, this.deps.maxJsonBytes, this.deps.jsonParser));
     else if (!s.rawBody) chain.push(refuseBody());
     chain.push(async (ctx) => {

@@ -159,6 +159,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       access: { org: 'editor' },
       body: S.ContactsBody,
       exactIntegers: true,
+      bulk: true,
       summary: 'Add contacts: one contact or {contacts:[…]}; processed as an import job',
       description:
         'Answers 202 with the import job (Location header); the rows of {contacts:[…]} are validated by the job, bad rows are rejected with a reason; a single contact object that is invalid is answered 422 at once, without a job. ' +
@@ -223,6 +224,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         method: 'post',
         path: base,
         access: { org: 'editor' },
+        bulk: true,
         summary: `Upload a CSV file to import${note}`,
         description:
           'Answers 202 with the import job; a file whose text cannot be read as CSV (not UTF-8, a quote never closed, a row over 1 MiB…) gets a job that is failed from the start, its message naming the line, and nothing is imported. ' +
@@ -250,6 +252,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         method: 'post',
         path: `${base}/preview`,
         access: { org: 'editor' },
+        bulk: true,
         summary: `What a CSV upload would import (nothing is stored)${note}`,
         rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping"' },
         responses: { 200: { description: '{columns, rows, suggestedMapping, mapping, missing}' } },

@@ -51,6 +51,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       method: 'post',
       path: '/feed',
       access: { permission: 'feed' },
+      bulk: true,
       summary: 'Ingest person records (NDJSON, CSV or a JSON array; optionally gzip) as a feed job',
       rawBody: {
         contentTypes: Object.keys(FORMATS),
