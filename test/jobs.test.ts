@@ -223,6 +223,30 @@ Q('jobs of one sequence run one at a time in the order they were added, also acr
   db.close();
 });
 
+Q('with thousands of jobs waiting, a claim reads the runnable index in claim order and stops: no table scan, nothing sorted', () => {
+  const { db, clock } = fixture();
+  const q = createQueue(db, clock);
+  // a soak's backlog: single-contact imports of a few ledgers (one sequence each), and one of them running
+  db.tx(() => {
+    for (let i = 0; i < 3000; i++) q.enqueue(`job_${String(i).padStart(4, '0')}`, 'test', { lane: 'express', sequence: `ledger_${i % 3}` });
+  });
+  const running = q.claim('express')!;
+  assert.is(running.job.id, 'job_0000');
+  const plan = createQueueRepo(db).explainClaim();
+  assert.not.ok(plan.some((d) => d.startsWith('SCAN jobs')), plan.join(' | '));
+  assert.ok(plan.some((d) => d.startsWith('SEARCH jobs USING INDEX jobs_runnable (lane=? AND status=?')), plan.join(' | '));
+  // the only sort is of the one or two jobs the two walks found (pending and due; lease run out)
+  plan.forEach((d, i) => d.includes('TEMP B-TREE') && assert.match(plan[i - 1] ?? '', /^SCAN \(subquery-\d+\)$/, plan.join(' | ')));
+  // the order is the queue's: the oldest due job that heads its sequence; a dead holder's job first again
+  assert.equal([q.claim('express')!.job.id, q.claim('express')!.job.id], ['job_0001', 'job_0002']);
+  assert.is(q.claim('express'), undefined, 'each sequence has its job running');
+  assert.is(q.claim('bulk'), undefined, 'another lane');
+  clock.advance(LEASE_MS + 1);
+  assert.is(q.nextDueAt(), Date.parse('2026-11-22T10:00:00Z'));
+  assert.is(q.claim('express')!.job.id, 'job_0000', 'taken over once its lease ran out');
+  db.close();
+});
+
 Q('a job that keeps failing is retried with backoff, then failed with its error (D4 d)', () => {
   const { db, clock } = fixture();
   const q = createQueue(db, clock);

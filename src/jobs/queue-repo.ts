@@ -64,9 +64,29 @@ const toJob = (r: Row): JobRow => ({
 
 export type QueueRepo = ReturnType<typeof createQueueRepo>;
 
-/** A job that may be claimed now (the claim's and the poll's condition; `jobs` unaliased). */
-const CLAIMABLE = `((status = 'pending' AND run_after <= @now) OR (status = 'processing' AND lease_until < @now))
-  AND (sequence IS NULL OR id = (SELECT s.id FROM jobs s WHERE s.sequence = jobs.sequence AND s.status IN ('pending', 'processing') ORDER BY s.created_at, s.rowid LIMIT 1))`;
+/** Of a sequence (migration 0018), only its oldest unfinished job may run (`jobs` unaliased). */
+const HEAD_OF_ITS_SEQUENCE = `(sequence IS NULL OR id = (SELECT s.id FROM jobs s WHERE s.sequence = jobs.sequence AND s.status IN ('pending', 'processing') ORDER BY s.created_at, s.rowid LIMIT 1))`;
+
+/**
+ * The next job of a lane that may be claimed now, in each of the two ways a job can be: pending and
+ * due, or processing with its lease run out (its holder died). Each branch walks `jobs_runnable`
+ * (lane, status, run_after, created_at) in claim order and stops at its first job; the redundant
+ * `status IN (…)` lets SQLite use that partial index. One condition with an OR over both statuses
+ * read every row of the table and sorted them: with 160,000 jobs waiting (a one-hour soak of
+ * single-contact POSTs) a claim took ~40 ms, and the scheduler claims after every POST, so the
+ * event loop spent its time claiming and the backlog only grew (docs/benchmarks.md, Load scenarios).
+ */
+const NEXT_CLAIMABLE = `
+  SELECT * FROM (SELECT id, run_after, created_at FROM jobs
+                 WHERE lane = @lane AND status IN ('pending', 'processing') AND status = 'pending' AND run_after <= @now AND ${HEAD_OF_ITS_SEQUENCE}
+                 ORDER BY run_after, created_at LIMIT 1)
+  UNION ALL
+  SELECT * FROM (SELECT id, run_after, created_at FROM jobs
+                 WHERE lane = @lane AND status IN ('pending', 'processing') AND status = 'processing' AND lease_until < @now AND ${HEAD_OF_ITS_SEQUENCE}
+                 ORDER BY run_after, created_at LIMIT 1)`;
+
+/** The lanes (JobLane), for statements that read each lane's part of `jobs_runnable`. */
+const LANES: readonly JobLane[] = ['bulk', 'express'];
 
 /** The jobs table: insert, claim with a lease (one UPDATE … RETURNING), fenced transitions. */
 export function createQueueRepo(db: Db) {
@@ -83,14 +103,12 @@ export function createQueueRepo(db: Db) {
     claim: db.raw.prepare<{ owner: string; until: number; now: number; lane: JobLane }, { id: string; kind: string; payload: string | null; lease_token: number; attempts: number; max_attempts: number }>(
       `UPDATE jobs SET status = 'processing', lease_owner = @owner, lease_until = @until, lease_token = lease_token + 1,
               attempts = attempts + 1, updated_at = @now
-       WHERE id = (SELECT id FROM jobs
-                   WHERE lane = @lane AND ${CLAIMABLE}
-                   ORDER BY run_after, created_at LIMIT 1)
+       WHERE id = (SELECT id FROM (${NEXT_CLAIMABLE}) ORDER BY run_after, created_at LIMIT 1)
        RETURNING id, kind, payload, lease_token, attempts, max_attempts`,
     ),
     // The claim's own condition, read only: is there anything to claim at all?
     claimable: db.raw.prepare<{ now: number; lane: JobLane }, number>(
-      `SELECT 1 FROM jobs WHERE lane = @lane AND ${CLAIMABLE} LIMIT 1`,
+      `SELECT 1 FROM (${NEXT_CLAIMABLE}) LIMIT 1`,
     ).pluck(),
     renew: db.raw.prepare<{ id: string; token: number; until: number; now: number }>(
       "UPDATE jobs SET lease_until = @until, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
@@ -111,7 +129,10 @@ export function createQueueRepo(db: Db) {
       "UPDATE jobs SET status = 'pending', last_error = @error, run_after = @runAfter, attempts = max(attempts - 1, 0), lease_owner = NULL, lease_until = NULL, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
     ),
     expireAll: db.raw.prepare<[number]>("UPDATE jobs SET lease_until = 0, updated_at = ? WHERE status = 'processing'"),
-    nextDue: db.raw.prepare<[], number | null>("SELECT min(run_after) FROM jobs WHERE status = 'pending'").pluck(),
+    // per lane, so that each is one look at the start of its part of jobs_runnable
+    nextDue: db.raw.prepare<[], number | null>(
+      `SELECT min(due) FROM (${LANES.map((l) => `SELECT min(run_after) AS due FROM jobs WHERE lane = '${l}' AND status IN ('pending', 'processing') AND status = 'pending'`).join(' UNION ALL ')})`,
+    ).pluck(),
     depth: db.raw.prepare<[], { kind: string; status: JobStatus; n: number; oldest: number }>(
       "SELECT kind, status, count(*) AS n, min(created_at) AS oldest FROM jobs WHERE status IN ('pending', 'processing') GROUP BY kind, status",
     ),
@@ -159,6 +180,11 @@ export function createQueueRepo(db: Db) {
      * first. Never for kinds with a table of their own (import_jobs, feed_jobs: ON DELETE CASCADE).
      */
     deleteFinishedJobs: (kind: string, before: number, n: number): number => q.deleteFinished.run(kind, before, n).changes,
+    /** The query plans of the claim, the poll and the next due time (tests: each reads jobs_runnable in order, never the table, nothing sorted). */
+    explainClaim: (): string[] =>
+      [q.claim.source, q.claimable.source, q.nextDue.source].flatMap((sql) =>
+        (db.raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(sql.includes('@owner') ? { owner: 'x', until: 0, now: 0, lane: 'bulk' } : sql.includes('@lane') ? { now: 0, lane: 'bulk' } : {}) as { detail: string }[]).map((r) => r.detail),
+      ),
     /** The query plan of deleteFinishedJobs (tests: it reads the index of finished jobs, never the table). */
     explainDeleteFinishedJobs: (kind: string, before: number, n: number): string[] =>
       (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.deleteFinished.source}`).all(kind, before, n) as { detail: string }[]).map((r) => r.detail),
