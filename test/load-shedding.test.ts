@@ -1,4 +1,4 @@
-// Load shedding (src/http/load-shedding.ts, RELIABILITY.md L2): while the event loop stays late,
+// Load shedding (src/http/load-shedding.ts, RELIABILITY.md L2): while the event loop stays late or saturated,
 // new bulk work with a large body — a batch, a CSV upload, a feed — is answered 503 with
 // Retry-After and nothing of it is kept; reads and small bodies are served as before.
 import { suite } from 'uvu';
@@ -51,9 +51,23 @@ W('a loop kept late for longer than the hold is overloaded; a stall or a burst i
     const hog = hogLoop(60);
     const since = performance.now();
     await until('overloaded while the loop stays late', () => shedder.overloaded(), Boolean, 5_000);
-    assert.ok(performance.now() - since >= HOLD_MS - 20, `not before the hold (${(performance.now() - since).toFixed(0)} ms)`);
+    // (a window of the utilization that began just before the late turns may end a little before the hold)
+    assert.ok(performance.now() - since >= HOLD_MS * 0.85, `not before the hold (${(performance.now() - since).toFixed(0)} ms)`);
     hog.stop();
     await until('not overloaded once the loop catches up', () => !shedder.overloaded(), Boolean, 5_000);
+  } finally {
+    shedder.stop();
+  }
+});
+
+W('a loop busy nearly all the time in short turns is overloaded, though every turn is on time', async () => {
+  // clients that wait for each answer keep the queue on their side: the loop is never late, only full
+  const shedder = new LoadShedder(20).start();
+  try {
+    const hog = hogLoop(8);
+    await until('overloaded while the loop is saturated', () => shedder.overloaded(), Boolean, 5_000);
+    hog.stop();
+    await until('not overloaded once it is not', () => !shedder.overloaded(), Boolean, 5_000);
   } finally {
     shedder.stop();
   }

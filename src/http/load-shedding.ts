@@ -10,11 +10,16 @@ import { hasBody } from './request-body.ts';
  * for good is new bulk work — a large batch, a CSV upload, a feed — which a client retries after
  * `Retry-After`; the reads, single contacts and sign-ins it serves as before.
  *
- * "Overloaded" is a standing queue on the event loop (the rule of CoDel, RFC 8289): a timer every
- * SAMPLE_MS measures how late the loop runs it; when the samples have been at least `targetMs` late
- * for HOLD_MS in a row, new work waits at least that long before the loop gets to it. A burst that
- * the loop absorbs in a moment does not count, nor does one long turn (a stall, not a queue: it
- * takes MIN_LATE_SAMPLES late samples in a row).
+ * "Overloaded" is either of two things, looked at by a timer every SAMPLE_MS:
+ * - a standing queue on the event loop (the rule of CoDel, RFC 8289): the samples have been at least
+ *   `targetMs` late for HOLD_MS in a row, so new work waits at least that long before the loop gets
+ *   to it. A burst that the loop absorbs in a moment does not count, nor does one long turn (a
+ *   stall, not a queue: it takes MIN_LATE_SAMPLES late samples in a row);
+ * - a saturated event loop: busy SATURATED_UTILIZATION of the last HOLD_MS, in turns short enough
+ *   that the timer ran between them. Clients that wait for each answer before they send the next
+ *   request (a connection pool) keep their queue on their side, and the loop stays on time while
+ *   every answer is late; its utilization shows it. Turns of STALL_MS or more are left out (one
+ *   long turn is a stall, as above).
  */
 
 /** How often the loop's lateness is sampled. */
@@ -23,6 +28,10 @@ const SAMPLE_MS = 10;
 export const HOLD_MS = 500;
 /** Late samples in a row it takes, however long they span. */
 const MIN_LATE_SAMPLES = 3;
+/** The share of a window the event loop may be busy (in short turns) before it counts as saturated. */
+export const SATURATED_UTILIZATION = 0.9;
+/** A turn this long is a stall, left out of the utilization. */
+const STALL_MS = 100;
 /** A body this large, or of unannounced length, or compressed, is bulk work that may be refused. */
 export const BULK_BODY_BYTES = 64 * 1024;
 /** What a refused client is told to wait. */
@@ -37,6 +46,13 @@ export class LoadShedder {
   private due = 0;
   private timer: NodeJS.Timeout | undefined;
   private refusals: { inc(): void } | undefined;
+  /** The utilization window: since when, the loop's time busy and in all (short turns only), and the last reading. */
+  private windowStart = 0;
+  private busyMs = 0;
+  private countedMs = 0;
+  private lastElu = performance.eventLoopUtilization();
+  /** The verdict of the last complete window. */
+  private saturated = false;
 
   /** `targetMs` 0 never sheds. */
   constructor(targetMs: number) {
@@ -48,7 +64,7 @@ export class LoadShedder {
     const shedder = this;
     metrics.gauge({
       name: 'contact_ledger_overloaded',
-      help: 'Whether the server is overloaded (the event loop late for half a second): 1 while bulk routes refuse large bodies with 503.',
+      help: 'Whether the server is overloaded (the event loop late, or busy nearly all the time, for half a second): 1 while bulk routes refuse large bodies with 503.',
       collect() {
         this.set(shedder.overloaded() ? 1 : 0);
       },
@@ -66,7 +82,11 @@ export class LoadShedder {
   }
 
   start(): this {
-    if (this.targetMs > 0 && !this.timer) this.schedule();
+    if (this.targetMs > 0 && !this.timer) {
+      this.windowStart = performance.now();
+      this.lastElu = performance.eventLoopUtilization();
+      this.schedule();
+    }
     return this;
   }
 
@@ -75,18 +95,36 @@ export class LoadShedder {
     this.timer = undefined;
   }
 
-  /** Whether the event loop has been at least `targetMs` late for HOLD_MS, up to `now`. */
+  /** Whether the event loop has been at least `targetMs` late for HOLD_MS up to `now`, or was saturated in the last window. */
   overloaded(now = performance.now()): boolean {
-    return this.timer !== undefined && this.lateSamples >= MIN_LATE_SAMPLES && now - this.lateSince >= HOLD_MS;
+    if (this.timer === undefined) return false;
+    return this.saturated || (this.lateSamples >= MIN_LATE_SAMPLES && now - this.lateSince >= HOLD_MS);
   }
 
   private schedule(): void {
     this.due = performance.now() + SAMPLE_MS;
     this.timer = setTimeout(() => {
-      if (performance.now() - this.due < this.targetMs) this.lateSamples = 0;
+      const now = performance.now();
+      if (now - this.due < this.targetMs) this.lateSamples = 0;
       else if (this.lateSamples++ === 0) this.lateSince = this.due;
+      this.measureUtilization(now);
       this.schedule();
     }, SAMPLE_MS).unref();
+  }
+
+  private measureUtilization(now: number): void {
+    const elu = performance.eventLoopUtilization();
+    const d = performance.eventLoopUtilization(elu, this.lastElu);
+    this.lastElu = elu;
+    if (d.active + d.idle < STALL_MS) {
+      this.busyMs += d.active;
+      this.countedMs += d.active + d.idle;
+    }
+    if (now - this.windowStart < HOLD_MS) return;
+    // most of the window in short turns, and busy nearly all of it
+    this.saturated = this.countedMs >= HOLD_MS / 2 && this.busyMs >= SATURATED_UTILIZATION * this.countedMs;
+    this.windowStart = now;
+    this.busyMs = this.countedMs = 0;
   }
 }
 
