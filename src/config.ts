@@ -49,7 +49,7 @@ export interface Config {
   requestTimeoutMs: number;
   /** Bearer token that may read /metrics (besides superusers); undefined: superusers only. */
   metricsToken: string | undefined;
-  /** Event-loop delay that, held for half a second, makes large uploads get 503 (src/http/load-shedding.ts); 0: never. */
+  /** Event-loop delay that, held for half a second (or a loop 90 % busy), makes large bulk bodies get 503 (src/http/load-shedding.ts); 0: never. */
   overloadDelayMs: number;
 }
 
@@ -171,7 +171,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'webhookAllowLocal', env: 'WEBHOOK_ALLOW_LOCAL', flag: 'webhook-allow-local', help: 'let webhooks call this machine (loopback and its own interface addresses) and link-local addresses and cloud metadata services; off by default', parse: bool },
   { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms', help: 'deadline of one webhook delivery attempt (ms)', parse: int(100, 300_000) },
   { key: 'headersTimeoutMs', env: 'HEADERS_TIMEOUT_MS', flag: 'headers-timeout-ms', help: 'a client must send its request headers within this (ms), else 408', parse: int(100, 600_000) },
-  { key: 'overloadDelayMs', env: 'OVERLOAD_DELAY_MS', flag: 'overload-delay-ms', help: 'event-loop delay (ms) that, held for 0.5 s, makes large batches, uploads and feeds get 503 + Retry-After until it passes; 0: never', parse: int(0, 60_000) },
+  { key: 'overloadDelayMs', env: 'OVERLOAD_DELAY_MS', flag: 'overload-delay-ms', help: 'event-loop delay (ms) that, held for 0.5 s (or the loop 90 % busy for 0.5 s), makes large batches, uploads and feeds get 503 + Retry-After until it passes; 0: never', parse: int(0, 60_000) },
   { key: 'requestTimeoutMs', env: 'REQUEST_TIMEOUT_MS', flag: 'request-timeout-ms', help: 'a client must send its whole request, upload included, within this (ms), else 408', parse: int(100, 86_400_000) },
 ];
 

@@ -24,7 +24,7 @@ import { hasBody } from './request-body.ts';
 
 /** How often the loop's lateness is sampled. */
 const SAMPLE_MS = 10;
-/** How long the loop must stay late before large bodies are refused. */
+/** How long the loop must stay late (or busy) before large bodies are refused. */
 export const HOLD_MS = 500;
 /** Late samples in a row it takes, however long they span. */
 const MIN_LATE_SAMPLES = 3;
