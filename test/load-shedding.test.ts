@@ -24,11 +24,33 @@ function hogLoop(turnMs: number): { stop(): void } {
   return { stop: () => void (on = false) };
 }
 
+/** Runs `fn` with a shedder watching this process's event loop, and stops it after. */
+async function watching(targetMs: number, fn: (shedder: LoadShedder) => Promise<void>): Promise<void> {
+  const shedder = new LoadShedder(targetMs).start();
+  try {
+    await fn(shedder);
+  } finally {
+    shedder.stop();
+  }
+}
+
+/** Whether the shedder said "overloaded" at any time while the loop was kept `turnMs` late for `ms`. */
+async function overloadedWhileHogged(shedder: LoadShedder, turnMs: number, ms: number): Promise<boolean> {
+  const hog = hogLoop(turnMs);
+  const start = performance.now();
+  let seen = false;
+  await until(`the loop to stay late for ${ms} ms`, () => {
+    seen ||= shedder.overloaded();
+    return performance.now() - start >= ms;
+  });
+  hog.stop();
+  return seen;
+}
+
 const W = suite('the watch on the event loop');
 
-W('a loop kept late for longer than the hold is overloaded; a stall or a burst is not; it ends when the loop catches up', async () => {
-  const shedder = new LoadShedder(20).start();
-  try {
+W('a loop kept late for longer than the hold is overloaded; a stall or a burst is not; it ends when the loop catches up', () =>
+  watching(20, async (shedder) => {
     assert.is(shedder.overloaded(), false, 'an idle loop');
     // one long stall, twice the hold: one late sample, not a queue
     busy(HOLD_MS * 2);
@@ -36,16 +58,7 @@ W('a loop kept late for longer than the hold is overloaded; a stall or a burst i
     await new Promise((r) => setTimeout(r, 0));
     assert.is(shedder.overloaded(), false, 'after a single long turn');
     await new Promise((r) => setTimeout(r, 30)); // on time again: the next late turns start a run of their own
-    // late turns for less than the hold: a burst
-    const burst = hogLoop(60);
-    const start = performance.now();
-    let seen = false;
-    await until('the burst to last 300 ms', () => {
-      seen ||= shedder.overloaded();
-      return performance.now() - start >= 300;
-    });
-    burst.stop();
-    assert.is(seen, false, 'a burst shorter than the hold');
+    assert.is(await overloadedWhileHogged(shedder, 60, 300), false, 'a burst shorter than the hold');
     await new Promise((r) => setTimeout(r, 30));
     // late turns for longer than the hold
     const hog = hogLoop(60);
@@ -55,37 +68,21 @@ W('a loop kept late for longer than the hold is overloaded; a stall or a burst i
     assert.ok(performance.now() - since >= HOLD_MS * 0.85, `not before the hold (${(performance.now() - since).toFixed(0)} ms)`);
     hog.stop();
     await until('not overloaded once the loop catches up', () => !shedder.overloaded(), Boolean, 5_000);
-  } finally {
-    shedder.stop();
-  }
-});
+  }));
 
-W('a loop busy nearly all the time in short turns is overloaded, though every turn is on time', async () => {
+W('a loop busy nearly all the time in short turns is overloaded, though every turn is on time', () =>
   // clients that wait for each answer keep the queue on their side: the loop is never late, only full
-  const shedder = new LoadShedder(20).start();
-  try {
+  watching(20, async (shedder) => {
     const hog = hogLoop(8);
     await until('overloaded while the loop is saturated', () => shedder.overloaded(), Boolean, 5_000);
     hog.stop();
     await until('not overloaded once it is not', () => !shedder.overloaded(), Boolean, 5_000);
-  } finally {
-    shedder.stop();
-  }
-});
+  }));
 
-W('a target of 0 never sheds', async () => {
-  const shedder = new LoadShedder(0).start();
-  const hog = hogLoop(60);
-  const start = performance.now();
-  let seen = false;
-  await until('the loop to stay late for twice the hold', () => {
-    seen ||= shedder.overloaded();
-    return performance.now() - start >= HOLD_MS * 2;
-  });
-  hog.stop();
-  shedder.stop();
-  assert.is(seen, false);
-});
+W('a target of 0 never sheds', () =>
+  watching(0, async (shedder) => {
+    assert.is(await overloadedWhileHogged(shedder, 60, HOLD_MS * 2), false);
+  }));
 
 W.run();
 

@@ -2,7 +2,9 @@ import type { Db } from '../storage/db.ts';
 
 export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
 /** `express`: small jobs (an API batch of contacts) with slots of their own; `bulk`: everything else. */
-export type JobLane = 'bulk' | 'express';
+/** The scheduler's lanes (docs/decisions.md, the scheduler). */
+export const JOB_LANES = ['bulk', 'express'] as const;
+export type JobLane = (typeof JOB_LANES)[number];
 
 export interface JobRow {
   id: string;
@@ -85,9 +87,6 @@ const NEXT_CLAIMABLE = `
                  WHERE lane = @lane AND status IN ('pending', 'processing') AND status = 'processing' AND lease_until < @now AND ${HEAD_OF_ITS_SEQUENCE}
                  ORDER BY run_after, created_at LIMIT 1)`;
 
-/** The lanes (JobLane), for statements that read each lane's part of `jobs_runnable`. */
-const LANES: readonly JobLane[] = ['bulk', 'express'];
-
 /** The jobs table: insert, claim with a lease (one UPDATE … RETURNING), fenced transitions. */
 export function createQueueRepo(db: Db) {
   const q = {
@@ -131,7 +130,7 @@ export function createQueueRepo(db: Db) {
     expireAll: db.raw.prepare<[number]>("UPDATE jobs SET lease_until = 0, updated_at = ? WHERE status = 'processing'"),
     // per lane, so that each is one look at the start of its part of jobs_runnable
     nextDue: db.raw.prepare<[], number | null>(
-      `SELECT min(due) FROM (${LANES.map((l) => `SELECT min(run_after) AS due FROM jobs WHERE lane = '${l}' AND status IN ('pending', 'processing') AND status = 'pending'`).join(' UNION ALL ')})`,
+      `SELECT min(due) FROM (${JOB_LANES.map((l) => `SELECT min(run_after) AS due FROM jobs WHERE lane = '${l}' AND status IN ('pending', 'processing') AND status = 'pending'`).join(' UNION ALL ')})`,
     ).pluck(),
     depth: db.raw.prepare<[], { kind: string; status: JobStatus; n: number; oldest: number }>(
       "SELECT kind, status, count(*) AS n, min(created_at) AS oldest FROM jobs WHERE status IN ('pending', 'processing') GROUP BY kind, status",
@@ -182,8 +181,9 @@ export function createQueueRepo(db: Db) {
     deleteFinishedJobs: (kind: string, before: number, n: number): number => q.deleteFinished.run(kind, before, n).changes,
     /** The query plans of the claim, the poll and the next due time (tests: each reads jobs_runnable in order, never the table, nothing sorted). */
     explainClaim: (): string[] =>
+      // one set of parameters for all three: a statement takes the ones it names
       [q.claim.source, q.claimable.source, q.nextDue.source].flatMap((sql) =>
-        (db.raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(sql.includes('@owner') ? { owner: 'x', until: 0, now: 0, lane: 'bulk' } : sql.includes('@lane') ? { now: 0, lane: 'bulk' } : {}) as { detail: string }[]).map((r) => r.detail),
+        (db.raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({ owner: 'x', until: 0, now: 0, lane: 'bulk' }) as { detail: string }[]).map((r) => r.detail),
       ),
     /** The query plan of deleteFinishedJobs (tests: it reads the index of finished jobs, never the table). */
     explainDeleteFinishedJobs: (kind: string, before: number, n: number): string[] =>
