@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
 import { FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
-import { nameKeyPattern } from '../src/ledger/contacts-repo.ts';
+import { nameKeyPattern } from '../src/ledger/contacts-list-repo.ts';
 import { nameKey } from '../src/normalize.ts';
 import type { Db } from '../src/storage/db.ts';
 import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, uploadCsv, until, waitForImport, type TestApp, type World } from './helpers.ts';

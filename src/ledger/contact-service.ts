@@ -5,7 +5,8 @@ import { canonicalJson } from '../exact-json.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import type { Db } from '../storage/db.ts';
-import { downloadPosition, positionOf, type ContactFilter, type ContactPosition, type ContactSort, type ContactsRepo, type DownloadRow } from './contacts-repo.ts';
+import type { ContactFilter, ContactPosition, ContactSort } from './contacts-list-repo.ts';
+import { downloadPosition, positionOf, type ContactsRepo, type DownloadRow } from './contacts-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
 import type { Contact, LedgerDataOwner } from './model.ts';
 import { ledgerLookup } from './require-ledger.ts';
@@ -64,8 +65,8 @@ export function createContactService(d: ContactServiceDeps) {
     return true;
   }
 
-  function page(ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Page<Contact> & { last?: ContactPosition } {
-    const rows = d.contacts.listContacts(ledgerId, filter, sort, limit + 1, after);
+  async function page(ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Promise<Page<Contact> & { last?: ContactPosition }> {
+    const rows = await d.contacts.listContacts(ledgerId, filter, sort, limit + 1, after);
     if (rows.length <= limit) return { items: rows, nextCursor: null };
     const items = rows.slice(0, limit);
     const last = positionOf(items[items.length - 1]!, sort);
@@ -81,15 +82,15 @@ export function createContactService(d: ContactServiceDeps) {
       return c;
     },
 
-    list(orgId: string, ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, cursor?: string): Page<Contact> {
+    async list(orgId: string, ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, cursor?: string): Promise<Page<Contact>> {
       requireLedger(orgId, ledgerId);
-      const { items, nextCursor } = page(ledgerId, filter, sort, limit, decodePosition(d.cursors, ledgerId, cursor, sort, filter));
+      const { items, nextCursor } = await page(ledgerId, filter, sort, limit, decodePosition(d.cursors, ledgerId, cursor, sort, filter));
       return { items, nextCursor };
     },
 
-    count(orgId: string, ledgerId: string, filter: ContactFilter): number {
+    async count(orgId: string, ledgerId: string, filter: ContactFilter): Promise<number> {
       const l = requireLedger(orgId, ledgerId);
-      return Object.keys(filter).length === 0 ? l.contactCount : d.contacts.countContacts(ledgerId, filter);
+      return Object.keys(filter).length === 0 ? l.contactCount : await d.contacts.countContacts(ledgerId, filter);
     },
 
     /**
@@ -97,10 +98,10 @@ export function createContactService(d: ContactServiceDeps) {
      * pages: an open iterate() cursor would block writes on the connection and hold back
      * checkpoints, RELIABILITY.md L2).
      */
-    *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort): Generator<DownloadRow[]> {
+    async *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort): AsyncGenerator<DownloadRow[]> {
       let after: ContactPosition | undefined;
       for (;;) {
-        const rows = d.contacts.listDownloadRows(ledgerId, filter, sort, DOWNLOAD_PAGE, after);
+        const rows = await d.contacts.listDownloadRows(ledgerId, filter, sort, DOWNLOAD_PAGE, after);
         if (rows.length) yield rows;
         if (rows.length < DOWNLOAD_PAGE) return;
         after = downloadPosition(rows[rows.length - 1]!, sort);

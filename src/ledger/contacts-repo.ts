@@ -2,57 +2,10 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from '../storage/db.ts';
 import type { Contact } from './model.ts';
 import { companyKey, nameKey } from '../normalize.ts';
-
-/** The filters of SPEC §4.2 after validation: typed values only, never SQL text. */
-export interface ContactFilter {
-  lastJobChangedAt?: number;
-  lastJobChangedAtBefore?: number;
-  lastInfoChangedAt?: number;
-  lastInfoChangedAtBefore?: number;
-  referenceId?: string;
-  linkedin?: string;
-  email?: string;
-  name?: string;
-  company?: string;
-  title?: string;
-  isVerified?: boolean;
-  importId?: string;
-  createdAfter?: number;
-  createdBefore?: number;
-}
-
-export type ContactSort = '+createdAt' | '-createdAt' | '+name' | '-name' | '-lastJobChangedAt' | '-lastInfoChangedAt';
-
-/**
- * A keyset position: the sort value and seq of the last row returned. For the nullable change
- * sorts, `nulls` says the walk has reached the rows without a value (they come last).
- */
-export interface ContactPosition {
-  value: string | number | null;
-  seq: number;
-  nulls?: boolean;
-}
-
-interface SortPlan {
-  column: string;
-  desc: boolean;
-  index: string;
-  nullable: boolean;
-  /**
-   * The column's value for a position's value, when they differ: a name sort walks name_key, while
-   * its cursor keeps the name (bounded in length, where folding may lengthen it) and folds it again.
-   */
-  keyOf?: (value: string) => string;
-}
-
-const SORTS: Record<ContactSort, SortPlan> = {
-  '+createdAt': { column: 'created_at', desc: false, index: 'contacts_by_created', nullable: false },
-  '-createdAt': { column: 'created_at', desc: true, index: 'contacts_by_created', nullable: false },
-  '+name': { column: 'name_key', desc: false, index: 'contacts_by_name', nullable: false, keyOf: nameKey },
-  '-name': { column: 'name_key', desc: true, index: 'contacts_by_name', nullable: false, keyOf: nameKey },
-  '-lastJobChangedAt': { column: 'last_job_changed_at', desc: true, index: 'contacts_by_job_change', nullable: true },
-  '-lastInfoChangedAt': { column: 'last_info_changed_at', desc: true, index: 'contacts_by_info_change', nullable: true },
-};
+import {
+  countSql, foldForContains, listParts, nameKeyPattern, RANGE_INDEX, rowsSql, SORTS, windowEndSql,
+  type ContactFilter, type ContactPosition, type ContactSort, type ListPart,
+} from './contacts-list-repo.ts';
 
 const SORT_VALUE: Record<ContactSort, (c: Contact) => string | number | null> = {
   '+createdAt': (c) => c.createdAt,
@@ -69,10 +22,6 @@ export function positionOf(c: Contact, sort: ContactSort): ContactPosition {
   return value === null ? { value: null, seq: c.seq, nulls: true } : { value, seq: c.seq };
 }
 
-/** Change-time range filters whose index is used when they select few rows (see choosePlan). */
-const RANGE_INDEX = { lastJobChangedAt: 'contacts_by_job_change', lastInfoChangedAt: 'contacts_by_info_change' } as const;
-/** The same ranges with created_at in the index: a page in creation order sorts index entries only (keys first, listSql). */
-const RANGE_BY_CREATED: Record<string, string> = { contacts_by_job_change: 'contacts_by_job_change_created', contacts_by_info_change: 'contacts_by_info_change_created' };
 const RANGE_PROBE_LIMIT = 5000;
 /**
  * The largest ledger whose name index a name search reads whole to learn whether few names match
@@ -182,27 +131,6 @@ export interface NewContactRow {
   now: number;
 }
 
-const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
-// SQLite's LIKE folds ASCII case only; needles with other letters go through a Unicode-aware function.
-const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
-// lower case in composed form (NFC): a name stored decomposed (e + U+0301, as macOS writes it) is found by é, and the reverse
-const foldForContains = (s: string) => s.toLocaleLowerCase('und').normalize('NFC');
-
-/**
- * The LIKE pattern on `name_key` that every name the `name` filter finds also matches: the key
- * (src/normalize.ts: apostrophes dropped, accents removed, letters spelt out, lower case, runs of
- * other characters one space) maps each character on its own, so the needle's key lies inside the
- * name's key wherever the needle lies inside the name. Greek sigma matches either form: its lower
- * case depends on what follows, which the key (without apostrophes and accents) may see
- * otherwise. Undefined when the key is empty (every name would match). The key is in the name
- * index, so this condition is checked there, before a row is read (test/ledger-contacts.test.ts
- * checks the promise over names of many scripts).
- */
-export function nameKeyPattern(needle: string): string | undefined {
-  const key = nameKey(needle);
-  return key ? `%${escapeLike(key).replace(/[σς]/g, '_')}%` : undefined;
-}
-
 export type ContactsRepo = ReturnType<typeof createContactsRepo>;
 
 /**
@@ -211,7 +139,30 @@ export type ContactsRepo = ReturnType<typeof createContactsRepo>;
  * values are always bound parameters, and the driving index is named explicitly so that every
  * list is an index scan (test/ledger-contacts.test.ts asserts it).
  */
-export function createContactsRepo(db: Db, reader: Db = db) {
+/**
+ * How a walk that may read far beyond the rows it returns is cut into steps (stepThrough): windows
+ * of its index entries, the first `firstRows` long, then sized from the last step's cost to take
+ * about `targetMs`, with a turn of the event loop between two steps.
+ */
+export interface ScanSteps {
+  firstRows: number;
+  minRows: number;
+  maxRows: number;
+  targetMs: number;
+}
+
+export const SCAN_STEPS: ScanSteps = { firstRows: 2000, minRows: 100, maxRows: 500_000, targetMs: 5 };
+
+/** The next window's length: sized to the target from the last step's cost, growing or shrinking at most 4× a step. */
+function nextWindow(rows: number, ms: number, s: ScanSteps): number {
+  const fit = Math.floor((rows * s.targetMs) / Math.max(ms, 0.01));
+  return Math.max(s.minRows, Math.min(s.maxRows, rows * 4, Math.max(Math.floor(rows / 4), fit)));
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: ScanSteps } = {}) {
+  const steps = opts.steps ?? SCAN_STEPS;
   for (const conn of new Set([db, reader])) {
     conn.raw.function('cl_contains_ci', { deterministic: true }, (haystack: unknown, needle: unknown) =>
       typeof haystack === 'string' && typeof needle === 'string' && foldForContains(haystack).includes(needle) ? 1 : 0,
@@ -244,34 +195,35 @@ export function createContactsRepo(db: Db, reader: Db = db) {
   /** Download pages: on the read-only connection, rows as arrays (DownloadRow). */
   const preparedOnReader = statementCache(reader, true);
 
-  /** WHERE fragments and their parameters for the filters (without the keyset condition). */
-  function whereOf(ledgerId: string, f: ContactFilter): { where: string[]; params: unknown[] } {
-    const where = ['ledger_id = ?'];
-    const params: unknown[] = [ledgerId];
-    const add = (fragment: string, ...values: unknown[]) => {
-      where.push(fragment);
-      params.push(...values);
-    };
-    if (f.lastJobChangedAt !== undefined) add('last_job_changed_at >= ?', f.lastJobChangedAt);
-    if (f.lastJobChangedAtBefore !== undefined) add('last_job_changed_at < ?', f.lastJobChangedAtBefore);
-    if (f.lastInfoChangedAt !== undefined) add('last_info_changed_at >= ?', f.lastInfoChangedAt);
-    if (f.lastInfoChangedAtBefore !== undefined) add('last_info_changed_at < ?', f.lastInfoChangedAtBefore);
-    if (f.referenceId !== undefined) add('reference_id = ?', f.referenceId);
-    if (f.linkedin !== undefined) add('linkedin = ?', f.linkedin);
-    if (f.email !== undefined) add('email = ?', f.email);
-    const namePattern = f.name === undefined ? undefined : nameKeyPattern(f.name);
-    if (namePattern) add(`name_key LIKE ? ESCAPE '\\'`, namePattern); // first, and in the name index: the row is read only if it holds
-    for (const field of ['name', 'company', 'title'] as const) {
-      const needle = f[field];
-      if (needle === undefined) continue;
-      if (isAscii(needle)) add(`${field} LIKE ? ESCAPE '\\'`, `%${escapeLike(needle)}%`);
-      else add(`cl_contains_ci(${field}, ?)`, foldForContains(needle));
+  /** The key of the walk's entry `rows` entries after `from`, from its index alone; undefined when fewer are left. */
+  const windowEnd = (part: ListPart, prep: (sql: string) => Statement, from: readonly unknown[] | undefined, rows: number): unknown[] | undefined => {
+    const q = windowEndSql(part, from);
+    return prep(q.sql).raw(true).get(...q.params, rows - 1) as unknown[] | undefined;
+  };
+
+  /**
+   * Runs `step` over a part: at once, whole, unless `stepped`; then over windows of the walk's index
+   * entries, one after the other, with a turn of the event loop between two, until `step` says it
+   * has what it needs or the walk ends. A filter that few rows meet (a rare company) would
+   * otherwise read the whole ledger in one statement: ~1–2 µs a row, a second or more at a million
+   * contacts, while every other request waits. The steps are not one snapshot: what is written
+   * between two is seen when it lies ahead of the walk, as between two pages of a cursor.
+   */
+  async function stepThrough(part: ListPart, prep: (sql: string) => Statement, stepped: boolean, step: (from: readonly unknown[] | undefined, until: readonly unknown[] | undefined) => boolean): Promise<void> {
+    if (!stepped) {
+      step(part.after, undefined);
+      return;
     }
-    if (f.isVerified !== undefined) add('is_verified = ?', f.isVerified ? 1 : 0);
-    if (f.importId !== undefined) add('import_id = ?', f.importId);
-    if (f.createdAfter !== undefined) add('created_at >= ?', f.createdAfter);
-    if (f.createdBefore !== undefined) add('created_at < ?', f.createdBefore);
-    return { where, params };
+    let from = part.after;
+    let rows = steps.firstRows;
+    for (;;) {
+      const t0 = performance.now();
+      const until = windowEnd(part, prep, from, rows);
+      if (step(from, until) || until === undefined) return;
+      from = until;
+      rows = nextWindow(rows, performance.now() - t0, steps);
+      await nextTurn();
+    }
   }
 
   /** Counts up to `cap` rows in a change-time range, through its index. */
@@ -368,49 +320,6 @@ export function createContactsRepo(db: Db, reader: Db = db) {
     return plan.index;
   }
 
-  function listSql(ledgerId: string, f: ContactFilter, sort: ContactSort, after: ContactPosition | undefined, limit: number, index: string, columns = COLUMNS): { sql: string; params: unknown[] }[] {
-    const plan = SORTS[sort];
-    const { where, params } = whereOf(ledgerId, f);
-    const dir = plan.desc ? 'DESC' : 'ASC';
-    const cmp = plan.desc ? '<' : '>';
-    const head = `SELECT ${columns} FROM contacts INDEXED BY ${index} WHERE `;
-    if (!plan.nullable) {
-      const w = [...where];
-      const p = [...params];
-      if (after) {
-        w.push(`(${plan.column}, seq) ${cmp} (?, ?)`);
-        p.push(plan.keyOf ? plan.keyOf(String(after.value)) : after.value, after.seq);
-      }
-      const order = `ORDER BY ${plan.column} ${dir}, seq ${dir}`;
-      const covering = plan.column === 'created_at' ? RANGE_BY_CREATED[index] : undefined;
-      if (covering) {
-        // keys first: the page's seqs from the index alone (range, sort, limit), then only their rows
-        const keys = `SELECT seq FROM contacts INDEXED BY ${covering} WHERE ${w.join(' AND ')} ${order} LIMIT ?`;
-        return [{ sql: `SELECT ${columns} FROM contacts WHERE seq IN (${keys}) ${order}`, params: [...p, limit] }];
-      }
-      return [{ sql: `${head}${w.join(' AND ')} ${order} LIMIT ?`, params: [...p, limit] }];
-    }
-    // Nullable change times, newest first: rows with a value, then the rows without one.
-    const parts: { sql: string; params: unknown[] }[] = [];
-    if (!after?.nulls) {
-      const w = [...where, `${plan.column} IS NOT NULL`];
-      const p = [...params];
-      if (after) {
-        w.push(`(${plan.column}, seq) < (?, ?)`);
-        p.push(after.value, after.seq);
-      }
-      parts.push({ sql: `${head}${w.join(' AND ')} ORDER BY ${plan.column} DESC, seq DESC LIMIT ?`, params: [...p, limit] });
-    }
-    const w = [...where, `${plan.column} IS NULL`];
-    const p = [...params];
-    if (after?.nulls) {
-      w.push('seq < ?');
-      p.push(after.seq);
-    }
-    parts.push({ sql: `${head}${w.join(' AND ')} ORDER BY seq DESC LIMIT ?`, params: [...p, limit] });
-    return parts;
-  }
-
   return {
     /** Inserts one contact and returns it; undefined when its referenceId (or id) is already taken in the ledger. */
     insertContact: (c: NewContactRow): Contact | undefined => {
@@ -439,14 +348,17 @@ export function createContactsRepo(db: Db, reader: Db = db) {
 
     /**
      * Up to `limit` contacts matching the filter after `after`, in `sort` order. Callers ask for
-     * `limit + 1` to learn whether there is a next page.
+     * `limit + 1` to learn whether there is a next page. A walk that reads rows it may not return
+     * (a rare company, say) goes in steps (stepThrough).
      */
-    listContacts(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Contact[] {
-      const index = choosePlan(ledgerId, f, sort);
+    async listContacts(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Promise<Contact[]> {
       const out: Contact[] = [];
-      for (const part of listSql(ledgerId, f, sort, after, limit, index)) {
-        const rows = prepared(part.sql).all(...part.params.slice(0, -1), limit - out.length) as ContactRow[];
-        for (const r of rows) out.push(toContact(r));
+      for (const part of listParts(ledgerId, f, sort, after, choosePlan(ledgerId, f, sort))) {
+        await stepThrough(part, prepared, Boolean(part.walk?.filtered), (from, until) => {
+          const q = rowsSql(part, COLUMNS, from, until);
+          for (const r of prepared(q.sql).all(...q.params, limit - out.length) as ContactRow[]) out.push(toContact(r));
+          return out.length >= limit;
+        });
         if (out.length >= limit) break;
       }
       return out;
@@ -458,30 +370,39 @@ export function createContactsRepo(db: Db, reader: Db = db) {
      * download streaming a whole ledger does not fill the writer's; each page is one short read
      * transaction, so the writer and checkpoints never wait for a download).
      */
-    listDownloadRows(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): DownloadRow[] {
-      const index = choosePlan(ledgerId, f, sort);
+    async listDownloadRows(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Promise<DownloadRow[]> {
       let out: DownloadRow[] = [];
-      for (const part of listSql(ledgerId, f, sort, after, limit, index, DOWNLOAD_COLUMNS)) {
-        const rows = preparedOnReader(part.sql).all(...part.params.slice(0, -1), limit - out.length) as DownloadRow[];
-        out = out.length ? out.concat(rows) : rows;
+      for (const part of listParts(ledgerId, f, sort, after, choosePlan(ledgerId, f, sort))) {
+        await stepThrough(part, preparedOnReader, Boolean(part.walk?.filtered), (from, until) => {
+          const q = rowsSql(part, DOWNLOAD_COLUMNS, from, until);
+          const rows = preparedOnReader(q.sql).all(...q.params, limit - out.length) as DownloadRow[];
+          out = out.length ? out.concat(rows) : rows;
+          return out.length >= limit;
+        });
         if (out.length >= limit) break;
       }
       return out;
     },
 
-    /** How many contacts match. */
-    countContacts(ledgerId: string, f: ContactFilter): number {
-      const index = choosePlan(ledgerId, f, '+createdAt');
-      const { where, params } = whereOf(ledgerId, f);
-      return prepared(`SELECT count(*) FROM contacts INDEXED BY ${index} WHERE ${where.join(' AND ')}`).pluck().get(...params) as number;
+    /** How many contacts match: a walk of the ledger (or of an import) is counted in steps, however few rows it reads. */
+    async countContacts(ledgerId: string, f: ContactFilter): Promise<number> {
+      const [part] = listParts(ledgerId, f, '+createdAt', undefined, choosePlan(ledgerId, f, '+createdAt'));
+      let total = 0;
+      await stepThrough(part!, prepared, Boolean(part!.walk), (from, until) => {
+        const q = countSql(part!, from, until);
+        total += prepared(q.sql).pluck().get(...q.params) as number;
+        return false;
+      });
+      return total;
     },
 
-    /** EXPLAIN QUERY PLAN of the list query (for the plan tests and docs). */
+    /** EXPLAIN QUERY PLAN of the list query's parts, as their first step runs them (for the plan tests and docs). */
     explainList(ledgerId: string, f: ContactFilter, sort: ContactSort, after?: ContactPosition): string[][] {
-      const index = choosePlan(ledgerId, f, sort);
-      return listSql(ledgerId, f, sort, after, 101, index).map((part) =>
-        (prepared(`EXPLAIN QUERY PLAN ${part.sql}`).all(...part.params) as { detail: string }[]).map((r) => r.detail),
-      );
+      return listParts(ledgerId, f, sort, after, choosePlan(ledgerId, f, sort)).map((part) => {
+        const until = part.walk?.filtered ? windowEnd(part, prepared, part.after, steps.firstRows) : undefined;
+        const q = rowsSql(part, COLUMNS, part.after, until);
+        return (prepared(`EXPLAIN QUERY PLAN ${q.sql}`).all(...q.params, 101) as { detail: string }[]).map((r) => r.detail);
+      });
     },
   };
 }

@@ -179,15 +179,15 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, batch ? (body.contacts as unknown[]) : [body], headers['Idempotency-Key'] as string | undefined));
     },
   );
-  r.add({ method: 'get', path: `${ONE}/contacts`, access: { org: 'viewer' }, query: S.ContactListQuery, summary: 'Contacts, filtered and sorted (SPEC §4.2); view=count counts them', responses: { 200: { description: '{contacts, nextCursor} or {count}' } } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/contacts`, access: { org: 'viewer' }, query: S.ContactListQuery, summary: 'Contacts, filtered and sorted (SPEC §4.2); view=count counts them', responses: { 200: { description: '{contacts, nextCursor} or {count}' } } }, async (ctx, { params, query }) => {
     const { filter, sort } = S.filterOf(query);
     if (query.view === 'count') {
       const extra = (['cursor', 'limit', 'sortBy'] as const).filter((k) => query[k] !== undefined);
       if (extra.length) throw badRequest('invalid_parameter', `view=count does not take ${extra.join(', ')}.`, extra.map((k) => ({ path: k, message: 'is not used with view=count' })));
-      ctx.body = { count: svc.contacts.count(params.orgId!, params.ledgerId!, filter) };
+      ctx.body = { count: await svc.contacts.count(params.orgId!, params.ledgerId!, filter) };
       return;
     }
-    ctx.body = pageOf('contacts', svc.contacts.list(params.orgId!, params.ledgerId!, filter, sort, query.limit ?? 100, query.cursor), presentContact);
+    ctx.body = pageOf('contacts', await svc.contacts.list(params.orgId!, params.ledgerId!, filter, sort, query.limit ?? 100, query.cursor), presentContact);
   });
   r.add({ method: 'get', path: `${ONE}/contacts/download`, access: { org: 'viewer' }, query: S.DownloadQuery, summary: 'Matching contacts as CSV (streamed)', responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params, query }) => {
     const ledger = svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
@@ -197,12 +197,12 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     const pages = svc.contacts.pages(ledger.id, filter, sort);
     attachment(ctx, `ledger-${ledger.id}-${fileStamp(opts.now())}.csv`);
     ctx.body = Readable.from(
-      (function* () {
+      (async function* () {
         yield `${query.bom ? '\uFEFF' : ''}${csvHeader(DOWNLOAD_HEADER, delimiter)}`;
         // A ledger deleted while its file streams: the answer is cut off (the connection closes
         // without the end of the chunked body), not ended as if the rows so far were all of them —
         // also when its purge already took the rest, so the last page came back empty.
-        for (const page of pages) {
+        for await (const page of pages) {
           svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
           yield downloadLines(page, escape, delimiter);
         }

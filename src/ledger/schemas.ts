@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { cursorParam, limitParam, noNul, text, timestampParam } from '../http/common-schemas.ts';
 import { isId } from '../ids.ts';
-import type { ContactFilter, ContactSort } from './contacts-repo.ts';
+import type { ContactFilter, ContactSort } from './contacts-list-repo.ts';
 import { canonicalLinkedin, emailProblem } from '../normalize.ts';
 
 /** Request schemas of the ledger service; they validate requests and generate its OpenAPI document. */

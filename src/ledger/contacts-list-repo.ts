@@ -1,0 +1,284 @@
+import { nameKey } from '../normalize.ts';
+
+/**
+ * The SQL of the contact list (SPEC §4.2), its count and its download: assembled from fixed
+ * fragments chosen by which typed filters are present; values are always bound parameters. Which
+ * index drives a query is chosen by the repo (src/ledger/contacts-repo.ts `choosePlan`); this
+ * module turns that choice into statements, and into the steps of a long walk.
+ */
+
+/** The filters of SPEC §4.2 after validation: typed values only, never SQL text. */
+export interface ContactFilter {
+  lastJobChangedAt?: number;
+  lastJobChangedAtBefore?: number;
+  lastInfoChangedAt?: number;
+  lastInfoChangedAtBefore?: number;
+  referenceId?: string;
+  linkedin?: string;
+  email?: string;
+  name?: string;
+  company?: string;
+  title?: string;
+  isVerified?: boolean;
+  importId?: string;
+  createdAfter?: number;
+  createdBefore?: number;
+}
+
+export type ContactSort = '+createdAt' | '-createdAt' | '+name' | '-name' | '-lastJobChangedAt' | '-lastInfoChangedAt';
+
+/**
+ * A keyset position: the sort value and seq of the last row returned. For the nullable change
+ * sorts, `nulls` says the walk has reached the rows without a value (they come last).
+ */
+export interface ContactPosition {
+  value: string | number | null;
+  seq: number;
+  nulls?: boolean;
+}
+
+interface SortPlan {
+  column: string;
+  desc: boolean;
+  index: string;
+  nullable: boolean;
+  /**
+   * The column's value for a position's value, when they differ: a name sort walks name_key, while
+   * its cursor keeps the name (bounded in length, where folding may lengthen it) and folds it again.
+   */
+  keyOf?: (value: string) => string;
+}
+
+export const SORTS: Record<ContactSort, SortPlan> = {
+  '+createdAt': { column: 'created_at', desc: false, index: 'contacts_by_created', nullable: false },
+  '-createdAt': { column: 'created_at', desc: true, index: 'contacts_by_created', nullable: false },
+  '+name': { column: 'name_key', desc: false, index: 'contacts_by_name', nullable: false, keyOf: nameKey },
+  '-name': { column: 'name_key', desc: true, index: 'contacts_by_name', nullable: false, keyOf: nameKey },
+  '-lastJobChangedAt': { column: 'last_job_changed_at', desc: true, index: 'contacts_by_job_change', nullable: true },
+  '-lastInfoChangedAt': { column: 'last_info_changed_at', desc: true, index: 'contacts_by_info_change', nullable: true },
+};
+
+/** Change-time range filters whose index is used when they select few rows (see choosePlan). */
+export const RANGE_INDEX = { lastJobChangedAt: 'contacts_by_job_change', lastInfoChangedAt: 'contacts_by_info_change' } as const;
+/** The same ranges with created_at in the index: a page in creation order sorts index entries only (keys first). */
+const RANGE_BY_CREATED: Record<string, string> = { contacts_by_job_change: 'contacts_by_job_change_created', contacts_by_info_change: 'contacts_by_info_change_created' };
+
+/** The filters that are a range of a column, as [from (inclusive), before (exclusive)]. */
+const RANGE_FILTERS: Record<string, readonly [keyof ContactFilter, keyof ContactFilter]> = {
+  created_at: ['createdAfter', 'createdBefore'],
+  last_job_changed_at: ['lastJobChangedAt', 'lastJobChangedAtBefore'],
+  last_info_changed_at: ['lastInfoChangedAt', 'lastInfoChangedAtBefore'],
+};
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+// SQLite's LIKE folds ASCII case only; needles with other letters go through a Unicode-aware function.
+const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
+/** Lower case in composed form (NFC): a name stored decomposed (e + U+0301, as macOS writes it) is found by é, and the reverse. */
+export const foldForContains = (s: string) => s.toLocaleLowerCase('und').normalize('NFC');
+
+/**
+ * The LIKE pattern on `name_key` that every name the `name` filter finds also matches: the key
+ * (src/normalize.ts: apostrophes dropped, accents removed, letters spelt out, lower case, runs of
+ * other characters one space) maps each character on its own, so the needle's key lies inside the
+ * name's key wherever the needle lies inside the name. Greek sigma matches either form: its lower
+ * case depends on what follows, which the key (without apostrophes and accents) may see
+ * otherwise. Undefined when the key is empty (every name would match). The key is in the name
+ * index, so this condition is checked there, before a row is read (test/ledger-contacts.test.ts
+ * checks the promise over names of many scripts).
+ */
+export function nameKeyPattern(needle: string): string | undefined {
+  const key = nameKey(needle);
+  return key ? `%${escapeLike(key).replace(/[σς]/g, '_')}%` : undefined;
+}
+
+/** Conditions with their parameters, in order. */
+interface Conditions {
+  where: string[];
+  params: unknown[];
+}
+
+/** The filter's conditions (ledger first), leaving out the keys in `skip` (those a walk bounds itself). */
+function whereOf(ledgerId: string, f: ContactFilter, skip: readonly (keyof ContactFilter)[] = []): Conditions {
+  const where = ['ledger_id = ?'];
+  const params: unknown[] = [ledgerId];
+  const add = (key: keyof ContactFilter, fragment: string, ...values: unknown[]) => {
+    if (f[key] === undefined || skip.includes(key)) return;
+    where.push(fragment);
+    params.push(...values);
+  };
+  add('lastJobChangedAt', 'last_job_changed_at >= ?', f.lastJobChangedAt);
+  add('lastJobChangedAtBefore', 'last_job_changed_at < ?', f.lastJobChangedAtBefore);
+  add('lastInfoChangedAt', 'last_info_changed_at >= ?', f.lastInfoChangedAt);
+  add('lastInfoChangedAtBefore', 'last_info_changed_at < ?', f.lastInfoChangedAtBefore);
+  add('referenceId', 'reference_id = ?', f.referenceId);
+  add('linkedin', 'linkedin = ?', f.linkedin);
+  add('email', 'email = ?', f.email);
+  const namePattern = f.name === undefined ? undefined : nameKeyPattern(f.name);
+  if (namePattern) add('name', `name_key LIKE ? ESCAPE '\\'`, namePattern); // first, and in the name index: the row is read only if it holds
+  for (const field of ['name', 'company', 'title'] as const) {
+    const needle = f[field];
+    if (needle === undefined) continue;
+    if (isAscii(needle)) add(field, `${field} LIKE ? ESCAPE '\\'`, `%${escapeLike(needle)}%`);
+    else add(field, `cl_contains_ci(${field}, ?)`, foldForContains(needle));
+  }
+  add('isVerified', 'is_verified = ?', f.isVerified ? 1 : 0);
+  add('importId', 'import_id = ?', f.importId);
+  add('createdAfter', 'created_at >= ?', f.createdAfter);
+  add('createdBefore', 'created_at < ?', f.createdBefore);
+  return { where, params };
+}
+
+/**
+ * A walk of an index in the order of the part's key: what SQLite seeks by and stops at. Each side
+ * of the walk gets one bound (the position or the filter's own range on the key's column, whichever
+ * is tighter): given two, SQLite may seek by the looser one and read every entry between them
+ * (a createdAfter filter then made each next page read the ledger from that time again).
+ */
+interface Walk {
+  /** What picks the walk's entries from the index alone: its equality prefix, the NULL test. */
+  prefix: Conditions;
+  /** The filter's range on the key's first column: `>= from`, `< before`. */
+  from?: number;
+  before?: number;
+  /** Part 1 of a nullable sort: the walk stops before the entries without a value. */
+  notNull: boolean;
+  /**
+   * Whether conditions outside the index's order apply (any filter but the range): then rows the
+   * walk reads may not match, and a page of a rare match reads far — the repo reads such a walk in
+   * windows of its entries, a step each.
+   */
+  filtered: boolean;
+}
+
+/** One ordered stretch of a list: its rows in `key` order, after `after`. */
+export interface ListPart {
+  /** The index that drives the query. */
+  index: string;
+  /** The conditions besides a walk's own (with no walk: all of them, the position's too). */
+  rest: Conditions;
+  key: readonly string[];
+  desc: boolean;
+  /** The key's values of the last row before this part (a cursor's position), if any. */
+  after?: readonly unknown[];
+  /** Keys first through this covering index, then the page's rows (few change-time rows in creation order). */
+  covering?: string;
+  walk?: Walk;
+}
+
+/** A key's values as a condition: `(a, b) > (?, ?)`, or `seq > ?` for one column. */
+function tupleCondition(key: readonly string[], op: string, values: readonly unknown[]): Conditions {
+  const cols = key.length === 1 ? key[0]! : `(${key.join(', ')})`;
+  const marks = key.length === 1 ? '?' : `(${key.map(() => '?').join(', ')})`;
+  return { where: [`${cols} ${op} ${marks}`], params: [...values] };
+}
+
+const merge = (...parts: Conditions[]): Conditions => ({ where: parts.flatMap((p) => p.where), params: parts.flatMap((p) => p.params) });
+
+/**
+ * The bounds of a walk from `after` (exclusive) to `until` (inclusive, a window's last entry): on
+ * each side the position or the filter's range, whichever is tighter (see Walk).
+ */
+function walkBounds(part: ListPart, walk: Walk, after: readonly unknown[] | undefined, until: readonly unknown[] | undefined): Conditions {
+  const column = part.key[0]!;
+  const out: Conditions = { where: [], params: [] };
+  const add = (c: Conditions) => {
+    out.where.push(...c.where);
+    out.params.push(...c.params);
+  };
+  const [start, stop] = part.desc ? [walk.before, walk.from] : [walk.from, walk.before];
+  // the start: after the position, unless the filter's range begins beyond it
+  if (after && (start === undefined || (part.desc ? (after[0] as number) < start : (after[0] as number) >= start))) add(tupleCondition(part.key, part.desc ? '<' : '>', after));
+  else if (start !== undefined) add({ where: [part.desc ? `${column} < ?` : `${column} >= ?`], params: [start] });
+  // the stop: at the window's last entry, unless the filter's range ends before it
+  if (until && (stop === undefined || (part.desc ? (until[0] as number) >= stop : (until[0] as number) < stop))) add(tupleCondition(part.key, part.desc ? '>=' : '<=', until));
+  else if (stop !== undefined) add({ where: [part.desc ? `${column} >= ?` : `${column} < ?`], params: [stop] });
+  else if (walk.notNull) add({ where: [`${column} IS NOT NULL`], params: [] });
+  return out;
+}
+
+/** All conditions of a part from `after` to `until` (both only for a walk; without one, `after` alone). */
+function conditionsOf(part: ListPart, after = part.after, until?: readonly unknown[]): Conditions {
+  if (!part.walk) return after ? merge(part.rest, tupleCondition(part.key, part.desc ? '<' : '>', after)) : part.rest;
+  return merge(part.walk.prefix, part.rest, walkBounds(part, part.walk, after, until));
+}
+
+const orderOf = (part: ListPart) => `ORDER BY ${part.key.map((k) => `${k} ${part.desc ? 'DESC' : 'ASC'}`).join(', ')}`;
+
+/** The rows of a part (from `after` to `until`); the statement's last parameter, the limit, is the caller's. */
+export function rowsSql(part: ListPart, columns: string, after = part.after, until?: readonly unknown[]): Conditions & { sql: string } {
+  const c = conditionsOf(part, after, until);
+  const order = orderOf(part);
+  if (part.covering) {
+    // keys first: the page's seqs from the index alone (range, sort, limit), then only their rows
+    const keys = `SELECT seq FROM contacts INDEXED BY ${part.covering} WHERE ${c.where.join(' AND ')} ${order} LIMIT ?`;
+    return { ...c, sql: `SELECT ${columns} FROM contacts WHERE seq IN (${keys}) ${order}` };
+  }
+  return { ...c, sql: `SELECT ${columns} FROM contacts INDEXED BY ${part.index} WHERE ${c.where.join(' AND ')} ${order} LIMIT ?` };
+}
+
+/** How many rows of a part lie from `after` to `until`. */
+export function countSql(part: ListPart, after = part.after, until?: readonly unknown[]): Conditions & { sql: string } {
+  const c = conditionsOf(part, after, until);
+  return { ...c, sql: `SELECT count(*) FROM contacts INDEXED BY ${part.index} WHERE ${c.where.join(' AND ')}` };
+}
+
+/**
+ * The key of a walk's entry a window's length after `after`, read from the index alone (its
+ * prefix and bounds, none of the other conditions); the statement's last parameter is the offset
+ * (the window's length − 1). No row: fewer entries are left.
+ */
+export function windowEndSql(part: ListPart, after: readonly unknown[] | undefined): Conditions & { sql: string } {
+  if (!part.walk) throw new Error(`the part driven by ${part.index} is not a walk: it has no windows`);
+  const c = merge(part.walk.prefix, walkBounds(part, part.walk, after, undefined));
+  return { ...c, sql: `SELECT ${part.key.join(', ')} FROM contacts INDEXED BY ${part.index} WHERE ${c.where.join(' AND ')} ${orderOf(part)} LIMIT 1 OFFSET ?` };
+}
+
+/** The index of an import's contacts: by import, then creation time. */
+const IMPORT_INDEX = 'contacts_by_import';
+
+/**
+ * The parts of a list in `sort` order driven by `index`, after `after`. A nullable change-time sort
+ * has two: the contacts with a value, newest first, then those without (none when the filter
+ * bounds that time, which no contact without one meets).
+ */
+export function listParts(ledgerId: string, f: ContactFilter, sort: ContactSort, after: ContactPosition | undefined, index: string): ListPart[] {
+  const plan = SORTS[sort];
+  const range = RANGE_FILTERS[plan.column];
+  const inOrder = index === plan.index || (index === IMPORT_INDEX && plan.column === 'created_at');
+  const walkOf = (prefix: Conditions, notNull: boolean): { rest: Conditions; walk: Walk } | { rest: Conditions; walk?: undefined } => {
+    if (!inOrder) return { rest: whereOf(ledgerId, f) };
+    const bounded: (keyof ContactFilter)[] = [...(range ?? []), ...(index === IMPORT_INDEX ? (['importId'] as const) : [])];
+    const rest = whereOf(ledgerId, f, bounded);
+    if (index !== IMPORT_INDEX) {
+      // ledger_id is the walk's prefix
+      rest.where.shift();
+      rest.params.shift();
+    }
+    const filtered = Object.keys(f).some((k) => f[k as keyof ContactFilter] !== undefined && !bounded.includes(k as keyof ContactFilter));
+    const [from, before] = range ? [f[range[0]] as number | undefined, f[range[1]] as number | undefined] : [];
+    return { rest, walk: { prefix, from, before, notNull, filtered } };
+  };
+  const ledgerPrefix = (extra: string[] = []): Conditions =>
+    index === IMPORT_INDEX ? { where: ['import_id = ?'], params: [f.importId] } : { where: ['ledger_id = ?', ...extra], params: [ledgerId] };
+
+  if (!plan.nullable) {
+    const key = [plan.column, 'seq'];
+    const at = after && [plan.keyOf ? plan.keyOf(String(after.value)) : after.value, after.seq];
+    const covering = plan.column === 'created_at' ? RANGE_BY_CREATED[index] : undefined;
+    return [{ index, key, desc: plan.desc, ...(at ? { after: at } : {}), ...(covering ? { covering } : {}), ...walkOf(ledgerPrefix(), false) }];
+  }
+  // Nullable change times, newest first: rows with a value, then the rows without one.
+  const parts: ListPart[] = [];
+  if (!after?.nulls) {
+    const withValue = walkOf(ledgerPrefix(), true);
+    if (!withValue.walk) withValue.rest = merge(withValue.rest, { where: [`${plan.column} IS NOT NULL`], params: [] });
+    parts.push({ index, key: [plan.column, 'seq'], desc: true, ...(after ? { after: [after.value, after.seq] } : {}), ...withValue });
+  }
+  const boundsTheTime = range!.some((k) => f[k] !== undefined);
+  if (!boundsTheTime) {
+    const withoutValue = walkOf(ledgerPrefix([`${plan.column} IS NULL`]), false);
+    if (!withoutValue.walk) withoutValue.rest = merge(withoutValue.rest, { where: [`${plan.column} IS NULL`], params: [] });
+    parts.push({ index, key: ['seq'], desc: true, ...(after?.nulls ? { after: [after.seq] } : {}), ...withoutValue });
+  }
+  return parts;
+}
