@@ -60,6 +60,12 @@ export const idempotencyKeyReused = () =>
     errors: [{ path: 'Idempotency-Key', message: 'already used for another request' }],
   });
 
+/**
+ * The client closed its connection before the answer was ready (nginx's 499): work done for it
+ * stops. Nobody reads this answer; it only ends the request's handling without an error logged.
+ */
+export const clientClosed = () => new AppError(499, 'client_closed_request', 'The client closed its connection before the answer was ready.');
+
 export const unsupportedMediaType = (message: string) => new AppError(415, 'unsupported_media_type', message);
 
 export const throttled = (retryAfterSeconds: number, message: string) =>

@@ -9,7 +9,10 @@ import { foldForContains, listParts, rowsSql, windowEndSql, type ContactFilter, 
 import { createContactsRepo, downloadPosition, positionOf, type ContactsRepo } from '../src/ledger/contacts-repo.ts';
 import type { Contact } from '../src/ledger/model.ts';
 import { nameKey } from '../src/normalize.ts';
-import { addContacts, createLedger, seedWorld, startApp, type TestApp } from './helpers.ts';
+import { request } from 'node:http';
+import { AppError } from '../src/errors.ts';
+import { clientGone } from '../src/http/request-context.ts';
+import { addContacts, createLedger, seedWorld, startApp, until, type TestApp } from './helpers.ts';
 
 type Ctx = { t: TestApp; ledgerId: string; stepped: ContactsRepo; whole: ContactsRepo; all: Contact[] };
 
@@ -172,6 +175,27 @@ S('a filter few rows meet gives the event loop a turn between steps; one window 
   assert.ok((await turnsDuring(() => whole.listContacts(ledgerId, rare, '+name', 101))) <= 1, 'one window');
 });
 
+S('a walk stops at its next step once its signal is aborted (the client went away), with the signal\'s reason', async ({ ledgerId, stepped }) => {
+  const rare: ContactFilter = { company: 'no such company' };
+  for (const run of [
+    (signal: AbortSignal) => stepped.listContacts(ledgerId, rare, '+name', 101, undefined, signal),
+    (signal: AbortSignal) => stepped.countContacts(ledgerId, rare, signal),
+    (signal: AbortSignal) => stepped.listDownloadRows(ledgerId, rare, '-createdAt', 1000, undefined, signal),
+  ]) {
+    const ctl = new AbortController();
+    const reason = new Error('gone');
+    const turns = await turnsDuring(async () => {
+      const walk = run(ctl.signal);
+      setImmediate(() => ctl.abort(reason));
+      await walk.then(
+        () => assert.unreachable('the walk ran to its end'),
+        (err: unknown) => assert.is(err, reason),
+      );
+    });
+    assert.ok(turns < 10, `stopped after ${turns} turns (80 steps when not stopped)`);
+  }
+});
+
 S('the windows are read from the index alone, and each step reads its window\'s rows through the same index', ({ t, ledgerId }) => {
   const db = t.rt.db.raw;
   for (const sort of SORTS) {
@@ -244,3 +268,46 @@ B('a change-time sort filtered by that time has no part for the contacts without
 });
 
 B.run();
+
+// The signal the list routes hand to a walk (src/http/request-context.ts clientGone): aborted with a
+// 499 when the connection closes before the answer, never after an answer sent whole.
+const G = suite<{ t: TestApp; signals: Map<string, AbortSignal>; release: Map<string, () => void> }>('a client gone');
+G.before(async (ctx) => {
+  ctx.signals = new Map();
+  ctx.release = new Map();
+  ctx.t = await startApp({
+    extend: (app) =>
+      app.use(async (ctx2, next) => {
+        const m = /^\/test\/held\/(\w+)$/.exec(ctx2.path);
+        if (!m) return next();
+        ctx.signals.set(m[1]!, clientGone(ctx2));
+        await new Promise<void>((resolve) => ctx.release.set(m[1]!, resolve));
+        ctx2.body = { ok: true };
+      }),
+  });
+});
+G.after(async (ctx) => ctx.t.close());
+
+G('aborted when the client closes its connection first; not when the answer was sent', async ({ t, signals, release }) => {
+  const { port } = new URL(t.base);
+  const gone = request({ host: '127.0.0.1', port, path: '/test/held/gone' });
+  gone.on('error', () => {}); // the socket is destroyed on purpose
+  gone.end();
+  const signal = (await until('the request arrived', () => signals.get('gone')))!;
+  assert.not.ok(signal.aborted);
+  gone.destroy();
+  await until('the signal aborted', () => signal.aborted);
+  assert.ok(signal.reason instanceof AppError);
+  assert.is((signal.reason as AppError).status, 499);
+  release.get('gone')!();
+
+  const answered = t.call('GET', '/test/held/answered');
+  const kept = (await until('the request arrived', () => signals.get('answered')))!;
+  release.get('answered')!();
+  assert.equal((await answered).body, { ok: true });
+  // the access line is written on the response's close event, with clientGone's listener
+  await until('the access line', () => t.logs.some((l) => l.includes('"path":"/test/held/answered"')));
+  assert.not.ok(kept.aborted, 'an answer sent whole does not abort');
+});
+
+G.run();

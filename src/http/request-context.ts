@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import { randomUUID } from 'node:crypto';
+import { clientClosed } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { statusAnsweredByServer } from './server.ts';
 
@@ -89,4 +90,16 @@ export function cors(origins: string[]): Koa.Middleware {
     }
     await next();
   };
+}
+
+/**
+ * Aborted (with a 499, errors.ts `clientClosed`) when the request's connection closes before its
+ * answer was sent whole: long work for it (a list walked in steps) stops at its next step.
+ */
+export function clientGone(ctx: Koa.Context): AbortSignal {
+  const ctl = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) ctl.abort(clientClosed());
+  });
+  return ctl.signal;
 }

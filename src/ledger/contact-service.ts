@@ -65,8 +65,8 @@ export function createContactService(d: ContactServiceDeps) {
     return true;
   }
 
-  async function page(ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Promise<Page<Contact> & { last?: ContactPosition }> {
-    const rows = await d.contacts.listContacts(ledgerId, filter, sort, limit + 1, after);
+  async function page(ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition, signal?: AbortSignal): Promise<Page<Contact> & { last?: ContactPosition }> {
+    const rows = await d.contacts.listContacts(ledgerId, filter, sort, limit + 1, after, signal);
     if (rows.length <= limit) return { items: rows, nextCursor: null };
     const items = rows.slice(0, limit);
     const last = positionOf(items[items.length - 1]!, sort);
@@ -82,15 +82,16 @@ export function createContactService(d: ContactServiceDeps) {
       return c;
     },
 
-    async list(orgId: string, ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, cursor?: string): Promise<Page<Contact>> {
+    /** A page of the list; `signal` (the client went away) stops a walk in steps (contacts-repo.ts `stepThrough`). */
+    async list(orgId: string, ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, cursor?: string, signal?: AbortSignal): Promise<Page<Contact>> {
       requireLedger(orgId, ledgerId);
-      const { items, nextCursor } = await page(ledgerId, filter, sort, limit, decodePosition(d.cursors, ledgerId, cursor, sort, filter));
+      const { items, nextCursor } = await page(ledgerId, filter, sort, limit, decodePosition(d.cursors, ledgerId, cursor, sort, filter), signal);
       return { items, nextCursor };
     },
 
-    async count(orgId: string, ledgerId: string, filter: ContactFilter): Promise<number> {
+    async count(orgId: string, ledgerId: string, filter: ContactFilter, signal?: AbortSignal): Promise<number> {
       const l = requireLedger(orgId, ledgerId);
-      return Object.keys(filter).length === 0 ? l.contactCount : await d.contacts.countContacts(ledgerId, filter);
+      return Object.keys(filter).length === 0 ? l.contactCount : await d.contacts.countContacts(ledgerId, filter, signal);
     },
 
     /**
@@ -98,10 +99,10 @@ export function createContactService(d: ContactServiceDeps) {
      * pages: an open iterate() cursor would block writes on the connection and hold back
      * checkpoints, RELIABILITY.md L2).
      */
-    async *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort): AsyncGenerator<DownloadRow[]> {
+    async *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort, signal?: AbortSignal): AsyncGenerator<DownloadRow[]> {
       let after: ContactPosition | undefined;
       for (;;) {
-        const rows = await d.contacts.listDownloadRows(ledgerId, filter, sort, DOWNLOAD_PAGE, after);
+        const rows = await d.contacts.listDownloadRows(ledgerId, filter, sort, DOWNLOAD_PAGE, after, signal);
         if (rows.length) yield rows;
         if (rows.length < DOWNLOAD_PAGE) return;
         after = downloadPosition(rows[rows.length - 1]!, sort);

@@ -134,12 +134,6 @@ export interface NewContactRow {
 export type ContactsRepo = ReturnType<typeof createContactsRepo>;
 
 /**
- * Contacts: batch inserts for the import runner, lookups, deletes and the list query of §4.2.
- * The list SQL is assembled from fixed fragments chosen by which typed filters are present;
- * values are always bound parameters, and the driving index is named explicitly so that every
- * list is an index scan (test/ledger-contacts.test.ts asserts it).
- */
-/**
  * How a walk that may read far beyond the rows it returns is cut into steps (stepThrough): windows
  * of its index entries, the first `firstRows` long, then sized from the last step's cost to take
  * about `targetMs`, with a turn of the event loop between two steps.
@@ -161,6 +155,12 @@ function nextWindow(rows: number, ms: number, s: ScanSteps): number {
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/**
+ * Contacts: batch inserts for the import runner, lookups, deletes, and the list query of §4.2, its
+ * count and its download pages. The driving index is chosen here (choosePlan) and named explicitly,
+ * so that every list is an index scan (test/ledger-contacts.test.ts asserts it); the statements are
+ * assembled in contacts-list-repo.ts, and a long walk is run in steps (stepThrough).
+ */
 export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: ScanSteps } = {}) {
   const steps = opts.steps ?? SCAN_STEPS;
   for (const conn of new Set([db, reader])) {
@@ -207,9 +207,16 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
    * has what it needs or the walk ends. A filter that few rows meet (a rare company) would
    * otherwise read the whole ledger in one statement: ~1–2 µs a row, a second or more at a million
    * contacts, while every other request waits. The steps are not one snapshot: what is written
-   * between two is seen when it lies ahead of the walk, as between two pages of a cursor.
+   * between two is seen when it lies ahead of the walk, as between two pages of a cursor. An
+   * aborted `signal` (the client went away) ends the walk with its reason before the next step.
    */
-  async function stepThrough(part: ListPart, prep: (sql: string) => Statement, stepped: boolean, step: (from: readonly unknown[] | undefined, until: readonly unknown[] | undefined) => boolean): Promise<void> {
+  async function stepThrough(
+    part: ListPart,
+    prep: (sql: string) => Statement,
+    stepped: boolean,
+    signal: AbortSignal | undefined,
+    step: (from: readonly unknown[] | undefined, until: readonly unknown[] | undefined) => boolean,
+  ): Promise<void> {
     if (!stepped) {
       step(part.after, undefined);
       return;
@@ -223,6 +230,7 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
       from = until;
       rows = nextWindow(rows, performance.now() - t0, steps);
       await nextTurn();
+      signal?.throwIfAborted();
     }
   }
 
@@ -351,10 +359,10 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
      * `limit + 1` to learn whether there is a next page. A walk that reads rows it may not return
      * (a rare company, say) goes in steps (stepThrough).
      */
-    async listContacts(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Promise<Contact[]> {
+    async listContacts(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition, signal?: AbortSignal): Promise<Contact[]> {
       const out: Contact[] = [];
       for (const part of listParts(ledgerId, f, sort, after, choosePlan(ledgerId, f, sort))) {
-        await stepThrough(part, prepared, Boolean(part.walk?.filtered), (from, until) => {
+        await stepThrough(part, prepared, Boolean(part.walk?.filtered), signal, (from, until) => {
           const q = rowsSql(part, COLUMNS, from, until);
           for (const r of prepared(q.sql).all(...q.params, limit - out.length) as ContactRow[]) out.push(toContact(r));
           return out.length >= limit;
@@ -370,10 +378,10 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
      * download streaming a whole ledger does not fill the writer's; each page is one short read
      * transaction, so the writer and checkpoints never wait for a download).
      */
-    async listDownloadRows(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition): Promise<DownloadRow[]> {
+    async listDownloadRows(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition, signal?: AbortSignal): Promise<DownloadRow[]> {
       let out: DownloadRow[] = [];
       for (const part of listParts(ledgerId, f, sort, after, choosePlan(ledgerId, f, sort))) {
-        await stepThrough(part, preparedOnReader, Boolean(part.walk?.filtered), (from, until) => {
+        await stepThrough(part, preparedOnReader, Boolean(part.walk?.filtered), signal, (from, until) => {
           const q = rowsSql(part, DOWNLOAD_COLUMNS, from, until);
           const rows = preparedOnReader(q.sql).all(...q.params, limit - out.length) as DownloadRow[];
           out = out.length ? out.concat(rows) : rows;
@@ -385,10 +393,10 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
     },
 
     /** How many contacts match: a walk of the ledger (or of an import) is counted in steps, however few rows it reads. */
-    async countContacts(ledgerId: string, f: ContactFilter): Promise<number> {
+    async countContacts(ledgerId: string, f: ContactFilter, signal?: AbortSignal): Promise<number> {
       const [part] = listParts(ledgerId, f, '+createdAt', undefined, choosePlan(ledgerId, f, '+createdAt'));
       let total = 0;
-      await stepThrough(part!, prepared, Boolean(part!.walk), (from, until) => {
+      await stepThrough(part!, prepared, Boolean(part!.walk), signal, (from, until) => {
         const q = countSql(part!, from, until);
         total += prepared(q.sql).pluck().get(...q.params) as number;
         return false;

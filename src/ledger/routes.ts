@@ -9,6 +9,7 @@ import { ownColumns, rejectedRowsHeader, REJECTION_COLUMNS } from '../csv/column
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
 import type { ApiRouter } from '../http/route.ts';
 import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
+import { clientGone } from '../http/request-context.ts';
 import { receiveUpload } from '../http/upload.ts';
 import type { ContactService } from './contact-service.ts';
 import type { Created, ImportService } from './import-service.ts';
@@ -184,17 +185,17 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     if (query.view === 'count') {
       const extra = (['cursor', 'limit', 'sortBy'] as const).filter((k) => query[k] !== undefined);
       if (extra.length) throw badRequest('invalid_parameter', `view=count does not take ${extra.join(', ')}.`, extra.map((k) => ({ path: k, message: 'is not used with view=count' })));
-      ctx.body = { count: await svc.contacts.count(params.orgId!, params.ledgerId!, filter) };
+      ctx.body = { count: await svc.contacts.count(params.orgId!, params.ledgerId!, filter, clientGone(ctx)) };
       return;
     }
-    ctx.body = pageOf('contacts', await svc.contacts.list(params.orgId!, params.ledgerId!, filter, sort, query.limit ?? 100, query.cursor), presentContact);
+    ctx.body = pageOf('contacts', await svc.contacts.list(params.orgId!, params.ledgerId!, filter, sort, query.limit ?? 100, query.cursor, clientGone(ctx)), presentContact);
   });
   r.add({ method: 'get', path: `${ONE}/contacts/download`, access: { org: 'viewer' }, query: S.DownloadQuery, summary: 'Matching contacts as CSV (streamed)', responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params, query }) => {
     const ledger = svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
     const { filter, sort } = S.filterOf(query);
     const escape = query.escapeFormulas ?? true;
     const delimiter = S.DOWNLOAD_DELIMITERS[query.delimiter ?? 'comma'];
-    const pages = svc.contacts.pages(ledger.id, filter, sort);
+    const pages = svc.contacts.pages(ledger.id, filter, sort, clientGone(ctx));
     attachment(ctx, `ledger-${ledger.id}-${fileStamp(opts.now())}.csv`);
     ctx.body = Readable.from(
       (async function* () {
