@@ -50,8 +50,13 @@ async function beside<T>(server: Server, api: Api, path: string, work: () => Pro
       waits.push(performance.now() - t0);
     }
   })();
-  const result = await work();
-  running = false;
+  probe.catch(() => {}); // a failed probe fails the bench below, after `work`, not as an unhandled rejection
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    running = false;
+  }
   await probe;
   return { result, waits };
 }
