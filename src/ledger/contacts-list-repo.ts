@@ -180,20 +180,17 @@ const merge = (...parts: Conditions[]): Conditions => ({ where: parts.flatMap((p
  */
 function walkBounds(part: ListPart, walk: Walk, after: readonly unknown[] | undefined, until: readonly unknown[] | undefined): Conditions {
   const column = part.key[0]!;
-  const out: Conditions = { where: [], params: [] };
-  const add = (c: Conditions) => {
-    out.where.push(...c.where);
-    out.params.push(...c.params);
-  };
+  const scalar = (op: string, value: number): Conditions => ({ where: [`${column} ${op} ?`], params: [value] });
+  const bounds: Conditions[] = [];
   const [start, stop] = part.desc ? [walk.before, walk.from] : [walk.from, walk.before];
   // the start: after the position, unless the filter's range begins beyond it
-  if (after && (start === undefined || (part.desc ? (after[0] as number) < start : (after[0] as number) >= start))) add(tupleCondition(part.key, part.desc ? '<' : '>', after));
-  else if (start !== undefined) add({ where: [part.desc ? `${column} < ?` : `${column} >= ?`], params: [start] });
+  if (after && (start === undefined || (part.desc ? (after[0] as number) < start : (after[0] as number) >= start))) bounds.push(tupleCondition(part.key, part.desc ? '<' : '>', after));
+  else if (start !== undefined) bounds.push(scalar(part.desc ? '<' : '>=', start));
   // the stop: at the window's last entry, unless the filter's range ends before it
-  if (until && (stop === undefined || (part.desc ? (until[0] as number) >= stop : (until[0] as number) < stop))) add(tupleCondition(part.key, part.desc ? '>=' : '<=', until));
-  else if (stop !== undefined) add({ where: [part.desc ? `${column} >= ?` : `${column} < ?`], params: [stop] });
-  else if (walk.notNull) add({ where: [`${column} IS NOT NULL`], params: [] });
-  return out;
+  if (until && (stop === undefined || (part.desc ? (until[0] as number) >= stop : (until[0] as number) < stop))) bounds.push(tupleCondition(part.key, part.desc ? '>=' : '<=', until));
+  else if (stop !== undefined) bounds.push(scalar(part.desc ? '>=' : '<', stop));
+  else if (walk.notNull) bounds.push({ where: [`${column} IS NOT NULL`], params: [] });
+  return merge(...bounds);
 }
 
 /** All conditions of a part from `after` to `until` (both only for a walk; without one, `after` alone). */
