@@ -89,6 +89,16 @@ M('queue depth and the oldest job\'s age come from the jobs table', async ({ t }
   assert.ok((metric(text, 'contact_ledger_job_oldest_age_seconds', { kind: 'no-such-kind', status: 'pending' }) ?? 0) >= 5);
 });
 
+M('the probes ignore their query string: a monitor\'s cache-buster does not fail them; other routes still refuse an unknown parameter', async ({ t }) => {
+  for (const path of ['/healthz?x=1', '/readyz?_=1732500000000&probe', '/healthz?a=1&a=2']) {
+    const r = await t.call('GET', path);
+    assert.is(r.status, 200, path);
+  }
+  const other = await t.call('GET', '/api/ledger/v1/openapi.json?x=1');
+  assert.is(other.status, 400);
+  assert.is(other.body.code, 'invalid_parameter');
+});
+
 M('/readyz answers 503 once shutdown began (the first step of D6), /healthz still 200', async ({ t }) => {
   assert.is((await t.call('GET', '/readyz')).status, 200);
   t.rt.state.shuttingDown = true;

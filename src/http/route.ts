@@ -68,6 +68,11 @@ export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q 
    * body is answered 503 with Retry-After before it is read (src/http/load-shedding.ts).
    */
   bulk?: boolean;
+  /**
+   * The query string is not read at all (no 400 for a parameter the route does not know): for the
+   * probes, which load balancers and monitors call with cache-busting parameters of their own.
+   */
+  ignoresQuery?: boolean;
 }
 
 type Infer<S> = S extends Schema ? z.output<S> : undefined;
@@ -307,7 +312,7 @@ export class ApiRouter {
     chain.push(async (ctx) => {
       const input = {
         headers: parseHeaders(ctx, s.headers),
-        query: parseQuery(ctx, s.query),
+        query: s.ignoresQuery ? undefined : parseQuery(ctx, s.query),
         body: s.body ? parseBody(ctx.request.body, s.body) : undefined,
         params: ctx.params as Record<string, string>,
         meta: ctx.state.meta as RequestMeta,

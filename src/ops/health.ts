@@ -6,15 +6,16 @@ export type ReadinessChecks = Record<string, () => boolean>;
 
 /**
  * GET /healthz (the process answers) and GET /readyz (database open, migrations applied,
- * scheduler running — SPEC §8). Both are public and cheap. `degraded` checks do not make the
+ * scheduler running — SPEC §8). Both are public and cheap, and ignore their query string (a
+ * monitor's cache-buster must not fail a probe). `degraded` checks do not make the
  * instance unready (reads still work): a failing one turns the answer's status into "degraded"
  * (RELIABILITY.md D3: a full disk).
  */
 export function registerHealthRoutes(r: ApiRouter, checks: ReadinessChecks, state: { shuttingDown: boolean }, degraded: ReadinessChecks = {}): void {
-  r.add({ method: 'get', path: '/healthz', access: 'public', summary: 'Liveness', responses: { 200: { description: 'Alive' } } }, (ctx) => {
+  r.add({ method: 'get', path: '/healthz', access: 'public', ignoresQuery: true, summary: 'Liveness', responses: { 200: { description: 'Alive' } } }, (ctx) => {
     ctx.body = { status: 'ok' };
   });
-  r.add({ method: 'get', path: '/readyz', access: 'public', summary: 'Readiness', responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready' } } }, (ctx) => {
+  r.add({ method: 'get', path: '/readyz', access: 'public', ignoresQuery: true, summary: 'Readiness', responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready' } } }, (ctx) => {
     const results: Record<string, boolean> = { acceptingRequests: !state.shuttingDown };
     for (const [name, check] of Object.entries(checks)) {
       try {
