@@ -679,6 +679,16 @@ D('the test ping goes through the delivery path and says what happened', async (
   await rx.close();
 });
 
+D('a page of the delivery log is one seek, filtered by status too (migration 0023: a rare status walked every delivery of the webhook)', ({ t }) => {
+  const plans = t.rt.webhooks.repo.explainDeliveries().map((p) => p.join(' | '));
+  assert.is(plans.length, 4);
+  for (const plan of plans) {
+    assert.match(plan, /^SEARCH webhook_deliveries USING INDEX webhook_deliveries_by_(webhook|status) \(webhook_id=\?/, plan);
+    assert.not.match(plan, /TEMP B-TREE/, plan);
+  }
+  for (const plan of plans.slice(2)) assert.match(plan, /INDEX webhook_deliveries_by_status \(webhook_id=\? AND status=\?/, plan);
+});
+
 D('a delivery is claimed by one worker at a time; a worker whose lease expired is fenced off (D4)', async ({ t, w }) => {
   const h = await createHook(t, w, { url: 'http://127.0.0.1:9/never', events: ['import.completed'], enabled: false });
   const ping = t.rt.db.tx(() => t.rt.webhooks.outbox.ping(t.rt.webhooks.repo.findWebhook(h.id)!));
