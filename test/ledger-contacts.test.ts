@@ -471,6 +471,10 @@ A('the import list is newest first with paging; unknown imports are 404', async 
   const next = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports?limit=2&cursor=${r.body.nextCursor}`, { token: w.tokens.viewer });
   expectStatus(next, 200);
   assert.not.ok(next.body.imports.some((i: any) => r.body.imports.some((j: any) => j.id === i.id)));
+  // a later page enters the index at its cursor (spelt with OR, each page read from the newest import on)
+  const plan = t.rt.ledger.repos.imports.explainImportsAfter().join(' | ');
+  assert.match(plan, /SEARCH i USING INDEX import_jobs_by_ledger \(ledger_id=\? AND \(created_at,id\)<\(\?,\?\)\)/, plan);
+  assert.not.match(plan, /TEMP B-TREE/, plan);
   expectStatus(await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/imp_00000000000000000000000000`, { token: w.tokens.viewer }), 404);
   const alias = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts/imports/${r.body.imports[0].id}`, { token: w.tokens.viewer });
   expectStatus(alias, 200);

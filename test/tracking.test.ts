@@ -1014,6 +1014,15 @@ T('feed access and request errors', async ({ t, w }) => {
   expectStatus(list, 200);
   assert.is(list.body.feeds.length, 2);
   assert.ok(list.body.nextCursor);
+  const next = await t.call('GET', `${FEED}?limit=2&cursor=${list.body.nextCursor}`, { token: w.serviceAccounts.feed.token });
+  expectStatus(next, 200);
+  assert.ok(next.body.feeds.length > 0);
+  assert.not.ok(next.body.feeds.some((f: any) => list.body.feeds.some((g: any) => g.id === f.id)), 'no feed on both pages');
+  assert.ok(next.body.feeds[0].createdAt <= list.body.feeds[1].createdAt, 'newest first across pages');
+  // a later page enters the index at its cursor (spelt with OR, each page read from the newest feed on)
+  const plan = t.rt.tracking.repos.feeds.explainFeedsAfter().join(' | ');
+  assert.match(plan, /USING INDEX feed_jobs_by_created \(\(created_at,id\)<\(\?,\?\)\)/, plan);
+  assert.not.match(plan, /TEMP B-TREE/, plan);
 });
 
 T.run();

@@ -94,8 +94,10 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     byId: db.raw.prepare<[string], ImportRow>(`${SELECT} WHERE i.id = ?`),
     byLedger: db.raw.prepare<[string, string], ImportRow>(`${SELECT} WHERE i.id = ? AND i.ledger_id = ?`),
     first: db.raw.prepare<[string, number], ImportRow>(`${SELECT} WHERE i.ledger_id = ? ORDER BY i.created_at DESC, i.id DESC LIMIT ?`),
-    after: db.raw.prepare<[string, number, number, string, number], ImportRow>(
-      `${SELECT} WHERE i.ledger_id = ? AND (i.created_at < ? OR (i.created_at = ? AND i.id < ?)) ORDER BY i.created_at DESC, i.id DESC LIMIT ?`,
+    // the position as one row value: SQLite seeks by it; the same condition spelt with OR read the
+    // ledger's imports from the newest to the cursor for every page (18 ms at 190,000 deep)
+    after: db.raw.prepare<[string, number, string, number], ImportRow>(
+      `${SELECT} WHERE i.ledger_id = ? AND (i.created_at, i.id) < (?, ?) ORDER BY i.created_at DESC, i.id DESC LIMIT ?`,
     ),
     start: db.raw.prepare<[number, string]>('UPDATE import_jobs SET started_at = coalesce(started_at, ?) WHERE id = ?'),
     submitted: db.raw.prepare<[number, string]>('UPDATE import_jobs SET submitted = ? WHERE id = ?'),
@@ -156,7 +158,9 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     },
     /** Import jobs of a ledger, newest first, `limit + 1` rows. */
     listImports: (ledgerId: string, limit: number, now: number, before?: Keyset): ImportJob[] =>
-      (before ? q.after.all(ledgerId, before.at, before.at, before.id, limit + 1) : q.first.all(ledgerId, limit + 1)).map((r) => toImport(r, now, files)),
+      (before ? q.after.all(ledgerId, before.at, before.id, limit + 1) : q.first.all(ledgerId, limit + 1)).map((r) => toImport(r, now, files)),
+    /** The query plan of a later page of listImports (tests: the cursor is where the index is entered). */
+    explainImportsAfter: (): string[] => (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.after.source}`).all('l_x', 1, 'imp_x', 101) as { detail: string }[]).map((r) => r.detail),
     markStarted: (id: string, now: number): void => void q.start.run(now, id),
     setSubmitted: (id: string, submitted: number): void => void q.submitted.run(submitted, id),
     /** Adds a chunk's counts and moves the resume point past it (same transaction as its rows). */
