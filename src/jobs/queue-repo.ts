@@ -183,10 +183,10 @@ export function createQueueRepo(db: Db) {
     explainClaim: (): string[] =>
       // one set of parameters for all three: a statement takes the ones it names
       [q.claim.source, q.claimable.source, q.nextDue.source].flatMap((sql) =>
-        (db.raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({ owner: 'x', until: 0, now: 0, lane: 'bulk' }) as { detail: string }[]).map((r) => r.detail),
+        db.queryPlan(sql, { owner: 'x', until: 0, now: 0, lane: 'bulk' }),
       ),
     /** The query plan of deleteFinishedJobs (tests: it reads the index of finished jobs, never the table). */
     explainDeleteFinishedJobs: (kind: string, before: number, n: number): string[] =>
-      (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.deleteFinished.source}`).all(kind, before, n) as { detail: string }[]).map((r) => r.detail),
+      db.queryPlan(q.deleteFinished.source, kind, before, n),
   };
 }

@@ -409,7 +409,7 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
       return listParts(ledgerId, f, sort, after, choosePlan(ledgerId, f, sort)).map((part) => {
         const until = part.walk?.filtered ? windowEnd(part, prepared, part.after, steps.firstRows) : undefined;
         const q = rowsSql(part, COLUMNS, part.after, until);
-        return (prepared(`EXPLAIN QUERY PLAN ${q.sql}`).all(...q.params, 101) as { detail: string }[]).map((r) => r.detail);
+        return db.queryPlan(q.sql, ...q.params, 101);
       });
     },
   };

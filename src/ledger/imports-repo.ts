@@ -160,7 +160,7 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     listImports: (ledgerId: string, limit: number, now: number, before?: Keyset): ImportJob[] =>
       (before ? q.after.all(ledgerId, before.at, before.id, limit + 1) : q.first.all(ledgerId, limit + 1)).map((r) => toImport(r, now, files)),
     /** The query plan of a later page of listImports (tests: the cursor is where the index is entered). */
-    explainImportsAfter: (): string[] => (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.after.source}`).all('l_x', 1, 'imp_x', 101) as { detail: string }[]).map((r) => r.detail),
+    explainImportsAfter: (): string[] => db.queryPlan(q.after.source, 'l_x', 1, 'imp_x', 101),
     markStarted: (id: string, now: number): void => void q.start.run(now, id),
     setSubmitted: (id: string, submitted: number): void => void q.submitted.run(submitted, id),
     /** Adds a chunk's counts and moves the resume point past it (same transaction as its rows). */

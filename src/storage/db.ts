@@ -72,6 +72,11 @@ export class Db {
     });
   }
 
+  /** The lines of EXPLAIN QUERY PLAN for a statement with these parameters (the repos' plan checks, for the tests). */
+  queryPlan(sql: string, ...params: unknown[]): string[] {
+    return (this.raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail);
+  }
+
   /**
    * Runs `fn` in a BEGIN IMMEDIATE transaction (a nested call becomes a savepoint). A throw rolls
    * back everything `fn` wrote. `fn` must be synchronous and short: the event loop waits for it.

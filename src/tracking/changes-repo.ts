@@ -115,8 +115,8 @@ export function createChangesRepo(db: Db) {
     lastSeqOfLedger: (ledgerId: string): number => q.lastSeqOfLedger.get(ledgerId) ?? 0,
     /** The query plans of firstSeqSince and of the running maximum read by insertChange (tests: one seek each). */
     explainSinceStart: (ledgerId: string, since: number): { start: string[]; insert: string[] } => ({
-      start: (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.firstSince.source}`).all(ledgerId, since) as { detail: string }[]).map((r) => r.detail),
-      insert: (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.ledgerMax.source}`).all(ledgerId) as { detail: string }[]).map((r) => r.detail),
+      start: db.queryPlan(q.firstSince.source, ledgerId, since),
+      insert: db.queryPlan(q.ledgerMax.source, ledgerId),
     }),
     purgeChanges: (ledgerId: string, n: number): number => q.purge.run(ledgerId, n).changes,
     deleteChangesOfContact: (contactId: string): void => void q.deleteOfContact.run(contactId),

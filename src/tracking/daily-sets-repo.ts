@@ -88,7 +88,7 @@ export function createDailySetsRepo(db: Db) {
     },
     /** The query plan of a collect step (tests: a range of changes_by_ledger_time, no sort). */
     explainCollect: (ledgerId: string, from: number, to: number): string[] =>
-      (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.dayChanges.source}`).all(ledgerId, to, from, 0, 2000) as { detail: string }[]).map((r) => r.detail),
+      db.queryPlan(q.dayChanges.source, ledgerId, to, from, 0, 2000),
     /** A transaction of its own: every write takes the process's write lock (storage/write-lock.ts). */
     recordSet: (s: DailySet): void => db.tx(() => void q.insert.run(s.ledgerId, s.day, JSON.stringify(s.files), s.createdAt)),
     /** Sets of a ledger, newest day first, before `beforeDay` (exclusive), `limit` rows. */

@@ -139,7 +139,7 @@ export function createFeedsRepo(db: Db, files: DataFiles) {
     listFeeds: (limit: number, now: number, before?: Keyset): FeedJob[] =>
       (before ? q.after.all(before.at, before.id, limit + 1) : q.first.all(limit + 1)).map((r) => toFeed(r, now, files)),
     /** The query plan of a later page of listFeeds (tests: the cursor is where the index is entered). */
-    explainFeedsAfter: (): string[] => (db.raw.prepare(`EXPLAIN QUERY PLAN ${q.after.source}`).all(1, 'feed_x', 101) as { detail: string }[]).map((r) => r.detail),
+    explainFeedsAfter: (): string[] => db.queryPlan(q.after.source, 1, 'feed_x', 101),
     markStarted: (id: string, now: number): void => void q.start.run(now, id),
     addProgress: (id: string, p: FeedProgress): void => void q.progress.run({ id, ...p }),
     markFinished: (id: string, message: string | null, now: number): void => void q.finish.run(message, now, id),

@@ -316,9 +316,9 @@ export function createWebhooksRepo(db: Db) {
     /** The query plans of the delivery log's pages, unfiltered and filtered by status (tests: each one a seek, no sort). */
     explainDeliveries: (): string[][] =>
       [q.deliveriesFirst, q.deliveriesBefore, q.deliveriesByStatusFirst, q.deliveriesByStatusBefore].map((st) => {
-        const params = st.source.includes('status = ?') ? ['wh_x', 'failed'] : ['wh_x'];
-        if (st.source.includes('seq < ?')) params.push(5 as never);
-        return (db.raw.prepare(`EXPLAIN QUERY PLAN ${st.source}`).all(...params, 101) as { detail: string }[]).map((r) => r.detail);
+        const params: unknown[] = st.source.includes('status = ?') ? ['wh_x', 'failed'] : ['wh_x'];
+        if (st.source.includes('seq < ?')) params.push(5);
+        return db.queryPlan(st.source, ...params, 101);
       }),
     findDelivery: (webhookId: string, id: string): Delivery | undefined => {
       const r = q.delivery.get(webhookId, id);
