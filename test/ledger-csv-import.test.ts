@@ -1433,6 +1433,30 @@ R('an upload that arrives after its sender lost access creates nothing: a member
   assert.equal(filesUnder(feedTmp), []);
 });
 
+R('an upload whose sign-in reaches its absolute lifetime while it arrives is no refusal either; a request after it is', async () => {
+  // sign-ins end after 5 minutes here; access tokens would live an hour
+  const t = await startApp({ config: { maxUploadBytes: LIMIT, refreshMaxSeconds: 300, refreshIdleSeconds: 300 } });
+  try {
+    const w = await seedWorld(t);
+    const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'session ends mid-upload');
+    const token = (await signIn(t, 'editor@a.test', PASSWORD)).accessToken;
+    const boundary = 'xxBOUNDARYxx';
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.csv"\r\nContent-Type: text/csv\r\n\r\nname,company\n${'Ann,Acme\n'.repeat(100)}`);
+    const tail = Buffer.from(`Bo,Acme\n\r\n--${boundary}--\r\n`);
+    const upload = await sendInTwoParts(t, importsPath(w, ledgerId), { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, head, tail, () => filesUnder(tmpDir(t)).length > 0, async () => {
+      (t.clock as ManualClock).advance(6 * 60 * 1000);
+      const after = await t.call('GET', importsPath(w, ledgerId), { token });
+      expectStatus(after, 401, 'the sign-in has ended meanwhile');
+      assert.match(after.body.message, /session of this access token has ended/);
+    });
+    assert.is(upload.status, 202, JSON.stringify(upload.body));
+    const viewer = (await signIn(t, 'viewer@a.test', PASSWORD)).accessToken;
+    assert.is((await waitForImport(t, viewer, w.orgId, ledgerId, upload.body.id)).imported, 101);
+  } finally {
+    await t.close();
+  }
+});
+
 R.run();
 
 

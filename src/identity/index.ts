@@ -67,11 +67,12 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
     },
     /**
      * The actor of a token verified earlier in this request, read again from the database: its
-     * session, user or service account as they are now (401 when gone or revoked). The token's own
-     * expiry is not checked again — it was valid when the request began (a long upload outlives it).
+     * session, user or service account as they are now (401 when gone or revoked). Neither the
+     * token's expiry nor the session's lifetime is checked again — both were valid when the request
+     * began (a long upload outlives them).
      */
     reloadActor(actor: Actor) {
-      return sessions.resolveActor({ sub: actor.id, sid: actor.sessionId, iat: 0, exp: Math.floor((actor.accessExpiresAt ?? 0) / 1000) });
+      return sessions.resolveActor({ sub: actor.id, sid: actor.sessionId, iat: 0, exp: Math.floor((actor.accessExpiresAt ?? 0) / 1000) }, { recheck: true });
     },
     /**
      * Housekeeping: drops expired refresh tokens, ended sessions and throttle windows, in chunks

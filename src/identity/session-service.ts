@@ -297,11 +297,14 @@ export function createSessionService(d: SessionDeps) {
 
     /**
      * Turns verified access-token claims into the current actor, re-reading the session, the user
-     * or service account from the database; throws 401 when any of them is gone or revoked.
+     * or service account from the database; throws 401 when any of them is gone or revoked. A
+     * `recheck` of an actor resolved earlier in the same request (a long upload, index.ts
+     * reloadActor) does not look at the session's lifetime again: it had not ended when the
+     * request began, and reaching it meanwhile is no revocation — as the access token's own expiry.
      */
-    resolveActor(claims: AccessClaims): Actor {
+    resolveActor(claims: AccessClaims, opts: { recheck?: boolean } = {}): Actor {
       const session = d.sessions.findSession(claims.sid);
-      if (!session || session.revokedAt !== null || session.expiresAt <= d.clock.now()) {
+      if (!session || session.revokedAt !== null || (!opts.recheck && session.expiresAt <= d.clock.now())) {
         throw unauthenticated('The session of this access token has ended; sign in again.');
       }
       if (session.userId) {
