@@ -129,7 +129,10 @@ const FILTERS: ContactFilter[] = [
 
 S('every filter in every sort: the same pages in steps as in one statement, and what the filter finds in the sort\'s order', async ({ ledgerId, stepped, whole, all }) => {
   let checked = 0;
-  for (const f of FILTERS) {
+  // an import's contacts: in creation order its own index is walked (by name, the name index: the import is the whole ledger)
+  const importId = all[0]!.importId!;
+  const filters: ContactFilter[] = [...FILTERS, { importId }, { importId, company: 'rare' }, { importId, createdAfter: at(100), isVerified: true }];
+  for (const f of filters) {
     for (const sort of SORTS) {
       const expected = ordered(all.filter((c) => meets(c, f)), sort).map((c) => c.id);
       const what = `${JSON.stringify(f)} ${sort}`;
@@ -144,7 +147,7 @@ S('every filter in every sort: the same pages in steps as in one statement, and 
     assert.is(await stepped.countContacts(ledgerId, f), n, `count in steps: ${JSON.stringify(f)}`);
     assert.is(await whole.countContacts(ledgerId, f), n, `count: ${JSON.stringify(f)}`);
   }
-  assert.is(checked, FILTERS.length * SORTS.length);
+  assert.is(checked, filters.length * SORTS.length);
 });
 
 /** Turns of the event loop (setImmediate callbacks) that ran while `work` was awaited. */
