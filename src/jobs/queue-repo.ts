@@ -1,8 +1,7 @@
 import type { Db } from '../storage/db.ts';
 
 export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
-/** `express`: small jobs (an API batch of contacts) with slots of their own; `bulk`: everything else. */
-/** The scheduler's lanes (docs/decisions.md, the scheduler). */
+/** The scheduler's lanes: `express`, small jobs (an API batch of contacts) with slots of their own; `bulk`, everything else (docs/decisions.md, the scheduler). */
 export const JOB_LANES = ['bulk', 'express'] as const;
 export type JobLane = (typeof JOB_LANES)[number];
 

@@ -242,40 +242,31 @@ export function listParts(ledgerId: string, f: ContactFilter, sort: ContactSort,
   const plan = SORTS[sort];
   const range = RANGE_FILTERS[plan.column];
   const inOrder = index === plan.index || (index === IMPORT_INDEX && plan.column === 'created_at');
-  const walkOf = (prefix: Conditions, notNull: boolean): { rest: Conditions; walk: Walk } | { rest: Conditions; walk?: undefined } => {
-    if (!inOrder) return { rest: whereOf(ledgerId, f) };
+  /**
+   * A part's conditions: as a walk of `index` in the part's order when it is one (its prefix: the
+   * ledger or the import, and `IS NULL` for the part without a value; `IS NOT NULL` a stop
+   * bound), else every condition as it is.
+   */
+  const conditionsOfPart = (nullTest?: 'IS NULL' | 'IS NOT NULL'): { rest: Conditions; walk?: Walk } => {
+    if (!inOrder) return { rest: merge(whereOf(ledgerId, f), { where: nullTest ? [`${plan.column} ${nullTest}`] : [], params: [] }) };
     const bounded: (keyof ContactFilter)[] = [...(range ?? []), ...(index === IMPORT_INDEX ? (['importId'] as const) : [])];
     const rest = whereOf(ledgerId, f, bounded);
-    if (index !== IMPORT_INDEX) {
-      // ledger_id is the walk's prefix
-      rest.where.shift();
-      rest.params.shift();
-    }
+    const prefix: Conditions = index === IMPORT_INDEX ? { where: ['import_id = ?'], params: [f.importId] } : { where: [rest.where.shift()!], params: [rest.params.shift()] }; // ledger_id = ?
+    if (nullTest === 'IS NULL') prefix.where.push(`${plan.column} IS NULL`);
     const filtered = Object.keys(f).some((k) => f[k as keyof ContactFilter] !== undefined && !bounded.includes(k as keyof ContactFilter));
     const [from, before] = range ? [f[range[0]] as number | undefined, f[range[1]] as number | undefined] : [];
-    return { rest, walk: { prefix, from, before, notNull, filtered } };
+    return { rest, walk: { prefix, from, before, notNull: nullTest === 'IS NOT NULL', filtered } };
   };
-  const ledgerPrefix = (extra: string[] = []): Conditions =>
-    index === IMPORT_INDEX ? { where: ['import_id = ?'], params: [f.importId] } : { where: ['ledger_id = ?', ...extra], params: [ledgerId] };
 
   if (!plan.nullable) {
-    const key = [plan.column, 'seq'];
     const at = after && [plan.keyOf ? plan.keyOf(String(after.value)) : after.value, after.seq];
     const covering = plan.column === 'created_at' ? RANGE_BY_CREATED[index] : undefined;
-    return [{ index, key, desc: plan.desc, ...(at ? { after: at } : {}), ...(covering ? { covering } : {}), ...walkOf(ledgerPrefix(), false) }];
+    return [{ index, key: [plan.column, 'seq'], desc: plan.desc, ...(at ? { after: at } : {}), ...(covering ? { covering } : {}), ...conditionsOfPart() }];
   }
-  // Nullable change times, newest first: rows with a value, then the rows without one.
+  // Nullable change times, newest first: rows with a value, then the rows without one — none when
+  // the filter bounds that time, which no contact without one meets.
   const parts: ListPart[] = [];
-  if (!after?.nulls) {
-    const withValue = walkOf(ledgerPrefix(), true);
-    if (!withValue.walk) withValue.rest = merge(withValue.rest, { where: [`${plan.column} IS NOT NULL`], params: [] });
-    parts.push({ index, key: [plan.column, 'seq'], desc: true, ...(after ? { after: [after.value, after.seq] } : {}), ...withValue });
-  }
-  const boundsTheTime = range!.some((k) => f[k] !== undefined);
-  if (!boundsTheTime) {
-    const withoutValue = walkOf(ledgerPrefix([`${plan.column} IS NULL`]), false);
-    if (!withoutValue.walk) withoutValue.rest = merge(withoutValue.rest, { where: [`${plan.column} IS NULL`], params: [] });
-    parts.push({ index, key: ['seq'], desc: true, ...(after?.nulls ? { after: [after.seq] } : {}), ...withoutValue });
-  }
+  if (!after?.nulls) parts.push({ index, key: [plan.column, 'seq'], desc: true, ...(after ? { after: [after.value, after.seq] } : {}), ...conditionsOfPart('IS NOT NULL') });
+  if (!range!.some((k) => f[k] !== undefined)) parts.push({ index, key: ['seq'], desc: true, ...(after?.nulls ? { after: [after.seq] } : {}), ...conditionsOfPart('IS NULL') });
   return parts;
 }

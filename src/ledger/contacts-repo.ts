@@ -234,6 +234,29 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
     }
   }
 
+  /** Up to `limit` rows (`columns`, on the connection of `prep`) of the list after `after`, part by part, walks in steps. */
+  async function pageOf<R>(
+    prep: (sql: string) => Statement,
+    columns: string,
+    ledgerId: string,
+    f: ContactFilter,
+    sort: ContactSort,
+    limit: number,
+    after: ContactPosition | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<R[]> {
+    const out: R[] = [];
+    for (const part of listParts(ledgerId, f, sort, after, choosePlan(ledgerId, f, sort))) {
+      await stepThrough(part, prep, Boolean(part.walk?.filtered), signal, (from, until) => {
+        const q = rowsSql(part, columns, from, until);
+        for (const r of prep(q.sql).all(...q.params, limit - out.length) as R[]) out.push(r);
+        return out.length >= limit;
+      });
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
   /** Counts up to `cap` rows in a change-time range, through its index. */
   function probeRange(ledgerId: string, key: keyof typeof RANGE_INDEX, from: number, before: number | undefined, cap: number): number {
     const column = key === 'lastJobChangedAt' ? 'last_job_changed_at' : 'last_info_changed_at';
@@ -360,16 +383,7 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
      * (a rare company, say) goes in steps (stepThrough).
      */
     async listContacts(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition, signal?: AbortSignal): Promise<Contact[]> {
-      const out: Contact[] = [];
-      for (const part of listParts(ledgerId, f, sort, after, choosePlan(ledgerId, f, sort))) {
-        await stepThrough(part, prepared, Boolean(part.walk?.filtered), signal, (from, until) => {
-          const q = rowsSql(part, COLUMNS, from, until);
-          for (const r of prepared(q.sql).all(...q.params, limit - out.length) as ContactRow[]) out.push(toContact(r));
-          return out.length >= limit;
-        });
-        if (out.length >= limit) break;
-      }
-      return out;
+      return (await pageOf<ContactRow>(prepared, COLUMNS, ledgerId, f, sort, limit, after, signal)).map(toContact);
     },
 
     /**
@@ -378,19 +392,8 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
      * download streaming a whole ledger does not fill the writer's; each page is one short read
      * transaction, so the writer and checkpoints never wait for a download).
      */
-    async listDownloadRows(ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition, signal?: AbortSignal): Promise<DownloadRow[]> {
-      let out: DownloadRow[] = [];
-      for (const part of listParts(ledgerId, f, sort, after, choosePlan(ledgerId, f, sort))) {
-        await stepThrough(part, preparedOnReader, Boolean(part.walk?.filtered), signal, (from, until) => {
-          const q = rowsSql(part, DOWNLOAD_COLUMNS, from, until);
-          const rows = preparedOnReader(q.sql).all(...q.params, limit - out.length) as DownloadRow[];
-          out = out.length ? out.concat(rows) : rows;
-          return out.length >= limit;
-        });
-        if (out.length >= limit) break;
-      }
-      return out;
-    },
+    listDownloadRows: (ledgerId: string, f: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition, signal?: AbortSignal): Promise<DownloadRow[]> =>
+      pageOf<DownloadRow>(preparedOnReader, DOWNLOAD_COLUMNS, ledgerId, f, sort, limit, after, signal),
 
     /** How many contacts match: a walk of the ledger (or of an import) is counted in steps, however few rows it reads. */
     async countContacts(ledgerId: string, f: ContactFilter, signal?: AbortSignal): Promise<number> {
