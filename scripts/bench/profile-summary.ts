@@ -30,8 +30,8 @@ const fn = (pattern: RegExp, url?: RegExp) => (f: Frame) => pattern.test(f.funct
 
 /** Checked in order for each frame, from the sampled one up. */
 const CATEGORIES: [string, (f: Frame) => boolean][] = [
-  ['SQLite: the list query (and its rows mapped)', fn(/^listContacts$/, /contacts-repo/)],
-  ['SQLite: download pages', fn(/^listDownloadRows$/, /contacts-repo/)],
+  // a list page and a download page run their SQL in the same steps (contacts-repo.ts pageOf, stepThrough; the steps are arrows)
+  ['SQLite: list or download pages (and their rows mapped)', fn(/^(|listContacts|listDownloadRows|countContacts|pageOf|stepThrough|windowEnd)$/, /contacts-repo/)],
   ['SQLite: plan probe', fn(/^probeRange$/)],
   ['SQLite: session, account, membership, ledger', fn(/^(findSession|findUserById|findOrgById|findRole|findLedger|findServiceAccountById)$/)],
   ['bare server handler (SQLite + JSON.stringify)', is(/bench\/bare-server/)],
