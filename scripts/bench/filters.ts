@@ -23,7 +23,7 @@ interface Case {
 }
 
 const RARE = 'zz no such company';
-const CASES = (since: number): Case[] => [
+const CASES = (since: number, importId: string): Case[] => [
   { label: 'company nobody has, creation order', query: `company=${encodeURIComponent(RARE)}`, sql: `SELECT * FROM contacts INDEXED BY contacts_by_created WHERE ledger_id = ? AND company LIKE ? ORDER BY created_at, seq LIMIT 101`, params: [`%${RARE}%`] },
   { label: 'company nobody has, by name', query: `company=${encodeURIComponent(RARE)}&sortBy=%2Bname`, sql: `SELECT * FROM contacts INDEXED BY contacts_by_name WHERE ledger_id = ? AND company LIKE ? ORDER BY name_key, seq LIMIT 101`, params: [`%${RARE}%`] },
   { label: 'title beyond ASCII nobody has', query: `title=${encodeURIComponent('Directrice Générale')}&sortBy=-createdAt`, sql: `SELECT * FROM contacts INDEXED BY contacts_by_created WHERE ledger_id = ? AND cl_contains_ci(title, ?) ORDER BY created_at DESC, seq DESC LIMIT 101`, params: ['directrice générale'] },
@@ -35,6 +35,13 @@ const CASES = (since: number): Case[] => [
     // before: the contacts with a change, then every one without (none of which can match)
     sql: `SELECT count(*) FROM (SELECT seq FROM contacts INDEXED BY contacts_by_job_change WHERE ledger_id = ? AND last_job_changed_at >= ? AND last_job_changed_at IS NULL ORDER BY seq DESC LIMIT 101)`,
     params: [since],
+  },
+  {
+    label: "an import's contacts, by change time",
+    query: `importId=${importId}&sortBy=-lastJobChangedAt`,
+    // before (to the twenty-fourth session): the import's contacts from its own index, sorted whole
+    sql: `SELECT * FROM contacts INDEXED BY contacts_by_import WHERE ledger_id = ? AND import_id = ? AND last_job_changed_at IS NULL ORDER BY seq DESC LIMIT 101`,
+    params: [importId],
   },
 ];
 
@@ -66,10 +73,11 @@ async function main() {
   const dbFile = join(data.dataDir, 'contact-ledger.db');
   console.log(machineFacts());
   const since = Date.parse('2026-01-01T00:00:00Z');
-  const cases = CASES(since);
   // the statements alone first, before the server starts: while one runs, this process serves no
   // socket, and a kept-alive connection the server closes meanwhile would fail the next request
   const db = new Database(dbFile, { readonly: true });
+  const importId = db.prepare('SELECT import_id FROM contacts WHERE ledger_id = ? AND import_id IS NOT NULL LIMIT 1').pluck().get(data.ledgerId) as string;
+  const cases = CASES(since, importId);
   db.function('cl_contains_ci', { deterministic: true }, (h: unknown, n: unknown) => (typeof h === 'string' && typeof n === 'string' && h.toLocaleLowerCase('und').normalize('NFC').includes(n) ? 1 : 0));
   const sqlMs = cases.map((c) => {
     const statement = db.prepare(c.sql);
