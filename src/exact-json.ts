@@ -64,6 +64,32 @@ export function parseJsonExact(text: string): unknown {
   return hasUnsafeInteger(value) ? J.parse(text, reviver) : value;
 }
 
+/** The digits of a number's text before its exponent hold something other than zeros. */
+const NONZERO_MANTISSA = /^-?0*\.?0*[1-9]/;
+/** A number with a three-digit exponent or hundreds of digits: only such a text can leave a double's range. */
+const FAR_NUMBER = /[eE][+-]?\d{3}|\d{300}/;
+
+/**
+ * The text of the first number in JSON `text` (already parsed to `value`) that a double cannot
+ * hold even roughly: beyond ±1.8e308, which JSON.parse reads as ±Infinity (and JSON.stringify
+ * writes back as null), or a non-zero number below 4.9e-324, which it reads as 0. Undefined when
+ * there is none; the text is read again, with each number's source, only when it could hold one.
+ */
+export function outOfRangeNumber(text: string, value: unknown): { text: string; readAs: 0 | typeof Infinity } | undefined {
+  if (!FAR_NUMBER.test(text)) return undefined;
+  const infinite = someJsonValue(value, (x) => typeof x === 'number' && !Number.isFinite(x));
+  const zero = someJsonValue(value, (x) => x === 0);
+  if (!infinite && !zero) return undefined;
+  let found: { text: string; readAs: 0 | typeof Infinity } | undefined;
+  J.parse(text, (_key: string, v: unknown, context: { source?: string }) => {
+    if (found === undefined && typeof v === 'number' && context.source !== undefined && (!Number.isFinite(v) || (v === 0 && NONZERO_MANTISSA.test(context.source)))) {
+      found = { text: context.source, readAs: v === 0 ? 0 : Infinity };
+    }
+    return v;
+  });
+  return found;
+}
+
 /** An integer that parseJsonExact kept as its digits: its source text; undefined for anything else. */
 export function exactIntegerText(value: unknown): string | undefined {
   return typeof value === 'object' && value !== null && J.isRawJSON(value) ? value.rawJSON : undefined;

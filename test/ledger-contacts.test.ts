@@ -437,6 +437,23 @@ A('a referenceId integer beyond 2^53−1 is rejected saying so, and comes back i
   assert.match(single.body.message, /referenceId 18446744073709551617 is a whole number too large.*send it as a string/);
 });
 
+A('a number no double can hold (beyond ±1.8e308, or not zero but below 5e-324) refuses the body, naming it: read as infinity or 0 it would be stored as null or "0"', async ({ t, w, ledgerId }) => {
+  const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
+  const jobsBefore = t.rt.db.raw.prepare('SELECT count(*) FROM import_jobs WHERE ledger_id = ?').pluck().get(ledgerId);
+  for (const [n, readAs] of [['1e400', 'infinity'], ['-1E+999', 'infinity'], ['1e-400', '0'], ['9'.repeat(400) + '.5', 'infinity']] as const) {
+    const raw = `{"contacts":[{"name":"Ann","company":"Acme","referenceId":"a"},{"name":"Bob","company":"Acme","referenceId":${n}}]}`;
+    const res = await t.call('POST', path, { token: w.tokens.editor, raw, headers: { 'content-type': 'application/json' } });
+    expectStatus(res, 400);
+    assert.match(res.body.message, new RegExp(`holds the number ${n.slice(0, 10).replace(/[+.]/g, '\\$&')}.*read as ${readAs}.*send it as a string`), res.body.message);
+  }
+  const single = await t.call('POST', path, { token: w.tokens.editor, raw: '{"name":"Cy","company":"Acme","referenceId":1e400}', headers: { 'content-type': 'application/json' } });
+  expectStatus(single, 400);
+  assert.is(t.rt.db.raw.prepare('SELECT count(*) FROM import_jobs WHERE ledger_id = ?').pluck().get(ledgerId), jobsBefore, 'no import job');
+  // zero however written, the largest and the smallest doubles, and the text "1e400" are taken
+  const fine = await t.call('POST', path, { token: w.tokens.editor, raw: '{"contacts":[{"name":"Zed","company":"Acme","referenceId":0e-400},{"name":"Max","company":"Acme","title":"1e400"}]}', headers: { 'content-type': 'application/json' } });
+  expectStatus(fine, 202);
+});
+
 A('request-level errors: bad JSON, wrong shape, empty and oversized batches, unknown ledger, viewer', async ({ t, w, ledgerId }) => {
   const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
   const bad = await t.call('POST', path, { token: w.tokens.editor, raw: '{"name":', headers: { 'content-type': 'application/json' } });

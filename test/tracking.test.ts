@@ -825,15 +825,19 @@ T('a record that is not valid UTF-8 is rejected alone with its line, in every fo
   assert.match(await errorsOf(arr.id), /\n2,2,"the element is not valid UTF-8 \(byte 13 of the element\)/);
 });
 
-T('a personId number beyond 2^53−1 is rejected (it would be rounded onto another id); a smaller one or a string is kept', async ({ t, w }) => {
+T('a personId number beyond 2^53−1 or beyond a double\'s range is rejected (it would be rounded onto another id); a smaller one or a string is kept', async ({ t, w }) => {
   // 9007199254740993 and 9007199254740992 are one double: taken, the two people would be merged
   const body = '{"personId":9007199254740992,"name":"Pid One","company":"Pid Co"}\n{"personId":9007199254740993,"name":"Pid Two","company":"Other Co"}\n' +
-    '{"personId":"9007199254740993","name":"Pid Three","company":"Pid Co"}\n{"personId":42,"name":"Pid Four","company":"Pid Co"}\n';
+    '{"personId":"9007199254740993","name":"Pid Three","company":"Pid Co"}\n{"personId":42,"name":"Pid Four","company":"Pid Co"}\n' +
+    // beyond a double's range: both would be read as Infinity, one person
+    '{"personId":1e400,"name":"Pid Five","company":"Pid Co"}\n{"personId":-2e999,"name":"Pid Six","company":"Pid Co"}\n';
   const job = await feed(t, w.root, body);
-  assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 4, 2, 2]);
+  assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 6, 4, 2]);
   const errors = (await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root })).text;
   assert.match(errors, /\n1,1,"personId is a whole number beyond ±\(2\^53−1\) \(read as 9007199254740992\), which cannot be kept exactly; send it as a string/);
   assert.match(errors, /\n2,2,"personId is a whole number beyond/);
+  assert.match(errors, /\n5,5,"personId is a number beyond ±1\.8e308 \(read as infinity/);
+  assert.match(errors, /\n6,6,"personId is a number beyond ±1\.8e308/);
   const people = t.rt.db.raw.prepare("SELECT external_id AS id, name FROM people WHERE name LIKE 'Pid %' ORDER BY name").all();
   assert.equal(people, [{ id: '42', name: 'Pid Four' }, { id: '9007199254740993', name: 'Pid Three' }]);
 });

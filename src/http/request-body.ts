@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createUnzip } from 'node:zlib';
 import { AppError, badRequest, invalid, tooLarge, unsupportedMediaType } from '../errors.ts';
-import { firstDuplicateKey, hasLoneSurrogate, someJsonValue } from '../exact-json.ts';
+import { firstDuplicateKey, hasLoneSurrogate, outOfRangeNumber, someJsonValue } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
 
 /**
@@ -125,6 +125,11 @@ export function parseJsonBody(text: string, parse: (text: string) => unknown = J
     throw badRequest('malformed_body', `The request body is not valid JSON${at}.`);
   }
   if (someJsonValue(value, (_, depth) => depth > MAX_JSON_DEPTH)) throw tooDeep();
+  const far = outOfRangeNumber(text, value);
+  if (far !== undefined) {
+    const shown = far.text.length > 40 ? `${far.text.slice(0, 37)}...` : far.text;
+    throw badRequest('malformed_body', `The request body holds the number ${shown}, which a JSON number cannot carry here (it would be read as ${far.readAs === 0 ? '0' : 'infinity'}: beyond ±1.8e308 or below 5e-324); send it as a string.`);
+  }
   if (SUSPECT_PROTO.test(text) && hasProtoKey(value)) throw forbiddenKey();
   if (hasLoneSurrogate(text, value)) throw badRequest('malformed_body', 'The request body holds half a UTF-16 surrogate pair (a \\ud800–\\udfff escape alone), which is no character; escape whole pairs or send the text as UTF-8.');
   const twice = firstDuplicateKey(text);

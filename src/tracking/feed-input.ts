@@ -19,6 +19,7 @@ function text(v: unknown, field: string, max: number): string | undefined | { er
   if (v === undefined || v === null) return undefined;
   if (typeof v === 'number' && field === 'personId') {
     // JSON.parse has already rounded such a number: two people's ids could become one
+    if (!Number.isFinite(v)) return { error: 'personId is a number beyond ±1.8e308 (read as infinity: every such id would be one person); send it as a string' };
     if (Number.isInteger(v) && !Number.isSafeInteger(v)) return { error: `personId is a whole number beyond ±(2^53−1) (read as ${v}), which cannot be kept exactly; send it as a string` };
     v = String(v);
   }
