@@ -1,3 +1,4 @@
+import { domainToASCII } from 'node:url';
 /**
  * Canonical forms used for storage and matching (SPEC §4.1, §5). Pure functions, no I/O: they run
  * in the request path, in the import runner and in the CSV worker thread alike, and in migrations
@@ -100,6 +101,29 @@ export function emailProblem(email: string, field = 'email'): string | undefined
 
 /** True for a plausible single e-mail address (the shape, not deliverability). */
 export const isEmail = (text: string): boolean => emailProblem(text) === undefined;
+
+/**
+ * The key e-mail addresses are matched and filtered by ("case-insensitive", SPEC §4.2, §5): the
+ * local part in composed form (NFC) and Unicode lower case (`JOSÉ` = `josé`, also when one of them
+ * is written decomposed); the domain lower-cased, and one beyond ASCII in its IDNA form
+ * (`ÄRGER.de` = `ärger.de` = `xn--rger-koa.de`). Until migration 0024 addresses compared by
+ * SQLite's NOCASE, which folds A–Z only.
+ */
+export function emailKey(email: string): string {
+  const at = email.lastIndexOf('@');
+  const local = email.slice(0, at < 0 ? email.length : at).normalize('NFC').toLowerCase();
+  if (at < 0) return local;
+  const domain = email.slice(at + 1);
+  const folded = /^[\x00-\x7f]*$/.test(domain) ? domain.toLowerCase() : domainToASCII(domain) || domain.normalize('NFC').toLowerCase();
+  return `${local}@${folded}`;
+}
+
+/** The e-mail key as stored beside an address: null when it is SQLite's lower() of it (A–Z folded; every address of ASCII letters), which the e-mail indexes take then (migration 0024). */
+export function storedEmailKey(email: string | null): string | null {
+  if (email === null) return null;
+  const key = emailKey(email);
+  return key === email.replace(/[A-Z]+/g, (s) => s.toLowerCase()) ? null : key;
+}
 
 // Legal-form suffixes dropped from company names for matching ("Acme, Inc." = "ACME"). Changing
 // them changes stored keys: add a migration that recomputes them (as 0019 does, with the

@@ -2,7 +2,7 @@
 // have suites of their own: tracking.test.ts, title-rules.test.ts).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { canonicalLinkedin, emailProblem, isEmail, parseLinkedin } from '../src/normalize.ts';
+import { canonicalLinkedin, emailKey, emailProblem, isEmail, parseLinkedin, storedEmailKey } from '../src/normalize.ts';
 
 const N = suite('canonical LinkedIn URLs and e-mails');
 
@@ -76,6 +76,23 @@ N('e-mail shapes', () => {
 N('a LinkedIn slug written decomposed (e + U+0301, as macOS writes it) is the composed one', () => {
   assert.is(canonicalLinkedin('https://www.linkedin.com/in/jose\u0301-garci\u0301a'), 'https://www.linkedin.com/in/jos\u00e9-garc\u00eda');
   assert.is(canonicalLinkedin('linkedin.com/in/jose%CC%81-garci%CC%81a/'), canonicalLinkedin('linkedin.com/in/jos%C3%A9-garc%C3%ADa'));
+});
+
+N('e-mail keys: Unicode case and composed form in the local part, the domain in IDNA form; stored only where lower() of the address is not the key', () => {
+  const same = [
+    ['JOSÉ@example.com', 'josé@example.com', 'jose\u0301@EXAMPLE.com'],
+    ['ann@MÜNCHEN.de', 'ann@münchen.de', 'ANN@xn--mnchen-3ya.DE'],
+    ['Bob.Roe+crm@Globex.test', 'bob.roe+crm@globex.test'],
+  ];
+  for (const group of same) for (const e of group) assert.is(emailKey(e), emailKey(group[0]!), e);
+  assert.is.not(emailKey('jose@example.com'), emailKey('josé@example.com'), 'an accent is a letter of its own');
+  // what the e-mail indexes hold: coalesce(email_key, lower(email)), lower() folding A–Z only
+  const sqliteLower = (e: string) => e.replace(/[A-Z]/g, (c) => c.toLowerCase());
+  for (const e of [...same.flat(), 'x@y.z', 'ÅSA@bolag.se', 'åsa@bolag.se', 'İ@x.test']) {
+    assert.is(storedEmailKey(e) ?? sqliteLower(e), emailKey(e), e);
+    if (/^[\x00-\x7f]*$/.test(e)) assert.is(storedEmailKey(e), null, `${e}: nothing stored for an ASCII address`);
+  }
+  assert.is(storedEmailKey(null), null);
 });
 
 N.run();

@@ -232,6 +232,30 @@ S('migration 0020 recomputes the name and company keys of names holding letters 
   db.close();
 });
 
+S('migration 0024 stores the e-mail key (Unicode case, composed form, IDNA domain) of the addresses whose key is not lower() of them, and the e-mail indexes hold the key of each', () => {
+  const { db, raw, apply } = justBefore('0024_');
+  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, email, created_at, updated_at) VALUES (?, 'l_1', 'N', 'C', 'C', 'n', ?, 1, 1)");
+  contact.run('c_1', 'JOSÉ@Example.com');
+  contact.run('c_2', 'jose\u0301@example.COM'); // decomposed é
+  contact.run('c_3', 'ann@MÜNCHEN.de');
+  contact.run('c_4', null);
+  contact.run('c_5', 'Bob.Roe@Globex.TEST'); // ASCII: its key is lower() of it, nothing stored
+  raw.prepare("INSERT INTO people (name, name_key, company, company_key, email, observed_at, updated_at) VALUES ('P', 'p', 'C', 'c', 'Ann@xn--mnchen-3ya.DE', 1, 1)").run();
+  apply();
+  assert.equal(raw.prepare('SELECT id, email_key, coalesce(email_key, lower(email)) FROM contacts ORDER BY id').raw().all(), [
+    ['c_1', 'josé@example.com', 'josé@example.com'],
+    ['c_2', 'josé@example.com', 'josé@example.com'],
+    ['c_3', 'ann@xn--mnchen-3ya.de', 'ann@xn--mnchen-3ya.de'],
+    ['c_4', null, null],
+    ['c_5', null, 'bob.roe@globex.test'],
+  ]);
+  assert.equal(raw.prepare('SELECT email_key, coalesce(email_key, lower(email)) FROM people').raw().all(), [[null, 'ann@xn--mnchen-3ya.de']]);
+  assert.match(raw.prepare("SELECT sql FROM sqlite_schema WHERE name = 'contacts_by_email'").pluck().get() as string, /\(coalesce\(email_key, lower\(email\)\)\)/);
+  assert.match(raw.prepare("SELECT sql FROM sqlite_schema WHERE name = 'people_by_email'").pluck().get() as string, /\(coalesce\(email_key, lower\(email\)\)\)/);
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
 S('migration 0021 recomputes company keys under the new rule (initials, more legal forms, apostrophes) and the name keys of names with an apostrophe', () => {
   const { db, raw, apply } = justBefore('0021_');
   const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, company_key, created_at, updated_at) VALUES (?, 'l_1', ?, ?, ?, ?, ?, 1, 1)");

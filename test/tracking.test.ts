@@ -522,6 +522,34 @@ T('a contact whose e-mail names no known person is matched by name + company (on
   assert.equal([again.isVerified, again.title], [true, 'Importer']);
 });
 
+T('e-mail addresses match in any case beyond ASCII, composed or not, and with the domain in Unicode or IDNA form — in feeds, at import and in the email filter', async ({ t, w }) => {
+  const { ledgerId, path } = await ledgerWith(t, w, 'unicode mail', [
+    { name: 'Contact One', company: 'OldCo', email: 'JOSÉ@example.test', referenceId: 'jose' },
+    { name: 'Contact Two', company: 'OldCo', email: 'zoe@ÄRGER.test', referenceId: 'zoe' },
+  ]);
+  // the person's record spells the address otherwise: lower case decomposed é; the domain in IDNA form
+  const job = await feed(t, w.root, ndjson(
+    { personId: 'uj-1', email: 'jose\u0301@Example.test', name: 'Person One', company: 'NewCo' },
+    { personId: 'uj-2', email: 'Zoe@xn--rger-koa.test', name: 'Person Two', company: 'NewCo' },
+  ));
+  assert.equal([job.contactsMatched, job.jobChanges], [2, 2]);
+  for (const ref of ['jose', 'zoe']) {
+    const c = await contact(t, w, path, ref);
+    assert.equal([c.isVerified, c.company], [true, 'NewCo'], ref);
+  }
+  // the same address in another spelling is the same address: no e-mail change
+  const history = (await t.call('GET', `${path}/contacts/${(await contact(t, w, path, 'jose')).id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(history.map((c: any) => c.type), ['job']);
+  // at import, a contact finds the person known by the address in another case
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Contact Three', company: 'OldCo', email: 'ZOE@ärger.test', referenceId: 'zoe-2' }]);
+  assert.equal([(await contact(t, w, path, 'zoe-2')).isVerified, (await contact(t, w, path, 'zoe-2')).company], [true, 'NewCo']);
+  // the email filter
+  for (const q of ['jos%C3%A9%40example.test', 'JOS%C3%89%40EXAMPLE.TEST', 'zoe%40xn--rger-koa.test', 'ZOE%40%C3%84RGER.TEST']) {
+    const listed = (await t.call('GET', `${path}/contacts?email=${q}&view=count`, { token: w.tokens.viewer })).body;
+    assert.is(listed.count, q.startsWith('jos') || q.startsWith('JOS') ? 1 : 2, q);
+  }
+});
+
 T('e-mail before name + company also when the address\'s person is learnt later: a contact matched by name + company moves to them, as its import would match', async ({ t, w }) => {
   const { ledgerId, path } = await ledgerWith(t, w, 'e-mail later', [{ name: 'Eve Ray', company: 'Kramerica', email: 'eve.ray@mail.test', referenceId: 'eve' }]);
   const byName = await feed(t, w.root, ndjson({ name: 'Eve Ray', company: 'Kramerica', title: 'Intern' }));

@@ -1,5 +1,5 @@
 import { exactIntegerText } from '../exact-json.ts';
-import { canonicalLinkedin, emailProblem, invisibleProblem, textProblem } from '../normalize.ts';
+import { canonicalLinkedin, emailKey, emailProblem, invisibleProblem, textProblem } from '../normalize.ts';
 import { titleDomain, titleLevel, type TitleDomain, type TitleLevel } from './title-rules.ts';
 
 /**
@@ -78,7 +78,7 @@ export function validateContact(input: unknown): InputResult {
     for (const key of Object.keys(info)) if (!CONTACT_INFO.has(key)) return reject(`unknown field "contactInfo.${key}"`);
     const nested = optionalText((info as Record<string, unknown>).email, 'contactInfo.email', MAX_LENGTH.email);
     if (isError(nested)) return reject(nested.error);
-    if (nested !== undefined && email !== undefined && nested.toLowerCase() !== email.toLowerCase()) return reject('email and contactInfo.email differ');
+    if (nested !== undefined && email !== undefined && emailKey(nested) !== emailKey(email)) return reject('email and contactInfo.email differ');
     email ??= nested;
   }
   if (email !== undefined) {

@@ -1,4 +1,4 @@
-import { nameKey } from '../normalize.ts';
+import { emailKey, nameKey } from '../normalize.ts';
 
 /**
  * The SQL of the contact list (SPEC §4.2), its count and its download: assembled from fixed
@@ -70,6 +70,15 @@ const RANGE_FILTERS: Record<string, readonly [keyof ContactFilter, keyof Contact
   last_info_changed_at: ['lastInfoChangedAt', 'lastInfoChangedAtBefore'],
 };
 
+/**
+ * An address's key as the e-mail indexes hold it (contacts_by_email, people_by_email; migration
+ * 0024): the stored key, or lower() of an address whose key that is (src/normalize.ts
+ * storedEmailKey). `t` is a table alias with its dot.
+ */
+export const emailKeySql = (t = ''): string => `coalesce(${t}email_key, lower(${t}email))`;
+/** "The address of this row has the key `param`", in the form the partial e-mail indexes serve (`email IS NOT NULL` first). */
+export const emailKeyIs = (param: string, t = ''): string => `${t}email IS NOT NULL AND ${emailKeySql(t)} = ${param}`;
+
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 // SQLite's LIKE folds ASCII case only; needles with other letters go through a Unicode-aware function.
 const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
@@ -112,7 +121,7 @@ function whereOf(ledgerId: string, f: ContactFilter, skip: readonly (keyof Conta
   add('lastInfoChangedAtBefore', 'last_info_changed_at < ?', f.lastInfoChangedAtBefore);
   add('referenceId', 'reference_id = ?', f.referenceId);
   add('linkedin', 'linkedin = ?', f.linkedin);
-  add('email', 'email = ?', f.email);
+  add('email', emailKeyIs('?'), f.email === undefined ? undefined : emailKey(f.email));
   const namePattern = f.name === undefined ? undefined : nameKeyPattern(f.name);
   if (namePattern) add('name', `name_key LIKE ? ESCAPE '\\'`, namePattern); // first, and in the name index: the row is read only if it holds
   for (const field of ['name', 'company', 'title'] as const) {

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../storage/db.ts';
 import type { Contact } from './model.ts';
-import { companyKey, nameKey } from '../normalize.ts';
+import { companyKey, nameKey, storedEmailKey } from '../normalize.ts';
 import {
   countSql, foldForContains, listParts, nameKeyPattern, RANGE_INDEX, rowsSql, SORTS, windowEndSql,
   type ContactFilter, type ContactPosition, type ContactSort, type ListPart,
@@ -170,8 +170,8 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
   }
   const q = {
     insert: db.raw.prepare(
-      `INSERT INTO contacts (id, ledger_id, import_id, reference_id, name, company, import_company, import_title, title, title_level, title_domain, location, email, linkedin, created_at, updated_at, name_key, company_key)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      `INSERT INTO contacts (id, ledger_id, import_id, reference_id, name, company, import_company, import_title, title, title_level, title_domain, location, email, linkedin, created_at, updated_at, name_key, company_key, email_key)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     ),
     byId: db.raw.prepare<[string, string], ContactRow>(`SELECT ${COLUMNS} FROM contacts WHERE id = ? AND ledger_id = ?`),
     byReference: db.raw.prepare<[string, string], { id: string; import_id: string | null }>('SELECT id, import_id FROM contacts WHERE ledger_id = ? AND reference_id = ?'),
@@ -346,7 +346,7 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
   return {
     /** Inserts one contact and returns it; undefined when its referenceId (or id) is already taken in the ledger. */
     insertContact: (c: NewContactRow): Contact | undefined => {
-      const r = q.insert.run(c.id, c.ledgerId, c.importId, c.referenceId, c.name, c.company, c.company, c.title, c.title, c.titleLevel, c.titleDomain, c.location, c.email, c.linkedin, c.now, c.now, nameKey(c.name), companyKey(c.company));
+      const r = q.insert.run(c.id, c.ledgerId, c.importId, c.referenceId, c.name, c.company, c.company, c.title, c.title, c.titleLevel, c.titleDomain, c.location, c.email, c.linkedin, c.now, c.now, nameKey(c.name), companyKey(c.company), storedEmailKey(c.email));
       if (r.changes !== 1) return undefined;
       return {
         seq: Number(r.lastInsertRowid), id: c.id, ledgerId: c.ledgerId, importId: c.importId, referenceId: c.referenceId, name: c.name, company: c.company,

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { companyKey, nameKey } from '../normalize.ts';
+import { companyKey, emailKey, nameKey } from '../normalize.ts';
 import type { Db } from './db.ts';
 import { StartupError } from './db.ts';
 
@@ -51,9 +51,10 @@ export function migrate(db: Db, migrations: Migration[], now: number = Date.now(
   const pending = pendingMigrations(db, migrations);
   if (pending.length === 0) return [];
   // What migrations may call besides SQL: the matching keys as the server computes them, so that
-  // a change of their rule can recompute the stored ones (0019, 0020).
+  // a change of their rule can recompute the stored ones (0019, 0020, 0024).
   db.raw.function('company_key', { deterministic: true }, (company: unknown) => (typeof company === 'string' ? companyKey(company) : null));
   db.raw.function('name_key', { deterministic: true }, (name: unknown) => (typeof name === 'string' ? nameKey(name) : null));
+  db.raw.function('email_key', { deterministic: true }, (email: unknown) => (typeof email === 'string' ? emailKey(email) : null));
   db.tx(() => {
     db.raw.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
     const mark = db.raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');

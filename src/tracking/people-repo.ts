@@ -1,5 +1,7 @@
 import type { Db } from '../storage/db.ts';
 import type { Person } from './model.ts';
+import { emailKey, storedEmailKey } from '../normalize.ts';
+import { emailKeyIs } from '../ledger/contacts-list-repo.ts';
 
 interface PersonRow {
   seq: number;
@@ -45,17 +47,17 @@ export function createPeopleRepo(db: Db) {
   const q = {
     byExternal: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE external_id = ?'),
     bySlug: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE linkedin_slug = ?'),
-    byEmail: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE email = ? LIMIT 2'),
+    byEmail: db.raw.prepare<[string], PersonRow>(`SELECT * FROM people WHERE ${emailKeyIs('?')} LIMIT 2`),
     byKeys: db.raw.prepare<[string, string], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? LIMIT 2'),
     othersByKeys: db.raw.prepare<[string, string, number], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? AND seq <> ? LIMIT 2'),
     countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
     any: db.raw.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM people)').pluck(),
     insert: db.raw.prepare(
-      `INSERT INTO people (external_id, linkedin_slug, email, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, updated_at)
-       VALUES (@externalId, @linkedinSlug, @email, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @updatedAt)`,
+      `INSERT INTO people (external_id, linkedin_slug, email, email_key, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, updated_at)
+       VALUES (@externalId, @linkedinSlug, @email, @emailKey, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @updatedAt)`,
     ),
     update: db.raw.prepare(
-      `UPDATE people SET external_id = @externalId, linkedin_slug = @linkedinSlug, email = @email, email_status = @emailStatus, name = @name, name_key = @nameKey,
+      `UPDATE people SET external_id = @externalId, linkedin_slug = @linkedinSlug, email = @email, email_key = @emailKey, email_status = @emailStatus, name = @name, name_key = @nameKey,
          company = @company, company_key = @companyKey, title = @title, location = @location, job_started_at = @jobStartedAt,
          has_multiple_jobs = @hasMultipleJobs, observed_at = @observedAt, updated_at = @updatedAt
        WHERE seq = @seq`,
@@ -64,7 +66,7 @@ export function createPeopleRepo(db: Db) {
   const one = (r: PersonRow | undefined) => r && toPerson(r);
   const params = (p: Omit<Person, 'seq' | 'id'>) => {
     const { externalId, linkedinSlug, email, emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt } = p;
-    return { externalId, linkedinSlug, email, emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 };
+    return { externalId, linkedinSlug, email, emailKey: storedEmailKey(email), emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 };
   };
   return {
     /** True when the store knows at least one person. */
@@ -73,7 +75,7 @@ export function createPeopleRepo(db: Db) {
     findBySlug: (slug: string) => one(q.bySlug.get(slug)),
     /** The person with this e-mail when exactly one has it. */
     findByEmail: (email: string) => {
-      const rows = q.byEmail.all(email);
+      const rows = q.byEmail.all(emailKey(email));
       return rows.length === 1 ? toPerson(rows[0]!) : undefined;
     },
     /** The person with this normalized name + company when exactly one fits. */

@@ -1,6 +1,8 @@
 import type { Db } from '../storage/db.ts';
 import { toContact, type ContactRow } from '../ledger/contacts-repo.ts';
+import { emailKeyIs, emailKeySql } from '../ledger/contacts-list-repo.ts';
 import type { Contact } from '../ledger/model.ts';
+import { emailKey, storedEmailKey } from '../normalize.ts';
 
 export type TrackedContactsRepo = ReturnType<typeof createTrackedContactsRepo>;
 
@@ -34,7 +36,7 @@ export interface MatchTo {
 
 /** The columns change tracking may set (TrackedFields), as named parameters. */
 const SET_TRACKED = `company = @company, company_key = @companyKey, title = @title, title_level = @titleLevel, title_domain = @titleDomain,
-  location = @location, email = @email, email_status = @emailStatus, has_multiple_jobs = @hasMultipleJobs, job_started_at = @jobStartedAt,
+  location = @location, email = @email, email_key = @emailKey, email_status = @emailStatus, has_multiple_jobs = @hasMultipleJobs, job_started_at = @jobStartedAt,
   last_job_changed_at = @lastJobChangedAt, last_info_changed_at = @lastInfoChangedAt, updated_at = @updatedAt`;
 
 /**
@@ -61,11 +63,11 @@ export function createTrackedContactsRepo(db: Db) {
     // Unmatched (not as ambiguous: its address may be the one its first match brought), or matched
     // by name + company alone to another person — the e-mail comes first (SPEC §5), unless the
     // address is that person's too (then it may be what that match brought).
-    matchableByEmail: db.raw.prepare<{ email: string; personId: string }, ContactRow>(
-      `SELECT * FROM contacts c WHERE c.email = @email AND c.linkedin IS NULL AND (
+    matchableByEmail: db.raw.prepare<{ emailKey: string; personId: string }, ContactRow>(
+      `SELECT * FROM contacts c WHERE ${emailKeyIs('@emailKey', 'c.')} AND c.linkedin IS NULL AND (
          (c.person_id IS NULL AND c.matched_by IS NOT 'ambiguous')
          OR (c.matched_by = 'name' AND c.person_id <> @personId
-             AND NOT EXISTS (SELECT 1 FROM people o WHERE o.seq = CAST(c.person_id AS INTEGER) AND o.email = c.email))) AND ${LIVE}`,
+             AND NOT EXISTS (SELECT 1 FROM people o WHERE o.seq = CAST(c.person_id AS INTEGER) AND ${emailKeySql('o.')} = ${emailKeySql('c.')}))) AND ${LIVE}`,
     ),
     unmatchedByKeys: db.raw.prepare<[string, string], ContactRow>(
       `SELECT * FROM contacts c WHERE c.name_key = ? AND c.company_key = ? AND c.person_id IS NULL AND c.linkedin IS NULL AND ${LIVE}`,
@@ -86,7 +88,7 @@ export function createTrackedContactsRepo(db: Db) {
     listOfPerson: (personId: string) => all(q.byPerson.all(personId)),
     listUnmatchedByLinkedin: (linkedin: string) => all(q.unmatchedByLinkedin.all(linkedin)),
     /** Contacts the person with this address may take by it: unmatched, or matched to another person by name + company alone. */
-    listMatchableByEmail: (email: string, personId: string) => all(q.matchableByEmail.all({ email, personId })),
+    listMatchableByEmail: (email: string, personId: string) => all(q.matchableByEmail.all({ emailKey: emailKey(email), personId })),
     listUnmatchedByKeys: (nameKey: string, companyKey: string) => all(q.unmatchedByKeys.all(nameKey, companyKey)),
     markMatched: (contactId: string, to: MatchTo, now: number): void => void q.match.run(to.personId, to.by, now, contactId),
     /**
@@ -97,7 +99,7 @@ export function createTrackedContactsRepo(db: Db) {
     unmatchByKeys: (personId: string, now: number): number => q.unmatchByKeys.run(now, personId).changes,
     /** Stores the tracked fields; with `matchTo`, also matches the contact to that person (one statement instead of two). */
     updateTracked: (contactId: string, f: TrackedFields, now: number, matchTo?: MatchTo): void => {
-      const params = { ...f, hasMultipleJobs: f.hasMultipleJobs === null ? null : f.hasMultipleJobs ? 1 : 0, updatedAt: now, id: contactId };
+      const params = { ...f, emailKey: storedEmailKey(f.email), hasMultipleJobs: f.hasMultipleJobs === null ? null : f.hasMultipleJobs ? 1 : 0, updatedAt: now, id: contactId };
       if (matchTo === undefined) q.update.run(params);
       else q.matchAndUpdate.run({ ...params, personId: matchTo.personId, matchedBy: matchTo.by });
     },

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 import { newId } from '../ids.ts';
 import type { Contact } from '../ledger/model.ts';
-import { companyKey, linkedinSlug, nameKey } from '../normalize.ts';
+import { companyKey, emailKey, linkedinSlug, nameKey } from '../normalize.ts';
 import { titleDomain, titleLevel } from '../ledger/title-rules.ts';
 import type { ChangesRepo } from './changes-repo.ts';
 import { zeroCounts, type Change, type FeedRecord, type Person, type TrackingCounts } from './model.ts';
@@ -119,7 +119,7 @@ export function createTracker(d: TrackerDeps) {
       if (jobChange && (f === 'title' || f === 'jobStartedAt')) continue; // part of the job change
       const to = personValue(p, f) ?? null;
       const from = contactValue(c, f);
-      const same = from === to || (typeof from === 'string' && typeof to === 'string' && (f === 'email' ? from.toLowerCase() === to.toLowerCase() : TEXT_FIELDS.has(f) && sameText(from, to)));
+      const same = from === to || (typeof from === 'string' && typeof to === 'string' && (f === 'email' ? emailKey(from) === emailKey(to) : TEXT_FIELDS.has(f) && sameText(from, to)));
       if (f === 'email') emailChanged = to !== null && !same;
       // unknown is not a change — except the status of a new address, which the old address's status does not describe
       if (to === null && !(f === 'emailStatus' && emailChanged)) continue;
@@ -187,7 +187,7 @@ export function createTracker(d: TrackerDeps) {
         // a status belongs to its address: a new address without one has none, and no address has none
         emailStatus: !(r.email ?? existing?.email)
           ? null
-          : (r.emailStatus ?? (r.email && r.email.toLowerCase() !== existing?.email?.toLowerCase() ? null : (existing?.emailStatus ?? null))),
+          : (r.emailStatus ?? (r.email && emailKey(r.email) !== (existing?.email && emailKey(existing.email)) ? null : (existing?.emailStatus ?? null))),
         name: r.name,
         nameKey: existing?.name === r.name ? existing.nameKey : nameKey(r.name),
         company: r.company,
