@@ -683,6 +683,23 @@ T('deleting contacts (one, or in bulk) deletes their change history too', async 
   expectStatus(await t.call('GET', `${path}/contacts/${one.id}/changes`, { token: w.tokens.viewer }), 404);
 });
 
+T('when a namesake leaves, the contacts it left unmatched follow the one person who fits again, and get that person\'s next job change', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'namesake leaves', [{ name: 'Quinn Vale', company: 'Valeco', referenceId: 'quinn' }]);
+  const state = async () => { const c = await contact(t, w, path, 'quinn'); return [c.isVerified, c.company]; };
+  await feed(t, w.root, ndjson({ personId: 'qv-a', name: 'Quinn Vale', company: 'Valeco', observedAt: '2026-11-01' }));
+  assert.equal(await state(), [true, 'Valeco']);
+  await feed(t, w.root, ndjson({ personId: 'qv-b', linkedin: 'linkedin.com/in/quinn-vale-b', name: 'Quinn Vale', company: 'Valeco', observedAt: '2026-11-01' }));
+  assert.equal(await state(), [false, 'Valeco'], 'two people fit: unmatched');
+  // the namesake moves on: only qv-a fits again
+  const leaves = await feed(t, w.root, ndjson({ personId: 'qv-b', linkedin: 'linkedin.com/in/quinn-vale-b', name: 'Quinn Vale', company: 'Other B', observedAt: '2026-11-02' }));
+  assert.equal([leaves.contactsMatched, leaves.jobChanges], [1, 0]);
+  assert.equal(await state(), [true, 'Valeco']);
+  // qv-a's own job change reaches the contact (it was lost: the new company no longer found it)
+  const moves = await feed(t, w.root, ndjson({ personId: 'qv-a', name: 'Quinn Vale', company: 'New A', observedAt: '2026-11-03' }));
+  assert.equal([moves.jobChanges, moves.contactsMatched], [1, 0]);
+  assert.equal(await state(), [true, 'New A']);
+});
+
 T('a second person with the same name + company undoes the matches made by those keys alone; LinkedIn and e-mail matches stay', async ({ t, w }) => {
   const { ledgerId, path } = await ledgerWith(t, w, 'ambiguous names', [
     { name: 'Kim Park', company: 'Initrode LLC', referenceId: 'kim-a' },
@@ -698,28 +715,30 @@ T('a second person with the same name + company undoes the matches made by those
   // a contact imported now is not matched either: both are treated alike
   await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Kim Park', company: 'Initrode LLC', referenceId: 'kim-b' }]);
   assert.is((await contact(t, w, path, 'kim-b')).isVerified, false);
-  // the first Kim Park moves: the contacts matched to them by LinkedIn or e-mail get the job change, no other
+  // the first Kim Park moves: the contacts matched to them by LinkedIn or e-mail get the job change;
+  // the one Kim Park left at Initrode fits the other two alone now, and they follow that person (no change)
   const moved = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-1', name: 'Kim Park', company: 'Globex' }));
-  assert.is(moved.jobChanges, 2);
+  assert.equal([moved.jobChanges, moved.contactsMatched], [2, 2]);
   for (const ref of ['kim-a', 'kim-b']) {
     const c = await contact(t, w, path, ref);
-    assert.equal([c.company, c.lastJobChangedAt, c.isVerified], ['Initrode LLC', null, false], ref);
+    assert.equal([c.company, c.lastJobChangedAt, c.isVerified], ['Initrode LLC', null, true], ref);
   }
   for (const ref of ['kim-mail', 'kim-li']) assert.is((await contact(t, w, path, ref)).company, 'Globex', ref);
-  // one Kim Park at Initrode again: the next record about them matches both contacts by name + company
+  // records about that Kim Park reach both contacts
   const again = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-2', name: 'Kim Park', company: 'Initrode', title: 'Buyer' }));
-  assert.equal([again.contactsMatched, again.jobChanges], [2, 0]);
+  assert.equal([again.contactsMatched, again.jobChanges, again.infoChanges], [0, 0, 2]);
   for (const ref of ['kim-a', 'kim-b']) {
     const c = await contact(t, w, path, ref);
     assert.equal([c.isVerified, c.title], [true, 'Buyer'], ref);
   }
   // a crowd: a third Kim Park undoes those matches, a fourth finds nothing left to undo; when both
-  // leave, the one left alone matches the contacts again
+  // leave, the one left alone matches the contacts again as the last of them leaves
   await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-3', name: 'Kim Park', company: 'Initrode' }, { linkedin: 'linkedin.com/in/kim-park-4', name: 'Kim Park', company: 'Initrode Inc' }));
   for (const ref of ['kim-a', 'kim-b']) assert.is((await contact(t, w, path, ref)).isVerified, false, `${ref} among three namesakes`);
-  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-3', name: 'Kim Park', company: 'Hooli' }, { linkedin: 'linkedin.com/in/kim-park-4', name: 'Kim Park', company: 'Hooli' }));
+  const leave = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-3', name: 'Kim Park', company: 'Hooli' }, { linkedin: 'linkedin.com/in/kim-park-4', name: 'Kim Park', company: 'Hooli' }));
+  assert.equal([leave.contactsMatched, leave.jobChanges], [2, 0]);
   const alone = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kim-park-2', name: 'Kim Park', company: 'Initrode', title: 'Head Buyer' }));
-  assert.is(alone.contactsMatched, 2);
+  assert.is(alone.contactsMatched, 0);
   for (const ref of ['kim-a', 'kim-b']) {
     const c = await contact(t, w, path, ref);
     assert.equal([c.isVerified, c.title, c.company], [true, 'Head Buyer', 'Initrode LLC'], ref);

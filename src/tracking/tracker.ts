@@ -242,8 +242,20 @@ export function createTracker(d: TrackerDeps) {
       // one person fits (the e-mail of a contact unmatched as ambiguous may be what its first match brought)
       // (the count first: contacts left unmatched by a crowd of namesakes are not listed for each of them)
       if (d.people.countByKeys(p.nameKey, p.companyKey) === 1) {
-        const byKeys = d.contacts.listUnmatchedByKeys(p.nameKey, p.companyKey).filter((c) => !c.email || c.matchedBy === 'ambiguous' || !d.people.findByEmail(c.email));
+        const byKeys = unmatchedByKeys(p.nameKey, p.companyKey);
         if (byKeys.length) fresh.push([byKeys, 'name']);
+      }
+      // The keys this person leaves: when one other person is left with them, the contacts a namesake
+      // left unmatched fit exactly one person again and follow them now — not at that person's next
+      // record, whose new company would no longer find them (a tester's case: the job change was lost).
+      if (existing && (existing.nameKey !== p.nameKey || existing.companyKey !== p.companyKey)) {
+        const left = d.people.keyHolders(existing.nameKey, existing.companyKey);
+        if (left.length === 1) {
+          for (const c of unmatchedByKeys(existing.nameKey, existing.companyKey)) {
+            counts.contactsMatched++;
+            reconcile(c, left[0]!, counts, 'name');
+          }
+        }
       }
       for (const c of known) reconcile(c, p, counts);
       const seen = new Set(known.map((c) => c.id));
@@ -271,6 +283,15 @@ export function createTracker(d: TrackerDeps) {
       return { matched: counts.contactsMatched, jobChanges: counts.jobChanges };
     },
   };
+
+  /**
+   * Contacts without LinkedIn left unmatched with these name + company keys that the one person
+   * holding them may take: those whose e-mail (if any) names no person — the address of one
+   * unmatched as ambiguous may be what its first match brought, so it does not count.
+   */
+  function unmatchedByKeys(nameK: string, companyK: string): TrackedContact[] {
+    return d.contacts.listUnmatchedByKeys(nameK, companyK).filter((c) => !c.email || c.matchedBy === 'ambiguous' || !d.people.findByEmail(c.email));
+  }
 
   /** Matching order as for feed records: LinkedIn (authoritative: nothing else is tried), else e-mail, else name + company. */
   function matchImportedOne(c: Contact, counts: TrackingCounts): void {
