@@ -135,7 +135,15 @@ const COMPANY_SUFFIXES = new Set([
   // eighteenth session: listed in Mexico (S.A.B.), Sweden (publ), Malaysia (Berhad), Indonesia
   // (Tbk), Spain's sole-shareholder forms (S.A.U., S.L.U.), US professional forms, Peru (EIRL)
   'sab', 'publ', 'berhad', 'tbk', 'sau', 'slu', 'pllc', 'eirl',
+  // twenty-fourth session: Sweden's AB spelt out, as Aktiengesellschaft is (a tester's case)
+  'aktiebolag',
 ]);
+/** A US national bank's "N.A." (national association) goes only after a word ending in "bank": "Toyota NA" may be North America. */
+const isNationalBankForm = (words: string[]): boolean => words.length > 1 && words.at(-1) === 'na' && words.at(-2)!.endsWith('bank');
+/** Marks that are no part of a name: ™ (which NFKD would spell "TM"), ℠, ®, ©. */
+const MARKS = /[\u2122\u2120\u00ae\u00a9]/g;
+/** ".com" ending a word of a company's name: "Amazon.com, Inc." is Amazon, "salesforce.com" Salesforce. */
+const DOT_COM = /(?<=[\p{L}\p{N}])\.com(?![\p{L}\p{N}])/giu;
 // Words of a legal form that only go with a suffix after them ("Pvt Ltd", "Private Limited",
 // "Sdn Bhd", "GmbH & Co. KG"): "Acme Private" stays a name of its own.
 const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn', 'p']);
@@ -207,11 +215,11 @@ function joinInitials(words: string[]): string[] {
 const LONE_LETTER = /^\p{L}$/u;
 
 function computeCompanyKey(company: string): string {
-  const words = joinInitials(fold(company).split(' ').filter(Boolean));
+  const words = joinInitials(fold(company.replace(MARKS, ' ').replace(DOT_COM, '')).split(' ').filter(Boolean));
   let popped = false;
   while (words.length > 1) {
     const last = words[words.length - 1]!;
-    if (COMPANY_SUFFIXES.has(last) || (popped && SUFFIX_QUALIFIERS.has(last))) words.pop();
+    if (COMPANY_SUFFIXES.has(last) || (popped && SUFFIX_QUALIFIERS.has(last)) || isNationalBankForm(words)) words.pop();
     else {
       const split = SPLIT_SUFFIXES.find((form) => words.length > form.length && form.every((w, i) => words[words.length - form.length + i] === w));
       if (!split) break;

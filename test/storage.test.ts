@@ -284,6 +284,25 @@ S('migration 0021 recomputes company keys under the new rule (initials, more leg
   db.close();
 });
 
+S('migration 0025 recomputes company keys under the new rule (Aktiebolag, a bank\'s N.A., ".com", marks) and unmatches contacts of people made namesakes by it', () => {
+  const { db, raw, apply } = justBefore('0025_');
+  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, company_key, created_at, updated_at) VALUES (?, 'l_1', ?, ?, ?, ?, ?, 1, 1)");
+  contact.run('c_1', 'Ann Lee', 'Amazon.com, Inc.', 'Amazon.com, Inc.', 'ann lee', 'amazon com');
+  contact.run('c_2', 'Bo Chen', 'Wells Fargo Bank, N.A.', 'Wells Fargo Bank, N.A.', 'bo chen', 'wells fargo bank na');
+  contact.run('c_3', 'Cy Poe', 'Globex', 'Globex', 'cy poe', 'globex');
+  const person = raw.prepare('INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES (?, ?, ?, ?, 1, 1)');
+  const first = Number(person.run('Di Moe', 'di moe', 'Ericsson Aktiebolag', 'ericsson aktiebolag').lastInsertRowid);
+  person.run('Di Moe', 'di moe', 'Ericsson AB', 'ericsson');
+  contact.run('c_4', 'Di Moe', 'Ericsson Aktiebolag', 'Ericsson Aktiebolag', 'di moe', 'ericsson aktiebolag');
+  raw.prepare("UPDATE contacts SET person_id = ?, matched_by = 'name', is_verified = 1 WHERE id = 'c_4'").run(String(first));
+  apply();
+  assert.equal(raw.prepare('SELECT id, company_key FROM contacts ORDER BY id').raw().all(), [['c_1', 'amazon'], ['c_2', 'wells fargo bank'], ['c_3', 'globex'], ['c_4', 'ericsson']]);
+  assert.equal(raw.prepare('SELECT company_key FROM people ORDER BY seq').pluck().all(), ['ericsson', 'ericsson']);
+  assert.equal(raw.prepare("SELECT person_id, matched_by, is_verified FROM contacts WHERE id = 'c_4'").get(), { person_id: null, matched_by: 'ambiguous', is_verified: 0 }, 'now one of two namesakes: unmatched');
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();

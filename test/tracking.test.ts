@@ -83,6 +83,14 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
     ['Globex Kabushiki Kaisha', 'Globex K.K.'],
     ['Prestige Worldwide EIRL', 'Prestige Worldwide'],
     ['Acme Limited Liability Partnership', 'Acme'],
+    // Aktiebolag, a bank's N.A., ".com", marks (twenty-fourth session, migration 0025; a tester's job changes that were none)
+    ['Ericsson Aktiebolag', 'Ericsson AB'],
+    ['Wells Fargo Bank, N.A.', 'Wells Fargo Bank'],
+    ['Citibank, N.A.', 'Citibank'],
+    ['Amazon.com, Inc.', 'Amazon'],
+    ['salesforce.com, inc.', 'Salesforce'],
+    ['Acme Inc™', 'Acme Inc'],
+    ['Acme®', 'ACME'],
   ];
   for (const [a, b] of same) assert.is(companyKey(a!), companyKey(b!), `${a} = ${b}`);
   assert.is.not(companyKey('Acme'), companyKey('Acme Labs'));
@@ -92,6 +100,10 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
   assert.is(companyKey('A S'), 'as', 'a name made of a legal form is left whole (its initials joined)');
   // "PC" names products too (Origin PC): not taken for the professional corporation's P.C.
   assert.is.not(companyKey('Origin PC'), companyKey('Origin'));
+  // NA is a legal form only after a bank (Toyota NA may be North America); ".com" only ends a word
+  assert.is.not(companyKey('Toyota NA'), companyKey('Toyota'));
+  assert.is.not(companyKey('Dot Com'), companyKey('Dot'));
+  assert.is(companyKey('.com'), 'com', 'a name that is only ".com" keeps it');
   assert.is.not(companyKey('Globex'), companyKey('Initech'));
   assert.is(nameKey('  José  O’Brien '), 'jose obrien');
   assert.is(nameKey("Ngũgĩ wa Thiong'o"), 'ngugi wa thiongo');
