@@ -732,14 +732,21 @@ O.after.each(async (ctx) => {
   await ctx.t.close(); // interrupts the hanging attempts
 });
 
-O('ten hanging webhooks of one organization take at most its share; another organization is delivered meanwhile', async ({ t, w }) => {
+O('ten hanging webhooks of one organization take at most its share, less the slots kept for its webhooks in good standing; its healthy webhook and another organization are delivered meanwhile', async ({ t, w }) => {
   const stuck = await receiver(hang);
   const fine = await receiver();
+  // A's webhook in good standing: it has delivered
+  const aFine = await receiver();
+  const good = (await createHook(t, w, { url: aFine.url, events: ['import.completed'] })).id;
+  const aLedger = await createLedger(t, w.tokens.editor, w.orgId, 'A hanging');
+  await addContacts(t, w.tokens.editor, w.orgId, aLedger, [{ name: 'Ann First', company: 'Acme', linkedin: 'linkedin.com/in/ann-first' }]);
+  await until(t, "A's healthy webhook's first delivery", async () => (await deliveries(t, w, good))[0]?.status === 'delivered');
   const slow: string[] = [];
   for (let i = 0; i < 10; i++) slow.push((await createHook(t, w, { url: `${stuck.url}?n=${i}`, events: ['import.completed'] })).id);
-  const aLedger = await createLedger(t, w.tokens.editor, w.orgId, 'A hanging');
-  await addContacts(t, w.tokens.editor, w.orgId, aLedger, [{ name: 'Ann Hang', company: 'Acme', linkedin: 'linkedin.com/in/ann-hang' }]); // 10 deliveries, one per webhook
-  await until(t, 'the organization A limit of attempts in flight', () => stuck.open() === 8);
+  await addContacts(t, w.tokens.editor, w.orgId, aLedger, [{ name: 'Ann Hang', company: 'Acme', linkedin: 'linkedin.com/in/ann-hang' }]); // 11 deliveries, one per webhook
+  await until(t, "organization A's share for webhooks not in good standing", () => stuck.open() === 6);
+  // the two slots A keeps for its healthy webhooks: its delivery goes out at once, not after a hanging attempt's deadline
+  await until(t, "A's healthy webhook's delivery", () => aFine.got.length === 2, PROMPTLY_MS);
 
   const bHooks = `${LEDGER}/orgs/${w.otherOrgId}/webhooks`;
   const created = await t.call('POST', bHooks, { token: w.tokens.otherAdmin, body: { url: fine.url, events: ['import.completed'] } });
@@ -755,22 +762,23 @@ O('ten hanging webhooks of one organization take at most its share; another orga
   assert.is(bLog.length, 1);
 
   // ...while every hanging attempt is still in flight (none reached its deadline), and A never had more than its share
-  assert.is(stuck.open(), 8, 'A still has 8 unanswered requests');
-  assert.is(stuck.got.length, 8, 'the other two of A wait for a slot of A, though slots are free overall');
+  assert.is(stuck.open(), 6, 'A still has 6 unanswered requests');
+  assert.is(stuck.got.length, 6, 'the other four of A wait for a slot of A, though slots are free overall');
   for (const id of slow) assert.ok((await deliveries(t, w, id)).every((x) => x.attempts === 0), 'no hanging attempt has ended');
 });
 
-O('webhooks of three organizations calling one hanging host hold at most 16 connections to it; other hosts are not held up', async ({ t, w }) => {
+O('webhooks of four organizations calling one hanging host hold at most 16 connections to it; other hosts are not held up', async ({ t, w }) => {
   // Two receivers on two ports of 127.0.0.1: one host name to the dispatcher, but two origins to the
   // sender, whose socket pools (16 per origin) would not stop an 18th request on their own.
   const stuck = [await receiver(hang), await receiver(hang)];
   const open = () => stuck[0]!.open() + stuck[1]!.open();
-  const orgs = [w.orgId, w.otherOrgId, await newOrg(t, w.root, 'Org C')];
+  const orgs = [w.orgId, w.otherOrgId, await newOrg(t, w.root, 'Org C'), await newOrg(t, w.root, 'Org D')];
   const hanging: { orgId: string; id: string }[] = [];
   for (const orgId of orgs) {
-    for (let i = 0; i < 6; i++) hanging.push({ orgId, id: await hookIn(t, w.root, orgId, `${stuck[i % 2]!.url}?n=${i}`) }); // 6 each: under the per-organization limit
+    // 5 each: under each organization's share for webhooks not yet in good standing (6 of its 8)
+    for (let i = 0; i < 5; i++) hanging.push({ orgId, id: await hookIn(t, w.root, orgId, `${stuck[i % 2]!.url}?n=${i}`) });
   }
-  for (const h of hanging) await ping(t, w.root, h.orgId, h.id); // 18 attempts due at the hanging host
+  for (const h of hanging) await ping(t, w.root, h.orgId, h.id); // 20 attempts due at the hanging host
   await until(t, 'the per-host limit of attempts in flight', () => open() >= 16);
 
   // a webhook on another host, of an organization with hanging attempts, is delivered meanwhile
@@ -781,7 +789,7 @@ O('webhooks of three organizations calling one hanging host hold at most 16 conn
   await until(t, 'the delivery to another host', async () => (await t.call('GET', orgHooks(w.orgId, `/${other}/deliveries/${sent}`), { token: w.root })).body.status === 'delivered');
   assert.ok(Date.now() - started < 2_000, `delivered in ${Date.now() - started} ms, while the hanging attempts have a deadline of 120 s`);
 
-  // ...while the hanging host never had more than 16 requests: the other two wait, unclaimed, though slots are free overall
+  // ...while the hanging host never had more than 16 requests: the other four wait, unclaimed, though slots are free overall
   assert.is(open(), 16, 'the hanging host holds 16 unanswered requests');
   assert.is(stuck[0]!.got.length + stuck[1]!.got.length, 16, 'no 17th request reached it');
   assert.is(t.rt.webhooks.dispatcher.inFlight(), 16, 'and none is waiting in the sender for a socket either');
@@ -833,7 +841,7 @@ O('hanging receivers of eight organizations take at most 48 slots: 16 are kept f
   await healthy.event();
   await until(t, 'its first delivery', async () => (await healthy.hook(good)).lastSuccessAt); // in good standing from now on
 
-  // 8 organizations × 8 webhooks on 4 hosts × 16: 64 attempts due, within every per-organization and per-host limit
+  // 8 organizations × 8 webhooks on 4 hosts × 16: 64 attempts due, 6 of each organization's in flight at most (2 of its 8 are kept for its healthy webhooks)
   const fleet = await hangingFleet(t, w, 8, 4);
   await until(t, 'the hanging attempts', () => fleet.open() >= 48);
 
@@ -860,8 +868,8 @@ O('a failing webhook gets only the shared slots; once it succeeds again it has t
   await org.event();
   await until(t, 'the first attempts', async () => (await org.hook(good)).lastSuccessAt && (await org.hook(bad)).failingSince);
 
-  // 6 organizations × 8 webhooks on 3 hosts × 16: the 48 shared slots, all taken
-  const fleet = await hangingFleet(t, w, 6, 3);
+  // 8 organizations × 6 webhooks (each organization's share for webhooks not in good standing) on 4 hosts: the 48 shared slots, all taken
+  const fleet = await hangingFleet(t, w, 8, 4, 6);
   await until(t, 'the hanging attempts', () => fleet.open() === 48);
 
   // an event for both: the webhook in good standing gets it at once, the failing one waits for a shared slot

@@ -35,6 +35,13 @@ export const MAX_IN_FLIGHT_PER_WEBHOOK = 2;
  * deadlines free a slot.
  */
 export const MAX_IN_FLIGHT_RESERVED_FOR_HEALTHY = 16;
+/**
+ * The same within an organization: of its MAX_IN_FLIGHT_PER_ORG, as many as one webhook may use
+ * are kept for its webhooks in good standing, so that its own hanging receivers (failing, or never
+ * yet successful) do not hold up its healthy webhook until their deadlines (a tester's case: six
+ * hanging webhooks made a healthy one of their organization wait a deadline for each delivery).
+ */
+export const MAX_IN_FLIGHT_PER_ORG_RESERVED_FOR_HEALTHY = MAX_IN_FLIGHT_PER_WEBHOOK;
 /** A claim outlives the attempt's deadline by this much; only a dead process lets it expire. */
 const LEASE_MARGIN_MS = 60_000;
 /** How often the dispatcher looks for due deliveries when nothing woke it. */
@@ -85,7 +92,8 @@ export function createDispatcher(d: DispatcherDeps) {
   /**
    * True when another attempt of this webhook would exceed one of the limits. A webhook not in good
    * standing also counts the attempts in flight of every webhook not in good standing (as they
-   * were when claimed) against the slots not reserved for healthy ones.
+   * were when claimed) against the slots not reserved for healthy ones, in all and in its
+   * organization.
    */
   const full = (w: DueWebhook, host: string) => {
     if (inflight.size >= MAX_IN_FLIGHT) return true;
@@ -93,13 +101,17 @@ export function createDispatcher(d: DispatcherDeps) {
     let org = 0;
     let sameHost = 0;
     let unhealthy = 0;
+    let orgUnhealthy = 0;
     for (const f of inflight.values()) {
       if (f.webhookId === w.id) webhook++;
       if (f.orgId === w.orgId) org++;
       if (f.host === host) sameHost++;
-      if (!f.healthy) unhealthy++;
+      if (!f.healthy) {
+        unhealthy++;
+        if (f.orgId === w.orgId) orgUnhealthy++;
+      }
     }
-    if (!w.healthy && unhealthy >= MAX_IN_FLIGHT - MAX_IN_FLIGHT_RESERVED_FOR_HEALTHY) return true;
+    if (!w.healthy && (unhealthy >= MAX_IN_FLIGHT - MAX_IN_FLIGHT_RESERVED_FOR_HEALTHY || orgUnhealthy >= MAX_IN_FLIGHT_PER_ORG - MAX_IN_FLIGHT_PER_ORG_RESERVED_FOR_HEALTHY)) return true;
     return webhook >= MAX_IN_FLIGHT_PER_WEBHOOK || org >= MAX_IN_FLIGHT_PER_ORG || sameHost >= MAX_IN_FLIGHT_PER_HOST;
   };
   /** Where the next round-robin pass starts, so that no webhook is always served first. */
