@@ -44,7 +44,7 @@ export const TITLE_ABBREVIATIONS: Readonly<Record<string, string>> = {
   po: 'product owner', tpm: 'technical program manager', pmo: 'project management office',
   // sales and marketing
   ae: 'account executive', acct: 'account', kam: 'key account manager', tam: 'technical account manager',
-  bd: 'business development', bizdev: 'business development', biz: 'business', bdr: 'business development representative',
+  bd: 'business development', bizdev: 'business development', 'bus dev': 'business development', 'biz dev': 'business development', biz: 'business', bdr: 'business development representative',
   bdm: 'business development manager', sdr: 'sales development representative', isr: 'inside sales representative',
   rsm: 'regional sales manager', asm: 'area sales manager', rep: 'representative', cs: 'customer success',
   csm: 'customer success manager', revops: 'revenue operations', salesops: 'sales operations', mktg: 'marketing',
@@ -67,7 +67,7 @@ const EXECUTIVE_S_ASSISTANT = '(?:officer|president|founder|director|chairman|ch
 const PARTNER_AS_ROLE_AFTER = [
   'business', 'channel', 'alliances?', 'strategic', 'technology', 'ecosystem', 'reseller', 'referral', 'implementation', 'delivery',
   'talent', 'acquisition', 'people', 'recruiting', 'learning', 'development', 'sourcing', 'training', 'client', 'customer', 'finance',
-  'success', 'solutions',
+  'success', 'solutions', 'limited',
 ];
 const PARTNER_AS_ROLE_BEFORE = [
   'manager', 'management', 'marketing', 'success', 'sales', 'accounts?', 'development', 'engineer', 'engineering', 'relations',
@@ -92,8 +92,11 @@ export const LEVEL_RULES: readonly Rule<TitleLevel>[] = [
   ], 'an intern is an intern whatever else the title says ("Intern to the CEO")'],
   ['staff', [
     'assistant (?:to|of)', '(?:executive|personal|administrative|administrator|office) assistant', 'executive secretary', 'secretary to',
-    EXECUTIVE_S_ASSISTANT, 'founders? s associate', 'founders associate',
-  ], 'assistants to executives are not executives ("Executive Assistant to the CEO", "CEO\'s Assistant")'],
+    EXECUTIVE_S_ASSISTANT, 'founders? s associate', 'founders associate', 'owners? s representative',
+  ], 'assistants to executives are not executives ("Executive Assistant to the CEO", "CEO\'s Assistant"); an owner\'s representative works for the owner'],
+  ['manager', [
+    '(?:chief (?:\\w+ )+officer|president|chairman|founder|owner|partner) (?:s )?office manager',
+  ], 'the manager of an executive\'s office is a manager ("CEO Office Manager", "President\'s Office Manager")'],
   ['director', [
     'chief of staff', 'associate partner', '(?:associate|assistant|deputy) general counsel',
   ], 'titles that contain a c-suite word but rank below it'],
