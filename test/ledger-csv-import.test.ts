@@ -906,19 +906,32 @@ P('empty, blank-only and header-only files → 422', async ({ t, w }) => {
   ]);
 });
 
-P('missing name or company column, a duplicate header → 422', async ({ t, w }) => {
+P('missing name or company column, an imported column whose name the header gives twice → 422', async ({ t, w }) => {
   const [noName] = await refuseAll(t, w, [
     ['company,title\nAcme,CEO\n', 422, /no name column/],
     ['name,title\nAda,CEO\n', 422, /no company column/],
     ['first name,company\nAda,Acme\n', 422, /no name column/], // a first name alone is not a name
     ['email,phone\na@b.c,1\n', 422, /no name and no company column/],
-    ['name,company,Name\nA,B,C\n', 422, /twice \(columns 1 and 3\)/],
-    ['name,company,title,Job_Title, TITLE \nA,B,C,D,E\n', 422, /twice/],
+    ['name,company,Name\nA,B,C\n', 422, /twice \(columns 1 and 3\), and it is imported/],
+    ['name,company,title,Job_Title, TITLE \nA,B,C,D,E\n', 422, /"title" twice \(columns 3 and 5\)/],
+    ['name,company,Notes\nA,B,C\n', 422, /the file has no column "Full Name"/, { mapping: { name: 'Full Name' } }],
   ]);
   assert.equal(noName!.body.errors.map((e: any) => e.path), ['file']);
   // empty header cells are not duplicates of each other
   const blanks = await importInto(t, w, 'name,,company,\nA,x,B,y\n');
   assert.equal(view(blanks.contacts).map((c) => [c.name, c.company]), [['A', 'B']]);
+  // columns nobody imports may share a name (CRM exports repeat some): a tester's file was refused whole, also at preview
+  const crm = 'name,company,Notes,Phone,notes,phone\nA,B,n1,p1,n2,p2\n';
+  const repeated = await importInto(t, w, crm);
+  assert.equal(view(repeated.contacts).map((c) => [c.name, c.company]), [['A', 'B']]);
+  const pv = await t.call('POST', `${importsPath(w, repeated.ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(crm) });
+  expectStatus(pv, 200);
+  assert.equal(pv.body.mapping, { name: 'name', company: 'company' });
+  // a repeated name the mapping leaves out, or replaces by another column, is no longer ambiguous
+  const unmapped = await importInto(t, w, 'name,company,title,Title,Job Title\nA,B,t1,t2,Boss\n', { mapping: { title: 'Job Title' } });
+  assert.equal(view(unmapped.contacts).map((c) => c.title), ['Boss']);
+  const dropped = await importInto(t, w, 'name,company,title,Title\nA,B,t1,t2\n', { mapping: { title: null } });
+  assert.equal(view(dropped.contacts).map((c) => c.title), [null]);
 });
 
 P('an unterminated quote → the job fails naming the line where it opened, nothing imported (no hang)', async ({ t, w }) => {

@@ -37,16 +37,19 @@ export class MappingError extends Error {
   }
 }
 
-/** Throws MappingError when two columns have the same (normalized) name. */
-export function checkHeader(columns: string[]): void {
-  const seen = new Map<string, number>();
-  columns.forEach((c, i) => {
-    const key = headerKey(c);
-    if (!key) return;
-    const first = seen.get(key);
-    if (first !== undefined) throw new MappingError(`the header names column "${c.trim()}" twice (columns ${first + 1} and ${i + 1}); rename one of them`, 'file');
-    seen.set(key, i);
-  });
+/**
+ * Throws MappingError when a column the mapping reads has the same (normalized) name as another
+ * column: which of the two was meant cannot be told (a mapping names columns by name). Columns
+ * nobody imports may share a name: CRM exports repeat some (`Phone`, `phone`, two `Notes`).
+ */
+export function checkMappedColumns(columns: string[], mapping: ColumnMapping): void {
+  for (const i of mappedColumns(mapping)) {
+    const key = headerKey(columns[i]!);
+    const twin = columns.findIndex((c, j) => j !== i && headerKey(c) === key);
+    if (twin < 0) continue;
+    const [a, b] = [Math.min(i, twin), Math.max(i, twin)];
+    throw new MappingError(`the header names column "${columns[i]!.trim()}" twice (columns ${a + 1} and ${b + 1}), and it is imported; rename one of them, or map its field to another column or to null`, 'file');
+  }
 }
 
 /** The mapping the header suggests; fields without a recognizable column are absent. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
-import { checkHeader, endsWithRejectionColumns, mappedColumns, mappingByName, MappingError, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
+import { checkMappedColumns, endsWithRejectionColumns, mappedColumns, mappingByName, MappingError, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
 import { scanUpload } from '../csv/csv-worker-client.ts';
 import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { unescapeFormula } from '../csv/write.ts';
@@ -159,9 +159,10 @@ export function createImportService(d: ImportServiceDeps) {
     const read = (ours: boolean): Inspected => {
       // a rejected-rows CSV's header names had their formula escaping too ("'@handle"): a mapping names the column as first sent
       const scan = ours ? { ...scanned, columns: scanned.columns.map(unescapeFormula) } : scanned;
-      // our annotation may repeat a name of the file's own (its `Reason` column, or its own reason and line)
-      checkHeader(ours ? scan.columns.slice(0, -REJECTION_COLUMNS.length) : scan.columns);
-      return { scan, mapping: resolveMapping(scan.columns, explicit), ours, download: !ours && isOwnDownload(scan.columns) };
+      // (our annotation may repeat a name of the file's own, its `Reason` column: no contact field reads either)
+      const mapping = resolveMapping(scan.columns, explicit);
+      checkMappedColumns(scan.columns, mapping);
+      return { scan, mapping, ours, download: !ours && isOwnDownload(scan.columns) };
     };
     try {
       let inspected = read(isOwnRejectedRows(orgId, scanned));
