@@ -77,9 +77,7 @@ const FAR_NUMBER = /[eE][+-]?\d{3}|\d{300}/;
  */
 export function outOfRangeNumber(text: string, value: unknown): { text: string; readAs: 0 | typeof Infinity } | undefined {
   if (!FAR_NUMBER.test(text)) return undefined;
-  const infinite = someJsonValue(value, (x) => typeof x === 'number' && !Number.isFinite(x));
-  const zero = someJsonValue(value, (x) => x === 0);
-  if (!infinite && !zero) return undefined;
+  if (!someJsonValue(value, (x) => x === 0 || (typeof x === 'number' && !Number.isFinite(x)))) return undefined;
   let found: { text: string; readAs: 0 | typeof Infinity } | undefined;
   J.parse(text, (_key: string, v: unknown, context: { source?: string }) => {
     if (found === undefined && typeof v === 'number' && context.source !== undefined && (!Number.isFinite(v) || (v === 0 && NONZERO_MANTISSA.test(context.source)))) {
