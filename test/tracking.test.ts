@@ -10,6 +10,7 @@ import { createCursors } from '../src/cursor.ts';
 import { companyKey, nameKey } from '../src/normalize.ts';
 import { createSettingsRepo } from '../src/storage/settings-repo.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
+import { FeedListing } from '../src/tracking/feed-listing.ts';
 import { inboxName } from '../src/tracking/feed-files.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
 import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
@@ -112,6 +113,35 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
 });
 N.run();
 
+const L = suite('a feed\'s listing of people');
+L('whom a committed chunk listed is kept and stored; a chunk rolled back unlists whom it listed; the stored form reads back', () => {
+  const listing = new FeedListing();
+  const stored: Uint8Array[] = [];
+  const big = 2 ** 40;
+  listing.chunk(() => {
+    for (const seq of [1, 8, 9, 70_000, big, 8]) listing.add(seq);
+    stored.push(listing.chunkPeople()!);
+  });
+  for (const seq of [1, 8, 9, 70_000, big]) assert.ok(listing.has(seq), `${seq} listed`);
+  for (const seq of [0, 2, 7, 10, 69_999, 1_000_000, big + 1]) assert.not.ok(listing.has(seq), `${seq} not listed`);
+  assert.throws(() =>
+    listing.chunk(() => {
+      listing.add(2);
+      listing.add(9); // listed by the committed chunk: stays
+      listing.add(big + 1);
+      throw new Error('the chunk failed');
+    }),
+  );
+  for (const seq of [2, big + 1]) assert.not.ok(listing.has(seq), `${seq} unlisted with its chunk`);
+  assert.ok(listing.has(9));
+  listing.chunk(() => assert.is(listing.chunkPeople(), null, 'a chunk that listed nobody stores nothing'));
+  const back = FeedListing.fromStored(stored.map((b) => Buffer.concat([Buffer.alloc(3), b]).subarray(3)));
+  for (const seq of [1, 8, 9, 70_000, big]) assert.ok(back.has(seq), `${seq} read back`);
+  assert.not.ok(back.has(2));
+  assert.throws(() => FeedListing.fromStored([new Uint8Array(7)]), /not a multiple of 8/);
+});
+L.run();
+
 const T = suite<Ctx & { ledgerId: string; path: string }>('feeds and changes');
 T.before(async (ctx) => {
   ctx.t = await startApp();
@@ -194,6 +224,44 @@ T('replaying the same feed adds nothing; an older observation does not roll a pe
   assert.equal([old.stale, old.jobChanges, old.personsUpdated], [1, 0, 0]);
   assert.is((await contact(t, w, path, 'ann')).company, 'Globex Corp');
   assert.is((await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body.changes.length, changesBefore);
+});
+
+T('a feed listing a person twice at one observation time applies the first listing; replaying it adds nothing (SPEC §5)', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'listed twice', [
+    { name: 'Two Jobs', company: 'Start Co', title: 'Analyst', linkedin: 'linkedin.com/in/two-jobs', referenceId: 'tj' },
+    { name: 'Same Day', company: 'Start Co', title: 'Analyst', linkedin: 'linkedin.com/in/same-day', referenceId: 'sd' },
+    { name: 'Later Line', company: 'Start Co', title: 'Analyst', linkedin: 'linkedin.com/in/later-line', referenceId: 'll' },
+  ]);
+  const history = async (ref: string) =>
+    (await t.call('GET', `${path}/contacts/${(await contact(t, w, path, ref)).id}/changes`, { token: w.tokens.viewer })).body.changes.map((c: any) => c.to.company ?? c.field);
+  const records = ndjson(
+    // one row per job, without observedAt: the first is the person's job
+    { linkedin: 'linkedin.com/in/two-jobs', name: 'Two Jobs', company: 'Alpha Co', title: 'Partner' },
+    { linkedin: 'linkedin.com/in/two-jobs', name: 'Two Jobs', company: 'Beta Co', title: 'Advisor' },
+    // the same observation time twice
+    { linkedin: 'linkedin.com/in/same-day', name: 'Same Day', company: 'Alpha Co', observedAt: '2026-11-20' },
+    { linkedin: 'linkedin.com/in/same-day', name: 'Same Day', company: 'Beta Co', observedAt: '2026-11-20' },
+    // a later observation in the same file is applied
+    { linkedin: 'linkedin.com/in/later-line', name: 'Later Line', company: 'Alpha Co', observedAt: '2026-11-20' },
+    { linkedin: 'linkedin.com/in/later-line', name: 'Later Line', company: 'Beta Co', observedAt: '2026-11-21' },
+  );
+  const first = await feed(t, w.root, records);
+  assert.equal([first.received, first.repeated, first.stale, first.jobChanges, first.contactsMatched], [6, 2, 0, 4, 3]);
+  assert.equal([(await contact(t, w, path, 'tj')).company, (await contact(t, w, path, 'sd')).company, (await contact(t, w, path, 'll')).company], ['Alpha Co', 'Alpha Co', 'Beta Co']);
+  for (let i = 0; i < 2; i++) {
+    (t.clock as ManualClock).advance(60_000);
+    const replay = await feed(t, w.root, records);
+    assert.equal([replay.repeated, replay.stale, replay.jobChanges, replay.infoChanges, replay.personsUpdated], [2, 1, 0, 0, 0], `replay ${i + 1} adds nothing`);
+  }
+  assert.equal(await history('tj'), ['Alpha Co']);
+  assert.equal(await history('sd'), ['Alpha Co']);
+  assert.equal(await history('ll'), ['Beta Co', 'Alpha Co']);
+  assert.is((await contact(t, w, path, 'tj')).title, 'Partner');
+  // a later feed is a new observation: its listing is applied
+  (t.clock as ManualClock).advance(60_000);
+  const moved = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/two-jobs', name: 'Two Jobs', company: 'Beta Co', title: 'Advisor' }));
+  assert.equal([moved.repeated, moved.jobChanges], [0, 1]);
+  assert.is((await contact(t, w, path, 'tj')).company, 'Beta Co');
 });
 
 T('matching order: LinkedIn is authoritative, then e-mail, then name + company when exactly one person fits', async ({ t, w, path }) => {
@@ -1209,7 +1277,7 @@ I('inbox files are taken once they stopped changing, then moved to done/ with th
   writeFileSync(join(inbox, 'growing.jsonl'), ndjson({ name: 'A', company: 'B' }, { name: 'C', company: 'D' })); // still being written
   assert.is(await feeds.scanInbox(), 0, 'a file that changed since the last look waits');
   assert.is(await settled(t, 'good.jsonl'), 'done');
-  assert.match(readFileSync(join(inbox, 'done', 'good.jsonl.result.txt'), 'utf8'), /^feed_[0-9a-z]+ completed: 2 records, 0 invalid, 0 older than known, 2 persons updated, 0 contacts matched, 0 job changes, 0 info changes\n$/);
+  assert.match(readFileSync(join(inbox, 'done', 'good.jsonl.result.txt'), 'utf8'), /^feed_[0-9a-z]+ completed: 2 records, 0 invalid, 0 older than known, 0 repeated, 2 persons updated, 0 contacts matched, 0 job changes, 0 info changes\n$/);
   assert.is(await settled(t, 'broken.jsonl.gz'), 'failed');
   assert.match(readFileSync(join(inbox, 'failed', 'broken.jsonl.gz.reason.txt'), 'utf8'), /gzip.*\nfeed_[0-9a-z]+ failed: 0 records, /);
   assert.is(await settled(t, 'notes.txt'), 'failed');
@@ -1266,7 +1334,7 @@ I('an inbox file ending inside a line waits a minute (its writer may have paused
   assert.is(await feeds.scanInbox(), 1, 'wrong.csv; paused.csv waits');
   assert.is(await settled(t, 'wrong.csv'), 'failed');
   const why = readFileSync(join(inbox, 'failed', 'wrong.csv.reason.txt'), 'utf8');
-  assert.match(why, /^not one of its 2 records could be applied \(the first, line 2: name and company are required \(a record must say who the person is and where they work\)\); every reason is in GET \/api\/ledger\/v1\/feed\/feed_\w+\/errors\nfeed_\w+ failed: 2 records, 2 invalid, 0 older than known, 0 persons updated, 0 contacts matched, 0 job changes, 0 info changes\n$/, why);
+  assert.match(why, /^not one of its 2 records could be applied \(the first, line 2: name and company are required \(a record must say who the person is and where they work\)\); every reason is in GET \/api\/ledger\/v1\/feed\/feed_\w+\/errors\nfeed_\w+ failed: 2 records, 2 invalid, 0 older than known, 0 repeated, 0 persons updated, 0 contacts matched, 0 job changes, 0 info changes\n$/, why);
   assert.ok(existsSync(join(inbox, 'paused.csv')), 'still waiting');
   // the writer goes on: the record is whole, and the file is taken as usual
   appendFileSync(join(inbox, 'paused.csv'), 'li\n');
@@ -1629,6 +1697,40 @@ R('a feed run whose job another worker took over is fenced off: its next chunk c
     assert.equal(applied(), { cursor: atTakeover.cursor, received: atTakeover.received }, 'no chunk committed after the takeover');
     assert.is(people.get(), atTakeover.people, 'no person written after it');
     assert.is(raw.prepare('SELECT lease_owner FROM jobs WHERE id = ?').pluck().get(r.body.id), 'another worker', 'the job stays the other worker\'s');
+  } finally {
+    await hold?.release();
+    await t.close();
+  }
+});
+
+R('a feed resumed after a restart still knows whom its committed chunks listed: a later listing of one of them is repeated, not applied', async () => {
+  const dataDir = tempDir();
+  let t = await startApp({ dataDir });
+  let hold: ReturnType<typeof holdBulkJobs> | undefined;
+  try {
+    const w = await seedWorld(t);
+    const { path } = await ledgerWith(t, w, 'resumed listing', [{ name: 'Resumed Person', company: 'Start Co', linkedin: 'linkedin.com/in/resumed-person', referenceId: 'rp' }]);
+    const person = (company: string) => JSON.stringify({ linkedin: 'linkedin.com/in/resumed-person', name: 'Resumed Person', company });
+    // the first listing in the first chunk (200 records), the second far after it
+    const pad = Array.from({ length: 3000 }, (_, i) => `{"personId":"resume-pad-${i}","name":"Resume Pad ${i}","company":"Pad"}`);
+    const body = `${[person('Alpha Co'), ...pad, person('Beta Co')].join('\n')}\n`;
+    hold = holdBulkJobs(t);
+    const r = await t.call('POST', FEED, { token: w.root, raw: body, headers: { 'content-type': 'application/x-ndjson' } });
+    expectStatus(r, 202);
+    const cursor = () => t.rt.db.raw.prepare<[string], number>('SELECT cursor_records FROM feed_jobs WHERE id = ?').pluck().get(r.body.id)!;
+    await until('a first chunk applied', cursor, (c) => c > 0, 15_000);
+    // stopped between two chunks: the next run of the job starts from its stored state alone
+    const closing = t.close();
+    await hold.release();
+    await closing;
+    t = await startApp({ dataDir, noScheduler: true });
+    assert.ok(cursor() > 0 && cursor() < 3002, 'the server stopped with records left');
+    t.rt.scheduler.start();
+    const root = (await signInRoot(t)).accessToken;
+    const done = await until('completed', async () => (await t.call('GET', `${FEED}/${r.body.id}`, { token: root })).body, (f) => f.status === 'completed' || f.status === 'failed', 30_000);
+    assert.equal([done.status, done.received, done.repeated, done.jobChanges], ['completed', 3002, 1, 1]);
+    assert.is((await t.call('GET', `${path}/contacts?referenceId=rp`, { token: root })).body.contacts[0].company, 'Alpha Co');
+    assert.is(t.rt.db.raw.prepare('SELECT count(*) FROM feed_listed_people').pluck().get(), 0, 'forgotten when the job ended');
   } finally {
     await hold?.release();
     await t.close();

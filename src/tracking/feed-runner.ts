@@ -6,6 +6,7 @@ import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import { isConstraintError, type Db } from '../storage/db.ts';
 import { settleFeedFile, type FeedLog } from './feed-files.ts';
+import { FeedListing } from './feed-listing.ts';
 import { validateFeedRecord } from './feed-input.ts';
 import { FeedReadError, readFeed, type FeedItem } from './feed-reader.ts';
 import type { FeedJob, FeedProgress, FeedsRepo } from './feeds-repo.ts';
@@ -71,6 +72,8 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
         d.feeds.markStarted(feed.id, d.clock.now());
       });
       let recordNo = feed.cursorRecords;
+      // whom the committed chunks listed: a person listed again is a repeat, also after a restart
+      const listing = FeedListing.fromStored(d.feeds.listedPeople(feed.id));
       /**
        * One record in a savepoint of the chunk: a record that breaks a constraint of the people
        * store (a case the tracker's own checks missed) is rejected with a reason and takes nothing
@@ -79,7 +82,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       const applyOne = (record: FeedRecord, counts: TrackingCounts, no: number): string | undefined => {
         const before = { ...counts };
         try {
-          return d.db.tx(() => d.tracker.applyRecord(record, counts));
+          return d.db.tx(() => d.tracker.applyRecord(record, counts, listing));
         } catch (err) {
           if (!isConstraintError(err)) throw err;
           Object.assign(counts, before);
@@ -89,11 +92,12 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       };
       const cap = new RejectionCap(feed.invalid, d.maxStoredRejections);
       const apply = (items: FeedItem[]) => {
-        const p = cap.chunk(() =>
+        const chunkStart = recordNo;
+        const p = listing.chunk(() => cap.chunk(() =>
           d.db.bulkTx(() => {
             lease.checkpoint();
             const counts = zeroCounts();
-            const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
+            const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, repeated: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
             const reject = (no: number, line: number, reason: string) => {
               p.invalid++;
               cap.reject(() => d.feeds.insertRejection(feed.id, no, line, reason));
@@ -112,11 +116,13 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
               const reason = applyOne(v.record, counts, recordNo);
               if (reason) reject(recordNo, item.line, reason);
             }
-            Object.assign(p, { stale: counts.stale, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
+            Object.assign(p, { stale: counts.stale, repeated: counts.repeated, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
             d.feeds.addProgress(feed.id, p);
+            const listed = listing.chunkPeople();
+            if (listed) d.feeds.insertListed(feed.id, chunkStart, listed);
             return p;
           }),
-        );
+        ));
         d.onChunk(p); // counted once committed
       };
       const items = readFeed(feed.filePath!, feed.format, feed.gzip);

@@ -48,14 +48,15 @@ export function createFeedService(d: {
   cursors: Cursors;
 }) {
   const inbox = inboxDir(d.dataDir);
-  const records = d.metrics.counter({ name: 'contact_ledger_feed_records_total', help: 'Person-feed records processed, by outcome (applied, stale, invalid).', labelNames: ['outcome'] });
+  const records = d.metrics.counter({ name: 'contact_ledger_feed_records_total', help: 'Person-feed records processed, by outcome (applied, stale, repeated, invalid).', labelNames: ['outcome'] });
   const changes = d.metrics.counter({ name: 'contact_ledger_changes_total', help: 'Contact changes detected from the feed, by type (job, info).', labelNames: ['type'] });
 
   /** A feed chunk committed (here or on the bulk thread): the metrics. */
   function countChunk(p: FeedProgress): void {
     records.inc({ outcome: 'invalid' }, p.invalid);
     records.inc({ outcome: 'stale' }, p.stale);
-    records.inc({ outcome: 'applied' }, p.received - p.invalid - p.stale);
+    records.inc({ outcome: 'repeated' }, p.repeated);
+    records.inc({ outcome: 'applied' }, p.received - p.invalid - p.stale - p.repeated);
     changes.inc({ type: 'job' }, p.jobChanges);
     changes.inc({ type: 'info' }, p.infoChanges);
   }

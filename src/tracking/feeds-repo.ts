@@ -23,6 +23,7 @@ export interface FeedJob {
   received: number;
   invalid: number;
   stale: number;
+  repeated: number;
   personsUpdated: number;
   contactsMatched: number;
   jobChanges: number;
@@ -48,6 +49,7 @@ interface FeedRow {
   received: number;
   invalid: number;
   stale: number;
+  repeated: number;
   persons_updated: number;
   contacts_matched: number;
   job_changes: number;
@@ -73,6 +75,7 @@ const toFeed = (r: FeedRow, now: number, files: DataFiles): FeedJob => ({
   received: r.received,
   invalid: r.invalid,
   stale: r.stale,
+  repeated: r.repeated,
   personsUpdated: r.persons_updated,
   contactsMatched: r.contacts_matched,
   jobChanges: r.job_changes,
@@ -90,6 +93,7 @@ export interface FeedProgress {
   received: number;
   invalid: number;
   stale: number;
+  repeated: number;
   personsUpdated: number;
   contactsMatched: number;
   jobChanges: number;
@@ -113,7 +117,7 @@ export function createFeedsRepo(db: Db, files: DataFiles) {
     after: db.raw.prepare<[number, string, number], FeedRow>(`${SELECT} WHERE (f.created_at, f.id) < (?, ?) ORDER BY f.created_at DESC, f.id DESC LIMIT ?`),
     start: db.raw.prepare<[number, string]>('UPDATE feed_jobs SET started_at = coalesce(started_at, ?) WHERE id = ?'),
     progress: db.raw.prepare(
-      `UPDATE feed_jobs SET cursor_records = cursor_records + @records, received = received + @received, invalid = invalid + @invalid, stale = stale + @stale,
+      `UPDATE feed_jobs SET cursor_records = cursor_records + @records, received = received + @received, invalid = invalid + @invalid, stale = stale + @stale, repeated = repeated + @repeated,
          persons_updated = persons_updated + @personsUpdated, contacts_matched = contacts_matched + @contactsMatched,
          job_changes = job_changes + @jobChanges, info_changes = info_changes + @infoChanges WHERE id = @id`,
     ),
@@ -123,6 +127,9 @@ export function createFeedsRepo(db: Db, files: DataFiles) {
       'SELECT record_no, line, reason FROM feed_rejections WHERE feed_id = ? AND record_no > ? ORDER BY record_no LIMIT ?',
     ),
     files: db.raw.prepare<[], string>('SELECT file_path FROM feed_jobs WHERE file_path IS NOT NULL').pluck(),
+    listed: db.raw.prepare<[string, number, Uint8Array]>('INSERT INTO feed_listed_people (feed_id, chunk, people) VALUES (?, ?, ?)'),
+    listedOf: db.raw.prepare<[string], Buffer>('SELECT people FROM feed_listed_people WHERE feed_id = ? ORDER BY chunk').pluck(),
+    forgetListed: db.raw.prepare<[string]>('DELETE FROM feed_listed_people WHERE feed_id = ?'),
   };
   return {
     insertFeed: ({ idempotency, ...f }: { id: string; source: FeedSource; fileName: string | null; filePath: string; format: FeedFormat; gzip: boolean; createdBy: string | null; createdAt: number; idempotency?: Idempotency }): void =>
@@ -142,7 +149,15 @@ export function createFeedsRepo(db: Db, files: DataFiles) {
     explainFeedsAfter: (): string[] => db.queryPlan(q.after.source, 1, 'feed_x', 101),
     markStarted: (id: string, now: number): void => void q.start.run(now, id),
     addProgress: (id: string, p: FeedProgress): void => void q.progress.run({ id, ...p }),
-    markFinished: (id: string, message: string | null, now: number): void => void q.finish.run(message, now, id),
+    /** Ends the feed's record: its message and end time; its file and whom it listed are forgotten. */
+    markFinished: (id: string, message: string | null, now: number): void => {
+      q.finish.run(message, now, id);
+      q.forgetListed.run(id);
+    },
+    /** Stores whom a chunk listed first (FeedListing.takeChunk), in the chunk's transaction; `chunk`: the cursor before it. */
+    insertListed: (id: string, chunk: number, people: Uint8Array): void => void q.listed.run(id, chunk, people),
+    /** What the feed's committed chunks listed (FeedListing.fromStored). */
+    listedPeople: (id: string): Buffer[] => q.listedOf.all(id),
     insertRejection: (id: string, recordNo: number, line: number | null, reason: string): void => void q.reject.run(id, recordNo, line, reason),
     listRejections: (id: string, afterRecord: number, limit: number) => q.rejections.all(id, afterRecord, limit).map((r) => ({ recordNo: r.record_no, line: r.line, reason: r.reason })),
     listReferencedFiles: (): string[] => q.files.all().map(files.fromStored),

@@ -57,6 +57,8 @@ export interface TrackingCounts {
   jobChanges: number;
   infoChanges: number;
   stale: number;
+  /** Records about a person the same feed listed before, at the same observation time: not applied (FeedListing). */
+  repeated: number;
 }
 
-export const zeroCounts = (): TrackingCounts => ({ personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0, stale: 0 });
+export const zeroCounts = (): TrackingCounts => ({ personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0, stale: 0, repeated: 0 });

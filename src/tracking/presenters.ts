@@ -24,6 +24,7 @@ export const presentFeed = (f: FeedJob, base: string) => ({
   received: f.received,
   invalid: f.invalid,
   stale: f.stale,
+  repeated: f.repeated,
   personsUpdated: f.personsUpdated,
   contactsMatched: f.contactsMatched,
   jobChanges: f.jobChanges,

@@ -4,6 +4,7 @@ import type { Contact } from '../ledger/model.ts';
 import { companyKey, emailKey, linkedinSlug, nameKey } from '../normalize.ts';
 import { titleDomain, titleLevel } from '../ledger/title-rules.ts';
 import type { ChangesRepo } from './changes-repo.ts';
+import type { FeedListing } from './feed-listing.ts';
 import { zeroCounts, type Change, type FeedRecord, type Person, type TrackingCounts } from './model.ts';
 import type { PeopleRepo } from './people-repo.ts';
 import type { MatchedBy, TrackedContact, TrackedContactsRepo, TrackedFields } from './tracked-contacts-repo.ts';
@@ -161,8 +162,10 @@ export function createTracker(d: TrackerDeps) {
      * Applies one feed record: updates the people store (never rolling a person back to an older
      * observation), matches contacts to the person and reconciles every matched contact. Returns
      * why the record was rejected instead (it names two different known people), else undefined.
+     * `listing`: whom the feed listed before this record — a person listed again is not applied
+     * unless the record says it was observed later (a replay must find the same first listing).
      */
-    applyRecord(r: FeedRecord, counts: TrackingCounts): string | undefined {
+    applyRecord(r: FeedRecord, counts: TrackingCounts, listing?: FeedListing): string | undefined {
       const now = d.clock.now();
       const observedAt = r.observedAt ?? now;
       const looked = { keyHolders: 0 };
@@ -176,6 +179,10 @@ export function createTracker(d: TrackerDeps) {
       }
       if (existing && observedAt < existing.observedAt) {
         counts.stale++;
+        return undefined;
+      }
+      if (existing && listing?.has(existing.seq) && !(r.observedAt !== undefined && r.observedAt > existing.observedAt)) {
+        counts.repeated++;
         return undefined;
       }
       const companyK = companyKey(r.company);
@@ -268,6 +275,7 @@ export function createTracker(d: TrackerDeps) {
           reconcile(c, p, counts, by);
         }
       }
+      listing?.add(p.seq);
       return undefined;
     },
 
