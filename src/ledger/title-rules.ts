@@ -61,6 +61,10 @@ export const TITLE_ABBREVIATIONS: Readonly<Record<string, string>> = {
 
 // "CEO's Assistant", "Vice President's Executive Assistant" (not "Teacher's Assistant")
 const EXECUTIVE_S_ASSISTANT = '(?:officer|president|founder|director|chairman|chairwoman|partner|owner|head) s (?:executive |personal )?assistant';
+// "CEO Assistant", "VP Sales Assistant": an executive's title with "Assistant" ending it (not
+// "Vice President, Assistant Controller", where the assistant is the second role)
+const EXECUTIVE_ASSISTANT =
+  '(?:chief (?:\\w+ )+officer|president|co ?founder|founder|chairman|chairwoman|chairperson|managing director|general manager|owner|partner|vice president(?: \\w+){0,3}) assistant(?= ?$)';
 
 // "Partner" is an owner ("Managing Partner", "Partner, Tax"), except as part of a role name:
 // after these words ("HR Business Partner", "Talent Partner") or before these ("Partner Manager").
@@ -92,7 +96,7 @@ export const LEVEL_RULES: readonly Rule<TitleLevel>[] = [
   ], 'an intern is an intern whatever else the title says ("Intern to the CEO")'],
   ['staff', [
     'assistant (?:to|of)', '(?:executive|personal|administrative|administrator|office) assistant', 'executive secretary', 'secretary to',
-    EXECUTIVE_S_ASSISTANT, 'founders? s associate', 'founders associate', 'owners? s representative',
+    EXECUTIVE_S_ASSISTANT, EXECUTIVE_ASSISTANT, 'founders? s associate', 'founders associate', 'owners? s representative',
   ], 'assistants to executives are not executives ("Executive Assistant to the CEO", "CEO\'s Assistant"); an owner\'s representative works for the owner'],
   ['manager', [
     '(?:chief (?:\\w+ )+officer|president|chairman|founder|owner|partner) (?:s )?office manager',
@@ -139,7 +143,7 @@ export const LEVEL_RULES: readonly Rule<TitleLevel>[] = [
 export const DOMAIN_RULES: readonly Rule<TitleDomain>[] = [
   ['operations', [
     'assistant (?:to|of)', '(?:executive|personal|administrative|administrator|office) assistant', 'executive secretary', 'secretary to',
-    EXECUTIVE_S_ASSISTANT, 'founders? s associate', 'founders associate', 'office (?:manager|administrator|coordinator|assistant|clerk)',
+    EXECUTIVE_S_ASSISTANT, EXECUTIVE_ASSISTANT, 'founders? s associate', 'founders associate', 'office (?:manager|administrator|coordinator|assistant|clerk)',
     'receptionist', 'front desk', 'chief of staff', 'data entry', 'assistante? de direction', 'assistente di direzione',
   ], 'support of executives and the office: operations, whatever executive it names'],
   ['legal', [
@@ -184,7 +188,7 @@ export const DOMAIN_RULES: readonly Rule<TitleDomain>[] = [
   ['engineering', [
     'engineer\\w*', 'developer\\w*', 'software', 'devops', 'devsecops', 'secops', 'mlops', 'dataops',
     'site reliability', 'architect\\w*', 'technolog\\w*', 'technical', 'it', 'information (?:technology|security|systems?)',
-    'chief information', 'data', 'security', 'cyber\\w*', 'programmer', 'scientist', 'quality assurance', 'tester', 'test',
+    'chief information', 'data', 'analytics', 'security', 'cyber\\w*', 'programmer', 'scientist', 'quality assurance', 'tester', 'test',
     'machine learning', 'ai', 'artificial intelligence', 'cloud', 'infrastructure', 'network', 'systems? (?:administrator|analyst|engineer)',
     'database\\w*', 'business intelligence', 'research and development', 'firmware', 'embedded', 'hardware', 'web',
     'front ?end', 'back ?end', 'full ?stack', 'mobile', 'ios', 'android', 'help ?desk', 'service desk', 'scrum', 'agile',
