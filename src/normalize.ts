@@ -94,6 +94,14 @@ export function invisibleProblem(text: string, field: string): string | undefine
   return `${field} contains an invisible character (${code}); it would never match the same text typed without it`;
 }
 
+/**
+ * Why a name or a company cannot be one: it has no letter or digit — "-", "—", "...", "?" are what
+ * exports and providers write for "unknown", and taken as a company they made a job change to "—".
+ */
+export function placeholderProblem(text: string, field: 'name' | 'company'): string | undefined {
+  return HAS_LETTER_OR_DIGIT.test(text) ? undefined : `${field} "${text}" has no letter or digit (a placeholder for an unknown ${field === 'name' ? 'name' : 'employer'} is not a ${field})`;
+}
+
 /** What keeps `email` from being a plausible single e-mail address, if anything. */
 export function emailProblem(email: string, field = 'email'): string | undefined {
   return invisibleProblem(email, field) ?? (EMAIL.test(email) ? undefined : `${field} "${email}" is not an e-mail address`);
@@ -137,7 +145,23 @@ const COMPANY_SUFFIXES = new Set([
   'sab', 'publ', 'berhad', 'tbk', 'sau', 'slu', 'pllc', 'eirl',
   // twenty-fourth session: Sweden's AB spelt out, as Aktiengesellschaft is (a tester's case)
   'aktiebolag',
+  // twenty-fifth session (a tester's cases): Limitada spelt out, Austria's GesmbH, Germany's eG,
+  // gGmbH, e.K., GbR, PartG; SASU, S.A.P.I. (de C.V.), US public benefit and unlimited forms,
+  // Estonia, Latvia, Belgium (old forms), Switzerland (Sagl), UK community interest, Iceland,
+  // Bulgaria, Brazil, Croatia/Slovenia, Japan romanized, France and the Netherlands' partnerships
+  'limitada', 'gesmbh', 'eg', 'ggmbh', 'ek', 'gbr', 'partg', 'sasu', 'sapi', 'pbc', 'ulc', 'lllp', 'ou', 'sia', 'sprl', 'bvba',
+  'sagl', 'cic', 'ehf', 'eood', 'ood', 'ad', 'eireli', 'dd', 'yk', 'gk', 'snc', 'scs', 'vof',
 ]);
+/**
+ * Legal forms that open a name: Indonesia's PT ("PT Telkom Indonesia"), Russia's, Ukraine's and
+ * Kazakhstan's (ООО «Ромашка»). Dropped only with a name after them.
+ */
+const COMPANY_PREFIXES = new Set(['the', 'pt', 'ооо', 'оао', 'зао', 'пао', 'ао', 'ип', 'тов', 'пат', 'тоо']);
+/** Legal forms written without spaces around them in Japanese, Chinese and Korean names: removed wherever they stand. */
+const CJK_LEGAL_FORMS = /株式会社|有限会社|合同会社|股份有限公司|有限责任公司|有限責任公司|有限公司|주식회사|유한회사|[(（](?:株|有|주)[)）]|[㈱㈲㈜]/gu;
+/** ", N.A." spelt with its comma and dots is a US national bank's legal form after any name ("Bank of America, N.A."). */
+const COMMA_NATIONAL_ASSOCIATION = /,\s*N\.\s?A\.?\s*$/i;
+const HAS_LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 /** A US national bank's "N.A." (national association) goes only after a word ending in "bank": "Toyota NA" may be North America. */
 const isNationalBankForm = (words: string[]): boolean => words.length > 1 && words.at(-1) === 'na' && words.at(-2)!.endsWith('bank');
 /** Marks that are no part of a name: ™ (which NFKD would spell "TM"), ℠, ®, ©. */
@@ -150,7 +174,7 @@ const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn', 'p']);
 // Legal forms of more than one word, spelt out or abbreviated, after initials were joined
 // (joinInitials: "Sp. z o.o." is sp zoo, "S.A. de C.V." sa de cv, "S. de R.L." s de rl).
 const SPLIT_SUFFIXES = [
-  ['sp', 'zoo'], ['sp', 'z', 'oo'], ['sp', 'k'], ['s', 'de', 'rl'], ['de', 'cv'],
+  ['sp', 'zoo'], ['sp', 'z', 'oo'], ['sp', 'k'], ['s', 'de', 'rl'], ['de', 'cv'], ['ges', 'mbh'], ['ug', 'haftungsbeschrankt'], ['partg', 'mbb'],
   ['gesellschaft', 'mit', 'beschrankter', 'haftung'], ['societe', 'anonyme'], ['sociedad', 'anonima'], ['societa', 'per', 'azioni'],
   ['limited', 'liability'], ['limited', 'liability', 'partnership'], ['kabushiki', 'kaisha'],
 ];
@@ -160,6 +184,7 @@ const SPLIT_SUFFIXES = [
 // this, names with them sorted after z and missed their ASCII spellings in matching.
 const LETTERS: Record<string, string> = { ø: 'o', Ø: 'o', ß: 'ss', ẞ: 'ss', ł: 'l', Ł: 'l', đ: 'd', Đ: 'd', ð: 'd', Ð: 'd', æ: 'ae', Æ: 'ae', œ: 'oe', Œ: 'oe', þ: 'th', Þ: 'th', ı: 'i', ħ: 'h', Ħ: 'h', ŧ: 't', Ŧ: 't', ŋ: 'ng', Ŋ: 'ng', ĸ: 'q' };
 const LETTER = /[øØßẞłŁđĐðÐæÆœŒþÞıħĦŧŦŋŊĸ]/g;
+const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'gu');
 // ' ’ ʼ ` ´ ′ and the full-width ＇: inside a word they join its parts, as people type them without
 const APOSTROPHES = /['\u2019\u02bc`\u00b4\u2032\uff07]/g;
 
@@ -169,6 +194,7 @@ const APOSTROPHES = /['\u2019\u02bc`\u00b4\u2032\uff07]/g;
  */
 function fold(text: string): string {
   return text
+    .replace(INVISIBLE_ALL, '') // a soft hyphen or a zero-width space inside a word shows nothing: "Ac\u200bme" is Acme
     .replace(APOSTROPHES, '') // before NFKD, which makes ´ a space and an accent
     .normalize('NFKD')
     .replace(/\p{M}+/gu, '')
@@ -183,7 +209,7 @@ function fold(text: string): string {
 const companyKeys = new Map<string, string>();
 const COMPANY_KEYS_KEPT = 10_000;
 
-/** The matching key of a company name: folded, legal-form suffixes and a leading "the" removed. */
+/** The matching key of a company name: folded, legal forms (mostly suffixes) and a leading "the" removed. */
 export function companyKey(company: string): string {
   let key = companyKeys.get(company);
   if (key === undefined) {
@@ -215,7 +241,10 @@ function joinInitials(words: string[]): string[] {
 const LONE_LETTER = /^\p{L}$/u;
 
 function computeCompanyKey(company: string): string {
-  const words = joinInitials(fold(company.replace(MARKS, ' ').replace(DOT_COM, '')).split(' ').filter(Boolean));
+  const plain = company.replace(MARKS, ' ').replace(DOT_COM, '').replace(COMMA_NATIONAL_ASSOCIATION, '');
+  const withoutCjkForm = plain.replace(CJK_LEGAL_FORMS, ' ');
+  // a name that is only a legal form keeps it, as "Inc" alone does
+  const words = joinInitials(fold(HAS_LETTER_OR_DIGIT.test(withoutCjkForm) ? withoutCjkForm : plain).split(' ').filter(Boolean));
   let popped = false;
   while (words.length > 1) {
     const last = words[words.length - 1]!;
@@ -227,7 +256,7 @@ function computeCompanyKey(company: string): string {
     }
     popped = true;
   }
-  if (words.length > 1 && words[0] === 'the') words.shift();
+  if (words.length > 1 && COMPANY_PREFIXES.has(words[0]!)) words.shift();
   return words.join(' ');
 }
 

@@ -263,7 +263,7 @@ A('a batch keeps its good rows and rejects bad and duplicate ones with reasons',
     { name: 'Unknown', company: 'X', favouriteColour: 'red' },
     'just a string',
     { name: 'Nested', company: 'X', contactInfo: { email: 'n@x.test' } },
-    { name: '😀'.repeat(256), company: '𝄞'.repeat(256), title: '😀'.repeat(256) }, // 256 characters each (512 UTF-16 units)
+    { name: '𠀀'.repeat(256), company: '𝐀'.repeat(256), title: '😀'.repeat(256) }, // 256 characters each (512 UTF-16 units): letters, in a name and a company
     { name: '😀'.repeat(257), company: 'X' },
   ]);
   assert.is(job.status, 'completed');
@@ -731,8 +731,9 @@ Q('every filter selects exactly the matching contacts', async ({ t, w, path }) =
 Q('every cursor the server issues is accepted back: names at the length limit whose JSON escaping is longest', async ({ t, w }) => {
   const ledger = await createLedger(t, w.tokens.editor, w.orgId, 'long names');
   const path = `${ledgerPath(w.orgId, ledger)}/contacts`;
-  // 256 characters (the limit) that JSON escapes to 6 bytes each (\u0001), 2 bytes (" and \\), 3 bytes (€ in UTF-8)
-  const names = ['\u0001'.repeat(256), '"'.repeat(256), '\\'.repeat(256), '€'.repeat(256), 'Ann Lee', 'zed'];
+  // 256 characters (the limit) that JSON escapes to 6 bytes each (\u0001), 2 bytes (" and \\), 3 bytes (€ in UTF-8),
+  // after the one letter that makes each a name
+  const names = ['\u0001', '"', '\\', '€'].map((c) => `A${c.repeat(255)}`).concat(['Ann Lee', 'zed']);
   const imp = await addContacts(t, w.tokens.editor, w.orgId, ledger, names.map((name) => ({ name, company: 'X' })));
   assert.is(imp.imported, names.length);
   let longest = 0;

@@ -303,6 +303,28 @@ S('migration 0025 recomputes company keys under the new rule (Aktiebolag, a bank
   db.close();
 });
 
+S('migration 0027 recomputes company and name keys under the new rule (more legal forms, invisible characters) and unmatches contacts of people made namesakes by it', () => {
+  const { db, raw, apply } = justBefore('0027_');
+  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, company_key, created_at, updated_at) VALUES (?, 'l_1', ?, ?, ?, ?, ?, 1, 1)");
+  contact.run('c_1', 'Ann Lee', 'Anthropic, PBC', 'Anthropic, PBC', 'ann lee', 'anthropic pbc');
+  contact.run('c_2', 'Bo\u00adb Chen', 'PT Telkom Indonesia', 'PT Telkom Indonesia', 'bo b chen', 'pt telkom indonesia');
+  contact.run('c_3', 'Cy Poe', 'Globex', 'Globex', 'cy poe', 'globex');
+  const person = raw.prepare('INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES (?, ?, ?, ?, 1, 1)');
+  const first = Number(person.run('Di Moe', 'di moe', 'Acme UG (haftungsbeschränkt)', 'acme ug haftungsbeschrankt').lastInsertRowid);
+  person.run('Di Moe', 'di moe', 'Acme', 'acme');
+  person.run('E\u200bve Roe', 'e ve roe', 'Bank of America, N.A.', 'bank of america n a');
+  contact.run('c_4', 'Di Moe', 'Acme UG (haftungsbeschränkt)', 'Acme UG (haftungsbeschränkt)', 'di moe', 'acme ug haftungsbeschrankt');
+  raw.prepare("UPDATE contacts SET person_id = ?, matched_by = 'name', is_verified = 1 WHERE id = 'c_4'").run(String(first));
+  apply();
+  assert.equal(raw.prepare('SELECT id, name_key, company_key FROM contacts ORDER BY id').raw().all(), [
+    ['c_1', 'ann lee', 'anthropic'], ['c_2', 'bob chen', 'telkom indonesia'], ['c_3', 'cy poe', 'globex'], ['c_4', 'di moe', 'acme'],
+  ]);
+  assert.equal(raw.prepare('SELECT name_key, company_key FROM people ORDER BY seq').raw().all(), [['di moe', 'acme'], ['di moe', 'acme'], ['eve roe', 'bank of america']]);
+  assert.equal(raw.prepare("SELECT person_id, matched_by, is_verified FROM contacts WHERE id = 'c_4'").get(), { person_id: null, matched_by: 'ambiguous', is_verified: 0 }, 'now one of two namesakes: unmatched');
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();

@@ -92,8 +92,30 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
     ['salesforce.com, inc.', 'Salesforce'],
     ['Acme Inc™', 'Acme Inc'],
     ['Acme®', 'ACME'],
+    // more legal forms, invisible characters (twenty-fifth session, migration 0027; a tester's job changes that were none)
+    ...['Limitada', 'Ges.m.b.H.', 'GesmbH', 'UG (haftungsbeschränkt)', 'gGmbH', 'SASU', 'S.A.P.I. de C.V.', 'OÜ', 'SIA', 'ULC', 'LLLP', 'e.K.', 'GbR',
+      'PartG mbB', 'SPRL', 'BVBA', 'Sagl', 'CIC', 'ehf.', 'EOOD', 'OOD', 'EIRELI', 'AD', 'd.d.', 'Y.K.', 'G.K.', 'SNC', 'SCS', 'V.O.F.', '株式会社', '(株)']
+      .map((form) => [`Acme ${form}`, 'Acme']),
+    ['Berliner Volksbank eG', 'Berliner Volksbank'],
+    ['Anthropic, PBC', 'Anthropic'],
+    ['PT Telkom Indonesia', 'Telkom Indonesia'],
+    ['PT Bank Central Asia Tbk', 'Bank Central Asia'],
+    ['Bank of America, N.A.', 'Bank of America'],
+    ['ООО «Ромашка»', 'Ромашка'],
+    ['トヨタ自動車株式会社', 'トヨタ自動車'],
+    ['（株）トヨタ', 'トヨタ'],
+    ['삼성전자 주식회사', '삼성전자'],
+    ['腾讯有限公司', '腾讯'],
+    ['Versicherungs\u00adgesellschaft Nord', 'Versicherungsgesellschaft Nord'],
+    ['Ac\u200bme', 'Acme'],
+    ['Ac\u2060me', 'Acme'],
+    ['Ac\ufeffme', 'Acme'],
   ];
   for (const [a, b] of same) assert.is(companyKey(a!), companyKey(b!), `${a} = ${b}`);
+  // a legal form opening a name goes only with a name after it; a name that is only a legal form keeps it
+  assert.is(companyKey('PT'), 'pt');
+  assert.is(companyKey('株式会社'), '株式会社');
+  assert.is(nameKey('Jo\u00adhn Smith'), 'john smith');
   assert.is.not(companyKey('Acme'), companyKey('Acme Labs'));
   // a qualifier alone is part of the name; so are words that are not legal forms
   for (const other of ['Acme Private', 'Acme Public', 'Acme Group', 'Acme Holdings', 'Acme Liability', 'Acme P']) assert.is.not(companyKey(other), companyKey('Acme'), other);
@@ -1009,6 +1031,28 @@ T('feeds apply in the order they were sent: a short correction sent after a long
   assert.is((await contact(t, w, path, 'op')).company, 'Corrected Co');
   const history = (await t.call('GET', `${path}/contacts/${(await contact(t, w, path, 'op')).id}/changes`, { token: w.tokens.viewer })).body.changes;
   assert.equal(history.filter((c: any) => c.type === 'job').map((c: any) => c.to.company).reverse(), ['Original Co', 'Corrected Co']);
+});
+
+T('a company or a name with no letter or digit is a placeholder: the feed record and the imported contact are rejected with a reason, the others applied', async ({ t, w }) => {
+  const { ledgerId, path } = await ledgerWith(t, w, 'placeholders', [{ name: 'Place Holder', company: 'Real Company', linkedin: 'linkedin.com/in/place-holder', referenceId: 'ph' }]);
+  const job = await feed(t, w.root, ndjson(
+    { linkedin: 'linkedin.com/in/place-holder', name: 'Place Holder', company: '—' },
+    { name: '...', company: 'Acme' },
+    { name: 'Holder Two', company: 'Acme' },
+  ));
+  assert.equal([job.received, job.invalid, job.personsUpdated, job.jobChanges], [3, 2, 1, 0]);
+  const errors = (await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root })).text;
+  assert.match(errors, /1,1,"company ""—"" has no letter or digit \(a placeholder for an unknown employer is not a company\)"/);
+  assert.match(errors, /2,2,"name ""..."" has no letter or digit/);
+  assert.is((await contact(t, w, path, 'ph')).company, 'Real Company');
+  const imported = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Dash Co', company: '-' }, { name: '?', company: 'Acme' }, { name: 'Fine Person', company: 'Acme' }]);
+  assert.equal([imported.status, imported.imported, imported.invalid], ['completed', 1, 2]);
+  const rejected = (await t.call('GET', `${path}/imports/${imported.id}/errors`, { token: w.tokens.viewer })).text;
+  assert.match(rejected, /company "+-"+ has no letter or digit/);
+  assert.match(rejected, /name "+\?"+ has no letter or digit/);
+  const one = await t.call('POST', `${path}/contacts`, { token: w.tokens.editor, body: { name: 'Solo', company: '***' } });
+  expectStatus(one, 422);
+  assert.match(one.body.message, /company "\*\*\*" has no letter or digit/);
 });
 
 T('a feed record with a NUL character in a field is rejected with a reason; the others are applied', async ({ t, w }) => {

@@ -1,5 +1,5 @@
 import { exactIntegerText } from '../exact-json.ts';
-import { canonicalLinkedin, emailKey, emailProblem, invisibleProblem, textProblem } from '../normalize.ts';
+import { canonicalLinkedin, emailKey, emailProblem, invisibleProblem, placeholderProblem, textProblem } from '../normalize.ts';
 import { titleDomain, titleLevel, type TitleDomain, type TitleLevel } from './title-rules.ts';
 
 /**
@@ -60,7 +60,7 @@ export function validateContact(input: unknown): InputResult {
     const v = raw[field];
     if (v === undefined || v === null || (typeof v === 'string' && !v.trim())) return reject(`${field} is required`);
     if (typeof v !== 'string') return reject(`${field} must be a string`);
-    const problem = textProblem(v, field, MAX_LENGTH[field]);
+    const problem = textProblem(v, field, MAX_LENGTH[field]) ?? placeholderProblem(v, field);
     if (problem) return reject(problem);
     draft[field] = v;
   }

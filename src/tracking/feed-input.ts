@@ -1,6 +1,6 @@
 import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_LENGTH } from '../ledger/contact-input.ts';
-import { canonicalLinkedin, emailProblem, textProblem } from '../normalize.ts';
+import { canonicalLinkedin, emailProblem, placeholderProblem, textProblem } from '../normalize.ts';
 import type { FeedRecord } from './model.ts';
 
 /**
@@ -99,5 +99,7 @@ export function validateFeedRecord(input: unknown, now: number): FeedInputResult
     const missing = [!record.name && 'name', !record.company && 'company'].filter(Boolean).join(' and ');
     return reject(`${missing} ${missing.includes(' and ') ? 'are' : 'is'} required (a record must say who the person is and where they work)`);
   }
+  const placeholder = placeholderProblem(record.name, 'name') ?? placeholderProblem(record.company, 'company');
+  if (placeholder) return reject(placeholder);
   return { ok: true, record: record as FeedRecord };
 }
