@@ -912,8 +912,11 @@ P('missing name or company column, an imported column whose name the header give
     ['name,title\nAda,CEO\n', 422, /no company column/],
     ['first name,company\nAda,Acme\n', 422, /no name column/], // a first name alone is not a name
     ['email,phone\na@b.c,1\n', 422, /no name and no company column/],
-    ['name,company,Name\nA,B,C\n', 422, /twice \(columns 1 and 3\), and it is imported/],
-    ['name,company,title,Job_Title, TITLE \nA,B,C,D,E\n', 422, /"title" twice \(columns 3 and 5\)/],
+    ['name,company,name\nA,B,C\n', 422, /"name" twice \(columns 1 and 3\), and it is imported/],
+    ['name,company,Name\nA,B,C\n', 422, /columns "name" and "Name" \(1 and 3\) could both be the name; name the one to import in the mapping \(e\.g\. \{"name": "Name"\}\)/],
+    ['name,company,title,Job_Title, TITLE \nA,B,C,D,E\n', 422, /columns "title" and "TITLE" \(3 and 5\) could both be the title/],
+    ['Name,Company,Email,E-mail\nA,B,a@x.test,b@x.test\n', 422, /columns "Email" and "E-mail" \(3 and 4\) could both be the email/],
+    ['Name,Company,Email,Email\nA,B,a@x.test,b@x.test\n', 422, /"Email" twice \(columns 3 and 4\)/, { mapping: { email: 'Email' } }],
     ['name,company,Notes\nA,B,C\n', 422, /the file has no column "Full Name"/, { mapping: { name: 'Full Name' } }],
   ]);
   assert.equal(noName!.body.errors.map((e: any) => e.path), ['file']);
@@ -932,6 +935,17 @@ P('missing name or company column, an imported column whose name the header give
   assert.equal(view(unmapped.contacts).map((c) => c.title), ['Boss']);
   const dropped = await importInto(t, w, 'name,company,title,Title\nA,B,t1,t2\n', { mapping: { title: null } });
   assert.equal(view(dropped.contacts).map((c) => c.title), [null]);
+  // names alike but for case, spaces and _ - . are told apart by a mapping that gives one's exact text (a tester's case)
+  const mails = 'Name,Company,Email,E-mail\nAda,Acme,ada@work.test,ada@home.test\n';
+  for (const [column, email] of [['E-mail', 'ada@home.test'], ['Email', 'ada@work.test']]) {
+    const chosen = await importInto(t, w, mails, { mapping: { email: column } });
+    assert.equal(view(chosen.contacts).map((c) => c.email), [email], column);
+    const pvm = await t.call('POST', `${importsPath(w, chosen.ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(mails, { mapping: { email: column } }) });
+    expectStatus(pvm, 200);
+    assert.is(pvm.body.mapping.email, column);
+  }
+  const names = await importInto(t, w, 'Full Name,Full_Name,Company\nAda L,Ada,Acme\n', { mapping: { name: 'Full_Name' } });
+  assert.equal(view(names.contacts).map((c) => c.name), ['Ada']);
 });
 
 P('an unterminated quote → the job fails naming the line where it opened, nothing imported (no hang)', async ({ t, w }) => {

@@ -26,6 +26,8 @@ export interface ColumnMapping {
   fields: Partial<Record<ContactField, number>>;
   /** When the name comes from "first name" + "last name": the last-name column (`fields.name` is the first). */
   lastNameColumn?: number;
+  /** Columns an explicit mapping named by their exact text (trimmed): chosen among those alike but for case, spaces and `_ - .`. */
+  namedExactly?: number[];
 }
 
 export class MappingError extends Error {
@@ -39,18 +41,30 @@ export class MappingError extends Error {
 
 /**
  * Throws MappingError when a column the mapping reads has the same (normalized) name as another
- * column: which of the two was meant cannot be told (a mapping names columns by name). Columns
- * nobody imports may share a name: CRM exports repeat some (`Phone`, `phone`, two `Notes`).
+ * column and which of the two was meant cannot be told: the same text twice (a mapping names
+ * columns by name), or names alike but for case, spaces and `_ - .` (`Email`, `E-mail`) that no
+ * explicit mapping chose between by its exact text. Columns nobody imports may share a name: CRM
+ * exports repeat some (`Phone`, `phone`, two `Notes`).
  */
 export function checkMappedColumns(columns: string[], mapping: ColumnMapping): void {
-  for (const i of mappedColumns(mapping)) {
+  for (const [field, i] of mappedFields(mapping)) {
     const key = headerKey(columns[i]!);
-    const twin = columns.findIndex((c, j) => j !== i && headerKey(c) === key);
-    if (twin < 0) continue;
-    const [a, b] = [Math.min(i, twin), Math.max(i, twin)];
-    throw new MappingError(`the header names column "${columns[i]!.trim()}" twice (columns ${a + 1} and ${b + 1}), and it is imported; rename one of them, or map its field to another column or to null`, 'file');
+    const text = columns[i]!.trim();
+    const same = columns.findIndex((c, j) => j !== i && c.trim() === text);
+    if (same >= 0) {
+      const [a, b] = [Math.min(i, same), Math.max(i, same)];
+      throw new MappingError(`the header names column "${text}" twice (columns ${a + 1} and ${b + 1}), and it is imported; rename one of them, or map its field to another column or to null`, 'file');
+    }
+    const alike = columns.findIndex((c, j) => j !== i && headerKey(c) === key);
+    if (alike < 0 || mapping.namedExactly?.includes(i)) continue;
+    const [a, b] = [Math.min(i, alike), Math.max(i, alike)];
+    throw new MappingError(
+      `columns "${columns[a]!.trim()}" and "${columns[b]!.trim()}" (${a + 1} and ${b + 1}) could both be the ${field}; name the one to import in the mapping (e.g. {"${field}": "${columns[b]!.trim()}"}), or map the ${field} to null`,
+      'file',
+    );
   }
 }
+
 
 /** The mapping the header suggests; fields without a recognizable column are absent. */
 export function suggestMapping(columns: string[]): ColumnMapping {
@@ -92,7 +106,14 @@ export function resolveMapping(columns: string[], explicit: unknown): ColumnMapp
   if (explicit === undefined) return mapping;
   if (typeof explicit !== 'object' || explicit === null || Array.isArray(explicit)) throw new MappingError('mapping must be a JSON object of field → column name');
   const keys = columns.map(headerKey);
+  const namedExactly: number[] = [];
+  /** The column of this exact text when the file has one, else the first alike but for case, spaces and `_ - .`. */
   const columnIndex = (field: string, column: string) => {
+    const exact = columns.findIndex((c) => c.trim() === column.trim());
+    if (exact >= 0) {
+      namedExactly.push(exact);
+      return exact;
+    }
     const i = keys.indexOf(headerKey(column));
     if (i < 0) throw new MappingError(`mapping.${field}: the file has no column "${column}" (columns: ${columns.join(', ')})`, `mapping.${field}`);
     return i;
@@ -120,6 +141,7 @@ export function resolveMapping(columns: string[], explicit: unknown): ColumnMapp
     mapping.fields[f] = columnIndex(field, column);
     if (f === 'name') delete mapping.lastNameColumn;
   }
+  if (namedExactly.length) mapping.namedExactly = namedExactly;
   return mapping;
 }
 
@@ -161,8 +183,14 @@ export const ownColumns = (format: { columns: string[]; formulasEscaped?: boolea
 /** The header of the rejected-rows CSV of an upload read with `format`. */
 export const rejectedRowsHeader = (format: { columns: string[]; formulasEscaped?: boolean }): string[] => [...ownColumns(format), ...REJECTION_COLUMNS];
 
+/** The columns a mapping reads, each with the field it gives (the last-name column: name). */
+const mappedFields = (mapping: ColumnMapping): [string, number][] => [
+  ...(Object.entries(mapping.fields) as [string, number][]),
+  ...(mapping.lastNameColumn === undefined ? [] : [['name', mapping.lastNameColumn] as [string, number]]),
+];
+
 /** The columns a mapping reads. */
-export const mappedColumns = (mapping: ColumnMapping): number[] => [...Object.values(mapping.fields), ...(mapping.lastNameColumn === undefined ? [] : [mapping.lastNameColumn])];
+export const mappedColumns = (mapping: ColumnMapping): number[] => mappedFields(mapping).map(([, i]) => i);
 
 /** The contact object of one CSV row under a mapping (empty cells are absent values). */
 export function rowToInput(cells: string[], mapping: ColumnMapping): Record<string, string> {
