@@ -80,10 +80,15 @@ export const emailKeySql = (t = ''): string => `coalesce(${t}email_key, lower(${
 export const emailKeyIs = (param: string, t = ''): string => `${t}email IS NOT NULL AND ${emailKeySql(t)} = ${param}`;
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
-// SQLite's LIKE folds ASCII case only; needles with other letters go through a Unicode-aware function.
+// SQLite's LIKE folds ASCII case only; needles with other letters go through a Unicode-aware
+// function, and so do texts with ß in them for an ASCII needle (ß is ss, which LIKE cannot know).
 const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
-/** Lower case in composed form (NFC): a name stored decomposed (e + U+0301, as macOS writes it) is found by é, and the reverse. */
-export const foldForContains = (s: string) => s.toLocaleLowerCase('und').normalize('NFC');
+/**
+ * Lower case in composed form (NFC): a name stored decomposed (e + U+0301, as macOS writes it) is
+ * found by é, and the reverse. As Unicode case folding does, a final sigma is a sigma (lower case
+ * makes ΣΊΣΥΦΟΣ σίσυφος, which σίσυφοσ must find) and ß is ss (Straße = STRASSE).
+ */
+export const foldForContains = (s: string) => s.toLocaleLowerCase('und').normalize('NFC').replace(/ς/g, 'σ').replace(/ß/g, 'ss');
 
 /**
  * The LIKE pattern on `name_key` that every name the `name` filter finds also matches: the key
@@ -127,7 +132,7 @@ function whereOf(ledgerId: string, f: ContactFilter, skip: readonly (keyof Conta
   for (const field of ['name', 'company', 'title'] as const) {
     const needle = f[field];
     if (needle === undefined) continue;
-    if (isAscii(needle)) add(field, `${field} LIKE ? ESCAPE '\\'`, `%${escapeLike(needle)}%`);
+    if (isAscii(needle)) add(field, `(${field} LIKE ? ESCAPE '\\' OR ((instr(${field}, 'ß') OR instr(${field}, 'ẞ')) AND cl_contains_ci(${field}, ?)))`, `%${escapeLike(needle)}%`, foldForContains(needle));
     else add(field, `cl_contains_ci(${field}, ?)`, foldForContains(needle));
   }
   add('isVerified', 'is_verified = ?', f.isVerified ? 1 : 0);
