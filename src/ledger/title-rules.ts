@@ -112,7 +112,8 @@ export const LEVEL_RULES: readonly Rule<TitleLevel>[] = [
     'proprietor', 'managing director', 'managing member', 'general counsel',
     `partner(?<!(?:${PARTNER_AS_ROLE_AFTER.join('|')}) partner)(?! (?:${PARTNER_AS_ROLE_BEFORE.join('|')})\\b)`,
     'chairman', 'chairwoman', 'chairperson', 'board chair', 'executive chair', 'chair of the board', 'vice chair\\w*',
-    'board (?:member|director)', 'member of the board', 'non executive director',
+    // not an advisory board's: its members advise, they do not govern
+    '(?<!advisory )board (?:member|director)', 'member of the board', 'non executive director',
     // de, fr, es, pt, it, nl
     'gesch(?:a|ae)ftsf(?:u|ue)hr\\w*', 'gesellschafter\\w*', 'vorstand\\w*', 'aufsichtsrat\\w*', 'inhaber\\w*', 'gr(?:u|ue)nder\\w*', 'mitgr(?:u|ue)nder\\w*',
     'fondat(?:eur|rice|ore)s?', 'co ?fondat(?:eur|rice|ore)s?', 'gerante?', 'directeur general', 'directrice generale',
@@ -173,7 +174,7 @@ export const DOMAIN_RULES: readonly Rule<TitleDomain>[] = [
     'client partner', 'channel(?! marketing)', 'alliances?', 'solutions consultant',
     'realtor', 'real estate (?:agent|broker|advisor|consultant|salesperson)', 'insurance (?:agent|broker|advisor)', 'leasing (?:agent|consultant)',
     'comercial', 'commercieel', 'ejecutiv[oa] de (?:cuentas|ventas)',
-    'ventas?', 'ventes?', 'vendas', 'vendite', 'vend(?:edor|edora|eur|euse)', 'vertrieb\\w*', 'verkauf\\w*', 'verkoop\\w*',
+    'ventas?', 'ventes?', 'vendas', 'vendite', 'vend(?:edor|edora|eur|euse)', 'vertrieb\\w*', 'verkauf\\w*', 'verkoop\\w*', 'verkoper\\w*',
   ], 'sales, account management, business development, customer success, revenue operations'],
   ['marketing', [
     'marketing', 'marketer\\w*', 'brand\\w*', 'growth', 'content(?! design\\w*)', 'seo', 'sem', 'communications?', 'public relations',
@@ -194,7 +195,7 @@ export const DOMAIN_RULES: readonly Rule<TitleDomain>[] = [
     'front ?end', 'back ?end', 'full ?stack', 'mobile', 'ios', 'android', 'help ?desk', 'service desk', 'scrum', 'agile',
     'ingenieu?r\\w*', 'ingeniero\\w*', 'ingeniera', 'ingegner\\w*', 'engenheir\\w*', '*entwickler(?:in|innen)?', 'developpeu\\w*', 'desarrollador\\w*',
     'sviluppator\\w*', 'desenvolvedor\\w*', 'programador\\w*', 'informati\\w*', 'tecnolog\\w*', 'technique', 'technisch\\w*',
-    'tecnic[oa]', 'sistemas?', 'sistemi', 'systeme',
+    'tecnic[oa]', 'sistemas?', 'sistemi', 'systeme', 'de ti', // Spanish and Portuguese IT (tecnologías de la información)
   ], 'engineering, IT, data, security'],
   ['product', [
     'products?', 'produit', 'producto', 'produkt\\w*', 'prodotto', 'ux', 'ui', 'user (?:experience|research\\w*)', 'design\\w*',
