@@ -174,6 +174,8 @@ I('JSON nested deeper than 64 levels → 400, also with __proto__ inside, also o
     assert.match(r.body.message, new RegExp(`UTF-8; charset=${charset} is not supported`));
   }
   expectStatus(await t.call('POST', `${ID}/orgs`, { token: w.root, raw: '{"name":"Charset Co"}', headers: { 'content-type': 'application/json; charset=UTF-8' } }), 201);
+  // US-ASCII is UTF-8 too (a tester's client declared it)
+  expectStatus(await t.call('POST', `${ID}/orgs`, { token: w.root, raw: '{"name":"Ascii Co"}', headers: { 'content-type': 'application/json; charset=us-ascii' } }), 201);
 });
 
 I('a body that is not valid UTF-8 → 400 naming the byte, never text with U+FFFD: JSON and form bodies, plain or compressed', async ({ t, w }) => {

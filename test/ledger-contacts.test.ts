@@ -45,6 +45,11 @@ L('create, list, get, rename and delete a ledger; contactCount follows imports a
   expectStatus(patched, 200);
   assert.is(patched.body.name, 'Renamed');
   assert.is(patched.body.description, 'Q4');
+  // a description of null clears it, as "" does (a tester's case: null was refused)
+  const cleared = await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { description: null } });
+  expectStatus(cleared, 200);
+  assert.equal([cleared.body.name, cleared.body.description], ['Renamed', '']);
+  expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { name: null } }), 422);
   expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: {} }), 422);
   expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { name: 'x', bogus: 1 } }), 422);
 
@@ -262,15 +267,16 @@ A('a batch keeps its good rows and rejects bad and duplicate ones with reasons',
     { name: 'Typed', company: 'X', title: 7 },
     { name: 'Unknown', company: 'X', favouriteColour: 'red' },
     'just a string',
+    null,
     { name: 'Nested', company: 'X', contactInfo: { email: 'n@x.test' } },
     { name: '𠀀'.repeat(256), company: '𝐀'.repeat(256), title: '😀'.repeat(256) }, // 256 characters each (512 UTF-16 units): letters, in a name and a company
     { name: '😀'.repeat(257), company: 'X' },
   ]);
   assert.is(job.status, 'completed');
-  assert.is(job.submitted, 16);
+  assert.is(job.submitted, 17);
   assert.is(job.imported, 3);
   assert.is(job.duplicates, 2);
-  assert.is(job.invalid, 11);
+  assert.is(job.invalid, 12);
   assert.is(job.imported + job.duplicates + job.invalid, job.submitted);
   assert.ok(job.errorsUrl.endsWith(`/imports/${job.id}/errors`));
   const errors = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer });
@@ -278,9 +284,9 @@ A('a batch keeps its good rows and rejects bad and duplicate ones with reasons',
   assert.match(errors.headers.get('content-type')!, /^text\/csv/);
   const lines = errors.text.trim().split('\r\n');
   assert.is(lines[0], 'row,name,company,title,location,email,linkedin,referenceId,reason,raw');
-  assert.is(lines.length, 1 + 13);
+  assert.is(lines.length, 1 + 14);
   const text = errors.text;
-  for (const reason of ['appears earlier in this import', 'is already in the ledger', 'name is required', 'company is required', 'not a LinkedIn profile URL', 'not an e-mail address', 'name is longer than 256', 'referenceId is longer than 128', 'title must be a string', 'favouriteColour', 'must be a JSON object'])
+  for (const reason of ['appears earlier in this import', 'is already in the ledger', 'name is required', 'company is required', 'not a LinkedIn profile URL', 'not an e-mail address', 'name is longer than 256', 'referenceId is longer than 128', 'title must be a string', 'favouriteColour', 'must be a JSON object (just a string)', 'must be a JSON object (null)'])
     assert.ok(text.includes(reason), `errors CSV mentions "${reason}"`);
   const nested = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?email=N@X.TEST`, { token: w.tokens.viewer });
   assert.is(nested.body.contacts.length, 1, 'email filter is case-insensitive; contactInfo.email accepted');

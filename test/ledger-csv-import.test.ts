@@ -1117,6 +1117,13 @@ V('compatibility aliases …/contacts/imports answer the same as /imports', asyn
   assert.is(r.body.source, 'csv');
   assert.is(r.body.fileName, 'crm export.csv');
   assert.is(r.body.submitted, 2);
+  // a file name is kept without the folders a client sent with it, whichever way they are written (a tester's case)
+  const names = await createLedger(t, w.tokens.editor, w.orgId, 'file names');
+  for (const [sent, kept] of [['../../etc/passwd.csv', 'passwd.csv'], ['C:\\Users\\x\\a.csv', 'a.csv'], ['dir/ ', 'upload.csv']]) {
+    const named = await post(t, w, names, 'name,company\nA,B\n', { fileName: sent });
+    expectStatus(named, 202, sent);
+    assert.is(named.body.fileName, kept, sent);
+  }
   assert.ok(r.headers.get('location')!.endsWith(`/ledgers/${ledgerId}/imports/${r.body.id}`));
   const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, r.body.id);
   const viaAlias = await t.call('GET', `${alias}/${job.id}`, { token: w.tokens.viewer });

@@ -227,7 +227,8 @@ function bodyParser(spec: RouteSpec, maxJsonBytes: number, jsonParser: JsonParse
     if (!type) throw unsupportedMediaType(`Send the body as ${accepted}, not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
     // bodies are read as UTF-8 only (RFC 8259 §8.1); another charset is refused, not misread
     const charset = ctx.request.charset;
-    if (charset && !/^utf-?8$/i.test(charset)) throw unsupportedMediaType(`Send the body in UTF-8; charset=${charset} is not supported.`);
+    // (US-ASCII is UTF-8 too: a body so declared is read, and checked, as UTF-8)
+    if (charset && !/^(?:utf-?8|us-ascii|ascii)$/i.test(charset)) throw unsupportedMediaType(`Send the body in UTF-8; charset=${charset} is not supported.`);
     const form = type === MEDIA_TYPES.form;
     const bytes = await readBody(ctx, form ? FORM_LIMIT : maxJsonBytes, form ? `The form body is larger than ${FORM_LIMIT} bytes.` : tooLargeMessage);
     const parse = (text: string) => parseJsonBody(text, spec.exactIntegers ? exactBody : JSON.parse);

@@ -115,7 +115,9 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
     }
     fields[k] = v;
   }
-  return { path: file.filepath, fileName: (file.originalFilename ?? 'upload.csv').slice(0, 255), size: file.size, fields, release };
+  // the name without the folders a client may send with it (`../../x.csv` as `C:\Users\x.csv`); none: upload.csv
+  const fileName = (file.originalFilename ?? '').split(/[\\/]/).pop()!.trim();
+  return { path: file.filepath, fileName: (fileName || 'upload.csv').slice(0, 255), size: file.size, fields, release };
 }
 
 /**

@@ -134,10 +134,10 @@ export function createLedgerService(d: LedgerDeps) {
         return ledger;
       });
     },
-    update(by: Caller, orgId: string, ledgerId: string, patch: { name?: string; description?: string }): Ledger {
+    update(by: Caller, orgId: string, ledgerId: string, patch: { name?: string; description?: string | null }): Ledger {
       return d.db.tx(() => {
         const l = requireLedger(orgId, ledgerId);
-        const next = { ...l, name: patch.name ?? l.name, description: patch.description ?? l.description, updatedAt: d.clock.now() };
+        const next = { ...l, name: patch.name ?? l.name, description: patch.description === null ? '' : (patch.description ?? l.description), updatedAt: d.clock.now() };
         d.ledgers.updateLedger(next);
         d.audit.record(by, { orgId, action: 'ledger.updated', target: { type: 'ledger', id: ledgerId }, data: { ...(patch.name !== undefined ? { name: { from: l.name, to: next.name } } : {}), ...(patch.description !== undefined ? { description: { from: l.description, to: next.description } } : {}) } });
         return next;

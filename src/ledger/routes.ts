@@ -116,7 +116,7 @@ function* rejectionCsv(imp: ImportJob, pages: Generator<Rejection[]>, escape: bo
       const big = exactIntegerText(r.raw);
       const submitted = typeof r.raw === 'number' ? r.raw : big !== undefined ? BigInt(big) : JSON.stringify(r.raw);
       const scalar = typeof r.raw !== 'object' || r.raw === null || big !== undefined; // a big integer keeps its digits as JSON.rawJSON
-      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), scalar ? `${r.reason} (${cell(r.raw)})` : r.reason, submitted];
+      return [r.rowNo, ...CONTACT_FIELDS.map((f) => cell(f === 'email' ? email : raw[f])), scalar ? `${r.reason} (${r.raw === null ? 'null' : cell(r.raw)})` : r.reason, submitted];
     });
     yield csvLines(rows, escape, delimiter);
   }

@@ -11,7 +11,10 @@ export const NewLedger = z.strictObject({
   description: noNul(z.string().trim().max(2000, 'must be at most 2000 characters')).optional(),
 });
 
-export const LedgerPatch = NewLedger.partial().refine((p) => p.name !== undefined || p.description !== undefined, 'give name or description');
+/** A ledger's new name or description; a description of null clears it, as "" does. */
+export const LedgerPatch = NewLedger.partial()
+  .extend({ description: NewLedger.shape.description.unwrap().nullable().optional() })
+  .refine((p) => p.name !== undefined || p.description !== undefined, 'give name or description');
 
 /**
  * `{contacts:[…]}` or one contact. Batch rows are validated one by one by the import job (bad rows
