@@ -184,7 +184,8 @@ const SPLIT_SUFFIXES = [
 // this, names with them sorted after z and missed their ASCII spellings in matching.
 const LETTERS: Record<string, string> = { ø: 'o', Ø: 'o', ß: 'ss', ẞ: 'ss', ł: 'l', Ł: 'l', đ: 'd', Đ: 'd', ð: 'd', Ð: 'd', æ: 'ae', Æ: 'ae', œ: 'oe', Œ: 'oe', þ: 'th', Þ: 'th', ı: 'i', ħ: 'h', Ħ: 'h', ŧ: 't', Ŧ: 't', ŋ: 'ng', Ŋ: 'ng', ĸ: 'q' };
 const LETTER = /[øØßẞłŁđĐðÐæÆœŒþÞıħĦŧŦŋŊĸ]/g;
-const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'gu');
+/** INVISIBLE, every one (to remove them). */
+export const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'gu');
 // ' ’ ʼ ` ´ ′ and the full-width ＇: inside a word they join its parts, as people type them without
 const APOSTROPHES = /['\u2019\u02bc`\u00b4\u2032\uff07]/g;
 

@@ -349,6 +349,17 @@ P('rows whose every cell is empty (`,,,`, as spreadsheets save formatted empty r
   const pv = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv) });
   expectStatus(pv, 200);
   assert.equal(pv.body.rows.map((r: string[]) => r[0]), ['A', ' ', 'C', ';;'], 'the preview leaves the empty rows out too');
+  // also before the header (a sheet with empty rows at its top; a tester's file was refused as having no header)
+  const above = ',,\n,,,\r\nName,Company\u200b,Title\nAda,Acme,CTO\nBo,Beta,\n';
+  const topped = await importInto(t, w, above);
+  assert.equal([topped.job.status, topped.job.submitted, topped.job.imported], ['completed', 2, 2]);
+  assert.equal(view(topped.contacts).map((c) => [c.name, c.company, c.title]), [['Ada', 'Acme', 'CTO'], ['Bo', 'Beta', null]], 'a header cell with a zero-width space is recognised');
+  const pvTop = await t.call('POST', `${importsPath(w, topped.ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(above) });
+  expectStatus(pvTop, 200);
+  assert.equal([pvTop.body.columns, pvTop.body.rows.length], [['Name', 'Company\u200b', 'Title'], 2]);
+  const late = await importInto(t, w, ',,\nname,company\nA,B\nC\n');
+  const lateErrors = await errorsOf(t, w, late.ledgerId, late.job.id);
+  assert.is(lateErrors[1]!.at(-1), '4', 'line numbers count the rows above the header');
 });
 
 P('";" and tab delimiters are detected from the header', async ({ t, w }) => {

@@ -1,12 +1,13 @@
 import { CONTACT_FIELDS, type ContactField } from '../ledger/model.ts';
+import { INVISIBLE_ALL } from '../normalize.ts';
 
 /**
  * Header recognition for CSV uploads (SPEC §4.3): columns are matched case- and space-insensitively
  * against the names people use, or taken from an explicit mapping.
  */
 
-/** A header name as compared: case, spaces and `_ - .` ignored. */
-export const headerKey = (header: string) => header.trim().toLowerCase().replace(/[\s_\-.]+/g, '');
+/** A header name as compared: case, spaces, `_ - .` and characters that show nothing (a zero-width space pasted along) ignored. */
+export const headerKey = (header: string) => header.trim().toLowerCase().replace(/[\s_\-.]+/g, '').replace(INVISIBLE_ALL, '');
 
 /** The header names each contact field is recognised by (as headerKey gives them). */
 export const ALIASES: Record<ContactField | 'firstName' | 'lastName', string[]> = {

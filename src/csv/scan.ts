@@ -294,7 +294,9 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       parsed = parseSync(text, { ...options, to: Math.min(e.records, PREVIEW_ROWS + 1) }) as never;
     } else return unreadable(e.lines ? `line ${e.lines}: ${e.message}` : e.message, e.lines);
   }
-  const header = parsed[0];
+  // rows of empty cells before the header (`,,,`, as a sheet with blank rows at its top exports) are passed over, as empty lines are
+  const at = parsed.findIndex((p) => !isBlankRecord(p.record));
+  const header = parsed[at];
   if (!header || header.record.every((c) => c.trim() === '')) return fail(422, 'the first line must be a header row naming the columns');
   if (header.info.bytes > HEADER_BYTES) return headerTooLong();
   if (records === 1) return fail(422, 'the file has a header row but no contacts');
@@ -309,7 +311,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     rows: records - 1,
     lastCellsNumbers,
     head: parsed
-      .slice(1)
+      .slice(at + 1)
       .map((p) => p.record)
       .filter((r) => !isBlankRecord(r)),
   };
