@@ -102,9 +102,25 @@ export function placeholderProblem(text: string, field: 'name' | 'company'): str
   return HAS_LETTER_OR_DIGIT.test(text) ? undefined : `${field} "${text}" has no letter or digit (a placeholder for an unknown ${field === 'name' ? 'name' : 'employer'} is not a ${field})`;
 }
 
+/** A label of a domain name: letters and digits of any script, hyphens inside (RFC 1035, 5890). */
+const DOMAIN_LABEL = /^[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}-]*[\p{L}\p{M}\p{N}])?$/u;
+
+/**
+ * Whether an address of EMAIL's shape is one mail can go to (RFC 5321 §4.1.2's dot-atom): no dot
+ * opening or closing the local part or doubled in it, and a domain of labels — no empty one, none
+ * opening or closing with a hyphen, no underscore (`a..b@x.test`, `a@-x.test`, `a@x.test.`,
+ * `a@x_y.test` were taken; a tester's cases).
+ */
+function deliverable(email: string): boolean {
+  const at = email.lastIndexOf('@');
+  const local = email.slice(0, at);
+  if (local.startsWith('.') || local.endsWith('.') || local.includes('..')) return false;
+  return email.slice(at + 1).split('.').every((label) => DOMAIN_LABEL.test(label));
+}
+
 /** What keeps `email` from being a plausible single e-mail address, if anything. */
 export function emailProblem(email: string, field = 'email'): string | undefined {
-  return invisibleProblem(email, field) ?? (EMAIL.test(email) ? undefined : `${field} "${email}" is not an e-mail address`);
+  return invisibleProblem(email, field) ?? (EMAIL.test(email) && deliverable(email) ? undefined : `${field} "${email}" is not an e-mail address`);
 }
 
 /** True for a plausible single e-mail address (the shape, not deliverability). */

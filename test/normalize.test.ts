@@ -64,8 +64,12 @@ N('the fast path for canonical URLs gives what the full parse gives', () => {
 });
 
 N('e-mail shapes', () => {
-  for (const ok of ['ann@acme.test', 'first.last+tag@sub.example.co.uk']) assert.ok(isEmail(ok), ok);
+  for (const ok of ['ann@acme.test', 'first.last+tag@sub.example.co.uk', '=a@b.com', "o'brien@x-y.test", 'josé@münchen.de', 'a@xn--mnchen-3ya.de', 'a@1-2.3.test', 'ann@ACME.TEST'])
+    assert.ok(isEmail(ok), ok);
   for (const bad of ['ann', 'ann@', '@acme.test', 'ann@acme', 'a b@acme.test', 'ann@acme.test, bob@acme.test', '<ann@acme.test>']) assert.not.ok(isEmail(bad), bad);
+  // not deliverable (RFC 5321 dot-atom; a tester's cases)
+  for (const bad of ['a..b@x.test', '.a@x.test', 'a.@x.test', 'a@-x.test', 'a@x-.test', 'a@x.test.', 'a@x..test', 'a@x_y.test', 'a@.x.test'])
+    assert.is(emailProblem(bad), `email "${bad}" is not an e-mail address`, bad);
   // characters that show nothing: the address would look like the typed one and never match it
   for (const bad of ['ann@acme.test\u200b', 'an\u00adn@acme.test', 'ann\u2060@acme.test', 'ann@acme\ufeff.test', 'ann\u0085@acme.test', 'ann\u200d@acme.test']) {
     assert.not.ok(isEmail(bad), JSON.stringify(bad));
