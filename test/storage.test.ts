@@ -325,6 +325,22 @@ S('migration 0027 recomputes company and name keys under the new rule (more lega
   db.close();
 });
 
+S('migration 0028 recomputes stored title levels and domains under the current rules, touching nothing else', () => {
+  const { db, raw, apply } = justBefore('0028_');
+  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, title, title_level, title_domain, created_at, updated_at) VALUES (?, 'l_1', 'N', 'C', 'C', ?, ?, ?, 1, 1)");
+  contact.run('c_1', 'CEO Assistant', 'c_suite', 'other'); // the old rules' answer
+  contact.run('c_2', 'Head of Analytics', 'director', 'other');
+  contact.run('c_3', 'VP Sales', 'vp', 'sales'); // already right
+  contact.run('c_4', null, null, null);
+  contact.run('c_5', '---', null, null); // no letter or digit: null, as at import
+  apply();
+  assert.equal(raw.prepare('SELECT id, title_level, title_domain, updated_at FROM contacts ORDER BY id').raw().all(), [
+    ['c_1', 'staff', 'operations', 1], ['c_2', 'director', 'engineering', 1], ['c_3', 'vp', 'sales', 1], ['c_4', null, null, 1], ['c_5', null, null, 1],
+  ]);
+  assert.is(raw.prepare('SELECT count(*) FROM changes').pluck().get(), 0, 'no change rows');
+  db.close();
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();

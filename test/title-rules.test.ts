@@ -1,10 +1,10 @@
-// titleLevel and titleDomain (src/ledger/title-rules.ts) over test/fixtures/titles.tsv: real-world
+// titleLevel and titleDomain (src/title-rules.ts) over test/fixtures/titles.tsv: real-world
 // title spellings, one `title<TAB>level<TAB>domain` per line, `#` lines are comments.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { foldTitle, TITLE_DOMAINS, TITLE_LEVELS, titleDomain, titleLevel } from '../src/ledger/title-rules.ts';
+import { foldTitle, TITLE_DOMAINS, TITLE_LEVELS, titleDomain, titleLevel } from '../src/title-rules.ts';
 
 interface Row {
   line: number;

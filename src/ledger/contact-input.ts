@@ -1,6 +1,6 @@
 import { exactIntegerText } from '../exact-json.ts';
 import { canonicalLinkedin, emailKey, emailProblem, invisibleProblem, placeholderProblem, textProblem } from '../normalize.ts';
-import { titleDomain, titleLevel, type TitleDomain, type TitleLevel } from './title-rules.ts';
+import { titleDomain, titleLevel, type TitleDomain, type TitleLevel } from '../title-rules.ts';
 
 /**
  * Validation and canonicalization of one submitted contact (SPEC §4.1), shared by API batches and

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { companyKey, emailKey, nameKey } from '../normalize.ts';
+import { titleDomain, titleLevel } from '../title-rules.ts';
 import type { Db } from './db.ts';
 import { StartupError } from './db.ts';
 
@@ -50,11 +51,13 @@ export function pendingMigrations(db: Db, migrations: Migration[]): Migration[] 
 export function migrate(db: Db, migrations: Migration[], now: number = Date.now()): string[] {
   const pending = pendingMigrations(db, migrations);
   if (pending.length === 0) return [];
-  // What migrations may call besides SQL: the matching keys as the server computes them, so that
-  // a change of their rule can recompute the stored ones (0019, 0020, 0024).
+  // What migrations may call besides SQL: the matching keys and the title's level and domain as the
+  // server computes them, so that a change of their rules can recompute the stored ones (0019, 0020, 0024, 0028).
   db.raw.function('company_key', { deterministic: true }, (company: unknown) => (typeof company === 'string' ? companyKey(company) : null));
   db.raw.function('name_key', { deterministic: true }, (name: unknown) => (typeof name === 'string' ? nameKey(name) : null));
   db.raw.function('email_key', { deterministic: true }, (email: unknown) => (typeof email === 'string' ? emailKey(email) : null));
+  db.raw.function('title_level', { deterministic: true }, (title: unknown) => (typeof title === 'string' ? (titleLevel(title) ?? null) : null));
+  db.raw.function('title_domain', { deterministic: true }, (title: unknown) => (typeof title === 'string' ? (titleDomain(title) ?? null) : null));
   db.tx(() => {
     db.raw.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
     const mark = db.raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');

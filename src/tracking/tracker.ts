@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import { newId } from '../ids.ts';
 import type { Contact } from '../ledger/model.ts';
 import { companyKey, emailKey, linkedinSlug, nameKey } from '../normalize.ts';
-import { titleDomain, titleLevel } from '../ledger/title-rules.ts';
+import { titleDomain, titleLevel } from '../title-rules.ts';
 import type { ChangesRepo } from './changes-repo.ts';
 import type { FeedListing } from './feed-listing.ts';
 import { zeroCounts, type Change, type FeedRecord, type Person, type TrackingCounts } from './model.ts';

@@ -3,7 +3,8 @@
  * folded (lower case, accents removed, punctuation as spaces, abbreviations spelled out), then the
  * ordered rules below are tried and the first that matches wins. docs/tracking.md, "Title level
  * and domain", explains the table, its precedence and the decisions; test/fixtures/titles.tsv holds
- * the titles it is proven on.
+ * the titles it is proven on. Contacts store what the rules said: a change of the rules goes with a
+ * migration that recomputes it (as 0028 does, through the SQL functions src/storage/migrate.ts gives).
  *
  * Imports call this once per row (a million rows per file), so everything is compiled once here:
  * a call folds the title (a few short strings) and runs precompiled regular expressions over it.
