@@ -94,6 +94,8 @@ export function invisibleProblem(text: string, field: string): string | undefine
   return `${field} contains an invisible character (${code}); it would never match the same text typed without it`;
 }
 
+const HAS_LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
+
 /**
  * Why a name or a company cannot be one: it has no letter or digit — "-", "—", "...", "?" are what
  * exports and providers write for "unknown", and taken as a company they made a job change to "—".
@@ -177,7 +179,6 @@ const COMPANY_PREFIXES = new Set(['the', 'pt', 'ооо', 'оао', 'зао', 'п
 const CJK_LEGAL_FORMS = /株式会社|有限会社|合同会社|股份有限公司|有限责任公司|有限責任公司|有限公司|주식회사|유한회사|[(（](?:株|有|주)[)）]|[㈱㈲㈜]/gu;
 /** ", N.A." spelt with its comma and dots is a US national bank's legal form after any name ("Bank of America, N.A."). */
 const COMMA_NATIONAL_ASSOCIATION = /,\s*N\.\s?A\.?\s*$/i;
-const HAS_LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 /** A US national bank's "N.A." (national association) goes only after a word ending in "bank": "Toyota NA" may be North America. */
 const isNationalBankForm = (words: string[]): boolean => words.length > 1 && words.at(-1) === 'na' && words.at(-2)!.endsWith('bank');
 /** Marks that are no part of a name: ™ (which NFKD would spell "TM"), ℠, ®, ©. */

@@ -66,7 +66,6 @@ export function checkMappedColumns(columns: string[], mapping: ColumnMapping): v
   }
 }
 
-
 /** The mapping the header suggests; fields without a recognizable column are absent. */
 export function suggestMapping(columns: string[]): ColumnMapping {
   const keys = columns.map(headerKey);
