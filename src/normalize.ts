@@ -207,20 +207,30 @@ export const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'gu');
 const APOSTROPHES = /['\u2019\u02bc`\u00b4\u2032\uff07]/g;
 
 /**
+ * Accents people leave out when they type a name: the combining diacritics of Latin, Greek and
+ * Cyrillic letters (é, ü, ί, й), and the vowel points of Hebrew and Arabic. Not the marks that make
+ * another letter of an Indic, Thai or Japanese one: कमल (Kamal) and कमला (Kamla), ダン and タン are
+ * different names (a tester's false match: until the twenty-fifth session every mark went).
+ */
+const DIACRITICS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u0591-\u05c7\u064b-\u065f\u0670]+/gu;
+
+/**
  * Lower case, accents removed (and the letters above spelt out), apostrophes dropped (McDonald's =
- * McDonalds, O'Brien = OBrien), other punctuation as spaces, spaces collapsed.
+ * McDonalds, O'Brien = OBrien), other punctuation as spaces, spaces collapsed; composed (NFC)
+ * again, so that a kana keeps its voicing mark as one letter.
  */
 function fold(text: string): string {
   return text
     .replace(INVISIBLE_ALL, '') // a soft hyphen or a zero-width space inside a word shows nothing: "Ac\u200bme" is Acme
     .replace(APOSTROPHES, '') // before NFKD, which makes ´ a space and an accent
     .normalize('NFKD')
-    .replace(/\p{M}+/gu, '')
+    .replace(DIACRITICS, '')
     .replace(LETTER, (c) => LETTERS[c]!)
     .toLowerCase()
     .replace(/&/g, ' and ')
-    .replace(/[^\p{L}\p{N}]+/gu, ' ')
-    .trim();
+    .replace(/[^\p{L}\p{M}\p{N}]+/gu, ' ')
+    .trim()
+    .normalize('NFC');
 }
 
 /** Company keys computed lately: a feed or an import names the same few thousand companies over and over. */

@@ -2,9 +2,12 @@
 -- (haftungsbeschränkt), eG, gGmbH, SASU, S.A.P.I., PBC, OÜ, SIA, ULC, LLLP, e.K., GbR, PartG mbB,
 -- SPRL, BVBA, Sagl, CIC, ehf., (E)OOD, EIRELI, AD, d.d., Y.K., G.K., SNC, SCS, V.O.F.; Indonesia's
 -- leading PT, Russia's, Ukraine's and Kazakhstan's leading forms (ООО, АО, ТОВ…); 株式会社, 有限公司,
--- 주식회사 and their like wherever they stand; ", N.A." after any bank's name — and characters
--- that show nothing (a soft hyphen, a zero-width space inside a word): a black-box tester saw each
--- reported as a job change that is none. Keys stored under the old rule are recomputed by the same
+-- 주식회사 and their like wherever they stand; ", N.A." after any name — and characters that show
+-- nothing (a soft hyphen, a zero-width space inside a word): a black-box tester saw each reported
+-- as a job change that is none. Names and companies also keep the marks that make another letter
+-- (Indic vowel signs, kana voicing: कमल and कमला, ダン and タン were one key, and a contact
+-- followed another person's job change); only Latin, Greek and Cyrillic accents and Hebrew and
+-- Arabic vowel points go. Keys stored under the old rule are recomputed by the same
 -- code, as in 0021 and 0025: every row is read once, only the keys that change are written.
 UPDATE contacts SET company_key = company_key(company) WHERE company_key IS NOT company_key(company);
 UPDATE people SET company_key = company_key(company) WHERE company_key <> company_key(company);
