@@ -50,6 +50,9 @@ export function createPeopleRepo(db: Db) {
     byEmail: db.raw.prepare<[string], PersonRow>(`SELECT * FROM people WHERE ${emailKeyIs('?')} LIMIT 2`),
     byKeys: db.raw.prepare<[string, string], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? LIMIT 2'),
     othersByKeys: db.raw.prepare<[string, string, number], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? AND seq <> ? LIMIT 2'),
+    keylessByKeys: db.raw.prepare<[string, string], PersonRow>(
+      'SELECT * FROM people WHERE name_key = ? AND company_key = ? AND external_id IS NULL AND linkedin_slug IS NULL AND email IS NULL LIMIT 2',
+    ),
     countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
     any: db.raw.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM people)').pluck(),
     insert: db.raw.prepare(
@@ -81,6 +84,11 @@ export function createPeopleRepo(db: Db) {
     /** The person with this normalized name + company when exactly one fits. */
     findByKeys: (nameKey: string, companyKey: string) => {
       const rows = q.byKeys.all(nameKey, companyKey);
+      return rows.length === 1 ? toPerson(rows[0]!) : undefined;
+    },
+    /** The one person with this normalized name + company known by nothing else (no personId, LinkedIn or e-mail), if exactly one is. */
+    findKeyless: (nameKey: string, companyKey: string) => {
+      const rows = q.keylessByKeys.all(nameKey, companyKey);
       return rows.length === 1 ? toPerson(rows[0]!) : undefined;
     },
     /** Up to two people with this normalized name + company (two: "more than one"). */
