@@ -568,6 +568,22 @@ T('a record naming two different known people is rejected with a reason; the res
   assert.match(errors.text, /3,3,"?personId ""?p-one""? and linkedin .* belong to two different people/);
   assert.is((await contact(t, w, path, 'di')).location, 'Oslo', 'the record after the conflict was applied');
 
+  // a personId nobody has, with the LinkedIn of someone known under another personId: another name is
+  // someone else (rejected, also at a replay: a tester saw it take the first person over); the same
+  // name is the provider's new id for that person
+  const { path: held } = await ledgerWith(t, w, 'slug holder', [{ name: 'Slug Holder', company: 'Alpha', linkedin: 'linkedin.com/in/slug-holder', referenceId: 'sh' }]);
+  await feed(t, w.root, ndjson({ personId: 'p-holder', linkedin: 'linkedin.com/in/slug-holder', name: 'Slug Holder', company: 'Alpha' }));
+  const other = ndjson({ personId: 'p-newcomer', linkedin: 'linkedin.com/in/slug-holder', name: 'New Comer', company: 'Omega' });
+  for (let i = 0; i < 2; i++) {
+    const taken = await feed(t, w.root, other);
+    assert.equal([taken.invalid, taken.jobChanges, taken.personsUpdated], [1, 0, 0], `attempt ${i + 1}`);
+    assert.match((await t.call('GET', `${FEED}/${taken.id}/errors`, { token: w.root })).text, /belongs to personId ""p-holder"" \(Slug Holder\), not to ""p-newcomer"" \(New Comer\)/);
+  }
+  assert.is((await contact(t, w, held, 'sh')).company, 'Alpha');
+  const rekeyed = await feed(t, w.root, ndjson({ personId: 'p-holder-v2', linkedin: 'linkedin.com/in/slug-holder', name: 'Slug Holder', company: 'Omega' }));
+  assert.equal([rekeyed.invalid, rekeyed.jobChanges], [0, 1]);
+  assert.equal(t.rt.db.raw.prepare("SELECT external_id FROM people WHERE linkedin_slug = 'slug-holder'").pluck().all(), ['p-holder-v2']);
+
   // A record that breaks a constraint the tracker does not check itself (here a trigger stands in
   // for one) is rejected alone: its savepoint rolls back, the chunk goes on.
   t.rt.db.raw.exec("CREATE TRIGGER poison BEFORE INSERT ON people WHEN NEW.name = 'Poison Pill' BEGIN SELECT RAISE(ABORT, 'poisoned'); END");

@@ -181,6 +181,12 @@ export function createTracker(d: TrackerDeps) {
         if (holder && holder.seq !== existing.seq) {
           return `personId "${r.personId}" and linkedin "${r.linkedin}" belong to two different people already known; the record was not applied`;
         }
+        // A personId nobody has, with the LinkedIn of someone known under another personId: the
+        // provider's new id for the same person (its name says so), or someone else now holding a
+        // profile URL LinkedIn gave up — who would take over the first person and their contacts.
+        if (r.personId && existing.externalId !== null && existing.externalId !== r.personId && existing.nameKey !== nameKey(r.name)) {
+          return `linkedin "${r.linkedin}" belongs to personId "${existing.externalId}" (${existing.name}), not to "${r.personId}" (${r.name}); the record was not applied`;
+        }
       }
       if (existing && observedAt < existing.observedAt) {
         counts.stale++;
