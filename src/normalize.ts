@@ -163,18 +163,25 @@ const COMPANY_SUFFIXES = new Set([
   'sab', 'publ', 'berhad', 'tbk', 'sau', 'slu', 'pllc', 'eirl',
   // twenty-fourth session: Sweden's AB spelt out, as Aktiengesellschaft is (a tester's case)
   'aktiebolag',
-  // twenty-fifth session (a tester's cases): Limitada spelt out, Austria's GesmbH, Germany's eG,
+  // twenty-fifth session (testers' cases): Limitada spelt out, Austria's GesmbH, Germany's eG,
   // gGmbH, e.K., GbR, PartG; SASU, S.A.P.I. (de C.V.), US public benefit and unlimited forms,
-  // Estonia, Latvia, Belgium (old forms), Switzerland (Sagl), UK community interest, Iceland,
-  // Bulgaria, Brazil, Croatia/Slovenia, Japan romanized, France and the Netherlands' partnerships
-  'limitada', 'gesmbh', 'eg', 'ggmbh', 'ek', 'gbr', 'partg', 'sasu', 'sapi', 'pbc', 'ulc', 'lllp', 'ou', 'sia', 'sprl', 'bvba',
-  'sagl', 'cic', 'ehf', 'eood', 'ood', 'ad', 'eireli', 'dd', 'yk', 'gk', 'snc', 'scs', 'vof',
+  // Latvia, Belgium (old forms), Switzerland (Sagl), Iceland, Bulgaria, Brazil, Croatia/Slovenia,
+  // Japan romanized, France and the Netherlands' partnerships; joint-stock companies (JSC, PJSC),
+  // UAE free zones, Gulf WLL, Peru's S.A.C., Turkey's Şti.; the Cyrillic forms as written.
+  // Not "AD", "CIC" or "OU" as Latin words (Smart AD, Banque CIC, Lee & Ou: names): Estonia's OÜ
+  // goes as written, with its Ü (ESTONIAN_OU).
+  'limitada', 'gesmbh', 'eg', 'ggmbh', 'ek', 'gbr', 'partg', 'sasu', 'sapi', 'pbc', 'ulc', 'lllp', 'sia', 'sprl', 'bvba',
+  'sagl', 'ehf', 'eood', 'ood', 'eireli', 'dd', 'yk', 'gk', 'snc', 'scs', 'vof', 'jsc', 'pjsc', 'ojsc', 'cjsc', 'fze', 'fzco', 'wll',
+  'sac', 'sti', 'ооо', 'оао', 'зао', 'пао', 'ао', 'ад', 'еоод', 'оод', 'тоо', 'тов',
 ]);
 /**
- * Legal forms that open a name: Indonesia's PT ("PT Telkom Indonesia"), Russia's, Ukraine's and
- * Kazakhstan's (ООО «Ромашка»). Dropped only with a name after them.
+ * Legal forms that open a name: Indonesia's PT ("PT Telkom Indonesia"), Latvia's SIA, Lithuania's
+ * UAB, joint-stock companies (JSC, PJSC), Russia's OOO in Latin letters, and Russia's, Ukraine's and
+ * Kazakhstan's as written (ООО «Ромашка»). Dropped only with a name after them.
  */
-const COMPANY_PREFIXES = new Set(['the', 'pt', 'ооо', 'оао', 'зао', 'пао', 'ао', 'ип', 'тов', 'пат', 'тоо']);
+const COMPANY_PREFIXES = new Set(['the', 'pt', 'sia', 'uab', 'jsc', 'pjsc', 'ojsc', 'cjsc', 'ooo', 'ооо', 'оао', 'зао', 'пао', 'ао', 'ип', 'тов', 'пат', 'тоо']);
+/** Estonia's OÜ ending a name, written with its Ü: "Ou" alone is a name (Lee & Ou). */
+const ESTONIAN_OU = /[\s,]+[Oo](?:[Üü]|[Uu]\u0308)\.?\s*$/;
 /** Legal forms written without spaces around them in Japanese, Chinese and Korean names: removed wherever they stand. */
 const CJK_LEGAL_FORMS = /株式会社|有限会社|合同会社|股份有限公司|有限责任公司|有限責任公司|有限公司|주식회사|유한회사|[(（](?:株|有|주)[)）]|[㈱㈲㈜]/gu;
 /** ", N.A." spelt with its comma and dots is a US national bank's legal form after any name ("Bank of America, N.A."). */
@@ -187,7 +194,7 @@ const MARKS = /[\u2122\u2120\u00ae\u00a9]/g;
 const DOT_COM = /(?<=[\p{L}\p{N}])\.com(?![\p{L}\p{N}])/giu;
 // Words of a legal form that only go with a suffix after them ("Pvt Ltd", "Private Limited",
 // "Sdn Bhd", "GmbH & Co. KG"): "Acme Private" stays a name of its own.
-const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn', 'p']);
+const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn', 'p', 'fz', 'spol', 'cia']);
 // Legal forms of more than one word, spelt out or abbreviated, after initials were joined
 // (joinInitials: "Sp. z o.o." is sp zoo, "S.A. de C.V." sa de cv, "S. de R.L." s de rl).
 const SPLIT_SUFFIXES = [
@@ -269,7 +276,7 @@ function joinInitials(words: string[]): string[] {
 const LONE_LETTER = /^\p{L}$/u;
 
 function computeCompanyKey(company: string): string {
-  const plain = company.replace(MARKS, ' ').replace(DOT_COM, '').replace(COMMA_NATIONAL_ASSOCIATION, '');
+  const plain = company.replace(MARKS, ' ').replace(DOT_COM, '').replace(COMMA_NATIONAL_ASSOCIATION, '').replace(ESTONIAN_OU, '');
   const withoutCjkForm = plain.replace(CJK_LEGAL_FORMS, ' ');
   // a name that is only a legal form keeps it, as "Inc" alone does
   const words = joinInitials(fold(HAS_LETTER_OR_DIGIT.test(withoutCjkForm) ? withoutCjkForm : plain).split(' ').filter(Boolean));
