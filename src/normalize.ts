@@ -79,6 +79,8 @@ const EMAIL = /^[^\s@<>(),;:"[\]]+@[^\s@<>(),;:"[\]]+\.[^\s@<>(),;:"[\]]+$/;
 /** Characters that show nothing, which URL parsers drop or IDNA maps to nothing, and C1 controls. */
 export const INVISIBLE = /[\u0080-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]|[\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]/u;
 const INVISIBLE_OR_CONTROL = new RegExp(`${INVISIBLE.source}|[\\p{Cc}\\p{Cf}]`, 'u');
+/** INVISIBLE, every one (to remove them). */
+export const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'gu');
 
 /**
  * Why a key that must compare equal to the same text typed again (an e-mail address, a reference
@@ -96,12 +98,19 @@ export function invisibleProblem(text: string, field: string): string | undefine
 
 const HAS_LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
+/** What exports and providers write for an unknown employer, in words (after trimming, in any case). */
+const COMPANY_PLACEHOLDERS = new Set(['n/a', 'n.a.', 'n.a', 'na', 'none', 'null', 'unknown', 'not available', 'tbd']);
+
 /**
- * Why a name or a company cannot be one: it has no letter or digit — "-", "—", "...", "?" are what
- * exports and providers write for "unknown", and taken as a company they made a job change to "—".
+ * Why a name or a company cannot be one: it has no letter or digit that shows — "-", "—", "...",
+ * "?", a Hangul filler are what exports and providers write for "unknown", and taken as a company
+ * they made a job change to "—" — or, for a company, it is such a placeholder in words ("N/A").
  */
 export function placeholderProblem(text: string, field: 'name' | 'company'): string | undefined {
-  return HAS_LETTER_OR_DIGIT.test(text) ? undefined : `${field} "${text}" has no letter or digit (a placeholder for an unknown ${field === 'name' ? 'name' : 'employer'} is not a ${field})`;
+  const visible = text.replace(INVISIBLE_ALL, '');
+  if (!HAS_LETTER_OR_DIGIT.test(visible)) return `${field} "${text}" has no letter or digit (a placeholder for an unknown ${field === 'name' ? 'name' : 'employer'} is not a ${field})`;
+  if (field === 'company' && COMPANY_PLACEHOLDERS.has(visible.trim().toLowerCase())) return `company "${text}" is a placeholder for an unknown employer, not a company`;
+  return undefined;
 }
 
 /** A label of a domain name: letters and digits of any script, hyphens inside (RFC 1035, 5890). */
@@ -208,8 +217,6 @@ const SPLIT_SUFFIXES = [
 // this, names with them sorted after z and missed their ASCII spellings in matching.
 const LETTERS: Record<string, string> = { ø: 'o', Ø: 'o', ß: 'ss', ẞ: 'ss', ł: 'l', Ł: 'l', đ: 'd', Đ: 'd', ð: 'd', Ð: 'd', æ: 'ae', Æ: 'ae', œ: 'oe', Œ: 'oe', þ: 'th', Þ: 'th', ı: 'i', ħ: 'h', Ħ: 'h', ŧ: 't', Ŧ: 't', ŋ: 'ng', Ŋ: 'ng', ĸ: 'q' };
 const LETTER = /[øØßẞłŁđĐðÐæÆœŒþÞıħĦŧŦŋŊĸ]/g;
-/** INVISIBLE, every one (to remove them). */
-export const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'gu');
 // ' ’ ʼ ` ´ ′ and the full-width ＇: inside a word they join its parts, as people type them without
 const APOSTROPHES = /['\u2019\u02bc`\u00b4\u2032\uff07]/g;
 

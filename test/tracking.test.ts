@@ -1067,11 +1067,15 @@ T('a company or a name with no letter or digit is a placeholder: the feed record
     { linkedin: 'linkedin.com/in/place-holder', name: 'Place Holder', company: '—' },
     { name: '...', company: 'Acme' },
     { name: 'Holder Two', company: 'Acme' },
+    { linkedin: 'linkedin.com/in/place-holder', name: 'Place Holder', company: 'N/A' },
+    { linkedin: 'linkedin.com/in/place-holder', name: 'Place Holder', company: '\u3164' }, // a Hangul filler shows nothing
   ));
-  assert.equal([job.received, job.invalid, job.personsUpdated, job.jobChanges], [3, 2, 1, 0]);
+  assert.equal([job.received, job.invalid, job.personsUpdated, job.jobChanges], [5, 4, 1, 0]);
   const errors = (await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root })).text;
   assert.match(errors, /1,1,"company ""—"" has no letter or digit \(a placeholder for an unknown employer is not a company\)"/);
   assert.match(errors, /2,2,"name ""..."" has no letter or digit/);
+  assert.match(errors, /4,4,"company ""N\/A"" is a placeholder for an unknown employer, not a company"/);
+  assert.match(errors, /5,5,"company ""\u3164"" has no letter or digit/);
   assert.is((await contact(t, w, path, 'ph')).company, 'Real Company');
   const imported = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Dash Co', company: '-' }, { name: '?', company: 'Acme' }, { name: 'Fine Person', company: 'Acme' }]);
   assert.equal([imported.status, imported.imported, imported.invalid], ['completed', 1, 2]);
