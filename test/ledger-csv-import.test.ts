@@ -357,6 +357,9 @@ P('rows whose every cell is empty (`,,,`, as spreadsheets save formatted empty r
   const pvTop = await t.call('POST', `${importsPath(w, topped.ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(above) });
   expectStatus(pvTop, 200);
   assert.equal([pvTop.body.columns, pvTop.body.rows.length], [['Name', 'Company\u200b', 'Title'], 2]);
+  // cells of spaces, or a quoted line break, above the header too; they are no rows of the count
+  const spaced = await importInto(t, w, ' , \n"\n"\nName,Company\nA,B\n');
+  assert.equal([spaced.posted.body.submitted, spaced.job.submitted, spaced.job.imported, spaced.job.invalid], [1, 1, 1, 0]);
   const late = await importInto(t, w, ',,\nname,company\nA,B\nC\n');
   const lateErrors = await errorsOf(t, w, late.ledgerId, late.job.id);
   assert.is(lateErrors[1]!.at(-1), '4', 'line numbers count the rows above the header');

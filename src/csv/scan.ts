@@ -294,12 +294,15 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       parsed = parseSync(text, { ...options, to: Math.min(e.records, PREVIEW_ROWS + 1) }) as never;
     } else return unreadable(e.lines ? `line ${e.lines}: ${e.message}` : e.message, e.lines);
   }
-  // rows of empty cells before the header (`,,,`, as a sheet with blank rows at its top exports) are passed over, as empty lines are
-  const at = parsed.findIndex((p) => !isBlankRecord(p.record));
+  // rows with nothing but spaces before the header (`,,,`, as a sheet with blank rows at its top
+  // exports it) are passed over, as empty lines are; those that hold spaces were counted as records
+  const nothing = (record: string[]) => record.every((c) => c.trim() === '');
+  const at = parsed.findIndex((p) => !nothing(p.record));
   const header = parsed[at];
-  if (!header || header.record.every((c) => c.trim() === '')) return fail(422, 'the first line must be a header row naming the columns');
+  if (!header) return fail(422, 'the first line must be a header row naming the columns');
+  const dataRecords = records - parsed.slice(0, at + 1).filter((p) => !isBlankRecord(p.record)).length;
   if (header.info.bytes > HEADER_BYTES) return headerTooLong();
-  if (records === 1) return fail(422, 'the file has a header row but no contacts');
+  if (dataRecords === 0) return fail(422, 'the file has a header row but no contacts');
   const headerText = text.subarray(0, header.info.bytes).toString('utf8');
   const headerLines = sepLines + 1 + (headerText.replace(/\r\n/g, '\n').replace(/[\r\n]$/, '').match(/[\r\n]/g)?.length ?? 0);
   return {
@@ -308,7 +311,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     columns: header.record,
     dataStart: preamble + header.info.bytes,
     headerLines,
-    rows: records - 1,
+    rows: dataRecords,
     lastCellsNumbers,
     head: parsed
       .slice(at + 1)
