@@ -50,6 +50,9 @@ L('create, list, get, rename and delete a ledger; contactCount follows imports a
   expectStatus(cleared, 200);
   assert.equal([cleared.body.name, cleared.body.description], ['Renamed', '']);
   expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { name: null } }), 422);
+  const noDescription = await t.call('POST', ledgerPath(w.orgId), { token: tok, body: { name: 'Undescribed', description: null } });
+  expectStatus(noDescription, 201);
+  assert.is(noDescription.body.description, '');
   expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: {} }), 422);
   expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { name: 'x', bogus: 1 } }), 422);
 

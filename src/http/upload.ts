@@ -115,9 +115,10 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
     }
     fields[k] = v;
   }
-  // the name without the folders a client may send with it (`../../x.csv` as `C:\Users\x.csv`); none: upload.csv
-  const fileName = (file.originalFilename ?? '').split(/[\\/]/).pop()!.trim();
-  return { path: file.filepath, fileName: (fileName || 'upload.csv').slice(0, 255), size: file.size, fields, release };
+  // the name without the folders a client may send with it (`../../x.csv` as `C:\Users\x.csv`) and
+  // without control characters; none, or only `.` or `..`: upload.csv
+  const fileName = (file.originalFilename ?? '').split(/[\\/]/).pop()!.replace(/\p{Cc}/gu, '').trim();
+  return { path: file.filepath, fileName: (/^\.{0,2}$/.test(fileName) ? 'upload.csv' : fileName).slice(0, 255), size: file.size, fields, release };
 }
 
 /**

@@ -125,7 +125,7 @@ export function createLedgerService(d: LedgerDeps) {
       return d.cursors.toPage(d.ledgers.listLedgers(orgId, limit, d.cursors.decodeKeyset(cursor, list)), limit, list, (l) => [l.createdAt, l.id]);
     },
     get: requireLedger,
-    create(by: Caller, orgId: string, input: { name: string; description?: string }): Ledger {
+    create(by: Caller, orgId: string, input: { name: string; description?: string | null }): Ledger {
       return d.db.tx(() => {
         const now = d.clock.now();
         const ledger: Ledger = { id: newId('l'), orgId, name: input.name, description: input.description ?? '', contactCount: 0, createdAt: now, updatedAt: now };

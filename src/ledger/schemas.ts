@@ -6,15 +6,13 @@ import { canonicalLinkedin, emailProblem } from '../normalize.ts';
 
 /** Request schemas of the ledger service; they validate requests and generate its OpenAPI document. */
 
+/** A description of null is none, as "" is (at creation, and to clear one). */
 export const NewLedger = z.strictObject({
   name: text(200),
-  description: noNul(z.string().trim().max(2000, 'must be at most 2000 characters')).optional(),
+  description: noNul(z.string().trim().max(2000, 'must be at most 2000 characters')).nullable().optional(),
 });
 
-/** A ledger's new name or description; a description of null clears it, as "" does. */
-export const LedgerPatch = NewLedger.partial()
-  .extend({ description: NewLedger.shape.description.unwrap().nullable().optional() })
-  .refine((p) => p.name !== undefined || p.description !== undefined, 'give name or description');
+export const LedgerPatch = NewLedger.partial().refine((p) => p.name !== undefined || p.description !== undefined, 'give name or description');
 
 /**
  * `{contacts:[…]}` or one contact. Batch rows are validated one by one by the import job (bad rows
