@@ -156,6 +156,11 @@ export async function startApp(
   if (!opts.noScheduler) rt.scheduler.start();
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    // The test and the server share this process's event loop. A test that holds it for seconds
+    // (seeding 150,000 rows, an integrity check of a backup) outlasts the server's 5 s keep-alive:
+    // its timer then closes the idle connection just as the test sends the next request on it
+    // (ECONNRESET, seen on a busy machine). The client (undici) drops idle connections itself.
+    s.keepAliveTimeout = 600_000;
   });
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
