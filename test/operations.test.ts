@@ -9,7 +9,7 @@ import { ManualClock, systemClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
 import { DB_FILE, openRuntime } from '../src/runtime.ts';
-import { backupTo } from '../src/storage/backup.ts';
+import { backupTo, copyProgress } from '../src/storage/backup.ts';
 import { openDb } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { addContacts, createLedger, csvForm, ID, ledgerPath, signIn, waitForImport, signInRoot, startApp, tempDir, testConfig, type TestApp } from './helpers.ts';
@@ -145,6 +145,18 @@ B('a backup is readable by its owner only from its first byte, not only once com
     process.umask(before);
     source.close();
   }
+});
+
+B('a backup counts the times it started over, not the steps that found the source busy and copied nothing', () => {
+  const count = (steps: [total: number, remaining: number][]) => {
+    const p = copyProgress();
+    for (const [total, remaining] of steps) p.step(total, remaining);
+    return p.restarts;
+  };
+  assert.is(count([[5000, 5000], [5000, 4000], [5000, 3000], [5000, 2000], [5000, 1000]]), 0);
+  assert.is(count([[5000, 5000], [5000, 4000], [5000, 4000], [5000, 4000], [5000, 3000]]), 0, 'busy steps copy nothing');
+  assert.is(count([[5000, 5000], [5000, 4000], [5000, 3000], [5001, 4001], [5001, 3001]]), 1, 'another connection wrote: from the start again');
+  assert.is(count([[5000, 4000], [5100, 4000], [5100, 3000]]), 0, 'the source grew by pages this step copied too');
 });
 
 B('BACKUP_CRON writes online backups into <data>/backups and BACKUP_KEEP keeps the newest', async () => {

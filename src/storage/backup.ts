@@ -40,6 +40,27 @@ export interface BackupResult {
   restarts: number;
 }
 
+/**
+ * How often an online backup started over, told by the pages copied after each step: more than
+ * before is progress, fewer a restart (another connection wrote), as many a step that found the
+ * source busy (a checkpoint resetting the -wal) and copied nothing — no restart: counted as one, it
+ * failed a test on a busy machine with 2 restarts for 1.
+ */
+export function copyProgress(): { step(totalPages: number, remainingPages: number): void; readonly restarts: number } {
+  let copied = 0;
+  let restarts = 0;
+  return {
+    step(totalPages, remainingPages) {
+      const now = totalPages - remainingPages;
+      if (now < copied) restarts++;
+      copied = now;
+    },
+    get restarts() {
+      return restarts;
+    },
+  };
+}
+
 /** Copies the database `source` into `dest` (which must not exist yet). */
 export async function backupTo(source: Database.Database, dest: string, opts: BackupOptions = {}): Promise<BackupResult> {
   if (existsSync(dest)) throw new BackupError(`${dest} already exists; choose a new file name`);
@@ -52,17 +73,14 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
     // byte (SQLite writes into the file as it is, and gives its journal the same mode), not only
     // once complete; a backup killed halfway leaves no copy for others to read.
     closeSync(openSync(partial, 'wx', 0o600));
-    // After each step the copy has more pages than before; no more means it started over.
-    let copied = 0;
-    let restarts = 0;
+    const progress = copyProgress();
     await source.backup(partial, {
       progress: ({ totalPages, remainingPages }) => {
-        const now = totalPages - remainingPages;
-        if (copied > 0 && now <= copied) restarts++;
-        copied = now;
+        progress.step(totalPages, remainingPages);
         return opts.oneStep ? 0x7fffffff : PAGES_PER_STEP;
       },
     });
+    const { restarts } = progress;
     const copy = new Database(partial);
     try {
       // The source is in WAL mode and so is the copy's header: make it a plain rollback-journal
