@@ -137,6 +137,22 @@ function justBefore(prefix: string) {
   return { db, raw: db.raw, apply: () => migrate(db, all.slice(0, at + 1)) };
 }
 
+/**
+ * Contacts and people as a migration of the matching keys finds them (their keys as the old rule
+ * stored them), a contact matched to a person by name + company, and how it is matched afterwards.
+ */
+function keyRows(raw: Database.Database) {
+  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, company_key, created_at, updated_at) VALUES (?, 'l_1', ?, ?, ?, ?, ?, 1, 1)");
+  const person = raw.prepare('INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES (?, ?, ?, ?, 1, 1)');
+  return {
+    contact: (id: string, name: string, company: string, nameKey: string, companyKey: string) => void contact.run(id, name, company, company, nameKey, companyKey),
+    person: (name: string, nameKey: string, company: string, companyKey: string): number => Number(person.run(name, nameKey, company, companyKey).lastInsertRowid),
+    matchByName: (contactId: string, personSeq: number) => void raw.prepare("UPDATE contacts SET person_id = ?, matched_by = 'name', is_verified = 1 WHERE id = ?").run(String(personSeq), contactId),
+    matchOf: (contactId: string) => raw.prepare('SELECT person_id, matched_by, is_verified FROM contacts WHERE id = ?').get(contactId),
+  };
+}
+const UNMATCHED_AMBIGUOUS = { person_id: null, matched_by: 'ambiguous', is_verified: 0 };
+
 S('migration 0011 rebuilds changes with every row, seq and index, and from then on a deleted seq is never given again', () => {
   const { db, raw, apply } = justBefore('0011_');
   const ins = raw.prepare("INSERT INTO changes (seq, id, ledger_id, contact_id, type, field, from_value, to_value, detected_at, observed_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '{}', ?, ?)");
@@ -258,17 +274,16 @@ S('migration 0024 stores the e-mail key (Unicode case, composed form, IDNA domai
 
 S('migration 0021 recomputes company keys under the new rule (initials, more legal forms, apostrophes) and the name keys of names with an apostrophe', () => {
   const { db, raw, apply } = justBefore('0021_');
-  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, company_key, created_at, updated_at) VALUES (?, 'l_1', ?, ?, ?, ?, ?, 1, 1)");
-  contact.run('c_1', "Seán O'Brien", 'Acme L.L.C', 'Acme L.L.C', 'sean o brien', 'acme ll c');
-  contact.run('c_2', 'Ann Lee', "McDonald's Aktiengesellschaft", "McDonald's Aktiengesellschaft", 'ann lee', 'mcdonald s aktiengesellschaft');
-  contact.run('c_3', 'Bo Chen', 'Globex', 'Globex', 'kept as it was', 'globex'); // no apostrophe: its name key is not read again
-  raw.prepare("INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES ('Mo D’Arcy', 'mo d arcy', 'Acme Limited Liability Company', 'acme limited liability', 1, 1)").run();
+  const k = keyRows(raw);
+  k.contact('c_1', "Seán O'Brien", 'Acme L.L.C', 'sean o brien', 'acme ll c');
+  k.contact('c_2', 'Ann Lee', "McDonald's Aktiengesellschaft", 'ann lee', 'mcdonald s aktiengesellschaft');
+  k.contact('c_3', 'Bo Chen', 'Globex', 'kept as it was', 'globex'); // no apostrophe: its name key is not read again
+  k.person('Mo D’Arcy', 'mo d arcy', 'Acme Limited Liability Company', 'acme limited liability');
   // two people whose keys coincide once recomputed, and a contact matched to one of them by name + company alone
-  const person = raw.prepare('INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES (?, ?, ?, ?, 1, 1)');
-  const obrien = Number(person.run("Ann O'Brien", 'ann o brien', 'Initech', 'initech').lastInsertRowid);
-  person.run('Ann OBrien', 'ann obrien', 'Initech', 'initech');
-  contact.run('c_4', "Ann O'Brien", 'Initech', 'Initech', 'ann o brien', 'initech');
-  raw.prepare("UPDATE contacts SET person_id = ?, matched_by = 'name', is_verified = 1 WHERE id = 'c_4'").run(String(obrien));
+  const obrien = k.person("Ann O'Brien", 'ann o brien', 'Initech', 'initech');
+  k.person('Ann OBrien', 'ann obrien', 'Initech', 'initech');
+  k.contact('c_4', "Ann O'Brien", 'Initech', 'ann o brien', 'initech');
+  k.matchByName('c_4', obrien);
   const updatedAt = raw.prepare("SELECT updated_at FROM contacts WHERE id = 'c_1'").pluck();
   apply();
   assert.equal(raw.prepare('SELECT id, name_key, company_key FROM contacts ORDER BY id').raw().all(), [
@@ -278,7 +293,7 @@ S('migration 0021 recomputes company keys under the new rule (initials, more leg
     ['c_4', 'ann obrien', 'initech'],
   ]);
   assert.equal(raw.prepare('SELECT name_key, company_key FROM people ORDER BY seq').raw().all(), [['mo darcy', 'acme'], ['ann obrien', 'initech'], ['ann obrien', 'initech']]);
-  assert.equal(raw.prepare("SELECT person_id, matched_by, is_verified FROM contacts WHERE id = 'c_4'").get(), { person_id: null, matched_by: 'ambiguous', is_verified: 0 }, 'now one of two namesakes: unmatched');
+  assert.equal(k.matchOf('c_4'), UNMATCHED_AMBIGUOUS, 'now one of two namesakes: unmatched');
   assert.is(updatedAt.get(), 1, 'the migration changes keys only');
   assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
   db.close();
@@ -286,41 +301,40 @@ S('migration 0021 recomputes company keys under the new rule (initials, more leg
 
 S('migration 0025 recomputes company keys under the new rule (Aktiebolag, a bank\'s N.A., ".com", marks) and unmatches contacts of people made namesakes by it', () => {
   const { db, raw, apply } = justBefore('0025_');
-  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, company_key, created_at, updated_at) VALUES (?, 'l_1', ?, ?, ?, ?, ?, 1, 1)");
-  contact.run('c_1', 'Ann Lee', 'Amazon.com, Inc.', 'Amazon.com, Inc.', 'ann lee', 'amazon com');
-  contact.run('c_2', 'Bo Chen', 'Wells Fargo Bank, N.A.', 'Wells Fargo Bank, N.A.', 'bo chen', 'wells fargo bank na');
-  contact.run('c_3', 'Cy Poe', 'Globex', 'Globex', 'cy poe', 'globex');
-  const person = raw.prepare('INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES (?, ?, ?, ?, 1, 1)');
-  const first = Number(person.run('Di Moe', 'di moe', 'Ericsson Aktiebolag', 'ericsson aktiebolag').lastInsertRowid);
-  person.run('Di Moe', 'di moe', 'Ericsson AB', 'ericsson');
-  contact.run('c_4', 'Di Moe', 'Ericsson Aktiebolag', 'Ericsson Aktiebolag', 'di moe', 'ericsson aktiebolag');
-  raw.prepare("UPDATE contacts SET person_id = ?, matched_by = 'name', is_verified = 1 WHERE id = 'c_4'").run(String(first));
+  const k = keyRows(raw);
+  k.contact('c_1', 'Ann Lee', 'Amazon.com, Inc.', 'ann lee', 'amazon com');
+  k.contact('c_2', 'Bo Chen', 'Wells Fargo Bank, N.A.', 'bo chen', 'wells fargo bank na');
+  k.contact('c_3', 'Cy Poe', 'Globex', 'cy poe', 'globex');
+  const first = k.person('Di Moe', 'di moe', 'Ericsson Aktiebolag', 'ericsson aktiebolag');
+  k.person('Di Moe', 'di moe', 'Ericsson AB', 'ericsson');
+  k.contact('c_4', 'Di Moe', 'Ericsson Aktiebolag', 'di moe', 'ericsson aktiebolag');
+  k.matchByName('c_4', first);
   apply();
   assert.equal(raw.prepare('SELECT id, company_key FROM contacts ORDER BY id').raw().all(), [['c_1', 'amazon'], ['c_2', 'wells fargo bank'], ['c_3', 'globex'], ['c_4', 'ericsson']]);
   assert.equal(raw.prepare('SELECT company_key FROM people ORDER BY seq').pluck().all(), ['ericsson', 'ericsson']);
-  assert.equal(raw.prepare("SELECT person_id, matched_by, is_verified FROM contacts WHERE id = 'c_4'").get(), { person_id: null, matched_by: 'ambiguous', is_verified: 0 }, 'now one of two namesakes: unmatched');
+  assert.equal(k.matchOf('c_4'), UNMATCHED_AMBIGUOUS, 'now one of two namesakes: unmatched');
   assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
   db.close();
 });
 
 S('migration 0027 recomputes company and name keys under the new rule (more legal forms, invisible characters) and unmatches contacts of people made namesakes by it', () => {
   const { db, raw, apply } = justBefore('0027_');
-  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, name_key, company_key, created_at, updated_at) VALUES (?, 'l_1', ?, ?, ?, ?, ?, 1, 1)");
-  contact.run('c_1', 'Ann Lee', 'Anthropic, PBC', 'Anthropic, PBC', 'ann lee', 'anthropic pbc');
-  contact.run('c_2', 'Bo\u00adb Chen', 'PT Telkom Indonesia', 'PT Telkom Indonesia', 'bo b chen', 'pt telkom indonesia');
-  contact.run('c_3', 'Cy Poe', 'Globex', 'Globex', 'cy poe', 'globex');
-  const person = raw.prepare('INSERT INTO people (name, name_key, company, company_key, observed_at, updated_at) VALUES (?, ?, ?, ?, 1, 1)');
-  const first = Number(person.run('Di Moe', 'di moe', 'Acme UG (haftungsbeschränkt)', 'acme ug haftungsbeschrankt').lastInsertRowid);
-  person.run('Di Moe', 'di moe', 'Acme', 'acme');
-  person.run('E\u200bve Roe', 'e ve roe', 'Bank of America, N.A.', 'bank of america n a');
-  contact.run('c_4', 'Di Moe', 'Acme UG (haftungsbeschränkt)', 'Acme UG (haftungsbeschränkt)', 'di moe', 'acme ug haftungsbeschrankt');
-  raw.prepare("UPDATE contacts SET person_id = ?, matched_by = 'name', is_verified = 1 WHERE id = 'c_4'").run(String(first));
+  const k = keyRows(raw);
+  k.contact('c_1', 'Ann Lee', 'Anthropic, PBC', 'ann lee', 'anthropic pbc');
+  k.contact('c_2', 'Bo\u00adb Chen', 'PT Telkom Indonesia', 'bo b chen', 'pt telkom indonesia');
+  k.contact('c_3', 'Cy Poe', 'Globex', 'cy poe', 'globex');
+  const first = k.person('Di Moe', 'di moe', 'Acme UG (haftungsbeschränkt)', 'acme ug haftungsbeschrankt');
+  k.person('Di Moe', 'di moe', 'Acme', 'acme');
+  k.person('E\u200bve Roe', 'e ve roe', 'Bank of America, N.A.', 'bank of america n a');
+  k.person('राम', 'रम', 'Infosys', 'infosys'); // a vowel sign the old rule dropped
+  k.contact('c_4', 'Di Moe', 'Acme UG (haftungsbeschränkt)', 'di moe', 'acme ug haftungsbeschrankt');
+  k.matchByName('c_4', first);
   apply();
   assert.equal(raw.prepare('SELECT id, name_key, company_key FROM contacts ORDER BY id').raw().all(), [
     ['c_1', 'ann lee', 'anthropic'], ['c_2', 'bob chen', 'telkom indonesia'], ['c_3', 'cy poe', 'globex'], ['c_4', 'di moe', 'acme'],
   ]);
-  assert.equal(raw.prepare('SELECT name_key, company_key FROM people ORDER BY seq').raw().all(), [['di moe', 'acme'], ['di moe', 'acme'], ['eve roe', 'bank of america']]);
-  assert.equal(raw.prepare("SELECT person_id, matched_by, is_verified FROM contacts WHERE id = 'c_4'").get(), { person_id: null, matched_by: 'ambiguous', is_verified: 0 }, 'now one of two namesakes: unmatched');
+  assert.equal(raw.prepare('SELECT name_key, company_key FROM people ORDER BY seq').raw().all(), [['di moe', 'acme'], ['di moe', 'acme'], ['eve roe', 'bank of america'], ['राम', 'infosys']]);
+  assert.equal(k.matchOf('c_4'), UNMATCHED_AMBIGUOUS, 'now one of two namesakes: unmatched');
   assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
   db.close();
 });
