@@ -42,6 +42,27 @@ const PERSON_FIELDS = ['externalId', 'linkedinSlug', 'email', 'emailStatus', 'na
 const samePerson = (p: Person, next: Omit<Person, 'seq' | 'id'>) => PERSON_FIELDS.every((f) => p[f] === next[f]);
 
 /**
+ * A person listed again in one feed at the same observation time (one row per job, a record
+ * repeated): the first listing stands, and this one only fills in what the person lacks — a
+ * personId, a LinkedIn URL, an e-mail and its status, a location, hasMultipleJobs, and, when it
+ * names the same company, a title and start date (another company's title is another job's).
+ * Undefined when it adds nothing (a `repeated` record). Such a record, replayed, adds nothing again.
+ */
+function fillIn(p: Person, r: FeedRecord): FeedRecord | undefined {
+  const sameJob = companyKey(r.company) === p.companyKey;
+  const gaps: Partial<FeedRecord> = {};
+  if (p.externalId === null && r.personId) gaps.personId = r.personId;
+  if (p.linkedinSlug === null && r.linkedin) gaps.linkedin = r.linkedin;
+  if (p.email === null && r.email) Object.assign(gaps, { email: r.email }, r.emailStatus ? { emailStatus: r.emailStatus } : {});
+  if (p.location === null && r.location) gaps.location = r.location;
+  if (p.hasMultipleJobs === null && r.hasMultipleJobs !== undefined) gaps.hasMultipleJobs = r.hasMultipleJobs;
+  if (sameJob && p.title === null && r.title) gaps.title = r.title;
+  if (sameJob && p.jobStartedAt === null && r.jobStartedAt !== undefined) gaps.jobStartedAt = r.jobStartedAt;
+  if (!Object.keys(gaps).length) return undefined;
+  return { name: p.name, company: p.company, observedAt: p.observedAt, ...gaps };
+}
+
+/**
  * Matching and change detection (SPEC §5). Every method runs inside the caller's transaction.
  * A person's known state is compared with each contact matched to it: another company (after
  * normalization) is a job change; any other differing field is an info change, one row per field.
@@ -167,39 +188,41 @@ export function createTracker(d: TrackerDeps) {
      * Applies one feed record: updates the people store (never rolling a person back to an older
      * observation), matches contacts to the person and reconciles every matched contact. Returns
      * why the record was rejected instead (it names two different known people), else undefined.
-     * `listing`: whom the feed listed before this record — a person listed again is not applied
-     * unless the record says it was observed later (a replay must find the same first listing).
+     * `listing`: whom the feed listed before this record — a person listed again is not changed
+     * unless the record says it was observed later (a replay must find the same first listing);
+     * what such a listing adds that the person lacks is filled in (fillIn).
      */
-    applyRecord(r: FeedRecord, counts: TrackingCounts, listing?: FeedListing): string | undefined {
+    applyRecord(record: FeedRecord, counts: TrackingCounts, listing?: FeedListing): string | undefined {
       const now = d.clock.now();
-      const observedAt = r.observedAt ?? now;
       const looked = { keyHolders: 0 };
-      const existing = findPerson(r, looked);
-      if (existing && r.linkedin) {
-        const slug = linkedinSlug(r.linkedin);
+      const existing = findPerson(record, looked);
+      if (existing && record.linkedin) {
+        const slug = linkedinSlug(record.linkedin);
         const holder = existing.linkedinSlug === slug ? existing : d.people.findBySlug(slug);
         if (holder && holder.seq !== existing.seq) {
-          return `personId "${r.personId}" and linkedin "${r.linkedin}" belong to two different people already known; the record was not applied`;
-        }
-        // A personId nobody has, with the LinkedIn of someone known under another personId: the
-        // provider's new id for the same person (its name says so), or someone else now holding a
-        // profile URL LinkedIn gave up — who would take over the first person and their contacts.
-        if (r.personId && existing.externalId !== null && existing.externalId !== r.personId && existing.nameKey !== nameKey(r.name)) {
-          return `linkedin "${r.linkedin}" belongs to personId "${existing.externalId}" (${existing.name}), not to "${r.personId}" (${r.name}); the record was not applied`;
+          return `personId "${record.personId}" and linkedin "${record.linkedin}" belong to two different people already known; the record was not applied`;
         }
       }
-      if (existing && observedAt < existing.observedAt) {
+      if (existing && (record.observedAt ?? now) < existing.observedAt) {
         counts.stale++;
         return undefined;
       }
-      if (existing && listing?.has(existing.seq) && !(r.observedAt !== undefined && r.observedAt > existing.observedAt)) {
-        counts.repeated++;
-        return undefined;
+      let r = record;
+      if (existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && record.observedAt > existing.observedAt)) {
+        const filled = fillIn(existing, record);
+        if (!filled) {
+          counts.repeated++;
+          return undefined;
+        }
+        r = filled;
       }
+      const observedAt = r.observedAt ?? now;
       const companyK = companyKey(r.company);
       const newJob = existing !== undefined && existing.companyKey !== companyK;
       const person: Omit<Person, 'seq' | 'id'> = {
-        externalId: r.personId ?? existing?.externalId ?? null,
+        // the first personId a person was known by stays (LinkedIn is authoritative: a record with
+        // another personId and this person's LinkedIn is about them, and finds them by it again)
+        externalId: existing?.externalId ?? r.personId ?? null,
         linkedinSlug: r.linkedin ? linkedinSlug(r.linkedin) : (existing?.linkedinSlug ?? null),
         email: r.email ?? existing?.email ?? null,
         // a status belongs to its address: a new address without one has none, and no address has none
