@@ -226,7 +226,8 @@ const APOSTROPHES = /['\u2019\u02bc`\u00b4\u2032\uff07]/g;
  * another letter of an Indic, Thai or Japanese one: कमल (Kamal) and कमला (Kamla), ダン and タン are
  * different names (a tester's false match: until the twenty-fifth session every mark went).
  */
-const DIACRITICS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u0591-\u05c7\u064b-\u065f\u0670]+/gu;
+// (the Hebrew points without the punctuation among them: maqaf U+05BE, a hyphen, separates words)
+const DIACRITICS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7\u064b-\u065f\u0670]+/gu;
 
 /**
  * Lower case, accents removed (and the letters above spelt out), apostrophes dropped (McDonald's =

@@ -326,14 +326,26 @@ S('migration 0027 recomputes company and name keys under the new rule (more lega
   const first = k.person('Di Moe', 'di moe', 'Acme UG (haftungsbeschränkt)', 'acme ug haftungsbeschrankt');
   k.person('Di Moe', 'di moe', 'Acme', 'acme');
   k.person('E\u200bve Roe', 'e ve roe', 'Bank of America, N.A.', 'bank of america n a');
-  k.person('राम', 'रम', 'Infosys', 'infosys'); // a vowel sign the old rule dropped
+  // vowel signs the old rule dropped: Kamla's contact matched to Kamal by one key, which are two now
+  const kamal = k.person('कमल वर्मा', 'कमल वरम', 'Infosys', 'infosys');
+  k.contact('c_5', 'कमला वर्मा', 'Infosys', 'कमल वरम', 'infosys');
+  k.matchByName('c_5', kamal);
+  // a contact whose person's name changed after the match (keys already differed): left matched
+  const renamed = k.person('Fay Wed', 'fay wed', 'Globex', 'globex');
+  k.contact('c_6', 'Fay Single', 'Globex', 'fay single', 'globex');
+  k.matchByName('c_6', renamed);
   k.contact('c_4', 'Di Moe', 'Acme UG (haftungsbeschränkt)', 'di moe', 'acme ug haftungsbeschrankt');
   k.matchByName('c_4', first);
   apply();
   assert.equal(raw.prepare('SELECT id, name_key, company_key FROM contacts ORDER BY id').raw().all(), [
     ['c_1', 'ann lee', 'anthropic'], ['c_2', 'bob chen', 'telkom indonesia'], ['c_3', 'cy poe', 'globex'], ['c_4', 'di moe', 'acme'],
+    ['c_5', 'कमला वर्मा', 'infosys'], ['c_6', 'fay single', 'globex'],
   ]);
-  assert.equal(raw.prepare('SELECT name_key, company_key FROM people ORDER BY seq').raw().all(), [['di moe', 'acme'], ['di moe', 'acme'], ['eve roe', 'bank of america'], ['राम', 'infosys']]);
+  assert.equal(raw.prepare('SELECT name_key, company_key FROM people ORDER BY seq').raw().all(), [
+    ['di moe', 'acme'], ['di moe', 'acme'], ['eve roe', 'bank of america'], ['कमल वर्मा', 'infosys'], ['fay wed', 'globex'],
+  ]);
+  assert.equal(k.matchOf('c_5'), UNMATCHED_AMBIGUOUS, 'its keys are no longer its person\'s: unmatched');
+  assert.equal(k.matchOf('c_6'), { person_id: String(renamed), matched_by: 'name', is_verified: 1 }, 'keys that differed before are not the rule\'s doing');
   assert.equal(k.matchOf('c_4'), UNMATCHED_AMBIGUOUS, 'now one of two namesakes: unmatched');
   assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
   db.close();

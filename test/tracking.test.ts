@@ -125,6 +125,7 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
   // accents go, marks that make another letter stay (Indic vowel signs, kana voicing; a tester's false match)
   for (const [a, b] of [['कमल वर्मा', 'कमला वर्मा'], ['राम', 'रमा'], ['ராமன்', 'ரமன்'], ['ダン', 'タン']]) assert.is.not(nameKey(a!), nameKey(b!), `${a} ≠ ${b}`);
   for (const [a, b] of [['東京ガス', '東京カス'], ['バンダイ', 'ハンタイ']]) assert.is.not(companyKey(a!), companyKey(b!), `${a} ≠ ${b}`);
+  assert.is(companyKey('בנק תל־אביב'), companyKey('בנק תל-אביב'), 'the Hebrew hyphen (maqaf) separates words as a hyphen does');
   for (const [a, b] of [['Zoë', 'Zoe'], ['שָׁלוֹם', 'שלום'], ['مُحَمَّد', 'محمد'], ['タ\u3099ン', 'ダン'], ['김철수', '김철수'.normalize('NFD')]]) assert.is(nameKey(a!), nameKey(b!), `${a} = ${b}`);
   assert.is.not(companyKey('Acme'), companyKey('Acme Labs'));
   // a qualifier alone is part of the name; so are words that are not legal forms
