@@ -1133,7 +1133,7 @@ V('compatibility aliases …/contacts/imports answer the same as /imports', asyn
   assert.is(r.body.submitted, 2);
   // a file name is kept without the folders a client sent with it, whichever way they are written (a tester's case)
   const names = await createLedger(t, w.tokens.editor, w.orgId, 'file names');
-  for (const [sent, kept] of [['../../etc/passwd.csv', 'passwd.csv'], ['C:\\Users\\x\\a.csv', 'a.csv'], ['dir/ ', 'upload.csv'], ['x/..', 'upload.csv'], ['a\u001b[31mb.csv', 'a[31mb.csv']]) {
+  for (const [sent, kept] of [['../../etc/passwd.csv', 'passwd.csv'], ['C:\\Users\\x\\a.csv', 'a.csv'], ['dir/ ', 'upload.csv'], ['x/..', 'upload.csv'], ['a\u001b[31mb.csv', 'a[31mb.csv'], ['evil\u202Evsc.csv', 'evilvsc.csv']]) {
     const named = await post(t, w, names, 'name,company\nA,B\n', { fileName: sent });
     expectStatus(named, 202, sent);
     assert.is(named.body.fileName, kept, sent);

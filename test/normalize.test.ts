@@ -2,7 +2,7 @@
 // have suites of their own: tracking.test.ts, title-rules.test.ts).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { canonicalLinkedin, emailKey, emailProblem, isEmail, parseLinkedin, storedEmailKey } from '../src/normalize.ts';
+import { canonicalLinkedin, emailKey, emailProblem, isEmail, parseLinkedin, placeholderProblem, storedEmailKey } from '../src/normalize.ts';
 
 const N = suite('canonical LinkedIn URLs and e-mails');
 
@@ -67,9 +67,17 @@ N('e-mail shapes', () => {
   for (const ok of ['ann@acme.test', 'first.last+tag@sub.example.co.uk', '=a@b.com', "o'brien@x-y.test", 'josé@münchen.de', 'a@xn--mnchen-3ya.de', 'a@1-2.3.test', 'ann@ACME.TEST'])
     assert.ok(isEmail(ok), ok);
   for (const bad of ['ann', 'ann@', '@acme.test', 'ann@acme', 'a b@acme.test', 'ann@acme.test, bob@acme.test', '<ann@acme.test>']) assert.not.ok(isEmail(bad), bad);
-  // not deliverable (RFC 5321 dot-atom; a tester's cases)
-  for (const bad of ['a..b@x.test', '.a@x.test', 'a.@x.test', 'a@-x.test', 'a@x-.test', 'a@x.test.', 'a@x..test', 'a@x_y.test', 'a@.x.test'])
+  // not deliverable (RFC 5321 dot-atom; a tester's cases) — but still looked for, as addresses stored before may be
+  for (const bad of ['a..b@x.test', '.a@x.test', 'a.@x.test', 'a@-x.test', 'a@x-.test', 'a@x.test.', 'a@x..test', 'a@x_y.test', 'a@.x.test']) {
     assert.is(emailProblem(bad), `email "${bad}" is not an e-mail address`, bad);
+    assert.is(emailProblem(bad, 'email', true), undefined, `${bad} (lookup)`);
+  }
+  assert.ok(emailProblem('no-at-sign', 'email', true), 'a lookup still needs an address');
+  // placeholders for an unknown employer, as written and in compatibility forms; names are not checked for words
+  for (const company of ['-', '—', '...', '\u3164', 'N/A', 'n.a.', 'ＮＡ', 'N／A', 'tba', 'Not applicable', ' none '])
+    assert.ok(placeholderProblem(company, 'company'), JSON.stringify(company));
+  for (const company of ['Acme', 'NAB', 'Unknown Worlds', 'Self-employed', '3M', '株式会社']) assert.is(placeholderProblem(company, 'company'), undefined, company);
+  assert.is(placeholderProblem('Na', 'name'), undefined, 'Na is a surname');
   // characters that show nothing: the address would look like the typed one and never match it
   for (const bad of ['ann@acme.test\u200b', 'an\u00adn@acme.test', 'ann\u2060@acme.test', 'ann@acme\ufeff.test', 'ann\u0085@acme.test', 'ann\u200d@acme.test']) {
     assert.not.ok(isEmail(bad), JSON.stringify(bad));

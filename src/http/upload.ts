@@ -116,8 +116,8 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
     fields[k] = v;
   }
   // the name without the folders a client may send with it (`../../x.csv` as `C:\Users\x.csv`) and
-  // without control characters; none, or only `.` or `..`: upload.csv
-  const fileName = (file.originalFilename ?? '').split(/[\\/]/).pop()!.replace(/\p{Cc}/gu, '').trim();
+  // without control or format characters (a right-to-left override); none, or only `.` or `..`: upload.csv
+  const fileName = (file.originalFilename ?? '').split(/[\\/]/).pop()!.replace(/[\p{Cc}\p{Cf}]/gu, '').trim();
   return { path: file.filepath, fileName: (/^\.{0,2}$/.test(fileName) ? 'upload.csv' : fileName).slice(0, 255), size: file.size, fields, release };
 }
 

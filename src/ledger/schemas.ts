@@ -65,7 +65,7 @@ const filters = {
     .transform((s, ctx) => {
       // a `+` sent unencoded (ann+crm@…) arrives as a space, which no address holds
       const email = s.replace(/ /g, '+');
-      const problem = emailProblem(email);
+      const problem = emailProblem(email, 'email', true);
       if (problem) {
         ctx.addIssue({ code: 'custom', message: problem });
         return z.NEVER;

@@ -77,10 +77,16 @@ export class FeedListing {
 /** 2^31 seqs: a bitmap of up to 256 MiB would be absurd long before that. */
 const BITMAP_LIMIT = 2 ** 31;
 
-const encode = (seqs: number[]): Uint8Array => new Uint8Array(Float64Array.from(seqs).buffer);
+/** float64 little-endian, 8 bytes a seq (exact up to 2^53), whatever the machine's byte order. */
+function encode(seqs: number[]): Uint8Array {
+  const bytes = new Uint8Array(seqs.length * 8);
+  const view = new DataView(bytes.buffer);
+  seqs.forEach((seq, i) => view.setFloat64(i * 8, seq, true));
+  return bytes;
+}
 
-function decode(b: Uint8Array): Float64Array {
+function decode(b: Uint8Array): number[] {
   if (b.byteLength % 8 !== 0) throw new Error(`a stored feed listing has ${b.byteLength} bytes, not a multiple of 8`);
-  // copied into a buffer of its own: a Buffer from SQLite may sit in a pool, not aligned to 8 bytes
-  return new Float64Array(new Uint8Array(b).buffer);
+  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  return Array.from({ length: b.byteLength / 8 }, (_, i) => view.getFloat64(i * 8, true));
 }
