@@ -1,8 +1,9 @@
 /**
  * The people one feed job has listed so far (SPEC §5: replaying a feed produces no new changes).
  * A feed that lists a person again at the same observation time — one row per job, or a record
- * repeated — has its first listing applied and the others counted as `repeated`: applying each one
- * made the last win, and a replay then applied the first again (two job changes every replay).
+ * repeated — has its first listing applied; the others only fill in what it lacked, or are counted
+ * as `repeated` (tracker.ts fillIn): applying each one made the last win, and a replay then applied
+ * the first again (two job changes every replay).
  *
  * A bit per person seq (a million people: 125 KB), with the seqs first listed in the chunk in
  * flight kept aside: they are stored with the chunk, in its transaction (`chunkPeople`), so that a
@@ -49,10 +50,7 @@ export class FeedListing {
     try {
       return tx();
     } catch (err) {
-      for (const seq of this.pending) {
-        if (seq >= BITMAP_LIMIT) this.large.delete(seq);
-        else this.bits[seq >>> 3]! &= ~(1 << (seq & 7));
-      }
+      for (const seq of this.pending) this.unmark(seq);
       throw err;
     } finally {
       this.pending = [];
@@ -71,6 +69,11 @@ export class FeedListing {
       this.bits = grown;
     }
     this.bits[byte]! |= 1 << (seq & 7);
+  }
+
+  private unmark(seq: number): void {
+    if (seq >= BITMAP_LIMIT) this.large.delete(seq);
+    else this.bits[seq >>> 3]! &= ~(1 << (seq & 7));
   }
 }
 
