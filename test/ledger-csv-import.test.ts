@@ -323,6 +323,16 @@ P('no trailing newline, and blank lines anywhere, are fine (blank lines are not 
   assert.equal([one.job.submitted, one.job.imported], [1, 1]);
 });
 
+P('a last line holding only Ctrl-Z (a DOS end-of-file mark) is not a row, in the upload count and the import', async ({ t, w }) => {
+  const { job, posted, contacts } = await importInto(t, w, 'name,company\r\nA,B\r\nC,D\r\n\x1a');
+  assert.is(posted.body.submitted, 2, 'counted at upload as the reader reads it');
+  assert.equal([job.status, job.submitted, job.imported, job.invalid], ['completed', 2, 2, 0]);
+  assert.equal(view(contacts).map((c) => `${c.name}@${c.company}`), ['A@B', 'C@D']);
+  // a Ctrl-Z inside a value is data
+  const inside = await importInto(t, w, 'name,company\nA\x1a,B\n');
+  assert.equal([inside.job.imported, inside.job.invalid], [1, 0]);
+});
+
 P('a line holding only "" reads as one empty cell and is skipped like a blank line; counts add up', async ({ t, w }) => {
   const { ledgerId, job, posted } = await importInto(t, w, 'name,company\nA,B\n""\r\nC,D\n""\n""""\n""');
   assert.is(posted.body.submitted, 3, 'counted at upload as the reader reads it');

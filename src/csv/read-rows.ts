@@ -52,11 +52,13 @@ const REASONS: Record<string, string> = {
 
 /**
  * A record none of whose cells holds a character: an empty line, `""`, or `,,,` — what spreadsheets
- * write for rows that are formatted but empty. Skipped like an empty line, by the upload's scanner
+ * write for rows that are formatted but empty — or a line holding only Ctrl-Z (U+001A), the
+ * end-of-file mark DOS-era tools still append. Skipped like an empty line, by the upload's scanner
  * (which counts exactly the records read here), the preview and the feed's CSV reader; a cell of
  * spaces is a value, so its row is read (and rejected for what it lacks).
  */
-export const isBlankRecord = (record: readonly string[]): boolean => record.every((cell) => cell === '');
+export const isBlankRecord = (record: readonly string[]): boolean =>
+  record.every((cell) => cell === '') || (record.length === 1 && record[0] === '\x1a');
 
 /** Why a row with another number of cells than the header is rejected. */
 export const wrongWidth = (cells: number, width: number): string => `the row has ${cells} column${cells === 1 ? '' : 's'}, the header has ${width}`;

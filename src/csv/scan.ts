@@ -149,6 +149,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   // counted either. Set by every byte that is part of a cell's value: not a line break, delimiter
   // or quote outside quotes, nor a quote that opens or closes a field (a doubled quote is a value).
   let blank = true;
+  // the record so far is one Ctrl-Z (U+001A) and nothing else: a DOS end-of-file mark, blank too
+  let eofMark = false;
   let recStart = 0;
   let recLine = 1;
   // the current cell: digits in it, and whether anything else is (lastCellsNumbers)
@@ -210,6 +212,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
               if (records === PREVIEW_ROWS + 1 && headEnd === undefined) headEnd = offset + i + 1;
             }
             blank = true;
+            eofMark = false;
             cellDigits = 0;
             cellValue = 0;
             cellOther = false;
@@ -225,6 +228,16 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
         continue;
       }
       prevCR = false;
+      if (b === 0x1a && blank && !quoted && offset + i === recStart) {
+        eofMark = true;
+        fieldStart = false;
+        cellOther = true;
+        continue;
+      }
+      if (eofMark) {
+        eofMark = false;
+        blank = false;
+      }
       if (b === 0) return unreadable(`the file contains NUL bytes (line ${line}); it is not a text CSV file`, line);
       if (b === 0x22) {
         // a quoted cell is never our line number (written bare), whatever it holds
