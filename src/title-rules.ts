@@ -268,6 +268,34 @@ const DOTTED = /\b([a-z])\.(?=[a-z](?:\.|\b))/g;
 const ASCII_SEPARATORS = /[^a-z0-9]{2,}|[^a-z0-9 ]/g;
 const SEPARATORS = /[^\p{L}\p{N}]+/gu;
 
+/**
+ * A past role named in a title ("Former CEO", "Ex-CTO, Software Architect", "Retired VP Sales",
+ * "Past President", "ehemaliger Geschäftsführer", "ancien directeur") is not what the person is
+ * now: the marker and what follows it up to the next separator (| , ; / ( ) [ ] – — · • or a
+ * spaced hyphen) are left out before the rules run. "ex" alone is a marker only before an
+ * executive's word ("EX Manager" is employee experience); "ex officio" is a current role. A title
+ * that is nothing but a past role reads as one no rule knows: staff, other (as "Retired" does).
+ */
+const PAST_ROLE_HINT = /former|ex[-\u2010\u2011\u2013 ]|retired|past |ehemalig|ancien/;
+const EXECUTIVE_WORD = String.raw`(?:ceo|cto|cfo|coo|cmo|cio|cpo|cro|co ?-?founder|cofounder|founder|president|vp|vice|director|head|partner|owner|chair\w*|managing|general|chief|md|gm)\b`;
+const PAST_ROLE = new RegExp(
+  [
+    String.raw`(?<![\p{L}\p{N}])(?:`,
+    String.raw`(?:former(?:ly)?|retired|ehemalige?[rsn]?|ancien(?:ne)?)(?![\p{L}\p{N}])`,
+    String.raw`|ex[-\u2010\u2011\u2013](?!officio)|ex (?=${EXECUTIVE_WORD})|past (?=president|chair)`,
+    // what follows, up to a separator
+    String.raw`)(?:(?! [-\u2010\u2013] )[^|,;/()[\]\u2013\u2014\u00b7\u2022])*`,
+  ].join(''),
+  'gu',
+);
+const HAS_LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
+
+function withoutPastRoles(title: string): string {
+  if (!PAST_ROLE_HINT.test(title)) return title;
+  const rest = title.replace(PAST_ROLE, ' ');
+  return rest === title || HAS_LETTER_OR_DIGIT.test(rest) ? rest : 'former';
+}
+
 // The last title folded: titleLevel(t) and titleDomain(t) are called one after the other.
 let lastTitle = '';
 let lastFolded = '';
@@ -279,7 +307,7 @@ let lastFolded = '';
  */
 export function foldTitle(title: string): string {
   if (title === lastTitle) return lastFolded;
-  let t = title.toLowerCase();
+  let t = withoutPastRoles(title.toLowerCase());
   if (t.includes('.')) t = t.replace(DOTTED, '$1'); // "C.E.O." is "ceo."
   t = NON_ASCII.test(t)
     ? t.normalize('NFKD').replace(MARKS, '').replace(SPECIAL_LETTERS, special).replace(SEPARATORS, ' ')

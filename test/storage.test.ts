@@ -367,6 +367,20 @@ S('migration 0028 recomputes stored title levels and domains under the current r
   db.close();
 });
 
+S('migration 0030 takes past roles out of stored title levels and domains ("Former CEO" is not c_suite)', () => {
+  const { db, raw, apply } = justBefore('0030_');
+  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, title, title_level, title_domain, created_at, updated_at) VALUES (?, 'l_1', 'N', 'C', 'C', ?, ?, ?, 1, 1)");
+  contact.run('c_1', 'Former CEO', 'c_suite', 'other'); // the old rules' answer
+  contact.run('c_2', 'Ex-CTO, Software Architect', 'c_suite', 'engineering');
+  contact.run('c_3', 'CEO', 'c_suite', 'other'); // already right
+  apply();
+  assert.equal(raw.prepare('SELECT id, title_level, title_domain, updated_at FROM contacts ORDER BY id').raw().all(), [
+    ['c_1', 'staff', 'other', 1], ['c_2', 'staff', 'engineering', 1], ['c_3', 'c_suite', 'other', 1],
+  ]);
+  assert.is(raw.prepare('SELECT count(*) FROM changes').pluck().get(), 0, 'no change rows');
+  db.close();
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();
