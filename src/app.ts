@@ -73,7 +73,12 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   for (const r of routers) {
     const routes = r.router.routes() as unknown as Koa.Middleware;
     const allowedMethods = r.router.allowedMethods() as unknown as Koa.Middleware;
-    app.use(under(r.prefix, (ctx, next) => routes(ctx, () => allowedMethods(ctx, next))));
+    const allowed: Koa.Middleware = async (ctx, next) => {
+      await allowedMethods(ctx, next);
+      const literal = ctx.response.get('Allow') ? r.literalAllow(ctx.path) : undefined;
+      if (literal) ctx.set('Allow', literal);
+    };
+    app.use(under(r.prefix, (ctx, next) => routes(ctx, () => allowed(ctx, next))));
   }
   opts.extend?.(app); // test-only middleware, after every API route
   // the web application (SPEC §9) at /, after every API route; unknown /api/* paths stay problem+json 404s

@@ -357,6 +357,12 @@ I('a path a route names literally takes only its own methods: 405 with its Allow
     ['GET', `${base}/contacts/bulk_delete`, ['POST']],
     ['DELETE', `${base}/contacts/download`, ['GET', 'HEAD']],
     ['DELETE', `${base}/contacts/IMPORTS`, ['GET', 'HEAD', 'POST']],
+    // methods no route of the path takes: the router's own 405, with the literal route's Allow only
+    // (not also the methods of …/:contactId or …/:importId, refused on these paths)
+    ['POST', `${base}/contacts/download`, ['GET', 'HEAD']],
+    ['PUT', `${base}/contacts/bulk_delete`, ['POST']],
+    ['PUT', `${base}/imports/preview`, ['POST']],
+    ['PATCH', `${base}/imports/preview`, ['POST']],
   ];
   for (const [method, path, allow] of cases) {
     const r = await t.call(method, path, { token: w.root });

@@ -271,6 +271,8 @@ function exactBody(text: string): unknown {
   return exactIntegerText(value) === undefined ? value : (JSON.parse(text) as unknown);
 }
 
+const allowOf = (layers: Layer[]): string => [...new Set(layers.flatMap((l) => l.methods))].join(', ');
+
 /** The largest form body (sign-in forms only). */
 const FORM_LIMIT = 65_536;
 
@@ -348,7 +350,20 @@ export class ApiRouter {
       this.literalSiblings.set(name, siblings);
     }
     const owners = siblings.filter((l) => l.match(ctx.path));
-    if (owners.length && !owners.some((l) => l.methods.includes(ctx.method))) throw methodNotAllowed(ctx.method, ctx.path, [...new Set(owners.flatMap((l) => l.methods))].join(', '));
+    if (owners.length && !owners.some((l) => l.methods.includes(ctx.method))) throw methodNotAllowed(ctx.method, ctx.path, allowOf(owners));
+  }
+
+  /**
+   * The Allow of a path that a route names literally (`…/contacts/download`): its own methods.
+   * The router's 405 and OPTIONS answers list every route matching the path, which adds those of
+   * the routes with a parameter in its place (`…/contacts/:contactId`), refused there (above).
+   * Undefined for any other path.
+   */
+  literalAllow(path: string): string | undefined {
+    const matching = this.router.stack.filter((l) => l.methods.length && l.match(path));
+    const fewest = Math.min(...matching.map((l) => l.paramNames.length));
+    const owners = matching.filter((l) => l.paramNames.length === fewest);
+    return owners.length < matching.length ? allowOf(owners) : undefined;
   }
 
   private async authorize(ctx: Koa.Context, rule: Exclude<AccessRule, 'public'>): Promise<Caller> {
