@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
@@ -1286,6 +1287,17 @@ U('a body that is not multipart → 415; no file, unknown or repeated fields, to
   }
   const none = await t.call('POST', path, { token: w.tokens.editor });
   expectStatus(none, 415);
+  // a content coding is refused, for the upload and its preview: a gzipped form was read as a
+  // malformed one (400), one labelled br or anything else as plain (a tester's case)
+  const form = '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\nContent-Type: text/csv\r\n\r\nname,company\nA,B\n\r\n--xyz--\r\n';
+  for (const [coding, body] of [['gzip', gzipSync(form)], ['br', form], ['x-nonsense', form]] as const) {
+    for (const target of [path, `${path}/preview`]) {
+      const coded = await t.call('POST', target, { token: w.tokens.editor, raw: body, headers: { 'content-type': 'multipart/form-data; boundary=xyz', 'content-encoding': coding } });
+      expectStatus(coded, 415, `${coding} ${target}`);
+      assert.match(coded.body.message, new RegExp(`Content-Encoding \\(it has "${coding}"\\)`));
+    }
+  }
+  expectStatus(await t.call('POST', `${path}/preview`, { token: w.tokens.editor, raw: form, headers: { 'content-type': 'multipart/form-data; boundary=xyz', 'content-encoding': 'identity' } }), 200);
 
   let f = new FormData();
   f.append('mapping', '{}');

@@ -41,6 +41,10 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
   // type-is answers "not multipart" for a request without a body, whatever its Content-Type says
   if (ctx.request.type === 'multipart/form-data' && !hasBody(ctx)) throw badRequest('missing_file', 'The upload is empty; send the file in the multipart field "file".');
   if (!ctx.is('multipart/form-data')) throw unsupportedMediaType(`Send the file as multipart/form-data (field "file"), not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
+  // the form is read as it comes: a compressed one would be read as a malformed form, and one whose
+  // coding is not applied at all as a plain one (RFC 9110 §15.5.16: 415 for a coding not taken)
+  const coding = ctx.get('Content-Encoding').trim().toLowerCase();
+  if (coding && coding !== 'identity') throw unsupportedMediaType(`An upload is sent without a Content-Encoding (it has "${coding}"); send the form uncompressed.`);
   const dir = join(opts.tmpRoot, `${Date.now()}-${(ctx.state.requestId as string).replace(/[^A-Za-z0-9_-]/g, '').slice(0, 40)}-${Math.random().toString(36).slice(2, 8)}`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const release = () => rmSync(dir, { recursive: true, force: true });
