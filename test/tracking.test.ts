@@ -304,6 +304,38 @@ T('a feed listing a person twice at one observation time applies the first listi
   assert.is((await contact(t, w, path, 'tj')).company, 'Beta Co');
 });
 
+T('a same-time correction in a later feed is applied once; replaying the day and its correction, in any order and format, adds nothing (SPEC §5)', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'corrections', [
+    { name: 'Gina Green', company: 'Alpha', linkedin: 'linkedin.com/in/gina-green', referenceId: 'gg' },
+    { name: 'Oona Order', company: 'Start Co', linkedin: 'linkedin.com/in/oona-order', referenceId: 'oo' },
+  ]);
+  const history = async (ref: string) =>
+    (await t.call('GET', `${path}/contacts/${(await contact(t, w, path, ref)).id}/changes`, { token: w.tokens.viewer })).body.changes.map((c: any) => c.to.company);
+  const day = ndjson({ personId: 'g1', linkedin: 'linkedin.com/in/gina-green', name: 'Gina Green', company: 'Beta', observedAt: '2026-11-10' });
+  const correction = ndjson({ personId: 'g1', linkedin: 'linkedin.com/in/gina-green', name: 'Gina Green', company: 'Gamma', observedAt: '2026-11-10' });
+  assert.is((await feed(t, w.root, day)).jobChanges, 1);
+  assert.is((await feed(t, w.root, correction)).jobChanges, 1, 'a correction of the same time is applied');
+  for (const body of [day, correction, day, correction]) {
+    const replay = await feed(t, w.root, body);
+    assert.equal([replay.jobChanges, replay.infoChanges, replay.personsUpdated], [0, 0, 0], 'a replay adds nothing');
+  }
+  assert.is((await contact(t, w, path, 'gg')).company, 'Gamma');
+  assert.equal(await history('gg'), ['Gamma', 'Beta'], 'newest first: one change each, none from the replays');
+  // one file giving a person two rows of one time (main job first), then the same rows as CSV in the other order
+  const rows = [
+    { linkedin: 'https://www.linkedin.com/in/oona-order', name: 'Oona Order', company: 'MainCo', title: 'CEO', observedAt: '2026-11-26' },
+    { linkedin: 'https://www.linkedin.com/in/oona-order', name: 'Oona Order', company: 'SideCo', title: 'Advisor', observedAt: '2026-11-26' },
+  ];
+  const first = await feed(t, w.root, ndjson(...rows));
+  assert.equal([first.jobChanges, first.repeated], [1, 1]);
+  const csv = ['linkedin,name,company,title,observedAt', ...[...rows].reverse().map((r) => [r.linkedin, r.name, r.company, r.title, r.observedAt].join(','))].join('\n');
+  const reordered = await feed(t, w.root, csv, 'text/csv');
+  assert.equal([reordered.jobChanges, reordered.infoChanges, reordered.personsUpdated], [0, 0, 0], 'the same records in another order and format');
+  assert.is((await feed(t, w.root, ndjson(...rows))).jobChanges, 0);
+  assert.is((await contact(t, w, path, 'oo')).company, 'MainCo');
+  assert.equal(await history('oo'), ['MainCo']);
+});
+
 T('matching order: LinkedIn is authoritative, then e-mail, then name + company when exactly one person fits', async ({ t, w, path }) => {
   // Di has a LinkedIn URL: a record with Di's e-mail but another LinkedIn profile is someone else
   const other = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/someone-else', email: 'di@hooli.test', name: 'Di Moe', company: 'Pied Piper' }));

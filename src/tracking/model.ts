@@ -33,6 +33,11 @@ export interface Person {
   hasMultipleJobs: boolean | null;
   observedAt: number;
   updatedAt: number;
+  /**
+   * Digests of the feed records seen at `observedAt` (8 bytes each, the latest RECORDS_SEEN_MAX):
+   * one of them coming again in a later feed is a replay, not a same-time correction (tracker.ts).
+   */
+  seenRecords: Buffer | null;
 }
 
 export type ChangeType = 'job' | 'info';

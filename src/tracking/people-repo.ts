@@ -19,6 +19,7 @@ interface PersonRow {
   has_multiple_jobs: number | null;
   observed_at: number;
   updated_at: number;
+  seen_records: Buffer | null;
 }
 
 const toPerson = (r: PersonRow): Person => ({
@@ -38,6 +39,7 @@ const toPerson = (r: PersonRow): Person => ({
   hasMultipleJobs: r.has_multiple_jobs === null ? null : r.has_multiple_jobs === 1,
   observedAt: r.observed_at,
   updatedAt: r.updated_at,
+  seenRecords: r.seen_records,
 });
 
 export type PeopleRepo = ReturnType<typeof createPeopleRepo>;
@@ -58,20 +60,21 @@ export function createPeopleRepo(db: Db) {
     countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
     any: db.raw.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM people)').pluck(),
     insert: db.raw.prepare(
-      `INSERT INTO people (external_id, linkedin_slug, email, email_key, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, updated_at)
-       VALUES (@externalId, @linkedinSlug, @email, @emailKey, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @updatedAt)`,
+      `INSERT INTO people (external_id, linkedin_slug, email, email_key, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, updated_at, seen_records)
+       VALUES (@externalId, @linkedinSlug, @email, @emailKey, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @updatedAt, @seenRecords)`,
     ),
     update: db.raw.prepare(
       `UPDATE people SET external_id = @externalId, linkedin_slug = @linkedinSlug, email = @email, email_key = @emailKey, email_status = @emailStatus, name = @name, name_key = @nameKey,
          company = @company, company_key = @companyKey, title = @title, location = @location, job_started_at = @jobStartedAt,
-         has_multiple_jobs = @hasMultipleJobs, observed_at = @observedAt, updated_at = @updatedAt
+         has_multiple_jobs = @hasMultipleJobs, observed_at = @observedAt, updated_at = @updatedAt, seen_records = @seenRecords
        WHERE seq = @seq`,
     ),
+    setSeen: db.raw.prepare<[Buffer, number]>('UPDATE people SET seen_records = ? WHERE seq = ?'),
   };
   const one = (r: PersonRow | undefined) => r && toPerson(r);
   const params = (p: Omit<Person, 'seq' | 'id'>) => {
-    const { externalId, linkedinSlug, email, emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt } = p;
-    return { externalId, linkedinSlug, email, emailKey: storedEmailKey(email), emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 };
+    const { externalId, linkedinSlug, email, emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt, seenRecords } = p;
+    return { externalId, linkedinSlug, email, emailKey: storedEmailKey(email), emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt, seenRecords, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 };
   };
   return {
     /** True when the store knows at least one person. */
@@ -106,5 +109,7 @@ export function createPeopleRepo(db: Db) {
     /** Stores a new person; returns its id. */
     insertPerson: (p: Omit<Person, 'seq' | 'id'>): string => String(q.insert.run(params(p)).lastInsertRowid),
     updatePerson: (seq: number, p: Omit<Person, 'seq' | 'id'>): void => void q.update.run({ ...params(p), seq }),
+    /** Stores the digests of the records seen at the person's observation time (nothing else changed). */
+    setSeenRecords: (seq: number, seen: Buffer): void => void q.setSeen.run(seen, seq),
   };
 }

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.ts';
+import { sha256 } from '../crypto.ts';
 import { newId } from '../ids.ts';
 import type { Contact } from '../ledger/model.ts';
 import { companyKey, emailKey, linkedinSlug, nameKey } from '../normalize.ts';
@@ -40,6 +41,26 @@ export type Tracker = ReturnType<typeof createTracker>;
 const PERSON_FIELDS = ['externalId', 'linkedinSlug', 'email', 'emailStatus', 'name', 'company', 'title', 'location', 'jobStartedAt', 'hasMultipleJobs', 'observedAt'] as const;
 /** True when storing `next` would change nothing that matters (observedAt included). */
 const samePerson = (p: Person, next: Omit<Person, 'seq' | 'id'>) => PERSON_FIELDS.every((f) => p[f] === next[f]);
+
+/** The most record digests a person keeps (Person.seenRecords); the oldest are dropped first. */
+export const RECORDS_SEEN_MAX = 16;
+const DIGEST_BYTES = 8;
+
+/** What a record says, as 8 bytes: records that say the same (observedAt aside) have one digest. */
+export function recordDigest(r: FeedRecord): Buffer {
+  const said = [r.personId, r.linkedin, r.email, r.emailStatus, r.name, r.company, r.title, r.location, r.jobStartedAt, r.hasMultipleJobs];
+  return sha256(JSON.stringify(said)).subarray(0, DIGEST_BYTES);
+}
+
+function hasSeen(seen: Buffer | null, digest: Buffer): boolean {
+  if (!seen) return false;
+  for (let i = 0; i + DIGEST_BYTES <= seen.length; i += DIGEST_BYTES) if (seen.compare(digest, 0, DIGEST_BYTES, i, i + DIGEST_BYTES) === 0) return true;
+  return false;
+}
+
+/** `seen` with `digest` added last, keeping the latest RECORDS_SEEN_MAX. */
+const withSeen = (seen: Buffer | null, digest: Buffer): Buffer =>
+  seen ? Buffer.concat([seen.subarray(Math.max(0, seen.length - (RECORDS_SEEN_MAX - 1) * DIGEST_BYTES)), digest]) : Buffer.from(digest);
 
 /**
  * A person listed again in one feed at the same observation time (one row per job, a record
@@ -207,11 +228,21 @@ export function createTracker(d: TrackerDeps) {
         counts.stale++;
         return undefined;
       }
+      // Records seen at the person's observation time are remembered (seenRecords): one coming again
+      // in a later feed is a replay, not a correction of that time, and changes nothing — else
+      // replaying a day's feed after its correction flips the contact back and forth (SPEC §5).
+      const digest = recordDigest(record);
+      const atKnownTime = existing !== undefined && record.observedAt === existing.observedAt;
+      const replay = atKnownTime && hasSeen(existing.seenRecords, digest);
+      const remember = () => {
+        if (atKnownTime && !replay) d.people.setSeenRecords(existing.seq, withSeen(existing.seenRecords, digest));
+      };
       let r = record;
       if (existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && record.observedAt > existing.observedAt)) {
         const filled = fillIn(existing, record);
         if (!filled) {
           counts.repeated++;
+          remember(); // the same file with its rows in another order finds this one seen
           return undefined;
         }
         r = filled;
@@ -240,12 +271,14 @@ export function createTracker(d: TrackerDeps) {
         hasMultipleJobs: r.hasMultipleJobs ?? existing?.hasMultipleJobs ?? null,
         observedAt,
         updatedAt: now,
+        seenRecords: existing && observedAt === existing.observedAt ? withSeen(existing.seenRecords, digest) : Buffer.from(digest),
       };
       let p: Person;
       if (existing) {
         // a replay: nothing to write (a record without observedAt does not refresh the time alone)
-        if (samePerson(existing, r.observedAt === undefined ? { ...person, observedAt: existing.observedAt } : person)) {
+        if (replay || samePerson(existing, r.observedAt === undefined ? { ...person, observedAt: existing.observedAt } : person)) {
           p = existing;
+          remember();
         } else {
           d.people.updatePerson(existing.seq, person);
           counts.personsUpdated++;
