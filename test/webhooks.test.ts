@@ -254,6 +254,8 @@ A('invalid webhooks are refused with a 422 naming the field', async ({ t, w }) =
     [{ url: 'https://user:pw@hooks.example.test/', events: ['import.completed'] }, 'url', /user name or password/],
     [{ url: 'https://hooks.example.test/#frag', events: ['import.completed'] }, 'url', /fragment/],
     [{ url: `https://hooks.example.test/${'a'.repeat(2100)}`, events: ['import.completed'] }, 'url', /2048/],
+    // within the limit as typed, over it as stored (each ü is %C3%BC): refused, not accepted and then never sent
+    [{ url: `https://hooks.example.test/${'ü'.repeat(1000)}`, events: ['import.completed'] }, 'url', /at most 2048 characters once normalized .*, and is 6027/],
     [{ url: 'https://hooks.example.test/', events: [] }, 'events', /at least one/],
     [{ url: 'https://hooks.example.test/', events: ['contact.deleted'] }, 'events.0', /must be one of/],
     [{ url: 'https://hooks.example.test/' }, 'events', /./],
@@ -1063,13 +1065,15 @@ L('only listed hosts are accepted, and a delivery to a host no longer listed is 
   const h = await createHook(first, w, { url: rx.url, events: ['import.completed'] });
   await first.close();
 
-  const t = await startApp({ dataDir: first.dataDir, config: { webhookAllowHosts: ['hooks.example.test', '*.corp.test', '::1'] } });
+  const t = await startApp({ dataDir: first.dataDir, config: { webhookAllowHosts: ['hooks.example.test', '*.corp.test', '::1', 'bücher.example', '*.münchen.test'] } });
   try {
     const root = (await signInRoot(t)).accessToken;
     const admin = (await signIn(t, 'admin@a.test', PASSWORD)).accessToken;
     assert.ok(root && admin);
     const create = (url: string) => t.call('POST', hooks(w), { token: admin, body: { url, events: ['import.completed'] } });
-    for (const url of ['https://hooks.example.test/x', 'https://HOOKS.example.test./y', 'https://a.corp.test/', 'https://b.a.corp.test:8443/', 'http://[::1]:8080/']) {
+    // entries in Unicode allow their hosts, written either way (URL hosts compare in punycode)
+    const idn = ['https://bücher.example/x', 'https://xn--bcher-kva.example/y', 'https://hooks.münchen.test/', 'https://hooks.xn--mnchen-3ya.test/'];
+    for (const url of ['https://hooks.example.test/x', 'https://HOOKS.example.test./y', 'https://a.corp.test/', 'https://b.a.corp.test:8443/', 'http://[::1]:8080/', ...idn]) {
       expectStatus(await create(url), 201, url);
     }
     for (const url of [rx.url, 'https://corp.test/', 'https://hooks.example.test.evil.test/', 'https://evilcorp.test/', 'http://localhost/']) {

@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { domainToASCII } from 'node:url';
 import { INVISIBLE } from '../normalize.ts';
 
 /**
@@ -64,13 +65,25 @@ const isLocalHost = (host: string) => host === 'localhost' || host.endsWith('.lo
 export const bare = (host: string) => host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
 
 /**
+ * An allow-list entry as URL hosts are compared: a name in Unicode (`bücher.example`,
+ * `*.bücher.example`) in its ASCII form (`xn--bcher-kva.example`), as the URL parser gives hosts.
+ * An IP address or an entry that is not a valid name stays as written.
+ */
+function asciiEntry(e: string): string {
+  if (!/[^\x00-\x7f]/.test(e)) return e;
+  const wildcard = e.startsWith('*.');
+  const ascii = domainToASCII(wildcard ? e.slice(2) : e);
+  return ascii ? (wildcard ? `*.${ascii}` : ascii) : e;
+}
+
+/**
  * True when `host` is on the list: an entry is a host name or IP address (exact match), or
  * `*.example.com`, which allows every name below example.com (not example.com itself).
  */
 export function hostAllowed(host: string, allowHosts: readonly string[]): boolean {
   const h = bare(host);
   return allowHosts.some((entry) => {
-    const e = bare(entry.trim());
+    const e = asciiEntry(bare(entry.trim()));
     if (e.startsWith('*.')) return h.endsWith(e.slice(1)) && h.length > e.length - 1;
     return h === e;
   });
@@ -108,5 +121,9 @@ export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allo
   if (!allowLocal && isLocalHost(bare(u.hostname))) {
     return { ok: false, code: 'host_not_allowed', reason: `host ${bare(u.hostname)} is this machine, a link-local address or a cloud metadata service; set WEBHOOK_ALLOW_LOCAL=true to allow it` };
   }
+  // the stored form, which is what is sent and shown, keeps to the limit too: percent-encoding
+  // (`{`, `ü`) and punycode make it longer than what was typed (a tester's case: accepted, then
+  // every attempt failed as too long, and the URL GET showed could not be sent back)
+  if (u.href.length > MAX_URL) return { ok: false, code: 'invalid_url', reason: `must be at most ${MAX_URL} characters once normalized (percent-encoded and punycode), and is ${u.href.length}` };
   return { ok: true, url: u.href, host: u.host };
 }
