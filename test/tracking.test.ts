@@ -1426,6 +1426,35 @@ I('inbox files are taken once they stopped changing, then moved to done/ with th
   assert.equal([good.source, good.status, good.received, good.personsUpdated], ['inbox', 'completed', 2, 2]);
 });
 
+I('an inbox file its writer went on writing after it was taken goes to failed/ saying so, not to done/ with its end unread', async ({ t }) => {
+  const inbox = join(t.dataDir, 'inbox');
+  const old = new Date(Date.now() - 10_000);
+  writeFileSync(join(inbox, 'stalled.csv'), 'personId,name,company\nst1,Stall One,Stall Co\n');
+  utimesSync(join(inbox, 'stalled.csv'), old, old);
+  const feeds = t.rt.tracking.feeds;
+  const hold = holdBulkJobs(t); // the job waits until the writer has gone on
+  try {
+    await feeds.scanInbox();
+    assert.is(await feeds.scanInbox(), 1, 'taken: unchanged between two looks, and old enough');
+    const [taken] = readdirSync(join(inbox, 'processing'));
+    appendFileSync(join(inbox, 'processing', taken!), 'st2,Stall Two,Stall Co\n'); // the writer's next line, through its open file
+  } finally {
+    await hold.release();
+  }
+  assert.is(await settled(t, 'stalled.csv'), 'failed');
+  const reason = readFileSync(join(inbox, 'failed', 'stalled.csv.reason.txt'), 'utf8');
+  // (the job ran after the line came, so it read it: which lines a job reads is the writer's race;
+  // a file that changed is never called done)
+  assert.match(reason, /^the file changed after it was taken from the inbox \(45 bytes then, 68 now\).*Put the whole file into the inbox again.*\nfeed_[0-9a-z]+ completed: 2 records, /s);
+  // fed again whole, as the reason says: what was applied is not applied twice
+  writeFileSync(join(inbox, 'again.csv'), readFileSync(join(inbox, 'failed', 'stalled.csv')));
+  utimesSync(join(inbox, 'again.csv'), old, old);
+  await feeds.scanInbox();
+  assert.is(await feeds.scanInbox(), 1);
+  assert.is(await settled(t, 'again.csv'), 'done');
+  assert.match(readFileSync(join(inbox, 'done', 'again.csv.result.txt'), 'utf8'), / completed: 2 records, .* 0 persons updated,/);
+});
+
 I('an inbox file with a name too long to file with its feed id is taken under a shorter name, its extension kept (it was never moved, and stayed in the inbox)', async ({ t }) => {
   const inbox = join(t.dataDir, 'inbox');
   const old = new Date(Date.now() - 10_000);

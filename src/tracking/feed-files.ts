@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FeedFormat } from './feed-reader.ts';
 import type { FeedJob } from './feeds-repo.ts';
@@ -109,6 +109,18 @@ export interface FeedLog {
   error(fields: object, msg: string): void;
 }
 
+/** Why an inbox file is not done: it changed after it was taken. Null when it did not (or nothing was kept). */
+function changedSinceTaken(feed: FeedJob): string | null {
+  if (!feed.taken || !feed.filePath) return null;
+  const now = statSync(feed.filePath);
+  if (now.size === feed.taken.size && now.mtimeMs === feed.taken.mtimeMs) return null;
+  return (
+    `the file changed after it was taken from the inbox (${feed.taken.size} bytes then, ${now.size} now): its writer went on after a pause of more than ` +
+    `2 seconds, and what it wrote since may not have been read. Put the whole file into the inbox again (records already applied change nothing), ` +
+    `and copy files in under a hidden name (.name) and rename them once written`
+  );
+}
+
 /**
  * Where a finished feed's file goes: deleted, or (inbox) moved to done/ with its counts beside it
  * (`<name>.result.txt`) or to failed/ with the reason, then the counts (`<name>.reason.txt`).
@@ -122,6 +134,9 @@ export function settleFeedFile(dataDir: string, log: FeedLog, feed: FeedJob, fai
       unlinkSync(feed.filePath);
       return;
     }
+    // a writer that went on after the file was taken (it paused longer than the inbox waits): what
+    // it wrote since may not have been read, so the file is not done
+    failure ??= changedSinceTaken(feed);
     const dir = inboxFolder(dataDir, failure ? 'failed' : 'done');
     const target = freeName(dir, basename(feed.filePath).replace(/^feed_[0-9a-z]+-/, ''), feed.id);
     if (failure) writeSidecar(target, 'reason', `${failure}\n${feedSummary(feed)}`);
