@@ -558,9 +558,19 @@ A('Idempotency-Key: a retried POST gets its first job (200, no second import); a
   const other = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: [{ name: 'Cy Poe', company: 'Initech' }] }, headers });
   expectStatus(other, 422);
   assert.is(other.body.code, 'idempotency_key_reused');
-  // the key is per ledger; a malformed key (an empty one too) is a 400
+  // the key is the caller's, per ledger: another ledger, or another caller (a service account, an
+  // admin) picking the same key, makes its own job (a tester's case: it got the editor's job, or a 422)
   const elsewhere = await createLedger(t, w.tokens.editor, w.orgId, 'elsewhere');
   expectStatus(await t.call('POST', `${ledgerPath(w.orgId, elsewhere)}/contacts`, { token: w.tokens.editor, body, headers }), 202);
+  const otherCaller = await t.call('POST', path, { token: w.tokens.admin, body: { contacts: [{ name: 'Di Moe', company: 'Hooli' }] }, headers });
+  expectStatus(otherCaller, 202, 'another caller, the same key');
+  assert.is.not(otherCaller.body.id, first.body.id);
+  const sameBody = await t.call('POST', path, { token: w.tokens.admin, body, headers: { 'idempotency-key': 'admin-own-key' } });
+  expectStatus(sameBody, 202);
+  const adminRetry = await t.call('POST', path, { token: w.tokens.admin, body: { contacts: [{ name: 'Di Moe', company: 'Hooli' }] }, headers });
+  expectStatus(adminRetry, 200, "the other caller's retry replays its own job");
+  assert.is(adminRetry.body.id, otherCaller.body.id);
+  // a malformed key (an empty one too) is a 400
   for (const bad of ['', 'x'.repeat(256), 'has space', 'naïve']) {
     // an empty header is a malformed key, not no key: the client meant to send one
     const r = await t.call('POST', path, { token: w.tokens.editor, body, headers: { 'idempotency-key': bad } });

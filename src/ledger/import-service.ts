@@ -91,7 +91,7 @@ export function createImportService(d: ImportServiceDeps) {
 
   /**
    * Creates an import job and its queue entry in one transaction. With an Idempotency-Key that
-   * this ledger has seen, nothing is created: the earlier job is returned (`replayed`) when the
+   * the caller has sent to this ledger before, nothing is created: the earlier job is returned (`replayed`) when the
    * request is the same, and 422 answers a different request under the same key. With `failure`,
    * the job is `failed` from the start, with that message (nothing to process).
    */
@@ -100,7 +100,7 @@ export function createImportService(d: ImportServiceDeps) {
       requireLedger(orgId, job.ledgerId);
       const now = d.clock.now();
       if (job.idempotency) {
-        const earlier = d.imports.findByIdempotencyKey(job.ledgerId, job.idempotency.key);
+        const earlier = d.imports.findByIdempotencyKey(job.ledgerId, by.actor.id, job.idempotency.key);
         if (earlier) {
           if (earlier.requestHash !== job.idempotency.requestHash) {
             throw idempotencyKeyReused();
@@ -194,7 +194,7 @@ export function createImportService(d: ImportServiceDeps) {
       const explicit = parseMapping(mappingText);
       const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await sha256FileHex(file.path, 'mapping', explicit === undefined ? '' : canonicalJson(explicit)) };
       if (idempotency) {
-        const earlier = d.imports.findByIdempotencyKey(ledgerId, idempotency.key);
+        const earlier = d.imports.findByIdempotencyKey(ledgerId, by.actor.id, idempotency.key);
         // Replayed before scanning (the answer does not depend on the file being readable now).
         if (earlier && earlier.requestHash === idempotency.requestHash) return { job: d.imports.findImport(earlier.id, d.clock.now())!, replayed: true };
       }

@@ -90,7 +90,7 @@ export function createImportsRepo(db: Db, files: DataFiles) {
       `INSERT INTO import_jobs (id, ledger_id, source, file_name, file_path, format, submitted, created_by, created_at, idempotency_key, request_hash)
        VALUES (@id, @ledgerId, @source, @fileName, @filePath, @format, @submitted, @createdBy, @createdAt, @key, @requestHash)`,
     ),
-    byKey: db.raw.prepare<[string, string], { id: string; request_hash: string }>('SELECT id, request_hash FROM import_jobs WHERE ledger_id = ? AND idempotency_key = ?'),
+    byKey: db.raw.prepare<[string, string, string], { id: string; request_hash: string }>('SELECT id, request_hash FROM import_jobs WHERE ledger_id = ? AND created_by = ? AND idempotency_key = ?'),
     byId: db.raw.prepare<[string], ImportRow>(`${SELECT} WHERE i.id = ?`),
     byLedger: db.raw.prepare<[string, string], ImportRow>(`${SELECT} WHERE i.id = ? AND i.ledger_id = ?`),
     first: db.raw.prepare<[string, number], ImportRow>(`${SELECT} WHERE i.ledger_id = ? ORDER BY i.created_at DESC, i.id DESC LIMIT ?`),
@@ -143,9 +143,9 @@ export function createImportsRepo(db: Db, files: DataFiles) {
         key: idempotency?.key ?? null,
         requestHash: idempotency?.requestHash ?? null,
       }),
-    /** The import created with this Idempotency-Key in the ledger, with the hash of its request. */
-    findByIdempotencyKey: (ledgerId: string, key: string): { id: string; requestHash: string } | undefined => {
-      const r = q.byKey.get(ledgerId, key);
+    /** The import `createdBy` created with this Idempotency-Key in the ledger, with the hash of its request. */
+    findByIdempotencyKey: (ledgerId: string, createdBy: string, key: string): { id: string; requestHash: string } | undefined => {
+      const r = q.byKey.get(ledgerId, createdBy, key);
       return r && { id: r.id, requestHash: r.request_hash };
     },
     findImport: (id: string, now: number): ImportJob | undefined => {

@@ -59,7 +59,7 @@ function downloadLines(page: DownloadRow[], escape: boolean, d: string): Buffer 
   return buf.subarray(0, at);
 }
 
-const IDEMPOTENCY_KEY = idempotencyKeyHeader('per ledger');
+const IDEMPOTENCY_KEY = idempotencyKeyHeader("the caller's own, per ledger");
 const JOB_ANSWERS = jobAnswers('import job');
 
 /** `20261122-103200` (UTC) for download file names. */
