@@ -468,6 +468,34 @@ T('the ledger change feed: in order, since a time, by type, with a cursor', asyn
   expectStatus(await t.call('GET', `${path}/changes?type=job&cursor=${first.body.nextCursor}`, { token: w.tokens.viewer }), 400);
 });
 
+T('a read of what changed or was created since a time waits for the write in flight on the bulk thread (its rows are stamped before they commit); other reads do not', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'in flight', [{ name: 'Flight Person', company: 'Start Co' }]);
+  const since = new Date(t.clock.now() - 60_000).toISOString();
+  const polls = [
+    `${path}/contacts?lastInfoChangedAt=${since}`,
+    `${path}/contacts?lastJobChangedAt=${since}&view=count`,
+    `${path}/contacts?createdAfter=${since}`,
+    `${path}/contacts/download?lastInfoChangedAt=${since}`,
+    `${path}/changes?since=${since}`,
+  ];
+  // the bulk thread's side of the process's write lock, held as a chunk holds it while its rows
+  // (stamped with the clock as they are written) wait to commit
+  const lock = t.rt.db.processWriteLock();
+  lock.acquire('thread', 1000);
+  const answered = new Set<string>();
+  let waiting: Promise<unknown>[];
+  try {
+    waiting = polls.map((p) => t.call('GET', p, { token: w.tokens.viewer }).then((r) => (expectStatus(r, 200, p), answered.add(p))));
+    // reads without a "since" are answered meanwhile, one after the other (each a full round trip)
+    for (const p of [`${path}/contacts`, `${path}/contacts?name=flight`, `${path}/contacts?view=count`]) expectStatus(await t.call('GET', p, { token: w.tokens.viewer }), 200, p);
+    assert.equal([...answered], [], 'the polls wait for the write to end');
+  } finally {
+    lock.release('thread');
+  }
+  await Promise.all(waiting);
+  assert.is(answered.size, polls.length);
+});
+
 T('the change feed read as a log: resumeCursor continues after the last page, also from an empty one, with exactly the changes recorded since', async ({ t, w }) => {
   const { path, ledgerId } = await ledgerWith(t, w, 'log reader', [{ name: 'Lu Log', company: 'Logs Inc', title: 'Scribe', linkedin: 'linkedin.com/in/lu-log', referenceId: 'lu' }]);
   const get = async (q: string) => {

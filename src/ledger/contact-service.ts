@@ -65,7 +65,17 @@ export function createContactService(d: ContactServiceDeps) {
     return true;
   }
 
+  /**
+   * A read of what changed or was created since a time ("since" filters: what a poller asks) first
+   * lets a write in flight end (Db.writesInFlightSettled): its rows are stamped before they commit,
+   * and a poller's next "since" would pass them. Other reads do not wait.
+   */
+  async function settleIfSince(filter: ContactFilter): Promise<void> {
+    if (filter.lastJobChangedAt !== undefined || filter.lastInfoChangedAt !== undefined || filter.createdAfter !== undefined) await d.db.writesInFlightSettled();
+  }
+
   async function page(ledgerId: string, filter: ContactFilter, sort: ContactSort, limit: number, after?: ContactPosition, signal?: AbortSignal): Promise<Page<Contact> & { last?: ContactPosition }> {
+    await settleIfSince(filter);
     const rows = await d.contacts.listContacts(ledgerId, filter, sort, limit + 1, after, signal);
     if (rows.length <= limit) return { items: rows, nextCursor: null };
     const items = rows.slice(0, limit);
@@ -91,7 +101,9 @@ export function createContactService(d: ContactServiceDeps) {
 
     async count(orgId: string, ledgerId: string, filter: ContactFilter, signal?: AbortSignal): Promise<number> {
       const l = requireLedger(orgId, ledgerId);
-      return Object.keys(filter).length === 0 ? l.contactCount : await d.contacts.countContacts(ledgerId, filter, signal);
+      if (Object.keys(filter).length === 0) return l.contactCount;
+      await settleIfSince(filter);
+      return await d.contacts.countContacts(ledgerId, filter, signal);
     },
 
     /**
@@ -101,6 +113,7 @@ export function createContactService(d: ContactServiceDeps) {
      */
     async *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort, signal?: AbortSignal): AsyncGenerator<DownloadRow[]> {
       let after: ContactPosition | undefined;
+      await settleIfSince(filter);
       for (;;) {
         const rows = await d.contacts.listDownloadRows(ledgerId, filter, sort, DOWNLOAD_PAGE, after, signal);
         if (rows.length) yield rows;

@@ -17,6 +17,11 @@ const MAIN_WAITING = 1;
 const FREE = 0;
 
 export type LockSide = 'main' | 'thread' | 'checkpoint';
+
+// ES2024's Atomics.waitAsync (Node 16+), which the es2023 lib this project compiles with leaves out
+const waitAsync = (Atomics as unknown as {
+  waitAsync(a: Int32Array, index: number, value: number, timeoutMs: number): { async: false; value: string } | { async: true; value: Promise<string> };
+}).waitAsync;
 const ID: Record<LockSide, number> = { main: 1, thread: 2, checkpoint: 3 };
 
 export class LockTimeoutError extends Error {
@@ -52,6 +57,17 @@ export class WriteLock {
     } finally {
       if (side === 'main') Atomics.sub(s, MAIN_WAITING, 1);
     }
+  }
+
+  /**
+   * Resolves once the bulk thread does not hold the lock (at once when it does not now), or after
+   * `timeoutMs`: the write transaction it is in the middle of has committed or rolled back.
+   * Waits without blocking (Atomics.waitAsync): the main thread's reads call it.
+   */
+  async threadLetGo(timeoutMs: number): Promise<void> {
+    if (Atomics.load(this.shared, HOLDER) !== ID.thread) return;
+    const waited = waitAsync(this.shared, HOLDER, ID.thread, timeoutMs);
+    if (waited.async) await waited.value;
   }
 
   release(side: LockSide): void {

@@ -4,13 +4,14 @@ import { badRequest, type FieldError, notFound } from '../errors.ts';
 import type { ContactsRepo } from '../ledger/contacts-repo.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
 import { ledgerLookup } from '../ledger/require-ledger.ts';
+import type { Db } from '../storage/db.ts';
 import type { ChangesRepo } from './changes-repo.ts';
 import type { Change, ChangeType } from './model.ts';
 
 export type ChangeService = ReturnType<typeof createChangeService>;
 
 /** Change history: per contact (newest first) and the ledger-wide feed (in recording order). */
-export function createChangeService(d: { ledgers: LedgersRepo; contacts: ContactsRepo; changes: ChangesRepo; cursors: Cursors }) {
+export function createChangeService(d: { ledgers: LedgersRepo; contacts: ContactsRepo; changes: ChangesRepo; cursors: Cursors; db: Db }) {
   const requireLedger = ledgerLookup(d.ledgers);
   /** Cuts a `limit + 1` query result into a page; `sealAt` makes the cursor after a change's seq. */
   const page = (rows: Change[], limit: number, sealAt: (seq: number) => string): Page<Change> =>
@@ -30,10 +31,12 @@ export function createChangeService(d: { ledgers: LedgersRepo; contacts: Contact
      * Besides `nextCursor` (null on the last page, as every list), the feed is read as a log:
      * `resumeCursor` is where this page ends — after its last change, or where it started when it
      * is empty — so a client that read to the end keeps it and later gets exactly the changes
-     * recorded since.
+     * recorded since. A feed started by `since` first lets a write in flight end, so that it
+     * begins after every change detected before the request (Db.writesInFlightSettled).
      */
-    ofLedger(orgId: string, ledgerId: string, opts: { since?: number; type?: ChangeType; limit: number; cursor?: string }): Page<Change> & { resumeCursor: string } {
+    async ofLedger(orgId: string, ledgerId: string, opts: { since?: number; type?: ChangeType; limit: number; cursor?: string }): Promise<Page<Change> & { resumeCursor: string }> {
       requireLedger(orgId, ledgerId);
+      if (opts.cursor === undefined && opts.since !== undefined) await d.db.writesInFlightSettled();
       const key = `ledger-feed:${ledgerId}`;
       let feed = { since: opts.since, type: opts.type };
       let after = 0;

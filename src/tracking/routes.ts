@@ -108,8 +108,8 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
   r.add({ method: 'get', path: `${ONE}/contacts/:contactId/changes`, access: { org: 'viewer' }, query: pageQuery, summary: "A contact's change history, newest first", responses: { 200: { description: '{changes, nextCursor}' } } }, (ctx, { params, query }) => {
     ctx.body = pageOf('changes', svc.changes.ofContact(params.orgId!, params.ledgerId!, params.contactId!, query.limit ?? 100, query.cursor), presentChange);
   });
-  r.add({ method: 'get', path: `${ONE}/changes`, access: { org: 'viewer' }, query: ChangesQuery, summary: 'The ledger-wide change feed, in the order changes were detected', responses: { 200: { description: '{changes, nextCursor, resumeCursor}: nextCursor is null on the last page; resumeCursor (always set) continues after this page, also later, when more changes were recorded' } } }, (ctx, { params, query }) => {
-    const feed = svc.changes.ofLedger(params.orgId!, params.ledgerId!, { since: query.since, type: query.type, limit: query.limit ?? 100, cursor: query.cursor });
+  r.add({ method: 'get', path: `${ONE}/changes`, access: { org: 'viewer' }, query: ChangesQuery, summary: 'The ledger-wide change feed, in the order changes were detected', responses: { 200: { description: '{changes, nextCursor, resumeCursor}: nextCursor is null on the last page; resumeCursor (always set) continues after this page, also later, when more changes were recorded' } } }, async (ctx, { params, query }) => {
+    const feed = await svc.changes.ofLedger(params.orgId!, params.ledgerId!, { since: query.since, type: query.type, limit: query.limit ?? 100, cursor: query.cursor });
     ctx.body = { ...pageOf('changes', feed, presentChange), resumeCursor: feed.resumeCursor };
   });
 
