@@ -334,6 +334,15 @@ T('a same-time correction in a later feed is applied once; replaying the day and
   assert.is((await feed(t, w.root, ndjson(...rows))).jobChanges, 0);
   assert.is((await contact(t, w, path, 'oo')).company, 'MainCo');
   assert.equal(await history('oo'), ['MainCo']);
+  // a person on many rows of one time (a reviewer's case: 18 rows pushed the applied one out of the
+  // 16 digests kept, and the replay after a correction applied it again)
+  const many = Array.from({ length: 40 }, (_, i) => ({ linkedin: 'linkedin.com/in/gina-green', name: 'Gina Green', company: `Job ${i}`, observedAt: '2026-11-12' }));
+  const day2 = await feed(t, w.root, ndjson(...many));
+  assert.equal([day2.jobChanges, day2.repeated], [1, 39]);
+  assert.is((await feed(t, w.root, ndjson({ ...many[0], company: 'NewCo' }))).jobChanges, 1, 'the correction');
+  const again = await feed(t, w.root, ndjson(...many));
+  assert.equal([again.jobChanges, again.personsUpdated], [0, 0], 'the replay of the 40 rows');
+  assert.is((await contact(t, w, path, 'gg')).company, 'NewCo');
 });
 
 T('matching order: LinkedIn is authoritative, then e-mail, then name + company when exactly one person fits', async ({ t, w, path }) => {

@@ -42,8 +42,12 @@ const PERSON_FIELDS = ['externalId', 'linkedinSlug', 'email', 'emailStatus', 'na
 /** True when storing `next` would change nothing that matters (observedAt included). */
 const samePerson = (p: Person, next: Omit<Person, 'seq' | 'id'>) => PERSON_FIELDS.every((f) => p[f] === next[f]);
 
-/** The most record digests a person keeps (Person.seenRecords); the oldest are dropped first. */
-export const RECORDS_SEEN_MAX = 16;
+/**
+ * The most record digests a person keeps (Person.seenRecords, 8 bytes each): past it, the oldest are
+ * dropped first. A feed's later listings of the person (`repeated`) take at most half of it, so
+ * that a person listed on many rows does not push out the records that were applied.
+ */
+export const RECORDS_SEEN_MAX = 64;
 const DIGEST_BYTES = 8;
 
 /** What a record says, as 8 bytes: records that say the same (observedAt aside) have one digest. */
@@ -58,9 +62,9 @@ function hasSeen(seen: Buffer | null, digest: Buffer): boolean {
   return false;
 }
 
-/** `seen` with `digest` added last, keeping the latest RECORDS_SEEN_MAX. */
+/** `seen` with `digest` added last (unless it is there), keeping the latest RECORDS_SEEN_MAX. */
 const withSeen = (seen: Buffer | null, digest: Buffer): Buffer =>
-  seen ? Buffer.concat([seen.subarray(Math.max(0, seen.length - (RECORDS_SEEN_MAX - 1) * DIGEST_BYTES)), digest]) : Buffer.from(digest);
+  !seen ? Buffer.from(digest) : hasSeen(seen, digest) ? seen : Buffer.concat([seen.subarray(Math.max(0, seen.length - (RECORDS_SEEN_MAX - 1) * DIGEST_BYTES)), digest]);
 
 /**
  * A person listed again in one feed at the same observation time (one row per job, a record
@@ -232,20 +236,22 @@ export function createTracker(d: TrackerDeps) {
       // in a later feed is a replay, not a correction of that time, and changes nothing — else
       // replaying a day's feed after its correction flips the contact back and forth (SPEC §5).
       const digest = recordDigest(record);
+      // only a record that says this time is remembered at it (one without observedAt is "now")
       const atKnownTime = existing !== undefined && record.observedAt === existing.observedAt;
-      const replay = atKnownTime && hasSeen(existing.seenRecords, digest);
-      const remember = () => {
-        if (atKnownTime && !replay) d.people.setSeenRecords(existing.seq, withSeen(existing.seenRecords, digest));
-      };
+      let replay = atKnownTime && hasSeen(existing.seenRecords, digest);
       let r = record;
       if (existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && record.observedAt > existing.observedAt)) {
         const filled = fillIn(existing, record);
         if (!filled) {
           counts.repeated++;
-          remember(); // the same file with its rows in another order finds this one seen
+          // the same file with its rows in another order finds this one seen (in half of the room)
+          const seen = existing.seenRecords?.length ?? 0;
+          if (atKnownTime && !replay && seen < (RECORDS_SEEN_MAX / 2) * DIGEST_BYTES) d.people.setSeenRecords(existing.seq, withSeen(existing.seenRecords, digest));
           return undefined;
         }
+        // what it fills in is applied, seen before or not (a correction since may have cleared it)
         r = filled;
+        replay = false;
       }
       const observedAt = r.observedAt ?? now;
       const companyK = companyKey(r.company);
@@ -271,14 +277,14 @@ export function createTracker(d: TrackerDeps) {
         hasMultipleJobs: r.hasMultipleJobs ?? existing?.hasMultipleJobs ?? null,
         observedAt,
         updatedAt: now,
-        seenRecords: existing && observedAt === existing.observedAt ? withSeen(existing.seenRecords, digest) : Buffer.from(digest),
+        seenRecords: existing && observedAt === existing.observedAt ? (atKnownTime ? withSeen(existing.seenRecords, digest) : existing.seenRecords) : Buffer.from(digest),
       };
       let p: Person;
       if (existing) {
         // a replay: nothing to write (a record without observedAt does not refresh the time alone)
         if (replay || samePerson(existing, r.observedAt === undefined ? { ...person, observedAt: existing.observedAt } : person)) {
           p = existing;
-          remember();
+          if (atKnownTime && !replay) d.people.setSeenRecords(existing.seq, withSeen(existing.seenRecords, digest));
         } else {
           d.people.updatePerson(existing.seq, person);
           counts.personsUpdated++;
