@@ -1481,7 +1481,7 @@ I('an inbox file its writer went on writing after it was taken goes to failed/ s
   assert.is(await settled(t, 'stalled.csv'), 'failed');
   const reason = readFileSync(join(inbox, 'failed', 'stalled.csv.reason.txt'), 'utf8');
   // (the job ran after the line came, so it read it: which lines a job reads is the writer's race;
-  // a file that changed is never called done)
+  // a file that changed while its job ran is not called done)
   assert.match(reason, /^the file changed after it was taken from the inbox \(45 bytes then, 68 now\).*Put the whole file into the inbox again.*\nfeed_[0-9a-z]+ completed: 2 records, /s);
   // fed again whole, as the reason says: what was applied is not applied twice
   writeFileSync(join(inbox, 'again.csv'), readFileSync(join(inbox, 'failed', 'stalled.csv')));

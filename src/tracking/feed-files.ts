@@ -109,13 +109,13 @@ export interface FeedLog {
   error(fields: object, msg: string): void;
 }
 
-/** Why an inbox file is not done: it changed after it was taken. Null when it did not (or nothing was kept). */
+/** Why an inbox file is not done: it has another size than when it was taken. Null when not (or nothing was kept). */
 function changedSinceTaken(feed: FeedJob): string | null {
-  if (!feed.taken || !feed.filePath) return null;
-  const now = statSync(feed.filePath);
-  if (now.size === feed.taken.size && now.mtimeMs === feed.taken.mtimeMs) return null;
+  if (feed.takenSize === null || !feed.filePath) return null;
+  const size = statSync(feed.filePath).size;
+  if (size === feed.takenSize) return null;
   return (
-    `the file changed after it was taken from the inbox (${feed.taken.size} bytes then, ${now.size} now): its writer went on after a pause of more than ` +
+    `the file changed after it was taken from the inbox (${feed.takenSize} bytes then, ${size} now): its writer went on after a pause of more than ` +
     `2 seconds, and what it wrote since may not have been read. Put the whole file into the inbox again (records already applied change nothing), ` +
     `and copy files in under a hidden name (.name) and rename them once written`
   );

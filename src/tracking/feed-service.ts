@@ -84,14 +84,14 @@ export function createFeedService(d: {
     createdBy: string | null,
     id = newId('feed'),
     idempotency?: Idempotency,
-    taken?: FeedJob['taken'],
+    takenSize?: number,
   ): { feed: FeedJob; replayed: boolean } {
     const created = d.db.tx(() => {
       const now = d.clock.now();
       const earlier = idempotency && createdBy !== null ? earlierFeed(createdBy, idempotency, now) : undefined;
       if (earlier) return { feed: earlier, replayed: true };
       d.queue.enqueue(id, FEED_JOB, { maxAttempts: 5, sequence: FEED_JOB }); // feeds apply in the order they came: a later one wins
-      d.feeds.insertFeed({ id, source, fileName, filePath, format, gzip: isGzip(filePath), createdBy, createdAt: now, idempotency, taken });
+      d.feeds.insertFeed({ id, source, fileName, filePath, format, gzip: isGzip(filePath), createdBy, createdAt: now, idempotency, takenSize });
       return { feed: d.feeds.findFeed(id, now)!, replayed: false };
     });
     if (!created.replayed) d.kick();
@@ -174,7 +174,8 @@ export function createFeedService(d: {
       const target = join(inboxFolder(d.dataDir, 'processing'), `${id}-${inboxName(name)}`);
       await moveDurably(path, target); // the file whole on disk before its job commits
       try {
-        createFeed('inbox', target, name, format, null, id, undefined, { size: st.size, mtimeMs: st.mtimeMs });
+        // the size of the file moved (replaced by rename since the look, it is another file)
+        createFeed('inbox', target, name, format, null, id, undefined, statSync(target).size);
       } catch (err) {
         renameSync(target, path); // taken again at a later look
         d.log.error({ err, file: name }, 'could not register an inbox file; it stays in the inbox');

@@ -34,8 +34,8 @@ export interface FeedJob {
   createdAt: number;
   startedAt: number | null;
   finishedAt: number | null;
-  /** An inbox file's size and modification time when it was taken (settleFeedFile); null otherwise. */
-  taken: { size: number; mtimeMs: number } | null;
+  /** An inbox file's size when it was taken (settleFeedFile); null otherwise. */
+  takenSize: number | null;
 }
 
 interface FeedRow {
@@ -63,7 +63,6 @@ interface FeedRow {
   started_at: number | null;
   finished_at: number | null;
   taken_size: number | null;
-  taken_mtime_ms: number | null;
 }
 
 const SELECT = 'SELECT f.*, j.status, j.lease_until, j.last_error FROM feed_jobs f JOIN jobs j ON j.id = f.id';
@@ -90,7 +89,7 @@ const toFeed = (r: FeedRow, now: number, files: DataFiles): FeedJob => ({
   createdAt: r.created_at,
   startedAt: r.started_at,
   finishedAt: r.finished_at,
-  taken: r.taken_size === null || r.taken_mtime_ms === null ? null : { size: r.taken_size, mtimeMs: r.taken_mtime_ms },
+  takenSize: r.taken_size,
 });
 
 export interface FeedProgress {
@@ -112,8 +111,8 @@ export type FeedsRepo = ReturnType<typeof createFeedsRepo>;
 export function createFeedsRepo(db: Db, files: DataFiles) {
   const q = {
     insert: db.raw.prepare(
-      `INSERT INTO feed_jobs (id, source, file_name, file_path, format, gzip, created_by, created_at, idempotency_key, request_hash, taken_size, taken_mtime_ms)
-       VALUES (@id, @source, @fileName, @filePath, @format, @gzip, @createdBy, @createdAt, @key, @requestHash, @takenSize, @takenMtimeMs)`,
+      `INSERT INTO feed_jobs (id, source, file_name, file_path, format, gzip, created_by, created_at, idempotency_key, request_hash, taken_size)
+       VALUES (@id, @source, @fileName, @filePath, @format, @gzip, @createdBy, @createdAt, @key, @requestHash, @takenSize)`,
     ),
     byKey: db.raw.prepare<[string, string], { id: string; request_hash: string }>('SELECT id, request_hash FROM feed_jobs WHERE created_by = ? AND idempotency_key = ?'),
     byId: db.raw.prepare<[string], FeedRow>(`${SELECT} WHERE f.id = ?`),
@@ -137,15 +136,14 @@ export function createFeedsRepo(db: Db, files: DataFiles) {
     forgetListed: db.raw.prepare<[string]>('DELETE FROM feed_listed_people WHERE feed_id = ?'),
   };
   return {
-    insertFeed: ({ idempotency, taken, ...f }: { id: string; source: FeedSource; fileName: string | null; filePath: string; format: FeedFormat; gzip: boolean; createdBy: string | null; createdAt: number; idempotency?: Idempotency; taken?: FeedJob['taken'] }): void =>
+    insertFeed: ({ idempotency, takenSize, ...f }: { id: string; source: FeedSource; fileName: string | null; filePath: string; format: FeedFormat; gzip: boolean; createdBy: string | null; createdAt: number; idempotency?: Idempotency; takenSize?: number }): void =>
       void q.insert.run({
         ...f,
         filePath: files.toStored(f.filePath),
         gzip: f.gzip ? 1 : 0,
         key: idempotency?.key ?? null,
         requestHash: idempotency?.requestHash ?? null,
-        takenSize: taken?.size ?? null,
-        takenMtimeMs: taken?.mtimeMs ?? null,
+        takenSize: takenSize ?? null,
       }),
     /** The feed `createdBy` created with this Idempotency-Key, with the hash of its request. */
     findByIdempotencyKey: (createdBy: string, key: string): { id: string; requestHash: string } | undefined => {
