@@ -271,20 +271,22 @@ const SEPARATORS = /[^\p{L}\p{N}]+/gu;
 /**
  * A past role named in a title ("Former CEO", "Ex-CTO, Software Architect", "Retired VP Sales",
  * "Past President", "ehemaliger Geschäftsführer", "ancien directeur") is not what the person is
- * now: the marker and what follows it up to the next separator (| , ; / ( ) [ ] – — · • or a
- * spaced hyphen) are left out before the rules run. "ex" alone is a marker only before an
- * executive's word ("EX Manager" is employee experience); "ex officio" is a current role. A title
- * that is nothing but a past role reads as one no rule knows: staff, other (as "Retired" does).
+ * now: the marker and what follows it are left out before the rules run, up to the next separator
+ * (| , ; / ( ) [ ] : – — · •, a spaced hyphen, "--", a full stop and a space) or to "now" /
+ * "current(ly)" ("Former CEO & current Chairman"). "ex" alone is a marker only before a chief
+ * officer, founder, president, VP, chair or owner ("EX Director" is employee experience, and may be
+ * an executive director); "ex officio" is a current role, Ex-Im a bank. A title that is nothing but
+ * a past role reads as one no rule knows: staff, other (as "Retired" does).
  */
 const PAST_ROLE_HINT = /former|ex[-\u2010\u2011\u2013 ]|retired|past |ehemalig|ancien/;
-const EXECUTIVE_WORD = String.raw`(?:ceo|cto|cfo|coo|cmo|cio|cpo|cro|co ?-?founder|cofounder|founder|president|vp|vice|director|head|partner|owner|chair\w*|managing|general|chief|md|gm)\b`;
+const EXECUTIVE_WORD = String.raw`(?:ceo|cto|cfo|coo|cmo|cio|cpo|cro|co ?-?founder|cofounder|founder|president|vp|vice|chief|chair\w*|owner|managing)\b`;
 const PAST_ROLE = new RegExp(
   [
     String.raw`(?<![\p{L}\p{N}])(?:`,
     String.raw`(?:former(?:ly)?|retired|ehemalige?[rsn]?|ancien(?:ne)?)(?![\p{L}\p{N}])`,
-    String.raw`|ex[-\u2010\u2011\u2013](?!officio)|ex (?=${EXECUTIVE_WORD})|past (?=president|chair)`,
-    // what follows, up to a separator
-    String.raw`)(?:(?! [-\u2010\u2013] )[^|,;/()[\]\u2013\u2014\u00b7\u2022])*`,
+    String.raw`|ex[-\u2010\u2011\u2013](?!officio|im\b)|ex (?=${EXECUTIVE_WORD})|past (?=president|chair)`,
+    // what follows, up to a separator or to what the person is now
+    String.raw`)(?:(?! [-\u2010\u2013] |--|\. |[^\p{L}\p{N}](?:now|current(?:ly)?)\b)[^|,;/()[\]:\u2013\u2014\u00b7\u2022])*`,
   ].join(''),
   'gu',
 );
