@@ -332,6 +332,11 @@ P('a last line holding only Ctrl-Z (a DOS end-of-file mark) is not a row, in the
   // a Ctrl-Z inside a value is data
   const inside = await importInto(t, w, 'name,company\nA\x1a,B\n');
   assert.equal([inside.job.imported, inside.job.invalid], [1, 0]);
+  // quoted, the reader sees the same one cell: skipped too, and counted alike (a reviewer's case:
+  // the upload counted it, the reader skipped it); above the header it is not the header
+  const quoted = await importInto(t, w, '\x1a\r\nname,company\r\nA,B\r\n"\x1a"\r\nC,D\r\n"\x1a,"\r\n');
+  assert.equal([quoted.posted.body.submitted, quoted.job.submitted, quoted.job.imported, quoted.job.invalid], [3, 3, 2, 1]);
+  assert.equal(view(quoted.contacts).map((c) => `${c.name}@${c.company}`), ['A@B', 'C@D']);
 });
 
 P('a line holding only "" reads as one empty cell and is skipped like a blank line; counts add up', async ({ t, w }) => {

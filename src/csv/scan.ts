@@ -149,8 +149,9 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   // counted either. Set by every byte that is part of a cell's value: not a line break, delimiter
   // or quote outside quotes, nor a quote that opens or closes a field (a doubled quote is a value).
   let blank = true;
-  // the record so far is one Ctrl-Z (U+001A) and nothing else: a DOS end-of-file mark, blank too
-  let eofMark = false;
+  // the record so far is one Ctrl-Z (U+001A) and nothing else, bare or quoted — a DOS end-of-file
+  // mark, blank too (the reader sees one cell "\x1a" either way): 0 no, 1 `\x1a`, 2 `"\x1a`, 3 `"\x1a"`
+  let eofMark = 0;
   let recStart = 0;
   let recLine = 1;
   // the current cell: digits in it, and whether anything else is (lastCellsNumbers)
@@ -212,7 +213,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
               if (records === PREVIEW_ROWS + 1 && headEnd === undefined) headEnd = offset + i + 1;
             }
             blank = true;
-            eofMark = false;
+            eofMark = 0;
             cellDigits = 0;
             cellValue = 0;
             cellOther = false;
@@ -228,14 +229,20 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
         continue;
       }
       prevCR = false;
-      if (b === 0x1a && blank && !quoted && offset + i === recStart) {
-        eofMark = true;
+      if (b === 0x1a && blank && eofMark === 0 && offset + i === recStart + (quoted ? 1 : 0)) {
+        eofMark = quoted ? 2 : 1;
         fieldStart = false;
         cellOther = true;
         continue;
       }
+      if (eofMark === 2 && b === 0x22) {
+        quoted = false; // the quote closing `"\x1a`
+        justClosed = true;
+        eofMark = 3;
+        continue;
+      }
       if (eofMark) {
-        eofMark = false;
+        eofMark = 0;
         blank = false;
       }
       if (b === 0) return unreadable(`the file contains NUL bytes (line ${line}); it is not a text CSV file`, line);
@@ -310,7 +317,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   // rows with nothing but spaces before the header (`,,,`, as a sheet with blank rows at its top
   // exports it) are passed over, as empty lines are; those that hold spaces were counted as records
   const nothing = (record: string[]) => record.every((c) => c.trim() === '');
-  const at = parsed.findIndex((p) => !nothing(p.record));
+  const at = parsed.findIndex((p) => !nothing(p.record) && !isBlankRecord(p.record));
   const header = parsed[at];
   if (!header) return fail(422, 'the first line must be a header row naming the columns');
   const dataRecords = records - parsed.slice(0, at + 1).filter((p) => !isBlankRecord(p.record)).length;
