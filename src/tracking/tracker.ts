@@ -1,5 +1,5 @@
+import { hash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
-import { sha256 } from '../crypto.ts';
 import { newId } from '../ids.ts';
 import type { Contact } from '../ledger/model.ts';
 import { companyKey, emailKey, linkedinSlug, nameKey } from '../normalize.ts';
@@ -53,7 +53,7 @@ const DIGEST_BYTES = 8;
 /** What a record says, as 8 bytes: records that say the same (observedAt aside) have one digest. */
 export function recordDigest(r: FeedRecord): Buffer {
   const said = [r.personId, r.linkedin, r.email, r.emailStatus, r.name, r.company, r.title, r.location, r.jobStartedAt, r.hasMultipleJobs];
-  return sha256(JSON.stringify(said)).subarray(0, DIGEST_BYTES);
+  return hash('sha256', JSON.stringify(said), 'buffer').subarray(0, DIGEST_BYTES);
 }
 
 function hasSeen(seen: Buffer | null, digest: Buffer): boolean {
