@@ -1,4 +1,5 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import cron from 'node-cron';
 import { MAX_STORED_REJECTIONS } from './jobs/rejections.ts';
@@ -84,6 +85,20 @@ const bool: Parse<boolean> = (raw, name) => {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 };
 const list: Parse<string[]> = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
+/**
+ * Host names (`hooks.example.com`, `bücher.example`), `*.` before one, or IP addresses (`10.0.0.5`,
+ * `::1`, `[::1]`): an entry with a scheme, a port or a path would never match a URL's host, and
+ * allow nothing without a word (src/webhooks/url-policy.ts hostAllowed).
+ */
+const hostList: Parse<string[]> = (raw, name) => {
+  const hosts = list(raw, name);
+  for (const h of hosts) {
+    const bare = h.replace(/^\[(.*)\]$/, '$1');
+    if (isIP(bare) || /^(?:\*\.)?(?:[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.)*[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.?$/u.test(h)) continue;
+    throw new ConfigError(`${name}: "${h}" is not a host name or IP address (write hooks.example.com, *.example.com or 10.0.0.5: no scheme, port or path)`);
+  }
+  return hosts;
+};
 const url: Parse<string> = (raw, name) => {
   try {
     const u = new URL(raw);
@@ -167,7 +182,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'loginMaxFailuresPerAddress', env: 'LOGIN_MAX_FAILURES_PER_ADDRESS', flag: 'login-max-failures-per-address', help: 'failed sign-ins per client address per window before 429', parse: int(1, 1_000_000) },
   { key: 'loginWindowSeconds', env: 'LOGIN_WINDOW_SECONDS', flag: 'login-window-seconds', help: 'throttling window', parse: int(1, 86_400) },
   { key: 'metricsToken', env: 'METRICS_TOKEN', flag: 'metrics-token', secret: true, help: 'bearer token that may read /metrics (superusers always may)', parse: secretToken },
-  { key: 'webhookAllowHosts', env: 'WEBHOOK_ALLOW_HOSTS', flag: 'webhook-allow-hosts', help: 'comma-separated host names webhooks may call (empty: any)', parse: list },
+  { key: 'webhookAllowHosts', env: 'WEBHOOK_ALLOW_HOSTS', flag: 'webhook-allow-hosts', help: 'comma-separated host names webhooks may call (empty: any)', parse: hostList },
   { key: 'webhookAllowLocal', env: 'WEBHOOK_ALLOW_LOCAL', flag: 'webhook-allow-local', help: 'let webhooks call this machine (loopback and its own interface addresses) and link-local addresses and cloud metadata services; off by default', parse: bool },
   { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms', help: 'deadline of one webhook delivery attempt (ms)', parse: int(100, 300_000) },
   { key: 'headersTimeoutMs', env: 'HEADERS_TIMEOUT_MS', flag: 'headers-timeout-ms', help: 'a client must send its request headers within this (ms), else 408', parse: int(100, 600_000) },

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
 import { DB_FILE } from '../src/runtime.ts';
 import { openDb } from '../src/storage/db.ts';
 import { VERSION } from '../src/version.ts';
@@ -1057,6 +1058,20 @@ F.run();
 
 const L = suite('WEBHOOK_ALLOW_HOSTS');
 L.after(closeReceivers);
+
+L('an entry that is not a host name or IP address (a scheme, a port, a path) stops the start with a message naming it', () => {
+  const good = loadConfig({ WEBHOOK_ALLOW_HOSTS: 'hooks.example.com, *.corp.test, 10.0.0.5, ::1, [::1], bücher.example, host_1.lan, example.com.' });
+  assert.equal(good.webhookAllowHosts.length, 8);
+  for (const bad of ['https://hooks.example.com', 'hooks.example.com:8443', 'hooks.example.com/x', '*', '*.', 'a..b', '-x.test', 'user@host']) {
+    try {
+      loadConfig({ WEBHOOK_ALLOW_HOSTS: `ok.test,${bad}` });
+      assert.unreachable(bad);
+    } catch (err) {
+      assert.instance(err, ConfigError, bad);
+      assert.match((err as Error).message, `WEBHOOK_ALLOW_HOSTS: "${bad}" is not a host name or IP address`);
+    }
+  }
+});
 
 L('only listed hosts are accepted, and a delivery to a host no longer listed is not sent', async () => {
   const rx = await receiver();
