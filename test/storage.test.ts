@@ -351,34 +351,44 @@ S('migration 0027 recomputes company and name keys under the new rule (more lega
   db.close();
 });
 
-S('migration 0028 recomputes stored title levels and domains under the current rules, touching nothing else', () => {
-  const { db, raw, apply } = justBefore('0028_');
+/**
+ * A title-rules migration over contacts stored with what the old rules said (title, level,
+ * domain): each gets what the current rules say, nothing else is touched, no change row is written.
+ */
+function titleMigration(migration: string, stored: [string | null, string | null, string | null][], expected: [string | null, string | null][]): void {
+  const { db, raw, apply } = justBefore(migration);
   const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, title, title_level, title_domain, created_at, updated_at) VALUES (?, 'l_1', 'N', 'C', 'C', ?, ?, ?, 1, 1)");
-  contact.run('c_1', 'CEO Assistant', 'c_suite', 'other'); // the old rules' answer
-  contact.run('c_2', 'Head of Analytics', 'director', 'other');
-  contact.run('c_3', 'VP Sales', 'vp', 'sales'); // already right
-  contact.run('c_4', null, null, null);
-  contact.run('c_5', '---', null, null); // no letter or digit: null, as at import
+  stored.forEach(([title, level, domain], i) => contact.run(`c_${i + 1}`, title, level, domain));
   apply();
-  assert.equal(raw.prepare('SELECT id, title_level, title_domain, updated_at FROM contacts ORDER BY id').raw().all(), [
-    ['c_1', 'staff', 'operations', 1], ['c_2', 'director', 'engineering', 1], ['c_3', 'vp', 'sales', 1], ['c_4', null, null, 1], ['c_5', null, null, 1],
-  ]);
+  assert.equal(raw.prepare('SELECT id, title_level, title_domain, updated_at FROM contacts ORDER BY id').raw().all(), expected.map(([level, domain], i) => [`c_${i + 1}`, level, domain, 1]));
   assert.is(raw.prepare('SELECT count(*) FROM changes').pluck().get(), 0, 'no change rows');
   db.close();
+}
+
+S('migration 0028 recomputes stored title levels and domains under the current rules, touching nothing else', () => {
+  titleMigration(
+    '0028_',
+    [
+      ['CEO Assistant', 'c_suite', 'other'], // the old rules' answer
+      ['Head of Analytics', 'director', 'other'],
+      ['VP Sales', 'vp', 'sales'], // already right
+      [null, null, null],
+      ['---', null, null], // no letter or digit: null, as at import
+    ],
+    [['staff', 'operations'], ['director', 'engineering'], ['vp', 'sales'], [null, null], [null, null]],
+  );
 });
 
 S('migration 0030 takes past roles out of stored title levels and domains ("Former CEO" is not c_suite)', () => {
-  const { db, raw, apply } = justBefore('0030_');
-  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, title, title_level, title_domain, created_at, updated_at) VALUES (?, 'l_1', 'N', 'C', 'C', ?, ?, ?, 1, 1)");
-  contact.run('c_1', 'Former CEO', 'c_suite', 'other'); // the old rules' answer
-  contact.run('c_2', 'Ex-CTO, Software Architect', 'c_suite', 'engineering');
-  contact.run('c_3', 'CEO', 'c_suite', 'other'); // already right
-  apply();
-  assert.equal(raw.prepare('SELECT id, title_level, title_domain, updated_at FROM contacts ORDER BY id').raw().all(), [
-    ['c_1', 'staff', 'other', 1], ['c_2', 'staff', 'engineering', 1], ['c_3', 'c_suite', 'other', 1],
-  ]);
-  assert.is(raw.prepare('SELECT count(*) FROM changes').pluck().get(), 0, 'no change rows');
-  db.close();
+  titleMigration(
+    '0030_',
+    [
+      ['Former CEO', 'c_suite', 'other'], // the old rules' answer
+      ['Ex-CTO, Software Architect', 'c_suite', 'engineering'],
+      ['CEO', 'c_suite', 'other'], // already right
+    ],
+    [['staff', 'other'], ['staff', 'engineering'], ['c_suite', 'other']],
+  );
 });
 
 S('a database written by a newer version is refused with a clear message', async () => {
