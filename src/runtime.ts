@@ -64,7 +64,7 @@ export interface Runtime {
  * Opens the storage and wires the services; creates the first superuser on a fresh installation
  * (unless `bootstrap` is false).
  */
-export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger; bootstrap?: boolean } = {}): Promise<Runtime> {
+export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger; bootstrap?: boolean; feedChunkDeadlineMs?: number } = {}): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
   const storage = await openStorage(config, log, clock);
@@ -95,6 +95,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       dataDir: config.dataDir,
       baseUrl: config.baseUrl,
       maxStoredRejections: config.maxStoredRejections,
+      feedChunkDeadlineMs: opts.feedChunkDeadlineMs,
       log,
       onImportChunk: (counts) => ledger?.countImportRows(counts),
       onFeedChunk: (progress) => tracking?.feeds.countChunk(progress),

@@ -139,6 +139,8 @@ export async function startApp(
     noScheduler?: boolean;
     /** The built web application to serve at / (default: none, so tests do not depend on a build). */
     webDir?: string;
+    /** How long a feed chunk takes records (0: one record a chunk). */
+    feedChunkDeadlineMs?: number;
   } = {},
 ): Promise<TestApp> {
   const dataDir = opts.dataDir ?? tempDir();
@@ -151,7 +153,7 @@ export async function startApp(
     },
   });
   const clock = opts.clock ?? new ManualClock(Date.now());
-  const rt = await openRuntime(config, { clock, log: createLogger('info', sink) });
+  const rt = await openRuntime(config, { clock, log: createLogger('info', sink), feedChunkDeadlineMs: opts.feedChunkDeadlineMs });
   const { app, routers } = buildApp(rt, { webDir: opts.webDir ?? join(dataDir, 'no-web-app'), extend: opts.extend });
   if (!opts.noScheduler) rt.scheduler.start();
   const server: Server = await new Promise((resolve) => {

@@ -1899,6 +1899,35 @@ R('a feed run whose job another worker took over is fenced off: its next chunk c
   }
 });
 
+R('a feed chunk that outlasts its deadline commits the records it applied and the next chunk takes the rest: counts, cursor and listings stay exact', async () => {
+  // deadline 0: every chunk stops after its first record (the server's is 60 ms: a chunk sized by
+  // cheap records met records about people with a thousand contacts each and held the write lock for seconds)
+  const t = await startApp({ feedChunkDeadlineMs: 0 });
+  try {
+    const w = await seedWorld(t);
+    const { path } = await ledgerWith(t, w, 'deadline', [
+      { name: 'Dead Line', company: 'Start Co', linkedin: 'linkedin.com/in/dead-line', referenceId: 'dl' },
+      { name: 'Dead Line', company: 'Start Co', linkedin: 'linkedin.com/in/dead-line', referenceId: 'dl2' },
+    ]);
+    const body = ndjson(
+      ...Array.from({ length: 30 }, (_, i) => ({ personId: `deadline-${i}`, name: `Dead Pad ${i}`, company: 'Pad' })),
+      { linkedin: 'linkedin.com/in/dead-line', name: 'Dead Line', company: 'Alpha Co', observedAt: '2026-11-20' },
+      { linkedin: 'linkedin.com/in/dead-line', name: 'Dead Line', company: 'Beta Co', observedAt: '2026-11-20' }, // a later listing: repeated
+      'not an object',
+      { personId: 'deadline-0', name: 'Dead Pad 0', company: 'Pad' }, // listed 33 chunks before: repeated
+    );
+    const writes = t.rt.db.writes;
+    const done = await feed(t, w.root, body);
+    assert.equal([done.status, done.received, done.invalid, done.repeated, done.personsUpdated, done.jobChanges], ['completed', 34, 1, 2, 31, 2]);
+    assert.ok(t.rt.db.writes - writes >= 34, `a transaction a record (${t.rt.db.writes - writes})`);
+    assert.is(t.rt.db.raw.prepare<[string], number>('SELECT cursor_records FROM feed_jobs WHERE id = ?').pluck().get(done.id), 34);
+    const contacts = (await t.call('GET', `${path}/contacts`, { token: w.tokens.viewer })).body.contacts;
+    assert.equal(contacts.map((c: any) => c.company), ['Alpha Co', 'Alpha Co']);
+  } finally {
+    await t.close();
+  }
+});
+
 R('a feed resumed after a restart still knows whom its committed chunks listed: a later listing of one of them is repeated, not applied', async () => {
   const dataDir = tempDir();
   let t = await startApp({ dataDir });

@@ -20,6 +20,8 @@ export interface BulkThreadOptions {
   baseUrl: string;
   /** Rejections a job keeps for its errors CSV (default MAX_STORED_REJECTIONS). */
   maxStoredRejections?: number;
+  /** How long a feed chunk takes records (tests; default: feed-runner.ts CHUNK_DEADLINE_MS). */
+  feedChunkDeadlineMs?: number;
   log: Logger;
   /** An import chunk committed on the thread (the import-rows metric). */
   onImportChunk: (counts: ChunkCounts, importId: string) => void;
@@ -96,7 +98,7 @@ export function createBulkThread(o: BulkThreadOptions) {
   }
 
   function start(): Worker {
-    const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared, control, walLimitBytes: o.db.reliefAboveBytes ?? BULK_WAL_LIMIT_BYTES, maxStoredRejections: o.maxStoredRejections ?? MAX_STORED_REJECTIONS };
+    const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared, control, walLimitBytes: o.db.reliefAboveBytes ?? BULK_WAL_LIMIT_BYTES, maxStoredRejections: o.maxStoredRejections ?? MAX_STORED_REJECTIONS, feedChunkDeadlineMs: o.feedChunkDeadlineMs };
     const w = new Worker(o.workerFile ?? paths.bulkThread, { workerData: data });
     w.unref();
     if (maxPageCount !== undefined) send(w, { type: 'max-page-count', pages: maxPageCount });

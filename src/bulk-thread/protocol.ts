@@ -21,6 +21,8 @@ export interface ThreadData {
   walLimitBytes: number;
   /** Rejections a job keeps (config maxStoredRejections). */
   maxStoredRejections: number;
+  /** How long a feed chunk takes records (tests; undefined: the runner's own). */
+  feedChunkDeadlineMs?: number;
 }
 
 export type ToThread =

@@ -91,6 +91,7 @@ const feedRunner = createFeedRunner({
   tracker,
   dataDir: data.dataDir,
   maxStoredRejections: data.maxStoredRejections,
+  chunkDeadlineMs: data.feedChunkDeadlineMs,
   onChunk: (progress) => post({ type: 'feed-chunk', progress }),
 });
 /** The runners of the jobs the scheduler hands to this thread, by job kind. */

@@ -5,8 +5,6 @@ import { WriteLock, type LockSide } from './write-lock.ts';
 
 /** The oldest SQLite we accept: 3.51.3 fixes the WAL-reset corruption bug (RELIABILITY.md D1). */
 const MIN_SQLITE = [3, 51, 3] as const;
-/** The longest a read waits for the bulk thread's write in flight (writesInFlightSettled): a chunk takes ~20 ms, a slow fsync a few hundred. */
-const THREAD_WRITE_WAIT_MS = 1000;
 /** How long a write waits for the lock (SQLite's, and the process's own: storage/write-lock.ts) before SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 5000;
 /** The -wal is cut back to this size when SQLite starts it over (bigger ones: storage/checkpointer.ts). */
@@ -117,13 +115,15 @@ export class Db {
 
   /**
    * Resolves once a write transaction the bulk thread is in the middle of has ended (at once when
-   * there is none; at most 1 s). Every time a write stamps (a contact's creation, a change's
-   * detection) is read inside its transaction, so a read that waits for this first sees every row
-   * stamped before it began: a client that polls "changed since the time of my last request" then
-   * misses nothing that was in flight (docs/decisions.md, "Polling for changes").
+   * there is none; a chunk takes ~30 ms). Every time a write stamps (a contact's creation, a
+   * change's detection) is read inside its transaction, so a read that waits for this first sees
+   * every row stamped before it began: a client that polls "changed since the time of my last
+   * request" then misses nothing that was in flight (docs/decisions.md, "Polling for changes").
+   * After BUSY_TIMEOUT_MS it throws LockTimeoutError (503, Retry-After), as a write would: an
+   * answer that might lack changes is not given.
    */
   async writesInFlightSettled(): Promise<void> {
-    if (this.writeLock?.side === 'main') await this.writeLock.lock.threadLetGo(THREAD_WRITE_WAIT_MS);
+    if (this.writeLock?.side === 'main') await this.writeLock.lock.threadLetGo(BUSY_TIMEOUT_MS);
   }
 
   /**

@@ -60,14 +60,15 @@ export class WriteLock {
   }
 
   /**
-   * Resolves once the bulk thread does not hold the lock (at once when it does not now), or after
-   * `timeoutMs`: the write transaction it is in the middle of has committed or rolled back.
-   * Waits without blocking (Atomics.waitAsync): the main thread's reads call it.
+   * Resolves once the bulk thread does not hold the lock (at once when it does not now): the write
+   * transaction it is in the middle of has committed or rolled back. Throws LockTimeoutError when
+   * it still holds it after `timeoutMs`. Waits without blocking (Atomics.waitAsync): the main
+   * thread's reads call it.
    */
   async threadLetGo(timeoutMs: number): Promise<void> {
     if (Atomics.load(this.shared, HOLDER) !== ID.thread) return;
     const waited = waitAsync(this.shared, HOLDER, ID.thread, timeoutMs);
-    if (waited.async) await waited.value;
+    if ((waited.async ? await waited.value : waited.value) === 'timed-out') throw new LockTimeoutError(`the bulk thread's write went on for more than ${timeoutMs} ms`);
   }
 
   release(side: LockSide): void {

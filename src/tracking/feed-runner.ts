@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import type { Clock } from '../clock.ts';
-import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
+import { betweenChunks, CHUNK_BUDGET_MS, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import { RENEW_LEASE_AFTER_MS } from '../jobs/queue.ts';
 import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
@@ -16,6 +16,11 @@ import type { Tracker } from './tracker.ts';
 export const FEED_JOB = 'feed';
 /** Records in the first chunk of a feed; later chunks are sized by their cost (jobs/chunk-pacing.ts). */
 const FIRST_CHUNK = 200;
+/**
+ * A feed chunk stops taking records once it has run this long (twice what chunks are sized for),
+ * and commits; the rest go into the next chunk.
+ */
+const CHUNK_DEADLINE_MS = 2 * CHUNK_BUDGET_MS;
 /** While a resumed feed passes over its applied records: how often it looks at shutdown and its lease (~30 ms of reading). */
 const SKIP_CHECK_EVERY = 10_000;
 
@@ -30,6 +35,8 @@ export interface FeedRunnerDeps {
   onChunk: (p: FeedProgress) => void;
   /** Rejected records kept for the errors CSV (default MAX_STORED_REJECTIONS). */
   maxStoredRejections?: number;
+  /** How long a chunk takes records (default CHUNK_DEADLINE_MS; tests set 0: one record a chunk). */
+  chunkDeadlineMs?: number;
 }
 
 /**
@@ -91,18 +98,29 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
         }
       };
       const cap = new RejectionCap(feed.invalid, d.maxStoredRejections);
-      const apply = (items: FeedItem[]) => {
+      /**
+       * Applies the first of `items` in one transaction, and returns how many: all of them, unless
+       * the chunk outlasts CHUNK_DEADLINE_MS first (records are not alike: one about a person with a
+       * thousand contacts costs as much as a thousand others, and a chunk sized by the cheap ones
+       * held the write lock for seconds — every request's write waited, a poll's read too). At
+       * least one record a chunk.
+       */
+      const apply = (items: FeedItem[]): number => {
         const chunkStart = recordNo;
+        const began = performance.now();
+        const deadline = d.chunkDeadlineMs ?? CHUNK_DEADLINE_MS;
         const p = listing.chunk(() => cap.chunk(() =>
           d.db.bulkTx(() => {
             lease.checkpoint();
             const counts = zeroCounts();
-            const p: FeedProgress = { records: items.length, received: items.length, invalid: 0, stale: 0, repeated: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
+            const p: FeedProgress = { records: 0, received: 0, invalid: 0, stale: 0, repeated: 0, personsUpdated: 0, contactsMatched: 0, jobChanges: 0, infoChanges: 0 };
             const reject = (no: number, line: number, reason: string) => {
               p.invalid++;
               cap.reject(() => d.feeds.insertRejection(feed.id, no, line, reason));
             };
             for (const item of items) {
+              if (p.records > 0 && performance.now() - began >= deadline) break;
+              p.records++;
               recordNo++;
               if ('error' in item) {
                 reject(recordNo, item.line, item.error);
@@ -116,7 +134,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
               const reason = applyOne(v.record, counts, recordNo);
               if (reason) reject(recordNo, item.line, reason);
             }
-            Object.assign(p, { stale: counts.stale, repeated: counts.repeated, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
+            Object.assign(p, { received: p.records, stale: counts.stale, repeated: counts.repeated, personsUpdated: counts.personsUpdated, contactsMatched: counts.contactsMatched, jobChanges: counts.jobChanges, infoChanges: counts.infoChanges });
             d.feeds.addProgress(feed.id, p);
             const listed = listing.chunkPeople();
             if (listed) d.feeds.insertListed(feed.id, chunkStart, listed);
@@ -124,9 +142,17 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
           }),
         ));
         d.onChunk(p); // counted once committed
+        return p.records;
       };
       const items = readFeed(feed.filePath!, feed.format, feed.gzip);
       const sizer = new ChunkSizer(FIRST_CHUNK);
+      /** One chunk, its cost recorded for the next one's size; what the deadline left over goes on to the next chunk. */
+      const applyTimed = (chunk: FeedItem[]): FeedItem[] => {
+        const t0 = performance.now();
+        const done = apply(chunk);
+        sizer.record(done, performance.now() - t0);
+        return done === chunk.length ? [] : chunk.slice(done);
+      };
       let chunk: FeedItem[] = [];
       // Resuming: the records of the committed chunks are read again and passed over (a gzip
       // cannot be sought into), ~300,000 a second. On a big file that outlasts the lease, so the
@@ -152,15 +178,17 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
           }
           chunk.push(item);
           if (chunk.length < sizer.next()) continue;
-          sizer.timed(chunk.length, () => apply(chunk));
-          chunk = [];
+          chunk = applyTimed(chunk);
           await betweenChunks(d.db);
           if (ctl.stopping) {
             await items.return(undefined);
             return 'stopped';
           }
         }
-        if (chunk.length) apply(chunk);
+        while (chunk.length) {
+          chunk = applyTimed(chunk);
+          if (chunk.length) await betweenChunks(d.db);
+        }
       } catch (err) {
         if (!(err instanceof FeedReadError)) throw err;
         const applied = recordNo; // the records of committed chunks; the chunk being read was not applied
