@@ -319,6 +319,9 @@ T('a same-time correction in a later feed is applied once; replaying the day and
     const replay = await feed(t, w.root, body);
     assert.equal([replay.jobChanges, replay.infoChanges, replay.personsUpdated], [0, 0, 0], 'a replay adds nothing');
   }
+  // the day again spelt otherwise in what is not told apart (case, spaces, e-mail case): still a replay (a tester's case)
+  const respelt = ndjson({ personId: 'g1', linkedin: 'https://www.linkedin.com/in/gina-green/', name: 'GINA  GREEN', company: 'BETA', observedAt: '2026-11-10' });
+  assert.equal((await feed(t, w.root, respelt)).jobChanges, 0);
   assert.is((await contact(t, w, path, 'gg')).company, 'Gamma');
   assert.equal(await history('gg'), ['Gamma', 'Beta'], 'newest first: one change each, none from the replays');
   // one file giving a person two rows of one time (main job first), then the same rows as CSV in the other order

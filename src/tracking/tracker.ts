@@ -50,9 +50,15 @@ const samePerson = (p: Person, next: Omit<Person, 'seq' | 'id'>) => PERSON_FIELD
 export const RECORDS_SEEN_MAX = 64;
 const DIGEST_BYTES = 8;
 
-/** What a record says, as 8 bytes: records that say the same (observedAt aside) have one digest. */
+/**
+ * What a record says, as 8 bytes: records that say the same (observedAt aside) have one digest —
+ * also when spelt otherwise in what the tracker does not tell apart (a tester's case: the original
+ * with its e-mail in capitals undid the correction): e-mail keys, company keys, and names, titles
+ * and places in other case or spacing.
+ */
 export function recordDigest(r: FeedRecord): Buffer {
-  const said = [r.personId, r.linkedin, r.email, r.emailStatus, r.name, r.company, r.title, r.location, r.jobStartedAt, r.hasMultipleJobs];
+  const fold = (s: string | undefined) => (s === undefined ? null : foldText(s));
+  const said = [r.personId, r.linkedin, r.email && emailKey(r.email), r.emailStatus, fold(r.name), companyKey(r.company), fold(r.title), fold(r.location), r.jobStartedAt, r.hasMultipleJobs];
   return hash('sha256', JSON.stringify(said), 'buffer').subarray(0, DIGEST_BYTES);
 }
 
