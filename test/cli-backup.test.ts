@@ -1,0 +1,252 @@
+// Backup while the server writes (RELIABILITY.md D5), restore (opened and served again, also of a
+// killed server's copy), and a damaged database or unusable data folder refused at start (D7): as
+// child processes on real files.
+import * as assert from 'uvu/assert';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { csvForm, tempDir } from './helpers.ts';
+import { EMAIL, PASSWORD, cli, run, runAsync, copyWithWritesInWal, sha, csv, client, operatorSuite, start, stop, jobEnd, serverWithLedger } from './operator-helpers.ts';
+
+const C = operatorSuite('backup and restore');
+
+C('backup while an import writes is consistent and complete (D5); restore refuses while serving, then restores into a fresh folder and the old one', async () => {
+  const { data, env, s, call, orgId, ledgerId, base } = await serverWithLedger();
+  const ROWS = 60_000;
+  const importId = (await call('POST', `${base}/imports`, { raw: csvForm(csv(ROWS)) })).body.id;
+  let job = (await call('GET', `${base}/imports/${importId}`)).body;
+  while (job.status !== 'completed' && job.imported < 3_000) job = (await call('GET', `${base}/imports/${importId}`)).body;
+  assert.is(job.status, 'processing', 'the backup starts while the import writes');
+  const before = job.imported;
+  // the upload as it is while its job runs (the job deletes it when it ends, which on a busy
+  // machine may come before this test stops the server)
+  const savedUpload = join(tempDir(), 'upload.csv');
+  copyFileSync(join(data, 'uploads', `${importId}.csv`), savedUpload);
+
+  const file = join(tempDir(), 'online.db');
+  const b = await runAsync(['backup', file], env);
+  assert.is(b.status, 0, b.stderr);
+  assert.match(b.stdout, /backed up .* to .*online\.db \(\d+\.\d MiB, integrity ok\)/);
+  const after = (await call('GET', `${base}/imports/${importId}`)).body;
+  assert.ok(after.imported > before, 'the import kept writing');
+  assert.is((await cli(['backup', file], env)).status, 1, 'an existing file is never overwritten');
+
+  // The backup alone, without any -wal beside it: consistent, and it has every row committed before it started.
+  const alone = join(tempDir(), 'alone.db');
+  copyFileSync(file, alone);
+  const db = new Database(alone, { readonly: true });
+  assert.is(db.prepare('PRAGMA integrity_check').pluck().get(), 'ok');
+  const contacts = db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId) as number;
+  const imported = db.prepare('SELECT imported FROM import_jobs WHERE id = ?').pluck().get(importId) as number;
+  assert.is(db.prepare('SELECT file_path FROM import_jobs WHERE id = ?').pluck().get(importId), `uploads/${importId}.csv`, 'stored relative to the data folder');
+  db.close();
+  assert.ok(contacts >= before, `${contacts} ≥ ${before}`);
+  assert.is(contacts, imported, 'rows and counts of one snapshot');
+
+  // Restore while the server runs: refused, nothing touched.
+  const refused = await cli(['restore', file], env);
+  assert.is(refused.status, 1);
+  assert.match(refused.stderr, /a contact-ledger server or command \(pid \d+\) is using the data folder .*stop it before restoring/);
+  assert.not.ok(existsSync(join(data, 'backups')) && readdirSync(join(data, 'backups')).some((f) => f.startsWith('pre-restore')));
+  for (const args of [['migrate'], ['import', orgId, ledgerId, alone]]) {
+    const r = await cli(args, env);
+    assert.is(r.status, 1, args[0]);
+    assert.match(r.stderr, /a contact-ledger server or command \(pid \d+\) is using the data folder/);
+  }
+  const runningAtStop = (await call('GET', `${base}/imports/${importId}`)).body.status === 'processing';
+  await stop(s);
+
+  // Into a fresh folder, served by a second instance: the same contacts.
+  const fresh = tempDir();
+  const r = run(['restore', file], { CONTACT_LEDGER_DATA: fresh });
+  assert.is(r.status, 0, r.stderr);
+  const s2 = await start({ CONTACT_LEDGER_DATA: fresh });
+  const call2 = await client(s2);
+  assert.ok((await call2('GET', `${base}/contacts?view=count`)).body.count >= contacts, 'every contact of the backup');
+  // Its upload was not copied along: the restored import job fails at once and says why, and
+  // the original folder's upload is neither read nor deleted.
+  const failedHere = await jobEnd(call2, `${base}/imports/${importId}`);
+  assert.is(failedHere.status, 'failed');
+  assert.match(failedHere.message, /no longer there/);
+  if (runningAtStop) assert.ok(readdirSync(join(data, 'uploads')).some((f) => f === `${importId}.csv`), 'the original upload is untouched');
+  await stop(s2);
+
+  // Restored with the folder's uploads/ copied along, the job resumes from the backup's state and
+  // ends with every row exactly once.
+  const withUploads = tempDir();
+  assert.is(run(['restore', file], { CONTACT_LEDGER_DATA: withUploads }).status, 0);
+  mkdirSync(join(withUploads, 'uploads'), { recursive: true, mode: 0o700 });
+  copyFileSync(savedUpload, join(withUploads, 'uploads', `${importId}.csv`));
+  const s2b = await start({ CONTACT_LEDGER_DATA: withUploads });
+  const call2b = await client(s2b);
+  const resumed = await jobEnd(call2b, `${base}/imports/${importId}`);
+  assert.is(resumed.status, 'completed', resumed.message ?? '');
+  assert.is((await call2b('GET', `${base}/contacts?view=count`)).body.count, ROWS);
+  await stop(s2b);
+
+  // Over the original folder: the replaced database is kept and still opens with all its rows.
+  const over = await cli(['restore', file], env);
+  assert.is(over.status, 0, over.stderr);
+  const kept = /kept as (\S+)/.exec(over.stdout)?.[1];
+  assert.ok(kept && existsSync(kept), over.stdout);
+  const old = new Database(kept!, { readonly: true });
+  // (the server stopped mid-import: the job was handed back with its progress)
+  assert.ok((old.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId) as number) >= after.imported);
+  old.close();
+  // (The import job of this copy finds its upload in this folder and resumes. If the import had
+  // ended before the server stopped, it deleted its upload then: put back, as with uploads/ above.)
+  if (!runningAtStop) copyFileSync(savedUpload, join(data, 'uploads', `${importId}.csv`));
+  const s3 = await start(env);
+  const call3 = await client(s3);
+  const again = await jobEnd(call3, `${base}/imports/${importId}`);
+  assert.is(again.status, 'completed', again.message ?? '');
+  assert.is((await call3('GET', `${base}/contacts?view=count`)).body.count, ROWS);
+  await stop(s3);
+});
+
+C('a restore killed between moving the old database and its -wal aside: the -wal is never read into the restored database', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  const backup = join(tempDir(), 'backup.db');
+  assert.is((await cli(['backup', backup], env)).status, 0);
+  // the old database with writes still in its -wal (a server killed before a checkpoint)
+  const live = join(data, 'contact-ledger.db');
+  const wal = `${copyWithWritesInWal(live, "CREATE TABLE only_in_the_old_wal (x TEXT); INSERT INTO only_in_the_old_wal VALUES ('old')")}-wal`;
+  // a restore of an earlier version got as far as moving the database aside, not its -wal
+  rmSync(live);
+  copyFileSync(wal, `${live}-wal`);
+  const refused = await cli(['migrate'], env);
+  assert.is(refused.status, 1, 'no start on a -wal without its database');
+  assert.match(refused.stderr, /has contact-ledger\.db-wal but no contact-ledger\.db/);
+  const r = await cli(['restore', backup], env);
+  assert.is(r.status, 0, r.stderr);
+  const restored = new Database(live);
+  try {
+    assert.is(restored.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'only_in_the_old_wal'").pluck().get(), 0, 'the restored database is the backup alone');
+  } finally {
+    restored.close();
+  }
+  assert.ok(readdirSync(join(data, 'backups')).some((f) => /^orphan-.*\.db-wal$/.test(f)), 'the -wal is kept aside');
+  // and a restore over a database whose writes are still in its -wal writes them into it before moving it aside
+  const dbCopy = copyWithWritesInWal(live, "CREATE TABLE written_before_the_move (x TEXT); INSERT INTO written_before_the_move VALUES ('kept')");
+  copyFileSync(dbCopy, live);
+  copyFileSync(`${dbCopy}-wal`, `${live}-wal`);
+  const second = await cli(['restore', backup], env);
+  assert.is(second.status, 0, second.stderr);
+  const kept = readdirSync(join(data, 'backups')).filter((f) => /^pre-restore-.*\.db$/.test(f));
+  assert.is(kept.length, 1);
+  const keptDb = new Database(join(data, 'backups', kept[0]!), { readonly: true });
+  try {
+    assert.is(keptDb.prepare('SELECT x FROM written_before_the_move').pluck().get(), 'kept');
+  } finally {
+    keptDb.close();
+  }
+});
+
+C('restore of a database with a -wal beside it restores the transactions in the -wal too (a copy of a killed server\'s folder)', async () => {
+  const origin = tempDir();
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], { CONTACT_LEDGER_DATA: origin })).status, 0);
+  // the database as a server killed before a checkpoint leaves it: committed writes only in its -wal
+  const live = join(origin, 'contact-ledger.db');
+  const copied = copyWithWritesInWal(live, "CREATE TABLE only_in_the_wal (x TEXT); INSERT INTO only_in_the_wal VALUES ('committed')");
+  const walBytes = statSync(`${copied}-wal`).size;
+  assert.ok(walBytes > 0);
+  const sourceSha = sha(copied);
+
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', 'other@example.com', '--password', PASSWORD], env)).status, 0);
+  const r = await cli(['restore', copied], env);
+  assert.is(r.status, 0, r.stderr);
+  const restored = new Database(join(data, 'contact-ledger.db'), { readonly: true });
+  try {
+    assert.is(restored.prepare('SELECT x FROM only_in_the_wal').pluck().get(), 'committed');
+    assert.is(restored.prepare('SELECT email FROM users').pluck().all().join(), EMAIL);
+  } finally {
+    restored.close();
+  }
+  assert.not.ok(existsSync(join(data, 'contact-ledger.db-wal')) && statSync(join(data, 'contact-ledger.db-wal')).size > 0, 'the restored database needs no -wal');
+  assert.is(sha(copied), sourceSha, 'the file restored from is not changed');
+  assert.is(statSync(`${copied}-wal`).size, walBytes, 'nor its -wal');
+  assert.is((statSync(join(data, 'contact-ledger.db')).mode & 0o777).toString(8), '600');
+});
+
+C('restore refuses a file that is not a usable contact-ledger backup and changes nothing', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  const live = join(data, 'contact-ledger.db');
+  const hash = sha(live);
+  const dir = tempDir();
+  const good = join(dir, 'good.db');
+  assert.is((await cli(['backup', good], env)).status, 0);
+
+  const garbage = join(dir, 'notes.db');
+  writeFileSync(garbage, 'just some text, no database\n'.repeat(100));
+  const foreign = join(dir, 'foreign.db');
+  const f = new Database(foreign);
+  f.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices (total) VALUES (1.5)');
+  f.close();
+  const truncated = join(dir, 'truncated.db');
+  copyFileSync(good, truncated);
+  truncateSync(truncated, Math.floor(statSync(truncated).size / 2));
+  const newer = join(dir, 'newer.db');
+  copyFileSync(good, newer);
+  const n = new Database(newer);
+  n.pragma('user_version = 999');
+  n.close();
+  const cases: [string, RegExp][] = [
+    [garbage, /is not a contact-ledger database/],
+    [foreign, /not a contact-ledger one \(no schema_migrations, users, orgs table\)/],
+    [truncated, /damaged|not a contact-ledger database/],
+    [newer, /schema version 999, written by a newer contact-ledger/],
+    [dir, /cannot read .*not a file/],
+  ];
+  for (const [file, msg] of cases) {
+    const r = await cli(['restore', file], env);
+    assert.is(r.status, 1, `${file}: ${r.stderr}`);
+    assert.match(r.stderr, msg);
+    assert.match(r.stderr, /Nothing was changed\.$/m);
+  }
+  assert.is((await cli(['restore', join(dir, 'missing.db')], env)).status, 2);
+  assert.is(sha(live), hash, 'the live database is untouched');
+  assert.not.ok(existsSync(join(data, 'backups')), 'nothing was moved aside');
+  assert.ok(readFileSync(garbage, 'utf8').startsWith('just some text'), 'the offered file is untouched');
+});
+
+C('serve refuses a damaged database and an unusable data folder with exit 1 and leaves them as they were (D7)', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  const dir = tempDir();
+  const live = join(data, 'contact-ledger.db');
+  // Grow it, then cut it in half.
+  const db = new Database(live);
+  db.exec('CREATE TABLE filler (x TEXT)');
+  const ins = db.prepare('INSERT INTO filler VALUES (?)');
+  db.transaction(() => {
+    for (let i = 0; i < 3000; i++) ins.run('y'.repeat(200));
+  })();
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  truncateSync(live, Math.floor(statSync(live).size / 2));
+  const hash = sha(live);
+  const r = run(['serve'], { ...env, PORT: '0' });
+  assert.is(r.status, 1);
+  assert.match(r.stderr, /damaged|not a contact-ledger database/);
+  assert.match(r.stderr, /restore a backup/);
+  assert.is(sha(live), hash);
+
+  const file = join(dir, 'a-file');
+  writeFileSync(file, 'x');
+  const unusable = run(['serve'], { CONTACT_LEDGER_DATA: join(file, 'data'), PORT: '0' });
+  assert.is(unusable.status, 2, 'a configuration error: a restart cannot fix it');
+  assert.match(unusable.stderr, /data folder .*a-file\/data is not usable .* set CONTACT_LEDGER_DATA to a writable folder/);
+  const nodb = await cli(['backup', join(dir, 'x.db')], { CONTACT_LEDGER_DATA: tempDir() });
+  assert.is(nodb.status, 1);
+  assert.match(nodb.stderr, /there is no database in/);
+});
+
+
+C.run();
