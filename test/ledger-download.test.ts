@@ -102,6 +102,22 @@ D('headers: text/csv; charset=utf-8 and an attachment named ledger-<id>-<yyyymmd
   assert.ok(res.text.startsWith(`${HEADER.join(',')}\r\n`), 'no BOM, CRLF records');
 });
 
+D('the download gives the event loop a turn between its pages: a client reading as fast as they come does not hold every other request', async ({ t, big }) => {
+  const pages = t.rt.ledger.contacts.pages(big, {}, '+createdAt');
+  let turns = 0;
+  const count = () => {
+    turns++;
+    if (turns < 100) setImmediate(count);
+  };
+  setImmediate(count);
+  const seen: number[] = [];
+  for await (const page of pages) seen.push(turns), void page;
+  assert.ok(seen.length >= 2, `${seen.length} pages`);
+  // each page after the first comes after at least one more turn (it was all promise callbacks: a
+  // tester's server answered nothing else for 5.6 s while 852,000 contacts went out)
+  for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! > seen[i - 1]!, `a turn before page ${i + 1}: ${seen.join(',')}`);
+});
+
 D('every contact across internal pages, each once, with the values of the list', async ({ t, w, big }) => {
   const { rows } = await download(t, w.tokens.viewer, downloadPath(w, big));
   const data = rows.slice(1);

@@ -119,6 +119,10 @@ export function createContactService(d: ContactServiceDeps) {
         if (rows.length) yield rows;
         if (rows.length < DOWNLOAD_PAGE) return;
         after = downloadPosition(rows[rows.length - 1]!, sort);
+        // a turn of the event loop between pages: a client that reads as fast as they come would
+        // otherwise have every page made on promise callbacks alone, and no other request served
+        // until the whole ledger was sent (a tester's case: 5.6 s for 852,000 contacts)
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
     },
 
