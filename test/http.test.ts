@@ -147,6 +147,25 @@ I('__proto__ in a JSON body → 400 and nothing is polluted', async ({ t, w }) =
   assert.is(({} as any).role, undefined);
 });
 
+I('an object with more than 1000 members → 400 before any validation (sign-in too, and inside a contacts batch); errors[] lists at most 100 items', async ({ t, w }) => {
+  const wide = (n: number) => `{${Array.from({ length: n }, (_, i) => `"${i.toString(36)}":0`).join(',')}}`;
+  const contacts = `${ledgerPath(w.orgId, await createLedger(t, w.tokens.editor, w.orgId, 'wide'))}/contacts`;
+  for (const [what, path, body, token] of [
+    ['sign-in', `${ID}/session`, wide(100_000), undefined],
+    ['an organization', `${ID}/orgs`, wide(1001), w.root],
+    ['a contact of a batch', contacts, `{"contacts":[${wide(50_000)}]}`, w.tokens.editor],
+  ] as const) {
+    const r = await t.call('POST', path, { ...(token ? { token } : {}), raw: body, headers: { 'content-type': 'application/json' } });
+    expectStatus(r, 400, what);
+    assert.equal([r.body.code, r.body.message], ['malformed_body', 'The request body holds an object with more than 1000 members; no object of this API has that many.'], what);
+  }
+  // 1000 members are JSON like any other: the schema names the unknown ones, the first 100 of them
+  const r = await t.call('POST', `${ID}/orgs`, { token: w.root, raw: wide(1000), headers: { 'content-type': 'application/json' } });
+  expectStatus(r, 422);
+  assert.is(r.body.errors.length, 101);
+  assert.equal(r.body.errors[100], { path: 'body', message: 'and 901 more errors' }, '1000 unknown fields and the missing name');
+});
+
 I('JSON nested deeper than 64 levels → 400, also with __proto__ inside, also on the public sign-in route; a charset other than UTF-8 → 415', async ({ t, w }) => {
   const deep = (n: number, inner: string) => `{"a":${'['.repeat(n)}${inner}${']'.repeat(n)}}`;
   const cases: [string, string, string | undefined][] = [

@@ -109,6 +109,8 @@ const forbiddenKey = () => badRequest('malformed_body', 'The request body contai
  * JSON.stringify of stored rows) run out of stack.
  */
 export const MAX_JSON_DEPTH = 64;
+/** The most members an object of a request body may have (a batch is an array: its objects are small). */
+export const MAX_OBJECT_MEMBERS = 1000;
 const tooDeep = () => badRequest('malformed_body', `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`);
 
 /** A JSON body's value (any JSON value; its shape is the schema's business). 400 when it is not JSON. */
@@ -125,6 +127,11 @@ export function parseJsonBody(text: string, parse: (text: string) => unknown = J
     throw badRequest('malformed_body', `The request body is not valid JSON${at}.`);
   }
   if (someJsonValue(value, (_, depth) => depth > MAX_JSON_DEPTH)) throw tooDeep();
+  // no object of this API has more than a few dozen fields: one with hundreds of thousands (a 4 MB
+  // body of short keys) cost seconds of the event loop in validation and a 22 MB list of errors
+  if (someJsonValue(value, (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length > MAX_OBJECT_MEMBERS)) {
+    throw badRequest('malformed_body', `The request body holds an object with more than ${MAX_OBJECT_MEMBERS} members; no object of this API has that many.`);
+  }
   const far = outOfRangeNumber(text, value);
   if (far !== undefined) {
     const shown = far.text.length > 40 ? `${far.text.slice(0, 37)}...` : far.text;

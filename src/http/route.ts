@@ -129,8 +129,14 @@ export function fieldErrors(error: z.ZodError, root: string, input?: unknown): F
       add(base || root, issue.message);
     }
   }
-  return [...out].map(([path, message]) => ({ path, message }));
+  const errors = [...out].map(([path, message]) => ({ path, message }));
+  // the first MAX_FIELD_ERRORS, and a last item saying how many more (a body of 460,000 unknown
+  // keys was answered with as many items, 22 MB)
+  return errors.length <= MAX_FIELD_ERRORS ? errors : [...errors.slice(0, MAX_FIELD_ERRORS), { path: root, message: `and ${errors.length - MAX_FIELD_ERRORS} more errors` }];
 }
+
+/** The most items a 400/422 answer's `errors` lists. */
+export const MAX_FIELD_ERRORS = 100;
 
 const summarize = (errors: FieldError[]) =>
   errors
