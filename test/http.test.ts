@@ -8,6 +8,7 @@ import { isoZ, parseTimestamp } from '../src/clock.ts';
 import { invalidUtf8At } from '../src/utf8.ts';
 import { OFF_THREAD_BYTES } from '../src/http/json-parser-thread.ts';
 import { NICE } from '../src/thread-priority.ts';
+import { toAppError } from '../src/http/problem.ts';
 import { prng } from '../scripts/prng.ts';
 import { createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, startApp, threadNice, threadNices, type TestApp, type World } from './helpers.ts';
 
@@ -145,6 +146,14 @@ I('__proto__ in a JSON body → 400 and nothing is polluted', async ({ t, w }) =
   const c = await t.call('POST', `${ID}/orgs`, { token: w.root, raw: '{"name":"x","constructor":{"prototype":{"role":"owner"}}}', headers: { 'content-type': 'application/json' } });
   assert.ok(c.status === 400 || c.status === 422, c.text);
   assert.is(({} as any).role, undefined);
+});
+
+I('a full disk met writing a file (a feed body, an upload) is a 507, as a full database is, not a 500', () => {
+  for (const code of ['ENOSPC', 'EDQUOT', 'SQLITE_FULL']) {
+    const e = toAppError(Object.assign(new Error(`write failed: ${code}`), { code }));
+    assert.equal([e.status, e.code], [507, 'insufficient_storage'], code);
+  }
+  assert.is(toAppError(Object.assign(new Error('x'), { code: 'EACCES' })).status, 500);
 });
 
 I('an object with more than 1000 members → 400 before any validation (sign-in too, and inside a contacts batch); errors[] lists at most 100 items', async ({ t, w }) => {

@@ -1,8 +1,8 @@
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
-import { badRequest, tooLarge, unsupportedMediaType } from '../errors.ts';
+import { AppError, badRequest, tooLarge, unsupportedMediaType } from '../errors.ts';
 import { hasBody } from './request-body.ts';
 
 /**
@@ -105,6 +105,12 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
           ? `The file must be sent in the multipart field "file", not "${names[0]!.slice(0, 100)}".`
           : 'The upload has no file; send it in the multipart field "file".';
     throw badRequest('missing_file', message);
+  }
+  // a write that failed (a full disk) leaves the file shorter than what was received, without an
+  // error reaching here: it was read as an empty or cut file (a tester's case: 422 "the file is empty")
+  if ((statSync(file.filepath, { throwIfNoEntry: false })?.size ?? -1) !== file.size) {
+    release();
+    throw new AppError(507, 'insufficient_storage', 'The server could not store the upload (disk full or I/O error); nothing was imported.');
   }
   const body = (ctx.request.body ?? {}) as Record<string, unknown>;
   const fields: Record<string, string> = {};

@@ -19,10 +19,13 @@ export function walSize(dbFile: string): number {
   }
 }
 
-/** SQLITE_FULL or an I/O error: the disk is full (or failing); reads keep working (RELIABILITY.md D3). */
+/**
+ * SQLITE_FULL or an I/O error, or a file write that found the disk full (ENOSPC, EDQUOT: a feed's
+ * body stored to a file): the disk is full (or failing); reads keep working (RELIABILITY.md D3).
+ */
 export const isStorageFullError = (err: unknown): boolean => {
   const code = (err as { code?: unknown })?.code;
-  return code === 'SQLITE_FULL' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR'));
+  return code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR'));
 };
 
 /** True for an error SQLite raised because a statement broke a constraint (UNIQUE, CHECK, NOT NULL…): only that statement failed. */
@@ -280,10 +283,8 @@ export function isBusyError(err: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
 }
 
-/** Maps SQLite failures that are the caller's to retry into HTTP-meaningful errors (D2, D3). */
+/** Maps storage failures that are the caller's to retry (a busy database, a full disk) into HTTP-meaningful errors (D2, D3). */
 export function storageError(err: unknown): AppError | undefined {
-  const code = (err as { code?: unknown })?.code;
-  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return undefined;
   if (isBusyError(err)) {
     return new AppError(503, 'database_busy', 'The database is busy; retry shortly.', { headers: { 'Retry-After': '1' }, cause: err });
   }
