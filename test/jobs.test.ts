@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
-import { createQueue, LEASE_MS, LeaseLostError } from '../src/jobs/queue.ts';
+import { createQueue, keepingLease, LEASE_MS, LeaseLostError } from '../src/jobs/queue.ts';
 import { createQueueRepo } from '../src/jobs/queue-repo.ts';
 import { createScheduler, FINISHED_JOB_RETENTION_MS, LANE_SLOTS, type Runner } from '../src/jobs/scheduler.ts';
 import { CHUNK_BUDGET_MS, ChunkSizer, deleteInChunks, FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
@@ -329,6 +329,32 @@ Q('recovery at start makes jobs of a dead process claimable at once; progress re
   assert.is(again.job.id, 'job_r');
   assert.is(again.job.attempts, 1, 'checkpoint() recorded progress, so the retry budget starts over');
   db.close();
+});
+
+Q('keepingLease renews the lease while a wait lasts (one renewal at a time, failures swallowed), and stops when it ends', async () => {
+  let renewals = 0;
+  let inFlight = 0;
+  let release!: (v: string) => void;
+  const wait = new Promise<string>((resolve) => (release = resolve));
+  const kept = keepingLease(
+    async () => {
+      inFlight++;
+      assert.is(inFlight, 1, 'never two renewals at once');
+      renewals++;
+      await new Promise((r) => setTimeout(r, 12)); // a renewal slower than the interval (it waits out a backup)
+      inFlight--;
+      if (renewals === 2) throw new LeaseLostError('lost'); // left to the next chunk's checkpoint
+      if (renewals === 4) release('batch');
+    },
+    wait,
+    5,
+  );
+  assert.is(await kept, 'batch');
+  const after = renewals;
+  // nothing tells of a renewal that does not happen: a few intervals' time is the only witness
+  await new Promise((r) => setTimeout(r, 40));
+  assert.is(renewals, after, 'no renewal once the wait ended');
+  assert.is(await keepingLease(() => assert.unreachable('a wait that is over at once needs no renewal'), Promise.resolve(7), 5), 7);
 });
 
 Q.run();

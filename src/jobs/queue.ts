@@ -16,6 +16,30 @@ export const LEASE_MS = 30_000;
 /** A run that waits rather than works (a skip, a pause) renews its lease once it is this old: two chances before it runs out. */
 export const RENEW_LEASE_AFTER_MS = LEASE_MS / 3;
 
+/**
+ * Awaits `wait` while calling `renew` every `everyMs`: for a run that waits outside its chunks for
+ * longer than its lease may last (an import waiting for the CSV worker's next batch of very wide
+ * rows: a tester's file of ~1 MB rows took longer than the lease, the job was taken for abandoned
+ * again and again and failed as if the service had stopped). A renewal that finds the lease lost
+ * leaves it to the next chunk's checkpoint to stop the run.
+ */
+export async function keepingLease<T>(renew: () => Promise<void> | void, wait: Promise<T>, everyMs = RENEW_LEASE_AFTER_MS): Promise<T> {
+  let renewing = false;
+  const timer = setInterval(() => {
+    if (renewing) return;
+    renewing = true;
+    Promise.resolve()
+      .then(renew)
+      .catch(() => {}) // lost or busy: the next chunk's checkpoint says so
+      .finally(() => (renewing = false));
+  }, everyMs);
+  try {
+    return await wait;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 /** What a runner holds while it works on a job. Every method must run inside a transaction. */
 export interface Lease {
   readonly job: ClaimedJob;

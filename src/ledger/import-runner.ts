@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import { readUpload, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { CsvReadError, type CsvRow } from '../csv/read-rows.ts';
 import { newId } from '../ids.ts';
-import type { Lease } from '../jobs/queue.ts';
+import { keepingLease, type Lease } from '../jobs/queue.ts';
 import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
@@ -173,7 +173,14 @@ export function createImportRunner(d: RunnerDeps): Runner {
       at += part.length;
     };
     try {
-      for await (const batch of batches) {
+      for (;;) {
+        // the lease kept while the CSV worker parses (a batch of very wide rows may take longer than the lease)
+        const next = await keepingLease(async () => {
+          await d.db.relieve(); // a write like a chunk's: not while a backup runs
+          d.db.tx(() => lease.renew());
+        }, batches.next());
+        if (next.done) break;
+        const batch = next.value;
         pending = at < pending.length ? pending.slice(at).concat(batch.rows) : batch.rows;
         at = 0;
         while (pending.length - at >= sizer.next()) {
@@ -190,7 +197,10 @@ export function createImportRunner(d: RunnerDeps): Runner {
     } catch (err) {
       // The file cannot be read past some row: the rows read before it are stored first, so the
       // failed job keeps every row before the bad one (the message counts them).
-      if (!(err instanceof CsvReadError)) throw err;
+      if (!(err instanceof CsvReadError)) {
+        await batches.return(undefined); // the reader stops (for await did this when a chunk threw)
+        throw err;
+      }
       while (at < pending.length) {
         storeNext(sizer.next());
         await betweenChunks(d.db);
