@@ -96,7 +96,8 @@ export function invisibleProblem(text: string, field: string): string | undefine
   return `${field} contains an invisible character (${code}); it would never match the same text typed without it`;
 }
 
-const HAS_LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
+/** A letter or a digit of any script. */
+export const HAS_LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
 /** What exports and providers write for an unknown employer, in words (after trimming, in any case). */
 const COMPANY_PLACEHOLDERS = new Set(['n/a', 'n.a.', 'n.a', 'na', 'none', 'null', 'unknown', 'not available', 'not applicable', 'tbd', 'tba']);

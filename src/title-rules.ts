@@ -11,6 +11,8 @@
  * Pure, no I/O: it runs in the request path, the import runner and the CSV worker alike.
  */
 
+import { HAS_LETTER_OR_DIGIT } from './normalize.ts';
+
 export const TITLE_LEVELS = ['c_suite', 'vp', 'director', 'manager', 'staff', 'intern'] as const;
 export const TITLE_DOMAINS = ['engineering', 'sales', 'marketing', 'finance', 'people', 'operations', 'product', 'legal', 'other'] as const;
 export type TitleLevel = (typeof TITLE_LEVELS)[number];
@@ -290,7 +292,6 @@ const PAST_ROLE = new RegExp(
   ].join(''),
   'gu',
 );
-const HAS_LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
 function withoutPastRoles(title: string): string {
   if (!PAST_ROLE_HINT.test(title)) return title;

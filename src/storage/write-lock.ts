@@ -18,11 +18,12 @@ const FREE = 0;
 
 export type LockSide = 'main' | 'thread' | 'checkpoint';
 
+const ID: Record<LockSide, number> = { main: 1, thread: 2, checkpoint: 3 };
+
 // ES2024's Atomics.waitAsync (Node 16+), which the es2023 lib this project compiles with leaves out
 const waitAsync = (Atomics as unknown as {
   waitAsync(a: Int32Array, index: number, value: number, timeoutMs: number): { async: false; value: string } | { async: true; value: Promise<string> };
 }).waitAsync;
-const ID: Record<LockSide, number> = { main: 1, thread: 2, checkpoint: 3 };
 
 export class LockTimeoutError extends Error {
   override name = 'LockTimeoutError';
