@@ -278,9 +278,18 @@ const SEPARATORS = /[^\p{L}\p{N}]+/gu;
  * "current(ly)" ("Former CEO & current Chairman"). "ex" alone is a marker only before a chief
  * officer, founder, president, VP, chair or owner ("EX Director" is employee experience, and may be
  * an executive director); "ex officio" is a current role, Ex-Im a bank. A title that is nothing but
- * a past role reads as one no rule knows: staff, other (as "Retired" does).
+ * a past role reads as one no rule knows: staff, other (as "Retired" does). A marker after the role
+ * ("CEO (Retired)", "VP Sales (former)", "CFO (ret.)", "CEO, retired", "CTO – Retired") makes the
+ * role before it, back to the previous separator, a past one (ROLE_THEN_PAST, applied first).
  */
-const PAST_ROLE_HINT = /former|ex[-\u2010\u2011\u2013 ]|retired|past |ehemalig|ancien/;
+const PAST_ROLE_HINT = /former|ex[-\u2010\u2011\u2013 ]|retired|past |ehemalig|ancien|\(\s*ret\b/;
+const ROLE_SEGMENT = String.raw`[^|,;/()[\]:\u2013\u2014\u00b7\u2022]*?`;
+const ROLE_THEN_PAST = new RegExp(
+  ROLE_SEGMENT +
+    String.raw`(?:\(\s*(?:retired|former|ret\.?)\s*\)` +
+    String.raw`|(?:,| [-\u2010\u2013\u2014] )\s*(?:retired|former)\s*(?=$|[|,;/]))`,
+  'gu',
+);
 const EXECUTIVE_WORD = String.raw`(?:ceo|cto|cfo|coo|cmo|cio|cpo|cro|co ?-?founder|cofounder|founder|president|vp|vice|chief|chair\w*|owner|managing)\b`;
 const PAST_ROLE = new RegExp(
   [
@@ -295,7 +304,7 @@ const PAST_ROLE = new RegExp(
 
 function withoutPastRoles(title: string): string {
   if (!PAST_ROLE_HINT.test(title)) return title;
-  const rest = title.replace(PAST_ROLE, ' ');
+  const rest = title.replace(ROLE_THEN_PAST, ' ').replace(PAST_ROLE, ' ');
   return rest === title || HAS_LETTER_OR_DIGIT.test(rest) ? rest : 'former';
 }
 

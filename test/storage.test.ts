@@ -391,6 +391,20 @@ S('migration 0030 takes past roles out of stored title levels and domains ("Form
   );
 });
 
+S('migration 0034 reads a marker after the role as a past role ("CEO (Retired)" is not c_suite)', () => {
+  titleMigration(
+    '0034_',
+    [
+      ['CEO (Retired)', 'c_suite', 'other'], // the old rules' answer
+      ['CFO (ret.)', 'c_suite', 'finance'],
+      ['CTO – Retired', 'c_suite', 'engineering'],
+      ['CEO (formerly CTO)', 'c_suite', 'other'], // already right
+      ['CEO', 'c_suite', 'other'],
+    ],
+    [['staff', 'other'], ['staff', 'other'], ['staff', 'other'], ['c_suite', 'other'], ['c_suite', 'other']],
+  );
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();
