@@ -375,6 +375,18 @@ A('e-mail addresses and reference ids with an invisible character are rejected r
   }
 });
 
+A('a contact read back may be sent again: contactInfo.emailStatus null is "not known"; a value is the feed\'s to set and is rejected with the reason', async ({ t, w, ledgerId }) => {
+  const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
+    { name: 'Round Trip', company: 'X', contactInfo: { email: 'rt@x.test', emailStatus: null } },
+    { name: 'Claims Valid', company: 'X', contactInfo: { email: 'cv@x.test', emailStatus: 'valid' } },
+  ]);
+  assert.equal([job.imported, job.invalid], [1, 1]);
+  const r = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer });
+  assert.match(r.text, /contactInfo\.emailStatus is set by the person-data feed/);
+  const list = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?email=rt@x.test`, { token: w.tokens.viewer });
+  assert.equal(list.body.contacts.map((c: any) => c.contactInfo), [{ email: 'rt@x.test', emailStatus: null }]);
+});
+
 A('the rejected-rows CSV of an API batch gives back each rejected value as submitted (raw JSON), unknown fields included', async ({ t, w, ledgerId }) => {
   const sent: unknown[] = [
     { name: 'Fine', company: 'X' },

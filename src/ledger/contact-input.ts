@@ -26,7 +26,7 @@ export interface ContactDraft {
 export type InputResult = { ok: true; draft: ContactDraft } | { ok: false; reason: string };
 
 const TOP_LEVEL = new Set(['name', 'company', 'title', 'location', 'email', 'contactInfo', 'linkedin', 'referenceId']);
-const CONTACT_INFO = new Set(['email']);
+const CONTACT_INFO = new Set(['email', 'emailStatus']);
 
 const reject = (reason: string): InputResult => ({ ok: false, reason });
 
@@ -79,6 +79,10 @@ export function validateContact(input: unknown): InputResult {
     const nested = optionalText((info as Record<string, unknown>).email, 'contactInfo.email', MAX_LENGTH.email);
     if (isError(nested)) return reject(nested.error);
     if (nested !== undefined && email !== undefined && emailKey(nested) !== emailKey(email)) return reject('email and contactInfo.email differ');
+    // A contact read back (GET) carries contactInfo.emailStatus; null is "not known" and may be sent
+    // back, a value is the feed's to set (SPEC §4 table).
+    const status = (info as Record<string, unknown>).emailStatus;
+    if (status !== undefined && status !== null) return reject('contactInfo.emailStatus is set by the person-data feed, not by an import; leave it out or send null');
     email ??= nested;
   }
   if (email !== undefined) {

@@ -20,7 +20,7 @@ export const LedgerPatch = NewLedger.partial().refine((p) => p.name !== undefine
  */
 export const ContactsBody = z.union([
   z.strictObject({ contacts: z.array(z.unknown()).meta({ description: 'Contacts to add (each like the single-contact form); at most MAX_API_CONTACTS.' }) }),
-  z.record(z.string(), z.unknown()).meta({ description: 'One contact: name, company, title?, location?, email? (or contactInfo: {email}), linkedin?, referenceId?' }),
+  z.record(z.string(), z.unknown()).meta({ description: 'One contact: name, company, title?, location?, email? (or contactInfo: {email, emailStatus: null}), linkedin?, referenceId?' }),
 ], { error: 'send one contact object or {"contacts":[…]}' });
 
 export const BulkDelete = z.strictObject({
