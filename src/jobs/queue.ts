@@ -40,6 +40,15 @@ export async function keepingLease<T>(renew: () => Promise<void> | void, wait: P
   }
 }
 
+/**
+ * Renews a lease between a run's chunks, as a write like a chunk's: after `db.relieve()`, so not
+ * while a backup pauses the writers nor past the -wal's bulk limit. Throws LeaseLostError.
+ */
+export async function renewBetweenChunks(db: Db, lease: Lease): Promise<void> {
+  await db.relieve();
+  db.tx(() => lease.renew());
+}
+
 /** What a runner holds while it works on a job. Every method must run inside a transaction. */
 export interface Lease {
   readonly job: ClaimedJob;

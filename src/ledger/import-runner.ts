@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import { readUpload, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { CsvReadError, type CsvRow } from '../csv/read-rows.ts';
 import { newId } from '../ids.ts';
-import { keepingLease, type Lease } from '../jobs/queue.ts';
+import { keepingLease, renewBetweenChunks, type Lease } from '../jobs/queue.ts';
 import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
@@ -175,10 +175,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
     try {
       for (;;) {
         // the lease kept while the CSV worker parses (a batch of very wide rows may take longer than the lease)
-        const next = await keepingLease(async () => {
-          await d.db.relieve(); // a write like a chunk's: not while a backup runs
-          d.db.tx(() => lease.renew());
-        }, batches.next());
+        const next = await keepingLease(() => renewBetweenChunks(d.db, lease), batches.next());
         if (next.done) break;
         const batch = next.value;
         pending = at < pending.length ? pending.slice(at).concat(batch.rows) : batch.rows;

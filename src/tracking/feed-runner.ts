@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Clock } from '../clock.ts';
 import { betweenChunks, CHUNK_BUDGET_MS, ChunkSizer } from '../jobs/chunk-pacing.ts';
-import { RENEW_LEASE_AFTER_MS } from '../jobs/queue.ts';
+import { RENEW_LEASE_AFTER_MS, renewBetweenChunks } from '../jobs/queue.ts';
 import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import { isConstraintError, type Db } from '../storage/db.ts';
@@ -169,8 +169,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
                 return 'stopped';
               }
               if (d.clock.now() - renewedAt >= RENEW_LEASE_AFTER_MS) {
-                await d.db.relieve(); // a write like a chunk's: not while a backup runs
-                d.db.tx(() => lease.renew());
+                await renewBetweenChunks(d.db, lease);
                 renewedAt = d.clock.now();
               }
             }
