@@ -10,7 +10,7 @@ import { createLogger } from '../src/log.ts';
 import { createQueue, keepingLease, LEASE_MS, LeaseLostError } from '../src/jobs/queue.ts';
 import { createQueueRepo } from '../src/jobs/queue-repo.ts';
 import { createScheduler, FINISHED_JOB_RETENTION_MS, LANE_SLOTS, type Runner } from '../src/jobs/scheduler.ts';
-import { CHUNK_BUDGET_MS, ChunkSizer, deleteInChunks, FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
+import { byteBoundedEnd, CHUNK_BUDGET_MS, CHUNK_MAX_BYTES, ChunkSizer, deleteInChunks, FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
 import { openDb, type Db } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { paths } from '../src/paths.ts';
@@ -586,6 +586,24 @@ S('chunk sizes follow the measured cost: about CHUNK_BUDGET_MS per chunk, growin
   assert.is(sizer.next(), 20, 'never below the minimum');
 });
 
+
+S('an import chunk of wide rows stops at CHUNK_MAX_BYTES after its first row; ordinary rows fill the count; the first row is always taken', () => {
+  const rowsOf = (...widths: number[]) => {
+    let end = 0;
+    return widths.map((w) => ({ endBytes: (end += w) }));
+  };
+  const mib = CHUNK_MAX_BYTES;
+  const wide = rowsOf(...Array.from({ length: 40 }, () => mib / 2));
+  assert.is(byteBoundedEnd(wide, 0, 20), 3, 'two half-MiB rows after the first');
+  assert.is(byteBoundedEnd(wide, 37, 20), 40, 'up to the last row');
+  const huge = rowsOf(mib, mib, mib);
+  assert.is(byteBoundedEnd(huge, 0, 20), 2, 'one row of the limit after the first');
+  assert.is(byteBoundedEnd(rowsOf(3 * mib, 3 * mib), 1, 20), 2, 'a row over the limit alone');
+  const ordinary = rowsOf(...Array.from({ length: 6000 }, () => 150));
+  assert.is(byteBoundedEnd(ordinary, 0, 5000), 5000, 'the largest chunk of ordinary rows is under the limit');
+  assert.is(byteBoundedEnd(ordinary, 5990, 5000), 6000);
+  assert.is(byteBoundedEnd(ordinary, 6000, 5000), 6000, 'nothing left: an empty chunk');
+});
 
 S('chunked deletes (purges, retention): one transaction a chunk, each sized by its own ChunkSizer, steps in order, resumable', async () => {
   const db = freshDb();

@@ -51,6 +51,26 @@ export class ChunkSizer {
   }
 }
 
+/**
+ * What one chunk's rows may weigh beyond its first row. ChunkSizer counts rows, and its smallest
+ * chunk (MIN_CHUNK_ITEMS) of rows near the 1 MiB record limit was a 20 MiB transaction (every
+ * rejected row keeps its cells for the rejected-rows CSV); ordinary rows (~150 bytes) never reach
+ * this, even in the largest chunk.
+ */
+export const CHUNK_MAX_BYTES = 1 << 20;
+
+/**
+ * Where a chunk of at most `n` rows starting at `rows[at]` ends (exclusive) so that the rows after
+ * its first weigh at most CHUNK_MAX_BYTES; `endBytes` is each row's end offset in its input. A chunk
+ * always takes its first row.
+ */
+export function byteBoundedEnd(rows: readonly { endBytes: number }[], at: number, n: number, maxBytes = CHUNK_MAX_BYTES): number {
+  const last = Math.min(rows.length, at + n);
+  let end = Math.min(at + 1, last);
+  while (end < last && rows[end]!.endBytes - rows[at]!.endBytes <= maxBytes) end++;
+  return end;
+}
+
 /** The longest pause between two chunks while HTTP requests keep the event loop busy. */
 const MAX_PAUSE_MS = 50;
 const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 1));

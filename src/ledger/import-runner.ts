@@ -5,7 +5,7 @@ import { readUpload, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { CsvReadError, type CsvRow } from '../csv/read-rows.ts';
 import { newId } from '../ids.ts';
 import { keepingLease, renewBetweenChunks, type Lease } from '../jobs/queue.ts';
-import { betweenChunks, ChunkSizer } from '../jobs/chunk-pacing.ts';
+import { betweenChunks, byteBoundedEnd, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Db } from '../storage/db.ts';
@@ -164,7 +164,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
     let at = 0;
     const storeNext = (n: number) => {
       const base = imp.cursorRows;
-      const part = pending.slice(at, at + n);
+      const part = pending.slice(at, byteBoundedEnd(pending, at, n));
       const rows: Row[] = part.map((r, i) =>
         'draft' in r ? { rowNo: base + i + 1, line: r.line, draft: r.draft, raw: r.raw } : { rowNo: base + i + 1, line: r.line, reason: r.reason, raw: r.raw },
       );
