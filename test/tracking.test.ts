@@ -891,6 +891,47 @@ T('deleting contacts (one, or in bulk) deletes their change history too', async 
   expectStatus(await t.call('GET', `${path}/contacts/${one.id}/changes`, { token: w.tokens.viewer }), 404);
 });
 
+T('a second person with the same address undoes the matches made by it alone: the contact follows who else fits it, never the other person\'s job change', async ({ t, w }) => {
+  const shared = 'info@stoneacme.test';
+  const bob = { name: 'Bob Stone', company: 'Acme', title: 'Sales Manager', email: shared };
+  const alice = (company: string, observedAt: string) => ({ personId: 'alice-w', name: 'Alice Wong', company, title: 'CEO', email: shared, observedAt });
+  const state = async (path: string, ref: string) => { const c = await contact(t, w, path, ref); return [c.isVerified, c.company, c.title]; };
+  // both in one feed, Alice first: the contact was Alice's by the address (title CEO), then her move to Hooli
+  const one = await ledgerWith(t, w, 'shared address, one feed', [{ ...bob, referenceId: 'bob' }]);
+  await feed(t, w.root, ndjson(alice('Acme', '2026-11-01'), { ...bob, personId: 'bob-s', observedAt: '2026-11-01' }));
+  assert.equal(await state(one.path, 'bob'), [true, 'Acme', 'Sales Manager'], 'Bob\'s by name + company once the address is shared');
+  // imported between Alice's and Bob's records: matched to Alice by the address, then to Bob
+  const between = await ledgerWith(t, w, 'shared address, imported between', [{ ...bob, name: 'Bob Between', referenceId: 'between' }]);
+  assert.equal(await state(between.path, 'between'), [false, 'Acme', 'Sales Manager'], 'the address names two people: not matched by it');
+  const moved = await feed(t, w.root, ndjson(alice('Hooli', '2026-11-05')));
+  assert.is(moved.jobChanges, 0, 'Alice\'s move is nobody\'s contact\'s');
+  assert.equal(await state(one.path, 'bob'), [true, 'Acme', 'Sales Manager']);
+  const jobChanges = t.rt.db.raw.prepare("SELECT count(*) FROM changes WHERE type = 'job' AND ledger_id IN (?, ?)").pluck();
+  assert.is(jobChanges.get(one.ledgerId, between.ledgerId), 0);
+});
+
+T('a contact matched by an address while one person had it is matched again when a second person brings the address: by name + company, or left unmatched', async ({ t, w }) => {
+  const shared = 'hello@lumenly.test';
+  await feed(t, w.root, ndjson({ personId: 'ann-l', name: 'Ann Lee', company: 'Lumenly', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
+  const { path } = await ledgerWith(t, w, 'address shared later', [
+    { name: 'Ben Ode', company: 'Lumenly', title: 'Engineer', email: shared, referenceId: 'ben' },
+    { name: 'Someone Else', company: 'Elsewhere', email: shared, referenceId: 'nobody' },
+    { name: 'Ann Lee', company: 'Lumenly', email: shared, referenceId: 'ann' },
+  ]);
+  const state = async (ref: string) => { const c = await contact(t, w, path, ref); return [c.isVerified, c.company, c.title]; };
+  assert.equal(await state('ben'), [true, 'Lumenly', 'CEO'], 'matched to Ann by the address, her title');
+  const ben = await feed(t, w.root, ndjson({ personId: 'ben-o', name: 'Ben Ode', company: 'Lumenly', title: 'Staff Engineer', email: shared, observedAt: '2026-11-02' }));
+  assert.equal(await state('ben'), [true, 'Lumenly', 'Staff Engineer'], 'Ben\'s now, by name + company');
+  assert.equal(await state('ann'), [true, 'Lumenly', 'CEO'], 'Ann\'s contact stays hers, by name + company');
+  assert.equal(await state('nobody'), [false, 'Lumenly', 'CEO'], 'fits nobody else: unmatched, keeps what it has');
+  assert.is(ben.infoChanges, 1, 'Ben\'s title');
+  const moves = await feed(t, w.root, ndjson({ personId: 'ann-l', name: 'Ann Lee', company: 'Globex', title: 'CEO', email: shared, observedAt: '2026-11-05' }));
+  assert.is(moves.jobChanges, 1, 'only Ann\'s own contact');
+  assert.equal(await state('ann'), [true, 'Globex', 'CEO']);
+  assert.equal(await state('ben'), [true, 'Lumenly', 'Staff Engineer']);
+  assert.equal(await state('nobody'), [false, 'Lumenly', 'CEO']);
+});
+
 T('when a namesake leaves, the contacts it left unmatched follow the one person who fits again, and get that person\'s next job change', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'namesake leaves', [{ name: 'Quinn Vale', company: 'Valeco', referenceId: 'quinn' }]);
   const state = async () => { const c = await contact(t, w, path, 'quinn'); return [c.isVerified, c.company]; };

@@ -52,6 +52,7 @@ export function createPeopleRepo(db: Db) {
     byEmail: db.raw.prepare<[string], PersonRow>(`SELECT * FROM people WHERE ${emailKeyIs('?')} LIMIT 2`),
     byKeys: db.raw.prepare<[string, string], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? LIMIT 2'),
     othersByKeys: db.raw.prepare<[string, string, number], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? AND seq <> ? LIMIT 2'),
+    othersByEmail: db.raw.prepare<[string, number], PersonRow>(`SELECT * FROM people WHERE ${emailKeyIs('?')} AND seq <> ? LIMIT 2`),
     // one seek in people_known_by_name_only (migration 0029), not a walk of a crowd of namesakes (the
     // planner, which sees people_by_name_company deliver the same order, is told)
     keylessByKeys: db.raw.prepare<[string, string], PersonRow>(
@@ -101,9 +102,10 @@ export function createPeopleRepo(db: Db) {
     explainFindKeyless: (): string[] => db.queryPlan(q.keylessByKeys.source, 'x', 'y'),
     /** Up to two people with this normalized name + company (two: "more than one"). */
     keyHolders: (nameKey: string, companyKey: string): Person[] => q.byKeys.all(nameKey, companyKey).map(toPerson),
-    /** The other people with this person's normalized name + company. */
     /** Up to two other people with the person's name + company keys (two = "more than one"). */
     othersWithKeys: (p: Person): Person[] => q.othersByKeys.all(p.nameKey, p.companyKey, p.seq).map(toPerson),
+    /** Up to two other people with the person's e-mail address (two = "more than one"). */
+    othersWithEmail: (p: Person): Person[] => (p.email === null ? [] : q.othersByEmail.all(emailKey(p.email), p.seq).map(toPerson)),
     /** How many people (0, 1 or 2 = "more than one") have these keys. */
     countByKeys: (nameKey: string, companyKey: string): number => q.countKeys.get(nameKey, companyKey)!,
     /** Stores a new person; returns its id. */

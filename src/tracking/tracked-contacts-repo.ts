@@ -75,6 +75,10 @@ export function createTrackedContactsRepo(db: Db) {
     unmatchByKeys: db.raw.prepare<[number, string]>(
       `UPDATE contacts SET person_id = NULL, matched_by = ${UNMATCHED_BY}, is_verified = 0, updated_at = ? WHERE person_id = ? AND matched_by = 'name'`,
     ),
+    unmatchByEmail: db.raw.prepare<[number, string, string], ContactRow>(
+      `UPDATE contacts SET person_id = NULL, matched_by = ${UNMATCHED_BY}, is_verified = 0, updated_at = ?
+       WHERE person_id = ? AND matched_by = 'email' AND ${emailKeyIs('?')} RETURNING *`,
+    ),
     match: db.raw.prepare<[string, MatchedBy, number, string]>('UPDATE contacts SET person_id = ?, matched_by = ?, is_verified = 1, updated_at = ? WHERE id = ?'),
     update: db.raw.prepare(`UPDATE contacts SET ${SET_TRACKED} WHERE id = @id`),
     matchAndUpdate: db.raw.prepare(`UPDATE contacts SET person_id = @personId, matched_by = @matchedBy, is_verified = 1, ${SET_TRACKED} WHERE id = @id`),
@@ -97,6 +101,12 @@ export function createTrackedContactsRepo(db: Db) {
      * once exactly one person fits. Returns how many.
      */
     unmatchByKeys: (personId: string, now: number): number => q.unmatchByKeys.run(now, personId).changes,
+    /**
+     * Undoes the person's matches made by this address (another person has it too now: e-mail
+     * matches "when exactly one person has it"), as unmatchByKeys does for namesakes. Returns the
+     * contacts unmatched, as they are now.
+     */
+    unmatchByEmail: (personId: string, email: string, now: number): TrackedContact[] => all(q.unmatchByEmail.all(now, personId, emailKey(email))),
     /** Stores the tracked fields; with `matchTo`, also matches the contact to that person (one statement instead of two). */
     updateTracked: (contactId: string, f: TrackedFields, now: number, matchTo?: MatchTo): void => {
       const params = { ...f, emailKey: storedEmailKey(f.email), hasMultipleJobs: f.hasMultipleJobs === null ? null : f.hasMultipleJobs ? 1 : 0, updatedAt: now, id: contactId };

@@ -320,6 +320,16 @@ export function createTracker(d: TrackerDeps) {
         const others = d.people.othersWithKeys(p);
         if (others.length === 1) d.contacts.unmatchByKeys(others[0]!.id, now);
       }
+      // A second person with this address: the contacts matched by it alone to the other one could
+      // be either now (e-mail matches "when exactly one person has it"), so they are unmatched, as
+      // for namesakes, and each is matched again by what else fits it (name + company, when exactly
+      // one person fits) — else a contact with a shared info@ address followed whichever person
+      // came first and reported that person's job change (a tester's case). With two or more others
+      // the address was shared already and nobody's contacts are matched by it.
+      if (p.email && !(existing?.email && emailKey(existing.email) === emailKey(p.email))) {
+        const others = d.people.othersWithEmail(p);
+        if (others.length === 1) for (const c of d.contacts.unmatchByEmail(others[0]!.id, p.email, now)) matchImportedOne(c, counts);
+      }
       const known = existing ? d.contacts.listOfPerson(p.id) : [];
       const fresh: [TrackedContact[], MatchedBy][] = [];
       if (p.linkedinSlug) fresh.push([d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`), 'linkedin']);
