@@ -51,7 +51,7 @@ X('a gzip feed of endless bad lines: counted exactly, no more than the cap store
 });
 
 X('a feed of which not one record could be applied fails, naming the first reason; so does one without records', async ({ t, w }) => {
-  const wrong = await feed(t, w.root, 'first,last\nAnn,Lee\nBo,Ng\n', 'text/csv');
+  const wrong = await feed(t, w.root, 'nom,societe\nAnn,Lee\nBo,Ng\n', 'text/csv');
   assert.is(wrong.status, 'failed');
   assert.match(wrong.message, /^not one of its 2 records could be applied \(the first, line 2: name and company are required/);
   assert.ok(wrong.message.endsWith(`every reason is in GET /api/ledger/v1/feed/${wrong.id}/errors`), wrong.message);

@@ -640,6 +640,15 @@ T('feeds in CSV, JSON array and gzip; bad records are counted with their line an
   assert.equal([sep.status, sep.received, sep.invalid, sep.personsUpdated], ['completed', 2, 1, 1]);
   assert.match((await t.call('GET', `${FEED}/${sep.id}/errors`, { token: w.root })).text, /2,4,"name is required/);
   assert.equal(t.rt.db.raw.prepare("SELECT company FROM people WHERE name = 'Sep Person'").get(), { company: 'Sep, Inc' });
+  // no name column: "First Name" + "Last Name" give it, as in contact uploads (every record was "name is required")
+  const split = await feed(t, w.root, 'First Name,Last Name,Company\n Lia , Moss ,Split Co\nMono,,Split Co\n,,Split Co\n', 'text/csv');
+  assert.equal([split.status, split.received, split.invalid, split.personsUpdated], ['completed', 3, 1, 2]);
+  assert.match((await t.call('GET', `${FEED}/${split.id}/errors`, { token: w.root })).text, /3,4,"name is required/);
+  assert.equal(t.rt.db.raw.prepare("SELECT name FROM people WHERE company = 'Split Co' ORDER BY seq").pluck().all(), ['Lia Moss', 'Mono']);
+  // a name column wins; the first and last names are then columns nobody reads
+  const whole = await feed(t, w.root, 'first,name,last,company\nX,Whole Name,Y,Whole Co\n', 'text/csv');
+  assert.equal([whole.invalid, whole.personsUpdated], [0, 1]);
+  assert.equal(t.rt.db.raw.prepare("SELECT name FROM people WHERE company = 'Whole Co'").pluck().all(), ['Whole Name']);
 });
 
 T('a record naming two different known people is rejected with a reason; the rest of its chunk is applied', async ({ t, w, path }) => {
@@ -1569,7 +1578,7 @@ I('an inbox file ending inside a line waits a minute (its writer may have paused
   };
   const feeds = t.rt.tracking.feeds;
   put('paused.csv', 'name,company\nHan Paused,Hoo'); // cut inside its last record: "Hoo" of "Hooli"
-  put('wrong.csv', 'first,last\nAnn,Lee\nBo,Ng\n');
+  put('wrong.csv', 'nom,societe\nAnn,Lee\nBo,Ng\n');
   assert.is(await feeds.scanInbox(), 0, 'first look');
   assert.is(await feeds.scanInbox(), 1, 'wrong.csv; paused.csv waits');
   assert.is(await settled(t, 'wrong.csv'), 'failed');

@@ -128,6 +128,10 @@ const FIELD_BY_KEY = new Map([
   ...FEED_FIELDS.map((f) => [headerKey(f), f] as const),
 ]);
 
+/** The columns that give the name together when no column gives it whole (not record fields: a record never has them). */
+const FIRST_NAME = ' first name';
+const LAST_NAME = ' last name';
+
 /** The stream's first bytes, left in the stream (null when it is empty). */
 async function peek(input: Readable): Promise<Buffer | null> {
   for (;;) {
@@ -191,6 +195,13 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
         // two columns for one field ("company" and "employer"): which one holds it is anybody's guess
         const twice = header.findIndex((f, i) => f !== undefined && header!.indexOf(f) < i);
         if (twice >= 0) throw new FeedReadError(`line ${line}: columns "${record[header.indexOf(header[twice])]!.trim()}" and "${record[twice]!.trim()}" both give ${header[twice]}; rename or remove one`);
+        // no name column: a first-name and a last-name column give it, as in contact uploads (SPEC §4.3)
+        if (!header.includes('name')) {
+          const keys = record.map(headerKey);
+          const find = (aliases: string[]) => aliases.map((a) => keys.indexOf(a)).find((i) => i >= 0 && header![i] === undefined);
+          const [first, last] = [find(ALIASES.firstName), find(ALIASES.lastName)];
+          if (first !== undefined && last !== undefined) [header[first], header[last]] = [FIRST_NAME, LAST_NAME];
+        }
         needed = namedWidth(header);
         continue;
       }
@@ -204,6 +215,13 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
       header.forEach((f, i) => {
         if (f && cells[i] !== '') value[f] = cells[i]!;
       });
+      if (FIRST_NAME in value || LAST_NAME in value) {
+        // a name made of two cells is ours to join: each part trimmed, one space between
+        const name = [value[FIRST_NAME] ?? '', value[LAST_NAME] ?? ''].map((part) => part.trim()).filter(Boolean).join(' ');
+        delete value[FIRST_NAME];
+        delete value[LAST_NAME];
+        if (name) value.name = name;
+      }
       yield { line, value };
     }
   } catch (err) {
