@@ -535,13 +535,16 @@ P('a header cell with a line break in it (Alt+Enter in a spreadsheet) does not h
 
 P('a trailing separator is no wrong width: on the header, rows may stop at its last named column; on rows, empty cells past the header are dropped', async ({ t, w }) => {
   // an Excel-style export whose header ends with a separator, rows without it
-  const header = await importInto(t, w, 'Name;Company;\r\nAda;Acme\r\nBob;Acme;\r\nCy\r\nDee;Acme;;x\r\n');
-  assert.equal([header.job.status, header.job.submitted, header.job.imported, header.job.invalid], ['completed', 4, 2, 2]);
+  const header = await importInto(t, w, 'Name;Company;\r\nAda;Acme\r\nBob;Acme;\r\nCy\r\nDee;Acme;;x\r\nEve;Umbrella; Inc\r\n');
+  assert.equal([header.job.status, header.job.submitted, header.job.imported, header.job.invalid], ['completed', 5, 2, 3]);
   assert.equal(view(header.contacts).map((c) => [c.name, c.company]), [['Ada', 'Acme'], ['Bob', 'Acme']]);
   const errors = await errorsOf(t, w, header.ledgerId, header.job.id);
   assert.equal(errors.slice(1).map((r) => [r[0], r[r.length - 2], r[r.length - 1]]), [
-    ['Cy', 'the row has 1 column, the header has 3', '4'], // a named column's cell is missing
-    ['Dee', 'the row has 4 columns, the header has 3', '5'], // past the header, not empty
+    ['Cy', 'the row has 1 column, the header has 2', '4'], // a named column's cell is missing
+    ['Dee', 'the row has 4 columns, the header has 2', '5'], // past the header, not empty
+    // as wide as the header with its trailing separator, but text where no column is named: a stray
+    // separator (a tester's case: imported as company "Umbrella", the rest dropped)
+    ['Eve', 'the row has 3 columns, the header has 2', '6'],
   ]);
   // rows that end with a separator (or two) under a header that does not
   const rows = await importInto(t, w, 'name,company,title\nEve,Acme,CTO,\nFay,Acme,,,\nGus,Acme\n');
@@ -951,8 +954,10 @@ P('missing name or company column, an imported column whose name the header give
   ]);
   assert.equal(noName!.body.errors.map((e: any) => e.path), ['file']);
   // empty header cells are not duplicates of each other
-  const blanks = await importInto(t, w, 'name,,company,\nA,x,B,y\n');
+  // (text in the unnamed column between named ones is a cell nobody imports; past the last named one, a broken row)
+  const blanks = await importInto(t, w, 'name,,company,\nA,x,B,\nC,x,D,y\n');
   assert.equal(view(blanks.contacts).map((c) => [c.name, c.company]), [['A', 'B']]);
+  assert.is(blanks.job.invalid, 1);
   // columns nobody imports may share a name (CRM exports repeat some): a tester's file was refused whole, also at preview
   const crm = 'name,company,Notes,Phone,notes,phone\nA,B,n1,p1,n2,p2\n';
   const repeated = await importInto(t, w, crm);

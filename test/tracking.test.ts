@@ -1251,12 +1251,14 @@ T('feed CSV: columns named as contact uploads name them are read (LinkedIn URL, 
 });
 
 T('feed CSV: a trailing separator is no wrong width; cells may be missing past the last column the feed reads, not before it', async ({ t, w }) => {
-  const job = await feed(t, w.root, 'name,company,notes,\nTrail One,Acme\nTrail Two,Acme,,,\nTrail Three,Acme,,,x\nTrail Four\n', 'text/csv');
-  assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 4, 2, 2]);
+  const job = await feed(t, w.root, 'name,company,notes,\nTrail One,Acme\nTrail Two,Acme,,,\nTrail Three,Acme,,,x\nTrail Four\nTrail Five,Acme,n,x\nTrail Six,Acme,notes\n', 'text/csv');
+  assert.equal([job.status, job.received, job.invalid, job.personsUpdated], ['completed', 6, 3, 3]);
   const errors = (await t.call('GET', `${FEED}/${job.id}/errors`, { token: w.root })).text;
-  assert.match(errors, /3,4,"the row has 5 columns, the header has 4"/);
-  assert.match(errors, /4,5,"the row has 1 column, the header has 4"/);
-  assert.equal(t.rt.db.raw.prepare("SELECT name FROM people WHERE name LIKE 'Trail %' ORDER BY name").pluck().all(), ['Trail One', 'Trail Two']);
+  assert.match(errors, /3,4,"the row has 5 columns, the header has 3"/);
+  assert.match(errors, /4,5,"the row has 1 column, the header has 3"/);
+  // text where the header's trailing separator names no column: a broken row, not a cell to drop
+  assert.match(errors, /5,6,"the row has 4 columns, the header has 3"/);
+  assert.equal(t.rt.db.raw.prepare("SELECT name FROM people WHERE name LIKE 'Trail %' ORDER BY name").pluck().all(), ['Trail One', 'Trail Six', 'Trail Two']);
 });
 
 T('feed CSV: the delimiter is voted on the header, rows of empty cells are skipped like blank lines, line numbers count a quoted CRLF once, booleans in any case, no status without an address', async ({ t, w }) => {

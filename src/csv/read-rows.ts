@@ -74,13 +74,15 @@ export const namedWidth = (header: readonly (string | undefined)[]): number => {
  * The record as wide as the header (`width` cells), or undefined when it cannot be without losing
  * or inventing data. A trailing separator is the usual difference, on the header (`Name;Company;`
  * over `A;B`) or on rows (`A;B;` under `Name;Company`): cells may be missing past the first
- * `needed` columns (those with a name, or that the reader uses), and cells past the header's width
- * may be there if they are empty. Any other difference is a sign of a broken row.
+ * `needed` columns (those with a name, or that the reader uses), and cells past the header's
+ * `named` columns (its trailing separators) or past its width may be there if they are empty. Any
+ * other difference is a sign of a broken row: `Eve,Umbrella, Inc,CFO` under `Name,Company,Title,`
+ * was imported as company "Umbrella", title "Inc", its CFO dropped (a tester's case).
  */
-export function fitToHeader(record: string[], width: number, needed: number): string[] | undefined {
+export function fitToHeader(record: string[], width: number, needed: number, named = needed): string[] | undefined {
+  for (let i = Math.max(named, needed); i < record.length; i++) if (record[i] !== '') return undefined;
   if (record.length === width) return record;
   if (record.length < width) return record.length >= needed ? [...record, ...Array<string>(width - record.length).fill('')] : undefined;
-  for (let i = width; i < record.length; i++) if (record[i] !== '') return undefined;
   return record.slice(0, width);
 }
 
@@ -105,7 +107,8 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   pipeline(createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }), parser, () => {});
   const width = format.columns.length;
   const escaped = format.formulasEscaped === true || format.download === true;
-  const needed = Math.max(namedWidth(format.columns), ...mappedColumns(format.mapping).map((i) => i + 1));
+  const named = namedWidth(format.columns);
+  const needed = Math.max(named, ...mappedColumns(format.mapping).map((i) => i + 1));
   let nextLine = from.lines + 1;
   let rows: CsvRow[] = [];
   let endBytes = from.bytes;
@@ -119,8 +122,8 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       // a file of ours (a rejected-rows CSV, a download) has our formula escaping to take off: its
       // cells are read, and kept for a rejected row, as they were before it
       const read = escaped ? record.map(unescapeFormula) : record;
-      const cells = fitToHeader(read, width, needed);
-      if (!cells) rows.push({ line, endBytes, endLine, reason: wrongWidth(record.length, width), raw: read });
+      const cells = fitToHeader(read, width, needed, named);
+      if (!cells) rows.push({ line, endBytes, endLine, reason: wrongWidth(record.length, Math.max(named, needed)), raw: read });
       else {
         const res = validateContact(rowToInput(cells, format.mapping));
         // the cells go along with a valid row too: it may still be rejected as a duplicate, and the rejected-rows CSV gives rows back as they were

@@ -172,6 +172,7 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
   pipeline(input, limiter, parser, () => {});
   let header: (string | undefined)[] | undefined;
   let needed = 0;
+  let named = 0;
   let nextLine = 1;
   try {
     for await (const record of parser as AsyncIterable<string[]>) {
@@ -203,12 +204,13 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
           if (first !== undefined && last !== undefined) [header[first], header[last]] = [FIRST_NAME, LAST_NAME];
         }
         needed = namedWidth(header);
+        named = namedWidth(record);
         continue;
       }
-      // cells may be missing past the last column the feed reads, or empty past the header (a trailing separator)
-      const cells = fitToHeader(record, header.length, needed);
+      // cells may be missing past the last column the feed reads, or empty past the header's named columns (a trailing separator)
+      const cells = fitToHeader(record, header.length, needed, named);
       if (!cells) {
-        yield { line, error: wrongWidth(record.length, header.length) };
+        yield { line, error: wrongWidth(record.length, named) };
         continue;
       }
       const value: Record<string, string> = {};
