@@ -1,8 +1,9 @@
 import { createCipheriv, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import { badRequest } from './errors.ts';
 import { MAX_LENGTH } from './ledger/contact-input.ts';
+import { longerThan } from './normalize.ts';
 
-/** The longest text in a cursor's key: a contact's name (sortBy=±name). Other text keys are ids. */
+/** The longest text in a cursor's key, in characters: a contact's name (sortBy=±name). Other text keys are ids. */
 export const MAX_CURSOR_TEXT = MAX_LENGTH.name;
 
 /** Bytes of the synthetic IV, which is also the cursor's authentication tag. */
@@ -11,8 +12,9 @@ const TAG_BYTES = 16;
 /**
  * The longest cursor the server issues, so every cursor it hands out is accepted back (by
  * `decode` and the `cursor` query schema) while a forged giant one is still refused. The longest
- * sealed key is a contact list's under sortBy=±name, `["<name>",<seq>,<0|1>]`: JSON escapes one
- * UTF-16 unit of the name to at most 6 bytes (`\u0001`, a lone surrogate) and a safe integer
+ * sealed key is a contact list's under sortBy=±name, `["<name>",<seq>,<0|1>]`: JSON takes one
+ * character (code point) of the name to at most 6 bytes (`\u0001`, a lone surrogate; an emoji,
+ * two UTF-16 units, is 4 bytes of UTF-8) and a safe integer
  * takes at most 17 characters (`-9007199254740991`). Every other cursor holds numbers and at most
  * an id (under 40 characters), far less. The tag comes on top, and base64url makes 4 characters
  * of every 3 bytes: 2,123 characters.
@@ -89,7 +91,8 @@ export function createCursors(secret: Buffer) {
     if (!Array.isArray(values) || values.length !== kinds.length) throw bad();
     values.forEach((v: unknown, i) => {
       const k = kinds[i];
-      const ok = k === 's' ? typeof v === 'string' && v.length <= MAX_CURSOR_TEXT : k === 'n' ? Number.isSafeInteger(v) : v === null || Number.isSafeInteger(v);
+      // in characters, as names are limited (a name of 256 emoji is 512 UTF-16 units: its cursor was refused, a tester's case)
+      const ok = k === 's' ? typeof v === 'string' && !longerThan(v, MAX_CURSOR_TEXT) : k === 'n' ? Number.isSafeInteger(v) : v === null || Number.isSafeInteger(v);
       if (!ok) throw bad();
     });
     return values as KeyValue[];

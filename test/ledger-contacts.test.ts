@@ -296,6 +296,23 @@ A('a batch keeps its good rows and rejects bad and duplicate ones with reasons',
   assert.is(nested.body.contacts.length, 1, 'email filter is case-insensitive; contactInfo.email accepted');
 });
 
+A('a page that ends at a name of 256 emoji or rare CJK characters continues: its cursor is accepted back, in both name orders', async ({ t, w, ledgerId }) => {
+  const names = ['a Ann', `b ${'😀'.repeat(254)}`, `c ${'𠀀'.repeat(254)}`, 'd Dee'];
+  const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, names.map((name) => ({ name, company: 'Long Names Co' })));
+  assert.is(job.imported, 4);
+  for (const sort of ['%2Bname', '-name']) {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const r = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?company=Long%20Names%20Co&sortBy=${sort}&limit=1${cursor ? `&cursor=${cursor}` : ''}`, { token: w.tokens.viewer });
+      expectStatus(r, 200, `${sort} after ${seen.length}`);
+      seen.push(...r.body.contacts.map((c: any) => c.name));
+      cursor = r.body.nextCursor;
+    } while (cursor);
+    assert.equal(seen, sort === '-name' ? [...names].reverse() : names, sort);
+  }
+});
+
 A('a NUL character is refused where text comes in: contact fields are rejected rows, list and download filters a 400', async ({ t, w, ledgerId }) => {
   const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
     { name: 'Nul\u0000Name', company: 'X' },
