@@ -313,6 +313,22 @@ A('a page that ends at a name of 256 emoji or rare CJK characters continues: its
   }
 });
 
+A('a referenceId in composed and in decomposed Unicode form is one id: the second is a duplicate, the filter finds it either way', async ({ t, w, ledgerId }) => {
+  const [composed, decomposed] = ['CRM-M\u00fcller-42', 'CRM-Mu\u0308ller-42'];
+  const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
+    { name: 'Mac Saved', company: 'X', referenceId: decomposed },
+    { name: 'Windows Saved', company: 'X', referenceId: composed },
+  ]);
+  assert.equal([job.imported, job.duplicates], [1, 1]);
+  const again = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Later', company: 'X', referenceId: composed }]);
+  assert.equal([again.imported, again.duplicates], [0, 1], 'against the ledger too');
+  for (const ref of [composed, decomposed]) {
+    const r = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?referenceId=${encodeURIComponent(ref)}`, { token: w.tokens.viewer });
+    expectStatus(r, 200);
+    assert.equal(r.body.contacts.map((c: any) => [c.name, c.referenceId]), [['Mac Saved', composed]], ref === composed ? 'composed' : 'decomposed');
+  }
+});
+
 A('a NUL character is refused where text comes in: contact fields are rejected rows, list and download filters a 400', async ({ t, w, ledgerId }) => {
   const job = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [
     { name: 'Nul\u0000Name', company: 'X' },

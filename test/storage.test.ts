@@ -405,6 +405,26 @@ S('migration 0034 reads a marker after the role as a past role ("CEO (Retired)" 
   );
 });
 
+S('migration 0035 stores referenceIds in composed form (NFC), leaving one where its ledger already holds the composed twin', () => {
+  const { db, raw, apply } = justBefore('0035_');
+  const [composed, decomposed] = ['CRM-M\u00fcller-42', 'CRM-Mu\u0308ller-42'];
+  const contact = raw.prepare("INSERT INTO contacts (id, ledger_id, name, company, import_company, reference_id, created_at, updated_at) VALUES (?, ?, 'N', 'C', 'C', ?, 1, 1)");
+  contact.run('c_1', 'l_1', decomposed); // alone in its ledger: composed
+  contact.run('c_2', 'l_2', composed); // the twin already there: stays
+  contact.run('c_3', 'l_2', decomposed);
+  contact.run('c_4', 'l_1', 'plain-ascii');
+  contact.run('c_5', 'l_1', null);
+  apply();
+  assert.equal(raw.prepare('SELECT id, reference_id, updated_at FROM contacts ORDER BY id').raw().all(), [
+    ['c_1', composed, 1],
+    ['c_2', composed, 1],
+    ['c_3', decomposed, 1],
+    ['c_4', 'plain-ascii', 1],
+    ['c_5', null, 1],
+  ]);
+  db.close();
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();

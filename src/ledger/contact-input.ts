@@ -104,7 +104,9 @@ export function validateContact(input: unknown): InputResult {
   if (digits !== undefined) return reject(`referenceId ${digits} is a whole number too large to be kept exactly as a JSON number (beyond ±(2^53−1) = ±9007199254740991); send it as a string ("${digits}")`);
   if (typeof ref === 'number' && Number.isSafeInteger(ref)) ref = String(ref);
   else if (ref !== undefined && ref !== null && typeof ref !== 'string') return reject('referenceId must be a string or a whole number');
-  const referenceId = optionalText(ref, 'referenceId', MAX_LENGTH.referenceId);
+  // in one Unicode form (NFC): "Müller" typed on Windows (ü) and saved on a Mac (u + ¨) is one id
+  // to the eye and must be one to the duplicate check and the filter (a tester's case: both imported)
+  const referenceId = optionalText(typeof ref === 'string' ? ref.normalize('NFC') : ref, 'referenceId', MAX_LENGTH.referenceId);
   if (isError(referenceId)) return reject(referenceId.error);
   if (referenceId !== undefined) {
     // the duplicate check compares ids as text: an invisible character would let one id pass for another

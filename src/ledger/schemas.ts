@@ -46,7 +46,7 @@ const filters = {
   lastJobChangedAtBefore: timestampParam,
   lastInfoChangedAt: timestampParam.meta({ description: 'Contacts whose last information change is at or after this time.' }),
   lastInfoChangedAtBefore: timestampParam,
-  referenceId: z.string().trim().pipe(filterText(128)).optional(), // trimmed as imports store it
+  referenceId: z.string().trim().transform((s) => s.normalize('NFC')).pipe(filterText(128)).optional(), // trimmed and in NFC, as imports store it
   linkedin: z
     .string()
     .transform((s, ctx) => {
