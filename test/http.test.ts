@@ -41,6 +41,10 @@ H('a table of triggers: each answers problem+json with status, code, title, mess
     ['wrong media type', 'POST', `${ID}/orgs`, { token: w.root, raw: 'name=x', headers: { 'content-type': 'text/plain' } }, 415, 'unsupported_media_type'],
     ['malformed JSON', 'POST', `${ID}/orgs`, { token: w.root, raw: '{"name":', headers: { 'content-type': 'application/json' } }, 400, 'malformed_body'],
     ['validation', 'POST', `${ID}/orgs`, { token: w.root, body: { name: '' } }, 422, 'validation_failed'],
+    // no body where one is needed is a malformed request, not a missing field (a tester's case: 422 "name is required")
+    ['empty body', 'POST', `${ID}/orgs`, { token: w.root, raw: '', headers: { 'content-type': 'application/json' } }, 400, 'malformed_body'],
+    ['blank body', 'POST', `${ID}/orgs`, { token: w.root, raw: ' \r\n', headers: { 'content-type': 'application/json' } }, 400, 'malformed_body'],
+    ['blank contact', 'POST', `${LEDGER}/orgs/${w.orgId}/ledgers/l_00000000000000000000000000/contacts`, { token: w.root, raw: '\n', headers: { 'content-type': 'application/json' } }, 400, 'malformed_body'],
     ['no token', 'GET', `${ID}/orgs`, {}, 401, 'invalid_token'],
     ['role missing', 'GET', `${ID}/orgs/${w.orgId}/audit`, { token: w.tokens.viewer }, 403, 'forbidden'],
     ['not found', 'GET', `${ID}/users/u_00000000000000000000000000`, { token: w.root }, 404, 'user_not_found'],

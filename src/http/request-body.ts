@@ -113,9 +113,9 @@ export const MAX_JSON_DEPTH = 64;
 export const MAX_OBJECT_MEMBERS = 1000;
 const tooDeep = () => badRequest('malformed_body', `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`);
 
-/** A JSON body's value (any JSON value; its shape is the schema's business). 400 when it is not JSON. */
+/** A JSON body's value (any JSON value; its shape is the schema's business), undefined when it is blank. 400 when it is not JSON. */
 export function parseJsonBody(text: string, parse: (text: string) => unknown = JSON.parse): unknown {
-  if (BLANK.test(text)) return {};
+  if (BLANK.test(text)) return undefined; // no body, as one of no bytes
   let value: unknown;
   try {
     value = parse(text);

@@ -211,6 +211,8 @@ export function parseBody<B extends Schema>(body: unknown, schema: B): z.output<
   const parsed = schema.safeParse(body === undefined ? {} : body);
   if (!parsed.success) {
     const errors = fieldErrors(parsed.error, 'body', body);
+    // no body (or a blank one) where one is needed is a malformed request, not a bad field of one
+    if (body === undefined) throw badRequest('malformed_body', `The request body is empty; send a JSON object (${summarize(errors)}).`, errors);
     throw invalid(`Invalid request body: ${summarize(errors)}.`, errors);
   }
   return parsed.data;
@@ -221,7 +223,8 @@ const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * Reads a JSON or form body into `ctx.request.body` (src/http/request-body.ts: strict UTF-8, the
- * size limit, Content-Encoding). No body leaves it undefined; the schema then sees `{}`.
+ * size limit, Content-Encoding). No body, or a blank one, leaves it undefined; the schema then sees
+ * `{}`, and a schema that needs more answers 400 (parseBody).
  */
 function bodyParser(spec: RouteSpec, maxJsonBytes: number, jsonParser: JsonParserThread | undefined): Koa.Middleware {
   const types = spec.bodyTypes ?? ['json'];

@@ -170,6 +170,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       responses: { ...JOB_ANSWERS, 413: { description: 'Too many contacts: use the CSV import' } },
     },
     (ctx, { caller, params, body, headers }) => {
+      if ((ctx.request as { body?: unknown }).body === undefined) throw badRequest('malformed_body', 'The request body is empty; send one contact object or {"contacts": [ … ]}.');
       const batch = Object.keys(body).length === 1 && Array.isArray(body.contacts);
       if (!batch && 'contacts' in body)
         throw invalid('Send {"contacts": [ … ]} with an array and no other field, or one contact object.', [{ path: 'contacts', message: 'must be an array, alone in the body' }]);
