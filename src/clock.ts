@@ -82,7 +82,8 @@ export function sessionExpiry(ms: number): string {
 }
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2}):?(\d{2}))?$/i;
+// the offset as ±hh:mm, ±hhmm or ±hh (ISO 8601 allows the hours alone: "+05", "-03")
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2})(?::?(\d{2}))?)?$/i;
 
 /** What a timestamp filter accepts, for the messages of the parameters that take one. */
 export const TIMESTAMP_RULE = 'an ISO 8601 timestamp or a date (2026-11-01), years 0001–9999, zone offsets up to ±23:59';
@@ -105,8 +106,8 @@ export function parseTimestamp(text: string): number | undefined {
   if (+h! > 23 || +mi! > 59 || +(sec ?? 0) > 59) return undefined;
   let offsetMinutes = 0;
   if (sign) {
-    if (+oh! > 23 || +om! > 59) return undefined;
-    offsetMinutes = (sign === '+' ? 1 : -1) * (+oh! * 60 + +om!);
+    if (+oh! > 23 || +(om ?? 0) > 59) return undefined;
+    offsetMinutes = (sign === '+' ? 1 : -1) * (+oh! * 60 + +(om ?? 0));
   }
   return utc(+y!, +mo!, +d!, +h!, +mi!, +(sec ?? 0), fractionMs(frac), offsetMinutes);
 }
