@@ -25,6 +25,31 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
         censor: '[redacted]',
       },
     },
-    destination ?? pino.destination({ fd: 1, sync: false }),
+    destination ?? logDestination(1, false),
   );
+}
+
+/** How much a log destination that cannot take more keeps waiting before it drops lines. */
+export const LOG_BUFFER_MAX = 16 * 1024 * 1024;
+
+/**
+ * Where log lines go: a file descriptor (1 for the server, 2 for the CLI). A destination that fails
+ * to write (its disk full, ENOSPC; a closed pipe) must not take the service with it: pino's writer
+ * emits 'error', which nobody handled, so a full log disk stopped the server with "Unhandled 'error'
+ * event" while its database disk had room (a tester's case). The lines it could not write wait, up
+ * to LOG_BUFFER_MAX, and go out with the next line once it can; past that they are dropped.
+ */
+export function logDestination(fd: number, sync: boolean): DestinationStream {
+  const dest = pino.destination({ fd, sync, maxLength: LOG_BUFFER_MAX });
+  // Failing since its last successful write. pino flushes the destination synchronously when the
+  // process exits, and that flush (sonic-boom 4) retries a write that fails for good (ENOSPC) for
+  // ever: with a full log disk the server never exited. What is left then is dropped instead.
+  let failing = false;
+  dest.on('error', () => (failing = true)); // nowhere left to say it; the service goes on
+  dest.on('write', () => (failing = false));
+  const flushSync = dest.flushSync.bind(dest);
+  dest.flushSync = () => {
+    if (!failing) flushSync();
+  };
+  return dest;
 }

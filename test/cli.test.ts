@@ -3,11 +3,11 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
-import { ID, request, tempDir } from './helpers.ts';
+import { ID, request, tempDir, until } from './helpers.ts';
 import { baseEnv, MAIN, serve } from './child-server.ts';
 
 function run(args: string[], env: Record<string, string> = {}) {
@@ -50,6 +50,29 @@ C('the admin e-mail and password can come from _FILE variables (an empty NAME= b
   a.child.kill('SIGTERM');
   assert.is(await a.exit, 0, a.stderr().slice(-2000));
   assert.match(a.stdout(), /"msg":"stopped"/);
+});
+
+C('a log destination that takes nothing more (a full disk: /dev/full) neither stops nor hangs the server: it serves, and SIGTERM stops it (exit 0)', async () => {
+  const blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+  const port = (blocker.address() as { port: number }).port;
+  await new Promise<void>((r) => blocker.close(() => r()));
+  const full = openSync('/dev/full', 'w');
+  const child = spawn(process.execPath, [MAIN], {
+    env: { ...baseEnv, CONTACT_LEDGER_DATA: tempDir(), PORT: String(port), CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'passphrase 12345' },
+    stdio: ['ignore', full, 'pipe'],
+  });
+  closeSync(full);
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d));
+  const exit = once(child, 'exit');
+  await until('listening', () => stderr.includes('listening on'));
+  // every request logs a line, and every line fails (ENOSPC): before, the first one ended the process
+  for (let i = 0; i < 300; i++) assert.is((await request(`http://127.0.0.1:${port}`, 'GET', '/healthz')).status, 200, `request ${i}`);
+  child.kill('SIGTERM');
+  const [code] = await exit; // it never exited: pino's flush at exit retried the failing write for ever
+  assert.is(code, 0, stderr.slice(-2000));
+  assert.not.match(stderr, /Unhandled|ENOSPC/);
 });
 
 C('flags beat the environment', async () => {

@@ -1,8 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { pino } from 'pino';
 import type { Config } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
-import { createLogger, type Logger } from '../log.ts';
+import { createLogger, logDestination, type Logger } from '../log.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { UsageError, type Io } from './command.ts';
@@ -32,7 +31,7 @@ export function requireFile(file: string): void {
 
 /** Commands other than `serve` log JSON to stderr, warnings and worse unless LOG_LEVEL is set. */
 export function commandLogger(io: Io, config: Readonly<Config>): Logger {
-  return createLogger(io.env.LOG_LEVEL ? config.logLevel : 'warn', pino.destination({ fd: 2, sync: true }));
+  return createLogger(io.env.LOG_LEVEL ? config.logLevel : 'warn', logDestination(2, true));
 }
 
 /**
