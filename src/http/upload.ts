@@ -3,7 +3,10 @@ import { join } from 'node:path';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
 import { AppError, badRequest, tooLarge, unsupportedMediaType } from '../errors.ts';
+import { isStorageFullError } from '../storage/db.ts';
 import { hasBody } from './request-body.ts';
+
+const NOT_STORED = 'The server could not store the upload (disk full or I/O error); nothing was imported.';
 
 /**
  * Multipart upload of one file, streamed to disk by formidable (koa-body runs it only on the
@@ -75,6 +78,13 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
       },
     },
     onError: (err) => {
+      // the file could not be written where uploads go (a full disk): the server's trouble, not the
+      // request's (a tester's case: 400 "the multipart body cannot be read as a form")
+      if (isStorageFullError(err) || isStorageFullError((err as { cause?: unknown }).cause)) {
+        ctx.set('Connection', 'close');
+        ctx.req.resume();
+        throw new AppError(507, 'insufficient_storage', NOT_STORED);
+      }
       const code = (err as { code?: number }).code ?? 0;
       const message = TOO_LARGE[code];
       if (message) {
@@ -110,7 +120,7 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
   // error reaching here: it was read as an empty or cut file (a tester's case: 422 "the file is empty")
   if ((statSync(file.filepath, { throwIfNoEntry: false })?.size ?? -1) !== file.size) {
     release();
-    throw new AppError(507, 'insufficient_storage', 'The server could not store the upload (disk full or I/O error); nothing was imported.');
+    throw new AppError(507, 'insufficient_storage', NOT_STORED);
   }
   const body = (ctx.request.body ?? {}) as Record<string, unknown>;
   const fields: Record<string, string> = {};
