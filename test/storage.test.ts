@@ -3,7 +3,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import Database from 'better-sqlite3';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
@@ -50,6 +51,38 @@ S('the self-check refuses a connection whose settings did not take (D1): a journ
     verifySettings(raw, 'y.db', false); // all as openDb sets them: no error
   } finally {
     raw.close();
+  }
+});
+
+S('closing on a full disk keeps the -wal for the next open instead of throwing (a shutdown on a full disk exited 1)', () => {
+  const dir = join(tempDir(), 'small');
+  mkdirSync(dir);
+  // a small file system of its own: only where this process may mount one (root)
+  if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', dir]).status !== 0) {
+    console.log('  (skipped: cannot mount a tmpfs here)');
+    return;
+  }
+  try {
+    const file = join(dir, 'x.db');
+    const db = openDb(file);
+    db.raw.exec('CREATE TABLE t (b BLOB)');
+    const insert = db.raw.prepare('INSERT INTO t VALUES (randomblob(4000))');
+    for (let i = 0; i < 150; i++) db.tx(() => insert.run());
+    // the rest of the disk taken: the checkpoint cannot grow the database file
+    const filler = join(dir, 'filler');
+    try {
+      for (;;) appendFileSync(filler, Buffer.alloc(64 * 1024));
+    } catch (err) {
+      assert.is((err as NodeJS.ErrnoException).code, 'ENOSPC');
+    }
+    db.close();
+    assert.ok(statSync(`${file}-wal`).size > 500_000, 'the -wal stays');
+    rmSync(filler);
+    const again = openDb(file);
+    assert.is(again.raw.prepare('SELECT count(*) FROM t').pluck().get(), 150, 'every committed row is read back');
+    again.close();
+  } finally {
+    spawnSync('umount', [dir]);
   }
 });
 
