@@ -187,6 +187,16 @@ B('BACKUP_CRON writes online backups into <data>/backups and BACKUP_KEEP keeps t
       db.close();
     }
     assert.ok(t.logs.some((l) => l.includes('"msg":"scheduled backup written"')));
+    // after a restart the age of the last backup is still known (it read 0: an alert on its age fired until the next one)
+    await t.close();
+    const newest = Math.max(...readdirSync(dir).filter((f) => f.startsWith('scheduled-')).map((f) => statSync(join(dir, f)).mtimeMs)) / 1000;
+    const again = await startApp({ clock: systemClock, dataDir: t.dataDir, config: { backupCron: '0 0 3 1 1 *', backupKeep: 2 } });
+    try {
+      const text = (await again.call('GET', '/metrics', { token: (await signInRoot(again)).accessToken })).text;
+      assert.is(metric(text, 'contact_ledger_backup_last_success_timestamp_seconds'), newest);
+    } finally {
+      await again.close();
+    }
   } finally {
     await t.close();
   }

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
@@ -29,6 +29,10 @@ export function createScheduledBackups(d: {
 }) {
   const outcomes = d.metrics.counter({ name: 'contact_ledger_backups_total', help: 'Scheduled backups by outcome (ok, failed).', labelNames: ['outcome'] });
   const lastOk = d.metrics.gauge({ name: 'contact_ledger_backup_last_success_timestamp_seconds', help: 'When the last scheduled backup completed (Unix time).' });
+  // from the newest scheduled backup on disk: 0 after every restart made an alert on its age fire
+  // until the next backup, up to a day later (a tester's case)
+  const newest = lastScheduledBackupAt(d.dir);
+  if (newest !== undefined) lastOk.set(newest / 1000);
   return {
     /** Takes one backup now; logs and counts a failure instead of throwing. Returns the file. */
     async run(): Promise<string | undefined> {
@@ -50,4 +54,21 @@ export function createScheduledBackups(d: {
       }
     },
   };
+}
+
+/** When the newest scheduled backup in `dir` was completed (its file's last write, epoch ms), if there is one. */
+function lastScheduledBackupAt(dir: string): number | undefined {
+  let newest: number | undefined;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return undefined; // no backup yet
+  }
+  for (const name of names) {
+    if (!SCHEDULED_BACKUP.test(name)) continue;
+    const at = statSync(join(dir, name), { throwIfNoEntry: false })?.mtimeMs;
+    if (at !== undefined && (newest === undefined || at > newest)) newest = at;
+  }
+  return newest;
 }
