@@ -902,6 +902,39 @@ O('a failing webhook gets only the shared slots; once it succeeds again it has t
 
 O.run();
 
+const B = suite<Ctx>('webhook deliveries in bulk');
+B.before(async (ctx) => {
+  ctx.t = await startApp({ config: { webhookTimeoutMs: TIMEOUT_MS } });
+  ctx.w = await seedWorld(ctx.t);
+});
+B.after(async (ctx) => {
+  await closeReceivers();
+  await ctx.t.close();
+});
+
+B('a burst of deliveries commits its claims and outcomes together, not one transaction each (each is a synchronous commit on the event loop)', async ({ t, w }) => {
+  const rx = await receiver();
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'bulk deliveries');
+  for (let i = 0; i < 8; i++) await createHook(t, w, { url: `${rx.url}?n=${i}`, events: ['contact.job_changed'], ledgerIds: [ledgerId] });
+  let transactions = 0;
+  const noted = t.rt.db.onWrite;
+  t.rt.db.onWrite = (bulk, failure) => {
+    if (!bulk) transactions++;
+    noted?.(bulk, failure);
+  };
+  try {
+    await jobChanges(t, w, ledgerId, 30); // 240 deliveries
+    await until(t, 'every delivery recorded', () => t.rt.db.raw.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'").pluck().get() === 240, 60_000);
+  } finally {
+    t.rt.db.onWrite = noted;
+  }
+  assert.is(rx.got.length, 240);
+  // one claim and one outcome each were 480 (with the requests' and the feed's own writes on top)
+  assert.ok(transactions < 240, `${transactions} transactions for 240 deliveries`);
+});
+
+B.run();
+
 // ── persistent failure ───────────────────────────────────────────────────
 
 const F = suite<Ctx>('disabling after persistent failure');
