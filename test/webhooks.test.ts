@@ -857,6 +857,41 @@ O('hanging receivers of eight organizations take at most 48 slots: 16 are kept f
   assert.is(fleet.got(), 48, 'the other 16 wait, though 16 slots are free, and no hanging attempt has ended');
 });
 
+O('receivers that answer 2xx but slowly, in eight organizations, take only the 48 shared slots once known slow: a fast webhook of another organization is delivered at once', async ({ t, w }) => {
+  const healthy = await eventfulOrg(t, w, 'Org fast');
+  const fine = await receiver();
+  const good = await hookIn(t, w.root, healthy.orgId, fine.url);
+  await healthy.event();
+  await until(t, 'its first delivery', async () => (await healthy.hook(good)).lastSuccessAt);
+
+  let holdMs = 0;
+  const answer: Reply = (_r, res) => void setTimeout(() => ((res.statusCode = 204), res.end()), holdMs).unref(); // (unref: the held ones must not keep the test process alive)
+  const hosts = await Promise.all([0, 1, 2, 3].map((i) => receiver(answer, `127.0.0.${i + 2}`)));
+  const got = () => hosts.reduce((n, r) => n + r.got.length, 0);
+  const open = () => hosts.reduce((n, r) => n + r.open(), 0);
+  const orgs: Awaited<ReturnType<typeof eventfulOrg>>[] = [];
+  for (let i = 0; i < 8; i++) {
+    const org = await eventfulOrg(t, w, `Org slow ${i}`);
+    for (let j = 0; j < 8; j++) await hookIn(t, w.root, org.orgId, `${hosts[(i + j) % 4]!.url}?org=${i}&n=${j}`);
+    orgs.push(org);
+  }
+  const round = async (what: string, total: number) => {
+    for (const org of orgs) await org.event();
+    await until(t, what, () => got() === total && t.rt.webhooks.dispatcher.inFlight() === 0, 30_000);
+  };
+  await round('quick deliveries: every webhook in good standing', 64);
+  holdMs = 1_500; // over SLOW_ATTEMPT_MS
+  await round('slow deliveries, still successful', 128);
+  holdMs = 120_000;
+  for (const org of orgs) await org.event();
+  await until(t, 'the slow attempts', () => open() === 48);
+  const started = Date.now();
+  await healthy.event();
+  await until(t, 'the fast delivery', () => fine.got.length === 2, PROMPTLY_MS);
+  assert.ok(Date.now() - started < PROMPTLY_MS, `delivered ${Date.now() - started} ms after its event`);
+  assert.is(open(), 48, 'the slow webhooks hold the shared slots only, though they are in good standing');
+});
+
 O('a failing webhook gets only the shared slots; once it succeeds again it has the reserved ones too', async ({ t, w }) => {
   const clock = t.clock as ManualClock;
   const org = await eventfulOrg(t, w, 'Org mixed');

@@ -42,6 +42,14 @@ export const MAX_IN_FLIGHT_RESERVED_FOR_HEALTHY = 16;
  * hanging webhooks made a healthy one of their organization wait a deadline for each delivery).
  */
 export const MAX_IN_FLIGHT_PER_ORG_RESERVED_FOR_HEALTHY = MAX_IN_FLIGHT_PER_WEBHOOK;
+/**
+ * A webhook whose last attempt took this long or longer is not in good standing for the reserved
+ * slots, however it ended, until an attempt is quick again: receivers that answer 2xx after
+ * seconds, in enough organizations, took every slot, the reserved ones too, and a fast webhook of
+ * another organization waited 6–16 s (a tester's case). Kept in memory: after a restart a webhook
+ * is judged by its next attempt.
+ */
+export const SLOW_ATTEMPT_MS = 1_000;
 /** A claim outlives the attempt's deadline by this much; only a dead process lets it expire. */
 const LEASE_MARGIN_MS = 60_000;
 /** How often the dispatcher looks for due deliveries when nothing woke it. */
@@ -87,6 +95,8 @@ export function createDispatcher(d: DispatcherDeps) {
   const inflight = new Map<string, { webhookId: string; orgId: string; host: string; healthy: boolean; stop: AbortController; done: Promise<void> }>();
   let wake: (() => void) | undefined;
   let recovered = false;
+  /** Webhooks whose last attempt took SLOW_ATTEMPT_MS or more. */
+  const slow = new Set<string>();
 
   /** The host name a webhook calls (the key of the per-host limit). */
   const hostOf = (url: string) => {
@@ -102,7 +112,7 @@ export function createDispatcher(d: DispatcherDeps) {
    * were when claimed) against the slots not reserved for healthy ones, in all and in its
    * organization.
    */
-  const full = (w: DueWebhook, host: string) => {
+  const full = (w: DueWebhook, host: string, healthy: boolean) => {
     if (inflight.size >= MAX_IN_FLIGHT) return true;
     let webhook = 0;
     let org = 0;
@@ -118,7 +128,7 @@ export function createDispatcher(d: DispatcherDeps) {
         if (f.orgId === w.orgId) orgUnhealthy++;
       }
     }
-    if (!w.healthy && (unhealthy >= MAX_IN_FLIGHT - MAX_IN_FLIGHT_RESERVED_FOR_HEALTHY || orgUnhealthy >= MAX_IN_FLIGHT_PER_ORG - MAX_IN_FLIGHT_PER_ORG_RESERVED_FOR_HEALTHY)) return true;
+    if (!healthy && (unhealthy >= MAX_IN_FLIGHT - MAX_IN_FLIGHT_RESERVED_FOR_HEALTHY || orgUnhealthy >= MAX_IN_FLIGHT_PER_ORG - MAX_IN_FLIGHT_PER_ORG_RESERVED_FOR_HEALTHY)) return true;
     return webhook >= MAX_IN_FLIGHT_PER_WEBHOOK || org >= MAX_IN_FLIGHT_PER_ORG || sameHost >= MAX_IN_FLIGHT_PER_HOST;
   };
   /** Where the next round-robin pass starts, so that no webhook is always served first. */
@@ -139,7 +149,7 @@ export function createDispatcher(d: DispatcherDeps) {
     const order = [...due.slice(turn), ...due.slice(0, turn)];
     // every claim of the pass in one transaction; each holds its slot (in `inflight`, for the limits)
     // while the pass goes on, and is sent once the claims are committed
-    const claimed: [ClaimedDelivery, DueWebhook, string][] = [];
+    const claimed: [ClaimedDelivery, DueWebhook, string, boolean][] = [];
     try {
       d.db.tx(() => {
         let claimedAny = true;
@@ -148,14 +158,15 @@ export function createDispatcher(d: DispatcherDeps) {
           for (const w of order) {
             if (inflight.size >= MAX_IN_FLIGHT || ctl.stopping) return;
             const host = hostOf(w.url);
-            if (full(w, host)) continue;
+            const healthy = w.healthy && !slow.has(w.id);
+            if (full(w, host, healthy)) continue;
             const now = d.clock.now();
             const id = d.repo.firstDueDelivery(w.id, !w.enabled, now, [...inflight.keys()]);
             if (!id) continue;
             const c = d.repo.claimDelivery(id, now, now + d.timeoutMs + LEASE_MARGIN_MS);
             if (!c) continue;
-            inflight.set(c.id, { webhookId: c.webhookId, orgId: w.orgId, host, healthy: w.healthy, stop: new AbortController(), done: Promise.resolve() });
-            claimed.push([c, w, host]);
+            inflight.set(c.id, { webhookId: c.webhookId, orgId: w.orgId, host, healthy, stop: new AbortController(), done: Promise.resolve() });
+            claimed.push([c, w, host, healthy]);
             claimedAny = true;
           }
         }
@@ -164,10 +175,10 @@ export function createDispatcher(d: DispatcherDeps) {
       for (const [c] of claimed) inflight.delete(c.id); // rolled back: not claimed
       throw err;
     }
-    for (const [c, w, host] of claimed) start(c, w, host);
+    for (const [c, w, host, healthy] of claimed) start(c, w, host, healthy);
   }
 
-  function start(claimed: ClaimedDelivery, w: DueWebhook, host: string): void {
+  function start(claimed: ClaimedDelivery, w: DueWebhook, host: string, healthy: boolean): void {
     const stop = new AbortController();
     const done = attempt(claimed, stop.signal)
       .catch((err) => d.log.error({ err, deliveryId: claimed.id, webhookId: claimed.webhookId }, 'could not record a webhook delivery attempt'))
@@ -175,7 +186,7 @@ export function createDispatcher(d: DispatcherDeps) {
         inflight.delete(claimed.id);
         wake?.();
       });
-    inflight.set(claimed.id, { webhookId: claimed.webhookId, orgId: w.orgId, host, healthy: w.healthy, stop, done });
+    inflight.set(claimed.id, { webhookId: claimed.webhookId, orgId: w.orgId, host, healthy, stop, done });
   }
 
   async function attempt(c: ClaimedDelivery, signal: AbortSignal): Promise<void> {
@@ -195,6 +206,8 @@ export function createDispatcher(d: DispatcherDeps) {
       };
       if (w.token !== null) headers['X-Ledger-Token'] = w.token;
       r = await d.sender.send(verdict.url, headers, body, { timeoutMs: d.timeoutMs, signal });
+      if (r.ms >= SLOW_ATTEMPT_MS) slow.add(w.id);
+      else slow.delete(w.id);
     }
     if (!r.ok && signal.aborted) {
       // Interrupted by shutdown: not an attempt; the delivery is due again at the next start.
