@@ -283,5 +283,38 @@ T('a thread that dies fails its runs and leaves the write lock free', async () =
   }
 });
 
+T('warm() starts the thread and resolves once it is ready for work (the server awaits it before claiming a job the thread runs); then at once; a thread that dies first does not hang it', async () => {
+  const dir = tempDir();
+  const db = openDb(join(dir, 'db.sqlite'));
+  migrate(db, loadMigrations(paths.migrations), Date.now());
+  const clock = new ManualClock();
+  const queue = createQueue(db, clock);
+  assert.is(queue.hasUnfinished(['import', 'feed']), false);
+  db.tx(() => queue.enqueue('imp_1', 'import'));
+  db.tx(() => queue.enqueue('job_2', 'purge'));
+  assert.is(queue.hasUnfinished(['import', 'feed']), true, 'an import waits');
+  assert.is(queue.hasUnfinished(['feed']), false);
+  const slow = join(dir, 'slow-thread.cjs');
+  writeFileSync(slow, `const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => m.type === 'close' && parentPort.close()); setTimeout(() => parentPort.postMessage({ type: 'ready' }), 300);`);
+  const dead = join(dir, 'dead-thread.cjs');
+  writeFileSync(dead, `throw new Error('boom');`);
+  const threadOf = (workerFile: string) => createBulkThread({ db, clock, dataDir: dir, baseUrl: 'http://x.test', log: createLogger('silent'), onImportChunk: () => undefined, onFeedChunk: () => undefined, onDeliveries: () => undefined, workerFile });
+  const thread = threadOf(slow);
+  const broken = threadOf(dead);
+  try {
+    const started = Date.now();
+    await thread.warm();
+    assert.ok(Date.now() - started >= 250, `resolved after ${Date.now() - started} ms: when the thread said it is ready`);
+    const again = Date.now();
+    await thread.warm();
+    assert.ok(Date.now() - again < 50, 'then at once');
+    await broken.warm(); // resolves: the thread exited
+  } finally {
+    await thread.close();
+    await broken.close();
+    db.close();
+  }
+});
+
 L.run();
 T.run();

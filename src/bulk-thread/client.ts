@@ -4,13 +4,17 @@ import { sharedTime, type Clock } from '../clock.ts';
 import { LeaseLostError, RENEW_LEASE_AFTER_MS, type Lease } from '../jobs/queue.ts';
 import { MAX_STORED_REJECTIONS } from '../jobs/rejections.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
-import type { ChunkCounts } from '../ledger/import-runner.ts';
+import { IMPORT_JOB, type ChunkCounts } from '../ledger/import-runner.ts';
+import { FEED_JOB } from '../tracking/feed-runner.ts';
 import type { FeedProgress } from '../tracking/feeds-repo.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
 import { BULK_WAL_LIMIT_BYTES } from '../storage/checkpointer.ts';
 import type { Db } from '../storage/db.ts';
 import { PAUSED, runKey, type FromThread, type SentError, type ThreadData, type ToThread } from './protocol.ts';
+
+/** The kinds of job the thread runs (worker.ts `runners`). */
+export const BULK_THREAD_JOBS: readonly string[] = [IMPORT_JOB, FEED_JOB];
 
 export interface BulkThreadOptions {
   /** The main thread's writer: it shares the write lock with the thread and counts its writes. */
@@ -97,13 +101,24 @@ export function createBulkThread(o: BulkThreadOptions) {
     if (!closing) o.log.error({ err }, 'the bulk thread stopped');
   }
 
+  /** Resolves once the thread started last is ready for work (or gone). */
+  let ready: Promise<void> = Promise.resolve();
+  let markReady: (() => void) | undefined;
+
   function start(): Worker {
     const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared, control, walLimitBytes: o.db.reliefAboveBytes ?? BULK_WAL_LIMIT_BYTES, maxStoredRejections: o.maxStoredRejections ?? MAX_STORED_REJECTIONS, feedChunkDeadlineMs: o.feedChunkDeadlineMs };
     const w = new Worker(o.workerFile ?? paths.bulkThread, { workerData: data });
     w.unref();
+    ready = new Promise<void>((resolve) => {
+      w.once('exit', () => resolve());
+      markReady = resolve;
+    });
     if (maxPageCount !== undefined) send(w, { type: 'max-page-count', pages: maxPageCount });
     w.on('message', (m: FromThread) => {
       switch (m.type) {
+        case 'ready':
+          markReady?.();
+          break;
         case 'ended':
           runs.get(m.key)?.resolve(m.outcome);
           break;
@@ -143,6 +158,18 @@ export function createBulkThread(o: BulkThreadOptions) {
   }
 
   return {
+    /**
+     * Starts the thread now, if it is not running, and resolves once it is ready for work. The
+     * server calls it before its scheduler claims a job the thread will run (serve.ts): a claim
+     * counts an attempt, and the first job after a start used to wait ~1 s for the thread to load,
+     * so five restarts in quick succession failed an accepted batch that never got a chance to run
+     * (a tester's case).
+     */
+    warm(): Promise<void> {
+      if (closing) return Promise.resolve();
+      worker ??= start();
+      return ready;
+    },
     /** A runner's `run` for import and feed jobs: the job runs on the thread; `ctl` stopping stops it after its chunk. */
     run(lease: Lease, ctl: RunControl): Promise<'done' | 'stopped'> {
       if (closing) return Promise.resolve('stopped');

@@ -55,6 +55,7 @@ export function sendable(err: unknown): SentError {
 }
 
 export type FromThread =
+  | { type: 'ready' }
   | { type: 'ended'; key: string; outcome: 'done' | 'stopped' }
   | { type: 'failed'; key: string; error: RunError }
   | { type: 'import-chunk'; importId: string; counts: ChunkCounts }

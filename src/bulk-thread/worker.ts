@@ -139,3 +139,5 @@ port.on('message', (m: ToThread) => {
       break;
   }
 });
+// its connection open and its modules loaded: a job handed to it from now on starts at once (client.ts warm())
+post({ type: 'ready' });

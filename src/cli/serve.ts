@@ -5,6 +5,7 @@ import { buildApp } from '../app.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { createHttpServer } from '../http/server.ts';
 import { openRuntime } from '../runtime.ts';
+import { BULK_THREAD_JOBS } from '../bulk-thread/client.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
 import { EXIT_FAILURE, EXIT_OK, type Command, type Io } from './command.ts';
@@ -91,6 +92,10 @@ export const serveCommand: Command = {
       await rt.close();
       throw err;
     }
+    // a job the bulk thread runs is waiting (accepted before, or a previous process's): the thread
+    // is loaded before the job is claimed, so that a claim, which counts an attempt, is followed by
+    // work within moments (BulkThread.warm)
+    if (rt.queue.hasUnfinished(BULK_THREAD_JOBS)) await rt.bulkThread.warm();
     rt.scheduler.start();
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;

@@ -105,6 +105,10 @@ export function createQueueRepo(db: Db) {
        RETURNING id, kind, payload, lease_token, attempts, max_attempts`,
     ),
     // The claim's own condition, read only: is there anything to claim at all?
+    // in the partial index jobs_runnable (unfinished jobs only), not the table of every finished import
+    unfinishedOf: db.raw.prepare<[string], number>(
+      `SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_runnable WHERE status IN ('pending', 'processing') AND kind IN (SELECT value FROM json_each(?)))`,
+    ).pluck(),
     claimable: db.raw.prepare<{ now: number; lane: JobLane }, number>(
       `SELECT 1 FROM (${NEXT_CLAIMABLE}) LIMIT 1`,
     ).pluck(),
@@ -152,6 +156,8 @@ export function createQueueRepo(db: Db) {
       const r = q.claim.get({ owner, until, now, lane });
       return r && { id: r.id, kind: r.kind, lane, payload: r.payload, token: r.lease_token, attempts: r.attempts, maxAttempts: r.max_attempts };
     },
+    /** True when a job of one of these kinds is pending or processing (due or not). */
+    hasUnfinished: (kinds: readonly string[]): boolean => q.unfinishedOf.get(JSON.stringify(kinds)) === 1,
     /** True when some job of the lane could be claimed now (a read: no write lock taken). */
     hasClaimable: (now: number, lane: JobLane): boolean => q.claimable.get({ now, lane }) === 1,
     /** Extends the lease; false when the lease was lost (fencing). */

@@ -109,6 +109,8 @@ export function createQueue(db: Db, clock: Clock) {
         now,
       });
     },
+    /** True when a job of one of these kinds waits or runs (a previous process's included). */
+    hasUnfinished: (kinds: readonly string[]): boolean => repo.hasUnfinished(kinds),
     /** A job that ends before it runs (its input cannot be used at all): `failed` at once. Call in the transaction that enqueued it. */
     failAtOnce(id: string, error: string): void {
       repo.failPendingJob(id, error, clock.now());
