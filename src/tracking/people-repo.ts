@@ -87,6 +87,8 @@ export function createPeopleRepo(db: Db) {
       const rows = q.byEmail.all(emailKey(email));
       return rows.length === 1 ? toPerson(rows[0]!) : undefined;
     },
+    /** Up to two people with this e-mail (two = "more than one"). */
+    emailHolders: (email: string): Person[] => q.byEmail.all(emailKey(email)).map(toPerson),
     /** The person with this normalized name + company when exactly one fits. */
     findByKeys: (nameKey: string, companyKey: string) => {
       const rows = q.byKeys.all(nameKey, companyKey);

@@ -106,7 +106,7 @@ export function createTracker(d: TrackerDeps) {
    * known under another personId or another LinkedIn profile is someone else who shares the
    * address or the name, and the record is then about a new person.
    */
-  function findPerson(r: { personId?: string; linkedin?: string; email?: string; name: string; company: string }, seen?: { keyHolders: number }): Person | undefined {
+  function findPerson(r: { personId?: string; linkedin?: string; email?: string; name: string; company: string }, seen?: { keyHolders: number; emailHolders?: Person[] }): Person | undefined {
     if (r.personId) {
       const p = d.people.findByExternalId(r.personId);
       if (p) return p;
@@ -119,7 +119,10 @@ export function createTracker(d: TrackerDeps) {
     const compatible = (p: Person | undefined) =>
       p && (!r.personId || p.externalId === null || p.externalId === r.personId) && (!slug || p.linkedinSlug === null || p.linkedinSlug === slug) ? p : undefined;
     if (r.email) {
-      const p = compatible(d.people.findByEmail(r.email));
+      // up to two people with the address: exactly one may be the record's (applyRecord learns who else has it)
+      const holders = d.people.emailHolders(r.email);
+      if (seen) seen.emailHolders = holders;
+      const p = holders.length === 1 ? compatible(holders[0]) : undefined;
       if (p) return p;
     }
     // how many people have the record's name + company: a new person among them is a namesake (applyRecord)
@@ -225,7 +228,7 @@ export function createTracker(d: TrackerDeps) {
      */
     applyRecord(record: FeedRecord, counts: TrackingCounts, listing?: FeedListing): string | undefined {
       const now = d.clock.now();
-      const looked = { keyHolders: 0 };
+      const looked: { keyHolders: number; emailHolders?: Person[] } = { keyHolders: 0 };
       const existing = findPerson(record, looked);
       if (existing && record.linkedin) {
         const slug = linkedinSlug(record.linkedin);
@@ -327,7 +330,8 @@ export function createTracker(d: TrackerDeps) {
       // came first and reported that person's job change (a tester's case). With two or more others
       // the address was shared already and nobody's contacts are matched by it.
       if (p.email && !(existing?.email && emailKey(existing.email) === emailKey(p.email))) {
-        const others = d.people.othersWithEmail(p);
+        // a new person's were looked up by findPerson, before it was stored (no second look-up a record)
+        const others = !existing && looked.emailHolders ? looked.emailHolders : d.people.othersWithEmail(p);
         if (others.length === 1) for (const c of d.contacts.unmatchByEmail(others[0]!.id, p.email, now)) matchImportedOne(c, counts);
       }
       const known = existing ? d.contacts.listOfPerson(p.id) : [];
