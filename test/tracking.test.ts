@@ -941,6 +941,32 @@ T('a contact matched by an address while one person had it is matched again when
   assert.equal(await state('nobody'), [false, 'Lumenly', 'CEO']);
 });
 
+T('a contact a shared address gave the wrong person\'s move is matched again by the company it was imported with, and put right', async ({ t, w }) => {
+  const shared = 'info@caseacme.test';
+  await feed(t, w.root, ndjson({ personId: 'alice-a', name: 'Alice Avery', company: 'Acme', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
+  const { path } = await ledgerWith(t, w, 'wrong move put right', [{ name: 'Bob Brook', company: 'Acme', title: 'Sales Manager', email: shared, referenceId: 'bob' }]);
+  // matched to Alice by the address (the only person with it), so Alice's move reached Bob's contact
+  await feed(t, w.root, ndjson({ personId: 'alice-a', name: 'Alice Avery', company: 'Hooli', title: 'CEO', email: shared, observedAt: '2026-11-05' }));
+  assert.is((await contact(t, w, path, 'bob')).company, 'Hooli');
+  // Bob's own record with the address: the contact is Bob's by the company it was imported with (its current one is Hooli)
+  const bob = await feed(t, w.root, ndjson({ personId: 'bob-b', name: 'Bob Brook', company: 'Acme', title: 'Sales Manager', email: shared, observedAt: '2026-11-06' }));
+  assert.equal([bob.contactsMatched, bob.jobChanges], [1, 1]);
+  const c = await contact(t, w, path, 'bob');
+  assert.equal([c.isVerified, c.company, c.title], [true, 'Acme', 'Sales Manager'], 'back at Acme, as Bob is');
+});
+
+T('the person a record moves takes the contacts a shared address had given another, with the job change', async ({ t, w }) => {
+  const shared = 'info@caseb.test';
+  await feed(t, w.root, ndjson({ personId: 'bob-c', name: 'Bob Cole', company: 'Acme', title: 'Engineer', observedAt: '2026-11-01' }, { personId: 'ann-c', name: 'Ann Cole', company: 'Acme', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
+  const { path } = await ledgerWith(t, w, 'moved with the address', [{ name: 'Bob Cole', company: 'Acme', email: shared, referenceId: 'bob' }]);
+  assert.equal((await contact(t, w, path, 'bob')).title, 'CEO', 'matched to Ann by the address');
+  // Bob moves and gives the address: his contact follows him (it fit him by his old keys, which nobody has now)
+  const moved = await feed(t, w.root, ndjson({ personId: 'bob-c', name: 'Bob Cole', company: 'Globex', title: 'Staff Engineer', email: shared, observedAt: '2026-11-05' }));
+  assert.equal([moved.contactsMatched, moved.jobChanges], [1, 1]);
+  const c = await contact(t, w, path, 'bob');
+  assert.equal([c.isVerified, c.company, c.title], [true, 'Globex', 'Staff Engineer']);
+});
+
 T('when a namesake leaves, the contacts it left unmatched follow the one person who fits again, and get that person\'s next job change', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'namesake leaves', [{ name: 'Quinn Vale', company: 'Valeco', referenceId: 'quinn' }]);
   const state = async () => { const c = await contact(t, w, path, 'quinn'); return [c.isVerified, c.company]; };

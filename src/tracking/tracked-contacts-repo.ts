@@ -53,7 +53,8 @@ const LIVE = 'NOT EXISTS (SELECT 1 FROM ledgers l WHERE l.id = c.ledger_id AND l
  * does not match it again; plainly unmatched (NULL) when the address is the one it was imported
  * with, so the person it names is found by it later, as an import of the contact would find them.
  */
-const UNMATCHED_BY = `CASE WHEN contacts.email IS NOT NULL AND NOT EXISTS (SELECT 1 FROM changes ch WHERE ch.contact_id = contacts.id AND ch.type = 'info' AND ch.field = 'email') THEN NULL ELSE 'ambiguous' END`;
+const unmatchedBy = (t: string) =>
+  `CASE WHEN ${t}.email IS NOT NULL AND NOT EXISTS (SELECT 1 FROM changes ch WHERE ch.contact_id = ${t}.id AND ch.type = 'info' AND ch.field = 'email') THEN NULL ELSE 'ambiguous' END`;
 
 /** Contacts as change tracking reads and writes them: by person, by matching key, tracked fields. */
 export function createTrackedContactsRepo(db: Db) {
@@ -73,11 +74,11 @@ export function createTrackedContactsRepo(db: Db) {
       `SELECT * FROM contacts c WHERE c.name_key = ? AND c.company_key = ? AND c.person_id IS NULL AND c.linkedin IS NULL AND ${LIVE}`,
     ),
     unmatchByKeys: db.raw.prepare<[number, string]>(
-      `UPDATE contacts SET person_id = NULL, matched_by = ${UNMATCHED_BY}, is_verified = 0, updated_at = ? WHERE person_id = ? AND matched_by = 'name'`,
+      `UPDATE contacts SET person_id = NULL, matched_by = ${unmatchedBy('contacts')}, is_verified = 0, updated_at = ? WHERE person_id = ? AND matched_by = 'name'`,
     ),
     unmatchByEmail: db.raw.prepare<[number, string, string], ContactRow>(
-      `UPDATE contacts SET person_id = NULL, matched_by = ${UNMATCHED_BY}, is_verified = 0, updated_at = ?
-       WHERE person_id = ? AND matched_by = 'email' AND ${emailKeyIs('?')} RETURNING *`,
+      `UPDATE contacts AS c SET person_id = NULL, matched_by = ${unmatchedBy('c')}, is_verified = 0, updated_at = ?
+       WHERE c.person_id = ? AND c.matched_by = 'email' AND ${emailKeyIs('?', 'c.')} AND ${LIVE} RETURNING *`,
     ),
     match: db.raw.prepare<[string, MatchedBy, number, string]>('UPDATE contacts SET person_id = ?, matched_by = ?, is_verified = 1, updated_at = ? WHERE id = ?'),
     update: db.raw.prepare(`UPDATE contacts SET ${SET_TRACKED} WHERE id = @id`),
