@@ -229,16 +229,33 @@ export function createDispatcher(d: DispatcherDeps) {
   function commitBatch(): void {
     const items = batch;
     batch = [];
-    let after: (() => void)[];
+    // each outcome in a savepoint of its own: one that cannot be written fails alone, not the
+    // outcomes of the others (their deliveries would be sent again once their leases expired)
+    let outcomes: ({ after: () => void } | { err: unknown })[];
     try {
-      after = d.db.tx(() => items.map((i) => i.write()));
+      outcomes = d.db.tx(() =>
+        items.map((i) => {
+          try {
+            return { after: d.db.tx(i.write) };
+          } catch (err) {
+            return { err };
+          }
+        }),
+      );
     } catch (err) {
-      for (const i of items) i.failed(err); // not recorded: the deliveries are sent again once their leases expire
+      for (const i of items) i.failed(err); // the commit failed: the deliveries are sent again once their leases expire
       return;
     }
     items.forEach((i, n) => {
-      after[n]!();
+      const o = outcomes[n]!;
+      if ('err' in o) return i.failed(o.err);
       i.done();
+      // what follows the commit (metrics, logs, a disabled webhook's notice) must not stop the others, nor the process
+      try {
+        o.after();
+      } catch (err) {
+        d.log.error({ err }, 'could not finish recording a webhook delivery attempt');
+      }
     });
   }
 
