@@ -260,18 +260,25 @@ T('an import waiting out a pause longer than its lease keeps the lease: the sche
   }
 });
 
-T('a thread that dies fails its runs and leaves the write lock free', async () => {
+/** A database with the schema, its job queue, and bulk threads on it running a stand-in worker file (tests of the client's side). */
+function standIn() {
   const dir = tempDir();
   const db = openDb(join(dir, 'db.sqlite'));
   migrate(db, loadMigrations(paths.migrations), Date.now());
   const clock = new ManualClock();
   const queue = createQueue(db, clock);
+  const threadOf = (workerFile: string) => createBulkThread({ db, clock, dataDir: dir, baseUrl: 'http://x.test', log: createLogger('silent'), onImportChunk: () => undefined, onFeedChunk: () => undefined, onDeliveries: () => undefined, workerFile });
+  return { dir, db, queue, threadOf };
+}
+
+T('a thread that dies fails its runs and leaves the write lock free', async () => {
+  const { dir, db, queue, threadOf } = standIn();
   db.tx(() => queue.enqueue('imp_1', 'import'));
   const lease = queue.claim()!;
   // a thread that takes the write lock, as in the middle of a chunk, and dies
   const broken = join(dir, 'broken-thread.cjs');
   writeFileSync(broken, `const { workerData } = require('node:worker_threads'); Atomics.store(workerData.lock, 0, 2); throw new Error('boom');`);
-  const thread = createBulkThread({ db, clock, dataDir: dir, baseUrl: 'http://x.test', log: createLogger('silent'), onImportChunk: () => undefined, onFeedChunk: () => undefined, onDeliveries: () => undefined, workerFile: broken });
+  const thread = threadOf(broken);
   try {
     let err: Error | undefined;
     await thread.run(lease, { stopping: false }).catch((e: Error) => (err = e));
@@ -284,11 +291,7 @@ T('a thread that dies fails its runs and leaves the write lock free', async () =
 });
 
 T('warm() starts the thread and resolves once it is ready for work (the server awaits it before claiming a job the thread runs); then at once; a thread that dies first does not hang it', async () => {
-  const dir = tempDir();
-  const db = openDb(join(dir, 'db.sqlite'));
-  migrate(db, loadMigrations(paths.migrations), Date.now());
-  const clock = new ManualClock();
-  const queue = createQueue(db, clock);
+  const { dir, db, queue, threadOf } = standIn();
   assert.is(queue.hasUnfinished(['import', 'feed']), false);
   db.tx(() => queue.enqueue('imp_1', 'import'));
   db.tx(() => queue.enqueue('job_2', 'purge'));
@@ -298,7 +301,6 @@ T('warm() starts the thread and resolves once it is ready for work (the server a
   writeFileSync(slow, `const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => m.type === 'close' && parentPort.close()); setTimeout(() => parentPort.postMessage({ type: 'ready' }), 300);`);
   const dead = join(dir, 'dead-thread.cjs');
   writeFileSync(dead, `throw new Error('boom');`);
-  const threadOf = (workerFile: string) => createBulkThread({ db, clock, dataDir: dir, baseUrl: 'http://x.test', log: createLogger('silent'), onImportChunk: () => undefined, onFeedChunk: () => undefined, onDeliveries: () => undefined, workerFile });
   const thread = threadOf(slow);
   const broken = threadOf(dead);
   try {
