@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { pino, type Logger, type DestinationStream } from 'pino';
 
 export type { Logger };
@@ -43,13 +44,33 @@ export function logDestination(fd: number, sync: boolean): DestinationStream {
   const dest = pino.destination({ fd, sync, maxLength: LOG_BUFFER_MAX });
   // Failing since its last successful write. pino flushes the destination synchronously when the
   // process exits, and that flush (sonic-boom 4) retries a write that fails for good (ENOSPC) for
-  // ever: with a full log disk the server never exited. What is left then is dropped instead.
+  // ever: with a full log disk the server never exited. What is left then is dropped instead, and
+  // a flush that meets such a failure first gives up (below).
   let failing = false;
   dest.on('error', () => (failing = true)); // nowhere left to say it; the service goes on
   dest.on('write', () => (failing = false));
   const flushSync = dest.flushSync.bind(dest);
   dest.flushSync = () => {
-    if (!failing) flushSync();
+    if (failing) return;
+    // The disk may have filled since the last write: a write failing for good (not EAGAIN/EBUSY,
+    // nor these more than a few times) is taken as done, so that the flush ends and drops the rest.
+    const writeSync = fs.writeSync;
+    let busy = 0;
+    fs.writeSync = ((fd: number, data: string | NodeJS.ArrayBufferView, ...rest: unknown[]) => {
+      try {
+        return (writeSync as (...a: unknown[]) => number)(fd, data, ...rest);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if ((code === 'EAGAIN' || code === 'EBUSY') && ++busy <= 20) throw err;
+        failing = true;
+        return typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
+      }
+    }) as typeof fs.writeSync;
+    try {
+      if (!failing) flushSync();
+    } finally {
+      fs.writeSync = writeSync;
+    }
   };
   return dest;
 }

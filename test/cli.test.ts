@@ -75,6 +75,19 @@ C('a log destination that takes nothing more (a full disk: /dev/full) neither st
   assert.not.match(stderr, /Unhandled|ENOSPC/);
 });
 
+C('a process that exits while its log destination has just become full ends: the flush at exit gives up on a write that fails for good', () => {
+  // lines written and the process ended at once, before any write could fail and be noticed
+  const script = `import { createLogger } from ${JSON.stringify(pathToFileURL(join(import.meta.dirname, '..', 'src', 'log.ts')).href)};
+    const log = createLogger('info');
+    for (let i = 0; i < 2000; i++) log.info({ i }, 'a line');
+    process.exit(3);`;
+  const full = openSync('/dev/full', 'w');
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', full, 'pipe'], encoding: 'utf8', timeout: 20_000 });
+  closeSync(full);
+  assert.is(r.signal, null, 'it ended by itself (it was killed at the timeout: sonic-boom retried ENOSPC for ever)');
+  assert.is(r.status, 3, r.stderr);
+});
+
 C('flags beat the environment', async () => {
   const data = tempDir();
   const a = await serve({ CONTACT_LEDGER_DATA: data, PORT: '1' }, ['serve', '--port', '0']);
