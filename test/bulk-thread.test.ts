@@ -44,6 +44,36 @@ L('a main-thread writer waits for the thread to let go, and is woken when it doe
   await new Promise((resolve) => holder.once('exit', resolve));
 });
 
+L('a write announced with mainComing waits for the thread without blocking the event loop, and the thread gives way meanwhile', async () => {
+  const lock = new WriteLock();
+  lock.acquire('thread', 1000); // the bulk thread in the middle of a chunk
+  let turns = 0;
+  const ticker = setInterval(() => turns++, 1);
+  const coming = lock.mainComing(5000);
+  let arrived = false;
+  void coming.then(() => (arrived = true));
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  assert.ok(turns >= 10, `the event loop went on while the write waited (${turns} turns)`);
+  assert.is(arrived, false, 'still waiting for the thread');
+  lock.release('thread'); // the chunk commits
+  const done = await coming;
+  assert.throws(() => lock.acquire('thread', 20), (err: unknown) => err instanceof LockTimeoutError, 'the thread gives way to the announced write');
+  lock.acquire('main', 100);
+  lock.release('main');
+  done();
+  lock.acquire('thread', 100);
+  lock.release('thread');
+  // a thread that never lets go: the announcement ends with LockTimeoutError, and stops holding the thread back
+  lock.acquire('thread', 1000);
+  let timedOut = false;
+  await lock.mainComing(30).catch((err) => (timedOut = err instanceof LockTimeoutError));
+  assert.ok(timedOut);
+  lock.release('thread');
+  lock.acquire('thread', 100);
+  lock.release('thread');
+  clearInterval(ticker); // (it also kept the process alive: a pending Atomics.waitAsync does not)
+});
+
 L('the thread gives way to a waiting main thread; a wait that times out is SQLITE_BUSY (503); an abandoned lock is freed', () => {
   const lock = new WriteLock();
   Atomics.store(lock.shared, 1, 1); // as while the main thread waits in acquire()

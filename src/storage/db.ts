@@ -89,6 +89,23 @@ export class Db {
   }
 
   /**
+   * `tx` for a main-thread write that may wait its turn: the bulk thread gives way from now on and
+   * the chunk it is in the middle of is awaited without blocking, so the transaction that follows
+   * does not hold up the event loop for the rest of a chunk (webhook claims and outcomes during a
+   * feed: each such wait kept the loop busy until load shedding refused bulk uploads — a tester's
+   * case). As `tx` where no thread shares the write lock.
+   */
+  async txSoon<T>(fn: () => T): Promise<T> {
+    if (this.writeLock?.side !== 'main') return this.tx(fn);
+    const done = await this.writeLock.lock.mainComing(BUSY_TIMEOUT_MS);
+    try {
+      return this.tx(fn);
+    } finally {
+      done();
+    }
+  }
+
+  /**
    * A chunk of a bulk job (import, feed): `tx`, durable like every other commit
    * (synchronous=FULL: one WAL fsync, measured at ~0.45 ms, against chunks of ~30 ms), and noted
    * so that the checkpointer knows a bulk job is writing (storage/checkpointer.ts).

@@ -72,6 +72,30 @@ export class WriteLock {
     if ((waited.async ? await waited.value : waited.value) === 'timed-out') throw new LockTimeoutError(`the bulk thread's write went on for more than ${timeoutMs} ms`);
   }
 
+  /**
+   * Announces a main-thread write and resolves once no other thread holds the lock, without
+   * blocking: the other threads give way from now on, as to a main thread waiting in acquire().
+   * Returns the end of the announcement, for once the write has taken the lock (or given up).
+   * Throws LockTimeoutError after `timeoutMs`.
+   */
+  async mainComing(timeoutMs: number): Promise<() => void> {
+    const s = this.shared;
+    Atomics.add(s, MAIN_WAITING, 1);
+    const done = () => void Atomics.sub(s, MAIN_WAITING, 1);
+    try {
+      const deadline = performance.now() + timeoutMs;
+      for (let holder = Atomics.load(s, HOLDER); holder !== FREE && holder !== ID.main; holder = Atomics.load(s, HOLDER)) {
+        const left = deadline - performance.now();
+        const waited = left > 0 ? waitAsync(s, HOLDER, holder, left) : { async: false, value: 'timed-out' as const };
+        if ((waited.async ? await waited.value : waited.value) === 'timed-out') throw new LockTimeoutError(`the database stayed locked for ${timeoutMs} ms`);
+      }
+      return done;
+    } catch (err) {
+      done();
+      throw err;
+    }
+  }
+
   release(side: LockSide): void {
     if (Atomics.compareExchange(this.shared, HOLDER, ID[side], FREE) === ID[side]) Atomics.notify(this.shared, HOLDER);
   }

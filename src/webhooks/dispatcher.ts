@@ -141,7 +141,7 @@ export function createDispatcher(d: DispatcherDeps) {
    * slots are taken, is passed over, not waited for). Standing is read afresh at every pass, so a
    * webhook whose delivery succeeds again has the reserved slots from its next claim on.
    */
-  function fill(ctl: RunControl): void {
+  async function fill(ctl: RunControl): Promise<void> {
     if (inflight.size >= MAX_IN_FLIGHT) return;
     const due = d.repo.listDueWebhooks(d.clock.now());
     if (!due.length) return;
@@ -151,7 +151,7 @@ export function createDispatcher(d: DispatcherDeps) {
     // while the pass goes on, and is sent once the claims are committed
     const claimed: [ClaimedDelivery, DueWebhook, string, boolean][] = [];
     try {
-      d.db.tx(() => {
+      await d.db.txSoon(() => {
         let claimedAny = true;
         while (claimedAny && inflight.size < MAX_IN_FLIGHT && !ctl.stopping) {
           claimedAny = false;
@@ -222,18 +222,18 @@ export function createDispatcher(d: DispatcherDeps) {
   /** Runs `write` in the next batch's transaction (RECORD_BATCH_MS), then what it returned. */
   function inBatch(write: () => () => void): Promise<void> {
     return new Promise((done, failed) => {
-      if (!batch.length) setTimeout(commitBatch, RECORD_BATCH_MS);
+      if (!batch.length) setTimeout(() => void commitBatch(), RECORD_BATCH_MS);
       batch.push({ write, done, failed });
     });
   }
-  function commitBatch(): void {
+  async function commitBatch(): Promise<void> {
     const items = batch;
     batch = [];
     // each outcome in a savepoint of its own: one that cannot be written fails alone, not the
     // outcomes of the others (their deliveries would be sent again once their leases expired)
     let outcomes: ({ after: () => void } | { err: unknown })[];
     try {
-      outcomes = d.db.tx(() =>
+      outcomes = await d.db.txSoon(() =>
         items.map((i) => {
           try {
             return { after: d.db.tx(i.write) };
@@ -319,7 +319,7 @@ export function createDispatcher(d: DispatcherDeps) {
       try {
         while (!ctl.stopping) {
           try {
-            fill(ctl);
+            await fill(ctl);
           } catch (err) {
             d.log.error({ err }, 'could not claim webhook deliveries');
           }
