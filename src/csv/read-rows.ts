@@ -80,7 +80,8 @@ export const namedWidth = (header: readonly (string | undefined)[]): number => {
  * was imported as company "Umbrella", title "Inc", its CFO dropped (a tester's case).
  */
 export function fitToHeader(record: string[], width: number, needed: number, named = needed): string[] | undefined {
-  for (let i = Math.max(named, needed); i < record.length; i++) if (record[i] !== '') return undefined;
+  // (a cell of spaces holds no text: fields are trimmed, and "" is absent)
+  for (let i = Math.max(named, needed); i < record.length; i++) if (record[i]!.trim() !== '') return undefined;
   if (record.length === width) return record;
   if (record.length < width) return record.length >= needed ? [...record, ...Array<string>(width - record.length).fill('')] : undefined;
   return record.slice(0, width);
