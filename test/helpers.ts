@@ -1,4 +1,5 @@
 // Test harness: a real app on an ephemeral port over a real SQLite file in a fresh temp folder.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -87,6 +88,23 @@ export function tempDir(prefix = 'cl-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   tempDirs.push(dir);
   return dir;
+}
+
+/**
+ * Runs `fn` with a small file system of its own (tmpfs of `size`, e.g. "64k") mounted on `dir`, for
+ * full-disk cases; unmounted after. Only where this process may mount one (root): elsewhere the
+ * case is skipped, saying so.
+ */
+export async function withSmallDisk(dir: string, size: string, fn: () => unknown): Promise<void> {
+  if (spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir]).status !== 0) {
+    console.log('  (skipped: cannot mount a tmpfs here)');
+    return;
+  }
+  try {
+    await fn();
+  } finally {
+    spawnSync('umount', [dir]);
+  }
 }
 
 /** The configuration tests run with: fast bcrypt, quiet logs, a fixed superuser. */

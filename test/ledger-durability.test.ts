@@ -4,14 +4,13 @@
 // the job is recorded (D1: an acknowledged upload survives a power loss).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnSync } from 'node:child_process';
 import { existsSync, fstatSync, mkdirSync, readdirSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { newId } from '../src/ids.ts';
 import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
-import { addContacts, contactsCsv, csvForm, expectStatus, holdBulkJobs, ID, LEDGER, ledgerPath, signInRoot, startApp, until, waitForImport } from './helpers.ts';
+import { addContacts, contactsCsv, csvForm, expectStatus, holdBulkJobs, ID, LEDGER, ledgerPath, signInRoot, startApp, until, waitForImport, withSmallDisk } from './helpers.ts';
 
 const D = suite('disk full');
 
@@ -73,23 +72,18 @@ D('an upload whose file cannot be written (the uploads folder\'s disk full) is a
   const t = await startApp({ noScheduler: true });
   const tmp = join(t.dataDir, 'uploads', 'tmp');
   mkdirSync(tmp, { recursive: true });
-  // a small file system of its own for the uploads' temporary folder: only where this process may mount one (root)
-  if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', tmp]).status !== 0) {
-    console.log('  (skipped: cannot mount a tmpfs here)');
-    await t.close();
-    return;
-  }
   try {
-    const token = (await signInRoot(t)).accessToken;
-    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Full uploads' } })).body.id;
-    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'full' } })).body.id;
-    const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(contactsCsv(20_000)) });
-    expectStatus(up, 507);
-    assert.is(up.body.code, 'insufficient_storage');
-    assert.equal(readdirSync(tmp), [], 'no partial file left');
-    assert.equal((await t.call('GET', `${ledgerPath(orgId, ledgerId)}/imports`, { token })).body.imports, [], 'no job');
+    await withSmallDisk(tmp, '64k', async () => {
+      const token = (await signInRoot(t)).accessToken;
+      const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Full uploads' } })).body.id;
+      const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'full' } })).body.id;
+      const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(contactsCsv(20_000)) });
+      expectStatus(up, 507);
+      assert.is(up.body.code, 'insufficient_storage');
+      assert.equal(readdirSync(tmp), [], 'no partial file left');
+      assert.equal((await t.call('GET', `${ledgerPath(orgId, ledgerId)}/imports`, { token })).body.imports, [], 'no job');
+    });
   } finally {
-    spawnSync('umount', [tmp]);
     await t.close();
   }
 });

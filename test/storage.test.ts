@@ -3,7 +3,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import Database from 'better-sqlite3';
-import { spawnSync } from 'node:child_process';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../src/log.ts';
@@ -12,7 +11,7 @@ import { DB_FILE, openRuntime } from '../src/runtime.ts';
 import { openDb, StartupError, verifySettings } from '../src/storage/db.ts';
 import { loadMigrations, migrate, schemaVersion } from '../src/storage/migrate.ts';
 import { prepareDataDir } from '../src/storage/storage.ts';
-import { tempDir, testConfig } from './helpers.ts';
+import { tempDir, testConfig, withSmallDisk } from './helpers.ts';
 
 const quiet = { log: createLogger('silent') };
 const S = suite('storage');
@@ -54,15 +53,10 @@ S('the self-check refuses a connection whose settings did not take (D1): a journ
   }
 });
 
-S('closing on a full disk keeps the -wal for the next open instead of throwing (a shutdown on a full disk exited 1)', () => {
+S('closing on a full disk keeps the -wal for the next open instead of throwing (a shutdown on a full disk exited 1)', async () => {
   const dir = join(tempDir(), 'small');
   mkdirSync(dir);
-  // a small file system of its own: only where this process may mount one (root)
-  if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', dir]).status !== 0) {
-    console.log('  (skipped: cannot mount a tmpfs here)');
-    return;
-  }
-  try {
+  await withSmallDisk(dir, '2m', () => {
     const file = join(dir, 'x.db');
     const db = openDb(file);
     db.raw.exec('CREATE TABLE t (b BLOB)');
@@ -81,9 +75,7 @@ S('closing on a full disk keeps the -wal for the next open instead of throwing (
     const again = openDb(file);
     assert.is(again.raw.prepare('SELECT count(*) FROM t').pluck().get(), 150, 'every committed row is read back');
     again.close();
-  } finally {
-    spawnSync('umount', [dir]);
-  }
+  });
 });
 
 S('db.tx: commits, rolls back on throw, refuses async callbacks', () => {

@@ -78,19 +78,21 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
       },
     },
     onError: (err) => {
+      // Do not leave the client writing into a closed socket (koajs/koa-body#253).
+      const stopReading = () => {
+        ctx.set('Connection', 'close');
+        ctx.req.resume();
+      };
       // the file could not be written where uploads go (a full disk): the server's trouble, not the
       // request's (a tester's case: 400 "the multipart body cannot be read as a form")
       if (isStorageFullError(err) || isStorageFullError((err as { cause?: unknown }).cause)) {
-        ctx.set('Connection', 'close');
-        ctx.req.resume();
+        stopReading();
         throw new AppError(507, 'insufficient_storage', NOT_STORED);
       }
       const code = (err as { code?: number }).code ?? 0;
       const message = TOO_LARGE[code];
       if (message) {
-        // Do not leave the client writing into a closed socket (koajs/koa-body#253).
-        ctx.set('Connection', 'close');
-        ctx.req.resume();
+        stopReading();
         throw tooLarge(message(opts.maxBytes));
       }
       // formidable's own message describes its parser's state, not the client's request
