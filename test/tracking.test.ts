@@ -941,6 +941,23 @@ T('a contact matched by an address while one person had it is matched again when
   assert.equal(await state('nobody'), [false, 'Lumenly', 'CEO']);
 });
 
+T('a second person with an address leaves the contacts of a ledger being deleted as they are: no re-match, no change rows', async ({ t, w }) => {
+  const shared = 'hello@goneaway.test';
+  await feed(t, w.root, ndjson({ personId: 'ann-g', name: 'Ann Gone', company: 'Goneaway', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
+  const { ledgerId } = await ledgerWith(t, w, 'address shared while deleted', [{ name: 'Ben Gone', company: 'Goneaway', title: 'Engineer', email: shared, referenceId: 'ben' }]);
+  const row = t.rt.db.raw.prepare('SELECT person_id, matched_by, title FROM contacts WHERE ledger_id = ?');
+  const changes = t.rt.db.raw.prepare('SELECT count(*) FROM changes WHERE ledger_id = ?').pluck();
+  const changesBefore = changes.get(ledgerId);
+  const before = row.get(ledgerId);
+  assert.equal(before, { person_id: (before as any).person_id, matched_by: 'email', title: 'CEO' }, 'matched to Ann by the address');
+  // the state between DELETE and the end of its purge, held still
+  t.rt.db.raw.prepare('UPDATE ledgers SET deleted_at = ? WHERE id = ?').run(Date.now(), ledgerId);
+  const ben = await feed(t, w.root, ndjson({ personId: 'ben-g', name: 'Ben Gone', company: 'Goneaway', title: 'Staff Engineer', email: shared, observedAt: '2026-11-02' }));
+  assert.equal([ben.status, ben.contactsMatched, ben.infoChanges, ben.jobChanges], ['completed', 0, 0, 0]);
+  assert.equal(row.get(ledgerId), before, 'left as it was');
+  assert.is(changes.get(ledgerId), changesBefore, 'no change rows');
+});
+
 T('a contact a shared address gave the wrong person\'s move is matched again by the company it was imported with, and put right', async ({ t, w }) => {
   const shared = 'info@caseacme.test';
   await feed(t, w.root, ndjson({ personId: 'alice-a', name: 'Alice Avery', company: 'Acme', title: 'CEO', email: shared, observedAt: '2026-11-01' }));

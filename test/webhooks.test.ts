@@ -968,6 +968,42 @@ B('a burst of deliveries commits its claims and outcomes together, not one trans
   assert.ok(transactions < 240, `${transactions} transactions for 240 deliveries`);
 });
 
+B('an outcome that cannot be written fails alone: the others of its batch are recorded', async ({ t, w }) => {
+  // the receiver answers once all four deliveries have arrived, so that their outcomes share a batch
+  const held: (() => void)[] = [];
+  const rx = await receiver((_r, res) => {
+    held.push(() => res.end('ok'));
+    if (held.length === 4) for (const answer of held.splice(0)) answer();
+  });
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'one refused outcome');
+  const hookIds: string[] = [];
+  for (let i = 0; i < 4; i++) hookIds.push((await createHook(t, w, { url: `${rx.url}?n=${i}`, events: ['contact.job_changed'], ledgerIds: [ledgerId] })).id);
+  // a real storage failure for one row: the database refuses to record the first webhook's outcome
+  t.rt.db.raw.exec(`CREATE TEMP TRIGGER refuse_one BEFORE UPDATE OF status ON main.webhook_deliveries
+    WHEN NEW.webhook_id = '${hookIds[0]}' AND NEW.status = 'delivered' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+  let batches = 0;
+  const noted = t.rt.db.onWrite;
+  try {
+    await jobChanges(t, w, ledgerId, 1);
+    const statuses = () =>
+      t.rt.db.raw.prepare('SELECT webhook_id, status FROM webhook_deliveries WHERE webhook_id IN (?, ?, ?, ?) ORDER BY webhook_id').all(...hookIds) as { webhook_id: string; status: string }[];
+    t.rt.db.onWrite = (bulk, failure) => {
+      if (!bulk && failure === undefined) batches++;
+      noted?.(bulk, failure);
+    };
+    const rows = await until(t, 'the other outcomes recorded', () => {
+      const r = statuses();
+      return r.filter((x) => x.status === 'delivered').length === 3 && r;
+    });
+    assert.is(rx.got.length, 4);
+    assert.equal(rows.find((x) => x.webhook_id === hookIds[0])?.status, 'pending', 'the refused outcome is not recorded: its lease will expire and it is sent again');
+  } finally {
+    t.rt.db.onWrite = noted;
+    t.rt.db.raw.exec('DROP TRIGGER refuse_one');
+  }
+  assert.is(batches, 0, 'no batch transaction failed');
+});
+
 B.run();
 
 // ── persistent failure ───────────────────────────────────────────────────
