@@ -958,6 +958,10 @@ Q('every list query is an index scan, never a full scan or a sort of the whole l
         }
       }
     }
+    // a download by a change time reads its rows by seq (contacts-repo downloadRowsOf): one primary-key look-up each, whatever the filter
+    const byRowid = repo.explainRowsOf(ledgerId, f as never).join(' | ');
+    assert.match(byRowid, /^SEARCH contacts USING INTEGER PRIMARY KEY \(rowid=\?\)/, `${JSON.stringify(f)}: ${byRowid}`);
+    assert.not.match(byRowid, /INDEX contacts_by|SCAN contacts/, `${JSON.stringify(f)}: ${byRowid}`);
   }
 });
 

@@ -327,6 +327,54 @@ D('a ledger deleted, and its rows already purged, while its file streams: cut of
   assert.is(outcome, 'cut off');
 });
 
+D('by a change time, the file holds every contact once, in the order of the moment it began, though changes move contacts meanwhile', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'moving while downloading');
+  // 2,000 contacts with a job change (the newest first in the file), then 500 without; each row
+  // big enough that the file is still being made while the changes below are written
+  const db = t.rt.db.raw;
+  const ins = db.prepare("INSERT INTO contacts (id, ledger_id, name, name_key, company, import_company, location, last_job_changed_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'Company', 'Company', ?, ?, ?, ?)");
+  const ids = Array.from({ length: 2500 }, (_, i) => `c_moving${String(i).padStart(18, '0')}`);
+  db.transaction(() => ids.forEach((id, i) => ins.run(id, ledgerId, `Person ${i}`, `person ${i}`, 'l'.repeat(20_000), i < 2000 ? 1_000_000 + i : null, i, i)))();
+  const inOrder = [...ids.slice(0, 2000).reverse(), ...ids.slice(2000).reverse()];
+  const url = new URL(downloadPath(w, ledgerId, 'sortBy=-lastJobChangedAt'), t.base);
+  const res = await new Promise<IncomingMessage>((resolve, reject) =>
+    httpGet({ host: url.hostname, port: url.port, path: url.pathname + url.search, headers: { authorization: `Bearer ${w.tokens.viewer}` } }, resolve).on('error', reject),
+  );
+  assert.is(res.statusCode, 200);
+  // the first rows have come: the file is under way; the client stops reading (back-pressure holds the server)
+  const chunks: Buffer[] = [];
+  await new Promise<void>((resolve) => {
+    let bytes = 0;
+    res.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      bytes += chunk.length;
+      if (bytes > 100_000 && bytes - chunk.length <= 100_000) {
+        res.pause();
+        resolve();
+      }
+    });
+  });
+  // meanwhile a feed gives new job changes to the contacts the file has not reached (the oldest
+  // changes and some without one): each moves to the front of the order, behind the download
+  const move = db.prepare("UPDATE contacts SET company = 'Globex', last_job_changed_at = ? WHERE id = ?");
+  db.transaction(() => [...ids.slice(0, 100), ...ids.slice(2400)].forEach((id, i) => move.run(5_000_000 + i, id)))();
+  const text = await new Promise<string>((resolve, reject) => {
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+    res.resume();
+  });
+  const rows = parse(text, { relax_column_count: false }) as string[][];
+  assert.is(rows.length - 1, 2500, 'every contact');
+  assert.equal(rows.slice(1).map((r) => r[col('id')]), inOrder, 'each once, in the order of the moment the download began');
+  // once nothing moves, the file by a change time is the list's, with a filter too
+  for (const q of ['sortBy=-lastJobChangedAt', 'sortBy=-lastJobChangedAt&company=globex', 'sortBy=-lastInfoChangedAt&name=person%2024', 'sortBy=-lastJobChangedAt&lastJobChangedAt=1970-01-01T01:23:20Z']) {
+    const listed = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, ledgerId)}/contacts`, q);
+    const file = await download(t, w.tokens.viewer, downloadPath(w, ledgerId, q));
+    assert.equal(file.rows.slice(1).map((r) => r[col('id')]), listed.map((c) => c.id), q);
+    assert.ok(listed.length > 0, q);
+  }
+});
+
 D('an empty ledger downloads the header alone', async ({ t, w }) => {
   const empty = await createLedger(t, w.tokens.editor, w.orgId, 'empty');
   const { res, rows } = await download(t, w.tokens.viewer, downloadPath(w, empty));

@@ -43,6 +43,11 @@ interface SortPlan {
   index: string;
   nullable: boolean;
   /**
+   * Whether a contact's value can change after it was created (the change times, set anew at each
+   * change): a walk in such an order can pass a contact that moves behind it meanwhile.
+   */
+  moves: boolean;
+  /**
    * The column's value for a position's value, when they differ: a name sort walks name_key, while
    * its cursor keeps the name (bounded in length, where folding may lengthen it) and folds it again.
    */
@@ -50,12 +55,12 @@ interface SortPlan {
 }
 
 export const SORTS: Record<ContactSort, SortPlan> = {
-  '+createdAt': { column: 'created_at', desc: false, index: 'contacts_by_created', nullable: false },
-  '-createdAt': { column: 'created_at', desc: true, index: 'contacts_by_created', nullable: false },
-  '+name': { column: 'name_key', desc: false, index: 'contacts_by_name', nullable: false, keyOf: nameKey },
-  '-name': { column: 'name_key', desc: true, index: 'contacts_by_name', nullable: false, keyOf: nameKey },
-  '-lastJobChangedAt': { column: 'last_job_changed_at', desc: true, index: 'contacts_by_job_change', nullable: true },
-  '-lastInfoChangedAt': { column: 'last_info_changed_at', desc: true, index: 'contacts_by_info_change', nullable: true },
+  '+createdAt': { column: 'created_at', desc: false, index: 'contacts_by_created', nullable: false, moves: false },
+  '-createdAt': { column: 'created_at', desc: true, index: 'contacts_by_created', nullable: false, moves: false },
+  '+name': { column: 'name_key', desc: false, index: 'contacts_by_name', nullable: false, moves: false, keyOf: nameKey },
+  '-name': { column: 'name_key', desc: true, index: 'contacts_by_name', nullable: false, moves: false, keyOf: nameKey },
+  '-lastJobChangedAt': { column: 'last_job_changed_at', desc: true, index: 'contacts_by_job_change', nullable: true, moves: true },
+  '-lastInfoChangedAt': { column: 'last_info_changed_at', desc: true, index: 'contacts_by_info_change', nullable: true, moves: true },
 };
 
 /** Change-time range filters whose index is used when they select few rows (see choosePlan). */
@@ -225,6 +230,16 @@ export function rowsSql(part: ListPart, columns: string, after = part.after, unt
     return { ...c, sql: `SELECT ${columns} FROM contacts WHERE seq IN (${keys}) ${order}` };
   }
   return { ...c, sql: `SELECT ${columns} FROM contacts INDEXED BY ${part.index} WHERE ${c.where.join(' AND ')} ${order} LIMIT ?` };
+}
+
+/**
+ * The rows among `seqs` (the statement's first parameter, a JSON array) that are the ledger's and
+ * still match the filter, each by its primary key (NOT INDEXED: never a walk of the ledger by
+ * one of the filter's indexes); in no particular order.
+ */
+export function rowsOfSeqsSql(ledgerId: string, f: ContactFilter, columns: string): Conditions & { sql: string } {
+  const c = whereOf(ledgerId, f);
+  return { ...c, sql: `SELECT ${columns} FROM contacts NOT INDEXED WHERE seq IN (SELECT value FROM json_each(?)) AND ${c.where.join(' AND ')}` };
 }
 
 /** How many rows of a part lie from `after` to `until`. */
