@@ -2,7 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { request as httpRequest, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -337,6 +337,37 @@ export async function waitForImport(t: TestApp, token: string, orgId: string, le
     if (Date.now() > until) throw new Error(`import ${importId} still ${r.body.status} after ${timeoutMs} ms`);
     await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/**
+ * Sends the first part of a body, runs `meanwhile` once `receiving` says the server has the
+ * request (its upload's temporary file exists, its sender was authenticated…), then the rest;
+ * resolves with the status and body of the answer.
+ */
+export function sendInTwoParts(
+  t: TestApp,
+  path: string,
+  headers: Record<string, string>,
+  first: Buffer,
+  rest: Buffer,
+  receiving: () => boolean,
+  meanwhile: () => Promise<void>,
+  method = 'POST',
+): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(path, t.base);
+    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method, headers: { ...headers, 'Content-Length': String(first.length + rest.length) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
+    });
+    req.on('error', reject);
+    req.write(first);
+    until('the server receives the body', receiving, Boolean, 10_000)
+      .then(meanwhile)
+      .then(() => req.end(rest), reject);
+  });
 }
 
 /** POSTs a person-data feed (SPEC §5) and waits for its feed job; returns the finished job. */

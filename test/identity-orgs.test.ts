@@ -3,7 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ManualClock } from '../src/clock.ts';
-import { clientToken, expectStatus, ID, PASSWORD, seedWorld, signIn, startApp, type TestApp, type World } from './helpers.ts';
+import { addContacts, clientToken, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, sendInTwoParts, signIn, startApp, type TestApp, type World } from './helpers.ts';
 
 const O = suite<{ t: TestApp; w: World }>('organizations and members');
 O.before(async (ctx) => {
@@ -161,6 +161,85 @@ O('superuser deletes an organization with everything it owns', async ({ t, w }) 
 });
 
 O.run();
+
+// ── access checked again once a JSON body has arrived ──────────────────────
+
+const LB = suite<{ t: TestApp; w: World }>('access after a JSON body');
+LB.before(async (ctx) => {
+  ctx.t = await startApp();
+  ctx.w = await seedWorld(ctx.t);
+});
+LB.after(async (ctx) => ctx.t.close());
+
+LB('a write whose body arrives after its sender lost access makes nothing: a member removed or demoted, a service account deleted (RELIABILITY.md Z3)', async ({ t, w }) => {
+  // the moment the server has authenticated a request (its headers are in), whatever its body does
+  let authenticated = 0;
+  const authenticate = t.rt.identity.authenticate.bind(t.rt.identity);
+  t.rt.identity.authenticate = async (token) => {
+    const actor = await authenticate(token);
+    authenticated++;
+    return actor;
+  };
+  const ledgerId = (await t.call('POST', `${LEDGER}/orgs/${w.orgId}/ledgers`, { token: w.tokens.admin, body: { name: 'slow bodies' } })).body.id as string;
+  const member = async (email: string, role: string) => {
+    const r = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.root, body: { email, role, password: PASSWORD } });
+    expectStatus(r, 201);
+    return { userId: r.body.userId as string, token: (await signIn(t, email, PASSWORD)).accessToken };
+  };
+  /** Sends `body` in two parts as `token`; `meanwhile` runs once the server has authenticated it. */
+  const slowly = (method: string, path: string, token: string, body: unknown, meanwhile: () => Promise<void>) => {
+    const bytes = Buffer.from(JSON.stringify(body));
+    const seen = authenticated;
+    return sendInTwoParts(t, path, { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, bytes.subarray(0, 10), bytes.subarray(10), () => authenticated > seen, meanwhile, method);
+  };
+  const webhooks = `${LEDGER}/orgs/${w.orgId}/webhooks`;
+
+  // an admin removed while their new webhook (to a host of their choosing) arrives
+  const leaving = await member('leaving-admin@a.test', 'admin');
+  const hook = await slowly('POST', webhooks, leaving.token, { url: 'https://receiver.example.net/hook', events: ['contact.job_changed'] }, async () => {
+    expectStatus(await t.call('DELETE', `${ID}/orgs/${w.orgId}/members/${leaving.userId}`, { token: w.root }), 204);
+  });
+  assert.is(hook.status, 403, JSON.stringify(hook.body));
+  // an admin demoted to viewer while their change of a webhook's URL arrives
+  const existing = await t.call('POST', webhooks, { token: w.tokens.admin, body: { url: 'https://ours.example.net/hook', events: ['contact.job_changed'] } });
+  expectStatus(existing, 201);
+  const demoted = await member('demoted-admin@a.test', 'admin');
+  const patch = await slowly('PATCH', `${webhooks}/${existing.body.id}`, demoted.token, { url: 'https://elsewhere.example.net/hook' }, async () => {
+    expectStatus(await t.call('PATCH', `${ID}/orgs/${w.orgId}/members/${demoted.userId}`, { token: w.root, body: { role: 'viewer' } }), 200);
+  });
+  assert.is(patch.status, 403, JSON.stringify(patch.body));
+  const hooks = (await t.call('GET', webhooks, { token: w.tokens.admin })).body.webhooks as { url: string }[];
+  assert.equal(hooks.map((h) => h.url), ['https://ours.example.net/hook'], 'no webhook made or moved');
+
+  // an editor removed while their bulk_delete arrives
+  const added = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Ann Keep', company: 'Acme' }, { name: 'Bo Keep', company: 'Acme' }]);
+  assert.is(added.imported, 2);
+  const ids = (await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts`, { token: w.tokens.viewer })).body.contacts.map((c: any) => c.id);
+  const editor = await member('leaving-editor@a.test', 'editor');
+  const deleted = await slowly('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, editor.token, { contactIds: ids }, async () => {
+    expectStatus(await t.call('DELETE', `${ID}/orgs/${w.orgId}/members/${editor.userId}`, { token: w.root }), 204);
+  });
+  assert.is(deleted.status, 403, JSON.stringify(deleted.body));
+
+  // a service account deleted while its batch of contacts arrives
+  const sa = await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.tokens.admin, body: { name: 'short-lived', role: 'editor' } });
+  expectStatus(sa, 201);
+  const saToken = await clientToken(t, sa.body.clientId, sa.body.clientSecret);
+  const batch = await slowly('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts`, saToken, { contacts: [{ name: 'Cy New', company: 'Acme' }] }, async () => {
+    expectStatus(await t.call('DELETE', `${ID}/orgs/${w.orgId}/service-accounts/${sa.body.clientId}`, { token: w.tokens.admin }), 204);
+  });
+  assert.is(batch.status, 401, JSON.stringify(batch.body));
+
+  const left = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts`, { token: w.tokens.viewer });
+  assert.equal(left.body.contacts.map((c: any) => c.name).sort(), ['Ann Keep', 'Bo Keep'], 'nothing deleted, nothing added');
+  const imports = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports`, { token: w.tokens.viewer });
+  assert.is(imports.body.imports.length, 1, 'no import job for the refused batch');
+  // a member who keeps access, sending as slowly, is served
+  const staying = await slowly('POST', webhooks, w.tokens.admin, { url: 'https://ours.example.net/second', events: ['import.completed'] }, async () => {});
+  assert.is(staying.status, 201, JSON.stringify(staying.body));
+});
+
+LB.run();
 
 const U = suite<{ t: TestApp; w: World }>('users');
 U.before(async (ctx) => {

@@ -28,6 +28,7 @@ import {
   listAll,
   PASSWORD,
   seedWorld,
+  sendInTwoParts,
   signIn,
   signInRoot,
   startApp,
@@ -1452,27 +1453,6 @@ R.before(async (ctx) => {
   ctx.w = await seedWorld(ctx.t);
 });
 R.after(async (ctx) => ctx.t.close());
-
-/**
- * Sends the first part of a body, runs `meanwhile` once the server is receiving it (its temporary
- * file exists), then the rest; resolves with the status and body of the answer.
- */
-function sendInTwoParts(t: TestApp, path: string, headers: Record<string, string>, first: Buffer, rest: Buffer, receiving: () => boolean, meanwhile: () => Promise<void>): Promise<{ status: number; body: any }> {
-  return new Promise((resolve, reject) => {
-    const url = new URL(path, t.base);
-    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...headers, 'Content-Length': String(first.length + rest.length) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
-    });
-    req.on('error', reject);
-    req.write(first);
-    until('the server receives the body', receiving, Boolean, 10_000)
-      .then(meanwhile)
-      .then(() => req.end(rest), reject);
-  });
-}
 
 R('an upload that arrives after its sender lost access creates nothing: a member removed, a service account deleted (RELIABILITY.md Z3); a token that expired meanwhile is no refusal', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'revoked mid-upload');

@@ -319,8 +319,16 @@ export class ApiRouter {
       await next();
     });
     if (s.bulk) chain.push(shedLargeBodies(this.deps.loadShedder));
-    if (s.body) chain.push(bodyParser(s, this.deps.maxJsonBytes, this.deps.jsonParser));
-    else if (!s.rawBody) chain.push(refuseBody());
+    if (s.body) {
+      chain.push(bodyParser(s, this.deps.maxJsonBytes, this.deps.jsonParser));
+      // access checked again once the body is in: its sender may have lost access while it arrived
+      // (a member removed, an account disabled, a service account deleted — minutes, for a slow
+      // client), and the write it asks for would otherwise be made in their name (RELIABILITY.md Z3)
+      if (s.access !== 'public') chain.push(async (ctx, next) => {
+        if (hasBody(ctx)) this.recheck(ctx, s.access as Exclude<AccessRule, 'public'>);
+        await next();
+      });
+    } else if (!s.rawBody) chain.push(refuseBody());
     chain.push(async (ctx) => {
       const input = {
         headers: parseHeaders(ctx, s.headers),
@@ -330,8 +338,7 @@ export class ApiRouter {
         meta: ctx.state.meta as RequestMeta,
         caller: ctx.state.caller as Caller | undefined,
         recheckAccess: async () => {
-          const caller = ctx.state.caller as Caller | undefined;
-          if (s.access !== 'public' && caller) this.check(ctx, s.access, this.deps.reloadActor(caller.actor));
+          if (s.access !== 'public') this.recheck(ctx, s.access);
         },
       };
       await handler(ctx, input as RouteInput<B, Q, A>);
@@ -384,6 +391,18 @@ export class ApiRouter {
     ctx.state.caller = caller;
     this.check(ctx, rule, actor);
     return caller;
+  }
+
+  /**
+   * Checks the caller's access again with its actor as it is now (401 when its session, account or
+   * service account is gone or revoked, 403 when it lost the role); the request goes on as that actor.
+   */
+  private recheck(ctx: Koa.Context, rule: Exclude<AccessRule, 'public'>): void {
+    const caller = ctx.state.caller as Caller | undefined;
+    if (!caller) return;
+    const actor = this.deps.reloadActor(caller.actor);
+    ctx.state.caller = { ...caller, actor };
+    this.check(ctx, rule, actor);
   }
 
   /** Whether the actor may use the route (403 otherwise). */
