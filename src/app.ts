@@ -36,7 +36,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
 
   const identityApi = new ApiRouter(IDENTITY_PREFIX, deps);
   const authAlias = new ApiRouter(`${config.authPath}/v1`, deps);
-  registerIdentityRoutes(identityApi, authAlias, identity, { baseUrl: config.baseUrl, tokenTtlSeconds: config.tokenTtlSeconds, now: () => rt.clock.now() });
+  registerIdentityRoutes(identityApi, authAlias, identity, { baseUrl: config.baseUrl, now: () => rt.clock.now() });
   identityApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } }, (ctx) => {
     ctx.body = buildOpenApi({ title: 'contact-ledger identity service', version: VERSION, baseUrl: config.baseUrl, main: identityApi, extra: [authAlias], tag: 'identity' });
   });

@@ -353,6 +353,33 @@ S('refresh tokens expire after 30 idle days; a sign-in ends after its absolute l
   clock.set(Date.now());
 });
 
+S('an access token issued in the last hour of a sign-in says it ends with the sign-in, and does', async ({ t }) => {
+  const clock = t.clock as ManualClock;
+  const start = clock.now();
+  try {
+    let current = (await signIn(t, 'viewer@a.test', PASSWORD)).refreshToken;
+    // refreshed every 20 days, then 30 minutes before the 90-day absolute end
+    for (let day = 20; day < 90; day += 20) {
+      clock.set(start + day * 86_400_000);
+      current = (await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: current } })).body.refreshToken;
+    }
+    clock.set(start + 90 * 86_400_000 - 30 * 60_000);
+    const late = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: current } });
+    expectStatus(late, 200);
+    assert.is(late.body.expiresIn, 1800, 'half an hour left, not an hour');
+    assert.is(Date.parse(`${late.body.expiresAt}Z`), start + 90 * 86_400_000);
+    assert.is(Date.parse(late.body.refreshExpiresAt), start + 90 * 86_400_000, 'the refresh token ends then too');
+    const described = await t.call('GET', `${ID}/session`, { token: late.body.accessToken });
+    assert.is(described.body.expiresIn, 1800);
+    clock.set(start + 90 * 86_400_000 - 1000);
+    expectStatus(await t.call('GET', `${ID}/users/me`, { token: late.body.accessToken }), 200, 'good until the time it gave');
+    clock.set(start + 90 * 86_400_000 + 1000);
+    expectStatus(await t.call('GET', `${ID}/users/me`, { token: late.body.accessToken }), 401, 'and not after');
+  } finally {
+    clock.set(Date.now());
+  }
+});
+
 S('no raw refresh token or client secret is stored anywhere in the database (A6d, A7a)', async ({ t, w }) => {
   const s = await signIn(t, 'editor@a.test', PASSWORD);
   const needles = [s.refreshToken, s.refreshToken.slice(4), w.serviceAccounts.saAdmin.secret, w.serviceAccounts.saAdmin.secret.slice(4), PASSWORD];

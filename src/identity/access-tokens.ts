@@ -68,10 +68,14 @@ export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, c
 
   return {
     /** Issues a token for `sub` in session `sid`; returns it with its expiry (ms). */
-    async sign(sub: string, sid: string): Promise<{ token: string; expiresAt: number }> {
+    /**
+     * A signed access token for the session `sid`, living `ttlSeconds` — or less, up to `notAfter`
+     * (the session's own end, after which every request with it is refused).
+     */
+    async sign(sub: string, sid: string, notAfter = Infinity): Promise<{ token: string; expiresAt: number; expiresIn: number }> {
       const nowMs = clock.now();
       const iat = Math.floor(nowMs / 1000);
-      const expiresAt = nowMs + cfg.ttlSeconds * 1000;
+      const expiresAt = Math.min(nowMs + cfg.ttlSeconds * 1000, notAfter);
       const token = await new SignJWT({ sid })
         .setProtectedHeader({ alg: ALG, typ: TYP, kid: signing.kid })
         .setIssuer(cfg.issuer)
@@ -82,7 +86,7 @@ export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, c
         .setExpirationTime(Math.ceil(expiresAt / 1000))
         .setJti(randomToken(12))
         .sign(signingKey);
-      return { token, expiresAt };
+      return { token, expiresAt, expiresIn: Math.floor((expiresAt - nowMs) / 1000) };
     },
 
     /** Verifies signature, algorithm, type, issuer, audience and lifetime; throws 401 otherwise. */

@@ -109,11 +109,11 @@ const presentPrincipal = (p: SessionPrincipal) => ({
 });
 
 /** The 200 body of POST /session (SPEC §3.1). */
-export const presentIssuedSession = (s: IssuedSession, ttlSeconds: number) => ({
+export const presentIssuedSession = (s: IssuedSession) => ({
   accessToken: s.accessToken,
   expiresAt: sessionExpiry(s.accessExpiresAt),
   tokenType: 'Bearer',
-  expiresIn: ttlSeconds,
+  expiresIn: s.accessExpiresIn,
   refreshToken: s.refreshToken,
   refreshExpiresAt: isoZ(s.refreshExpiresAt),
   ...presentPrincipal(s),
@@ -179,7 +179,7 @@ function noStore(ctx: Koa.Context): void {
 }
 
 /** Registers every route of the identity service (SPEC §3) and the `{auth_url}/v1/session` alias. */
-export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: IdentityServices, opts: { baseUrl: string; tokenTtlSeconds: number; now: () => number }): void {
+export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: IdentityServices, opts: { baseUrl: string; now: () => number }): void {
   const publicHost = new URL(opts.baseUrl).host;
   const location = (ctx: Koa.Context, path: string) => ctx.set('Location', `${opts.baseUrl}${IDENTITY_PREFIX}${path}`);
   const created = (ctx: Koa.Context, path: string, body: unknown) => {
@@ -222,7 +222,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
         throw err;
       }
       noStore(ctx);
-      const out = presentIssuedSession(issued, opts.tokenTtlSeconds);
+      const out = presentIssuedSession(issued);
       if (cookieMode) {
         setSessionCookie(ctx, issued.refreshToken, issued.refreshExpiresAt, opts.now());
         ctx.body = { ...out, refreshToken: null };
@@ -360,7 +360,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
       ctx.body = {
         access_token: s.accessToken,
         token_type: 'Bearer',
-        expires_in: opts.tokenTtlSeconds,
+        expires_in: s.accessExpiresIn,
         expires_at: sessionExpiry(s.accessExpiresAt),
         refresh_token: s.refreshToken,
       };

@@ -29,6 +29,8 @@ export interface IssuedSession extends SessionPrincipal {
   sessionId: string;
   accessToken: string;
   accessExpiresAt: number;
+  /** Seconds the access token lives from its issue: the configured lifetime, or less in the last hour of its sign-in. */
+  accessExpiresIn: number;
   refreshToken: string;
   refreshExpiresAt: number;
 }
@@ -107,15 +109,18 @@ export function createSessionService(d: SessionDeps) {
       revokedReason: null,
     };
     d.sessions.insertSession(session);
-    return { sessionId: session.id, refresh: issueRefreshToken(session.id, session.expiresAt) };
+    return { sessionId: session.id, sessionExpiresAt: session.expiresAt, refresh: issueRefreshToken(session.id, session.expiresAt) };
   };
 
-  const finish = async (sub: string, sessionId: string, refresh: { token: string; expiresAt: number }, p: { user?: User; sa?: ServiceAccount }): Promise<IssuedSession> => {
-    const access = await d.tokens.sign(sub, sessionId);
+  /** The answer of a grant: an access token that ends at the latest with its session (REFRESH_MAX_AGE_SECONDS), and the refresh token. */
+  const finish = async (sub: string, started: { sessionId: string; sessionExpiresAt: number; refresh: { token: string; expiresAt: number } }, p: { user?: User; sa?: ServiceAccount }): Promise<IssuedSession> => {
+    const { sessionId, refresh } = started;
+    const access = await d.tokens.sign(sub, sessionId, started.sessionExpiresAt);
     return {
       sessionId,
       accessToken: access.token,
       accessExpiresAt: access.expiresAt,
+      accessExpiresIn: access.expiresIn,
       refreshToken: refresh.token,
       refreshExpiresAt: refresh.expiresAt,
       ...principalOf(p),
@@ -126,7 +131,7 @@ export function createSessionService(d: SessionDeps) {
     const normalized = email.trim().toLowerCase();
     const keys: ThrottleKey[] = [accountKey(normalized), `address:${meta.ip}`];
     const release = d.throttle.admit(keys);
-    let started: { sessionId: string; refresh: { token: string; expiresAt: number } } | undefined;
+    let started: ReturnType<typeof startSession> | undefined;
     let user: User | undefined;
     try {
       user = d.users.findUserByEmail(normalized);
@@ -157,7 +162,7 @@ export function createSessionService(d: SessionDeps) {
     } finally {
       release();
     }
-    return finish(user.id, started.sessionId, started.refresh, { user });
+    return finish(user.id, started, { user });
   }
 
   /** A service account by its id and secret (throttled like a password); 401 invalid_client otherwise. */
@@ -191,7 +196,7 @@ export function createSessionService(d: SessionDeps) {
       });
       return startSession({ sa });
     });
-    return finish(sa.id, started.sessionId, started.refresh, { sa });
+    return finish(sa.id, started, { sa });
   }
 
   /**
@@ -207,7 +212,7 @@ export function createSessionService(d: SessionDeps) {
     const now = d.clock.now();
     // Decide inside one transaction, throw after it: a detected re-use must stay revoked.
     const outcome = d.db.tx(():
-      | { kind: 'ok'; sessionId: string; refresh: { token: string; expiresAt: number }; user?: User; sa?: ServiceAccount }
+      | { kind: 'ok'; sessionId: string; sessionExpiresAt: number; refresh: { token: string; expiresAt: number }; user?: User; sa?: ServiceAccount }
       | { kind: 'reused' }
       | { kind: 'invalid'; reason: string } => {
       if (client) {
@@ -257,12 +262,12 @@ export function createSessionService(d: SessionDeps) {
       d.sessions.touchSession(session.id, now);
       // a service account's lastUsedAt is when it last got an access token, by sign-in or refresh
       if (sa) d.serviceAccounts.touchServiceAccount(sa.id, now);
-      return { kind: 'ok', sessionId: session.id, refresh: issueRefreshToken(session.id, session.expiresAt), user, sa };
+      return { kind: 'ok', sessionId: session.id, sessionExpiresAt: session.expiresAt, refresh: issueRefreshToken(session.id, session.expiresAt), user, sa };
     });
     if (outcome.kind === 'reused') throw invalidGrant('The refresh token was already used; the session has been revoked. Sign in again.');
     if (outcome.kind === 'invalid') throw invalidGrant(outcome.reason);
     const p = { user: outcome.user, sa: outcome.sa };
-    return finish((outcome.user ?? outcome.sa)!.id, outcome.sessionId, outcome.refresh, p);
+    return finish((outcome.user ?? outcome.sa)!.id, outcome, p);
   }
 
   return {
