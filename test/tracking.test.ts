@@ -14,7 +14,7 @@ import { FeedListing } from '../src/tracking/feed-listing.ts';
 import { createPeopleRepo } from '../src/tracking/people-repo.ts';
 import { inboxName } from '../src/tracking/feed-files.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
-import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type Response, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 const FEED = `${LEDGER}/feed`;
@@ -1763,6 +1763,48 @@ I('a daily change-set file that cannot be written (disk full, folder gone) fails
     assert.unreachable('the file cannot be opened');
   } catch (err) {
     assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
+  }
+});
+
+I('the list of daily change sets pages newest first by opaque cursors sealed to it: a day typed in, or another ledger\'s cursor, is a 400', async () => {
+  const t = await startApp(); // its own: the clock moves by days
+  try {
+    const w = await seedWorld(t);
+    const clock = t.clock as ManualClock;
+    const people = Array.from({ length: 3 }, (_, i) => ({ name: `Pager ${i}`, company: 'Old Co', linkedin: `linkedin.com/in/pager-${i}`, referenceId: `p${i}` }));
+    const { path } = await ledgerWith(t, w, 'sets by day', people);
+    const other = await createLedger(t, w.tokens.editor, w.orgId, 'another');
+    const days: string[] = [];
+    for (const [i, p] of people.entries()) {
+      await feed(t, (await signInRoot(t)).accessToken, ndjson({ linkedin: p.linkedin, name: p.name, company: `New Co ${i}` }));
+      const day = new Date(clock.now()).toISOString().slice(0, 10).replace(/-/g, '');
+      await t.rt.tracking.dailySets.generate(day);
+      days.unshift(day);
+      clock.advance(86_400_000);
+    }
+    const viewer = (await signInRoot(t)).accessToken;
+    const seen: string[] = [];
+    const cursors: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const r: Response = await t.call('GET', `${path}/streams/daily?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token: viewer });
+      expectStatus(r, 200);
+      seen.push(...r.body.streams.map((s: any) => s.date));
+      cursor = r.body.nextCursor;
+      if (cursor) cursors.push(cursor);
+    } while (cursor);
+    assert.equal(seen, days, 'each day once, newest first');
+    assert.ok(cursors.every((c) => !/^\d{8}$/.test(c) && !c.includes(days[0]!)), `opaque: ${cursors.join(' ')}`);
+    for (const bad of [days[1]!, '20261301', '99999999']) {
+      const r = await t.call('GET', `${path}/streams/daily?cursor=${bad}`, { token: viewer });
+      expectStatus(r, 400, bad);
+      assert.is(r.body.code, 'invalid_cursor');
+    }
+    const foreign = await t.call('GET', `${ledgerPath(w.orgId, other)}/streams/daily?cursor=${encodeURIComponent(cursors[0]!)}`, { token: viewer });
+    expectStatus(foreign, 400, 'another ledger\'s cursor');
+    assert.is(foreign.body.code, 'invalid_cursor');
+  } finally {
+    await t.close();
   }
 });
 

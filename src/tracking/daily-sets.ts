@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Clock } from '../clock.ts';
+import type { Cursors } from '../cursor.ts';
 import { notFound } from '../errors.ts';
 import type { ContactsRepo } from '../ledger/contacts-repo.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
@@ -73,7 +74,7 @@ export function openGzipFile(path: string): GzipFile {
  * the scheduler after the day ended; files are written under a temporary name and renamed, and
  * the set is recorded only when all its files are in place, so a crash just means "write it again".
  */
-export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string; ledgers: LedgersRepo; contacts: ContactsRepo; sets: DailySetsRepo }) {
+export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string; ledgers: LedgersRepo; contacts: ContactsRepo; sets: DailySetsRepo; cursors: Cursors }) {
   const requireLedger = ledgerLookup(d.ledgers);
 
   async function writeLedgerDay(ledgerId: string, day: string, maxBytes: number): Promise<DailySet> {
@@ -191,10 +192,13 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
     },
     /** Yesterday (UTC), the last day a run writes. */
     yesterday: () => dayOf(d.clock.now() - DAY),
-    list(orgId: string, ledgerId: string, limit: number, beforeDay?: string): { items: DailySet[]; nextCursor: string | null } {
+    /** The ledger's sets, newest day first; the cursor is sealed to this ledger's list, like every other (SPEC §2: opaque). */
+    list(orgId: string, ledgerId: string, limit: number, cursor?: string): { items: DailySet[]; nextCursor: string | null } {
       requireLedger(orgId, ledgerId);
-      const rows = d.sets.listSets(ledgerId, beforeDay ?? '99999999', limit + 1);
-      return rows.length > limit ? { items: rows.slice(0, limit), nextCursor: rows[limit - 1]!.day } : { items: rows, nextCursor: null };
+      const list = `daily-sets:${ledgerId}`;
+      const beforeDay = cursor === undefined ? '99999999' : (d.cursors.decode(cursor, list, ['s'])[0] as string);
+      const rows = d.sets.listSets(ledgerId, beforeDay, limit + 1);
+      return rows.length > limit ? { items: rows.slice(0, limit), nextCursor: d.cursors.encode(list, [rows[limit - 1]!.day]) } : { items: rows, nextCursor: null };
     },
     /** A file of a recorded set, as a stream. */
     open(orgId: string, ledgerId: string, day: string, file: string) {

@@ -42,8 +42,6 @@ const ChangesQuery = z.strictObject({
 });
 
 /** Feed ingestion (installation-wide) and change history (per ledger), SPEC §5. */
-const StreamsQuery = z.strictObject({ limit: limitParam, cursor: z.string().regex(/^\d{8}$/, 'must be a day (YYYYMMDD) from nextCursor').optional() });
-
 export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; changes: ChangeService; dailySets: DailySets }, opts: TrackingRouteOptions): void {
   const base = `${opts.baseUrl}${opts.prefix}`;
   r.add(
@@ -113,7 +111,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
     ctx.body = { ...pageOf('changes', feed, presentChange), resumeCursor: feed.resumeCursor };
   });
 
-  r.add({ method: 'get', path: `${ONE}/streams/daily`, access: { org: 'viewer' }, query: StreamsQuery, summary: 'Daily change sets of the ledger, newest day first', responses: { 200: { description: '{streams, nextCursor}' } } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/streams/daily`, access: { org: 'viewer' }, query: pageQuery, summary: 'Daily change sets of the ledger, newest day first', responses: { 200: { description: '{streams, nextCursor}' } } }, (ctx, { params, query }) => {
     const page = svc.dailySets.list(params.orgId!, params.ledgerId!, query.limit ?? 100, query.cursor);
     const url = (day: string, name: string) => `${base}/orgs/${params.orgId}/ledgers/${params.ledgerId}/streams/daily/${day}/${name}`;
     ctx.body = {
