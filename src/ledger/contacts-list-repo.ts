@@ -85,15 +85,20 @@ export const emailKeySql = (t = ''): string => `coalesce(${t}email_key, lower(${
 export const emailKeyIs = (param: string, t = ''): string => `${t}email IS NOT NULL AND ${emailKeySql(t)} = ${param}`;
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
-// SQLite's LIKE folds ASCII case only; needles with other letters go through a Unicode-aware
-// function, and so do texts with ß in them for an ASCII needle (ß is ss, which LIKE cannot know).
+// SQLite's LIKE folds ASCII case only: it compares an ASCII needle with an ASCII text; a text or a
+// needle with other characters goes through a Unicode-aware function.
 const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
+/** Letters Unicode case folding spells as others, beyond lower case (CaseFolding.txt, Latin: ß, ſ and the ligatures). */
+const FOLDED_AS: Record<string, string> = { ß: 'ss', ſ: 's', '\ufb00': 'ff', '\ufb01': 'fi', '\ufb02': 'fl', '\ufb03': 'ffi', '\ufb04': 'ffl', '\ufb05': 'st', '\ufb06': 'st' };
 /**
- * Lower case in composed form (NFC): a name stored decomposed (e + U+0301, as macOS writes it) is
- * found by é, and the reverse. As Unicode case folding does, a final sigma is a sigma (lower case
- * makes ΣΊΣΥΦΟΣ σίσυφος, which σίσυφοσ must find) and ß is ss (Straße = STRASSE).
+ * Lower case in composed form (NFC), folded as Unicode case folding does: a name stored decomposed
+ * (e + U+0308, as macOS writes it) is found by ë, and the reverse — and not by e, as the same name
+ * typed composed is not. A final sigma is a sigma (lower case makes ΣΊΣΥΦΟΣ σίσυφος, which
+ * σίσυφοσ must find), ß is ss (Straße = STRASSE), ſ is s, ﬁ is fi; the Kelvin sign is k by lower
+ * case already.
  */
-export const foldForContains = (s: string) => s.toLocaleLowerCase('und').normalize('NFC').replace(/ς/g, 'σ').replace(/ß/g, 'ss');
+export const foldForContains = (s: string) =>
+  s.toLocaleLowerCase('und').normalize('NFC').replace(/ς/g, 'σ').replace(/[ßſ\ufb00-\ufb06]/g, (c) => FOLDED_AS[c]!);
 
 /**
  * The LIKE pattern on `name_key` that every name the `name` filter finds also matches: the key
@@ -137,7 +142,9 @@ function whereOf(ledgerId: string, f: ContactFilter, skip: readonly (keyof Conta
   for (const field of ['name', 'company', 'title'] as const) {
     const needle = f[field];
     if (needle === undefined) continue;
-    if (isAscii(needle)) add(field, `(${field} LIKE ? ESCAPE '\\' OR ((instr(${field}, 'ß') OR instr(${field}, 'ẞ')) AND cl_contains_ci(${field}, ?)))`, `%${escapeLike(needle)}%`, foldForContains(needle));
+    // an ASCII needle in an ASCII text (as many bytes as characters) by LIKE; in any other text by
+    // folding, which finds it where LIKE cannot (Straße, the Kelvin sign) and not in a decomposed ë
+    if (isAscii(needle)) add(field, `(CASE WHEN length(${field}) = octet_length(${field}) THEN ${field} LIKE ? ESCAPE '\\' ELSE cl_contains_ci(${field}, ?) END)`, `%${escapeLike(needle)}%`, foldForContains(needle));
     else add(field, `cl_contains_ci(${field}, ?)`, foldForContains(needle));
   }
   add('isVerified', 'is_verified = ?', f.isVerified ? 1 : 0);
