@@ -450,7 +450,7 @@ S('passwords are verified exactly: 64 × "é" works, the same first 72 bytes wit
   assert.is(r.status, 401);
 });
 
-S('password policy: too short, too long and common passwords → 422 (A1d)', async ({ t, w }) => {
+S('password policy: too short, too long, common, repetitive and sequential passwords → 422 (A1d)', async ({ t, w }) => {
   for (const [pw, msg] of [['short7!', 'at least 8'], ['x'.repeat(257), 'at most 256'], ['password123', 'most common']] as const) {
     const r = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: `p${pw.length}@a.test`, role: 'viewer', password: pw } });
     assert.is(r.status, 422, pw);
@@ -464,6 +464,15 @@ S('password policy: too short, too long and common passwords → 422 (A1d)', asy
     assert.is(r.status, 422, pw);
   }
   expectStatus(await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'passphrase@a.test', role: 'viewer', password: 'midnight victoria maverick' } }), 201, 'words of the list in a passphrase');
+  // repetitive or sequential characters (NIST SP 800-63B §3.1.1.2; a tester's aaaaaaaa and eight spaces)
+  for (const [pw, msg] of [['$$$$$$$$$$', 'repeats'], [' '.repeat(8), 'repeats'], ['xyxyxyxyxy', 'repeats'], ['ÉÉÉÉÉÉÉÉ', 'repeats'], ['klmnopqrst', 'consecutive'], ['ZYXWVUTSRQ', 'consecutive']] as const) {
+    const r = await t.call('PATCH', `${ID}/users/me`, { token: w.tokens.viewer, body: { currentPassword: PASSWORD, password: pw } });
+    assert.is(r.status, 422, JSON.stringify(pw));
+    assert.ok(r.body.errors[0].message.includes(msg), r.text);
+  }
+  for (const pw of ['xyz xyz xyz', 'klmnopqrsu', 'x'.repeat(15)]) {
+    expectStatus(await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: `ok-${pw.length}-${pw[0]}@a.test`, role: 'viewer', password: pw } }), 201, pw);
+  }
 });
 
 S.run();
@@ -565,10 +574,24 @@ T('service-account sign-ins, good and bad, are audited installation-wide like a 
   assert.equal(ok.at(-1), { orgId: null, actorType: 'service_account' });
 });
 
-T('each failure writes an audit entry without the password (A2e)', async ({ t }) => {
+T('each failure writes an audit entry without the password (A2e), also when it was typed into the e-mail field', async ({ t }) => {
   const rows = t.rt.db.raw.prepare("SELECT data FROM audit_log WHERE action = 'session.sign_in_failed'").pluck().all() as string[];
   assert.ok(rows.length >= 20);
   assert.not.ok(rows.some((r) => r.includes('wrong password') || r.includes('nope nope')));
+  // a password typed as the e-mail (a tester's case): neither the audit log nor the throttling table keeps it
+  const typed = 'Hunter2 Secret Phrase';
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: typed, password: 'something else' } }), 401);
+  const [last] = t.rt.db.raw.prepare("SELECT data FROM audit_log WHERE action = 'session.sign_in_failed' ORDER BY rowid DESC LIMIT 1").pluck().all() as string[];
+  assert.equal(JSON.parse(last!), { grantType: 'password', email: null, emailNotAnAddress: true });
+  const everything = JSON.stringify([
+    t.rt.db.raw.prepare('SELECT * FROM audit_log').all(),
+    t.rt.db.raw.prepare('SELECT * FROM auth_throttle').all(),
+  ]).toLowerCase();
+  assert.not.ok(everything.includes(typed.toLowerCase()));
+  // an address typed is kept, as typed (lower case): who was tried
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'Nobody@A.test', password: 'something else' } }), 401);
+  const [address] = t.rt.db.raw.prepare("SELECT data FROM audit_log WHERE action = 'session.sign_in_failed' ORDER BY rowid DESC LIMIT 1").pluck().all() as string[];
+  assert.equal(JSON.parse(address!), { grantType: 'password', email: 'nobody@a.test' });
 });
 
 T('the nightly prune removes ended throttling windows and expired sessions with their refresh tokens, in sized chunks', async ({ t }) => {

@@ -7,15 +7,30 @@ import { isCommonPassword } from './common-passwords.ts';
 export const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 256;
 
+/** Whether the characters run up or down one by one (abcdefgh, 87654321): NIST SP 800-63B §3.1.1.2's "sequential characters". */
+function isSequence(chars: readonly string[]): boolean {
+  const points = chars.map((c) => c.codePointAt(0)!);
+  const step = points[1]! - points[0]!;
+  return Math.abs(step) === 1 && points.every((p, i) => i === 0 || p - points[i - 1]! === step);
+}
+
+/** Below this length a password must not be repetitive or sequential (ASVS 6.2.1 recommends 15 characters and more). */
+const PATTERN_CHECKED_BELOW = 15;
+
 /**
  * What the password policy (SPEC §3.1, RELIABILITY.md A1) finds wrong with a password: 8–256
- * characters, not one of the most common passwords. Undefined when it passes.
+ * characters, not one of the most common passwords, nor, under 15 characters, repetitive or
+ * sequential characters (NIST SP 800-63B §3.1.1.2) — two characters or fewer over and over
+ * (`aaaaaaaa`, eight spaces, `abababab`) or a run like `abcdefgh`. Longer ones are taken as they
+ * are (A1's own test signs in with 64 × "é"). Undefined when it passes.
  */
 export function passwordPolicyProblem(password: string): string | undefined {
-  const length = [...password].length;
-  if (length < PASSWORD_MIN) return `must be at least ${PASSWORD_MIN} characters`;
-  if (length > PASSWORD_MAX) return `must be at most ${PASSWORD_MAX} characters`;
+  const chars = [...password];
+  if (chars.length < PASSWORD_MIN) return `must be at least ${PASSWORD_MIN} characters`;
+  if (chars.length > PASSWORD_MAX) return `must be at most ${PASSWORD_MAX} characters`;
   if (isCommonPassword(password)) return 'is one of the most common passwords; choose another';
+  if (chars.length < PATTERN_CHECKED_BELOW && new Set(chars).size <= 2) return 'repeats one or two characters; choose one with more';
+  if (chars.length < PATTERN_CHECKED_BELOW && isSequence(chars)) return 'is a run of consecutive characters; choose another';
   return undefined;
 }
 

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.ts';
 import { digestsEqual, randomToken, secretsEqual, sha256 } from '../crypto.ts';
 import { AppError, unauthenticated } from '../errors.ts';
 import { isId, newId } from '../ids.ts';
+import { isEmail } from '../normalize.ts';
 import type { Db } from '../storage/db.ts';
 import type { AccessClaims, AccessTokens } from './access-tokens.ts';
 import type { Audit } from './audit.ts';
@@ -140,7 +141,9 @@ export function createSessionService(d: SessionDeps) {
       if (!ok || !user) {
         d.db.tx(() => {
           d.throttle.recordFailure(keys);
-          d.audit.recordAnonymous(meta, { orgId: null, action: 'session.sign_in_failed', data: { grantType: 'password', email: normalized } });
+          // what was typed as the e-mail, unless it is no address: then it may be a password typed in the wrong field
+          const email = isEmail(normalized) ? { email: normalized } : { email: null, emailNotAnAddress: true };
+          d.audit.recordAnonymous(meta, { orgId: null, action: 'session.sign_in_failed', data: { grantType: 'password', ...email } });
         });
         throw invalidGrant('The e-mail or password is incorrect.');
       }

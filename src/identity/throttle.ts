@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.ts';
+import { sha256Hex } from '../crypto.ts';
 import { throttled } from '../errors.ts';
 import type { ThrottleRepo } from './throttle-repo.ts';
 
@@ -10,8 +11,12 @@ export interface ThrottlePolicy {
 
 export type ThrottleKey = `account:${string}` | `address:${string}` | `client:${string}`;
 
-/** The throttle key of a user account: its e-mail, lower case (sign-in, password changes and resets count on it alike). */
-export const accountKey = (email: string): ThrottleKey => `account:${email.trim().toLowerCase()}`;
+/**
+ * The throttle key of a user account: a digest of its e-mail, lower case (sign-in, password changes
+ * and resets count on it alike). A digest, so that what someone typed as their e-mail — a password,
+ * at times — is not kept in the database.
+ */
+export const accountKey = (email: string): ThrottleKey => `account:${sha256Hex(email.trim().toLowerCase())}`;
 
 export type SignInThrottle = ReturnType<typeof createSignInThrottle>;
 
