@@ -65,6 +65,11 @@ interface Setting<K extends keyof Config> {
   env: string;
   flag: string;
   secret?: boolean;
+  /**
+   * `NAME_FILE` names the file that NAME would name (a setting that is a file's path, as TLS_KEY:
+   * systemd credentials and Docker secrets hand over a path), instead of a file holding the value.
+   */
+  fileIsValue?: boolean;
   help: string;
   parse: Parse<Config[K]>;
 }
@@ -99,6 +104,28 @@ const hostList: Parse<string[]> = (raw, name) => {
   }
   return hosts;
 };
+/** A host name or IP address to listen on (`[::1]` as ::1); empty, as unit templates leave it, is the default. */
+const listenHost: Parse<string> = (raw, name) => {
+  const h = raw.trim().replace(/^\[(.*)\]$/, '$1');
+  if (h === '') return DEFAULTS.host;
+  if (isIP(h) || /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.?$/.test(h)) return h;
+  throw new ConfigError(`${name} must be an IP address or a host name of this machine (0.0.0.0 for all; no scheme, port or path), got "${raw}"`);
+};
+/** Browser origins (`https://crm.example.org`, with a port if not the scheme's), or `*` for any; a trailing / is dropped. */
+const originList: Parse<string[]> = (raw, name) =>
+  list(raw, name).map((o) => {
+    if (o === '*') return o;
+    let u: URL | undefined;
+    try {
+      u = new URL(o);
+    } catch {
+      // reported below
+    }
+    if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.pathname !== '/' || u.search || u.hash || u.username || u.password) {
+      throw new ConfigError(`${name}: "${o}" is not an origin (write https://crm.example.org, with :port when not the default; no path), or * for any`);
+    }
+    return u.origin;
+  });
 const url: Parse<string> = (raw, name) => {
   try {
     const u = new URL(raw);
@@ -154,9 +181,10 @@ const bcryptCost: Parse<number> = (raw, name) => {
 };
 
 const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
-  { key: 'dataDir', env: 'CONTACT_LEDGER_DATA', flag: 'data', help: 'data folder (database, keys, uploads)', parse: (raw) => resolve(raw) },
+  // empty, as unit templates leave it, is the default (./data), never the working directory itself
+  { key: 'dataDir', env: 'CONTACT_LEDGER_DATA', flag: 'data', help: 'data folder (database, keys, uploads)', parse: (raw) => (raw.trim() === '' ? DEFAULTS.dataDir : resolve(raw)) },
   { key: 'port', env: 'PORT', flag: 'port', help: 'TCP port to listen on', parse: int(0, 65535) },
-  { key: 'host', env: 'HOST', flag: 'host', help: 'address to listen on', parse: str },
+  { key: 'host', env: 'HOST', flag: 'host', help: 'address to listen on', parse: listenHost },
   { key: 'baseUrl', env: 'BASE_URL', flag: 'base-url', help: 'public URL of this service', parse: url },
   { key: 'authPath', env: 'AUTH_URL', flag: 'auth-url', help: 'URL or path of the {auth_url}/v1/session alias', parse: authUrl },
   { key: 'adminEmail', env: 'CONTACT_LEDGER_ADMIN_EMAIL', flag: 'admin-email', secret: true, help: 'first superuser e-mail (first start)', parse: email },
@@ -172,9 +200,9 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'backupCron', env: 'BACKUP_CRON', flag: 'backup-cron', help: 'schedule of automatic backups (cron)', parse: cronExpr },
   { key: 'backupKeep', env: 'BACKUP_KEEP', flag: 'backup-keep', help: 'automatic backups to keep', parse: int(1, 10_000) },
   { key: 'logLevel', env: 'LOG_LEVEL', flag: 'log-level', help: 'log level', parse: logLevel },
-  { key: 'corsOrigins', env: 'CORS_ORIGINS', flag: 'cors-origins', help: 'comma-separated origins allowed to call the API from a browser', parse: list },
+  { key: 'corsOrigins', env: 'CORS_ORIGINS', flag: 'cors-origins', help: 'comma-separated origins allowed to call the API from a browser', parse: originList },
   { key: 'tlsCert', env: 'TLS_CERT', flag: 'tls-cert', help: 'PEM certificate file (serve HTTPS)', parse: optStr },
-  { key: 'tlsKey', env: 'TLS_KEY', flag: 'tls-key', secret: true, help: 'PEM private key file (serve HTTPS)', parse: optStr },
+  { key: 'tlsKey', env: 'TLS_KEY', flag: 'tls-key', fileIsValue: true, help: 'PEM private key file (serve HTTPS)', parse: optStr },
   { key: 'trustProxy', env: 'TRUST_PROXY', flag: 'trust-proxy', help: 'trust X-Forwarded-* headers from a reverse proxy', parse: bool },
   { key: 'trustProxyHops', env: 'TRUST_PROXY_HOPS', flag: 'trust-proxy-hops', help: 'reverse proxies in a row in front of the server (the client address is the X-Forwarded-For entry the outermost one added)', parse: int(1, 10) },
   { key: 'jwtIssuer', env: 'JWT_ISSUER', flag: 'jwt-issuer', help: 'iss claim of access tokens', parse: str },
@@ -247,10 +275,17 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     let raw: string | undefined;
     let source = setting.env;
     const fileVar = `${setting.env}_FILE`;
-    const file = setting.secret ? env[fileVar] : undefined;
+    const file = setting.secret || setting.fileIsValue ? env[fileVar] : undefined;
+    if (!setting.secret && !setting.fileIsValue && env[fileVar]) {
+      throw new ConfigError(`${fileVar} is not read: only secrets are read from a file (CONTACT_LEDGER_ADMIN_EMAIL, CONTACT_LEDGER_ADMIN_PASSWORD, METRICS_TOKEN, and TLS_KEY's path); set ${setting.env}`);
+    }
     if (flags[setting.flag] !== undefined) {
       raw = flags[setting.flag];
       source = `--${setting.flag}`;
+    } else if (file && setting.fileIsValue) {
+      if (env[setting.env]) throw new ConfigError(`${setting.env} and ${fileVar} are both set; set one of them`);
+      raw = file;
+      source = fileVar;
     } else if (file) {
       // an empty NAME= beside NAME_FILE (as compose files and unit templates leave it) does not hide the file
       if (env[setting.env]) throw new ConfigError(`${setting.env} and ${fileVar} are both set; set one of them`);

@@ -244,6 +244,18 @@ C('HTTPS with TLS_CERT and TLS_KEY', async () => {
   const garbage = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: join(dir, 'garbage.pem'), TLS_KEY: key });
   assert.is(garbage.status, 1);
   assert.match(garbage.stderr, /TLS_CERT \/ TLS_KEY cannot be used/);
+  // TLS_KEY_FILE (systemd credentials, Docker secrets) names the key file itself; a key it cannot
+  // use is refused without a word of what the file holds (a tester's key went to the journal whole)
+  const byFile = await start({ CONTACT_LEDGER_DATA: join(dir, 'data'), TLS_CERT: cert, TLS_KEY_FILE: key });
+  assert.match(byFile.stdout(), /"https":true/);
+  await stop(byFile);
+  const unreadable = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: cert, TLS_KEY_FILE: join(dir, 'nope-key.pem') });
+  assert.is(unreadable.status, 2);
+  assert.match(unreadable.stderr, /TLS_KEY: cannot read .*nope-key\.pem/);
+  const wrong = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: cert, TLS_KEY_FILE: join(dir, 'garbage.pem') });
+  assert.is(wrong.status, 1);
+  assert.not.match(wrong.stderr + wrong.stdout, /PRIVATE KEY|not a certificate/);
+  assert.not.ok((wrong.stderr + wrong.stdout).includes(readFileSync(key, 'utf8').split('\n')[1]!), 'no line of the key');
 });
 
 C.run();

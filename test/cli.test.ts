@@ -3,7 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
@@ -15,6 +15,13 @@ function run(args: string[], env: Record<string, string> = {}) {
 }
 
 const C = suite('command line');
+
+/** A file where a folder is expected. */
+function aFile(): string {
+  const file = join(tempDir(), 'a-file');
+  writeFileSync(file, 'not a folder');
+  return file;
+}
 
 C('first start without admin settings prints a generated password once; it works; the second start prints nothing', async () => {
   const data = tempDir();
@@ -121,12 +128,33 @@ C('bad configuration values stop with exit code 2 and name the setting', () => {
     [{ CONTACT_LEDGER_ADMIN_PASSWORD: 'short', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', PORT: '0' }, [], /CONTACT_LEDGER_ADMIN_PASSWORD must be at least 8 characters/],
     // a name that does not exist (a restart cannot help; a name server not answering yet is exit 1)
     [{ HOST: 'no-such-host.invalid', PORT: '0' }, [], /HOST no-such-host\.invalid cannot be resolved/],
+    // no host at all: the server ended up open with nothing listening, holding the data folder and deaf to SIGTERM (a tester's case)
+    [{ HOST: 'localhost:8080' }, [], /HOST must be an IP address or a host name/],
+    [{ HOST: 'http://127.0.0.1' }, [], /HOST must be an IP address or a host name/],
+    [{ HOST: 'a b' }, [], /HOST must be an IP address or a host name/],
+    [{ CORS_ORIGINS: 'not a url' }, [], /CORS_ORIGINS: "not a url" is not an origin/],
+    [{ CORS_ORIGINS: 'https://crm.example.org/app' }, [], /CORS_ORIGINS: "https:\/\/crm\.example\.org\/app" is not an origin/],
+    [{ PORT_FILE: '/etc/hostname' }, [], /PORT_FILE is not read: only secrets are read from a file/],
+    // a file in the way of the data folder (exit 1 made systemd restart it for ever)
+    [{ CONTACT_LEDGER_DATA: aFile() }, [], /is not usable \(ENOTDIR\)/],
   ];
   for (const [env, args, msg] of cases) {
     const r = run(['serve', ...args], { CONTACT_LEDGER_DATA: tempDir(), ...env });
     assert.is(r.status, 2, `${JSON.stringify(env)} ${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, msg);
   }
+});
+
+C('an empty HOST or CONTACT_LEDGER_DATA (as unit templates leave them) is the default: 127.0.0.1, ./data — never the working directory itself', async () => {
+  const cwd = tempDir();
+  const r = spawnSync(process.execPath, [MAIN, 'keys', 'rotate'], { cwd, env: { ...baseEnv, CONTACT_LEDGER_DATA: '' }, encoding: 'utf8', timeout: 30_000 });
+  assert.is(r.status, 0, r.stderr);
+  assert.equal(readdirSync(cwd), ['data']);
+  assert.ok(readdirSync(join(cwd, 'data')).length > 0);
+  const s = await serve({ CONTACT_LEDGER_DATA: tempDir(), HOST: '' });
+  assert.match(s.stderr(), /listening on http:\/\/127\.0\.0\.1:/);
+  s.child.kill('SIGTERM');
+  assert.is(await s.exit, 0, s.stderr().slice(-2000));
 });
 
 C('unknown commands and flags are usage errors (2); --help and version succeed (0)', () => {

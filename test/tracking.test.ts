@@ -3,7 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { createCursors } from '../src/cursor.ts';
@@ -1763,6 +1763,22 @@ I('a daily change-set file that cannot be written (disk full, folder gone) fails
     assert.unreachable('the file cannot be opened');
   } catch (err) {
     assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
+  }
+});
+
+I('the inbox is made for its owner alone, whatever the umask (others may drop files only where the operator opens it: operations.md)', async () => {
+  const before = process.umask(0);
+  let t: TestApp | undefined;
+  try {
+    t = await startApp();
+    const inbox = join(t.dataDir, 'inbox');
+    await until('the inbox is made', () => existsSync(join(inbox, 'processing')));
+    for (const dir of [inbox, join(inbox, 'processing'), join(inbox, 'done'), join(inbox, 'failed')]) {
+      if (existsSync(dir)) assert.is((statSync(dir).mode & 0o777).toString(8), '700', dir);
+    }
+  } finally {
+    process.umask(before);
+    await t?.close();
   }
 });
 

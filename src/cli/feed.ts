@@ -47,7 +47,7 @@ export const feedCommand: Command = {
       if (!(err instanceof DataDirLockedError)) throw err;
       // The server runs: give it the file through its inbox.
       const inbox = inboxDir(config.dataDir);
-      mkdirSync(inbox, { recursive: true });
+      mkdirSync(inbox, { recursive: true, mode: 0o700 });
       const name = inboxName(`${Date.now()}-${basename(file)}`);
       const partial = join(inbox, `.${name}.partial`);
       copyFileSync(file, partial);

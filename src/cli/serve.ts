@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import { createSecureContext as tlsContext } from 'node:tls';
 import { buildApp } from '../app.ts';
-import { ConfigError, loadConfig } from '../config.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createHttpServer } from '../http/server.ts';
-import { openRuntime } from '../runtime.ts';
+import { openRuntime, type Runtime } from '../runtime.ts';
 import { BULK_THREAD_JOBS } from '../bulk-thread/client.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
@@ -49,6 +49,43 @@ function listen(server: http.Server, port: number, host: string): Promise<void> 
   });
 }
 
+/**
+ * Prints what the first start created, builds the application and listens; loads the bulk thread
+ * when a job of it is waiting. The caller closes the runtime when this throws.
+ */
+async function startServing(rt: Runtime, config: Config, tls: { cert: Buffer; key: Buffer } | undefined, io: Io) {
+  const { log } = rt;
+  if (rt.bootstrap?.generatedPassword) {
+    // Printed once, on the first start only; the operator should change it (PATCH /users/me).
+    io.err(
+      [
+        '',
+        '  contact-ledger created the first superuser:',
+        `    e-mail:   ${rt.bootstrap.email}`,
+        `    password: ${rt.bootstrap.generatedPassword}`,
+        '  This password is shown only now. Sign in and change it.',
+        '',
+      ].join('\n'),
+    );
+  } else if (rt.bootstrap) {
+    log.info({ email: rt.bootstrap.email }, 'created the first superuser from CONTACT_LEDGER_ADMIN_EMAIL');
+  }
+  const { app } = buildApp(rt);
+  // Slow clients cannot hold connections forever (RELIABILITY.md I2).
+  const http = createHttpServer(config, app.callback(), tls);
+  await listen(http.server, config.port, config.host);
+  try {
+    // a job the bulk thread runs is waiting (accepted before, or a previous process's): the thread
+    // is loaded before the job is claimed, so that a claim, which counts an attempt, is followed by
+    // work within moments (BulkThread.warm)
+    if (rt.queue.hasUnfinished(BULK_THREAD_JOBS)) await rt.bulkThread.warm();
+  } catch (err) {
+    http.server.close();
+    throw err;
+  }
+  return { ...http, tls: Boolean(tls) };
+}
+
 export const serveCommand: Command = {
   name: 'serve',
   summary: 'Run the server (the default command): the APIs, the web application and the scheduler.',
@@ -68,41 +105,25 @@ export const serveCommand: Command = {
     const stopRequested = shutdownSignal();
     const rt = await openRuntime(config);
     const { log } = rt;
-    if (rt.bootstrap?.generatedPassword) {
-      // Printed once, on the first start only; the operator should change it (PATCH /users/me).
-      io.err(
-        [
-          '',
-          '  contact-ledger created the first superuser:',
-          `    e-mail:   ${rt.bootstrap.email}`,
-          `    password: ${rt.bootstrap.generatedPassword}`,
-          '  This password is shown only now. Sign in and change it.',
-          '',
-        ].join('\n'),
-      );
-    } else if (rt.bootstrap) {
-      log.info({ email: rt.bootstrap.email }, 'created the first superuser from CONTACT_LEDGER_ADMIN_EMAIL');
-    }
-    const { app } = buildApp(rt);
-    // Slow clients cannot hold connections forever (RELIABILITY.md I2).
-    const { server, limits, closeQuietConnections } = createHttpServer(config, app.callback(), tls);
+    // Whatever fails from here until the server listens closes the runtime (its threads, the data
+    // folder's lock) before the error is reported: a process left open with nothing listening would
+    // hold the folder and wait for a signal that is already taken (a tester's bad HOST).
+    let started: Awaited<ReturnType<typeof startServing>>;
     try {
-      await listen(server, config.port, config.host);
+      started = await startServing(rt, config, tls, io);
     } catch (err) {
       await rt.close();
       throw err;
     }
-    // a job the bulk thread runs is waiting (accepted before, or a previous process's): the thread
-    // is loaded before the job is claimed, so that a claim, which counts an attempt, is followed by
-    // work within moments (BulkThread.warm)
-    if (rt.queue.hasUnfinished(BULK_THREAD_JOBS)) await rt.bulkThread.warm();
+    const { server, closeQuietConnections, tls: https } = started;
     rt.scheduler.start();
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
-    log.info({ version: VERSION, host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https: Boolean(tls), limits: limits() }, 'listening');
+    log.info({ version: VERSION, host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https, limits: started.limits() }, 'listening');
     if (config.host === '127.0.0.1' || config.host === 'localhost') {
-      io.err(`contact-ledger ${VERSION} listening on ${tls ? 'https' : 'http'}://${config.host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
+      io.err(`contact-ledger ${VERSION} listening on ${https ? 'https' : 'http'}://${config.host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
     }
+
 
     const signal = await stopRequested;
     log.info({ signal }, 'shutting down');

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
@@ -23,6 +23,8 @@ const NOT_USABLE_FOLDER = new Set(['EACCES', 'EPERM', 'ENOTDIR', 'EEXIST', 'EROF
 export function prepareDataDir(dataDir: string): void {
   try {
     makeFolders(dataDir);
+    // a file in the way is a folder the program may not use (exit 2), however writable the file
+    if (!statSync(dataDir).isDirectory()) throw Object.assign(new Error(`${dataDir} is a file, not a folder`), { code: 'ENOTDIR' });
     accessSync(dataDir, constants.W_OK | constants.R_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;

@@ -193,7 +193,7 @@ export function createFeedService(d: {
    * without a job (the process died between taking it and registering it) goes back to the inbox.
    */
   function recoverInbox(): number {
-    mkdirSync(inbox, { recursive: true }); // there from the start, as operations.md's data layout says
+    mkdirSync(inbox, { recursive: true, mode: 0o700 }); // there from the start, as operations.md's data layout says
     let dir: string;
     let names: string[];
     try {
