@@ -215,11 +215,13 @@ C('restore refuses a file that is not a usable contact-ledger backup and changes
   assert.ok(readFileSync(garbage, 'utf8').startsWith('just some text'), 'the offered file is untouched');
 });
 
-C('serve refuses a damaged database and an unusable data folder with exit 1 and leaves them as they were (D7)', async () => {
+C('serve refuses a damaged database and an unusable data folder with exit 1 and leaves them as they were (D7); restore replaces a damaged database', async () => {
   const data = tempDir();
   const env = { CONTACT_LEDGER_DATA: data };
   assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
   const dir = tempDir();
+  const good = join(dir, 'good.db');
+  assert.is((await cli(['backup', good], env)).status, 0);
   const live = join(data, 'contact-ledger.db');
   // Grow it, then cut it in half.
   const db = new Database(live);
@@ -237,6 +239,27 @@ C('serve refuses a damaged database and an unusable data folder with exit 1 and 
   assert.match(r.stderr, /damaged|not a contact-ledger database/);
   assert.match(r.stderr, /restore a backup/);
   assert.is(sha(live), hash);
+  // and restoring a backup, as it says, replaces it — also when its first page is gone, so that it
+  // cannot even be opened (a tester's case: restore failed on that database, and left a copy behind)
+  const header = readFileSync(live);
+  header.fill(0x5a, 0, 100);
+  writeFileSync(live, header);
+  writeFileSync(`${live}-wal`, 'what was left of its log');
+  const damaged = sha(live);
+  assert.match(run(['serve'], { ...env, PORT: '0' }).stderr, /not a contact-ledger database or is damaged/);
+  assert.equal([sha(live), readFileSync(`${live}-wal`, 'utf8')], [damaged, 'what was left of its log'], 'serve left it as it was, its -wal too');
+  const restored = await cli(['restore', good], env);
+  assert.is(restored.status, 0, restored.stderr);
+  const kept = /kept as (\S+) \(as it was: it could not be read/.exec(restored.stdout)?.[1];
+  assert.ok(kept, restored.stdout);
+  assert.is(sha(kept!), damaged, 'kept as it was');
+  assert.ok(existsSync(`${kept}-wal`), 'with its -wal');
+  assert.not.ok(existsSync(`${live}-wal`));
+  assert.not.ok(existsSync(join(data, '.contact-ledger.db.restoring')));
+  const back = new Database(live, { readonly: true });
+  assert.is(back.pragma('quick_check', { simple: true }), 'ok');
+  assert.is(back.prepare('SELECT count(*) FROM users').pluck().get(), 1);
+  back.close();
 
   const file = join(dir, 'a-file');
   writeFileSync(file, 'x');

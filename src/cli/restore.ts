@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { paths } from '../paths.ts';
 import { BackupError, checkDatabaseFile, checkpointDatabaseFile, copyDatabaseFile, fileStamp } from '../storage/backup.ts';
+import { unreadableDatabase } from '../storage/db.ts';
 import { fsyncFile } from '../storage/durable-files.ts';
 import { backupsDir, DB_FILE, prepareDataDir, restoringFile } from '../storage/storage.ts';
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
@@ -56,13 +57,20 @@ export const restoreCommand: Command = {
         return EXIT_FAILURE;
       }
       let kept: string | undefined;
+      let unreadable: string | undefined;
       mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
       if (existsSync(target)) {
         kept = join(backupsDir(config.dataDir), `pre-restore-${fileStamp(Date.now())}.db`);
         // The -wal holds committed transactions of the old database: they are written into it
         // first, so the database moves whole, and a restore killed between the moves below leaves
         // no -wal beside the folder's next database (SQLite would read the old one's pages from it).
-        checkpointDatabaseFile(target);
+        // A damaged database — what the server sends the operator here for — is not checkpointed: a
+        // connection that may write would drop a -wal it cannot read on closing. It moves as it is,
+        // its -wal first, so that a restore killed between the two moves leaves the damaged database
+        // in place without it, never a -wal without its database.
+        unreadable = unreadableDatabase(target);
+        if (unreadable === undefined) checkpointDatabaseFile(target);
+        else if (existsSync(`${target}-wal`)) renameSync(`${target}-wal`, `${kept}-wal`);
         renameSync(target, kept);
         if (existsSync(`${target}-wal`)) renameSync(`${target}-wal`, `${kept}-wal`);
         rmSync(`${target}-shm`, { force: true });
@@ -75,7 +83,7 @@ export const restoreCommand: Command = {
       renameSync(incoming, target);
       fsyncFile(config.dataDir);
       io.out(`restored ${source} (schema version ${version}) into ${config.dataDir}`);
-      if (kept) io.out(`the database it replaced is kept as ${kept}`);
+      if (kept) io.out(`the database it replaced is kept as ${kept}${unreadable ? ` (as it was: it could not be read, ${unreadable})` : ''}`);
       if (version < latest) io.out(`its schema is older than this version's (${latest}): the next start migrates it, after a backup`);
       return EXIT_OK;
     } finally {

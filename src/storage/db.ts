@@ -237,10 +237,36 @@ export interface OpenOptions {
 }
 
 /**
+ * Why SQLite cannot read the database `file` (its header and schema, with its -wal), through a
+ * read-only connection that changes nothing on disk; undefined when it can.
+ */
+export function unreadableDatabase(file: string): string | undefined {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  } finally {
+    db?.close();
+  }
+}
+
+const DAMAGED = /not a database|file is encrypted|malformed/i;
+const damagedMessage = (file: string, why: string) => `${file} is not a contact-ledger database or is damaged (${why}); restore a backup`;
+
+/**
  * Opens the SQLite file with every pragma in one place (P7) and verifies the durability settings
  * actually took effect (RELIABILITY.md D1, D7); throws StartupError with a clear message otherwise.
  */
 export function openDb(file: string, opts: OpenOptions = {}): Db {
+  // A damaged database is refused before a connection that may write opens it: closing one drops
+  // a -wal it cannot read, and the -wal is part of what the operator may want to recover (D7).
+  if (!opts.readonly && file !== ':memory:' && existsSync(file)) {
+    const why = unreadableDatabase(file);
+    if (why !== undefined && DAMAGED.test(why)) throw new StartupError(damagedMessage(file, why));
+  }
   let raw: Database.Database;
   try {
     // Create the file readable by its owner only; SQLite gives -wal and -shm the same mode.
@@ -272,9 +298,7 @@ export function openDb(file: string, opts: OpenOptions = {}): Db {
     raw.close();
     if (err instanceof StartupError) throw err;
     const msg = (err as Error).message;
-    if (/not a database|file is encrypted|malformed/i.test(msg)) {
-      throw new StartupError(`${file} is not a contact-ledger database or is damaged (${msg}); restore a backup`);
-    }
+    if (DAMAGED.test(msg)) throw new StartupError(damagedMessage(file, msg));
     throw new StartupError(`cannot open database ${file}: ${msg}`);
   }
   return new Db(raw, file);
