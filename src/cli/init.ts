@@ -1,6 +1,7 @@
 import { loadConfig } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { passwordPolicyProblem } from '../identity/passwords.ts';
 import { openForCommand, passwordArg } from './common.ts';
 
 /**
@@ -24,6 +25,9 @@ export const initCommand: Command = {
     const email = (args.flags.email as string | undefined) ?? base.adminEmail;
     const password = passwordArg(args.flags.password) ?? base.adminPassword;
     if (!email || !password) throw new UsageError('--email and --password are required (or CONTACT_LEDGER_ADMIN_EMAIL and CONTACT_LEDGER_ADMIN_PASSWORD)');
+    // a password given as --password is judged under that name (it is passed on below as CONTACT_LEDGER_ADMIN_PASSWORD)
+    const weak = args.flags.password !== undefined ? passwordPolicyProblem(password) : undefined;
+    if (weak) throw new UsageError(`--password ${weak}`);
     const org = args.flags.org as string | undefined;
     if (org !== undefined && org.trim() === '') throw new UsageError('--org needs a name');
     // The e-mail goes through the same validation as CONTACT_LEDGER_ADMIN_EMAIL.

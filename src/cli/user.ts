@@ -1,5 +1,6 @@
 import { loadConfig } from '../config.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { passwordPolicyProblem } from '../identity/passwords.ts';
 import { cliCaller, openForCommand, passwordArg, requireFlag } from './common.ts';
 import { emailField } from '../http/common-schemas.ts';
 
@@ -30,6 +31,9 @@ export const userCommand: Command = {
     if (sub === 'add' && !emailField.safeParse(email).success) throw new UsageError(`--email must be an e-mail address, got "${email}"`);
     const password = passwordArg(args.flags.password);
     if (!password) throw new UsageError(`--password is required (${USAGE})`);
+    // the policy's refusal is a bad argument (exit 2), as for init: the same command cannot succeed
+    const weak = passwordPolicyProblem(password);
+    if (weak) throw new UsageError(`--password ${weak}`);
     const config = loadConfig(io.env, args.config);
     const rt = await openForCommand(io, config, 'stop it first, or use the API (POST /api/identity/v1/users, PATCH /api/identity/v1/users/:userId)');
     try {
