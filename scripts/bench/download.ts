@@ -2,7 +2,9 @@
 // `sqlite3 -csv` selecting the same columns in the same order from the same file; rows/s, the
 // ratio, and the growth of the server's RSS while it streams. See docs/benchmarks.md.
 //
-// Environment: BENCH_ROWS, BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" (profile the server).
+// Environment: BENCH_ROWS, BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" (profile the server),
+// BENCH_SORT (-lastJobChangedAt or -lastInfoChangedAt: the download in change-time order, which
+// reads the order of one moment first; the limit orders the same way).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -13,10 +15,19 @@ const MiB = 1024 * 1024;
 
 const iso = (col: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${col} / 1000.0, 'unixepoch')`;
 
-/** The download's columns (routes.ts DOWNLOAD_HEADER) in SQL, in the download's order (+createdAt). */
+const SORT = process.env.BENCH_SORT ?? '+createdAt';
+/** The download's order in SQL: creation time, or a change time newest first, contacts without one last (newest first). */
+const ORDER: Record<string, string> = {
+  '+createdAt': 'created_at, seq',
+  '-lastJobChangedAt': 'last_job_changed_at IS NULL, last_job_changed_at DESC, seq DESC',
+  '-lastInfoChangedAt': 'last_info_changed_at IS NULL, last_info_changed_at DESC, seq DESC',
+};
+if (!ORDER[SORT]) throw new Error(`BENCH_SORT must be one of ${Object.keys(ORDER).join(', ')}`);
+
+/** The download's columns (routes.ts DOWNLOAD_HEADER) in SQL, in the download's order. */
 const limitSql = (ledgerId: string) =>
   `SELECT id, reference_id, name, linkedin, import_company, import_title, company, title, title_level, title_domain, email, location, is_verified, ` +
-  `${iso('last_job_changed_at')}, ${iso('last_info_changed_at')}, ${iso('created_at')} FROM contacts WHERE ledger_id = '${ledgerId}' ORDER BY created_at, seq`;
+  `${iso('last_job_changed_at')}, ${iso('last_info_changed_at')}, ${iso('created_at')} FROM contacts WHERE ledger_id = '${ledgerId}' ORDER BY ${ORDER[SORT]}`;
 
 /** Counts bytes and line breaks of a byte stream. */
 async function count(stream: AsyncIterable<Uint8Array>): Promise<{ bytes: number; lines: number }> {
@@ -43,7 +54,7 @@ async function main() {
   const data = await ensureLedgerData();
   const dbFile = join(data.dataDir, 'contact-ledger.db');
   console.log(machineFacts());
-  console.log(`ledger: ${fmt(ROWS)} contacts\n`);
+  console.log(`ledger: ${fmt(ROWS)} contacts, sortBy=${SORT}\n`);
 
   await shellCsv(dbFile, data.ledgerId); // warms the OS page cache for both runs
   const limit = await shellCsv(dbFile, data.ledgerId);
@@ -54,7 +65,7 @@ async function main() {
   try {
     const api = new Api(server.base);
     await api.signIn();
-    const path = `${ledgerPath(data.orgId, data.ledgerId)}/contacts/download`;
+    const path = `${ledgerPath(data.orgId, data.ledgerId)}/contacts/download${SORT === '+createdAt' ? '' : `?sortBy=${SORT}`}`;
     await api.call('GET', `${ledgerPath(data.orgId, data.ledgerId)}/contacts?limit=100`); // warm the server
     await sleep(500);
     // The first download starts from a just-started server: its RSS growth includes filling the
