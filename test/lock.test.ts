@@ -2,11 +2,12 @@
 // pid reused by another program since does not.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { DataDirLockedError, lockDataDir } from '../src/storage/lock.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir, until } from './helpers.ts';
 
 const K = suite('data folder lock');
 const lockFile = (dir: string) => join(dir, 'contact-ledger.lock');
@@ -51,6 +52,63 @@ K('a lock left by a dead process, or by a pid another program uses now, is taken
   const lock = lockDataDir(dir);
   assert.is(Number(readFileSync(lockFile(dir), 'utf8').split(' ')[0]), process.pid);
   lock.release();
+});
+
+K('a takeover claim left by a process killed halfway through its takeover does not keep the folder locked', () => {
+  const dir = tempDir();
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
+  writeFileSync(lockFile(dir), `${dead}\n`);
+  const ino = statSync(lockFile(dir), { bigint: true }).ino;
+  writeFileSync(`${lockFile(dir)}.takeover-${ino}-0`, `${dead}\n`); // void: its maker is gone
+  const lock = lockDataDir(dir);
+  assert.is(Number(readFileSync(lockFile(dir), 'utf8').split(' ')[0]), process.pid);
+  lock.release();
+  assert.not.ok(existsSync(lockFile(dir)));
+});
+
+K('a stale lock that many processes take over at the same instant gets exactly one holder, every round', async () => {
+  // A tester's case: each process that found the dead owner removed the lock and tried again, and so
+  // removed the lock another had just made: 6 rounds of 30 had two holders.
+  const ROUNDS = 30;
+  const PROCS = 6;
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
+  const dirs = Array.from({ length: ROUNDS }, () => tempDir());
+  for (const [i, d] of dirs.entries()) writeFileSync(lockFile(d), i % 2 ? `${dead}\n` : `${dead} 1\n`);
+  const lockModule = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'lock.ts')).href;
+  // each child: ready; then, at the instants the parent gives (one a round), lockDataDir on that
+  // round's folder, holding whatever it got (so a late one sees a live owner) until told to end
+  const script = `const { lockDataDir } = await import(${JSON.stringify(lockModule)});
+    const dirs = ${JSON.stringify(dirs)};
+    console.log('ready');
+    process.stdin.once('data', (d) => {
+      const t0 = Number(String(d));
+      for (const [i, dir] of dirs.entries()) {
+        while (Date.now() < t0 + i * 100) {}
+        try { lockDataDir(dir); console.log(i + ' got'); } catch (err) { console.log(i + ' refused ' + err.name); }
+      }
+      console.log('end');
+    });`;
+  const children = Array.from({ length: PROCS }, () => {
+    const c = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    c.stdout!.on('data', (d: Buffer) => (out += d));
+    return { c, out: () => out };
+  });
+  try {
+    await until('the children ready', () => children.every((ch) => ch.out().includes('ready')));
+    const t0 = Date.now() + 200;
+    for (const ch of children) ch.c.stdin!.write(String(t0));
+    await until('every round done', () => children.every((ch) => ch.out().includes('end')), undefined, 60_000);
+    for (let i = 0; i < ROUNDS; i++) {
+      const holders = children.filter((ch) => ch.out().includes(`\n${i} got\n`));
+      assert.is(holders.length, 1, `round ${i}: ${holders.length} holders`);
+      assert.is(Number(readFileSync(lockFile(dirs[i]!), 'utf8').split(' ')[0]), holders[0]!.c.pid, `round ${i}: the lock names its holder`);
+      assert.equal(readdirSync(dirs[i]!), ['contact-ledger.lock'], 'no claim or own file left behind');
+      for (const ch of children) if (ch !== holders[0]) assert.ok(ch.out().includes(`\n${i} refused DataDirLockedError\n`), ch.out());
+    }
+  } finally {
+    for (const ch of children) ch.c.kill('SIGKILL');
+  }
 });
 
 K.run();

@@ -1,4 +1,5 @@
-import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, fstatSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { StartupError } from './db.ts';
 
@@ -83,29 +84,135 @@ export interface DataLock {
   release(): void;
 }
 
+/** How often a process looks again at a lock that another live process is taking over this instant. */
+const MAX_ATTEMPTS = 200;
+/** Takeover claims of one stale lock left by processes that died while holding them (see takeOver). */
+const MAX_GENERATIONS = 100;
+const pauseArray = new Int32Array(new SharedArrayBuffer(4));
+const pauseMs = (ms: number) => Atomics.wait(pauseArray, 0, 0, ms);
+
+/** The lock file as it is now: its inode (which file it is) and its owner; undefined when there is none. */
+function inspect(file: string): { ino: bigint; owner: { pid: number; started: string | undefined } | undefined } | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  try {
+    // the inode and the text of one and the same file, whatever happens to the name meanwhile
+    const ino = fstatSync(fd, { bigint: true }).ino;
+    const [p, s] = readFileSync(fd, 'utf8').trim().split(' ');
+    const pid = Number.parseInt(p ?? '', 10);
+    return { ino, owner: Number.isInteger(pid) && pid > 0 ? { pid, started: s } : undefined };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const liveOther = (owner: { pid: number; started: string | undefined } | undefined) => owner !== undefined && owner.pid !== process.pid && ownerAlive(owner.pid, owner.started);
+
+/**
+ * Takes the data folder for this process.
+ *
+ * The lock is made whole before it appears: this process writes its pid to a file of its own
+ * (`mine`) and link()s it to `contact-ledger.lock`, which fails with EEXIST where a lock is (an
+ * O_EXCL create would show others an empty lock until the pid is written, which they took for stale).
+ *
+ * A lock whose owner is dead is taken over atomically (a tester's case: each process that found it
+ * stale removed it and tried again, and so removed the lock another had just made: two holders).
+ * A takeover is a compare-and-swap on the lock's inode, made of operations that are atomic on a
+ * local Linux file system (link(2) fails if the new name exists; rename(2) replaces its target in
+ * one step):
+ *  1. Claim the stale lock: link `mine` to `contact-ledger.lock.takeover-<inode>-<g>`. One
+ *     process wins the claim of generation g; the others read the claim (made whole by link, like
+ *     the lock) and, while its maker lives, back off and look at the lock again. A claim whose maker
+ *     died (killed inside its takeover) is void for good and never removed: the next generation is
+ *     claimed instead. So at any moment at most one live process holds a claim on a given inode.
+ *  2. Holding the claim, look at the lock again: still that inode with a dead owner? Then rename
+ *     `mine` over it. Nothing else can have replaced or removed that inode meanwhile: a lock is
+ *     only ever removed by its owner (release; this one is dead) or replaced under a claim on its
+ *     inode (ours), and link() never replaces one. If the lock changed, look again from the start.
+ *  3. Remove the claim. An inode number may be used again by a later lock: a claim found for it
+ *     then is either removed (finished), held by a live process (back off) or void (dead), as above,
+ *     and step 2 checks the owner again, so an old claim never lets a live lock be replaced.
+ * Files left by a process killed inside these few steps (`contact-ledger.lock.*`) are harmless.
+ */
 export function lockDataDir(dataDir: string): DataLock {
   const file = join(dataDir, 'contact-ledger.lock');
   if (held.has(file)) throw new StartupError(`the data folder ${dataDir} is already open in this process`);
   const ownStart = startTicks(process.pid);
-  for (let attempt = 0; attempt < 2; attempt++) {
+  const mine = `${file}.${process.pid}-${randomBytes(6).toString('hex')}`;
+  try {
+    const fd = openSync(mine, 'wx', 0o600);
     try {
-      const fd = openSync(file, 'wx', 0o600);
       writeSync(fd, `${process.pid}${ownStart ? ` ${ownStart}` : ''}\n`);
+    } finally {
       closeSync(fd);
-      held.add(file);
-      return {
-        release() {
-          if (!held.delete(file)) return;
-          rmSync(file, { force: true });
-        },
-      };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StartupError(`cannot create ${file}: ${(err as Error).message}`);
-      const owner = readLock(file);
-      if (owner && owner.pid !== process.pid && ownerAlive(owner.pid, owner.started))
-        throw new DataDirLockedError(`another contact-ledger (pid ${owner.pid}) is using the data folder ${dataDir}; stop it first`, owner.pid);
-      rmSync(file, { force: true }); // left by a process that is gone
     }
+  } catch (err) {
+    rmSync(mine, { force: true });
+    throw new StartupError(`cannot create ${file}: ${(err as Error).message}`);
+  }
+  const own = statSync(mine, { bigint: true }).ino;
+  try {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      try {
+        linkSync(mine, file);
+        return hold(file, own);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StartupError(`cannot create ${file}: ${(err as Error).message}`);
+      }
+      const found = inspect(file);
+      if (!found) continue; // released meanwhile
+      if (liveOther(found.owner)) {
+        throw new DataDirLockedError(`another contact-ledger (pid ${found.owner!.pid}) is using the data folder ${dataDir}; stop it first`, found.owner!.pid);
+      }
+      const outcome = takeOver(file, found.ino, mine);
+      if (outcome === 'taken') return hold(file, own);
+      if (outcome === 'busy') pauseMs(5);
+    }
+  } finally {
+    rmSync(mine, { force: true }); // the lock is another name of the same file
   }
   throw new StartupError(`cannot lock the data folder ${dataDir}`);
+}
+
+/** Step 1 to 3 of lockDataDir's takeover of the stale lock `ino`. */
+function takeOver(file: string, ino: bigint, mine: string): 'taken' | 'busy' | 'changed' {
+  let claim: string | undefined;
+  for (let g = 0; g < MAX_GENERATIONS && !claim; g++) {
+    const name = `${file}.takeover-${ino}-${g}`;
+    try {
+      linkSync(mine, name);
+      claim = name;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StartupError(`cannot take over ${file}: ${(err as Error).message}`);
+      const maker = readLock(name);
+      if (!maker) return 'changed'; // its maker has just finished or given up
+      if (liveOther(maker)) return 'busy';
+      // its maker died within its takeover: that claim is void, the next generation decides
+    }
+  }
+  if (!claim) throw new StartupError(`cannot take over ${file}: ${MAX_GENERATIONS} takeovers of it were killed halfway; remove ${file}* while no contact-ledger runs`);
+  try {
+    const now = inspect(file);
+    if (!now || now.ino !== ino || liveOther(now.owner)) return 'changed';
+    renameSync(mine, file);
+    return 'taken';
+  } finally {
+    rmSync(claim, { force: true });
+  }
+}
+
+function hold(file: string, ino: bigint): DataLock {
+  held.add(file);
+  return {
+    release() {
+      if (!held.delete(file)) return;
+      // only our own lock (it is only ever replaced when its owner is dead, but never remove another's)
+      if (inspect(file)?.ino === ino) rmSync(file, { force: true });
+    },
+  };
 }
