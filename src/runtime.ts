@@ -77,7 +77,8 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     // whole ledger then neither fills the writer's 64 MiB cache nor holds the writer (WAL readers
     // do not block it). Opened after the migrations, so it sees the current schema.
     reader = openDb(join(config.dataDir, DB_FILE), { readonly: true, check: false, cacheKiB: READER_CACHE_KIB });
-    const signingKeys = loadSigningKeys(config.dataDir, clock.now());
+    // this process holds the data folder: its tokens are signed with the newest key (the file says so, for `keys rotate`)
+    const signingKeys = loadSigningKeys(config.dataDir, clock.now(), { tokenTtlSeconds: config.tokenTtlSeconds });
     const cursors = createCursors(createSettingsRepo(db).secret('cursor_secret'));
     const metrics = createMetrics();
     const queue = createQueue(db, clock);

@@ -6,7 +6,7 @@ import { EXIT_OK, UsageError, type Command } from './command.ts';
 
 export const keysCommand: Command = {
   name: 'keys',
-  summary: 'Rotate the access-token signing key: a new key signs, the previous one still verifies until its tokens expire. Restart the server afterwards.',
+  summary: 'Rotate the access-token signing key: a new key signs from the next start, and every key that signed tokens still alive keeps verifying until they expire. Restart the server afterwards.',
   usage: 'keys rotate [options]',
   takesConfig: true,
   async run(args, io) {
@@ -14,9 +14,9 @@ export const keysCommand: Command = {
     const config = loadConfig(io.env, args.config);
     prepareDataDir(config.dataDir);
     const server = dataDirHolder(config.dataDir);
-    const r = rotateSigningKeys(config.dataDir, Date.now(), server && { since: server.since, tokenTtlMs: config.tokenTtlSeconds * 1000 });
-    const kept = r.stillSigning ? `; kept ${r.stillSigning}, which the running server (pid ${server!.pid}) still signs with` : '';
-    io.out(`new signing key ${r.kid}${r.retired.length ? `; retired ${r.retired.join(', ')}` : ''}${kept}. Restart the server to use it.`);
+    const r = rotateSigningKeys(config.dataDir, Date.now());
+    const kept = r.signing ? `; kept ${r.signing}, which the ${server ? `running server (pid ${server.pid}) still signs with` : 'server signed with when it last ran'}` : '';
+    io.out(`new signing key ${r.kid}${r.retired.length ? `; removed ${r.retired.join(', ')} (every token they signed has expired)` : ''}${kept}. Restart the server to use it.`);
     return EXIT_OK;
   },
 };

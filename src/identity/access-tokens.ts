@@ -3,11 +3,10 @@ import { errors as joseErrors, jwtVerify, SignJWT, type JWTHeaderParameters, typ
 import type { Clock } from '../clock.ts';
 import { unauthenticated } from '../errors.ts';
 import { randomToken } from '../crypto.ts';
-import { KID_PATTERN, type SigningKey } from './signing-keys.ts';
+import { CLOCK_TOLERANCE_S, KID_PATTERN, type SigningKey } from './signing-keys.ts';
 
 const ALG = 'HS256'; // the one algorithm we accept (RFC 8725 §3.1)
 const TYP = 'at+jwt'; // RFC 9068: an access token, not some other JWT signed with the same key
-const CLOCK_TOLERANCE_S = 30;
 /** Verified tokens kept in memory; only tokens whose signature and claims passed are ever added. */
 const VERIFIED_CACHE_MAX = 10_000;
 

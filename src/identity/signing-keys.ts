@@ -11,9 +11,30 @@ export interface SigningKey {
   createdAt: number;
 }
 
-interface KeyFile {
-  keys: { kid: string; k: string; createdAt: string }[];
+/**
+ * A key as the file keeps it. What tells how long a key must stay (rotateSigningKeys): when a
+ * process holding the data folder first found it the newest, so that it may have signed with it
+ * (`signingFrom`), the longest token lifetime of such a process (`tokenTtlSeconds`), and when a
+ * process holding the folder first found a newer key, so that no token is signed with it after
+ * (`retiredAt`). Files written before these were kept have none of them.
+ */
+interface StoredKey {
+  kid: string;
+  k: string;
+  createdAt: string;
+  signingFrom?: string;
+  tokenTtlSeconds?: number;
+  retiredAt?: string;
 }
+
+interface KeyFile {
+  keys: StoredKey[];
+}
+
+/** Clock skew allowed when a token's time claims are checked (access-tokens.ts). */
+export const CLOCK_TOLERANCE_S = 30;
+/** The longest access-token lifetime TOKEN_TTL_SECONDS allows (config.ts): for keys whose lifetime is not known. */
+const MAX_TOKEN_TTL_SECONDS = 86_400;
 
 const MIN_KEY_BYTES = 32; // RFC 7518 §3.2: an HS256 key must have at least 256 bits
 export const KID_PATTERN = /^k[0-9a-z]{12}$/;
@@ -26,7 +47,7 @@ function keyFilePath(dataDir: string): string {
   return join(secretsDir(dataDir), 'jwt-keys.json');
 }
 
-function newKey(now: number): KeyFile['keys'][number] {
+function newKey(now: number): StoredKey {
   return { kid: `k${randomBytes(8).toString('hex').slice(0, 12)}`, k: randomBytes(MIN_KEY_BYTES).toString('base64url'), createdAt: new Date(now).toISOString() };
 }
 
@@ -36,19 +57,13 @@ function writeKeyFile(dataDir: string, file: KeyFile): void {
   const path = keyFilePath(dataDir);
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, JSON.stringify(file, null, 2), { mode: 0o600 });
+  chmodSync(tmp, 0o600); // also when a crash left a file of that name
   fsyncFile(tmp);
   renameSync(tmp, path); // atomic replace: a crash leaves the old or the new file, never half of one
   fsyncFile(dir);
 }
 
-/**
- * Loads the JWT signing keys from `<data>/secrets/jwt-keys.json`, generating the first key on
- * first start (never a constant in the code). Refuses to start when the file is readable by others
- * or holds a short key (RELIABILITY.md A4, A8).
- */
-export function loadSigningKeys(dataDir: string, now: number = Date.now()): SigningKey[] {
-  const path = keyFilePath(dataDir);
-  if (!existsSync(path)) writeKeyFile(dataDir, { keys: [newKey(now)] });
+function readKeyFile(path: string): KeyFile {
   const mode = statSync(path).mode & 0o777;
   if ((mode & 0o077) !== 0) {
     throw new StartupError(`${path} is readable by other users (mode ${mode.toString(8)}); run: chmod 600 ${path}`);
@@ -60,32 +75,82 @@ export function loadSigningKeys(dataDir: string, now: number = Date.now()): Sign
     throw new StartupError(`${path} is not valid JSON: ${(err as Error).message}`);
   }
   if (!Array.isArray(file.keys) || file.keys.length === 0) throw new StartupError(`${path} holds no keys`);
-  return file.keys.map((k) => {
+  return file;
+}
+
+/**
+ * Loads the JWT signing keys from `<data>/secrets/jwt-keys.json`, generating the first key on
+ * first start (never a constant in the code). Refuses to start when the file is readable by others
+ * or holds a short key (RELIABILITY.md A4, A8).
+ *
+ * `signer`: the caller holds the data folder and signs access tokens of that lifetime with the
+ * newest key (a server; also a command, which signs none, but the record is then only longer than
+ * needed). The file records it: the newest key signs from now on, and every older one signs no
+ * more from now on (no other process signs while this one holds the folder), so `keys rotate`
+ * knows which keys may have signed tokens that are still alive.
+ */
+export function loadSigningKeys(dataDir: string, now: number = Date.now(), signer?: { tokenTtlSeconds: number }): SigningKey[] {
+  const path = keyFilePath(dataDir);
+  if (!existsSync(path)) writeKeyFile(dataDir, { keys: [newKey(now)] });
+  const file = readKeyFile(path);
+  const keys = file.keys.map((k) => {
     const secret = Buffer.from(String(k.k), 'base64url');
     if (!KID_PATTERN.test(String(k.kid))) throw new StartupError(`${path}: key id ${String(k.kid)} is malformed`);
     if (secret.length < MIN_KEY_BYTES) throw new StartupError(`${path}: key ${k.kid} has ${secret.length} bytes; at least ${MIN_KEY_BYTES} random bytes are required`);
     return { kid: k.kid, secret: new Uint8Array(secret), createdAt: Date.parse(k.createdAt) };
   });
+  if (signer) {
+    const at = new Date(now).toISOString();
+    const newest = file.keys[file.keys.length - 1]!;
+    let changed = false;
+    if (!newest.signingFrom || (newest.tokenTtlSeconds ?? 0) < signer.tokenTtlSeconds || newest.retiredAt) {
+      newest.signingFrom ??= at;
+      newest.tokenTtlSeconds = Math.max(newest.tokenTtlSeconds ?? 0, signer.tokenTtlSeconds);
+      delete newest.retiredAt; // only an older key becomes the newest by hand (a file edited or put back)
+      changed = true;
+    }
+    for (const k of file.keys.slice(0, -1)) {
+      if (k.retiredAt) continue;
+      k.retiredAt = at;
+      changed = true;
+    }
+    if (changed) writeKeyFile(dataDir, file);
+  }
+  return keys;
+}
+
+/** When a key's tokens may still be alive: never known to be retired, or retired less than a token lifetime (and the clock skew) ago. */
+function mayVerifyLiveTokens(k: StoredKey, now: number): boolean {
+  if (!k.retiredAt) return true;
+  const retired = Date.parse(k.retiredAt);
+  if (Number.isNaN(retired)) return true;
+  // exp is rounded up to a whole second (access-tokens.ts): one more second
+  return now < retired + ((k.tokenTtlSeconds ?? MAX_TOKEN_TTL_SECONDS) + CLOCK_TOLERANCE_S + 1) * 1000;
 }
 
 /**
- * Adds a new signing key and keeps the one it replaces, so tokens signed before the rotation stay
- * valid until they expire. A running server picks the new key up at its next start; until then it
- * signs with the newest key it found at its start (`running.since`: when the server holding the
- * data folder started), so that key and every later one are kept too: a second rotation before
- * the restart retired the key the server still signed with, and every token it had issued failed
- * after the restart. And while that server started less than a token lifetime ago, the keys before
- * its own are kept as well: the server before it signed with one of them until this one started,
- * and those tokens live on until they expire (seventeenth session).
+ * Adds a new signing key, which a server signs with from its next start, and removes only the keys
+ * whose tokens have all expired: those retired (a newer key found by a process holding the data
+ * folder, loadSigningKeys) more than their token lifetime and the clock skew ago. Every other key
+ * may have signed a token that is still alive, whether or not a server runs and however many
+ * rotations came before (a tester's case: with the server stopped, the newest key was taken for
+ * the one the last server signed with, which it was not after a rotation while it ran, and tokens
+ * minutes old were refused after the restart). Returns the new key, the keys removed, and the key
+ * the running or last server signed with when that is not the one replaced.
  */
-export function rotateSigningKeys(dataDir: string, now: number = Date.now(), running?: { since: number; tokenTtlMs: number }): { kid: string; retired: string[]; stillSigning?: string } {
+export function rotateSigningKeys(dataDir: string, now: number = Date.now()): { kid: string; retired: string[]; signing?: string } {
   loadSigningKeys(dataDir, now); // checks the file (and makes the first key)
-  const raw = JSON.parse(readFileSync(keyFilePath(dataDir), 'utf8')) as KeyFile;
+  const path = keyFilePath(dataDir);
   const fresh = newKey(now);
-  // the newest key made before the server started; none: the server made the first one at its start
-  const signing = running ? Math.max(0, raw.keys.findLastIndex((k) => Date.parse(k.createdAt) <= running.since)) : -1;
-  const from = !running ? raw.keys.length - 1 : now < running.since + running.tokenTtlMs ? 0 : Math.min(raw.keys.length - 1, signing);
-  writeKeyFile(dataDir, { keys: [...raw.keys.slice(from), fresh] });
-  chmodSync(keyFilePath(dataDir), 0o600);
-  return { kid: fresh.kid, retired: raw.keys.slice(0, from).map((k) => k.kid), ...(signing >= 0 && signing < raw.keys.length - 1 ? { stillSigning: raw.keys[signing]!.kid } : {}) };
+  // A server at its start writes the file too (loadSigningKeys): should it have just written the
+  // file read here, that write is redone; should it write after this one, the new key is there again.
+  for (let attempt = 0; ; attempt++) {
+    const raw = readKeyFile(path);
+    const kept = raw.keys.filter((k) => mayVerifyLiveTokens(k, now));
+    writeKeyFile(dataDir, { keys: [...kept, fresh] });
+    if (readKeyFile(path).keys.some((k) => k.kid === fresh.kid) || attempt === 2) {
+      const signing = kept.findLast((k) => k.signingFrom && !k.retiredAt);
+      return { kid: fresh.kid, retired: raw.keys.filter((k) => !kept.includes(k)).map((k) => k.kid), ...(signing && signing !== kept[kept.length - 1] ? { signing: signing.kid } : {}) };
+    }
+  }
 }
