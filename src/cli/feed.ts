@@ -1,14 +1,14 @@
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { loadConfig } from '../config.ts';
+import { loadConfig, type Config } from '../config.ts';
 import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { makeDirDurably, syncToDisk } from '../storage/durable-files.ts';
 import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, sidecarOf } from '../tracking/feed-files.ts';
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, type Io } from './command.ts';
 import { commandLogger, requireFile } from './common.ts';
-import { progress } from './progress.ts';
+import { interrupted, progress, waitForOwnJob, type Progress } from './progress.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -40,87 +40,117 @@ export const feedCommand: Command = {
     if (!format) throw new UsageError(`${file}: use a .jsonl, .ndjson, .csv or .json file (optionally .gz)`);
     const config = loadConfig(io.env, args.config);
     const bar = progress(io, basename(file));
-    let rt;
+    // SIGINT/SIGTERM end the wait, not the process: what this command holds is then let go in order
+    // (a tester's feed, stopped with the server stopped, exited at once and left the lock, an
+    // unchecked -wal and its job processing under its lease; import did it right)
+    const stop = interrupted();
     try {
-      rt = await openRuntime(config, { log: commandLogger(io, config) });
-    } catch (err) {
-      if (!(err instanceof DataDirLockedError)) throw err;
-      // The server runs: give it the file through its inbox.
-      const inbox = inboxDir(config.dataDir);
-      mkdirSync(inbox, { recursive: true, mode: 0o700 });
-      const name = inboxName(`${Date.now()}-${basename(file)}`);
-      const partial = join(inbox, `.${name}.partial`);
-      copyFileSync(file, partial);
-      // A last line without a line break makes the inbox wait a minute for the rest of it (a writer
-      // may have paused mid-record); this copy arrives whole by the rename, so it gets its line break.
-      if (format !== 'json' && endsInsideALine(partial)) appendFileSync(partial, '\n');
-      renameSync(partial, join(inbox, name));
-      io.err(`a contact-ledger server or command (pid ${err.pid}) holds the data folder: handed ${basename(file)} to its inbox as ${name}`);
-      // Whoever holds the data folder may be another command that ends before it looks at the
-      // inbox: when it is gone, this command opens the folder itself and its own scheduler takes
-      // the file (a file left half-processed is put back into the inbox at start).
-      let holder = err.pid;
-      let own: Runtime | undefined;
-      try {
-        for (let waited = 0; ; waited += 500) {
-          // the counts (done/) or the reason (failed/) are written beside the file before it moves
-          if (existsSync(join(inbox, 'done', name))) {
-            bar.done();
-            const result = join(inbox, 'done', name);
-            io.out(`ingested ${name}: ${existsSync(sidecarOf(result, 'result')) ? readFileSync(sidecarOf(result, 'result'), 'utf8').trim() : 'its counts are in GET /api/ledger/v1/feed (source "inbox")'}`);
-            return EXIT_OK;
-          }
-          if (existsSync(join(inbox, 'failed', name))) {
-            bar.done();
-            const failed = join(inbox, 'failed', name);
-            const reason = existsSync(sidecarOf(failed, 'reason')) ? readFileSync(sidecarOf(failed, 'reason'), 'utf8').trim().replace(/\n/g, '; ') : 'see the server log';
-            io.err(`the feed failed: ${reason}`);
-            return EXIT_FAILURE;
-          }
-          if (!own && !isAlive(holder)) {
-            try {
-              own = await openRuntime(config, { log: commandLogger(io, config) });
-              own.scheduler.start({ tasks: [INBOX_TASK] });
-              io.err(`the process that held the data folder (pid ${holder}) has ended: ingesting ${name} here`);
-            } catch (again) {
-              if (!(again instanceof DataDirLockedError)) throw again;
-              holder = again.pid;
-            }
-          }
-          bar.update(Math.round(waited / 1000), undefined, `s waiting for ${own ? 'the inbox' : 'the server'} to ingest ${name}`);
-          await pause(500);
-        }
-      } finally {
-        await own?.close();
-      }
-    }
-    if (rt.bootstrap?.generatedPassword) io.err(`created the first superuser ${rt.bootstrap.email} with the password ${rt.bootstrap.generatedPassword} (shown only now)`);
-    try {
-      await makeDirDurably(feedsDir(config.dataDir));
-      const id = newId('feed');
-      const stored = join(feedsDir(config.dataDir), `${id}.${format}`);
-      copyFileSync(file, stored);
-      await syncToDisk(stored); // on disk before the job that reads it commits
-      await syncToDisk(feedsDir(config.dataDir));
-      rt.tracking.feeds.createFeed('cli', stored, basename(file), format, null, id);
-      rt.scheduler.start({ tasks: [] });
-      for (;;) {
-        const f = rt.tracking.feeds.get(id);
-        bar.update(f.received, undefined, `records, ${f.invalid} invalid, ${f.jobChanges} job changes, ${f.infoChanges} info changes`);
-        if (f.status === 'completed' || f.status === 'failed') {
-          bar.done();
-          const summary = feedSummary(f);
-          if (f.status === 'failed') {
-            io.err(`${summary}. ${f.message ?? ''}`);
-            return EXIT_FAILURE;
-          }
-          io.out(summary);
-          return EXIT_OK;
-        }
-        await pause(100);
-      }
+      return await feed(file, format, config, io, bar, stop);
     } finally {
-      await rt.close();
+      stop.dispose();
     }
   },
 };
+
+async function feed(file: string, format: NonNullable<ReturnType<typeof formatOfName>>, config: Config, io: Io, bar: Progress, stop: ReturnType<typeof interrupted>): Promise<number> {
+  let rt;
+  try {
+    rt = await openRuntime(config, { log: commandLogger(io, config) });
+  } catch (err) {
+    if (!(err instanceof DataDirLockedError)) throw err;
+    // The server runs: give it the file through its inbox.
+    const inbox = inboxDir(config.dataDir);
+    mkdirSync(inbox, { recursive: true, mode: 0o700 });
+    const name = inboxName(`${Date.now()}-${basename(file)}`);
+    const partial = join(inbox, `.${name}.partial`);
+    copyFileSync(file, partial);
+    // A last line without a line break makes the inbox wait a minute for the rest of it (a writer
+    // may have paused mid-record); this copy arrives whole by the rename, so it gets its line break.
+    if (format !== 'json' && endsInsideALine(partial)) appendFileSync(partial, '\n');
+    renameSync(partial, join(inbox, name));
+    io.err(`a contact-ledger server or command (pid ${err.pid}) holds the data folder: handed ${basename(file)} to its inbox as ${name}`);
+    // Whoever holds the data folder may be another command that ends before it looks at the
+    // inbox: when it is gone, this command opens the folder itself and its own scheduler takes
+    // the file (a file left half-processed is put back into the inbox at start).
+    let holder = err.pid;
+    let own: Runtime | undefined;
+    try {
+      for (let waited = 0; ; waited += 500) {
+        // the counts (done/) or the reason (failed/) are written beside the file before it moves
+        if (existsSync(join(inbox, 'done', name))) {
+          bar.done();
+          const result = join(inbox, 'done', name);
+          io.out(`ingested ${name}: ${existsSync(sidecarOf(result, 'result')) ? readFileSync(sidecarOf(result, 'result'), 'utf8').trim() : 'its counts are in GET /api/ledger/v1/feed (source "inbox")'}`);
+          return EXIT_OK;
+        }
+        if (existsSync(join(inbox, 'failed', name))) {
+          bar.done();
+          const failed = join(inbox, 'failed', name);
+          const reason = existsSync(sidecarOf(failed, 'reason')) ? readFileSync(sidecarOf(failed, 'reason'), 'utf8').trim().replace(/\n/g, '; ') : 'see the server log';
+          io.err(`the feed failed: ${reason}`);
+          return EXIT_FAILURE;
+        }
+        if (!own && !isAlive(holder)) {
+          try {
+            own = await openRuntime(config, { log: commandLogger(io, config) });
+            own.scheduler.start({ tasks: [INBOX_TASK] });
+            io.err(`the process that held the data folder (pid ${holder}) has ended: ingesting ${name} here`);
+          } catch (again) {
+            if (!(again instanceof DataDirLockedError)) throw again;
+            holder = again.pid;
+          }
+        }
+        if (stop.fired) {
+          bar.done();
+          // the file stays in the inbox (one half ingested here is put back at the next start)
+          io.err(own ? `interrupted: ${name} stays in the inbox, and the server ingests it when it starts` : `stopped waiting: ${name} is in the inbox of the process holding the data folder (pid ${holder}), which ingests it`);
+          return EXIT_FAILURE;
+        }
+        bar.update(Math.round(waited / 1000), undefined, `s waiting for ${own ? 'the inbox' : 'the server'} to ingest ${name}`);
+        await pause(500);
+      }
+    } finally {
+      await own?.close();
+    }
+  }
+  if (rt.bootstrap?.generatedPassword) io.err(`created the first superuser ${rt.bootstrap.email} with the password ${rt.bootstrap.generatedPassword} (shown only now)`);
+  try {
+    if (stop.fired) {
+      io.err(`interrupted before ${basename(file)} was taken in: nothing was ingested`);
+      return EXIT_FAILURE;
+    }
+    await makeDirDurably(feedsDir(config.dataDir));
+    const id = newId('feed');
+    const stored = join(feedsDir(config.dataDir), `${id}.${format}`);
+    copyFileSync(file, stored);
+    await syncToDisk(stored); // on disk before the job that reads it commits
+    await syncToDisk(feedsDir(config.dataDir));
+    rt.tracking.feeds.createFeed('cli', stored, basename(file), format, null, id);
+    rt.scheduler.start({ tasks: [] });
+    let received = 0;
+    return await waitForOwnJob(
+      io,
+      stop,
+      () => {
+        const f = rt.tracking.feeds.get(id);
+        received = f.received;
+        bar.update(f.received, undefined, `records, ${f.invalid} invalid, ${f.jobChanges} job changes, ${f.infoChanges} info changes`);
+        if (f.status !== 'completed' && f.status !== 'failed') return undefined;
+        bar.done();
+        const summary = feedSummary(f);
+        if (f.status === 'failed') {
+          io.err(`${summary}. ${f.message ?? ''}`);
+          return EXIT_FAILURE;
+        }
+        io.out(summary);
+        return EXIT_OK;
+      },
+      () => {
+        bar.done();
+        return `${id}: interrupted after ${received} records; the job keeps its progress and the server finishes it when it starts`;
+      },
+    );
+  } finally {
+    await rt.close();
+  }
+}

@@ -4,9 +4,7 @@ import { loadConfig } from '../config.ts';
 import { uploadTmpDir } from '../ledger/index.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { cliCaller, openForCommand, requireFile } from './common.ts';
-import { interrupted, progress } from './progress.ts';
-
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { interrupted, progress, waitForOwnJob } from './progress.ts';
 
 /**
  * `contact-ledger import <orgId> <ledgerId> <file.csv>`: the CSV import of the API (same checks,
@@ -37,13 +35,15 @@ export const importCommand: Command = {
       if (job.status !== 'failed') io.err(`${job.id}: importing ${job.submitted} rows of ${basename(file)} into ${ledgerId}`); // failed: a file that cannot be read
       rt.scheduler.start({ tasks: [] }); // jobs only: webhook deliveries and the rest wait for the server
       const bar = progress(io, job.id);
-      let stopped = false;
-      void stop.signal.then(() => (stopped = true));
-      for (;;) {
-        const s = rt.ledger.imports.get(orgId, ledgerId, job.id);
-        const processed = s.imported + s.duplicates + s.invalid;
-        bar.update(processed, s.submitted, `${s.imported} imported, ${s.duplicates} duplicates, ${s.invalid} invalid`);
-        if (s.status === 'completed' || s.status === 'failed') {
+      let processed = 0;
+      return await waitForOwnJob(
+        io,
+        stop,
+        () => {
+          const s = rt.ledger.imports.get(orgId, ledgerId, job.id);
+          processed = s.imported + s.duplicates + s.invalid;
+          bar.update(processed, s.submitted, `${s.imported} imported, ${s.duplicates} duplicates, ${s.invalid} invalid`);
+          if (s.status !== 'completed' && s.status !== 'failed') return undefined;
           bar.done();
           const summary = `${s.id} ${s.status}: ${s.submitted} rows, ${s.imported} imported, ${s.duplicates} duplicates, ${s.invalid} invalid`;
           if (s.status === 'failed') {
@@ -52,14 +52,12 @@ export const importCommand: Command = {
           }
           io.out(s.duplicates + s.invalid ? `${summary} (rejected rows: GET /api/ledger/v1/orgs/${orgId}/ledgers/${ledgerId}/imports/${s.id}/errors)` : summary);
           return EXIT_OK;
-        }
-        if (stopped) {
+        },
+        () => {
           bar.done();
-          io.err(`${s.id}: interrupted after ${processed} of ${s.submitted} rows; the job keeps its progress and the server finishes it when it starts`);
-          return EXIT_FAILURE;
-        }
-        await pause(100);
-      }
+          return `${job.id}: interrupted after ${processed} of ${job.submitted} rows; the job keeps its progress and the server finishes it when it starts`;
+        },
+      );
     } finally {
       if (tmp) rmSync(tmp, { recursive: true, force: true });
       stop.dispose();

@@ -1,4 +1,4 @@
-import type { Io } from './command.ts';
+import { EXIT_FAILURE, type Io } from './command.ts';
 
 export interface Progress {
   /** Reports progress; `total` undefined when unknown. Throttled: call it as often as you like. */
@@ -46,19 +46,46 @@ export function progress(io: Io, label: string, opts: { lineEveryMs?: number } =
   };
 }
 
-/** Resolves when SIGINT or SIGTERM arrives (the listener is removed by `dispose`). */
-export function interrupted(): { signal: Promise<NodeJS.Signals>; dispose(): void } {
+/** Resolves when SIGINT or SIGTERM arrives, and `fired` says whether one has (the listeners are removed by `dispose`). */
+export function interrupted(): { signal: Promise<NodeJS.Signals>; readonly fired: boolean; dispose(): void } {
   let on: ((s: NodeJS.Signals) => void) | undefined;
+  let fired = false;
   const signal = new Promise<NodeJS.Signals>((resolve) => {
-    on = (s) => resolve(s);
+    on = (s) => {
+      fired = true;
+      resolve(s);
+    };
     process.once('SIGINT', on);
     process.once('SIGTERM', on);
   });
   return {
     signal,
+    get fired() {
+      return fired;
+    },
     dispose() {
       process.off('SIGINT', on!);
       process.off('SIGTERM', on!);
     },
   };
+}
+
+/**
+ * Waits for a job that this command's own scheduler runs (the server is stopped): `check` is called
+ * every 100 ms and ends the wait with the exit code it returns. On SIGINT or SIGTERM (listened to
+ * from `stop`, set up before the job was made, so that a signal at any moment is seen) the wait
+ * ends with `onInterrupt()` on stderr and exit code 1; the caller's `rt.close()` then hands the job
+ * back with its progress (its chunk ends, the lease is released, the WAL checkpointed, the lock
+ * released), and the server finishes it when it starts. Shared by `import` and `feed`.
+ */
+export async function waitForOwnJob(io: Io, stop: { readonly fired: boolean }, check: () => number | undefined, onInterrupt: () => string): Promise<number> {
+  for (;;) {
+    const code = check();
+    if (code !== undefined) return code;
+    if (stop.fired) {
+      io.err(onInterrupt());
+      return EXIT_FAILURE;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
