@@ -2,10 +2,12 @@
 // killed server's copy), and a damaged database or unusable data folder refused at start (D7): as
 // child processes on real files.
 import * as assert from 'uvu/assert';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { spawnSync } from 'node:child_process';
 import { csvForm, tempDir } from './helpers.ts';
+import { baseEnv, MAIN } from './child-server.ts';
 import { EMAIL, PASSWORD, cli, run, runAsync, copyWithWritesInWal, sha, csv, client, operatorSuite, start, stop, jobEnd, serverWithLedger } from './operator-helpers.ts';
 
 const C = operatorSuite('backup and restore');
@@ -271,5 +273,38 @@ C('serve refuses a damaged database and an unusable data folder with exit 1 and 
   assert.match(nodb.stderr, /there is no database in/);
 });
 
+
+C('backup by a user who may not read the data folder says so (permission denied on the folder, exit 2), not that there is no database', async () => {
+  // A tester's case: "there is no database" (exit 1) where the cause was EACCES.
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  const out = tempDir();
+  chmodSync(out, 0o777);
+  const asRoot = process.getuid?.() === 0;
+  // root may read anything: the command runs as nobody, to whom the folder (0700, root's) is closed;
+  // elsewhere the folder is closed to its own user
+  if (!asRoot) chmodSync(data, 0o000);
+  try {
+    const r = spawnSync(process.execPath, [MAIN, 'backup', join(out, 'b.db')], {
+      env: { ...baseEnv, ...env, HOME: out },
+      encoding: 'utf8',
+      timeout: 60_000,
+      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+    });
+    assert.is(r.status, 2, r.stderr);
+    assert.match(r.stderr, new RegExp(`permission denied on ${data.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: run the command as the user the server runs as`));
+    assert.not.match(r.stderr, /no database/);
+    assert.not.ok(existsSync(join(out, 'b.db')));
+  } finally {
+    chmodSync(data, 0o700);
+  }
+  if (!asRoot) return;
+  // the folder open to others, the database not: named as the file
+  chmodSync(data, 0o755);
+  const r = spawnSync(process.execPath, [MAIN, 'backup', join(out, 'c.db')], { env: { ...baseEnv, ...env, HOME: out }, encoding: 'utf8', timeout: 60_000, uid: 65534, gid: 65534 });
+  assert.is(r.status, 2, r.stderr);
+  assert.match(r.stderr, /permission denied on .*contact-ledger\.db: /);
+});
 
 C.run();

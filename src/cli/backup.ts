@@ -1,9 +1,9 @@
-import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { DB_FILE } from '../storage/storage.ts';
 import { backupTo, openBackupSource } from '../storage/backup.ts';
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from './command.ts';
 import { NICE, setThreadNice } from '../thread-priority.ts';
 
 /**
@@ -26,9 +26,24 @@ export const backupCommand: Command = {
     const dest = resolve(args.positionals[0]!);
     const config = loadConfig(io.env, args.config);
     const file = join(config.dataDir, DB_FILE);
-    if (!existsSync(file)) {
+    // what this user may not read is said as such (a tester's user without access to the data
+    // folder was told "there is no database"): a permission is a configuration error, exit 2
+    const denied = (path: string) => {
+      io.err(`contact-ledger backup: permission denied on ${path}: run the command as the user the server runs as (e.g. sudo -u contact-ledger), or give this user read access`);
+      return EXIT_USAGE;
+    };
+    try {
+      statSync(file);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EACCES' || code === 'EPERM') return denied(firstClosedFolder(file) ?? file);
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
       io.err(`contact-ledger backup: there is no database in ${config.dataDir} (set CONTACT_LEDGER_DATA or --data)`);
       return EXIT_FAILURE;
+    }
+    // SQLite reads the database with its -wal and writes its -shm (the index of the -wal)
+    for (const [path, mode] of [[file, constants.R_OK], [`${file}-wal`, constants.R_OK], [`${file}-shm`, constants.R_OK | constants.W_OK]] as const) {
+      if (existsSync(path) && !mayAccess(path, mode)) return denied(path);
     }
     let source;
     try {
@@ -49,3 +64,22 @@ export const backupCommand: Command = {
     }
   },
 };
+
+function mayAccess(path: string, mode: number): boolean {
+  try {
+    accessSync(path, mode);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The outermost folder above `file` that this user may not enter (search permission), if any. */
+function firstClosedFolder(file: string): string | undefined {
+  const folders: string[] = [];
+  for (let d = dirname(resolve(file)); ; d = dirname(d)) {
+    folders.unshift(d);
+    if (dirname(d) === d) break;
+  }
+  return folders.find((d) => !mayAccess(d, constants.X_OK));
+}
