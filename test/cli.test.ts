@@ -153,8 +153,12 @@ C('an empty HOST or CONTACT_LEDGER_DATA (as unit templates leave them) is the de
   assert.equal(readdirSync(cwd), ['data']);
   assert.ok(readdirSync(join(cwd, 'data')).length > 0);
   const s = await serve({ CONTACT_LEDGER_DATA: tempDir(), HOST: '' });
-  assert.match(s.stderr(), /listening on http:\/\/127\.0\.0\.1:/);
-  s.child.kill('SIGTERM');
+  try {
+    // (the line on stderr comes after the log's "listening", which serve() waits for)
+    await until('the listening line', () => /listening on http:\/\/127\.0\.0\.1:/.test(s.stderr()), Boolean, 10_000);
+  } finally {
+    s.child.kill('SIGTERM');
+  }
   assert.is(await s.exit, 0, s.stderr().slice(-2000));
 });
 

@@ -319,16 +319,20 @@ export class ApiRouter {
       await next();
     });
     if (s.bulk) chain.push(shedLargeBodies(this.deps.loadShedder));
-    if (s.body) {
-      chain.push(bodyParser(s, this.deps.maxJsonBytes, this.deps.jsonParser));
-      // access checked again once the body is in: its sender may have lost access while it arrived
-      // (a member removed, an account disabled, a service account deleted — minutes, for a slow
-      // client), and the write it asks for would otherwise be made in their name (RELIABILITY.md Z3)
-      if (s.access !== 'public') chain.push(async (ctx, next) => {
-        if (hasBody(ctx)) this.recheck(ctx, s.access as Exclude<AccessRule, 'public'>);
+    if (s.body) chain.push(bodyParser(s, this.deps.maxJsonBytes, this.deps.jsonParser));
+    else if (!s.rawBody) chain.push(refuseBody());
+    // Access checked again once a body is in — a JSON body, or the `{}` a route without one still
+    // reads: its sender may have lost access while it arrived (a member removed, an account
+    // disabled, a service account deleted — minutes, for a slow client), and what it asks for would
+    // otherwise be done in their name (RELIABILITY.md Z3). Uploads check again themselves, once
+    // their file is in (recheckAccess).
+    if (!s.rawBody && s.access !== 'public') {
+      const rule = s.access;
+      chain.push(async (ctx, next) => {
+        if (hasBody(ctx)) this.recheck(ctx, rule);
         await next();
       });
-    } else if (!s.rawBody) chain.push(refuseBody());
+    }
     chain.push(async (ctx) => {
       const input = {
         headers: parseHeaders(ctx, s.headers),
