@@ -517,6 +517,36 @@ S('a damaged or foreign file is refused at start instead of served (D7)', async 
   assert.ok(readFileSync(foreign, 'utf8').startsWith('this is a text file'), 'the foreign file is not modified');
 });
 
+S('a database whose pages only quick_check finds damaged is refused with its -wal left as it was (D7: a connection that may write would fold it in and drop it)', () => {
+  const dir = tempDir();
+  const file = join(dir, 'live.db');
+  const live = new Database(file);
+  live.pragma('journal_mode = WAL');
+  live.pragma('wal_autocheckpoint = 0');
+  live.exec('CREATE TABLE filler (x TEXT)');
+  const ins = live.prepare('INSERT INTO filler VALUES (?)');
+  live.transaction(() => {
+    for (let i = 0; i < 3000; i++) ins.run('y'.repeat(200));
+  })();
+  live.pragma('wal_checkpoint(TRUNCATE)');
+  live.exec('CREATE TABLE only_in_the_wal (x)');
+  live.prepare('INSERT INTO only_in_the_wal VALUES (1)').run();
+  // what a crash leaves: the file and its -wal as they are, the connection never closed
+  const copy = join(dir, 'crashed.db');
+  copyFileSync(file, copy);
+  copyFileSync(`${file}-wal`, `${copy}-wal`);
+  live.close();
+  const page = 4096;
+  const bytes = readFileSync(copy);
+  bytes.fill(0xa5, 40 * page, 41 * page); // a data page: the header and the schema read fine
+  writeFileSync(copy, bytes);
+  const wal = readFileSync(`${copy}-wal`);
+  assert.throws(() => openDb(copy), (e: Error) => e instanceof StartupError && /damaged/.test(e.message) && /restore a backup/.test(e.message));
+  assert.ok(existsSync(`${copy}-wal`), 'the -wal is still there');
+  assert.ok(readFileSync(`${copy}-wal`).equals(wal), 'as it was');
+  assert.ok(readFileSync(copy).equals(bytes), 'and the database too');
+});
+
 S('an unwritable data folder stops the start with a message naming the folder', async () => {
   const dir = join(tempDir(), 'ro');
   mkdirSync(dir, { mode: 0o500 });

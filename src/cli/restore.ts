@@ -68,7 +68,7 @@ export const restoreCommand: Command = {
         // connection that may write would drop a -wal it cannot read on closing. It moves as it is,
         // its -wal first, so that a restore killed between the two moves leaves the damaged database
         // in place without it, never a -wal without its database.
-        unreadable = unreadableDatabase(target);
+        unreadable = unreadableDatabase(target, { quickCheck: true });
         if (unreadable === undefined) checkpointDatabaseFile(target);
         else if (existsSync(`${target}-wal`)) renameSync(`${target}-wal`, `${kept}-wal`);
         renameSync(target, kept);

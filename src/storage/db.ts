@@ -237,14 +237,19 @@ export interface OpenOptions {
 }
 
 /**
- * Why SQLite cannot read the database `file` (its header and schema, with its -wal), through a
- * read-only connection that changes nothing on disk; undefined when it can.
+ * Why SQLite cannot read the database `file` (its header and schema, with its -wal; with
+ * `quickCheck`, every page: PRAGMA quick_check), through a read-only connection that changes
+ * nothing on disk; undefined when it can.
  */
-export function unreadableDatabase(file: string): string | undefined {
+export function unreadableDatabase(file: string, opts: { quickCheck?: boolean } = {}): string | undefined {
   let db: Database.Database | undefined;
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
     db.prepare('SELECT count(*) FROM sqlite_master').get();
+    if (opts.quickCheck) {
+      const result = db.pragma('quick_check', { simple: true });
+      if (result !== 'ok') return `database disk image is malformed (quick_check: ${String(result)})`;
+    }
     return undefined;
   } catch (err) {
     return (err as Error).message;
@@ -261,10 +266,12 @@ const damagedMessage = (file: string, why: string) => `${file} is not a contact-
  * actually took effect (RELIABILITY.md D1, D7); throws StartupError with a clear message otherwise.
  */
 export function openDb(file: string, opts: OpenOptions = {}): Db {
-  // A damaged database is refused before a connection that may write opens it: closing one drops
-  // a -wal it cannot read, and the -wal is part of what the operator may want to recover (D7).
-  if (!opts.readonly && file !== ':memory:' && existsSync(file)) {
-    const why = unreadableDatabase(file);
+  // A damaged database is refused before a connection that may write opens it, quick_check
+  // included: closing such a connection writes the -wal into the damaged file and drops it, and the
+  // -wal is part of what the operator may want to recover (D7).
+  const probed = !opts.readonly && file !== ':memory:' && existsSync(file);
+  if (probed) {
+    const why = unreadableDatabase(file, { quickCheck: opts.check ?? true });
     if (why !== undefined && DAMAGED.test(why)) throw new StartupError(damagedMessage(file, why));
   }
   let raw: Database.Database;
@@ -290,7 +297,7 @@ export function openDb(file: string, opts: OpenOptions = {}): Db {
     raw.pragma('temp_store = MEMORY');
     raw.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`); // truncate the -wal back to 64 MiB after checkpoints
     verifySettings(raw, file, opts.readonly ?? false);
-    if (opts.check ?? true) {
+    if ((opts.check ?? true) && !probed) {
       const result = raw.pragma('quick_check', { simple: true });
       if (result !== 'ok') throw new StartupError(`database ${file} is damaged (quick_check: ${String(result)}); restore a backup`);
     }
