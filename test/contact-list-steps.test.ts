@@ -41,7 +41,7 @@ S.before(async (ctx) => {
     set.run(at(i), info, job, i % 5 === 0 ? 1 : 0, ctx.ledgerId, `ref-${i}`);
   }
   // windows of three index entries: every walk below takes many steps
-  ctx.stepped = createContactsRepo(ctx.t.rt.db, ctx.t.rt.db, { steps: { firstRows: 3, minRows: 3, maxRows: 3, targetMs: 5 } });
+  ctx.stepped = createContactsRepo(ctx.t.rt.db, ctx.t.rt.db, { steps: { firstRows: 3, minRows: 3, maxRows: 3, targetMs: 5 }, orderStep: 7 });
   ctx.whole = ctx.t.rt.ledger.repos.contacts; // 240 contacts: one window, one statement
   ctx.all = [];
   let after: ContactPosition | undefined;
@@ -144,6 +144,12 @@ S('every filter in every sort: the same pages in steps as in one statement, and 
         assert.equal(await walk(whole, ledgerId, f, sort, limit), expected, `whole, pages of ${limit}: ${what}`);
       }
       assert.equal(await download(stepped, ledgerId, f, sort, 7), expected, `download in steps: ${what}`);
+      if (sort.includes('Changed')) {
+        // a download in change-time order reads the order first, 7 seqs a step here
+        const idOf = new Map(all.map((c) => [c.seq, c.id]));
+        const order = (await stepped.downloadOrder(ledgerId, f, sort)).flatMap((step) => Array.from(step, (seq) => idOf.get(seq)));
+        assert.equal(order, expected, `download order: ${what}`);
+      }
       checked++;
     }
     const n = all.filter((c) => meets(c, f)).length;

@@ -119,12 +119,16 @@ export function createContactService(d: ContactServiceDeps) {
       let after: ContactPosition | undefined;
       await settleIfSince(filter);
       if (SORTS[sort].moves) {
-        const order = await d.contacts.downloadOrder(ledgerId, filter, sort, signal);
-        for (let i = 0; i < order.length; i += DOWNLOAD_PAGE) {
-          if (i) await nextTurn();
-          signal?.throwIfAborted();
-          const rows = d.contacts.downloadRowsOf(ledgerId, filter, order.slice(i, i + DOWNLOAD_PAGE));
-          if (rows.length) yield rows;
+        const steps: (Float64Array | undefined)[] = await d.contacts.downloadOrder(ledgerId, filter, sort, signal);
+        for (let n = 0; n < steps.length; n++) {
+          const seqs = steps[n]!;
+          steps[n] = undefined; // sent: let it go
+          for (let i = 0; i < seqs.length; i += DOWNLOAD_PAGE) {
+            if (n || i) await nextTurn();
+            signal?.throwIfAborted();
+            const rows = d.contacts.downloadRowsOf(ledgerId, filter, seqs.subarray(i, i + DOWNLOAD_PAGE));
+            if (rows.length) yield rows;
+          }
         }
         return;
       }

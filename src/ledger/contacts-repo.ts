@@ -173,8 +173,9 @@ const ORDER_CACHE_KIB = 2048;
  * so that every list is an index scan (test/ledger-contacts.test.ts asserts it); the statements are
  * assembled in contacts-list-repo.ts, and a long walk is run in steps (stepThrough).
  */
-export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: ScanSteps } = {}) {
+export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: ScanSteps; orderStep?: number } = {}) {
   const steps = opts.steps ?? SCAN_STEPS;
+  const orderStep = opts.orderStep ?? ORDER_STEP;
   for (const conn of new Set([db, reader])) addListFunctions(conn);
   const q = {
     insert: db.raw.prepare(
@@ -401,22 +402,24 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
      * page, such an order loses each contact that a change moves behind the walk before the walk
      * reaches it (a tester's feed during a download by -lastJobChangedAt: 5 % of the rows). The
      * keys are read in steps inside one read transaction on a read-only connection of its own (a
-     * snapshot no other read joins): ~0.2 µs and 8 bytes a contact through the sort's index, so
+     * snapshot no other read joins): ~0.2 µs and 8 bytes a contact through the sort's index (held
+     * until the download has sent that step: 8 MB at a million contacts), so
      * the transaction — which checkpoints cannot pass — lasts as long as this read, ~0.2 s a
      * million contacts, not as long as the client takes to read the file.
      */
-    async downloadOrder(ledgerId: string, f: ContactFilter, sort: ContactSort, signal?: AbortSignal): Promise<number[]> {
+    async downloadOrder(ledgerId: string, f: ContactFilter, sort: ContactSort, signal?: AbortSignal): Promise<Float64Array[]> {
       const snapshot = openDb(reader.file, { readonly: true, check: false, cacheKiB: ORDER_CACHE_KIB });
       try {
         addListFunctions(snapshot);
         const prep = statementCache(snapshot, true);
         snapshot.raw.exec('BEGIN');
-        const seqs: number[] = [];
+        // in steps of orderStep seqs, 8 bytes each, which the download lets go step by step
+        const steps: Float64Array[] = [];
         let after: ContactPosition | undefined;
         for (;;) {
-          const rows = await pageOf<[number, number | null]>(prep, `seq, ${SORTS[sort].column}`, ledgerId, f, sort, ORDER_STEP, after, signal);
-          for (const r of rows) seqs.push(r[0]);
-          if (rows.length < ORDER_STEP) return seqs;
+          const rows = await pageOf<[number, number | null]>(prep, `seq, ${SORTS[sort].column}`, ledgerId, f, sort, orderStep, after, signal);
+          if (rows.length) steps.push(Float64Array.from(rows, (r) => r[0]));
+          if (rows.length < orderStep) return steps;
           const [seq, value] = rows[rows.length - 1]!;
           after = value === null ? { value: null, seq, nulls: true } : { value, seq };
           await nextTurn();
@@ -432,10 +435,10 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
      * connection: those still in the ledger and still matching the filter (a contact deleted, or
      * changed out of the filter, since downloadOrder read the order is left out).
      */
-    downloadRowsOf(ledgerId: string, f: ContactFilter, seqs: readonly number[]): DownloadRow[] {
+    downloadRowsOf(ledgerId: string, f: ContactFilter, seqs: ArrayLike<number> & Iterable<number>): DownloadRow[] {
       const q = rowsOfSeqsSql(ledgerId, f, DOWNLOAD_COLUMNS);
       const found = new Map<number, DownloadRow>();
-      for (const r of preparedOnReader(q.sql).all(JSON.stringify(seqs), ...q.params) as DownloadRow[]) found.set(r[0], r);
+      for (const r of preparedOnReader(q.sql).all(JSON.stringify(Array.from(seqs)), ...q.params) as DownloadRow[]) found.set(r[0], r);
       const rows: DownloadRow[] = [];
       for (const seq of seqs) {
         const r = found.get(seq);
