@@ -43,7 +43,7 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
     maxFailuresPerAccount: config.loginMaxFailuresPerAccount,
     maxFailuresPerAddress: config.loginMaxFailuresPerAddress,
     windowSeconds: config.loginWindowSeconds,
-  });
+  }, settings.secret('throttle_key_secret'));
   const tokens = createAccessTokens(deps.signingKeys, { issuer: config.jwtIssuer, audience: config.jwtAudience, ttlSeconds: config.tokenTtlSeconds }, clock);
   const sessions = createSessionService({
     db, clock, ...repos, tokens, hasher, throttle, audit,

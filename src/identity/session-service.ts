@@ -11,7 +11,7 @@ import type { OrgsRepo } from './orgs-repo.ts';
 import type { PasswordHasher } from './passwords.ts';
 import type { ServiceAccountsRepo } from './service-accounts-repo.ts';
 import type { SessionsRepo } from './sessions-repo.ts';
-import { accountKey, type SignInThrottle, type ThrottleKey } from './throttle.ts';
+import type { SignInThrottle, ThrottleKey } from './throttle.ts';
 import type { UsersRepo } from './users-repo.ts';
 
 /** A sign-in request, already normalized from camelCase, snake_case or form fields. */
@@ -130,7 +130,7 @@ export function createSessionService(d: SessionDeps) {
 
   async function passwordGrant(email: string, password: string, meta: RequestMeta): Promise<IssuedSession> {
     const normalized = email.trim().toLowerCase();
-    const keys: ThrottleKey[] = [accountKey(normalized), `address:${meta.ip}`];
+    const keys: ThrottleKey[] = [d.throttle.accountKey(normalized), `address:${meta.ip}`];
     const release = d.throttle.admit(keys);
     let started: ReturnType<typeof startSession> | undefined;
     let user: User | undefined;

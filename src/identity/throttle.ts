@@ -1,5 +1,5 @@
+import { createHmac } from 'node:crypto';
 import type { Clock } from '../clock.ts';
-import { sha256Hex } from '../crypto.ts';
 import { throttled } from '../errors.ts';
 import type { ThrottleRepo } from './throttle-repo.ts';
 
@@ -11,13 +11,6 @@ export interface ThrottlePolicy {
 
 export type ThrottleKey = `account:${string}` | `address:${string}` | `client:${string}`;
 
-/**
- * The throttle key of a user account: a digest of its e-mail, lower case (sign-in, password changes
- * and resets count on it alike). A digest, so that what someone typed as their e-mail — a password,
- * at times — is not kept in the database.
- */
-export const accountKey = (email: string): ThrottleKey => `account:${sha256Hex(email.trim().toLowerCase())}`;
-
 export type SignInThrottle = ReturnType<typeof createSignInThrottle>;
 
 /**
@@ -26,7 +19,7 @@ export type SignInThrottle = ReturnType<typeof createSignInThrottle>;
  * it, attempts are refused with 429 + Retry-After until the window ends — without checking the
  * password, so a throttled attacker learns nothing. The lockout is always time-bound.
  */
-export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: ThrottlePolicy) {
+export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: ThrottlePolicy, keySecret: Buffer) {
   const windowMs = policy.windowSeconds * 1000;
   const limitOf = (key: ThrottleKey) => (key.startsWith('address:') ? policy.maxFailuresPerAddress : policy.maxFailuresPerAccount);
   /** Attempts admitted and still being checked, per key: each may still become a failure. */
@@ -45,7 +38,16 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
     if (wait > 0) throw throttled(wait / 1000, `Too many ${what}; try again in ${Math.ceil(wait / 1000)} seconds.`);
   }
 
+  /**
+   * The throttle key of a user account: a keyed digest (HMAC-SHA256 with a secret of the
+   * installation) of its e-mail, lower case — sign-in, password changes and resets count on it
+   * alike. Keyed, so that what someone typed as their e-mail, a password at times, can be read
+   * back from the table neither as it is nor by trying a dictionary of digests.
+   */
+  const accountKey = (email: string): ThrottleKey => `account:${createHmac('sha256', keySecret).update(email.trim().toLowerCase()).digest('base64url')}`;
+
   return {
+    accountKey,
     assertAllowed,
     /**
      * Admits one attempt whose check takes time (a bcrypt compare): it counts as a possible

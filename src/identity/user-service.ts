@@ -10,7 +10,7 @@ import type { Caller, User } from './model.ts';
 import type { PasswordHasher } from './passwords.ts';
 import { checkPasswordPolicy, passwordPolicyProblem } from './passwords.ts';
 import type { SessionsRepo } from './sessions-repo.ts';
-import { accountKey, type SignInThrottle, type ThrottleKey } from './throttle.ts';
+import type { SignInThrottle, ThrottleKey } from './throttle.ts';
 import type { UsersRepo } from './users-repo.ts';
 
 export interface UserDeps {
@@ -72,7 +72,7 @@ export function createUserService(d: UserDeps) {
       if (patch.password !== undefined) {
         if (patch.currentPassword === undefined) throw invalidField('currentPassword', 'is required to change the password');
         const current = requireUser(userId);
-        const keys: ThrottleKey[] = [accountKey(current.email), `address:${by.ip}`];
+        const keys: ThrottleKey[] = [d.throttle.accountKey(current.email), `address:${by.ip}`];
         const release = d.throttle.admit(keys, 'wrong passwords');
         try {
           if (!(await d.hasher.verify(patch.currentPassword, current.passwordHash))) {
@@ -160,7 +160,7 @@ export function createUserService(d: UserDeps) {
         // a password set by an administrator (or `user passwd`) lifts the account's sign-in
         // throttle: the guesses counted there were against a password that is gone, and the reset
         // is how a locked-out user gets back in before the window ends
-        if (passwordHash) d.throttle.recordSuccess(accountKey(u.email));
+        if (passwordHash) d.throttle.recordSuccess(d.throttle.accountKey(u.email));
         const changes: Record<string, unknown> = {};
         for (const k of ['name', 'superuser', 'disabled'] as const) if (u[k] !== next[k]) changes[k] = { from: u[k], to: next[k] };
         if (passwordHash) changes.passwordReset = true;
