@@ -108,7 +108,8 @@ const hostList: Parse<string[]> = (raw, name) => {
 const listenHost: Parse<string> = (raw, name) => {
   const h = raw.trim().replace(/^\[(.*)\]$/, '$1');
   if (h === '') return DEFAULTS.host;
-  if (isIP(h) || /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.?$/.test(h)) return h;
+  // (an underscore too: Docker Compose names services so)
+  if (isIP(h) || /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?\.)*[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?\.?$/.test(h)) return h;
   throw new ConfigError(`${name} must be an IP address or a host name of this machine (0.0.0.0 for all; no scheme, port or path), got "${raw}"`);
 };
 /** Browser origins (`https://crm.example.org`, with a port if not the scheme's), or `*` for any; a trailing / is dropped. */
@@ -305,6 +306,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
   if (!cfg.baseUrl) {
     const host = c.host === '0.0.0.0' || c.host === '::' ? 'localhost' : c.host.includes(':') ? `[${c.host}]` : c.host;
     c.baseUrl = `${c.tlsCert ? 'https' : 'http'}://${host}:${c.port}`;
+    // a HOST no URL can hold (an IPv6 address with a zone, fe80::1%eth0) needs BASE_URL said outright
+    if (!URL.canParse(c.baseUrl)) throw new ConfigError(`HOST ${c.host} cannot be written in a URL; set BASE_URL to the service's public URL`);
   }
   if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError('TLS_CERT and TLS_KEY must be set together');
   for (const [name, file] of [['TLS_CERT', c.tlsCert], ['TLS_KEY', c.tlsKey]] as const) {
