@@ -305,6 +305,14 @@ C('backup by a user who may not read the data folder says so (permission denied 
   const r = spawnSync(process.execPath, [MAIN, 'backup', join(out, 'c.db')], { env: { ...baseEnv, ...env, HOME: out }, encoding: 'utf8', timeout: 60_000, uid: 65534, gid: 65534 });
   assert.is(r.status, 2, r.stderr);
   assert.match(r.stderr, /permission denied on .*contact-ledger\.db: /);
+  // the data readable to that user, the destination folder not writable by them: named as such (it was Node's bare EACCES, exit 1)
+  chmodSync(join(data, 'contact-ledger.db'), 0o644);
+  for (const f of ['contact-ledger.db-wal', 'contact-ledger.db-shm']) if (existsSync(join(data, f))) chmodSync(join(data, f), 0o666);
+  const closed = tempDir();
+  chmodSync(closed, 0o755);
+  const d = spawnSync(process.execPath, [MAIN, 'backup', join(closed, 'd.db')], { env: { ...baseEnv, ...env, HOME: out }, encoding: 'utf8', timeout: 60_000, uid: 65534, gid: 65534 });
+  assert.is(d.status, 2, d.stderr);
+  assert.match(d.stderr, new RegExp(`permission denied on ${closed.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: choose a folder this user may write`));
 });
 
 C.run();

@@ -45,6 +45,12 @@ export const backupCommand: Command = {
     for (const [path, mode] of [[file, constants.R_OK], [`${file}-wal`, constants.R_OK], [`${file}-shm`, constants.R_OK | constants.W_OK]] as const) {
       if (existsSync(path) && !mayAccess(path, mode)) return denied(path);
     }
+    // the folder the copy goes to: one this user may not write is said as such too, before anything is read
+    const destDir = dirname(dest);
+    if (existsSync(destDir) && !mayAccess(destDir, constants.W_OK | constants.X_OK)) {
+      io.err(`contact-ledger backup: permission denied on ${destDir}: choose a folder this user may write, or run the command as a user who may write it`);
+      return EXIT_USAGE;
+    }
     let source;
     try {
       source = openBackupSource(file);
