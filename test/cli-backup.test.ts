@@ -250,6 +250,11 @@ C('serve refuses a damaged database and an unusable data folder with exit 1 and 
   const damaged = sha(live);
   assert.match(run(['serve'], { ...env, PORT: '0' }).stderr, /not a contact-ledger database or is damaged/);
   assert.equal([sha(live), readFileSync(`${live}-wal`, 'utf8')], [damaged, 'what was left of its log'], 'serve left it as it was, its -wal too');
+  // a backup first, as an operator would: refused, and the damaged database and its -wal left as they were (a tester's backup took the -wal)
+  const before = await cli(['backup', join(dir, 'of-damaged.db')], env);
+  assert.is(before.status, 1, before.stderr);
+  assert.equal([sha(live), readFileSync(`${live}-wal`, 'utf8')], [damaged, 'what was left of its log'], 'backup left it as it was, its -wal too');
+  assert.not.ok(existsSync(join(dir, 'of-damaged.db')));
   const restored = await cli(['restore', good], env);
   assert.is(restored.status, 0, restored.stderr);
   const kept = /kept as (\S+) \(as it was: it could not be read/.exec(restored.stdout)?.[1];

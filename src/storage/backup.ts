@@ -108,13 +108,15 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
 
 /**
  * Opens the live database of a data folder as the source of an online backup, whether or not a
- * server holds it: a connection of its own that only reads. Throws BackupError when the file is
- * not a contact-ledger database.
+ * server holds it: a connection of its own that only reads — read-only, so that closing it never
+ * folds the -wal into the file and drops it, as the last connection that may write does (a
+ * tester's backup of a damaged database, the server stopped, took its -wal with it). Throws
+ * BackupError when the file is not a contact-ledger database.
  */
 export function openBackupSource(file: string): Database.Database {
   let raw: Database.Database | undefined;
   try {
-    raw = new Database(file, { fileMustExist: true });
+    raw = new Database(file, { readonly: true, fileMustExist: true });
     raw.pragma('busy_timeout = 5000');
     const tables = raw.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('schema_migrations', 'users')").pluck().get();
     if (tables !== 2) throw new Error('it is not a contact-ledger database');
