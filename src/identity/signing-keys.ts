@@ -148,9 +148,12 @@ export function rotateSigningKeys(dataDir: string, now: number = Date.now()): { 
     const raw = readKeyFile(path);
     const kept = raw.keys.filter((k) => mayVerifyLiveTokens(k, now));
     writeKeyFile(dataDir, { keys: [...kept, fresh] });
-    if (readKeyFile(path).keys.some((k) => k.kid === fresh.kid) || attempt === 2) {
+    if (readKeyFile(path).keys.some((k) => k.kid === fresh.kid)) {
       const signing = kept.findLast((k) => k.signingFrom && !k.retiredAt);
       return { kid: fresh.kid, retired: raw.keys.filter((k) => !kept.includes(k)).map((k) => k.kid), ...(signing && signing !== kept[kept.length - 1] ? { signing: signing.kid } : {}) };
     }
+    // never "new signing key kX" for a key that is not in the file (a tester's racing rotations:
+    // after a compromise the operator would believe the old key gone)
+    if (attempt === 2) throw new StartupError(`could not add a signing key to ${path}: another process kept writing it (a rotation or a server starting); run keys rotate again`);
   }
 }
