@@ -106,7 +106,9 @@ const hostList: Parse<string[]> = (raw, name) => {
 };
 /** A host name or IP address to listen on (`[::1]` as ::1); empty, as unit templates leave it, is the default. */
 const listenHost: Parse<string> = (raw, name) => {
-  const h = raw.trim().replace(/^\[(.*)\]$/, '$1');
+  const trimmed = raw.trim();
+  // brackets hold an IPv6 address only ([::1]); [127.0.0.1] is no address
+  const h = /^\[.*\]$/.test(trimmed) && isIP(trimmed.slice(1, -1)) === 6 ? trimmed.slice(1, -1) : trimmed;
   if (h === '') return DEFAULTS.host;
   // (an underscore too: Docker Compose names services so)
   if (isIP(h) || /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?\.)*[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?\.?$/.test(h)) return h;

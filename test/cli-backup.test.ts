@@ -276,6 +276,10 @@ C('serve refuses a damaged database and an unusable data folder with exit 1 and 
   const nodb = await cli(['backup', join(dir, 'x.db')], { CONTACT_LEDGER_DATA: tempDir() });
   assert.is(nodb.status, 1);
   assert.match(nodb.stderr, /there is no database in/);
+  // a file where the data folder should be: a configuration error, as serve says (it was "there is no database", exit 1)
+  const notAFolder = await cli(['backup', join(dir, 'y.db')], { CONTACT_LEDGER_DATA: file });
+  assert.is(notAFolder.status, 2, notAFolder.stderr);
+  assert.match(notAFolder.stderr, /data folder .*a-file is not usable \(ENOTDIR/);
 });
 
 

@@ -134,6 +134,7 @@ C('bad configuration values stop with exit code 2 and name the setting', () => {
     [{ HOST: 'http://127.0.0.1' }, [], /HOST must be an IP address or a host name/],
     [{ HOST: 'a b' }, [], /HOST must be an IP address or a host name/],
     [{ HOST: 'fe80::1%lo' }, [], /HOST fe80::1%lo cannot be written in a URL; set BASE_URL/],
+    [{ HOST: '[127.0.0.1]' }, [], /HOST must be an IP address or a host name/],
     [{ CORS_ORIGINS: 'not a url' }, [], /CORS_ORIGINS: "not a url" is not an origin/],
     [{ CORS_ORIGINS: 'https://crm.example.org/app' }, [], /CORS_ORIGINS: "https:\/\/crm\.example\.org\/app" is not an origin/],
     [{ PORT_FILE: '/etc/hostname' }, [], /PORT_FILE is not read: only secrets are read from a file/],

@@ -541,7 +541,7 @@ S('a database whose pages only quick_check finds damaged is refused with its -wa
   bytes.fill(0xa5, 40 * page, 41 * page); // a data page: the header and the schema read fine
   writeFileSync(copy, bytes);
   const wal = readFileSync(`${copy}-wal`);
-  assert.throws(() => openDb(copy), (e: Error) => e instanceof StartupError && /damaged/.test(e.message) && /restore a backup/.test(e.message));
+  assert.throws(() => openDb(copy), (e: Error) => e instanceof StartupError && /damaged/.test(e.message) && /restore a backup/.test(e.message) && !e.message.includes('\n'), 'one line, however many pages are damaged');
   assert.ok(existsSync(`${copy}-wal`), 'the -wal is still there');
   assert.ok(readFileSync(`${copy}-wal`).equals(wal), 'as it was');
   assert.ok(readFileSync(copy).equals(bytes), 'and the database too');

@@ -37,6 +37,11 @@ export const backupCommand: Command = {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EACCES' || code === 'EPERM') return denied(firstClosedFolder(file) ?? file);
+      if (code === 'ENOTDIR' && existsSync(config.dataDir)) {
+        // a file in the data folder's place: a configuration error (exit 2), as for serve
+        io.err(`contact-ledger backup: data folder ${config.dataDir} is not usable (ENOTDIR: a file, not a folder); set CONTACT_LEDGER_DATA to the server's data folder`);
+        return EXIT_USAGE;
+      }
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
       io.err(`contact-ledger backup: there is no database in ${config.dataDir} (set CONTACT_LEDGER_DATA or --data)`);
       return EXIT_FAILURE;

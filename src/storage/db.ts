@@ -248,7 +248,11 @@ export function unreadableDatabase(file: string, opts: { quickCheck?: boolean } 
     db.prepare('SELECT count(*) FROM sqlite_master').get();
     if (opts.quickCheck) {
       const result = db.pragma('quick_check', { simple: true });
-      if (result !== 'ok') return `database disk image is malformed (quick_check: ${String(result)})`;
+      if (result !== 'ok') {
+        // its first finding, and how many more: a line, not one per damaged page
+        const findings = String(result).split('\n');
+        return `database disk image is malformed (quick_check: ${findings[0]}${findings.length > 1 ? `, and ${findings.length - 1} more` : ''})`;
+      }
     }
     return undefined;
   } catch (err) {
