@@ -6,7 +6,7 @@ import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import type { Db } from '../storage/db.ts';
 import { SORTS, type ContactFilter, type ContactPosition, type ContactSort } from './contacts-list-repo.ts';
-import { downloadPosition, positionOf, type ContactsRepo, type DownloadRow } from './contacts-repo.ts';
+import { downloadPosition, nextTurn, positionOf, type ContactsRepo, type DownloadRow } from './contacts-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
 import type { Contact, LedgerDataOwner } from './model.ts';
 import { ledgerLookup } from './require-ledger.ts';
@@ -53,8 +53,6 @@ function decodePosition(cursors: Cursors, ledgerId: string, cursor: string | und
 const encodePosition = (cursors: Cursors, ledgerId: string, p: ContactPosition, sort: ContactSort, filter: ContactFilter) => cursors.encode(listOf(ledgerId, sort, filter), [p.value, p.seq, p.nulls ? 1 : 0]);
 
 export const DOWNLOAD_PAGE = 1000;
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Contacts of a ledger (SPEC §4): read, list with filters, delete, download. */
 export function createContactService(d: ContactServiceDeps) {

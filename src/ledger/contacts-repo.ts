@@ -153,7 +153,8 @@ function nextWindow(rows: number, ms: number, s: ScanSteps): number {
   return Math.max(s.minRows, Math.min(s.maxRows, rows * 4, Math.max(Math.floor(rows / 4), fit)));
 }
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** A turn of the event loop (other requests are served) before the next step of a long read. */
+export const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The SQL functions the list's conditions call (contacts-list-repo.ts whereOf), on a connection. */
 function addListFunctions(conn: Db): void {
