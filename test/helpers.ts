@@ -155,6 +155,8 @@ export async function startApp(
     dataDir?: string;
     extend?: (app: Koa) => void;
     noScheduler?: boolean;
+    /** Periodic and start-up tasks the scheduler leaves out (a test that runs them itself). */
+    withoutTasks?: readonly string[];
     /** The built web application to serve at / (default: none, so tests do not depend on a build). */
     webDir?: string;
     /** How long a feed chunk takes records (0: one record a chunk). */
@@ -173,7 +175,7 @@ export async function startApp(
   const clock = opts.clock ?? new ManualClock(Date.now());
   const rt = await openRuntime(config, { clock, log: createLogger('info', sink), feedChunkDeadlineMs: opts.feedChunkDeadlineMs });
   const { app, routers } = buildApp(rt, { webDir: opts.webDir ?? join(dataDir, 'no-web-app'), extend: opts.extend });
-  if (!opts.noScheduler) rt.scheduler.start();
+  if (!opts.noScheduler) rt.scheduler.start({ except: opts.withoutTasks });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
     // The test and the server share this process's event loop. A test that holds it for seconds

@@ -571,6 +571,29 @@ S('a periodic task never overlaps itself (D4 f)', async () => {
   db.close();
 });
 
+S('start() runs the tasks it is told to: `tasks` names the ones to run, `except` the ones left out; an unknown name is refused', async () => {
+  const ran: string[] = [];
+  const started = async (opts: Parameters<ReturnType<typeof createScheduler>['start']>[0]) => {
+    const db = freshDb();
+    const scheduler = createScheduler({ db, queue: createQueue(db, { now: () => Date.now() }), log: quiet, runners: {} });
+    for (const name of ['inbox', 'sets', 'hooks']) scheduler.onStart(name, () => void ran.push(name));
+    ran.length = 0;
+    try {
+      scheduler.start(opts);
+      for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+      return [...ran].sort();
+    } finally {
+      await scheduler.stop();
+      db.close();
+    }
+  };
+  assert.equal(await started({}), ['hooks', 'inbox', 'sets']);
+  assert.equal(await started({ except: ['inbox'] }), ['hooks', 'sets']);
+  assert.equal(await started({ tasks: ['inbox', 'sets'], except: ['sets'] }), ['inbox']);
+  const refused = await started({ except: ['inbx'] }).then(() => null, (err: Error) => err.message);
+  assert.is(refused, 'no task named "inbx"');
+});
+
 S('chunk sizes follow the measured cost: about CHUNK_BUDGET_MS per chunk, growing at most 2× a chunk, within bounds', () => {
   const sizer = new ChunkSizer(100);
   assert.is(sizer.next(), 100);

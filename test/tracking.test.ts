@@ -12,7 +12,7 @@ import { createSettingsRepo } from '../src/storage/settings-repo.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { FeedListing } from '../src/tracking/feed-listing.ts';
 import { createPeopleRepo } from '../src/tracking/people-repo.ts';
-import { inboxName } from '../src/tracking/feed-files.ts';
+import { INBOX_TASK, inboxName } from '../src/tracking/feed-files.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
 import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type Response, type TestApp, type World } from './helpers.ts';
 
@@ -1509,7 +1509,8 @@ S.run();
 // ── inbox and daily change sets ──────────────────────────────────────────
 const I = suite<Ctx>('inbox and daily change sets');
 I.before(async (ctx) => {
-  ctx.t = await startApp();
+  // the tests scan the inbox themselves, look by look: the 2-second poll would take a file a look early
+  ctx.t = await startApp({ withoutTasks: [INBOX_TASK] });
   ctx.w = await seedWorld(ctx.t);
 });
 I.after(async (ctx) => ctx.t.close());
@@ -1742,6 +1743,10 @@ I('an inbox file is never stranded in processing/: a failed registration puts it
   assert.is(feeds.recoverInbox(), 1);
   assert.ok(existsSync(join(inbox, 'crashed.jsonl')));
   assert.equal(readdirSync(join(inbox, 'processing')), []);
+  // both are taken like any other file: two looks at files that stopped changing
+  utimesSync(join(inbox, 'crashed.jsonl'), old, old);
+  assert.is(await feeds.scanInbox(), 0, 'first look at both');
+  assert.is(await feeds.scanInbox(), 2, 'stuck.jsonl and crashed.jsonl');
   assert.is(await settled(t, 'stuck.jsonl'), 'done');
   assert.is(await settled(t, 'crashed.jsonl'), 'done');
 });

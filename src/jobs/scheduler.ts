@@ -186,12 +186,13 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
      * and start-up tasks to run (default: all of them): a command-line `import` or `feed` runs jobs
      * and nothing else — webhook deliveries, backups, retention and change sets are the server's,
      * made with its configuration (a command run without the server's WEBHOOK_ALLOW_* would have
-     * used up deliveries' attempts).
+     * used up deliveries' attempts). `except` names tasks to leave out of all of them (a test that
+     * runs the inbox poll itself, so no cron tick races it).
      */
-    start(opts: { tasks?: readonly string[] } = {}): void {
+    start(opts: { tasks?: readonly string[]; except?: readonly string[] } = {}): void {
       if (started) return;
-      const wanted = (name: string) => !opts.tasks || opts.tasks.includes(name);
-      for (const name of opts.tasks ?? []) {
+      const wanted = (name: string) => (!opts.tasks || opts.tasks.includes(name)) && !opts.except?.includes(name);
+      for (const name of [...(opts.tasks ?? []), ...(opts.except ?? [])]) {
         if (!periodic.some((p) => p.name === name) && !startHooks.some((h) => h.name === name)) throw new Error(`no task named "${name}"`);
       }
       started = true;
