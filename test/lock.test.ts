@@ -3,10 +3,11 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DataDirLockedError, lockDataDir } from '../src/storage/lock.ts';
+import { StartupError } from '../src/storage/db.ts';
 import { tempDir, until } from './helpers.ts';
 
 const K = suite('data folder lock');
@@ -26,6 +27,33 @@ K('the lock holds the pid (and its start time), refuses a second holder, and goe
   assert.throws(() => lockDataDir(dir), /already open in this process/);
   lock.release();
   assert.not.ok(existsSync(lockFile(dir)));
+});
+
+K('a folder or a symbolic link where the lock file should be is refused, saying what it is, and left as it is', () => {
+  const cases: [string, (file: string) => void, string][] = [
+    ['a folder', (f) => mkdirSync(f), 'a folder'],
+    ['a dangling link', (f) => symlinkSync('/nonexistent/contact-ledger.lock', f), 'a symbolic link'],
+    ['a link to a stale lock', (f) => {
+      writeFileSync(`${f}.elsewhere`, '999999999\n');
+      symlinkSync(`${f}.elsewhere`, f);
+    }, 'a symbolic link'],
+  ];
+  for (const [what, plant, said] of cases) {
+    const dir = tempDir();
+    plant(lockFile(dir));
+    const err = (() => {
+      try {
+        lockDataDir(dir).release();
+        return undefined;
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    assert.instance(err, StartupError, what);
+    assert.is(err!.message, `cannot read ${lockFile(dir)}: it is ${said}, not a lock file; remove it while no contact-ledger runs`, what);
+    assert.ok(lstatSync(lockFile(dir)).isDirectory() || lstatSync(lockFile(dir)).isSymbolicLink(), `${what}: left as it is`);
+    assert.equal(readdirSync(dir).filter((n) => n.startsWith('contact-ledger.lock.') && !n.endsWith('.elsewhere')), [], `${what}: nothing of this process's left behind`);
+  }
 });
 
 K('a live owner keeps the folder: DataDirLockedError naming its pid', () => {

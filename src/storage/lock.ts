@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fstatSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { StartupError } from './db.ts';
 
@@ -91,14 +91,34 @@ const MAX_GENERATIONS = 100;
 const pauseArray = new Int32Array(new SharedArrayBuffer(4));
 const pauseMs = (ms: number) => Atomics.wait(pauseArray, 0, 0, ms);
 
-/** The lock file as it is now: its inode (which file it is) and its owner; undefined when there is none. */
+/** What stands where the lock file should be, when it is not a file: said in the refusal. */
+function notAFile(file: string): string | undefined {
+  try {
+    const st = lstatSync(file);
+    if (st.isFile()) return undefined;
+    return st.isDirectory() ? 'a folder' : st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file';
+  } catch {
+    return undefined; // gone meanwhile: inspect says so
+  }
+}
+
+/**
+ * The lock file as it is now: its inode (which file it is) and its owner; undefined when there is
+ * none. Anything else in its place (a folder, a symbolic link: this process never makes either) is
+ * refused with what it is, not taken for a lock nor removed.
+ */
 function inspect(file: string): { ino: bigint; owner: { pid: number; started: string | undefined } | undefined } | undefined {
   let fd: number;
   try {
-    fd = openSync(file, 'r');
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    throw new StartupError(`cannot read ${file}: ${notAFile(file) ? `it is ${notAFile(file)}, not a lock file; remove it while no contact-ledger runs` : (err as Error).message}`);
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new StartupError(`cannot read ${file}: it is ${notAFile(file) ?? 'not a regular file'}, not a lock file; remove it while no contact-ledger runs`);
   }
   try {
     // the inode and the text of one and the same file, whatever happens to the name meanwhile
