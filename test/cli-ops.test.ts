@@ -3,14 +3,12 @@
 // with a clear message, the right exit code and no damage to existing data. Backup and restore:
 // test/cli-backup.test.ts.
 import * as assert from 'uvu/assert';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import { csvForm, ID, LEDGER, request, tempDir, until } from './helpers.ts';
+import { csvForm, ID, LEDGER, request, tempDir } from './helpers.ts';
 import { baseEnv, MAIN } from './child-server.ts';
 import { EMAIL, PASSWORD, COMMANDS, cli, run, runAsync, sha, csv, client, ended, operatorSuite, start, stop, jobEnd, serverWithLedger } from './operator-helpers.ts';
 
@@ -186,56 +184,6 @@ C('import and feed from the command line leave webhook deliveries to the server,
     await stop(s2);
   } finally {
     receiver.close();
-  }
-});
-
-C('feed <file> with no server running: SIGINT or SIGTERM hands the job back with its progress (as import does) and releases the folder; the server finishes it', async () => {
-  // A tester's case: the feed exited at once (130/143), leaving the lock, the -wal not checkpointed
-  // and its job processing under its lease.
-  const data = tempDir();
-  const env = { ...baseEnv, CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ops@example.com', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase 42' };
-  const RECORDS = 60_000;
-  const file = join(data, '..', 'many.jsonl');
-  const lines: string[] = [];
-  for (let i = 0; i < RECORDS; i++) lines.push(JSON.stringify({ email: `p${i}@x.test`, name: `Person ${i}`, company: `Co ${i % 50}`, title: 'Engineer' }));
-  writeFileSync(file, `${lines.join('\n')}\n`);
-  const ids: string[] = [];
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    const child = spawn(process.execPath, [MAIN, 'feed', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let err = '';
-    child.stderr!.on('data', (d: Buffer) => (err += d));
-    const exit = once(child, 'exit');
-    try {
-      await until('records taken in', () => /many\.jsonl: \d+ records/.test(err) || child.exitCode !== null, undefined, 90_000);
-    } finally {
-      child.kill(sig);
-    }
-    const [code] = await exit;
-    assert.is(code, 1, `${sig}: ${err}`);
-    const m = /(feed_[0-9a-z]+): interrupted after (\d+) records; the job keeps its progress and the server finishes it when it starts/.exec(err);
-    assert.ok(m, `${sig}: ${err}`);
-    ids.push(m![1]!);
-    assert.not.ok(existsSync(join(data, 'contact-ledger.lock')), `${sig}: the lock is released`);
-    const wal = join(data, 'contact-ledger.db-wal');
-    assert.ok(!existsSync(wal) || statSync(wal).size === 0, `${sig}: the -wal is checkpointed`);
-    const db = new Database(join(data, 'contact-ledger.db'), { readonly: true });
-    const job = db.prepare('SELECT j.status, j.lease_owner, f.received FROM jobs j JOIN feed_jobs f USING (id) WHERE id = ?').get(m![1]) as { status: string; lease_owner: string | null; received: number };
-    db.close();
-    assert.equal({ status: job.status, lease_owner: job.lease_owner }, { status: 'pending', lease_owner: null }, `${sig}: handed back`);
-    assert.ok(job.received > 0 && job.received < RECORDS, `${sig}: kept its progress (${job.received})`);
-  }
-  const s = await start({ CONTACT_LEDGER_DATA: data });
-  try {
-    const db = new Database(join(data, 'contact-ledger.db'), { readonly: true });
-    try {
-      const read = () => db.prepare('SELECT j.status, f.received FROM jobs j JOIN feed_jobs f USING (id) WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as { status: string; received: number }[];
-      const done = await until('the server finishes both', read, (rows) => rows.every((r) => r.status === 'completed' || r.status === 'failed'), 120_000);
-      assert.equal(done, ids.map(() => ({ status: 'completed', received: RECORDS })));
-    } finally {
-      db.close();
-    }
-  } finally {
-    await stop(s);
   }
 });
 
