@@ -15,10 +15,10 @@ const C = operatorSuite('commands interrupted');
 
 /**
  * Runs the command, sends it `sig` once `started` matches its stderr, and checks what it leaves: exit
- * 1 with `said` (whose group 1 is the job id), no lock, an empty -wal, the job pending with no
- * lease. Returns the job id.
+ * 1 with `said` (its groups: the job id, the progress it reports), no lock, an empty -wal, the job
+ * pending with no lease. Returns the job id and the progress reported.
  */
-async function interrupt(data: string, env: Record<string, string>, args: string[], sig: 'SIGINT' | 'SIGTERM', started: RegExp, said: RegExp): Promise<string> {
+async function interrupt(data: string, env: Record<string, string>, args: string[], sig: 'SIGINT' | 'SIGTERM', started: RegExp, said: RegExp): Promise<{ id: string; reported: number }> {
   const child = spawn(process.execPath, [MAIN, ...args], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d));
@@ -42,7 +42,7 @@ async function interrupt(data: string, env: Record<string, string>, args: string
   } finally {
     db.close();
   }
-  return m![1]!;
+  return { id: m![1]!, reported: Number(m![2]) };
 }
 
 /** Starts a server on the folder and waits until it has finished the jobs `ids`; returns the rows of `sql` (given the ids as JSON), one a job. */
@@ -69,11 +69,12 @@ C('import <file> with no server running: SIGINT or SIGTERM hands the job back wi
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     const file = join(tempDir(), `${sig}.csv`);
     writeFileSync(file, csv(ROWS).replaceAll(',ref-', `,${sig}-`)); // reference ids of its own: none a duplicate of the other file's
-    const id = await interrupt(data, env, ['import', orgId, ledgerId, file], sig, /imp_[0-9a-z]+: [1-9]\d*\/60000/, /(imp_[0-9a-z]+): interrupted after (\d+) of 60000 rows; the job keeps its progress and the server finishes it when it starts/);
+    const { id, reported } = await interrupt(data, env, ['import', orgId, ledgerId, file], sig, /imp_[0-9a-z]+: [1-9]\d*\/60000/, /(imp_[0-9a-z]+): interrupted after (\d+) of 60000 rows; the job keeps its progress and the server finishes it when it starts/);
     const db = new Database(join(data, 'contact-ledger.db'), { readonly: true });
     const kept = db.prepare('SELECT imported FROM import_jobs WHERE id = ?').pluck().get(id) as number;
     db.close();
     assert.ok(kept > 0 && kept < ROWS, `${sig}: kept its progress (${kept})`);
+    assert.is(reported, kept, `${sig}: the progress it reports is what the job kept`);
     ids.push(id);
   }
   const done = await finished(data, ids, 'SELECT j.status, i.imported, i.duplicates, i.invalid FROM json_each(?) e JOIN jobs j ON j.id = e.value JOIN import_jobs i ON i.id = j.id ORDER BY e.key');
@@ -98,11 +99,12 @@ C('feed <file> with no server running: SIGINT or SIGTERM hands the job back with
   writeFileSync(file, `${lines.join('\n')}\n`);
   const ids: string[] = [];
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    const id = await interrupt(data, env, ['feed', file], sig, /many\.jsonl: \d+ records/, /(feed_[0-9a-z]+): interrupted after (\d+) records; the job keeps its progress and the server finishes it when it starts/);
+    const { id, reported } = await interrupt(data, env, ['feed', file], sig, /many\.jsonl: \d+ records/, /(feed_[0-9a-z]+): interrupted after (\d+) records; the job keeps its progress and the server finishes it when it starts/);
     const db = new Database(join(data, 'contact-ledger.db'), { readonly: true });
     const kept = db.prepare('SELECT received FROM feed_jobs WHERE id = ?').pluck().get(id) as number;
     db.close();
     assert.ok(kept > 0 && kept < RECORDS, `${sig}: kept its progress (${kept})`);
+    assert.is(reported, kept, `${sig}: the progress it reports is what the job kept`);
     ids.push(id);
   }
   const done = await finished(data, ids, 'SELECT j.status, f.received FROM json_each(?) e JOIN jobs j ON j.id = e.value JOIN feed_jobs f ON f.id = j.id ORDER BY e.key');

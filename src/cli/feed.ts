@@ -127,13 +127,12 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
     await syncToDisk(feedsDir(config.dataDir));
     rt.tracking.feeds.createFeed('cli', stored, basename(file), format, null, id);
     rt.scheduler.start({ tasks: [] });
-    let received = 0;
     return await waitForOwnJob(
       io,
       stop,
+      rt.scheduler,
       () => {
         const f = rt.tracking.feeds.get(id);
-        received = f.received;
         bar.update(f.received, undefined, `records, ${f.invalid} invalid, ${f.jobChanges} job changes, ${f.infoChanges} info changes`);
         if (f.status !== 'completed' && f.status !== 'failed') return undefined;
         bar.done();
@@ -147,7 +146,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
       },
       () => {
         bar.done();
-        return `${id}: interrupted after ${received} records; the job keeps its progress and the server finishes it when it starts`;
+        return `${id}: interrupted after ${rt.tracking.feeds.get(id).received} records; the job keeps its progress and the server finishes it when it starts`;
       },
     );
   } finally {

@@ -35,14 +35,14 @@ export const importCommand: Command = {
       if (job.status !== 'failed') io.err(`${job.id}: importing ${job.submitted} rows of ${basename(file)} into ${ledgerId}`); // failed: a file that cannot be read
       rt.scheduler.start({ tasks: [] }); // jobs only: webhook deliveries and the rest wait for the server
       const bar = progress(io, job.id);
-      let processed = 0;
+      const processed = (s: { imported: number; duplicates: number; invalid: number }) => s.imported + s.duplicates + s.invalid;
       return await waitForOwnJob(
         io,
         stop,
+        rt.scheduler,
         () => {
           const s = rt.ledger.imports.get(orgId, ledgerId, job.id);
-          processed = s.imported + s.duplicates + s.invalid;
-          bar.update(processed, s.submitted, `${s.imported} imported, ${s.duplicates} duplicates, ${s.invalid} invalid`);
+          bar.update(processed(s), s.submitted, `${s.imported} imported, ${s.duplicates} duplicates, ${s.invalid} invalid`);
           if (s.status !== 'completed' && s.status !== 'failed') return undefined;
           bar.done();
           const summary = `${s.id} ${s.status}: ${s.submitted} rows, ${s.imported} imported, ${s.duplicates} duplicates, ${s.invalid} invalid`;
@@ -55,7 +55,7 @@ export const importCommand: Command = {
         },
         () => {
           bar.done();
-          return `${job.id}: interrupted after ${processed} of ${job.submitted} rows; the job keeps its progress and the server finishes it when it starts`;
+          return `${job.id}: interrupted after ${processed(rt.ledger.imports.get(orgId, ledgerId, job.id))} of ${job.submitted} rows; the job keeps its progress and the server finishes it when it starts`;
         },
       );
     } finally {

@@ -73,16 +73,18 @@ export function interrupted(): { signal: Promise<NodeJS.Signals>; readonly fired
 /**
  * Waits for a job that this command's own scheduler runs (the server is stopped): `check` is called
  * every 100 ms and ends the wait with the exit code it returns. On SIGINT or SIGTERM (listened to
- * from `stop`, set up before the job was made, so that a signal at any moment is seen) the wait
- * ends with `onInterrupt()` on stderr and exit code 1; the caller's `rt.close()` then hands the job
- * back with its progress (its chunk ends, the lease is released, the WAL checkpointed, the lock
- * released), and the server finishes it when it starts. Shared by `import` and `feed`.
+ * from `stop`, set up before the job was made, so that a signal at any moment is seen) the
+ * scheduler is stopped first, which hands the job back with its progress (its chunk ends, the lease
+ * is released), and only then is `onInterrupt()` written to stderr, so the progress it reads is
+ * what the job kept; exit code 1. The caller's `rt.close()` then checkpoints the WAL and releases the
+ * lock, and the server finishes the job when it starts. Shared by `import` and `feed`.
  */
-export async function waitForOwnJob(io: Io, stop: { readonly fired: boolean }, check: () => number | undefined, onInterrupt: () => string): Promise<number> {
+export async function waitForOwnJob(io: Io, stop: { readonly fired: boolean }, scheduler: { stop(): Promise<void> }, check: () => number | undefined, onInterrupt: () => string): Promise<number> {
   for (;;) {
     const code = check();
     if (code !== undefined) return code;
     if (stop.fired) {
+      await scheduler.stop();
       io.err(onInterrupt());
       return EXIT_FAILURE;
     }
