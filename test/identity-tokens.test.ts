@@ -1,7 +1,9 @@
 // Access-token verification (RELIABILITY.md A4) and signing-key handling (A8).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import fs, { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import fs, { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { generateKeyPair, SignJWT } from 'jose';
@@ -272,6 +274,31 @@ K('rotation: tokens signed before still verify, new tokens use the new kid', asy
   // once they have all expired — a token lifetime and the clock skew after a start found a newer key (t2's) — it goes
   assert.not.ok(rotateSigningKeys(dataDir, clock.now() + ttl * 1000).retired.includes(originalKid));
   assert.ok(rotateSigningKeys(dataDir, clock.now() + (ttl + 32) * 1000).retired.includes(originalKid));
+});
+
+K('rotations racing one another and servers starting beside them lose no key: each reported key is in the file (a lock on it)', async () => {
+  const dataDir = tempDir();
+  rotateSigningKeys(dataDir); // the first key, then the racers
+  const keysModule = pathToFileURL(join(import.meta.dirname, '..', 'src', 'identity', 'signing-keys.ts')).href;
+  // each child: 40 rotations, or (a server starting) 40 loads that record the signer in the file
+  const racer = (what: 'rotate' | 'load') => {
+    const code = `const m = await import(${JSON.stringify(keysModule)}); const kids = [];
+for (let i = 0; i < 40; i++) ${what === 'rotate' ? 'kids.push(m.rotateSigningKeys(process.argv[1]).kid)' : 'm.loadSigningKeys(process.argv[1], Date.now(), { tokenTtlSeconds: 3600 + i })'};
+console.log(JSON.stringify(kids));`;
+    return new Promise<string[]>((resolve, reject) => {
+      const c = spawn(process.execPath, ['--input-type=module', '-e', code, dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      c.stdout!.on('data', (d: Buffer) => (out += d));
+      c.stderr!.on('data', (d: Buffer) => (err += d));
+      c.on('exit', (status) => (status === 0 ? resolve(JSON.parse(out) as string[]) : reject(new Error(`${what} exited ${status}: ${err}`))));
+    });
+  };
+  const reported = (await Promise.all([racer('rotate'), racer('rotate'), racer('rotate'), racer('load')])).flat();
+  assert.is(reported.length, 120);
+  const inFile = new Set(JSON.parse(readFileSync(join(dataDir, 'secrets', 'jwt-keys.json'), 'utf8')).keys.map((k: { kid: string }) => k.kid));
+  assert.equal(reported.filter((kid) => !inFile.has(kid)), [], 'every key a rotation reported is in the file');
+  assert.equal(readdirSync(join(dataDir, 'secrets')).filter((n) => n.includes('.lock')), [], 'the lock is released');
 });
 
 K.run();

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { StartupError } from '../storage/db.ts';
 import { fsyncFile } from '../storage/durable-files.ts';
+import { withFileLock } from '../storage/lock.ts';
 
 /** One HS256 key. The newest key signs; every key in the file verifies. */
 export interface SigningKey {
@@ -90,6 +91,21 @@ function readKeyFile(path: string): KeyFile {
  * knows which keys may have signed tokens that are still alive.
  */
 export function loadSigningKeys(dataDir: string, now: number = Date.now(), signer?: { tokenTtlSeconds: number }): SigningKey[] {
+  return underKeyLock(dataDir, () => loadHoldingLock(dataDir, now, signer));
+}
+
+/**
+ * Every reader and writer of the key file holds its lock (`jwt-keys.json.lock`): a server starting
+ * and `keys rotate` beside it, or two rotations, each read the file, change it and write it whole,
+ * and without the lock one's write undid the other's (a tester's racing rotations lost 116–147 of
+ * ~700 new keys).
+ */
+function underKeyLock<T>(dataDir: string, fn: () => T): T {
+  mkdirSync(secretsDir(dataDir), { recursive: true, mode: 0o700 });
+  return withFileLock(keyFilePath(dataDir), fn);
+}
+
+function loadHoldingLock(dataDir: string, now: number, signer?: { tokenTtlSeconds: number }): SigningKey[] {
   const path = keyFilePath(dataDir);
   if (!existsSync(path)) writeKeyFile(dataDir, { keys: [newKey(now)] });
   const file = readKeyFile(path);
@@ -139,21 +155,13 @@ function mayVerifyLiveTokens(k: StoredKey, now: number): boolean {
  * the running or last server signed with when that is not the one replaced.
  */
 export function rotateSigningKeys(dataDir: string, now: number = Date.now()): { kid: string; retired: string[]; signing?: string } {
-  loadSigningKeys(dataDir, now); // checks the file (and makes the first key)
-  const path = keyFilePath(dataDir);
-  const fresh = newKey(now);
-  // A server at its start writes the file too (loadSigningKeys): should it have just written the
-  // file read here, that write is redone; should it write after this one, the new key is there again.
-  for (let attempt = 0; ; attempt++) {
-    const raw = readKeyFile(path);
+  return underKeyLock(dataDir, () => {
+    loadHoldingLock(dataDir, now); // checks the file (and makes the first key)
+    const raw = readKeyFile(keyFilePath(dataDir));
     const kept = raw.keys.filter((k) => mayVerifyLiveTokens(k, now));
+    const fresh = newKey(now);
     writeKeyFile(dataDir, { keys: [...kept, fresh] });
-    if (readKeyFile(path).keys.some((k) => k.kid === fresh.kid)) {
-      const signing = kept.findLast((k) => k.signingFrom && !k.retiredAt);
-      return { kid: fresh.kid, retired: raw.keys.filter((k) => !kept.includes(k)).map((k) => k.kid), ...(signing && signing !== kept[kept.length - 1] ? { signing: signing.kid } : {}) };
-    }
-    // never "new signing key kX" for a key that is not in the file (a tester's racing rotations:
-    // after a compromise the operator would believe the old key gone)
-    if (attempt === 2) throw new StartupError(`could not add a signing key to ${path}: another process kept writing it (a rotation or a server starting); run keys rotate again`);
-  }
+    const signing = kept.findLast((k) => k.signingFrom && !k.retiredAt);
+    return { kid: fresh.kid, retired: raw.keys.filter((k) => !kept.includes(k)).map((k) => k.kid), ...(signing && signing !== kept[kept.length - 1] ? { signing: signing.kid } : {}) };
+  });
 }

@@ -160,8 +160,36 @@ const liveOther = (owner: { pid: number; started: string | undefined } | undefin
  * Files left by a process killed inside these few steps (`contact-ledger.lock.*`) are harmless.
  */
 export function lockDataDir(dataDir: string): DataLock {
-  const file = join(dataDir, 'contact-ledger.lock');
-  if (held.has(file)) throw new StartupError(`the data folder ${dataDir} is already open in this process`);
+  return acquire(join(dataDir, 'contact-ledger.lock'), `the data folder ${dataDir}`, (owner) => {
+    throw new DataDirLockedError(`another contact-ledger (pid ${owner.pid}) is using the data folder ${dataDir}; stop it first`, owner.pid);
+  });
+}
+
+/**
+ * Runs `fn` holding `<file>.lock`, a lock made and taken over as the data folder's (lockDataDir),
+ * for a file that processes which do not hold the data folder also rewrite (the JWT signing keys:
+ * `keys rotate` runs beside the server). While another live process holds it, waits for it, up to
+ * `waitMs`.
+ */
+export function withFileLock<T>(file: string, fn: () => T, waitMs = 10_000): T {
+  const deadline = Date.now() + waitMs;
+  const lock = acquire(`${file}.lock`, file, (owner) => {
+    if (Date.now() >= deadline) throw new StartupError(`${file} is being changed by another process (pid ${owner.pid}) for more than ${waitMs / 1000} s; try again`);
+    pauseMs(2);
+  });
+  try {
+    return fn();
+  } finally {
+    lock.release();
+  }
+}
+
+/**
+ * Takes the lock file `file` for this process. `heldBy` is called while another live process holds
+ * it: it throws to give up, or returns to look again.
+ */
+function acquire(file: string, what: string, heldBy: (owner: { pid: number }) => void): DataLock {
+  if (held.has(file)) throw new StartupError(`${what} is already open in this process`);
   const ownStart = startTicks(process.pid);
   const mine = `${file}.${process.pid}-${randomBytes(6).toString('hex')}`;
   try {
@@ -187,7 +215,9 @@ export function lockDataDir(dataDir: string): DataLock {
       const found = inspect(file);
       if (!found) continue; // released meanwhile
       if (liveOther(found.owner)) {
-        throw new DataDirLockedError(`another contact-ledger (pid ${found.owner!.pid}) is using the data folder ${dataDir}; stop it first`, found.owner!.pid);
+        heldBy(found.owner!);
+        attempt--; // waiting for a live holder is not a failed attempt
+        continue;
       }
       const outcome = takeOver(file, found.ino, mine);
       if (outcome === 'taken') return hold(file, own);
@@ -196,7 +226,7 @@ export function lockDataDir(dataDir: string): DataLock {
   } finally {
     rmSync(mine, { force: true }); // the lock is another name of the same file
   }
-  throw new StartupError(`cannot lock the data folder ${dataDir}`);
+  throw new StartupError(`cannot lock ${what}`);
 }
 
 /** Step 1 to 3 of lockDataDir's takeover of the stale lock `ino`. */
