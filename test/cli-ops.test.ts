@@ -245,10 +245,19 @@ C('HTTPS with TLS_CERT and TLS_KEY', async () => {
   const missing = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: join(dir, 'nope.pem'), TLS_KEY: key });
   assert.is(missing.status, 2);
   assert.match(missing.stderr, /TLS_CERT: cannot read .*nope\.pem/);
+  // what no restart mends is a configuration error (2), which a service manager does not restart on
   writeFileSync(join(dir, 'garbage.pem'), 'not a certificate');
   const garbage = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: join(dir, 'garbage.pem'), TLS_KEY: key });
-  assert.is(garbage.status, 1);
+  assert.is(garbage.status, 2, garbage.stderr);
   assert.match(garbage.stderr, /TLS_CERT \/ TLS_KEY cannot be used/);
+  const otherKey = join(dir, 'other-key.pem');
+  execFileSync('openssl', ['genpkey', '-algorithm', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', otherKey], { stdio: 'ignore' });
+  const mismatched = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: cert, TLS_KEY: otherKey });
+  assert.is(mismatched.status, 2, mismatched.stderr);
+  assert.match(mismatched.stderr, /TLS_CERT \/ TLS_KEY cannot be used: .*key values mismatch/);
+  const folder = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: dir, TLS_KEY: key });
+  assert.is(folder.status, 2, folder.stderr);
+  assert.match(folder.stderr, /TLS_CERT: cannot read .*: EISDIR/);
   // TLS_KEY_FILE (systemd credentials, Docker secrets) names the key file itself; a key it cannot
   // use is refused without a word of what the file holds (a tester's key went to the journal whole)
   const byFile = await start({ CONTACT_LEDGER_DATA: join(dir, 'data'), TLS_CERT: cert, TLS_KEY_FILE: key });
@@ -258,7 +267,7 @@ C('HTTPS with TLS_CERT and TLS_KEY', async () => {
   assert.is(unreadable.status, 2);
   assert.match(unreadable.stderr, /TLS_KEY: cannot read .*nope-key\.pem/);
   const wrong = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: cert, TLS_KEY_FILE: join(dir, 'garbage.pem') });
-  assert.is(wrong.status, 1);
+  assert.is(wrong.status, 2, wrong.stderr);
   assert.not.match(wrong.stderr + wrong.stdout, /PRIVATE KEY|not a certificate/);
   assert.not.ok((wrong.stderr + wrong.stdout).includes(readFileSync(key, 'utf8').split('\n')[1]!), 'no line of the key');
 });

@@ -53,6 +53,29 @@ function listen(server: http.Server, port: number, host: string): Promise<void> 
  * Prints what the first start created, builds the application and listens; loads the bulk thread
  * when a job of it is waiting. The caller closes the runtime when this throws.
  */
+/**
+ * The certificate and key of TLS_CERT / TLS_KEY, checked to make a TLS context. A file that is not
+ * one (a folder), a PEM that does not parse, a key that does not fit the certificate: configuration
+ * errors (exit 2), which a restart does not mend — a service manager restarting on exit 1 would
+ * loop (RestartPreventExitStatus=2, operations.md).
+ */
+function usableTls(certFile: string, keyFile: string): { cert: Buffer; key: Buffer } {
+  const read = (name: string, file: string) => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new ConfigError(`${name}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  };
+  const tls = { cert: read('TLS_CERT', certFile), key: read('TLS_KEY', keyFile) };
+  try {
+    tlsContext(tls);
+  } catch (err) {
+    throw new ConfigError(`TLS_CERT / TLS_KEY cannot be used: ${(err as Error).message}`);
+  }
+  return tls;
+}
+
 async function startServing(rt: Runtime, config: Config, tls: { cert: Buffer; key: Buffer } | undefined, io: Io) {
   const { log } = rt;
   if (rt.bootstrap?.generatedPassword) {
@@ -93,14 +116,7 @@ export const serveCommand: Command = {
   takesConfig: true,
   async run(args, io: Io) {
     const config = loadConfig(io.env, args.config);
-    const tls = config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined;
-    if (tls) {
-      try {
-        tlsContext(tls);
-      } catch (err) {
-        throw new StartupError(`TLS_CERT / TLS_KEY cannot be used: ${(err as Error).message}`);
-      }
-    }
+    const tls = config.tlsCert && config.tlsKey ? usableTls(config.tlsCert, config.tlsKey) : undefined;
     // Listen for signals first: a stop requested while starting is honoured once started.
     const stopRequested = shutdownSignal();
     const rt = await openRuntime(config);
