@@ -1373,6 +1373,23 @@ T('feed Content-Encoding: gzip (declared or not) is read; br, deflate or anythin
   assert.is(jobs().n, before, 'no feed job for a refused body');
 });
 
+T('a feed declared in a charset other than UTF-8 → 415 before anything is stored (its non-ASCII records would all have been rejected); utf-8 and us-ascii are read', async ({ t, w }) => {
+  const jobs = () => t.rt.db.raw.prepare('SELECT count(*) FROM feed_jobs').pluck().get() as number;
+  const before = jobs();
+  const latin1 = Buffer.from('name,company\nJos\xe9 Ruiz,Soci\xe9t\xe9 G\xe9n\xe9rale\nBob Ray,Acme\n', 'latin1');
+  for (const [type, body] of [['text/csv; charset=iso-8859-1', latin1], ['application/json; charset=utf-16', Buffer.from('[{"name":"Ann","company":"Acme"}]', 'utf16le')], ['application/x-ndjson; charset="windows-1252"', latin1]] as const) {
+    const r = await t.call('POST', FEED, { token: w.root, raw: body, headers: { 'content-type': type } });
+    assert.is(r.status, 415, `${type}: ${r.text}`);
+    assert.is(r.body.code, 'unsupported_media_type');
+    assert.match(r.body.message, /^Send the records in UTF-8; charset=(iso-8859-1|utf-16|windows-1252) is not supported\.$/);
+  }
+  assert.is(jobs(), before, 'no feed job for a refused body');
+  for (const charset of ['utf-8', 'UTF8', 'us-ascii']) {
+    const r = await t.call('POST', FEED, { token: w.root, raw: 'name,company\nCharset Ok,Acme\n', headers: { 'content-type': `text/csv; charset=${charset}` } });
+    expectStatus(r, 202, charset);
+  }
+});
+
 T('Idempotency-Key on feed uploads: a retry of the same records answers 200 with the first feed job and stores nothing; other records under the key → 422; keys are the caller\'s own', async ({ t, w }) => {
   const post = (token: string, body: string, key?: string, type = 'application/x-ndjson') =>
     t.call('POST', FEED, { token, raw: body, headers: { 'content-type': type, ...(key === undefined ? {} : { 'idempotency-key': key }) } });

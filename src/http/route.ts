@@ -222,6 +222,13 @@ const MEDIA_TYPES: Record<BodyType, string> = { json: 'application/json', form: 
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
+ * Whether a body declared in `charset` (the Content-Type's, '' when none) is read as it was meant:
+ * UTF-8, or none said. US-ASCII is UTF-8 too: a body so declared is read, and checked, as UTF-8.
+ * Another charset is refused (415), never misread.
+ */
+export const readableAsUtf8 = (charset: string): boolean => !charset || /^(?:utf-?8|us-ascii|ascii)$/i.test(charset);
+
+/**
  * Reads a JSON or form body into `ctx.request.body` (src/http/request-body.ts: strict UTF-8, the
  * size limit, Content-Encoding). No body, or a blank one, leaves it undefined; the schema then sees
  * `{}`, and a schema that needs more answers 400 (parseBody).
@@ -236,8 +243,7 @@ function bodyParser(spec: RouteSpec, maxJsonBytes: number, jsonParser: JsonParse
     if (!type) throw unsupportedMediaType(`Send the body as ${accepted}, not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
     // bodies are read as UTF-8 only (RFC 8259 §8.1); another charset is refused, not misread
     const charset = ctx.request.charset;
-    // (US-ASCII is UTF-8 too: a body so declared is read, and checked, as UTF-8)
-    if (charset && !/^(?:utf-?8|us-ascii|ascii)$/i.test(charset)) throw unsupportedMediaType(`Send the body in UTF-8; charset=${charset} is not supported.`);
+    if (!readableAsUtf8(charset)) throw unsupportedMediaType(`Send the body in UTF-8; charset=${charset} is not supported.`);
     const form = type === MEDIA_TYPES.form;
     const bytes = await readBody(ctx, form ? FORM_LIMIT : maxJsonBytes, form ? `The form body is larger than ${FORM_LIMIT} bytes.` : tooLargeMessage);
     const parse = (text: string) => parseJsonBody(text, spec.exactIntegers ? exactBody : JSON.parse);

@@ -7,7 +7,7 @@ import { csvHeader, csvLines } from '../csv/write.ts';
 import { notFound, unsupportedMediaType } from '../errors.ts';
 import { cursorParam, limitParam, pageOf, pageQuery, timestampParam } from '../http/common-schemas.ts';
 import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
-import type { ApiRouter } from '../http/route.ts';
+import { readableAsUtf8, type ApiRouter } from '../http/route.ts';
 import { receiveBodyToFile } from '../http/upload.ts';
 import { newId } from '../ids.ts';
 import type { ChangeService } from './change-service.ts';
@@ -62,6 +62,14 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       const type = (ctx.get('Content-Type').split(';')[0] ?? '').trim().toLowerCase();
       const format = FORMATS[type];
       if (!format) throw unsupportedMediaType(`Send the records as ${Object.keys(FORMATS).join(', ')} (gzip allowed), not ${type || 'without a Content-Type'}.`);
+      // records are read as UTF-8 (a record that is not is rejected alone): a body declared in
+      // another charset would lose every record with a non-ASCII letter, so it is refused whole
+      const charset = ctx.request.charset;
+      if (!readableAsUtf8(charset)) {
+        ctx.set('Connection', 'close');
+        ctx.req.resume();
+        throw unsupportedMediaType(`Send the records in UTF-8; charset=${charset} is not supported.`);
+      }
       const coding = ctx.get('Content-Encoding').trim().toLowerCase();
       if (coding && !FEED_CODINGS.has(coding)) {
         // refused before the body is read: let the client finish sending and get this answer (koajs/koa-body#253)
