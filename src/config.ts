@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import cron from 'node-cron';
 import { MAX_STORED_REJECTIONS } from './jobs/rejections.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { allowEntryHost } from './webhooks/url-policy.ts';
 
 /**
  * The whole configuration, loaded once (defaults < environment < flags), validated, frozen (P12).
@@ -99,10 +100,14 @@ const hostList: Parse<string[]> = (raw, name) => {
   const hosts = list(raw, name);
   for (const h of hosts) {
     const bare = h.replace(/^\[(.*)\]$/, '$1');
-    if (isIP(bare) || /^(?:\*\.)?(?:[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.)*[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.?$/u.test(h)) continue;
-    throw new ConfigError(`${name}: "${h}" is not a host name or IP address (write hooks.example.com, *.example.com or 10.0.0.5: no scheme, port or path)`);
+    if (!isIP(bare) && !/^(?:\*\.)?(?:[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.)*[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.?$/u.test(h)) {
+      throw new ConfigError(`${name}: "${h}" is not a host name or IP address (write hooks.example.com, *.example.com or 10.0.0.5: no scheme, port or path)`);
+    }
+    const { rewrittenIpv4 } = allowEntryHost(h);
+    if (rewrittenIpv4) throw new ConfigError(`${name}: "${h}" is read in a URL as the address ${rewrittenIpv4} (a part with a leading 0 is octal, 0x hexadecimal, and missing parts are filled in); write it as four decimal numbers (10.0.0.5)`);
   }
-  return hosts;
+  // as URLs give hosts (IPv6 compressed, names in lower-case ASCII), so that both compare
+  return hosts.map((h) => allowEntryHost(h).host);
 };
 /** A host name or IP address to listen on (`[::1]` as ::1); empty, as unit templates leave it, is the default. */
 const listenHost: Parse<string> = (raw, name) => {

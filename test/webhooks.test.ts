@@ -16,6 +16,7 @@ import { openDb } from '../src/storage/db.ts';
 import { VERSION } from '../src/version.ts';
 import { RETRY_DELAYS_MS } from '../src/webhooks/dispatcher.ts';
 import { createSender, type Resolve } from '../src/webhooks/sender.ts';
+import { checkWebhookUrl, hostAllowed } from '../src/webhooks/url-policy.ts';
 import { MAX_WEBHOOKS_PER_ORG } from '../src/webhooks/webhook-service.ts';
 import { createWebhooksRepo } from '../src/webhooks/webhooks-repo.ts';
 import { addContacts, clientToken, createLedger, csvForm, expectStatus, feedAndWait, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
@@ -1173,6 +1174,27 @@ L('an entry that is not a host name or IP address (a scheme, a port, a path) sto
     } catch (err) {
       assert.instance(err, ConfigError, bad);
       assert.match((err as Error).message, `WEBHOOK_ALLOW_HOSTS: "${bad}" is not a host name or IP address`);
+    }
+  }
+});
+
+L('entries compare with URL hosts as the URL parser writes them: IPv6 in any spelling, names in any case; an IPv4 entry the parser reads as another address stops the start', () => {
+  const c = loadConfig({ WEBHOOK_ALLOW_HOSTS: '2001:db8:0:0:0:0:0:10, fd00:0::5, ::ffff:10.0.0.7, 2001:0db8::20, Hooks.Example.COM, *.Corp.TEST' });
+  assert.equal(c.webhookAllowHosts, ['2001:db8::10', 'fd00::5', '::ffff:a00:7', '2001:db8::20', 'hooks.example.com', '*.corp.test']);
+  for (const url of ['http://[2001:db8:0:0:0:0:0:10]/', 'http://[2001:db8::10]/', 'http://[fd00::5]/', 'http://[::ffff:10.0.0.7]/', 'http://[2001:0db8::20]/', 'https://hooks.example.com/x', 'https://a.corp.test/']) {
+    const v = checkWebhookUrl(url, c.webhookAllowHosts);
+    assert.ok(v.ok, `${url}: ${v.ok ? '' : v.reason}`);
+  }
+  // the unnormalized list, as a caller of the policy might hold it, compares the same
+  assert.ok(hostAllowed('[2001:db8::10]', ['2001:db8:0:0:0:0:0:10']));
+  assert.not.ok(hostAllowed('[2001:db8::11]', ['2001:db8:0:0:0:0:0:10']));
+  for (const [bad, read] of [['10.0.0.010', '10.0.0.8'], ['1', '0.0.0.1'], ['0x7f.1', '127.0.0.1']]) {
+    try {
+      loadConfig({ WEBHOOK_ALLOW_HOSTS: `ok.test,${bad}` });
+      assert.unreachable(bad);
+    } catch (err) {
+      assert.instance(err, ConfigError, bad);
+      assert.is((err as Error).message, `WEBHOOK_ALLOW_HOSTS: "${bad}" is read in a URL as the address ${read} (a part with a leading 0 is octal, 0x hexadecimal, and missing parts are filled in); write it as four decimal numbers (10.0.0.5)`);
     }
   }
 });

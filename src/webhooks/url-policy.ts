@@ -1,6 +1,5 @@
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { domainToASCII } from 'node:url';
 import { INVISIBLE } from '../normalize.ts';
 
 /**
@@ -65,15 +64,27 @@ const isLocalHost = (host: string) => host === 'localhost' || host.endsWith('.lo
 export const bare = (host: string) => host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
 
 /**
- * An allow-list entry as URL hosts are compared: a name in Unicode (`bücher.example`,
- * `*.bücher.example`) in its ASCII form (`xn--bcher-kva.example`), as the URL parser gives hosts.
- * An IP address or an entry that is not a valid name stays as written.
+ * An allow-list entry as the URL parser gives hosts, so that it compares with them: a name in
+ * Unicode (`bücher.example`, `*.bücher.example`) in its ASCII form (`xn--bcher-kva.example`),
+ * lower case; an IPv6 address compressed (`2001:db8:0:0:0:0:0:10` is `2001:db8::10`, and
+ * `::ffff:10.0.0.7` is `::ffff:a00:7`); an IPv4 address as the parser reads it. `rewrittenIpv4` says
+ * when the parser reads an entry as an IPv4 address other than it shows (`10.0.0.010` is 10.0.0.8:
+ * a leading 0 is octal; `1` is 0.0.0.1): the configuration refuses those (config.ts), as an
+ * operator cannot have meant them. An entry that is no host at all stays as written (and matches
+ * nothing).
  */
-function asciiEntry(e: string): string {
-  if (!/[^\x00-\x7f]/.test(e)) return e;
+export function allowEntryHost(entry: string): { host: string; rewrittenIpv4?: string } {
+  const e = entry.trim();
   const wildcard = e.startsWith('*.');
-  const ascii = domainToASCII(wildcard ? e.slice(2) : e);
-  return ascii ? (wildcard ? `*.${ascii}` : ascii) : e;
+  const body = bare(wildcard ? e.slice(2) : e);
+  let host: string;
+  try {
+    host = bare(new URL(`http://${isIP(body) === 6 ? `[${body}]` : body}/`).hostname);
+  } catch {
+    return { host: e };
+  }
+  const rewrittenIpv4 = isIP(host) === 4 && host !== body ? host : undefined;
+  return { host: wildcard ? `*.${host}` : host, ...(rewrittenIpv4 ? { rewrittenIpv4 } : {}) };
 }
 
 /**
@@ -83,7 +94,7 @@ function asciiEntry(e: string): string {
 export function hostAllowed(host: string, allowHosts: readonly string[]): boolean {
   const h = bare(host);
   return allowHosts.some((entry) => {
-    const e = asciiEntry(bare(entry.trim()));
+    const e = allowEntryHost(entry).host;
     if (e.startsWith('*.')) return h.endsWith(e.slice(1)) && h.length > e.length - 1;
     return h === e;
   });
