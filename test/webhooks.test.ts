@@ -302,6 +302,24 @@ A('a deleted ledger leaves the webhooks that named it; one left naming none is d
   const refused = await t.call('PATCH', hooks(w, `/${only.id}`), { token: w.tokens.admin, body: { enabled: true } });
   expectStatus(refused, 422, 'enabled without a ledger');
   assert.equal(refused.body.errors, [{ path: 'ledgerIds', message: 'names no ledger (they were deleted)' }]);
+  // the whole webhook as it is shown, sent back with another URL: accepted while it stays disabled (a tester's read-modify-write)
+  const shown = { url: 'https://hooks.example.test/only-moved', events: o.events, ledgerIds: o.ledgerIds, enabled: o.enabled };
+  const sentBack = await t.call('PATCH', hooks(w, `/${only.id}`), { token: w.tokens.admin, body: shown });
+  expectStatus(sentBack, 200, 'the shown ledgerIds: [] sent back');
+  assert.equal([sentBack.body.url, sentBack.body.ledgerIds, sentBack.body.enabled], [shown.url, [], false]);
+  const noLedger = { path: 'ledgerIds', message: 'must name at least one ledger (or be null for every ledger)' };
+  const enabling = await t.call('PATCH', hooks(w, `/${only.id}`), { token: w.tokens.admin, body: { ...shown, enabled: true } });
+  expectStatus(enabling, 422, '[] with enabled: true');
+  assert.equal(enabling.body.errors, [noLedger]);
+  const emptied = await t.call('PATCH', hooks(w, `/${both.id}`), { token: w.tokens.admin, body: { ledgerIds: [] } });
+  expectStatus(emptied, 422, 'an enabled webhook emptied of ledgers');
+  assert.equal(emptied.body.errors, [noLedger]);
+  const created = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url: 'https://hooks.example.test/none', events: ['import.completed'], ledgerIds: [] } });
+  expectStatus(created, 422, 'created enabled with no ledger');
+  assert.equal(created.body.errors, [noLedger]);
+  const copy = await t.call('POST', hooks(w), { token: w.tokens.admin, body: shown });
+  expectStatus(copy, 201, 'a copy of the shown webhook, disabled');
+  expectStatus(await t.call('DELETE', hooks(w, `/${copy.body.id}`), { token: w.tokens.admin }), 204);
   const again = await t.call('PATCH', hooks(w, `/${only.id}`), { token: w.tokens.admin, body: { enabled: true, ledgerIds: [kept] } });
   expectStatus(again, 200);
   assert.equal([again.body.enabled, again.body.ledgerIds, again.body.disabledReason], [true, [kept], null]);

@@ -14,11 +14,10 @@ const events = z
 
 const ledgerIds = z
   .array(z.string().max(64, 'must be a ledger id'))
-  .min(1, 'must name at least one ledger (or be null for every ledger)')
   .max(100, 'at most 100 ledgers')
   .nullable()
   .optional()
-  .meta({ description: 'Only events of these ledgers; null or absent = every ledger of the organization.' });
+  .meta({ description: 'Only events of these ledgers; null or absent = every ledger of the organization. [] (no ledger) only with the webhook disabled: what deleting its last ledger leaves, so that a webhook read can be sent back as it is.' });
 
 // Sent as a header value: printable ASCII, no line breaks, no surrounding spaces.
 const token = z

@@ -67,6 +67,10 @@ export function createWebhookService(d: {
     return v.url;
   };
 
+  /** A webhook that would be enabled naming no ledger: it would report nothing (422). */
+  const noLedger = () =>
+    invalid('ledgerIds must name at least one ledger, or be null for every ledger ([] only while the webhook is disabled).', [{ path: 'ledgerIds', message: 'must name at least one ledger (or be null for every ledger)' }]);
+
   /** Every id must name a live ledger of the organization (422 naming the bad ones). */
   const checkLedgers = (orgId: string, ids: string[] | null | undefined): string[] | null => {
     if (ids === undefined || ids === null) return null;
@@ -106,6 +110,7 @@ export function createWebhookService(d: {
         if (d.repo.countWebhooksOfOrg(orgId) >= MAX_WEBHOOKS_PER_ORG) throw conflict('too_many_webhooks', `An organization can have at most ${MAX_WEBHOOKS_PER_ORG} webhooks; delete one first.`);
         const now = d.clock.now();
         const enabled = input.enabled ?? true;
+        if (enabled && ledgerIds?.length === 0) throw noLedger();
         const secret = newSigningSecret();
         const w: Webhook = {
           id: newId('wh'),
@@ -148,6 +153,7 @@ export function createWebhookService(d: {
           Object.assign(next, { enabled: false, disabledReason: `disabled by ${who(by)}`, disabledAt: now });
         }
         if (next.enabled && next.ledgerIds?.length === 0) {
+          if (patch.ledgerIds !== undefined) throw noLedger();
           throw invalid('ledgerIds: every ledger this webhook reported on was deleted; give the ledgers it should report on, or null for every ledger.', [{ path: 'ledgerIds', message: 'names no ledger (they were deleted)' }]);
         }
         d.repo.updateWebhook(next);
