@@ -16,9 +16,10 @@ const C = operatorSuite('commands interrupted');
 /**
  * Runs the command, sends it `sig` once `started` matches its stderr, and checks what it leaves: exit
  * 1 with `said` (its groups: the job id, the progress it reports), no lock, an empty -wal, the job
- * pending with no lease. Returns the job id and the progress reported.
+ * pending with no lease, its progress (`progressSql` of its id) between none and `total` and as
+ * reported. Returns the job id.
  */
-async function interrupt(data: string, env: Record<string, string>, args: string[], sig: 'SIGINT' | 'SIGTERM', started: RegExp, said: RegExp): Promise<{ id: string; reported: number }> {
+async function interrupt(data: string, env: Record<string, string>, args: string[], sig: 'SIGINT' | 'SIGTERM', started: RegExp, said: RegExp, progressSql: string, total: number): Promise<string> {
   const child = spawn(process.execPath, [MAIN, ...args], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d));
@@ -35,14 +36,18 @@ async function interrupt(data: string, env: Record<string, string>, args: string
   assert.not.ok(existsSync(join(data, 'contact-ledger.lock')), `${sig}: the lock is released`);
   const wal = join(data, 'contact-ledger.db-wal');
   assert.ok(!existsSync(wal) || statSync(wal).size === 0, `${sig}: the -wal is checkpointed`);
+  const id = m![1]!;
   const db = new Database(join(data, 'contact-ledger.db'), { readonly: true });
   try {
-    const job = db.prepare('SELECT status, lease_owner FROM jobs WHERE id = ?').get(m![1]);
+    const job = db.prepare('SELECT status, lease_owner FROM jobs WHERE id = ?').get(id);
     assert.equal(job, { status: 'pending', lease_owner: null }, `${sig}: handed back`);
+    const kept = db.prepare(progressSql).pluck().get(id) as number;
+    assert.ok(kept > 0 && kept < total, `${sig}: kept its progress (${kept})`);
+    assert.is(Number(m![2]), kept, `${sig}: the progress it reports is what the job kept`);
   } finally {
     db.close();
   }
-  return { id: m![1]!, reported: Number(m![2]) };
+  return id;
 }
 
 /** Starts a server on the folder and waits until it has finished the jobs `ids`; returns the rows of `sql` (given the ids as JSON), one a job. */
@@ -69,13 +74,8 @@ C('import <file> with no server running: SIGINT or SIGTERM hands the job back wi
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     const file = join(tempDir(), `${sig}.csv`);
     writeFileSync(file, csv(ROWS).replaceAll(',ref-', `,${sig}-`)); // reference ids of its own: none a duplicate of the other file's
-    const { id, reported } = await interrupt(data, env, ['import', orgId, ledgerId, file], sig, /imp_[0-9a-z]+: [1-9]\d*\/60000/, /(imp_[0-9a-z]+): interrupted after (\d+) of 60000 rows; the job keeps its progress and the server finishes it when it starts/);
-    const db = new Database(join(data, 'contact-ledger.db'), { readonly: true });
-    const kept = db.prepare('SELECT imported FROM import_jobs WHERE id = ?').pluck().get(id) as number;
-    db.close();
-    assert.ok(kept > 0 && kept < ROWS, `${sig}: kept its progress (${kept})`);
-    assert.is(reported, kept, `${sig}: the progress it reports is what the job kept`);
-    ids.push(id);
+    const said = /(imp_[0-9a-z]+): interrupted after (\d+) of 60000 rows; the job keeps its progress and the server finishes it when it starts/;
+    ids.push(await interrupt(data, env, ['import', orgId, ledgerId, file], sig, /imp_[0-9a-z]+: [1-9]\d*\/60000/, said, 'SELECT imported FROM import_jobs WHERE id = ?', ROWS));
   }
   const done = await finished(data, ids, 'SELECT j.status, i.imported, i.duplicates, i.invalid FROM json_each(?) e JOIN jobs j ON j.id = e.value JOIN import_jobs i ON i.id = j.id ORDER BY e.key');
   assert.equal(done, ids.map(() => ({ status: 'completed', imported: ROWS, duplicates: 0, invalid: 0 })));
@@ -99,13 +99,8 @@ C('feed <file> with no server running: SIGINT or SIGTERM hands the job back with
   writeFileSync(file, `${lines.join('\n')}\n`);
   const ids: string[] = [];
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    const { id, reported } = await interrupt(data, env, ['feed', file], sig, /many\.jsonl: \d+ records/, /(feed_[0-9a-z]+): interrupted after (\d+) records; the job keeps its progress and the server finishes it when it starts/);
-    const db = new Database(join(data, 'contact-ledger.db'), { readonly: true });
-    const kept = db.prepare('SELECT received FROM feed_jobs WHERE id = ?').pluck().get(id) as number;
-    db.close();
-    assert.ok(kept > 0 && kept < RECORDS, `${sig}: kept its progress (${kept})`);
-    assert.is(reported, kept, `${sig}: the progress it reports is what the job kept`);
-    ids.push(id);
+    const said = /(feed_[0-9a-z]+): interrupted after (\d+) records; the job keeps its progress and the server finishes it when it starts/;
+    ids.push(await interrupt(data, env, ['feed', file], sig, /many\.jsonl: \d+ records/, said, 'SELECT received FROM feed_jobs WHERE id = ?', RECORDS));
   }
   const done = await finished(data, ids, 'SELECT j.status, f.received FROM json_each(?) e JOIN jobs j ON j.id = e.value JOIN feed_jobs f ON f.id = j.id ORDER BY e.key');
   assert.equal(done, ids.map(() => ({ status: 'completed', received: RECORDS })));
