@@ -271,7 +271,9 @@ export function companyKey(company: string): string {
 
 /**
  * Initials make one word, however they are written: "L.L.C." = "L.L.C" = "L. L. C." = "LLC", "A. O.
- * Smith" = "A O Smith" = "AO Smith" — a run of two or more one-letter words, after folding.
+ * Smith" = "A O Smith" = "AO Smith" — a run of two or more one-letter words, after folding. (Where
+ * a one-letter word ends a name before a legal form written as initials, foldedWords splits the run
+ * before it is joined.)
  */
 function joinInitials(words: string[]): string[] {
   const out: string[] = [];
@@ -289,11 +291,50 @@ function joinInitials(words: string[]): string[] {
 }
 const LONE_LETTER = /^\p{L}$/u;
 
+/**
+ * A one-letter word written bare (no dot or slash after it, none before it: not the last letter of
+ * "U.S" or of "L.L.C"), then a space or a comma, then a letter with a dot or a slash after it: where
+ * the initials that start there may be a legal form written with dots ("Studio X A.G.", "Plan B,
+ * N.V.", "Generation Y A/S"; matched just before that letter).
+ */
+const BARE_LETTER_THEN_DOTTED = /(?<![\p{L}\p{M}\p{N}.\/'\u2019\u02bc`\u00b4\u2032\uff07])\p{L}\p{M}*[\s,]+(?=\p{L}\p{M}*\s*[.\/])/gu;
+const HAS_BARE_LETTER_THEN_DOTTED = new RegExp(BARE_LETTER_THEN_DOTTED.source, 'u');
+
+/** Whether words (folded, initials joined) start with a legal form: "ag", "nv", "s de rl". */
+const startsWithLegalForm = (words: readonly string[]): boolean =>
+  COMPANY_SUFFIXES.has(words[0] ?? '') || SPLIT_SUFFIXES.some((form) => form.every((w, i) => words[i] === w));
+
+const initialsJoined = (text: string): string[] => joinInitials(fold(text).split(' ').filter(Boolean));
+
+/**
+ * The words of a company name, folded, initials joined (joinInitials) — except that a one-letter word
+ * that ends a name ("Studio X", "Plan B", "Vitamin C") is not glued to a legal form written as
+ * initials after it: "Studio X A.G." is "studio x ag", as "Studio X AG" is, not "studio xag" (a
+ * tester's false job changes, twenty-ninth session). The letter must be written bare and the form's
+ * first letter with a dot or a slash — the way they are written tells the name from the form; bare
+ * letters alone ("Studio X A G") do not, and stay one initialism, as do initials written alike
+ * ("A. B. C. Corp", "U.S.A."). Splitting the text at a space before folding gives the words the
+ * whole text would, since folding works on each character.
+ */
+function foldedWords(text: string): string[] {
+  if (!HAS_BARE_LETTER_THEN_DOTTED.test(text)) return initialsJoined(text);
+  const words: string[] = [];
+  let from = 0;
+  for (const m of text.matchAll(BARE_LETTER_THEN_DOTTED)) {
+    const at = m.index + m[0].length;
+    if (!startsWithLegalForm(initialsJoined(text.slice(at)))) continue;
+    words.push(...initialsJoined(text.slice(from, at)));
+    from = at;
+  }
+  words.push(...initialsJoined(text.slice(from)));
+  return words;
+}
+
 function computeCompanyKey(company: string): string {
   const plain = company.replace(MARKS, ' ').replace(DOT_COM, '').replace(COMMA_NATIONAL_ASSOCIATION, '').replace(ESTONIAN_OU, '');
   const withoutCjkForm = plain.replace(CJK_LEGAL_FORMS, ' ');
   // a name that is only a legal form keeps it, as "Inc" alone does
-  const words = joinInitials(fold(HAS_LETTER_OR_DIGIT.test(withoutCjkForm) ? withoutCjkForm : plain).split(' ').filter(Boolean));
+  const words = foldedWords(HAS_LETTER_OR_DIGIT.test(withoutCjkForm) ? withoutCjkForm : plain);
   let popped = false;
   while (words.length > 1) {
     const last = words[words.length - 1]!;
