@@ -188,6 +188,9 @@ const COMPANY_SUFFIXES = new Set([
   'limitada', 'gesmbh', 'eg', 'ggmbh', 'ek', 'gbr', 'partg', 'sasu', 'sapi', 'pbc', 'ulc', 'lllp', 'sia', 'sprl', 'bvba',
   'sagl', 'ehf', 'eood', 'ood', 'eireli', 'dd', 'yk', 'gk', 'snc', 'scs', 'vof', 'jsc', 'pjsc', 'ojsc', 'cjsc', 'fze', 'fzco', 'wll',
   'sac', 'sti', 'ооо', 'оао', 'зао', 'пао', 'ао', 'ад', 'еоод', 'оод', 'тоо', 'тов',
+  // twenty-ninth session (a tester's cases): Thailand's PCL, the abbreviation of "Public Company
+  // Limited", which went spelt out
+  'pcl',
 ]);
 /**
  * Legal forms that open a name: Indonesia's PT ("PT Telkom Indonesia"), Latvia's SIA, Lithuania's
@@ -209,13 +212,17 @@ const MARKS = /[\u2122\u2120\u00ae\u00a9]/g;
 const DOT_COM = /(?<=[\p{L}\p{N}])\.com(?![\p{L}\p{N}])/giu;
 // Words of a legal form that only go with a suffix after them ("Pvt Ltd", "Private Limited",
 // "Sdn Bhd", "GmbH & Co. KG"): "Acme Private" stays a name of its own.
-const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'sdn', 'p', 'fz', 'spol', 'cia']);
+// "Proprietary" is (Pty)'s word, spelt out: "(Proprietary) Limited" (twenty-ninth session).
+const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'proprietary', 'sdn', 'p', 'fz', 'spol', 'cia']);
 // Legal forms of more than one word, spelt out or abbreviated, after initials were joined
 // (joinInitials: "Sp. z o.o." is sp zoo, "S.A. de C.V." sa de cv, "S. de R.L." s de rl).
 const SPLIT_SUFFIXES = [
   ['sp', 'zoo'], ['sp', 'z', 'oo'], ['sp', 'k'], ['s', 'de', 'rl'], ['de', 'cv'], ['ges', 'mbh'], ['ug', 'haftungsbeschrankt'], ['partg', 'mbb'],
   ['gesellschaft', 'mit', 'beschrankter', 'haftung'], ['societe', 'anonyme'], ['sociedad', 'anonima'], ['societa', 'per', 'azioni'],
   ['limited', 'liability'], ['limited', 'liability', 'partnership'], ['kabushiki', 'kaisha'],
+  // twenty-ninth session (a tester's cases): L.P., G.K. and Y.K. spelt out, and Japan's forms in the
+  // other common romanisation of 会社 (gaisha: Kabushiki Gaisha, Yugen Gaisha, Godo Gaisha)
+  ['limited', 'partnership'], ['godo', 'kaisha'], ['yugen', 'kaisha'], ['kabushiki', 'gaisha'], ['godo', 'gaisha'], ['yugen', 'gaisha'],
 ];
 
 // Latin letters that are not a base letter with an accent, so NFKD leaves them whole: spelt as

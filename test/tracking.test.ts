@@ -129,6 +129,15 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
     ['Fund I, L.P.', 'Fund I'],
     ['Studio X S. de R.L.', 'Studio X'],
     ['Plan B S.A. Holdings', 'Plan B SA Holdings'],
+    // legal forms spelt out whose abbreviation was dropped, and the reverse (twenty-ninth session, migration 0036)
+    ['Blackstone Real Estate L.P.', 'Blackstone Real Estate Limited Partnership'],
+    ['Discovery (Pty) Ltd', 'Discovery (Proprietary) Limited'],
+    ['Rakuten G.K.', 'Rakuten Godo Kaisha'],
+    ['Rakuten Godo Gaisha', 'Rakuten'],
+    ['PTT Public Company Limited', 'PTT PCL'],
+    ['Acme Yugen Kaisha', 'Acme Y.K.'],
+    ['Acme Yugen Gaisha', 'Acme'],
+    ['Globex Kabushiki Gaisha', 'Globex K.K.'],
   ];
   for (const [a, b] of same) assert.is(companyKey(a!), companyKey(b!), `${a} = ${b}`);
   // words that are legal forms elsewhere but names here (a tester's false merges): Latin AD, CIC, Ou
@@ -155,6 +164,11 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
   assert.is(companyKey('Made in U.S.A.'), 'made in usa');
   assert.is(companyKey('Studio X A G'), 'studio xag', 'bare letters alone do not tell a name from a legal form');
   assert.is.not(companyKey('Plan B N.V.'), companyKey('Plan'));
+  // a spelt-out form goes only after a name: a name that is only one keeps it
+  for (const [name, key] of [['Limited', 'limited'], ['Limited Partnership', 'limited partnership'], ['Partnership Holdings', 'partnership holdings'],
+    ['Godo Kaisha', 'godo kaisha'], ['Kabushiki Gaisha', 'kabushiki gaisha'], ['PCL', 'pcl'], ['Proprietary Limited', 'proprietary']])
+    assert.is(companyKey(name!), key, name);
+  for (const other of ['Acme Partnership', 'Acme Proprietary', 'Acme Kaisha', 'Acme Gaisha', 'Acme Godo']) assert.is.not(companyKey(other), companyKey('Acme'), other);
   // "PC" names products too (Origin PC): not taken for the professional corporation's P.C.
   assert.is.not(companyKey('Origin PC'), companyKey('Origin'));
   // NA is a legal form only after a bank (Toyota NA may be North America); ".com" only ends a word
