@@ -63,7 +63,7 @@ export const TITLE_ABBREVIATIONS: Readonly<Record<string, string>> = {
 };
 
 // "CEO's Assistant", "Vice President's Executive Assistant" (not "Teacher's Assistant")
-const EXECUTIVE_S_ASSISTANT = '(?:officer|president|founder|director|chairman|chairwoman|partner|owner|head) s (?:executive |personal )?assistant';
+const EXECUTIVE_S_ASSISTANT = '(?:officer|president|founder|director|chairman|chairwoman|chair|partner|owner|head) s (?:executive |personal )?assistant';
 // "CEO Assistant", "VP Sales Assistant": an executive's title with "Assistant" ending it (not
 // "Vice President, Assistant Controller", where the assistant is the second role)
 const EXECUTIVE_ASSISTANT =
@@ -81,6 +81,27 @@ const PARTNER_AS_ROLE_BEFORE = [
   'relationships?', 'programs?', 'programme', 'operations', 'solutions', 'enablement', 'lead', 'specialist', 'executive',
   'integrations?', 'support', 'network', 'alliances', 'ecosystem', 'experience', 'onboarding', 'recruit\\w*', 'coordinator',
   'consultant', 'analyst', 'representative', 'channel', 'technology', 'partnerships?',
+];
+
+/**
+ * "Chair" alone is the board's chair: a title of nothing else ("Chair", "Co-Chair", "Interim
+ * Chair"), or one that names the board ("Chair, Board of Directors", "Board of Trustees Chair";
+ * not "Advisory Board Chair": an advisory board advises, it does not govern).
+ * Elsewhere it may chair anything — an academic department (a head of department: director,
+ * DEPARTMENT_CHAIR), a committee, a conference session, an endowed professorship — and the other
+ * words decide. Chairman, chairwoman and chairperson are the board's wherever they stand.
+ */
+const BOARD_CHAIR = [
+  // (the whole title; the lookbehind after the word keeps it among the words grouped by first letter)
+  ...['chair', 'cochair'].map((w) => `${w}(?= ?$)(?<=^ ?(?:(?:co|vice|deputy|executive|non executive|independent|interim|acting) )*${w})`),
+  // not an advisory board's, as for its members
+  'chair (?:of )?(?:the )?board', '(?<!advisory )board (?:of \\w+ )?chair', 'executive chair',
+];
+/** What a vice chair may be of, besides the board: "Vice Chair, Department of Radiology" is no executive. */
+const NOT_THE_BOARD = '(?:department|division|faculty|committee|subcommittee|program|programme|conference|session|track|panel|council)';
+/** A department's or division's chair is its head, as a department head is: "Department Chair", "Chair of the Math Department". */
+const DEPARTMENT_CHAIR = [
+  '(?:department|division) (?:(?:vice|co|deputy|associate) )?chair', 'chair (?:of )?(?:the )?(?:\\w+ ){0,3}?(?:department|division)',
 ];
 
 type Rule<T> = readonly [value: T, words: readonly string[], why: string];
@@ -114,7 +135,8 @@ export const LEVEL_RULES: readonly Rule<TitleLevel>[] = [
     'owners?(?<!(?:product|process|service|systems?|data|platform|account|budget|content|risk|control) owners?)', 'co owners?',
     'proprietor', 'managing director', 'managing member', 'general counsel',
     `partner(?<!(?:${PARTNER_AS_ROLE_AFTER.join('|')}) partner)(?! (?:${PARTNER_AS_ROLE_BEFORE.join('|')})\\b)`,
-    'chairman', 'chairwoman', 'chairperson', 'board chair', 'executive chair', 'chair of the board', 'vice chair\\w*',
+    'chairman', 'chairwoman', 'chairperson', ...BOARD_CHAIR,
+    `vice chair\\w*(?<!\\b${NOT_THE_BOARD}\\b.*)(?!.*\\b${NOT_THE_BOARD}\\b)`,
     // not an advisory board's: its members advise, they do not govern
     '(?<!advisory )board (?:member|director)', 'member of the board', 'non executive director',
     // de, fr, es, pt, it, nl
@@ -132,8 +154,8 @@ export const LEVEL_RULES: readonly Rule<TitleLevel>[] = [
   ], 'German team and project leads (before the "…leiter" director rule)'],
   ['director', [
     'directors?', 'directora', 'directeur', 'directrice', 'direttore', 'direttrice', 'diretor', 'diretora', 'direktor\\w*',
-    'head', 'general manager', '*leiter(?:in|innen)?', '*leitung', 'prokurist\\w*',
-  ], 'directors, heads of, general managers'],
+    'head', 'general manager', '*leiter(?:in|innen)?', '*leitung', 'prokurist\\w*', ...DEPARTMENT_CHAIR,
+  ], 'directors, heads of, general managers, a department\'s chair'],
   ['manager', [
     '*manager(?:in|innen|s)?', 'lead(?! gen\\w*)', 'leader', '*leiders?', 'supervisor', 'superintendent', 'foreman', 'forewoman',
     'gerente', 'responsable', 'responsabile', 'jef[ea]', 'encargad[oa]', 'chef de', 'gestor(?:a)?',

@@ -101,4 +101,14 @@ T('precedence: intern, then assistants, then the highest level named; the earlie
   assert.equal(cases.map(([t]) => [t, titleLevel(t), titleDomain(t)]), cases);
 });
 
+T('"Chair" is the board\'s when the title says no more or names the board; a department\'s chair is its head; other chairs go by the other words', () => {
+  // a tester's cases: "Chair" and "Co-Chair" were staff, "Chair, Board of Directors" director, while "Board Chair" was c_suite
+  for (const t of ['Chair', 'Co-Chair', 'Chair, Board of Directors', 'Chair of the Board of Directors', 'Board Chair', 'Chairperson', 'Interim Chair', 'Vice Chair'])
+    assert.is(titleLevel(t), 'c_suite', t);
+  for (const t of ['Department Chair', 'Chair of the Math Department', 'Chair, Department of Medicine', 'Vice Chair, Department of Radiology'])
+    assert.is(titleLevel(t), 'director', t);
+  for (const t of ['Program Committee Chair', 'Vice Chair of the Program Committee', 'Session Chair', 'Endowed Chair in Economics', 'Advisory Board Chair', "Chair's Assistant"])
+    assert.is(titleLevel(t), 'staff', t);
+});
+
 T.run();
