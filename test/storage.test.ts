@@ -450,6 +450,56 @@ S('migration 0035 stores referenceIds in composed form (NFC), leaving one where 
   db.close();
 });
 
+S('migration 0036 recomputes company keys under the new rule (a one-letter word before a dotted legal form, spelt-out forms) and unmatches contacts whose match the rule undoes', () => {
+  const { db, raw, apply } = justBefore('0036_');
+  const k = keyRows(raw);
+  const updatedAt = raw.prepare('SELECT max(updated_at) FROM contacts').pluck();
+  k.contact('c_1', 'Ann Lee', 'Studio X A.G.', 'ann lee', 'studio xag');
+  k.contact('c_2', 'Bo Chen', 'Blackstone Real Estate Limited Partnership', 'bo chen', 'blackstone real estate limited partnership');
+  k.contact('c_3', 'Cy Poe', 'A. B. C. Corp', 'cy poe', 'abc');
+  // keys made equal by the rule: Rakuten G.K. and Rakuten Godo Kaisha are one company, Di Moe at it two namesakes
+  const first = k.person('Di Moe', 'di moe', 'Rakuten Godo Kaisha', 'rakuten godo kaisha');
+  k.person('Di Moe', 'di moe', 'Rakuten G.K.', 'rakuten');
+  k.contact('c_4', 'Di Moe', 'Rakuten Godo Kaisha', 'di moe', 'rakuten godo kaisha');
+  k.matchByName('c_4', first);
+  // keys made different by the rule: "Plan B N.V." and "Plan BNV" were one key, now two
+  const bnv = k.person('Eve Roe', 'eve roe', 'Plan BNV', 'plan bnv');
+  k.contact('c_5', 'Eve Roe', 'Plan B N.V.', 'eve roe', 'plan bnv');
+  k.matchByName('c_5', bnv);
+  // a contact whose person's company changed after the match (keys already differed): left matched
+  const moved = k.person('Fay Wed', 'fay wed', 'Initech', 'initech');
+  k.contact('c_6', 'Fay Wed', 'Globex', 'fay wed', 'globex');
+  k.matchByName('c_6', moved);
+  apply();
+  assert.equal(raw.prepare('SELECT id, company_key FROM contacts ORDER BY id').raw().all(), [
+    ['c_1', 'studio x'], ['c_2', 'blackstone real estate'], ['c_3', 'abc'], ['c_4', 'rakuten'], ['c_5', 'plan b'], ['c_6', 'globex'],
+  ]);
+  assert.equal(raw.prepare('SELECT company_key FROM people ORDER BY seq').pluck().all(), ['rakuten', 'rakuten', 'plan bnv', 'initech']);
+  assert.equal(k.matchOf('c_4'), UNMATCHED_AMBIGUOUS, 'now one of two namesakes: unmatched');
+  assert.equal(k.matchOf('c_5'), UNMATCHED_AMBIGUOUS, 'its keys are no longer its person\'s: unmatched');
+  assert.equal(k.matchOf('c_6'), { person_id: String(moved), matched_by: 'name', is_verified: 1 }, 'keys that differed before are not the rule\'s doing');
+  assert.is(updatedAt.get(), 1, 'the migration changes keys only');
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
+S('migration 0036 recomputes stored title levels of titles with "chair" ("Chair" is the board\'s, a department\'s chair a director)', () => {
+  titleMigration(
+    '0036_',
+    [
+      ['Chair', 'staff', 'other'], // the old rules' answer
+      ['Co-Chair', 'staff', 'other'],
+      ['Chair, Board of Directors', 'director', 'other'],
+      ['Department Chair', 'staff', 'other'],
+      ['Vice Chair of the Program Committee', 'c_suite', 'operations'],
+      ['Chairman', 'c_suite', 'other'], // already right
+      ['Program Committee Chair', 'staff', 'operations'],
+      ['CEO', 'c_suite', 'other'],
+    ],
+    [['c_suite', 'other'], ['c_suite', 'other'], ['c_suite', 'other'], ['director', 'other'], ['staff', 'operations'], ['c_suite', 'other'], ['staff', 'operations'], ['c_suite', 'other']],
+  );
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();
