@@ -118,17 +118,30 @@ export function placeholderProblem(text: string, field: 'name' | 'company'): str
 /** A label of a domain name: letters and digits of any script, hyphens inside (RFC 1035, 5890). */
 const DOMAIN_LABEL = /^[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}-]*[\p{L}\p{M}\p{N}])?$/u;
 
+/** RFC 5321 §4.5.3.1.1: the part before @ has at most 64 octets. */
+const MAX_LOCAL_OCTETS = 64;
+/** RFC 1035 §2.3.4: a label has at most 63 octets (a label beyond ASCII: its IDNA form, RFC 5890). */
+const MAX_LABEL_OCTETS = 63;
+
 /**
- * Whether an address of EMAIL's shape is one mail can go to (RFC 5321 §4.1.2's dot-atom): no dot
- * opening or closing the local part or doubled in it, and a domain of labels — no empty one, none
- * opening or closing with a hyphen, no underscore (`a..b@x.test`, `a@-x.test`, `a@x.test.`,
- * `a@x_y.test` were taken; a tester's cases).
+ * Why an address of EMAIL's shape is not one mail can go to (RFC 5321 §4.1.2's dot-atom), if it
+ * is not: a dot opening or closing the local part or doubled in it, or a domain that is not of
+ * labels — an empty one, one opening or closing with a hyphen, an underscore (`a..b@x.test`,
+ * `a@-x.test`, `a@x.test.`, `a@x_y.test` were taken; a tester's cases); or a part longer than the
+ * RFCs allow (a local part of 65 octets, a label of 64: taken until the twenty-ninth session).
  */
-function deliverable(email: string): boolean {
+function undeliverable(email: string): string | undefined {
   const at = email.lastIndexOf('@');
   const local = email.slice(0, at);
-  if (local.startsWith('.') || local.endsWith('.') || local.includes('..')) return false;
-  return email.slice(at + 1).split('.').every((label) => DOMAIN_LABEL.test(label));
+  if (local.startsWith('.') || local.endsWith('.') || local.includes('..')) return '';
+  if (Buffer.byteLength(local) > MAX_LOCAL_OCTETS) return ` (the part before @ is longer than ${MAX_LOCAL_OCTETS} bytes)`;
+  for (const label of email.slice(at + 1).split('.')) {
+    if (!DOMAIN_LABEL.test(label)) return '';
+    // a label beyond ASCII that IDNA refuses is left to the shape check above, as before
+    const ascii = /^[\x00-\x7f]*$/.test(label) ? label : domainToASCII(label);
+    if (ascii.length > MAX_LABEL_OCTETS) return ` (a part of its domain is longer than ${MAX_LABEL_OCTETS} characters)`;
+  }
+  return undefined;
 }
 
 /**
@@ -137,7 +150,10 @@ function deliverable(email: string): boolean {
  * session in a shape no longer taken (`a..b@x.test`) must still be found: the shape alone is checked.
  */
 export function emailProblem(email: string, field = 'email', lookup = false): string | undefined {
-  return invisibleProblem(email, field) ?? (EMAIL.test(email) && (lookup || deliverable(email)) ? undefined : `${field} "${email}" is not an e-mail address`);
+  const invisible = invisibleProblem(email, field);
+  if (invisible) return invisible;
+  const why = EMAIL.test(email) ? (lookup ? undefined : undeliverable(email)) : '';
+  return why === undefined ? undefined : `${field} "${email}" is not an e-mail address${why}`;
 }
 
 /** True for a plausible single e-mail address (the shape, not deliverability). */
