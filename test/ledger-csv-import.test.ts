@@ -451,6 +451,16 @@ P('an explicit mapping names the columns; null leaves a field out; bad mappings 
   ]);
   assert.equal(missing!.body.errors.map((e: any) => e.path), ['mapping.name']);
   assert.equal(invalidJson!.body.errors.map((e: any) => e.path), ['mapping']);
+  // nested deeper than a mapping is, with and without an Idempotency-Key (whose fingerprint of the
+  // mapping recursed out of stack: a 500)
+  const deep = `{"name":${'['.repeat(10_000)}${']'.repeat(10_000)}}`;
+  for (const key of [undefined, 'deep-mapping']) {
+    const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'deep mapping');
+    const r = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: csvForm(csv, { mapping: deep }), headers: key ? { 'idempotency-key': key } : {} });
+    expectStatus(r, 422, `key ${key}`);
+    assert.equal(r.body.errors, [{ path: 'mapping', message: 'nests deeper than a mapping does' }]);
+  }
+  assert.equal(filesUnder(tmpDir(t)), [], 'the upload temp folder is empty');
 });
 
 P('name from first + last name: the mapping a preview or a job shows is accepted back as is; an explicit pair; bad pairs → 422 (SPEC §4.3)', async ({ t, w }) => {

@@ -8,7 +8,7 @@ import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { unescapeFormula } from '../csv/write.ts';
 import type { Cursors, Page } from '../cursor.ts';
 import { AppError, idempotencyKeyReused, invalid, notFound, tooLarge } from '../errors.ts';
-import { canonicalJson, firstDuplicateKey } from '../exact-json.ts';
+import { canonicalJson, firstDuplicateKey, someJsonValue } from '../exact-json.ts';
 import { sha256FileHex } from '../crypto.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
@@ -80,6 +80,10 @@ function parseMapping(text: string | undefined): unknown {
   } catch {
     throw invalid('mapping must be JSON, e.g. {"name":"Full Name","company":"Employer"}.', [{ path: 'mapping', message: 'is not valid JSON' }]);
   }
+  // field → column name, or [first, last] for name: two levels below it at most. A deeper value
+  // is no mapping, and the fingerprint of an Idempotency-Key (canonicalJson) recursed through it
+  // out of stack (a tester's 10,000 levels: a 500)
+  if (someJsonValue(value, (_, depth) => depth > 2)) throw invalid('mapping must be a JSON object of field → column name (name may be [first name column, last name column]).', [{ path: 'mapping', message: 'nests deeper than a mapping does' }]);
   const twice = firstDuplicateKey(text);
   if (twice !== undefined) throw invalid(`mapping gives "${twice.slice(0, 100)}" more than once; map each field to one column.`, [{ path: `mapping.${twice.slice(0, 100)}`, message: 'is given more than once' }]);
   return value;
