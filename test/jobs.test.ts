@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
-import { createQueue, keepingLease, LEASE_MS, LeaseLostError } from '../src/jobs/queue.ts';
+import { beginWork, createQueue, keepingLease, LEASE_MS, LeaseLostError } from '../src/jobs/queue.ts';
 import { createQueueRepo } from '../src/jobs/queue-repo.ts';
 import { createScheduler, FINISHED_JOB_RETENTION_MS, LANE_SLOTS, type Runner } from '../src/jobs/scheduler.ts';
 import { byteBoundedEnd, CHUNK_BUDGET_MS, CHUNK_MAX_BYTES, ChunkSizer, deleteInChunks, FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
@@ -430,7 +430,9 @@ S('a job whose process died on every attempt is failed, not run again', async ()
   const queue = createQueue(db, clock);
   db.tx(() => queue.enqueue('job_oom', 'oom', { maxAttempts: 2 }));
   for (let i = 0; i < 2; i++) {
-    assert.ok(queue.claim(), `claim ${i + 1}`); // claimed, then the process died: its lease runs out
+    const lease = queue.claim();
+    assert.ok(lease, `claim ${i + 1}`);
+    beginWork(db, lease); // at work on it, then the process died: its lease runs out
     clock.advance(31_000);
   }
   const seen: string[] = [];
@@ -453,6 +455,41 @@ S('a job whose process died on every attempt is failed, not run again', async ()
   await scheduler.stop();
   assert.equal(seen, ['failed job_oom: the service stopped 2 times while working on this job without getting any further']);
   assert.is(queue.find('job_oom')!.status, 'failed');
+  db.close();
+});
+
+S('a process that died before its run began work on the job is no attempt: a crash loop of restarts never fails the job; one death at work counts again', async () => {
+  const { db, clock } = fixture();
+  const queue = createQueue(db, clock);
+  db.tx(() => queue.enqueue('job_loop', 'loop', { maxAttempts: 2 }));
+  const attempts = () => db.raw.prepare("SELECT attempts FROM jobs WHERE id = 'job_loop'").pluck().get();
+  for (let i = 0; i < 10; i++) {
+    assert.ok(queue.claim(), `claim ${i + 1}`); // claimed, then killed while starting: never at work
+    if (i % 2) queue.recover(); // found by the next start's sweep, or by its lease running out
+    else clock.advance(31_000);
+  }
+  assert.is(attempts(), 1, 'only the claim in hand counts');
+  const lease = queue.claim()!;
+  beginWork(db, lease);
+  beginWork(db, lease); // once a run: the second call writes nothing
+  clock.advance(31_000); // died at work: that one counts
+  assert.is(queue.claim()!.job.attempts, 2);
+  const seen: string[] = [];
+  const runners: Record<string, Runner> = {
+    loop: {
+      pruneFinishedAfterMs: null,
+      async run() {
+        seen.push('run');
+        return 'done';
+      },
+    },
+  };
+  clock.advance(31_000); // the second claim died idle: its attempt is given back, and the job runs
+  const scheduler = createScheduler({ db, queue, log: quiet, runners });
+  scheduler.start();
+  for (let i = 0; i < 1000 && !seen.length; i++) await new Promise((r) => setImmediate(r));
+  await scheduler.stop();
+  assert.equal(seen, ['run']);
   db.close();
 });
 

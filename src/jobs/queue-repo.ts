@@ -99,8 +99,10 @@ export function createQueueRepo(db: Db) {
     // A pending job whose time has come, or a processing one whose holder died (lease expired);
     // of a sequence (migration 0018), only its oldest unfinished job.
     claim: db.raw.prepare<{ owner: string; until: number; now: number; lane: JobLane }, { id: string; kind: string; payload: string | null; lease_token: number; attempts: number; max_attempts: number }>(
+      // an attempt a claim; a holder that died before it began work (still claimed_idle, migration
+      // 0037) gets its attempt back: SET reads the row as it was
       `UPDATE jobs SET status = 'processing', lease_owner = @owner, lease_until = @until, lease_token = lease_token + 1,
-              attempts = attempts + 1, updated_at = @now
+              attempts = attempts + 1 - (status = 'processing' AND claimed_idle), claimed_idle = 1, updated_at = @now
        WHERE id = (SELECT id FROM (${NEXT_CLAIMABLE}) ORDER BY run_after, created_at LIMIT 1)
        RETURNING id, kind, payload, lease_token, attempts, max_attempts`,
     ),
@@ -116,7 +118,10 @@ export function createQueueRepo(db: Db) {
       "UPDATE jobs SET lease_until = @until, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
     ),
     checkpoint: db.raw.prepare<{ id: string; token: number; until: number; now: number }>(
-      "UPDATE jobs SET lease_until = @until, attempts = 0, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
+      "UPDATE jobs SET lease_until = @until, attempts = 0, claimed_idle = 0, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
+    ),
+    working: db.raw.prepare<{ id: string; token: number; now: number }>(
+      "UPDATE jobs SET claimed_idle = 0, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
     ),
     finish: db.raw.prepare<{ id: string; token: number; status: JobStatus; error: string | null; now: number }>(
       "UPDATE jobs SET status = @status, last_error = @error, lease_owner = NULL, lease_until = NULL, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
@@ -164,6 +169,7 @@ export function createQueueRepo(db: Db) {
     renewLease: (id: string, token: number, until: number, now: number): boolean => q.renew.run({ id, token, until, now }).changes === 1,
     /** Extends the lease and records progress (the retry budget starts over); false when the lease was lost. */
     checkpointLease: (id: string, token: number, until: number, now: number): boolean => q.checkpoint.run({ id, token, until, now }).changes === 1,
+    markWorking: (id: string, token: number, now: number): boolean => q.working.run({ id, token, now }).changes === 1,
     /** Moves a held job to completed or failed; false when the lease was lost. */
     finishJob: (id: string, token: number, status: 'completed' | 'failed', error: string | null, now: number): boolean =>
       q.finish.run({ id, token, status, error, now }).changes === 1,

@@ -40,6 +40,19 @@ export async function keepingLease<T>(renew: () => Promise<void> | void, wait: P
   }
 }
 
+const working = new WeakSet<Lease>();
+
+/**
+ * Marks the run of `lease` as working on the job's content (Lease.working), in a transaction of
+ * its own, the first time it is called for that run; later calls cost nothing. Runners with
+ * `marksWork` call it before each chunk; the scheduler, for the others, as their run starts.
+ */
+export function beginWork(db: Db, lease: Lease): void {
+  if (working.has(lease)) return;
+  db.tx(() => lease.working());
+  working.add(lease);
+}
+
 /**
  * Renews a lease between a run's chunks, as a write like a chunk's: after `db.relieve()`, so not
  * while a backup pauses the writers nor past the -wal's bulk limit. Throws LeaseLostError.
@@ -60,6 +73,14 @@ export interface Lease {
    * failing before it gets anywhere uses up its attempts and ends `failed` (SPEC §4.4).
    */
   checkpoint(): void;
+  /**
+   * The run begins work on the job's content (its first chunk): from now on, a process that dies
+   * before the next checkpoint counts as an attempt, so a job that kills the process (out of
+   * memory) fails after its attempts; a death before (while the process started, claimed the job,
+   * opened its file) does not (migration 0037). Through beginWork, which commits it before the
+   * work it announces, once a run. Throws LeaseLostError.
+   */
+  working(): void;
   complete(): void;
   fail(message: string): void;
 }
@@ -71,23 +92,28 @@ export function createQueue(db: Db, clock: Clock) {
   const repo = createQueueRepo(db);
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 
-  const leaseOf = (job: ClaimedJob): Lease => ({
-    job,
-    renew() {
-      const now = clock.now();
-      if (!repo.renewLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
-    },
-    checkpoint() {
-      const now = clock.now();
-      if (!repo.checkpointLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
-    },
-    complete() {
-      if (!repo.finishJob(job.id, job.token, 'completed', null, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
-    },
-    fail(message: string) {
-      if (!repo.finishJob(job.id, job.token, 'failed', message, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
-    },
-  });
+  const leaseOf = (job: ClaimedJob): Lease => {
+    return {
+      job,
+      working() {
+        if (!repo.markWorking(job.id, job.token, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
+      },
+      renew() {
+        const now = clock.now();
+        if (!repo.renewLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
+      },
+      checkpoint() {
+        const now = clock.now();
+        if (!repo.checkpointLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
+      },
+      complete() {
+        if (!repo.finishJob(job.id, job.token, 'completed', null, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
+      },
+      fail(message: string) {
+        if (!repo.finishJob(job.id, job.token, 'failed', message, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
+      },
+    };
+  };
 
   return {
     owner,

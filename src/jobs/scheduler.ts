@@ -2,7 +2,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import { isBusyError, isStorageFullError, type Db } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
 import { deleteInChunks, type DeleteStep } from './chunk-pacing.ts';
-import { LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
+import { beginWork, LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
 
 /**
  * The in-process scheduler (SPEC §7): node-cron ticks every second and a new job also kicks it at
@@ -29,6 +29,12 @@ export interface Runner {
   readonly pruneFinishedAfterMs: number | null;
   /** Records the final failure in the job's own table (same transaction as the job's). */
   failed?(jobId: string, message: string): void;
+  /**
+   * The runner calls lease.working() itself, right before its first chunk (after opening its
+   * input): a process killed before that is no attempt. Otherwise the scheduler calls it as the
+   * run starts.
+   */
+  readonly marksWork?: boolean;
 }
 
 /** How long a job waits after the disk was full before it tries again. */
@@ -110,10 +116,12 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
     try {
       if (!runner) throw new Error(`no runner for jobs of kind "${lease.job.kind}"`);
       // Claimed more often than it may be tried, and no earlier run recorded a failure or progress:
-      // the process died while working on it each time (e.g. out of memory). Do not try again.
+      // the process died while working on it each time (e.g. out of memory). Do not try again. (A
+      // process that died before its run began work gave its attempt back: Lease.working.)
       if (lease.job.attempts > lease.job.maxAttempts) {
         throw new Error(`the service stopped ${lease.job.attempts - 1} times while working on this job without getting any further`);
       }
+      if (!runner.marksWork) beginWork(d.db, lease);
       const outcome = await runner.run(lease, ctl);
       if (outcome === 'stopped') d.db.tx(() => d.queue.release(lease));
     } catch (err) {

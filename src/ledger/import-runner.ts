@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import { readUpload, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { CsvReadError, type CsvRow } from '../csv/read-rows.ts';
 import { newId } from '../ids.ts';
-import { keepingLease, renewBetweenChunks, type Lease } from '../jobs/queue.ts';
+import { beginWork, keepingLease, renewBetweenChunks, type Lease } from '../jobs/queue.ts';
 import { betweenChunks, byteBoundedEnd, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
@@ -74,6 +74,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
   };
 
   function storeChunk(lease: Lease, imp: ImportJob, cap: RejectionCap, rows: Row[], cursor: { bytes: number; lines: number }): void {
+    beginWork(d.db, lease); // a process killed from here on counts as an attempt; before (the file opened, the CSV worker started), not
     const counts = cap.chunk(() => d.db.bulkTx((): ChunkCounts => {
       lease.checkpoint();
       if (!d.ledgers.isLive(imp.ledgerId)) throw new LedgerGone();
@@ -233,6 +234,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
 
   return {
     pruneFinishedAfterMs: null, // the import's record (GET …/imports/:id) lives in import_jobs, which goes with the job row
+    marksWork: true, // before each chunk (storeChunk), once the file is open and the CSV worker started
     async run(lease, ctl) {
       const imp = d.imports.findImport(lease.job.id, d.clock.now());
       if (!imp) {

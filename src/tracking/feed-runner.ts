@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Clock } from '../clock.ts';
 import { betweenChunks, CHUNK_BUDGET_MS, ChunkSizer } from '../jobs/chunk-pacing.ts';
-import { RENEW_LEASE_AFTER_MS, renewBetweenChunks } from '../jobs/queue.ts';
+import { beginWork, RENEW_LEASE_AFTER_MS, renewBetweenChunks } from '../jobs/queue.ts';
 import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import { isConstraintError, type Db } from '../storage/db.ts';
@@ -106,6 +106,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
        * least one record a chunk.
        */
       const apply = (items: FeedItem[]): number => {
+        beginWork(d.db, lease); // a process killed from here on counts as an attempt; before (passing over applied records), not
         const chunkStart = recordNo;
         const began = performance.now();
         const deadline = d.chunkDeadlineMs ?? CHUNK_DEADLINE_MS;
@@ -221,6 +222,7 @@ function nothingApplied(feeds: FeedsRepo, id: string, now: number): string | nul
 export function feedRunnerOnMain(d: Pick<FeedRunnerDeps, 'clock' | 'feeds' | 'dataDir' | 'log'>): Omit<Runner, 'run'> {
   return {
     pruneFinishedAfterMs: null, // the feed's record (GET /feed/:id) lives in feed_jobs, which goes with the job row
+    marksWork: true, // before each chunk (apply), after passing over the records a resumed feed applied
     failed(jobId, message) {
       const filePath = d.feeds.findFeed(jobId, d.clock.now())?.filePath ?? null; // finishing forgets it
       d.feeds.markFinished(jobId, `processing kept failing: ${message}`, d.clock.now());
