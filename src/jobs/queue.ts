@@ -92,28 +92,26 @@ export function createQueue(db: Db, clock: Clock) {
   const repo = createQueueRepo(db);
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 
-  const leaseOf = (job: ClaimedJob): Lease => {
-    return {
-      job,
-      working() {
-        if (!repo.markWorking(job.id, job.token, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
-      },
-      renew() {
-        const now = clock.now();
-        if (!repo.renewLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
-      },
-      checkpoint() {
-        const now = clock.now();
-        if (!repo.checkpointLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
-      },
-      complete() {
-        if (!repo.finishJob(job.id, job.token, 'completed', null, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
-      },
-      fail(message: string) {
-        if (!repo.finishJob(job.id, job.token, 'failed', message, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
-      },
-    };
-  };
+  const leaseOf = (job: ClaimedJob): Lease => ({
+    job,
+    working() {
+      if (!repo.markWorking(job.id, job.token, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
+    },
+    renew() {
+      const now = clock.now();
+      if (!repo.renewLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
+    },
+    checkpoint() {
+      const now = clock.now();
+      if (!repo.checkpointLease(job.id, job.token, now + LEASE_MS, now)) throw new LeaseLostError(`lost the lease on ${job.id}`);
+    },
+    complete() {
+      if (!repo.finishJob(job.id, job.token, 'completed', null, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
+    },
+    fail(message: string) {
+      if (!repo.finishJob(job.id, job.token, 'failed', message, clock.now())) throw new LeaseLostError(`lost the lease on ${job.id}`);
+    },
+  });
 
   return {
     owner,
