@@ -122,6 +122,8 @@ const DOMAIN_LABEL = /^[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}-]*[\p{L}\p{M}\p{N}])?$/u;
 const MAX_LOCAL_OCTETS = 64;
 /** RFC 1035 §2.3.4: a label has at most 63 octets (a label beyond ASCII: its IDNA form, RFC 5890). */
 const MAX_LABEL_OCTETS = 63;
+/** RFC 1035 §2.3.4 (255 octets in the wire format): 253 characters written out. */
+const MAX_DOMAIN_CHARS = 253;
 
 /**
  * Why an address of EMAIL's shape is not one mail can go to (RFC 5321 §4.1.2's dot-atom), if it
@@ -135,12 +137,15 @@ function undeliverable(email: string): string | undefined {
   const local = email.slice(0, at);
   if (local.startsWith('.') || local.endsWith('.') || local.includes('..')) return '';
   if (Buffer.byteLength(local) > MAX_LOCAL_OCTETS) return ` (the part before @ is longer than ${MAX_LOCAL_OCTETS} bytes)`;
+  let domainChars = -1; // the dots between the labels
   for (const label of email.slice(at + 1).split('.')) {
     if (!DOMAIN_LABEL.test(label)) return '';
     // a label beyond ASCII that IDNA refuses is left to the shape check above, as before
-    const ascii = /^[\x00-\x7f]*$/.test(label) ? label : domainToASCII(label);
+    const ascii = /^[\x00-\x7f]*$/.test(label) ? label : domainToASCII(label) || label;
     if (ascii.length > MAX_LABEL_OCTETS) return ` (a part of its domain is longer than ${MAX_LABEL_OCTETS} characters)`;
+    domainChars += ascii.length + 1;
   }
+  if (domainChars > MAX_DOMAIN_CHARS) return ` (its domain is longer than ${MAX_DOMAIN_CHARS} characters)`;
   return undefined;
 }
 

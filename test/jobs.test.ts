@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { beginWork, createQueue, keepingLease, LEASE_MS, LeaseLostError } from '../src/jobs/queue.ts';
-import { createQueueRepo } from '../src/jobs/queue-repo.ts';
+import { createQueueRepo, MAX_IDLE_GIVEBACKS } from '../src/jobs/queue-repo.ts';
 import { createScheduler, FINISHED_JOB_RETENTION_MS, LANE_SLOTS, type Runner } from '../src/jobs/scheduler.ts';
 import { byteBoundedEnd, CHUNK_BUDGET_MS, CHUNK_MAX_BYTES, ChunkSizer, deleteInChunks, FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
 import { openDb, type Db } from '../src/storage/db.ts';
@@ -458,38 +458,84 @@ S('a job whose process died on every attempt is failed, not run again', async ()
   db.close();
 });
 
-S('a process that died before its run began work on the job is no attempt: a crash loop of restarts never fails the job; one death at work counts again', async () => {
+S('a process that died before its run began work on the job is no attempt: a crash loop of restarts does not fail the job; one death at work counts', async () => {
   const { db, clock } = fixture();
   const queue = createQueue(db, clock);
   db.tx(() => queue.enqueue('job_loop', 'loop', { maxAttempts: 2 }));
   const attempts = () => db.raw.prepare("SELECT attempts FROM jobs WHERE id = 'job_loop'").pluck().get();
+  const selfMarking = ['loop']; // its runner marks its work (marksWork): claimed idle
   for (let i = 0; i < 10; i++) {
-    assert.ok(queue.claim(), `claim ${i + 1}`); // claimed, then killed while starting: never at work
+    assert.ok(queue.claim('bulk', selfMarking), `claim ${i + 1}`); // claimed, then killed while starting: never at work
     if (i % 2) queue.recover(); // found by the next start's sweep, or by its lease running out
     else clock.advance(31_000);
   }
   assert.is(attempts(), 1, 'only the claim in hand counts');
-  const lease = queue.claim()!;
+  const lease = queue.claim('bulk', selfMarking)!;
   beginWork(db, lease);
   beginWork(db, lease); // once a run: the second call writes nothing
   clock.advance(31_000); // died at work: that one counts
-  assert.is(queue.claim()!.job.attempts, 2);
+  assert.is(queue.claim('bulk', selfMarking)!.job.attempts, 2);
+  clock.advance(31_000); // and that claim died idle: its attempt is given back, and the job runs
   const seen: string[] = [];
   const runners: Record<string, Runner> = {
     loop: {
       pruneFinishedAfterMs: null,
+      marksWork: true,
       async run() {
         seen.push('run');
         return 'done';
       },
     },
   };
-  clock.advance(31_000); // the second claim died idle: its attempt is given back, and the job runs
   const scheduler = createScheduler({ db, queue, log: quiet, runners });
   scheduler.start();
   for (let i = 0; i < 1000 && !seen.length; i++) await new Promise((r) => setImmediate(r));
   await scheduler.stop();
   assert.equal(seen, ['run']);
+  db.close();
+});
+
+S(`deaths before work are given back ${MAX_IDLE_GIVEBACKS} times since the last progress, then count: whatever kills the process before a run marks its work cannot crash-loop the service for ever`, async () => {
+  const { db, clock } = fixture();
+  const queue = createQueue(db, clock);
+  db.tx(() => queue.enqueue('job_early', 'early', { maxAttempts: 2 }));
+  for (let i = 0; i < MAX_IDLE_GIVEBACKS + 2; i++) {
+    queue.claim('bulk', ['early']);
+    queue.recover();
+  }
+  const seen: string[] = [];
+  const runners: Record<string, Runner> = {
+    early: {
+      pruneFinishedAfterMs: null,
+      marksWork: true,
+      async run() {
+        seen.push('run');
+        return 'done';
+      },
+      failed(jobId, message) {
+        seen.push(`failed ${jobId}: ${message}`);
+      },
+    },
+  };
+  const scheduler = createScheduler({ db, queue, log: quiet, runners });
+  scheduler.start();
+  for (let i = 0; i < 1000 && queue.find('job_early')?.status !== 'failed'; i++) await new Promise((r) => setImmediate(r));
+  await scheduler.stop();
+  assert.equal(seen, ['failed job_early: the service stopped 2 times while working on this job without getting any further']);
+  // and progress starts the count over
+  db.tx(() => queue.enqueue('job_later', 'early', { maxAttempts: 2 }));
+  for (let i = 0; i < MAX_IDLE_GIVEBACKS; i++) {
+    queue.claim('bulk', ['early']);
+    queue.recover();
+  }
+  const l = queue.claim('bulk', ['early'])!;
+  db.tx(() => l.checkpoint());
+  queue.recover();
+  for (let i = 0; i < MAX_IDLE_GIVEBACKS; i++) {
+    queue.claim('bulk', ['early']);
+    queue.recover();
+  }
+  assert.is(queue.claim('bulk', ['early'])!.job.attempts, 1, 'every death since the progress given back');
   db.close();
 });
 

@@ -75,8 +75,8 @@ N('e-mail shapes', () => {
   assert.ok(emailProblem('no-at-sign', 'email', true), 'a lookup still needs an address');
   // longer than RFC 5321 / 1035 allow (a tester's cases): 64 bytes before @, 63 to a label (in its IDNA form)
   const x = (n: number, c = 'x') => c.repeat(n);
-  for (const ok of [`${x(64)}@b.test`, `${x(32, 'é')}@b.test`, `a@${x(63)}.test`, `a@${x(40, 'ü')}.test`]) assert.is(emailProblem(ok), undefined, ok);
-  for (const [bad, why] of [[`${x(65)}@b.test`, 'the part before @ is longer than 64 bytes'], [`${x(33, 'é')}@b.test`, 'the part before @ is longer than 64 bytes'], [`a@${x(64)}.test`, 'a part of its domain is longer than 63 characters'], [`a@b.${x(300)}`, 'a part of its domain is longer than 63 characters'], [`a@${x(60, 'ü')}.test`, 'a part of its domain is longer than 63 characters']] as [string, string][]) {
+  for (const ok of [`${x(64)}@b.test`, `${x(32, 'é')}@b.test`, `a@${x(63)}.test`, `a@${x(40, 'ü')}.test`, `a@${[x(63), x(63), x(63), x(61)].join('.')}`]) assert.is(emailProblem(ok), undefined, ok);
+  for (const [bad, why] of [[`${x(65)}@b.test`, 'the part before @ is longer than 64 bytes'], [`${x(33, 'é')}@b.test`, 'the part before @ is longer than 64 bytes'], [`a@${x(64)}.test`, 'a part of its domain is longer than 63 characters'], [`a@b.${x(300)}`, 'a part of its domain is longer than 63 characters'], [`a@${x(60, 'ü')}.test`, 'a part of its domain is longer than 63 characters'], [`a@${[x(63), x(63), x(63), x(62)].join('.')}`, 'its domain is longer than 253 characters']] as [string, string][]) {
     assert.is(emailProblem(bad), `email "${bad}" is not an e-mail address (${why})`, bad);
     assert.is(emailProblem(bad, 'email', true), undefined, 'still looked for');
   }

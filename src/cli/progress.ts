@@ -76,7 +76,8 @@ export function interrupted(): { signal: Promise<NodeJS.Signals>; readonly fired
  * from `stop`, set up before the job was made, so that a signal at any moment is seen) the
  * scheduler is stopped first, which hands the job back with its progress (its chunk ends, the lease
  * is released), and only then is `onInterrupt()` written to stderr, so the progress it reads is
- * what the job kept; exit code 1. The caller's `rt.close()` then checkpoints the WAL and releases the
+ * what the job kept; exit code 1 — unless that chunk was the last and the job ended, which `check`
+ * then reports as usual. The caller's `rt.close()` then checkpoints the WAL and releases the
  * lock, and the server finishes the job when it starts. Shared by `import` and `feed`.
  */
 export async function waitForOwnJob(io: Io, stop: { readonly fired: boolean }, scheduler: { stop(): Promise<void> }, check: () => number | undefined, onInterrupt: () => string): Promise<number> {
@@ -85,6 +86,9 @@ export async function waitForOwnJob(io: Io, stop: { readonly fired: boolean }, s
     if (code !== undefined) return code;
     if (stop.fired) {
       await scheduler.stop();
+      // the chunk it let end may have been the last one: then the job is done, not interrupted
+      const ended = check();
+      if (ended !== undefined) return ended;
       io.err(onInterrupt());
       return EXIT_FAILURE;
     }

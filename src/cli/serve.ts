@@ -50,10 +50,6 @@ function listen(server: http.Server, port: number, host: string): Promise<void> 
 }
 
 /**
- * Prints what the first start created, builds the application and listens; loads the bulk thread
- * when a job of it is waiting. The caller closes the runtime when this throws.
- */
-/**
  * The certificate and key of TLS_CERT / TLS_KEY, checked to make a TLS context. A file that is not
  * one (a folder), a PEM that does not parse, a key that does not fit the certificate: configuration
  * errors (exit 2), which a restart does not mend — a service manager restarting on exit 1 would
@@ -76,6 +72,10 @@ function usableTls(certFile: string, keyFile: string): { cert: Buffer; key: Buff
   return tls;
 }
 
+/**
+ * Prints what the first start created, builds the application and listens; loads the bulk thread
+ * when a job of it is waiting. The caller closes the runtime when this throws.
+ */
 async function startServing(rt: Runtime, config: Config, tls: { cert: Buffer; key: Buffer } | undefined, io: Io) {
   const { log } = rt;
   if (rt.bootstrap?.generatedPassword) {

@@ -73,9 +73,16 @@ export function scanUpload(path: string): Promise<ScanResult | ScanFailure> {
 /**
  * Rows of a stored upload from a resume point, in batches; at most `window` batches are parsed
  * ahead of the consumer. Breaking out of the loop stops the worker. Throws CsvReadError.
+ * `onReading` is called when the worker, loaded, begins to read the file (before any row).
  */
-export async function* readUpload(path: string, format: CsvFormat, from: ResumePoint, batchRows: number, window = 2, startWorker: StartCsvWorker = startCsvWorker): AsyncGenerator<CsvBatch> {
-  const w = startWorker({ op: 'read', path, format, from, batchRows, window });
+export async function* readUpload(
+  path: string,
+  format: CsvFormat,
+  from: ResumePoint,
+  batchRows: number,
+  opts: { window?: number; startWorker?: StartCsvWorker; onReading?: () => void } = {},
+): AsyncGenerator<CsvBatch> {
+  const w = (opts.startWorker ?? startCsvWorker)({ op: 'read', path, format, from, batchRows, window: opts.window ?? 2 });
   const queue: WorkerMessage[] = [];
   let wake: (() => void) | undefined;
   let failure: Error | undefined;
@@ -96,7 +103,8 @@ export async function* readUpload(path: string, format: CsvFormat, from: ResumeP
         wake = undefined;
         continue;
       }
-      if (m.type === 'batch') {
+      if (m.type === 'ready') opts.onReading?.();
+      else if (m.type === 'batch') {
         yield m.batch;
         w.send('more');
       } else if (m.type === 'done') return;

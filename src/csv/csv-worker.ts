@@ -17,6 +17,7 @@ export type WorkerTask =
 
 export type WorkerMessage =
   | { type: 'scan'; result: Awaited<ReturnType<typeof scanCsv>> }
+  | { type: 'ready' }
   | { type: 'batch'; batch: CsvBatch }
   | { type: 'done' }
   | { type: 'read-error'; message: string; line: number }
@@ -38,6 +39,8 @@ async function main() {
   // requests when the cores are busy (the bulk thread, which holds the write lock that requests may
   // wait for, keeps the normal priority). A scan answers an upload request and keeps it too.
   setThreadNice(NICE.csvReading);
+  // loaded, about to read the file: the job's run is at work from here (Lease.working)
+  post({ type: 'ready' });
   // Credit-based flow control: at most `window` batches ahead of the consumer.
   let credits = task.window;
   let wake: (() => void) | undefined;

@@ -87,6 +87,13 @@ const NEXT_CLAIMABLE = `
                  ORDER BY run_after, created_at LIMIT 1)`;
 
 /** The jobs table: insert, claim with a lease (one UPDATE … RETURNING), fenced transitions. */
+/**
+ * How many deaths of a job's holder before its run began work are given back (no attempt) since
+ * the job's last progress; past that they count again (migration 0037).
+ */
+export const MAX_IDLE_GIVEBACKS = 20;
+const GIVE_BACK = `status = 'processing' AND claimed_idle AND idle_givebacks < ${MAX_IDLE_GIVEBACKS}`;
+
 export function createQueueRepo(db: Db) {
   const q = {
     insert: db.raw.prepare(
@@ -98,11 +105,14 @@ export function createQueueRepo(db: Db) {
     byId: db.raw.prepare<[string], Row>('SELECT * FROM jobs WHERE id = ?'),
     // A pending job whose time has come, or a processing one whose holder died (lease expired);
     // of a sequence (migration 0018), only its oldest unfinished job.
-    claim: db.raw.prepare<{ owner: string; until: number; now: number; lane: JobLane }, { id: string; kind: string; payload: string | null; lease_token: number; attempts: number; max_attempts: number }>(
+    claim: db.raw.prepare<{ owner: string; until: number; now: number; lane: JobLane; selfMarking: string }, { id: string; kind: string; payload: string | null; lease_token: number; attempts: number; max_attempts: number }>(
       // an attempt a claim; a holder that died before it began work (still claimed_idle, migration
-      // 0037) gets its attempt back: SET reads the row as it was
+      // 0037) gets its attempt back, MAX_IDLE_GIVEBACKS times since the last progress (SET reads the
+      // row as it was). Kinds whose runners mark their work (@selfMarking) start idle; the others
+      // are at work from the claim, which their run follows in the same turn.
       `UPDATE jobs SET status = 'processing', lease_owner = @owner, lease_until = @until, lease_token = lease_token + 1,
-              attempts = attempts + 1 - (status = 'processing' AND claimed_idle), claimed_idle = 1, updated_at = @now
+              attempts = attempts + 1 - (${GIVE_BACK}), idle_givebacks = idle_givebacks + (${GIVE_BACK}),
+              claimed_idle = kind IN (SELECT value FROM json_each(@selfMarking)), updated_at = @now
        WHERE id = (SELECT id FROM (${NEXT_CLAIMABLE}) ORDER BY run_after, created_at LIMIT 1)
        RETURNING id, kind, payload, lease_token, attempts, max_attempts`,
     ),
@@ -118,7 +128,7 @@ export function createQueueRepo(db: Db) {
       "UPDATE jobs SET lease_until = @until, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
     ),
     checkpoint: db.raw.prepare<{ id: string; token: number; until: number; now: number }>(
-      "UPDATE jobs SET lease_until = @until, attempts = 0, claimed_idle = 0, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
+      "UPDATE jobs SET lease_until = @until, attempts = 0, claimed_idle = 0, idle_givebacks = 0, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
     ),
     working: db.raw.prepare<{ id: string; token: number; now: number }>(
       "UPDATE jobs SET claimed_idle = 0, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
@@ -157,8 +167,9 @@ export function createQueueRepo(db: Db) {
       return r && toJob(r);
     },
     /** Claims the next runnable job for `owner` until `until`; undefined when there is none. */
-    claimJob: (owner: string, until: number, now: number, lane: JobLane): ClaimedJob | undefined => {
-      const r = q.claim.get({ owner, until, now, lane });
+    /** Claims the next runnable job of the lane; `selfMarking`: the kinds whose runners mark their work (Lease.working). */
+    claimJob: (owner: string, until: number, now: number, lane: JobLane, selfMarking: readonly string[]): ClaimedJob | undefined => {
+      const r = q.claim.get({ owner, until, now, lane, selfMarking: JSON.stringify(selfMarking) });
       return r && { id: r.id, kind: r.kind, lane, payload: r.payload, token: r.lease_token, attempts: r.attempts, maxAttempts: r.max_attempts };
     },
     /** True when a job of one of these kinds is pending or processing (due or not). */
@@ -194,7 +205,7 @@ export function createQueueRepo(db: Db) {
     explainClaim: (): string[] =>
       // one set of parameters for all three: a statement takes the ones it names
       [q.claim.source, q.claimable.source, q.nextDue.source].flatMap((sql) =>
-        db.queryPlan(sql, { owner: 'x', until: 0, now: 0, lane: 'bulk' }),
+        db.queryPlan(sql, { owner: 'x', until: 0, now: 0, lane: 'bulk', selfMarking: '[]' }),
       ),
     /** The query plan of deleteFinishedJobs (tests: it reads the index of finished jobs, never the table). */
     explainDeleteFinishedJobs: (kind: string, before: number, n: number): string[] =>

@@ -45,11 +45,17 @@ const working = new WeakSet<Lease>();
 /**
  * Marks the run of `lease` as working on the job's content (Lease.working), in a transaction of
  * its own, the first time it is called for that run; later calls cost nothing. Runners with
- * `marksWork` call it before each chunk; the scheduler, for the others, as their run starts.
+ * `marksWork` call it right before they read the job's content (the others are at work from
+ * their claim).
  */
 export function beginWork(db: Db, lease: Lease): void {
+  if (!working.has(lease)) db.tx(() => markWorking(lease));
+}
+
+/** beginWork inside a transaction the caller has open, which commits the mark with its own writes. */
+export function markWorking(lease: Lease): void {
   if (working.has(lease)) return;
-  db.tx(() => lease.working());
+  lease.working();
   working.add(lease);
 }
 
@@ -77,8 +83,9 @@ export interface Lease {
    * The run begins work on the job's content (its first chunk): from now on, a process that dies
    * before the next checkpoint counts as an attempt, so a job that kills the process (out of
    * memory) fails after its attempts; a death before (while the process started, claimed the job,
-   * opened its file) does not (migration 0037). Through beginWork, which commits it before the
-   * work it announces, once a run. Throws LeaseLostError.
+   * opened its file) does not, up to MAX_IDLE_GIVEBACKS times (migration 0037). Through
+   * beginWork or markWorking, which commit it before the work it announces, once a run. Throws
+   * LeaseLostError.
    */
   working(): void;
   complete(): void;
@@ -145,10 +152,10 @@ export function createQueue(db: Db, clock: Clock) {
      * poll never waits behind another holder of it (the checkpoint thread cutting the -wal) on the
      * event loop.
      */
-    claim(lane: JobLane = 'bulk'): Lease | undefined {
+    claim(lane: JobLane = 'bulk', selfMarking: readonly string[] = []): Lease | undefined {
       const now = clock.now();
       if (!repo.hasClaimable(now, lane)) return undefined;
-      const job = db.tx(() => repo.claimJob(owner, now + LEASE_MS, now, lane));
+      const job = db.tx(() => repo.claimJob(owner, now + LEASE_MS, now, lane, selfMarking));
       return job && leaseOf(job);
     },
     /**

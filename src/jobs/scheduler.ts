@@ -2,7 +2,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import { isBusyError, isStorageFullError, type Db } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
 import { deleteInChunks, type DeleteStep } from './chunk-pacing.ts';
-import { beginWork, LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
+import { LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
 
 /**
  * The in-process scheduler (SPEC §7): node-cron ticks every second and a new job also kicks it at
@@ -30,9 +30,9 @@ export interface Runner {
   /** Records the final failure in the job's own table (same transaction as the job's). */
   failed?(jobId: string, message: string): void;
   /**
-   * The runner calls lease.working() itself, right before its first chunk (after opening its
-   * input): a process killed before that is no attempt. Otherwise the scheduler calls it as the
-   * run starts.
+   * The runner marks its work itself (beginWork, markWorking), right before it reads the job's
+   * content (after loading, opening its input, passing over what a resumed run did): a process
+   * killed before that is no attempt. The others are at work from their claim.
    */
   readonly marksWork?: boolean;
 }
@@ -55,6 +55,8 @@ export const FINISHED_JOB_RETENTION_MS = 30 * 86_400_000;
 export const LANE_SLOTS: Readonly<Record<JobLane, number>> = { express: 2, bulk: 2 };
 
 export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners: Record<string, Runner>; concurrency?: number; onBusy?: (where: 'job' | 'task') => void }) {
+  /** The kinds whose runners mark their work themselves: claimed idle (queue-repo.ts claim). */
+  const selfMarking = Object.entries(d.runners).flatMap(([kind, r]) => (r.marksWork ? [kind] : []));
   const slots: Record<JobLane, number> = d.concurrency ? { express: d.concurrency, bulk: d.concurrency } : { ...LANE_SLOTS };
   // Keyed by job and lease token: a job this process claims again (its lease ran out meanwhile)
   // is a second run, and the first run's end must not forget it.
@@ -121,7 +123,6 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       if (lease.job.attempts > lease.job.maxAttempts) {
         throw new Error(`the service stopped ${lease.job.attempts - 1} times while working on this job without getting any further`);
       }
-      if (!runner.marksWork) beginWork(d.db, lease);
       const outcome = await runner.run(lease, ctl);
       if (outcome === 'stopped') d.db.tx(() => d.queue.release(lease));
     } catch (err) {
@@ -162,7 +163,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       while (busy(lane) < slots[lane]) {
         let lease: Lease | undefined;
         try {
-          lease = d.queue.claim(lane);
+          lease = d.queue.claim(lane, selfMarking);
         } catch (err) {
           d.log.error({ err }, 'could not claim a job');
           return;

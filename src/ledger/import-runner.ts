@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import { readUpload, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { CsvReadError, type CsvRow } from '../csv/read-rows.ts';
 import { newId } from '../ids.ts';
-import { beginWork, keepingLease, renewBetweenChunks, type Lease } from '../jobs/queue.ts';
+import { beginWork, keepingLease, markWorking, renewBetweenChunks, type Lease } from '../jobs/queue.ts';
 import { betweenChunks, byteBoundedEnd, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
@@ -74,7 +74,6 @@ export function createImportRunner(d: RunnerDeps): Runner {
   };
 
   function storeChunk(lease: Lease, imp: ImportJob, cap: RejectionCap, rows: Row[], cursor: { bytes: number; lines: number }): void {
-    beginWork(d.db, lease); // a process killed from here on counts as an attempt; before (the file opened, the CSV worker started), not
     const counts = cap.chunk(() => d.db.bulkTx((): ChunkCounts => {
       lease.checkpoint();
       if (!d.ledgers.isLive(imp.ledgerId)) throw new LedgerGone();
@@ -157,7 +156,8 @@ export function createImportRunner(d: RunnerDeps): Runner {
   async function runCsv(lease: Lease, imp: ImportJob, cap: RejectionCap, stopping: () => boolean): Promise<'done' | 'stopped'> {
     const format = imp.format!;
     const from = imp.cursorBytes > 0 ? { bytes: imp.cursorBytes, lines: imp.cursorLines } : { bytes: format.dataStart, lines: format.headerLines };
-    const batches = readUpload(imp.filePath!, format, from, CSV_BATCH_ROWS, undefined, d.startCsvWorker);
+    // at work (a process killed from here on counts as an attempt) once the CSV worker, loaded, begins to read
+    const batches = readUpload(imp.filePath!, format, from, CSV_BATCH_ROWS, { startWorker: d.startCsvWorker, onReading: () => beginWork(d.db, lease) });
     const sizer = new ChunkSizer();
     // Parsed rows not stored yet: pending[at…]. A chunk is any prefix of them; its last row's end
     // is the resume point, so rows parsed but not stored when we stop are simply read again.
@@ -234,7 +234,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
 
   return {
     pruneFinishedAfterMs: null, // the import's record (GET …/imports/:id) lives in import_jobs, which goes with the job row
-    marksWork: true, // before each chunk (storeChunk), once the file is open and the CSV worker started
+    marksWork: true, // an API batch as its run starts; an upload once the CSV worker begins to read it (runCsv)
     async run(lease, ctl) {
       const imp = d.imports.findImport(lease.job.id, d.clock.now());
       if (!imp) {
@@ -243,6 +243,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
       }
       d.db.tx(() => {
         lease.renew();
+        if (imp.source === 'api') markWorking(lease); // the batch is read next (findPayload)
         d.imports.markStarted(imp.id, d.clock.now());
       });
       const stopping = () => ctl.stopping;

@@ -106,7 +106,6 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
        * least one record a chunk.
        */
       const apply = (items: FeedItem[]): number => {
-        beginWork(d.db, lease); // a process killed from here on counts as an attempt; before (passing over applied records), not
         const chunkStart = recordNo;
         const began = performance.now();
         const deadline = d.chunkDeadlineMs ?? CHUNK_DEADLINE_MS;
@@ -161,6 +160,9 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       // again), and a shutdown does not wait for the rest of the skip.
       let toSkip = feed.cursorRecords;
       let renewedAt = d.clock.now();
+      // At work (a process killed from here on counts as an attempt) before the first record not
+      // applied yet is read: passing over the applied ones, as loading before, is not (0037).
+      if (toSkip === 0) beginWork(d.db, lease);
       try {
         for await (const item of items) {
           if (toSkip > 0) {
@@ -174,6 +176,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
                 renewedAt = d.clock.now();
               }
             }
+            if (toSkip === 0) beginWork(d.db, lease);
             continue;
           }
           chunk.push(item);
@@ -222,7 +225,7 @@ function nothingApplied(feeds: FeedsRepo, id: string, now: number): string | nul
 export function feedRunnerOnMain(d: Pick<FeedRunnerDeps, 'clock' | 'feeds' | 'dataDir' | 'log'>): Omit<Runner, 'run'> {
   return {
     pruneFinishedAfterMs: null, // the feed's record (GET /feed/:id) lives in feed_jobs, which goes with the job row
-    marksWork: true, // before each chunk (apply), after passing over the records a resumed feed applied
+    marksWork: true, // before its first record not applied yet is read (run)
     failed(jobId, message) {
       const filePath = d.feeds.findFeed(jobId, d.clock.now())?.filePath ?? null; // finishing forgets it
       d.feeds.markFinished(jobId, `processing kept failing: ${message}`, d.clock.now());
