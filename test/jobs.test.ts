@@ -425,6 +425,34 @@ S('runs kicked jobs at once, one runner per job, and stops cleanly between chunk
   db.close();
 });
 
+/**
+ * Starts a scheduler whose runner of `kind` records what happens to its jobs ('run', or 'failed
+ * <id>: <message>'), waits until job `id` has ended, stops it and returns the record.
+ */
+async function recordedRun(db: Db, queue: ReturnType<typeof createQueue>, kind: string, id: string, marksWork = false): Promise<string[]> {
+  const seen: string[] = [];
+  const runners: Record<string, Runner> = {
+    [kind]: {
+      pruneFinishedAfterMs: null,
+      marksWork,
+      async run(lease) {
+        seen.push('run');
+        db.tx(() => lease.complete());
+        return 'done';
+      },
+      failed(jobId, message) {
+        seen.push(`failed ${jobId}: ${message}`);
+      },
+    },
+  };
+  const scheduler = createScheduler({ db, queue, log: quiet, runners });
+  scheduler.start();
+  const ended = () => ['completed', 'failed'].includes(queue.find(id)?.status ?? '');
+  for (let i = 0; i < 1000 && !ended(); i++) await new Promise((r) => setImmediate(r));
+  await scheduler.stop();
+  return seen;
+}
+
 S('a job whose process died on every attempt is failed, not run again', async () => {
   const { db, clock } = fixture();
   const queue = createQueue(db, clock);
@@ -435,24 +463,7 @@ S('a job whose process died on every attempt is failed, not run again', async ()
     beginWork(db, lease); // at work on it, then the process died: its lease runs out
     clock.advance(31_000);
   }
-  const seen: string[] = [];
-  const runners: Record<string, Runner> = {
-    oom: {
-      pruneFinishedAfterMs: null,
-      async run() {
-        seen.push('run');
-        return 'done';
-      },
-      failed(jobId, message) {
-        seen.push(`failed ${jobId}: ${message}`);
-      },
-    },
-  };
-  const scheduler = createScheduler({ db, queue, log: quiet, runners });
-  scheduler.start();
-  scheduler.kick();
-  for (let i = 0; i < 1000 && queue.find('job_oom')?.status !== 'failed'; i++) await new Promise((r) => setImmediate(r));
-  await scheduler.stop();
+  const seen = await recordedRun(db, queue, 'oom', 'job_oom');
   assert.equal(seen, ['failed job_oom: the service stopped 2 times while working on this job without getting any further']);
   assert.is(queue.find('job_oom')!.status, 'failed');
   db.close();
@@ -476,22 +487,7 @@ S('a process that died before its run began work on the job is no attempt: a cra
   clock.advance(31_000); // died at work: that one counts
   assert.is(queue.claim('bulk', selfMarking)!.job.attempts, 2);
   clock.advance(31_000); // and that claim died idle: its attempt is given back, and the job runs
-  const seen: string[] = [];
-  const runners: Record<string, Runner> = {
-    loop: {
-      pruneFinishedAfterMs: null,
-      marksWork: true,
-      async run() {
-        seen.push('run');
-        return 'done';
-      },
-    },
-  };
-  const scheduler = createScheduler({ db, queue, log: quiet, runners });
-  scheduler.start();
-  for (let i = 0; i < 1000 && !seen.length; i++) await new Promise((r) => setImmediate(r));
-  await scheduler.stop();
-  assert.equal(seen, ['run']);
+  assert.equal(await recordedRun(db, queue, 'loop', 'job_loop', true), ['run']);
   db.close();
 });
 
@@ -503,24 +499,7 @@ S(`deaths before work are given back ${MAX_IDLE_GIVEBACKS} times since the last 
     queue.claim('bulk', ['early']);
     queue.recover();
   }
-  const seen: string[] = [];
-  const runners: Record<string, Runner> = {
-    early: {
-      pruneFinishedAfterMs: null,
-      marksWork: true,
-      async run() {
-        seen.push('run');
-        return 'done';
-      },
-      failed(jobId, message) {
-        seen.push(`failed ${jobId}: ${message}`);
-      },
-    },
-  };
-  const scheduler = createScheduler({ db, queue, log: quiet, runners });
-  scheduler.start();
-  for (let i = 0; i < 1000 && queue.find('job_early')?.status !== 'failed'; i++) await new Promise((r) => setImmediate(r));
-  await scheduler.stop();
+  const seen = await recordedRun(db, queue, 'early', 'job_early', true);
   assert.equal(seen, ['failed job_early: the service stopped 2 times while working on this job without getting any further']);
   // and progress starts the count over
   db.tx(() => queue.enqueue('job_later', 'early', { maxAttempts: 2 }));
