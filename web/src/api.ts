@@ -85,7 +85,9 @@ async function readError(res: Response): Promise<ApiError> {
 async function send(input: string, init: RequestInit): Promise<Response> {
   try {
     return await fetch(input, init);
-  } catch {
+  } catch (err) {
+    // a request its caller cancelled is no network error: the caller knows and ignores it
+    if (init.signal?.aborted) throw err;
     throw new ApiError(0, 'network_error', 'The server cannot be reached. Check the connection and try again.');
   }
 }
@@ -221,6 +223,51 @@ export async function api<T = unknown>(method: string, path: string, opts: Reque
   const res = await authorized(method, path, opts);
   if (res.status === 204) return undefined as T;
   return (await res.json()) as T;
+}
+
+/** How far an upload is: bytes of the request body sent of all of them. */
+export interface UploadProgress {
+  sent: number;
+  total: number;
+}
+
+/**
+ * Sends a form (a file) with the session's bearer token and reports how much of it was sent, which
+ * fetch cannot; aborting `signal` stops the upload (rejects with an AbortError). Once the whole
+ * body has been sent the server may act on it whatever the page does next: `onProgress` says when
+ * (sent === total), so the caller can stop offering a cancel that would only hide the answer.
+ */
+export async function upload<T = unknown>(method: string, path: string, form: FormData, opts: { signal?: AbortSignal; onProgress?: (p: UploadProgress) => void } = {}): Promise<T> {
+  const attempt = async (): Promise<XMLHttpRequest> => {
+    if (!held || held.refreshAt <= Date.now()) await refresh();
+    return new Promise<XMLHttpRequest>((resolve, reject) => {
+      const aborted = () => reject(new DOMException('The upload was cancelled.', 'AbortError'));
+      if (opts.signal?.aborted) return aborted();
+      const xhr = new XMLHttpRequest();
+      xhr.open(method, path);
+      xhr.setRequestHeader('Authorization', `Bearer ${held!.token}`);
+      xhr.upload.addEventListener('progress', (e) => opts.onProgress?.({ sent: e.loaded, total: e.lengthComputable ? e.total : e.loaded + 1 }));
+      xhr.upload.addEventListener('load', () => opts.onProgress?.({ sent: 1, total: 1 }));
+      xhr.addEventListener('load', () => resolve(xhr));
+      xhr.addEventListener('error', () => reject(new ApiError(0, 'network_error', 'The server cannot be reached. Check the connection and try again.')));
+      xhr.addEventListener('abort', aborted);
+      opts.signal?.addEventListener('abort', () => xhr.abort(), { once: true });
+      xhr.send(form);
+    });
+  };
+  let xhr = await attempt();
+  if (xhr.status === 401) {
+    held = null;
+    await refresh();
+    xhr = await attempt();
+  }
+  if (xhr.status < 200 || xhr.status >= 300) {
+    const headers = new Headers();
+    const retry = xhr.getResponseHeader('Retry-After');
+    if (retry) headers.set('Retry-After', retry);
+    throw await readError(new Response(xhr.responseText, { status: xhr.status, statusText: xhr.statusText, headers }));
+  }
+  return (xhr.status === 204 ? undefined : JSON.parse(xhr.responseText)) as T;
 }
 
 /**

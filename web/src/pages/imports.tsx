@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, download, fetchText, LEDGER, parseCsv } from '../api.ts';
-import { Async, CursorPager, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
+import { api, download, fetchText, LEDGER, parseCsv, upload, type ApiError } from '../api.ts';
+import { Async, CursorPager, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Notice, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 export interface ImportJob {
@@ -43,46 +43,115 @@ const FIELDS: { field: string; label: string; required?: boolean }[] = [
   { field: 'location', label: 'Location' },
   { field: 'referenceId', label: 'Reference id (your CRM id)' },
 ];
-const SPLIT = '\u0000first+last';
+// A choice is "not imported", the suggested first + last name pair, or a column by its place
+// (`c3`): a header may be blank or repeat another, so its text cannot be the choice's value.
+const SPLIT = 'split';
 const NONE = '';
+const col = (i: number) => `c${i}`;
+const colIndex = (v: string | undefined) => (v && /^c\d+$/.test(v) ? Number(v.slice(1)) : -1);
+/** What a column is called in the page: its header, or "(column 5)" when the header is blank. */
+const colName = (columns: string[], i: number) => (columns[i]!.trim() === '' ? `(column ${i + 1})` : columns[i]!);
 const DELIMITERS: Record<string, string> = { ',': 'comma', ';': 'semicolon', '\t': 'tab' };
 const done = (s: ImportJob['status']) => s === 'completed' || s === 'failed';
+
+/** The preview of one file: what the mapping step shows and what Import then sends. */
+interface Previewed {
+  file: File;
+  p: Preview;
+}
+/** An upload in progress: `sent` once the whole file is on its way (the server may act on it, whatever the page does). */
+interface Uploading {
+  file: File;
+  ctl: AbortController;
+  pct: number;
+  sent: boolean;
+}
 
 /** Choose a file → preview and mapping → start → live progress → result. */
 export function ImportWizard(props: { orgId: string; ledgerId: string }) {
   const { orgId, ledgerId } = props;
   const role = useRole(orgId);
   const base = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/imports`;
-  const [file, setFile] = useState<File>();
-  const [preview, setPreview] = useState<Preview>();
+  // the file being read for a preview; choosing another one cancels it, and an answer for a file
+  // no longer chosen is dropped (a big file's preview could otherwise replace a small one's)
+  const [reading, setReading] = useState<{ file: File; ctl: AbortController }>();
+  const [readError, setReadError] = useState<ApiError>();
+  const [preview, setPreview] = useState<Previewed>();
   const [choice, setChoice] = useState<Record<string, string>>({});
+  const [uploading, setUploading] = useState<Uploading>();
+  const [uploadError, setUploadError] = useState<ApiError>();
+  const [cancelled, setCancelled] = useState<string>();
   const [job, setJob] = useState<ImportJob>();
-  const inputRef = useRef<HTMLInputElement>(null);
+  const [pollError, setPollError] = useState<ApiError>();
+  const current = useRef<{ reading?: AbortController; uploading?: AbortController }>({});
+  useEffect(
+    () => () => {
+      current.current.reading?.abort();
+    },
+    [],
+  );
 
-  const previewAct = useAction(async (f: File) => {
-    const form = new FormData();
-    form.append('file', f);
-    const p = await api<Preview>('POST', `${base}/preview`, { form });
-    const c: Record<string, string> = {};
-    for (const { field } of FIELDS) {
-      const m = p.suggestedMapping[field];
-      c[field] = Array.isArray(m) ? SPLIT : (m ?? NONE);
+  const choose = async (f: File) => {
+    current.current.reading?.abort();
+    const ctl = new AbortController();
+    current.current.reading = ctl;
+    setReading({ file: f, ctl });
+    setReadError(undefined);
+    setCancelled(undefined);
+    try {
+      const form = new FormData();
+      form.append('file', f);
+      const p = await api<Preview>('POST', `${base}/preview`, { form, signal: ctl.signal });
+      if (ctl.signal.aborted) return;
+      const c: Record<string, string> = {};
+      for (const { field } of FIELDS) {
+        const m = p.suggestedMapping[field];
+        c[field] = Array.isArray(m) ? SPLIT : m === undefined || !p.columns.includes(m) ? NONE : col(p.columns.indexOf(m));
+      }
+      setChoice(c);
+      setPreview({ file: f, p });
+    } catch (e) {
+      if (!ctl.signal.aborted) setReadError(asApiError(e));
+    } finally {
+      if (current.current.reading === ctl) {
+        current.current.reading = undefined;
+        setReading(undefined);
+      }
     }
-    setChoice(c);
-    setPreview(p);
-  });
-  const startAct = useAction(async () => {
+  };
+
+  const start = async () => {
+    if (!preview || uploading) return;
+    const { file, p } = preview;
     const mapping: Record<string, string | null> = {};
     for (const { field } of FIELDS) {
       const v = choice[field] ?? NONE;
       if (v === SPLIT) continue; // keep the suggested first name + last name
-      mapping[field] = v === NONE ? null : v;
+      const i = colIndex(v);
+      mapping[field] = i < 0 ? null : p.columns[i]!; // the server takes a column by its header's text ("" for a blank one)
     }
     const form = new FormData();
     form.append('mapping', JSON.stringify(mapping));
-    form.append('file', file!);
-    setJob(await api<ImportJob>('POST', base, { form }));
-  });
+    form.append('file', file);
+    const ctl = new AbortController();
+    current.current.uploading = ctl;
+    setUploadError(undefined);
+    setUploading({ file, ctl, pct: 0, sent: false });
+    try {
+      const j = await upload<ImportJob>('POST', base, form, {
+        signal: ctl.signal,
+        onProgress: ({ sent, total }) => !ctl.signal.aborted && setUploading({ file, ctl, pct: Math.min(100, Math.floor((sent / total) * 100)), sent: sent >= total }),
+      });
+      if (!ctl.signal.aborted) setJob(j);
+    } catch (e) {
+      if (!ctl.signal.aborted) setUploadError(asApiError(e));
+    } finally {
+      if (current.current.uploading === ctl) {
+        current.current.uploading = undefined;
+        setUploading(undefined);
+      }
+    }
+  };
 
   // live progress: poll the job until it is done
   useEffect(() => {
@@ -93,7 +162,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
         const j = await api<ImportJob>('GET', `${base}/${job.id}`);
         if (!stop) setJob(j);
       } catch (e) {
-        if (!stop) startAct.setError(asApiError(e));
+        if (!stop) setPollError(asApiError(e));
       }
     }, 400);
     return () => {
@@ -102,12 +171,23 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
     };
   }, [job]);
 
+  /** Back to step 1. An upload still sending is cancelled (the server gets no complete file, so no import). */
   const reset = () => {
-    setFile(undefined);
+    const up = current.current.uploading;
+    if (up && uploading) {
+      current.current.uploading = undefined;
+      up.abort();
+      setCancelled(`The upload of ${uploading.file.name} was cancelled; nothing was imported.`);
+    } else setCancelled(undefined);
+    current.current.reading?.abort();
+    current.current.reading = undefined;
+    setReading(undefined);
+    setUploading(undefined);
     setPreview(undefined);
     setJob(undefined);
-    previewAct.setError(undefined);
-    startAct.setError(undefined);
+    setReadError(undefined);
+    setUploadError(undefined);
+    setPollError(undefined);
   };
 
   if (!atLeast(role, 'editor'))
@@ -121,6 +201,14 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
   const step = job ? 3 : preview ? 2 : 1;
   const missing = FIELDS.filter((f) => f.required && !(choice[f.field] ?? NONE));
   const shown = (i: number) => (i === 1 ? 'Choose a file' : i === 2 ? 'Check the columns' : 'Import');
+  const splitName = preview && Array.isArray(preview.p.suggestedMapping.name) ? preview.p.suggestedMapping.name : undefined;
+  /** The fields a column gives, as its header in the preview says. */
+  const mapsTo = (columns: string[], j: number) =>
+    FIELDS.filter((f) => {
+      const v = choice[f.field];
+      if (v === SPLIT) return splitName?.some((n) => columns.indexOf(n) === j) ?? false;
+      return colIndex(v) === j;
+    });
 
   return (
     <>
@@ -136,6 +224,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
       {step === 1 && (
         <section class="card" aria-labelledby="choose-title">
           <h2 id="choose-title">Choose a CSV file</h2>
+          {cancelled && <Notice onDismiss={() => setCancelled(undefined)}>{cancelled}</Notice>}
           <p class="muted">
             A header row is needed. Columns such as <em>name</em> (or <em>first name</em> + <em>last name</em>), <em>company</em>, <em>title</em>, <em>email</em>, <em>linkedin</em> and <em>reference id</em> are recognised; you can change the mapping next. Comma, semicolon or tab separated; UTF-8.
           </p>
@@ -143,27 +232,24 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
             <label for="csv-file">CSV file</label>
             <input
               id="csv-file"
-              ref={inputRef}
               type="file"
               accept=".csv,.tsv,.txt,text/csv"
               onChange={(e) => {
                 const f = e.currentTarget.files?.[0];
-                if (!f) return;
-                setFile(f);
-                void previewAct.run(f);
+                if (f) void choose(f);
               }}
             />
           </div>
-          {previewAct.busy && <Loading label={`Reading ${file?.name ?? 'the file'}…`} />}
-          {previewAct.error && <ErrorBox error={previewAct.error} title="This file cannot be imported." />}
+          {reading && <Loading label={`Reading ${reading.file.name}…`} />}
+          {readError && <ErrorBox error={readError} title="This file cannot be imported." />}
         </section>
       )}
 
-      {step === 2 && preview && file && (
-        <section class="card" aria-labelledby="map-title">
-          <h2 id="map-title">Check the columns</h2>
+      {step === 2 && preview && (
+        <section class="card" aria-labelledby="columns-title">
+          <h2 id="columns-title">Check the columns</h2>
           <p class="muted">
-            <strong>{file.name}</strong>: {fmtNumber(preview.rowCount)} rows, {DELIMITERS[preview.delimiter] ?? preview.delimiter} separated, {preview.columns.length} columns. Each contact field below takes its value from the column you choose.
+            <strong>{preview.file.name}</strong>: {fmtNumber(preview.p.rowCount)} rows, {DELIMITERS[preview.p.delimiter] ?? preview.p.delimiter} separated, {preview.p.columns.length} columns. Each contact field below takes its value from the column you choose.
           </p>
           <div class="mapping">
             {FIELDS.map(({ field, label, required }) => (
@@ -172,12 +258,12 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
                   {label}
                   {required && <span class="req"> (required)</span>}
                 </label>
-                <select id={`map-${field}`} value={choice[field] ?? NONE} onChange={(e) => setChoice({ ...choice, [field]: e.currentTarget.value })}>
+                <select id={`map-${field}`} value={choice[field] ?? NONE} disabled={!!uploading} onChange={(e) => setChoice({ ...choice, [field]: e.currentTarget.value })}>
                   <option value={NONE}>— not imported —</option>
-                  {field === 'name' && Array.isArray(preview.suggestedMapping.name) && <option value={SPLIT}>{preview.suggestedMapping.name.join(' + ')}</option>}
-                  {preview.columns.map((c) => (
-                    <option key={c} value={c}>
-                      {c}
+                  {field === 'name' && splitName && <option value={SPLIT}>{splitName.join(' + ')}</option>}
+                  {preview.p.columns.map((_, i) => (
+                    <option key={i} value={col(i)}>
+                      {colName(preview.p.columns, i)}
                     </option>
                   ))}
                 </select>
@@ -194,18 +280,22 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
             <table class="preview">
               <thead>
                 <tr>
-                  {preview.columns.map((c) => (
-                    <th scope="col" key={c}>
-                      {c}
-                      <span class="maps">{FIELDS.filter((f) => choice[f.field] === c || (choice[f.field] === SPLIT && Array.isArray(preview.suggestedMapping.name) && preview.suggestedMapping.name.includes(c))).map((f) => `→ ${f.label}`).join(', ')}</span>
+                  {preview.p.columns.map((_, j) => (
+                    <th scope="col" key={j}>
+                      {colName(preview.p.columns, j)}
+                      <span class="maps">
+                        {mapsTo(preview.p.columns, j)
+                          .map((f) => `→ ${f.label}`)
+                          .join(', ')}
+                      </span>
                     </th>
                   ))}
                 </tr>
               </thead>
               <tbody>
-                {preview.rows.map((r, i) => (
+                {preview.p.rows.map((r, i) => (
                   <tr key={i}>
-                    {preview.columns.map((_, j) => (
+                    {preview.p.columns.map((_, j) => (
                       <td key={j}>{r[j] ?? ''}</td>
                     ))}
                   </tr>
@@ -213,13 +303,18 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
               </tbody>
             </table>
           </div>
-          <FormError error={startAct.error} />
+          <FormError error={uploadError} />
+          {uploading && (
+            <p class="muted" role="status">
+              {uploading.sent ? `${uploading.file.name} has been sent; the server is checking it. The import can no longer be cancelled.` : `Uploading ${uploading.file.name}: ${uploading.pct}%`}
+            </p>
+          )}
           <div class="actions">
-            <button type="button" class="secondary" onClick={reset}>
+            <button type="button" class="secondary" disabled={uploading?.sent} onClick={reset}>
               Choose another file
             </button>
-            <button type="button" disabled={missing.length > 0 || startAct.busy} onClick={() => void startAct.run()}>
-              {startAct.busy ? 'Uploading…' : `Import ${fmtNumber(preview.rowCount)} rows`}
+            <button type="button" disabled={missing.length > 0 || !!uploading} onClick={() => void start()}>
+              {uploading ? 'Uploading…' : `Import ${fmtNumber(preview.p.rowCount)} rows`}
             </button>
           </div>
         </section>
@@ -229,7 +324,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
         <section class="card" aria-labelledby="run-title">
           <h2 id="run-title">{job.status === 'completed' ? 'Import finished' : job.status === 'failed' ? 'Import failed' : 'Importing…'}</h2>
           <JobProgress job={job} />
-          {startAct.error && <ErrorBox error={startAct.error} title="Lost track of the import; it goes on in the background." />}
+          {pollError && <ErrorBox error={pollError} title="Lost track of the import; it goes on in the background." />}
           {done(job.status) && <JobResult job={job} orgId={orgId} ledgerId={ledgerId} />}
           <div class="actions">
             {done(job.status) && (

@@ -1,0 +1,166 @@
+// The CSV import wizard against a black-box tester's findings (twenty-ninth session): a preview that
+// answers late for a file no longer chosen, "Choose another file" during an upload, the mapping
+// step's labels and ids, and a column whose header is blank.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Request } from 'playwright-core';
+import { apiToken, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+
+const ID = '/api/identity/v1';
+const LEDGER = '/api/ledger/v1';
+
+interface Ctx {
+  e: E2E;
+  root: string;
+  orgId: string;
+  ledgerId: string;
+}
+const W = suite<Ctx>('web application: the import wizard');
+W.before(async (ctx) => {
+  ctx.e = await start();
+  ctx.root = await apiToken(ctx.e, ROOT_EMAIL, ROOT_PASSWORD);
+  ctx.orgId = (await ctx.e.call('POST', `${ID}/orgs`, { token: ctx.root, body: { name: 'Wizard Org' } })).body.id;
+  await signInUi(ctx.e.page, ctx.e.base, ROOT_EMAIL, ROOT_PASSWORD);
+});
+W.after(async (ctx) => ctx.e.close());
+W.before.each(async (ctx) => {
+  // a ledger of its own for each test: its imports and contacts are that test's alone
+  ctx.ledgerId = (await ctx.e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token: ctx.root, body: { name: `Ledger ${Date.now()}` } })).body.id;
+  await ctx.e.page.unrouteAll({ behavior: 'ignoreErrors' });
+  await ctx.e.page.goto(`${ctx.e.base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/import`);
+  await ctx.e.page.getByRole('heading', { name: 'Choose a CSV file' }).waitFor();
+});
+
+const file = (name: string, text: string) => ({ name, mimeType: 'text/csv', buffer: Buffer.from(text) });
+/** The text of the option a labelled select shows. */
+const shown = (ctx: Ctx, label: string) => ctx.e.page.getByLabel(label, { exact: true }).evaluate((s) => (s as HTMLSelectElement).selectedOptions[0]?.textContent ?? '');
+const imports = async (ctx: Ctx) => (await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`, { token: ctx.root })).body.imports as { id: string; status: string; fileName: string }[];
+const contacts = async (ctx: Ctx) => (await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts`, { token: ctx.root })).body.contacts as { name: string; company: string; contactInfo: { email: string | null } }[];
+
+W('a preview that answers after another file was chosen is discarded; the import reads the file previewed', async (ctx) => {
+  const { page } = ctx.e;
+  // the first preview (the "big" file) is held until the second one has been shown
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const previews: Request[] = [];
+  const settled = new Set<Request>();
+  page.on('requestfinished', (r) => settled.add(r));
+  page.on('requestfailed', (r) => settled.add(r));
+  await page.route('**/imports/preview', async (route) => {
+    previews.push(route.request());
+    if (previews.length === 1) await held;
+    await route.continue().catch(() => undefined); // the page may have cancelled it meanwhile
+  });
+  const input = page.getByLabel('CSV file', { exact: true });
+  await input.setInputFiles(file('big.csv', 'full name,employer\nB1,BC1\nB2,BC2\nB3,BC3\n'));
+  await until(async () => previews.length === 1, 'the first preview request');
+  await input.setInputFiles(file('small.csv', 'name,company\nAlice,Acme\nBob,Beta\n'));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  await page.getByText('small.csv: 2 rows').waitFor();
+  release();
+  await until(async () => settled.has(previews[0]!), 'the first preview to end');
+  await page.waitForTimeout(300); // a late answer would be rendered by now
+  await page.getByText('small.csv: 2 rows').waitFor({ timeout: 1000 });
+  assert.is(await shown(ctx, 'Name (required)'), 'name');
+  assert.is(await shown(ctx, 'Company (required)'), 'company');
+  const heads = await page.locator('table.preview thead th').allTextContents();
+  assert.equal(heads, ['name→ Name', 'company→ Company'], "the small file's columns");
+  await page.getByRole('button', { name: 'Import 2 rows' }).click();
+  await page.getByRole('heading', { name: 'Import finished' }).waitFor();
+  const names = (await contacts(ctx)).map((c) => `${c.name}/${c.company}`).sort();
+  assert.equal(names, ['Alice/Acme', 'Bob/Beta']);
+});
+
+W('"Choose another file" during an upload cancels it: no import is created', async (ctx) => {
+  const { page, context } = ctx.e;
+  // about 700 kB sent at 100 kB/s: seven seconds of upload to cancel in
+  const rows = Array.from({ length: 9000 }, (_, i) => `Person ${i},Company ${i % 40},Engineer at the works,person${i}@example.test`);
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('slow.csv', `name,company,title,email\n${rows.join('\n')}\n`));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 20, downloadThroughput: 10e6, uploadThroughput: 100e3 });
+  try {
+    await page.getByRole('button', { name: 'Import 9,000 rows' }).click();
+    await page.getByText(/Uploading/).first().waitFor();
+    await page.waitForTimeout(1000);
+    const sentAt = Date.now();
+    await page.getByRole('button', { name: 'Choose another file' }).click();
+    await page.getByRole('heading', { name: 'Choose a CSV file' }).waitFor();
+    await page.getByText('The upload of slow.csv was cancelled; nothing was imported.').waitFor();
+    // longer than the whole upload would have taken: the wizard stays, the server has no job
+    await page.waitForTimeout(Math.max(0, 9000 - (Date.now() - sentAt)));
+    assert.is(await page.getByRole('heading', { name: 'Choose a CSV file' }).count(), 1, 'still at step 1');
+    assert.is(await page.getByRole('heading', { name: /Import(ing…| finished)/ }).count(), 0, 'no import shown');
+    assert.equal(await imports(ctx), [], 'no import job');
+  } finally {
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+    await cdp.detach();
+  }
+});
+
+W('once the whole file has been sent, the import cannot be cancelled and its answer is shown', async (ctx) => {
+  const { page, context } = ctx.e;
+  const rows = Array.from({ length: 800 }, (_, i) => `Person ${i},Company ${i % 40},Engineer at the works,person${i}@example.test`);
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('sent.csv', `name,company,title,email\n${rows.join('\n')}\n`));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  // sent in about half a second; the answer takes 2.5 s more to come back
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 2500, downloadThroughput: 10e6, uploadThroughput: 100e3 });
+  try {
+    await page.getByRole('button', { name: 'Import 800 rows' }).click();
+    await page.getByText('sent.csv has been sent; the server is checking it').waitFor();
+    assert.ok(await page.getByRole('button', { name: 'Choose another file' }).isDisabled(), 'no cancel that would only hide the answer');
+    await page.getByRole('heading', { name: /Import(ing…| finished)/ }).waitFor();
+  } finally {
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+    await cdp.detach();
+  }
+  await page.getByRole('heading', { name: 'Import finished' }).waitFor();
+  assert.is((await imports(ctx)).length, 1);
+});
+
+W('the mapping step: every id is unique and every control has its label', async (ctx) => {
+  const { page } = ctx.e;
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('labels.csv', 'name,company,title,email\nAda,Engines,Countess,ada@engines.test\n'));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  const dupes = await page.evaluate(() => {
+    const seen = new Map<string, number>();
+    for (const el of document.querySelectorAll('[id]')) seen.set(el.id, (seen.get(el.id) ?? 0) + 1);
+    return [...seen].filter(([, n]) => n > 1).map(([id]) => id);
+  });
+  assert.equal(dupes, [], 'ids used twice');
+  const unlabelled = await page.evaluate(() =>
+    [...document.querySelectorAll('main select, main input, main textarea')]
+      .filter((el) => (el as HTMLSelectElement).labels.length === 0 && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby'))
+      .map((el) => el.outerHTML.slice(0, 80)),
+  );
+  assert.equal(unlabelled, [], 'controls without a label');
+  // the Title field's label leads to its own select
+  await page.locator('label', { hasText: /^Title$/ }).click();
+  assert.is(await page.evaluate(() => document.activeElement?.tagName), 'SELECT');
+  assert.is(await shown(ctx, 'Title'), 'title');
+});
+
+W('a column with a blank header: shown as "(column 3)", not marked as mapped, and it can be imported', async (ctx) => {
+  const { page } = ctx.e;
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('blank.csv', 'name,company,,title\nAda Lovelace,Engines,ada@engines.test,Countess\n'));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  const heads = await page.locator('table.preview thead th').allTextContents();
+  assert.is(heads.length, 4);
+  assert.ok(heads[2]!.includes('(column 3)'), `the blank column is named by its place: ${heads[2]}`);
+  assert.not.ok(heads[2]!.includes('→'), `the blank column is not mapped: ${heads[2]}`);
+  assert.is(heads.filter((h) => h.includes('→ E-mail')).length, 0, 'no column is marked as the e-mail before one is chosen');
+  assert.is(await shown(ctx, 'E-mail'), '— not imported —');
+  await page.getByLabel('E-mail', { exact: true }).selectOption({ label: '(column 3)' });
+  assert.is(await page.locator('table.preview thead th').nth(2).textContent(), '(column 3)→ E-mail');
+  await shoot(page, 'wizard-blank-column');
+  await page.getByRole('button', { name: 'Import 1 rows' }).click();
+  await page.getByRole('heading', { name: 'Import finished' }).waitFor();
+  const [c] = await contacts(ctx);
+  assert.is(c?.name, 'Ada Lovelace');
+  assert.is(c?.contactInfo.email, 'ada@engines.test');
+});
+
+W.run();
