@@ -1,6 +1,6 @@
 // The web application (SPEC §9): boot, session, shell and routes. Every request goes through
 // api.ts to the public APIs; nothing here is private to the web app.
-import { render } from 'preact';
+import { Fragment, render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, ID, onSession, resume, signOut, type Principal } from './api.ts';
 import { match, navigate, useLocation } from './router.ts';
@@ -106,7 +106,10 @@ function Shell() {
   for (const [pattern, view] of ROUTES) {
     const m = match(pattern, loc.path);
     if (m) {
-      page = view(m);
+      // keyed by the path: another organization, ledger or webhook is another page, with none of
+      // the state of the one before (a list's cursors belong to that list: the ledgers of org A
+      // after "Load more", kept for org B, were a "cursor is not valid for this list" there)
+      page = <Fragment key={loc.path}>{view(m)}</Fragment>;
       break;
     }
   }

@@ -1,0 +1,70 @@
+// Pages across organizations, long histories, sign-in links and roles that change (a black-box
+// tester's findings, twenty-ninth session): a list's paging state does not follow the user into
+// another organization, a contact's whole history can be read, a crafted `next` cannot leave the
+// app stuck, and the controls follow a role changed here or elsewhere.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { apiToken, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+
+const ID = '/api/identity/v1';
+const LEDGER = '/api/ledger/v1';
+const PASSWORD = 'member password 1';
+
+interface Ctx {
+  e: E2E;
+  root: string;
+  orgA: string;
+  orgB: string;
+  ledgerA: string;
+  users: Record<string, string>;
+}
+const N = suite<Ctx>('web application: navigation, history, sign-in links, roles');
+N.before(async (ctx) => {
+  ctx.e = await start();
+  const { e } = ctx;
+  ctx.root = await apiToken(e, ROOT_EMAIL, ROOT_PASSWORD);
+  const token = ctx.root;
+  ctx.orgA = (await e.call('POST', `${ID}/orgs`, { token, body: { name: 'Alpha Org' } })).body.id;
+  ctx.orgB = (await e.call('POST', `${ID}/orgs`, { token, body: { name: 'Beta Org' } })).body.id;
+  // 101 ledgers in A: a page of 100 and "Load more"; one in B
+  for (let i = 0; i < 101; i++) {
+    const r = await e.call('POST', `${LEDGER}/orgs/${ctx.orgA}/ledgers`, { token, body: { name: `Alpha ledger ${String(i).padStart(3, '0')}` } });
+    if (i === 0) ctx.ledgerA = r.body.id;
+  }
+  await e.call('POST', `${LEDGER}/orgs/${ctx.orgB}/ledgers`, { token, body: { name: 'Beta only ledger' } });
+  ctx.users = {};
+  for (const [email, role] of [
+    ['second.admin@alpha.test', 'admin'],
+    ['eddie.editor@alpha.test', 'editor'],
+  ] as const) {
+    const r = await e.call('POST', `${ID}/orgs/${ctx.orgA}/members`, { token, body: { email, role, password: PASSWORD, name: email.split('@')[0] } });
+    assert.is(r.status, 201, r.text);
+    ctx.users[email] = r.body.userId;
+  }
+});
+N.after(async (ctx) => ctx.e.close());
+
+const signOut = async (ctx: Ctx) => {
+  await ctx.e.page.getByRole('button', { name: 'Sign out' }).first().click();
+  await ctx.e.page.getByRole('heading', { name: 'Sign in' }).waitFor();
+};
+
+N('ledgers after "Load more", then another organization: its first page, not an invalid cursor', async (ctx) => {
+  const { page, base } = ctx.e;
+  await signInUi(page, base, ROOT_EMAIL, ROOT_PASSWORD);
+  await page.goto(`${base}/orgs/${ctx.orgA}/ledgers`);
+  await until(async () => (await page.locator('li.ledger-card').count()) === 100, '100 ledgers');
+  await page.getByRole('button', { name: 'Load more' }).click();
+  await until(async () => (await page.locator('li.ledger-card').count()) === 101, '101 ledgers');
+  await page.getByLabel('Organization').selectOption(ctx.orgB);
+  await page.waitForURL(new RegExp(`/orgs/${ctx.orgB}/ledgers$`));
+  await page.getByRole('heading', { name: 'Beta only ledger' }).waitFor({ timeout: 5000 });
+  assert.is(await page.locator('li.ledger-card').count(), 1);
+  assert.is(await page.getByRole('alert').count(), 0, 'no error shown');
+  // and back: A's first page again
+  await page.getByLabel('Organization').selectOption(ctx.orgA);
+  await until(async () => (await page.locator('li.ledger-card').count()) === 100, "A's first page");
+  await page.getByRole('button', { name: 'Load more' }).waitFor();
+});
+
+N.run();
