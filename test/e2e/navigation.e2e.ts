@@ -67,4 +67,38 @@ N('ledgers after "Load more", then another organization: its first page, not an 
   await page.getByRole('button', { name: 'Load more' }).waitFor();
 });
 
+N("a contact's change history is not cut off: \"Show older changes\" reads it to the end", async (ctx) => {
+  const { page, base, call } = ctx.e;
+  const token = ctx.root;
+  const added = await call('POST', `${LEDGER}/orgs/${ctx.orgA}/ledgers/${ctx.ledgerA}/contacts`, { token, body: { contacts: [{ name: 'Hannah History', company: 'Moving Co', title: 'Engineer', email: 'hannah@moving.test', location: 'City start' }] } });
+  assert.is(added.status, 202, added.text);
+  await until(async () => (await call('GET', `${LEDGER}/orgs/${ctx.orgA}/ledgers/${ctx.ledgerA}/imports/${added.body.id}`, { token })).body.status === 'completed', 'the contact import');
+  // 230 records of the person, each in another city: 230 info changes
+  const t0 = Date.parse('2026-01-01T00:00:00Z');
+  const records = Array.from({ length: 230 }, (_, i) => JSON.stringify({ email: 'hannah@moving.test', name: 'Hannah History', company: 'Moving Co', title: 'Engineer', location: `City ${i}`, observedAt: new Date(t0 + i * 3600e3).toISOString() }));
+  const fed = await call('POST', `${LEDGER}/feed`, { token, raw: `${records.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } });
+  assert.is(fed.status, 202, fed.text);
+  await until(async () => (await call('GET', `${LEDGER}/feed/${fed.body.id}`, { token })).body.status === 'completed', 'the feed job');
+  const contact = (await call('GET', `${LEDGER}/orgs/${ctx.orgA}/ledgers/${ctx.ledgerA}/contacts?email=hannah@moving.test`, { token })).body.contacts[0];
+  let total = 0;
+  for (let cursor: string | null = null; ; ) {
+    const r = await call('GET', `${LEDGER}/orgs/${ctx.orgA}/ledgers/${ctx.ledgerA}/contacts/${contact.id}/changes?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { token });
+    total += r.body.changes.length;
+    cursor = r.body.nextCursor;
+    if (!cursor) break;
+  }
+  assert.ok(total > 200, `more changes than one page of the old page: ${total}`);
+
+  await page.goto(`${base}/orgs/${ctx.orgA}/ledgers/${ctx.ledgerA}/contacts/${contact.id}`);
+  await page.locator('ol.timeline > li').first().waitFor();
+  const more = page.getByRole('button', { name: 'Show older changes' });
+  for (let i = 0; i < 10 && (await more.count()) > 0; i++) {
+    await more.click();
+    await page.waitForFunction(() => !document.querySelector('.timeline-card [aria-busy="true"]'));
+  }
+  await until(async () => (await more.count()) === 0 && (await page.locator('ol.timeline > li').count()) === total, `all ${total} changes shown`);
+  assert.match(await page.locator('.timeline-card').innerText(), `${total} changes`);
+  await shoot(page, 'history-all');
+});
+
 N.run();

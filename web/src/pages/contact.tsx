@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, LEDGER } from '../api.ts';
 import { navigate } from '../router.ts';
-import { Async, atLeast, Confirm, Time, useRequest, useRole } from '../ui.tsx';
+import { Async, atLeast, Confirm, fmtNumber, FormError, Time, useAction, useRequest, useRole } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
@@ -15,6 +15,12 @@ interface Change {
   observedAt: string | null;
 }
 
+interface ChangePage {
+  changes: Change[];
+  nextCursor: string | null;
+}
+const PAGE = 100;
+
 /** The changed field's value in a change's from/to object; null (shown as —) is a value too. The whole object only when it does not hold the field. */
 const valueOf = (side: Record<string, unknown> | null | undefined, field: string | null | undefined) =>
   side && field && Object.prototype.hasOwnProperty.call(side, field) ? side[field] : side;
@@ -26,7 +32,6 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
   const role = useRole(orgId);
   const path = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/contacts/${contactId}`;
   const contact = useRequest((signal) => api<Contact>('GET', path, { signal }), [path]);
-  const changes = useRequest((signal) => api<{ changes: Change[]; nextCursor: string | null }>('GET', `${path}/changes`, { query: { limit: 200 }, signal }), [path]);
   const [confirm, setConfirm] = useState(false);
   return (
     <>
@@ -96,34 +101,7 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
             </section>
             <section class="card timeline-card" aria-labelledby="history-title">
               <h2 id="history-title">Change history</h2>
-              <Async req={changes} label="Loading the history…" empty={(d) => d.changes.length === 0} emptyText={<p>No change recorded since this contact was imported.</p>}>
-                {(d) => (
-                  <ol class="timeline">
-                    {d.changes.map((ch) => (
-                      <li key={ch.id} class={ch.type}>
-                        <p class="when">
-                          <Time iso={ch.detectedAt} />
-                          <span class={`badge ${ch.type === 'job' ? 'job' : ''}`}>{ch.type === 'job' ? 'job change' : `${ch.field ?? 'info'} changed`}</span>
-                        </p>
-                        {ch.type === 'job' ? (
-                          <p>
-                            {show(ch.from?.title)} at <strong>{show(ch.from?.company)}</strong> → {show(ch.to?.title)} at <strong>{show(ch.to?.company)}</strong>
-                          </p>
-                        ) : (
-                          <p>
-                            {show(valueOf(ch.from, ch.field))} → <strong>{show(valueOf(ch.to, ch.field))}</strong>
-                          </p>
-                        )}
-                        {ch.observedAt && (
-                          <p class="muted small">
-                            observed <Time iso={ch.observedAt} dateOnly />
-                          </p>
-                        )}
-                      </li>
-                    ))}
-                  </ol>
-                )}
-              </Async>
+              <History path={path} />
             </section>
           </div>
         )}
@@ -144,5 +122,62 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
         </Confirm>
       )}
     </>
+  );
+}
+
+/** The change history newest first, a page at a time: "Show older changes" appends the next page. */
+function History(props: { path: string }) {
+  const { path } = props;
+  const first = useRequest((signal) => api<ChangePage>('GET', `${path}/changes`, { query: { limit: PAGE }, signal }), [path]);
+  const [older, setOlder] = useState<ChangePage[]>([]);
+  const more = useAction(async (cursor: string) => {
+    const page = await api<ChangePage>('GET', `${path}/changes`, { query: { limit: PAGE, cursor } });
+    setOlder((o) => [...o, page]);
+  });
+  return (
+    <Async req={first} label="Loading the history…" empty={(d) => d.changes.length === 0} emptyText={<p>No change recorded since this contact was imported.</p>}>
+      {(d) => {
+        const pages = [d, ...older];
+        const changes = pages.flatMap((p) => p.changes);
+        const next = pages.at(-1)!.nextCursor;
+        return (
+          <div aria-busy={more.busy}>
+            <ol class="timeline">
+              {changes.map((ch) => (
+                <li key={ch.id} class={ch.type}>
+                  <p class="when">
+                    <Time iso={ch.detectedAt} />
+                    <span class={`badge ${ch.type === 'job' ? 'job' : ''}`}>{ch.type === 'job' ? 'job change' : `${ch.field ?? 'info'} changed`}</span>
+                  </p>
+                  {ch.type === 'job' ? (
+                    <p>
+                      {show(ch.from?.title)} at <strong>{show(ch.from?.company)}</strong> → {show(ch.to?.title)} at <strong>{show(ch.to?.company)}</strong>
+                    </p>
+                  ) : (
+                    <p>
+                      {show(valueOf(ch.from, ch.field))} → <strong>{show(valueOf(ch.to, ch.field))}</strong>
+                    </p>
+                  )}
+                  {ch.observedAt && (
+                    <p class="muted small">
+                      observed <Time iso={ch.observedAt} dateOnly />
+                    </p>
+                  )}
+                </li>
+              ))}
+            </ol>
+            <p class="muted" role="status">
+              {next ? `The newest ${fmtNumber(changes.length)} changes are shown.` : changes.length > 1 ? `All ${fmtNumber(changes.length)} changes are shown.` : ''}
+            </p>
+            <FormError error={more.error} />
+            {next && (
+              <button type="button" class="secondary" disabled={more.busy} onClick={() => void more.run(next)}>
+                {more.busy ? 'Loading…' : 'Show older changes'}
+              </button>
+            )}
+          </div>
+        );
+      }}
+    </Async>
   );
 }
