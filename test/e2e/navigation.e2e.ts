@@ -101,4 +101,30 @@ N("a contact's change history is not cut off: \"Show older changes\" reads it to
   await shoot(page, 'history-all');
 });
 
+N('a sign-in link whose next is not a path of this site lands on the start page; a valid one is followed', async (ctx) => {
+  const { page, base } = ctx.e;
+  await signOut(ctx);
+  for (const next of ['/\\evil.example/x', '//evil.example/x', 'https://evil.example/', '/\t/evil.example', 'javascript:alert(1)']) {
+    await page.goto(`${base}/signin?next=${encodeURIComponent(next)}`);
+    await page.getByLabel('E-mail').fill(ROOT_EMAIL);
+    await page.getByLabel('Password').fill(ROOT_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL((u) => u.origin === base && !u.pathname.startsWith('/signin'), { timeout: 5000 });
+    await page.getByRole('button', { name: 'Sign out' }).first().waitFor();
+    assert.ok(/^\/(orgs\/o_[^/]+\/ledgers)?$/.test(new URL(page.url()).pathname), `${next} → ${page.url()}`);
+    // a reload (the session resumed from the cookie) is not stuck either
+    await page.goto(`${base}/signin?next=${encodeURIComponent(next)}`);
+    await page.waitForURL((u) => !u.pathname.startsWith('/signin'), { timeout: 5000 });
+    await page.getByRole('button', { name: 'Sign out' }).first().waitFor();
+    await signOut(ctx);
+  }
+  await page.goto(`${base}/signin?next=${encodeURIComponent(`/orgs/${ctx.orgA}/team?x=1`)}`);
+  await page.getByLabel('E-mail').fill(ROOT_EMAIL);
+  await page.getByLabel('Password').fill(ROOT_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${base}/orgs/${ctx.orgA}/team?x=1`);
+  await page.getByRole('heading', { name: 'Team' }).waitFor();
+  await signOut(ctx);
+});
+
 N.run();

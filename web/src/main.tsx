@@ -45,11 +45,23 @@ function App() {
     }
     return <SignIn />;
   }
-  if (loc.path === '/signin') {
-    const next = loc.query.get('next');
-    navigate(next && next.startsWith('/') && !next.startsWith('//') ? next : '/', { replace: true });
-  }
+  if (loc.path === '/signin') navigate(safeNext(loc.query.get('next')), { replace: true });
   return <SignedIn principal={boot.principal} />;
+}
+
+/**
+ * Where a sign-in link's `next` may lead: a path of this site, else the start page. A crafted one
+ * (`/\evil.example/x`, `//evil.example`, a URL, control characters) is ignored: resolved against
+ * this origin it must stay on it, and it must read as a plain path.
+ */
+function safeNext(next: string | null): string {
+  if (!next || !next.startsWith('/') || next.startsWith('//') || /[\\\u0000-\u001f\u007f]/.test(next)) return '/';
+  try {
+    const url = new URL(next, location.origin);
+    return url.origin === location.origin ? url.pathname + url.search + url.hash : '/';
+  } catch {
+    return '/';
+  }
 }
 
 function SignedIn(props: { principal: Principal }) {

@@ -8,8 +8,15 @@ window.addEventListener('popstate', notify);
 
 export function navigate(to: string, opts: { replace?: boolean } = {}): void {
   if (to === location.pathname + location.search) return;
-  if (opts.replace) history.replaceState(null, '', to);
-  else history.pushState(null, '', to);
+  try {
+    if (opts.replace) history.replaceState(null, '', to);
+    else history.pushState(null, '', to);
+  } catch {
+    // a URL the browser refuses (another origin: SecurityError) is no place of this app; going on
+    // would leave the page stuck mid-render, so it goes to the start page instead
+    if (location.pathname + location.search === '/') return;
+    history.replaceState(null, '', '/');
+  }
   notify();
   window.scrollTo(0, 0);
 }
