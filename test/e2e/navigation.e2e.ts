@@ -127,4 +127,44 @@ N('a sign-in link whose next is not a path of this site lands on the start page;
   await signOut(ctx);
 });
 
+N('an admin who makes themself a viewer sees a viewer\'s controls at once', async (ctx) => {
+  const { page, base } = ctx.e;
+  await ctx.e.context.clearCookies(); // signed out, whatever the test before left
+  await signInUi(page, base, 'second.admin@alpha.test', PASSWORD);
+  await page.goto(`${base}/orgs/${ctx.orgA}/team`);
+  await page.getByRole('button', { name: 'Add member' }).waitFor();
+  await page.getByLabel('Role of second.admin@alpha.test').selectOption('viewer');
+  await page.getByText('is now viewer.').waitFor();
+  const nav = page.getByRole('navigation', { name: 'Main' });
+  await until(async () => (await nav.getByRole('link', { name: 'Webhooks' }).count()) === 0, 'the Webhooks tab to go');
+  assert.is(await nav.getByRole('link', { name: 'Service accounts' }).count(), 0);
+  assert.match(await page.locator('header .who').innerText(), '· viewer');
+  assert.is(await page.getByRole('button', { name: 'Add member' }).count(), 0);
+  assert.is(await page.getByRole('combobox', { name: /^Role of/ }).count(), 0);
+  await nav.getByRole('link', { name: 'Ledgers' }).click();
+  await page.locator('li.ledger-card').first().waitFor();
+  assert.is(await page.getByRole('button', { name: /^(Delete|Rename) / }).count(), 0);
+  assert.is(await page.getByRole('button', { name: 'New ledger' }).count(), 0);
+  await signOut(ctx);
+});
+
+N('an editor demoted by another admin: the 403 of the next change brings the viewer\'s controls', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  await ctx.e.context.clearCookies();
+  await signInUi(page, base, 'eddie.editor@alpha.test', PASSWORD);
+  await page.goto(`${base}/orgs/${ctx.orgA}/ledgers`);
+  await page.getByRole('button', { name: 'New ledger' }).waitFor();
+  const r = await call('PATCH', `${ID}/orgs/${ctx.orgA}/members/${ctx.users['eddie.editor@alpha.test']}`, { token: ctx.root, body: { role: 'viewer' } });
+  assert.is(r.status, 200, r.text);
+  await page.getByRole('button', { name: 'New ledger' }).click();
+  await page.getByRole('dialog').getByLabel('Name').fill('Not allowed any more');
+  await page.getByRole('dialog').getByRole('button', { name: 'Create ledger' }).click();
+  await page.getByRole('dialog').getByText('You do not have permission').waitFor();
+  await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+  await until(async () => (await page.getByRole('button', { name: 'New ledger' }).count()) === 0, 'the New ledger button to go');
+  assert.match(await page.locator('header .who').innerText(), '· viewer');
+  assert.is(await page.getByRole('button', { name: /^Rename / }).count(), 0);
+  await signOut(ctx);
+});
+
 N.run();

@@ -214,9 +214,24 @@ async function authorized(method: string, path: string, opts: RequestOptions): P
     await refresh();
     res = await attempt();
   }
-  if (!res.ok) throw await readError(res);
+  if (!res.ok) {
+    const err = await readError(res);
+    if (res.status === 403) forbidden(err);
+    throw err;
+  }
   return res;
 }
+
+const forbiddenListeners = new Set<(e: ApiError) => void>();
+/**
+ * Told when an API call answers 403: the caller's role may have changed elsewhere (another admin
+ * demoted them), so the app reloads its organizations and roles to show what they may still do.
+ */
+export function onForbidden(fn: (e: ApiError) => void): () => void {
+  forbiddenListeners.add(fn);
+  return () => forbiddenListeners.delete(fn);
+}
+const forbidden = (e: ApiError) => forbiddenListeners.forEach((fn) => fn(e));
 
 /** A JSON API call with the session's bearer token; throws ApiError. */
 export async function api<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
@@ -265,7 +280,9 @@ export async function upload<T = unknown>(method: string, path: string, form: Fo
     const headers = new Headers();
     const retry = xhr.getResponseHeader('Retry-After');
     if (retry) headers.set('Retry-After', retry);
-    throw await readError(new Response(xhr.responseText, { status: xhr.status, statusText: xhr.statusText, headers }));
+    const err = await readError(new Response(xhr.responseText, { status: xhr.status, statusText: xhr.statusText, headers }));
+    if (xhr.status === 403) forbidden(err);
+    throw err;
   }
   return (xhr.status === 204 ? undefined : JSON.parse(xhr.responseText)) as T;
 }

@@ -2,7 +2,7 @@
 // api.ts to the public APIs; nothing here is private to the web app.
 import { Fragment, render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, ID, onSession, resume, signOut, type Principal } from './api.ts';
+import { api, ApiError, ID, onForbidden, onSession, resume, signOut, type Principal } from './api.ts';
 import { match, navigate, useLocation } from './router.ts';
 import { ErrorBox, LAST_ORG, Link, Loading, Session, useSession, type Org, type SessionState } from './ui.tsx';
 import { SignIn } from './pages/signin.tsx';
@@ -70,13 +70,28 @@ function SignedIn(props: { principal: Principal }) {
   const load = async () => {
     try {
       const r = await api<{ orgs: Org[] }>('GET', `${ID}/orgs`, { query: { limit: 1000 } });
-      setOrgs(r.orgs);
+      // the same list again changes nothing (no re-render of every page for a 403 that meant no change)
+      setOrgs((before) => (before && JSON.stringify(before) === JSON.stringify(r.orgs) ? before : r.orgs));
       setError(undefined);
     } catch (e) {
       setError(e as ApiError);
     }
   };
   useEffect(() => void load(), [props.principal]);
+  // A 403 may mean the user's role changed elsewhere (another admin demoted them): reload the
+  // organizations and roles, so the controls match what they may still do. One reload at a time
+  // and at most one every 5 s, so 403s that are not about roles (or a GET /orgs that answers 403
+  // itself) cannot loop.
+  useEffect(() => {
+    let last = 0;
+    let running = false;
+    return onForbidden(() => {
+      if (running || Date.now() - last < 5000) return;
+      running = true;
+      last = Date.now();
+      void load().finally(() => (running = false));
+    });
+  }, []);
   if (!orgs) return error ? <ErrorBox error={error} retry={load} title="Could not load your organizations." /> : <Loading label="Loading your organizations…" />;
   const state: SessionState = { principal: props.principal, orgs, reloadOrgs: load };
   return (

@@ -20,7 +20,8 @@ const ROLES: { role: Role; text: string }[] = [
 export function Team(props: { orgId: string }) {
   const { orgId } = props;
   const role = useRole(orgId);
-  const me = useSession().principal.user;
+  const session = useSession();
+  const me = session.principal.user;
   const isAdmin = role === 'admin';
   const path = `${ID}/orgs/${orgId}/members`;
   const req = useRequest((signal) => api<{ members: Member[]; nextCursor: string | null }>('GET', path, { query: { limit: 1000 }, signal }), [path]);
@@ -34,6 +35,7 @@ export function Team(props: { orgId: string }) {
     try {
       await api('PATCH', `${path}/${m.userId}`, { body: { role: r } });
       setNotice(`${m.name || m.email} is now ${r}.`);
+      if (m.userId === me?.id) void session.reloadOrgs(); // their own role: the controls follow it at once
     } catch (e) {
       setRowError(asApiError(e));
     }
@@ -137,6 +139,7 @@ export function Team(props: { orgId: string }) {
           onConfirm={async () => {
             await api('DELETE', `${path}/${removing.userId}`);
             setNotice(`Removed ${removing.email}.`);
+            if (removing.userId === me?.id) void session.reloadOrgs();
             req.reload();
             return true;
           }}
