@@ -108,7 +108,7 @@ A('upload a CSV: preview, map the unknown column, watch the progress bar reach c
   await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
   // suggested from the header; the company column ("Firm") is unknown and must be chosen
   // (the options' values are the columns' places; what a person reads is the option's text)
-  const shown = (label: string) => page.getByLabel(label).evaluate((s) => (s as HTMLSelectElement).selectedOptions[0]?.textContent);
+  const shown = (label: string) => page.getByLabel(label).evaluate((s) => (s as unknown as { selectedOptions: { textContent: string | null }[] }).selectedOptions[0]?.textContent);
   assert.is(await shown('Name (required)'), 'Full Name');
   assert.is(await shown('LinkedIn URL'), 'LinkedIn URL');
   assert.is(await shown('Company (required)'), '— not imported —');

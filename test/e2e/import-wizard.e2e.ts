@@ -33,7 +33,7 @@ W.before.each(async (ctx) => {
 
 const file = (name: string, text: string) => ({ name, mimeType: 'text/csv', buffer: Buffer.from(text) });
 /** The text of the option a labelled select shows. */
-const shown = (ctx: Ctx, label: string) => ctx.e.page.getByLabel(label, { exact: true }).evaluate((s) => (s as HTMLSelectElement).selectedOptions[0]?.textContent ?? '');
+const shown = (ctx: Ctx, label: string) => ctx.e.page.getByLabel(label, { exact: true }).evaluate((s) => (s as unknown as { selectedOptions: { textContent: string | null }[] }).selectedOptions[0]?.textContent ?? '');
 const imports = async (ctx: Ctx) => (await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`, { token: ctx.root })).body.imports as { id: string; status: string; fileName: string }[];
 const contacts = async (ctx: Ctx) => (await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts`, { token: ctx.root })).body.contacts as { name: string; company: string; contactInfo: { email: string | null } }[];
 
@@ -125,21 +125,20 @@ W('the mapping step: every id is unique and every control has its label', async 
   const { page } = ctx.e;
   await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('labels.csv', 'name,company,title,email\nAda,Engines,Countess,ada@engines.test\n'));
   await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
-  const dupes = await page.evaluate(() => {
-    const seen = new Map<string, number>();
+  // (strings: the tests are type-checked without the DOM library)
+  const dupes = await page.evaluate(`(() => {
+    const seen = new Map();
     for (const el of document.querySelectorAll('[id]')) seen.set(el.id, (seen.get(el.id) ?? 0) + 1);
     return [...seen].filter(([, n]) => n > 1).map(([id]) => id);
-  });
+  })()`);
   assert.equal(dupes, [], 'ids used twice');
-  const unlabelled = await page.evaluate(() =>
-    [...document.querySelectorAll('main select, main input, main textarea')]
-      .filter((el) => (el as HTMLSelectElement).labels.length === 0 && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby'))
-      .map((el) => el.outerHTML.slice(0, 80)),
-  );
+  const unlabelled = await page.evaluate(`[...document.querySelectorAll('main select, main input, main textarea')]
+    .filter((el) => el.labels.length === 0 && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby'))
+    .map((el) => el.outerHTML.slice(0, 80))`);
   assert.equal(unlabelled, [], 'controls without a label');
   // the Title field's label leads to its own select
   await page.locator('label', { hasText: /^Title$/ }).click();
-  assert.is(await page.evaluate(() => document.activeElement?.tagName), 'SELECT');
+  assert.is(await page.evaluate('document.activeElement?.tagName'), 'SELECT');
   assert.is(await shown(ctx, 'Title'), 'title');
 });
 

@@ -94,7 +94,7 @@ N("a contact's change history is not cut off: \"Show older changes\" reads it to
   const more = page.getByRole('button', { name: 'Show older changes' });
   for (let i = 0; i < 10 && (await more.count()) > 0; i++) {
     await more.click();
-    await page.waitForFunction(() => !document.querySelector('.timeline-card [aria-busy="true"]'));
+    await page.waitForFunction(`!document.querySelector('.timeline-card [aria-busy="true"]')`);
   }
   await until(async () => (await more.count()) === 0 && (await page.locator('ol.timeline > li').count()) === total, `all ${total} changes shown`);
   assert.match(await page.locator('.timeline-card').innerText(), `${total} changes`);
