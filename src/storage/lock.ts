@@ -54,12 +54,19 @@ function ownerAlive(pid: number, started: string | undefined): boolean {
   return now === undefined || now === started;
 }
 
+type Owner = { pid: number; started: string | undefined };
+
+/** A lock file's text, `<pid>[ <start in clock ticks>]`, as its owner; undefined when it names none. */
+function ownerIn(text: string): Owner | undefined {
+  const [p, s] = text.trim().split(' ');
+  const pid = Number.parseInt(p ?? '', 10);
+  return Number.isInteger(pid) && pid > 0 ? { pid, started: s } : undefined;
+}
+
 /** The lock file's owner, as written: its pid and, where known, its start in clock ticks. */
-function readLock(file: string): { pid: number; started: string | undefined } | undefined {
+function readLock(file: string): Owner | undefined {
   try {
-    const [p, s] = readFileSync(file, 'utf8').trim().split(' ');
-    const pid = Number.parseInt(p ?? '', 10);
-    return Number.isInteger(pid) && pid > 0 ? { pid, started: s } : undefined;
+    return ownerIn(readFileSync(file, 'utf8'));
   } catch {
     return undefined; // none, or vanished meanwhile
   }
@@ -107,7 +114,7 @@ function notAFile(file: string): string | undefined {
  * none. Anything else in its place (a folder, a symbolic link: this process never makes either) is
  * refused with what it is, not taken for a lock nor removed.
  */
-function inspect(file: string): { ino: bigint; owner: { pid: number; started: string | undefined } | undefined } | undefined {
+function inspect(file: string): { ino: bigint; owner: Owner | undefined } | undefined {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -123,15 +130,13 @@ function inspect(file: string): { ino: bigint; owner: { pid: number; started: st
   try {
     // the inode and the text of one and the same file, whatever happens to the name meanwhile
     const ino = fstatSync(fd, { bigint: true }).ino;
-    const [p, s] = readFileSync(fd, 'utf8').trim().split(' ');
-    const pid = Number.parseInt(p ?? '', 10);
-    return { ino, owner: Number.isInteger(pid) && pid > 0 ? { pid, started: s } : undefined };
+    return { ino, owner: ownerIn(readFileSync(fd, 'utf8')) };
   } finally {
     closeSync(fd);
   }
 }
 
-const liveOther = (owner: { pid: number; started: string | undefined } | undefined) => owner !== undefined && owner.pid !== process.pid && ownerAlive(owner.pid, owner.started);
+const liveOther = (owner: Owner | undefined) => owner !== undefined && owner.pid !== process.pid && ownerAlive(owner.pid, owner.started);
 
 /**
  * Takes the data folder for this process.
