@@ -17,6 +17,8 @@ const startOf = (pid: number) => {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
 };
 const hasProc = existsSync('/proc/self/stat');
+/** lock.ts as a child process imports it. */
+const lockModule = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'lock.ts')).href;
 
 K('the lock holds the pid (and its start time), refuses a second holder, and goes away on release', () => {
   const dir = tempDir();
@@ -29,7 +31,7 @@ K('the lock holds the pid (and its start time), refuses a second holder, and goe
   assert.not.ok(existsSync(lockFile(dir)));
 });
 
-K('a folder or a symbolic link where the lock file should be is refused, saying what it is, and left as it is', () => {
+K('a folder, a symbolic link or a FIFO where the lock file should be is refused, saying what it is, and left as it is', () => {
   const cases: [string, (file: string) => void, string][] = [
     ['a folder', (f) => mkdirSync(f), 'a folder'],
     ['a dangling link', (f) => symlinkSync('/nonexistent/contact-ledger.lock', f), 'a symbolic link'],
@@ -37,6 +39,7 @@ K('a folder or a symbolic link where the lock file should be is refused, saying 
       writeFileSync(`${f}.elsewhere`, '999999999\n');
       symlinkSync(`${f}.elsewhere`, f);
     }, 'a symbolic link'],
+    ['a FIFO', (f) => assert.is(spawnSync('mkfifo', [f]).status, 0), 'a FIFO'],
   ];
   for (const [what, plant, said] of cases) {
     const dir = tempDir();
@@ -51,9 +54,19 @@ K('a folder or a symbolic link where the lock file should be is refused, saying 
     })();
     assert.instance(err, StartupError, what);
     assert.is(err!.message, `cannot read ${lockFile(dir)}: it is ${said}, not a lock file; remove it while no contact-ledger runs`, what);
-    assert.ok(lstatSync(lockFile(dir)).isDirectory() || lstatSync(lockFile(dir)).isSymbolicLink(), `${what}: left as it is`);
+    assert.not.ok(lstatSync(lockFile(dir)).isFile(), `${what}: left as it is`);
     assert.equal(readdirSync(dir).filter((n) => n.startsWith('contact-ledger.lock.') && !n.endsWith('.elsewhere')), [], `${what}: nothing of this process's left behind`);
   }
+});
+
+K('a FIFO where the lock file should be holds nobody up: dataDirHolder (the keys command asks it) says no server holds the folder', () => {
+  const dir = tempDir();
+  assert.is(spawnSync('mkfifo', [lockFile(dir)]).status, 0);
+  // in a child process: reading the FIFO as a file would wait for a writer that never comes
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', `const { dataDirHolder } = await import(${JSON.stringify(lockModule)}); process.stdout.write(JSON.stringify(dataDirHolder(${JSON.stringify(dir)}) ?? null))`], { encoding: 'utf8', timeout: 10_000 });
+  assert.is(run.error, undefined, 'the child finished');
+  assert.is(run.stdout, 'null', run.stderr);
+  assert.ok(lstatSync(lockFile(dir)).isFIFO(), 'left as it is');
 });
 
 K('a live owner keeps the folder: DataDirLockedError naming its pid', () => {
@@ -102,7 +115,6 @@ K('a stale lock that many processes take over at the same instant gets exactly o
   const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
   const dirs = Array.from({ length: ROUNDS }, () => tempDir());
   for (const [i, d] of dirs.entries()) writeFileSync(lockFile(d), i % 2 ? `${dead}\n` : `${dead} 1\n`);
-  const lockModule = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'lock.ts')).href;
   // each child: ready; then, at the instants the parent gives (one a round), lockDataDir on that
   // round's folder, holding whatever it got (so a late one sees a live owner) until told to end
   const script = `const { lockDataDir } = await import(${JSON.stringify(lockModule)});

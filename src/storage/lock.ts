@@ -63,12 +63,26 @@ function ownerIn(text: string): Owner | undefined {
   return Number.isInteger(pid) && pid > 0 ? { pid, started: s } : undefined;
 }
 
-/** The lock file's owner, as written: its pid and, where known, its start in clock ticks. */
+/**
+ * Opens a lock file for reading as it stands: a symbolic link is not followed, and a FIFO put there
+ * does not hold the process until something writes to it.
+ */
+const openAsIs = (file: string) => openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+
+/** The lock file's owner, as written: its pid and, where known, its start in clock ticks; undefined for anything but a file. */
 function readLock(file: string): Owner | undefined {
+  let fd: number;
   try {
-    return ownerIn(readFileSync(file, 'utf8'));
+    fd = openAsIs(file);
   } catch {
-    return undefined; // none, or vanished meanwhile
+    return undefined; // none, vanished meanwhile, or a symbolic link
+  }
+  try {
+    return fstatSync(fd).isFile() ? ownerIn(readFileSync(fd, 'utf8')) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -103,7 +117,7 @@ function notAFile(file: string): string | undefined {
   try {
     const st = lstatSync(file);
     if (st.isFile()) return undefined;
-    return st.isDirectory() ? 'a folder' : st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file';
+    return st.isDirectory() ? 'a folder' : st.isSymbolicLink() ? 'a symbolic link' : st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device';
   } catch {
     return undefined; // gone meanwhile: inspect says so
   }
@@ -117,7 +131,7 @@ function notAFile(file: string): string | undefined {
 function inspect(file: string): { ino: bigint; owner: Owner | undefined } | undefined {
   let fd: number;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fd = openAsIs(file);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
