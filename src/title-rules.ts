@@ -341,7 +341,8 @@ let lastFolded = '';
  */
 export function foldTitle(title: string): string {
   if (title === lastTitle) return lastFolded;
-  let t = withoutPastRoles(title.toLowerCase());
+  // compatibility forms first, so that every rule below reads "ＣＥＯ （Ｒｅｔｉｒｅｄ）" as "ceo (retired)"
+  let t = withoutPastRoles((NON_ASCII.test(title) ? title.normalize('NFKC') : title).toLowerCase());
   if (t.includes('.')) t = t.replace(DOTTED, '$1'); // "C.E.O." is "ceo."
   t = NON_ASCII.test(t)
     ? t.normalize('NFKD').replace(MARKS, '').replace(SPECIAL_LETTERS, special).replace(SEPARATORS, ' ')

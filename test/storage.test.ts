@@ -500,6 +500,19 @@ S('migration 0036 recomputes stored title levels of titles with "chair" ("Chair"
   );
 });
 
+S('migration 0038 recomputes the title levels of titles beyond ASCII, which the LIKE of 0034 and 0036 missed ("ＣＨＡＩＲ")', () => {
+  titleMigration(
+    '0038_',
+    [
+      ['\uff23\uff28\uff21\uff29\uff32', 'staff', 'other'], // ＣＨＡＩＲ: the rules before 0036
+      ['\uff23\uff25\uff2f \uff08\uff32\uff45\uff54\uff49\uff52\uff45\uff44\uff09', 'c_suite', 'other'], // ＣＥＯ （Ｒｅｔｉｒｅｄ）: before 0034
+      ['Directeur Général', 'c_suite', 'other'], // already right
+      ['Chair', 'staff', 'other'], // ASCII: 0036's, left alone here
+    ],
+    [['c_suite', 'other'], ['staff', 'other'], ['c_suite', 'other'], ['staff', 'other']],
+  );
+});
+
 S('a database written by a newer version is refused with a clear message', async () => {
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();

@@ -77,6 +77,11 @@ T('folding: lower case, accents and punctuation gone, abbreviations spelled out'
     ['Dueño', 'dueno'],
     ['FP&A', 'financial planning and analysis'],
     ['(Interim) CFO', 'interim chief financial officer'],
+    // full-width and other compatibility forms read as their ASCII ones, past-role markers included
+    ['\uff23\uff25\uff2f', 'chief executive officer'], // ＣＥＯ
+    ['\uff23.\uff25.\uff2f.', 'chief executive officer'], // Ｃ.Ｅ.Ｏ.
+    ['\uff23\uff25\uff2f \uff08\uff32\uff45\uff54\uff49\uff52\uff45\uff44\uff09', 'former'], // ＣＥＯ （Ｒｅｔｉｒｅｄ）
+    ['Louis \u2163, \uff36\uff30 Sales', 'louis iv vice president sales'], // Louis Ⅳ, ＶＰ Sales
   ];
   assert.equal(cases.map(([t]) => foldTitle(t).trim()), cases.map(([, f]) => f));
 });
