@@ -240,6 +240,28 @@ export async function api<T = unknown>(method: string, path: string, opts: Reque
   return (await res.json()) as T;
 }
 
+/** The largest page the server's lists give (`limit` 1–1000 on every list endpoint). */
+export const MAX_PAGE = 1000;
+
+/**
+ * The items of a paged list (`{[key]: items, nextCursor}`), following `nextCursor` from the first
+ * page: to its end, or only `pages` pages (the Ledgers page's "Load more"), `limit` items a
+ * request (the server's largest page unless told). `nextCursor` is where it stopped (null at the
+ * end). Aborting `signal` stops it, during a request or between two (rejects with an AbortError).
+ */
+export async function listAll<T>(path: string, key: string, opts: { signal?: AbortSignal; limit?: number; pages?: number } = {}): Promise<{ items: T[]; nextCursor: string | null }> {
+  const items: T[] = [];
+  let cursor: string | null = null;
+  for (let n = 0; n < (opts.pages ?? Infinity); n++) {
+    opts.signal?.throwIfAborted();
+    const page: Record<string, unknown> & { nextCursor: string | null } = await api('GET', path, { query: { limit: opts.limit ?? MAX_PAGE, cursor }, signal: opts.signal });
+    items.push(...(page[key] as T[]));
+    cursor = page.nextCursor;
+    if (!cursor) break;
+  }
+  return { items, nextCursor: cursor };
+}
+
 /** How far an upload is: bytes of the request body sent of all of them. */
 export interface UploadProgress {
   sent: number;

@@ -2,7 +2,7 @@
 // api.ts to the public APIs; nothing here is private to the web app.
 import { Fragment, render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, ID, onForbidden, onSession, resume, signOut, type Principal } from './api.ts';
+import { ApiError, ID, listAll, onForbidden, onSession, resume, signOut, type Principal } from './api.ts';
 import { match, navigate, useLocation } from './router.ts';
 import { ErrorBox, LAST_ORG, Link, Loading, Session, useSession, type Org, type SessionState } from './ui.tsx';
 import { SignIn } from './pages/signin.tsx';
@@ -69,9 +69,9 @@ function SignedIn(props: { principal: Principal }) {
   const [error, setError] = useState<ApiError>();
   const load = async () => {
     try {
-      const r = await api<{ orgs: Org[] }>('GET', `${ID}/orgs`, { query: { limit: 1000 } });
+      const { items } = await listAll<Org>(`${ID}/orgs`, 'orgs'); // every page: a superuser sees every organization
       // the same list again changes nothing (no re-render of every page for a 403 that meant no change)
-      setOrgs((before) => (before && JSON.stringify(before) === JSON.stringify(r.orgs) ? before : r.orgs));
+      setOrgs((before) => (before && JSON.stringify(before) === JSON.stringify(items) ? before : items));
       setError(undefined);
     } catch (e) {
       setError(e as ApiError);

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, ID, type Role } from '../api.ts';
+import { api, ID, listAll, type Role } from '../api.ts';
 import { Async, Confirm, Dialog, Empty, Field, FormError, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole } from '../ui.tsx';
 
 interface ServiceAccount {
@@ -18,7 +18,7 @@ export function ServiceAccounts(props: { orgId: string }) {
   const { orgId } = props;
   const role = useRole(orgId);
   const path = `${ID}/orgs/${orgId}/service-accounts`;
-  const req = useRequest((signal) => (role === 'admin' ? api<{ serviceAccounts: ServiceAccount[] }>('GET', path, { query: { limit: 1000 }, signal }) : Promise.resolve({ serviceAccounts: [] })), [path, role]);
+  const req = useRequest(async (signal) => ({ serviceAccounts: role === 'admin' ? (await listAll<ServiceAccount>(path, 'serviceAccounts', { signal })).items : [] }), [path, role]);
   const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<{ sa: WithSecret; rotated: boolean }>();
   const [rotating, setRotating] = useState<ServiceAccount>();

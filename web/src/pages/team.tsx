@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, ID, type Role } from '../api.ts';
+import { api, ID, listAll, type Role } from '../api.ts';
 import { Async, Confirm, Dialog, ErrorBox, Field, FormError, Notice, PageHead, Time, useAction, useRequest, useRole, useSession, asApiError } from '../ui.tsx';
 import type { ApiError } from '../api.ts';
 
@@ -24,7 +24,7 @@ export function Team(props: { orgId: string }) {
   const me = session.principal.user;
   const isAdmin = role === 'admin';
   const path = `${ID}/orgs/${orgId}/members`;
-  const req = useRequest((signal) => api<{ members: Member[]; nextCursor: string | null }>('GET', path, { query: { limit: 1000 }, signal }), [path]);
+  const req = useRequest(async (signal) => ({ members: (await listAll<Member>(path, 'members', { signal })).items }), [path]);
   const [adding, setAdding] = useState(false);
   const [removing, setRemoving] = useState<Member>();
   const [notice, setNotice] = useState<string>();

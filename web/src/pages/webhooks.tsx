@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, LEDGER, type ApiError } from '../api.ts';
+import { api, LEDGER, listAll, type ApiError } from '../api.ts';
 import { navigate, setQuery, useLocation } from '../router.ts';
 import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, FormError, Link, Loading, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
@@ -104,7 +104,7 @@ export function Webhooks(props: { orgId: string }) {
 function WebhookList(props: { orgId: string }) {
   const { orgId } = props;
   const path = webhooksPath(orgId);
-  const req = useRequest((signal) => api<{ webhooks: Webhook[] }>('GET', path, { query: { limit: 1000 }, signal }), [path]);
+  const req = useRequest(async (signal) => ({ webhooks: (await listAll<Webhook>(path, 'webhooks', { signal })).items }), [path]);
   const ledgers = useLedgers(orgId);
   const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<WithSecret>();
@@ -471,7 +471,7 @@ function DeliveryDetails(props: { path: string; onClose: () => void }) {
 
 // ── pieces shared by the list and the webhook page ────────────────────────
 function useLedgers(orgId: string) {
-  return useRequest((signal) => api<{ ledgers: Ledger[] }>('GET', `${LEDGER}/orgs/${orgId}/ledgers`, { query: { limit: 1000 }, signal }), [orgId]);
+  return useRequest(async (signal) => ({ ledgers: (await listAll<Ledger>(`${LEDGER}/orgs/${orgId}/ledgers`, 'ledgers', { signal })).items }), [orgId]);
 }
 
 function scopeText(w: Webhook, ledgers: { ledgers: Ledger[] } | undefined): string {
