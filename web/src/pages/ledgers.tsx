@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, LEDGER } from '../api.ts';
+import { api, LEDGER, listAll } from '../api.ts';
 import { navigate } from '../router.ts';
 import { Async, atLeast, Confirm, Dialog, Field, fmtNumber, FormError, Link, Notice, PageHead, Time, useAction, useRequest, useRole, useSession } from '../ui.tsx';
 
@@ -18,19 +18,14 @@ export function Ledgers(props: { orgId: string }) {
   const { orgId } = props;
   const role = useRole(orgId);
   const org = useSession().orgs.find((o) => o.id === orgId);
-  const [pages, setPages] = useState<string[]>(['']);
+  // pages of 100 shown, "Load more" adds one; a reload reads them all again from the first
+  const [pages, setPages] = useState(1);
   const req = useRequest(
     async (signal) => {
-      const all: Ledger[] = [];
-      let next: string | null = null;
-      for (const cursor of pages) {
-        const r: { ledgers: Ledger[]; nextCursor: string | null } = await api('GET', `${LEDGER}/orgs/${orgId}/ledgers`, { query: { cursor: cursor || undefined, limit: 100 }, signal });
-        all.push(...r.ledgers);
-        next = r.nextCursor;
-      }
-      return { ledgers: all, next };
+      const r = await listAll<Ledger>(`${LEDGER}/orgs/${orgId}/ledgers`, 'ledgers', { signal, limit: 100, pages });
+      return { ledgers: r.items, next: r.nextCursor };
     },
-    [orgId, pages.length],
+    [orgId, pages],
   );
   const [dialog, setDialog] = useState<{ kind: 'new' } | { kind: 'rename' | 'delete'; ledger: Ledger } | null>(null);
   const [notice, setNotice] = useState<string>();
@@ -94,7 +89,7 @@ export function Ledgers(props: { orgId: string }) {
               ))}
             </ul>
             {d.next && (
-              <button type="button" class="secondary" disabled={req.loading} onClick={() => setPages([...pages, d.next!])}>
+              <button type="button" class="secondary" disabled={req.loading} onClick={() => setPages(pages + 1)}>
                 {req.loading ? 'Loading…' : 'Load more'}
               </button>
             )}
