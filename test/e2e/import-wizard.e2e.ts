@@ -1,6 +1,8 @@
 // The CSV import wizard against a black-box tester's findings (twenty-ninth session): a preview that
-// answers late for a file no longer chosen, "Choose another file" during an upload, the mapping
-// step's labels and ids, and a column whose header is blank.
+// answers late for a file no longer chosen, "Choose another file" during an upload, leaving the
+// wizard during an upload, the mapping step's labels and ids, and a column whose header is blank.
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Request } from 'playwright-core';
@@ -83,6 +85,7 @@ W('"Choose another file" during an upload cancels it: no import is created', asy
   try {
     await page.getByRole('button', { name: 'Import 9,000 rows' }).click();
     await page.getByText(/Uploading/).first().waitFor();
+    await page.getByText(/^Uploading slow\.csv: \d+%\. Leaving this page cancels the upload\.$/).waitFor();
     await page.waitForTimeout(1000);
     const sentAt = Date.now();
     await page.getByRole('button', { name: 'Choose another file' }).click();
@@ -97,6 +100,44 @@ W('"Choose another file" during an upload cancels it: no import is created', asy
     await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
     await cdp.detach();
   }
+});
+
+W('leaving the wizard during an upload cancels it: no import is created, nothing is left on the server', async (ctx) => {
+  const { page, context, dataDir } = ctx.e;
+  // about 700 kB sent at 100 kB/s, as above; the user goes to another page of the app meanwhile
+  const rows = Array.from({ length: 9000 }, (_, i) => `Person ${i},Company ${i % 40},Engineer at the works,person${i}@example.test`);
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('left.csv', `name,company,title,email\n${rows.join('\n')}\n`));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  const uploads: Request[] = [];
+  const ended = new Map<Request, 'finished' | 'failed'>();
+  const path = `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`;
+  const isUpload = (r: Request) => r.method() === 'POST' && new URL(r.url()).pathname === path;
+  const sent = (r: Request) => isUpload(r) && uploads.push(r);
+  const finished = (r: Request) => isUpload(r) && ended.set(r, 'finished');
+  const failed = (r: Request) => isUpload(r) && ended.set(r, 'failed');
+  page.on('request', sent).on('requestfinished', finished).on('requestfailed', failed);
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 20, downloadThroughput: 10e6, uploadThroughput: 100e3 });
+  try {
+    await page.getByRole('button', { name: 'Import 9,000 rows' }).click();
+    await page.getByText('Uploading left.csv').waitFor();
+    await page.waitForTimeout(1000);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Team' }).click();
+    await page.getByRole('heading', { name: 'Team' }).waitFor();
+    assert.is(uploads.length, 1, 'one upload request');
+    // the page ends the upload at once; left alone it would have finished (and made an import) in a few seconds
+    const how = await until(async () => ended.get(uploads[0]!), 'the upload request to end', 15_000);
+    assert.is(how, 'failed', 'the upload was aborted when the wizard was left');
+  } finally {
+    page.off('request', sent).off('requestfinished', finished).off('requestfailed', failed);
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+    await cdp.detach();
+  }
+  // the server let go of the partial file, and made no import of it
+  const tmp = join(dataDir, 'uploads', 'tmp');
+  await until(async () => !existsSync(tmp) || readdirSync(tmp).length === 0, 'no upload left in uploads/tmp');
+  assert.equal(await imports(ctx), [], 'no import job');
 });
 
 W('once the whole file has been sent, the import cannot be cancelled and its answer is shown', async (ctx) => {

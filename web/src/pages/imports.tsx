@@ -84,9 +84,14 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
   const [job, setJob] = useState<ImportJob>();
   const [pollError, setPollError] = useState<ApiError>();
   const current = useRef<{ reading?: AbortController; uploading?: AbortController }>({});
+  // Leaving the wizard (another page of the app, back or forward) cancels what it still has on the
+  // way, as "Choose another file" does: an upload still sending never reaches the server whole, so
+  // no import is made for a file the user walked away from. One already sent is the server's: its
+  // import goes on, and Import history shows it.
   useEffect(
     () => () => {
       current.current.reading?.abort();
+      current.current.uploading?.abort();
     },
     [],
   );
@@ -306,7 +311,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
           <FormError error={uploadError} />
           {uploading && (
             <p class="muted" role="status">
-              {uploading.sent ? `${uploading.file.name} has been sent; the server is checking it. The import can no longer be cancelled.` : `Uploading ${uploading.file.name}: ${uploading.pct}%`}
+              {uploading.sent ? `${uploading.file.name} has been sent; the server is checking it. The import can no longer be cancelled.` : `Uploading ${uploading.file.name}: ${uploading.pct}%. Leaving this page cancels the upload.`}
             </p>
           )}
           <div class="actions">
