@@ -23,8 +23,21 @@ export interface E2E {
   close(): Promise<void>;
 }
 
-/** Starts the server and a fresh headless Chromium profile; `env` adds server settings. */
+/**
+ * Starts the server and a fresh headless Chromium profile; `env` adds server settings. A failure is
+ * also written to stderr: uvu reports an error thrown in a `before` hook only through the `after`
+ * hook that then finds no E2E to close.
+ */
 export async function start(env: Record<string, string> = {}): Promise<E2E> {
+  try {
+    return await started(env);
+  } catch (err) {
+    console.error(`the browser tests could not start: ${(err as Error).stack ?? String(err)}`);
+    throw err;
+  }
+}
+
+async function started(env: Record<string, string>): Promise<E2E> {
   if (!existsSync(WEB_INDEX)) throw new Error('web/dist is not built: run the browser tests with "npm run test:e2e"');
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium`);
   const data = tempDir('cl-e2e-');
