@@ -65,7 +65,14 @@ export function problems(log: Logger): Koa.Middleware {
     } catch (err) {
       const e = toAppError(err);
       const requestId = ctx.state.requestId as string | undefined;
-      if (e.status >= 500) log.error({ err: e.cause ?? e, requestId, method: ctx.method, path: ctx.path }, 'request failed');
+      if (e.status >= 500) {
+        const request = { requestId, method: ctx.method, path: ctx.path };
+        // one that says when to come back (not ready yet, overloaded, busy) is an answer the server
+        // chose, not a failure to look into: a warning with its reason, no stack (a shed burst would
+        // otherwise write a stack trace per request)
+        if (e.headers['Retry-After'] !== undefined) log.warn({ ...request, code: e.code }, `request turned away: ${e.message}`);
+        else log.error({ err: e.cause ?? e, ...request }, 'request failed');
+      }
       if (ctx.headerSent || !ctx.writable) return; // a stream already started: nothing more to say
       for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
       ctx.status = e.status;
