@@ -527,6 +527,36 @@ D('each service documents exactly its routes, with the validating schemas', asyn
   assert.equal(listOrgs.sort(), ['cursor', 'limit']);
 });
 
+D('every route documents the statuses its kind answers: 413 and 415 with a body, 503 with Retry-After for a write and for a read with a "since" (a tester found 413 and 415 undocumented)', async ({ t }) => {
+  const L = '/orgs/{orgId}/ledgers/{ledgerId}';
+  for (const prefix of [ID, LEDGER]) {
+    const doc = (await t.call('GET', `${prefix}/openapi.json`)).body;
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        if (method === 'servers') continue;
+        const what = `${method.toUpperCase()} ${prefix}${path}`;
+        if (op.requestBody) for (const status of ['413', '415']) assert.ok(op.responses[status], `${what}: ${status}`);
+        if (method !== 'get') {
+          assert.ok(op.responses['503'], `${what}: 503`);
+          assert.ok(op.responses['503'].headers?.['Retry-After'], `${what}: 503 Retry-After`);
+        }
+      }
+    }
+    if (prefix !== LEDGER) continue;
+    assert.match(doc.paths[`${L}/contacts/bulk_delete`].post.responses['413'].description, /More than 1000 contact ids/);
+    assert.match(doc.paths[`${L}/contacts`].post.responses['413'].description, /CSV import/, 'a declared 413 is kept');
+    for (const path of [`${L}/contacts`, `${L}/contacts/download`, `${L}/changes`]) assert.match(doc.paths[path].get.responses['503'].description, /write in flight/, path);
+    assert.not.ok(doc.paths[`${L}/contacts/{contactId}`].get.responses['503'], 'a read without a "since" never waits');
+  }
+  // what the document says is what the server does: a text/plain body to bulk_delete
+  const w = await seedWorld(t);
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'documented');
+  const r = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.root, raw: 'x', headers: { 'content-type': 'text/plain' } });
+  assert.is(r.status, 415, r.text);
+  const many = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.root, body: { contactIds: Array.from({ length: 1001 }, (_, i) => `c_${i}`) } });
+  assert.is(many.status, 413, many.text);
+});
+
 D('routes that create import jobs document the Idempotency-Key header and the 200 replay with Idempotent-Replayed, as they answer', async ({ t }) => {
   const doc = (await t.call('GET', `${LEDGER}/openapi.json`)).body;
   const L = '/orgs/{orgId}/ledgers/{ledgerId}';

@@ -28,6 +28,36 @@ export interface ResponseSpec {
   headers?: Record<string, { description: string; schema?: Schema }>;
 }
 
+/** The header of an answer that says when to come back. */
+export const RETRY_AFTER: NonNullable<ResponseSpec['headers']> = { 'Retry-After': { description: 'Seconds to wait before sending the same request again' } };
+
+/**
+ * The 503 of a read with a "since" (the list, its count, the download, the change feed), which
+ * first lets the write in flight end (docs/decisions.md, "Polling for changes").
+ */
+export const SINCE_READ_503: ResponseSpec = {
+  description: 'A write in flight did not end within 5 s, and the answer could lack its changes; retry after Retry-After seconds',
+  headers: RETRY_AFTER,
+};
+
+/**
+ * The answers every route of a kind can give, which its declaration need not repeat: 413 and 415
+ * for a body (read by the body parser or the route), 503 with Retry-After for a write (the
+ * database busy; and a bulk route's large body while the server is overloaded). A route's own
+ * declaration of one of them is kept.
+ */
+function declareCommonAnswers(s: RouteSpec): void {
+  if (s.body || s.rawBody) {
+    s.responses[413] ??= { description: s.tooLargeMessage ?? 'The request body is over the size limit' };
+    s.responses[415] ??= { description: 'The body is of a media type, charset or Content-Encoding the route does not accept' };
+  }
+  const busy = [
+    ...(s.bulk ? [`the server is overloaded (a body of ${BULK_BODY_BYTES / 1024} KiB or more is refused before it is read)`] : []),
+    ...(s.method !== 'get' ? ['the database is busy (another write held it for 5 s; nothing was written)'] : []),
+  ];
+  if (busy.length) s.responses[503] ??= { description: `${busy.join(', or ').replace(/^./, (c) => c.toUpperCase())}; retry after Retry-After seconds`, headers: RETRY_AFTER };
+}
+
 /**
  * A request header a route reads. Optional: an absent or empty header is no value. A present one
  * is validated by `schema` before the handler runs (400 with `code`, naming the header) and its
@@ -312,7 +342,7 @@ export class ApiRouter {
     handler: Handler<B, Q, A>,
   ): this {
     const s = spec as RouteSpec;
-    if (s.bulk) s.responses[503] ??= { description: `The server is overloaded: a body of ${BULK_BODY_BYTES / 1024} KiB or more is refused; retry after Retry-After seconds` };
+    declareCommonAnswers(s);
     this.routes.push(s);
     const chain: Koa.Middleware[] = [];
     const name = `${s.method.toUpperCase()} ${this.prefix}${s.path}`;

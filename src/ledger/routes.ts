@@ -7,11 +7,11 @@ import { exactIntegerText } from '../exact-json.ts';
 import { validateContact } from './contact-input.ts';
 import { ownColumns, rejectedRowsHeader, REJECTION_COLUMNS } from '../csv/columns.ts';
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
-import type { ApiRouter } from '../http/route.ts';
+import { SINCE_READ_503, type ApiRouter } from '../http/route.ts';
 import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
 import { clientGone } from '../http/request-context.ts';
 import { receiveUpload } from '../http/upload.ts';
-import type { ContactService } from './contact-service.ts';
+import { MAX_BULK_DELETE, type ContactService } from './contact-service.ts';
 import type { Created, ImportService } from './import-service.ts';
 import type { LedgerService } from './ledger-service.ts';
 import type { DownloadRow } from './contacts-repo.ts';
@@ -181,7 +181,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, batch ? (body.contacts as unknown[]) : [body], headers['Idempotency-Key'] as string | undefined));
     },
   );
-  r.add({ method: 'get', path: `${ONE}/contacts`, access: { org: 'viewer' }, query: S.ContactListQuery, summary: 'Contacts, filtered and sorted (SPEC §4.2); view=count counts them', responses: { 200: { description: '{contacts, nextCursor} or {count}' } } }, async (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/contacts`, access: { org: 'viewer' }, query: S.ContactListQuery, summary: 'Contacts, filtered and sorted (SPEC §4.2); view=count counts them', responses: { 200: { description: '{contacts, nextCursor} or {count}' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
     const { filter, sort } = S.filterOf(query);
     if (query.view === 'count') {
       const extra = (['cursor', 'limit', 'sortBy'] as const).filter((k) => query[k] !== undefined);
@@ -191,7 +191,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     }
     ctx.body = pageOf('contacts', await svc.contacts.list(params.orgId!, params.ledgerId!, filter, sort, query.limit ?? 100, query.cursor, clientGone(ctx)), presentContact);
   });
-  r.add({ method: 'get', path: `${ONE}/contacts/download`, access: { org: 'viewer' }, query: S.DownloadQuery, summary: 'Matching contacts as CSV (streamed)', responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/contacts/download`, access: { org: 'viewer' }, query: S.DownloadQuery, summary: 'Matching contacts as CSV (streamed)', responses: { 200: { description: 'text/csv', contentType: 'text/csv' }, 503: SINCE_READ_503 } }, (ctx, { params, query }) => {
     const ledger = svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
     const { filter, sort } = S.filterOf(query);
     const escape = query.escapeFormulas ?? true;
@@ -213,7 +213,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       { objectMode: false },
     );
   });
-  r.add({ method: 'post', path: `${ONE}/contacts/bulk_delete`, access: { org: 'editor' }, body: S.BulkDelete, summary: 'Delete contacts by id', responses: { 200: { description: '{countRowsDeleted}' } } }, (ctx, { caller, params, body }) => {
+  r.add({ method: 'post', path: `${ONE}/contacts/bulk_delete`, access: { org: 'editor' }, body: S.BulkDelete, summary: 'Delete contacts by id', responses: { 200: { description: '{countRowsDeleted}' }, 413: { description: `More than ${MAX_BULK_DELETE} contact ids: delete more in several calls` } } }, (ctx, { caller, params, body }) => {
     ctx.body = { countRowsDeleted: svc.contacts.bulkDelete(caller, params.orgId!, params.ledgerId!, body.contactIds) };
   });
 

@@ -7,7 +7,7 @@ import { csvHeader, csvLines } from '../csv/write.ts';
 import { notFound, unsupportedMediaType } from '../errors.ts';
 import { cursorParam, limitParam, pageOf, pageQuery, timestampParam } from '../http/common-schemas.ts';
 import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
-import { readableAsUtf8, type ApiRouter } from '../http/route.ts';
+import { readableAsUtf8, SINCE_READ_503, type ApiRouter } from '../http/route.ts';
 import { receiveBodyToFile } from '../http/upload.ts';
 import { newId } from '../ids.ts';
 import type { ChangeService } from './change-service.ts';
@@ -114,7 +114,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
   r.add({ method: 'get', path: `${ONE}/contacts/:contactId/changes`, access: { org: 'viewer' }, query: pageQuery, summary: "A contact's change history, newest first", responses: { 200: { description: '{changes, nextCursor}' } } }, (ctx, { params, query }) => {
     ctx.body = pageOf('changes', svc.changes.ofContact(params.orgId!, params.ledgerId!, params.contactId!, query.limit ?? 100, query.cursor), presentChange);
   });
-  r.add({ method: 'get', path: `${ONE}/changes`, access: { org: 'viewer' }, query: ChangesQuery, summary: 'The ledger-wide change feed, in the order changes were detected', responses: { 200: { description: '{changes, nextCursor, resumeCursor}: nextCursor is null on the last page; resumeCursor (always set) continues after this page, also later, when more changes were recorded' } } }, async (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/changes`, access: { org: 'viewer' }, query: ChangesQuery, summary: 'The ledger-wide change feed, in the order changes were detected', responses: { 200: { description: '{changes, nextCursor, resumeCursor}: nextCursor is null on the last page; resumeCursor (always set) continues after this page, also later, when more changes were recorded' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
     const feed = await svc.changes.ofLedger(params.orgId!, params.ledgerId!, { since: query.since, type: query.type, limit: query.limit ?? 100, cursor: query.cursor });
     ctx.body = { ...pageOf('changes', feed, presentChange), resumeCursor: feed.resumeCursor };
   });
