@@ -4,7 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { createCursors } from '../src/cursor.ts';
 import { companyKey, nameKey } from '../src/normalize.ts';
@@ -14,7 +14,7 @@ import { FeedListing } from '../src/tracking/feed-listing.ts';
 import { createPeopleRepo } from '../src/tracking/people-repo.ts';
 import { INBOX_TASK, inboxName } from '../src/tracking/feed-files.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
-import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, tempDir, until, type Response, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, PASSWORD, seedWorld, signIn, signInRoot, startApp, tempDir, until, type Response, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 const FEED = `${LEDGER}/feed`;
@@ -2025,6 +2025,44 @@ I('days missed while the server was stopped get their change sets at the next ru
   assert.equal([set!.day, set!.files.reduce((n, f) => n + f.contacts, 0)], [day, 1]);
   assert.is((await t.rt.tracking.dailySets.catchUp()).length, 0, 'and only once');
 });
+
+I('the list of daily change sets says up to which day every set is written: a day with changes before its run, or whose write failed, holds it back', async () => {
+  const t = await startApp(); // its own: the days this test passes would expire the suite's tokens
+  try {
+    await writtenThroughCase(t, await seedWorld(t));
+  } finally {
+    await t.close();
+  }
+});
+
+async function writtenThroughCase(t: TestApp, w: World): Promise<void> {
+  const { ledgerId } = await ledgerWith(t, w, 'written through', [{ name: 'Thru Day', company: 'Old Co', linkedin: 'linkedin.com/in/thru-1', referenceId: 't1' }]);
+  const clock = t.clock as ManualClock;
+  const path = `${ledgerPath(w.orgId, ledgerId)}/streams/daily`;
+  const listed = async () => {
+    const token = (await signIn(t, 'viewer@a.test', PASSWORD)).accessToken; // the days passed expire tokens
+    const r = await t.call('GET', path, { token });
+    expectStatus(r, 200);
+    return { through: r.body.writtenThrough as string, days: (r.body.streams as { date: string }[]).map((s) => s.date) };
+  };
+  const dayAt = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g, '');
+  const DAY_MS = 86_400_000;
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/thru-1', name: 'Thru Day', company: 'New Co' }));
+  const changed = dayAt(clock.now());
+  assert.equal(await listed(), { through: dayAt(clock.now() - DAY_MS), days: [] }, 'today is not over');
+  clock.advance(DAY_MS); // past midnight, before the 00:10 run: the day with a change has no set yet
+  assert.equal(await listed(), { through: dayAt(clock.now() - 2 * DAY_MS), days: [] });
+  // its write fails: a file stands where the ledger's daily folder goes
+  const daily = join(t.dataDir, 'exports', 'ledgers', ledgerId, 'streams', 'daily');
+  mkdirSync(dirname(daily), { recursive: true });
+  writeFileSync(daily, 'in the way');
+  assert.equal(await t.rt.tracking.dailySets.catchUp(), [], 'the write failed');
+  clock.advance(2 * DAY_MS); // two more days without changes: still held back by the failed one
+  assert.equal(await listed(), { through: dayAt(clock.now() - 4 * DAY_MS), days: [] });
+  rmSync(daily);
+  assert.equal((await t.rt.tracking.dailySets.catchUp()).map((set) => set.day), [changed]);
+  assert.equal(await listed(), { through: dayAt(clock.now() - DAY_MS), days: [changed] }, 'written: through yesterday, the days without changes need no set');
+}
 
 I.run();
 

@@ -36,6 +36,7 @@ export function createDailySetsRepo(db: Db) {
       'SELECT l.id FROM ledgers l WHERE l.deleted_at IS NULL AND EXISTS (SELECT 1 FROM changes c WHERE c.ledger_id = l.id AND c.detected_at >= ? AND c.detected_at < ?)',
     ).pluck(),
     exists: db.raw.prepare<[string, string], number>('SELECT 1 FROM daily_change_sets WHERE ledger_id = ? AND day = ?').pluck(),
+    hasChanges: db.raw.prepare<[string, number, number], number>('SELECT EXISTS (SELECT 1 FROM changes WHERE ledger_id = ? AND detected_at >= ? AND detected_at < ?)').pluck(),
     // the day's changes from a keyset position (detected_at, seq) on, in that order: a range of
     // changes_by_ledger_time (whose entries end in the rowid, seq), no sort
     dayChanges: db.raw.prepare<[string, number, number, number, number], [string, number, number]>(
@@ -51,6 +52,8 @@ export function createDailySetsRepo(db: Db) {
   return {
     listLedgersWithChanges: (from: number, to: number): string[] => q.ledgersWithChanges.all(from, to),
     hasSet: (ledgerId: string, day: string): boolean => q.exists.get(ledgerId, day) === 1,
+    /** Whether the ledger has a change detected in [from, to): one probe of changes_by_ledger_time. */
+    hasChanges: (ledgerId: string, from: number, to: number): boolean => q.hasChanges.get(ledgerId, from, to) === 1,
     /**
      * The contacts of the ledger changed in [from, to) (ChangedContactsWalk). Without an index of
      * their own: one in (ledger_id, day, contact_id) cost every feed about 12 % of its throughput

@@ -13,6 +13,7 @@ import { ledgerLookup } from '../ledger/require-ledger.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
+import type { Db } from '../storage/db.ts';
 import type { DailySet, DailySetFile, DailySetsRepo } from './daily-sets-repo.ts';
 
 /** About where a change-set file is split (SPEC §5: "split at about 300 MB" — of JSON lines, before gzip). */
@@ -74,7 +75,7 @@ export function openGzipFile(path: string): GzipFile {
  * the scheduler after the day ended; files are written under a temporary name and renamed, and
  * the set is recorded only when all its files are in place, so a crash just means "write it again".
  */
-export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string; ledgers: LedgersRepo; contacts: ContactsRepo; sets: DailySetsRepo; cursors: Cursors }) {
+export function createDailySets(d: { clock: Clock; log: Logger; db: Db; dataDir: string; ledgers: LedgersRepo; contacts: ContactsRepo; sets: DailySetsRepo; cursors: Cursors }) {
   const requireLedger = ledgerLookup(d.ledgers);
 
   async function writeLedgerDay(ledgerId: string, day: string, maxBytes: number): Promise<DailySet> {
@@ -199,6 +200,24 @@ export function createDailySets(d: { clock: Clock; log: Logger; dataDir: string;
       const beforeDay = cursor === undefined ? '99999999' : (d.cursors.decode(cursor, list, ['s'])[0] as string);
       const rows = d.sets.listSets(ledgerId, beforeDay, limit + 1);
       return rows.length > limit ? { items: rows.slice(0, limit), nextCursor: d.cursors.encode(list, [rows[limit - 1]!.day]) } : { items: rows, nextCursor: null };
+    },
+    /**
+     * The last UTC day (YYYYMMDD) up to which the ledger's sets are all written: every day up to it
+     * with changes of the ledger has its set, so one not listed had none; a day after it may still
+     * get one (yesterday before the 00:10 run, a day whose write failed). The first day of the
+     * catch-up window with changes and no set ends it; none: yesterday. Asked after the write in
+     * flight ends (as a read with a "since"): a change stamped before midnight whose chunk commits
+     * after it must not make yesterday look written.
+     */
+    async writtenThrough(orgId: string, ledgerId: string): Promise<string> {
+      requireLedger(orgId, ledgerId);
+      await d.db.writesInFlightSettled();
+      const yesterday = startOfDay(dayOf(d.clock.now() - DAY));
+      for (let i = CATCH_UP_DAYS - 1; i >= 0; i--) {
+        const from = yesterday - i * DAY;
+        if (!d.sets.hasSet(ledgerId, dayOf(from)) && d.sets.hasChanges(ledgerId, from, from + DAY)) return dayOf(from - DAY);
+      }
+      return dayOf(yesterday);
     },
     /** A file of a recorded set, as a stream. */
     open(orgId: string, ledgerId: string, day: string, file: string) {

@@ -119,12 +119,15 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
     ctx.body = { ...pageOf('changes', feed, presentChange), resumeCursor: feed.resumeCursor };
   });
 
-  r.add({ method: 'get', path: `${ONE}/streams/daily`, access: { org: 'viewer' }, query: pageQuery, summary: 'Daily change sets of the ledger, newest day first', responses: { 200: { description: '{streams, nextCursor}' } } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/streams/daily`, access: { org: 'viewer' }, query: pageQuery, summary: 'Daily change sets of the ledger, newest day first', description: 'writtenThrough is the last UTC day (YYYYMMDD) up to which every day with changes has its set: a day up to it that is not listed had no changes; a later one may still get its set.', responses: { 200: { description: '{streams, nextCursor, writtenThrough}' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
+    // before the list: a set recorded in between is then listed, never missing from a day said written
+    const writtenThrough = await svc.dailySets.writtenThrough(params.orgId!, params.ledgerId!);
     const page = svc.dailySets.list(params.orgId!, params.ledgerId!, query.limit ?? 100, query.cursor);
     const url = (day: string, name: string) => `${base}/orgs/${params.orgId}/ledgers/${params.ledgerId}/streams/daily/${day}/${name}`;
     ctx.body = {
       streams: page.items.map((s) => ({ date: s.day, createdAt: isoZ(s.createdAt), files: s.files.map((f) => ({ ...f, url: url(s.day, f.name) })) })),
       nextCursor: page.nextCursor,
+      writtenThrough,
     };
   });
   r.add({ method: 'get', path: `${ONE}/streams/daily/:date/:file`, access: { org: 'viewer' }, summary: 'One file of a daily change set (gzipped JSON lines)', responses: { 200: { description: 'application/gzip', contentType: 'application/gzip' } } }, (ctx, { params }) => {
