@@ -8,8 +8,18 @@ process.on('unhandledRejection', (reason) => {
   process.exit(1);
 });
 
+// A reader that stops early (`contact-ledger licenses | head`) closes the pipe: the rest of the
+// output goes nowhere and the command ends as it would have, without a stack trace of EPIPE.
+let stdoutClosed = false;
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  stdoutClosed = true;
+});
+
 void runCli(process.argv.slice(2), {
-  out: (line) => process.stdout.write(`${line}\n`),
+  out: (line) => {
+    if (!stdoutClosed) process.stdout.write(`${line}\n`);
+  },
   err: (line) => process.stderr.write(`${line}\n`),
   write: (text) => process.stderr.write(text),
   env: process.env,

@@ -182,6 +182,28 @@ C('unknown commands and flags are usage errors (2); --help and version succeed (
   assert.match(version.stdout.trim(), /^\d+\.\d+\.\d+$/);
 });
 
+C('commands that take no arguments refuse one (serve, version, licenses, init, migrate): "serve extra" started the server', () => {
+  const data = tempDir();
+  for (const args of [['serve', 'extra'], ['--port', '0', 'extra'], ['version', 'extra'], ['licenses', 'extra'], ['init', 'extra'], ['migrate', 'extra']]) {
+    const r = run(args, { CONTACT_LEDGER_DATA: data });
+    assert.is(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, /unexpected argument "extra"/, args.join(' '));
+  }
+  assert.equal(readdirSync(data), [], 'nothing was started');
+});
+
+C('output into a pipe its reader closed early (licenses | head) ends the command as usual, with no EPIPE stack trace', async () => {
+  for (const args of [['version'], ['--help'], ['serve', '--help']]) {
+    const child = spawn(process.execPath, [MAIN, ...args], { env: baseEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy(); // the reader is gone before the program says anything
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    assert.is(code, 0, `${args.join(' ')}: ${stderr}`);
+    assert.is(stderr, '', args.join(' '));
+  }
+});
+
 C('keys rotate adds a signing key', () => {
   const data = tempDir();
   const r = run(['keys', 'rotate'], { CONTACT_LEDGER_DATA: data });

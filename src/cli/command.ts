@@ -60,6 +60,11 @@ export function parseCommandArgs(cmd: Command, argv: string[]): ParsedArgs & { h
   return { positionals: parsed.positionals, flags, config, help: values.help === true };
 }
 
+/** Refuses the positional arguments of a command that takes none ("serve extra" started the server). */
+export function refuseArguments(args: ParsedArgs): void {
+  if (args.positionals.length) throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
+}
+
 /** `--help` text of one command. */
 export function commandHelp(cmd: Command): string {
   const lines = [`Usage: contact-ledger ${cmd.usage}`, '', cmd.summary];

@@ -3,7 +3,7 @@ import { ConfigError } from '../config.ts';
 import { paths } from '../paths.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
-import { commandHelp, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, parseCommandArgs, UsageError, type Command, type Io } from './command.ts';
+import { commandHelp, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, parseCommandArgs, refuseArguments, UsageError, type Command, type Io } from './command.ts';
 import { backupCommand } from './backup.ts';
 import { feedCommand } from './feed.ts';
 import { importCommand } from './import.ts';
@@ -19,7 +19,8 @@ const versionCommand: Command = {
   summary: 'Print the version.',
   usage: 'version',
   takesConfig: false,
-  async run(_args, io) {
+  async run(args, io) {
+    refuseArguments(args);
     io.out(VERSION);
     return EXIT_OK;
   },
@@ -30,7 +31,8 @@ const licensesCommand: Command = {
   summary: 'Print the licenses of the third-party software in the program.',
   usage: 'licenses',
   takesConfig: false,
-  async run(_args, io) {
+  async run(args, io) {
+    refuseArguments(args);
     if (!existsSync(paths.notices)) {
       // a source checkout before its first `npm run build`
       io.err(`contact-ledger licenses: ${paths.notices} is written by \`npm run build\`; in a source checkout each package's license is in node_modules/<package>/`);

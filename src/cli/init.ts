@@ -1,6 +1,6 @@
 import { loadConfig } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { EXIT_FAILURE, EXIT_OK, refuseArguments, UsageError, type Command } from './command.ts';
 import { passwordPolicyProblem } from '../identity/passwords.ts';
 import { openForCommand, passwordArg } from './common.ts';
 
@@ -20,7 +20,7 @@ export const initCommand: Command = {
   },
   takesConfig: true,
   async run(args, io) {
-    if (args.positionals.length) throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
+    refuseArguments(args);
     const base = loadConfig(io.env, args.config);
     const email = (args.flags.email as string | undefined) ?? base.adminEmail;
     const password = passwordArg(args.flags.password) ?? base.adminPassword;

@@ -3,7 +3,7 @@ import { systemClock } from '../clock.ts';
 import { openStorage } from '../storage/storage.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { schemaVersion } from '../storage/migrate.ts';
-import { EXIT_OK, UsageError, type Command } from './command.ts';
+import { EXIT_OK, refuseArguments, type Command } from './command.ts';
 import { commandLogger } from './common.ts';
 
 /**
@@ -16,7 +16,7 @@ export const migrateCommand: Command = {
   usage: 'migrate [options]',
   takesConfig: true,
   async run(args, io) {
-    if (args.positionals.length) throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
+    refuseArguments(args);
     const config = loadConfig(io.env, args.config);
     let storage;
     try {

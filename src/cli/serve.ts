@@ -8,7 +8,7 @@ import { openRuntime, type Runtime } from '../runtime.ts';
 import { BULK_THREAD_JOBS } from '../bulk-thread/client.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
-import { EXIT_FAILURE, EXIT_OK, type Command, type Io } from './command.ts';
+import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Command, type Io } from './command.ts';
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
@@ -115,6 +115,7 @@ export const serveCommand: Command = {
   usage: 'serve [options]',
   takesConfig: true,
   async run(args, io: Io) {
+    refuseArguments(args);
     const config = loadConfig(io.env, args.config);
     const tls = config.tlsCert && config.tlsKey ? usableTls(config.tlsCert, config.tlsKey) : undefined;
     // Listen for signals first: a stop requested while starting is honoured once started.
