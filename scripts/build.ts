@@ -55,8 +55,34 @@ const snapshotPaths: Plugin = {
           migrations: join(root, 'sql', 'migrations'),
           web: join(root, 'web', 'dist'),
           notices: join(here, '${NOTICES_FILE}'),
+          sqliteAddon: join(here, '${ADDON_FILE}'),
 ${Object.keys(WORKERS).map((name) => `          ${name}: join(here, '${name}.cjs'),`).join('\n')}
         };`,
+    }));
+  },
+};
+
+/** better-sqlite3's prebuilt linux-x64 addon, and its name beside the bundle (in the snapshot). */
+const sqliteLib = join(root, 'node_modules', 'better-sqlite3', 'lib');
+const addonSource = join(root, 'node_modules', 'better-sqlite3', 'prebuilds', 'linux-x64.node');
+const ADDON_FILE = 'linux-x64.node';
+
+/**
+ * better-sqlite3 as the executable uses it: its JavaScript with the addon src/storage/sqlite-addon.ts
+ * placed in the data folder and loaded (pkg's own loader wrote it into ~/.cache in place, racing
+ * other processes starting at the same moment).
+ */
+const sqliteFromDataFolder: Plugin = {
+  name: 'sqlite-from-data-folder',
+  setup(b) {
+    b.onResolve({ filter: /^better-sqlite3$/ }, () => ({ path: 'better-sqlite3', namespace: 'sqlite-from-data-folder' }));
+    b.onLoad({ filter: /.*/, namespace: 'sqlite-from-data-folder' }, () => ({
+      loader: 'js',
+      resolveDir: root,
+      contents: `
+        const { sqliteLibrary } = require(${JSON.stringify(join(root, 'src', 'storage', 'sqlite-addon.ts'))});
+        module.exports = require(${JSON.stringify(join(sqliteLib, 'database.js'))})(sqliteLibrary, false);
+        module.exports.SqliteError = require(${JSON.stringify(join(sqliteLib, 'sqlite-error.js'))});`,
     }));
   },
 };
@@ -81,11 +107,7 @@ async function bundle(): Promise<string[]> {
     platform: 'node',
     target: 'node22',
     format: 'cjs',
-    // The executable is for linux-x64: load that prebuilt addon by a static require pkg can see.
-    alias: { 'better-sqlite3': 'better-sqlite3/linux-x64' },
-    loader: { '.node': 'copy' },
-    assetNames: '[name]',
-    plugins: [snapshotPaths],
+    plugins: [snapshotPaths, sqliteFromDataFolder],
     // ESM-only dependencies (node-cron) read import.meta.url at load time; give them the bundle's URL.
     define: { 'import.meta.url': '__bundleUrl' },
     banner: { js: "const __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
@@ -94,7 +116,8 @@ async function bundle(): Promise<string[]> {
     metafile: true,
   });
   if (result.errors.length) throw new Error('esbuild failed');
-  if (!existsSync(join(bundleDir, 'linux-x64.node'))) throw new Error('the better-sqlite3 addon was not copied into dist/bundle');
+  // The executable is for linux-x64: that prebuilt addon goes into the snapshot beside the bundle.
+  copyFileSync(addonSource, join(bundleDir, ADDON_FILE));
   // The bundle holds every dependency: this package.json (without "dependencies") keeps pkg from
   // walking the project's package.json and packing node_modules a second time.
   writeFileSync(join(bundleDir, 'package.json'), `${JSON.stringify({ name: 'contact-ledger-bundle', private: true, type: 'commonjs' }, null, 2)}\n`);

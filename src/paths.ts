@@ -25,5 +25,10 @@ export const paths = {
   web: join(root, 'web', 'dist'),
   /** In a source checkout: the copy the last `npm run build` wrote. */
   notices: join(root, 'dist', 'bundle', NOTICES_FILE),
+  /**
+   * The SQLite library inside the executable, which src/storage/sqlite-addon.ts places in the data
+   * folder and loads; from source none: better-sqlite3 loads its own from node_modules.
+   */
+  sqliteAddon: undefined as string | undefined,
   ...(Object.fromEntries(Object.entries(WORKERS).map(([name, source]) => [name, join(root, source)])) as Record<keyof typeof WORKERS, string>),
 };

@@ -8,6 +8,7 @@
 // are the same import and feed runners, with what runs inside their transactions: the tracker
 // (import-time matching, change detection) and the webhook outbox. Fencing is in SQL, on the
 // lease's token, so a lease rebuilt here from the claimed job is as safe as the main thread's.
+import { dirname } from 'node:path';
 import { MessageChannel, parentPort, workerData } from 'node:worker_threads';
 import { csvLinkOver, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { clockOf } from '../clock.ts';
@@ -16,6 +17,7 @@ import type { RunControl, Runner } from '../jobs/scheduler.ts';
 import { createImportRunner, IMPORT_JOB } from '../ledger/import-runner.ts';
 import { ledgerReposOn } from '../ledger/index.ts';
 import { openDb, walSize } from '../storage/db.ts';
+import { loadSqliteLibrary } from '../storage/sqlite-addon.ts';
 import { WriteLock } from '../storage/write-lock.ts';
 import type { FeedLog } from '../tracking/feed-files.ts';
 import { createFeedRunner, FEED_JOB } from '../tracking/feed-runner.ts';
@@ -29,6 +31,7 @@ const port = parentPort!;
 const post = (m: FromThread) => port.postMessage(m);
 
 const clock = clockOf(data.time);
+loadSqliteLibrary(dirname(data.file)); // the executable's, as the main thread placed it
 const db = openDb(data.file, { check: false });
 // Checkpoints are the checkpointer's (storage/checkpointer.ts), asked for between chunks.
 db.setAutoCheckpoint(0);

@@ -3,6 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { DB_FILE } from '../storage/storage.ts';
 import { backupTo, openBackupSource } from '../storage/backup.ts';
+import { loadSqliteLibrary } from '../storage/sqlite-addon.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from './command.ts';
 import { NICE, setThreadNice } from '../thread-priority.ts';
 
@@ -56,6 +57,7 @@ export const backupCommand: Command = {
       io.err(`contact-ledger backup: permission denied on ${destDir}: choose a folder this user may write, or run the command as a user who may write it`);
       return EXIT_USAGE;
     }
+    loadSqliteLibrary(config.dataDir); // the executable's: placed by the server already, unless it never ran this build
     let source;
     try {
       source = openBackupSource(file);

@@ -5,9 +5,11 @@
 // for them. A TRUNCATE holds SQLite's write lock, so it takes the process's write lock first
 // (storage/write-lock.ts): a main-thread write waiting meanwhile is woken when it ends, instead of
 // polling in SQLite's busy handler.
+import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { BUSY_TIMEOUT_MS, walSize } from './db.ts';
+import { loadSqliteLibrary } from './sqlite-addon.ts';
 import { LockTimeoutError, WriteLock } from './write-lock.ts';
 
 /**
@@ -28,6 +30,7 @@ export interface CheckpointResult {
 export type CheckpointReply = { id: number; result: CheckpointResult } | { id: number; error: string };
 
 const { file, truncateAboveBytes, lock: shared } = workerData as { file: string; truncateAboveBytes: number; lock: Int32Array };
+loadSqliteLibrary(dirname(file)); // the executable's, as the main thread placed it
 const db = new Database(file, { fileMustExist: true });
 db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
 const lock = new WriteLock(shared);

@@ -6,6 +6,7 @@ import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
 import { backupTo, fileStamp, removePartialBackups } from './backup.ts';
 import { openDb, StartupError, type Db } from './db.ts';
+import { loadSqliteLibrary } from './sqlite-addon.ts';
 import { lockDataDir } from './lock.ts';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './migrate.ts';
 
@@ -33,6 +34,7 @@ export function prepareDataDir(dataDir: string): void {
     // a restart cannot fix; anything else (a disk error, a mount not there yet) may pass
     throw NOT_USABLE_FOLDER.has(code ?? '') ? new ConfigError(message) : new StartupError(message);
   }
+  loadSqliteLibrary(dataDir);
 }
 
 /**
