@@ -118,6 +118,21 @@ D('the download gives the event loop a turn between its pages: a client reading 
   for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! > seen[i - 1]!, `a turn before page ${i + 1}: ${seen.join(',')}`);
 });
 
+D('a download with a "since" whose wait for the write in flight times out is a 503 with Retry-After, not a 200 cut off after its header (a reviewer\'s case)', async ({ t, w, formulas }) => {
+  const lock = t.rt.db.processWriteLock();
+  lock.acquire('thread', 1_000); // a bulk-thread write that does not end
+  try {
+    const r = await t.call('GET', `${ledgerPath(w.orgId, formulas)}/contacts/download?lastInfoChangedAt=2000-01-01`, { token: w.tokens.viewer });
+    assert.is(r.status, 503, r.text.slice(0, 200));
+    assert.is(r.body.code, 'database_busy');
+    assert.ok(r.headers.get('retry-after'));
+  } finally {
+    lock.release('thread');
+  }
+  const after = await t.call('GET', `${ledgerPath(w.orgId, formulas)}/contacts/download?lastInfoChangedAt=2000-01-01`, { token: w.tokens.viewer });
+  assert.is(after.status, 200, 'once the write ended');
+});
+
 D('every contact across internal pages, each once, with the values of the list', async ({ t, w, big }) => {
   const { rows } = await download(t, w.tokens.viewer, downloadPath(w, big));
   const data = rows.slice(1);

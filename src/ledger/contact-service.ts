@@ -107,6 +107,13 @@ export function createContactService(d: ContactServiceDeps) {
     },
 
     /**
+     * What the download awaits before its answer starts, so that a write in flight that does not
+     * end is a 503, not a 200 cut off after the header: with a "since", the writes in flight end
+     * (settleIfSince); pages() then reads what they wrote.
+     */
+    readyToDownload: settleIfSince,
+
+    /**
      * Every matching contact for the download, page by page (keyset, no open statement between
      * pages: an open iterate() cursor would block writes on the connection and hold back
      * checkpoints, RELIABILITY.md L2). In an order contacts move in (a change time), the order of
@@ -115,7 +122,6 @@ export function createContactService(d: ContactServiceDeps) {
      */
     async *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort, signal?: AbortSignal): AsyncGenerator<DownloadRow[]> {
       let after: ContactPosition | undefined;
-      await settleIfSince(filter);
       if (SORTS[sort].moves) {
         const steps: (Float64Array | undefined)[] = await d.contacts.downloadOrder(ledgerId, filter, sort, signal);
         for (let n = 0; n < steps.length; n++) {

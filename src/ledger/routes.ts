@@ -191,9 +191,10 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     }
     ctx.body = pageOf('contacts', await svc.contacts.list(params.orgId!, params.ledgerId!, filter, sort, query.limit ?? 100, query.cursor, clientGone(ctx)), presentContact);
   });
-  r.add({ method: 'get', path: `${ONE}/contacts/download`, access: { org: 'viewer' }, query: S.DownloadQuery, summary: 'Matching contacts as CSV (streamed)', responses: { 200: { description: 'text/csv', contentType: 'text/csv' }, 503: SINCE_READ_503 } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/contacts/download`, access: { org: 'viewer' }, query: S.DownloadQuery, summary: 'Matching contacts as CSV (streamed)', responses: { 200: { description: 'text/csv', contentType: 'text/csv' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
     const ledger = svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
     const { filter, sort } = S.filterOf(query);
+    await svc.contacts.readyToDownload(filter); // before the answer starts: a 503 can still be said
     const escape = query.escapeFormulas ?? true;
     const delimiter = S.DOWNLOAD_DELIMITERS[query.delimiter ?? 'comma'];
     const pages = svc.contacts.pages(ledger.id, filter, sort, clientGone(ctx));
