@@ -5,6 +5,9 @@ import * as assert from 'uvu/assert';
 import Database from 'better-sqlite3';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { pathToFileURL } from 'node:url';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
 import { DB_FILE, openRuntime } from '../src/runtime.ts';
@@ -511,6 +514,23 @@ S('migration 0038 recomputes the title levels of titles beyond ASCII, which the 
     ],
     [['c_suite', 'other'], ['staff', 'other'], ['c_suite', 'other'], ['staff', 'other']],
   );
+});
+
+S('processes preparing one new data folder at the same moment all succeed (one made a folder the other then failed to make: exit 2, "not usable (EEXIST)")', async () => {
+  const module = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'storage.ts')).href;
+  for (let round = 0; round < 5; round++) {
+    const data = join(tempDir(), 'a', 'b', 'c', 'data');
+    const script = `const { prepareDataDir } = await import(${JSON.stringify(module)});
+      process.stdin.once('data', () => prepareDataDir(${JSON.stringify(data)}));
+      console.error('ready');`;
+    const children = Array.from({ length: 6 }, () => spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'ignore', 'pipe'] }));
+    const stderr = children.map(() => '');
+    await Promise.all(children.map((c, i) => new Promise<void>((resolve) => c.stderr.on('data', (d: Buffer) => ((stderr[i] += d.toString()), resolve())))));
+    for (const c of children) c.stdin.end('go');
+    const codes = await Promise.all(children.map(async (c) => ((await once(c, 'exit')) as [number | null])[0]));
+    assert.equal(codes, Array(6).fill(0), `round ${round}: ${stderr.join(' | ')}`);
+    assert.ok(statSync(data).isDirectory());
+  }
 });
 
 S('a database written by a newer version is refused with a clear message', async () => {

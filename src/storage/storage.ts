@@ -48,7 +48,14 @@ function makeFolders(dir: string): void {
     missing.push(d);
     if (dirname(d) === d) break;
   }
-  for (const d of missing.reverse()) mkdirSync(d, { mode: 0o700 });
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d, { mode: 0o700 });
+    } catch (err) {
+      // made by another process starting at the same moment: as good as made here
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(d).isDirectory()) throw err;
+    }
+  }
 }
 
 export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
