@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -80,6 +80,21 @@ A('processes placing it at the same moment all get the whole file, and leave not
     assert.equal(said, Array(6).fill('0 whole'), `round ${round}`);
     assert.is(readdirSync(join(data, NATIVE_DIR)).length, 1, 'one file, no partial ones');
   }
+});
+
+A('temporary files that killed processes left there are removed after ten minutes, not those of a write going on', () => {
+  const source = library(1024);
+  const data = tempDir();
+  const placed = placeLibrary(source, data, 'lib');
+  const dir = join(data, NATIVE_DIR);
+  const old = join(dir, '.lib-0123456789abcdef.4242-0.partial');
+  const fresh = join(dir, '.lib-0123456789abcdef.4343-0.partial');
+  writeFileSync(old, 'half');
+  writeFileSync(fresh, 'half');
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  utimesSync(old, hourAgo, hourAgo);
+  placeLibrary(source, data, 'lib');
+  assert.equal(readdirSync(dir).sort(), [fresh.split('/').at(-1), placed.split('/').at(-1)].sort());
 });
 
 A('a data folder where it cannot be placed is a configuration error (exit 2) naming the folder', () => {
