@@ -42,15 +42,14 @@ export const SINCE_READ_503: ResponseSpec = {
 
 /**
  * The answers every route of a kind can give, which its declaration need not repeat: 413 and 415
- * for a body (read by the body parser or the route), 503 with Retry-After for a write (the
+ * for a body (read by the body parser or the route, or by refuseBody to refuse it), 503 with Retry-After for a write (the
  * database busy; and a bulk route's large body while the server is overloaded). A route's own
  * declaration of one of them is kept.
  */
 function declareCommonAnswers(s: RouteSpec): void {
-  if (s.body || s.rawBody) {
-    s.responses[413] ??= { description: s.tooLargeMessage ?? 'The request body is over the size limit' };
-    s.responses[415] ??= { description: 'The body is of a media type, charset or Content-Encoding the route does not accept' };
-  }
+  // a route without a body reads one it is sent, up to NO_BODY_LIMIT, to refuse it (refuseBody)
+  s.responses[413] ??= { description: s.body || s.rawBody ? (s.tooLargeMessage ?? 'The request body is over the size limit') : `A body, which this route does not take, of more than ${NO_BODY_LIMIT / 1024} KiB` };
+  s.responses[415] ??= { description: 'The body is of a media type, charset or Content-Encoding the route does not accept' };
   const busy = [
     ...(s.bulk ? [`the server is overloaded (a body of ${BULK_BODY_BYTES / 1024} KiB or more is refused before it is read)`] : []),
     ...(s.method !== 'get' ? ['the database is busy (another write held it for 5 s; nothing was written)'] : []),

@@ -119,7 +119,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
     ctx.body = { ...pageOf('changes', feed, presentChange), resumeCursor: feed.resumeCursor };
   });
 
-  r.add({ method: 'get', path: `${ONE}/streams/daily`, access: { org: 'viewer' }, query: pageQuery, summary: 'Daily change sets of the ledger, newest day first', description: 'writtenThrough is the last UTC day (YYYYMMDD) up to which every day with changes has its set: a day up to it that is not listed had no changes; a later one may still get its set.', responses: { 200: { description: '{streams, nextCursor, writtenThrough}' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/streams/daily`, access: { org: 'viewer' }, query: pageQuery, summary: 'Daily change sets of the ledger, newest day first', description: 'writtenThrough is the last UTC day (YYYYMMDD) up to which every day of the last 31 (the catch-up window) with changes has its set: such a day up to it that is not listed had no changes; a later one may still get its set; an older one is never written any more.', responses: { 200: { description: '{streams, nextCursor, writtenThrough}' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
     // before the list: a set recorded in between is then listed, never missing from a day said written
     const writtenThrough = await svc.dailySets.writtenThrough(params.orgId!, params.ledgerId!);
     const page = svc.dailySets.list(params.orgId!, params.ledgerId!, query.limit ?? 100, query.cursor);
