@@ -1,5 +1,5 @@
 // Test harness: a real app on an ephemeral port over a real SQLite file in a fresh temp folder.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { request as httpRequest, type Server } from 'node:http';
@@ -422,3 +422,22 @@ export function threadNice(tid: string | number): number {
 
 /** The nice values of this process's threads. */
 export const threadNices = (): number[] => readdirSync('/proc/self/task').map(threadNice);
+
+/**
+ * Starts `count` Node processes running the ES module `script`, which says `ready` on stderr once
+ * loaded and waits for its stdin before it acts (`process.stdin.once('data', …)`); when all are
+ * ready, releases them at the same moment by ending their stdin. Returns each one's exit code and
+ * output. For races between processes.
+ */
+export async function childrenAtOnce(script: string, count: number): Promise<{ code: number | null; stdout: string; stderr: string }[]> {
+  const children = Array.from({ length: count }, () => spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] }));
+  const out = children.map(() => ({ code: null as number | null, stdout: '', stderr: '' }));
+  const exits = children.map((c, i) => {
+    c.stdout!.on('data', (d: Buffer) => (out[i]!.stdout += d.toString()));
+    return new Promise<void>((resolve) => c.on('exit', (code) => ((out[i]!.code = code), resolve())));
+  });
+  await Promise.all(children.map((c, i) => new Promise<void>((resolve) => c.stderr!.on('data', (d: Buffer) => ((out[i]!.stderr += d.toString()), resolve())))));
+  for (const c of children) c.stdin!.end('go');
+  await Promise.all(exits);
+  return out;
+}

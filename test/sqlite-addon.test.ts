@@ -3,15 +3,13 @@
 // processes starting at the same moment. (The executable itself loads it in scripts/smoke.ts.)
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError } from '../src/config.ts';
 import { NATIVE_DIR, placeLibrary } from '../src/storage/sqlite-addon.ts';
-import { tempDir } from './helpers.ts';
+import { childrenAtOnce, tempDir } from './helpers.ts';
 
 const A = suite('the SQLite library in the data folder');
 
@@ -66,17 +64,7 @@ A('processes placing it at the same moment all get the whole file, and leave not
     });
     console.error('ready');`;
   for (let round = 0; round < 3; round++) {
-    const children = Array.from({ length: 6 }, () => spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] }));
-    await Promise.all(children.map((c) => new Promise<void>((resolve) => c.stderr.once('data', () => resolve()))));
-    for (const c of children) c.stdin.end('go');
-    const said = await Promise.all(
-      children.map(async (c) => {
-        let out = '';
-        c.stdout.on('data', (d: Buffer) => (out += d.toString()));
-        const [code] = (await once(c, 'exit')) as [number | null];
-        return `${code} ${out}`;
-      }),
-    );
+    const said = (await childrenAtOnce(script, 6)).map((c) => `${c.code} ${c.stdout}`);
     assert.equal(said, Array(6).fill('0 whole'), `round ${round}`);
     assert.is(readdirSync(join(data, NATIVE_DIR)).length, 1, 'one file, no partial ones');
   }

@@ -5,8 +5,6 @@ import * as assert from 'uvu/assert';
 import Database from 'better-sqlite3';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
@@ -14,7 +12,7 @@ import { DB_FILE, openRuntime } from '../src/runtime.ts';
 import { openDb, StartupError, verifySettings } from '../src/storage/db.ts';
 import { loadMigrations, migrate, schemaVersion } from '../src/storage/migrate.ts';
 import { prepareDataDir } from '../src/storage/storage.ts';
-import { tempDir, testConfig, withSmallDisk } from './helpers.ts';
+import { childrenAtOnce, tempDir, testConfig, withSmallDisk } from './helpers.ts';
 
 const quiet = { log: createLogger('silent') };
 const S = suite('storage');
@@ -523,12 +521,8 @@ S('processes preparing one new data folder at the same moment all succeed (one m
     const script = `const { prepareDataDir } = await import(${JSON.stringify(module)});
       process.stdin.once('data', () => prepareDataDir(${JSON.stringify(data)}));
       console.error('ready');`;
-    const children = Array.from({ length: 6 }, () => spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'ignore', 'pipe'] }));
-    const stderr = children.map(() => '');
-    await Promise.all(children.map((c, i) => new Promise<void>((resolve) => c.stderr.on('data', (d: Buffer) => ((stderr[i] += d.toString()), resolve())))));
-    for (const c of children) c.stdin.end('go');
-    const codes = await Promise.all(children.map(async (c) => ((await once(c, 'exit')) as [number | null])[0]));
-    assert.equal(codes, Array(6).fill(0), `round ${round}: ${stderr.join(' | ')}`);
+    const runs = await childrenAtOnce(script, 6);
+    assert.equal(runs.map((r) => r.code), Array(6).fill(0), `round ${round}: ${runs.map((r) => r.stderr).join(' | ')}`);
     assert.ok(statSync(data).isDirectory());
   }
 });
