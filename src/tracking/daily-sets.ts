@@ -136,6 +136,12 @@ export function createDailySets(d: { clock: Clock; log: Logger; db: Db; dataDir:
     return set;
   }
 
+  /** The starts (UTC midnight) of the days a run writes: the last CATCH_UP_DAYS up to yesterday, oldest first. */
+  function catchUpWindow(): number[] {
+    const yesterday = startOfDay(dayOf(d.clock.now() - DAY));
+    return Array.from({ length: CATCH_UP_DAYS }, (_, i) => yesterday - (CATCH_UP_DAYS - 1 - i) * DAY);
+  }
+
   /** Writes the sets of `day` (YYYYMMDD) for every ledger with changes that day and no set yet. */
   async function generate(day: string, opts: { maxBytes?: number; ctl?: RunControl } = {}): Promise<DailySet[]> {
     const from = startOfDay(day);
@@ -186,9 +192,11 @@ export function createDailySets(d: { clock: Clock; log: Logger; db: Db; dataDir:
      * are written too; a (ledger, day) already written is skipped.
      */
     async catchUp(ctl?: RunControl): Promise<DailySet[]> {
-      const yesterday = startOfDay(dayOf(d.clock.now() - DAY));
       const out: DailySet[] = [];
-      for (let i = CATCH_UP_DAYS - 1; i >= 0 && !ctl?.stopping; i--) out.push(...(await generate(dayOf(yesterday - i * DAY), { ctl })));
+      for (const from of catchUpWindow()) {
+        if (ctl?.stopping) break;
+        out.push(...(await generate(dayOf(from), { ctl })));
+      }
       return out;
     },
     /** Yesterday (UTC), the last day a run writes. */
@@ -212,12 +220,10 @@ export function createDailySets(d: { clock: Clock; log: Logger; db: Db; dataDir:
     async writtenThrough(orgId: string, ledgerId: string): Promise<string> {
       requireLedger(orgId, ledgerId);
       await d.db.writesInFlightSettled();
-      const yesterday = startOfDay(dayOf(d.clock.now() - DAY));
-      for (let i = CATCH_UP_DAYS - 1; i >= 0; i--) {
-        const from = yesterday - i * DAY;
+      for (const from of catchUpWindow()) {
         if (!d.sets.hasSet(ledgerId, dayOf(from)) && d.sets.hasChanges(ledgerId, from, from + DAY)) return dayOf(from - DAY);
       }
-      return dayOf(yesterday);
+      return dayOf(d.clock.now() - DAY);
     },
     /** A file of a recorded set, as a stream. */
     open(orgId: string, ledgerId: string, day: string, file: string) {
