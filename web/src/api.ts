@@ -82,13 +82,16 @@ async function readError(res: Response): Promise<ApiError> {
   );
 }
 
+/** A request that never got an answer (fetch and the upload's XHR alike). */
+const unreachable = () => new ApiError(0, 'network_error', 'The server cannot be reached. Check the connection and try again.');
+
 async function send(input: string, init: RequestInit): Promise<Response> {
   try {
     return await fetch(input, init);
   } catch (err) {
     // a request its caller cancelled is no network error: the caller knows and ignores it
     if (init.signal?.aborted) throw err;
-    throw new ApiError(0, 'network_error', 'The server cannot be reached. Check the connection and try again.');
+    throw unreachable();
   }
 }
 
@@ -286,7 +289,7 @@ export async function upload<T = unknown>(method: string, path: string, form: Fo
       xhr.upload.addEventListener('progress', (e) => opts.onProgress?.({ sent: e.loaded, total: e.lengthComputable ? e.total : e.loaded + 1 }));
       xhr.upload.addEventListener('load', () => opts.onProgress?.({ sent: 1, total: 1 }));
       xhr.addEventListener('load', () => resolve(xhr));
-      xhr.addEventListener('error', () => reject(new ApiError(0, 'network_error', 'The server cannot be reached. Check the connection and try again.')));
+      xhr.addEventListener('error', () => reject(unreachable()));
       xhr.addEventListener('abort', aborted);
       opts.signal?.addEventListener('abort', () => xhr.abort(), { once: true });
       xhr.send(form);
