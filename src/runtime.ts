@@ -122,7 +122,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
       const removed = await identity.prune(ctl);
       if (removed) log.info({ removed }, 'expired sessions and sign-in counters removed');
     });
-    const backups = createScheduledBackups({ db, log, clock, metrics, dir: backupsDir(config.dataDir), keep: config.backupKeep, pauseOtherWriters: (fn) => bulk.pausedWhile(fn) });
+    const backups = createScheduledBackups({ db, log, clock, metrics, dir: backupsDir(config.dataDir), keep: config.backupKeep, pauseOtherWriters: (fn) => bulk.pausedWhile(() => checkpointer.whileBackingUp(fn)) });
     if (config.backupCron) scheduler.every(config.backupCron, 'backup', () => backups.run());
     removeStrayUploads(config.dataDir, ledger.repos.imports.listReferencedFiles());
     removeStrayFiles(feedsDir(config.dataDir), tracking.repos.feeds.listReferencedFiles());

@@ -7,6 +7,8 @@ import * as assert from 'uvu/assert';
 import Database from 'better-sqlite3';
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { copyProgress } from '../src/storage/backup.ts';
+import type { CheckpointResult } from '../src/storage/checkpoint-worker.ts';
 import { startCheckpointer } from '../src/storage/checkpointer.ts';
 import { openDb, type Db } from '../src/storage/db.ts';
 import { tempDir, until } from './helpers.ts';
@@ -86,6 +88,38 @@ C('the thread cuts the -wal only under the process\'s write lock: not while a wr
   assert.is(walSize(db), 0);
   insertRows(db, 10); // the main connection's transactions take the lock the thread shares
   assert.is(db.raw.prepare('SELECT count(*) FROM t').pluck().get(), 2010);
+  await cp.close();
+  db.close();
+});
+
+C('during an online backup from the writer connection a checkpoint copies but does not cut the -wal, which would start the backup over; after it, it does', async () => {
+  const walSize = (db: Db) => statSync(`${db.file}-wal`).size;
+  const db = freshDb();
+  const cp = startCheckpointer(db, { pollMs: 60_000, truncateAboveBytes: 256 * 1024 });
+  insertRows(db, 8000, true); // ~4 MiB: dozens of 100-page steps
+  const big = walSize(db);
+  /** A backup in 100-page steps with a checkpoint after its second step, the copy waiting until it ended. */
+  const backupWithCheckpoint = async () => {
+    const progress = copyProgress();
+    let mid: CheckpointResult | undefined;
+    let steps = 0;
+    await db.raw.backup(join(tempDir(), 'copy.db'), {
+      progress: ({ totalPages, remainingPages }) => {
+        progress.step(totalPages, remainingPages);
+        if (++steps === 2) void cp.checkpoint().then((r) => (mid = r));
+        return steps >= 2 && !mid ? 0 : 100;
+      },
+    });
+    return { restarts: progress.restarts, mid: mid! };
+  };
+  const held = await cp.whileBackingUp(backupWithCheckpoint);
+  assert.equal([held.mid.checkpointed, held.mid.truncated, held.restarts], [held.mid.log, false, 0], 'every frame copied, the -wal left as it was, the backup never started over');
+  assert.is(walSize(db), big);
+  assert.is((await cp.checkpoint()).truncated, true, 'after the backup the -wal is cut again');
+  // what the hold prevents: the same backup without it starts over
+  insertRows(db, 8000, true);
+  const bare = await backupWithCheckpoint();
+  assert.equal([bare.mid.truncated, bare.restarts], [true, 1]);
   await cp.close();
   db.close();
 });

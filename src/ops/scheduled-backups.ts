@@ -24,7 +24,11 @@ export function createScheduledBackups(d: {
   metrics: MetricsRegistry;
   dir: string;
   keep: number;
-  /** Runs the copy while other connections' writers wait (the bulk thread: src/bulk-thread); they would restart it. */
+  /**
+   * Runs the copy while other connections' writers wait (the bulk thread: src/bulk-thread) and the
+   * checkpointer does not cut the -wal (storage/checkpointer.ts whileBackingUp): either would
+   * start it over.
+   */
   pauseOtherWriters: <T>(fn: () => Promise<T>) => Promise<T>;
 }) {
   const outcomes = d.metrics.counter({ name: 'contact_ledger_backups_total', help: 'Scheduled backups by outcome (ok, failed).', labelNames: ['outcome'] });

@@ -51,7 +51,8 @@ function truncate(): boolean {
   }
 }
 
-parentPort!.on('message', (msg: { id: number; op: 'checkpoint' } | { op: 'close' }) => {
+/** `truncate`: false while an online backup copies from the writer connection (checkpointer.ts whileBackingUp). */
+parentPort!.on('message', (msg: { id: number; op: 'checkpoint'; truncate: boolean } | { op: 'close' }) => {
   if (msg.op === 'close') {
     db.close();
     parentPort!.close();
@@ -64,7 +65,7 @@ parentPort!.on('message', (msg: { id: number; op: 'checkpoint' } | { op: 'close'
     // and cut it to zero here. Otherwise the writer would do it at its next COMMIT — the -wal reset
     // and a truncate of hundreds of MiB down to journal_size_limit, ~150 ms on the event loop. With
     // nothing left to copy this holds the write lock only for the truncate.
-    const truncated = r!.log > 0 && r!.checkpointed === r!.log && walSize(file) > truncateAboveBytes && truncate();
+    const truncated = msg.truncate && r!.log > 0 && r!.checkpointed === r!.log && walSize(file) > truncateAboveBytes && truncate();
     parentPort!.postMessage({ id: msg.id, result: { log: r!.log, checkpointed: r!.checkpointed, truncated, ms: performance.now() - t0 } } satisfies CheckpointReply);
   } catch (err) {
     parentPort!.postMessage({ id: msg.id, error: (err as Error).message } satisfies CheckpointReply);
