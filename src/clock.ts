@@ -97,9 +97,29 @@ export const TIMESTAMP_RULE = 'an ISO 8601 timestamp or a date (2026-11-01), yea
  * UTC, so that every accepted time is written back with a four-digit year.
  */
 export function parseTimestamp(text: string): number | undefined {
+  return parseExactTimestamp(text)?.ms;
+}
+
+/**
+ * A time to the nanosecond, as precise as a timestamp may be written (nine fractional digits):
+ * `ms` rounded up to a whole millisecond (what parseTimestamp returns and what is stored and shown)
+ * and `nsBefore`, how far before `ms` the time is (0 ≤ nsBefore < 1,000,000). Feeds compare
+ * observation times with it: Python and PostgreSQL write microseconds, and two observations in one
+ * millisecond rounded to it came out the same time, so the older one was applied after the newer.
+ */
+export interface ExactTime {
+  ms: number;
+  nsBefore: number;
+}
+
+/** Negative when `a` is earlier than `b`, 0 for the same time, positive when later. */
+export const compareExactTimes = (a: ExactTime, b: ExactTime): number => a.ms - b.ms || b.nsBefore - a.nsBefore;
+
+/** parseTimestamp to the nanosecond (ExactTime). */
+export function parseExactTimestamp(text: string): ExactTime | undefined {
   const s = text.trim();
   let m = DATE_ONLY.exec(s);
-  if (m) return utc(+m[1]!, +m[2]!, +m[3]!, 0, 0, 0, 0, 0);
+  if (m) return whole(utc(+m[1]!, +m[2]!, +m[3]!, 0, 0, 0, 0, 0));
   m = DATE_TIME.exec(s);
   if (!m) return undefined;
   const [, y, mo, d, h, mi, sec, frac, , sign, oh, om] = m;
@@ -109,8 +129,13 @@ export function parseTimestamp(text: string): number | undefined {
     if (+oh! > 23 || +(om ?? 0) > 59) return undefined;
     offsetMinutes = (sign === '+' ? 1 : -1) * (+oh! * 60 + +(om ?? 0));
   }
-  return utc(+y!, +mo!, +d!, +h!, +mi!, +(sec ?? 0), fractionMs(frac), offsetMinutes);
+  const ms = utc(+y!, +mo!, +d!, +h!, +mi!, +(sec ?? 0), fractionMs(frac), offsetMinutes);
+  // the nanoseconds past the fraction's whole milliseconds, which rounded `ms` up when not 0
+  const ns = frac && frac.length > 3 ? Number(frac.slice(3).padEnd(6, '0')) : 0;
+  return ms === undefined ? undefined : { ms, nsBefore: ns === 0 ? 0 : 1_000_000 - ns };
 }
+
+const whole = (ms: number | undefined): ExactTime | undefined => (ms === undefined ? undefined : { ms, nsBefore: 0 });
 
 /**
  * The milliseconds of a fraction of a second, rounded up: times are kept in whole milliseconds, and

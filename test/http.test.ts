@@ -4,7 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Router } from '@koa/router';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
-import { isoZ, parseTimestamp } from '../src/clock.ts';
+import { compareExactTimes, isoZ, parseExactTimestamp, parseTimestamp } from '../src/clock.ts';
 import { invalidUtf8At } from '../src/utf8.ts';
 import { OFF_THREAD_BYTES } from '../src/http/json-parser-thread.ts';
 import { NICE } from '../src/thread-priority.ts';
@@ -684,6 +684,26 @@ W('timestamp filters: offsets within ±23:59, years 0001–9999 as written, real
     '', 'yesterday', '2026-11', '20261123', '2026-1-23', '26-11-23', '2026-11-23T', '2026-11-23T22', '2026-11-23T22:00ZZ', '2026-11-23T22:00+01:00Z',
   ];
   for (const text of invalid) assert.is(parseTimestamp(text), undefined, text);
+});
+
+W('parseExactTimestamp keeps what lies below a millisecond: observation times of one millisecond still come in order', () => {
+  const exact = (text: string) => parseExactTimestamp(text)!;
+  const ms = Date.parse('2026-11-21T09:30:00.124Z');
+  assert.equal(exact('2026-11-21T09:30:00.123456Z'), { ms, nsBefore: 544_000 });
+  assert.equal(exact('2026-11-21T09:30:00.123001Z'), { ms, nsBefore: 999_000 });
+  assert.equal(exact('2026-11-21T09:30:00.123000001Z'), { ms, nsBefore: 999_999 });
+  assert.equal(exact('2026-11-21T09:30:00.124Z'), { ms, nsBefore: 0 });
+  assert.equal(exact('2026-11-21T09:30:00.1240Z'), { ms, nsBefore: 0 });
+  assert.equal(exact('2026-11-21'), { ms: Date.parse('2026-11-21T00:00:00Z'), nsBefore: 0 });
+  assert.equal(exact('2026-11-21T10:30:00.123456+01:00'), exact('2026-11-21T09:30:00.123456Z'));
+  assert.is(parseExactTimestamp('2026-02-31T00:00:00.5Z'), undefined);
+  // in the order they were written: each later than the one before
+  const inOrder = ['2026-11-21T09:30:00.1225Z', '2026-11-21T09:30:00.123Z', '2026-11-21T09:30:00.123000001Z', '2026-11-21T09:30:00.123001Z', '2026-11-21T09:30:00.123456Z', '2026-11-21T09:30:00.123999999Z', '2026-11-21T09:30:00.124Z', '2026-11-21T09:30:00.1240001Z'];
+  for (let i = 1; i < inOrder.length; i++) {
+    assert.ok(compareExactTimes(exact(inOrder[i - 1]!), exact(inOrder[i]!)) < 0, `${inOrder[i - 1]} before ${inOrder[i]}`);
+    assert.ok(compareExactTimes(exact(inOrder[i]!), exact(inOrder[i - 1]!)) > 0, `${inOrder[i]} after ${inOrder[i - 1]}`);
+  }
+  assert.is(compareExactTimes(exact('2026-11-21T09:30:00.1234Z'), exact('2026-11-21T09:30:00.123400000Z')), 0);
 });
 
 W.run();

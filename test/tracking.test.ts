@@ -296,6 +296,24 @@ T('replaying the same feed adds nothing; an older observation does not roll a pe
   assert.is((await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body.changes.length, changesBefore);
 });
 
+T('observation times within one millisecond keep their order: an older one in a later feed is stale, not a job change back (SPEC §5)', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'microseconds', [{ referenceId: 'pia', name: 'Pia Obs', company: 'StartCo', linkedin: 'linkedin.com/in/pia-obs' }]);
+  const say = (company: string, observedAt: string) => feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/pia-obs', name: 'Pia Obs', company, observedAt }));
+  const newer = await say('NewCo', '2026-11-21T09:30:00.123456Z');
+  assert.equal([newer.stale, newer.jobChanges], [0, 1]);
+  for (const [company, at] of [['OldCo', '2026-11-21T09:30:00.123001Z'], ['OlderCo', '2026-11-21T09:30:00.1225Z'], ['OldestCo', '2026-11-21T09:30:00.123455999Z']]) {
+    const older = await say(company!, at!);
+    assert.equal([older.stale, older.jobChanges, older.personsUpdated], [1, 0, 0], `${company} at ${at} is older`);
+  }
+  assert.is((await contact(t, w, path, 'pia')).company, 'NewCo');
+  // the same time again is a replay; a microsecond later is news
+  const again = await say('NewCo', '2026-11-21T09:30:00.123456000Z');
+  assert.equal([again.stale, again.jobChanges, again.personsUpdated], [0, 0, 0]);
+  const later = await say('LaterCo', '2026-11-21T09:30:00.123457Z');
+  assert.equal([later.stale, later.jobChanges], [0, 1]);
+  assert.is((await contact(t, w, path, 'pia')).company, 'LaterCo');
+});
+
 T('a feed listing a person twice at one observation time applies the first listing; replaying it adds nothing (SPEC §5)', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'listed twice', [
     { name: 'Two Jobs', company: 'Start Co', title: 'Analyst', linkedin: 'linkedin.com/in/two-jobs', referenceId: 'tj' },

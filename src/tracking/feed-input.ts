@@ -1,4 +1,4 @@
-import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
+import { parseExactTimestamp, parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_LENGTH } from '../ledger/contact-input.ts';
 import { canonicalLinkedin, emailProblem, placeholderProblem, textProblem } from '../normalize.ts';
 import type { FeedRecord } from './model.ts';
@@ -82,10 +82,12 @@ export function validateFeedRecord(input: unknown, now: number): FeedInputResult
     const v = text(raw[field], field, 64);
     if (bad(v)) return reject(v.error);
     if (v === undefined) continue;
-    const t = field === 'jobStartedAt' ? parseStartDate(v) : parseTimestamp(v);
+    const exact = field === 'jobStartedAt' ? undefined : parseExactTimestamp(v);
+    const t = field === 'jobStartedAt' ? parseStartDate(v) : exact?.ms;
     if (t === undefined) return reject(`${field} must be ${field === 'jobStartedAt' ? START_RULE : TIMESTAMP_RULE}`);
     if (field === 'observedAt' && t > now + OBSERVED_AT_SKEW_MS) return reject(`observedAt "${v}" is in the future`);
     record[field] = t;
+    if (exact?.nsBefore) record.observedNsBefore = exact.nsBefore;
   }
   const multi = raw.hasMultipleJobs;
   if (multi !== undefined && multi !== null && multi !== '') {

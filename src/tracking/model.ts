@@ -12,7 +12,9 @@ export interface FeedRecord {
   location?: string;
   jobStartedAt?: number;
   hasMultipleJobs?: boolean;
+  /** Rounded up to a whole millisecond; `observedNsBefore`: how far before it the time is (clock.ts ExactTime). */
   observedAt?: number;
+  observedNsBefore?: number;
 }
 
 export interface Person {
@@ -31,7 +33,9 @@ export interface Person {
   location: string | null;
   jobStartedAt: number | null;
   hasMultipleJobs: boolean | null;
+  /** Rounded up to a whole millisecond; `observedNsBefore`: how far before it the time is (clock.ts ExactTime). */
   observedAt: number;
+  observedNsBefore: number;
   updatedAt: number;
   /**
    * Digests of the feed records seen at `observedAt` (8 bytes each, the latest RECORDS_SEEN_MAX):

@@ -18,6 +18,7 @@ interface PersonRow {
   job_started_at: number | null;
   has_multiple_jobs: number | null;
   observed_at: number;
+  observed_ns_before: number;
   updated_at: number;
   seen_records: Buffer | null;
 }
@@ -38,6 +39,7 @@ const toPerson = (r: PersonRow): Person => ({
   jobStartedAt: r.job_started_at,
   hasMultipleJobs: r.has_multiple_jobs === null ? null : r.has_multiple_jobs === 1,
   observedAt: r.observed_at,
+  observedNsBefore: r.observed_ns_before,
   updatedAt: r.updated_at,
   seenRecords: r.seen_records,
 });
@@ -61,21 +63,21 @@ export function createPeopleRepo(db: Db) {
     countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
     any: db.raw.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM people)').pluck(),
     insert: db.raw.prepare(
-      `INSERT INTO people (external_id, linkedin_slug, email, email_key, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, updated_at, seen_records)
-       VALUES (@externalId, @linkedinSlug, @email, @emailKey, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @updatedAt, @seenRecords)`,
+      `INSERT INTO people (external_id, linkedin_slug, email, email_key, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, observed_ns_before, updated_at, seen_records)
+       VALUES (@externalId, @linkedinSlug, @email, @emailKey, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @observedNsBefore, @updatedAt, @seenRecords)`,
     ),
     update: db.raw.prepare(
       `UPDATE people SET external_id = @externalId, linkedin_slug = @linkedinSlug, email = @email, email_key = @emailKey, email_status = @emailStatus, name = @name, name_key = @nameKey,
          company = @company, company_key = @companyKey, title = @title, location = @location, job_started_at = @jobStartedAt,
-         has_multiple_jobs = @hasMultipleJobs, observed_at = @observedAt, updated_at = @updatedAt, seen_records = @seenRecords
+         has_multiple_jobs = @hasMultipleJobs, observed_at = @observedAt, observed_ns_before = @observedNsBefore, updated_at = @updatedAt, seen_records = @seenRecords
        WHERE seq = @seq`,
     ),
     setSeen: db.raw.prepare<[Buffer, number]>('UPDATE people SET seen_records = ? WHERE seq = ?'),
   };
   const one = (r: PersonRow | undefined) => r && toPerson(r);
   const params = (p: Omit<Person, 'seq' | 'id'>) => {
-    const { externalId, linkedinSlug, email, emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt, seenRecords } = p;
-    return { externalId, linkedinSlug, email, emailKey: storedEmailKey(email), emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, updatedAt, seenRecords, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 };
+    const { externalId, linkedinSlug, email, emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, observedNsBefore, updatedAt, seenRecords } = p;
+    return { externalId, linkedinSlug, email, emailKey: storedEmailKey(email), emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, observedNsBefore, updatedAt, seenRecords, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 };
   };
   return {
     /** True when the store knows at least one person. */

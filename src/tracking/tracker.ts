@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import type { Clock } from '../clock.ts';
+import { compareExactTimes, type Clock, type ExactTime } from '../clock.ts';
 import { newId } from '../ids.ts';
 import type { Contact } from '../ledger/model.ts';
 import { companyKey, emailKey, linkedinSlug, nameKey } from '../normalize.ts';
@@ -38,9 +38,13 @@ const wire = (f: InfoField, v: unknown): unknown => (v !== null && (f === 'jobSt
 
 export type Tracker = ReturnType<typeof createTracker>;
 
-const PERSON_FIELDS = ['externalId', 'linkedinSlug', 'email', 'emailStatus', 'name', 'company', 'title', 'location', 'jobStartedAt', 'hasMultipleJobs', 'observedAt'] as const;
+const PERSON_FIELDS = ['externalId', 'linkedinSlug', 'email', 'emailStatus', 'name', 'company', 'title', 'location', 'jobStartedAt', 'hasMultipleJobs', 'observedAt', 'observedNsBefore'] as const;
 /** True when storing `next` would change nothing that matters (observedAt included). */
 const samePerson = (p: Person, next: Omit<Person, 'seq' | 'id'>) => PERSON_FIELDS.every((f) => p[f] === next[f]);
+
+/** When a record says it was observed (to the nanosecond), and when a person was last observed; a record without observedAt is `now`. */
+const recordTime = (r: FeedRecord, now: number): ExactTime => (r.observedAt === undefined ? { ms: now, nsBefore: 0 } : { ms: r.observedAt, nsBefore: r.observedNsBefore ?? 0 });
+const personTime = (p: Person): ExactTime => ({ ms: p.observedAt, nsBefore: p.observedNsBefore });
 
 /**
  * The most record digests a person keeps (Person.seenRecords, 8 bytes each): past it, the oldest are
@@ -90,7 +94,7 @@ function fillIn(p: Person, r: FeedRecord): FeedRecord | undefined {
   if (sameJob && p.title === null && r.title) gaps.title = r.title;
   if (sameJob && p.jobStartedAt === null && r.jobStartedAt !== undefined) gaps.jobStartedAt = r.jobStartedAt;
   if (!Object.keys(gaps).length) return undefined;
-  return { name: p.name, company: p.company, observedAt: p.observedAt, ...gaps };
+  return { name: p.name, company: p.company, observedAt: p.observedAt, observedNsBefore: p.observedNsBefore, ...gaps };
 }
 
 /**
@@ -237,7 +241,8 @@ export function createTracker(d: TrackerDeps) {
           return `personId "${record.personId}" and linkedin "${record.linkedin}" belong to two different people already known; the record was not applied`;
         }
       }
-      if (existing && (record.observedAt ?? now) < existing.observedAt) {
+      const said = recordTime(record, now);
+      if (existing && compareExactTimes(said, personTime(existing)) < 0) {
         counts.stale++;
         return undefined;
       }
@@ -246,10 +251,10 @@ export function createTracker(d: TrackerDeps) {
       // replaying a day's feed after its correction flips the contact back and forth (SPEC §5).
       const digest = recordDigest(record);
       // only a record that says this time is remembered at it (one without observedAt is "now")
-      const atKnownTime = existing !== undefined && record.observedAt === existing.observedAt;
+      const atKnownTime = existing !== undefined && record.observedAt !== undefined && compareExactTimes(said, personTime(existing)) === 0;
       let replay = atKnownTime && hasSeen(existing.seenRecords, digest);
       let r = record;
-      if (existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && record.observedAt > existing.observedAt)) {
+      if (existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && compareExactTimes(said, personTime(existing)) > 0)) {
         const filled = fillIn(existing, record);
         if (!filled) {
           counts.repeated++;
@@ -262,7 +267,7 @@ export function createTracker(d: TrackerDeps) {
         r = filled;
         replay = false;
       }
-      const observedAt = r.observedAt ?? now;
+      const { ms: observedAt, nsBefore: observedNsBefore } = recordTime(r, now);
       const companyK = companyKey(r.company);
       const newJob = existing !== undefined && existing.companyKey !== companyK;
       const person: Omit<Person, 'seq' | 'id'> = {
@@ -285,13 +290,14 @@ export function createTracker(d: TrackerDeps) {
         jobStartedAt: r.jobStartedAt ?? (newJob ? null : (existing?.jobStartedAt ?? null)),
         hasMultipleJobs: r.hasMultipleJobs ?? existing?.hasMultipleJobs ?? null,
         observedAt,
+        observedNsBefore,
         updatedAt: now,
-        seenRecords: existing && observedAt === existing.observedAt ? (atKnownTime ? withSeen(existing.seenRecords, digest) : existing.seenRecords) : Buffer.from(digest),
+        seenRecords: existing && compareExactTimes({ ms: observedAt, nsBefore: observedNsBefore }, personTime(existing)) === 0 ? (atKnownTime ? withSeen(existing.seenRecords, digest) : existing.seenRecords) : Buffer.from(digest),
       };
       let p: Person;
       if (existing) {
         // a replay: nothing to write (a record without observedAt does not refresh the time alone)
-        if (replay || samePerson(existing, r.observedAt === undefined ? { ...person, observedAt: existing.observedAt } : person)) {
+        if (replay || samePerson(existing, r.observedAt === undefined ? { ...person, observedAt: existing.observedAt, observedNsBefore: existing.observedNsBefore } : person)) {
           p = existing;
           if (atKnownTime && !replay) d.people.setSeenRecords(existing.seq, withSeen(existing.seenRecords, digest));
         } else {
