@@ -399,6 +399,11 @@ P('";" and tab delimiters are detected from the header', async ({ t, w }) => {
     ['Dee', 'Tab\tCo', null],
   ]);
   assert.equal(view(quotedHeader.contacts).map((c) => [c.name, c.company]), [['Eve', 'Gamma']]);
+  // blank rows above a ";" or tab header do not vote for "," (a tester's files were refused: no name column)
+  const above = await Promise.all(['""\n', '   \n', '\x1a\r\n', '\t\n', ';;\n"";""\n'].map((top) => importInto(t, w, `${top}Name;Company\nAnn;Acme, Inc\n`)));
+  for (const [i, a] of above.entries()) assert.equal([a.job.status, view(a.contacts).map((c) => [c.name, c.company])], ['completed', [['Ann', 'Acme, Inc']]], `blank row ${i + 1}`);
+  const tabbed = await importInto(t, w, ' \n\t\nName\tCompany\nTia\tTab, Co\n');
+  assert.equal(view(tabbed.contacts).map((c) => [c.name, c.company]), [['Tia', 'Tab, Co']]);
 });
 
 P('header aliases: Full Name, first + last name, Company Name, organization, Job Title, LinkedIn URL, CRM ID, E-mail', async ({ t, w }) => {

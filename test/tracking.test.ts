@@ -693,6 +693,12 @@ T('feeds in CSV, JSON array and gzip; bad records are counted with their line an
   // an Excel `sep=` first line names the delimiter and is no header, as in contact uploads; lines count it
   const sep = await feed(t, w.root, '\uFEFFsep=;\r\nname;company;notes, more, more\r\nSep Person;Sep, Inc;x\r\n;NoName;y\r\n', 'text/csv');
   assert.equal([sep.status, sep.received, sep.invalid, sep.personsUpdated], ['completed', 2, 1, 1]);
+  // blank rows above the header (empty quoted cells, spaces) are passed over and do not vote for the delimiter
+  for (const [i, top] of ['""\n', '   \n', ' ; \n'].entries()) {
+    const topped = await feed(t, w.root, `${top}name;company\nTop Row ${i};Top, Inc\n`, 'text/csv');
+    assert.equal([topped.status, topped.received, topped.invalid, topped.personsUpdated], ['completed', 1, 0, 1], JSON.stringify(top));
+    assert.equal(t.rt.db.raw.prepare('SELECT company FROM people WHERE name = ?').get(`Top Row ${i}`), { company: 'Top, Inc' });
+  }
   assert.match((await t.call('GET', `${FEED}/${sep.id}/errors`, { token: w.root })).text, /2,4,"name is required/);
   assert.equal(t.rt.db.raw.prepare("SELECT company FROM people WHERE name = 'Sep Person'").get(), { company: 'Sep, Inc' });
   // no name column: "First Name" + "Last Name" give it, as in contact uploads (every record was "name is required")

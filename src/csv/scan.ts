@@ -100,14 +100,22 @@ export function detectDelimiter(text: string): string {
 const bomLength = (b: Buffer) => (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf ? 3 : 0);
 
 /**
- * The delimiter of a file's header — its first record after any empty lines (they are skipped
- * everywhere, also before the header) — from its first bytes (BOM or not).
+ * A line that is a blank row whatever the delimiter: nothing, spaces, empty quoted cells, the
+ * Ctrl-Z end-of-file mark and separators alone. Such rows above the header are passed over
+ * (decisions.md), so the delimiter is not voted on them.
+ */
+const BLANK_LINE = /^(?:[ \t,;\x1a]|""|"\x1a")*(?:\r\n|\n|\r)/;
+
+/**
+ * The delimiter of a file's header — its first record after any blank rows (they are skipped
+ * everywhere, also before the header) — from its first bytes (BOM or not). Until the thirty-first
+ * session only empty lines were passed over: a `""` or spaces-only row above a `;` header voted
+ * for `,`, and the file was refused as having no name column (a tester's case).
  */
 export function headerDelimiter(first: Buffer): string {
-  const bom = bomLength(first);
-  let start = bom;
-  while (start < first.length && (first[start] === 0x0a || first[start] === 0x0d)) start++;
-  return detectDelimiter(first.subarray(start).toString('utf8'));
+  let text = first.subarray(bomLength(first)).toString('utf8');
+  for (let m = BLANK_LINE.exec(text); m; m = BLANK_LINE.exec(text)) text = text.slice(m[0].length);
+  return detectDelimiter(text);
 }
 
 /**

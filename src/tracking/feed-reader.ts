@@ -191,6 +191,8 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
         continue;
       }
       if (isBlankRecord(record)) continue; // an empty line, `,,,`
+      // cells of spaces alone above the header, as a sheet with blank rows at its top exports them (as in contact uploads)
+      if (!header && record.every((cell) => cell.trim() === '')) continue;
       if (!header) {
         header = record.map((h) => FIELD_BY_KEY.get(headerKey(h)));
         // two columns for one field ("company" and "employer"): which one holds it is anybody's guess
