@@ -1484,6 +1484,12 @@ T('Idempotency-Key on feed uploads: a retry of the same records answers 200 with
 T('feed access and request errors', async ({ t, w }) => {
   expectStatus(await t.call('POST', FEED, { token: w.tokens.admin, raw: ndjson({ name: 'a', company: 'b' }), headers: { 'content-type': 'application/x-ndjson' } }), 403);
   expectStatus(await t.call('POST', FEED, { token: w.root, raw: 'x', headers: { 'content-type': 'text/plain' } }), 415);
+  // every spelling of newline-delimited JSON
+  for (const [i, type] of ['application/ndjson', 'application/jsonl', 'application/x-jsonlines', 'application/x-ndjson; charset=utf-8'].entries()) {
+    const r = await t.call('POST', FEED, { token: w.root, raw: ndjson({ name: `Nd ${i}`, company: 'Json' }), headers: { 'content-type': type } });
+    expectStatus(r, 202);
+    assert.is(r.body.format, 'ndjson', type);
+  }
   expectStatus(await t.call('GET', `${FEED}/feed_00000000000000000000000000`, { token: w.root }), 404);
   const list = await t.call('GET', `${FEED}?limit=2`, { token: w.serviceAccounts.feed.token });
   expectStatus(list, 200);

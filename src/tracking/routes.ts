@@ -25,6 +25,7 @@ export interface TrackingRouteOptions {
 
 const FORMATS: Record<string, FeedFormat> = {
   'application/x-ndjson': 'ndjson',
+  'application/ndjson': 'ndjson', // without the x-, as many clients send it (a tester's 415)
   'application/jsonl': 'ndjson',
   'application/x-jsonlines': 'ndjson',
   'text/csv': 'csv',
