@@ -507,6 +507,18 @@ P('name from first + last name: the mapping a preview or a job shows is accepted
   ]);
   for (const a of answers) assert.equal(a.body.errors.map((e: any) => e.path), ['mapping.name']);
   const [other] = await refuseAll(t, w, [[de, 422, /mapping\.company must be a column name or null/, { mapping: { name: ['Vorname', 'Nachname'], company: ['Firma', 'Vorname'] } }]]);
+  // one column for two fields: a slip (everyone's name as their company), not an import
+  const clashes = await refuseAll(t, w, [
+    [csv, 422, /the column "Company" is mapped to both name and company; map each field to a column of its own, or one of them to null/, { mapping: { name: 'Company' } }], // company's suggestion
+    [csv, 422, /the column "Last Name" is mapped to both /, { mapping: { company: 'Last Name' } }], // the suggested pair's
+    [de, 422, /the column "Nachname" is mapped to both /, { mapping: { name: ['Vorname', 'Nachname'], company: 'Nachname' } }],
+  ]);
+  assert.equal(clashes.map((a) => a.body.errors.length), [1, 1, 1]);
+  const clashShown = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv, { mapping: { title: 'Company' } }) });
+  expectStatus(clashShown, 422);
+  assert.match(clashShown.body.message, /the column "Company" is mapped to both company and title/);
+  const moved = await importInto(t, w, csv, { mapping: { name: 'Company', company: 'Last Name' } });
+  assert.equal(view(moved.contacts).map((c) => [c.name, c.company]), [['Acme', 'Lee']], 'each column once: no clash, however odd');
   assert.equal(other!.body.errors.map((e: any) => e.path), ['mapping.company'], 'only name takes a pair');
 });
 

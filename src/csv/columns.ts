@@ -98,8 +98,8 @@ export function suggestMapping(columns: string[]): ColumnMapping {
  * a field mapped to a column name uses that column, a field mapped to null is not imported,
  * fields not mentioned keep the suggestion. `name` may also be two column names, first and last
  * (`"name": ["First Name", "Last Name"]`), the form mappingByName gives back, so a preview's or a
- * job's mapping can be sent again as is. Throws MappingError for unknown fields or columns and for
- * a `name` pair that is not two different columns of the file.
+ * job's mapping can be sent again as is. Throws MappingError for unknown fields or columns, for
+ * a `name` pair that is not two different columns of the file, and for a column mapped to two fields.
  */
 export function resolveMapping(columns: string[], explicit: unknown): ColumnMapping {
   const mapping = suggestMapping(columns);
@@ -140,6 +140,14 @@ export function resolveMapping(columns: string[], explicit: unknown): ColumnMapp
       throw new MappingError(f === 'name' ? 'mapping.name must be a column name, two column names [first name, last name], or null' : `mapping.${field} must be a column name or null`, `mapping.${field}`);
     mapping.fields[f] = columnIndex(field, column);
     if (f === 'name') delete mapping.lastNameColumn;
+  }
+  // one column for two fields (company and title both "Org"): every contact would get the same
+  // text twice, which is a slip, not an import (a tester's file gave everyone their name as company)
+  const used = CONTACT_FIELDS.flatMap((field) => (mapping.fields[field] === undefined ? [] : [[field, mapping.fields[field]] as const]));
+  if (mapping.lastNameColumn !== undefined && mapping.fields.name !== undefined) used.push(['name', mapping.lastNameColumn]);
+  for (const [at, [field, i]] of used.entries()) {
+    const other = used.slice(0, at).find(([f, j]) => j === i && f !== field);
+    if (other) throw new MappingError(`mapping: the column "${columns[i]!.trim()}" is mapped to both ${other[0]} and ${field}; map each field to a column of its own, or one of them to null`, `mapping.${field}`);
   }
   if (namedExactly.length) mapping.namedExactly = namedExactly;
   return mapping;
