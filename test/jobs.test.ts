@@ -411,11 +411,11 @@ S('runs kicked jobs at once, one runner per job, and stops cleanly between chunk
   });
   scheduler.kick();
   await gate;
-  for (let i = 0; i < 1000 && queue.find('job_broken')?.status !== 'failed'; i++) await new Promise((r) => setImmediate(r));
+  await until('job_broken failed', () => queue.find('job_broken')?.status === 'failed', Boolean, 10_000);
   assert.ok(runs.includes('job_q1') && runs.includes('job_q2'));
   assert.is(runs.filter((r) => r === 'job_q1').length, 1);
   assert.ok(runs.includes('failed job_broken: always broken'));
-  for (let i = 0; i < 1000 && queue.find('job_unknown')?.status !== 'failed'; i++) await new Promise((r) => setImmediate(r));
+  await until('job_unknown failed', () => queue.find('job_unknown')?.status === 'failed', Boolean, 10_000);
   assert.match(queue.find('job_unknown')!.lastError!, /no runner/);
   await scheduler.stop();
   const long = queue.find('job_long')!;
@@ -448,7 +448,7 @@ async function recordedRun(db: Db, queue: ReturnType<typeof createQueue>, kind: 
   const scheduler = createScheduler({ db, queue, log: quiet, runners });
   scheduler.start();
   const ended = () => ['completed', 'failed'].includes(queue.find(id)?.status ?? '');
-  for (let i = 0; i < 1000 && !ended(); i++) await new Promise((r) => setImmediate(r));
+  await until('the run ended', ended, Boolean, 10_000);
   await scheduler.stop();
   return seen;
 }
@@ -538,7 +538,7 @@ S('a job or periodic task that did not get the write lock in time is counted (SQ
   });
   scheduler.start();
   scheduler.kick();
-  for (let i = 0; i < 1000 && !counted.includes('job'); i++) await new Promise((r) => setImmediate(r));
+  await until('the job counted', () => counted.includes('job'), Boolean, 10_000);
   await scheduler.runNow('locked');
   await scheduler.stop();
   assert.equal(counted.sort(), ['job', 'task']);
@@ -599,11 +599,11 @@ S('a small job in the express lane runs while long jobs hold every bulk slot', a
     for (let i = 0; i < LANE_SLOTS.bulk + 1; i++) queue.enqueue(`job_long${i}`, 'long');
   });
   scheduler.kick();
-  for (let i = 0; i < 1000 && longRunning < LANE_SLOTS.bulk; i++) await new Promise((r) => setImmediate(r));
+  await until('every bulk slot running', () => longRunning >= LANE_SLOTS.bulk, Boolean, 10_000);
   assert.is(longRunning, LANE_SLOTS.bulk, 'every bulk slot is taken');
   db.tx(() => queue.enqueue('job_small', 'quick', { lane: 'express' }));
   scheduler.kick();
-  for (let i = 0; i < 1000 && queue.find('job_small')!.status !== 'completed'; i++) await new Promise((r) => setImmediate(r));
+  await until('job_small completed', () => queue.find('job_small')!.status === 'completed', Boolean, 10_000);
   assert.is(queue.find('job_small')!.status, 'completed', 'the small job did not wait');
   assert.is(queue.find('job_long0')!.status, 'processing');
   assert.is(queue.find(`job_long${LANE_SLOTS.bulk}`)!.status, 'pending', 'a third long job waits for a bulk slot');
@@ -745,7 +745,8 @@ S('chunked deletes (purges, retention): one transaction a chunk, each sized by i
   let looks = 0;
   const stopped = await deleteInChunks(db, [del('a')], { stopping: () => looks++ === 2 });
   assert.is(stopped.done, false);
-  assert.ok(stopped.deleted >= 2 * FIRST_DELETE_CHUNK && stopped.deleted < 1000, `two chunks: ${stopped.deleted}`);
+  // the second chunk is sized by the first one's cost: fewer rows after a slow fsync
+  assert.ok(stopped.deleted > FIRST_DELETE_CHUNK && stopped.deleted < 1000, `two chunks: ${stopped.deleted}`);
   assert.is(count('a'), 1000 - stopped.deleted);
   assert.equal(await deleteInChunks(db, [del('a')]), { deleted: 1000 - stopped.deleted, done: true });
   assert.is(count('a'), 0);
