@@ -98,12 +98,15 @@ const list: Parse<string[]> = (raw) => raw.split(',').map((s) => s.trim()).filte
  */
 const hostList: Parse<string[]> = (raw, name) => {
   const hosts = list(raw, name);
+  // set to separators alone (a template's value came out ", "): allowing any host would undo what it was set for
+  if (raw.trim() !== '' && hosts.length === 0) throw new ConfigError(`${name} "${raw}" names no host; list the hosts webhooks may call, or leave it empty to allow any`);
   for (const h of hosts) {
     const bare = h.replace(/^\[(.*)\]$/, '$1');
     if (!isIP(bare) && !/^(?:\*\.)?(?:[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.)*[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.?$/u.test(h)) {
       throw new ConfigError(`${name}: "${h}" is not a host name or IP address (write hooks.example.com, *.example.com or 10.0.0.5: no scheme, port or path)`);
     }
-    const { rewrittenIpv4 } = allowEntryHost(h);
+    const { rewrittenIpv4, noUrlHost } = allowEntryHost(h);
+    if (noUrlHost) throw new ConfigError(`${name}: "${h}" is no host a URL can name (an IPv4 address has four numbers up to 255), so it would never match`);
     if (rewrittenIpv4) throw new ConfigError(`${name}: "${h}" is read in a URL as the address ${rewrittenIpv4} (a part with a leading 0 is octal, 0x hexadecimal, and missing parts are filled in); write it as four decimal numbers (10.0.0.5)`);
   }
   // as URLs give hosts (IPv6 compressed, names in lower-case ASCII), so that both compare

@@ -1194,6 +1194,17 @@ L('an entry that is not a host name or IP address (a scheme, a port, a path) sto
       assert.match((err as Error).message, `WEBHOOK_ALLOW_HOSTS: "${bad}" is not a host name or IP address`);
     }
   }
+  // no URL can name it: it would never match (a tester's list started with it)
+  for (const bad of ['256.1.1.1', '10.0.0.300', '*.1.2.3.999']) {
+    assert.throws(() => loadConfig({ WEBHOOK_ALLOW_HOSTS: `ok.test,${bad}` }), (err: Error) => err instanceof ConfigError && err.message === `WEBHOOK_ALLOW_HOSTS: "${bad}" is no host a URL can name (an IPv4 address has four numbers up to 255), so it would never match`, bad);
+  }
+});
+
+L('a list of separators alone stops the start (it allowed any host, as if unset); empty is unset', () => {
+  for (const raw of [',', ' , ', ',,']) {
+    assert.throws(() => loadConfig({ WEBHOOK_ALLOW_HOSTS: raw }), (err: Error) => err instanceof ConfigError && err.message === `WEBHOOK_ALLOW_HOSTS "${raw}" names no host; list the hosts webhooks may call, or leave it empty to allow any`, JSON.stringify(raw));
+  }
+  for (const raw of ['', '  ']) assert.equal(loadConfig({ WEBHOOK_ALLOW_HOSTS: raw }).webhookAllowHosts, [], JSON.stringify(raw));
 });
 
 L('entries compare with URL hosts as the URL parser writes them: IPv6 in any spelling, names in any case; an IPv4 entry the parser reads as another address stops the start', () => {

@@ -73,7 +73,7 @@ export const bare = (host: string) => host.toLowerCase().replace(/^\[(.*)\]$/, '
  * operator cannot have meant them. An entry that is no host at all stays as written (and matches
  * nothing).
  */
-export function allowEntryHost(entry: string): { host: string; rewrittenIpv4?: string } {
+export function allowEntryHost(entry: string): { host: string; rewrittenIpv4?: string; noUrlHost?: true } {
   const e = entry.trim();
   const wildcard = e.startsWith('*.');
   const body = bare(wildcard ? e.slice(2) : e);
@@ -81,7 +81,7 @@ export function allowEntryHost(entry: string): { host: string; rewrittenIpv4?: s
   try {
     host = bare(new URL(`http://${isIP(body) === 6 ? `[${body}]` : body}/`).hostname);
   } catch {
-    return { host: e };
+    return { host: e, noUrlHost: true }; // 256.1.1.1: no URL can name it
   }
   const rewrittenIpv4 = isIP(host) === 4 && host !== body ? host : undefined;
   return { host: wildcard ? `*.${host}` : host, ...(rewrittenIpv4 ? { rewrittenIpv4 } : {}) };
