@@ -639,6 +639,28 @@ D('a 2xx whose body never completes is a failed attempt at the deadline, retried
   await rx.close();
 });
 
+D('deliveredAt and failedAt are when the attempt ended, lastAttemptAt when it began: a receiver that takes 6 s', async ({ t, w }) => {
+  for (const status of [200, 500]) {
+    const rx = await receiver((_r, res) => {
+      t.clock.advance(6_000); // the answer comes 6 s after the request
+      res.writeHead(status);
+      res.end();
+    });
+    const h = await createHook(t, w, { url: rx.url, events: ['import.completed'] });
+    const ping = await t.call('POST', hooks(w, `/${h.id}/test`), { token: w.tokens.admin });
+    expectStatus(ping, 202);
+    const began = t.clock.now();
+    const d = await until(t, 'the attempt', async () => {
+      const x = (await t.call('GET', hooks(w, `/${h.id}/deliveries/${ping.body.id}`), { token: w.tokens.admin })).body;
+      return x.attempts === 1 && x;
+    });
+    const ended = new Date(began + 6_000).toISOString();
+    assert.equal([d.status, d.lastAttemptAt, d.deliveredAt, d.failedAt, d.attemptLog[0].at], status === 200 ? ['delivered', new Date(began).toISOString(), ended, null, new Date(began).toISOString()] : ['failed', new Date(began).toISOString(), null, ended, new Date(began).toISOString()]);
+    expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+    await rx.close();
+  }
+});
+
 D('redirects are not followed: a 3xx is a failed attempt and the other host hears nothing', async ({ t, w }) => {
   const elsewhere = await receiver();
   const rx = await receiver((_r, res) => {
@@ -728,8 +750,8 @@ D('a delivery is claimed by one worker at a time; a worker whose lease expired i
     const c2 = other.tx(() => theirs.claimDelivery(ping, later, later + 10_000));
     assert.ok(c2 && c2.token > c1!.token, 'after expiry another worker claims it with a newer token');
     const attempt = { at: later, status: 200, error: null, ms: 1 };
-    assert.is(t.rt.db.tx(() => mine.recordDelivered(ping, c1!.token, attempt)), false, 'the stale worker records nothing');
-    assert.is(other.tx(() => theirs.recordDelivered(ping, c2!.token, attempt)), true);
+    assert.is(t.rt.db.tx(() => mine.recordDelivered(ping, c1!.token, attempt, attempt.at)), false, 'the stale worker records nothing');
+    assert.is(other.tx(() => theirs.recordDelivered(ping, c2!.token, attempt, attempt.at)), true);
     const x = (await t.call('GET', hooks(w, `/${h.id}/deliveries/${ping}`), { token: w.tokens.admin })).body;
     assert.equal([x.status, x.attempts], ['delivered', 1]);
   } finally {

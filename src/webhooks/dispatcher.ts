@@ -265,14 +265,16 @@ export function createDispatcher(d: DispatcherDeps) {
     let disabled: string | undefined;
     let recorded: 'delivered' | 'retry' | 'failed' | undefined;
     (() => {
+      // when the attempt ended: deliveredAt and failedAt (the attempt's start is lastAttemptAt; a
+      // slow receiver's 6 s answer was dated when it was sent, a tester saw)
       const now = d.clock.now();
       if (ok) {
-        if (!d.repo.recordDelivered(c.id, c.token, { ...a, status: a.status! })) return;
+        if (!d.repo.recordDelivered(c.id, c.token, { ...a, status: a.status! }, now)) return;
         recorded = 'delivered';
         if (c.type !== 'ping') d.repo.markWebhookSucceeded(w.id, now);
         return;
       }
-      const outcome = d.repo.recordAttemptFailed(c.id, c.token, { ...a, error: a.error! }, now + (RETRY_DELAYS_MS[c.attempts] ?? 0));
+      const outcome = d.repo.recordAttemptFailed(c.id, c.token, { ...a, error: a.error! }, now + (RETRY_DELAYS_MS[c.attempts] ?? 0), now);
       if (outcome !== undefined) recorded = outcome === 'failed' ? 'failed' : 'retry';
       if (outcome === undefined || c.type === 'ping') return; // lease lost; pings do not count
       const health = d.repo.markWebhookFailed(w.id, now, STREAK_GAP_MS);

@@ -206,15 +206,15 @@ export function createWebhooksRepo(db: Db) {
        WHERE id = @id AND status = 'pending' AND next_at <= @now AND (lease_until IS NULL OR lease_until < @now)
        RETURNING id, webhook_id, type, payload, attempts, max_attempts, lease_token`,
     ),
-    delivered: db.raw.prepare<{ id: string; token: number; now: number; status: number; entry: string }>(
+    delivered: db.raw.prepare<{ id: string; token: number; now: number; finished: number; status: number; entry: string }>(
       `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_attempt_at = @now, last_status = @status,
-              last_error = NULL, lease_until = NULL, finished_at = @now, attempt_log = json_insert(attempt_log, '$[#]', json(@entry))
+              last_error = NULL, lease_until = NULL, finished_at = @finished, attempt_log = json_insert(attempt_log, '$[#]', json(@entry))
        WHERE id = @id AND lease_token = @token AND status = 'pending'`,
     ),
-    attemptFailed: db.raw.prepare<{ id: string; token: number; now: number; status: number | null; error: string; nextAt: number; entry: string }, { status: DeliveryStatus }>(
+    attemptFailed: db.raw.prepare<{ id: string; token: number; now: number; finished: number; status: number | null; error: string; nextAt: number; entry: string }, { status: DeliveryStatus }>(
       `UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = @now, last_status = @status, last_error = @error, lease_until = NULL,
               status = CASE WHEN attempts + 1 >= max_attempts THEN 'failed' ELSE 'pending' END,
-              finished_at = CASE WHEN attempts + 1 >= max_attempts THEN @now END,
+              finished_at = CASE WHEN attempts + 1 >= max_attempts THEN @finished END,
               next_at = @nextAt, attempt_log = json_insert(attempt_log, '$[#]', json(@entry))
        WHERE id = @id AND lease_token = @token AND status = 'pending'
        RETURNING status`,
@@ -294,11 +294,11 @@ export function createWebhooksRepo(db: Db) {
       return r && { id: r.id, webhookId: r.webhook_id, type: r.type, payload: r.payload, attempts: r.attempts, maxAttempts: r.max_attempts, token: r.lease_token };
     },
     /** Records a successful attempt; false when the lease was lost (fencing). */
-    recordDelivered: (id: string, token: number, a: Attempt & { status: number }): boolean =>
-      q.delivered.run({ id, token, now: a.at, status: a.status, entry: JSON.stringify(a) }).changes === 1,
-    /** Records a failed attempt: pending again at `nextAt`, or failed after the last attempt. */
-    recordAttemptFailed: (id: string, token: number, a: Attempt & { error: string }, nextAt: number): DeliveryStatus | undefined =>
-      q.attemptFailed.get({ id, token, now: a.at, status: a.status, error: a.error, nextAt, entry: JSON.stringify(a) })?.status,
+    recordDelivered: (id: string, token: number, a: Attempt & { status: number }, finishedAt: number): boolean =>
+      q.delivered.run({ id, token, now: a.at, finished: finishedAt, status: a.status, entry: JSON.stringify(a) }).changes === 1,
+    /** Records a failed attempt: pending again at `nextAt`, or failed (at `finishedAt`) after the last attempt. */
+    recordAttemptFailed: (id: string, token: number, a: Attempt & { error: string }, nextAt: number, finishedAt: number): DeliveryStatus | undefined =>
+      q.attemptFailed.get({ id, token, now: a.at, finished: finishedAt, status: a.status, error: a.error, nextAt, entry: JSON.stringify(a) })?.status,
     /** Gives a delivery back without an attempt (shutdown): due again at once. */
     releaseDelivery: (id: string, token: number): void => void q.release.run(id, token),
     /** At start: every delivery lease belongs to a process that is gone (the data folder lock proves it). */
