@@ -642,7 +642,7 @@ D('a 2xx whose body never completes is a failed attempt at the deadline, retried
 D('deliveredAt and failedAt are when the attempt ended, lastAttemptAt when it began: a receiver that takes 6 s', async ({ t, w }) => {
   for (const status of [200, 500]) {
     const rx = await receiver((_r, res) => {
-      t.clock.advance(6_000); // the answer comes 6 s after the request
+      (t.clock as ManualClock).advance(6_000); // the answer comes 6 s after the request
       res.writeHead(status);
       res.end();
     });
