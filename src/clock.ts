@@ -109,14 +109,19 @@ export function parseTimestamp(text: string): number | undefined {
  */
 export interface ExactTime {
   ms: number;
-  nsBefore: number;
+  /** Null: not known (a person observed before migration 0039), anywhere in the millisecond before `ms`. */
+  nsBefore: number | null;
 }
 
-/** Negative when `a` is earlier than `b`, 0 for the same time, positive when later. */
-export const compareExactTimes = (a: ExactTime, b: ExactTime): number => a.ms - b.ms || b.nsBefore - a.nsBefore;
+/**
+ * Negative when `a` is earlier than `b`, 0 for the same time, positive when later. Within one
+ * millisecond a time whose part below it is not known is the same time as any other, as all
+ * times of a millisecond were before migration 0039.
+ */
+export const compareExactTimes = (a: ExactTime, b: ExactTime): number => a.ms - b.ms || (a.nsBefore === null || b.nsBefore === null ? 0 : b.nsBefore - a.nsBefore);
 
 /** parseTimestamp to the nanosecond (ExactTime). */
-export function parseExactTimestamp(text: string): ExactTime | undefined {
+export function parseExactTimestamp(text: string): { ms: number; nsBefore: number } | undefined {
   const s = text.trim();
   let m = DATE_ONLY.exec(s);
   if (m) return whole(utc(+m[1]!, +m[2]!, +m[3]!, 0, 0, 0, 0, 0));
@@ -135,7 +140,7 @@ export function parseExactTimestamp(text: string): ExactTime | undefined {
   return ms === undefined ? undefined : { ms, nsBefore: ns === 0 ? 0 : 1_000_000 - ns };
 }
 
-const whole = (ms: number | undefined): ExactTime | undefined => (ms === undefined ? undefined : { ms, nsBefore: 0 });
+const whole = (ms: number | undefined): { ms: number; nsBefore: number } | undefined => (ms === undefined ? undefined : { ms, nsBefore: 0 });
 
 /**
  * The milliseconds of a fraction of a second, rounded up: times are kept in whole milliseconds, and

@@ -114,8 +114,9 @@ C('during an online backup from the writer connection a checkpoint copies but do
   };
   const held = await cp.whileBackingUp(backupWithCheckpoint);
   assert.equal([held.mid.checkpointed, held.mid.truncated, held.restarts], [held.mid.log, false, 0], 'every frame copied, the -wal left as it was, the backup never started over');
-  assert.is(walSize(db), big);
-  assert.is((await cp.checkpoint()).truncated, true, 'after the backup the -wal is cut again');
+  assert.ok(big > 256 * 1024);
+  // right after the backup the thread cuts it, unasked (not the writer's next COMMIT, on the event loop)
+  await until('the -wal cut after the backup', () => walSize(db), (n) => n === 0, 5_000);
   // what the hold prevents: the same backup without it starts over
   insertRows(db, 8000, true);
   const bare = await backupWithCheckpoint();

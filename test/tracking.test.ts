@@ -312,6 +312,30 @@ T('observation times within one millisecond keep their order: an older one in a 
   const later = await say('LaterCo', '2026-11-21T09:30:00.123457Z');
   assert.equal([later.stale, later.jobChanges], [0, 1]);
   assert.is((await contact(t, w, path, 'pia')).company, 'LaterCo');
+  // a feed listing her twice at one such time: the second listing fills in, at that same time
+  const listed = await feed(t, w.serviceAccounts.feed.token, ndjson(
+    { linkedin: 'linkedin.com/in/pia-obs', name: 'Pia Obs', company: 'ListCo', observedAt: '2026-11-21T09:30:00.5000001Z' },
+    { linkedin: 'linkedin.com/in/pia-obs', name: 'Pia Obs', company: 'ListCo', location: 'Oslo', observedAt: '2026-11-21T09:30:00.5000001Z' },
+  ));
+  assert.equal([listed.jobChanges, listed.infoChanges, listed.stale], [1, 1, 0]);
+  const people = createPeopleRepo(t.rt.db);
+  assert.equal(((p) => [p.observedAt, p.observedNsBefore])(people.findBySlug('pia-obs')!), [Date.parse('2026-11-21T09:30:00.501Z'), 999_900], 'the listing kept the time to the nanosecond');
+});
+
+T('a person observed before migration 0039 (the part below the millisecond not known) takes a record of the same millisecond as a same-time correction, as before', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'stored before 0039', [{ referenceId: 'ola', name: 'Ola Old', company: 'StartCo', linkedin: 'linkedin.com/in/ola-old' }]);
+  const say = (company: string, observedAt: string) => feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/ola-old', name: 'Ola Old', company, observedAt }));
+  assert.is((await say('NewCo', '2026-11-21T09:30:00.1425Z')).jobChanges, 1);
+  // as the migration leaves a row written before it
+  t.rt.db.raw.prepare("UPDATE people SET observed_ns_before = NULL WHERE linkedin_slug = 'ola-old'").run();
+  const fixed = await say('FixedCo', '2026-11-21T09:30:00.1421Z'); // the same millisecond, as stored
+  assert.equal([fixed.stale, fixed.jobChanges], [0, 1], 'a same-time correction');
+  assert.is((await contact(t, w, path, 'ola')).company, 'FixedCo');
+  const older = await say('OldCo', '2026-11-21T09:30:00.1419Z'); // the millisecond before
+  assert.equal([older.stale, older.jobChanges], [1, 0]);
+  // a record without observedAt is now: later than any of them
+  const now = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/ola-old', name: 'Ola Old', company: 'NowCo' }));
+  assert.equal([now.stale, now.jobChanges], [0, 1]);
 });
 
 T('a feed listing a person twice at one observation time applies the first listing; replaying it adds nothing (SPEC §5)', async ({ t, w }) => {
@@ -1479,6 +1503,20 @@ T('Idempotency-Key on feed uploads: a retry of the same records answers 200 with
   assert.is.not(root.body.id, first.body.id);
   expectStatus(await post(w.root, body, 'bad key with spaces'), 400);
   assert.equal(readdirSync(join(t.dataDir, 'feeds', 'tmp')), [], 'no upload left behind');
+});
+
+T('a feed in UTF-16, with or without a byte order mark, fails saying so (it was "not valid UTF-8" record by record)', async ({ t, w }) => {
+  const text = `${JSON.stringify({ name: 'Uta Sixteen', company: 'Wide' })}\n`;
+  for (const [body, type, order] of [
+    [Buffer.from(text, 'utf16le'), 'application/x-ndjson', 'little endian'],
+    [Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from('name,company\nUta Sixteen,Wide\n', 'utf16le').swap16()]), 'text/csv', 'big endian'],
+    [gzipSync(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`[${text}]`, 'utf16le')])), 'application/json', 'little endian'],
+  ] as const) {
+    const f = await feed(t, w.root, body, type);
+    assert.equal([f.status, f.received, f.personsUpdated], ['failed', 0, 0], type);
+    assert.match(f.message, `the file is UTF-16 (${order}); save it as UTF-8`);
+  }
+  assert.is(t.rt.db.raw.prepare("SELECT count(*) FROM people WHERE name = 'Uta Sixteen'").pluck().get(), 0);
 });
 
 T('feed access and request errors', async ({ t, w }) => {

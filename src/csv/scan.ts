@@ -96,15 +96,38 @@ export function detectDelimiter(text: string): string {
   return best;
 }
 
+/**
+ * The byte order of a text in UTF-16, told by its byte order mark or, without one, by NUL bytes in
+ * every other place of its first bytes (the NUL halves of ASCII characters): Windows tools save
+ * "Unicode" text so. Undefined for anything else. An upload or feed in UTF-16 is refused as such
+ * (it used to be "contains NUL bytes" without a mark, and "not valid UTF-8" for a feed).
+ */
+export function utf16ByteOrder(first: Buffer): 'little endian' | 'big endian' | undefined {
+  if (first[0] === 0xff && first[1] === 0xfe) return 'little endian';
+  if (first[0] === 0xfe && first[1] === 0xff) return 'big endian';
+  const pairs = Math.min(first.length, 512) >> 1;
+  if (pairs < 2) return undefined;
+  let evenNul = 0;
+  let oddNul = 0;
+  for (let i = 0; i < pairs; i++) {
+    if (first[2 * i] === 0) evenNul++;
+    if (first[2 * i + 1] === 0) oddNul++;
+  }
+  if (oddNul >= pairs * 0.6 && evenNul === 0) return 'little endian';
+  if (evenNul >= pairs * 0.6 && oddNul === 0) return 'big endian';
+  return undefined;
+}
+
 /** The bytes of a UTF-8 byte order mark at the start of `b` (3), or 0. */
 const bomLength = (b: Buffer) => (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf ? 3 : 0);
 
 /**
- * A line that is a blank row whatever the delimiter: nothing, spaces, empty quoted cells, the
- * Ctrl-Z end-of-file mark and separators alone. Such rows above the header are passed over
+ * A line that is a blank row whatever the delimiter: nothing, white space (no-break spaces too:
+ * the readers trim cells as String.trim does), quoted cells of it, the Ctrl-Z end-of-file mark and
+ * separators alone. Such rows above the header are passed over
  * (decisions.md), so the delimiter is not voted on them.
  */
-const BLANK_LINE = /^(?:[ \t,;\x1a]|""|"\x1a")*(?:\r\n|\n|\r)/;
+const BLANK_LINE = /^(?:[^\S\r\n]|[,;\x1a]|"[^\S\r\n"]*"|"\x1a")*(?:\r\n|\n|\r)/;
 
 /**
  * The delimiter of a file's header — its first record after any blank rows (they are skipped
@@ -179,8 +202,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
 
   for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     if (offset === 0) {
-      if (chunk[0] === 0xff && chunk[1] === 0xfe) return unreadable('the file is UTF-16 (little endian); save it as UTF-8 CSV');
-      if (chunk[0] === 0xfe && chunk[1] === 0xff) return unreadable('the file is UTF-16 (big endian); save it as UTF-8 CSV');
+      const utf16 = utf16ByteOrder(chunk);
+      if (utf16) return unreadable(`the file is UTF-16 (${utf16}); save it as UTF-8 CSV`);
       for (const [what, bytes] of MAGIC) if (bytes.every((b, i) => chunk[i] === b)) return fail(415, `the file is ${what}, not a CSV text file`);
       const sep = sepLine(chunk);
       delimiterByte = (sep?.delimiter ?? headerDelimiter(chunk)).charCodeAt(0);

@@ -50,8 +50,9 @@ export interface CheckpointerOptions {
 
 export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
   const bulkLimit = opts.bulkLimitBytes ?? BULK_WAL_LIMIT_BYTES;
+  const truncateAbove = opts.truncateAboveBytes ?? JOURNAL_SIZE_LIMIT_BYTES;
   const lock = db.processWriteLock();
-  const worker = new Worker(opts.workerFile ?? paths.checkpointWorker, { workerData: { file: db.file, truncateAboveBytes: opts.truncateAboveBytes ?? JOURNAL_SIZE_LIMIT_BYTES, lock: lock.shared } });
+  const worker = new Worker(opts.workerFile ?? paths.checkpointWorker, { workerData: { file: db.file, truncateAboveBytes: truncateAbove, lock: lock.shared } });
   worker.unref();
   db.setAutoCheckpoint(0);
 
@@ -136,7 +137,8 @@ export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
      * PASSIVE checkpoints only. A TRUNCATE starts the -wal over with a new header, which SQLite's
      * backup takes for another connection's write: it started the copy over from its first page
      * (a 40 MB backup during an import, twice on CI). A PASSIVE checkpoint changes no header and
-     * costs the backup nothing. A checkpoint already in flight ends first.
+     * costs the backup nothing. A checkpoint already in flight ends first. A big -wal is cut right
+     * after the backup, here, before the writer's next COMMIT would on the event loop.
      */
     async whileBackingUp<T>(copy: () => Promise<T>): Promise<T> {
       backingUp++;
@@ -145,6 +147,7 @@ export function startCheckpointer(db: Db, opts: CheckpointerOptions = {}) {
         return await copy();
       } finally {
         backingUp--;
+        if (backingUp === 0 && !closed && !failure && walBytes() > truncateAbove) void checkpoint().catch(() => undefined);
       }
     },
     /** Stops the worker (after a checkpoint in flight); the writer's close() then checkpoints the rest. */

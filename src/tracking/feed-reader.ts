@@ -3,7 +3,7 @@ import { createGunzip } from 'node:zlib';
 import { CsvError, parse } from 'csv-parse';
 import { fitToHeader, isBlankRecord, lineBreaksIn, namedWidth, wrongWidth } from '../csv/read-rows.ts';
 import { RecordLimiter } from '../csv/record-limit.ts';
-import { headerDelimiter, sepLine } from '../csv/scan.ts';
+import { headerDelimiter, sepLine, utf16ByteOrder } from '../csv/scan.ts';
 import { ALIASES, headerKey } from '../csv/columns.ts';
 import { firstDuplicateKey, hasLoneSurrogate } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
@@ -397,9 +397,11 @@ function parseRecord(text: string, line: number, what: 'line' | 'element'): Feed
 /** The feed's items in order (a resumed feed passes over the ones it applied: feed-service.ts). */
 export async function* readFeed(path: string, format: FeedFormat, gzip: boolean): AsyncGenerator<FeedItem> {
   const input = open(path, gzip);
-  const items = format === 'ndjson' ? ndjson(input) : format === 'csv' ? csv(input) : jsonArray(input);
   try {
-    yield* items;
+    const head = await peek(input);
+    const utf16 = head && utf16ByteOrder(head);
+    if (utf16) throw new FeedReadError(`the file is UTF-16 (${utf16}); save it as UTF-8`);
+    yield* format === 'ndjson' ? ndjson(input) : format === 'csv' ? csv(input) : jsonArray(input);
   } catch (err) {
     throw readError(err);
   } finally {

@@ -14,7 +14,7 @@ export interface FeedRecord {
   hasMultipleJobs?: boolean;
   /** Rounded up to a whole millisecond; `observedNsBefore`: how far before it the time is (clock.ts ExactTime). */
   observedAt?: number;
-  observedNsBefore?: number;
+  observedNsBefore?: number | null;
 }
 
 export interface Person {
@@ -33,9 +33,9 @@ export interface Person {
   location: string | null;
   jobStartedAt: number | null;
   hasMultipleJobs: boolean | null;
-  /** Rounded up to a whole millisecond; `observedNsBefore`: how far before it the time is (clock.ts ExactTime). */
+  /** Rounded up to a whole millisecond; `observedNsBefore`: how far before it the time is, null when not known (clock.ts ExactTime). */
   observedAt: number;
-  observedNsBefore: number;
+  observedNsBefore: number | null;
   updatedAt: number;
   /**
    * Digests of the feed records seen at `observedAt` (8 bytes each, the latest RECORDS_SEEN_MAX):

@@ -18,7 +18,7 @@ interface PersonRow {
   job_started_at: number | null;
   has_multiple_jobs: number | null;
   observed_at: number;
-  observed_ns_before: number;
+  observed_ns_before: number | null;
   updated_at: number;
   seen_records: Buffer | null;
 }

@@ -43,7 +43,7 @@ const PERSON_FIELDS = ['externalId', 'linkedinSlug', 'email', 'emailStatus', 'na
 const samePerson = (p: Person, next: Omit<Person, 'seq' | 'id'>) => PERSON_FIELDS.every((f) => p[f] === next[f]);
 
 /** When a record says it was observed (to the nanosecond), and when a person was last observed; a record without observedAt is `now`. */
-const recordTime = (r: FeedRecord, now: number): ExactTime => (r.observedAt === undefined ? { ms: now, nsBefore: 0 } : { ms: r.observedAt, nsBefore: r.observedNsBefore ?? 0 });
+const recordTime = (r: FeedRecord, now: number): ExactTime => (r.observedAt === undefined ? { ms: now, nsBefore: 0 } : { ms: r.observedAt, nsBefore: r.observedNsBefore === undefined ? 0 : r.observedNsBefore });
 const personTime = (p: Person): ExactTime => ({ ms: p.observedAt, nsBefore: p.observedNsBefore });
 
 /**
@@ -241,8 +241,9 @@ export function createTracker(d: TrackerDeps) {
           return `personId "${record.personId}" and linkedin "${record.linkedin}" belong to two different people already known; the record was not applied`;
         }
       }
-      const said = recordTime(record, now);
-      if (existing && compareExactTimes(said, personTime(existing)) < 0) {
+      // the record's time against the person's: < 0 older, 0 the same time, > 0 newer
+      const vsKnown = existing ? compareExactTimes(recordTime(record, now), personTime(existing)) : 1;
+      if (vsKnown < 0) {
         counts.stale++;
         return undefined;
       }
@@ -251,10 +252,10 @@ export function createTracker(d: TrackerDeps) {
       // replaying a day's feed after its correction flips the contact back and forth (SPEC §5).
       const digest = recordDigest(record);
       // only a record that says this time is remembered at it (one without observedAt is "now")
-      const atKnownTime = existing !== undefined && record.observedAt !== undefined && compareExactTimes(said, personTime(existing)) === 0;
+      const atKnownTime = existing !== undefined && record.observedAt !== undefined && vsKnown === 0;
       let replay = atKnownTime && hasSeen(existing.seenRecords, digest);
       let r = record;
-      if (existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && compareExactTimes(said, personTime(existing)) > 0)) {
+      if (existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && vsKnown > 0)) {
         const filled = fillIn(existing, record);
         if (!filled) {
           counts.repeated++;
