@@ -55,8 +55,16 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
     assert.is(r.status, 1, args[0]);
     assert.match(r.stderr, /a contact-ledger server or command \(pid \d+\) is using the data folder/);
   }
-  const runningAtStop = (await call('GET', `${base}/imports/${importId}`)).body.status === 'processing';
   await stop(s);
+  // Whether the import was still running when the server stopped (then it was handed back with its
+  // progress and its upload kept), read from the stopped server's database. Asked over HTTP before
+  // the stop, the answer could be "processing" and the last chunk still commit, and the job delete
+  // its upload, before the server got the signal.
+  const stopped = new Database(join(data, 'contact-ledger.db'), { readonly: true });
+  const statusAtStop = stopped.prepare('SELECT status FROM jobs WHERE id = ?').pluck().get(importId) as string;
+  stopped.close();
+  assert.ok(statusAtStop === 'pending' || statusAtStop === 'completed', `the import at the stop: ${statusAtStop}`);
+  const runningAtStop = statusAtStop === 'pending';
 
   // Into a fresh folder, served by a second instance: the same contacts.
   const fresh = tempDir();
