@@ -116,14 +116,21 @@ K('a stale lock that many processes take over at the same instant gets exactly o
   const dirs = Array.from({ length: ROUNDS }, () => tempDir());
   for (const [i, d] of dirs.entries()) writeFileSync(lockFile(d), i % 2 ? `${dead}\n` : `${dead} 1\n`);
   // each child: ready; then, at the instants the parent gives (one a round), lockDataDir on that
-  // round's folder, holding whatever it got (so a late one sees a live owner) until told to end
+  // round's folder, holding whatever it got (so a late one sees a live owner) until told to end.
+  // Between the rounds a child sleeps (Atomics.wait) until 2 ms before the next instant and only
+  // then spins to it, so that all of them still try at the same instant; spinning the whole 100 ms
+  // of each round, the six took ~18 CPU-seconds and starved whatever test file ran beside this one.
   const script = `const { lockDataDir } = await import(${JSON.stringify(lockModule)});
     const dirs = ${JSON.stringify(dirs)};
+    const sleeper = new Int32Array(new SharedArrayBuffer(4));
     console.log('ready');
     process.stdin.once('data', (d) => {
       const t0 = Number(String(d));
       for (const [i, dir] of dirs.entries()) {
-        while (Date.now() < t0 + i * 100) {}
+        const at = t0 + i * 100;
+        const ahead = at - 2 - Date.now();
+        if (ahead > 0) Atomics.wait(sleeper, 0, 0, ahead);
+        while (Date.now() < at) {}
         try { lockDataDir(dir); console.log(i + ' got'); } catch (err) { console.log(i + ' refused ' + err.name); }
       }
       console.log('end');
