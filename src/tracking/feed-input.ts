@@ -78,16 +78,22 @@ export function validateFeedRecord(input: unknown, now: number): FeedInputResult
     if (!EMAIL_STATUS.has(known)) return reject(`emailStatus must be valid, catch-all or best-guess`);
     record.emailStatus = known as FeedRecord['emailStatus'];
   }
-  for (const field of ['jobStartedAt', 'observedAt'] as const) {
-    const v = text(raw[field], field, 64);
-    if (bad(v)) return reject(v.error);
-    if (v === undefined) continue;
-    const exact = field === 'jobStartedAt' ? undefined : parseExactTimestamp(v);
-    const t = field === 'jobStartedAt' ? parseStartDate(v) : exact?.ms;
-    if (t === undefined) return reject(`${field} must be ${field === 'jobStartedAt' ? START_RULE : TIMESTAMP_RULE}`);
-    if (field === 'observedAt' && t > now + OBSERVED_AT_SKEW_MS) return reject(`observedAt "${v}" is in the future`);
-    record[field] = t;
-    if (exact?.nsBefore) record.observedNsBefore = exact.nsBefore;
+  const started = text(raw.jobStartedAt, 'jobStartedAt', 64);
+  if (bad(started)) return reject(started.error);
+  if (started !== undefined) {
+    const t = parseStartDate(started);
+    if (t === undefined) return reject(`jobStartedAt must be ${START_RULE}`);
+    record.jobStartedAt = t;
+  }
+  const observed = text(raw.observedAt, 'observedAt', 64);
+  if (bad(observed)) return reject(observed.error);
+  if (observed !== undefined) {
+    // to the nanosecond: two observations of one millisecond keep their order (clock.ts ExactTime)
+    const t = parseExactTimestamp(observed);
+    if (t === undefined) return reject(`observedAt must be ${TIMESTAMP_RULE}`);
+    if (t.ms > now + OBSERVED_AT_SKEW_MS) return reject(`observedAt "${observed}" is in the future`);
+    record.observedAt = t.ms;
+    if (t.nsBefore) record.observedNsBefore = t.nsBefore;
   }
   const multi = raw.hasMultipleJobs;
   if (multi !== undefined && multi !== null && multi !== '') {
