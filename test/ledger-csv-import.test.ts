@@ -780,8 +780,9 @@ P('a row of the wrong width comes back as wide as it was: uploaded again unfixed
   assert.equal([second.job.imported, second.job.invalid], [1, 2]);
   assert.equal(second.rows, [
     ['Name', 'Company', 'Title', 'Reference Id', 'Note', 'reason', 'line'],
-    ['Eve', 'Umbrella', ' Inc', 'CFO', 'r5', 'vip', 'the row has 8 columns, the header has 7', '2'],
-    ['Fay', 'Hooli', 'the row has 4 columns, the header has 7', '3'],
+    // counted as the user sees the file: without our reason and line (it said 8 of 7 and 4 of 7)
+    ['Eve', 'Umbrella', ' Inc', 'CFO', 'r5', 'vip', 'the row has 6 columns, the header has 5 (besides reason and line)', '2'],
+    ['Fay', 'Hooli', 'the row has 2 columns, the header has 5 (besides reason and line)', '3'],
   ]);
   // Eve fixed (the company's two cells made one): imported with her values where they belong
   const fixEve = second.rows.map((r) => (r[0] === 'Eve' ? ['Eve', 'Umbrella, Inc', ...r.slice(3)] : r));

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
-import { mappedColumns, rowToInput } from './columns.ts';
+import { mappedColumns, REJECTION_COLUMNS, rowToInput } from './columns.ts';
 import { unescapeFormula } from './write.ts';
 import { validateContact, type ContactDraft } from '../ledger/contact-input.ts';
 import type { CsvFormat } from '../ledger/model.ts';
@@ -110,6 +110,11 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   const escaped = format.formulasEscaped === true || format.download === true;
   const named = namedWidth(format.columns);
   const needed = Math.max(named, ...mappedColumns(format.mapping).map((i) => i + 1));
+  // In a rejected-rows CSV of ours the last two columns are our reason and line: a row's own cells
+  // are counted without them, as the user sees the file (it said 4 of 6 for a row of 2 in 4 columns)
+  const annotation = format.formulasEscaped === true ? REJECTION_COLUMNS.length : 0;
+  const widthReason = (cells: number) =>
+    annotation && cells >= annotation ? `${wrongWidth(cells - annotation, Math.max(named, needed) - annotation)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, Math.max(named, needed));
   let nextLine = from.lines + 1;
   let rows: CsvRow[] = [];
   let endBytes = from.bytes;
@@ -124,7 +129,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       // cells are read, and kept for a rejected row, as they were before it
       const read = escaped ? record.map(unescapeFormula) : record;
       const cells = fitToHeader(read, width, needed, named);
-      if (!cells) rows.push({ line, endBytes, endLine, reason: wrongWidth(record.length, Math.max(named, needed)), raw: read });
+      if (!cells) rows.push({ line, endBytes, endLine, reason: widthReason(record.length), raw: read });
       else {
         const res = validateContact(rowToInput(cells, format.mapping));
         // the cells go along with a valid row too: it may still be rejected as a duplicate, and the rejected-rows CSV gives rows back as they were
