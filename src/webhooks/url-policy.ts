@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { domainToUnicode } from 'node:url';
 import { INVISIBLE } from '../normalize.ts';
 
 /**
@@ -100,6 +101,19 @@ export function hostAllowed(host: string, allowHosts: readonly string[]): boolea
   });
 }
 
+/**
+ * A host name as DNS can look it up, in the URL parser's ASCII form: labels of 1–63 letters, digits,
+ * `-` and `_` (Docker service names), none starting or ending with `-`, 253 characters at most, an
+ * optional final dot, and punycode (`xn--`) that decodes. The URL parser takes `a..b`, `-a.test`,
+ * `*.example.com` and `.` as hosts: such a webhook could only ever fail with "not found" (a tester's
+ * case), so it is refused when written.
+ */
+function isHostName(host: string): boolean {
+  const name = host.endsWith('.') ? host.slice(0, -1) : host;
+  if (name === '' || name.length > 253) return false;
+  return name.split('.').every((label) => /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/.test(label) && (!label.startsWith('xn--') || domainToUnicode(label) !== ''));
+}
+
 /** Validates a webhook URL; returns it normalized (WHATWG URL serialization) or the reason. */
 export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allowLocal = false): UrlVerdict {
   if (raw.length > MAX_URL) return { ok: false, code: 'invalid_url', reason: `must be at most ${MAX_URL} characters` };
@@ -123,6 +137,7 @@ export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allo
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return { ok: false, code: 'invalid_url', reason: `must use http or https, not ${u.protocol.replace(/:$/, '')}` };
   if (!/^https?:\/\/[^/\\?#]/i.test(raw)) return { ok: false, code: 'invalid_url', reason: 'must be written scheme://host…, with the host right after the two slashes' };
   if (!u.hostname) return { ok: false, code: 'invalid_url', reason: 'must name a host' };
+  if (!isIP(bare(u.hostname)) && !isHostName(u.hostname)) return { ok: false, code: 'invalid_url', reason: `host ${u.hostname} is not a host name that can be looked up (labels of letters, digits, - and _, not starting or ending with -, none empty)` };
   if (u.port === '0') return { ok: false, code: 'invalid_url', reason: 'port 0 is not a port: it must be between 1 and 65535' };
   if (u.username || u.password) return { ok: false, code: 'invalid_url', reason: 'must not contain a user name or password; use token to authenticate to the receiver' };
   if (u.hash || raw.includes('#')) return { ok: false, code: 'invalid_url', reason: 'must not contain a fragment (#…)' };
