@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import cron from 'node-cron';
 import { MAX_STORED_REJECTIONS } from './jobs/rejections.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
-import { allowEntryHost } from './webhooks/url-policy.ts';
+import { allowEntryHost, isHostName } from './webhooks/url-policy.ts';
 
 /**
  * The whole configuration, loaded once (defaults < environment < flags), validated, frozen (P12).
@@ -118,8 +118,7 @@ const listenHost: Parse<string> = (raw, name) => {
   // brackets hold an IPv6 address only ([::1]); [127.0.0.1] is no address
   const h = /^\[.*\]$/.test(trimmed) && isIP(trimmed.slice(1, -1)) === 6 ? trimmed.slice(1, -1) : trimmed;
   if (h === '') return DEFAULTS.host;
-  // (an underscore too: Docker Compose names services so)
-  if (isIP(h) || /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?\.)*[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?\.?$/.test(h)) return h;
+  if (isIP(h) || isHostName(h)) return h;
   throw new ConfigError(`${name} must be an IP address or a host name of this machine (0.0.0.0 for all; no scheme, port or path), got "${raw}"`);
 };
 /** Browser origins (`https://crm.example.org`, with a port if not the scheme's), or `*` for any; a trailing / is dropped. */

@@ -102,16 +102,17 @@ export function hostAllowed(host: string, allowHosts: readonly string[]): boolea
 }
 
 /**
- * A host name as DNS can look it up, in the URL parser's ASCII form: labels of 1–63 letters, digits,
- * `-` and `_` (Docker service names), none starting or ending with `-`, 253 characters at most, an
- * optional final dot, and punycode (`xn--`) that decodes. The URL parser takes `a..b`, `-a.test`,
- * `*.example.com` and `.` as hosts: such a webhook could only ever fail with "not found" (a tester's
- * case), so it is refused when written.
+ * A host name as DNS can look it up, in ASCII (as the URL parser writes hosts): labels of 1–63
+ * letters, digits, `-` and `_` (Docker Compose names services so), none starting or ending with
+ * `-`, 253 characters at most, an optional final dot, and punycode (`xn--`) that decodes. The URL
+ * parser takes `a..b`, `-a.test`, `*.example.com` and `.` as hosts: such a webhook could only ever
+ * fail with "not found" (a tester's case), so it is refused when written. HOST (config.ts) is
+ * checked by it too.
  */
-function isHostName(host: string): boolean {
+export function isHostName(host: string): boolean {
   const name = host.endsWith('.') ? host.slice(0, -1) : host;
   if (name === '' || name.length > 253) return false;
-  return name.split('.').every((label) => /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/.test(label) && (!label.startsWith('xn--') || domainToUnicode(label) !== ''));
+  return name.split('.').every((label) => /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/i.test(label) && (!/^xn--/i.test(label) || domainToUnicode(label) !== ''));
 }
 
 /** Validates a webhook URL; returns it normalized (WHATWG URL serialization) or the reason. */
