@@ -60,6 +60,12 @@ const REASONS: Record<string, string> = {
 export const isBlankRecord = (record: readonly string[]): boolean =>
   record.every((cell) => cell === '') || (record.length === 1 && record[0] === '\x1a');
 
+/**
+ * A record whose cells hold white space alone (` , `): above the header such rows are passed over,
+ * as a sheet with blank rows at its top exports them (scan.ts for uploads, feed-reader.ts for feeds).
+ */
+export const holdsOnlySpaces = (record: readonly string[]): boolean => record.every((cell) => cell.trim() === '');
+
 /** Why a row with another number of cells than the header is rejected. */
 export const wrongWidth = (cells: number, width: number): string => `the row has ${cells} column${cells === 1 ? '' : 's'}, the header has ${width}`;
 
@@ -114,7 +120,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   // are counted without them, as the user sees the file (it said 4 of 6 for a row of 2 in 4 columns)
   const annotation = format.formulasEscaped === true ? REJECTION_COLUMNS.length : 0;
   const widthReason = (cells: number) =>
-    annotation && cells >= annotation ? `${wrongWidth(cells - annotation, Math.max(named, needed) - annotation)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, Math.max(named, needed));
+    annotation && cells >= annotation ? `${wrongWidth(cells - annotation, Math.max(named, needed) - annotation)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, needed);
   let nextLine = from.lines + 1;
   let rows: CsvRow[] = [];
   let endBytes = from.bytes;

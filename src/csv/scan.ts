@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { parse as parseSync } from 'csv-parse/sync';
 import { Utf8Check } from '../utf8.ts';
-import { isBlankRecord, MAX_RECORD_BYTES } from './read-rows.ts';
+import { holdsOnlySpaces, isBlankRecord, MAX_RECORD_BYTES } from './read-rows.ts';
 
 /**
  * One pass over an uploaded file before it is accepted (runs in the CSV worker thread): proves
@@ -347,8 +347,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   }
   // rows with nothing but spaces before the header (`,,,`, as a sheet with blank rows at its top
   // exports it) are passed over, as empty lines are; those that hold spaces were counted as records
-  const nothing = (record: string[]) => record.every((c) => c.trim() === '');
-  const at = parsed.findIndex((p) => !nothing(p.record) && !isBlankRecord(p.record));
+  const at = parsed.findIndex((p) => !holdsOnlySpaces(p.record) && !isBlankRecord(p.record));
   const header = parsed[at];
   if (!header) return fail(422, 'the first line must be a header row naming the columns');
   const dataRecords = records - parsed.slice(0, at + 1).filter((p) => !isBlankRecord(p.record)).length;

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createGunzip } from 'node:zlib';
 import { CsvError, parse } from 'csv-parse';
-import { fitToHeader, isBlankRecord, lineBreaksIn, namedWidth, wrongWidth } from '../csv/read-rows.ts';
+import { fitToHeader, holdsOnlySpaces, isBlankRecord, lineBreaksIn, namedWidth, wrongWidth } from '../csv/read-rows.ts';
 import { RecordLimiter } from '../csv/record-limit.ts';
 import { headerDelimiter, sepLine, utf16ByteOrder } from '../csv/scan.ts';
 import { ALIASES, headerKey } from '../csv/columns.ts';
@@ -192,7 +192,7 @@ async function* csv(input: Readable): AsyncGenerator<FeedItem> {
       }
       if (isBlankRecord(record)) continue; // an empty line, `,,,`
       // cells of spaces alone above the header, as a sheet with blank rows at its top exports them (as in contact uploads)
-      if (!header && record.every((cell) => cell.trim() === '')) continue;
+      if (!header && holdsOnlySpaces(record)) continue;
       if (!header) {
         header = record.map((h) => FIELD_BY_KEY.get(headerKey(h)));
         // two columns for one field ("company" and "employer"): which one holds it is anybody's guess
