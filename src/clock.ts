@@ -124,7 +124,10 @@ export const compareExactTimes = (a: ExactTime, b: ExactTime): number => a.ms - 
 export function parseExactTimestamp(text: string): { ms: number; nsBefore: number } | undefined {
   const s = text.trim();
   let m = DATE_ONLY.exec(s);
-  if (m) return whole(utc(+m[1]!, +m[2]!, +m[3]!, 0, 0, 0, 0, 0));
+  if (m) {
+    const ms = utc(+m[1]!, +m[2]!, +m[3]!, 0, 0, 0, 0, 0);
+    return ms === undefined ? undefined : { ms, nsBefore: 0 };
+  }
   m = DATE_TIME.exec(s);
   if (!m) return undefined;
   const [, y, mo, d, h, mi, sec, frac, , sign, oh, om] = m;
@@ -139,8 +142,6 @@ export function parseExactTimestamp(text: string): { ms: number; nsBefore: numbe
   const ns = frac && frac.length > 3 ? Number(frac.slice(3).padEnd(6, '0')) : 0;
   return ms === undefined ? undefined : { ms, nsBefore: ns === 0 ? 0 : 1_000_000 - ns };
 }
-
-const whole = (ms: number | undefined): { ms: number; nsBefore: number } | undefined => (ms === undefined ? undefined : { ms, nsBefore: 0 });
 
 /**
  * The milliseconds of a fraction of a second, rounded up: times are kept in whole milliseconds, and

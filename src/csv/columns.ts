@@ -147,9 +147,10 @@ export function resolveMapping(columns: string[], explicit: unknown): ColumnMapp
   if (mapping.lastNameColumn !== undefined && mapping.fields.name !== undefined) used.push(['name', mapping.lastNameColumn]);
   for (const [at, [field, i]] of used.entries()) {
     const other = used.slice(0, at).find(([f, j]) => j === i && f !== field);
+    if (!other) continue;
     // the path names a field the mapping gave (the other may be the suggestion's)
-    const given = field in (explicit as object) ? field : other?.[0];
-    if (other) throw new MappingError(`mapping: the column "${columns[i]!.trim()}" is mapped to both ${other[0]} and ${field}; map each field to a column of its own, or one of them to null`, `mapping.${given}`);
+    const given = field in (explicit as object) ? field : other[0];
+    throw new MappingError(`mapping: the column "${columns[i]!.trim()}" is mapped to both ${other[0]} and ${field}; map each field to a column of its own, or one of them to null`, `mapping.${given}`);
   }
   if (namedExactly.length) mapping.namedExactly = namedExactly;
   return mapping;

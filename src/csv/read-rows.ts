@@ -120,7 +120,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   // are counted without them, as the user sees the file (it said 4 of 6 for a row of 2 in 4 columns)
   const annotation = format.formulasEscaped === true ? REJECTION_COLUMNS.length : 0;
   const widthReason = (cells: number) =>
-    annotation && cells >= annotation ? `${wrongWidth(cells - annotation, Math.max(named, needed) - annotation)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, needed);
+    annotation && cells >= annotation ? `${wrongWidth(cells - annotation, needed - annotation)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, needed);
   let nextLine = from.lines + 1;
   let rows: CsvRow[] = [];
   let endBytes = from.bytes;

@@ -268,7 +268,7 @@ export function createTracker(d: TrackerDeps) {
         r = filled;
         replay = false;
       }
-      const { ms: observedAt, nsBefore: observedNsBefore } = recordTime(r, now);
+      const time = recordTime(r, now);
       const companyK = companyKey(r.company);
       const newJob = existing !== undefined && existing.companyKey !== companyK;
       const person: Omit<Person, 'seq' | 'id'> = {
@@ -290,10 +290,10 @@ export function createTracker(d: TrackerDeps) {
         location: r.location ?? existing?.location ?? null,
         jobStartedAt: r.jobStartedAt ?? (newJob ? null : (existing?.jobStartedAt ?? null)),
         hasMultipleJobs: r.hasMultipleJobs ?? existing?.hasMultipleJobs ?? null,
-        observedAt,
-        observedNsBefore,
+        observedAt: time.ms,
+        observedNsBefore: time.nsBefore,
         updatedAt: now,
-        seenRecords: existing && compareExactTimes({ ms: observedAt, nsBefore: observedNsBefore }, personTime(existing)) === 0 ? (atKnownTime ? withSeen(existing.seenRecords, digest) : existing.seenRecords) : Buffer.from(digest),
+        seenRecords: existing && compareExactTimes(time, personTime(existing)) === 0 ? (atKnownTime ? withSeen(existing.seenRecords, digest) : existing.seenRecords) : Buffer.from(digest),
       };
       let p: Person;
       if (existing) {
