@@ -825,6 +825,9 @@ Q('every filter selects exactly the matching contacts', async ({ t, w, path }) =
   assert.is((await count('lastInfoChangedAt=2026-11-01T01:00:00%2B01:00')).length, 50, 'an offset');
   assert.is((await count('lastInfoChangedAt=2026-11-01T01:00:00+01:00')).length, 50, 'an offset whose + was sent unencoded (it arrives as a space)');
   assert.is((await count('lastInfoChangedAt=2026-11-01T01:00+0100')).length, 50, 'the same without colons');
+  assert.is((await count('lastInfoChangedAt=2026-11-01T01:00:00.000+01')).length, 50, 'an hours-only offset whose + was sent unencoded');
+  assert.is((await count('lastInfoChangedAt=2026-11-01T01:00+01')).length, 50, 'the same without seconds');
+  assert.is((await count('lastInfoChangedAt=2026-11-01%2001:00:00+01:00')).length, 50, 'a space between date and time, and an unencoded +');
   assert.is((await count('lastInfoChangedAt=2026-11-01&lastInfoChangedAtBefore=2026-11-02')).length, 2, 'i = 0, 5');
   // a bound between two milliseconds: i = 0 changed at 00:00:00.000, before 00:00:00.0005 and not at or after it
   assert.is((await count('lastInfoChangedAtBefore=2026-11-01T00:00:00.0005Z')).length, 1, 'sub-millisecond upper bound');

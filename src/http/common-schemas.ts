@@ -17,6 +17,9 @@ export const cursorParam = z.string().min(1).max(MAX_CURSOR_LENGTH).optional().m
 
 export const pageQuery = z.strictObject({ limit: limitParam, cursor: cursorParam });
 
+/** A time of day (`hh:mm`, seconds and a fraction optional), a space, and an offset of `hh`, `hhmm` or `hh:mm`. */
+const UNENCODED_PLUS_OFFSET = /(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}(?::?\d{2})?)$/;
+
 /**
  * A timestamp query parameter (SPEC §2), as epoch milliseconds. A `+` of a zone offset sent
  * unencoded arrives as a space (`…T09:00:00 02:00`); a space right before the offset of a time
@@ -25,7 +28,7 @@ export const pageQuery = z.strictObject({ limit: limitParam, cursor: cursorParam
 export const timestampParam = z
   .string()
   .transform((s, ctx) => {
-    const t = parseTimestamp(s) ?? parseTimestamp(s.replace(/(T\S*) (\d{2}:?\d{2})$/, '$1+$2'));
+    const t = parseTimestamp(s) ?? parseTimestamp(s.replace(UNENCODED_PLUS_OFFSET, '$1+$2'));
     if (t === undefined) {
       ctx.addIssue({ code: 'custom', message: `must be ${TIMESTAMP_RULE}` });
       return z.NEVER;
