@@ -4,6 +4,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
+import type { ManualClock } from '../src/clock.ts';
 import { FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
 import { FOLDS_TO_ASCII, foldForContains, nameKeyPattern } from '../src/ledger/contacts-list-repo.ts';
 import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
@@ -46,14 +47,19 @@ L('create, list, get, rename and delete a ledger; contactCount follows imports a
   expectStatus(patched, 200);
   assert.is(patched.body.name, 'Renamed');
   assert.is(patched.body.description, 'Q4');
-  // a description of null clears it, as "" does (a tester's case: null was refused)
+  // a description of null clears it, as "" does (a tester's case: null was refused); none is
+  // answered as null, as a contact's absent fields are
   const cleared = await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { description: null } });
   expectStatus(cleared, 200);
-  assert.equal([cleared.body.name, cleared.body.description], ['Renamed', '']);
+  assert.equal([cleared.body.name, cleared.body.description], ['Renamed', null]);
+  (t.clock as ManualClock).advance(1000);
+  const unchanged = await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { name: 'Renamed', description: '' } });
+  expectStatus(unchanged, 200);
+  assert.equal(unchanged.body, cleared.body, 'a PATCH that changes nothing leaves updatedAt as it was');
   expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { name: null } }), 422);
   const noDescription = await t.call('POST', ledgerPath(w.orgId), { token: tok, body: { name: 'Undescribed', description: null } });
   expectStatus(noDescription, 201);
-  assert.is(noDescription.body.description, '');
+  assert.is(noDescription.body.description, null);
   expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: {} }), 422);
   expectStatus(await t.call('PATCH', ledgerPath(w.orgId, id), { token: tok, body: { name: 'x', bogus: 1 } }), 422);
 

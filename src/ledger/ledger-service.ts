@@ -138,6 +138,7 @@ export function createLedgerService(d: LedgerDeps) {
       return d.db.tx(() => {
         const l = requireLedger(orgId, ledgerId);
         const next = { ...l, name: patch.name ?? l.name, description: patch.description === null ? '' : (patch.description ?? l.description), updatedAt: d.clock.now() };
+        if (next.name === l.name && next.description === l.description) return l; // nothing changes: not updated, nothing audited
         d.ledgers.updateLedger(next);
         d.audit.record(by, { orgId, action: 'ledger.updated', target: { type: 'ledger', id: ledgerId }, data: { ...(patch.name !== undefined ? { name: { from: l.name, to: next.name } } : {}), ...(patch.description !== undefined ? { description: { from: l.description, to: next.description } } : {}) } });
         return next;

@@ -14,7 +14,7 @@ export const presentLedger = (l: Ledger) => ({
   id: l.id,
   orgId: l.orgId,
   name: l.name,
-  description: l.description,
+  description: l.description || null, // none is null, as a contact's absent fields (SPEC §4.1)
   contactCount: l.contactCount,
   createdAt: isoZ(l.createdAt),
   updatedAt: isoZ(l.updatedAt),
