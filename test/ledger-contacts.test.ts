@@ -592,6 +592,19 @@ A('request-level errors: bad JSON, wrong shape, empty and oversized batches, unk
   const single = await t.call('POST', path, { token: w.tokens.editor, body: { company: 'X' } });
   expectStatus(single, 422);
   assert.match(single.body.message, /name is required/, 'a single contact is validated at once');
+  // every field's problem in one answer, each under its own path (a tester's case: only the first, under "body")
+  const several = await t.call('POST', path, { token: w.tokens.editor, body: { company: '', email: 'bad', linkedin: 'nope', referenceId: true, contactInfo: { emailStatus: 'valid' }, isVerified: true } });
+  expectStatus(several, 422);
+  assert.equal(several.body.errors.map((e: any) => e.path), ['isVerified', 'name', 'company', 'contactInfo.emailStatus', 'email', 'linkedin', 'referenceId']);
+  assert.match(several.body.errors.find((e: any) => e.path === 'email').message, /e-mail|email/);
+  assert.match(several.body.message, /^Invalid contact: unknown field "isVerified"; name is required; company is required; .*referenceId must be a string or a whole number\.$/);
+  // a row of a batch has them all in its reason
+  const batch = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: [{ name: 'Ok', company: 'Fine' }, { title: 5 }] } });
+  expectStatus(batch, 202);
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, batch.body.id);
+  assert.equal([job.imported, job.invalid], [1, 1]);
+  const reasons = (parse((await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${job.id}/errors`, { token: w.tokens.viewer })).text, { columns: true }) as { reason: string }[]).map((r) => r.reason);
+  assert.equal(reasons, ['name is required; company is required; title must be a string']);
   expectStatus(await t.call('POST', path, { token: w.tokens.editor, body: { name: 'a', company: 'b', contacts: [] } }), 422);
   const big = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: Array.from({ length: 1001 }, (_, i) => ({ name: `n${i}`, company: 'c' })) } });
   expectStatus(big, 413);

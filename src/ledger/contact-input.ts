@@ -23,12 +23,19 @@ export interface ContactDraft {
   titleDomain?: TitleDomain;
 }
 
-export type InputResult = { ok: true; draft: ContactDraft } | { ok: false; reason: string };
+/** One thing wrong with a submitted contact: the field it is about, and why. */
+export interface ContactProblem {
+  path: string;
+  message: string;
+}
+
+/** A contact that cannot be stored has every problem named, and `reason` says them all in one line (a rejected row's reason). */
+export type InputResult = { ok: true; draft: ContactDraft } | { ok: false; reason: string; problems: ContactProblem[] };
 
 const TOP_LEVEL = new Set(['name', 'company', 'title', 'location', 'email', 'contactInfo', 'linkedin', 'referenceId']);
 const CONTACT_INFO = new Set(['email', 'emailStatus']);
 
-const reject = (reason: string): InputResult => ({ ok: false, reason });
+const rejected = (problems: ContactProblem[]): InputResult => ({ ok: false, reason: problems.map((p) => p.message).join('; '), problems });
 
 /** Trimmed text; '' and null are absent. A non-string is an error message. */
 function optionalText(value: unknown, field: string, max: number): string | undefined | { error: string } {
@@ -48,76 +55,93 @@ const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof v === 
 
 /**
  * Checks one contact object. `name` and `company` are kept verbatim (never modified by the
- * service) but must contain something; other fields are trimmed, empty strings are absent.
+ * service) but must contain something; other fields are trimmed, empty strings are absent. Every
+ * field is checked, so that a contact with several problems has them all named at once.
  */
 export function validateContact(input: unknown): InputResult {
-  if (!isJsonObject(input)) return reject('a contact must be a JSON object');
+  if (!isJsonObject(input)) return rejected([{ path: '', message: 'a contact must be a JSON object' }]);
   const raw = input as Record<string, unknown>;
-  for (const key of Object.keys(raw)) if (!TOP_LEVEL.has(key)) return reject(`unknown field "${key}"`);
+  const problems: ContactProblem[] = [];
+  const problem = (path: string, message: string) => {
+    problems.push({ path, message });
+  };
+  for (const key of Object.keys(raw)) if (!TOP_LEVEL.has(key)) problem(key, `unknown field "${key}"`);
 
   const draft: Partial<ContactDraft> = {};
   for (const field of ['name', 'company'] as const) {
     const v = raw[field];
-    if (v === undefined || v === null || (typeof v === 'string' && !v.trim())) return reject(`${field} is required`);
-    if (typeof v !== 'string') return reject(`${field} must be a string`);
-    const problem = textProblem(v, field, MAX_LENGTH[field]) ?? placeholderProblem(v, field);
-    if (problem) return reject(problem);
-    draft[field] = v;
+    if (v === undefined || v === null || (typeof v === 'string' && !v.trim())) problem(field, `${field} is required`);
+    else if (typeof v !== 'string') problem(field, `${field} must be a string`);
+    else {
+      const wrong = textProblem(v, field, MAX_LENGTH[field]) ?? placeholderProblem(v, field);
+      if (wrong) problem(field, wrong);
+      else draft[field] = v;
+    }
   }
   for (const field of ['title', 'location'] as const) {
     const v = optionalText(raw[field], field, MAX_LENGTH[field]);
-    if (isError(v)) return reject(v.error);
-    if (v !== undefined) draft[field] = v;
+    if (isError(v)) problem(field, v.error);
+    else if (v !== undefined) draft[field] = v;
   }
 
-  let email = optionalText(raw.email, 'email', MAX_LENGTH.email);
-  if (isError(email)) return reject(email.error);
+  // the e-mail comes as `email` or as `contactInfo.email` (the shape GET answers); both must agree
+  let email: string | undefined;
+  let emailPath = 'email';
+  const top = optionalText(raw.email, 'email', MAX_LENGTH.email);
+  if (isError(top)) problem('email', top.error);
+  else email = top;
   if (raw.contactInfo !== undefined && raw.contactInfo !== null) {
     const info = raw.contactInfo;
-    if (!isJsonObject(info)) return reject('contactInfo must be an object');
-    for (const key of Object.keys(info)) if (!CONTACT_INFO.has(key)) return reject(`unknown field "contactInfo.${key}"`);
-    const nested = optionalText((info as Record<string, unknown>).email, 'contactInfo.email', MAX_LENGTH.email);
-    if (isError(nested)) return reject(nested.error);
-    if (nested !== undefined && email !== undefined && emailKey(nested) !== emailKey(email)) return reject('email and contactInfo.email differ');
-    // A contact read back (GET) carries contactInfo.emailStatus; null is "not known" and may be sent
-    // back, a value is the feed's to set (SPEC §4 table).
-    const status = (info as Record<string, unknown>).emailStatus;
-    if (status !== undefined && status !== null) return reject('contactInfo.emailStatus is set by the person-data feed, not by an import; leave it out or send null');
-    email ??= nested;
+    if (!isJsonObject(info)) problem('contactInfo', 'contactInfo must be an object');
+    else {
+      for (const key of Object.keys(info)) if (!CONTACT_INFO.has(key)) problem(`contactInfo.${key}`, `unknown field "contactInfo.${key}"`);
+      const nested = optionalText(info.email, 'contactInfo.email', MAX_LENGTH.email);
+      if (isError(nested)) problem('contactInfo.email', nested.error);
+      else if (nested !== undefined && email !== undefined && emailKey(nested) !== emailKey(email)) problem('contactInfo.email', 'email and contactInfo.email differ');
+      else if (email === undefined && nested !== undefined) [email, emailPath] = [nested, 'contactInfo.email'];
+      // A contact read back (GET) carries contactInfo.emailStatus; null is "not known" and may be sent
+      // back, a value is the feed's to set (SPEC §4 table).
+      if (info.emailStatus !== undefined && info.emailStatus !== null) problem('contactInfo.emailStatus', 'contactInfo.emailStatus is set by the person-data feed, not by an import; leave it out or send null');
+    }
   }
   if (email !== undefined) {
-    const problem = emailProblem(email);
-    if (problem) return reject(problem);
-    draft.email = email;
+    const wrong = emailProblem(email);
+    if (wrong) problem(emailPath, wrong);
+    else draft.email = email;
   }
 
   const linkedin = optionalText(raw.linkedin, 'linkedin', MAX_LENGTH.linkedin);
-  if (isError(linkedin)) return reject(linkedin.error);
-  if (linkedin !== undefined) {
+  if (isError(linkedin)) problem('linkedin', linkedin.error);
+  else if (linkedin !== undefined) {
     const canonical = canonicalLinkedin(linkedin);
-    if (!canonical) return reject(`linkedin "${linkedin}" is not a LinkedIn profile URL (https://www.linkedin.com/in/<name>)`);
-    draft.linkedin = canonical;
+    if (!canonical) problem('linkedin', `linkedin "${linkedin}" is not a LinkedIn profile URL (https://www.linkedin.com/in/<name>)`);
+    else draft.linkedin = canonical;
   }
 
-  let ref = raw.referenceId;
-  const digits = exactIntegerText(ref) ?? (typeof ref === 'number' && Number.isInteger(ref) && !Number.isSafeInteger(ref) ? String(ref) : undefined);
-  if (digits !== undefined) return reject(`referenceId ${digits} is a whole number too large to be kept exactly as a JSON number (beyond ±(2^53−1) = ±9007199254740991); send it as a string ("${digits}")`);
-  if (typeof ref === 'number' && Number.isSafeInteger(ref)) ref = String(ref);
-  else if (ref !== undefined && ref !== null && typeof ref !== 'string') return reject('referenceId must be a string or a whole number');
-  // in one Unicode form (NFC): "Müller" typed on Windows (ü) and saved on a Mac (u + ¨) is one id
-  // to the eye and must be one to the duplicate check and the filter (a tester's case: both imported)
-  const referenceId = optionalText(typeof ref === 'string' ? ref.normalize('NFC') : ref, 'referenceId', MAX_LENGTH.referenceId);
-  if (isError(referenceId)) return reject(referenceId.error);
-  if (referenceId !== undefined) {
-    // the duplicate check compares ids as text: an invisible character would let one id pass for another
-    const problem = invisibleProblem(referenceId, 'referenceId');
-    if (problem) return reject(problem);
-    draft.referenceId = referenceId;
-  }
+  const referenceId = referenceIdOf(raw.referenceId);
+  if (isError(referenceId)) problem('referenceId', referenceId.error);
+  else if (referenceId !== undefined) draft.referenceId = referenceId;
 
+  if (problems.length) return rejected(problems);
   const level = titleLevel(draft.title);
   const domain = titleDomain(draft.title);
   if (level) draft.titleLevel = level;
   if (domain) draft.titleDomain = domain;
   return { ok: true, draft: draft as ContactDraft };
+}
+
+/** A referenceId as stored: a string or a whole number kept exactly, trimmed, in NFC, with no invisible character. */
+function referenceIdOf(value: unknown): string | undefined | { error: string } {
+  let ref = value;
+  const digits = exactIntegerText(ref) ?? (typeof ref === 'number' && Number.isInteger(ref) && !Number.isSafeInteger(ref) ? String(ref) : undefined);
+  if (digits !== undefined) return { error: `referenceId ${digits} is a whole number too large to be kept exactly as a JSON number (beyond ±(2^53−1) = ±9007199254740991); send it as a string ("${digits}")` };
+  if (typeof ref === 'number' && Number.isSafeInteger(ref)) ref = String(ref);
+  else if (ref !== undefined && ref !== null && typeof ref !== 'string') return { error: 'referenceId must be a string or a whole number' };
+  // in one Unicode form (NFC): "Müller" typed on Windows (ü) and saved on a Mac (u + ¨) is one id
+  // to the eye and must be one to the duplicate check and the filter (a tester's case: both imported)
+  const referenceId = optionalText(typeof ref === 'string' ? ref.normalize('NFC') : ref, 'referenceId', MAX_LENGTH.referenceId);
+  if (isError(referenceId) || referenceId === undefined) return referenceId;
+  // the duplicate check compares ids as text: an invisible character would let one id pass for another
+  const invisible = invisibleProblem(referenceId, 'referenceId');
+  return invisible ? { error: invisible } : referenceId;
 }

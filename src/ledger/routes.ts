@@ -176,7 +176,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         throw invalid('Send {"contacts": [ … ]} with an array and no other field, or one contact object.', [{ path: 'contacts', message: 'must be an array, alone in the body' }]);
       if (!batch) {
         const one = validateContact(body);
-        if (!one.ok) throw invalid(`Invalid contact: ${one.reason}.`, [{ path: 'body', message: one.reason }]);
+        if (!one.ok) throw invalid(`Invalid contact: ${one.reason}.`, one.problems.map((p) => ({ path: p.path || 'body', message: p.message })));
       }
       accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, batch ? (body.contacts as unknown[]) : [body], headers['Idempotency-Key'] as string | undefined));
     },
