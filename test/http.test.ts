@@ -3,6 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Router } from '@koa/router';
+import { request as httpRequest } from 'node:http';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { compareExactTimes, isoZ, parseExactTimestamp, parseTimestamp } from '../src/clock.ts';
 import { invalidUtf8At } from '../src/utf8.ts';
@@ -76,6 +77,21 @@ H('a table of triggers: each answers problem+json with status, code, title, mess
   assert.match(wrong.headers.get('allow') ?? '', /GET/);
   const logs = t.logs.join('\n');
   assert.ok(logs.includes('"msg":"request failed"'), 'a 500 is logged with its cause');
+  // a method the server does not know is the client's doing: its access log line is all (a
+  // tester's case: any anonymous client could fill the error log with stack traces); fetch will
+  // not send TRACE, node:http does
+  const trace = await new Promise<{ status?: number; type?: string; body: string }>((resolve, reject) => {
+    const req = httpRequest(`${t.base}${ID}/users`, { method: 'TRACE' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => (body += c)).on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body }));
+    });
+    req.on('error', reject).end();
+  });
+  assert.is(trace.status, 501);
+  assert.match(trace.type ?? '', /^application\/problem\+json/);
+  assert.is(JSON.parse(trace.body).code, 'not_implemented');
+  const failed = t.logs.filter((l) => l.includes('"msg":"request failed"'));
+  assert.ok(failed.length >= 1 && failed.every((l) => !l.includes('"method":"TRACE"')), failed.join('\n'));
 });
 
 H('a JSON body of exactly MAX_JSON_BYTES is read; one byte more is 413 — sized by Content-Length or sent chunked (I1)', async ({ t, w }) => {

@@ -65,7 +65,8 @@ export function problems(log: Logger): Koa.Middleware {
     } catch (err) {
       const e = toAppError(err);
       const requestId = ctx.state.requestId as string | undefined;
-      if (e.status >= 500) {
+      // 501 is a method no route knows (TRACE, PROPFIND): the client's doing, told in the access log
+      if (e.status >= 500 && e.code !== 'not_implemented') {
         const request = { requestId, method: ctx.method, path: ctx.path };
         // one that says when to come back (not ready yet, overloaded, busy) is an answer the server
         // chose, not a failure to look into: a warning with its reason, no stack (a shed burst would
