@@ -271,6 +271,30 @@ U('GET/PATCH /users/me: rename; a service account has no profile', async ({ t, w
   assert.is((await t.call('GET', `${ID}/users/me`, { token: w.serviceAccounts.saAdmin.token })).status, 403);
 });
 
+U('names are one line: control characters (NUL, ESC, tabs, line breaks) are refused in people, organization, ledger and service-account names; bidi and joiners are text', async ({ t, w }) => {
+  const cases: [string, string, object][] = [
+    ['PATCH', `${ID}/users/me`, { name: 'a\u0000b' }],
+    ['PATCH', `${ID}/users/me`, { name: 'a\u001b[31mb' }],
+    ['POST', `${ID}/users`, { email: 'ctl@a.test', password: PASSWORD, name: 'line\nbreak' }],
+    ['PATCH', `${ID}/users/${w.users.viewer}`, { name: 'tab\there' }],
+    ['POST', `${ID}/orgs`, { name: 'Evil\u001b]0;title\u0007' }],
+    ['PATCH', `${ID}/orgs/${w.orgId}`, { name: 'C1\u0085' }],
+    ['POST', `${ID}/orgs/${w.orgId}/service-accounts`, { name: 'del\u007f', role: 'viewer' }],
+    ['POST', ledgerPath(w.orgId), { name: 'two\r\nlines' }],
+  ];
+  for (const [method, path, body] of cases) {
+    const r = await t.call(method, path, { token: w.root, body });
+    expectStatus(r, 422, `${method} ${path} ${JSON.stringify(body)}`);
+    assert.match(r.body.errors[0].message, /NUL|control characters/);
+    assert.is(r.body.errors[0].path, 'name');
+  }
+  // a tester's case: all of them were stored
+  assert.is((await t.call('GET', `${ID}/users?limit=1000`, { token: w.root })).body.users.filter((u: any) => /[\u0000-\u001f\u007f-\u009f]/.test(u.name ?? '')).length, 0);
+  const bidi = await t.call('PATCH', `${ID}/users/me`, { token: w.tokens.editor, body: { name: 'علي\u200d \u202eAli' } });
+  expectStatus(bidi, 200);
+  assert.is(bidi.body.name, 'علي\u200d \u202eAli');
+});
+
 U('password change needs the current password and ends every other session (A5b)', async ({ t }) => {
   const keep = await signIn(t, 'viewer@a.test', PASSWORD);
   const other = await signIn(t, 'viewer@a.test', PASSWORD);

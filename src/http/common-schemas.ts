@@ -40,8 +40,17 @@ export const timestampParam = z
 /** Refuses a NUL: C-string tools and exports cut text at it, SQLite's LIKE pattern ends at it, and contact fields refuse it. */
 export const noNul = <S extends z.ZodType<string>>(schema: S) => schema.refine((s) => !s.includes('\0'), 'must not contain a NUL character');
 
-/** A name or label: trimmed, 1 to `max` characters, no NUL. */
-export const text = (max: number) => noNul(z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`));
+/**
+ * Refuses the other control characters (C0, DEL, C1: tabs, line breaks, ESC): a name is one line,
+ * shown in lists, logs and terminals, where an escape sequence would act rather than show.
+ */
+export const noControl = <S extends z.ZodType<string>>(schema: S) => schema.refine((s) => !/[\x01-\x1f\x7f-\x9f]/.test(s), 'must not contain control characters (tabs, line breaks, escape sequences)');
+
+/** A person's display name: trimmed, at most 256 characters, may be empty; no NUL, no control character. */
+export const personName = noControl(noNul(z.string().trim().max(256, 'must be at most 256 characters')));
+
+/** A name or label: trimmed, 1 to `max` characters, no NUL, no control character. */
+export const text = (max: number) => noControl(noNul(z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`)));
 
 export const emailField = z
   .string()

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { emailField, text } from '../http/common-schemas.ts';
+import { emailField, personName, text } from '../http/common-schemas.ts';
 import { PERMISSIONS, ROLES } from './model.ts';
 import { PASSWORD_MAX, PASSWORD_MIN, passwordPolicyProblem } from './passwords.ts';
 
@@ -65,20 +65,20 @@ export const NewMember = z.strictObject({
 export const MemberPatch = z.strictObject({ role });
 
 export const MePatch = z.strictObject({
-  name: z.string().trim().max(256).optional(),
+  name: personName.optional(),
   password: newPassword.optional(),
   currentPassword: z.string().max(4096).optional(),
 }).refine(...givesOneOf('name', 'password'));
 
 export const NewUser = z.strictObject({
   email: emailField,
-  name: z.string().trim().max(256).optional(),
+  name: personName.optional(),
   password: newPassword,
   superuser: z.boolean().optional(),
 });
 
 export const UserPatch = z.strictObject({
-  name: z.string().trim().max(256).optional(),
+  name: personName.optional(),
   superuser: z.boolean().optional(),
   disabled: z.boolean().optional(),
   password: newPassword.optional(),
