@@ -393,6 +393,13 @@ SA('create shows the secret once (≥ 256 bits); lists never show it', async ({ 
   assert.not.ok(list.text.includes(r.body.clientSecret));
   assert.not.ok(list.text.includes('clientSecret'));
   assert.not.ok(list.text.includes('secretHash'));
+  // the Location of the new account answers with it (a tester's case: 405), never with its secret
+  const one = await t.call('GET', r.headers.get('location')!.replace(/^.*?\/api\/identity\/v1/, ID), { token: w.tokens.admin });
+  expectStatus(one, 200);
+  assert.equal(one.body, list.body.serviceAccounts.find((x: any) => x.id === r.body.id));
+  assert.not.ok(one.text.includes('clientSecret') || one.text.includes('secretHash'));
+  assert.is((await t.call('GET', `${ID}/orgs/${w.orgId}/service-accounts/${r.body.id}`, { token: w.tokens.editor })).status, 403, 'admins only');
+  assert.is((await t.call('GET', `${ID}/orgs/${w.otherOrgId}/service-accounts/${r.body.id}`, { token: w.root })).status, 404, 'not in another organization');
 });
 
 SA('lastUsedAt: never until it signs in; then when it last got an access token, by sign-in or refresh', async ({ t, w }) => {
@@ -451,6 +458,10 @@ SA('installation service accounts: superuser only, permissions, no organization 
   const list = await t.call('GET', `${ID}/service-accounts`, { token: w.root });
   assert.ok(list.body.serviceAccounts.some((x: any) => x.id === r.body.id));
   assert.ok(list.body.serviceAccounts.every((x: any) => x.orgId === undefined));
+  const one = await t.call('GET', r.headers.get('location')!.replace(/^.*?\/api\/identity\/v1/, ID), { token: w.root });
+  expectStatus(one, 200);
+  assert.equal([one.body.id, one.body.permissions, one.text.includes('clientSecret')], [r.body.id, ['feed'], false]);
+  assert.is((await t.call('GET', `${ID}/service-accounts/${w.serviceAccounts.saAdmin.id}`, { token: w.root })).status, 404, 'an org account is not an installation account');
   const rot = await t.call('POST', `${ID}/service-accounts/${r.body.id}/rotate`, { token: w.root });
   expectStatus(rot, 200);
   assert.is((await t.call('POST', `${ID}/service-accounts/${w.serviceAccounts.saAdmin.id}/rotate`, { token: w.root })).status, 404, 'an org account is not an installation account');

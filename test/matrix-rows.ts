@@ -179,6 +179,10 @@ export const MATRIX: Record<string, Row> = {
     need: 'admin', ok: 201,
     request: async ({ w }) => ({ path: I(`/orgs/${w.orgId}/service-accounts`), opts: { body: { name: `sa-${uniq()}`, role: 'viewer' } } }),
   },
+  'GET /api/identity/v1/orgs/:orgId/service-accounts/:serviceAccountId': {
+    need: 'admin', ok: 200,
+    request: async ({ t, w }) => ({ path: I(`/orgs/${w.orgId}/service-accounts/${await freshOrgServiceAccount(t, w)}`) }),
+  },
   'POST /api/identity/v1/orgs/:orgId/service-accounts/:serviceAccountId/rotate': {
     need: 'admin', ok: 200,
     request: async ({ t, w }) => ({ path: I(`/orgs/${w.orgId}/service-accounts/${await freshOrgServiceAccount(t, w)}/rotate`) }),
@@ -206,6 +210,10 @@ export const MATRIX: Record<string, Row> = {
   'POST /api/identity/v1/service-accounts': {
     need: 'superuser', ok: 201,
     request: async () => ({ path: I('/service-accounts'), opts: { body: { name: `p-${uniq()}`, permissions: ['feed'] } } }),
+  },
+  'GET /api/identity/v1/service-accounts/:serviceAccountId': {
+    need: 'superuser', ok: 200,
+    request: async ({ t, w }) => ({ path: I(`/service-accounts/${await freshInstallationServiceAccount(t, w)}`) }),
   },
   'POST /api/identity/v1/service-accounts/:serviceAccountId/rotate': {
     need: 'superuser', ok: 200,

@@ -288,6 +288,9 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
     noStore(ctx);
     created(ctx, `/orgs/${params.orgId}/service-accounts/${res.serviceAccount.id}`, presentSecret(res));
   });
+  r.add({ method: 'get', path: '/orgs/:orgId/service-accounts/:serviceAccountId', access: { org: 'admin' }, summary: 'A service account (never its secret)', responses: { 200: { description: 'Service account' } } }, (ctx, { params }) => {
+    ctx.body = presentServiceAccount(svc.serviceAccounts.getOrgServiceAccount(params.orgId!, params.serviceAccountId!));
+  });
   r.add({ method: 'post', path: '/orgs/:orgId/service-accounts/:serviceAccountId/rotate', access: { org: 'admin' }, summary: 'New secret (shown once); the old one and its sessions stop working', responses: { 200: { description: 'Rotated, with clientSecret' } } }, (ctx, { caller, params }) => {
     noStore(ctx);
     ctx.body = presentSecret(svc.serviceAccounts.rotateOrgServiceAccount(caller, params.orgId!, params.serviceAccountId!));
@@ -333,6 +336,9 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
     const res = svc.serviceAccounts.createInstallationServiceAccount(caller, body);
     noStore(ctx);
     created(ctx, `/service-accounts/${res.serviceAccount.id}`, presentSecret(res));
+  });
+  r.add({ method: 'get', path: '/service-accounts/:serviceAccountId', access: 'superuser', summary: 'An installation service account (never its secret)', responses: { 200: { description: 'Service account' } } }, (ctx, { params }) => {
+    ctx.body = presentServiceAccount(svc.serviceAccounts.getInstallationServiceAccount(params.serviceAccountId!));
   });
   r.add({ method: 'post', path: '/service-accounts/:serviceAccountId/rotate', access: 'superuser', summary: 'New secret for an installation service account', responses: { 200: { description: 'Rotated, with clientSecret' } } }, (ctx, { caller, params }) => {
     noStore(ctx);

@@ -107,12 +107,14 @@ export function createServiceAccountService(d: ServiceAccountDeps) {
       if (!roleAtLeast(callerRole, input.role)) throw forbidden(`A service account cannot get a higher role (${input.role}) than yours (${callerRole ?? 'none'}).`);
       return create(by, { orgId, name: input.name, role: input.role, permissions: [] });
     },
+    getOrgServiceAccount: (orgId: string, id: string) => requireInScope(orgId, id),
     rotateOrgServiceAccount: (by: Caller, orgId: string, id: string) => rotate(by, orgId, id),
     deleteOrgServiceAccount: (by: Caller, orgId: string, id: string) => remove(by, orgId, id),
 
     listInstallationServiceAccounts: (limit: number, cursor?: string) => list(null, limit, cursor),
     createInstallationServiceAccount: (by: Caller, input: { name: string; permissions: Permission[] }) =>
       create(by, { orgId: null, name: input.name, role: null, permissions: [...new Set(input.permissions)] }),
+    getInstallationServiceAccount: (id: string) => requireInScope(null, id),
     rotateInstallationServiceAccount: (by: Caller, id: string) => rotate(by, null, id),
     deleteInstallationServiceAccount: (by: Caller, id: string) => remove(by, null, id),
   };
