@@ -104,6 +104,32 @@ O('roles: the last admin cannot be demoted or removed (409); with two admins one
   assert.is(remove.status, 409, 'the viewer of A is now the only admin of Solo');
 });
 
+O('the last admin is the last one who can sign in: a disabled admin does not count, may itself be demoted, and is refused as a new organization\'s admin (409)', async ({ t, w }) => {
+  const mk = async (email: string) => (await t.call('POST', `${ID}/users`, { token: w.root, body: { email, password: 'admins passphrase 1' } })).body.id as string;
+  const [c1, c3] = [await mk('c1@c.test'), await mk('c3@c.test')];
+  const org = (await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Org C', adminEmail: 'c1@c.test' } })).body;
+  expectStatus(await t.call('POST', `${ID}/orgs/${org.id}/members`, { token: w.root, body: { email: 'c3@c.test', role: 'admin' } }), 201);
+  expectStatus(await t.call('PATCH', `${ID}/users/${c3}`, { token: w.root, body: { disabled: true } }), 200);
+  // a tester's case: c1 was demoted (200), leaving only a disabled admin
+  const demote = await t.call('PATCH', `${ID}/orgs/${org.id}/members/${c1}`, { token: w.root, body: { role: 'viewer' } });
+  expectStatus(demote, 409);
+  assert.is(demote.body.code, 'last_admin');
+  expectStatus(await t.call('DELETE', `${ID}/orgs/${org.id}/members/${c1}`, { token: w.root }), 409);
+  expectStatus(await t.call('PATCH', `${ID}/orgs/${org.id}/members/${c3}`, { token: w.root, body: { role: 'editor' } }), 200, 'the disabled admin may go');
+  expectStatus(await t.call('DELETE', `${ID}/orgs/${org.id}/members/${c3}`, { token: w.root }), 204);
+  // enabled again, an admin counts again
+  expectStatus(await t.call('PATCH', `${ID}/users/${c3}`, { token: w.root, body: { disabled: false } }), 200);
+  expectStatus(await t.call('POST', `${ID}/orgs/${org.id}/members`, { token: w.root, body: { email: 'c3@c.test', role: 'admin' } }), 201);
+  expectStatus(await t.call('PATCH', `${ID}/orgs/${org.id}/members/${c1}`, { token: w.root, body: { role: 'viewer' } }), 200);
+  // a new organization whose admin could not sign in: refused, nothing made
+  expectStatus(await t.call('PATCH', `${ID}/users/${c1}`, { token: w.root, body: { disabled: true } }), 200);
+  const before = (await t.call('GET', `${ID}/orgs?limit=1000`, { token: w.root })).body.orgs.length;
+  const half = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Half Org', adminEmail: 'C1@c.test' } });
+  expectStatus(half, 409);
+  assert.is(half.body.code, 'user_disabled');
+  assert.is((await t.call('GET', `${ID}/orgs?limit=1000`, { token: w.root })).body.orgs.length, before);
+});
+
 O('role escalation (Z3): editors cannot change roles; invalid roles are rejected; a member cannot promote itself', async ({ t, w }) => {
   const e = await t.call('PATCH', `${ID}/orgs/${w.orgId}/members/${w.users.viewer}`, { token: w.tokens.editor, body: { role: 'admin' } });
   assert.is(e.status, 403);

@@ -43,6 +43,15 @@ export function createOrgService(d: OrgDeps) {
     return org;
   };
 
+  /**
+   * Refuses to take away the last admin who can sign in: the rule counts active admins (a
+   * disabled user can reach nothing), and a disabled admin may always be demoted or removed.
+   */
+  const keepsAnActiveAdmin = (org: Org, member: Member): void => {
+    if (member.role !== 'admin' || d.users.findUserById(member.userId)?.disabled) return;
+    if (d.orgs.countActiveAdmins(org.id) <= 1) throw lastAdmin(member.email, org);
+  };
+
   const requireMember = (orgId: string, userId: string): Member => {
     const m = d.orgs.findMember(orgId, userId);
     if (!m) throw notFound('member', userId);
@@ -118,6 +127,7 @@ export function createOrgService(d: OrgDeps) {
         let admin: User | undefined;
         if (adminEmail && prepared) {
           admin = resolvePreparedUser(prepared, adminEmail, input.adminName ?? '');
+          if (admin.disabled) throw conflict('user_disabled', `${adminEmail} is disabled and could not sign in to administer the organization; enable the user first or name another admin.`);
         } else if (by.actor.type === 'user') {
           admin = d.users.findUserById(by.actor.id);
         }
@@ -190,7 +200,7 @@ export function createOrgService(d: OrgDeps) {
         const org = requireOrg(orgId);
         const member = requireMember(orgId, userId);
         if (member.role === role) return member;
-        if (member.role === 'admin' && d.orgs.countAdmins(orgId) <= 1) throw lastAdmin(member.email, org);
+        keepsAnActiveAdmin(org, member);
         d.orgs.updateMemberRole(orgId, userId, role);
         d.audit.record(by, { orgId, action: 'member.role_changed', target: { type: 'user', id: userId }, data: { email: member.email, from: member.role, to: role } });
         return requireMember(orgId, userId);
@@ -202,7 +212,7 @@ export function createOrgService(d: OrgDeps) {
       d.db.tx(() => {
         const org = requireOrg(orgId);
         const member = requireMember(orgId, userId);
-        if (member.role === 'admin' && d.orgs.countAdmins(orgId) <= 1) throw lastAdmin(member.email, org);
+        keepsAnActiveAdmin(org, member);
         d.orgs.deleteMember(orgId, userId);
         d.audit.record(by, { orgId, action: 'member.removed', target: { type: 'user', id: userId }, data: { email: member.email, role: member.role } });
       });

@@ -60,7 +60,7 @@ export function createOrgsRepo(db: Db) {
     insertMember: db.raw.prepare('INSERT INTO members (org_id, user_id, role, added_at) VALUES (@orgId, @userId, @role, @addedAt)'),
     updateRole: db.raw.prepare<[Role, string, string]>('UPDATE members SET role = ? WHERE org_id = ? AND user_id = ?'),
     deleteMember: db.raw.prepare<[string, string]>('DELETE FROM members WHERE org_id = ? AND user_id = ?'),
-    countAdmins: db.raw.prepare<[string], number>("SELECT count(*) FROM members WHERE org_id = ? AND role = 'admin'").pluck(),
+    countActiveAdmins: db.raw.prepare<[string], number>("SELECT count(*) FROM members m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? AND m.role = 'admin' AND u.disabled = 0").pluck(),
     countMembers: db.raw.prepare<[string], number>('SELECT count(*) FROM members WHERE org_id = ?').pluck(),
     adminOrgsOfUser: db.raw.prepare<[string], string>("SELECT org_id FROM members WHERE user_id = ? AND role = 'admin'").pluck(),
   };
@@ -103,7 +103,8 @@ export function createOrgsRepo(db: Db) {
     insertMember: (m: { orgId: string; userId: string; role: Role; addedAt: number }): void => void q.insertMember.run(m),
     updateMemberRole: (orgId: string, userId: string, role: Role): void => void q.updateRole.run(role, orgId, userId),
     deleteMember: (orgId: string, userId: string): void => void q.deleteMember.run(orgId, userId),
-    countAdmins: (orgId: string): number => q.countAdmins.get(orgId)!,
+    /** Admins who can sign in: a disabled user is no admin anyone can reach. */
+    countActiveAdmins: (orgId: string): number => q.countActiveAdmins.get(orgId)!,
     countMembers: (orgId: string): number => q.countMembers.get(orgId)!,
     /** Ids of organizations where the user is an admin. */
     listAdminOrgIdsOfUser: (userId: string): string[] => q.adminOrgsOfUser.all(userId),
