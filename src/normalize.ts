@@ -180,6 +180,13 @@ export function emailKey(email: string): string {
   return `${local}@${folded}`;
 }
 
+/**
+ * A user account's e-mail as stored and looked up: trimmed, in Unicode's composed form (NFC) and
+ * lower-cased, so that "jörg@…" typed with a precomposed ö (Windows) and with o + a combining
+ * diaeresis (macOS) is one account (a tester's case: two accounts that looked the same).
+ */
+export const accountEmail = (email: string): string => email.trim().normalize('NFC').toLowerCase();
+
 /** The e-mail key as stored beside an address: null when it is SQLite's lower() of it (A–Z folded; every address of ASCII letters), which the e-mail indexes take then (migration 0024). */
 export function storedEmailKey(email: string | null): string | null {
   if (email === null) return null;

@@ -387,6 +387,21 @@ U('superuser: list, create (409 on a taken e-mail), get, disable, reset password
   expectStatus(await t.call('POST', `${ID}/session`, { body: { email: 'carol@x.test', password: 'reset by the admin 1' } }), 200);
 });
 
+U('an e-mail in composed and in decomposed Unicode form is one account: the second is taken, members and sign-in find it either way', async ({ t, w }) => {
+  const [composed, decomposed] = ['j\u00f6rg@ex\u00e4mple.test', 'jo\u0308rg@exa\u0308mple.test'];
+  const first = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: decomposed, password: 'long enough pass 1' } });
+  expectStatus(first, 201);
+  assert.is(first.body.email, composed, 'stored composed');
+  // a tester's case: a second account that looked the same
+  const second = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: composed.toUpperCase(), password: 'long enough pass 1' } });
+  expectStatus(second, 409);
+  assert.is(second.body.code, 'email_taken');
+  const member = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: decomposed, role: 'viewer' } });
+  expectStatus(member, 201);
+  assert.is(member.body.userId, first.body.id);
+  for (const email of [composed, decomposed]) expectStatus(await t.call('POST', `${ID}/session`, { body: { email, password: 'long enough pass 1' } }), 200, email);
+});
+
 U('the last active superuser cannot be disabled or demoted (409)', async ({ t, w }) => {
   const rootId = (await t.call('GET', `${ID}/users/me`, { token: w.root })).body.id;
   const r = await t.call('PATCH', `${ID}/users/${rootId}`, { token: w.root, body: { superuser: false } });

@@ -514,6 +514,22 @@ S('migration 0038 recomputes the title levels of titles beyond ASCII, which the 
   );
 });
 
+S('migration 0040 brings user e-mails to the composed form (NFC), and leaves the second account of an address both forms had', () => {
+  const { raw, apply } = justBefore('0040_');
+  const user = raw.prepare("INSERT INTO users (id, email, name, password_hash, created_at, updated_at) VALUES (?, ?, '', 'x', 1, 1)");
+  user.run('u_1', 'jo\u0308rg@example.test'); // decomposed only: composed
+  user.run('u_2', 'ann@example.test'); // ASCII: untouched
+  user.run('u_3', 'ma\u0308x@example.test'); // decomposed, and …
+  user.run('u_4', 'm\u00e4x@example.test'); // … composed: both kept as they are
+  apply();
+  assert.equal(raw.prepare('SELECT id, email FROM users ORDER BY id').all(), [
+    { id: 'u_1', email: 'j\u00f6rg@example.test' },
+    { id: 'u_2', email: 'ann@example.test' },
+    { id: 'u_3', email: 'ma\u0308x@example.test' },
+    { id: 'u_4', email: 'm\u00e4x@example.test' },
+  ]);
+});
+
 S('processes preparing one new data folder at the same moment all succeed (one made a folder the other then failed to make: exit 2, "not usable (EEXIST)")', async () => {
   const module = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'storage.ts')).href;
   for (let round = 0; round < 5; round++) {

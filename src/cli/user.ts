@@ -3,6 +3,7 @@ import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { passwordPolicyProblem } from '../identity/passwords.ts';
 import { cliCaller, openForCommand, passwordArg, requireFlag } from './common.ts';
 import { emailField } from '../http/common-schemas.ts';
+import { accountEmail } from '../normalize.ts';
 
 const USAGE = 'user add --email <e-mail> --password <password | -> [--name <name>] [--superuser] | user passwd --email <e-mail> --password <password | ->';
 
@@ -26,7 +27,7 @@ export const userCommand: Command = {
     const [sub, ...rest] = args.positionals;
     if ((sub !== 'add' && sub !== 'passwd') || rest.length) throw new UsageError(`usage: contact-ledger ${USAGE}`);
     if (sub === 'passwd' && (args.flags.name !== undefined || args.flags.superuser)) throw new UsageError('user passwd takes only --email and --password');
-    const email = requireFlag(args.flags, 'email', USAGE).trim().toLowerCase();
+    const email = accountEmail(requireFlag(args.flags, 'email', USAGE));
     // the API's rule: a user nobody could add to an organization (members are added by e-mail) is refused here too
     if (sub === 'add' && !emailField.safeParse(email).success) throw new UsageError(`--email must be an e-mail address, got "${email}"`);
     const password = passwordArg(args.flags.password);

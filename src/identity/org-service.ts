@@ -2,6 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { Cursors, Page } from '../cursor.ts';
 import { conflict, invalidField, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { accountEmail } from '../normalize.ts';
 import type { Db } from '../storage/db.ts';
 import type { Access } from './access.ts';
 import type { Audit } from './audit.ts';
@@ -118,7 +119,7 @@ export function createOrgService(d: OrgDeps) {
      * password is given), else the creating user.
      */
     async createOrg(by: Caller, input: { name: string; adminEmail?: string; adminName?: string; adminPassword?: string }): Promise<OrgWithRole> {
-      const adminEmail = input.adminEmail?.toLowerCase();
+      const adminEmail = input.adminEmail === undefined ? undefined : accountEmail(input.adminEmail);
       const prepared = adminEmail ? await prepareUser(adminEmail, input.adminPassword, 'adminPassword') : undefined;
       return d.db.tx(() => {
         const now = d.clock.now();
@@ -176,7 +177,7 @@ export function createOrgService(d: OrgDeps) {
      */
     async addMember(by: Caller, orgId: string, input: NewMemberInput): Promise<Member> {
       requireOrg(orgId);
-      const email = input.email.toLowerCase();
+      const email = accountEmail(input.email);
       const prepared = await prepareUser(email, input.password, 'password');
       return d.db.tx(() => {
         requireOrg(orgId);

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import { digestsEqual, randomToken, secretsEqual, sha256 } from '../crypto.ts';
 import { AppError, unauthenticated } from '../errors.ts';
 import { isId, newId } from '../ids.ts';
-import { isEmail } from '../normalize.ts';
+import { accountEmail, isEmail } from '../normalize.ts';
 import type { Db } from '../storage/db.ts';
 import type { AccessClaims, AccessTokens } from './access-tokens.ts';
 import type { Audit } from './audit.ts';
@@ -129,7 +129,7 @@ export function createSessionService(d: SessionDeps) {
   };
 
   async function passwordGrant(email: string, password: string, meta: RequestMeta): Promise<IssuedSession> {
-    const normalized = email.trim().toLowerCase();
+    const normalized = accountEmail(email);
     const keys: ThrottleKey[] = [d.throttle.accountKey(normalized), `address:${meta.ip}`];
     const release = d.throttle.admit(keys);
     let started: ReturnType<typeof startSession> | undefined;

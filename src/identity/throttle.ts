@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { throttled } from '../errors.ts';
+import { accountEmail } from '../normalize.ts';
 import type { ThrottleRepo } from './throttle-repo.ts';
 
 export interface ThrottlePolicy {
@@ -44,7 +45,7 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
    * alike. Keyed, so that what someone typed as their e-mail, a password at times, can be read
    * back from the table neither as it is nor by trying a dictionary of digests.
    */
-  const accountKey = (email: string): ThrottleKey => `account:${createHmac('sha256', keySecret).update(email.trim().toLowerCase()).digest('base64url')}`;
+  const accountKey = (email: string): ThrottleKey => `account:${createHmac('sha256', keySecret).update(accountEmail(email)).digest('base64url')}`;
 
   return {
     accountKey,

@@ -4,6 +4,7 @@ import { ConfigError } from '../config.ts';
 import type { Cursors, Page } from '../cursor.ts';
 import { AppError, conflict, forbidden, invalidField, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { accountEmail } from '../normalize.ts';
 import type { Db } from '../storage/db.ts';
 import type { Audit } from './audit.ts';
 import type { Caller, User } from './model.ts';
@@ -117,7 +118,7 @@ export function createUserService(d: UserDeps) {
     },
 
     async createUser(by: Caller, input: { email: string; name?: string; password: string; superuser?: boolean }): Promise<User> {
-      const email = input.email.toLowerCase();
+      const email = accountEmail(input.email);
       if (d.users.findUserByEmail(email)) throw conflict('email_taken', `A user with e-mail ${email} already exists.`);
       checkPasswordPolicy(input.password);
       const hash = await d.hasher.hash(input.password);
@@ -185,7 +186,7 @@ export function createUserService(d: UserDeps) {
      */
     async bootstrapSuperuser(input: { email?: string; password?: string }): Promise<{ user: User; generatedPassword?: string } | undefined> {
       if (d.users.countUsers() > 0) return undefined;
-      const email = (input.email ?? 'admin@contact-ledger.local').trim().toLowerCase();
+      const email = accountEmail(input.email ?? 'admin@contact-ledger.local');
       const generatedPassword = input.password === undefined ? randomBytes(18).toString('base64url') : undefined;
       const password = input.password ?? generatedPassword!;
       // a configuration error (exit 2): restarting with the same setting cannot help
