@@ -597,6 +597,36 @@ T('each failure writes an audit entry without the password (A2e), also when it w
   assert.equal(JSON.parse(address!), { grantType: 'password', email: 'nobody@a.test' });
 });
 
+T('a client secret typed into the clientId field (id and secret swapped) is kept neither in the audit log nor in the throttling table (A7a)', async ({ t, w }) => {
+  const { id, secret } = w.serviceAccounts.saAdmin;
+  const swapped = [
+    { body: { grantType: 'clientCredentials', clientId: secret, clientSecret: id } },
+    { form: { grant_type: 'client_credentials' }, headers: { authorization: `Basic ${Buffer.from(`${secret}:${id}`).toString('base64')}` } },
+    { body: { grantType: 'refreshToken', refreshToken: 'clr_whatever', clientId: secret, clientSecret: id } },
+  ];
+  for (const opts of swapped) {
+    const r = await t.call('POST', `${ID}/session`, opts);
+    assert.equal([r.status, r.body.error], [401, 'invalid_client'], JSON.stringify(opts));
+  }
+  // the installation audit log, as an operator reads it: the attempts are there, without the text
+  const events = (await t.call('GET', `${ID}/audit?limit=3`, { token: w.root })).body.events as { action: string; data: unknown }[];
+  assert.equal(events.map((e) => [e.action, e.data]), [
+    ['session.sign_in_failed', { grantType: 'refreshToken', clientId: null, clientIdNotAnId: true }],
+    ['session.sign_in_failed', { grantType: 'clientCredentials', clientId: null, clientIdNotAnId: true }],
+    ['session.sign_in_failed', { grantType: 'clientCredentials', clientId: null, clientIdNotAnId: true }],
+  ]);
+  const everything = JSON.stringify([t.rt.db.raw.prepare('SELECT * FROM audit_log').all(), t.rt.db.raw.prepare('SELECT * FROM auth_throttle').all(), t.logs]);
+  for (const needle of [secret, secret.slice(4, 40), createHash('sha256').update(secret).digest('hex'), createHash('sha256').update(secret).digest('base64url')]) {
+    assert.not.ok(everything.includes(needle), `${needle.slice(0, 8)}… is stored`);
+  }
+  // a well-formed client id is still named: which client was tried
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: 'cls_not_it' } }), 401);
+  const [last] = t.rt.db.raw.prepare("SELECT data FROM audit_log WHERE action = 'session.sign_in_failed' ORDER BY rowid DESC LIMIT 1").pluck().all() as string[];
+  assert.equal(JSON.parse(last!), { grantType: 'clientCredentials', clientId: id });
+  // its own counter is another key than the swapped attempts': they did not count against the account
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: secret } }), 200);
+});
+
 T('the nightly prune removes ended throttling windows and expired sessions with their refresh tokens, in sized chunks', async ({ t }) => {
   const raw = t.rt.db.raw;
   const count = (table: string) => raw.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;

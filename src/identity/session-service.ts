@@ -170,15 +170,17 @@ export function createSessionService(d: SessionDeps) {
 
   /** A service account by its id and secret (throttled like a password); 401 invalid_client otherwise. */
   function authenticateClient(clientId: string, clientSecret: string, meta: RequestMeta, grantType: Grant['grantType']): ServiceAccount {
-    const keys: ThrottleKey[] = [`client:${clientId.slice(0, 64)}`, `address:${meta.ip}`];
+    const keys: ThrottleKey[] = [d.throttle.clientKey(clientId), `address:${meta.ip}`];
     d.throttle.assertAllowed(keys);
     const sa = isId('sa', clientId) ? d.serviceAccounts.findServiceAccountById(clientId) : undefined;
     const match = digestsEqual(sha256(clientSecret), sa ? sa.secretHash : NO_SECRET);
     if (!sa || !match) {
       d.db.tx(() => {
         d.throttle.recordFailure(keys);
-        // installation-wide like every sign-in (docs/decisions.md): not in the organization's log
-        d.audit.recordAnonymous(meta, { orgId: null, action: 'session.sign_in_failed', data: { grantType, clientId: clientId.slice(0, 64) } });
+        // installation-wide like every sign-in (docs/decisions.md): not in the organization's log;
+        // the client id only when it is one — else it may be the secret, typed into the wrong field
+        const client = isId('sa', clientId) ? { clientId } : { clientId: null, clientIdNotAnId: true };
+        d.audit.recordAnonymous(meta, { orgId: null, action: 'session.sign_in_failed', data: { grantType, ...client } });
       });
       throw invalidClient('The client id or secret is incorrect.');
     }

@@ -47,8 +47,16 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
    */
   const accountKey = (email: string): ThrottleKey => `account:${createHmac('sha256', keySecret).update(accountEmail(email)).digest('base64url')}`;
 
+  /**
+   * The throttle key of a client (service account): a keyed digest of the client id as sent, like
+   * accountKey — what was typed there is a client secret at times (id and secret swapped), and the
+   * table must hold no secret, not even one that failed.
+   */
+  const clientKey = (clientId: string): ThrottleKey => `client:${createHmac('sha256', keySecret).update(clientId).digest('base64url')}`;
+
   return {
     accountKey,
+    clientKey,
     assertAllowed,
     /**
      * Admits one attempt whose check takes time (a bcrypt compare): it counts as a possible
