@@ -560,6 +560,25 @@ T('client credentials are throttled per client id too (A2d)', async ({ t, w }) =
   assert.ok(Number(r.headers.get('retry-after')) > 0);
 });
 
+T('rotating a locked-out service account\'s secret lifts its lockout: the new secret works at once (organization and installation accounts)', async ({ t, w }) => {
+  const org = await t.call('POST', `${ID}/orgs/${w.orgId}/service-accounts`, { token: w.tokens.admin, body: { name: 'locked pipeline', role: 'editor' } });
+  const inst = await t.call('POST', `${ID}/service-accounts`, { token: w.root, body: { name: 'locked feed', permissions: ['feed'] } });
+  for (const [created, rotate, token] of [
+    [org, `${ID}/orgs/${w.orgId}/service-accounts/${org.body.id}/rotate`, w.tokens.admin],
+    [inst, `${ID}/service-accounts/${inst.body.id}/rotate`, w.root],
+  ] as const) {
+    expectStatus(created, 201);
+    const clientId = created.body.clientId as string;
+    for (let i = 0; i < 10; i++) expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId, clientSecret: `cls_guess${i}` } }), 401);
+    const locked = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId, clientSecret: created.body.clientSecret } });
+    assert.is(locked.status, 429, 'locked out, even with the right secret');
+    const rotated = await t.call('POST', rotate, { token });
+    expectStatus(rotated, 200);
+    expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId, clientSecret: rotated.body.clientSecret } }), 200, 'the new secret, right after the rotation');
+    expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId, clientSecret: created.body.clientSecret } }), 401, 'the old secret');
+  }
+});
+
 T('service-account sign-ins, good and bad, are audited installation-wide like a user\'s, not in the organization\'s log', async ({ t, w }) => {
   const { id, secret } = w.serviceAccounts.saEditor;
   const entries = (action: string) =>

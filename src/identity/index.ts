@@ -60,7 +60,7 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
     sessions,
     orgs: createOrgService({ db, clock, cursors, orgs: repos.orgs, users: repos.users, access, audit, hasher, onOrgDeleted: deps.onOrgDeleted }),
     users: createUserService({ db, clock, cursors, users: repos.users, sessions: repos.sessions, audit, hasher, throttle }),
-    serviceAccounts: createServiceAccountService({ db, clock, cursors, serviceAccounts: repos.serviceAccounts, sessions: repos.sessions, access, audit }),
+    serviceAccounts: createServiceAccountService({ db, clock, cursors, serviceAccounts: repos.serviceAccounts, sessions: repos.sessions, throttle, access, audit }),
     /** Verifies an access token and resolves its actor (used by every authenticated route). */
     async authenticate(token: string) {
       return sessions.resolveActor(await tokens.verify(token));

@@ -9,12 +9,14 @@ import type { Audit } from './audit.ts';
 import { roleAtLeast, type Caller, type Permission, type Role, type ServiceAccount } from './model.ts';
 import type { ServiceAccountsRepo } from './service-accounts-repo.ts';
 import type { SessionsRepo } from './sessions-repo.ts';
+import type { SignInThrottle } from './throttle.ts';
 
 export interface ServiceAccountDeps {
   db: Db;
   clock: Clock;
   serviceAccounts: ServiceAccountsRepo;
   sessions: SessionsRepo;
+  throttle: SignInThrottle;
   access: Access;
   audit: Audit;
   cursors: Cursors;
@@ -72,7 +74,12 @@ export function createServiceAccountService(d: ServiceAccountDeps) {
     });
   };
 
-  /** New secret; the old one stops working and every session opened with it ends. */
+  /**
+   * New secret; the old one stops working and every session opened with it ends. The client's
+   * sign-in throttle is lifted: the failures counted there were guesses at a secret that is gone,
+   * and rotation is how an administrator gets a locked-out pipeline going again at once (as a
+   * password set by a superuser does for a user).
+   */
   const rotate = (by: Caller, orgId: string | null, id: string): ServiceAccountWithSecret => {
     const { secret, hash } = newSecret();
     return d.db.tx(() => {
@@ -80,6 +87,7 @@ export function createServiceAccountService(d: ServiceAccountDeps) {
       const now = d.clock.now();
       d.serviceAccounts.updateServiceAccountSecret(id, hash, now);
       const ended = d.sessions.revokeSessionsOfServiceAccount(id, now, 'secret_rotated');
+      d.throttle.recordSuccess(d.throttle.clientKey(id));
       d.audit.record(by, { orgId, action: 'service_account.rotated', target: { type: 'service_account', id }, data: { sessionsEnded: ended } });
       return { serviceAccount: requireInScope(orgId, id), clientSecret: secret };
     });
