@@ -300,6 +300,52 @@ S('client credentials: wrong secret or unknown id → 401 invalid_client; secret
   assert.not.ok(t.logs.join('').includes('SECRETINURL123'), 'the query string never reaches the log');
 });
 
+S('client credentials sent with a password grant are checked: wrong or unreadable → 401 invalid_client, valid → 400 unauthorized_client (RFC 6749 §3.2.1, §5.2)', async ({ t, w }) => {
+  const { id, secret } = w.serviceAccounts.saAdmin;
+  const basic = (text: string) => ({ authorization: `Basic ${Buffer.from(text).toString('base64')}` });
+  const user = { grant_type: 'password', username: 'viewer@a.test', password: PASSWORD };
+  const cases: [string, { form?: Record<string, string>; body?: unknown; headers?: Record<string, string> }, number, string][] = [
+    ['an unknown client by Basic', { form: user, headers: basic('sa_bogus:cls_wrong') }, 401, 'invalid_client'],
+    ['a real client with a wrong secret by Basic', { form: user, headers: basic(`${id}:cls_wrong`) }, 401, 'invalid_client'],
+    ['Basic that is not base64', { form: user, headers: { authorization: 'Basic !!!notbase64' } }, 401, 'invalid_client'],
+    ['Basic without credentials', { form: user, headers: { authorization: 'Basic' } }, 401, 'invalid_client'],
+    ['Basic without a colon', { form: user, headers: basic(id) }, 401, 'invalid_client'],
+    ['Basic with bad percent-encoding', { form: user, headers: basic(`${id}:%E0%A4%A`) }, 401, 'invalid_client'],
+    ['a wrong secret in the body', { body: { grantType: 'password', email: 'viewer@a.test', password: PASSWORD, clientId: id, clientSecret: 'cls_wrong' } }, 401, 'invalid_client'],
+    ['form username + password without grant type, wrong Basic', { form: { username: 'viewer@a.test', password: PASSWORD }, headers: basic(`${id}:cls_wrong`) }, 401, 'invalid_client'],
+    ['a valid client by Basic', { form: user, headers: basic(`${id}:${secret}`) }, 400, 'unauthorized_client'],
+    ['a valid client in the body', { body: { ...user, client_id: id, client_secret: secret } }, 400, 'unauthorized_client'],
+    ['a client named without its secret', { body: { ...user, client_id: id } }, 400, 'unauthorized_client'],
+  ];
+  for (const [what, opts, status, error] of cases) {
+    const r = await t.call('POST', `${ID}/session`, opts);
+    assert.equal([r.status, r.body.error, r.body.code], [status, error, error], what);
+    assert.is(r.headers.get('content-type'), 'application/problem+json', what);
+    assert.is(r.body.accessToken, undefined, what);
+  }
+  // the refresh grant, which checked a readable Basic header, no longer ignores an unreadable one
+  const s = await signIn(t, 'viewer@a.test', PASSWORD);
+  const bad = await t.call('POST', `${ID}/session`, { form: { grant_type: 'refresh_token', refresh_token: s.refreshToken }, headers: { authorization: 'Basic !!!notbase64' } });
+  assert.equal([bad.status, bad.body.error], [401, 'invalid_client'], 'refresh grant, unreadable Basic');
+  // nor does the auth alias (a password grant too)
+  for (const headers of [basic('sa_bogus:cls_wrong'), { authorization: 'Basic !!!notbase64' }]) {
+    const r = await t.call('POST', '/auth/v1/session', { form: { username: 'viewer@a.test', password: PASSWORD }, headers });
+    assert.equal([r.status, r.body.error], [401, 'invalid_client'], `alias, ${headers.authorization}`);
+  }
+  const alias = await t.call('POST', '/auth/v1/session', { form: { username: 'viewer@a.test', password: PASSWORD }, headers: basic(`${id}:${secret}`) });
+  assert.equal([alias.status, alias.body.error], [400, 'unauthorized_client'], 'alias, a valid client');
+  // one client authentication method: not Basic and a secret in the body
+  const twice = await t.call('POST', `${ID}/session`, { form: { grant_type: 'client_credentials', client_id: id, client_secret: secret }, headers: basic(`${id}:${secret}`) });
+  assert.is(twice.body.error, 'invalid_request', 'Basic and client_secret both');
+  // a failed client authentication is one of the client's: audited and counted as such
+  const [audited] = t.rt.db.raw.prepare("SELECT data FROM audit_log WHERE action = 'session.sign_in_failed' ORDER BY rowid DESC LIMIT 1").pluck().all() as string[];
+  assert.equal(JSON.parse(audited!), { grantType: 'password', clientId: null, clientIdNotAnId: true });
+  // without client credentials (or with another scheme than Basic) the password grant is what it was
+  expectStatus(await t.call('POST', `${ID}/session`, { form: user }), 200, 'no client');
+  expectStatus(await t.call('POST', `${ID}/session`, { form: user, headers: { authorization: 'Bearer whatever' } }), 200, 'a Bearer header is no client authentication');
+  expectStatus(await t.call('POST', `${ID}/session`, { form: { grant_type: 'client_credentials' }, headers: basic(`${id}:${secret}`) }), 200, 'the client itself, by Basic');
+});
+
 S('bad session requests: unknown grant type 400, missing fields 422, unknown fields 422, wrong media type 415', async ({ t }) => {
   const a = await t.call('POST', `${ID}/session`, { body: { grantType: 'implicit' } });
   assert.is(a.status, 400);

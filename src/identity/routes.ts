@@ -16,7 +16,7 @@ import {
 } from './presenters.ts';
 import * as S from './schemas.ts';
 import type { ServiceAccountService, ServiceAccountWithSecret } from './service-account-service.ts';
-import type { Grant, IssuedSession, SessionPrincipal, SessionService } from './session-service.ts';
+import { invalidClient, type Grant, type IssuedSession, type SessionPrincipal, type SessionService } from './session-service.ts';
 import type { UserService } from './user-service.ts';
 
 export interface IdentityServices {
@@ -32,30 +32,55 @@ export const IDENTITY_PREFIX = '/api/identity/v1';
 const invalidRequest = (message: string, path: string) =>
   new AppError(422, 'validation_failed', message, { errors: [{ path, message }], extra: { error: 'invalid_request', error_description: message } });
 
-/** HTTP Basic client authentication (RFC 6749 §2.3.1): form-encoded id and secret. */
+/**
+ * HTTP Basic client authentication (RFC 6749 §2.3.1): form-encoded id and secret. Undefined when
+ * the request has no Basic credentials (no Authorization header, or another scheme); credentials
+ * that cannot be read (not base64, no colon, bad percent-encoding) are a failed client
+ * authentication, 401 invalid_client — never ignored, whatever the grant.
+ */
 function basicCredentials(header: string): { clientId: string; clientSecret: string } | undefined {
+  if (!/^Basic(?:[ \t]|$)/i.test(header)) return undefined;
+  const malformed = () => invalidClient('The HTTP Basic client credentials cannot be read; send clientId:clientSecret in base64, each part percent-encoded.');
   const m = /^Basic ([A-Za-z0-9+/]+=*)$/i.exec(header);
-  if (!m) return undefined;
+  if (!m) throw malformed();
   const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
   const i = decoded.indexOf(':');
-  if (i < 0) return undefined;
+  if (i < 0) throw malformed();
   try {
     return { clientId: decodeURIComponent(decoded.slice(0, i)), clientSecret: decodeURIComponent(decoded.slice(i + 1)) };
   } catch {
-    return undefined;
+    throw malformed();
   }
+}
+
+/** One value of a field that has two spellings (camelCase, snake_case); 422 when they differ. */
+const pick = (field: string, a: string | undefined, c: string | undefined) => {
+  if (a !== undefined && c !== undefined && a !== c) throw invalidRequest(`${field} is given twice with different values`, field);
+  return a ?? c;
+};
+
+/** The client a request names: from the body, or from HTTP Basic (one method of authentication, RFC 6749 §2.3). */
+function requestClient(
+  b: { clientId?: string; client_id?: string; clientSecret?: string; client_secret?: string },
+  authorization: string,
+): { clientId: string | undefined; clientSecret: string | undefined } {
+  const basic = basicCredentials(authorization);
+  const bodySecret = pick('clientSecret', b.clientSecret, b.client_secret);
+  if (basic && bodySecret !== undefined) throw invalidRequest('the client authenticates once: with HTTP Basic or with clientSecret in the body, not both', 'clientSecret');
+  return { clientId: pick('clientId', pick('clientId', b.clientId, b.client_id), basic?.clientId), clientSecret: bodySecret ?? basic?.clientSecret };
+}
+
+/** A client the request names, for a grant that checks it (password, refreshToken); 422 for a secret without its id. */
+function namedClient(clientId: string | undefined, clientSecret: string | undefined): { client?: { clientId: string; clientSecret?: string } } {
+  if (clientId !== undefined) return { client: { clientId, ...(clientSecret !== undefined ? { clientSecret } : {}) } };
+  if (clientSecret !== undefined) throw invalidRequest('clientSecret needs its clientId', 'clientId');
+  return {};
 }
 
 /** Normalizes the many spellings of SPEC §3.1 into one grant; 400/422 on contradictions. */
 export function toGrant(b: z.output<typeof S.SessionRequest>, authorization: string): Grant {
-  const pick = (field: string, a: string | undefined, c: string | undefined) => {
-    if (a !== undefined && c !== undefined && a !== c) throw invalidRequest(`${field} is given twice with different values`, field);
-    return a ?? c;
-  };
-  const basic = basicCredentials(authorization);
   const email = pick('email', b.email, b.username);
-  const clientId = pick('clientId', b.clientId, b.client_id) ?? basic?.clientId;
-  const clientSecret = pick('clientSecret', b.clientSecret, b.client_secret) ?? basic?.clientSecret;
+  const { clientId, clientSecret } = requestClient(b, authorization);
   const refreshToken = pick('refreshToken', b.refreshToken, b.refresh_token);
   const raw = pick('grantType', b.grantType, b.grant_type);
   const grantType =
@@ -78,7 +103,8 @@ export function toGrant(b: z.output<typeof S.SessionRequest>, authorization: str
     case 'password':
       if (email === undefined) throw invalidRequest('email (or username) is required for the password grant', 'email');
       if (b.password === undefined) throw invalidRequest('password is required for the password grant', 'password');
-      return { grantType, email, password: b.password };
+      // client credentials sent with it are checked, then refused (session-service.ts passwordGrant)
+      return { grantType, email, password: b.password, ...namedClient(clientId, clientSecret) };
     case 'clientCredentials':
       if (clientId === undefined) throw invalidRequest('clientId is required for the clientCredentials grant', 'clientId');
       if (clientSecret === undefined) throw invalidRequest('clientSecret is required for the clientCredentials grant', 'clientSecret');
@@ -86,9 +112,7 @@ export function toGrant(b: z.output<typeof S.SessionRequest>, authorization: str
     case 'refreshToken':
       if (refreshToken === undefined) throw invalidRequest('refreshToken is required for the refreshToken grant', 'refreshToken');
       // a client that authenticates or names itself gets tokens only for its own sessions (RFC 6749 §6)
-      if (clientId !== undefined) return { grantType, refreshToken, client: { clientId, ...(clientSecret !== undefined ? { clientSecret } : {}) } };
-      if (clientSecret !== undefined) throw invalidRequest('clientSecret needs its clientId', 'clientId');
-      return { grantType, refreshToken };
+      return { grantType, refreshToken, ...namedClient(clientId, clientSecret) };
     default:
       throw invalidRequest('grantType is required (password, clientCredentials or refreshToken)', 'grantType');
   }
@@ -194,7 +218,8 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
       method: 'post', path: '/session', access: 'public', body: S.SessionRequest, bodyTypes: ['json', 'form'],
       summary: 'Sign in: password, clientCredentials or refreshToken grant',
       description:
-        'Returns an access token (JWT, 1 hour) and a refresh token (rotated on every use). HTTP Basic client authentication is accepted for clientCredentials. ' +
+        'Returns an access token (JWT, 1 hour) and a refresh token (rotated on every use). HTTP Basic client authentication is accepted for clientCredentials and refreshToken; ' +
+        'client credentials sent with a password grant are checked (401 invalid_client when wrong or unreadable) and then refused (400 unauthorized_client: the password grant is for users). ' +
         `With the request header "${SESSION_COOKIE_HEADER}: 1" (same-site pages only) the refresh token is set as an httpOnly SameSite=Strict cookie on this path instead of in the body, ` +
         'and a refreshToken grant without a token reads that cookie.',
       responses: { 200: { description: 'Signed in' }, 401: { description: 'invalid_grant / invalid_client' }, 403: { description: 'cross_site_request (cookie mode from another site)' } },
@@ -361,7 +386,9 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
     },
     async (ctx, { body, meta }) => {
       if (ctx.querystring) throw badRequest('credentials_in_url', 'Credentials must be sent in the request body, never in the URL.');
-      const s = await svc.sessions.signIn({ grantType: 'password', email: body.username, password: body.password }, meta);
+      // HTTP Basic client credentials are checked and refused as on POST /session (a password grant)
+      const basic = basicCredentials(ctx.get('Authorization'));
+      const s = await svc.sessions.signIn({ grantType: 'password', email: body.username, password: body.password, ...(basic ? { client: basic } : {}) }, meta);
       noStore(ctx);
       ctx.body = {
         access_token: s.accessToken,

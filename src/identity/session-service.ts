@@ -16,7 +16,7 @@ import type { UsersRepo } from './users-repo.ts';
 
 /** A sign-in request, already normalized from camelCase, snake_case or form fields. */
 export type Grant =
-  | { grantType: 'password'; email: string; password: string }
+  | { grantType: 'password'; email: string; password: string; client?: { clientId: string; clientSecret?: string } }
   | { grantType: 'clientCredentials'; clientId: string; clientSecret: string }
   | { grantType: 'refreshToken'; refreshToken: string; client?: { clientId: string; clientSecret?: string } };
 
@@ -59,8 +59,10 @@ const invalidGrant = (message: string) =>
   new AppError(401, 'invalid_grant', message, { extra: { error: 'invalid_grant', error_description: message } });
 // RFC 6749 §5.2: a client that authenticated with HTTP Basic is told the scheme to use (the web
 // application never sends client credentials, so no browser shows a password prompt for it).
-const invalidClient = (message: string) =>
+export const invalidClient = (message: string) =>
   new AppError(401, 'invalid_client', message, { extra: { error: 'invalid_client', error_description: message }, headers: { 'WWW-Authenticate': 'Basic realm="contact-ledger", charset="UTF-8"' } });
+// RFC 6749 §5.2: a client that may not use the grant it asked for (400)
+const unauthorizedClient = (message: string) => new AppError(400, 'unauthorized_client', message, { extra: { error: 'unauthorized_client', error_description: message } });
 
 export type SessionService = ReturnType<typeof createSessionService>;
 
@@ -128,7 +130,17 @@ export function createSessionService(d: SessionDeps) {
     };
   };
 
-  async function passwordGrant(email: string, password: string, meta: RequestMeta): Promise<IssuedSession> {
+  /**
+   * The password grant signs in a user, never a client: client credentials sent with it are checked
+   * like any (a wrong or malformed secret is 401 invalid_client, counted against the client), and a
+   * client named or authenticated is then refused with 400 unauthorized_client — the session would
+   * not be its own, the one thing a client may hold (as the refresh grant decides: RFC 6749 §6).
+   */
+  async function passwordGrant(email: string, password: string, client: { clientId: string; clientSecret?: string } | undefined, meta: RequestMeta): Promise<IssuedSession> {
+    if (client) {
+      if (client.clientSecret !== undefined) authenticateClient(client.clientId, client.clientSecret, meta, 'password');
+      throw unauthorizedClient('The password grant is for users and takes no client credentials; a service account signs in with the clientCredentials grant.');
+    }
     const normalized = accountEmail(email);
     const keys: ThrottleKey[] = [d.throttle.accountKey(normalized), `address:${meta.ip}`];
     const release = d.throttle.admit(keys);
@@ -280,7 +292,7 @@ export function createSessionService(d: SessionDeps) {
     signIn(grant: Grant, meta: RequestMeta): Promise<IssuedSession> {
       switch (grant.grantType) {
         case 'password':
-          return passwordGrant(grant.email, grant.password, meta);
+          return passwordGrant(grant.email, grant.password, grant.client, meta);
         case 'clientCredentials':
           return clientCredentialsGrant(grant.clientId, grant.clientSecret, meta);
         case 'refreshToken':
