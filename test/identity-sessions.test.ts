@@ -346,22 +346,67 @@ S('client credentials sent with a password grant are checked: wrong or unreadabl
   expectStatus(await t.call('POST', `${ID}/session`, { form: { grant_type: 'client_credentials' }, headers: basic(`${id}:${secret}`) }), 200, 'the client itself, by Basic');
 });
 
-S('bad session requests: unknown grant type 400, missing fields 422, unknown fields 422, wrong media type 415', async ({ t }) => {
+S('bad session requests: unknown grant type 400, missing or unknown fields 400 invalid_request, wrong media type 415', async ({ t }) => {
   const a = await t.call('POST', `${ID}/session`, { body: { grantType: 'implicit' } });
   assert.is(a.status, 400);
   assert.is(a.body.code, 'unsupported_grant_type');
   const b = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'a@b.c' } });
-  assert.is(b.status, 422);
+  assert.is(b.status, 400);
   assert.equal(b.body.errors, [{ path: 'password', message: 'password is required for the password grant' }]);
   const c = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'a@b.c', password: 'x', admin: true } });
-  assert.is(c.status, 422);
+  assert.is(c.status, 400);
   assert.equal(c.body.errors, [{ path: 'admin', message: 'is not a known field' }]);
   const d = await t.call('POST', `${ID}/session`, { raw: 'email=a', headers: { 'content-type': 'text/plain' } });
   assert.is(d.status, 415);
   const e = await t.call('POST', `${ID}/session`, { body: {} });
-  assert.is(e.status, 422);
+  assert.is(e.status, 400);
   const f = await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: ['a@b.c', 'd@e.f'], password: 'x' } });
-  assert.is(f.status, 422, 'type confusion (I6)');
+  assert.is(f.status, 400, 'type confusion (I6)');
+  for (const r of [b, c, d, e, f]) assert.is(r.body.error, 'invalid_request');
+});
+
+S('every error of the token endpoint (and its auth alias) carries RFC 6749\'s error and error_description, 400 where other routes answer 422 (RELIABILITY I7)', async ({ t }) => {
+  const json = (raw: string) => ({ raw, headers: { 'content-type': 'application/json' } });
+  const form = (raw: string) => ({ raw, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const cases: [string, string, { raw: string; headers: Record<string, string> }, number, string, string][] = [
+    ['an array', `${ID}/session`, json('[]'), 400, 'invalid_request', 'validation_failed'],
+    ['an e-mail that is a number', `${ID}/session`, json('{"grantType":"password","email":5,"password":"x"}'), 400, 'invalid_request', 'validation_failed'],
+    ['invalid JSON', `${ID}/session`, json('{bad'), 400, 'invalid_request', 'malformed_body'],
+    ['a key given twice', `${ID}/session`, json('{"email":"a@b.c","password":"x","password":"y"}'), 400, 'invalid_request', 'validation_failed'],
+    ['an empty body', `${ID}/session`, json(''), 400, 'invalid_request', 'validation_failed'],
+    ['form: the grant alone', `${ID}/session`, form('grant_type=authorization_code'), 400, 'unsupported_grant_type', 'unsupported_grant_type'],
+    ['form: the grant with its parameters', `${ID}/session`, form('grant_type=authorization_code&code=x&redirect_uri=http%3A%2F%2Fa.test'), 400, 'unsupported_grant_type', 'unsupported_grant_type'],
+    ['form: a field without its grant', `${ID}/session`, form('grant_type=password&username=a%40b.c'), 400, 'invalid_request', 'validation_failed'],
+    ['form: not UTF-8', `${ID}/session`, form('username=a%40b.c&password=%FF'), 400, 'invalid_request', 'malformed_body'],
+    ['a credential in the URL', `${ID}/session?client_secret=x`, json('{"grantType":"clientCredentials","clientId":"sa_x","clientSecret":"y"}'), 400, 'invalid_request', 'invalid_parameter'],
+    ['text/plain', `${ID}/session`, { raw: 'x', headers: { 'content-type': 'text/plain' } }, 415, 'invalid_request', 'unsupported_media_type'],
+    ['alias: an array', '/auth/v1/session', json('[]'), 400, 'invalid_request', 'validation_failed'],
+    ['alias: no password', '/auth/v1/session', form('username=a%40b.c'), 400, 'invalid_request', 'validation_failed'],
+    ['alias: another grant', '/auth/v1/session', form('grant_type=client_credentials&username=a%40b.c&password=x'), 400, 'unsupported_grant_type', 'unsupported_grant_type'],
+    ['alias: invalid JSON', '/auth/v1/session', json('{bad'), 400, 'invalid_request', 'malformed_body'],
+  ];
+  for (const [what, path, opts, status, error, code] of cases) {
+    const r = await t.call('POST', path, opts);
+    assert.equal([r.status, r.body.error, r.body.code], [status, error, code], `${what}: ${r.text}`);
+    assert.is(r.headers.get('content-type'), 'application/problem+json', what);
+    // problem+json as before: status, message (= detail), and a description for OAuth clients
+    assert.equal([r.body.status, r.body.detail], [status, r.body.message], what);
+    assert.type(r.body.error_description, 'string', what);
+    assert.match(r.body.error_description, /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/, `${what}: RFC 6749 §5.2 characters only`);
+  }
+  // the errors list stays where there is one
+  const many = await t.call('POST', `${ID}/session`, json('{"grantType":"password","email":5,"password":"x","admin":true}'));
+  assert.equal(many.body.errors.map((e: { path: string }) => e.path).sort(), ['admin', 'email']);
+  // a 429 says so too, keeping its status and Retry-After
+  const throttled = await startApp({ config: { loginMaxFailuresPerAccount: 1, loginMaxFailuresPerAddress: 1000 } });
+  try {
+    await throttled.call('POST', `${ID}/session`, { body: { email: 'nobody@a.test', password: 'not it at all' } });
+    const r = await throttled.call('POST', `${ID}/session`, { body: { email: 'nobody@a.test', password: 'not it at all' } });
+    assert.equal([r.status, r.body.error, r.body.code], [429, 'temporarily_unavailable', 'too_many_requests']);
+    assert.ok(Number(r.headers.get('retry-after')) > 0);
+  } finally {
+    await throttled.close();
+  }
 });
 
 S('refresh token used as a bearer token → 401; an access token as refresh token → 401', async ({ t }) => {
@@ -773,7 +818,7 @@ C('without the header nothing changes: the token is in the body, no cookie is se
   assert.match(r.body.refreshToken, /^clr_/);
   assert.is(setCookie(r), undefined);
   const viaCookie = await t.call('POST', `${ID}/session`, { headers: { cookie: `cl_refresh=${r.body.refreshToken}` }, body: { grantType: 'refreshToken' } });
-  assert.is(viaCookie.status, 422, 'the cookie is read only in cookie mode');
+  assert.equal([viaCookie.status, viaCookie.body.error], [400, 'invalid_request'], 'the cookie is read only in cookie mode');
   const viaBody = await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: r.body.refreshToken } });
   expectStatus(viaBody, 200, 'the body token still works');
 });

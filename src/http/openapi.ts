@@ -53,7 +53,8 @@ function operation(r: RouteSpec, tag: string) {
   }
   const errors = r.access === 'public' ? ['400', '422', '429'] : ['400', '401', '403', '404', '422'];
   for (const s of errors) {
-    if ((s === '422' && !r.body) || responses[s]) continue;
+    // a token endpoint answers 400 for an invalid body (RFC 6749 §5.2), never 422
+    if ((s === '422' && (!r.body || r.oauthErrors)) || responses[s]) continue;
     responses[s] = { description: ERROR_STATUSES[s], content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
   }
   const access = typeof r.access === 'string' ? r.access : 'org' in r.access ? `${r.access.org} role on the organization` : `installation "${r.access.permission}" permission`;

@@ -10,6 +10,7 @@ import { OFF_THREAD_BYTES, type JsonParserThread } from './json-parser-thread.ts
 import { BULK_BODY_BYTES, shedLargeBodies, type LoadShedder } from './load-shedding.ts';
 // also configures zod's default messages for every schema (src/http/schema-messages.ts)
 import { kindOf } from './schema-messages.ts';
+import { toAppError } from './problem.ts';
 
 /**
  * Routes are declared, not just registered: one declaration gives the guard, the request
@@ -102,6 +103,13 @@ export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q 
    * probes, which load balancers and monitors call with cache-busting parameters of their own.
    */
   ignoresQuery?: boolean;
+  /**
+   * The route is an OAuth 2.0 token endpoint (RFC 6749 §5.2): every error it answers — from the
+   * body parser, the validation or the handler — passes through this function, which gives it the
+   * `error` and `error_description` members OAuth clients read (and 400 where other routes answer
+   * 422). The body stays problem+json.
+   */
+  oauthErrors?: (e: AppError, ctx: Koa.Context) => AppError;
 }
 
 type Infer<S> = S extends Schema ? z.output<S> : undefined;
@@ -346,6 +354,16 @@ export class ApiRouter {
     const chain: Koa.Middleware[] = [];
     const name = `${s.method.toUpperCase()} ${this.prefix}${s.path}`;
     const params = s.path.split('/').filter((seg) => seg.startsWith(':')).length;
+    if (s.oauthErrors) {
+      const map = s.oauthErrors;
+      chain.push(async (ctx, next) => {
+        try {
+          await next();
+        } catch (err) {
+          throw map(toAppError(err), ctx);
+        }
+      });
+    }
     chain.push(async (ctx, next) => {
       if (params) this.refuseLiteralPath(ctx, name);
       ctx.state.routeName = name;

@@ -29,8 +29,59 @@ export interface IdentityServices {
 
 export const IDENTITY_PREFIX = '/api/identity/v1';
 
+// 400, not 422: a token endpoint answers RFC 6749 §5.2's codes (RELIABILITY I7)
 const invalidRequest = (message: string, path: string) =>
-  new AppError(422, 'validation_failed', message, { errors: [{ path, message }], extra: { error: 'invalid_request', error_description: message } });
+  new AppError(400, 'validation_failed', message, { errors: [{ path, message }], extra: { error: 'invalid_request', error_description: message } });
+
+/** The grant types of POST /session, in every spelling SPEC §3.1 accepts. */
+const GRANT_TYPES: Record<string, Grant['grantType']> = {
+  password: 'password',
+  clientCredentials: 'clientCredentials',
+  client_credentials: 'clientCredentials',
+  refreshToken: 'refreshToken',
+  refresh_token: 'refreshToken',
+};
+const grantTypeOf = (raw: string): Grant['grantType'] | undefined => (Object.hasOwn(GRANT_TYPES, raw) ? GRANT_TYPES[raw] : undefined);
+
+const unsupportedGrantType = (raw: string, use: string, path: string) =>
+  new AppError(400, 'unsupported_grant_type', `${path} "${raw}" is not supported; use ${use}.`, {
+    errors: [{ path, message: 'unsupported grant type' }],
+    extra: { error: 'unsupported_grant_type', error_description: `use ${use}` },
+  });
+
+/** RFC 6749 §5.2: an error_description is printable ASCII without `"` and `\`. */
+const oauthText = (s: string) =>
+  s.replace(/[\u2013\u2014]/g, '-').replace(/\u2026/g, '...').replace(/"/g, "'").replace(/\\/g, '/').replace(/[^\x20-\x7e]/g, '?');
+
+/**
+ * Every error of a token endpoint as RFC 6749 §5.2 has it (RELIABILITY I7; docs/decisions.md,
+ * "Status codes of sign-in failures"): the problem+json body keeps its status, message, code and
+ * errors, and carries `error` and `error_description` — `invalid_request` for a malformed or
+ * invalid request, which is 400 here where other routes answer 422; `temporarily_unavailable`
+ * for a 429 or 503 (Retry-After kept), `server_error` for a 500. A grant type the endpoint does
+ * not take is `unsupported_grant_type` whatever else the body holds (the parameters of
+ * another grant, such as authorization_code's `code`, are no known fields of ours).
+ */
+function tokenEndpointError(e: AppError, ctx: Koa.Context, unsupported: (raw: string) => AppError | undefined): AppError {
+  if (e.status === 499) return e; // the client is gone: nobody reads it
+  const body = (ctx.request as { body?: unknown }).body;
+  if (e.status === 422 && body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    for (const raw of [(body as Record<string, unknown>).grantType, (body as Record<string, unknown>).grant_type]) {
+      const refused = typeof raw === 'string' && raw.length <= 64 ? unsupported(raw) : undefined;
+      if (refused) return refused;
+    }
+  }
+  const status = e.status === 422 ? 400 : e.status;
+  const given = typeof e.extra.error === 'string' ? e.extra.error : undefined;
+  if (given !== undefined && status === e.status) return e;
+  const error = given ?? (status === 429 || status === 503 ? 'temporarily_unavailable' : status >= 500 ? 'server_error' : 'invalid_request');
+  return new AppError(status, e.code, e.message, {
+    errors: e.errors,
+    headers: e.headers,
+    extra: { ...e.extra, error, error_description: e.extra.error_description ?? oauthText(e.message) },
+    cause: e.cause ?? e,
+  });
+}
 
 /**
  * HTTP Basic client authentication (RFC 6749 §2.3.1): form-encoded id and secret. Undefined when
@@ -53,7 +104,7 @@ function basicCredentials(header: string): { clientId: string; clientSecret: str
   }
 }
 
-/** One value of a field that has two spellings (camelCase, snake_case); 422 when they differ. */
+/** One value of a field that has two spellings (camelCase, snake_case); 400 when they differ. */
 const pick = (field: string, a: string | undefined, c: string | undefined) => {
   if (a !== undefined && c !== undefined && a !== c) throw invalidRequest(`${field} is given twice with different values`, field);
   return a ?? c;
@@ -70,14 +121,16 @@ function requestClient(
   return { clientId: pick('clientId', pick('clientId', b.clientId, b.client_id), basic?.clientId), clientSecret: bodySecret ?? basic?.clientSecret };
 }
 
-/** A client the request names, for a grant that checks it (password, refreshToken); 422 for a secret without its id. */
+/** A client the request names, for a grant that checks it (password, refreshToken); 400 for a secret without its id. */
 function namedClient(clientId: string | undefined, clientSecret: string | undefined): { client?: { clientId: string; clientSecret?: string } } {
   if (clientId !== undefined) return { client: { clientId, ...(clientSecret !== undefined ? { clientSecret } : {}) } };
   if (clientSecret !== undefined) throw invalidRequest('clientSecret needs its clientId', 'clientId');
   return {};
 }
 
-/** Normalizes the many spellings of SPEC §3.1 into one grant; 400/422 on contradictions. */
+const SESSION_GRANTS = 'password, clientCredentials or refreshToken';
+
+/** Normalizes the many spellings of SPEC §3.1 into one grant; 400 on contradictions. */
 export function toGrant(b: z.output<typeof S.SessionRequest>, authorization: string): Grant {
   const email = pick('email', b.email, b.username);
   const { clientId, clientSecret } = requestClient(b, authorization);
@@ -92,13 +145,8 @@ export function toGrant(b: z.output<typeof S.SessionRequest>, authorization: str
           : refreshToken !== undefined
             ? 'refreshToken'
             : undefined
-      : ({ password: 'password', clientCredentials: 'clientCredentials', client_credentials: 'clientCredentials', refreshToken: 'refreshToken', refresh_token: 'refreshToken' } as const)[raw as 'password'];
-  if (raw !== undefined && grantType === undefined) {
-    throw new AppError(400, 'unsupported_grant_type', `grantType "${raw}" is not supported; use password, clientCredentials or refreshToken.`, {
-      errors: [{ path: 'grantType', message: 'unsupported grant type' }],
-      extra: { error: 'unsupported_grant_type', error_description: 'use password, clientCredentials or refreshToken' },
-    });
-  }
+      : grantTypeOf(raw);
+  if (raw !== undefined && grantType === undefined) throw unsupportedGrantType(raw, SESSION_GRANTS, 'grantType');
   switch (grantType) {
     case 'password':
       if (email === undefined) throw invalidRequest('email (or username) is required for the password grant', 'email');
@@ -216,13 +264,20 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   r.add(
     {
       method: 'post', path: '/session', access: 'public', body: S.SessionRequest, bodyTypes: ['json', 'form'],
+      oauthErrors: (e, ctx) => tokenEndpointError(e, ctx, (raw) => (grantTypeOf(raw) ? undefined : unsupportedGrantType(raw, SESSION_GRANTS, 'grantType'))),
       summary: 'Sign in: password, clientCredentials or refreshToken grant',
       description:
         'Returns an access token (JWT, 1 hour) and a refresh token (rotated on every use). HTTP Basic client authentication is accepted for clientCredentials and refreshToken; ' +
         'client credentials sent with a password grant are checked (401 invalid_client when wrong or unreadable) and then refused (400 unauthorized_client: the password grant is for users). ' +
         `With the request header "${SESSION_COOKIE_HEADER}: 1" (same-site pages only) the refresh token is set as an httpOnly SameSite=Strict cookie on this path instead of in the body, ` +
-        'and a refreshToken grant without a token reads that cookie.',
-      responses: { 200: { description: 'Signed in' }, 401: { description: 'invalid_grant / invalid_client' }, 403: { description: 'cross_site_request (cookie mode from another site)' } },
+        'and a refreshToken grant without a token reads that cookie. ' +
+        'Every error carries RFC 6749\'s error and error_description besides the problem+json members.',
+      responses: {
+        200: { description: 'Signed in' },
+        400: { description: 'invalid_request (a malformed or invalid request, with errors[] where fields are named), unsupported_grant_type, unauthorized_client' },
+        401: { description: 'invalid_grant / invalid_client' },
+        403: { description: 'cross_site_request (cookie mode from another site)' },
+      },
     },
     async (ctx, { body, meta }) => {
       if (ctx.querystring) throw badRequest('credentials_in_url', 'Credentials must be sent in the request body, never in the URL.');
@@ -381,8 +436,14 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   alias.add(
     {
       method: 'post', path: '/session', access: 'public', body: S.AuthAliasRequest, bodyTypes: ['form', 'json'],
+      oauthErrors: (e, ctx) => tokenEndpointError(e, ctx, (raw) => (raw === 'password' ? undefined : unsupportedGrantType(raw, 'password', 'grant_type'))),
       summary: 'Sign in with form fields username and password (auth_url alias)',
-      responses: { 200: { description: '{access_token, token_type, expires_in, expires_at, refresh_token}' } },
+      description: 'Every error carries RFC 6749\'s error and error_description besides the problem+json members.',
+      responses: {
+        200: { description: '{access_token, token_type, expires_in, expires_at, refresh_token}' },
+        400: { description: 'invalid_request (a malformed or invalid request), unsupported_grant_type, unauthorized_client' },
+        401: { description: 'invalid_grant / invalid_client' },
+      },
     },
     async (ctx, { body, meta }) => {
       if (ctx.querystring) throw badRequest('credentials_in_url', 'Credentials must be sent in the request body, never in the URL.');
