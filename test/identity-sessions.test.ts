@@ -236,6 +236,26 @@ S('GET /session returns the shape of the sign-in answer without tokens: the acce
   assert.equal(r.body.orgs, [{ id: w.orgId, name: 'Org A', role: 'admin' }]);
 });
 
+S('a superuser\'s session lists the organizations and roles GET /orgs lists and the server enforces: every one, as admin, also where a member with a lower role', async ({ t, w }) => {
+  const email = 'super-viewer@x.test';
+  const created = await t.call('POST', `${ID}/users`, { token: w.root, body: { email, password: PASSWORD, superuser: true } });
+  expectStatus(created, 201);
+  expectStatus(await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.root, body: { email, role: 'viewer' } }), 201);
+  const s = await signIn(t, email, PASSWORD);
+  const listed = (await t.call('GET', `${ID}/orgs?limit=1000`, { token: s.accessToken })).body.orgs.map((o: any) => ({ id: o.id, name: o.name, role: o.role }));
+  assert.ok(listed.length >= 2 && listed.every((o: any) => o.role === 'admin'), JSON.stringify(listed));
+  const byId = (orgs: { id: string }[]) => [...orgs].sort((a, b) => a.id.localeCompare(b.id));
+  assert.equal(byId(s.orgs), byId(listed), 'the sign-in answer');
+  assert.equal(byId((await t.call('GET', `${ID}/session`, { token: s.accessToken })).body.orgs), byId(listed), 'GET /session');
+  // what the answer says is what the server does: admin on Org B, where the membership says viewer
+  expectStatus(await t.call('GET', `${ID}/orgs/${w.otherOrgId}/audit`, { token: s.accessToken }), 200, 'an admin route of Org B');
+  // no longer a superuser: the membership's role, on the next request
+  expectStatus(await t.call('PATCH', `${ID}/users/${created.body.id}`, { token: w.root, body: { superuser: false } }), 200);
+  const after = await t.call('GET', `${ID}/session`, { token: s.accessToken });
+  assert.equal(after.body.orgs, [{ id: w.otherOrgId, name: 'Org B', role: 'viewer' }]);
+  assert.equal((await t.call('GET', `${ID}/orgs`, { token: s.accessToken })).body.orgs.map((o: any) => [o.id, o.role]), [[w.otherOrgId, 'viewer']]);
+});
+
 S('client credentials: JSON, snake_case, form and HTTP Basic; service accounts get refresh tokens (SPEC)', async ({ t, w }) => {
   const { id, secret } = w.serviceAccounts.saEditor;
   const a = await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: id, clientSecret: secret } });

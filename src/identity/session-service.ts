@@ -73,13 +73,18 @@ export type SessionService = ReturnType<typeof createSessionService>;
 export function createSessionService(d: SessionDeps) {
   const ms = (s: number) => s * 1000;
 
-  /** Organizations the principal can use, with its role in each. */
+  /**
+   * Organizations the principal can use, with its effective role in each — what GET /orgs lists and
+   * the role checks enforce: for a superuser every organization, as admin, whatever its membership
+   * (docs/decisions.md).
+   */
   const orgsOf = (p: { user?: User; sa?: ServiceAccount }): SessionPrincipal['orgs'] => {
     if (p.sa) {
       if (!p.sa.orgId) return [];
       const o = d.orgs.findOrgById(p.sa.orgId);
       return o ? [{ id: o.id, name: o.name, role: p.sa.role! }] : [];
     }
+    if (p.user!.superuser) return d.orgs.listOrgs(10_000).map((o) => ({ id: o.id, name: o.name, role: 'admin' as Role }));
     return d.orgs.listOrgsOfUser(p.user!.id, 10_000).map((o) => ({ id: o.id, name: o.name, role: o.role! }));
   };
 
