@@ -138,12 +138,14 @@ export function createSessionService(d: SessionDeps) {
   /**
    * The password grant signs in a user, never a client: client credentials sent with it are checked
    * like any (a wrong or malformed secret is 401 invalid_client, counted against the client), and a
-   * client named or authenticated is then refused with 400 unauthorized_client — the session would
-   * not be its own, the one thing a client may hold (as the refresh grant decides: RFC 6749 §6).
+   * client authenticated is then refused with 400 unauthorized_client — the session would not be
+   * its own, the one thing a client may hold (as the refresh grant decides: RFC 6749 §6). A client
+   * id without a secret is a public client's name (RFC 6749 §2.1, which OAuth libraries send by
+   * default); this server registers none, so it authenticates nothing and is not looked at.
    */
   async function passwordGrant(email: string, password: string, client: { clientId: string; clientSecret?: string } | undefined, meta: RequestMeta): Promise<IssuedSession> {
-    if (client) {
-      if (client.clientSecret !== undefined) authenticateClient(client.clientId, client.clientSecret, meta, 'password');
+    if (client?.clientSecret !== undefined) {
+      authenticateClient(client.clientId, client.clientSecret, meta, 'password');
       throw unauthorizedClient('The password grant is for users and takes no client credentials; a service account signs in with the clientCredentials grant.');
     }
     const normalized = accountEmail(email);
