@@ -1,6 +1,6 @@
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import cron from 'node-cron';
 import { MAX_STORED_REJECTIONS } from './jobs/rejections.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
@@ -303,7 +303,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
       try {
         raw = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
       } catch (err) {
-        throw new ConfigError(`${fileVar}: cannot read ${file}: ${(err as Error).message}`);
+        throw unreadableFile(fileVar, file, err);
       }
     } else if (env[setting.env] !== undefined) {
       raw = env[setting.env];
@@ -324,7 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     try {
       accessSync(file, constants.R_OK);
     } catch (err) {
-      throw new ConfigError(`${name}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw unreadableFile(name, file, err);
     }
   }
   // OWASP / ASVS 2.4.4: a work factor of at least 10. The test suite alone hashes at 4, which it
@@ -345,4 +345,27 @@ export function describeConfig(c: Config): Record<string, unknown> {
   const out: Record<string, unknown> = { ...c };
   for (const s of SETTINGS) if (s!.secret && out[s!.key] !== undefined) out[s!.key] = '***';
   return out;
+}
+
+/**
+ * Why the file a setting names cannot be read, for a message that may reach a journal: the path,
+ * when the value looks like one — written as a path (`/…`, `./…`, `../…`) in a folder that exists —
+ * and else nothing of the value, which may be the secret itself, put where its file's path belongs
+ * (a tester's case: a private key and a password printed whole). Only the error's code, never
+ * Node's message, which repeats the value.
+ */
+export function unreadableFile(name: string, value: string, err: unknown): ConfigError {
+  const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+  if (/^\.{0,2}\//.test(value) && !/\s/.test(value) && folderExists(dirname(value))) return new ConfigError(`${name}: cannot read ${value}: ${code}`);
+  return new ConfigError(
+    `${name}: cannot read the file it names (${code}); its value (${value.length} characters) is not shown, since it is no path in a folder that exists and may be a secret itself — ${name} takes the path of a file`,
+  );
+}
+
+function folderExists(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }

@@ -149,6 +149,31 @@ C('bad configuration values stop with exit code 2 and name the setting', () => {
   }
 });
 
+C('a secret put where the path of its file belongs is refused without a word of it: exit 2 names the setting, never the value', () => {
+  const key = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----';
+  const cert = join(tempDir(), 'cert.pem');
+  writeFileSync(cert, 'not read: the key is refused first');
+  const cases: [Record<string, string>, string, string][] = [
+    [{ TLS_CERT: cert, TLS_KEY: key }, 'TLS_KEY', 'MIGHAgEAMBMG'],
+    [{ TLS_CERT: cert, TLS_KEY_FILE: key }, 'TLS_KEY', 'MIGHAgEAMBMG'],
+    [{ TLS_CERT: key, TLS_KEY: cert }, 'TLS_CERT', 'MIGHAgEAMBMG'],
+    [{ METRICS_TOKEN_FILE: 'abcdefghijklmnop1234' }, 'METRICS_TOKEN_FILE', 'abcdefghijklmnop1234'],
+    [{ CONTACT_LEDGER_ADMIN_PASSWORD_FILE: 'MySecretPassw0rd!', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test' }, 'CONTACT_LEDGER_ADMIN_PASSWORD_FILE', 'MySecretPassw0rd'],
+    // a base64 secret may start with a slash: not a path in a folder that exists
+    [{ METRICS_TOKEN_FILE: '/q8Zr+x2/Wk9pLm3n' }, 'METRICS_TOKEN_FILE', 'q8Zr+x2'],
+  ];
+  for (const [env, name, secret] of cases) {
+    const r = run(['serve'], { CONTACT_LEDGER_DATA: tempDir(), PORT: '0', ...env });
+    assert.is(r.status, 2, `${name}: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`${name}: cannot read the file it names \\(ENOENT\\); its value \\(\\d+ characters\\) is not shown`));
+    assert.not.ok(r.stderr.includes(secret), `${name}: the value is printed: ${r.stderr}`);
+  }
+  // a path is still named, so that a typo in it can be seen
+  const typo = run(['serve'], { CONTACT_LEDGER_DATA: tempDir(), PORT: '0', METRICS_TOKEN_FILE: join(tempDir(), 'metrics-tokn') });
+  assert.is(typo.status, 2);
+  assert.match(typo.stderr, /METRICS_TOKEN_FILE: cannot read \/.*\/metrics-tokn: ENOENT/);
+});
+
 C('an empty HOST or CONTACT_LEDGER_DATA (as unit templates leave them) is the default: 127.0.0.1, ./data — never the working directory itself', async () => {
   const cwd = tempDir();
   const r = spawnSync(process.execPath, [MAIN, 'keys', 'rotate'], { cwd, env: { ...baseEnv, CONTACT_LEDGER_DATA: '' }, encoding: 'utf8', timeout: 30_000 });

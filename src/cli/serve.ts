@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import { createSecureContext as tlsContext } from 'node:tls';
 import { buildApp } from '../app.ts';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { ConfigError, loadConfig, unreadableFile, type Config } from '../config.ts';
 import { createHttpServer } from '../http/server.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { BULK_THREAD_JOBS } from '../bulk-thread/client.ts';
@@ -60,7 +60,7 @@ function usableTls(certFile: string, keyFile: string): { cert: Buffer; key: Buff
     try {
       return readFileSync(file);
     } catch (err) {
-      throw new ConfigError(`${name}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw unreadableFile(name, file, err);
     }
   };
   const tls = { cert: read('TLS_CERT', certFile), key: read('TLS_KEY', keyFile) };
