@@ -136,14 +136,29 @@ const originList: Parse<string[]> = (raw, name) =>
     }
     return u.origin;
   });
+/**
+ * A base URL that links are written under (`Location`, the OpenAPI servers, links in mails and
+ * webhooks): scheme, host, port and path only — a query, a fragment or credentials would end up in
+ * the middle of every link (a tester's `…/sub?q=1#frag/api/ledger/v1/…`).
+ */
 const url: Parse<string> = (raw, name) => {
+  let u: URL | undefined;
   try {
-    const u = new URL(raw);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http');
-    return raw.replace(/\/+$/, '');
+    u = new URL(raw);
   } catch {
-    throw new ConfigError(`${name} must be an http:// or https:// URL, got "${raw}"`);
+    // reported below
   }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new ConfigError(`${name} must be an http:// or https:// URL, got "${raw}"`);
+  if (u.search || u.hash || u.username || u.password || raw.trim().endsWith('?') || raw.trim().endsWith('#')) {
+    throw new ConfigError(`${name} must be a URL without a query, fragment or credentials (scheme, host, port and path only), got "${raw}"`);
+  }
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
+};
+/** JWT_ISSUER, the `iss` claim: a name or URL without spaces or control characters; empty is the default. */
+const issuer: Parse<string> = (raw, name) => {
+  if (raw === '') return DEFAULTS.jwtIssuer;
+  if (!/^[\x21-\x7e\u00a0-\uffff]+$/.test(raw)) throw new ConfigError(`${name} must be a name or URL without spaces or control characters, got ${JSON.stringify(raw)}`);
+  return raw;
 };
 const authUrl: Parse<string> = (raw, name) => {
   // Either a full URL (its path is used) or a path.
@@ -215,7 +230,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'tlsKey', env: 'TLS_KEY', flag: 'tls-key', fileIsValue: true, help: 'PEM private key file (serve HTTPS)', parse: optStr },
   { key: 'trustProxy', env: 'TRUST_PROXY', flag: 'trust-proxy', help: 'trust X-Forwarded-* headers from a reverse proxy', parse: bool },
   { key: 'trustProxyHops', env: 'TRUST_PROXY_HOPS', flag: 'trust-proxy-hops', help: 'reverse proxies in a row in front of the server (the client address is the X-Forwarded-For entry the outermost one added)', parse: int(1, 10) },
-  { key: 'jwtIssuer', env: 'JWT_ISSUER', flag: 'jwt-issuer', help: 'iss claim of access tokens', parse: str },
+  { key: 'jwtIssuer', env: 'JWT_ISSUER', flag: 'jwt-issuer', help: 'iss claim of access tokens', parse: issuer },
   { key: 'loginMaxFailuresPerAccount', env: 'LOGIN_MAX_FAILURES_PER_ACCOUNT', flag: 'login-max-failures-per-account', help: 'failed sign-ins per account per window before 429', parse: int(1, 100_000) },
   { key: 'loginMaxFailuresPerAddress', env: 'LOGIN_MAX_FAILURES_PER_ADDRESS', flag: 'login-max-failures-per-address', help: 'failed sign-ins per client address per window before 429', parse: int(1, 1_000_000) },
   { key: 'loginWindowSeconds', env: 'LOGIN_WINDOW_SECONDS', flag: 'login-window-seconds', help: 'throttling window', parse: int(1, 86_400) },

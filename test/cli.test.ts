@@ -121,6 +121,12 @@ C('bad configuration values stop with exit code 2 and name the setting', () => {
     [{}, ['--port', '99999'], /--port must be an integer from 0 to 65535/],
     [{ LOG_LEVEL: 'loud' }, [], /LOG_LEVEL must be one of/],
     [{ BASE_URL: 'ftp://x' }, [], /BASE_URL must be an http/],
+    // a tester's case: every Location became http://x.example/sub?q=1#frag/api/ledger/v1/…
+    [{ BASE_URL: 'http://x.example/sub?q=1#frag' }, [], /BASE_URL must be a URL without a query, fragment or credentials/],
+    [{ BASE_URL: 'https://user:pw@x.example' }, [], /BASE_URL must be a URL without a query, fragment or credentials/],
+    [{ BASE_URL: 'https://x.example/?' }, [], /BASE_URL must be a URL without a query/],
+    [{ JWT_ISSUER: ' ' }, [], /JWT_ISSUER must be a name or URL without spaces or control characters, got " "/],
+    [{ JWT_ISSUER: 'my issuer' }, [], /JWT_ISSUER must be a name or URL without spaces/],
     [{ TLS_CERT: '/x.pem' }, [], /TLS_CERT and TLS_KEY must be set together/],
     [{ BACKUP_CRON: 'every day' }, [], /BACKUP_CRON must be a cron expression/],
     [{ CONTACT_LEDGER_ADMIN_PASSWORD_FILE: '/nonexistent/pw', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test' }, [], /CONTACT_LEDGER_ADMIN_PASSWORD_FILE: cannot read/],

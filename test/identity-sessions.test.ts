@@ -532,6 +532,11 @@ S('password hashes are bcrypt at the configured cost; the default cost is 12 (A1
   // METRICS_TOKEN is a bearer token: only characters a bearer token can carry (RFC 6750 token68)
   assert.throws(() => loadConfig({ METRICS_TOKEN: 'Sup3r!Secret#Token@2026' }), /METRICS_TOKEN must be at least 16 characters of/);
   assert.is(loadConfig({ METRICS_TOKEN: 'abc-DEF_123.456~+/xyz==' }).metricsToken, 'abc-DEF_123.456~+/xyz==');
+  // BASE_URL is written as links are made from it: no slash at its end, the host as URLs write it
+  assert.is(loadConfig({ BASE_URL: ' https://Contacts.Example.org/ledger/ ' }).baseUrl, 'https://contacts.example.org/ledger');
+  assert.throws(() => loadConfig({ BASE_URL: 'https://x.example/?q=1' }), /without a query, fragment or credentials/);
+  assert.is(loadConfig({ JWT_ISSUER: '' }).jwtIssuer, 'contact-ledger', 'empty, as unit templates leave it: the default');
+  assert.throws(() => loadConfig({ JWT_ISSUER: ' ' }), /JWT_ISSUER must be a name or URL without spaces/);
 });
 
 S('a hash made before BCRYPT_COST was raised is made again at the new cost when its user signs in (A1a, A3)', async () => {
