@@ -77,6 +77,12 @@ C('init creates the superuser and an organization; user add and passwd; migrate 
   assert.is(missing.status, 1);
   assert.match(missing.stderr, /no user has the e-mail nobody@example\.com/);
   assert.match((await cli(['migrate'], env)).stdout, /up to date \(schema version \d+\)/);
+  // a folder without a database is a wrong path, not a new installation (a tester's case: one was made)
+  const nowhere = join(tempDir(), 'typo');
+  const wrongPath = await cli(['migrate'], { ...env, CONTACT_LEDGER_DATA: nowhere });
+  assert.is(wrongPath.status, 1, wrongPath.stderr);
+  assert.match(wrongPath.stderr, /there is no database in .*typo \(set CONTACT_LEDGER_DATA or --data\); a new installation is made by serve or init/);
+  assert.not.ok(existsSync(join(nowhere, 'contact-ledger.db')), 'no database made');
 
   const s = await start(env);
   const call = await client(s);

@@ -1,9 +1,11 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { systemClock } from '../clock.ts';
-import { openStorage } from '../storage/storage.ts';
+import { DB_FILE, openStorage } from '../storage/storage.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { schemaVersion } from '../storage/migrate.ts';
-import { EXIT_OK, refuseArguments, type Command } from './command.ts';
+import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Command } from './command.ts';
 import { commandLogger } from './common.ts';
 
 /**
@@ -18,6 +20,14 @@ export const migrateCommand: Command = {
   async run(args, io) {
     refuseArguments(args);
     const config = loadConfig(io.env, args.config);
+    // migrate upgrades a database; a data folder without one is a wrong path, not a new
+    // installation (a tester's mistyped folder got an empty database, and the next start a new
+    // superuser): `serve` or `init` make one
+    const file = join(config.dataDir, DB_FILE);
+    if (!existsSync(file) && !existsSync(`${file}-wal`)) {
+      io.err(`contact-ledger migrate: there is no database in ${config.dataDir} (set CONTACT_LEDGER_DATA or --data); a new installation is made by serve or init`);
+      return EXIT_FAILURE;
+    }
     let storage;
     try {
       storage = await openStorage(config, commandLogger(io, config), systemClock);
