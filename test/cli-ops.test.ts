@@ -136,6 +136,12 @@ C('import from the command line: the same job as the API, plain progress lines o
   assert.match(failed.stderr, /^imp_[0-9a-z]+ failed: 0 rows, 0 imported.*\. the file cannot be read: a quoted field opened on line 2 is never closed \(nothing was imported\)$/m);
   assert.not.match(failed.stderr, /importing 0 rows/);
   assert.is((await cli(['import', orgId, 'l_nosuchledger', file], env)).status, 1);
+  // a --mapping that cannot be used is a bad argument (2), not a failure (a tester's case: exit 1)
+  for (const mapping of ['{bad', '{"referenceId":"No Such Column"}']) {
+    const wrong = await cli(['import', orgId, ledgerId, file, '--mapping', mapping], env);
+    assert.is(wrong.status, 2, `${mapping}: ${wrong.stderr}`);
+    assert.match(wrong.stderr, /--mapping: /);
+  }
 
   // On a terminal (script(1) gives the command a pseudo-terminal): a bar redrawn in place.
   const tty = spawnSync('script', ['-qec', `${JSON.stringify(process.execPath)} ${JSON.stringify(MAIN)} import ${orgId} ${otherLedger} ${JSON.stringify(file)}`, '/dev/null'], {

@@ -3,7 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rotateSigningKeys } from '../src/identity/signing-keys.ts';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
@@ -113,6 +113,21 @@ C('a port in use ends with a clear message and exit code 1', async () => {
   blocker.close();
   assert.is(r.status, 1);
   assert.match(r.stderr, new RegExp(`port ${port} on 127\\.0\\.0\\.1 is already in use`));
+});
+
+C('a port below 1024 for a user without the capability is a configuration error (2): a restart cannot help', () => {
+  if (process.getuid?.() !== 0) return; // the test drops to another user, which only root may
+  const data = tempDir();
+  chownSync(data, 65534, 65534);
+  const r = spawnSync(process.execPath, [MAIN, 'serve'], {
+    uid: 65534,
+    gid: 65534,
+    env: { ...baseEnv, HOME: data, CONTACT_LEDGER_DATA: data, PORT: '81', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'passphrase 12345' },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.is(r.status, 2, r.stderr); // a tester's case: exit 1, which systemd restarts for ever
+  assert.match(r.stderr, /no permission to listen on 127\.0\.0\.1:81; use a port above 1023 or grant the capability/);
 });
 
 C('bad configuration values stop with exit code 2 and name the setting', () => {

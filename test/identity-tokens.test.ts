@@ -236,6 +236,7 @@ K('a key file readable by others, or a short key, stops the start with a clear m
     assert.unreachable('started with a world-readable key');
   } catch (err) {
     assert.match((err as Error).message, /chmod 600/);
+    assert.is((err as Error).name, 'ConfigError', 'exit 2: a restart cannot mend it');
   }
   const keys = JSON.parse(readFileSync(file, 'utf8'));
   keys.keys[0].k = Buffer.alloc(16, 7).toString('base64url');

@@ -1,6 +1,7 @@
 import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadConfig } from '../config.ts';
+import { AppError } from '../errors.ts';
 import { uploadTmpDir } from '../ledger/index.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { cliCaller, openForCommand, requireFile } from './common.ts';
@@ -31,7 +32,11 @@ export const importCommand: Command = {
       mkdirSync(tmp, { recursive: true, mode: 0o700 });
       const copy = join(tmp, basename(file));
       copyFileSync(file, copy);
-      const { job } = await rt.ledger.imports.createCsvImport(cliCaller(), orgId, ledgerId, { path: copy, fileName: basename(file) }, args.flags.mapping as string | undefined);
+      const { job } = await rt.ledger.imports.createCsvImport(cliCaller(), orgId, ledgerId, { path: copy, fileName: basename(file) }, args.flags.mapping as string | undefined).catch((err: unknown) => {
+        // a --mapping the API would refuse (not JSON, a column the file lacks) is a bad argument: the same command cannot succeed (exit 2)
+        if (err instanceof AppError && err.status === 422 && err.errors.some((e) => e.path === 'mapping' || e.path.startsWith('mapping.'))) throw new UsageError(`--mapping: ${err.message}`);
+        throw err;
+      });
       if (job.status !== 'failed') io.err(`${job.id}: importing ${job.submitted} rows of ${basename(file)} into ${ledgerId}`); // failed: a file that cannot be read
       rt.scheduler.start({ tasks: [] }); // jobs only: webhook deliveries and the rest wait for the server
       const bar = progress(io, job.id);

@@ -32,7 +32,8 @@ function listen(server: http.Server, port: number, host: string): Promise<void> 
         err.code === 'EADDRINUSE'
           ? new StartupError(`port ${port} on ${host} is already in use; stop the other program or set PORT`)
           : err.code === 'EACCES'
-            ? new StartupError(`no permission to listen on ${host}:${port}; use a port above 1023 or grant the capability`)
+            ? // a restart with the same settings cannot help (exit 2)
+              new ConfigError(`no permission to listen on ${host}:${port}; use a port above 1023 or grant the capability (CAP_NET_BIND_SERVICE)`)
             : err.code === 'ENOTFOUND'
               ? // the name does not exist (not a name server that did not answer yet, EAI_AGAIN): a restart cannot help
                 new ConfigError(`HOST ${host} cannot be resolved; set HOST to an address of this machine (0.0.0.0 for all)`)

@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { ConfigError } from '../config.ts';
 import { StartupError } from '../storage/db.ts';
 import { fsyncFile } from '../storage/durable-files.ts';
 import { withFileLock } from '../storage/lock.ts';
@@ -67,7 +68,8 @@ function writeKeyFile(dataDir: string, file: KeyFile): void {
 function readKeyFile(path: string): KeyFile {
   const mode = statSync(path).mode & 0o777;
   if ((mode & 0o077) !== 0) {
-    throw new StartupError(`${path} is readable by other users (mode ${mode.toString(8)}); run: chmod 600 ${path}`);
+    // a restart cannot mend it (exit 2): systemd's Restart=on-failure would start into it for ever
+    throw new ConfigError(`${path} is readable by other users (mode ${mode.toString(8)}); run: chmod 600 ${path}`);
   }
   let file: KeyFile;
   try {
