@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import { AppError } from './errors.ts';
-import { buildOpenApi } from './http/openapi.ts';
+import { buildOpenApi, OpenApiDocumentAnswer } from './http/openapi.ts';
 import { jsonBodies } from './http/json-body.ts';
 import { problems } from './http/problem.ts';
 import { cors, requestContext, securityHeaders } from './http/request-context.ts';
@@ -32,12 +32,12 @@ export interface BuiltApp {
  */
 export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Koa) => void } = {}): BuiltApp {
   const { config, identity } = rt;
-  const deps: RouterDeps = { authenticate: (t) => identity.authenticate(t), reloadActor: (a) => identity.reloadActor(a), access: identity.access, maxJsonBytes: config.maxJsonBytes, jsonParser: rt.jsonParser, loadShedder: rt.loadShedder };
+  const deps: RouterDeps = { authenticate: (t) => identity.authenticate(t), reloadActor: (a) => identity.reloadActor(a), access: identity.access, maxJsonBytes: config.maxJsonBytes, jsonParser: rt.jsonParser, loadShedder: rt.loadShedder, checkAnswers: config.checkAnswers };
 
   const identityApi = new ApiRouter(IDENTITY_PREFIX, deps);
   const authAlias = new ApiRouter(`${config.authPath}/v1`, deps);
   registerIdentityRoutes(identityApi, authAlias, identity, { baseUrl: config.baseUrl, now: () => rt.clock.now() });
-  identityApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } }, (ctx) => {
+  identityApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1', schema: OpenApiDocumentAnswer } } }, (ctx) => {
     ctx.body = buildOpenApi({ title: 'contact-ledger identity service', version: VERSION, baseUrl: config.baseUrl, main: identityApi, extra: [authAlias], tag: 'identity' });
   });
 
@@ -45,7 +45,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   registerLedgerRoutes(ledgerApi, rt.ledger, { baseUrl: config.baseUrl, uploadTmpDir: uploadTmpDir(config.dataDir), maxUploadBytes: config.maxUploadBytes, now: () => rt.clock.now() });
   registerTrackingRoutes(ledgerApi, rt.tracking, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX, tmpDir: join(feedsDir(config.dataDir), 'tmp'), maxUploadBytes: config.maxUploadBytes });
   registerWebhookRoutes(ledgerApi, rt.webhooks.service, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX });
-  ledgerApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } }, (ctx) => {
+  ledgerApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1', schema: OpenApiDocumentAnswer } } }, (ctx) => {
     ctx.body = buildOpenApi({ title: 'contact-ledger ledger service', version: VERSION, baseUrl: config.baseUrl, main: ledgerApi, tag: 'ledger' });
   });
 

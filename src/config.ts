@@ -53,6 +53,11 @@ export interface Config {
   metricsToken: string | undefined;
   /** Event-loop delay that, held for half a second (or a loop 90 % busy), makes large bulk bodies get 503 (src/http/load-shedding.ts); 0: never. */
   overloadDelayMs: number;
+  /**
+   * Checks every JSON answer against the schema its route declares (src/http/route.ts checkAnswer;
+   * a mismatch is a 500 with the zod issues in the log). On under the test suite, off in production.
+   */
+  checkAnswers: boolean;
 }
 
 export class ConfigError extends Error {
@@ -240,6 +245,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms', help: 'deadline of one webhook delivery attempt (ms)', parse: int(100, 300_000) },
   { key: 'headersTimeoutMs', env: 'HEADERS_TIMEOUT_MS', flag: 'headers-timeout-ms', help: 'a client must send its request headers within this (ms), else 408', parse: int(100, 600_000) },
   { key: 'overloadDelayMs', env: 'OVERLOAD_DELAY_MS', flag: 'overload-delay-ms', help: 'event-loop delay (ms) that, held for 0.5 s (or the loop 90 % busy for 0.5 s), makes large batches, uploads and feeds get 503 + Retry-After until it passes; 0: never', parse: int(0, 60_000) },
+  { key: 'checkAnswers', env: 'CONTACT_LEDGER_CHECK_ANSWERS', flag: 'check-answers', help: 'for tests: check every JSON answer against the schema of its OpenAPI document (a mismatch is a 500, logged); costs time, keep it off in production', parse: bool },
   { key: 'requestTimeoutMs', env: 'REQUEST_TIMEOUT_MS', flag: 'request-timeout-ms', help: 'a client must send its whole request, upload included, within this (ms), else 408', parse: int(100, 86_400_000) },
 ];
 
@@ -278,6 +284,7 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   requestTimeoutMs: 600_000,
   metricsToken: undefined,
   overloadDelayMs: 50,
+  checkAnswers: false,
 };
 
 /** Flag names (without `--`) that configuration understands, for the CLI parser. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 export const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
 // WEBHOOK_ALLOW_LOCAL: the tests' webhook receivers listen on 127.0.0.1
-export const baseEnv = { PATH: process.env.PATH ?? '', BCRYPT_COST: '4', CONTACT_LEDGER_TEST_WEAK_HASHING: '1', HOME: process.env.HOME ?? '/tmp', WEBHOOK_ALLOW_LOCAL: 'true' };
+export const baseEnv = { PATH: process.env.PATH ?? '', BCRYPT_COST: '4', CONTACT_LEDGER_TEST_WEAK_HASHING: '1', HOME: process.env.HOME ?? '/tmp', WEBHOOK_ALLOW_LOCAL: 'true', CONTACT_LEDGER_CHECK_ANSWERS: 'true' };
 
 export interface Running {
   child: ChildProcess;

@@ -122,6 +122,8 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}, env
     // load shedding has tests of its own (test/load-shedding.test.ts); elsewhere a busy CI machine,
     // or a test's own synchronous seeding, must not turn a large upload away
     OVERLOAD_DELAY_MS: '0',
+    // every JSON answer is checked against the schema the OpenAPI document gives it (src/http/route.ts checkAnswer)
+    CONTACT_LEDGER_CHECK_ANSWERS: 'true',
     ...env,
   });
   return Object.freeze({ ...base, ...overrides });

@@ -1,8 +1,25 @@
 import { z } from 'zod';
 import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_CURSOR_LENGTH } from '../cursor.ts';
+import type { IdPrefix } from '../ids.ts';
 
 /** Schemas shared by every service's route declarations. */
+
+const documented = new WeakMap<object, z.ZodType>();
+
+/**
+ * Says what the OpenAPI document shows for `schema`, when its own JSON Schema would say too
+ * little: a request schema that lets anything through to code of its own (the single contact of
+ * POST …/contacts, checked by validateContact). Only the document changes; requests are validated
+ * by `schema` as before.
+ */
+export function documentAs<S extends z.ZodType>(schema: S, doc: z.ZodType): S {
+  documented.set(schema, doc);
+  return schema;
+}
+
+/** The schema documentAs gave `schema`, if any (src/http/openapi.ts). */
+export const documentedAs = (schema: object): z.ZodType | undefined => documented.get(schema);
 
 /** `limit` query parameter: 1–1000, default 100 (SPEC §2). */
 export const limitParam = z
@@ -61,4 +78,25 @@ export const emailField = z
 /** A page in the `{ <items>: [...], nextCursor }` envelope of SPEC §2. */
 export function pageOf<T, O>(key: string, page: { items: T[]; nextCursor: string | null }, present: (t: T) => O): Record<string, unknown> {
   return { [key]: page.items.map(present), nextCursor: page.nextCursor };
+}
+
+// ── answers ───────────────────────────────────────────────────────────────
+// Building blocks of the answer schemas (each service's presenters.ts): what the OpenAPI documents
+// say of the JSON bodies, checked against every answer under the tests (route.ts checkAnswer).
+
+/** A time in an answer: UTC ISO 8601 with milliseconds and a Z, as isoZ writes it (SPEC §2). */
+export const isoTime = z.iso.datetime({ precision: 3 }).meta({ description: 'UTC, ISO 8601 with milliseconds and Z (2026-11-22T10:32:00.123Z)' });
+
+/** An id with its type prefix (SPEC §2: `c_…`, `l_…`). */
+export const idOf = (prefix: IdPrefix) => z.string().startsWith(`${prefix}_`);
+
+/** A count of rows, records or items. */
+export const countOf = z.int().min(0);
+
+/** A page of `items` in the `{ <key>: [...], nextCursor }` envelope of SPEC §2 (pageOf). */
+export function pageSchema<K extends string, T extends z.ZodType>(key: K, item: T) {
+  return z.strictObject({
+    [key]: z.array(item),
+    nextCursor: z.string().nullable().meta({ description: 'The cursor of the next page; null on the last page' }),
+  } as { [P in K]: z.ZodArray<T> } & { nextCursor: z.ZodNullable<z.ZodString> });
 }

@@ -30,13 +30,14 @@ export function idempotencyKeyHeader(scope: string): Record<string, HeaderSpec> 
   };
 }
 
-/** The answers of a route that creates a job of the kind `what` ("import job", "feed job"). */
-export function jobAnswers(what: string): Record<number, ResponseSpec> {
+/** The answers of a route that creates a job of the kind `what` ("import job", "feed job"), whose body `schema` gives. */
+export function jobAnswers(what: string, schema: z.ZodType): Record<number, ResponseSpec> {
   const jobLocation = { Location: { description: `URL of the ${what}` } };
   return {
-    202: { description: `${what[0]!.toUpperCase()}${what.slice(1)} (created)`, headers: jobLocation },
+    202: { description: `${what[0]!.toUpperCase()}${what.slice(1)} (created)`, schema, headers: jobLocation },
     200: {
       description: `${what[0]!.toUpperCase()}${what.slice(1)} created by an earlier request with the same Idempotency-Key (a replay: nothing new was created)`,
+      schema,
       headers: { ...jobLocation, 'Idempotent-Replayed': { description: 'Always "true": this answer replays the first request', schema: IdempotentReplayed } },
     },
   };

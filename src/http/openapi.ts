@@ -1,25 +1,45 @@
 import { z } from 'zod';
+import { documentedAs } from './common-schemas.ts';
+import { Problem } from './problem.ts';
 import type { ApiRouter, RouteSpec } from './route.ts';
 
-const PROBLEM = {
-  type: 'object',
-  required: ['type', 'title', 'status', 'detail', 'message', 'code'],
-  properties: {
-    type: { type: 'string' },
-    title: { type: 'string' },
-    status: { type: 'integer' },
-    detail: { type: 'string' },
-    message: { type: 'string' },
-    code: { type: 'string' },
-    errors: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } },
-    requestId: { type: 'string' },
-  },
-};
+type JsonSchema = Record<string, unknown>;
 
-const toJsonSchema = (s: z.ZodType) => {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(s, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+/**
+ * A zod schema as JSON Schema 2020-12: a request's as it is sent (io input), an answer's as it is
+ * sent back (io output). Schemas named with `.meta({ id })` (Contact, Problem…) become
+ * components.schemas entries, referenced from every place they occur.
+ */
+function jsonSchemaOf(s: z.ZodType, io: 'input' | 'output', components: Record<string, unknown>): JsonSchema {
+  const defs: Record<string, unknown> = {}; // the named schemas of the documentAs replacements
+  const out = z.toJSONSchema(s, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    override: (ctx) => {
+      const doc = documentedAs(ctx.zodSchema);
+      if (!doc) return;
+      const { $schema: _s, $defs: docDefs, ...replacement } = z.toJSONSchema(doc, { target: 'draft-2020-12', io }) as JsonSchema;
+      Object.assign(defs, docDefs);
+      const description = ctx.jsonSchema.description;
+      for (const k of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as JsonSchema)[k];
+      Object.assign(ctx.jsonSchema, replacement, description !== undefined && replacement.description === undefined ? { description } : {});
+    },
+  }) as JsonSchema;
+  const { $schema: _ignored, $defs, ...rest } = JSON.parse(JSON.stringify({ ...out, $defs: { ...defs, ...(out.$defs as object) } }).replaceAll('"#/$defs/', '"#/components/schemas/')) as JsonSchema;
+  for (const [id, def] of Object.entries($defs as Record<string, unknown>)) components[id] ??= def;
   return rest;
-};
+}
+
+/** What GET …/openapi.json answers: an OpenAPI 3.1 document (its own schema is the OpenAPI specification's). */
+export const OpenApiDocumentAnswer = z.looseObject({
+  openapi: z.literal('3.1.0'),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  paths: z.record(z.string(), z.record(z.string(), z.unknown())),
+  components: z.looseObject({ schemas: z.record(z.string(), z.unknown()) }),
+});
+
+const PROBLEM_CONTENT = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 
 const ERROR_STATUSES: Record<string, string> = {
   '400': 'Malformed request or invalid query parameter',
@@ -30,7 +50,8 @@ const ERROR_STATUSES: Record<string, string> = {
   '429': 'Throttled',
 };
 
-function operation(r: RouteSpec, tag: string) {
+function operation(r: RouteSpec, tag: string, components: Record<string, unknown>) {
+  const toJsonSchema = (s: z.ZodType) => jsonSchemaOf(s, 'input', components);
   const params: unknown[] = [...r.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
   if (r.query instanceof z.ZodObject) {
     for (const [name, field] of Object.entries(r.query.shape as Record<string, z.ZodType>)) {
@@ -48,14 +69,20 @@ function operation(r: RouteSpec, tag: string) {
       ...(res.headers
         ? { headers: Object.fromEntries(Object.entries(res.headers).map(([name, h]) => [name, { description: h.description, schema: h.schema ? toJsonSchema(h.schema) : { type: 'string' } }])) }
         : {}),
-      ...(res.schema ? { content: { [res.contentType ?? 'application/json']: { schema: toJsonSchema(res.schema) } } } : res.contentType ? { content: { [res.contentType]: {} } } : {}),
+      ...(res.schema
+        ? { content: { [res.contentType ?? 'application/json']: { schema: jsonSchemaOf(res.schema, 'output', components) } } }
+        : res.contentType
+          ? { content: { [res.contentType]: {} } }
+          : Number(status) >= 400
+            ? { content: PROBLEM_CONTENT }
+            : {}),
     };
   }
   const errors = r.access === 'public' ? ['400', '422', '429'] : ['400', '401', '403', '404', '422'];
   for (const s of errors) {
     // a token endpoint answers 400 for an invalid body (RFC 6749 §5.2), never 422
     if ((s === '422' && (!r.body || r.oauthErrors)) || responses[s]) continue;
-    responses[s] = { description: ERROR_STATUSES[s], content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
+    responses[s] = { description: ERROR_STATUSES[s], content: PROBLEM_CONTENT };
   }
   const access = typeof r.access === 'string' ? r.access : 'org' in r.access ? `${r.access.org} role on the organization` : `installation "${r.access.permission}" permission`;
   const body = r.body
@@ -87,12 +114,14 @@ function operation(r: RouteSpec, tag: string) {
  */
 export function buildOpenApi(opts: { title: string; version: string; baseUrl: string; main: ApiRouter; extra?: ApiRouter[]; tag: string }) {
   const paths: Record<string, Record<string, unknown>> = {};
+  const components: Record<string, unknown> = {};
+  jsonSchemaOf(Problem, 'output', components);
   // Routers outside the main prefix are keyed by their full path with a path-level server.
   const add = (router: ApiRouter, servers?: { url: string }[]) => {
     for (const r of router.routes) {
       const p = (servers ? router.prefix : '') + (r.path.replace(/:(\w+)/g, '{$1}') || '/');
       paths[p] ??= servers ? { servers } : {};
-      paths[p][r.method] = operation(r, opts.tag);
+      paths[p][r.method] = operation(r, opts.tag, components);
     }
   };
   add(opts.main);
@@ -104,7 +133,7 @@ export function buildOpenApi(opts: { title: string; version: string; baseUrl: st
     security: [{ bearer: [] }],
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
-      schemas: { Problem: PROBLEM },
+      schemas: Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))),
     },
     paths,
   };

@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import { STATUS_CODES } from 'node:http';
+import { z } from 'zod';
 import { AppError, methodNotAllowed } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { storageError } from '../storage/db.ts';
@@ -14,6 +15,26 @@ const FRAMEWORK_CODES: Record<number, string> = {
   415: 'unsupported_media_type',
   431: 'headers_too_large',
 };
+
+/**
+ * The body of every error answer (application/problem+json), as the OpenAPI documents give it
+ * (components.schemas.Problem): problemBody's members. `error` and `error_description` are the
+ * OAuth 2.0 error members (RFC 6749 §5.2) of the token endpoint's errors (POST /session).
+ */
+export const Problem = z
+  .strictObject({
+    type: z.string(),
+    title: z.string(),
+    status: z.int().min(400).max(599),
+    detail: z.string(),
+    message: z.string().meta({ description: 'The same text as detail (SPEC §2)' }),
+    code: z.string().meta({ description: 'Stable machine-readable error code' }),
+    errors: z.array(z.strictObject({ path: z.string(), message: z.string() })).optional().meta({ description: 'The fields or parameters at fault (400, 422): at most 100, then one item saying how many more' }),
+    error: z.string().optional().meta({ description: 'OAuth 2.0 error code (POST /session only)' }),
+    error_description: z.string().optional().meta({ description: 'OAuth 2.0 error description (POST /session only)' }),
+    requestId: z.string().optional(),
+  })
+  .meta({ id: 'Problem' });
 
 /** The RFC 9457 body with the `message` and `code` members SPEC §2 adds. */
 export function problemBody(e: AppError, requestId: string | undefined) {

@@ -23,7 +23,12 @@ type Schema = z.ZodType;
 
 export interface ResponseSpec {
   description: string;
+  /**
+   * The answer's body (JSON unless `contentType` says otherwise), in the OpenAPI document as its
+   * content; with `checkAnswers` on, every JSON answer of this status is checked against it.
+   */
   schema?: Schema;
+  /** The media type of a body that is not JSON (a CSV or gzip download). */
   contentType?: string;
   /** Headers of this answer (documented in the OpenAPI response). */
   headers?: Record<string, { description: string; schema?: Schema }>;
@@ -145,6 +150,36 @@ export interface RouterDeps {
   jsonParser?: JsonParserThread;
   /** Tells when bulk routes refuse large bodies (without one, never). */
   loadShedder?: Pick<LoadShedder, 'overloaded' | 'refused'>;
+  /**
+   * Checks every JSON answer against the schema its route declares for the status (checkAnswer):
+   * on under the tests (CONTACT_LEDGER_CHECK_ANSWERS), off in production.
+   */
+  checkAnswers?: boolean;
+}
+
+/**
+ * Checks a route's JSON answer against the schema declared for its status, so that the OpenAPI
+ * document cannot drift from what the handlers send: a 2xx JSON answer without a declared schema,
+ * or one that does not match it, is a 500 `answer_schema_mismatch` naming the zod issues, in the
+ * error log and (the check being on under the tests only) in the answer's detail, so that the test
+ * that met it shows why. Answers that are not JSON (streams, CSV, gzip) and error answers
+ * (problem+json, written by problems()) are not looked at here.
+ */
+export function checkAnswer(ctx: Koa.Context, spec: RouteSpec, name: string): void {
+  const body: unknown = ctx.body;
+  if (body === null || typeof body !== 'object') return;
+  const proto = Object.getPrototypeOf(body) as unknown;
+  if (proto !== Object.prototype && proto !== null && !Array.isArray(body)) return; // streams, buffers
+  const status = ctx.status;
+  const declared = spec.responses[status];
+  if (!declared?.schema) {
+    if (status >= 200 && status < 300) throw new AppError(500, 'answer_schema_mismatch', `answer check: ${name} answered ${status} with a JSON body, but declares no schema for a ${status} answer`);
+    return;
+  }
+  const parsed = declared.schema.safeParse(body);
+  if (!parsed.success) {
+    throw new AppError(500, 'answer_schema_mismatch', `answer check: the ${status} answer of ${name} does not match its declared schema: ${JSON.stringify(parsed.error.issues)}`);
+  }
 }
 
 /**
@@ -399,6 +434,7 @@ export class ApiRouter {
         },
       };
       await handler(ctx, input as RouteInput<B, Q, A>);
+      if (this.deps.checkAnswers) checkAnswer(ctx, s, name);
     });
     this.router.register(s.path, [s.method.toUpperCase()], chain as never, { name });
     return this;

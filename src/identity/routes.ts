@@ -7,12 +7,29 @@ import { ApiRouter } from '../http/route.ts';
 import type { Audit } from './audit.ts';
 import type { OrgService } from './org-service.ts';
 import {
+  AuditPage,
+  AuthAliasSessionAnswer,
+  InstallationServiceAccountAnswer,
+  InstallationServiceAccountPage,
+  InstallationServiceAccountWithSecretAnswer,
+  IssuedSessionAnswer,
+  MemberAnswer,
+  MemberPage,
+  OrgAnswer,
+  OrgPage,
+  OrgServiceAccountAnswer,
+  OrgServiceAccountPage,
+  OrgServiceAccountWithSecretAnswer,
   presentAuditEntry,
   presentMember,
   presentOrg,
   presentServiceAccount,
   presentSessionUser,
   presentUser,
+  RevokedSessionsAnswer,
+  SessionAnswer,
+  UserAnswer,
+  UserPage,
 } from './presenters.ts';
 import * as S from './schemas.ts';
 import type { ServiceAccountService, ServiceAccountWithSecret } from './service-account-service.ts';
@@ -273,7 +290,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
         'and a refreshToken grant without a token reads that cookie. ' +
         'Every error carries RFC 6749\'s error and error_description besides the problem+json members.',
       responses: {
-        200: { description: 'Signed in' },
+        200: { description: 'Signed in', schema: IssuedSessionAnswer },
         400: { description: 'invalid_request (a malformed or invalid request, with errors[] where fields are named), unsupported_grant_type, unauthorized_client' },
         401: { description: 'invalid_grant / invalid_client' },
         403: { description: 'cross_site_request (cookie mode from another site)' },
@@ -311,7 +328,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
       }
     },
   );
-  r.add({ method: 'get', path: '/session', access: 'authenticated', summary: 'The current session', responses: { 200: { description: 'Session' } } }, (ctx, { caller }) => {
+  r.add({ method: 'get', path: '/session', access: 'authenticated', summary: 'The current session', responses: { 200: { description: 'The session, without its tokens', schema: SessionAnswer } } }, (ctx, { caller }) => {
     // the shape of POST /session's answer without its tokens (SPEC §3.1): the access token's expiry is the one this request came with
     const s = svc.sessions.describe(caller);
     const expires = caller.actor.accessExpiresAt!;
@@ -327,31 +344,31 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   );
 
   // ── organizations and members ───────────────────────────────────────────
-  r.add({ method: 'get', path: '/orgs', access: 'authenticated', query: pageQuery, summary: 'Organizations the caller can access', responses: { 200: { description: '{orgs, nextCursor}' } } }, (ctx, { caller, query }) => {
+  r.add({ method: 'get', path: '/orgs', access: 'authenticated', query: pageQuery, summary: 'Organizations the caller can access', responses: { 200: { description: 'A page of organizations', schema: OrgPage } } }, (ctx, { caller, query }) => {
     ctx.body = pageOf('orgs', svc.orgs.listOrgs(caller, query.limit ?? 100, query.cursor), presentOrg);
   });
-  r.add({ method: 'post', path: '/orgs', access: 'superuser', body: S.NewOrg, summary: 'Create an organization', description: 'The user named by adminEmail (created when adminPassword is given), or else the creator, becomes its admin.', responses: { 201: { description: 'Created' } } }, async (ctx, { caller, body }) => {
+  r.add({ method: 'post', path: '/orgs', access: 'superuser', body: S.NewOrg, summary: 'Create an organization', description: 'The user named by adminEmail (created when adminPassword is given), or else the creator, becomes its admin.', responses: { 201: { description: 'The organization (Location: its URL)', schema: OrgAnswer } } }, async (ctx, { caller, body }) => {
     const org = await svc.orgs.createOrg(caller, body);
     created(ctx, `/orgs/${org.id}`, presentOrg(org));
   });
-  r.add({ method: 'get', path: '/orgs/:orgId', access: { org: 'viewer' }, summary: 'An organization', responses: { 200: { description: 'Organization' } } }, (ctx, { caller, params }) => {
+  r.add({ method: 'get', path: '/orgs/:orgId', access: { org: 'viewer' }, summary: 'An organization', responses: { 200: { description: 'The organization', schema: OrgAnswer } } }, (ctx, { caller, params }) => {
     ctx.body = presentOrg(svc.orgs.getOrg(caller, params.orgId!));
   });
-  r.add({ method: 'patch', path: '/orgs/:orgId', access: { org: 'admin' }, body: S.OrgPatch, summary: 'Rename an organization', responses: { 200: { description: 'Updated' } } }, (ctx, { caller, params, body }) => {
+  r.add({ method: 'patch', path: '/orgs/:orgId', access: { org: 'admin' }, body: S.OrgPatch, summary: 'Rename an organization', responses: { 200: { description: 'The organization as updated', schema: OrgAnswer } } }, (ctx, { caller, params, body }) => {
     ctx.body = presentOrg(svc.orgs.updateOrg(caller, params.orgId!, body));
   });
   r.add({ method: 'delete', path: '/orgs/:orgId', access: 'superuser', summary: 'Delete an organization and everything it owns', responses: { 204: { description: 'Deleted' } } }, (ctx, { caller, params }) => {
     svc.orgs.deleteOrg(caller, params.orgId!);
     ctx.status = 204;
   });
-  r.add({ method: 'get', path: '/orgs/:orgId/members', access: { org: 'viewer' }, query: pageQuery, summary: 'Members and their roles', responses: { 200: { description: '{members, nextCursor}' } } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: '/orgs/:orgId/members', access: { org: 'viewer' }, query: pageQuery, summary: 'Members and their roles', responses: { 200: { description: 'A page of members', schema: MemberPage } } }, (ctx, { params, query }) => {
     ctx.body = pageOf('members', svc.orgs.listMembers(params.orgId!, query.limit ?? 100, query.cursor), presentMember);
   });
-  r.add({ method: 'post', path: '/orgs/:orgId/members', access: { org: 'admin' }, body: S.NewMember, summary: 'Add a member (creates the user when a password is given)', responses: { 201: { description: 'Added' }, 409: { description: 'Already a member' } } }, async (ctx, { caller, params, body }) => {
+  r.add({ method: 'post', path: '/orgs/:orgId/members', access: { org: 'admin' }, body: S.NewMember, summary: 'Add a member (creates the user when a password is given)', responses: { 201: { description: 'The member (Location: its URL)', schema: MemberAnswer }, 409: { description: 'Already a member' } } }, async (ctx, { caller, params, body }) => {
     const m = await svc.orgs.addMember(caller, params.orgId!, body);
     created(ctx, `/orgs/${params.orgId}/members/${m.userId}`, presentMember(m));
   });
-  r.add({ method: 'patch', path: '/orgs/:orgId/members/:userId', access: { org: 'admin' }, body: S.MemberPatch, summary: "Change a member's role", responses: { 200: { description: 'Updated' }, 409: { description: 'Last admin' } } }, (ctx, { caller, params, body }) => {
+  r.add({ method: 'patch', path: '/orgs/:orgId/members/:userId', access: { org: 'admin' }, body: S.MemberPatch, summary: "Change a member's role", responses: { 200: { description: 'The member as updated', schema: MemberAnswer }, 409: { description: 'Last admin' } } }, (ctx, { caller, params, body }) => {
     ctx.body = presentMember(svc.orgs.updateMember(caller, params.orgId!, params.userId!, body.role));
   });
   r.add({ method: 'delete', path: '/orgs/:orgId/members/:userId', access: { org: 'admin' }, summary: 'Remove a member', responses: { 204: { description: 'Removed' }, 409: { description: 'Last admin' } } }, (ctx, { caller, params }) => {
@@ -360,18 +377,18 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   });
 
   // ── organization service accounts ───────────────────────────────────────
-  r.add({ method: 'get', path: '/orgs/:orgId/service-accounts', access: { org: 'admin' }, query: pageQuery, summary: 'Service accounts (never their secrets)', responses: { 200: { description: '{serviceAccounts, nextCursor}' } } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: '/orgs/:orgId/service-accounts', access: { org: 'admin' }, query: pageQuery, summary: 'Service accounts (never their secrets)', responses: { 200: { description: 'A page of service accounts', schema: OrgServiceAccountPage } } }, (ctx, { params, query }) => {
     ctx.body = pageOf('serviceAccounts', svc.serviceAccounts.listOrgServiceAccounts(params.orgId!, query.limit ?? 100, query.cursor), presentServiceAccount);
   });
-  r.add({ method: 'post', path: '/orgs/:orgId/service-accounts', access: { org: 'admin' }, body: S.NewOrgServiceAccount, summary: 'Create a service account; the secret is shown only in this response', responses: { 201: { description: 'Created, with clientSecret' } } }, (ctx, { caller, params, body }) => {
+  r.add({ method: 'post', path: '/orgs/:orgId/service-accounts', access: { org: 'admin' }, body: S.NewOrgServiceAccount, summary: 'Create a service account; the secret is shown only in this response', responses: { 201: { description: 'The service account with its clientSecret (Location: its URL)', schema: OrgServiceAccountWithSecretAnswer } } }, (ctx, { caller, params, body }) => {
     const res = svc.serviceAccounts.createOrgServiceAccount(caller, params.orgId!, body);
     noStore(ctx);
     created(ctx, `/orgs/${params.orgId}/service-accounts/${res.serviceAccount.id}`, presentSecret(res));
   });
-  r.add({ method: 'get', path: '/orgs/:orgId/service-accounts/:serviceAccountId', access: { org: 'admin' }, summary: 'A service account (never its secret)', responses: { 200: { description: 'Service account' } } }, (ctx, { params }) => {
+  r.add({ method: 'get', path: '/orgs/:orgId/service-accounts/:serviceAccountId', access: { org: 'admin' }, summary: 'A service account (never its secret)', responses: { 200: { description: 'The service account', schema: OrgServiceAccountAnswer } } }, (ctx, { params }) => {
     ctx.body = presentServiceAccount(svc.serviceAccounts.getOrgServiceAccount(params.orgId!, params.serviceAccountId!));
   });
-  r.add({ method: 'post', path: '/orgs/:orgId/service-accounts/:serviceAccountId/rotate', access: { org: 'admin' }, summary: 'New secret (shown once); the old one and its sessions stop working', responses: { 200: { description: 'Rotated, with clientSecret' } } }, (ctx, { caller, params }) => {
+  r.add({ method: 'post', path: '/orgs/:orgId/service-accounts/:serviceAccountId/rotate', access: { org: 'admin' }, summary: 'New secret (shown once); the old one and its sessions stop working', responses: { 200: { description: 'The service account with its new clientSecret', schema: OrgServiceAccountWithSecretAnswer } } }, (ctx, { caller, params }) => {
     noStore(ctx);
     ctx.body = presentSecret(svc.serviceAccounts.rotateOrgServiceAccount(caller, params.orgId!, params.serviceAccountId!));
   });
@@ -380,47 +397,47 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
     ctx.status = 204;
   });
 
-  r.add({ method: 'get', path: '/orgs/:orgId/audit', access: { org: 'admin' }, query: pageQuery, summary: 'Audit log of the organization, newest first', responses: { 200: { description: '{events, nextCursor}' } } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: '/orgs/:orgId/audit', access: { org: 'admin' }, query: pageQuery, summary: 'Audit log of the organization, newest first', responses: { 200: { description: 'A page of audit entries', schema: AuditPage } } }, (ctx, { params, query }) => {
     ctx.body = pageOf('events', svc.audit.list(params.orgId!, query.limit ?? 100, query.cursor), presentAuditEntry);
   });
 
   // ── users ───────────────────────────────────────────────────────────────
-  r.add({ method: 'get', path: '/users/me', access: 'user', summary: 'My profile', responses: { 200: { description: 'User' } } }, (ctx, { caller }) => {
+  r.add({ method: 'get', path: '/users/me', access: 'user', summary: 'My profile', responses: { 200: { description: 'The user', schema: UserAnswer } } }, (ctx, { caller }) => {
     ctx.body = presentUser(svc.users.me(caller));
   });
-  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'Updated' } } }, async (ctx, { caller, body }) => {
+  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'The user as updated', schema: UserAnswer } } }, async (ctx, { caller, body }) => {
     ctx.body = presentUser(await svc.users.updateMe(caller, body));
   });
-  r.add({ method: 'get', path: '/users', access: 'superuser', query: pageQuery, summary: 'Installation users', responses: { 200: { description: '{users, nextCursor}' } } }, (ctx, { query }) => {
+  r.add({ method: 'get', path: '/users', access: 'superuser', query: pageQuery, summary: 'Installation users', responses: { 200: { description: 'A page of users', schema: UserPage } } }, (ctx, { query }) => {
     ctx.body = pageOf('users', svc.users.listUsers(query.limit ?? 100, query.cursor), presentUser);
   });
-  r.add({ method: 'post', path: '/users', access: 'superuser', body: S.NewUser, summary: 'Create a user', responses: { 201: { description: 'Created' }, 409: { description: 'E-mail taken' } } }, async (ctx, { caller, body }) => {
+  r.add({ method: 'post', path: '/users', access: 'superuser', body: S.NewUser, summary: 'Create a user', responses: { 201: { description: 'The user (Location: its URL)', schema: UserAnswer }, 409: { description: 'E-mail taken' } } }, async (ctx, { caller, body }) => {
     const u = await svc.users.createUser(caller, body);
     created(ctx, `/users/${u.id}`, presentUser(u));
   });
-  r.add({ method: 'get', path: '/users/:userId', access: 'superuser', summary: 'A user', responses: { 200: { description: 'User' } } }, (ctx, { params }) => {
+  r.add({ method: 'get', path: '/users/:userId', access: 'superuser', summary: 'A user', responses: { 200: { description: 'The user', schema: UserAnswer } } }, (ctx, { params }) => {
     ctx.body = presentUser(svc.users.getUser(params.userId!));
   });
-  r.add({ method: 'patch', path: '/users/:userId', access: 'superuser', body: S.UserPatch, summary: 'Rename, disable, set superuser or reset the password of a user', responses: { 200: { description: 'Updated' }, 409: { description: 'Last superuser' } } }, async (ctx, { caller, params, body }) => {
+  r.add({ method: 'patch', path: '/users/:userId', access: 'superuser', body: S.UserPatch, summary: 'Rename, disable, set superuser or reset the password of a user', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 409: { description: 'Last superuser' } } }, async (ctx, { caller, params, body }) => {
     ctx.body = presentUser(await svc.users.updateUser(caller, params.userId!, body));
   });
-  r.add({ method: 'delete', path: '/users/:userId/sessions', access: 'superuser', summary: 'End every session of a user', responses: { 200: { description: '{revokedSessions}' } } }, (ctx, { caller, params }) => {
+  r.add({ method: 'delete', path: '/users/:userId/sessions', access: 'superuser', summary: 'End every session of a user', responses: { 200: { description: 'How many sessions were ended', schema: RevokedSessionsAnswer } } }, (ctx, { caller, params }) => {
     ctx.body = { revokedSessions: svc.users.revokeUserSessions(caller, params.userId!) };
   });
 
   // ── installation service accounts (feed pipelines) ──────────────────────
-  r.add({ method: 'get', path: '/service-accounts', access: 'superuser', query: pageQuery, summary: 'Installation service accounts', responses: { 200: { description: '{serviceAccounts, nextCursor}' } } }, (ctx, { query }) => {
+  r.add({ method: 'get', path: '/service-accounts', access: 'superuser', query: pageQuery, summary: 'Installation service accounts', responses: { 200: { description: 'A page of installation service accounts', schema: InstallationServiceAccountPage } } }, (ctx, { query }) => {
     ctx.body = pageOf('serviceAccounts', svc.serviceAccounts.listInstallationServiceAccounts(query.limit ?? 100, query.cursor), presentServiceAccount);
   });
-  r.add({ method: 'post', path: '/service-accounts', access: 'superuser', body: S.NewInstallationServiceAccount, summary: 'Create an installation service account (e.g. permission feed)', responses: { 201: { description: 'Created, with clientSecret' } } }, (ctx, { caller, body }) => {
+  r.add({ method: 'post', path: '/service-accounts', access: 'superuser', body: S.NewInstallationServiceAccount, summary: 'Create an installation service account (e.g. permission feed)', responses: { 201: { description: 'The service account with its clientSecret (Location: its URL)', schema: InstallationServiceAccountWithSecretAnswer } } }, (ctx, { caller, body }) => {
     const res = svc.serviceAccounts.createInstallationServiceAccount(caller, body);
     noStore(ctx);
     created(ctx, `/service-accounts/${res.serviceAccount.id}`, presentSecret(res));
   });
-  r.add({ method: 'get', path: '/service-accounts/:serviceAccountId', access: 'superuser', summary: 'An installation service account (never its secret)', responses: { 200: { description: 'Service account' } } }, (ctx, { params }) => {
+  r.add({ method: 'get', path: '/service-accounts/:serviceAccountId', access: 'superuser', summary: 'An installation service account (never its secret)', responses: { 200: { description: 'The service account', schema: InstallationServiceAccountAnswer } } }, (ctx, { params }) => {
     ctx.body = presentServiceAccount(svc.serviceAccounts.getInstallationServiceAccount(params.serviceAccountId!));
   });
-  r.add({ method: 'post', path: '/service-accounts/:serviceAccountId/rotate', access: 'superuser', summary: 'New secret for an installation service account', responses: { 200: { description: 'Rotated, with clientSecret' } } }, (ctx, { caller, params }) => {
+  r.add({ method: 'post', path: '/service-accounts/:serviceAccountId/rotate', access: 'superuser', summary: 'New secret for an installation service account', responses: { 200: { description: 'The service account with its new clientSecret', schema: InstallationServiceAccountWithSecretAnswer } } }, (ctx, { caller, params }) => {
     noStore(ctx);
     ctx.body = presentSecret(svc.serviceAccounts.rotateInstallationServiceAccount(caller, params.serviceAccountId!));
   });
@@ -428,7 +445,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
     svc.serviceAccounts.deleteInstallationServiceAccount(caller, params.serviceAccountId!);
     ctx.status = 204;
   });
-  r.add({ method: 'get', path: '/audit', access: 'superuser', query: pageQuery, summary: 'Audit log of the whole installation, newest first', responses: { 200: { description: '{events, nextCursor}' } } }, (ctx, { query }) => {
+  r.add({ method: 'get', path: '/audit', access: 'superuser', query: pageQuery, summary: 'Audit log of the whole installation, newest first', responses: { 200: { description: 'A page of audit entries', schema: AuditPage } } }, (ctx, { query }) => {
     ctx.body = pageOf('events', svc.audit.list(undefined, query.limit ?? 100, query.cursor), presentAuditEntry);
   });
 
@@ -440,7 +457,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
       summary: 'Sign in with form fields username and password (auth_url alias)',
       description: 'Every error carries RFC 6749\'s error and error_description besides the problem+json members.',
       responses: {
-        200: { description: '{access_token, token_type, expires_in, expires_at, refresh_token}' },
+        200: { description: 'Signed in: {access_token, token_type, expires_in, expires_at, refresh_token}', schema: AuthAliasSessionAnswer },
         400: { description: 'invalid_request (a malformed or invalid request), unsupported_grant_type, unauthorized_client' },
         401: { description: 'invalid_grant / invalid_client' },
       },

@@ -1,6 +1,7 @@
 import type { Db } from '../storage/db.ts';
 
-export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
+export const JOB_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
 /** The scheduler's lanes: `express`, small jobs (an API batch of contacts) with slots of their own; `bulk`, everything else (docs/decisions.md, the scheduler). */
 export const JOB_LANES = ['bulk', 'express'] as const;
 export type JobLane = (typeof JOB_LANES)[number];

@@ -17,7 +17,21 @@ import type { LedgerService } from './ledger-service.ts';
 import type { DownloadRow } from './contacts-repo.ts';
 import type { ImportJob, Rejection } from './model.ts';
 import { CONTACT_FIELDS, DOWNLOAD_HEADER } from './model.ts';
-import { LEDGER_PREFIX, ledgerUrl, presentContact, presentImport, presentLedger } from './presenters.ts';
+import {
+  BulkDeleteAnswer,
+  ContactAnswer,
+  ContactListAnswer,
+  ImportJobAnswer,
+  ImportJobPage,
+  ImportPreviewAnswer,
+  LEDGER_PREFIX,
+  LedgerAnswer,
+  LedgerPage,
+  ledgerUrl,
+  presentContact,
+  presentImport,
+  presentLedger,
+} from './presenters.ts';
 import * as S from './schemas.ts';
 
 export { LEDGER_PREFIX };
@@ -60,7 +74,7 @@ function downloadLines(page: DownloadRow[], escape: boolean, d: string): Buffer 
 }
 
 const IDEMPOTENCY_KEY = idempotencyKeyHeader("the caller's own, per ledger");
-const JOB_ANSWERS = jobAnswers('import job');
+const JOB_ANSWERS = jobAnswers('import job', ImportJobAnswer);
 
 /** `20261122-103200` (UTC) for download file names. */
 const fileStamp = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace(/-/g, '').replace('T', '-').replace(/:/g, '');
@@ -132,19 +146,19 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
   const ONE = `${L}/:ledgerId`;
 
   // ── ledgers ─────────────────────────────────────────────────────────────
-  r.add({ method: 'get', path: L, access: { org: 'viewer' }, query: pageQuery, summary: 'Ledgers of the organization', responses: { 200: { description: '{ledgers, nextCursor}' } } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: L, access: { org: 'viewer' }, query: pageQuery, summary: 'Ledgers of the organization', responses: { 200: { description: 'A page of ledgers', schema: LedgerPage } } }, (ctx, { params, query }) => {
     ctx.body = pageOf('ledgers', svc.ledgers.list(params.orgId!, query.limit ?? 100, query.cursor), presentLedger);
   });
-  r.add({ method: 'post', path: L, access: { org: 'editor' }, body: S.NewLedger, summary: 'Create a ledger', responses: { 201: { description: 'Created' } } }, (ctx, { caller, params, body }) => {
+  r.add({ method: 'post', path: L, access: { org: 'editor' }, body: S.NewLedger, summary: 'Create a ledger', responses: { 201: { description: 'The ledger (Location: its URL)', schema: LedgerAnswer } } }, (ctx, { caller, params, body }) => {
     const l = svc.ledgers.create(caller, params.orgId!, body);
     ctx.status = 201;
     ctx.set('Location', ledgerBase(l.orgId, l.id));
     ctx.body = presentLedger(l);
   });
-  r.add({ method: 'get', path: ONE, access: { org: 'viewer' }, summary: 'A ledger', responses: { 200: { description: 'Ledger' } } }, (ctx, { params }) => {
+  r.add({ method: 'get', path: ONE, access: { org: 'viewer' }, summary: 'A ledger', responses: { 200: { description: 'The ledger', schema: LedgerAnswer } } }, (ctx, { params }) => {
     ctx.body = presentLedger(svc.ledgers.get(params.orgId!, params.ledgerId!));
   });
-  r.add({ method: 'patch', path: ONE, access: { org: 'editor' }, body: S.LedgerPatch, summary: 'Rename or describe a ledger', responses: { 200: { description: 'Updated' } } }, (ctx, { caller, params, body }) => {
+  r.add({ method: 'patch', path: ONE, access: { org: 'editor' }, body: S.LedgerPatch, summary: 'Rename or describe a ledger', responses: { 200: { description: 'The ledger as updated', schema: LedgerAnswer } } }, (ctx, { caller, params, body }) => {
     ctx.body = presentLedger(svc.ledgers.update(caller, params.orgId!, params.ledgerId!, body));
   });
   r.add({ method: 'delete', path: ONE, access: { org: 'admin' }, summary: 'Delete a ledger with its contacts, imports and changes (purged in the background)', responses: { 204: { description: 'Deleted' } } }, (ctx, { caller, params }) => {
@@ -181,7 +195,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       accepted(ctx, svc.imports.createApiImport(caller, params.orgId!, params.ledgerId!, batch ? (body.contacts as unknown[]) : [body], headers['Idempotency-Key'] as string | undefined));
     },
   );
-  r.add({ method: 'get', path: `${ONE}/contacts`, access: { org: 'viewer' }, query: S.ContactListQuery, summary: 'Contacts, filtered and sorted (SPEC §4.2); view=count counts them', responses: { 200: { description: '{contacts, nextCursor} or {count}' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/contacts`, access: { org: 'viewer' }, query: S.ContactListQuery, summary: 'Contacts, filtered and sorted (SPEC §4.2); view=count counts them', responses: { 200: { description: 'A page of contacts {contacts, nextCursor}, or with view=count {count}', schema: ContactListAnswer }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
     const { filter, sort } = S.filterOf(query);
     if (query.view === 'count') {
       const extra = (['cursor', 'limit', 'sortBy'] as const).filter((k) => query[k] !== undefined);
@@ -214,7 +228,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       { objectMode: false },
     );
   });
-  r.add({ method: 'post', path: `${ONE}/contacts/bulk_delete`, access: { org: 'editor' }, body: S.BulkDelete, summary: 'Delete contacts by id', responses: { 200: { description: '{countRowsDeleted}' }, 413: { description: `More than ${MAX_BULK_DELETE} contact ids: delete more in several calls` } } }, (ctx, { caller, params, body }) => {
+  r.add({ method: 'post', path: `${ONE}/contacts/bulk_delete`, access: { org: 'editor' }, body: S.BulkDelete, summary: 'Delete contacts by id', responses: { 200: { description: 'How many of the contacts were deleted', schema: BulkDeleteAnswer }, 413: { description: `More than ${MAX_BULK_DELETE} contact ids: delete more in several calls` } } }, (ctx, { caller, params, body }) => {
     ctx.body = { countRowsDeleted: svc.contacts.bulkDelete(caller, params.orgId!, params.ledgerId!, body.contactIds) };
   });
 
@@ -246,7 +260,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         }
       },
     );
-    r.add({ method: 'get', path: base, access: { org: 'viewer' }, query: pageQuery, summary: `Import jobs, newest first${note}`, responses: { 200: { description: '{imports, nextCursor}' } } }, (ctx, { params, query }) => {
+    r.add({ method: 'get', path: base, access: { org: 'viewer' }, query: pageQuery, summary: `Import jobs, newest first${note}`, responses: { 200: { description: 'A page of import jobs', schema: ImportJobPage } } }, (ctx, { params, query }) => {
       ctx.body = pageOf('imports', svc.imports.list(params.orgId!, params.ledgerId!, query.limit ?? 100, query.cursor), showImport);
     });
     // the alias takes the preview too: a client using /contacts/imports for uploads finds it where it looks
@@ -258,7 +272,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         bulk: true,
         summary: `What a CSV upload would import (nothing is stored)${note}`,
         rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping"' },
-        responses: { 200: { description: '{columns, rows, suggestedMapping, mapping, missing}' } },
+        responses: { 200: { description: 'The columns, the first rows and the mapping the import would use', schema: ImportPreviewAnswer } },
       },
       async (ctx, { params }) => {
         const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
@@ -269,7 +283,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         }
       },
     );
-    r.add({ method: 'get', path: `${base}/:importId`, access: { org: 'viewer' }, summary: `An import job's status and counts${note}`, responses: { 200: { description: 'Import job' } } }, (ctx, { params }) => {
+    r.add({ method: 'get', path: `${base}/:importId`, access: { org: 'viewer' }, summary: `An import job's status and counts${note}`, responses: { 200: { description: 'The import job', schema: ImportJobAnswer } } }, (ctx, { params }) => {
       ctx.body = showImport(svc.imports.get(params.orgId!, params.ledgerId!, params.importId!));
     });
     r.add({ method: 'get', path: `${base}/:importId/${alias ? 'downloadErrors' : 'errors'}`, access: { org: 'viewer' }, query: S.RejectedRowsQuery, summary: `Rejected rows as CSV with a reason column${note}`, description: 'Cells that a spreadsheet would read as a formula get a \' in front unless escapeFormulas=false; uploaded again, this file\'s cells lose that \' (its last two columns, reason and line, mark it).', responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params, query }) => {
@@ -280,7 +294,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     });
   }
 
-  r.add({ method: 'get', path: `${ONE}/contacts/:contactId`, access: { org: 'viewer' }, summary: 'A contact', responses: { 200: { description: 'Contact' } } }, (ctx, { params }) => {
+  r.add({ method: 'get', path: `${ONE}/contacts/:contactId`, access: { org: 'viewer' }, summary: 'A contact', responses: { 200: { description: 'The contact', schema: ContactAnswer } } }, (ctx, { params }) => {
     ctx.body = presentContact(svc.contacts.get(params.orgId!, params.ledgerId!, params.contactId!));
   });
   r.add({ method: 'delete', path: `${ONE}/contacts/:contactId`, access: { org: 'editor' }, summary: 'Delete a contact', responses: { 204: { description: 'Deleted' } } }, (ctx, { caller, params }) => {

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import type { ApiRouter } from '../http/route.ts';
 
@@ -11,11 +12,17 @@ export type ReadinessChecks = Record<string, () => boolean>;
  * instance unready (reads still work): a failing one turns the answer's status into "degraded"
  * (RELIABILITY.md D3: a full disk).
  */
+const HealthAnswer = z.strictObject({ status: z.literal('ok') });
+const ReadyAnswer = z.strictObject({
+  status: z.enum(['ready', 'degraded']).meta({ description: 'degraded: a check that does not stop reads failed (a full disk)' }),
+  checks: z.record(z.string(), z.boolean()),
+});
+
 export function registerHealthRoutes(r: ApiRouter, checks: ReadinessChecks, state: { shuttingDown: boolean }, degraded: ReadinessChecks = {}): void {
-  r.add({ method: 'get', path: '/healthz', access: 'public', ignoresQuery: true, summary: 'Liveness', responses: { 200: { description: 'Alive' } } }, (ctx) => {
+  r.add({ method: 'get', path: '/healthz', access: 'public', ignoresQuery: true, summary: 'Liveness', responses: { 200: { description: 'Alive', schema: HealthAnswer } } }, (ctx) => {
     ctx.body = { status: 'ok' };
   });
-  r.add({ method: 'get', path: '/readyz', access: 'public', ignoresQuery: true, summary: 'Readiness', responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready' } } }, (ctx) => {
+  r.add({ method: 'get', path: '/readyz', access: 'public', ignoresQuery: true, summary: 'Readiness', responses: { 200: { description: 'Ready', schema: ReadyAnswer }, 503: { description: 'Not ready' } } }, (ctx) => {
     const results: Record<string, boolean> = { acceptingRequests: !state.shuttingDown };
     for (const [name, check] of Object.entries(checks)) {
       try {

@@ -46,6 +46,9 @@ export interface Person {
 
 export type ChangeType = 'job' | 'info';
 
+/** The fields an information change is about (one change per field; a new company is a job change). */
+export const INFO_FIELDS = ['title', 'location', 'email', 'emailStatus', 'hasMultipleJobs', 'jobStartedAt'] as const;
+
 export interface Change {
   seq: number;
   id: string;

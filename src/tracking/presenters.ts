@@ -1,6 +1,83 @@
+import { z } from 'zod';
 import { isoZ, isoZOrNull } from '../clock.ts';
+import { countOf, idOf, isoTime, pageSchema } from '../http/common-schemas.ts';
+import { JOB_STATUSES } from '../jobs/queue-repo.ts';
 import type { FeedJob } from './feeds-repo.ts';
-import type { Change } from './model.ts';
+import { INFO_FIELDS, type Change } from './model.ts';
+
+/**
+ * Wire shapes of change tracking (SPEC §5): the presenters, and the zod schemas of what they
+ * answer (the OpenAPI document's answer schemas, checked against every answer under the tests).
+ */
+
+const changeBase = {
+  id: idOf('chg'),
+  contactId: idOf('c'),
+  ledgerId: idOf('l'),
+  detectedAt: isoTime.meta({ description: 'When the service recorded the change' }),
+  observedAt: isoTime.nullable().meta({ description: 'When the feed observed the new value, when it said' }),
+};
+const jobSide = z.strictObject({ company: z.string(), title: z.string().nullable() });
+/** An information change's one field: text, an e-mail status, a boolean (hasMultipleJobs) or a time (jobStartedAt); null when not known. */
+const infoSide = z.partialRecord(z.enum(INFO_FIELDS), z.union([z.string(), z.boolean(), z.null()]));
+
+export const ChangeAnswer = z
+  .discriminatedUnion('type', [
+    z.strictObject({ ...changeBase, type: z.literal('job').meta({ description: 'A new company' }), from: jobSide, to: jobSide }),
+    z.strictObject({
+      ...changeBase,
+      type: z.literal('info').meta({ description: 'Another field changed' }),
+      field: z.enum(INFO_FIELDS),
+      from: infoSide.meta({ description: '{<field>: the value before}' }),
+      to: infoSide.meta({ description: '{<field>: the value after}' }),
+    }),
+  ])
+  .meta({ id: 'Change' });
+
+export const ChangePage = pageSchema('changes', ChangeAnswer);
+/** The ledger-wide change feed: a page, and where to go on from later (resumeCursor, always set). */
+export const ChangeFeedAnswer = ChangePage.extend({ resumeCursor: z.string().meta({ description: 'Continues after this page, also later, when more changes were recorded' }) });
+
+export const FeedJobAnswer = z
+  .strictObject({
+    id: idOf('feed'),
+    source: z.enum(['api', 'cli', 'inbox']),
+    fileName: z.string().nullable(),
+    format: z.enum(['ndjson', 'csv', 'json']),
+    gzip: z.boolean(),
+    status: z.enum(JOB_STATUSES),
+    received: countOf,
+    invalid: countOf,
+    stale: countOf,
+    repeated: countOf,
+    personsUpdated: countOf,
+    contactsMatched: countOf,
+    jobChanges: countOf,
+    infoChanges: countOf,
+    createdBy: z.string().nullable(),
+    createdAt: isoTime,
+    startedAt: isoTime.nullable(),
+    finishedAt: isoTime.nullable(),
+    message: z.string().nullable().meta({ description: 'Why a job failed' }),
+    errorsUrl: z.url().nullable().meta({ description: 'The rejected records as CSV; null when none was rejected' }),
+  })
+  .meta({ id: 'FeedJob' });
+
+export const FeedJobPage = pageSchema('feeds', FeedJobAnswer);
+
+const utcDay = z.string().regex(/^\d{8}$/).meta({ description: 'A UTC day, YYYYMMDD' });
+
+/** GET …/streams/daily: the daily change sets, newest day first. */
+export const DailySetPage = pageSchema(
+  'streams',
+  z
+    .strictObject({
+      date: utcDay,
+      createdAt: isoTime,
+      files: z.array(z.strictObject({ name: z.string(), bytes: countOf, contacts: countOf.meta({ description: 'Contacts (lines) in the file' }), url: z.url() })),
+    })
+    .meta({ id: 'DailyChangeSet' }),
+).extend({ writtenThrough: utcDay.meta({ description: 'Every day up to this one (of the last 31) with changes has its set' }) });
 
 export const presentChange = (c: Change) => ({
   id: c.id,
@@ -14,7 +91,7 @@ export const presentChange = (c: Change) => ({
   observedAt: isoZOrNull(c.observedAt),
 });
 
-export const presentFeed = (f: FeedJob, base: string) => ({
+export const presentFeed = (f: FeedJob, base: string): z.output<typeof FeedJobAnswer> => ({
   id: f.id,
   source: f.source,
   fileName: f.fileName,

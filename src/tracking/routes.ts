@@ -14,7 +14,7 @@ import type { ChangeService } from './change-service.ts';
 import type { DailySets } from './daily-sets.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import type { FeedService } from './feed-service.ts';
-import { presentChange, presentFeed } from './presenters.ts';
+import { ChangeFeedAnswer, ChangePage, DailySetPage, FeedJobAnswer, FeedJobPage, presentChange, presentFeed } from './presenters.ts';
 
 export interface TrackingRouteOptions {
   baseUrl: string;
@@ -57,7 +57,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
         description: 'The records, plain or gzip-compressed: gzip is recognised by its content, with or without Content-Encoding: gzip. Any other Content-Encoding → 415.',
       },
       headers: idempotencyKeyHeader("the caller's own"),
-      responses: { ...jobAnswers('feed job'), 413: { description: 'Over the upload limit' }, 415: { description: 'Not a feed format, or a Content-Encoding other than gzip' } },
+      responses: { ...jobAnswers('feed job', FeedJobAnswer), 413: { description: 'Over the upload limit' }, 415: { description: 'Not a feed format, or a Content-Encoding other than gzip' } },
     },
     async (ctx, { caller, headers, recheckAccess }) => {
       const type = (ctx.get('Content-Type').split(';')[0] ?? '').trim().toLowerCase();
@@ -91,10 +91,10 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       answerJob(ctx, replayed, `${base}/feed/${feed.id}`, presentFeed(feed, base));
     },
   );
-  r.add({ method: 'get', path: '/feed', access: { permission: 'feed' }, query: pageQuery, summary: 'Feed jobs, newest first', responses: { 200: { description: '{feeds, nextCursor}' } } }, (ctx, { query }) => {
+  r.add({ method: 'get', path: '/feed', access: { permission: 'feed' }, query: pageQuery, summary: 'Feed jobs, newest first', responses: { 200: { description: 'A page of feed jobs', schema: FeedJobPage } } }, (ctx, { query }) => {
     ctx.body = pageOf('feeds', svc.feeds.list(query.limit ?? 100, query.cursor), (f) => presentFeed(f, base));
   });
-  r.add({ method: 'get', path: '/feed/:feedId', access: { permission: 'feed' }, summary: "A feed job's status and counts", responses: { 200: { description: 'Feed job' } } }, (ctx, { params }) => {
+  r.add({ method: 'get', path: '/feed/:feedId', access: { permission: 'feed' }, summary: "A feed job's status and counts", responses: { 200: { description: 'The feed job', schema: FeedJobAnswer } } }, (ctx, { params }) => {
     ctx.body = presentFeed(svc.feeds.get(params.feedId!), base);
   });
   r.add({ method: 'get', path: '/feed/:feedId/errors', access: { permission: 'feed' }, summary: 'Rejected records as CSV (record, line, reason)', responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params }) => {
@@ -112,15 +112,15 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
   });
 
   const ONE = '/orgs/:orgId/ledgers/:ledgerId';
-  r.add({ method: 'get', path: `${ONE}/contacts/:contactId/changes`, access: { org: 'viewer' }, query: pageQuery, summary: "A contact's change history, newest first", responses: { 200: { description: '{changes, nextCursor}' } } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/contacts/:contactId/changes`, access: { org: 'viewer' }, query: pageQuery, summary: "A contact's change history, newest first", responses: { 200: { description: 'A page of changes', schema: ChangePage } } }, (ctx, { params, query }) => {
     ctx.body = pageOf('changes', svc.changes.ofContact(params.orgId!, params.ledgerId!, params.contactId!, query.limit ?? 100, query.cursor), presentChange);
   });
-  r.add({ method: 'get', path: `${ONE}/changes`, access: { org: 'viewer' }, query: ChangesQuery, summary: 'The ledger-wide change feed, in the order changes were detected', responses: { 200: { description: '{changes, nextCursor, resumeCursor}: nextCursor is null on the last page; resumeCursor (always set) continues after this page, also later, when more changes were recorded' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/changes`, access: { org: 'viewer' }, query: ChangesQuery, summary: 'The ledger-wide change feed, in the order changes were detected', responses: { 200: { schema: ChangeFeedAnswer, description: '{changes, nextCursor, resumeCursor}: nextCursor is null on the last page; resumeCursor (always set) continues after this page, also later, when more changes were recorded' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
     const feed = await svc.changes.ofLedger(params.orgId!, params.ledgerId!, { since: query.since, type: query.type, limit: query.limit ?? 100, cursor: query.cursor });
     ctx.body = { ...pageOf('changes', feed, presentChange), resumeCursor: feed.resumeCursor };
   });
 
-  r.add({ method: 'get', path: `${ONE}/streams/daily`, access: { org: 'viewer' }, query: pageQuery, summary: 'Daily change sets of the ledger, newest day first', description: 'writtenThrough is the last UTC day (YYYYMMDD) up to which every day of the last 31 (the catch-up window) with changes has its set: such a day up to it that is not listed had no changes; a later one may still get its set; an older one is never written any more.', responses: { 200: { description: '{streams, nextCursor, writtenThrough}' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
+  r.add({ method: 'get', path: `${ONE}/streams/daily`, access: { org: 'viewer' }, query: pageQuery, summary: 'Daily change sets of the ledger, newest day first', description: 'writtenThrough is the last UTC day (YYYYMMDD) up to which every day of the last 31 (the catch-up window) with changes has its set: such a day up to it that is not listed had no changes; a later one may still get its set; an older one is never written any more.', responses: { 200: { description: 'A page of daily change sets {streams, nextCursor, writtenThrough}', schema: DailySetPage }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
     // before the list: a set recorded in between is then listed, never missing from a day said written
     const writtenThrough = await svc.dailySets.writtenThrough(params.orgId!, params.ledgerId!);
     const page = svc.dailySets.list(params.orgId!, params.ledgerId!, query.limit ?? 100, query.cursor);

@@ -6,7 +6,7 @@ import { companyKey, emailKey, linkedinSlug, nameKey } from '../normalize.ts';
 import { titleDomain, titleLevel } from '../title-rules.ts';
 import type { ChangesRepo } from './changes-repo.ts';
 import type { FeedListing } from './feed-listing.ts';
-import { zeroCounts, type Change, type FeedRecord, type Person, type TrackingCounts } from './model.ts';
+import { INFO_FIELDS, zeroCounts, type Change, type FeedRecord, type Person, type TrackingCounts } from './model.ts';
 import type { PeopleRepo } from './people-repo.ts';
 import type { MatchedBy, TrackedContact, TrackedContactsRepo, TrackedFields } from './tracked-contacts-repo.ts';
 
@@ -23,7 +23,6 @@ export interface TrackerDeps {
 }
 
 /** Fields compared for info changes, with how they are read from a contact and a person. */
-const INFO_FIELDS = ['title', 'location', 'email', 'emailStatus', 'hasMultipleJobs', 'jobStartedAt'] as const;
 type InfoField = (typeof INFO_FIELDS)[number];
 /** Free text: spelt with other spaces or in other case, the same title or place (not a change). */
 const TEXT_FIELDS: ReadonlySet<InfoField> = new Set(['title', 'location']);

@@ -1,9 +1,88 @@
+import { z } from 'zod';
 import { isoZ, isoZOrNull } from '../clock.ts';
-import type { Delivery, Webhook } from './model.ts';
+import { countOf, idOf, isoTime, pageSchema } from '../http/common-schemas.ts';
+import { ContactAnswer, ImportJobAnswer } from '../ledger/presenters.ts';
+import { ChangeAnswer } from '../tracking/presenters.ts';
+import { WEBHOOK_EVENTS, type Delivery, type Webhook } from './model.ts';
 
-/** Wire shapes of webhooks and deliveries (SPEC §6): never the secret, never the token. */
+/**
+ * Wire shapes of webhooks and deliveries (SPEC §6): never the secret, never the token. The
+ * presenters, and the zod schemas of what they answer (the OpenAPI document's answer schemas,
+ * checked against every answer under the tests).
+ */
 
-export const presentWebhook = (w: Webhook) => ({
+export const WebhookAnswer = z
+  .strictObject({
+    id: idOf('wh'),
+    orgId: idOf('o'),
+    url: z.url(),
+    events: z.array(z.enum(WEBHOOK_EVENTS)),
+    ledgerIds: z.array(idOf('l')).nullable().meta({ description: 'null: every ledger of the organization' }),
+    hasToken: z.boolean().meta({ description: 'Whether deliveries carry an X-Ledger-Token (the token itself is never shown)' }),
+    enabled: z.boolean(),
+    disabledReason: z.string().nullable(),
+    disabledAt: isoTime.nullable(),
+    failingSince: isoTime.nullable().meta({ description: 'The first failed attempt since the last success; null while healthy' }),
+    lastSuccessAt: isoTime.nullable(),
+    createdAt: isoTime,
+    updatedAt: isoTime,
+  })
+  .meta({ id: 'Webhook' });
+
+/** A new webhook, or one whose secret was rotated: with its signing secret, shown only then. */
+export const WebhookWithSecretAnswer = WebhookAnswer.extend({ secret: z.string().meta({ description: 'The signing secret (X-Ledger-Signature), shown only in this answer' }) }).meta({ id: 'WebhookWithSecret' });
+
+export const WebhookPage = pageSchema('webhooks', WebhookAnswer);
+
+const eventBase = { id: idOf('evt'), createdAt: isoTime, orgId: idOf('o') };
+
+/** The body of a delivery, as it is sent (SPEC §6). */
+export const WebhookEventAnswer = z
+  .discriminatedUnion('type', [
+    z.strictObject({ ...eventBase, type: z.enum(['contact.job_changed', 'contact.info_changed']), ledgerId: idOf('l'), data: z.strictObject({ contact: ContactAnswer, change: ChangeAnswer }) }),
+    z.strictObject({ ...eventBase, type: z.literal('import.completed'), ledgerId: idOf('l'), data: z.strictObject({ import: ImportJobAnswer }) }),
+    z.strictObject({
+      ...eventBase,
+      type: z.literal('ping'),
+      ledgerId: z.null(),
+      data: z.strictObject({ webhook: z.strictObject({ id: idOf('wh'), events: z.array(z.enum(WEBHOOK_EVENTS)), ledgerIds: z.array(idOf('l')).nullable() }) }),
+    }),
+  ])
+  .meta({ id: 'WebhookEvent' });
+
+export const DeliveryAnswer = z
+  .strictObject({
+    id: idOf('dlv'),
+    webhookId: idOf('wh'),
+    eventId: idOf('evt'),
+    type: z.enum([...WEBHOOK_EVENTS, 'ping']),
+    status: z.enum(['pending', 'delivered', 'failed']),
+    attempts: countOf,
+    maxAttempts: countOf,
+    responseStatus: z.int().nullable().meta({ description: 'The HTTP status of the last attempt; null when there was no answer' }),
+    error: z.string().nullable().meta({ description: 'What went wrong in the last attempt' }),
+    createdAt: isoTime,
+    lastAttemptAt: isoTime.nullable(),
+    nextAttemptAt: isoTime.nullable().meta({ description: 'Set while pending' }),
+    deliveredAt: isoTime.nullable(),
+    failedAt: isoTime.nullable(),
+    attemptLog: z.array(
+      z.strictObject({
+        at: isoTime,
+        responseStatus: z.int().nullable(),
+        error: z.string().nullable(),
+        durationMs: z.number().min(0),
+      }),
+    ),
+  })
+  .meta({ id: 'Delivery' });
+
+/** One delivery, with the body exactly as it is sent. */
+export const DeliveryWithPayloadAnswer = DeliveryAnswer.extend({ payload: WebhookEventAnswer }).meta({ id: 'DeliveryWithPayload' });
+
+export const DeliveryPage = pageSchema('deliveries', DeliveryAnswer);
+
+export const presentWebhook = (w: Webhook): z.output<typeof WebhookAnswer> => ({
   id: w.id,
   orgId: w.orgId,
   url: w.url,

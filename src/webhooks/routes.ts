@@ -1,6 +1,6 @@
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
 import type { ApiRouter } from '../http/route.ts';
-import { presentDelivery, presentWebhook } from './presenters.ts';
+import { DeliveryAnswer, DeliveryPage, DeliveryWithPayloadAnswer, presentDelivery, presentWebhook, WebhookAnswer, WebhookPage, WebhookWithSecretAnswer } from './presenters.ts';
 import * as S from './schemas.ts';
 import type { WebhookService, WebhookWithSecret } from './webhook-service.ts';
 
@@ -17,7 +17,7 @@ export function registerWebhookRoutes(r: ApiRouter, svc: WebhookService, opts: W
   const withSecret = (x: WebhookWithSecret) => ({ ...presentWebhook(x.webhook), secret: x.secret });
   const admin = { org: 'admin' } as const;
 
-  r.add({ method: 'get', path: W, access: admin, query: pageQuery, summary: 'Webhooks of the organization', responses: { 200: { description: '{webhooks, nextCursor}' } } }, (ctx, { params, query }) => {
+  r.add({ method: 'get', path: W, access: admin, query: pageQuery, summary: 'Webhooks of the organization', responses: { 200: { description: 'A page of webhooks', schema: WebhookPage } } }, (ctx, { params, query }) => {
     ctx.body = pageOf('webhooks', svc.list(params.orgId!, query.limit ?? 100, query.cursor), presentWebhook);
   });
   r.add(
@@ -27,7 +27,7 @@ export function registerWebhookRoutes(r: ApiRouter, svc: WebhookService, opts: W
       access: admin,
       body: S.NewWebhook,
       summary: 'Create a webhook; the answer holds its signing secret, shown only here',
-      responses: { 201: { description: 'The webhook and its `secret`' }, 409: { description: 'Too many webhooks' }, 422: { description: 'Invalid URL, host not allowed, unknown ledger' } },
+      responses: { 201: { description: 'The webhook and its `secret` (Location: its URL)', schema: WebhookWithSecretAnswer }, 409: { description: 'Too many webhooks' }, 422: { description: 'Invalid URL, host not allowed, unknown ledger' } },
     },
     (ctx, { caller, params, body }) => {
       const created = svc.create(caller, params.orgId!, body);
@@ -37,7 +37,7 @@ export function registerWebhookRoutes(r: ApiRouter, svc: WebhookService, opts: W
       ctx.body = withSecret(created);
     },
   );
-  r.add({ method: 'get', path: ONE, access: admin, summary: 'A webhook (with disabledReason when it was disabled)', responses: { 200: { description: 'Webhook' } } }, (ctx, { params }) => {
+  r.add({ method: 'get', path: ONE, access: admin, summary: 'A webhook (with disabledReason when it was disabled)', responses: { 200: { description: 'The webhook', schema: WebhookAnswer } } }, (ctx, { params }) => {
     ctx.body = presentWebhook(svc.get(params.orgId!, params.webhookId!));
   });
   r.add(
@@ -47,7 +47,7 @@ export function registerWebhookRoutes(r: ApiRouter, svc: WebhookService, opts: W
       access: admin,
       body: S.WebhookPatch,
       summary: 'Change a webhook; enabled:true re-enables a disabled one',
-      responses: { 200: { description: 'Updated' }, 422: { description: 'Invalid URL, host not allowed, unknown ledger' } },
+      responses: { 200: { description: 'The webhook as updated', schema: WebhookAnswer }, 422: { description: 'Invalid URL, host not allowed, unknown ledger' } },
     },
     (ctx, { caller, params, body }) => {
       ctx.body = presentWebhook(svc.update(caller, params.orgId!, params.webhookId!, body));
@@ -57,7 +57,7 @@ export function registerWebhookRoutes(r: ApiRouter, svc: WebhookService, opts: W
     svc.remove(caller, params.orgId!, params.webhookId!);
     ctx.status = 204;
   });
-  r.add({ method: 'post', path: `${ONE}/rotate`, access: admin, summary: 'Replace the signing secret; the new one is shown only here', responses: { 200: { description: 'The webhook and its new `secret`' } } }, (ctx, { caller, params }) => {
+  r.add({ method: 'post', path: `${ONE}/rotate`, access: admin, summary: 'Replace the signing secret; the new one is shown only here', responses: { 200: { description: 'The webhook and its new `secret`', schema: WebhookWithSecretAnswer } } }, (ctx, { caller, params }) => {
     ctx.set('Cache-Control', 'no-store');
     ctx.body = withSecret(svc.rotateSecret(caller, params.orgId!, params.webhookId!));
   });
@@ -68,7 +68,7 @@ export function registerWebhookRoutes(r: ApiRouter, svc: WebhookService, opts: W
       access: admin,
       summary: 'Send a ping through the delivery path',
       description: 'Answers 202 with the queued delivery (Location: the delivery); poll it to see the outcome. A ping is tried once, also while the webhook is disabled.',
-      responses: { 202: { description: 'The ping delivery' } },
+      responses: { 202: { description: 'The ping delivery (Location: its URL)', schema: DeliveryAnswer } },
     },
     (ctx, { params }) => {
       const x = svc.ping(params.orgId!, params.webhookId!);
@@ -78,12 +78,12 @@ export function registerWebhookRoutes(r: ApiRouter, svc: WebhookService, opts: W
     },
   );
   r.add(
-    { method: 'get', path: `${ONE}/deliveries`, access: admin, query: S.DeliveriesQuery, summary: 'Deliveries and their attempts, newest first', responses: { 200: { description: '{deliveries, nextCursor}' } } },
+    { method: 'get', path: `${ONE}/deliveries`, access: admin, query: S.DeliveriesQuery, summary: 'Deliveries and their attempts, newest first', responses: { 200: { description: 'A page of deliveries', schema: DeliveryPage } } },
     (ctx, { params, query }) => {
       ctx.body = pageOf('deliveries', svc.deliveries(params.orgId!, params.webhookId!, { limit: query.limit ?? 100, cursor: query.cursor, status: query.status }), (x) => presentDelivery(x));
     },
   );
-  r.add({ method: 'get', path: `${ONE}/deliveries/:deliveryId`, access: admin, summary: 'One delivery with its attempts and payload', responses: { 200: { description: 'Delivery' } } }, (ctx, { params }) => {
+  r.add({ method: 'get', path: `${ONE}/deliveries/:deliveryId`, access: admin, summary: 'One delivery with its attempts and payload', responses: { 200: { description: 'The delivery and its payload', schema: DeliveryWithPayloadAnswer } } }, (ctx, { params }) => {
     ctx.body = presentDelivery(svc.delivery(params.orgId!, params.webhookId!, params.deliveryId!), true);
   });
 }
