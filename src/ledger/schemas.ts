@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { cursorParam, limitParam, noNul, text, timestampParam } from '../http/common-schemas.ts';
+import { cursorParam, documentAs, limitParam, noNul, text, timestampParam } from '../http/common-schemas.ts';
+import { MAX_LENGTH } from './contact-input.ts';
+import { MAX_BULK_DELETE } from './contact-service.ts';
 import { isId } from '../ids.ts';
 import type { ContactFilter, ContactSort } from './contacts-list-repo.ts';
 import { canonicalLinkedin, emailProblem } from '../normalize.ts';
@@ -14,18 +16,47 @@ export const NewLedger = z.strictObject({
 
 export const LedgerPatch = NewLedger.partial().refine((p) => p.name !== undefined || p.description !== undefined, 'give name or description');
 
+const optionalText = (max: number, description?: string) => z.string().max(max).nullable().optional().meta(description ? { description } : {});
+
+/**
+ * What the OpenAPI document shows of a submitted contact (SPEC §4.1). Contacts are validated by
+ * src/ledger/contact-input.ts validateContact, not by this schema: keep the two alike (MAX_LENGTH).
+ */
+const NewContactDoc = z
+  .strictObject({
+    name: z.string().max(MAX_LENGTH.name).meta({ description: 'Required; kept as given, never modified' }),
+    company: z.string().max(MAX_LENGTH.company).meta({ description: 'Required' }),
+    title: optionalText(MAX_LENGTH.title),
+    location: optionalText(MAX_LENGTH.location),
+    email: optionalText(MAX_LENGTH.email, 'Or contactInfo.email (the two must agree)'),
+    contactInfo: z
+      .strictObject({
+        email: optionalText(MAX_LENGTH.email),
+        emailStatus: z.null().optional().meta({ description: 'Set by the person-data feed only: leave it out or send null' }),
+      })
+      .nullable()
+      .optional()
+      .meta({ description: 'As a contact is answered (GET)' }),
+    linkedin: optionalText(MAX_LENGTH.linkedin, 'A LinkedIn profile URL, stored canonically (https://www.linkedin.com/in/<slug>)'),
+    referenceId: z
+      .union([z.string().max(MAX_LENGTH.referenceId), z.int(), z.null()])
+      .optional()
+      .meta({ description: "The client's own id, unique within the ledger: a string, or a whole number within ±(2^53−1), stored as text" }),
+  })
+  .meta({ id: 'NewContact', description: 'One contact. Text fields are trimmed (name and company are kept as given); an empty string or null is an absent value.' });
+
 /**
  * `{contacts:[…]}` or one contact. Batch rows are validated one by one by the import job (bad rows
  * are rejected with a reason, the rest imported); a single contact is validated at once (422).
  */
 export const ContactsBody = z.union([
-  z.strictObject({ contacts: z.array(z.unknown()).meta({ description: 'Contacts to add (each like the single-contact form); at most MAX_API_CONTACTS.' }) }),
-  z.record(z.string(), z.unknown()).meta({ description: 'One contact: name, company, title?, location?, email? (or contactInfo: {email, emailStatus: null}), linkedin?, referenceId?' }),
+  z.strictObject({ contacts: z.array(documentAs(z.unknown(), NewContactDoc)).meta({ description: 'Contacts to add (each like the single-contact form); at most MAX_API_CONTACTS. Each row is validated by the import job: a bad row is rejected with a reason, the others are imported.' }) }),
+  documentAs(z.record(z.string(), z.unknown()), NewContactDoc),
 ], { error: 'send one contact object or {"contacts":[…]}' });
 
 export const BulkDelete = z.strictObject({
   // no bounds here: an empty list deletes nothing (200), a list over MAX_BULK_DELETE is 413 like an oversized batch (contact-service.ts)
-  contactIds: z.array(z.string().max(64)),
+  contactIds: z.array(z.string().max(64)).meta({ maxItems: MAX_BULK_DELETE, description: `At most ${MAX_BULK_DELETE} ids a call (413 beyond)` }),
 });
 
 /** A text filter: a NUL would end SQLite's LIKE pattern (and no stored text holds one). */
@@ -39,7 +70,9 @@ const sortBy = z
   .string()
   .transform((s) => (s.startsWith(' ') ? `+${s.slice(1)}` : /^[A-Za-z]/.test(s) ? `+${s}` : s)) // a raw "+" arrives as a space
   .pipe(z.enum(SORTS, { error: `must be one of ${SORTS.join(', ')}` }))
-  .optional();
+  .optional()
+  // the JSON Schema of a transform's input is just a string: the document states the values
+  .meta({ enum: [...SORTS], description: 'The order (default +createdAt); a field name alone, or with a "+" that arrived as a space, is read as +<field>' });
 
 const filters = {
   lastJobChangedAt: timestampParam.meta({ description: 'Contacts whose last job change is at or after this time.' }),
