@@ -10,6 +10,8 @@ import { invalidUtf8At } from '../src/utf8.ts';
 import { OFF_THREAD_BYTES } from '../src/http/json-parser-thread.ts';
 import { NICE } from '../src/thread-priority.ts';
 import { toAppError } from '../src/http/problem.ts';
+import { checkAnswer, type RouteSpec } from '../src/http/route.ts';
+import { z } from 'zod';
 import { prng } from '../scripts/prng.ts';
 import { createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, startApp, threadNice, threadNices, type TestApp, type World } from './helpers.ts';
 
@@ -599,6 +601,74 @@ D('routes that create import jobs document the Idempotency-Key header and the 20
     assert.ok(replay.headers.Location, `${path}: 200 Location`);
   }
   assert.not.ok((doc.paths[`${L}/contacts/bulk_delete`].post.parameters ?? []).some((p: any) => p.in === 'header'), 'only routes that read it list it');
+});
+
+D('every JSON answer of both documents has a schema: 2xx from the route declarations, errors the shared Problem (a tester: client generators got `any` for every answer)', async ({ t }) => {
+  for (const prefix of [ID, LEDGER]) {
+    const doc = (await t.call('GET', `${prefix}/openapi.json`)).body;
+    const text = JSON.stringify(doc);
+    for (const ref of new Set(text.match(/"#\/components\/schemas\/[^"]+"/g) ?? [])) assert.ok(doc.components.schemas[JSON.parse(ref).split('/').pop()], `${prefix}: ${ref} resolves`);
+    assert.not.match(text, /"\$defs"/, 'named schemas are components, not $defs');
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        if (method === 'servers') continue;
+        const what = `${method.toUpperCase()} ${prefix}${path}`;
+        for (const [status, res] of Object.entries(op.responses as Record<string, any>)) {
+          if (status === '204') {
+            assert.not.ok(res.content, `${what}: a 204 has no body`);
+            continue;
+          }
+          assert.ok(res.content, `${what} ${status}: no content`);
+          const [type, media] = Object.entries(res.content as Record<string, any>)[0]!;
+          if (Number(status) >= 400) assert.equal(media.schema, { $ref: '#/components/schemas/Problem' }, `${what} ${status}`);
+          else if (type === 'application/json') assert.ok(media.schema && Object.keys(media.schema).length, `${what} ${status}: a schema`);
+          else assert.ok(['text/csv', 'application/gzip'].includes(type), `${what} ${status}: ${type}`);
+        }
+      }
+    }
+  }
+  const L = '/orgs/{orgId}/ledgers/{ledgerId}';
+  const ledger = (await t.call('GET', `${LEDGER}/openapi.json`)).body;
+  const json = (op: any, status = '200') => op.responses[status].content['application/json'].schema;
+  const list = json(ledger.paths[`${L}/contacts`].get);
+  assert.equal(list.anyOf[0].properties.contacts.items, { $ref: '#/components/schemas/Contact' }, 'the list page holds Contacts');
+  assert.equal(list.anyOf[1].required, ['count'], 'view=count');
+  assert.equal(json(ledger.paths[`${L}/contacts/{contactId}`].get), { $ref: '#/components/schemas/Contact' });
+  assert.equal(json(ledger.paths[`${L}/contacts`].post, '202'), { $ref: '#/components/schemas/ImportJob' });
+  assert.equal(json(ledger.paths[`${L}/changes`].get).properties.changes.items, { $ref: '#/components/schemas/Change' });
+  const { Contact, Ledger, Problem } = ledger.components.schemas;
+  assert.equal(Ledger.properties.description.type, ['string', 'null'], "a ledger's description is a string or null");
+  assert.equal(Contact.properties.contactInfo.properties.emailStatus.anyOf.find((x: any) => x.enum).enum, ['valid', 'catch-all', 'best-guess']);
+  assert.match(Contact.properties.createdAt.pattern, /\\\.\\d\{3\}\(\?:Z\)/, 'times with milliseconds and Z');
+  assert.ok(Contact.required.includes('lastJobChangedAt'), 'null, not absent');
+  assert.ok(Problem.properties.error_description, 'the OAuth error members of the token endpoint');
+  const identity = (await t.call('GET', `${ID}/openapi.json`)).body;
+  assert.match(identity.components.schemas.IssuedSession.properties.expiresAt.pattern, /\\d\{6\}\$/, 'expiresAt: six digits, no zone');
+});
+
+D('the request side: the single contact of POST …/contacts, the sortBy values and bulk_delete\'s limit are stated (a tester found an empty object)', async ({ t }) => {
+  const doc = (await t.call('GET', `${LEDGER}/openapi.json`)).body;
+  const L = '/orgs/{orgId}/ledgers/{ledgerId}';
+  const body = doc.paths[`${L}/contacts`].post.requestBody.content['application/json'].schema;
+  assert.equal(body.anyOf[1], { $ref: '#/components/schemas/NewContact' });
+  assert.equal(body.anyOf[0].properties.contacts.items, { $ref: '#/components/schemas/NewContact' });
+  const contact = doc.components.schemas.NewContact;
+  assert.equal(contact.required, ['name', 'company']);
+  assert.equal(Object.keys(contact.properties), ['name', 'company', 'title', 'location', 'email', 'contactInfo', 'linkedin', 'referenceId']);
+  assert.equal(contact.properties.referenceId.anyOf.map((x: any) => x.type), ['string', 'integer', 'null']);
+  const sortBy = doc.paths[`${L}/contacts`].get.parameters.find((p: any) => p.name === 'sortBy');
+  assert.equal(sortBy.schema.enum, ['+createdAt', '-createdAt', '+name', '-name', '-lastJobChangedAt', '-lastInfoChangedAt']);
+  assert.is(doc.paths[`${L}/contacts/bulk_delete`].post.requestBody.content['application/json'].schema.properties.contactIds.maxItems, 1000);
+});
+
+D('under the tests every JSON answer is checked against its schema: one that drifted, or a 2xx without a schema, fails loudly', () => {
+  const spec = { method: 'get', path: '/x', summary: 'x', access: 'public', responses: { 200: { description: 'x', schema: z.strictObject({ id: z.string() }) }, 201: { description: 'no schema' } } } as RouteSpec;
+  const ctx = (status: number, body: unknown) => ({ status, body }) as never;
+  checkAnswer(ctx(200, { id: 'a' }), spec, 'GET /x');
+  assert.throws(() => checkAnswer(ctx(200, { id: 1 }), spec, 'GET /x'), /the 200 answer of GET \/x does not match its declared schema: .*"path":\["id"\]/);
+  assert.throws(() => checkAnswer(ctx(200, { id: 'a', extra: true }), spec, 'GET /x'), /unrecognized_keys/);
+  assert.throws(() => checkAnswer(ctx(201, { id: 'a' }), spec, 'GET /x'), /declares no schema/);
+  checkAnswer(ctx(200, Buffer.from('csv')), spec, 'GET /x'); // not JSON: not looked at
 });
 
 D.run();
