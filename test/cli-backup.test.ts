@@ -291,6 +291,42 @@ C('serve refuses a damaged database and an unusable data folder with exit 1 and 
 });
 
 
+/** Grows the database `file` (stopped) and writes garbage into pages in its middle: SQLite opens it, and integrity_check finds several problems. */
+function damagePages(file: string): void {
+  const db = new Database(file);
+  db.exec('CREATE TABLE filler (x TEXT); CREATE INDEX filler_x ON filler (x)');
+  const ins = db.prepare('INSERT INTO filler VALUES (?)');
+  db.transaction(() => {
+    for (let i = 0; i < 3000; i++) ins.run(`${'y'.repeat(200)}${i}`);
+  })();
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  const bytes = readFileSync(file);
+  const pages = bytes.length / 4096;
+  for (const at of [0.3, 0.45, 0.6, 0.75, 0.9]) {
+    const page = Math.floor(pages * at);
+    bytes.fill(0x5a, page * 4096 + 100, page * 4096 + 400);
+  }
+  writeFileSync(file, bytes);
+}
+
+C('a damaged database is told on one line (docs/operations.md): a backup of it and a restore of it say the first problems and how many more', async () => {
+  // A tester's case: both printed integrity_check's findings over several lines.
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  const live = join(data, 'contact-ledger.db');
+  damagePages(live);
+  const b = run(['backup', join(tempDir(), 'of-damaged.db')], env);
+  assert.is(b.status, 1, b.stderr);
+  assert.is(b.stderr.trimEnd().split('\n').length, 1, b.stderr);
+  assert.match(b.stderr, /^contact-ledger backup: .*the copy failed its integrity check: [^*;]+; [^*;]+; [^*;]+; and \d+ more\n$/);
+  const r = run(['restore', live], { CONTACT_LEDGER_DATA: tempDir() });
+  assert.is(r.status, 1, r.stderr);
+  assert.is(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+  assert.match(r.stderr, /^contact-ledger restore: refused: .* is damaged \(integrity_check: [^*;]+; [^*;]+; [^*;]+; and \d+ more\)\. Nothing was changed\.\n$/);
+});
+
 C('backup by a user who may not read the data folder says so (permission denied on the folder, exit 2), not that there is no database', async () => {
   // A tester's case: "there is no database" (exit 1) where the cause was EACCES.
   const data = tempDir();

@@ -1,6 +1,7 @@
 import { chmodSync, closeSync, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
+import { checkFindings } from './db.ts';
 import { fsyncFile } from './durable-files.ts';
 
 /**
@@ -88,7 +89,7 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
       copy.pragma('journal_mode = DELETE');
       if (opts.verify) {
         const result = copy.prepare('PRAGMA integrity_check').pluck().all() as string[];
-        if (result.length !== 1 || result[0] !== 'ok') throw new BackupError(`the copy failed its integrity check: ${result.slice(0, 3).join('; ')}`);
+        if (result.length !== 1 || result[0] !== 'ok') throw new BackupError(`the copy failed its integrity check: ${checkFindings(result)}`);
       }
     } finally {
       copy.close();
@@ -167,7 +168,7 @@ export function checkDatabaseFile(file: string, latest: number): number {
     let version: number;
     try {
       const integrity = raw.prepare('PRAGMA integrity_check').pluck().all() as string[];
-      if (integrity.length !== 1 || integrity[0] !== 'ok') throw new BackupError(`${file} is damaged (integrity_check: ${integrity.slice(0, 3).join('; ')})`);
+      if (integrity.length !== 1 || integrity[0] !== 'ok') throw new BackupError(`${file} is damaged (integrity_check: ${checkFindings(integrity)})`);
       const tables = new Set(raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[]);
       const missing = REQUIRED_TABLES.filter((t) => !tables.has(t));
       if (missing.length) throw new BackupError(`${file} is an SQLite database but not a contact-ledger one (no ${missing.join(', ')} table)`);

@@ -237,6 +237,22 @@ export interface OpenOptions {
 }
 
 /**
+ * What `PRAGMA integrity_check` / `quick_check` found, on one line: SQLite returns its findings as
+ * rows that may each hold several lines (the first starts "*** in database main ***"), and a
+ * message on stderr is one line (docs/operations.md). The first `max` problems joined with "; ",
+ * and how many more there are.
+ */
+export function checkFindings(rows: readonly unknown[], max = 3): string {
+  const found = rows
+    .flatMap((r) => String(r).split('\n'))
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !/^\*\*\* in database \S+ \*\*\*$/.test(l));
+  if (found.length === 0) return 'no details';
+  const more = found.length - max;
+  return `${found.slice(0, max).join('; ')}${more > 0 ? `; and ${more} more` : ''}`;
+}
+
+/**
  * Why SQLite cannot read the database `file` (its header and schema, with its -wal; with
  * `quickCheck`, every page: PRAGMA quick_check), through a read-only connection that changes
  * nothing on disk; undefined when it can.
@@ -247,12 +263,9 @@ export function unreadableDatabase(file: string, opts: { quickCheck?: boolean } 
     db = new Database(file, { readonly: true, fileMustExist: true });
     db.prepare('SELECT count(*) FROM sqlite_master').get();
     if (opts.quickCheck) {
-      const result = db.pragma('quick_check', { simple: true });
-      if (result !== 'ok') {
-        // its first finding, and how many more: a line, not one per damaged page
-        const findings = String(result).split('\n');
-        return `database disk image is malformed (quick_check: ${findings[0]}${findings.length > 1 ? `, and ${findings.length - 1} more` : ''})`;
-      }
+      const result = db.prepare('PRAGMA quick_check').pluck().all();
+      // its first findings, and how many more: a line, not one per damaged page
+      if (result.length !== 1 || result[0] !== 'ok') return `database disk image is malformed (quick_check: ${checkFindings(result, 1)})`;
     }
     return undefined;
   } catch (err) {
@@ -302,8 +315,8 @@ export function openDb(file: string, opts: OpenOptions = {}): Db {
     raw.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`); // truncate the -wal back to 64 MiB after checkpoints
     verifySettings(raw, file, opts.readonly ?? false);
     if ((opts.check ?? true) && !probed) {
-      const result = raw.pragma('quick_check', { simple: true });
-      if (result !== 'ok') throw new StartupError(`database ${file} is damaged (quick_check: ${String(result)}); restore a backup`);
+      const result = raw.prepare('PRAGMA quick_check').pluck().all();
+      if (result.length !== 1 || result[0] !== 'ok') throw new StartupError(`database ${file} is damaged (quick_check: ${checkFindings(result)}); restore a backup`);
     }
   } catch (err) {
     raw.close();
