@@ -2,10 +2,11 @@ import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { DB_FILE } from '../storage/storage.ts';
-import { backupTo, openBackupSource } from '../storage/backup.ts';
+import { BackupInterrupted, backupTo, openBackupSource, partialOf } from '../storage/backup.ts';
 import { loadSqliteLibrary } from '../storage/sqlite-addon.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from './command.ts';
 import { NICE, setThreadNice } from '../thread-priority.ts';
+import { interrupted } from './progress.ts';
 
 /**
  * `contact-ledger backup <file>`: an online, consistent copy of the database, whether or not a
@@ -15,7 +16,8 @@ import { NICE, setThreadNice } from '../thread-priority.ts';
  * and copies it with SQLite's backup API in ONE step, i.e. inside one read transaction. In WAL mode
  * that snapshot does not block the server's writes, and because nothing happens between steps the
  * server's writes cannot restart the copy. The copy is then checked (integrity_check) and gets its
- * final name only when complete.
+ * final name only when complete. SIGINT or SIGTERM stops it when the copy or the check under way
+ * ends: its partial file is removed, "interrupted" said, exit 1.
  */
 export const backupCommand: Command = {
   name: 'backup',
@@ -68,11 +70,17 @@ export const backupCommand: Command = {
     const started = Date.now();
     // beside a running server, the copy and its check take the CPU its requests leave over
     setThreadNice(NICE.backupCommand);
+    const stop = interrupted();
     try {
-      const { bytes } = await backupTo(source, dest, { oneStep: true, verify: true });
+      const { bytes } = await backupTo(source, dest, { oneStep: true, verify: true, interrupted: () => stop.fired });
       io.out(`backed up ${file} to ${dest} (${(bytes / 1024 ** 2).toFixed(1)} MiB, integrity ok) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       return EXIT_OK;
+    } catch (err) {
+      if (!(err instanceof BackupInterrupted)) throw err;
+      io.err(`contact-ledger backup: interrupted: no backup was written (its partial file ${partialOf(dest)} was removed)`);
+      return EXIT_FAILURE;
     } finally {
+      stop.dispose();
       source.close();
     }
   },

@@ -2,13 +2,14 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { paths } from '../paths.ts';
-import { BackupError, checkDatabaseFile, checkpointDatabaseFile, copyDatabaseFile, fileStamp } from '../storage/backup.ts';
+import { BackupError, BackupInterrupted, checkDatabaseFile, checkpointDatabaseFile, copyDatabaseFile, fileStamp } from '../storage/backup.ts';
 import { unreadableDatabase } from '../storage/db.ts';
 import { fsyncFile } from '../storage/durable-files.ts';
-import { backupsDir, DB_FILE, prepareDataDir, restoringFile } from '../storage/storage.ts';
+import { backupsDir, DB_FILE, prepareDataDir, removeRestoreScratch, restoringFile } from '../storage/storage.ts';
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
 import { loadMigrations } from '../storage/migrate.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { interrupted } from './progress.ts';
 
 /**
  * `contact-ledger restore <file>`: replaces the database of the data folder with a backup. It
@@ -17,6 +18,10 @@ import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
  * the database it replaces in `<data>/backups/pre-restore-<time>.db` (with its -wal, if any).
  * The file is copied through SQLite's backup API, so a -wal beside it (a database copied from a
  * server that was killed) comes along with the transactions the check saw in it.
+ *
+ * SIGINT or SIGTERM before the old database is moved aside stops it there (once the check or the
+ * copy step under way ends): its partial copy is removed, the lock released, "interrupted" said,
+ * exit 1, nothing changed. Once it moves the old database it finishes (a few renames).
  */
 export const restoreCommand: Command = {
   name: 'restore',
@@ -29,14 +34,26 @@ export const restoreCommand: Command = {
     if (!existsSync(source)) throw new UsageError(`${source} does not exist`);
     const config = loadConfig(io.env, args.config);
     prepareDataDir(config.dataDir);
+    const stop = interrupted();
+    // a signal's listener runs only when the event loop turns: it is let turn before each look
+    const signalled = async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      return stop.fired;
+    };
+    const stopped = () => {
+      io.err('contact-ledger restore: interrupted before the database was replaced; its partial copy was removed. Nothing was changed.');
+      return EXIT_FAILURE;
+    };
     let lock;
     try {
       lock = lockDataDir(config.dataDir);
     } catch (err) {
+      stop.dispose();
       if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; stop it before restoring`, err.pid);
       throw err;
     }
     try {
+      removeRestoreScratch(config.dataDir); // what a killed restore left
       const latest = loadMigrations(paths.migrations).at(-1)!.version;
       let version: number;
       try {
@@ -46,16 +63,23 @@ export const restoreCommand: Command = {
         io.err(`contact-ledger restore: refused: ${err.message}. Nothing was changed.`);
         return EXIT_FAILURE;
       }
+      if (await signalled()) return stopped();
       const target = join(config.dataDir, DB_FILE);
       const incoming = restoringFile(config.dataDir);
       rmSync(incoming, { force: true });
       try {
-        await copyDatabaseFile(source, incoming);
+        await copyDatabaseFile(source, incoming, { interrupted: () => stop.fired });
       } catch (err) {
+        if (err instanceof BackupInterrupted) return stopped();
         if (!(err instanceof BackupError)) throw err;
         io.err(`contact-ledger restore: ${err.message}. Nothing was changed.`);
         return EXIT_FAILURE;
       }
+      if (await signalled()) {
+        rmSync(incoming, { force: true });
+        return stopped();
+      }
+      // from here on it finishes: a few renames, which a signal does not cut in two
       let kept: string | undefined;
       let unreadable: string | undefined;
       mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
@@ -88,6 +112,7 @@ export const restoreCommand: Command = {
       return EXIT_OK;
     } finally {
       lock.release();
+      stop.dispose();
     }
   },
 };

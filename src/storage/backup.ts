@@ -18,6 +18,28 @@ export class BackupError extends Error {
   override name = 'BackupError';
 }
 
+/** A backup stopped by its `interrupted` option (SIGINT, SIGTERM): its partial files are removed, nothing got the final name. */
+export class BackupInterrupted extends BackupError {
+  override name = 'BackupInterrupted';
+  constructor() {
+    super('interrupted');
+  }
+}
+
+/** Where a backup to `dest` is written until it is complete (renamed into place then). */
+export const partialOf = (dest: string) => join(dirname(dest), `.${basename(dest)}.partial`);
+
+/**
+ * A database file and the files SQLite may write beside it: its rollback journal, and its -wal and
+ * -shm while a copy whose header still says WAL is open (backupTo turns it into a journal database).
+ */
+export const withSideFiles = (file: string) => [file, `${file}-journal`, `${file}-wal`, `${file}-shm`];
+
+/** Removes a database file and its side files (withSideFiles), those that are there. */
+export function removeWithSideFiles(file: string): void {
+  for (const f of withSideFiles(file)) rmSync(f, { force: true });
+}
+
 export interface BackupOptions {
   /**
    * Copy everything in one step. Needed when the source is read by its own connection while
@@ -30,6 +52,12 @@ export interface BackupOptions {
   oneStep?: boolean;
   /** Run `PRAGMA integrity_check` on the copy before it gets its final name. */
   verify?: boolean;
+  /**
+   * Asked after each step of the copy and before the check and the rename: true stops the backup
+   * with BackupInterrupted, its partial files removed. (A step, and the check, run on the event loop
+   * at one go: a signal is seen when the one under way ends.)
+   */
+  interrupted?: () => boolean;
 }
 
 const PAGES_PER_STEP = 1000;
@@ -66,9 +94,15 @@ export function copyProgress(): { step(totalPages: number, remainingPages: numbe
 export async function backupTo(source: Database.Database, dest: string, opts: BackupOptions = {}): Promise<BackupResult> {
   if (existsSync(dest)) throw new BackupError(`${dest} already exists; choose a new file name`);
   if (!existsSync(dirname(dest))) throw new BackupError(`the folder ${dirname(dest)} does not exist`);
-  const partial = join(dirname(dest), `.${basename(dest)}.partial`);
-  rmSync(partial, { force: true }); // one a killed backup left
-  rmSync(`${partial}-journal`, { force: true });
+  const partial = partialOf(dest);
+  removeWithSideFiles(partial); // what a killed backup left
+  // A signal's listener runs only when the event loop turns, never between the synchronous calls
+  // that follow a step (the check, the rename): the loop is let turn once before each look.
+  const stopHere = async () => {
+    if (!opts.interrupted) return;
+    await new Promise((resolve) => setImmediate(resolve));
+    if (opts.interrupted()) throw new BackupInterrupted();
+  };
   try {
     // A backup holds password hashes and every contact: readable by its owner only from its first
     // byte (SQLite writes into the file as it is, and gives its journal the same mode), not only
@@ -78,10 +112,12 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
     await source.backup(partial, {
       progress: ({ totalPages, remainingPages }) => {
         progress.step(totalPages, remainingPages);
+        if (opts.interrupted?.()) throw new BackupInterrupted(); // the loop turned since the last step
         return opts.oneStep ? 0x7fffffff : PAGES_PER_STEP;
       },
     });
     const { restarts } = progress;
+    await stopHere();
     const copy = new Database(partial);
     try {
       // The source is in WAL mode and so is the copy's header: make it a plain rollback-journal
@@ -94,14 +130,14 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
     } finally {
       copy.close();
     }
+    await stopHere();
     chmodSync(partial, 0o600); // whatever the umask did to the mode asked for at creation
     fsyncFile(partial);
     renameSync(partial, dest);
     fsyncFile(dirname(dest));
     return { bytes: statSync(dest).size, restarts };
   } catch (err) {
-    rmSync(partial, { force: true });
-    rmSync(`${partial}-journal`, { force: true });
+    removeWithSideFiles(partial);
     if (err instanceof BackupError) throw err;
     throw new BackupError(`backup to ${dest} failed: ${(err as Error).message}`);
   }
@@ -134,7 +170,7 @@ export function openBackupSource(file: string): Database.Database {
  * database copied from a server that was killed, or copied together with its -wal while it ran).
  * Reads `source` without changing it; the copy is self-contained, mode 0600 and flushed to disk.
  */
-export async function copyDatabaseFile(source: string, dest: string): Promise<BackupResult> {
+export async function copyDatabaseFile(source: string, dest: string, opts: Pick<BackupOptions, 'interrupted'> = {}): Promise<BackupResult> {
   let raw: Database.Database;
   try {
     raw = new Database(source, { readonly: true, fileMustExist: true });
@@ -142,7 +178,7 @@ export async function copyDatabaseFile(source: string, dest: string): Promise<Ba
     throw new BackupError(`cannot read ${source}: ${(err as Error).message}`);
   }
   try {
-    return await backupTo(raw, dest, { oneStep: true });
+    return await backupTo(raw, dest, { oneStep: true, ...opts });
   } finally {
     raw.close();
   }
@@ -210,7 +246,7 @@ export function checkpointDatabaseFile(file: string): void {
   }
 }
 
-/** Leftovers of backups interrupted by a crash. */
+/** Leftovers of backups interrupted by a crash: `.<name>.partial` and its side files (withSideFiles). */
 export function removePartialBackups(dir: string): void {
   let names: string[] = [];
   try {
@@ -218,5 +254,5 @@ export function removePartialBackups(dir: string): void {
   } catch {
     return;
   }
-  for (const n of names) if (/^\..*\.partial(-journal)?$/.test(n)) rmSync(join(dir, n), { force: true });
+  for (const n of names) if (/^\..*\.partial(-journal|-wal|-shm)?$/.test(n)) rmSync(join(dir, n), { force: true });
 }

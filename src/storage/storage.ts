@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
-import { backupTo, fileStamp, removePartialBackups } from './backup.ts';
+import { backupTo, fileStamp, partialOf, removePartialBackups, withSideFiles } from './backup.ts';
 import { openDb, StartupError, type Db } from './db.ts';
 import { loadSqliteLibrary } from './sqlite-addon.ts';
 import { lockDataDir } from './lock.ts';
@@ -64,12 +64,27 @@ export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
 export const restoringFile = (dataDir: string) => join(dataDir, `.${DB_FILE}.restoring`);
 
 /**
+ * Every file a restore writes in the data folder before its copy is complete: the copy being
+ * written (`..contact-ledger.db.restoring.partial`, backupTo's name for a copy to the restoring
+ * file) and its side files. None is ever a whole database of the folder: a restore stopped by a
+ * signal removes them, and the next start, or restore, removes what a killed one left.
+ */
+export const restoreScratchFiles = (dataDir: string) => withSideFiles(partialOf(restoringFile(dataDir)));
+
+/** Removes restoreScratchFiles (the caller holds the data folder's lock). */
+export function removeRestoreScratch(dataDir: string): void {
+  for (const f of restoreScratchFiles(dataDir)) rmSync(f, { force: true });
+}
+
+/**
  * Before the database is opened — which makes an empty one where there is none — what an
- * interrupted restore left: a copy without a database beside it may be the only one (refused,
- * kept), a copy beside the database is half of one (removed); a -wal without its database is
- * another database's, whose pages SQLite would read into a new one (refused).
+ * interrupted restore left: a copy it was still writing is removed (restoreScratchFiles); a
+ * complete copy without a database beside it may be the only one (refused, kept), one beside the
+ * database is a restore that never replaced it (removed); a -wal without its database is another
+ * database's, whose pages SQLite would read into a new one (refused).
  */
 function checkLeftovers(dataDir: string, file: string): void {
+  removeRestoreScratch(dataDir);
   const restoring = restoringFile(dataDir);
   const hasDb = existsSync(file);
   if (existsSync(restoring)) {
