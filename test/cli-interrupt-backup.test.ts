@@ -96,8 +96,10 @@ C('a restore killed while it copies: the next start (migrate, serve, restore) re
     const r = await stopWhenThere(['restore', backup], env, partial, 'SIGKILL');
     assert.is(r.signal, 'SIGKILL');
     assert.ok(existsSync(partial), 'the killed restore left its partial copy');
-    // and what SQLite may write beside it while it is open
+    // and what SQLite may write beside it while it is open, and the private copy of a source on
+    // read-only media (with its side files) that a restore may be killed while reading
     for (const side of ['-journal', '-wal', '-shm']) writeFileSync(`${partial}${side}`, 'left by a killed restore');
+    for (const side of ['', '-journal', '-wal', '-shm']) writeFileSync(join(data, `.contact-ledger.db.restoring.source${side}`), 'left by a killed restore');
   };
   await killed();
   const m = await cli(['migrate'], env);

@@ -107,6 +107,28 @@ export async function withSmallDisk(dir: string, size: string, fn: () => unknown
   }
 }
 
+/**
+ * Runs `fn` with `dir` also mounted read-only (a read-only bind mount) on a new folder, which it is
+ * given: read-only media, which even root cannot write. Unmounted after. Only where this process
+ * may mount (root), as withSmallDisk: elsewhere the case is skipped, saying so.
+ */
+export async function withReadOnlyView(dir: string, fn: (view: string) => unknown): Promise<void> {
+  const view = tempDir('cl-ro-');
+  if (spawnSync('mount', ['--bind', dir, view]).status !== 0) {
+    console.log('  (skipped: cannot mount here)');
+    return;
+  }
+  try {
+    if (spawnSync('mount', ['-o', 'remount,bind,ro', view]).status !== 0) {
+      console.log('  (skipped: cannot make a read-only mount here)');
+      return;
+    }
+    await fn(view);
+  } finally {
+    if (spawnSync('umount', [view]).status !== 0) spawnSync('umount', ['-l', view]);
+  }
+}
+
 /** The configuration tests run with: fast bcrypt, quiet logs, a fixed superuser. */
 export function testConfig(dataDir: string, overrides: Partial<Config> = {}, env: Record<string, string> = {}): Readonly<Config> {
   const base = loadConfig({

@@ -64,6 +64,19 @@ export const backupCommand: Command = {
     try {
       source = openBackupSource(file);
     } catch (err) {
+      // SQLite creates the -shm beside a database in WAL mode to read it: where the folder cannot be
+      // written it cannot open it at all, and says only "unable to open database file" (a tester's
+      // read-only mount). A server's data folder is never read-only: this says what is wrong.
+      if (((err as Error).cause as { code?: string } | undefined)?.code === 'SQLITE_CANTOPEN') {
+        const why = writeError(config.dataDir);
+        if (why === 'EROFS') {
+          io.err(
+            `contact-ledger backup: the data folder ${config.dataDir} is on a read-only file system, and SQLite cannot read ${DB_FILE} without creating ${DB_FILE}-shm beside it (a running server's folder is never read-only); \`contact-ledger restore\` reads such a copy, or copy ${DB_FILE} (and its -wal) to a writable folder and back that up`,
+          );
+          return EXIT_USAGE;
+        }
+        if (why !== undefined) return denied(config.dataDir);
+      }
       io.err(`contact-ledger backup: ${(err as Error).message}`);
       return EXIT_FAILURE;
     }
@@ -92,6 +105,16 @@ function mayAccess(path: string, mode: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Why this user may not write in `dir` (EROFS: a read-only file system, also for root; EACCES, …), or undefined when it may. */
+function writeError(dir: string): string | undefined {
+  try {
+    accessSync(dir, constants.W_OK);
+    return undefined;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? 'EACCES';
   }
 }
 

@@ -1,11 +1,11 @@
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { paths } from '../paths.ts';
-import { BackupError, BackupInterrupted, checkDatabaseFile, checkpointDatabaseFile, copyDatabaseFile, fileStamp } from '../storage/backup.ts';
+import { BackupError, BackupInterrupted, checkDatabaseFile, checkpointDatabaseFile, copyDatabaseFile, fileStamp, needsPrivateCopy, privateCopy } from '../storage/backup.ts';
 import { unreadableDatabase } from '../storage/db.ts';
 import { fsyncFile } from '../storage/durable-files.ts';
-import { backupsDir, DB_FILE, prepareDataDir, removeRestoreScratch, restoringFile } from '../storage/storage.ts';
+import { backupsDir, DB_FILE, prepareDataDir, removeRestoreScratch, restoreSourceCopy, restoringFile } from '../storage/storage.ts';
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
 import { loadMigrations } from '../storage/migrate.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
@@ -17,7 +17,10 @@ import { interrupted } from './progress.ts';
  * (SQLite, integrity_check, contact-ledger tables, a schema version this program knows), and keeps
  * the database it replaces in `<data>/backups/pre-restore-<time>.db` (with its -wal, if any).
  * The file is copied through SQLite's backup API, so a -wal beside it (a database copied from a
- * server that was killed) comes along with the transactions the check saw in it.
+ * server that was killed) comes along with the transactions the check saw in it. A database in WAL
+ * mode on read-only media (a server's file copied to a DVD or a read-only mount, with or without
+ * its -wal) cannot be read in place — SQLite must create its -shm beside it — and is first copied
+ * as it is, with its -wal, into the data folder (restoreSourceCopy) and read from there.
  *
  * SIGINT or SIGTERM before the old database is moved aside stops it there (once the check or the
  * copy step under way ends): its partial copy is removed, the lock released, "interrupted" said,
@@ -55,9 +58,15 @@ export const restoreCommand: Command = {
     try {
       removeRestoreScratch(config.dataDir); // what a killed restore left
       const latest = loadMigrations(paths.migrations).at(-1)!.version;
+      let readFrom = source;
       let version: number;
       try {
-        version = checkDatabaseFile(source, latest);
+        if (statSync(source).isFile() && needsPrivateCopy(source)) {
+          readFrom = restoreSourceCopy(config.dataDir);
+          privateCopy(source, readFrom);
+          if (await signalled()) return stopped();
+        }
+        version = checkDatabaseFile(readFrom, latest, { name: source });
       } catch (err) {
         if (!(err instanceof BackupError)) throw err;
         io.err(`contact-ledger restore: refused: ${err.message}. Nothing was changed.`);
@@ -68,7 +77,7 @@ export const restoreCommand: Command = {
       const incoming = restoringFile(config.dataDir);
       rmSync(incoming, { force: true });
       try {
-        await copyDatabaseFile(source, incoming, { interrupted: () => stop.fired });
+        await copyDatabaseFile(readFrom, incoming, { interrupted: () => stop.fired });
       } catch (err) {
         if (err instanceof BackupInterrupted) return stopped();
         if (!(err instanceof BackupError)) throw err;
@@ -111,6 +120,7 @@ export const restoreCommand: Command = {
       if (version < latest) io.out(`its schema is older than this version's (${latest}): the next start migrates it, after a backup`);
       return EXIT_OK;
     } finally {
+      removeRestoreScratch(config.dataDir); // the private copy of the source, if one was made
       lock.release();
       stop.dispose();
     }

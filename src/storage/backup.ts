@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, copyFileSync, existsSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { checkFindings } from './db.ts';
@@ -160,7 +160,59 @@ export function openBackupSource(file: string): Database.Database {
     return raw;
   } catch (err) {
     raw?.close();
-    throw new BackupError(`cannot read ${file}: ${(err as Error).message}`);
+    throw new BackupError(`cannot read ${file}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** Whether the database file's header says WAL mode (bytes 18 and 19 are 2). */
+function inWalMode(file: string): boolean {
+  const header = Buffer.alloc(20);
+  const fd = openSync(file, 'r');
+  try {
+    return readSync(fd, header, 0, 20, 0) === 20 && header[18] === 2 && header[19] === 2;
+  } catch {
+    return false;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Whether SQLite can read the database `file` only from a private copy: a database in WAL mode is
+ * read with its -shm (the -wal's index), which SQLite must create beside it — impossible in a folder
+ * on read-only media (EROFS, also for root), or one this user may not write (a tester's backup on a
+ * read-only mount was refused as "not a contact-ledger database (unable to open database file)").
+ * A rollback-journal database (what `backup` writes) is read where it is.
+ */
+export function needsPrivateCopy(file: string): boolean {
+  if (!inWalMode(file)) return false;
+  try {
+    accessSync(dirname(file), constants.W_OK);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Copies the database `source` and its -wal (if it has one), as they are, to `copy` and its -wal,
+ * for a source needsPrivateCopy says SQLite cannot read in place: SQLite then reads the copy as it
+ * would have read the source, the -wal's transactions included. Only reads `source`. The copy is
+ * the caller's to remove (removeWithSideFiles).
+ */
+export function privateCopy(source: string, copy: string): void {
+  removeWithSideFiles(copy);
+  const files: [string, string][] = [[source, copy]];
+  if (existsSync(`${source}-wal`)) files.push([`${source}-wal`, `${copy}-wal`]);
+  try {
+    for (const [from, to] of files) {
+      closeSync(openSync(to, 'wx', 0o600)); // owner-only from its first byte, as a backup is
+      copyFileSync(from, to);
+      chmodSync(to, 0o600); // copyFileSync gives it the source's mode
+    }
+  } catch (err) {
+    removeWithSideFiles(copy);
+    throw new BackupError(`cannot copy ${source} (a database in WAL mode in a folder SQLite cannot write its -shm in, read from a copy) to ${dirname(copy)}: ${(err as Error).message}`, { cause: err });
   }
 }
 
@@ -188,15 +240,17 @@ export async function copyDatabaseFile(source: string, dest: string, opts: Pick<
 const REQUIRED_TABLES = ['schema_migrations', 'users', 'orgs'];
 
 /**
- * Checks that `file` is a complete contact-ledger database this program can use: SQLite, passes
+ * Checks that `path` is a complete contact-ledger database this program can use: SQLite, passes
  * integrity_check, has our tables, and a schema version from 1 to `latest`. Opens it read-only
- * and changes nothing. Throws BackupError saying what is wrong; returns the schema version.
+ * and changes nothing. Throws BackupError saying what is wrong (naming the file `opts.name`, for a
+ * private copy its source's name); returns the schema version.
  */
-export function checkDatabaseFile(file: string, latest: number): number {
+export function checkDatabaseFile(path: string, latest: number, opts: { name?: string } = {}): number {
+  const file = opts.name ?? path; // what messages call it: a private copy is named as its source
   let raw: Database.Database;
   try {
-    if (!statSync(file).isFile()) throw new Error('not a file');
-    raw = new Database(file, { readonly: true, fileMustExist: true });
+    if (!statSync(path).isFile()) throw new Error('not a file');
+    raw = new Database(path, { readonly: true, fileMustExist: true });
   } catch (err) {
     throw new BackupError(`cannot read ${file}: ${(err as Error).message}`);
   }

@@ -64,12 +64,19 @@ export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
 export const restoringFile = (dataDir: string) => join(dataDir, `.${DB_FILE}.restoring`);
 
 /**
+ * Where `restore` puts a private copy of a file SQLite cannot read in place (a database in WAL mode
+ * on read-only media: storage/backup.ts needsPrivateCopy), with its -wal, to read it from.
+ */
+export const restoreSourceCopy = (dataDir: string) => `${restoringFile(dataDir)}.source`;
+
+/**
  * Every file a restore writes in the data folder before its copy is complete: the copy being
  * written (`..contact-ledger.db.restoring.partial`, backupTo's name for a copy to the restoring
- * file) and its side files. None is ever a whole database of the folder: a restore stopped by a
- * signal removes them, and the next start, or restore, removes what a killed one left.
+ * file), the private copy of its source (restoreSourceCopy), and their side files. None is ever a
+ * whole database of the folder: a restore removes them when it ends or is stopped by a signal, and
+ * the next start, or restore, removes what a killed one left.
  */
-export const restoreScratchFiles = (dataDir: string) => withSideFiles(partialOf(restoringFile(dataDir)));
+export const restoreScratchFiles = (dataDir: string) => [...withSideFiles(partialOf(restoringFile(dataDir))), ...withSideFiles(restoreSourceCopy(dataDir))];
 
 /** Removes restoreScratchFiles (the caller holds the data folder's lock). */
 export function removeRestoreScratch(dataDir: string): void {
