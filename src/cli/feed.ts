@@ -1,10 +1,10 @@
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadConfig, type Config } from '../config.ts';
 import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
-import { makeDirDurably, syncToDisk } from '../storage/durable-files.ts';
+import { copyOwnerOnly, makeDirDurably, syncToDisk } from '../storage/durable-files.ts';
 import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, sidecarOf } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, type Io } from './command.ts';
 import { commandLogger, requireFile } from './common.ts';
@@ -63,7 +63,8 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
     mkdirSync(inbox, { recursive: true, mode: 0o700 });
     const name = inboxName(`${Date.now()}-${basename(file)}`);
     const partial = join(inbox, `.${name}.partial`);
-    copyFileSync(file, partial);
+    rmSync(partial, { force: true }); // one a killed command left
+    copyOwnerOnly(file, partial); // the owner's alone (0600), whatever the mode of the operator's file
     // A last line without a line break makes the inbox wait a minute for the rest of it (a writer
     // may have paused mid-record); this copy arrives whole by the rename, so it gets its line break.
     if (format !== 'json' && endsInsideALine(partial)) appendFileSync(partial, '\n');
@@ -122,7 +123,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
     await makeDirDurably(feedsDir(config.dataDir));
     const id = newId('feed');
     const stored = join(feedsDir(config.dataDir), `${id}.${format}`);
-    copyFileSync(file, stored);
+    copyOwnerOnly(file, stored); // the owner's alone (0600), whatever the mode of the operator's file
     await syncToDisk(stored); // on disk before the job that reads it commits
     await syncToDisk(feedsDir(config.dataDir));
     rt.tracking.feeds.createFeed('cli', stored, basename(file), format, null, id);

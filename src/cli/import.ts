@@ -1,7 +1,8 @@
-import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { AppError } from '../errors.ts';
+import { copyOwnerOnly } from '../storage/durable-files.ts';
 import { uploadTmpDir } from '../ledger/index.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { cliCaller, openForCommand, requireFile } from './common.ts';
@@ -27,11 +28,12 @@ export const importCommand: Command = {
     const stop = interrupted();
     let tmp: string | undefined;
     try {
-      // The import job takes its file over (moves it): give it a copy, never the operator's file.
+      // The import job takes its file over (moves it): give it a copy, never the operator's file;
+      // the copy is the owner's alone (0600), whatever the mode of the operator's file.
       tmp = join(uploadTmpDir(config.dataDir), `cli-${process.pid}-${Date.now()}`);
       mkdirSync(tmp, { recursive: true, mode: 0o700 });
       const copy = join(tmp, basename(file));
-      copyFileSync(file, copy);
+      copyOwnerOnly(file, copy);
       const { job } = await rt.ledger.imports.createCsvImport(cliCaller(), orgId, ledgerId, { path: copy, fileName: basename(file) }, args.flags.mapping as string | undefined).catch((err: unknown) => {
         // a --mapping the API would refuse (not JSON, a column the file lacks) is a bad argument: the same command cannot succeed (exit 2)
         if (err instanceof AppError && err.status === 422 && err.errors.some((e) => e.path === 'mapping' || e.path.startsWith('mapping.'))) throw new UsageError(`--mapping: ${err.message}`);

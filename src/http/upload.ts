@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
@@ -10,7 +10,7 @@ const NOT_STORED = 'The server could not store the upload (disk full or I/O erro
 
 /**
  * Multipart upload of one file, streamed to disk by formidable (koa-body runs it only on the
- * routes that call this, RELIABILITY.md I1). Each request writes into its own temporary folder,
+ * routes that call this, RELIABILITY.md I1), into a file only its owner may read (0600). Each request writes into its own temporary folder,
  * removed when `release()` is called, so a rejected or aborted upload leaves nothing behind.
  */
 
@@ -66,6 +66,10 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
       allowEmptyFiles: true,
       minFileSize: 0,
       keepExtensions: false,
+      // the file as formidable would write it, but for its owner alone (0600) whatever the umask:
+      // formidable's own stream takes the umask's mode (0666 under umask 000), and the import
+      // keeps the file, renamed, in the data folder's uploads/ while its job runs
+      fileWriteStreamHandler: (file) => createWriteStream((file as unknown as { filepath: string }).filepath, { flags: 'wx', mode: 0o600 }),
       // formidable takes a part for a file only when it has a Content-Type, and for a field
       // otherwise. Read parts by their name instead: "file" is the file even without a type (RFC
       // 7578 §4.4: it defaults to text/plain; some clients leave it out, and `curl -F "file=<x.csv"`
@@ -148,7 +152,6 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
  * removed). Returns the number of bytes written.
  */
 export async function receiveBodyToFile(ctx: Koa.Context, path: string, maxBytes: number): Promise<number> {
-  const { createWriteStream } = await import('node:fs');
   const { pipeline } = await import('node:stream/promises');
   const { Transform } = await import('node:stream');
   let bytes = 0;

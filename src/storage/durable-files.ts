@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
@@ -48,5 +48,31 @@ export async function makeDirDurably(dir: string): Promise<void> {
   for (let made = dir; ; made = dirname(made)) {
     await syncToDisk(dirname(made));
     if (made === first) break;
+  }
+}
+
+/**
+ * Copies `from` into the new file `to` (never through an existing name or link), readable and
+ * writable by its owner alone (0600) from its first byte whatever the umask — as every file the
+ * program writes into the data folder — and never with the source's mode, which copyFile keeps
+ * (an operator's 0644 feed file stayed 0644 in the data folder). A failed copy leaves no `to`.
+ */
+export function copyOwnerOnly(from: string, to: string): void {
+  const src = openSync(from, 'r');
+  try {
+    const dst = openSync(to, 'wx', 0o600);
+    try {
+      const buf = Buffer.allocUnsafe(1024 * 1024);
+      for (let n: number; (n = readSync(src, buf, 0, buf.length, null)) > 0; ) {
+        for (let at = 0; at < n; ) at += writeSync(dst, buf, at, n - at);
+      }
+    } catch (err) {
+      closeSync(dst);
+      rmSync(to, { force: true });
+      throw err;
+    }
+    closeSync(dst);
+  } finally {
+    closeSync(src);
   }
 }

@@ -91,10 +91,11 @@ export const sidecarOf = (target: string, kind: keyof typeof SIDECARS) => `${tar
 /**
  * The reason beside a file in failed/, or its counts beside it in done/, written before the file
  * moves there (whoever sees the file finds them). Never through an existing name or link ('wx':
- * the file must be new).
+ * the file must be new); for its owner alone (0600) whatever the umask, as every file the program
+ * writes into the data folder.
  */
 export function writeSidecar(target: string, kind: keyof typeof SIDECARS, text: string): void {
-  writeFileSync(sidecarOf(target, kind), `${text}\n`, { flag: 'wx' });
+  writeFileSync(sidecarOf(target, kind), `${text}\n`, { flag: 'wx', mode: 0o600 });
 }
 
 /** `dir/name`, or `dir/<prefix>-name` when a file of that name (or one beside it) is already there (never overwritten). */
