@@ -5,6 +5,13 @@ import type { ApiRouter } from '../http/route.ts';
 /** Named readiness checks; each returns true when its part is working. */
 export type ReadinessChecks = Record<string, () => boolean>;
 
+/** The answers of /healthz and /readyz. */
+const HealthAnswer = z.strictObject({ status: z.literal('ok') });
+const ReadyAnswer = z.strictObject({
+  status: z.enum(['ready', 'degraded']).meta({ description: 'degraded: a check that does not stop reads failed (a full disk)' }),
+  checks: z.record(z.string(), z.boolean()),
+});
+
 /**
  * GET /healthz (the process answers) and GET /readyz (database open, migrations applied,
  * scheduler running — SPEC §8). Both are public and cheap, and ignore their query string (a
@@ -12,12 +19,6 @@ export type ReadinessChecks = Record<string, () => boolean>;
  * instance unready (reads still work): a failing one turns the answer's status into "degraded"
  * (RELIABILITY.md D3: a full disk).
  */
-const HealthAnswer = z.strictObject({ status: z.literal('ok') });
-const ReadyAnswer = z.strictObject({
-  status: z.enum(['ready', 'degraded']).meta({ description: 'degraded: a check that does not stop reads failed (a full disk)' }),
-  checks: z.record(z.string(), z.boolean()),
-});
-
 export function registerHealthRoutes(r: ApiRouter, checks: ReadinessChecks, state: { shuttingDown: boolean }, degraded: ReadinessChecks = {}): void {
   r.add({ method: 'get', path: '/healthz', access: 'public', ignoresQuery: true, summary: 'Liveness', responses: { 200: { description: 'Alive', schema: HealthAnswer } } }, (ctx) => {
     ctx.body = { status: 'ok' };
