@@ -598,6 +598,13 @@ A('request-level errors: bad JSON, wrong shape, empty and oversized batches, unk
   assert.equal(several.body.errors.map((e: any) => e.path), ['isVerified', 'name', 'company', 'contactInfo.emailStatus', 'email', 'linkedin', 'referenceId']);
   assert.match(several.body.errors.find((e: any) => e.path === 'email').message, /e-mail|email/);
   assert.match(several.body.message, /^Invalid contact: unknown field "isVerified"; name is required; company is required; .*referenceId must be a string or a whole number\.$/);
+  // many unknown fields: the first five, cut short, and how many more — the answer stays small
+  const keys = Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`k${i}${'x'.repeat(3000)}`, 1]));
+  const many = await t.call('POST', path, { token: w.tokens.editor, body: { name: 'Many', company: 'Keys', ...keys } });
+  expectStatus(many, 422);
+  assert.is(many.body.errors.length, 6);
+  assert.equal(many.body.errors.at(-1), { path: 'body', message: 'and 895 more unknown fields' });
+  assert.ok(many.text.length < 4000, `${many.text.length} bytes`);
   // a row of a batch has them all in its reason
   const batch = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: [{ name: 'Ok', company: 'Fine' }, { title: 5 }] } });
   expectStatus(batch, 202);

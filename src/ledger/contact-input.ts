@@ -34,6 +34,8 @@ export type InputResult = { ok: true; draft: ContactDraft } | { ok: false; reaso
 
 const TOP_LEVEL = new Set(['name', 'company', 'title', 'location', 'email', 'contactInfo', 'linkedin', 'referenceId']);
 const CONTACT_INFO = new Set(['email', 'emailStatus']);
+/** How many unknown fields of one contact are named; the others are counted. */
+const MAX_UNKNOWN_NAMED = 5;
 
 const rejected = (problems: ContactProblem[]): InputResult => ({ ok: false, reason: problems.map((p) => p.message).join('; '), problems });
 
@@ -65,7 +67,11 @@ export function validateContact(input: unknown): InputResult {
   const problem = (path: string, message: string) => {
     problems.push({ path, message });
   };
-  for (const key of Object.keys(raw)) if (!TOP_LEVEL.has(key)) problem(key, `unknown field "${key}"`);
+  // unknown fields: the first few, each cut short, and how many more (a contact of thousands of long
+  // keys would otherwise get an answer, or a rejected row a reason, many times its own size)
+  const unknown = Object.keys(raw).filter((key) => !TOP_LEVEL.has(key));
+  for (const key of unknown.slice(0, MAX_UNKNOWN_NAMED)) problem(key.slice(0, 100), `unknown field "${key.slice(0, 100)}"`);
+  if (unknown.length > MAX_UNKNOWN_NAMED) problem('', `and ${unknown.length - MAX_UNKNOWN_NAMED} more unknown fields`);
 
   const draft: Partial<ContactDraft> = {};
   for (const field of ['name', 'company'] as const) {
@@ -94,7 +100,9 @@ export function validateContact(input: unknown): InputResult {
     const info = raw.contactInfo;
     if (!isJsonObject(info)) problem('contactInfo', 'contactInfo must be an object');
     else {
-      for (const key of Object.keys(info)) if (!CONTACT_INFO.has(key)) problem(`contactInfo.${key}`, `unknown field "contactInfo.${key}"`);
+      const unknownInfo = Object.keys(info).filter((key) => !CONTACT_INFO.has(key));
+      for (const key of unknownInfo.slice(0, MAX_UNKNOWN_NAMED)) problem(`contactInfo.${key.slice(0, 100)}`, `unknown field "contactInfo.${key.slice(0, 100)}"`);
+      if (unknownInfo.length > MAX_UNKNOWN_NAMED) problem('contactInfo', `and ${unknownInfo.length - MAX_UNKNOWN_NAMED} more unknown fields`);
       const nested = optionalText(info.email, 'contactInfo.email', MAX_LENGTH.email);
       if (isError(nested)) problem('contactInfo.email', nested.error);
       else if (nested !== undefined && email !== undefined && emailKey(nested) !== emailKey(email)) problem('contactInfo.email', 'email and contactInfo.email differ');
