@@ -336,6 +336,11 @@ S('client credentials sent with a password grant are checked: wrong or unreadabl
     ['a valid client by Basic', { form: user, headers: basic(`${id}:${secret}`) }, 400, 'unauthorized_client'],
     ['a valid client in the body', { body: { ...user, client_id: id, client_secret: secret } }, 400, 'unauthorized_client'],
   ];
+  // a reverse proxy's own Basic login (not one of our clients) is no client authentication: the user signs in
+  for (const path of [`${ID}/session`, '/auth/v1/session']) {
+    const proxied = await t.call('POST', path, { form: { ...(path.startsWith(ID) ? { grant_type: 'password' } : {}), username: 'viewer@a.test', password: PASSWORD }, headers: basic('intranet-user:proxy password') });
+    expectStatus(proxied, 200, path);
+  }
   // a client id alone is a public client's name, which OAuth libraries send by default: the user signs in
   const named = await t.call('POST', `${ID}/session`, { body: { ...user, client_id: 'my-crm-plugin' } });
   expectStatus(named, 200);

@@ -127,12 +127,21 @@ const pick = (field: string, a: string | undefined, c: string | undefined) => {
   return a ?? c;
 };
 
+/**
+ * On a password grant, HTTP Basic credentials are client authentication only when they name one
+ * of ours (`sa_…`): others are a reverse proxy's own login (nginx auth_basic), which the browser
+ * sends along with every request, and must not turn a user's sign-in into a failed client one.
+ */
+const serviceAccountBasic = (basic: { clientId: string; clientSecret: string } | undefined) => (basic?.clientId.startsWith('sa_') ? basic : undefined);
+
 /** The client a request names: from the body, or from HTTP Basic (one method of authentication, RFC 6749 §2.3). */
 function requestClient(
   b: { clientId?: string; client_id?: string; clientSecret?: string; client_secret?: string },
   authorization: string,
+  passwordGrant: boolean,
 ): { clientId: string | undefined; clientSecret: string | undefined } {
-  const basic = basicCredentials(authorization);
+  const read = basicCredentials(authorization);
+  const basic = passwordGrant ? serviceAccountBasic(read) : read;
   const bodySecret = pick('clientSecret', b.clientSecret, b.client_secret);
   if (basic && bodySecret !== undefined) throw invalidRequest('the client authenticates once: with HTTP Basic or with clientSecret in the body, not both', 'clientSecret');
   return { clientId: pick('clientId', pick('clientId', b.clientId, b.client_id), basic?.clientId), clientSecret: bodySecret ?? basic?.clientSecret };
@@ -150,9 +159,9 @@ const SESSION_GRANTS = 'password, clientCredentials or refreshToken';
 /** Normalizes the many spellings of SPEC §3.1 into one grant; 400 on contradictions. */
 export function toGrant(b: z.output<typeof S.SessionRequest>, authorization: string): Grant {
   const email = pick('email', b.email, b.username);
-  const { clientId, clientSecret } = requestClient(b, authorization);
   const refreshToken = pick('refreshToken', b.refreshToken, b.refresh_token);
   const raw = pick('grantType', b.grantType, b.grant_type);
+  const { clientId, clientSecret } = requestClient(b, authorization, (raw === undefined ? email !== undefined && b.password !== undefined : grantTypeOf(raw) === 'password'));
   const grantType =
     raw === undefined
       ? email !== undefined && b.password !== undefined
@@ -465,7 +474,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
     async (ctx, { body, meta }) => {
       if (ctx.querystring) throw badRequest('credentials_in_url', 'Credentials must be sent in the request body, never in the URL.');
       // HTTP Basic client credentials are checked and refused as on POST /session (a password grant)
-      const basic = basicCredentials(ctx.get('Authorization'));
+      const basic = serviceAccountBasic(basicCredentials(ctx.get('Authorization')));
       const s = await svc.sessions.signIn({ grantType: 'password', email: body.username, password: body.password, ...(basic ? { client: basic } : {}) }, meta);
       noStore(ctx);
       ctx.body = {
