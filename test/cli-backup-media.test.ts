@@ -2,10 +2,12 @@
 // processes on real files. Apart from cli-backup.test.ts, which alone nears run-tests' time limit
 // for a file on a busy machine.
 import * as assert from 'uvu/assert';
-import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { tempDir, withReadOnlyView } from './helpers.ts';
+import { baseEnv, MAIN } from './child-server.ts';
 import { EMAIL, PASSWORD, cli, run, copyWithWritesInWal, sha, operatorSuite } from './operator-helpers.ts';
 
 const C = operatorSuite('backup and restore: damaged files, read-only media');
@@ -87,6 +89,29 @@ C('restore reads a database in WAL mode from read-only media, with or without it
     assert.match(b.stderr, /^contact-ledger backup: the data folder .* is on a read-only file system, and SQLite cannot read contact-ledger\.db without creating contact-ledger\.db-shm beside it [^\n]*\n$/);
     assert.equal(readdirSync(out), []);
   });
+});
+
+C('a backup this user may not read is refused on one line, nothing changed (a review\'s case: a raw EACCES)', async () => {
+  if (process.getuid?.() !== 0) return; // the command runs as another user, which only root may start
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  const closed = tempDir(); // 0700, root's
+  const backup = join(closed, 'b.db');
+  assert.is(run(['backup', backup], env).status, 0);
+  // a folder on the way it may not enter: said so, a usage error (2), not "does not exist"
+  const asNobody = (args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { uid: 65534, gid: 65534, env: { ...baseEnv, HOME: data, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const entered = asNobody(['restore', backup]);
+  assert.is(entered.status, 2, entered.stderr);
+  assert.match(entered.stderr, /b\.db: permission denied: run the command as a user who may read it/);
+  // the folder open, the file (0600, root's) not
+  execFileSync('chown', ['-R', '65534:65534', data]);
+  const before = sha(join(data, 'contact-ledger.db'));
+  chmodSync(closed, 0o755);
+  const r = asNobody(['restore', backup]);
+  assert.is(r.status, 1, r.stderr);
+  assert.match(r.stderr, /^contact-ledger restore: refused: cannot read .*b\.db.*\. Nothing was changed\.\n$/);
+  assert.is(sha(join(data, 'contact-ledger.db')), before);
 });
 
 C.run();

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, type Stats } from 'node:fs';
 import type { Config } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
 import { createLogger, logDestination, type Logger } from '../log.ts';
@@ -23,8 +23,18 @@ export function cliCaller(): Caller {
  * that is not UTF-8 reaches the program with U+FFFD in its place (Node decodes arguments as
  * UTF-8), and no such file can be opened by that name: the message says to rename it.
  */
+/** A file behind a folder this user may not enter, or one it may not read: a usage error (2) saying so, never "does not exist". */
+export const permissionDenied = (file: string) => new UsageError(`${file}: permission denied: run the command as a user who may read it, or give this user access`);
+
 export function requireFile(file: string): void {
-  if (existsSync(file) && statSync(file).isFile()) return;
+  let stat: Stats | undefined;
+  try {
+    stat = statSync(file);
+  } catch (err) {
+    // a folder on the way this user may not enter: not "does not exist" (a review's case)
+    if ((err as NodeJS.ErrnoException).code === 'EACCES') throw permissionDenied(file);
+  }
+  if (stat?.isFile()) return;
   if (file.includes('\uFFFD')) throw new UsageError(`${file}: the file name is not UTF-8, and this program can only open files by UTF-8 names; rename the file (e.g. with convmv) and try again`);
   throw new UsageError(existsSync(file) ? `${file} is not a file` : `${file} does not exist`);
 }

@@ -9,6 +9,7 @@ import { backupsDir, DB_FILE, prepareDataDir, removeRestoreScratch, restoreSourc
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
 import { loadMigrations } from '../storage/migrate.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import { permissionDenied } from './common.ts';
 import { interrupted } from './progress.ts';
 
 /**
@@ -34,7 +35,13 @@ export const restoreCommand: Command = {
   async run(args, io) {
     if (args.positionals.length !== 1) throw new UsageError('usage: contact-ledger restore <file>');
     const source = resolve(args.positionals[0]!);
-    if (!existsSync(source)) throw new UsageError(`${source} does not exist`);
+    try {
+      statSync(source);
+    } catch (err) {
+      // a folder on the way this user may not enter is not "does not exist" (a review's case)
+      if ((err as NodeJS.ErrnoException).code === 'EACCES') throw permissionDenied(source);
+      throw new UsageError(`${source} does not exist`);
+    }
     const config = loadConfig(io.env, args.config);
     prepareDataDir(config.dataDir);
     const stop = interrupted();

@@ -1,8 +1,8 @@
-import { accessSync, chmodSync, closeSync, constants, copyFileSync, existsSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { checkFindings } from './db.ts';
-import { fsyncFile } from './durable-files.ts';
+import { copyOwnerOnly, fsyncFile } from './durable-files.ts';
 
 /**
  * Online backups through SQLite's backup API (RELIABILITY.md D5). A backup is written beside its
@@ -167,7 +167,12 @@ export function openBackupSource(file: string): Database.Database {
 /** Whether the database file's header says WAL mode (bytes 18 and 19 are 2). */
 function inWalMode(file: string): boolean {
   const header = Buffer.alloc(20);
-  const fd = openSync(file, 'r');
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return false; // unreadable: the check that opens it says so, as a refusal (a review's case: a raw EACCES)
+  }
   try {
     return readSync(fd, header, 0, 20, 0) === 20 && header[18] === 2 && header[19] === 2;
   } catch {
@@ -205,11 +210,7 @@ export function privateCopy(source: string, copy: string): void {
   const files: [string, string][] = [[source, copy]];
   if (existsSync(`${source}-wal`)) files.push([`${source}-wal`, `${copy}-wal`]);
   try {
-    for (const [from, to] of files) {
-      closeSync(openSync(to, 'wx', 0o600)); // owner-only from its first byte, as a backup is
-      copyFileSync(from, to);
-      chmodSync(to, 0o600); // copyFileSync gives it the source's mode
-    }
+    for (const [from, to] of files) copyOwnerOnly(from, to); // owner-only from its first byte, as a backup is
   } catch (err) {
     removeWithSideFiles(copy);
     throw new BackupError(`cannot copy ${source} (a database in WAL mode in a folder SQLite cannot write its -shm in, read from a copy) to ${dirname(copy)}: ${(err as Error).message}`, { cause: err });
