@@ -34,6 +34,9 @@ C('--help works for every command; missing arguments, extra arguments and unknow
     ['migrate', 'now'],
     ['backup', '--frobnicate', 'x.db'],
     ['version', 'extra', '--nope'],
+    // names are one line, as through the API (a review's case: the CLI stored ESC and line breaks)
+    ['user', 'add', '--email', 'a@b.test', '--password', 'long enough pw', '--name', 'Ed\u001b[31m'],
+    ['init', '--email', 'a@b.test', '--password', 'long enough pw', '--org', 'Two\nLines'],
   ];
   for (const args of usage) {
     const r = await cli(args, { CONTACT_LEDGER_DATA: data });

@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { existsSync, readFileSync, statSync, type Stats } from 'node:fs';
 import type { Config } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
@@ -23,6 +24,13 @@ export function cliCaller(): Caller {
  * that is not UTF-8 reaches the program with U+FFFD in its place (Node decodes arguments as
  * UTF-8), and no such file can be opened by that name: the message says to rename it.
  */
+/** A flag's value checked by the schema the API checks the same field with; a usage error (2) naming the flag. */
+export function flagValue<T>(schema: z.ZodType<T>, value: string, flag: string): T {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new UsageError(`--${flag} ${r.error.issues[0]?.message ?? 'is not valid'}`);
+  return r.data;
+}
+
 /** A file behind a folder this user may not enter, or one it may not read: a usage error (2) saying so, never "does not exist". */
 export const permissionDenied = (file: string) => new UsageError(`${file}: permission denied: run the command as a user who may read it, or give this user access`);
 

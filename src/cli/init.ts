@@ -2,7 +2,8 @@ import { loadConfig } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, UsageError, type Command } from './command.ts';
 import { passwordPolicyProblem } from '../identity/passwords.ts';
-import { openForCommand, passwordArg } from './common.ts';
+import { flagValue, openForCommand, passwordArg } from './common.ts';
+import { text } from '../http/common-schemas.ts';
 
 /**
  * `contact-ledger init --email --password [--org NAME]`: sets up a new installation with the
@@ -30,6 +31,8 @@ export const initCommand: Command = {
     if (weak) throw new UsageError(`--password ${weak}`);
     const org = args.flags.org as string | undefined;
     if (org !== undefined && org.trim() === '') throw new UsageError('--org needs a name');
+    // the API's rules for an organization's name (one line: no control characters), checked before anything is made
+    if (org !== undefined) flagValue(text(256), org, 'org');
     // The e-mail goes through the same validation as CONTACT_LEDGER_ADMIN_EMAIL.
     const config = loadConfig({ ...io.env, CONTACT_LEDGER_ADMIN_EMAIL: email, CONTACT_LEDGER_ADMIN_PASSWORD: password }, { ...args.config, 'admin-email': undefined, 'admin-password': undefined });
     const rt = await openForCommand(io, config, 'init sets up a new installation only; use "contact-ledger user add" or the API', { bootstrap: true });

@@ -1,8 +1,8 @@
 import { loadConfig } from '../config.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
 import { passwordPolicyProblem } from '../identity/passwords.ts';
-import { cliCaller, openForCommand, passwordArg, requireFlag } from './common.ts';
-import { emailField } from '../http/common-schemas.ts';
+import { cliCaller, flagValue, openForCommand, passwordArg, requireFlag } from './common.ts';
+import { emailField, personName } from '../http/common-schemas.ts';
 import { accountEmail } from '../normalize.ts';
 
 const USAGE = 'user add --email <e-mail> --password <password | -> [--name <name>] [--superuser] | user passwd --email <e-mail> --password <password | ->';
@@ -35,11 +35,13 @@ export const userCommand: Command = {
     // the policy's refusal is a bad argument (exit 2), as for init: the same command cannot succeed
     const weak = passwordPolicyProblem(password);
     if (weak) throw new UsageError(`--password ${weak}`);
+    // the API's rules for a display name (one line: no control characters), checked before the folder is opened
+    const name = typeof args.flags.name === 'string' ? flagValue(personName, args.flags.name, 'name') : undefined;
     const config = loadConfig(io.env, args.config);
     const rt = await openForCommand(io, config, 'stop it first, or use the API (POST /api/identity/v1/users, PATCH /api/identity/v1/users/:userId)');
     try {
       if (sub === 'add') {
-        const u = await rt.identity.users.createUser(cliCaller(), { email, password, superuser: args.flags.superuser === true, ...(typeof args.flags.name === 'string' ? { name: args.flags.name } : {}) });
+        const u = await rt.identity.users.createUser(cliCaller(), { email, password, superuser: args.flags.superuser === true, ...(name !== undefined ? { name } : {}) });
         io.out(`created ${u.superuser ? 'the superuser' : 'the user'} ${u.email} (${u.id})`);
         return EXIT_OK;
       }
