@@ -86,6 +86,12 @@ C('init creates the superuser and an organization; user add and passwd; migrate 
   assert.is(wrongPath.status, 1, wrongPath.stderr);
   assert.match(wrongPath.stderr, /there is no database in .*typo \(set CONTACT_LEDGER_DATA or --data\); a new installation is made by serve or init/);
   assert.not.ok(existsSync(join(nowhere, 'contact-ledger.db')), 'no database made');
+  // a restore killed between moving the database aside and renaming its copy in: told to restore again
+  const halfRestored = tempDir();
+  writeFileSync(join(halfRestored, '.contact-ledger.db.restoring'), readFileSync(join(data, 'contact-ledger.db')));
+  const interrupted = await cli(['migrate'], { ...env, CONTACT_LEDGER_DATA: halfRestored });
+  assert.is(interrupted.status, 1, interrupted.stderr);
+  assert.match(interrupted.stderr, /a restore was interrupted: .*Run `contact-ledger restore <backup file>` again/);
 
   const s = await start(env);
   const call = await client(s);

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config.ts';
 import { systemClock } from '../clock.ts';
-import { DB_FILE, openStorage } from '../storage/storage.ts';
+import { DB_FILE, openStorage, restoringFile } from '../storage/storage.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { schemaVersion } from '../storage/migrate.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Command } from './command.ts';
@@ -24,7 +24,8 @@ export const migrateCommand: Command = {
     // installation (a tester's mistyped folder got an empty database, and the next start a new
     // superuser): `serve` or `init` make one
     const file = join(config.dataDir, DB_FILE);
-    if (!existsSync(file) && !existsSync(`${file}-wal`)) {
+    // (a -wal alone, or an interrupted restore's copy: the start's own check says what to do)
+    if (!existsSync(file) && !existsSync(`${file}-wal`) && !existsSync(restoringFile(config.dataDir))) {
       io.err(`contact-ledger migrate: there is no database in ${config.dataDir} (set CONTACT_LEDGER_DATA or --data); a new installation is made by serve or init`);
       return EXIT_FAILURE;
     }
