@@ -162,13 +162,14 @@ const url: Parse<string> = (raw, name) => {
 /** JWT_ISSUER, the `iss` claim: a name or URL without spaces or control characters; empty is the default. */
 const issuer: Parse<string> = (raw, name) => {
   if (raw === '') return DEFAULTS.jwtIssuer;
-  if (!/^[\x21-\x7e\u00a0-\uffff]+$/.test(raw)) throw new ConfigError(`${name} must be a name or URL without spaces or control characters, got ${JSON.stringify(raw)}`);
+  if (/[\s\p{C}]/u.test(raw)) throw new ConfigError(`${name} must be a name or URL without spaces or control characters, got ${JSON.stringify(raw)}`);
   return raw;
 };
 const authUrl: Parse<string> = (raw, name) => {
   // Either a full URL (its path is used) or a path.
   let path = raw;
-  if (/^https?:\/\//i.test(raw)) path = new URL(url(raw, name)).pathname;
+  // (only the path is used: a query or credentials in it, which BASE_URL refuses, are let be here)
+  if (/^https?:\/\//i.test(raw)) path = URL.canParse(raw) ? new URL(raw).pathname : path;
   path = `/${path.replace(/^\/+|\/+$/g, '')}`;
   if (path === '/' || !/^(\/[A-Za-z0-9._~-]+)+$/.test(path) || path.startsWith('/api/')) {
     throw new ConfigError(`${name} must be a URL or path such as /auth (not / and not under /api/), got "${raw}"`);

@@ -542,6 +542,10 @@ S('password hashes are bcrypt at the configured cost; the default cost is 12 (A1
   assert.throws(() => loadConfig({ BASE_URL: 'https://x.example/?q=1' }), /without a query, fragment or credentials/);
   assert.is(loadConfig({ JWT_ISSUER: '' }).jwtIssuer, 'contact-ledger', 'empty, as unit templates leave it: the default');
   assert.throws(() => loadConfig({ JWT_ISSUER: ' ' }), /JWT_ISSUER must be a name or URL without spaces/);
+  for (const issuer of ['a\u00a0b', 'a\u2028b', 'a\u200bb']) assert.throws(() => loadConfig({ JWT_ISSUER: issuer }), /without spaces or control characters/, JSON.stringify(issuer));
+  assert.is(loadConfig({ JWT_ISSUER: 'https://idp.example/bücher' }).jwtIssuer, 'https://idp.example/bücher');
+  // AUTH_URL uses only its path: a query or credentials, which BASE_URL refuses, are let be there
+  assert.is(loadConfig({ AUTH_URL: 'https://u:p@x.example/auth?q=1' }).authPath, '/auth');
 });
 
 S('a hash made before BCRYPT_COST was raised is made again at the new cost when its user signs in (A1a, A3)', async () => {
