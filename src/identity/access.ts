@@ -1,7 +1,8 @@
 import { forbidden, notFound } from '../errors.ts';
 import type { Actor, Permission, Role } from './model.ts';
 import { roleAtLeast } from './model.ts';
-import type { OrgsRepo } from './orgs-repo.ts';
+import type { Keyset } from '../cursor.ts';
+import type { OrgsRepo, OrgWithRole } from './orgs-repo.ts';
 
 export type Access = ReturnType<typeof createAccess>;
 
@@ -18,8 +19,27 @@ export function createAccess(orgs: OrgsRepo) {
     return orgs.findRole(orgId, actor.id);
   };
 
+  /**
+   * The organizations a caller can use, with its effective role in each (the rule orgRole applies to
+   * one): a service account its own, a superuser every one as admin, a user its memberships. What
+   * GET /orgs pages through and a session lists, so that the two cannot disagree.
+   */
+  const visibleOrgs = (
+    who: { type: 'service_account'; orgId: string | null; role: Role | null } | { type: 'user'; id: string; superuser: boolean },
+    limit: number,
+    from?: Keyset,
+  ): OrgWithRole[] => {
+    if (who.type === 'service_account') {
+      const org = who.orgId && !from ? orgs.findOrgById(who.orgId) : undefined;
+      return org ? [{ ...org, role: who.role }] : [];
+    }
+    if (who.superuser) return orgs.listOrgs(limit, from).map((o) => ({ ...o, role: 'admin' as Role }));
+    return orgs.listOrgsOfUser(who.id, limit, from);
+  };
+
   return {
     orgRole,
+    visibleOrgs,
     /**
      * Throws unless the caller has at least `need` in the organization: 403 for a non-member or a
      * lower role (also when the organization does not exist, so ids of other tenants reveal nothing),

@@ -46,7 +46,7 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
   }, settings.secret('throttle_key_secret'));
   const tokens = createAccessTokens(deps.signingKeys, { issuer: config.jwtIssuer, audience: config.jwtAudience, ttlSeconds: config.tokenTtlSeconds }, clock);
   const sessions = createSessionService({
-    db, clock, ...repos, tokens, hasher, throttle, audit,
+    db, clock, ...repos, access, tokens, hasher, throttle, audit,
     refreshIdleSeconds: config.refreshIdleSeconds,
     refreshMaxSeconds: config.refreshMaxSeconds,
   });

@@ -102,16 +102,7 @@ export function createOrgService(d: OrgDeps) {
       const a = by.actor;
       const list = `orgs:${a.id}`;
       const from = d.cursors.decodeKeyset(cursor, list);
-      let rows: OrgWithRole[];
-      if (a.type === 'service_account') {
-        const org = a.orgId ? d.orgs.findOrgById(a.orgId) : undefined;
-        rows = org && !from ? [{ ...org, role: a.role }] : [];
-      } else if (a.superuser) {
-        rows = d.orgs.listOrgs(limit, from).map((o) => ({ ...o, role: 'admin' as Role }));
-      } else {
-        rows = d.orgs.listOrgsOfUser(a.id, limit, from);
-      }
-      return d.cursors.toPage(rows, limit, list, (o) => [o.createdAt, o.id]);
+      return d.cursors.toPage(d.access.visibleOrgs(a, limit, from), limit, list, (o) => [o.createdAt, o.id]);
     },
 
     /**

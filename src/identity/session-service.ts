@@ -7,7 +7,7 @@ import type { Db } from '../storage/db.ts';
 import type { AccessClaims, AccessTokens } from './access-tokens.ts';
 import type { Audit } from './audit.ts';
 import type { Actor, Caller, RequestMeta, Role, ServiceAccount, User } from './model.ts';
-import type { OrgsRepo } from './orgs-repo.ts';
+import type { Access } from './access.ts';
 import type { PasswordHasher } from './passwords.ts';
 import type { ServiceAccountsRepo } from './service-accounts-repo.ts';
 import type { SessionsRepo } from './sessions-repo.ts';
@@ -40,7 +40,8 @@ export interface SessionDeps {
   db: Db;
   clock: Clock;
   users: UsersRepo;
-  orgs: OrgsRepo;
+  /** Which organizations a principal can use (the rule GET /orgs applies too). */
+  access: Pick<Access, 'visibleOrgs'>;
   serviceAccounts: ServiceAccountsRepo;
   sessions: SessionsRepo;
   tokens: AccessTokens;
@@ -78,15 +79,10 @@ export function createSessionService(d: SessionDeps) {
    * the role checks enforce: for a superuser every organization, as admin, whatever its membership
    * (docs/decisions.md).
    */
-  const orgsOf = (p: { user?: User; sa?: ServiceAccount }): SessionPrincipal['orgs'] => {
-    if (p.sa) {
-      if (!p.sa.orgId) return [];
-      const o = d.orgs.findOrgById(p.sa.orgId);
-      return o ? [{ id: o.id, name: o.name, role: p.sa.role! }] : [];
-    }
-    if (p.user!.superuser) return d.orgs.listOrgs(10_000).map((o) => ({ id: o.id, name: o.name, role: 'admin' as Role }));
-    return d.orgs.listOrgsOfUser(p.user!.id, 10_000).map((o) => ({ id: o.id, name: o.name, role: o.role! }));
-  };
+  const orgsOf = (p: { user?: User; sa?: ServiceAccount }): SessionPrincipal['orgs'] =>
+    d.access
+      .visibleOrgs(p.sa ? { type: 'service_account', orgId: p.sa.orgId, role: p.sa.role } : { type: 'user', id: p.user!.id, superuser: p.user!.superuser }, 10_000)
+      .map((o) => ({ id: o.id, name: o.name, role: o.role! }));
 
   const principalOf = (p: { user?: User; sa?: ServiceAccount }): SessionPrincipal => ({
     user: p.user ? { id: p.user.id, email: p.user.email, name: p.user.name, superuser: p.user.superuser } : null,
