@@ -29,10 +29,10 @@ export const initCommand: Command = {
     // a password given as --password is judged under that name (it is passed on below as CONTACT_LEDGER_ADMIN_PASSWORD)
     const weak = args.flags.password !== undefined ? passwordPolicyProblem(password) : undefined;
     if (weak) throw new UsageError(`--password ${weak}`);
-    const org = args.flags.org as string | undefined;
-    if (org !== undefined && org.trim() === '') throw new UsageError('--org needs a name');
-    // the API's rules for an organization's name (one line: no control characters), checked before anything is made
-    if (org !== undefined) flagValue(text(256), org, 'org');
+    const orgFlag = args.flags.org as string | undefined;
+    if (orgFlag !== undefined && orgFlag.trim() === '') throw new UsageError('--org needs a name');
+    // the API's rules for an organization's name (trimmed, one line), checked before anything is made
+    const org = orgFlag === undefined ? undefined : flagValue(text(256), orgFlag, 'org');
     // The e-mail goes through the same validation as CONTACT_LEDGER_ADMIN_EMAIL.
     const config = loadConfig({ ...io.env, CONTACT_LEDGER_ADMIN_EMAIL: email, CONTACT_LEDGER_ADMIN_PASSWORD: password }, { ...args.config, 'admin-email': undefined, 'admin-password': undefined });
     const rt = await openForCommand(io, config, 'init sets up a new installation only; use "contact-ledger user add" or the API', { bootstrap: true });
@@ -45,7 +45,7 @@ export const initCommand: Command = {
       io.out(`created the superuser ${user.email} (${user.id}) in ${config.dataDir}`);
       if (org !== undefined) {
         const by: Caller = { actor: { type: 'user', id: user.id, email: user.email, name: user.name, superuser: true, sessionId: '' }, requestId: `cli-${process.pid}`, ip: 'local' };
-        const created = await rt.identity.orgs.createOrg(by, { name: org.trim() });
+        const created = await rt.identity.orgs.createOrg(by, { name: org });
         io.out(`created the organization "${created.name}" (${created.id}) with ${user.email} as its admin`);
       }
       return EXIT_OK;

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../config.ts';
+import { nextTurn } from '../event-loop.ts';
 import { paths } from '../paths.ts';
 import { BackupError, BackupInterrupted, checkDatabaseFile, checkpointDatabaseFile, copyDatabaseFile, fileStamp, needsPrivateCopy, privateCopy } from '../storage/backup.ts';
 import { unreadableDatabase } from '../storage/db.ts';
@@ -47,7 +48,7 @@ export const restoreCommand: Command = {
     const stop = interrupted();
     // a signal's listener runs only when the event loop turns: it is let turn before each look
     const signalled = async () => {
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
       return stop.fired;
     };
     const stopped = () => {

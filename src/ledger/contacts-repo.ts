@@ -1,4 +1,5 @@
 import type { Statement } from 'better-sqlite3';
+import { nextTurn } from '../event-loop.ts';
 import { openDb, type Db } from '../storage/db.ts';
 import type { Contact } from './model.ts';
 import { companyKey, nameKey, storedEmailKey } from '../normalize.ts';
@@ -153,8 +154,6 @@ function nextWindow(rows: number, ms: number, s: ScanSteps): number {
   return Math.max(s.minRows, Math.min(s.maxRows, rows * 4, Math.max(Math.floor(rows / 4), fit)));
 }
 
-/** A turn of the event loop (other requests are served) before the next step of a long read. */
-export const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The SQL functions the list's conditions call (contacts-list-repo.ts whereOf), on a connection. */
 function addListFunctions(conn: Db): void {

@@ -1,6 +1,7 @@
 import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
+import { nextTurn } from '../event-loop.ts';
 import { checkFindings } from './db.ts';
 import { copyOwnerOnly, fsyncFile } from './durable-files.ts';
 
@@ -100,7 +101,7 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
   // that follow a step (the check, the rename): the loop is let turn once before each look.
   const stopHere = async () => {
     if (!opts.interrupted) return;
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     if (opts.interrupted()) throw new BackupInterrupted();
   };
   try {

@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
-import { backupTo, fileStamp, partialOf, removePartialBackups, withSideFiles } from './backup.ts';
+import { backupTo, fileStamp, partialOf, removePartialBackups, removeWithSideFiles } from './backup.ts';
 import { openDb, StartupError, type Db } from './db.ts';
 import { loadSqliteLibrary } from './sqlite-addon.ts';
 import { lockDataDir } from './lock.ts';
@@ -70,17 +70,15 @@ export const restoringFile = (dataDir: string) => join(dataDir, `.${DB_FILE}.res
 export const restoreSourceCopy = (dataDir: string) => `${restoringFile(dataDir)}.source`;
 
 /**
- * Every file a restore writes in the data folder before its copy is complete: the copy being
+ * Removes every file a restore writes in the data folder before its copy is complete: the copy being
  * written (`..contact-ledger.db.restoring.partial`, backupTo's name for a copy to the restoring
  * file), the private copy of its source (restoreSourceCopy), and their side files. None is ever a
  * whole database of the folder: a restore removes them when it ends or is stopped by a signal, and
- * the next start, or restore, removes what a killed one left.
+ * the next start, or restore, removes what a killed one left. The caller holds the data folder's lock.
  */
-export const restoreScratchFiles = (dataDir: string) => [...withSideFiles(partialOf(restoringFile(dataDir))), ...withSideFiles(restoreSourceCopy(dataDir))];
-
-/** Removes restoreScratchFiles (the caller holds the data folder's lock). */
 export function removeRestoreScratch(dataDir: string): void {
-  for (const f of restoreScratchFiles(dataDir)) rmSync(f, { force: true });
+  removeWithSideFiles(partialOf(restoringFile(dataDir)));
+  removeWithSideFiles(restoreSourceCopy(dataDir));
 }
 
 /**
