@@ -2,7 +2,7 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, read
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { nextTurn } from '../event-loop.ts';
-import { checkFindings } from './db.ts';
+import { checkProblems } from './db.ts';
 import { copyOwnerOnly, fsyncFile } from './durable-files.ts';
 
 /**
@@ -125,8 +125,8 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
       // database, so that the file alone is the whole backup.
       copy.pragma('journal_mode = DELETE');
       if (opts.verify) {
-        const result = copy.prepare('PRAGMA integrity_check').pluck().all() as string[];
-        if (result.length !== 1 || result[0] !== 'ok') throw new BackupError(`the copy failed its integrity check: ${checkFindings(result)}`);
+        const found = checkProblems(copy, 'integrity_check');
+        if (found) throw new BackupError(`the copy failed its integrity check: ${found}`);
       }
     } finally {
       copy.close();
@@ -259,8 +259,8 @@ export function checkDatabaseFile(path: string, latest: number, opts: { name?: s
   try {
     let version: number;
     try {
-      const integrity = raw.prepare('PRAGMA integrity_check').pluck().all() as string[];
-      if (integrity.length !== 1 || integrity[0] !== 'ok') throw new BackupError(`${file} is damaged (integrity_check: ${checkFindings(integrity)})`);
+      const found = checkProblems(raw, 'integrity_check');
+      if (found) throw new BackupError(`${file} is damaged (integrity_check: ${found})`);
       const tables = new Set(raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[]);
       const missing = REQUIRED_TABLES.filter((t) => !tables.has(t));
       if (missing.length) throw new BackupError(`${file} is an SQLite database but not a contact-ledger one (no ${missing.join(', ')} table)`);

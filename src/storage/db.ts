@@ -237,12 +237,14 @@ export interface OpenOptions {
 }
 
 /**
- * What `PRAGMA integrity_check` / `quick_check` found, on one line: SQLite returns its findings as
- * rows that may each hold several lines (the first starts "*** in database main ***"), and a
- * message on stderr is one line (docs/operations.md). The first `max` problems joined with "; ",
- * and how many more there are.
+ * Runs `PRAGMA integrity_check` or `quick_check` on `db`: undefined when it says ok, else what it
+ * found on one line — SQLite returns its findings as rows that may each hold several lines (the
+ * first starts "*** in database main ***"), and a message on stderr is one line
+ * (docs/operations.md): the first `max` problems joined with "; ", and how many more there are.
  */
-export function checkFindings(rows: readonly unknown[], max = 3): string {
+export function checkProblems(db: Database.Database, check: 'integrity_check' | 'quick_check', max = 3): string | undefined {
+  const rows = db.prepare(`PRAGMA ${check}`).pluck().all();
+  if (rows.length === 1 && rows[0] === 'ok') return undefined;
   const found = rows
     .flatMap((r) => String(r).split('\n'))
     .map((l) => l.trim())
@@ -263,9 +265,9 @@ export function unreadableDatabase(file: string, opts: { quickCheck?: boolean } 
     db = new Database(file, { readonly: true, fileMustExist: true });
     db.prepare('SELECT count(*) FROM sqlite_master').get();
     if (opts.quickCheck) {
-      const result = db.prepare('PRAGMA quick_check').pluck().all();
       // its first findings, and how many more: a line, not one per damaged page
-      if (result.length !== 1 || result[0] !== 'ok') return `database disk image is malformed (quick_check: ${checkFindings(result, 1)})`;
+      const found = checkProblems(db, 'quick_check', 1);
+      if (found) return `database disk image is malformed (quick_check: ${found})`;
     }
     return undefined;
   } catch (err) {
@@ -315,8 +317,8 @@ export function openDb(file: string, opts: OpenOptions = {}): Db {
     raw.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`); // truncate the -wal back to 64 MiB after checkpoints
     verifySettings(raw, file, opts.readonly ?? false);
     if ((opts.check ?? true) && !probed) {
-      const result = raw.prepare('PRAGMA quick_check').pluck().all();
-      if (result.length !== 1 || result[0] !== 'ok') throw new StartupError(`database ${file} is damaged (quick_check: ${checkFindings(result)}); restore a backup`);
+      const found = checkProblems(raw, 'quick_check');
+      if (found) throw new StartupError(`database ${file} is damaged (quick_check: ${found}); restore a backup`);
     }
   } catch (err) {
     raw.close();
