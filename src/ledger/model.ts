@@ -40,7 +40,8 @@ export interface Contact {
   updatedAt: number;
 }
 
-export type ImportSource = 'api' | 'csv';
+export const IMPORT_SOURCES = ['api', 'csv'] as const;
+export type ImportSource = (typeof IMPORT_SOURCES)[number];
 
 /** How a CSV upload is read: decided at upload time, kept with the job so a resume reads it alike. */
 export interface CsvFormat {

@@ -4,7 +4,7 @@ import { mappingByName } from '../csv/columns.ts';
 import { countOf, idOf, isoTime, pageSchema } from '../http/common-schemas.ts';
 import { JOB_STATUSES } from '../jobs/queue-repo.ts';
 import { TITLE_DOMAINS, TITLE_LEVELS } from '../title-rules.ts';
-import { CONTACT_FIELDS, type Contact, type ImportJob, type Ledger } from './model.ts';
+import { CONTACT_FIELDS, IMPORT_SOURCES, type Contact, type ImportJob, type Ledger } from './model.ts';
 
 /**
  * Wire shapes of the ledger service (SPEC §4): the presenters, and the zod schemas of what they
@@ -66,7 +66,7 @@ export const ImportJobAnswer = z
   .strictObject({
     id: idOf('imp'),
     ledgerId: idOf('l'),
-    source: z.enum(['api', 'csv']),
+    source: z.enum(IMPORT_SOURCES),
     fileName: z.string().nullable(),
     status: z.enum(JOB_STATUSES),
     submitted: countOf,

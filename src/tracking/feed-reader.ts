@@ -15,7 +15,8 @@ import { pipeline, type Readable } from 'node:stream';
  * line. A damaged file (truncated gzip, unclosed array) throws FeedReadError.
  */
 
-export type FeedFormat = 'ndjson' | 'csv' | 'json';
+export const FEED_FORMATS = ['ndjson', 'csv', 'json'] as const;
+export type FeedFormat = (typeof FEED_FORMATS)[number];
 
 export type FeedItem = { line: number; value: unknown } | { line: number; error: string };
 

@@ -4,7 +4,8 @@ import type { DataFiles } from '../storage/data-files.ts';
 import type { Db } from '../storage/db.ts';
 import type { FeedFormat } from './feed-reader.ts';
 
-export type FeedSource = 'api' | 'cli' | 'inbox';
+export const FEED_SOURCES = ['api', 'cli', 'inbox'] as const;
+export type FeedSource = (typeof FEED_SOURCES)[number];
 
 /** An Idempotency-Key and the fingerprint of the request that came with it. */
 export interface Idempotency {

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { isoZ, isoZOrNull } from '../clock.ts';
 import { countOf, idOf, isoTime, pageSchema } from '../http/common-schemas.ts';
 import { JOB_STATUSES } from '../jobs/queue-repo.ts';
-import type { FeedJob } from './feeds-repo.ts';
+import { FEED_FORMATS } from './feed-reader.ts';
+import { FEED_SOURCES, type FeedJob } from './feeds-repo.ts';
 import { INFO_FIELDS, type Change } from './model.ts';
 
 /**
@@ -41,9 +42,9 @@ export const ChangeFeedAnswer = ChangePage.extend({ resumeCursor: z.string().met
 export const FeedJobAnswer = z
   .strictObject({
     id: idOf('feed'),
-    source: z.enum(['api', 'cli', 'inbox']),
+    source: z.enum(FEED_SOURCES),
     fileName: z.string().nullable(),
-    format: z.enum(['ndjson', 'csv', 'json']),
+    format: z.enum(FEED_FORMATS),
     gzip: z.boolean(),
     status: z.enum(JOB_STATUSES),
     received: countOf,

@@ -27,7 +27,8 @@ export interface Webhook {
   updatedAt: number;
 }
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** One attempt, as kept in a delivery's attempt log. */
 export interface Attempt {

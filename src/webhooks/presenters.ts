@@ -3,7 +3,7 @@ import { isoZ, isoZOrNull } from '../clock.ts';
 import { countOf, idOf, isoTime, pageSchema } from '../http/common-schemas.ts';
 import { ContactAnswer, ImportJobAnswer } from '../ledger/presenters.ts';
 import { ChangeAnswer } from '../tracking/presenters.ts';
-import { WEBHOOK_EVENTS, type Delivery, type Webhook } from './model.ts';
+import { DELIVERY_STATUSES, WEBHOOK_EVENTS, type Delivery, type Webhook } from './model.ts';
 
 /**
  * Wire shapes of webhooks and deliveries (SPEC §6): never the secret, never the token. The
@@ -56,7 +56,7 @@ export const DeliveryAnswer = z
     webhookId: idOf('wh'),
     eventId: idOf('evt'),
     type: z.enum([...WEBHOOK_EVENTS, 'ping']),
-    status: z.enum(['pending', 'delivered', 'failed']),
+    status: z.enum(DELIVERY_STATUSES),
     attempts: countOf,
     maxAttempts: countOf,
     responseStatus: z.int().nullable().meta({ description: 'The HTTP status of the last attempt; null when there was no answer' }),

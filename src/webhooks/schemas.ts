@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { cursorParam, limitParam } from '../http/common-schemas.ts';
-import { WEBHOOK_EVENTS } from './model.ts';
+import { DELIVERY_STATUSES, WEBHOOK_EVENTS } from './model.ts';
 
 /** Request schemas of the webhook routes; they validate requests and feed the OpenAPI document. */
 
@@ -38,7 +38,7 @@ export const WebhookPatch = z
   .refine((p) => Object.keys(p).length > 0, 'give at least one of url, events, ledgerIds, token, enabled');
 
 export const DeliveriesQuery = z.strictObject({
-  status: z.enum(['pending', 'delivered', 'failed'], { error: 'must be pending, delivered or failed' }).optional(),
+  status: z.enum(DELIVERY_STATUSES, { error: 'must be pending, delivered or failed' }).optional(),
   limit: limitParam,
   cursor: cursorParam,
 });
