@@ -99,11 +99,11 @@ C('a backup this user may not read is refused on one line, nothing changed (a re
   const closed = tempDir(); // 0700, root's
   const backup = join(closed, 'b.db');
   assert.is(run(['backup', backup], env).status, 0);
-  // a folder on the way it may not enter: said so, a usage error (2), not "does not exist"
+  // a folder on the way it may not enter: said so, naming that folder, a usage error (2), not "does not exist"
   const asNobody = (args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { uid: 65534, gid: 65534, env: { ...baseEnv, HOME: data, ...env }, encoding: 'utf8', timeout: 60_000 });
   const entered = asNobody(['restore', backup]);
   assert.is(entered.status, 2, entered.stderr);
-  assert.match(entered.stderr, /b\.db: permission denied: run the command as a user who may read it/);
+  assert.ok(entered.stderr.startsWith(`contact-ledger restore: ${closed}: permission denied: run the command as a user who may read it`), entered.stderr);
   // the folder open, the file (0600, root's) not
   execFileSync('chown', ['-R', '65534:65534', data]);
   const before = sha(join(data, 'contact-ledger.db'));

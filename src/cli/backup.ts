@@ -7,6 +7,7 @@ import { loadSqliteLibrary } from '../storage/sqlite-addon.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from './command.ts';
 import { NICE, setThreadNice } from '../thread-priority.ts';
 import { interrupted } from './progress.ts';
+import { firstClosedFolder, mayAccess } from './common.ts';
 
 /**
  * `contact-ledger backup <file>`: an online, consistent copy of the database, whether or not a
@@ -99,15 +100,6 @@ export const backupCommand: Command = {
   },
 };
 
-function mayAccess(path: string, mode: number): boolean {
-  try {
-    accessSync(path, mode);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Why this user may not write in `dir` (EROFS: a read-only file system, also for root; EACCES, …), or undefined when it may. */
 function writeError(dir: string): string | undefined {
   try {
@@ -118,12 +110,3 @@ function writeError(dir: string): string | undefined {
   }
 }
 
-/** The outermost folder above `file` that this user may not enter (search permission), if any. */
-function firstClosedFolder(file: string): string | undefined {
-  const folders: string[] = [];
-  for (let d = dirname(resolve(file)); ; d = dirname(d)) {
-    folders.unshift(d);
-    if (dirname(d) === d) break;
-  }
-  return folders.find((d) => !mayAccess(d, constants.X_OK));
-}

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import { existsSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Config } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
 import { createLogger, logDestination, type Logger } from '../log.ts';
@@ -31,8 +32,31 @@ export function flagValue<T>(schema: z.ZodType<T>, value: string, flag: string):
   return r.data;
 }
 
-/** A file behind a folder this user may not enter, or one it may not read: a usage error (2) saying so, never "does not exist". */
-export const permissionDenied = (file: string) => new UsageError(`${file}: permission denied: run the command as a user who may read it, or give this user access`);
+/** Whether this user may access `path` as `mode` asks (constants.R_OK, W_OK, X_OK). */
+export function mayAccess(path: string, mode: number): boolean {
+  try {
+    accessSync(path, mode);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The outermost folder above `file` that this user may not enter (search permission), if any. */
+export function firstClosedFolder(file: string): string | undefined {
+  const folders: string[] = [];
+  for (let d = dirname(resolve(file)); ; d = dirname(d)) {
+    folders.unshift(d);
+    if (dirname(d) === d) break;
+  }
+  return folders.find((d) => !mayAccess(d, constants.X_OK));
+}
+
+/**
+ * A file behind a folder this user may not enter, or one it may not read: a usage error (2) naming
+ * the folder that is closed (or the file), never "does not exist".
+ */
+export const permissionDenied = (file: string) => new UsageError(`${firstClosedFolder(file) ?? file}: permission denied: run the command as a user who may read it, or give this user access`);
 
 export function requireFile(file: string): void {
   let stat: Stats | undefined;
