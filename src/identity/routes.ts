@@ -161,17 +161,17 @@ export function toGrant(b: z.output<typeof S.SessionRequest>, authorization: str
   const email = pick('email', b.email, b.username);
   const refreshToken = pick('refreshToken', b.refreshToken, b.refresh_token);
   const raw = pick('grantType', b.grantType, b.grant_type);
-  const { clientId, clientSecret } = requestClient(b, authorization, (raw === undefined ? email !== undefined && b.password !== undefined : grantTypeOf(raw) === 'password'));
+  // without a grantType, an e-mail and a password are the password grant, before anything else
+  const named = raw === undefined ? (email !== undefined && b.password !== undefined ? 'password' : undefined) : grantTypeOf(raw);
+  const { clientId, clientSecret } = requestClient(b, authorization, named === 'password');
   const grantType =
-    raw === undefined
-      ? email !== undefined && b.password !== undefined
-        ? 'password'
-        : clientId !== undefined && clientSecret !== undefined
-          ? 'clientCredentials'
-          : refreshToken !== undefined
-            ? 'refreshToken'
-            : undefined
-      : grantTypeOf(raw);
+    raw !== undefined || named !== undefined
+      ? named
+      : clientId !== undefined && clientSecret !== undefined
+        ? 'clientCredentials'
+        : refreshToken !== undefined
+          ? 'refreshToken'
+          : undefined;
   if (raw !== undefined && grantType === undefined) throw unsupportedGrantType(raw, SESSION_GRANTS, 'grantType');
   switch (grantType) {
     case 'password':
