@@ -219,6 +219,10 @@ const COMPANY_SUFFIXES = new Set([
   // twenty-ninth session (a tester's cases): Thailand's PCL, the abbreviation of "Public Company
   // Limited", which went spelt out
   'pcl',
+  // thirty-third session (a tester's cases): the partnership limited by shares of France,
+  // Luxembourg and Belgium (SCA), and Germany's "mbH" after a word that is not "Ges." ("Acme
+  // Verwaltungsgesellschaft mbH")
+  'sca', 'mbh',
 ]);
 /**
  * Legal forms that open a name: Indonesia's PT ("PT Telkom Indonesia"), Latvia's SIA, Lithuania's
@@ -230,6 +234,8 @@ const COMPANY_PREFIXES = new Set(['the', 'pt', 'sia', 'uab', 'jsc', 'pjsc', 'ojs
 const ESTONIAN_OU = /[\s,]+[Oo](?:[Üü]|[Uu]\u0308)\.?\s*$/;
 /** Legal forms written without spaces around them in Japanese, Chinese and Korean names: removed wherever they stand. */
 const CJK_LEGAL_FORMS = /株式会社|有限会社|合同会社|股份有限公司|有限责任公司|有限責任公司|有限公司|주식회사|유한회사|[(（](?:株|有|주)[)）]|[㈱㈲㈜]/gu;
+/** ", The" ending a name is its article moved to the end, as lists sort names ("Home Depot, The" is The Home Depot). */
+const INVERTED_THE = /,\s*the\.?\s*$/i;
 /** ", N.A." spelt with its comma and dots is a US national bank's legal form after any name ("Bank of America, N.A."). */
 const COMMA_NATIONAL_ASSOCIATION = /,\s*N\.\s?A\.?\s*$/i;
 /** A US national bank's "N.A." (national association) goes only after a word ending in "bank": "Toyota NA" may be North America. */
@@ -241,7 +247,8 @@ const DOT_COM = /(?<=[\p{L}\p{N}])\.com(?![\p{L}\p{N}])/giu;
 // Words of a legal form that only go with a suffix after them ("Pvt Ltd", "Private Limited",
 // "Sdn Bhd", "GmbH & Co. KG"): "Acme Private" stays a name of its own.
 // "Proprietary" is (Pty)'s word, spelt out: "(Proprietary) Limited" (twenty-ninth session).
-const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'proprietary', 'sdn', 'p', 'fz', 'spol', 'cia']);
+// "Ges." before "mbH" (thirty-third session, since "mbH" goes alone too): "Acme Ges.m.b.H.".
+const SUFFIX_QUALIFIERS = new Set(['and', 'private', 'public', 'proprietary', 'sdn', 'p', 'fz', 'spol', 'cia', 'ges']);
 // Legal forms of more than one word, spelt out or abbreviated, after initials were joined
 // (joinInitials: "Sp. z o.o." is sp zoo, "S.A. de C.V." sa de cv, "S. de R.L." s de rl).
 const SPLIT_SUFFIXES = [
@@ -366,7 +373,9 @@ function foldedWords(text: string): string[] {
 }
 
 function computeCompanyKey(company: string): string {
-  const plain = company.replace(MARKS, ' ').replace(DOT_COM, '').replace(COMMA_NATIONAL_ASSOCIATION, '').replace(ESTONIAN_OU, '');
+  const upright = company.replace(INVERTED_THE, '');
+  // (a name that is only ", The" keeps it, as one that is only a legal form does)
+  const plain = (HAS_LETTER_OR_DIGIT.test(upright) ? upright : company).replace(MARKS, ' ').replace(DOT_COM, '').replace(COMMA_NATIONAL_ASSOCIATION, '').replace(ESTONIAN_OU, '');
   const withoutCjkForm = plain.replace(CJK_LEGAL_FORMS, ' ');
   // a name that is only a legal form keeps it, as "Inc" alone does
   const words = foldedWords(HAS_LETTER_OR_DIGIT.test(withoutCjkForm) ? withoutCjkForm : plain);

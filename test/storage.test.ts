@@ -530,6 +530,39 @@ S('migration 0040 brings user e-mails to the composed form (NFC), and leaves the
   ]);
 });
 
+S('migration 0041 recomputes company keys under the new rule (", The" at the end, SCA, mbH) and unmatches contacts whose match the rule undoes', () => {
+  const { db, raw, apply } = justBefore('0041_');
+  const k = keyRows(raw);
+  const updatedAt = raw.prepare('SELECT max(updated_at) FROM contacts').pluck();
+  k.contact('c_1', 'Tom Depot', 'Home Depot, The', 'tom depot', 'home depot the');
+  k.contact('c_2', 'Ana Ruiz', 'Acme SCA', 'ana ruiz', 'acme sca');
+  k.contact('c_3', 'Bo Lind', 'Acme Verwaltungsgesellschaft mbH', 'bo lind', 'acme verwaltungsgesellschaft mbh');
+  // keys made equal by the rule: "Walt Disney Company, The" and "The Walt Disney Company" are one company, Di Moe at it two namesakes
+  const first = k.person('Di Moe', 'di moe', 'The Walt Disney Company', 'walt disney');
+  k.person('Di Moe', 'di moe', 'Walt Disney Company, The', 'walt disney company the');
+  k.contact('c_4', 'Di Moe', 'The Walt Disney Company', 'di moe', 'walt disney');
+  k.matchByName('c_4', first);
+  // keys the rule changes alike on both sides: the match stays
+  const sca = k.person('Eve Roe', 'eve roe', 'Acme sca', 'acme sca');
+  k.contact('c_5', 'Eve Roe', 'Acme SCA', 'eve roe', 'acme sca');
+  k.matchByName('c_5', sca);
+  // a match the rule leaves as it was
+  const same = k.person('Fay Wed', 'fay wed', 'Initech', 'initech');
+  k.contact('c_6', 'Fay Wed', 'Initech', 'fay wed', 'initech');
+  k.matchByName('c_6', same);
+  apply();
+  assert.equal(raw.prepare('SELECT id, company_key FROM contacts ORDER BY id').raw().all(), [
+    ['c_1', 'home depot'], ['c_2', 'acme'], ['c_3', 'acme verwaltungsgesellschaft'], ['c_4', 'walt disney'], ['c_5', 'acme'], ['c_6', 'initech'],
+  ]);
+  assert.equal(raw.prepare('SELECT company_key FROM people ORDER BY seq').pluck().all(), ['walt disney', 'walt disney', 'acme', 'initech']);
+  assert.equal(k.matchOf('c_4'), UNMATCHED_AMBIGUOUS, 'now one of two namesakes: unmatched');
+  assert.equal(k.matchOf('c_5'), { person_id: String(sca), matched_by: 'name', is_verified: 1 }, 'both keys changed alike: still one person');
+  assert.equal(k.matchOf('c_6'), { person_id: String(same), matched_by: 'name', is_verified: 1 }, 'a match the rule does not touch stays');
+  assert.is(updatedAt.get(), 1, 'the migration changes keys only');
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
 S('processes preparing one new data folder at the same moment all succeed (one made a folder the other then failed to make: exit 2, "not usable (EEXIST)")', async () => {
   const module = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'storage.ts')).href;
   for (let round = 0; round < 5; round++) {
