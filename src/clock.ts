@@ -86,7 +86,7 @@ const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2})(?::?(\d{2}))?)?$/i;
 
 /** What a timestamp filter accepts, for the messages of the parameters that take one. */
-export const TIMESTAMP_RULE = 'an ISO 8601 timestamp or a date (2026-11-01), years 0001–9999, zone offsets up to ±23:59';
+export const TIMESTAMP_RULE = 'an ISO 8601 timestamp or a date (2026-11-01), years 0001–9999 (ending before year 10000 in UTC, to the millisecond rounded up), zone offsets up to ±23:59';
 
 /**
  * Parses a timestamp filter (SPEC §2): ISO 8601 with or without zone (no zone = UTC) or a plain
