@@ -689,6 +689,31 @@ D('redirects are not followed: a 3xx is a failed attempt and the other host hear
   await elsewhere.close();
 });
 
+D('a 101 (Switching Protocols) answer is a failed attempt at once, and frees its slot: the attempts after it are made (a tester\'s receiver held them until a restart)', async ({ t, w }) => {
+  const rx = await receiver((_r, res) => {
+    // the status line of a protocol switch, and the connection kept open
+    res.socket!.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+  });
+  const h = await createHook(t, w, { url: rx.url, events: ['import.completed'] });
+  const sent: string[] = [];
+  // three pings one after another: more than the webhook's two slots, each taken and freed again
+  for (let i = 0; i < 3; i++) {
+    const ping = await t.call('POST', hooks(w, `/${h.id}/test`), { token: w.tokens.admin });
+    expectStatus(ping, 202);
+    sent.push(ping.body.id);
+  }
+  for (const id of sent) {
+    const d = await until(t, `the attempt of ${id}`, async () => {
+      const x = (await t.call('GET', hooks(w, `/${h.id}/deliveries/${id}`), { token: w.tokens.admin })).body;
+      return x.attempts === 1 && x;
+    }, TIMEOUT_MS * 3);
+    assert.equal([d.status, d.responseStatus, d.error], ['failed', 101, 'answered 101 (switching protocols); a webhook must answer 2xx']);
+  }
+  assert.is(rx.got.length, 3, 'every ping reached the receiver');
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await rx.close();
+});
+
 D('the test ping goes through the delivery path and says what happened', async ({ t, w }) => {
   const rx = await receiver();
   const h = await createHook(t, w, { url: rx.url, events: ['contact.info_changed'], enabled: false });

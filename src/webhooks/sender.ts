@@ -84,13 +84,6 @@ export function createSender(userAgent: string, policy: { allowLocal?: boolean; 
       const url = new URL(raw);
       const started = performance.now();
       const ac = new AbortController();
-      const timer = setTimeout(() => ac.abort(new Timeout()), opts.timeoutMs);
-      const onStop = () => ac.abort('stopping');
-      opts.signal?.addEventListener('abort', onStop, { once: true });
-      const done = () => {
-        clearTimeout(timer);
-        opts.signal?.removeEventListener('abort', onStop);
-      };
       return new Promise<SendResult>((resolve) => {
         let settled = false;
         const settle = (r: Omit<SendResult, 'ms'>) => {
@@ -98,6 +91,31 @@ export function createSender(userAgent: string, policy: { allowLocal?: boolean; 
           settled = true;
           resolve({ ...r, ms: Math.round(performance.now() - started) });
         };
+        /** The status, once the answer's headers arrived. */
+        let answered: number | undefined;
+        /** The answer's headers came but its body did not end: timed out, interrupted, or the connection closed. */
+        const incomplete = (status: number) => {
+          const reason = ac.signal.aborted ? ac.signal.reason : undefined;
+          if (reason instanceof Timeout) return `answered ${status}, but the rest of the answer did not arrive within ${seconds(opts.timeoutMs)}`;
+          if (reason !== undefined) return 'interrupted (the server was stopping)';
+          return `answered ${status}, but the connection closed before the answer was complete`;
+        };
+        // The deadline ends the attempt whatever the connection does: aborted, the request reports
+        // its error; one that can no longer report anything (a 101 answer took its socket) is
+        // settled here, so that an attempt never holds its delivery's slot past the deadline.
+        const timer = setTimeout(() => {
+          ac.abort(new Timeout());
+          setImmediate(() => {
+            done();
+            settle({ ok: false, status: answered ?? null, error: answered === undefined ? `no answer within ${seconds(opts.timeoutMs)}` : incomplete(answered) });
+          });
+        }, opts.timeoutMs);
+        const onStop = () => ac.abort('stopping');
+        opts.signal?.addEventListener('abort', onStop, { once: true });
+        function done() {
+          clearTimeout(timer);
+          opts.signal?.removeEventListener('abort', onStop);
+        }
         if (!policy.allowLocal && isLocalAddress(bare(url.hostname))) {
           // a literal address is connected to without a lookup
           done();
@@ -111,15 +129,20 @@ export function createSender(userAgent: string, policy: { allowLocal?: boolean; 
           agent: url.protocol === 'https:' ? agents.https : agents.http,
           signal: ac.signal,
         });
-        /** The status, once the answer's headers arrived. */
-        let answered: number | undefined;
-        /** The answer's headers came but its body did not end: timed out, interrupted, or the connection closed. */
-        const incomplete = (status: number) => {
-          const reason = ac.signal.aborted ? ac.signal.reason : undefined;
-          if (reason instanceof Timeout) return `answered ${status}, but the rest of the answer did not arrive within ${seconds(opts.timeoutMs)}`;
-          if (reason !== undefined) return 'interrupted (the server was stopping)';
-          return `answered ${status}, but the connection closed before the answer was complete`;
-        };
+        // A 101 (Switching Protocols) is no answer to a POST a webhook can give: Node hands the
+        // socket to 'upgrade' listeners, or destroys it without an 'error' when there is none (a
+        // tester's receiver held its webhook's slots, then its organization's, until a restart).
+        req.on('upgrade', (res, socket) => {
+          socket.destroy();
+          done();
+          settle({ ok: false, status: res.statusCode ?? 101, error: `answered ${res.statusCode ?? 101} (switching protocols); a webhook must answer 2xx` });
+        });
+        req.on('close', () => {
+          // the request ended without an answer, an error or an upgrade: nothing else will settle it
+          if (answered !== undefined) return; // the answer's own events settle it
+          done();
+          settle({ ok: false, status: null, error: 'the connection closed without an answer' });
+        });
         req.on('response', (res) => {
           const status = (answered = res.statusCode ?? 0);
           if (status >= 300 && status < 400) settle({ ok: false, status, error: `answered ${status}; redirects are not followed` });
