@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { ID, request, tempDir, until } from './helpers.ts';
-import { baseEnv, MAIN, serve } from './child-server.ts';
+import { baseEnv, MAIN, serve, SOURCE_MAIN } from './child-server.ts';
 
 function run(args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, [MAIN, ...args], { env: { ...baseEnv, ...env }, encoding: 'utf8', timeout: 30_000 });
@@ -23,6 +23,17 @@ function aFile(): string {
   writeFileSync(file, 'not a folder');
   return file;
 }
+
+C('the program runs from its TypeScript source as `npm start` runs it (the other tests start it compiled): it serves, and stops on SIGTERM with exit 0', async () => {
+  const s = await serve({ CONTACT_LEDGER_DATA: tempDir(), CONTACT_LEDGER_ADMIN_EMAIL: 'src@example.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'a source run passphrase' }, [], SOURCE_MAIN);
+  const r = await request(`http://127.0.0.1:${s.port}`, 'POST', `${ID}/session`, { body: { grantType: 'password', email: 'src@example.test', password: 'a source run passphrase' } });
+  assert.is(r.status, 200);
+  s.child.kill('SIGTERM');
+  assert.is(await s.exit, 0, s.stderr().slice(-2000));
+  const version = spawnSync(process.execPath, [SOURCE_MAIN, 'version'], { env: baseEnv, encoding: 'utf8', timeout: 30_000 });
+  assert.is(version.status, 0, version.stderr);
+  assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+});
 
 C('first start without admin settings prints a generated password once; it works; the second start prints nothing', async () => {
   const data = tempDir();

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { createLedger, csvForm, expectStatus, ID, LEDGER, ledgerPath, orgWithLedger, passwordToken, request, signInRoot, startApp, tempDir } from './helpers.ts';
-import { baseEnv, MAIN, serve, type Running } from './child-server.ts';
+import { baseEnv, HARNESS, MAIN, serve, type Running } from './child-server.ts';
 import { prng } from '../scripts/prng.ts';
 
 const ROWS = 50_000;
@@ -70,7 +70,7 @@ interface ImportWorker {
 
 /** Starts test/import-worker.ts on a data folder; it waits for go() after loading its modules. */
 function startWorker(data: string): ImportWorker {
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'import-worker.ts')], {
+  const child = spawn(process.execPath, [HARNESS.importWorker], {
     // a small -wal limit: kills also land while the checkpointer copies the -wal
     env: { ...baseEnv, CONTACT_LEDGER_DATA: data, WAL_LIMIT_BYTES: String(256 * 1024), WAIT_FOR_GO: '1' },
     stdio: ['pipe', 'pipe', 'pipe'],

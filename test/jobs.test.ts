@@ -15,6 +15,7 @@ import { openDb, type Db } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { paths } from '../src/paths.ts';
 import { addContacts, clientToken, createLedger, expectStatus, LEDGER, ledgerPath, PASSWORD, seedWorld, signIn, startApp, tempDir, until } from './helpers.ts';
+import { HARNESS } from './child-server.ts';
 
 const quiet = createLogger('silent');
 
@@ -92,7 +93,7 @@ interface WorkerReport {
  */
 async function raceWorkers(file: string, opts: { offsetMs: number; holdMs: number }[]): Promise<[WorkerReport, WorkerReport]> {
   const workers = opts.map(({ offsetMs, holdMs }, i) => {
-    const child = spawn(process.execPath, [join(import.meta.dirname, 'queue-worker.ts')], {
+    const child = spawn(process.execPath, [HARNESS.queueWorker], {
       env: { PATH: process.env.PATH ?? '', QUEUE_DB: file, QUEUE_WORKER: `w${i + 1}`, QUEUE_CLOCK_OFFSET_MS: String(offsetMs), QUEUE_HOLD_MS: String(holdMs) },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
