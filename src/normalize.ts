@@ -396,3 +396,74 @@ function computeCompanyKey(company: string): string {
 
 /** The matching key of a person's name: folded. */
 export const nameKey = (name: string): string => fold(name);
+
+/**
+ * Short forms of given names that do not begin the name they stand for (those that do — Chris,
+ * Alex, Sam, Tom — fit by their beginning), one name and its forms a line: Bob is Robert.
+ */
+const NAME_FORMS: readonly string[] = [
+  'robert rob bob bobby robbie bert',
+  'william will bill billy willy liam',
+  'richard rich dick rick ricky',
+  'james jim jimmy jamie',
+  'john jack johnny',
+  'margaret peggy maggie meg marge greta',
+  'elizabeth liz lizzie beth betty eliza libby bess elisabeth',
+  'edward ted teddy ned',
+  'theodore ted teddy',
+  'anthony tony',
+  'charles chuck charlie',
+  'henry hank harry',
+  'harold harry hal',
+  'katherine catherine kathryn kate kathy katie cathy kat',
+  'michael mike mikey mick',
+  'andrew andy drew',
+  'david dave davy',
+  'joseph joe joey',
+  'stephen steven steve',
+  'susan sue susie',
+  'patricia pat patty trish',
+  'patrick pat paddy',
+  'lawrence laurence larry',
+  'gerald jerry',
+  'jeremy jerry',
+  'alexander alexandra sasha sandy',
+  'sarah sally sadie',
+  'mary molly polly',
+  'rebecca becky',
+  'deborah debbie',
+  'victoria vicky tori',
+  'abigail abby',
+  'dorothy dot dottie',
+  'frances francis frank fran',
+];
+const FORMS_OF = new Map<string, Set<string>>();
+for (const line of NAME_FORMS) {
+  const forms = line.split(' ');
+  for (const f of forms) {
+    const known = FORMS_OF.get(f) ?? new Set<string>();
+    for (const g of forms) known.add(g);
+    FORMS_OF.set(f, known);
+  }
+}
+/** One word of a name fits another: the same, one begins the other (an initial, a short form), or a form of it (NAME_FORMS). */
+const wordsFit = (w: string, o: string) => o.startsWith(w) || w.startsWith(o) || FORMS_OF.get(w)?.has(o) === true;
+
+/**
+ * Whether two names (their keys, nameKey) may name one person: every word of the name with fewer
+ * words is a word of the other, or begins one or is begun by it, or is a short form of it
+ * (NAME_FORMS) — each word of the other taken once, in any order. Initials, a middle name, a
+ * degree and short forms fit ("J Smith" and "John Smith", "Ann Lee" and "Ann B Lee, MBA",
+ * "Chris Doe" and "Christopher Doe", "Bob Roe" and "Robert Roe", "Lee, Ann"); "Bob Stone" and
+ * "Alice Stone" do not. E-mail matches ask it: a shared info@ address names several people (tracking.md).
+ */
+export function namesFit(a: string, b: string): boolean {
+  if (a === b) return true;
+  const [x, y] = [a.split(' '), b.split(' ')];
+  const [fewer, others] = x.length <= y.length ? [x, y] : [y, x];
+  const free = [...others];
+  const take = (i: number) => i >= 0 && free.splice(i, 1).length === 1;
+  // whole words first, so that "A Ann" fits "Ann Amy" (the initial takes Amy, not Ann)
+  const rest = fewer.filter((w) => !take(free.indexOf(w)));
+  return rest.every((w) => take(free.findIndex((o) => wordsFit(w, o))));
+}

@@ -7,7 +7,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renam
 import { dirname, join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { createCursors } from '../src/cursor.ts';
-import { companyKey, nameKey } from '../src/normalize.ts';
+import { companyKey, nameKey, namesFit } from '../src/normalize.ts';
 import { createSettingsRepo } from '../src/storage/settings-repo.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { FeedListing } from '../src/tracking/feed-listing.ts';
@@ -192,6 +192,20 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
   assert.is(nameKey("Ngũgĩ wa Thiong'o"), 'ngugi wa thiongo');
   assert.is(nameKey('Søren Ødegård'), 'soren odegard');
   assert.is(nameKey('Paweł Łukasz Đorđević'), 'pawel lukasz dordevic');
+});
+N('names that fit (one person\'s, as far as a shared address can tell): initials, a middle name, a degree, short forms, another order; not another given name', () => {
+  const fit = [['Ann Lee', 'ANN LEE'], ['J. Smith', 'John Smith'], ['Ann Lee', 'Ann B. Lee'], ['Ann Lee, MBA', 'Ann Lee'], ['Lee, Ann', 'Ann Lee'], ['Chris Doe', 'Christopher Doe'],
+    ['Bob Roe', 'Robert Roe'], ['Rob Stone', 'Bob Stone'], ['Bill Gates', 'William H. Gates'], ['Peggy Olson', 'Margaret Olson'], ['Ted Lee', 'Theodore Lee'], ['Ted Lee', 'Edward Lee'],
+    ['A Ann', 'Ann Amy'], ['José Uno', 'Jose Uno'], ['Cher', 'Cher Sarkisian']];
+  for (const [a, b] of fit) {
+    assert.ok(namesFit(nameKey(a!), nameKey(b!)), `${a} fits ${b}`);
+    assert.ok(namesFit(nameKey(b!), nameKey(a!)), `${b} fits ${a}`);
+  }
+  const apart = [['Eda Finch', 'Gil Hart'], ['Bob Stone', 'Alice Stone'], ['Ann Lee', 'Bob Ray'], ['Jim Beam', 'John Beam'], ['A. Stone', 'Bob Stone'], ['Ann Lee', 'Anna Park'], ['Ann Lee', 'Ann Park']];
+  for (const [a, b] of apart) {
+    assert.not.ok(namesFit(nameKey(a!), nameKey(b!)), `${a} does not fit ${b}`);
+    assert.not.ok(namesFit(nameKey(b!), nameKey(a!)), `${b} does not fit ${a}`);
+  }
 });
 N.run();
 
@@ -837,13 +851,13 @@ T('a contact whose e-mail names no known person is matched by name + company (on
 
 T('e-mail addresses match in any case beyond ASCII, composed or not, and with the domain in Unicode or IDNA form — in feeds, at import and in the email filter', async ({ t, w }) => {
   const { ledgerId, path } = await ledgerWith(t, w, 'unicode mail', [
-    { name: 'Contact One', company: 'OldCo', email: 'JOSÉ@example.test', referenceId: 'jose' },
-    { name: 'Contact Two', company: 'OldCo', email: 'zoe@ÄRGER.test', referenceId: 'zoe' },
+    { name: 'José Uno', company: 'OldCo', email: 'JOSÉ@example.test', referenceId: 'jose' },
+    { name: 'Zoe Zwei', company: 'OldCo', email: 'zoe@ÄRGER.test', referenceId: 'zoe' },
   ]);
   // the person's record spells the address otherwise: lower case decomposed é; the domain in IDNA form
   const job = await feed(t, w.root, ndjson(
-    { personId: 'uj-1', email: 'jose\u0301@Example.test', name: 'Person One', company: 'NewCo' },
-    { personId: 'uj-2', email: 'Zoe@xn--rger-koa.test', name: 'Person Two', company: 'NewCo' },
+    { personId: 'uj-1', email: 'jose\u0301@Example.test', name: 'Jose Uno', company: 'NewCo' },
+    { personId: 'uj-2', email: 'Zoe@xn--rger-koa.test', name: 'Zoë Zwei', company: 'NewCo' },
   ));
   assert.equal([job.contactsMatched, job.jobChanges], [2, 2]);
   for (const ref of ['jose', 'zoe']) {
@@ -854,7 +868,7 @@ T('e-mail addresses match in any case beyond ASCII, composed or not, and with th
   const history = (await t.call('GET', `${path}/contacts/${(await contact(t, w, path, 'jose')).id}/changes`, { token: w.tokens.viewer })).body.changes;
   assert.equal(history.map((c: any) => c.type), ['job']);
   // at import, a contact finds the person known by the address in another case
-  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Contact Three', company: 'OldCo', email: 'ZOE@ärger.test', referenceId: 'zoe-2' }]);
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Zoe Zwei', company: 'OldCo', email: 'ZOE@ärger.test', referenceId: 'zoe-2' }]);
   const zoe2 = await contact(t, w, path, 'zoe-2');
   assert.equal([zoe2.isVerified, zoe2.company], [true, 'NewCo']);
   // the email filter
@@ -1021,16 +1035,17 @@ T('a contact matched by an address while one person had it is matched again when
   await feed(t, w.root, ndjson({ personId: 'ann-l', name: 'Ann Lee', company: 'Lumenly', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
   const { path } = await ledgerWith(t, w, 'address shared later', [
     { name: 'Ben Ode', company: 'Lumenly', title: 'Engineer', email: shared, referenceId: 'ben' },
-    { name: 'Someone Else', company: 'Elsewhere', email: shared, referenceId: 'nobody' },
+    { name: 'A. Lee', company: 'Elsewhere', email: shared, referenceId: 'nobody' },
     { name: 'Ann Lee', company: 'Lumenly', email: shared, referenceId: 'ann' },
   ]);
   const state = async (ref: string) => { const c = await contact(t, w, path, ref); return [c.isVerified, c.company, c.title]; };
-  assert.equal(await state('ben'), [true, 'Lumenly', 'CEO'], 'matched to Ann by the address, her title');
+  assert.equal(await state('ben'), [false, 'Lumenly', 'Engineer'], 'another name: not Ann\'s by her address');
+  assert.equal(await state('nobody'), [true, 'Lumenly', 'CEO'], 'a name that fits hers: matched to Ann by the address');
   const ben = await feed(t, w.root, ndjson({ personId: 'ben-o', name: 'Ben Ode', company: 'Lumenly', title: 'Staff Engineer', email: shared, observedAt: '2026-11-02' }));
   assert.equal(await state('ben'), [true, 'Lumenly', 'Staff Engineer'], 'Ben\'s now, by name + company');
   assert.equal(await state('ann'), [true, 'Lumenly', 'CEO'], 'Ann\'s contact stays hers, by name + company');
   assert.equal(await state('nobody'), [false, 'Lumenly', 'CEO'], 'fits nobody else: unmatched, keeps what it has');
-  assert.is(ben.infoChanges, 1, 'Ben\'s title');
+  assert.equal([ben.contactsMatched, ben.infoChanges], [1, 1], 'Ben\'s contact and title');
   const moves = await feed(t, w.root, ndjson({ personId: 'ann-l', name: 'Ann Lee', company: 'Globex', title: 'CEO', email: shared, observedAt: '2026-11-05' }));
   assert.is(moves.jobChanges, 1, 'only Ann\'s own contact');
   assert.equal(await state('ann'), [true, 'Globex', 'CEO']);
@@ -1040,16 +1055,17 @@ T('a contact matched by an address while one person had it is matched again when
 
 T('a second person with an address leaves the contacts of a ledger being deleted as they are: no re-match, no change rows', async ({ t, w }) => {
   const shared = 'hello@goneaway.test';
-  await feed(t, w.root, ndjson({ personId: 'ann-g', name: 'Ann Gone', company: 'Goneaway', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
+  await feed(t, w.root, ndjson({ personId: 'ben-g1', name: 'Ben Gone', company: 'Oldco', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
   const { ledgerId } = await ledgerWith(t, w, 'address shared while deleted', [{ name: 'Ben Gone', company: 'Goneaway', title: 'Engineer', email: shared, referenceId: 'ben' }]);
-  const row = t.rt.db.raw.prepare('SELECT person_id, matched_by, title FROM contacts WHERE ledger_id = ?');
+  const row = t.rt.db.raw.prepare('SELECT person_id, matched_by, company, title FROM contacts WHERE ledger_id = ?');
   const changes = t.rt.db.raw.prepare('SELECT count(*) FROM changes WHERE ledger_id = ?').pluck();
   const changesBefore = changes.get(ledgerId);
   const before = row.get(ledgerId);
-  assert.equal(before, { person_id: (before as any).person_id, matched_by: 'email', title: 'CEO' }, 'matched to Ann by the address');
+  assert.equal(before, { person_id: (before as any).person_id, matched_by: 'email', company: 'Oldco', title: 'CEO' }, 'matched to the first Ben Gone by the address');
   // the state between DELETE and the end of its purge, held still
   t.rt.db.raw.prepare('UPDATE ledgers SET deleted_at = ? WHERE id = ?').run(Date.now(), ledgerId);
-  const ben = await feed(t, w.root, ndjson({ personId: 'ben-g', name: 'Ben Gone', company: 'Goneaway', title: 'Staff Engineer', email: shared, observedAt: '2026-11-02' }));
+  // a namesake at the company the contact was imported with: in a live ledger the contact would be theirs, with a job change
+  const ben = await feed(t, w.root, ndjson({ personId: 'ben-g2', name: 'Ben Gone', company: 'Goneaway', title: 'Staff Engineer', email: shared, observedAt: '2026-11-02' }));
   assert.equal([ben.status, ben.contactsMatched, ben.infoChanges, ben.jobChanges], ['completed', 0, 0, 0]);
   assert.equal(row.get(ledgerId), before, 'left as it was');
   assert.is(changes.get(ledgerId), changesBefore, 'no change rows');
@@ -1057,24 +1073,26 @@ T('a second person with an address leaves the contacts of a ledger being deleted
 
 T('a contact a shared address gave the wrong person\'s move is matched again by the company it was imported with, and put right', async ({ t, w }) => {
   const shared = 'info@caseacme.test';
-  await feed(t, w.root, ndjson({ personId: 'alice-a', name: 'Alice Avery', company: 'Acme', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
+  // two Bob Brooks at Acme share its address; the first is known first
+  await feed(t, w.root, ndjson({ personId: 'bob-a', name: 'Bob Brook', company: 'Acme', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
   const { path } = await ledgerWith(t, w, 'wrong move put right', [{ name: 'Bob Brook', company: 'Acme', title: 'Sales Manager', email: shared, referenceId: 'bob' }]);
-  // matched to Alice by the address (the only person with it), so Alice's move reached Bob's contact
-  await feed(t, w.root, ndjson({ personId: 'alice-a', name: 'Alice Avery', company: 'Hooli', title: 'CEO', email: shared, observedAt: '2026-11-05' }));
+  // matched to the first by the address (the only person with it), so his move reached the contact
+  await feed(t, w.root, ndjson({ personId: 'bob-a', name: 'Bob Brook', company: 'Hooli', title: 'CEO', email: shared, observedAt: '2026-11-05' }));
   assert.is((await contact(t, w, path, 'bob')).company, 'Hooli');
-  // Bob's own record with the address: the contact is Bob's by the company it was imported with (its current one is Hooli)
+  // the second one's record with the address: the contact is his by the company it was imported with (its current one is Hooli)
   const bob = await feed(t, w.root, ndjson({ personId: 'bob-b', name: 'Bob Brook', company: 'Acme', title: 'Sales Manager', email: shared, observedAt: '2026-11-06' }));
   assert.equal([bob.contactsMatched, bob.jobChanges], [1, 1]);
   const c = await contact(t, w, path, 'bob');
-  assert.equal([c.isVerified, c.company, c.title], [true, 'Acme', 'Sales Manager'], 'back at Acme, as Bob is');
+  assert.equal([c.isVerified, c.company, c.title], [true, 'Acme', 'Sales Manager'], 'back at Acme, as the second Bob Brook is');
 });
 
 T('the person a record moves takes the contacts a shared address had given another, with the job change', async ({ t, w }) => {
   const shared = 'info@caseb.test';
-  await feed(t, w.root, ndjson({ personId: 'bob-c', name: 'Bob Cole', company: 'Acme', title: 'Engineer', observedAt: '2026-11-01' }, { personId: 'ann-c', name: 'Ann Cole', company: 'Acme', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
+  // Bob Cole at Acme has no address; a Bob Cole at Initech has the one the contact has
+  await feed(t, w.root, ndjson({ personId: 'bob-c', name: 'Bob Cole', company: 'Acme', title: 'Engineer', observedAt: '2026-11-01' }, { personId: 'bob-x', name: 'Bob Cole', company: 'Initech', title: 'CEO', email: shared, observedAt: '2026-11-01' }));
   const { path } = await ledgerWith(t, w, 'moved with the address', [{ name: 'Bob Cole', company: 'Acme', email: shared, referenceId: 'bob' }]);
-  assert.equal((await contact(t, w, path, 'bob')).title, 'CEO', 'matched to Ann by the address');
-  // Bob moves and gives the address: his contact follows him (it fit him by his old keys, which nobody has now)
+  assert.equal(((c) => [c.company, c.title])(await contact(t, w, path, 'bob')), ['Initech', 'CEO'], 'matched to the Bob Cole at Initech by the address');
+  // the Bob Cole at Acme moves and gives the address: the contact follows him (it fit him by his old keys, which nobody has now)
   const moved = await feed(t, w.root, ndjson({ personId: 'bob-c', name: 'Bob Cole', company: 'Globex', title: 'Staff Engineer', email: shared, observedAt: '2026-11-05' }));
   assert.equal([moved.contactsMatched, moved.jobChanges], [1, 1]);
   const c = await contact(t, w, path, 'bob');
@@ -1178,6 +1196,79 @@ T('people who share an e-mail or a name + company but have different personIds s
   assert.is(people.get(), before, 'no person made');
   assert.equal(db.prepare("SELECT seq FROM people WHERE name = 'Di Moe' AND company_key = 'acme' AND title = 'Buyer'").pluck().all(), [firstKeyless]);
   assert.match(createPeopleRepo(t.rt.db).explainFindKeyless().join(' | '), /SEARCH people USING INDEX people_known_by_name_only \(name_key=\? AND company_key=\?\)/);
+});
+
+T('a record with another name and no personId or LinkedIn of the person who has its e-mail is another person: it never takes over that person or their contacts\' job', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'another name, one address', [
+    { name: 'Eda Finch', company: 'Acme', linkedin: 'linkedin.com/in/eda-finch', referenceId: 'eda' },
+    { name: 'Ida Fell', company: 'Acme', linkedin: 'linkedin.com/in/ida-fell', referenceId: 'ida' },
+  ]);
+  const eda = await feed(t, w.root, ndjson({ personId: 'eda-1', linkedin: 'linkedin.com/in/eda-finch', name: 'Eda Finch', company: 'Acme', title: 'CFO', email: 'hello@sh7.test', observedAt: '2026-11-01' }));
+  assert.equal([eda.contactsMatched, eda.jobChanges, eda.infoChanges], [1, 0, 2], 'her title and address');
+  // the receptionist answering the same address (a tester's case: it was Eda's job change, and then flipped with each record)
+  const gil = await feed(t, w.root, ndjson({ name: 'Gil Hart', company: 'Umbrella', title: 'Receptionist', email: 'hello@sh7.test', observedAt: '2026-11-02' }));
+  assert.equal([gil.personsUpdated, gil.jobChanges, gil.infoChanges, gil.stale], [1, 0, 0, 0]);
+  const db = t.rt.db.raw;
+  const holders = (email: string) => db.prepare('SELECT external_id, linkedin_slug, name, company FROM people WHERE email = ? ORDER BY seq').raw().all(email);
+  assert.equal(holders('hello@sh7.test'), [['eda-1', 'eda-finch', 'Eda Finch', 'Acme'], [null, null, 'Gil Hart', 'Umbrella']]);
+  // the first person known without a personId: a record with a personId of its own and another name is someone else too
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/ida-fell', name: 'Ida Fell', company: 'Acme', title: 'COO', email: 'info@sh2.test', observedAt: '2026-11-01' }));
+  let day = 2;
+  for (let i = 0; i < 2; i++) {
+    const bob = await feed(t, w.root, ndjson({ personId: 'bob-sh2', name: 'Bob Ray', company: 'Initrode', title: 'Buyer', email: 'info@sh2.test', observedAt: `2026-11-0${day++}` }));
+    const ida = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/ida-fell', name: 'Ida Fell', company: 'Acme', title: 'COO', email: 'info@sh2.test', observedAt: `2026-11-0${day++}` }));
+    assert.equal([bob.jobChanges, bob.infoChanges, ida.jobChanges, ida.infoChanges], [0, 0, 0, 0], `round ${i + 1}`);
+  }
+  assert.equal(holders('info@sh2.test'), [[null, 'ida-fell', 'Ida Fell', 'Acme'], ['bob-sh2', null, 'Bob Ray', 'Initrode']]);
+  for (const ref of ['eda', 'ida']) {
+    const c = await contact(t, w, path, ref);
+    assert.equal([c.company, c.lastJobChangedAt], ['Acme', null], ref);
+    const history = (await t.call('GET', `${path}/contacts/${c.id}/changes`, { token: w.tokens.viewer })).body.changes;
+    assert.equal(history.map((ch: any) => [ch.type, ch.field]).sort(), [['info', 'email'], ['info', 'title']], `${ref}: only what its own person brought`);
+  }
+});
+
+T('replaying a feed whose records share an address adds nothing, and a person\'s record is judged stale only against that person (SPEC §5)', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'replay of a shared address', [{ name: 'Bob Ray', company: 'Beta', email: 'shared@rp.test', referenceId: 'bob' }]);
+  const records = ndjson(
+    { name: 'Ann Lee', company: 'Acme', email: 'shared@rp.test', title: 'CEO', observedAt: '2026-11-02' },
+    { personId: 'p-bob', name: 'Bob Ray', company: 'Beta', email: 'shared@rp.test', title: 'CTO', observedAt: '2026-11-01' },
+    { personId: 'p-ann', name: 'Ann Lee', company: 'Acme', title: 'CEO', observedAt: '2026-11-03' },
+  );
+  const first = await feed(t, w.root, records);
+  // Bob's record is about Bob, older than Ann's observation or not (it was stale against Ann's, and Bob was made at the replay)
+  assert.equal([first.personsUpdated, first.stale, first.contactsMatched, first.jobChanges], [3, 0, 1, 0]);
+  for (let i = 0; i < 2; i++) {
+    const again = await feed(t, w.root, records);
+    assert.equal([again.personsUpdated, again.contactsMatched, again.jobChanges, again.infoChanges], [0, 0, 0, 0], `replay ${i + 1} adds nothing`);
+  }
+  const db = t.rt.db.raw;
+  assert.equal(db.prepare("SELECT external_id, name FROM people WHERE name IN ('Ann Lee', 'Bob Ray') AND company IN ('Acme', 'Beta') AND (email = 'shared@rp.test' OR external_id = 'p-ann') ORDER BY seq").raw().all(), [['p-ann', 'Ann Lee'], ['p-bob', 'Bob Ray']]);
+  const bob = await contact(t, w, path, 'bob');
+  assert.equal([bob.isVerified, bob.company, bob.title, bob.lastJobChangedAt], [true, 'Beta', 'CTO', null]);
+  const history = (await t.call('GET', `${path}/contacts/${bob.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(history.map((c: any) => [c.type, c.field, c.to]), [['info', 'title', { title: 'CTO' }]], 'never Ann\'s job or title');
+});
+
+T('a contact whose name differs from the person a shared address names is not matched by it: counted once, and never given that person\'s title', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'marbles', [
+    { name: 'Bob Marble', company: 'Acme', email: 'info@acme-s.test', referenceId: 'bob' },
+    { name: 'Alice Marble', company: 'Acme', referenceId: 'alice' },
+  ]);
+  // Alice's record comes first with the address Bob's contact has: her title is not his (a tester's case: it was, then his own)
+  const job = await feed(t, w.root, ndjson(
+    { personId: 'sa1', name: 'Alice Marble', company: 'Acme', title: 'CEO', email: 'info@acme-s.test' },
+    { personId: 'sb1', name: 'Bob Marble', company: 'Acme', title: 'CTO', email: 'info@acme-s.test' },
+  ));
+  // Bob's title; Alice's title and the address her person brings
+  assert.equal([job.contactsMatched, job.jobChanges, job.infoChanges], [2, 0, 3], 'two contacts, each with its own person\'s title');
+  const changes = async (c: any) => (await t.call('GET', `${path}/contacts/${c.id}/changes`, { token: w.tokens.viewer })).body.changes.map((ch: any) => [ch.field, ch.from, ch.to]);
+  const bob = await contact(t, w, path, 'bob');
+  assert.equal([bob.isVerified, bob.company, bob.title], [true, 'Acme', 'CTO']);
+  assert.equal(await changes(bob), [['title', { title: null }, { title: 'CTO' }]], 'Bob\'s own title, never Alice\'s on the way');
+  const alice = await contact(t, w, path, 'alice');
+  assert.equal([alice.isVerified, alice.title], [true, 'CEO']);
+  assert.equal((await changes(alice)).sort(), [['email', { email: null }, { email: 'info@acme-s.test' }], ['title', { title: null }, { title: 'CEO' }]]);
 });
 
 T('a record with a LinkedIn URL finds the person known so far only by e-mail (who had no LinkedIn): one person, a job change', async ({ t, w }) => {

@@ -6,8 +6,8 @@ import { emailKey, storedEmailKey } from '../normalize.ts';
 
 export type TrackedContactsRepo = ReturnType<typeof createTrackedContactsRepo>;
 
-/** A contact with its stored company key (saves normalizing its company again) and how it was matched. */
-export type TrackedContact = Contact & { companyKey?: string | null; matchedBy?: MatchedBy | 'ambiguous' | null };
+/** A contact with its stored name and company keys (saves normalizing them again) and how it was matched. */
+export type TrackedContact = Contact & { nameKey?: string | null; companyKey?: string | null; matchedBy?: MatchedBy | 'ambiguous' | null };
 
 /** The fields change tracking may set on a contact (never name, importCompany, importTitle). */
 export interface TrackedFields {
@@ -86,8 +86,8 @@ export function createTrackedContactsRepo(db: Db) {
   };
   const all = (rows: ContactRow[]): TrackedContact[] =>
     rows.map((r) => {
-      const row = r as ContactRow & { company_key: string | null; matched_by: TrackedContact['matchedBy'] };
-      return { ...toContact(r), companyKey: row.company_key, matchedBy: row.matched_by };
+      const row = r as ContactRow & { name_key: string | null; company_key: string | null; matched_by: TrackedContact['matchedBy'] };
+      return { ...toContact(r), nameKey: row.name_key, companyKey: row.company_key, matchedBy: row.matched_by };
     });
   return {
     listOfPerson: (personId: string) => all(q.byPerson.all(personId)),

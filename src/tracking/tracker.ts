@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { compareExactTimes, type Clock, type ExactTime } from '../clock.ts';
 import { newId } from '../ids.ts';
 import type { Contact } from '../ledger/model.ts';
-import { companyKey, emailKey, linkedinSlug, nameKey } from '../normalize.ts';
+import { companyKey, emailKey, linkedinSlug, nameKey, namesFit } from '../normalize.ts';
 import { titleDomain, titleLevel } from '../title-rules.ts';
 import type { ChangesRepo } from './changes-repo.ts';
 import type { FeedListing } from './feed-listing.ts';
@@ -36,6 +36,9 @@ const contactValue = (c: Contact, f: InfoField): unknown => c[f];
 const wire = (f: InfoField, v: unknown): unknown => (v !== null && (f === 'jobStartedAt') ? new Date(v as number).toISOString() : v);
 
 export type Tracker = ReturnType<typeof createTracker>;
+
+/** A contact's name key: stored with tracked contacts, worked out for one just imported. */
+const contactNameKey = (c: Contact & { nameKey?: string | null }): string => c.nameKey ?? nameKey(c.name);
 
 const PERSON_FIELDS = ['externalId', 'linkedinSlug', 'email', 'emailStatus', 'name', 'company', 'title', 'location', 'jobStartedAt', 'hasMultipleJobs', 'observedAt', 'observedNsBefore'] as const;
 /** True when storing `next` would change nothing that matters (observedAt included). */
@@ -107,7 +110,8 @@ export function createTracker(d: TrackerDeps) {
    * Finds the person a record is about: personId, LinkedIn slug, e-mail, then name + company. The
    * weaker keys (e-mail, name + company) only find a person who could be the same one: a person
    * known under another personId or another LinkedIn profile is someone else who shares the
-   * address or the name, and the record is then about a new person.
+   * address or the name, and so is a person whose name does not fit the record's (namesFit: a
+   * shared info@ address), and the record is then about a new person.
    */
   function findPerson(r: { personId?: string; linkedin?: string; email?: string; name: string; company: string }, seen?: { keyHolders: number; emailHolders?: Person[] }): Person | undefined {
     if (r.personId) {
@@ -121,15 +125,16 @@ export function createTracker(d: TrackerDeps) {
     }
     const compatible = (p: Person | undefined) =>
       p && (!r.personId || p.externalId === null || p.externalId === r.personId) && (!slug || p.linkedinSlug === null || p.linkedinSlug === slug) ? p : undefined;
+    const [nameK, companyK] = [nameKey(r.name), companyKey(r.company)];
     if (r.email) {
-      // up to two people with the address: exactly one may be the record's (applyRecord learns who else has it)
+      // up to two people with the address: exactly one may be the record's (applyRecord learns who else has it),
+      // and only when the names fit — a record of Gil Hart at hello@ is not Eda Finch's, who has it too (a tester's case)
       const holders = d.people.emailHolders(r.email);
       if (seen) seen.emailHolders = holders;
-      const p = holders.length === 1 ? compatible(holders[0]) : undefined;
+      const p = holders.length === 1 && namesFit(holders[0]!.nameKey, nameK) ? compatible(holders[0]) : undefined;
       if (p) return p;
     }
     // how many people have the record's name + company: a new person among them is a namesake (applyRecord)
-    const [nameK, companyK] = [nameKey(r.name), companyKey(r.company)];
     const holders = d.people.keyHolders(nameK, companyK);
     if (seen) seen.keyHolders = holders.length;
     if (holders.length === 1) return compatible(holders[0]);
@@ -211,6 +216,7 @@ export function createTracker(d: TrackerDeps) {
     if (!changes.length) return;
     const { companyKey: _key, ...rest } = next;
     const updated: Contact = { ...c, ...rest, updatedAt: now };
+    delete (updated as TrackedContact).nameKey;
     delete (updated as TrackedContact).companyKey;
     delete (updated as TrackedContact).matchedBy;
     for (const ch of changes) {
@@ -311,10 +317,11 @@ export function createTracker(d: TrackerDeps) {
         p = { ...person, seq: Number(id), id };
       }
 
-      // by e-mail only while the address names this one person (two people may share one); a contact
-      // matched by name + company to someone else moves to this person, as its import would have matched it.
-      // Looked up before a namesake unmatches such a contact below: its own address says which of the two it is.
-      const byEmail = p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id) : [];
+      // by e-mail only while the address names this one person (two people may share one), and only
+      // contacts whose name fits theirs (emailPerson); a contact matched by name + company to someone else
+      // moves to this person, as its import would have matched it. Looked up before a namesake unmatches
+      // such a contact below: its own address says which of the two it is.
+      const byEmail = p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id).filter((c) => namesFit(contactNameKey(c), p.nameKey)) : [];
 
       // A second person with these name + company keys: the contacts matched by them alone to the
       // other one could be either person now ("when exactly one person fits"), so they are unmatched.
@@ -393,11 +400,22 @@ export function createTracker(d: TrackerDeps) {
 
   /**
    * Contacts without LinkedIn left unmatched with these name + company keys that the one person
-   * holding them may take: those whose e-mail (if any) names no person — the address of one
-   * unmatched as ambiguous may be what its first match brought, so it does not count.
+   * holding them may take: those whose e-mail (if any) names no person for them (emailPerson) — the
+   * address of one unmatched as ambiguous may be what its first match brought, so it does not count.
    */
   function unmatchedByKeys(nameK: string, companyK: string): TrackedContact[] {
-    return d.contacts.listUnmatchedByKeys(nameK, companyK).filter((c) => !c.email || c.matchedBy === 'ambiguous' || !d.people.findByEmail(c.email));
+    return d.contacts.listUnmatchedByKeys(nameK, companyK).filter((c) => !c.email || c.matchedBy === 'ambiguous' || !emailPerson(c.email, contactNameKey(c)));
+  }
+
+  /**
+   * The person a contact's address names: the one person who has it, when that person's name fits
+   * the contact's (namesFit). A contact Bob Stone with info@acme is not Alice Stone's, though she is
+   * the only person known with the address: it is theirs to share (a tester's case: Bob took her
+   * title, and then reported her move as his job change).
+   */
+  function emailPerson(email: string, contactNameK: string): Person | undefined {
+    const p = d.people.findByEmail(email);
+    return p && namesFit(p.nameKey, contactNameK) ? p : undefined;
   }
 
   /**
@@ -425,7 +443,7 @@ export function createTracker(d: TrackerDeps) {
     let by: MatchedBy = 'linkedin';
     if (c.linkedin) p = d.people.findBySlug(linkedinSlug(c.linkedin));
     else {
-      if (c.email) [p, by] = [d.people.findByEmail(c.email), 'email'];
+      if (c.email) [p, by] = [emailPerson(c.email, contactNameKey(c)), 'email'];
       if (!p) [p, by] = [d.people.findByKeys(nameKey(c.name), companyKey(c.company)), 'name'];
     }
     if (!p) return;
