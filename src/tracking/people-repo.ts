@@ -60,6 +60,13 @@ export function createPeopleRepo(db: Db) {
     keylessByKeys: db.raw.prepare<[string, string], PersonRow>(
       'SELECT * FROM people INDEXED BY people_known_by_name_only WHERE name_key = ? AND company_key = ? AND external_id IS NULL AND linkedin_slug IS NULL AND email IS NULL ORDER BY seq LIMIT 1',
     ),
+    // The first namesake known by this address besides name + company, and by nothing else: a walk of
+    // the namesakes in seq order (people_by_name_company holds them so), made only for a record whose
+    // address and name + company are both another's too. Not the address's index: an info@ address
+    // may have many more holders than a name at one company has namesakes.
+    weakByKeys: db.raw.prepare<[string, string, string], PersonRow>(
+      `SELECT * FROM people INDEXED BY people_by_name_company WHERE name_key = ? AND company_key = ? AND external_id IS NULL AND linkedin_slug IS NULL AND ${emailKeyIs('?')} ORDER BY seq LIMIT 1`,
+    ),
     countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
     any: db.raw.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM people)').pluck(),
     insert: db.raw.prepare(
@@ -98,12 +105,15 @@ export function createPeopleRepo(db: Db) {
     },
     /**
      * The first person with this normalized name + company known by nothing else (no personId,
-     * LinkedIn or e-mail): the first of several when a crowd of them was made (before the
-     * twenty-fifth session each replay of such a record made one more), so a record finds the same one every time.
+     * LinkedIn or e-mail) — or, given an e-mail, by that address and nothing else: the first of
+     * several when a crowd of them was made (before the twenty-fifth session each replay of such a
+     * record made one more, before the thirty-third one each replay of such a record with an address), so a record finds the same one every time.
      */
-    findKeyless: (nameKey: string, companyKey: string) => one(q.keylessByKeys.get(nameKey, companyKey)),
-    /** The query plan of findKeyless (tests: one seek in its index). */
+    findKeyless: (nameKey: string, companyKey: string, email?: string) =>
+      one(email === undefined ? q.keylessByKeys.get(nameKey, companyKey) : q.weakByKeys.get(nameKey, companyKey, emailKey(email))),
+    /** The query plans of findKeyless without and with an e-mail (tests: one seek in an index, no sort). */
     explainFindKeyless: (): string[] => db.queryPlan(q.keylessByKeys.source, 'x', 'y'),
+    explainFindKeylessWithEmail: (): string[] => db.queryPlan(q.weakByKeys.source, 'x', 'y', 'z'),
     /** Up to two people with this normalized name + company (two: "more than one"). */
     keyHolders: (nameKey: string, companyKey: string): Person[] => q.byKeys.all(nameKey, companyKey).map(toPerson),
     /** Up to two other people with the person's name + company keys (two = "more than one"). */

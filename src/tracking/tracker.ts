@@ -138,9 +138,10 @@ export function createTracker(d: TrackerDeps) {
     const holders = d.people.keyHolders(nameK, companyK);
     if (seen) seen.keyHolders = holders.length;
     if (holders.length === 1) return compatible(holders[0]);
-    // A record known by name + company alone, among namesakes, is the person an earlier such record
-    // made (known by nothing else either): else each replay of it made one more (a tester's case).
-    if (holders.length > 1 && !r.personId && !slug && !r.email) return d.people.findKeyless(nameK, companyK);
+    // A record known by name + company alone, or with an address that names nobody for it (shared, or
+    // another name's), among namesakes, is the person an earlier such record made (known by the same
+    // keys and nothing else): else each replay of it made one more (testers' cases).
+    if (holders.length > 1 && !r.personId && !slug) return d.people.findKeyless(nameK, companyK, r.email);
     return undefined;
   }
 
