@@ -1271,6 +1271,27 @@ T('a record its e-mail and its name + company both leave ambiguous finds the per
 });
 
 
+T('an older record found by a person\'s address or name + company still gives them its personId and LinkedIn URL, and nothing else: its replay finds that person (SPEC §5)', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'older record with ids', [{ name: 'Una Vale', company: 'Unaco', linkedin: 'linkedin.com/in/una-vale-old', referenceId: 'una' }]);
+  const records = ndjson(
+    { name: 'Una Vale', company: 'Unaco', email: 'una@unaco.test', title: 'CEO', observedAt: '2026-11-02' },
+    // older than the person the address finds: who it is about is kept, what it says is not
+    { personId: 'uv-1', linkedin: 'linkedin.com/in/una-vale-old', name: 'Una Vale', company: 'Unaco', email: 'una@unaco.test', title: 'COO', observedAt: '2026-11-01' },
+    // another personId: another Una Vale (it took the first over, and the older record made a person at the replay)
+    { personId: 'uv-2', name: 'Una Vale', company: 'Unaco', title: 'Founder', observedAt: '2026-11-03' },
+  );
+  const first = await feed(t, w.root, records);
+  assert.equal([first.personsUpdated, first.stale, first.contactsMatched, first.jobChanges, first.infoChanges], [3, 0, 1, 0, 2], 'the contact is matched by the LinkedIn URL the older record gave, with the newer title and the address');
+  for (let i = 0; i < 2; i++) {
+    const again = await feed(t, w.root, records);
+    assert.equal([again.personsUpdated, again.stale, again.contactsMatched, again.jobChanges, again.infoChanges], [0, 1, 0, 0, 0], `replay ${i + 1} adds nothing`);
+  }
+  assert.equal(t.rt.db.raw.prepare("SELECT external_id, linkedin_slug, title, observed_at FROM people WHERE name = 'Una Vale' ORDER BY seq").raw().all(),
+    [['uv-1', 'una-vale-old', 'CEO', Date.parse('2026-11-02')], ['uv-2', null, 'Founder', Date.parse('2026-11-03')]]);
+  const una = await contact(t, w, path, 'una');
+  assert.equal([una.isVerified, una.company, una.title, una.contactInfo.email], [true, 'Unaco', 'CEO', 'una@unaco.test']);
+});
+
 T('a contact whose name differs from the person a shared address names is not matched by it: counted once, and never given that person\'s title', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'marbles', [
     { name: 'Bob Marble', company: 'Acme', email: 'info@acme-s.test', referenceId: 'bob' },

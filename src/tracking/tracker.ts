@@ -100,6 +100,19 @@ function fillIn(p: Person, r: FeedRecord): FeedRecord | undefined {
 }
 
 /**
+ * What an older record than the person's (stale) still says: who it is about. A personId or LinkedIn
+ * URL the person lacks is theirs (the identity of the one the record was found for, not a state to
+ * roll back to); the rest of the record is not applied. Undefined when it gives neither.
+ */
+function identityOf(p: Person, r: FeedRecord): FeedRecord | undefined {
+  const ids: Partial<FeedRecord> = {};
+  if (p.externalId === null && r.personId) ids.personId = r.personId;
+  if (p.linkedinSlug === null && r.linkedin) ids.linkedin = r.linkedin;
+  if (!Object.keys(ids).length) return undefined;
+  return { name: p.name, company: p.company, observedAt: p.observedAt, observedNsBefore: p.observedNsBefore, ...ids };
+}
+
+/**
  * Matching and change detection (SPEC §5). Every method runs inside the caller's transaction.
  * A person's known state is compared with each contact matched to it: another company (after
  * normalization) is a job change; any other differing field is an info change, one row per field.
@@ -249,7 +262,12 @@ export function createTracker(d: TrackerDeps) {
       }
       // the record's time against the person's: < 0 older, 0 the same time, > 0 newer
       const vsKnown = existing ? compareExactTimes(recordTime(record, now), personTime(existing)) : 1;
-      if (vsKnown < 0) {
+      // An older record changes nothing the person's newer observation says, but gives them the
+      // personId or LinkedIn URL they lack: found by a weaker key (e-mail, name + company), it is
+      // theirs, and its replay must find them again — else a later record that gave them another
+      // personId made the replay find nobody and make someone new (SPEC §5: replays add nothing).
+      const older = vsKnown < 0 ? identityOf(existing!, record) : undefined;
+      if (vsKnown < 0 && !older) {
         counts.stale++;
         return undefined;
       }
@@ -260,8 +278,8 @@ export function createTracker(d: TrackerDeps) {
       // only a record that says this time is remembered at it (one without observedAt is "now")
       const atKnownTime = existing !== undefined && record.observedAt !== undefined && vsKnown === 0;
       let replay = atKnownTime && hasSeen(existing.seenRecords, digest);
-      let r = record;
-      if (existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && vsKnown > 0)) {
+      let r = older ?? record;
+      if (!older && existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && vsKnown > 0)) {
         const filled = fillIn(existing, record);
         if (!filled) {
           counts.repeated++;
@@ -382,7 +400,8 @@ export function createTracker(d: TrackerDeps) {
           reconcile(c, p, counts, by);
         }
       }
-      listing?.add(p.seq);
+      // an older record is no listing of the person (tracking.md)
+      if (!older) listing?.add(p.seq);
       return undefined;
     },
 
