@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
 import { HARNESSES, testBundle } from '../scripts/test-bundle.ts';
+import { WORKERS } from '../src/paths.ts';
 
 const bundle = await testBundle();
 /**
@@ -12,6 +13,8 @@ const bundle = await testBundle();
 export const MAIN = join(bundle, 'main.mjs');
 /** The program from its TypeScript source, as `npm start` runs it. */
 export const SOURCE_MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
+/** The worker threads of src/paths.ts WORKERS, compiled alike, by the name `paths` gives them. */
+export const WORKER_FILES = Object.fromEntries(Object.keys(WORKERS).map((name) => [name, join(bundle, `${name}.mjs`)])) as Record<keyof typeof WORKERS, string>;
 /** The tests' own child programs (test/import-worker.ts, test/queue-worker.ts), compiled alike. */
 export const HARNESS = Object.fromEntries(Object.keys(HARNESSES).map((name) => [name, join(bundle, `${name}.mjs`)])) as Record<keyof typeof HARNESSES, string>;
 // WEBHOOK_ALLOW_LOCAL: the tests' webhook receivers listen on 127.0.0.1

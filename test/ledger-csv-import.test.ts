@@ -1115,7 +1115,8 @@ V('preview: columns, the first 10 rows, suggestedMapping; nothing stored', async
   assert.is(jobs.body.imports.length, 0, 'no import job');
   const count = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?view=count`, { token: w.tokens.viewer });
   assert.is(count.body.count, 0, 'no contacts');
-  assert.equal(storedUploads(t), uploadsBefore, 'no stored upload');
+  // (only what is new: the app is shared, and a job of a test before may end and remove its upload meanwhile)
+  assert.equal(storedUploads(t).filter((f) => !uploadsBefore.includes(f)), [], 'no stored upload');
   assert.equal(filesUnder(tmpDir(t)), [], 'no temp file');
 });
 
