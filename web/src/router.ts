@@ -6,11 +6,15 @@ const listeners = new Set<() => void>();
 const notify = () => listeners.forEach((fn) => fn());
 window.addEventListener('popstate', notify);
 
-export function navigate(to: string, opts: { replace?: boolean } = {}): void {
-  if (to === location.pathname + location.search) return;
+/**
+ * Goes to a path of the app. `state` rides with the new history entry (kept over a reload of it,
+ * gone on another entry): the list a contact was opened from, a notice for the page it leads to.
+ */
+export function navigate(to: string, opts: { replace?: boolean; state?: Record<string, unknown> } = {}): void {
+  if (to === location.pathname + location.search && !opts.state) return;
   try {
-    if (opts.replace) history.replaceState(null, '', to);
-    else history.pushState(null, '', to);
+    if (opts.replace) history.replaceState(opts.state ?? null, '', to);
+    else history.pushState(opts.state ?? null, '', to);
   } catch {
     // a URL the browser refuses (another origin: SecurityError) is no place of this app; going on
     // would leave the page stuck mid-render, so it goes to the start page instead
@@ -57,4 +61,21 @@ export function setQuery(values: Record<string, string | undefined>): void {
   for (const [k, v] of Object.entries(values)) if (v) q.set(k, v);
   const s = q.toString();
   navigate(`${location.pathname}${s ? `?${s}` : ''}`, { replace: true });
+}
+
+/**
+ * A short notice handed to this page by the one before (`navigate(to, { state: { notice } })`),
+ * once: it is taken out of the history entry, so a reload does not repeat it.
+ */
+export function takeNotice(): string | undefined {
+  const state = history.state as { notice?: unknown } | null;
+  if (typeof state?.notice !== 'string') return undefined;
+  const { notice, ...rest } = state;
+  history.replaceState(Object.keys(rest).length ? rest : null, '');
+  return notice;
+}
+
+/** A value this history entry was given by `navigate(…, { state })` (undefined when none). */
+export function entryState(key: string): unknown {
+  return (history.state as Record<string, unknown> | null)?.[key];
 }

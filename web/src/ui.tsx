@@ -33,8 +33,9 @@ export function useRole(orgId: string): Role | undefined {
 }
 
 // ── navigation ────────────────────────────────────────────────────────────
-export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
-  const { href, onClick, ...rest } = props;
+/** A link of the app; `state` goes with the history entry it opens (router.ts navigate). */
+export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string; state?: Record<string, unknown> }) {
+  const { href, onClick, state, ...rest } = props;
   return (
     <a
       href={href}
@@ -43,7 +44,7 @@ export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: st
         (onClick as ((e: MouseEvent) => void) | undefined)?.(e as unknown as MouseEvent);
         if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
         e.preventDefault();
-        navigate(href);
+        navigate(href, { state });
       }}
     />
   );
@@ -54,15 +55,25 @@ export interface Request<T> {
   data?: T | undefined;
   error?: ApiError | undefined;
   loading: boolean;
+  /**
+   * The data shown is of other deps than the current ones (the list of the filter before, while
+   * the new filter's list loads): it does not answer what the page now asks, so it is not shown
+   * as if it did, and nothing taken from it (a cursor, a count) goes with the new request.
+   */
+  stale: boolean;
   reload(): void;
 }
 
-/** Runs `fn` when `deps` change; keeps the last data while reloading (no flicker). */
-export function useRequest<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Request<T> {
+/**
+ * Runs `fn` when `deps` change; keeps the last data while reloading (no flicker). A change of
+ * `refresh` runs it again as `reload()` does: the same request asked again (a log after an event),
+ * whose data stays current meanwhile, unlike data of other deps.
+ */
+export function useRequest<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unknown[], refresh?: unknown): Request<T> {
   // `of`: the deps the data was fetched under. A failed reload of the same request keeps showing
   // its data under the error ("could not refresh"); data of other deps (the list before a filter
   // changed) would be shown as matching a request that failed, so it goes.
-  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean; of?: string }>({ loading: true });
+  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean; of?: string; errorOf?: string }>({ loading: true });
   const [n, setN] = useState(0);
   const key = JSON.stringify(deps);
   useEffect(() => {
@@ -70,12 +81,18 @@ export function useRequest<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unk
     setState((s) => ({ data: s.data, of: s.of, loading: true }));
     fn(ctl.signal).then(
       (data) => !ctl.signal.aborted && setState({ data, of: key, loading: false }),
-      (error: unknown) => !ctl.signal.aborted && setState((s) => (s.of === key ? { data: s.data, of: s.of, error: asApiError(error), loading: false } : { error: asApiError(error), loading: false })),
+      (error: unknown) =>
+        !ctl.signal.aborted &&
+        setState((s) => (s.of === key ? { data: s.data, of: s.of, error: asApiError(error), errorOf: key, loading: false } : { error: asApiError(error), errorOf: key, loading: false })),
     );
     return () => ctl.abort();
-  }, [key, n]);
+  }, [key, n, JSON.stringify(refresh)]);
   const reload = useCallback(() => setN((x) => x + 1), []);
-  return { data: state.data, error: state.error, loading: state.loading, reload };
+  // judged from the deps of this render, before the effect has even started the new request: the
+  // first render under a new filter already shows it loading, not the old rows as its answer
+  const stale = state.data !== undefined && state.of !== key;
+  const settled = state.of === key || state.errorOf === key;
+  return { data: state.data, error: state.errorOf === key ? state.error : undefined, loading: state.loading || !settled, stale, reload };
 }
 
 export function asApiError(e: unknown): ApiError {
@@ -121,10 +138,16 @@ export function Empty(props: { children: ComponentChildren }) {
   return <div class="state empty">{props.children}</div>;
 }
 
-/** Loading → error → empty → content, for one request. */
-export function Async<T>(props: { req: Request<T>; empty?: (d: T) => boolean; emptyText?: ComponentChildren; label?: string; children: (d: T) => ComponentChildren }) {
+/**
+ * Loading → error → empty → content, for one request. Data of other deps (the rows of the filter
+ * before) is not shown while the current request loads: its loading state is (`keepStale` keeps
+ * it, for a list that only grows: the Ledgers' "Load more"). `notFound`: what a 404 means here,
+ * said without a "Try again" that would only ask again for what does not exist.
+ */
+export function Async<T>(props: { req: Request<T>; empty?: (d: T) => boolean; emptyText?: ComponentChildren; label?: string; keepStale?: boolean; notFound?: ComponentChildren; children: (d: T) => ComponentChildren }) {
   const { req } = props;
-  if (req.data === undefined) {
+  if (req.data === undefined || (req.stale && !props.keepStale)) {
+    if (req.error && req.error.status === 404 && props.notFound) return <NotFoundState>{props.notFound}</NotFoundState>;
     if (req.error) return <ErrorBox error={req.error} retry={req.reload} />;
     return <Loading label={props.label} />;
   }
@@ -133,6 +156,15 @@ export function Async<T>(props: { req: Request<T>; empty?: (d: T) => boolean; em
       {req.error && <ErrorBox error={req.error} retry={req.reload} title="Could not refresh." />}
       {props.empty?.(req.data) ? <Empty>{props.emptyText}</Empty> : props.children(req.data)}
     </>
+  );
+}
+
+/** Something asked for by its id that does not exist (or no longer: deleted meanwhile). */
+export function NotFoundState(props: { children: ComponentChildren }) {
+  return (
+    <div class="state empty not-found" role="alert">
+      {props.children}
+    </div>
   );
 }
 

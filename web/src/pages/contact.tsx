@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, LEDGER } from '../api.ts';
-import { navigate } from '../router.ts';
-import { Async, atLeast, Confirm, fmtNumber, FormError, Time, useAction, useRequest, useRole } from '../ui.tsx';
+import { entryState, navigate } from '../router.ts';
+import { Async, atLeast, Confirm, fmtNumber, FormError, Link, Time, useAction, useRequest, useRole } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
@@ -33,94 +33,114 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
   const path = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/contacts/${contactId}`;
   const contact = useRequest((signal) => api<Contact>('GET', path, { signal }), [path]);
   const [confirm, setConfirm] = useState(false);
+  // the list this contact was opened from (its filters, sort and page), to go back to
+  const listPath = `/orgs/${orgId}/ledgers/${ledgerId}`;
+  const from = entryState('list');
+  const back = typeof from === 'string' && (from === listPath || from.startsWith(`${listPath}?`)) ? from : listPath;
+  const missing = contact.error?.status === 404;
   return (
     <>
-      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="contact" title={contact.data?.name ?? 'Contact'} />
-      <Async req={contact} label="Loading the contact…">
-        {(c) => (
-          <div class="detail">
-            <section class="card" aria-labelledby="now-title">
-              <div class="section-head">
-                <h2 id="now-title">Now</h2>
-                {c.isVerified ? <span class="badge ok">verified</span> : <span class="badge">not matched yet</span>}
-              </div>
-              <dl class="facts">
-                <dt>Company</dt>
-                <dd>{c.company}</dd>
-                <dt>Title</dt>
-                <dd>
-                  {show(c.title)}
-                  {c.titleLevel && <span class="muted"> ({[c.titleLevel, c.titleDomain].filter(Boolean).join(', ')})</span>}
-                </dd>
-                <dt>Location</dt>
-                <dd>{show(c.location)}</dd>
-                <dt>E-mail</dt>
-                <dd>
-                  {show(c.contactInfo.email)}
-                  {c.contactInfo.emailStatus && <span class="muted"> ({c.contactInfo.emailStatus})</span>}
-                </dd>
-                <dt>LinkedIn</dt>
-                <dd class="break">{c.linkedin ? <a href={c.linkedin} rel="noreferrer noopener" target="_blank">{c.linkedin}</a> : '—'}</dd>
-                <dt>Job started</dt>
-                <dd>
-                  <Time iso={c.jobStartedAt} dateOnly />
-                </dd>
-                <dt>Last job change</dt>
-                <dd>
-                  <Time iso={c.lastJobChangedAt} />
-                </dd>
-                <dt>Last info change</dt>
-                <dd>
-                  <Time iso={c.lastInfoChangedAt} />
-                </dd>
-              </dl>
-            </section>
-            <section class="card" aria-labelledby="imported-title">
-              <h2 id="imported-title">As imported</h2>
-              <dl class="facts">
-                <dt>Company</dt>
-                <dd>{show(c.importCompany)}</dd>
-                <dt>Title</dt>
-                <dd>{show(c.importTitle)}</dd>
-                <dt>Reference id</dt>
-                <dd class="mono">{show(c.referenceId)}</dd>
-                <dt>Added</dt>
-                <dd>
-                  <Time iso={c.createdAt} />
-                </dd>
-                <dt>Contact id</dt>
-                <dd class="mono break">{c.id}</dd>
-              </dl>
-              {atLeast(role, 'editor') && (
-                <div class="actions left">
-                  <button type="button" class="danger-outline small" onClick={() => setConfirm(true)}>
-                    Delete contact
-                  </button>
-                </div>
-              )}
-            </section>
-            <section class="card timeline-card" aria-labelledby="history-title">
-              <h2 id="history-title">Change history</h2>
-              <History path={path} />
-            </section>
-          </div>
-        )}
-      </Async>
-      {confirm && contact.data && (
-        <Confirm
-          title={`Delete ${contact.data.name}?`}
-          confirm="Delete contact"
-          danger
-          onClose={() => setConfirm(false)}
-          onConfirm={async () => {
-            await api('DELETE', path);
-            navigate(`/orgs/${orgId}/ledgers/${ledgerId}`);
-            return true;
-          }}
+      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="contact" title={contact.data?.name ?? (missing ? 'Contact not found' : 'Contact')} back={back}>
+        <Async
+          req={contact}
+          label="Loading the contact…"
+          notFound={
+            <>
+              <p>
+                <strong>This contact does not exist</strong> (it may have been deleted).
+              </p>
+              <p>
+                <Link href={back}>Go to the ledger's contacts</Link>
+              </p>
+            </>
+          }
         >
-          <p>The contact and its change history are removed from this ledger.</p>
-        </Confirm>
-      )}
+          {(c) => (
+            <div class="detail">
+              <section class="card" aria-labelledby="now-title">
+                <div class="section-head">
+                  <h2 id="now-title">Now</h2>
+                  {c.isVerified ? <span class="badge ok">verified</span> : <span class="badge">not matched yet</span>}
+                </div>
+                <dl class="facts">
+                  <dt>Company</dt>
+                  <dd>{c.company}</dd>
+                  <dt>Title</dt>
+                  <dd>
+                    {show(c.title)}
+                    {c.titleLevel && <span class="muted"> ({[c.titleLevel, c.titleDomain].filter(Boolean).join(', ')})</span>}
+                  </dd>
+                  <dt>Location</dt>
+                  <dd>{show(c.location)}</dd>
+                  <dt>E-mail</dt>
+                  <dd>
+                    {show(c.contactInfo.email)}
+                    {c.contactInfo.emailStatus && <span class="muted"> ({c.contactInfo.emailStatus})</span>}
+                  </dd>
+                  <dt>LinkedIn</dt>
+                  <dd class="break">{c.linkedin ? <a href={c.linkedin} rel="noreferrer noopener" target="_blank">{c.linkedin}</a> : '—'}</dd>
+                  <dt>Job started</dt>
+                  <dd>
+                    <Time iso={c.jobStartedAt} dateOnly />
+                  </dd>
+                  <dt>Last job change</dt>
+                  <dd>
+                    <Time iso={c.lastJobChangedAt} />
+                  </dd>
+                  <dt>Last info change</dt>
+                  <dd>
+                    <Time iso={c.lastInfoChangedAt} />
+                  </dd>
+                </dl>
+              </section>
+              <section class="card" aria-labelledby="imported-title">
+                <h2 id="imported-title">As imported</h2>
+                <dl class="facts">
+                  <dt>Company</dt>
+                  <dd>{show(c.importCompany)}</dd>
+                  <dt>Title</dt>
+                  <dd>{show(c.importTitle)}</dd>
+                  <dt>Reference id</dt>
+                  <dd class="mono">{show(c.referenceId)}</dd>
+                  <dt>Added</dt>
+                  <dd>
+                    <Time iso={c.createdAt} />
+                  </dd>
+                  <dt>Contact id</dt>
+                  <dd class="mono break">{c.id}</dd>
+                </dl>
+                {atLeast(role, 'editor') && (
+                  <div class="actions left">
+                    <button type="button" class="danger-outline small" onClick={() => setConfirm(true)}>
+                      Delete contact
+                    </button>
+                  </div>
+                )}
+              </section>
+              <section class="card timeline-card" aria-labelledby="history-title">
+                <h2 id="history-title">Change history</h2>
+                <History path={path} />
+              </section>
+            </div>
+          )}
+        </Async>
+        {confirm && contact.data && (
+          <Confirm
+            title={`Delete ${contact.data.name}?`}
+            confirm="Delete contact"
+            danger
+            onClose={() => setConfirm(false)}
+            onConfirm={async () => {
+              await api('DELETE', path);
+              // back to the list it came from, filters and all, saying what happened
+              navigate(back, { state: { notice: `Deleted ${contact.data!.name}.` } });
+              return true;
+            }}
+          >
+            <p>The contact and its change history are removed from this ledger.</p>
+          </Confirm>
+        )}
+      </LedgerHead>
     </>
   );
 }

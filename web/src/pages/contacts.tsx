@@ -1,6 +1,6 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
-import { setQuery, useLocation } from '../router.ts';
+import { setQuery, takeNotice, useLocation } from '../router.ts';
 import { Async, ErrorBox, fmtNumber, Link, Notice, Time, useAction, useRequest } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
@@ -41,7 +41,21 @@ const SORTS: [string, string][] = [
 ];
 const SIZES = [25, 50, 100];
 
-const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+const DAY = 86_400_000;
+const daysAgo = (n: number) => new Date(Date.now() - n * DAY).toISOString().slice(0, 10);
+/**
+ * "Added before" is a day the person wants included, the API's `createdBefore` an exclusive bound
+ * (docs/decisions.md "List semantics"): the URL and the request hold the API's value — the next
+ * day's midnight UTC — and the field shows the last day it includes.
+ */
+const lastDayBefore = (bound: string) => {
+  const t = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(bound) ? `${bound}T00:00:00Z` : bound);
+  return Number.isNaN(t) ? bound.slice(0, 10) : new Date(t - 1).toISOString().slice(0, 10);
+};
+const dayAfter = (day: string) => {
+  const t = Date.parse(`${day}T00:00:00Z`);
+  return Number.isNaN(t) ? day : new Date(t + DAY).toISOString().slice(0, 10);
+};
 
 /** The contacts table: filters, sorting, paging, a count, CSV download of the current filter. */
 export function Contacts(props: { orgId: string; ledgerId: string }) {
@@ -66,7 +80,19 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   const go = (values: Record<string, string | undefined>) => setQuery({ ...Object.fromEntries(q), ...values });
   const apply = (f: Partial<Record<FilterKey, string>>) =>
     setQuery({ ...Object.fromEntries(FILTERS.map((k) => [k, f[k]])), sortBy: sortBy === '+createdAt' ? undefined : sortBy, limit: size === 50 ? undefined : String(size), page: undefined });
-  const [notice, setNotice] = useState<string>();
+  // a notice handed over by the page before (the contact page: "Deleted …")
+  const [notice, setNotice] = useState<string | undefined>(takeNotice);
+  // A cursor the API refuses (a link or a reload of a page whose filters changed since, or a
+  // cursor of another list) is no page of this list: start the list again at its first page and
+  // say so, instead of an error whose "Try again" sends the same cursor again.
+  const badCursor = list.error?.code === 'invalid_cursor' && cursors.length > 0;
+  useEffect(() => {
+    if (!badCursor) return;
+    setNotice('That page of the list could not be shown (its filters or sort had changed), so the list starts again at its first page.');
+    go({ page: undefined });
+  }, [badCursor]);
+  // the rows, count and download shown belong to the filter, sort and page asked for, or wait
+  const loading = list.loading || count.loading;
   const dl = useAction(async () => {
     // with a BOM: people open this file in a spreadsheet, and Excel reads a CSV without one in the
     // machine's legacy code page (Zoë becomes ZoÃ«)
@@ -78,120 +104,123 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
 
   return (
     <>
-      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="contacts" />
-      <FilterForm key={JSON.stringify(filters)} initial={filters} onApply={apply} />
-      <div class="toolbar">
-        <p class="count" aria-live="polite">
-          {count.error ? (
-            <span class="muted">Count unavailable</span>
-          ) : count.data ? (
-            <>
-              <strong>{fmtNumber(count.data.count)}</strong> {count.data.count === 1 ? 'contact' : 'contacts'}
-              {active ? ` ${count.data.count === 1 ? 'matches' : 'match'} ${active === 1 ? 'the filter' : `${active} filters`}` : ''}
-            </>
-          ) : (
-            'Counting…'
-          )}
-        </p>
-        <div class="toolbar-right">
-          <label class="inline">
-            Sort
-            <select value={sortBy} onChange={(e) => go({ sortBy: e.currentTarget.value, page: undefined })}>
-              {SORTS.map(([v, l]) => (
-                <option key={v} value={v}>
-                  {l}
-                </option>
-              ))}
-            </select>
-          </label>
-          <button type="button" class="secondary" disabled={dl.busy || !list.data || count.data?.count === 0} onClick={() => void dl.run()}>
-            {dl.busy ? 'Preparing CSV…' : active ? 'Download these as CSV' : 'Download CSV'}
-          </button>
+      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="contacts">
+        <FilterForm key={JSON.stringify(filters)} initial={filters} onApply={apply} />
+        <div class="toolbar">
+          <p class="count" aria-live="polite">
+            {count.error ? (
+              <span class="muted">Count unavailable</span>
+            ) : count.data && !count.stale ? (
+              <>
+                <strong>{fmtNumber(count.data.count)}</strong> {count.data.count === 1 ? 'contact' : 'contacts'}
+                {active ? ` ${count.data.count === 1 ? 'matches' : 'match'} ${active === 1 ? 'the filter' : `${active} filters`}` : ''}
+              </>
+            ) : (
+              'Counting…'
+            )}
+          </p>
+          <div class="toolbar-right">
+            <label class="inline">
+              Sort
+              <select value={sortBy} onChange={(e) => go({ sortBy: e.currentTarget.value, page: undefined })}>
+                {SORTS.map(([v, l]) => (
+                  <option key={v} value={v}>
+                    {l}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <button type="button" class="secondary" disabled={dl.busy || loading || !list.data || list.stale || !!list.error || count.data?.count === 0} onClick={() => void dl.run()}>
+              {dl.busy ? 'Preparing CSV…' : active ? 'Download these as CSV' : 'Download CSV'}
+            </button>
+          </div>
         </div>
-      </div>
-      {dl.error && <ErrorBox error={dl.error} title="The download failed." />}
-      {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
-      <Async
-        req={list}
-        label="Loading contacts…"
-        empty={(d) => d.contacts.length === 0}
-        emptyText={
-          active ? (
-            <p>
-              No contact matches these filters.{' '}
-              <button type="button" class="link" onClick={() => apply({})}>
-                Clear the filters
-              </button>
-            </p>
-          ) : (
-            <p>
-              This ledger has no contacts yet. <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/import`}>Import a CSV file</Link> to add some.
-            </p>
-          )
-        }
-      >
-        {(d) => (
-          <>
-            <div class="table-wrap" tabIndex={0} role="region" aria-label="Contacts">
-              <table class="contacts">
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Company</th>
-                    <th scope="col">Title</th>
-                    <th scope="col">E-mail</th>
-                    <th scope="col">Verified</th>
-                    <th scope="col">Job changed</th>
-                    <th scope="col">Info changed</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.contacts.map((c) => (
-                    <tr key={c.id}>
-                      <th scope="row">
-                        <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/contacts/${c.id}`}>{c.name}</Link>
-                      </th>
-                      <td>
-                        {c.company}
-                        {c.lastJobChangedAt && c.importCompany && c.importCompany !== c.company && <span class="was">was {c.importCompany}</span>}
-                      </td>
-                      <td>{c.title ?? <span class="muted">—</span>}</td>
-                      <td class="email">{c.contactInfo.email ?? <span class="muted">—</span>}</td>
-                      <td>{c.isVerified ? <span class="badge ok">verified</span> : <span class="muted">no</span>}</td>
-                      <td>{c.lastJobChangedAt ? <span class="badge job"><Time iso={c.lastJobChangedAt} dateOnly /></span> : <span class="muted">—</span>}</td>
-                      <td>
-                        <Time iso={c.lastInfoChangedAt} dateOnly />
-                      </td>
+        {dl.error && <ErrorBox error={dl.error} title="The download failed." />}
+        {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
+        <Async
+          req={list}
+          label="Loading contacts…"
+          empty={(d) => d.contacts.length === 0}
+          emptyText={
+            active ? (
+              <p>
+                No contact matches these filters.{' '}
+                <button type="button" class="link" onClick={() => apply({})}>
+                  Clear the filters
+                </button>
+              </p>
+            ) : (
+              <p>
+                This ledger has no contacts yet. <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/import`}>Import a CSV file</Link> to add some.
+              </p>
+            )
+          }
+        >
+          {(d) => (
+            <>
+              <div class="table-wrap" tabIndex={0} role="region" aria-label="Contacts">
+                <table class="contacts">
+                  <thead>
+                    <tr>
+                      <th scope="col">Name</th>
+                      <th scope="col">Company</th>
+                      <th scope="col">Title</th>
+                      <th scope="col">E-mail</th>
+                      <th scope="col">Verified</th>
+                      <th scope="col">Job changed</th>
+                      <th scope="col">Info changed</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-            <nav class="pager" aria-label="Pages">
-              <span class="muted">
-                {fmtNumber(start + 1)}–{fmtNumber(start + d.contacts.length)}
-                {count.data ? ` of ${fmtNumber(count.data.count)}` : ''}
-              </span>
-              <label class="inline">
-                Per page
-                <select value={size} onChange={(e) => go({ limit: e.currentTarget.value, page: undefined })}>
-                  {SIZES.map((s) => (
-                    <option key={s} value={s}>
-                      {s}
-                    </option>
-                  ))}
-                </select>
-              </label>
-              <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => go({ page: cursors.slice(0, -1).join('~') || undefined })}>
-                Previous
-              </button>
-              <button type="button" class="secondary" disabled={!d.nextCursor} onClick={() => go({ page: [...cursors, d.nextCursor!].join('~') })}>
-                Next
-              </button>
-            </nav>
-          </>
-        )}
-      </Async>
+                  </thead>
+                  <tbody>
+                    {d.contacts.map((c) => (
+                      <tr key={c.id}>
+                        <th scope="row">
+                          <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/contacts/${c.id}`} state={{ list: loc.path + location.search }}>
+                              {c.name}
+                            </Link>
+                        </th>
+                        <td>
+                          {c.company}
+                          {c.lastJobChangedAt && c.importCompany && c.importCompany !== c.company && <span class="was">was {c.importCompany}</span>}
+                        </td>
+                        <td>{c.title ?? <span class="muted">—</span>}</td>
+                        <td class="email">{c.contactInfo.email ?? <span class="muted">—</span>}</td>
+                        <td>{c.isVerified ? <span class="badge ok">verified</span> : <span class="muted">no</span>}</td>
+                        <td>{c.lastJobChangedAt ? <span class="badge job"><Time iso={c.lastJobChangedAt} dateOnly /></span> : <span class="muted">—</span>}</td>
+                        <td>
+                          <Time iso={c.lastInfoChangedAt} dateOnly />
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <nav class="pager" aria-label="Pages">
+                <span class="muted">
+                  {fmtNumber(start + 1)}–{fmtNumber(start + d.contacts.length)}
+                  {count.data && !count.stale ? ` of ${fmtNumber(count.data.count)}` : ''}
+                </span>
+                <label class="inline">
+                  Per page
+                  <select value={size} onChange={(e) => go({ limit: e.currentTarget.value, page: undefined })}>
+                    {SIZES.map((s) => (
+                      <option key={s} value={s}>
+                        {s}
+                      </option>
+                    ))}
+                  </select>
+                </label>
+                <button type="button" class="secondary" disabled={cursors.length === 0 || list.loading} onClick={() => go({ page: cursors.slice(0, -1).join('~') || undefined })}>
+                  Previous
+                </button>
+                <button type="button" class="secondary" disabled={!d.nextCursor || list.loading || list.stale} onClick={() => go({ page: [...cursors, d.nextCursor!].join('~') })}>
+                  Next
+                </button>
+              </nav>
+            </>
+          )}
+        </Async>
+      </LedgerHead>
     </>
   );
 }
@@ -206,12 +235,27 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onAppl
       <input id={`flt-${k}`} type="text" value={f[k] ?? ''} onInput={set(k)} />
     </div>
   );
-  const date = (k: FilterKey, label: string) => (
-    <div class="field">
-      <label for={`flt-${k}`}>{label}</label>
-      <input id={`flt-${k}`} type="date" value={(f[k] ?? '').slice(0, 10)} onInput={set(k)} />
-    </div>
-  );
+  // every date is a whole day in UTC, the chosen day included; createdBefore is sent (and kept in
+  // the URL) as the API's exclusive bound, the day after the one shown
+  const date = (k: FilterKey, label: string) => {
+    const before = k === 'createdBefore';
+    const v = f[k] ?? '';
+    return (
+      <div class="field">
+        <label for={`flt-${k}`}>{label}</label>
+        <input
+          id={`flt-${k}`}
+          type="date"
+          aria-describedby="flt-dates-hint"
+          value={before && v ? lastDayBefore(v) : v.slice(0, 10)}
+          onInput={(e) => {
+            const day = e.currentTarget.value;
+            setF({ ...f, [k]: day ? (before ? dayAfter(day) : day) : undefined });
+          }}
+        />
+      </div>
+    );
+  };
   return (
     <form
       class="filters"
@@ -235,6 +279,9 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onAppl
         {text('company', 'Company contains')}
         {text('title', 'Title contains')}
       </div>
+      <p class="hint" id="flt-dates-hint">
+        Dates are whole days in UTC, and the day you choose is included: “since” and “on or after” from its start, “on or before” to its end.
+      </p>
       <details open={advanced}>
         <summary>More filters</summary>
         <div class="filter-grid">
@@ -250,8 +297,8 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onAppl
               <option value="false">Not verified</option>
             </select>
           </div>
-          {date('createdAfter', 'Added after')}
-          {date('createdBefore', 'Added before')}
+          {date('createdAfter', 'Added on or after')}
+          {date('createdBefore', 'Added on or before')}
           {text('importId', 'Import id')}
         </div>
       </details>

@@ -198,8 +198,9 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
   if (!atLeast(role, 'editor'))
     return (
       <>
-        <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="import" />
-        <Empty>Importing needs the editor role.</Empty>
+        <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="import">
+          <Empty>Importing needs the editor role.</Empty>
+        </LedgerHead>
       </>
     );
 
@@ -217,132 +218,133 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
 
   return (
     <>
-      <LedgerHead key={job?.status} orgId={orgId} ledgerId={ledgerId} tab="import" />
-      <ol class="steps" aria-label="Import steps">
-        {[1, 2, 3].map((i) => (
-          <li key={i} class={i === step ? 'current' : i < step ? 'done' : ''} aria-current={i === step ? 'step' : undefined}>
-            <span class="num">{i}</span> {shown(i)}
-          </li>
-        ))}
-      </ol>
+      <LedgerHead refresh={job?.status} orgId={orgId} ledgerId={ledgerId} tab="import">
+        <ol class="steps" aria-label="Import steps">
+          {[1, 2, 3].map((i) => (
+            <li key={i} class={i === step ? 'current' : i < step ? 'done' : ''} aria-current={i === step ? 'step' : undefined}>
+              <span class="num">{i}</span> {shown(i)}
+            </li>
+          ))}
+        </ol>
 
-      {step === 1 && (
-        <section class="card" aria-labelledby="choose-title">
-          <h2 id="choose-title">Choose a CSV file</h2>
-          {cancelled && <Notice onDismiss={() => setCancelled(undefined)}>{cancelled}</Notice>}
-          <p class="muted">
-            A header row is needed. Columns such as <em>name</em> (or <em>first name</em> + <em>last name</em>), <em>company</em>, <em>title</em>, <em>email</em>, <em>linkedin</em> and <em>reference id</em> are recognised; you can change the mapping next. Comma, semicolon or tab separated; UTF-8.
-          </p>
-          <div class="field">
-            <label for="csv-file">CSV file</label>
-            <input
-              id="csv-file"
-              type="file"
-              accept=".csv,.tsv,.txt,text/csv"
-              onChange={(e) => {
-                const f = e.currentTarget.files?.[0];
-                if (f) void choose(f);
-              }}
-            />
-          </div>
-          {reading && <Loading label={`Reading ${reading.file.name}…`} />}
-          {readError && <ErrorBox error={readError} title="This file cannot be imported." />}
-        </section>
-      )}
-
-      {step === 2 && preview && (
-        <section class="card" aria-labelledby="columns-title">
-          <h2 id="columns-title">Check the columns</h2>
-          <p class="muted">
-            <strong>{preview.file.name}</strong>: {fmtNumber(preview.p.rowCount)} rows, {DELIMITERS[preview.p.delimiter] ?? preview.p.delimiter} separated, {preview.p.columns.length} columns. Each contact field below takes its value from the column you choose.
-          </p>
-          <div class="mapping">
-            {FIELDS.map(({ field, label, required }) => (
-              <div class="field" key={field}>
-                <label for={`map-${field}`}>
-                  {label}
-                  {required && <span class="req"> (required)</span>}
-                </label>
-                <select id={`map-${field}`} value={choice[field] ?? NONE} disabled={!!uploading} onChange={(e) => setChoice({ ...choice, [field]: e.currentTarget.value })}>
-                  <option value={NONE}>— not imported —</option>
-                  {field === 'name' && splitName && <option value={SPLIT}>{splitName.join(' + ')}</option>}
-                  {preview.p.columns.map((_, i) => (
-                    <option key={i} value={col(i)}>
-                      {colName(preview.p.columns, i)}
-                    </option>
-                  ))}
-                </select>
-              </div>
-            ))}
-          </div>
-          {missing.length > 0 && (
-            <p class="form-error" role="alert">
-              Choose a column for {missing.map((m) => m.label).join(' and ')}: every contact needs them.
+        {step === 1 && (
+          <section class="card" aria-labelledby="choose-title">
+            <h2 id="choose-title">Choose a CSV file</h2>
+            {cancelled && <Notice onDismiss={() => setCancelled(undefined)}>{cancelled}</Notice>}
+            <p class="muted">
+              A header row is needed. Columns such as <em>name</em> (or <em>first name</em> + <em>last name</em>), <em>company</em>, <em>title</em>, <em>email</em>, <em>linkedin</em> and <em>reference id</em> are recognised; you can change the mapping next. Comma, semicolon or tab separated; UTF-8.
             </p>
-          )}
-          <h3>First rows of the file</h3>
-          <div class="table-wrap" tabIndex={0} role="region" aria-label="First rows of the file">
-            <table class="preview">
-              <thead>
-                <tr>
-                  {preview.p.columns.map((_, j) => (
-                    <th scope="col" key={j}>
-                      {colName(preview.p.columns, j)}
-                      <span class="maps">
-                        {mapsTo(preview.p.columns, j)
-                          .map((f) => `→ ${f.label}`)
-                          .join(', ')}
-                      </span>
-                    </th>
-                  ))}
-                </tr>
-              </thead>
-              <tbody>
-                {preview.p.rows.map((r, i) => (
-                  <tr key={i}>
+            <div class="field">
+              <label for="csv-file">CSV file</label>
+              <input
+                id="csv-file"
+                type="file"
+                accept=".csv,.tsv,.txt,text/csv"
+                onChange={(e) => {
+                  const f = e.currentTarget.files?.[0];
+                  if (f) void choose(f);
+                }}
+              />
+            </div>
+            {reading && <Loading label={`Reading ${reading.file.name}…`} />}
+            {readError && <ErrorBox error={readError} title="This file cannot be imported." />}
+          </section>
+        )}
+
+        {step === 2 && preview && (
+          <section class="card" aria-labelledby="columns-title">
+            <h2 id="columns-title">Check the columns</h2>
+            <p class="muted">
+              <strong>{preview.file.name}</strong>: {fmtNumber(preview.p.rowCount)} rows, {DELIMITERS[preview.p.delimiter] ?? preview.p.delimiter} separated, {preview.p.columns.length} columns. Each contact field below takes its value from the column you choose.
+            </p>
+            <div class="mapping">
+              {FIELDS.map(({ field, label, required }) => (
+                <div class="field" key={field}>
+                  <label for={`map-${field}`}>
+                    {label}
+                    {required && <span class="req"> (required)</span>}
+                  </label>
+                  <select id={`map-${field}`} value={choice[field] ?? NONE} disabled={!!uploading} onChange={(e) => setChoice({ ...choice, [field]: e.currentTarget.value })}>
+                    <option value={NONE}>— not imported —</option>
+                    {field === 'name' && splitName && <option value={SPLIT}>{splitName.join(' + ')}</option>}
+                    {preview.p.columns.map((_, i) => (
+                      <option key={i} value={col(i)}>
+                        {colName(preview.p.columns, i)}
+                      </option>
+                    ))}
+                  </select>
+                </div>
+              ))}
+            </div>
+            {missing.length > 0 && (
+              <p class="form-error" role="alert">
+                Choose a column for {missing.map((m) => m.label).join(' and ')}: every contact needs them.
+              </p>
+            )}
+            <h3>First rows of the file</h3>
+            <div class="table-wrap" tabIndex={0} role="region" aria-label="First rows of the file">
+              <table class="preview">
+                <thead>
+                  <tr>
                     {preview.p.columns.map((_, j) => (
-                      <td key={j}>{r[j] ?? ''}</td>
+                      <th scope="col" key={j}>
+                        {colName(preview.p.columns, j)}
+                        <span class="maps">
+                          {mapsTo(preview.p.columns, j)
+                            .map((f) => `→ ${f.label}`)
+                            .join(', ')}
+                        </span>
+                      </th>
                     ))}
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <FormError error={uploadError} />
-          {uploading && (
-            <p class="muted" role="status">
-              {uploading.sent ? `${uploading.file.name} has been sent; the server is checking it. The import can no longer be cancelled.` : `Uploading ${uploading.file.name}: ${uploading.pct}%. Leaving this page cancels the upload.`}
-            </p>
-          )}
-          <div class="actions">
-            <button type="button" class="secondary" disabled={uploading?.sent} onClick={reset}>
-              Choose another file
-            </button>
-            <button type="button" disabled={missing.length > 0 || !!uploading} onClick={() => void start()}>
-              {uploading ? 'Uploading…' : `Import ${fmtNumber(preview.p.rowCount)} rows`}
-            </button>
-          </div>
-        </section>
-      )}
-
-      {step === 3 && job && (
-        <section class="card" aria-labelledby="run-title">
-          <h2 id="run-title">{job.status === 'completed' ? 'Import finished' : job.status === 'failed' ? 'Import failed' : 'Importing…'}</h2>
-          <JobProgress job={job} />
-          {pollError && <ErrorBox error={pollError} title="Lost track of the import; it goes on in the background." />}
-          {done(job.status) && <JobResult job={job} orgId={orgId} ledgerId={ledgerId} />}
-          <div class="actions">
-            {done(job.status) && (
-              <button type="button" class="secondary" onClick={reset}>
-                Import another file
-              </button>
+                </thead>
+                <tbody>
+                  {preview.p.rows.map((r, i) => (
+                    <tr key={i}>
+                      {preview.p.columns.map((_, j) => (
+                        <td key={j}>{r[j] ?? ''}</td>
+                      ))}
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <FormError error={uploadError} />
+            {uploading && (
+              <p class="muted" role="status">
+                {uploading.sent ? `${uploading.file.name} has been sent; the server is checking it. The import can no longer be cancelled.` : `Uploading ${uploading.file.name}: ${uploading.pct}%. Leaving this page cancels the upload.`}
+              </p>
             )}
-            <Link class="button secondary" href={`/orgs/${orgId}/ledgers/${ledgerId}/imports`}>
-              Import history
-            </Link>
-          </div>
-        </section>
-      )}
+            <div class="actions">
+              <button type="button" class="secondary" disabled={uploading?.sent} onClick={reset}>
+                Choose another file
+              </button>
+              <button type="button" disabled={missing.length > 0 || !!uploading} onClick={() => void start()}>
+                {uploading ? 'Uploading…' : `Import ${fmtNumber(preview.p.rowCount)} rows`}
+              </button>
+            </div>
+          </section>
+        )}
+
+        {step === 3 && job && (
+          <section class="card" aria-labelledby="run-title">
+            <h2 id="run-title">{job.status === 'completed' ? 'Import finished' : job.status === 'failed' ? 'Import failed' : 'Importing…'}</h2>
+            <JobProgress job={job} />
+            {pollError && <ErrorBox error={pollError} title="Lost track of the import; it goes on in the background." />}
+            {done(job.status) && <JobResult job={job} orgId={orgId} ledgerId={ledgerId} />}
+            <div class="actions">
+              {done(job.status) && (
+                <button type="button" class="secondary" onClick={reset}>
+                  Import another file
+                </button>
+              )}
+              <Link class="button secondary" href={`/orgs/${orgId}/ledgers/${ledgerId}/imports`}>
+                Import history
+              </Link>
+            </div>
+          </section>
+        )}
+      </LedgerHead>
     </>
   );
 }
@@ -484,60 +486,61 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
   }, [running, req.loading, req.data]);
   return (
     <>
-      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="imports" />
-      <Async req={req} label="Loading imports…" empty={(d) => d.imports.length === 0} emptyText={<p>Nothing was imported into this ledger yet.</p>}>
-        {(d) => (
-          <>
-            <div class="table-wrap" tabIndex={0} role="region" aria-label="Imports">
-              <table class="imports">
-                <thead>
-                  <tr>
-                    <th scope="col">Started</th>
-                    <th scope="col">Source</th>
-                    <th scope="col">Status</th>
-                    <th scope="col" class="num">Rows</th>
-                    <th scope="col" class="num">Imported</th>
-                    <th scope="col" class="num">Rejected</th>
-                    <th scope="col" class="num">Job changes</th>
-                    <th scope="col">
-                      <span class="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.imports.map((i) => (
-                    <tr key={i.id}>
-                      <td>
-                        <Time iso={i.createdAt} />
-                      </td>
-                      <td class="break">{i.source === 'csv' ? i.fileName : 'API'}</td>
-                      <td>{done(i.status) ? <span class={`badge ${i.status === 'failed' ? 'bad' : 'ok'}`} title={i.message ?? undefined}>{i.status}</span> : <JobProgress job={i} compact />}</td>
-                      <td class="num">{fmtNumber(i.submitted)}</td>
-                      <td class="num">{fmtNumber(i.imported)}</td>
-                      <td class="num">{fmtNumber(i.invalid + i.duplicates)}</td>
-                      <td class="num">{fmtNumber(i.jobChanges)}</td>
-                      <td class="cell-actions">
-                        {i.imported > 0 && (
-                          <Link href={`/orgs/${orgId}/ledgers/${ledgerId}?importId=${i.id}`} class="small">
-                            Contacts
-                          </Link>
-                        )}
-                        {i.invalid + i.duplicates > 0 && (
-                          <button type="button" class="link small" onClick={() => setOpen(i)}>
-                            Rejected rows
-                          </button>
-                        )}
-                      </td>
+      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="imports">
+        <Async req={req} label="Loading imports…" empty={(d) => d.imports.length === 0} emptyText={<p>Nothing was imported into this ledger yet.</p>}>
+          {(d) => (
+            <>
+              <div class="table-wrap" tabIndex={0} role="region" aria-label="Imports">
+                <table class="imports">
+                  <thead>
+                    <tr>
+                      <th scope="col">Started</th>
+                      <th scope="col">Source</th>
+                      <th scope="col">Status</th>
+                      <th scope="col" class="num">Rows</th>
+                      <th scope="col" class="num">Imported</th>
+                      <th scope="col" class="num">Rejected</th>
+                      <th scope="col" class="num">Job changes</th>
+                      <th scope="col">
+                        <span class="visually-hidden">Actions</span>
+                      </th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-            <CursorPager cursors={cursors} setCursors={setCursors} nextCursor={d.nextCursor} />
-          </>
-        )}
-      </Async>
-      {open && <Rejected job={open} orgId={orgId} ledgerId={ledgerId} onClose={() => setOpen(undefined)} />}
+                  </thead>
+                  <tbody>
+                    {d.imports.map((i) => (
+                      <tr key={i.id}>
+                        <td>
+                          <Time iso={i.createdAt} />
+                        </td>
+                        <td class="break">{i.source === 'csv' ? i.fileName : 'API'}</td>
+                        <td>{done(i.status) ? <span class={`badge ${i.status === 'failed' ? 'bad' : 'ok'}`} title={i.message ?? undefined}>{i.status}</span> : <JobProgress job={i} compact />}</td>
+                        <td class="num">{fmtNumber(i.submitted)}</td>
+                        <td class="num">{fmtNumber(i.imported)}</td>
+                        <td class="num">{fmtNumber(i.invalid + i.duplicates)}</td>
+                        <td class="num">{fmtNumber(i.jobChanges)}</td>
+                        <td class="cell-actions">
+                          {i.imported > 0 && (
+                            <Link href={`/orgs/${orgId}/ledgers/${ledgerId}?importId=${i.id}`} class="small">
+                              Contacts
+                            </Link>
+                          )}
+                          {i.invalid + i.duplicates > 0 && (
+                            <button type="button" class="link small" onClick={() => setOpen(i)}>
+                              Rejected rows
+                            </button>
+                          )}
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <CursorPager cursors={cursors} setCursors={setCursors} nextCursor={d.nextCursor} />
+            </>
+          )}
+        </Async>
+        {open && <Rejected job={open} orgId={orgId} ledgerId={ledgerId} onClose={() => setOpen(undefined)} />}
+      </LedgerHead>
     </>
   );
 }

@@ -1,27 +1,48 @@
+import type { ComponentChildren } from 'preact';
 import { api, LEDGER } from '../api.ts';
-import { atLeast, fmtNumber, Link, PageHead, useRequest, useRole } from '../ui.tsx';
+import { atLeast, fmtNumber, Link, NotFoundState, PageHead, useRequest, useRole } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
-/** The ledger's title, breadcrumb and tabs (Contacts, Import CSV, Import history). */
-export function LedgerHead(props: { orgId: string; ledgerId: string; tab: 'contacts' | 'import' | 'imports' | 'contact'; title?: string }) {
+/**
+ * The ledger's title, breadcrumb and tabs (Contacts, Import CSV, Import history), around the
+ * page's own content (`children`). A ledger that does not exist (a wrong link, or deleted) is said
+ * so, and nothing else is shown: no tabs, filters or import picker for a ledger that is not there.
+ * `refresh`: read the ledger again when it changes (its count, after an import).
+ * `back`: where the ledger's crumb leads (a contact page: the filtered list it was opened from).
+ */
+export function LedgerHead(props: { orgId: string; ledgerId: string; tab: 'contacts' | 'import' | 'imports' | 'contact'; title?: string; back?: string; refresh?: unknown; children?: ComponentChildren }) {
   const { orgId, ledgerId } = props;
   const role = useRole(orgId);
-  const req = useRequest((signal) => api<Ledger>('GET', `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}`, { signal }), [orgId, ledgerId]);
+  const req = useRequest((signal) => api<Ledger>('GET', `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}`, { signal }), [orgId, ledgerId], props.refresh);
   const base = `/orgs/${orgId}/ledgers/${ledgerId}`;
+  const missing = req.error?.status === 404;
   const name = req.data?.name ?? (req.error ? 'Ledger' : '…');
   const tabs = [
     { id: 'contacts', href: base, label: 'Contacts' },
     ...(atLeast(role, 'editor') ? [{ id: 'import', href: `${base}/import`, label: 'Import CSV' }] : []),
     { id: 'imports', href: `${base}/imports`, label: 'Import history' },
   ];
+  if (missing)
+    return (
+      <>
+        <PageHead title="Ledger not found" crumbs={[{ href: `/orgs/${orgId}/ledgers`, label: 'Ledgers' }]} />
+        <NotFoundState>
+          <p>
+            <strong>This ledger does not exist</strong> (it may have been deleted).
+          </p>
+          <p>
+            <Link href={`/orgs/${orgId}/ledgers`}>Go to the ledgers of this organization</Link>
+          </p>
+        </NotFoundState>
+      </>
+    );
   return (
     <>
       <PageHead
         title={props.title ?? name}
-        crumbs={[{ href: `/orgs/${orgId}/ledgers`, label: 'Ledgers' }, ...(props.title ? [{ href: base, label: name }] : [])]}
+        crumbs={[{ href: `/orgs/${orgId}/ledgers`, label: 'Ledgers' }, ...(props.title ? [{ href: props.back ?? base, label: name }] : [])]}
         sub={!props.title && req.data ? `${fmtNumber(req.data.contactCount)} contacts${req.data.description ? ` · ${req.data.description}` : ''}` : undefined}
       />
-      {req.error && req.error.status === 404 && <p class="state error" role="alert">This ledger does not exist (it may have been deleted).</p>}
       {props.tab !== 'contact' && (
         <nav class="tabs" aria-label="Ledger">
           {tabs.map((t) => (
@@ -31,6 +52,7 @@ export function LedgerHead(props: { orgId: string; ledgerId: string; tab: 'conta
           ))}
         </nav>
       )}
+      {props.children}
     </>
   );
 }

@@ -43,6 +43,7 @@ export function Ledgers(props: { orgId: string }) {
       {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
       <Async
         req={req}
+        keepStale
         label="Loading ledgers…"
         empty={(d) => d.ledgers.length === 0}
         emptyText={

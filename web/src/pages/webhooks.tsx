@@ -286,11 +286,15 @@ function DeliveryLog(props: { path: string; tick: number; held: boolean }) {
   const loc = useLocation();
   const raw = loc.query.get('status');
   const status = STATUSES.some((s) => s.value === raw) ? (raw as Status) : undefined;
-  const [cursors, setCursors] = useState<string[]>([]);
-  useEffect(() => setCursors([]), [status]);
+  // the Older/Newer cursors belong to the status filter they were read under: another filter
+  // starts at its first page from its first request, never with a cursor of the list before
+  const [paging, setPaging] = useState<{ of: Status | undefined; cursors: string[] }>({ of: status, cursors: [] });
+  const cursors = paging.of === status ? paging.cursors : [];
+  const setCursors = (c: string[]) => setPaging({ of: status, cursors: c });
   const req = useRequest(
     (signal) => api<{ deliveries: Delivery[]; nextCursor: string | null }>('GET', `${props.path}/deliveries`, { query: { status, limit: 25, cursor: cursors.at(-1) }, signal }),
-    [props.path, status, cursors.join(), props.tick],
+    [props.path, status, cursors.join()],
+    props.tick, // a test sent or an action taken: the same page again, kept on screen meanwhile
   );
   const [open, setOpen] = useState<Delivery>();
   // while a delivery on this page is due within a minute, follow it (a retry waits 5 s, then 1 min, …)

@@ -1,0 +1,170 @@
+// The contacts list as a black-box tester used it (thirtieth session): a filter changed on a slow
+// connection shows its own loading state — not the rows, count, paging and download of the filter
+// before, whose cursor then went with the new filter — a refused cursor starts the list again,
+// the date filters include the day chosen, a contact deleted from a filtered list returns to that
+// list with a notice, and a ledger or contact that does not exist is said so, alone.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Route } from 'playwright-core';
+import { apiToken, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+
+const ID = '/api/identity/v1';
+const LEDGER = '/api/ledger/v1';
+
+interface Ctx {
+  e: E2E;
+  token: string;
+  orgId: string;
+  ledgerId: string;
+  deletedContact?: string;
+}
+const L = suite<Ctx>('web application: the contacts list under a slow connection, dates, deletion, missing pages');
+L.before(async (ctx) => {
+  ctx.e = await start();
+  const { e } = ctx;
+  ctx.token = await apiToken(e, ROOT_EMAIL, ROOT_PASSWORD);
+  const token = ctx.token;
+  ctx.orgId = (await e.call('POST', `${ID}/orgs`, { token, body: { name: 'List Org' } })).body.id;
+  ctx.ledgerId = (await e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token, body: { name: 'Big list' } })).body.id;
+  // 30 at Acme, 30 at Bolt: pages of 25 for both
+  const contacts = ['Acme', 'Bolt'].flatMap((company) =>
+    Array.from({ length: 30 }, (_, i) => ({ name: `${company} person ${String(i).padStart(2, '0')}`, company, title: 'Engineer', email: `${company.toLowerCase()}${i}@list.test` })),
+  );
+  const added = await e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts`, { token, body: { contacts } });
+  assert.is(added.status, 202, added.text);
+  await until(async () => (await e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports/${added.body.id}`, { token })).body.status === 'completed', 'the import');
+  await signInUi(e.page, e.base, ROOT_EMAIL, ROOT_PASSWORD);
+});
+L.after(async (ctx) => ctx.e.close());
+
+const listUrl = (ctx: Ctx, query = '') => `${ctx.e.base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}${query}`;
+/** The count above the list (the ledger's heading says how many contacts it has, too). */
+const count = (ctx: Ctx, text: string) => ctx.e.page.locator('p.count', { hasText: text });
+const rows = (ctx: Ctx) => ctx.e.page.getByRole('region', { name: 'Contacts' }).locator('tbody tr');
+
+L('a filter applied on a slow connection: its loading state, no old rows, paging and download wait; its own pages after', async (ctx) => {
+  const { page } = ctx.e;
+  await page.goto(listUrl(ctx, '?limit=25'));
+  await count(ctx, '60 contacts').waitFor();
+  await until(async () => (await rows(ctx).count()) === 25, 'the first page');
+  assert.ok(await page.getByRole('button', { name: 'Next' }).isEnabled(), 'Next to the second page of all');
+
+  // the new filter's requests are held until released: a slow connection
+  const held: Route[] = [];
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const matcher = (u: URL) => u.pathname.endsWith('/contacts') && u.searchParams.get('company') === 'Bolt';
+  await page.route(matcher, async (route) => {
+    held.push(route);
+    await released;
+    await route.continue().catch(() => undefined); // a request the page cancelled meanwhile
+  });
+  await page.getByLabel('Company contains').fill('Bolt');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await until(async () => held.length >= 2, 'the list and count of the new filter asked for');
+  await page.getByRole('status').filter({ hasText: 'Loading contacts…' }).waitFor();
+  assert.is(await rows(ctx).count(), 0, 'no rows of the filter before under the new one');
+  assert.is(await page.getByRole('button', { name: 'Next' }).count(), 0, 'no Next with the cursor of the list before');
+  assert.ok(await page.getByRole('button', { name: 'Download these as CSV' }).isDisabled(), 'no download while the filter is loading');
+  assert.match(await page.locator('p.count').innerText(), 'Counting…');
+  await shoot(page, 'contacts-filter-loading');
+
+  await page.unroute(matcher); // the requests from now on go straight through
+  release();
+  await count(ctx, '30 contacts match the filter').waitFor();
+  await until(async () => (await rows(ctx).count()) === 25, "the new filter's first page");
+  assert.ok((await rows(ctx).first().innerText()).includes('Bolt person 00'));
+  assert.ok(await page.getByRole('button', { name: 'Download these as CSV' }).isEnabled());
+  await page.getByRole('button', { name: 'Next' }).click();
+  await until(async () => (await rows(ctx).count()) === 5, "the new filter's second page");
+  assert.is(await page.getByRole('alert').count(), 0, 'no error: the cursor came from this list');
+  assert.ok((await rows(ctx).first().innerText()).includes('Bolt person 25'));
+});
+
+L("a cursor of another list in the URL: the list's first page and a notice, no error that repeats it", async (ctx) => {
+  const { page, call } = ctx.e;
+  // the second page of all contacts, with the Bolt filter: the link or reload the tester was caught in
+  const all = await call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts?limit=25`, { token: ctx.token });
+  const cursor = all.body.nextCursor as string;
+  assert.ok(cursor);
+  await page.goto(listUrl(ctx, `?company=Bolt&limit=25&page=${encodeURIComponent(cursor)}`));
+  await page.getByText('the list starts again at its first page').waitFor();
+  await page.waitForURL((u) => !u.searchParams.has('page') && u.searchParams.get('company') === 'Bolt');
+  await until(async () => (await rows(ctx).count()) === 25, "Bolt's first page");
+  assert.ok((await rows(ctx).first().innerText()).includes('Bolt person 00'));
+  assert.is(await page.getByRole('button', { name: 'Try again' }).count(), 0);
+  // and a reload stays on it
+  await page.reload();
+  await until(async () => (await rows(ctx).count()) === 25, 'after a reload');
+  assert.is(await page.getByRole('alert').count(), 0);
+});
+
+L('"Added on or after" and "on or before" the same day find that day\'s contacts; the labels say UTC and the day is included', async (ctx) => {
+  const { page } = ctx.e;
+  const today = new Date().toISOString().slice(0, 10);
+  const tomorrow = new Date(Date.parse(`${today}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+  await page.goto(listUrl(ctx));
+  await count(ctx, '60 contacts').waitFor();
+  await page.getByText('More filters').click();
+  await page.getByLabel('Added on or after').fill(today);
+  await page.getByLabel('Added on or before').fill(today);
+  assert.match(await page.locator('#flt-dates-hint').innerText(), 'UTC');
+  assert.match(await page.locator('#flt-dates-hint').innerText(), 'included');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  // the API's exclusive bound is the next day's midnight; the field shows the day chosen
+  await page.waitForURL((u) => u.searchParams.get('createdAfter') === today && u.searchParams.get('createdBefore') === tomorrow);
+  await count(ctx, '60 contacts match 2 filters').waitFor();
+  assert.is(await page.getByLabel('Added on or before').inputValue(), today);
+  await page.reload();
+  await count(ctx, '60 contacts match 2 filters').waitFor();
+  assert.is(await page.getByLabel('Added on or before').inputValue(), today);
+  // the day before today, on or before: none
+  const yesterday = new Date(Date.parse(`${today}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+  await page.getByLabel('Added on or before').fill(yesterday);
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await page.getByText('No contact matches these filters.').waitFor();
+  await page.waitForURL((u) => u.searchParams.get('createdBefore') === today);
+});
+
+L('a contact deleted from a filtered list: back to that list, filters kept, and told', async (ctx) => {
+  const { page } = ctx.e;
+  await page.goto(listUrl(ctx, '?company=Bolt&sortBy=-name'));
+  await count(ctx, '30 contacts match the filter').waitFor();
+  await page.getByRole('link', { name: 'Bolt person 29' }).click();
+  await page.getByRole('heading', { name: 'Bolt person 29' }).waitFor();
+  ctx.deletedContact = /\/contacts\/([^/?]+)/.exec(page.url())![1]!;
+  await page.getByRole('button', { name: 'Delete contact' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Delete contact' }).click();
+  await page.waitForURL((u) => u.pathname === `/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}` && u.searchParams.get('company') === 'Bolt' && u.searchParams.get('sortBy') === '-name');
+  await page.getByRole('status').filter({ hasText: 'Deleted Bolt person 29.' }).waitFor();
+  await count(ctx, '29 contacts match the filter').waitFor();
+  assert.ok((await rows(ctx).first().innerText()).includes('Bolt person 28'), 'the sort kept too');
+  // the notice was for that moment: a reload does not repeat it
+  await page.reload();
+  await count(ctx, '29 contacts match the filter').waitFor();
+  assert.is(await page.getByText('Deleted Bolt person 29.').count(), 0);
+});
+
+L('a contact or ledger that does not exist: said so, without "Try again", filters, tabs or import picker', async (ctx) => {
+  const { page, call } = ctx.e;
+  assert.ok(ctx.deletedContact, 'the test before deleted a contact');
+  await page.goto(listUrl(ctx, `/contacts/${ctx.deletedContact}`));
+  await page.getByText('This contact does not exist').waitFor();
+  assert.is(await page.getByRole('button', { name: 'Try again' }).count(), 0);
+  assert.is(await page.getByText('That did not work').count(), 0);
+  await page.getByRole('link', { name: "Go to the ledger's contacts" }).waitFor();
+
+  const gone = (await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token: ctx.token, body: { name: 'Soon gone' } })).body.id as string;
+  assert.is((await call('DELETE', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${gone}`, { token: ctx.token })).status, 204);
+  for (const tail of ['', '/import', '/imports']) {
+    await page.goto(`${ctx.e.base}/orgs/${ctx.orgId}/ledgers/${gone}${tail}`);
+    await page.getByText('This ledger does not exist').waitFor();
+    assert.is(await page.getByRole('form', { name: 'Filter contacts' }).count(), 0, `no filters${tail}`);
+    assert.is(await page.getByRole('navigation', { name: 'Ledger' }).count(), 0, `no tabs${tail}`);
+    assert.is(await page.getByLabel('CSV file').count(), 0, `no import picker${tail}`);
+    assert.is(await page.getByText('Loading').count(), 0, `nothing loading for it${tail}`);
+  }
+  await shoot(page, 'ledger-not-found');
+});
+
+L.run();
