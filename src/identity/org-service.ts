@@ -171,9 +171,10 @@ export function createOrgService(d: OrgDeps) {
       const email = accountEmail(input.email);
       const prepared = await prepareUser(email, input.password, 'password');
       return d.db.tx(() => {
-        requireOrg(orgId);
+        const org = requireOrg(orgId);
         const user = resolvePreparedUser(prepared, email, input.name ?? '');
-        if (d.orgs.findRole(orgId, user.id)) throw conflict('already_member', `${email} is already a member of ${orgId}.`);
+        // the organization by its name, as the last-admin rule says it (its id alone read as a code)
+        if (d.orgs.findRole(orgId, user.id)) throw conflict('already_member', `${email} is already a member of ${JSON.stringify(org.name)}.`);
         const role: Role = d.orgs.countMembers(orgId) === 0 ? 'admin' : input.role;
         d.orgs.insertMember({ orgId, userId: user.id, role, addedAt: d.clock.now() });
         d.audit.record(by, {

@@ -2,7 +2,7 @@
 // application) and Debian's Chromium driven by playwright-core. Nothing is downloaded.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { serve, type Running } from '../child-server.ts';
 import { request, tempDir, type CallOptions, type Response } from '../helpers.ts';
 
@@ -119,5 +119,25 @@ export async function until<T>(fn: () => Promise<T | undefined | false>, what: s
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** The page as these checks see it (the tests are typed without the DOM library). */
+interface InPage {
+  document: { activeElement: { contains?(n: unknown): boolean } | null; body: unknown; documentElement: { scrollWidth: number } };
+  innerWidth: number;
+}
+
+/** Whether focus is on the element, or (`within`) on it or inside it. */
+export const hasFocus = (l: Locator, within = false) =>
+  l.evaluate((el, within) => {
+    const a = (globalThis as unknown as InPage).document.activeElement;
+    return el === a || (within && (el as unknown as { contains(n: unknown): boolean }).contains(a));
+  }, within);
+
+/** The page's full width and the window's: the page scrolls sideways when the first is larger. */
+export const widths = (page: Page) =>
+  page.evaluate(() => {
+    const w = globalThis as unknown as InPage;
+    return { scroll: w.document.documentElement.scrollWidth, width: w.innerWidth };
+  });
 
 export const readText = (path: string) => readFileSync(path, 'utf8');

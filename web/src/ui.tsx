@@ -188,16 +188,60 @@ export function useAction<A extends unknown[], R>(fn: (...a: A) => Promise<R>) {
   return { run, busy, error, setError };
 }
 
-export function FormError(props: { error: ApiError | undefined }) {
+/** A server's field message as a sentence: "must not be empty" → "Must not be empty." */
+const sentence = (m: string) => {
+  const t = m.trim();
+  return t ? `${t[0]!.toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? '' : '.'}` : t;
+};
+
+/**
+ * The messages of a refused request (its problem's `errors[]`) for the form's own fields, by the
+ * path the API names them with: each is shown at its field (Field's `error`) instead of as
+ * "adminPassword: …" above the form. Paths the form has no field for stay with FormError.
+ */
+export function fieldErrors(error: ApiError | undefined, paths: readonly string[]): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const e of error?.errors ?? []) if (paths.includes(e.path) && out[e.path] === undefined) out[e.path] = sentence(e.message);
+  return out;
+}
+
+/**
+ * A form's error. `fields`: the paths the form shows at their fields (fieldErrors) — then this
+ * says only to look there, and lists what no field shows in words (the label when it has one).
+ * When the failure left focus nowhere (the submit button was disabled while the request ran, so
+ * the browser moved focus to the page), focus goes to the first field marked invalid, else to the
+ * message: a keyboard or screen-reader user stays in the dialog and hears what is wrong.
+ */
+export function FormError(props: { error: ApiError | undefined; fields?: Record<string, string> }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const box = ref.current;
+    if (!props.error || !box) return;
+    const active = document.activeElement as HTMLElement | null;
+    const lost = !active || active === document.body || !active.isConnected || (active as HTMLButtonElement).disabled === true;
+    if (!lost) return;
+    const scope = box.closest('form') ?? box.closest('dialog') ?? box.parentElement;
+    const invalid = scope?.querySelector<HTMLElement>('[aria-invalid="true"]');
+    (invalid ?? box).focus();
+  }, [props.error]);
   if (!props.error) return null;
+  const e = props.error;
+  const fields = props.fields ?? {};
+  const atFields = e.errors.filter((x) => x.path in fields);
+  const rest = e.errors.filter((x) => !(x.path in fields));
+  const label = (path: string) => fields[path] ?? path;
+  let lead: string;
+  if (e.errors.length > 0 && rest.length === 0) lead = atFields.length === 1 ? 'Check the marked field.' : 'Check the marked fields.';
+  else if (e.errors.length > 0 && e.code === 'validation_failed') lead = rest.length === 1 ? `${label(rest[0]!.path)}: ${sentence(rest[0]!.message)}` : 'Some values were not accepted:';
+  else lead = explain(e);
   return (
-    <div class="form-error" role="alert">
-      <p>{explain(props.error)}</p>
-      {props.error.errors.length > 1 && (
+    <div class="form-error" role="alert" tabIndex={-1} ref={ref}>
+      <p>{lead}</p>
+      {rest.length > 1 && (
         <ul>
-          {props.error.errors.map((e) => (
-            <li key={e.path}>
-              {e.path}: {e.message}
+          {rest.map((x) => (
+            <li key={x.path}>
+              {label(x.path)}: {sentence(x.message)}
             </li>
           ))}
         </ul>
@@ -207,12 +251,22 @@ export function FormError(props: { error: ApiError | undefined }) {
 }
 
 let fieldSeq = 0;
-export function Field(props: { label: string; hint?: string; children: (id: string, describedBy?: string) => ComponentChildren }) {
+/**
+ * A labelled control with an optional hint and error; `children` gets the control's id, the ids
+ * that describe it (hint, error) and whether it is invalid (for `aria-invalid`).
+ */
+export function Field(props: { label: string; hint?: ComponentChildren; error?: string | undefined; children: (id: string, describedBy?: string, invalid?: boolean) => ComponentChildren }) {
   const id = useRef(`f${++fieldSeq}`).current;
+  const described = [props.hint ? `${id}-hint` : '', props.error ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
   return (
     <div class="field">
       <label for={id}>{props.label}</label>
-      {props.children(id, props.hint ? `${id}-hint` : undefined)}
+      {props.children(id, described, props.error ? true : undefined)}
+      {props.error && (
+        <p class="field-error" id={`${id}-error`}>
+          {props.error}
+        </p>
+      )}
       {props.hint && (
         <p class="hint" id={`${id}-hint`}>
           {props.hint}
@@ -327,6 +381,14 @@ export const fmtNumber = (n: number) => n.toLocaleString();
 export function Time(props: { iso: string | null | undefined; dateOnly?: boolean }) {
   if (!props.iso) return <span class="muted">—</span>;
   return <time dateTime={props.iso}>{props.dateOnly ? fmtDate(props.iso) : fmtDateTime(props.iso)}</time>;
+}
+
+/**
+ * Why a job failed (or what the server says about one that finished), as text in its row: a
+ * tooltip on the status reached no keyboard, touch or screen-reader user.
+ */
+export function JobMessage(props: { failed: boolean; message: string }) {
+  return <p class={`job-message${props.failed ? ' bad-text' : ' muted'}`}>{props.message}</p>;
 }
 
 /** Announces short results of actions to screen readers and sighted users alike. */

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
-import { Async, CursorPager, Empty, ErrorBox, fmtNumber, FormError, PageHead, Time, useAction, useRequest, useSession } from '../ui.tsx';
+import { Async, CursorPager, JobMessage, Empty, ErrorBox, fmtNumber, FormError, PageHead, Time, useAction, useRequest, useSession } from '../ui.tsx';
 
 interface FeedJob {
   id: string;
@@ -110,7 +110,7 @@ export function Feed() {
                 </thead>
                 <tbody>
                   {d.feeds.map((f) => (
-                    <tr key={f.id}>
+                    <tr key={f.id} class={f.status === 'failed' ? 'failed' : undefined}>
                       <td>
                         <Time iso={f.createdAt} />
                       </td>
@@ -118,10 +118,9 @@ export function Feed() {
                         {SOURCES[f.source]}
                         {f.fileName ? `: ${f.fileName}` : ''}
                       </td>
-                      <td>
-                        <span class={`badge ${f.status === 'completed' ? 'ok' : f.status === 'failed' ? 'bad' : ''}`} title={f.message ?? undefined}>
-                          {f.status}
-                        </span>
+                      <td class="status">
+                        <span class={`badge ${f.status === 'completed' ? 'ok' : f.status === 'failed' ? 'bad' : ''}`}>{f.status}</span>
+                        {f.message && <JobMessage failed={f.status === 'failed'} message={f.message} />}
                       </td>
                       <td class="num">{fmtNumber(f.received)}</td>
                       <td class="num">{fmtNumber(f.invalid)}</td>

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, fetchText, LEDGER, parseCsv, upload, type ApiError } from '../api.ts';
-import { Async, CursorPager, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Notice, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
+import { Async, CursorPager, JobMessage, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Notice, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 export interface ImportJob {
@@ -508,12 +508,15 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
                   </thead>
                   <tbody>
                     {d.imports.map((i) => (
-                      <tr key={i.id}>
+                      <tr key={i.id} class={i.status === 'failed' ? 'failed' : undefined}>
                         <td>
                           <Time iso={i.createdAt} />
                         </td>
                         <td class="break">{i.source === 'csv' ? i.fileName : 'API'}</td>
-                        <td>{done(i.status) ? <span class={`badge ${i.status === 'failed' ? 'bad' : 'ok'}`} title={i.message ?? undefined}>{i.status}</span> : <JobProgress job={i} compact />}</td>
+                        <td class="status">
+                          {done(i.status) ? <span class={`badge ${i.status === 'failed' ? 'bad' : 'ok'}`}>{i.status}</span> : <JobProgress job={i} compact />}
+                          {done(i.status) && i.message && <JobMessage failed={i.status === 'failed'} message={i.message} />}
+                        </td>
                         <td class="num">{fmtNumber(i.submitted)}</td>
                         <td class="num">{fmtNumber(i.imported)}</td>
                         <td class="num">{fmtNumber(i.invalid + i.duplicates)}</td>

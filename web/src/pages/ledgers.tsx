@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, LEDGER, listAll } from '../api.ts';
 import { navigate } from '../router.ts';
-import { Async, atLeast, Confirm, Dialog, Field, fmtNumber, FormError, Link, Notice, PageHead, Time, useAction, useRequest, useRole, useSession } from '../ui.tsx';
+import { Async, atLeast, Confirm, Dialog, Field, fieldErrors, fmtNumber, FormError, Link, Notice, PageHead, Time, useAction, useRequest, useRole, useSession } from '../ui.tsx';
 
 export interface Ledger {
   id: string;
@@ -151,6 +151,7 @@ export function LedgerForm(props: { orgId: string; ledger?: Ledger; onClose: () 
       : await api<Ledger>('POST', `${LEDGER}/orgs/${props.orgId}/ledgers`, { body: description.trim() ? body : { name: body.name } });
     props.onDone(l);
   });
+  const err = fieldErrors(act.error, ['name', 'description']);
   return (
     <Dialog title={props.ledger ? 'Rename ledger' : 'New ledger'} onClose={props.onClose}>
       <form
@@ -159,9 +160,13 @@ export function LedgerForm(props: { orgId: string; ledger?: Ledger; onClose: () 
           void act.run();
         }}
       >
-        <Field label="Name">{(id) => <input id={id} required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} autoFocus />}</Field>
-        <Field label="Description (optional)">{(id) => <textarea id={id} rows={3} maxLength={2000} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}</Field>
-        <FormError error={act.error} />
+        <Field label="Name" error={err.name}>
+          {(id, d, invalid) => <input id={id} required maxLength={200} aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => setName(e.currentTarget.value)} autoFocus />}
+        </Field>
+        <Field label="Description (optional)" error={err.description}>
+          {(id, d, invalid) => <textarea id={id} rows={3} maxLength={2000} aria-describedby={d} aria-invalid={invalid} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
+        </Field>
+        <FormError error={act.error} fields={{ name: 'Name', description: 'Description' }} />
         <div class="actions">
           <button type="button" class="secondary" onClick={props.onClose}>
             Cancel

@@ -1,18 +1,28 @@
 import { useState } from 'preact/hooks';
 import { api, ID } from '../api.ts';
 import { navigate } from '../router.ts';
-import { Field, FormError, PageHead, useAction, useSession } from '../ui.tsx';
+import { Field, fieldErrors, FormError, PageHead, useAction, useSession } from '../ui.tsx';
 
-/** Superusers create organizations; the creator (or the named admin) becomes its admin. */
+/**
+ * Superusers create organizations; the creator (or the named admin) becomes its admin. The first
+ * admin may be someone without an account yet: with a name and an initial password the API
+ * creates the user (`adminName`, `adminPassword`), as the Team page's "Add member" does. Those
+ * two fields show once an e-mail is typed.
+ */
 export function NewOrg() {
   const s = useSession();
   const [name, setName] = useState('');
   const [adminEmail, setAdminEmail] = useState('');
+  const [adminName, setAdminName] = useState('');
+  const [adminPassword, setAdminPassword] = useState('');
   const act = useAction(async () => {
-    const org = await api<{ id: string }>('POST', `${ID}/orgs`, { body: { name: name.trim(), ...(adminEmail.trim() ? { adminEmail: adminEmail.trim() } : {}) } });
+    const email = adminEmail.trim();
+    const body = { name: name.trim(), ...(email ? { adminEmail: email, ...(adminName.trim() ? { adminName: adminName.trim() } : {}), ...(adminPassword ? { adminPassword } : {}) } : {}) };
+    const org = await api<{ id: string }>('POST', `${ID}/orgs`, { body });
     await s.reloadOrgs();
     navigate(`/orgs/${org.id}/ledgers`);
   });
+  const err = fieldErrors(act.error, ['name', 'adminEmail', 'adminName', 'adminPassword']);
   if (!s.principal.user?.superuser) return <p class="state error">Only a superuser can create organizations.</p>;
   return (
     <>
@@ -24,11 +34,23 @@ export function NewOrg() {
           void act.run();
         }}
       >
-        <Field label="Name">{(id) => <input id={id} required maxLength={256} value={name} onInput={(e) => setName(e.currentTarget.value)} />}</Field>
-        <Field label="First admin's e-mail (optional)" hint="An existing user who becomes its admin. Leave empty to be its admin yourself; add the team afterwards.">
-          {(id, d) => <input id={id} type="email" aria-describedby={d} value={adminEmail} onInput={(e) => setAdminEmail(e.currentTarget.value)} />}
+        <Field label="Name" error={err.name}>
+          {(id, d, invalid) => <input id={id} required maxLength={256} aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => setName(e.currentTarget.value)} />}
         </Field>
-        <FormError error={act.error} />
+        <Field label="First admin's e-mail (optional)" hint="Who becomes its admin. Leave empty to be its admin yourself; add the team afterwards." error={err.adminEmail}>
+          {(id, d, invalid) => <input id={id} type="email" aria-describedby={d} aria-invalid={invalid} value={adminEmail} onInput={(e) => setAdminEmail(e.currentTarget.value)} />}
+        </Field>
+        {adminEmail.trim() && (
+          <>
+            <Field label="First admin's initial password (for a new user)" hint="Leave empty when they already have an account. For someone new, give a password of at least 8 characters and tell it to them; they can change it later." error={err.adminPassword}>
+              {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} aria-invalid={invalid} value={adminPassword} onInput={(e) => setAdminPassword(e.currentTarget.value)} />}
+            </Field>
+            <Field label="First admin's name (optional, for a new user)" error={err.adminName}>
+              {(id, d, invalid) => <input id={id} maxLength={256} aria-describedby={d} aria-invalid={invalid} value={adminName} onInput={(e) => setAdminName(e.currentTarget.value)} />}
+            </Field>
+          </>
+        )}
+        <FormError error={act.error} fields={{ name: 'Name', adminEmail: "First admin's e-mail", adminName: "First admin's name", adminPassword: "First admin's initial password" }} />
         <div class="actions">
           <button type="submit" disabled={act.busy}>
             {act.busy ? 'Creating…' : 'Create organization'}

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ID, listAll, type Role } from '../api.ts';
-import { Async, Confirm, Dialog, Empty, Field, FormError, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole } from '../ui.tsx';
+import { Async, Confirm, Dialog, Empty, Field, fieldErrors, FormError, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole } from '../ui.tsx';
 
 interface ServiceAccount {
   id: string;
@@ -116,7 +116,9 @@ Content-Type: application/json
 {"grantType": "clientCredentials",
  "clientId": "${secret.sa.clientId}",
  "clientSecret": "<the secret above>"}`}</pre>
-            <p class="hint">The answer holds an access token (one hour) and a refresh token. API documentation: /api/identity/v1/openapi.json and /api/ledger/v1/openapi.json.</p>
+            <p class="hint">
+              The answer holds an access token, good for the number of seconds its <code>expiresIn</code> says, and a refresh token. API documentation: /api/identity/v1/openapi.json and /api/ledger/v1/openapi.json.
+            </p>
           </details>
           <div class="actions">
             <button type="button" onClick={() => setSecret(undefined)}>
@@ -164,6 +166,7 @@ function CreateServiceAccount(props: { orgId: string; onClose: () => void; onDon
   const [name, setName] = useState('');
   const [role, setRole] = useState<Role>('viewer');
   const act = useAction(async () => props.onDone(await api<WithSecret>('POST', `${ID}/orgs/${props.orgId}/service-accounts`, { body: { name: name.trim(), role } })));
+  const err = fieldErrors(act.error, ['name', 'role']);
   return (
     <Dialog title="New service account" onClose={props.onClose}>
       <form
@@ -172,19 +175,19 @@ function CreateServiceAccount(props: { orgId: string; onClose: () => void; onDon
           void act.run();
         }}
       >
-        <Field label="Name" hint="What uses it, e.g. “CRM sync”.">
-          {(id, d) => <input id={id} required maxLength={256} autoFocus aria-describedby={d} value={name} onInput={(e) => setName(e.currentTarget.value)} />}
+        <Field label="Name" hint="What uses it, e.g. “CRM sync”." error={err.name}>
+          {(id, d, invalid) => <input id={id} required maxLength={256} autoFocus aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => setName(e.currentTarget.value)} />}
         </Field>
-        <Field label="Role" hint="Give the least it needs: viewer to read and download, editor to import.">
-          {(id, d) => (
-            <select id={id} aria-describedby={d} value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+        <Field label="Role" hint="Give the least it needs: viewer to read and download, editor to import." error={err.role}>
+          {(id, d, invalid) => (
+            <select id={id} aria-describedby={d} aria-invalid={invalid} value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
               <option value="viewer">viewer</option>
               <option value="editor">editor</option>
               <option value="admin">admin</option>
             </select>
           )}
         </Field>
-        <FormError error={act.error} />
+        <FormError error={act.error} fields={{ name: 'Name', role: 'Role' }} />
         <div class="actions">
           <button type="button" class="secondary" onClick={props.onClose}>
             Cancel

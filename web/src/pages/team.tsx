@@ -1,7 +1,6 @@
 import { useState } from 'preact/hooks';
-import { api, ID, listAll, type Role } from '../api.ts';
-import { Async, Confirm, Dialog, ErrorBox, Field, FormError, Notice, PageHead, Time, useAction, useRequest, useRole, useSession, asApiError } from '../ui.tsx';
-import type { ApiError } from '../api.ts';
+import { api, ApiError, ID, listAll, type Role } from '../api.ts';
+import { Async, Confirm, Dialog, ErrorBox, Field, fieldErrors, FormError, Notice, PageHead, Time, useAction, useRequest, useRole, useSession, asApiError } from '../ui.tsx';
 
 interface Member {
   userId: string;
@@ -16,12 +15,24 @@ const ROLES: { role: Role; text: string }[] = [
   { role: 'admin', text: 'also manages the team, service accounts, webhooks and deletes ledgers' },
 ];
 
+/**
+ * The API's "last admin" refusal names the organization by its name and id, for API clients that
+ * act on many; here the organization is the one on the screen, so it is said in words.
+ */
+function plain(e: unknown, m: Member, orgName: string | undefined): ApiError {
+  const err = asApiError(e);
+  if (err.code !== 'last_admin') return err;
+  const who = m.name || m.email;
+  return new ApiError(err.status, err.code, `${who} is the last admin of ${orgName ?? 'this organization'}: make another member an admin first.`, err.errors);
+}
+
 /** Members and roles: add, change role, remove; the last admin stays (the API answers 409). */
 export function Team(props: { orgId: string }) {
   const { orgId } = props;
   const role = useRole(orgId);
   const session = useSession();
   const me = session.principal.user;
+  const orgName = session.orgs.find((o) => o.id === orgId)?.name;
   const isAdmin = role === 'admin';
   const path = `${ID}/orgs/${orgId}/members`;
   const req = useRequest(async (signal) => ({ members: (await listAll<Member>(path, 'members', { signal })).items }), [path]);
@@ -37,7 +48,7 @@ export function Team(props: { orgId: string }) {
       setNotice(`${m.name || m.email} is now ${r}.`);
       if (m.userId === me?.id) void session.reloadOrgs(); // their own role: the controls follow it at once
     } catch (e) {
-      setRowError(asApiError(e));
+      setRowError(plain(e, m, orgName));
     }
     req.reload();
   };
@@ -137,7 +148,9 @@ export function Team(props: { orgId: string }) {
           danger
           onClose={() => setRemoving(undefined)}
           onConfirm={async () => {
-            await api('DELETE', `${path}/${removing.userId}`);
+            await api('DELETE', `${path}/${removing.userId}`).catch((e: unknown) => {
+              throw plain(e, removing, orgName);
+            });
             setNotice(`Removed ${removing.email}.`);
             if (removing.userId === me?.id) void session.reloadOrgs();
             req.reload();
@@ -162,6 +175,7 @@ function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Memb
     const body = { email: email.trim(), role, ...(name.trim() ? { name: name.trim() } : {}), ...(password ? { password } : {}) };
     props.onDone(await api<Member>('POST', `${ID}/orgs/${props.orgId}/members`, { body }));
   });
+  const err = fieldErrors(act.error, ['email', 'role', 'name', 'password']);
   return (
     <Dialog title="Add a member" onClose={props.onClose}>
       <form
@@ -170,10 +184,12 @@ function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Memb
           void act.run();
         }}
       >
-        <Field label="E-mail">{(id) => <input id={id} type="email" required autoFocus value={email} onInput={(e) => setEmail(e.currentTarget.value)} />}</Field>
-        <Field label="Role">
-          {(id) => (
-            <select id={id} value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+        <Field label="E-mail" error={err.email}>
+          {(id, d, invalid) => <input id={id} type="email" required autoFocus aria-describedby={d} aria-invalid={invalid} value={email} onInput={(e) => setEmail(e.currentTarget.value)} />}
+        </Field>
+        <Field label="Role" error={err.role}>
+          {(id, d, invalid) => (
+            <select id={id} aria-describedby={d} aria-invalid={invalid} value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
               {ROLES.map((r) => (
                 <option key={r.role} value={r.role}>
                   {r.role} — {r.text}
@@ -182,11 +198,13 @@ function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Memb
             </select>
           )}
         </Field>
-        <Field label="Name (optional)">{(id) => <input id={id} value={name} onInput={(e) => setName(e.currentTarget.value)} />}</Field>
-        <Field label="Initial password (for a new user)" hint="Leave empty to add someone who already has an account. For a new user, give a password of at least 8 characters and tell it to them; they can change it later.">
-          {(id, d) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
+        <Field label="Name (optional)" error={err.name}>
+          {(id, d, invalid) => <input id={id} aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => setName(e.currentTarget.value)} />}
         </Field>
-        <FormError error={act.error} />
+        <Field label="Initial password (for a new user)" hint="Leave empty to add someone who already has an account. For a new user, give a password of at least 8 characters and tell it to them; they can change it later." error={err.password}>
+          {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} aria-invalid={invalid} value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
+        </Field>
+        <FormError error={act.error} fields={{ email: 'E-mail', role: 'Role', name: 'Name', password: 'Initial password' }} />
         <div class="actions">
           <button type="button" class="secondary" onClick={props.onClose}>
             Cancel

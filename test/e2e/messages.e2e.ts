@@ -1,0 +1,136 @@
+// What the app says, as a black-box tester read it (thirtieth session): why an import or feed job
+// failed is text in its row, not a tooltip; a new organization's first admin without an account
+// gets a password field; the API's refusals are shown in plain words at the fields they are about,
+// without ids or field paths; the service-account help does not promise a token lifetime.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { apiToken, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+
+const ID = '/api/identity/v1';
+const LEDGER = '/api/ledger/v1';
+
+interface Ctx {
+  e: E2E;
+  token: string;
+  orgId: string;
+  ledgerId: string;
+}
+const M = suite<Ctx>('web application: job failures, new organizations, plain messages');
+M.before(async (ctx) => {
+  ctx.e = await start();
+  const { e } = ctx;
+  ctx.token = await apiToken(e, ROOT_EMAIL, ROOT_PASSWORD);
+  ctx.orgId = (await e.call('POST', `${ID}/orgs`, { token: ctx.token, body: { name: 'Second Org' } })).body.id;
+  ctx.ledgerId = (await e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token: ctx.token, body: { name: 'Leads' } })).body.id;
+  await signInUi(e.page, e.base, ROOT_EMAIL, ROOT_PASSWORD);
+});
+M.after(async (ctx) => ctx.e.close());
+
+M('a failed import and a failed feed job say why in their rows, as text', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  const { token } = ctx;
+  // a quote never closed: the import fails at line 3
+  const form = new FormData();
+  form.append('file', new Blob(['name,company\nAda,Acme\n"Bob,Bolt\n'], { type: 'text/csv' }), 'broken.csv');
+  const imp = await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`, { token, raw: form });
+  assert.is(imp.status, 202, imp.text);
+  const failed = await until(async () => {
+    const j = (await call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports/${imp.body.id}`, { token })).body;
+    return j.status === 'failed' ? j : undefined;
+  }, 'the import to fail');
+  assert.ok(failed.message, 'the job has a message');
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`);
+  const row = page.getByRole('region', { name: 'Imports' }).locator('tbody tr', { hasText: 'broken.csv' });
+  await row.getByText(failed.message as string).waitFor();
+  assert.ok(await row.getByText(failed.message as string).isVisible(), 'the reason is visible text');
+  assert.match((await row.getAttribute('class')) ?? '', 'failed');
+
+  // a feed of one record that cannot be applied fails, and the feed page says why
+  const fed = await call('POST', `${LEDGER}/feed`, { token, raw: '{"company":"Nobody Inc"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+  assert.is(fed.status, 202, fed.text);
+  const feed = await until(async () => {
+    const j = (await call('GET', `${LEDGER}/feed/${fed.body.id}`, { token })).body;
+    return j.status === 'failed' ? j : undefined;
+  }, 'the feed job to fail');
+  await page.goto(`${base}/feed`);
+  const feedRow = page.getByRole('region', { name: 'Feed jobs' }).locator('tbody tr.failed').first();
+  await feedRow.getByText(feed.message as string).waitFor();
+  assert.ok(await feedRow.getByText(feed.message as string).isVisible());
+  await shoot(page, 'feed-failed-job');
+});
+
+M("a new organization whose first admin has no account: a password field, the API's answer at it", async (ctx) => {
+  const { page, base } = ctx.e;
+  const email = 'new.admin@neworg.test';
+  await page.goto(`${base}/orgs/new`);
+  await page.getByLabel('Name', { exact: true }).fill('Third Org');
+  assert.is(await page.getByLabel("First admin's initial password").count(), 0, 'no password field before an e-mail');
+  await page.getByLabel("First admin's e-mail").fill(email);
+  const password = page.getByLabel("First admin's initial password");
+  await password.waitFor();
+  await page.getByRole('button', { name: 'Create organization' }).click();
+  const fieldError = page.locator('.field-error');
+  await fieldError.waitFor();
+  assert.match(await fieldError.innerText(), `No user has the e-mail ${email}; give a password to create one.`);
+  assert.is(await password.getAttribute('aria-invalid'), 'true');
+  assert.not.match(await page.locator('main').innerText(), 'adminPassword');
+  await until(async () => (await hasFocus(password)) || undefined, 'focus on the password field');
+  await shoot(page, 'new-org-needs-password');
+  await password.fill('first admin password 1');
+  await page.getByLabel("First admin's name").fill('Nora New');
+  await page.getByRole('button', { name: 'Create organization' }).click();
+  await page.waitForURL(/\/orgs\/o_[^/]+\/ledgers$/);
+  // the first admin can sign in with that password and is the organization's admin
+  const r = await ctx.e.call('POST', `${ID}/session`, { body: { grantType: 'password', email, password: 'first admin password 1' } });
+  assert.is(r.status, 200, r.text);
+  assert.ok((r.body.orgs as { name: string; role: string }[]).some((o) => o.name === 'Third Org' && o.role === 'admin'), JSON.stringify(r.body.orgs));
+});
+
+M('team errors in plain words: the missing password at its field, the last admin without ids', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/orgs/${ctx.orgId}/team`);
+  await page.getByRole('button', { name: 'Add member' }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.getByLabel('E-mail').fill('ed@x.test');
+  await dialog.getByRole('button', { name: 'Add member' }).click();
+  await dialog.locator('.field-error').waitFor();
+  const password = dialog.getByLabel('Initial password (for a new user)');
+  assert.is(await password.getAttribute('aria-invalid'), 'true');
+  assert.match(await dialog.locator('.field-error').innerText(), 'No user has the e-mail ed@x.test; give a password to create one.');
+  assert.not.match(await dialog.innerText(), 'password:');
+  assert.match(await dialog.locator('.form-error').innerText(), 'Check the marked field.');
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+
+  // the only admin made a viewer: the 409 names the organization by its name only
+  await page.getByRole('combobox', { name: `Role of ${ROOT_EMAIL}` }).selectOption('viewer');
+  const box = page.getByRole('alert').filter({ hasText: 'The role was not changed.' });
+  await box.waitFor();
+  const text = await box.innerText();
+  assert.match(text, 'is the last admin of Second Org');
+  assert.not.match(text, ctx.orgId);
+  assert.not.match(text, /\(o_/);
+  // and removing them
+  await page.getByRole('button', { name: `Remove ${ROOT_EMAIL}` }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Remove member' }).click();
+  const err = page.getByRole('dialog').locator('.form-error');
+  await err.waitFor();
+  assert.match(await err.innerText(), 'is the last admin of Second Org');
+  assert.not.match(await err.innerText(), ctx.orgId);
+  await page.keyboard.press('Escape');
+});
+
+M("the service account's help names no token lifetime of its own: the answer's expiresIn says it", async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/orgs/${ctx.orgId}/service-accounts`);
+  await page.getByRole('button', { name: 'New service account' }).click();
+  await page.getByRole('dialog').getByLabel('Name').fill('Reporting');
+  await page.getByRole('dialog').getByRole('button', { name: 'Create' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Reporting is ready' });
+  await dialog.getByText('How the integration signs in').click();
+  const help = await dialog.locator('details').innerText();
+  assert.match(help, 'expiresIn');
+  assert.not.match(help, 'one hour');
+  await dialog.getByRole('button', { name: 'I have stored the secret' }).click();
+});
+
+M.run();
