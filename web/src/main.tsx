@@ -1,7 +1,7 @@
 // The web application (SPEC §9): boot, session, shell and routes. Every request goes through
 // api.ts to the public APIs; nothing here is private to the web app.
 import { Fragment, render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, ID, listAll, onForbidden, onSession, resume, signOut, type Principal } from './api.ts';
 import { match, navigate, useLocation } from './router.ts';
 import { ErrorBox, LAST_ORG, Link, Loading, Session, useSession, type Org, type SessionState } from './ui.tsx';
@@ -124,10 +124,24 @@ function Shell() {
   const orgId = orgMatch?.[1];
   const org = session.orgs.find((o) => o.id === orgId);
   const [menu, setMenu] = useState(false);
+  const menuButton = useRef<HTMLButtonElement>(null);
   useEffect(() => {
     if (orgId) localStorage.setItem(LAST_ORG, orgId);
     setMenu(false);
   }, [orgId, loc.path]);
+  // the phone menu closes with Escape, as a disclosure should, and focus goes back to its button
+  // when it was inside the menu (else it would be left on a link no longer shown)
+  useEffect(() => {
+    if (!menu) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Escape' || e.defaultPrevented || document.querySelector('dialog[open]')) return;
+      const inside = document.getElementById('nav')?.contains(document.activeElement);
+      setMenu(false);
+      if (inside || document.activeElement === document.body) menuButton.current?.focus();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [menu]);
 
   let page: preact.JSX.Element | null = null;
   for (const [pattern, view] of ROUTES) {
@@ -164,7 +178,7 @@ function Shell() {
             <span>contact-ledger</span>
           </Link>
           <OrgSwitcher current={orgId} />
-          <button type="button" class="menu-toggle secondary" aria-expanded={menu} aria-controls="nav" onClick={() => setMenu(!menu)}>
+          <button type="button" ref={menuButton} class="menu-toggle secondary" aria-expanded={menu} aria-controls="nav" onClick={() => setMenu(!menu)}>
             Menu
           </button>
           <nav id="nav" class={menu ? 'open' : ''} aria-label="Main">
@@ -203,9 +217,26 @@ function Shell() {
   );
 }
 
+/**
+ * The organization switcher: a <select> that opens the chosen organization when the choice is
+ * made — a pick with the pointer (or in the list a keyboard opened, Alt+↓ or Space, confirmed with
+ * Enter), or Enter on the select — but not while arrow keys or typed letters merely move through
+ * it: a closed select changes its value on each ↓, and opening a page on every one of them (the
+ * next organization, then "New organization") took keyboard users where they never chose to go
+ * (WCAG 3.2.2). A choice moved to with the keyboard waits, with a "Go" button beside it; Escape
+ * puts the select back to the organization shown.
+ */
 function OrgSwitcher(props: { current: string | undefined }) {
   const s = useSession();
+  const [choice, setChoice] = useState(props.current ?? '');
+  const keyed = useRef(false);
+  useEffect(() => setChoice(props.current ?? ''), [props.current]);
   if (s.orgs.length === 0 && !s.principal.user?.superuser) return null;
+  const open = (v: string) => {
+    if (v === '__new') navigate('/orgs/new');
+    else if (v && v !== props.current) navigate(`/orgs/${v}/ledgers`);
+  };
+  const pending = choice !== (props.current ?? '') && choice !== '';
   return (
     <div class="org-switch">
       <label for="org-switch" class="visually-hidden">
@@ -213,11 +244,25 @@ function OrgSwitcher(props: { current: string | undefined }) {
       </label>
       <select
         id="org-switch"
-        value={props.current ?? ''}
+        value={choice}
+        aria-describedby={pending ? 'org-switch-hint' : undefined}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter') {
+            e.preventDefault();
+            open(e.currentTarget.value);
+          } else if (e.key === 'Escape' && pending) {
+            e.preventDefault();
+            setChoice(props.current ?? '');
+          } else if (!e.altKey && !e.ctrlKey && !e.metaKey && (/^(Arrow|Page|Home$|End$)/.test(e.key) || e.key.length === 1) && e.key !== ' ') {
+            // this key moves the value of a closed select: the 'change' it fires (in this task) is no choice yet
+            keyed.current = true;
+            setTimeout(() => (keyed.current = false), 0);
+          }
+        }}
         onChange={(e) => {
           const v = e.currentTarget.value;
-          if (v === '__new') navigate('/orgs/new');
-          else if (v) navigate(`/orgs/${v}/ledgers`);
+          setChoice(v);
+          if (!keyed.current) open(v);
         }}
       >
         {!props.current && <option value="">Choose an organization…</option>}
@@ -228,6 +273,16 @@ function OrgSwitcher(props: { current: string | undefined }) {
         ))}
         {s.principal.user?.superuser && <option value="__new">+ New organization…</option>}
       </select>
+      {pending && (
+        <>
+          <button type="button" class="secondary small" onClick={() => open(choice)}>
+            Go
+          </button>
+          <span id="org-switch-hint" class="visually-hidden">
+            Press Enter or Go to open it.
+          </span>
+        </>
+      )}
     </div>
   );
 }

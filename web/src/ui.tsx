@@ -277,12 +277,30 @@ export function Field(props: { label: string; hint?: ComponentChildren; error?: 
 }
 
 // ── dialogs ───────────────────────────────────────────────────────────────
-/** A modal <dialog>: focus moves in, Escape closes, focus returns to where it was. */
+/** The dialogs open now, the newest last, each with where focus goes back to when it closes. */
+let dialogSeq = 0;
+const openDialogs: { el: HTMLDialogElement; returnTo: HTMLElement[] }[] = [];
+
+const focusable = (el: HTMLElement) => el.isConnected && el !== document.body && !(el as HTMLButtonElement).disabled && !el.closest('dialog:not([open])') && !el.closest('[inert]');
+
+/**
+ * A modal <dialog>: focus moves in, Escape closes, focus returns to where it was. Where it was
+ * may be gone by then: a dialog opened from another one's action (the secret shown after
+ * "Rotate secret" was confirmed) was opened from a button of a dialog that has closed since, or
+ * from no element at all (the button was disabled while its request ran, which drops focus to
+ * the page). So each dialog keeps the chain of places to return to — the element it was opened
+ * from, then what the dialog that element was in would have returned to — and focus goes to
+ * the first of them still in the page and usable (the "Rotate secret" button), else to <main>.
+ */
 export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean }) {
   const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useRef(`dialog-title-${++dialogSeq}`).current; // one per dialog: two can be open at once
   useEffect(() => {
     const before = document.activeElement as HTMLElement | null;
     const d = ref.current!;
+    const parent = (before && openDialogs.find((o) => o.el.contains(before))) ?? openDialogs.at(-1);
+    const entry = { el: d, returnTo: [...(before && before !== document.body ? [before] : []), ...(parent?.returnTo ?? [])] };
+    openDialogs.push(entry);
     if (!d.open) d.showModal();
     const onCancel = (e: Event) => {
       e.preventDefault();
@@ -291,16 +309,18 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
     d.addEventListener('cancel', onCancel);
     return () => {
       d.removeEventListener('cancel', onCancel);
+      openDialogs.splice(openDialogs.indexOf(entry), 1);
       if (d.open) d.close();
       // back to where focus was; to the page when that control is gone (its row was deleted)
-      if (before?.isConnected) before.focus?.();
+      const target = entry.returnTo.find(focusable);
+      if (target) target.focus();
       else document.getElementById('main')?.focus();
     };
   }, []);
   return (
-    <dialog ref={ref} class={props.wide ? 'wide' : ''} aria-labelledby="dialog-title">
+    <dialog ref={ref} class={props.wide ? 'wide' : ''} aria-labelledby={titleId}>
       <div class="dialog-head">
-        <h2 id="dialog-title">{props.title}</h2>
+        <h2 id={titleId}>{props.title}</h2>
         <button type="button" class="icon" aria-label="Close" onClick={props.onClose}>
           ×
         </button>

@@ -1,0 +1,190 @@
+// Layout and keyboard, as a black-box tester found them (thirtieth session): long unbroken words
+// wrap instead of making the page scroll sideways, the organization switcher does not leave the
+// page while arrow keys move through it, focus stays in a dialog whose request failed and returns
+// to the "Rotate secret" button after a new secret is closed, and Escape closes the phone menu.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Page } from 'playwright-core';
+import { apiToken, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, widths, type E2E } from './harness.ts';
+
+const ID = '/api/identity/v1';
+const LEDGER = '/api/ledger/v1';
+
+const LONG_EMAIL = 'maximilian.alexander.von-hohenzollern@internationale-handelsgesellschaft-deutschland.de';
+const long = (word: string, n: number) => word.repeat(Math.ceil(n / word.length)).slice(0, n);
+
+interface Ctx {
+  e: E2E;
+  token: string;
+  orgId: string;
+  otherOrg: string;
+  ledgerId: string;
+  contactId: string;
+}
+const K = suite<Ctx>('web application: long words, the organization switcher, focus in dialogs, the phone menu');
+K.before(async (ctx) => {
+  ctx.e = await start();
+  const { e } = ctx;
+  ctx.token = await apiToken(e, ROOT_EMAIL, ROOT_PASSWORD);
+  const token = ctx.token;
+  ctx.orgId = (await e.call('POST', `${ID}/orgs`, { token, body: { name: long('Organisation', 250) } })).body.id;
+  ctx.otherOrg = (await e.call('POST', `${ID}/orgs`, { token, body: { name: 'Second Org' } })).body.id;
+  const ledger = await e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token, body: { name: long('Ledgername', 200), description: long('Description', 250) } });
+  assert.is(ledger.status, 201, ledger.text);
+  ctx.ledgerId = ledger.body.id;
+  const contact = { name: long('Name', 250), company: long('Company', 250), title: long('Title', 250), location: long('Location', 250), email: LONG_EMAIL };
+  const added = await e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts`, { token, body: { contacts: [contact] } });
+  assert.is(added.status, 202, added.text);
+  await until(async () => (await e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports/${added.body.id}`, { token })).body.status === 'completed', 'the import');
+  ctx.contactId = (await e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts`, { token })).body.contacts[0].id;
+  const hook = await e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/webhooks`, { token, body: { url: 'http://127.0.0.1:9/hook', events: ['contact.job_changed'], ledgerIds: [ctx.ledgerId] } });
+  assert.is(hook.status, 201, hook.text);
+  const sa = await e.call('POST', `${ID}/orgs/${ctx.orgId}/service-accounts`, { token, body: { name: 'CRM sync', role: 'viewer' } });
+  assert.is(sa.status, 201, sa.text);
+  await signInUi(e.page, e.base, ROOT_EMAIL, ROOT_PASSWORD);
+});
+K.after(async (ctx) => ctx.e.close());
+
+/** The page is no wider than the window: nothing makes it scroll sideways. */
+async function fits(page: Page, what: string) {
+  const { scroll, width } = await widths(page);
+  assert.ok(scroll <= width, `${what}: the page is ${scroll} px wide in a ${width} px window`);
+}
+
+K('long unbroken names, titles and e-mails wrap: no page scrolls sideways at 375 or 1280 px', async (ctx) => {
+  const { page, base } = ctx.e;
+  const pages: [string, string, () => Promise<unknown>][] = [
+    ['ledgers', `/orgs/${ctx.orgId}/ledgers`, () => page.locator('li.ledger-card').first().waitFor()],
+    ['ledger', `/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}`, () => page.getByRole('region', { name: 'Contacts' }).waitFor()],
+    ['contact', `/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts/${ctx.contactId}`, () => page.getByRole('heading', { name: 'As imported' }).waitFor()],
+    ['webhooks', `/orgs/${ctx.orgId}/webhooks`, () => page.locator('li.webhook-card').getByText('ledger: Ledgername').waitFor()],
+  ];
+  for (const [name, path, ready] of pages) {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(`${base}${path}`);
+    await ready();
+    await page.getByText('Loading').first().waitFor({ state: 'detached' });
+    await fits(page, `${name} at 1280 px`);
+    await page.setViewportSize({ width: 375, height: 800 });
+    await page.evaluate(() => new Promise<void>((r) => (globalThis as unknown as { requestAnimationFrame(f: () => void): void }).requestAnimationFrame(() => r())));
+    await fits(page, `${name} at 375 px`);
+    await shoot(page, `long-words-${name}`);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
+
+K('the organization switcher: arrow keys move through it without leaving the page; Enter opens the choice', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers`);
+  await page.locator('li.ledger-card').first().waitFor();
+  const select = page.getByLabel('Organization');
+  const order = await select.locator('option').evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value));
+  assert.equal(order.slice(-1), ['__new']);
+  const here = `${base}/orgs/${ctx.orgId}/ledgers`;
+  const i = order.indexOf(ctx.orgId);
+  await select.focus();
+  await page.keyboard.press('ArrowDown');
+  await page.getByRole('button', { name: 'Go' }).waitFor();
+  assert.is(page.url(), here, 'ArrowDown did not open the next organization');
+  assert.is(await select.inputValue(), order[i + 1]);
+  for (let n = i + 2; n < order.length; n++) await page.keyboard.press('ArrowDown');
+  assert.is(await select.inputValue(), '__new');
+  assert.is(page.url(), here, 'nor "New organization"');
+  // Escape puts the organization shown back; then a choice made with Enter is opened
+  await page.keyboard.press('Escape');
+  assert.is(await select.inputValue(), ctx.orgId);
+  await page.getByRole('button', { name: 'Go' }).waitFor({ state: 'detached' });
+  const other = order.indexOf(ctx.otherOrg);
+  for (let n = i; n !== other; n += other > i ? 1 : -1) await page.keyboard.press(other > i ? 'ArrowDown' : 'ArrowUp');
+  assert.is(page.url(), here);
+  await page.keyboard.press('Enter');
+  await page.waitForURL(`${base}/orgs/${ctx.otherOrg}/ledgers`);
+  await page.getByText('No ledgers yet.').waitFor();
+  // a pick with the pointer (selectOption: no key pressed) still opens at once; so does "Go"
+  await select.selectOption(ctx.orgId);
+  await page.waitForURL(here);
+  await select.focus();
+  await page.keyboard.press(other > i ? 'ArrowDown' : 'ArrowUp');
+  assert.is(await select.inputValue(), ctx.otherOrg);
+  await page.getByRole('button', { name: 'Go' }).click();
+  await page.waitForURL(`${base}/orgs/${ctx.otherOrg}/ledgers`);
+});
+
+K('a dialog whose request failed keeps focus: on the field the API named, else on the message', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers`);
+  await page.getByRole('button', { name: 'New ledger' }).click();
+  const dialog = page.getByRole('dialog');
+  const name = dialog.getByLabel('Name', { exact: true });
+  await name.fill('   ');
+  await dialog.getByRole('button', { name: 'Create ledger' }).click();
+  await dialog.locator('.field-error').waitFor();
+  assert.is(await name.getAttribute('aria-invalid'), 'true');
+  await until(async () => (await hasFocus(name)) || undefined, 'focus on the Name field');
+  assert.match(await dialog.locator('.field-error').innerText(), 'Must not be empty');
+  assert.not.match(await dialog.innerText(), 'Invalid request body');
+  // Enter in the field: the same
+  await name.press('Enter');
+  await until(async () => (await hasFocus(name)) || undefined, 'focus still on the Name field');
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached' });
+  assert.ok(await hasFocus(page.getByRole('button', { name: 'New ledger' })), 'focus back on New ledger');
+
+  // a 409 (already a member) clicked with the pointer: focus on the message, in the dialog
+  await page.goto(`${base}/orgs/${ctx.orgId}/team`);
+  await page.getByRole('button', { name: 'Add member' }).click();
+  await dialog.getByLabel('E-mail').fill(ROOT_EMAIL);
+  await dialog.getByRole('button', { name: 'Add member' }).click();
+  const message = dialog.locator('.form-error');
+  await message.waitFor();
+  assert.match(await message.innerText(), `${ROOT_EMAIL} is already a member of "Organisation`);
+  assert.not.match(await message.innerText(), ctx.orgId);
+  await until(async () => (await hasFocus(message, true)) || undefined, 'focus on the message');
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached' });
+});
+
+K('after a rotated secret is closed (button or Escape), focus is back on "Rotate secret"', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/orgs/${ctx.orgId}/service-accounts`);
+  const rotate = page.getByRole('button', { name: 'Rotate the secret of CRM sync' });
+  const isFocused = async () => (await hasFocus(rotate)) || undefined;
+  for (const close of ['button', 'Escape']) {
+    await rotate.click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByRole('dialog', { name: 'New secret for CRM sync' }).waitFor();
+    if (close === 'button') await page.getByRole('button', { name: 'I have stored the secret' }).click();
+    else await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    await until(isFocused, `focus on Rotate secret after closing with the ${close}`, 5000);
+  }
+  await page.goto(`${base}/orgs/${ctx.orgId}/webhooks`);
+  const hookRotate = page.getByRole('button', { name: 'Rotate secret of http://127.0.0.1:9/hook' });
+  for (const close of ['button', 'Escape']) {
+    await hookRotate.click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByRole('dialog', { name: 'New signing secret' }).waitFor();
+    if (close === 'button') await page.getByRole('button', { name: 'I have stored the secret' }).click();
+    else await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    await until(async () => (await hasFocus(hookRotate)) || undefined, `focus on the webhook's Rotate secret after the ${close}`, 5000);
+  }
+});
+
+K('the phone menu closes with Escape, and focus goes back to "Menu"', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers`);
+  const menu = page.getByRole('button', { name: 'Menu' });
+  await menu.click();
+  assert.is(await menu.getAttribute('aria-expanded'), 'true');
+  const team = page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Team' });
+  await team.focus();
+  await page.keyboard.press('Escape');
+  await until(async () => (await menu.getAttribute('aria-expanded')) === 'false', 'the menu to close');
+  assert.not.ok(await team.isVisible(), 'its links hidden');
+  assert.ok(await hasFocus(menu), 'focus on Menu');
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
+
+K.run();
