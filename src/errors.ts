@@ -73,3 +73,8 @@ export const throttled = (retryAfterSeconds: number, message: string) =>
 
 export const unavailable = (message: string, retryAfterSeconds = 1) =>
   new AppError(503, 'service_unavailable', message, { headers: { 'Retry-After': String(retryAfterSeconds) } });
+
+/** The program cannot start or open its data folder for a reason a restart may mend (exit 1); see also ConfigError (exit 2). */
+export class StartupError extends Error {
+  override name = 'StartupError';
+}

@@ -35,6 +35,26 @@ C('the program runs from its TypeScript source as `npm start` runs it (the other
   assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
 });
 
+C('--help, version, an unknown command and a configuration error load no module of the server (storage, HTTP, services): commands load their code when they run', () => {
+  // a module hook that names every source module the program loads
+  const hook = join(tempDir(), 'hook.mjs');
+  writeFileSync(hook, "export async function load(url, context, next) { if (url.includes('/src/')) process.stderr.write(`loaded ${url}\\n`); return next(url, context); }\n");
+  const register = `data:text/javascript,import{register}from'node:module';register(${JSON.stringify(pathToFileURL(hook).href)})`;
+  const loadedBy = (args: string[], env: Record<string, string> = {}) => {
+    const r = spawnSync(process.execPath, ['--import', register, SOURCE_MAIN, ...args], { env: { ...baseEnv, CONTACT_LEDGER_DATA: tempDir(), ...env }, encoding: 'utf8', timeout: 30_000 });
+    return { status: r.status, modules: [...r.stderr.matchAll(/^loaded .*\/(src\/\S+)$/gm)].map((m) => m[1]!) };
+  };
+  const server = /^src\/(storage|http|identity|ledger|tracking|webhooks\/(?!url-policy)|jobs\/(?!rejections)|bulk-thread|csv|app\.ts|runtime\.ts)/;
+  for (const [args, env, status] of [[['version'], {}, 0], [['--help'], {}, 0], [['backup', '--help'], {}, 0], [['frobnicate'], {}, 2], [['serve'], { PORT: 'eighty' }, 2]] as const) {
+    const r = loadedBy([...args], env);
+    assert.is(r.status, status, args.join(' '));
+    assert.ok(r.modules.includes('src/cli/commands.ts'), `${args.join(' ')}: the hook saw the program load (${r.modules.join(', ')})`);
+    assert.equal(r.modules.filter((m) => server.test(m)), [], `${args.join(' ')} loaded the server's modules`);
+  }
+  // a command that runs loads its code
+  assert.ok(loadedBy(['keys', 'rotate']).modules.includes('src/cli/keys.ts'));
+});
+
 C('first start without admin settings prints a generated password once; it works; the second start prints nothing', async () => {
   const data = tempDir();
   const a = await serve({ CONTACT_LEDGER_DATA: data });

@@ -1,10 +1,10 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { loadConfig } from '../config.ts';
+import type { Config } from '../config.ts';
 import { DB_FILE } from '../storage/storage.ts';
 import { BackupInterrupted, backupTo, openBackupSource, partialOf } from '../storage/backup.ts';
 import { loadSqliteLibrary } from '../storage/sqlite-addon.ts';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from './command.ts';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Io, type ParsedArgs } from './command.ts';
 import { NICE, setThreadNice } from '../thread-priority.ts';
 import { interrupted } from './progress.ts';
 import { firstClosedFolder, mayAccess } from './common.ts';
@@ -20,85 +20,78 @@ import { firstClosedFolder, mayAccess } from './common.ts';
  * final name only when complete. SIGINT or SIGTERM stops it when the copy or the check under way
  * ends: its partial file is removed, "interrupted" said, exit 1.
  */
-export const backupCommand: Command = {
-  name: 'backup',
-  summary: 'Write a consistent copy of the database to <file>, also while the server runs (online backup). The file must not exist.',
-  usage: 'backup <file> [options]',
-  takesConfig: true,
-  async run(args, io) {
-    if (args.positionals.length !== 1) throw new UsageError('usage: contact-ledger backup <file>');
-    const dest = resolve(args.positionals[0]!);
-    const config = loadConfig(io.env, args.config);
-    const file = join(config.dataDir, DB_FILE);
-    // what this user may not read is said as such (a tester's user without access to the data
-    // folder was told "there is no database"): a permission is a configuration error, exit 2
-    const denied = (path: string) => {
-      io.err(`contact-ledger backup: permission denied on ${path}: run the command as the user the server runs as (e.g. sudo -u contact-ledger), or give this user read access`);
+export async function run(args: ParsedArgs, io: Io, config: Config): Promise<number> {
+  if (args.positionals.length !== 1) throw new UsageError('usage: contact-ledger backup <file>');
+  const dest = resolve(args.positionals[0]!);
+  const file = join(config.dataDir, DB_FILE);
+  // what this user may not read is said as such (a tester's user without access to the data
+  // folder was told "there is no database"): a permission is a configuration error, exit 2
+  const denied = (path: string) => {
+    io.err(`contact-ledger backup: permission denied on ${path}: run the command as the user the server runs as (e.g. sudo -u contact-ledger), or give this user read access`);
+    return EXIT_USAGE;
+  };
+  try {
+    statSync(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM') return denied(firstClosedFolder(file) ?? file);
+    if (code === 'ENOTDIR' && existsSync(config.dataDir)) {
+      // a file in the data folder's place: a configuration error (exit 2), as for serve
+      io.err(`contact-ledger backup: data folder ${config.dataDir} is not usable (ENOTDIR: a file, not a folder); set CONTACT_LEDGER_DATA to the server's data folder`);
       return EXIT_USAGE;
-    };
-    try {
-      statSync(file);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EACCES' || code === 'EPERM') return denied(firstClosedFolder(file) ?? file);
-      if (code === 'ENOTDIR' && existsSync(config.dataDir)) {
-        // a file in the data folder's place: a configuration error (exit 2), as for serve
-        io.err(`contact-ledger backup: data folder ${config.dataDir} is not usable (ENOTDIR: a file, not a folder); set CONTACT_LEDGER_DATA to the server's data folder`);
+    }
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
+    io.err(`contact-ledger backup: there is no database in ${config.dataDir} (set CONTACT_LEDGER_DATA or --data)`);
+    return EXIT_FAILURE;
+  }
+  // SQLite reads the database with its -wal and writes its -shm (the index of the -wal)
+  for (const [path, mode] of [[file, constants.R_OK], [`${file}-wal`, constants.R_OK], [`${file}-shm`, constants.R_OK | constants.W_OK]] as const) {
+    if (existsSync(path) && !mayAccess(path, mode)) return denied(path);
+  }
+  // the folder the copy goes to: one this user may not write is said as such too, before anything is read
+  const destDir = dirname(dest);
+  if (existsSync(destDir) && !mayAccess(destDir, constants.W_OK | constants.X_OK)) {
+    io.err(`contact-ledger backup: permission denied on ${destDir}: choose a folder this user may write, or run the command as a user who may write it`);
+    return EXIT_USAGE;
+  }
+  loadSqliteLibrary(config.dataDir); // the executable's: placed by the server already, unless it never ran this build
+  let source;
+  try {
+    source = openBackupSource(file);
+  } catch (err) {
+    // SQLite creates the -shm beside a database in WAL mode to read it: where the folder cannot be
+    // written it cannot open it at all, and says only "unable to open database file" (a tester's
+    // read-only mount). A server's data folder is never read-only: this says what is wrong.
+    if (((err as Error).cause as { code?: string } | undefined)?.code === 'SQLITE_CANTOPEN') {
+      const why = writeError(config.dataDir);
+      if (why === 'EROFS') {
+        io.err(
+          `contact-ledger backup: the data folder ${config.dataDir} is on a read-only file system, and SQLite cannot read ${DB_FILE} without creating ${DB_FILE}-shm beside it (a running server's folder is never read-only); \`contact-ledger restore\` reads such a copy, or copy ${DB_FILE} (and its -wal) to a writable folder and back that up`,
+        );
         return EXIT_USAGE;
       }
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
-      io.err(`contact-ledger backup: there is no database in ${config.dataDir} (set CONTACT_LEDGER_DATA or --data)`);
-      return EXIT_FAILURE;
+      if (why !== undefined) return denied(config.dataDir);
     }
-    // SQLite reads the database with its -wal and writes its -shm (the index of the -wal)
-    for (const [path, mode] of [[file, constants.R_OK], [`${file}-wal`, constants.R_OK], [`${file}-shm`, constants.R_OK | constants.W_OK]] as const) {
-      if (existsSync(path) && !mayAccess(path, mode)) return denied(path);
-    }
-    // the folder the copy goes to: one this user may not write is said as such too, before anything is read
-    const destDir = dirname(dest);
-    if (existsSync(destDir) && !mayAccess(destDir, constants.W_OK | constants.X_OK)) {
-      io.err(`contact-ledger backup: permission denied on ${destDir}: choose a folder this user may write, or run the command as a user who may write it`);
-      return EXIT_USAGE;
-    }
-    loadSqliteLibrary(config.dataDir); // the executable's: placed by the server already, unless it never ran this build
-    let source;
-    try {
-      source = openBackupSource(file);
-    } catch (err) {
-      // SQLite creates the -shm beside a database in WAL mode to read it: where the folder cannot be
-      // written it cannot open it at all, and says only "unable to open database file" (a tester's
-      // read-only mount). A server's data folder is never read-only: this says what is wrong.
-      if (((err as Error).cause as { code?: string } | undefined)?.code === 'SQLITE_CANTOPEN') {
-        const why = writeError(config.dataDir);
-        if (why === 'EROFS') {
-          io.err(
-            `contact-ledger backup: the data folder ${config.dataDir} is on a read-only file system, and SQLite cannot read ${DB_FILE} without creating ${DB_FILE}-shm beside it (a running server's folder is never read-only); \`contact-ledger restore\` reads such a copy, or copy ${DB_FILE} (and its -wal) to a writable folder and back that up`,
-          );
-          return EXIT_USAGE;
-        }
-        if (why !== undefined) return denied(config.dataDir);
-      }
-      io.err(`contact-ledger backup: ${(err as Error).message}`);
-      return EXIT_FAILURE;
-    }
-    const started = Date.now();
-    // beside a running server, the copy and its check take the CPU its requests leave over
-    setThreadNice(NICE.backupCommand);
-    const stop = interrupted();
-    try {
-      const { bytes } = await backupTo(source, dest, { oneStep: true, verify: true, interrupted: () => stop.fired });
-      io.out(`backed up ${file} to ${dest} (${(bytes / 1024 ** 2).toFixed(1)} MiB, integrity ok) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-      return EXIT_OK;
-    } catch (err) {
-      if (!(err instanceof BackupInterrupted)) throw err;
-      io.err(`contact-ledger backup: interrupted: no backup was written (its partial file ${partialOf(dest)} was removed)`);
-      return EXIT_FAILURE;
-    } finally {
-      stop.dispose();
-      source.close();
-    }
-  },
-};
+    io.err(`contact-ledger backup: ${(err as Error).message}`);
+    return EXIT_FAILURE;
+  }
+  const started = Date.now();
+  // beside a running server, the copy and its check take the CPU its requests leave over
+  setThreadNice(NICE.backupCommand);
+  const stop = interrupted();
+  try {
+    const { bytes } = await backupTo(source, dest, { oneStep: true, verify: true, interrupted: () => stop.fired });
+    io.out(`backed up ${file} to ${dest} (${(bytes / 1024 ** 2).toFixed(1)} MiB, integrity ok) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return EXIT_OK;
+  } catch (err) {
+    if (!(err instanceof BackupInterrupted)) throw err;
+    io.err(`contact-ledger backup: interrupted: no backup was written (its partial file ${partialOf(dest)} was removed)`);
+    return EXIT_FAILURE;
+  } finally {
+    stop.dispose();
+    source.close();
+  }
+}
 
 /** Why this user may not write in `dir` (EROFS: a read-only file system, also for root; EACCES, …), or undefined when it may. */
 function writeError(dir: string): string | undefined {

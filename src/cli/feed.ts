@@ -1,12 +1,12 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { loadConfig, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
 import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { copyOwnerOnly, makeDirDurably, syncToDisk } from '../storage/durable-files.ts';
 import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, sidecarOf } from '../tracking/feed-files.ts';
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, type Io } from './command.ts';
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Io, type ParsedArgs } from './command.ts';
 import { commandLogger, requireFile } from './common.ts';
 import { interrupted, progress, waitForOwnJob, type Progress } from './progress.ts';
 
@@ -27,30 +27,23 @@ function isAlive(pid: number): boolean {
  * runs the feed job itself and reports the counts; while a server holds the data folder it hands
  * the file to the server's inbox (copy, then an atomic rename) and waits for the outcome.
  */
-export const feedCommand: Command = {
-  name: 'feed',
-  summary: 'Ingest a person-data feed file (.jsonl, .ndjson, .csv or .json, optionally .gz) and report the changes it caused.',
-  usage: 'feed <file> [options]',
-  takesConfig: true,
-  async run(args, io) {
-    const file = args.positionals[0];
-    if (!file || args.positionals.length !== 1) throw new UsageError('usage: contact-ledger feed <file>');
-    requireFile(file);
-    const format = formatOfName(file);
-    if (!format) throw new UsageError(`${file}: use a .jsonl, .ndjson, .csv or .json file (optionally .gz)`);
-    const config = loadConfig(io.env, args.config);
-    const bar = progress(io, basename(file));
-    // SIGINT/SIGTERM end the wait, not the process: what this command holds is then let go in order
-    // (a tester's feed, stopped with the server stopped, exited at once and left the lock, an
-    // unchecked -wal and its job processing under its lease; import did it right)
-    const stop = interrupted();
-    try {
-      return await feed(file, format, config, io, bar, stop);
-    } finally {
-      stop.dispose();
-    }
-  },
-};
+export async function run(args: ParsedArgs, io: Io, config: Config): Promise<number> {
+  const file = args.positionals[0];
+  if (!file || args.positionals.length !== 1) throw new UsageError('usage: contact-ledger feed <file>');
+  requireFile(file);
+  const format = formatOfName(file);
+  if (!format) throw new UsageError(`${file}: use a .jsonl, .ndjson, .csv or .json file (optionally .gz)`);
+  const bar = progress(io, basename(file));
+  // SIGINT/SIGTERM end the wait, not the process: what this command holds is then let go in order
+  // (a tester's feed, stopped with the server stopped, exited at once and left the lock, an
+  // unchecked -wal and its job processing under its lease; import did it right)
+  const stop = interrupted();
+  try {
+    return await feed(file, format, config, io, bar, stop);
+  } finally {
+    stop.dispose();
+  }
+}
 
 async function feed(file: string, format: NonNullable<ReturnType<typeof formatOfName>>, config: Config, io: Io, bar: Progress, stop: ReturnType<typeof interrupted>): Promise<number> {
   let rt;

@@ -1,49 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { ConfigError } from '../config.ts';
-import { paths } from '../paths.ts';
-import { StartupError } from '../storage/db.ts';
+import { ConfigError, loadConfig } from '../config.ts';
+import { StartupError } from '../errors.ts';
 import { VERSION } from '../version.ts';
-import { commandHelp, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, parseCommandArgs, refuseArguments, UsageError, type Command, type Io } from './command.ts';
-import { backupCommand } from './backup.ts';
-import { feedCommand } from './feed.ts';
-import { importCommand } from './import.ts';
-import { initCommand } from './init.ts';
-import { keysCommand } from './keys.ts';
-import { migrateCommand } from './migrate.ts';
-import { restoreCommand } from './restore.ts';
-import { serveCommand } from './serve.ts';
-import { userCommand } from './user.ts';
-
-const versionCommand: Command = {
-  name: 'version',
-  summary: 'Print the version.',
-  usage: 'version',
-  takesConfig: false,
-  async run(args, io) {
-    refuseArguments(args);
-    io.out(VERSION);
-    return EXIT_OK;
-  },
-};
-
-const licensesCommand: Command = {
-  name: 'licenses',
-  summary: 'Print the licenses of the third-party software in the program.',
-  usage: 'licenses',
-  takesConfig: false,
-  async run(args, io) {
-    refuseArguments(args);
-    if (!existsSync(paths.notices)) {
-      // a source checkout before its first `npm run build`
-      io.err(`contact-ledger licenses: ${paths.notices} is written by \`npm run build\`; in a source checkout each package's license is in node_modules/<package>/`);
-      return EXIT_FAILURE;
-    }
-    io.out(readFileSync(paths.notices, 'utf8').replace(/\n$/, ''));
-    return EXIT_OK;
-  },
-};
-
-export const COMMANDS: Command[] = [serveCommand, initCommand, userCommand, migrateCommand, backupCommand, restoreCommand, importCommand, feedCommand, keysCommand, versionCommand, licensesCommand];
+import { commandHelp, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, parseCommandArgs, UsageError, type Io } from './command.ts';
+import { COMMANDS, DEFAULT_COMMAND } from './commands.ts';
 
 function overview(): string {
   return [
@@ -70,7 +29,7 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     return EXIT_OK;
   }
   const named = first !== undefined && !first.startsWith('-');
-  const cmd = named ? COMMANDS.find((c) => c.name === first) : serveCommand;
+  const cmd = named ? COMMANDS.find((c) => c.name === first) : DEFAULT_COMMAND;
   if (!cmd) {
     io.err(`contact-ledger: unknown command "${first}". Commands: ${COMMANDS.map((c) => c.name).join(', ')}.`);
     return EXIT_USAGE;
@@ -81,7 +40,10 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
       io.out(commandHelp(cmd));
       return EXIT_OK;
     }
-    return await cmd.run(args, io);
+    if (!cmd.takesConfig) return await (await cmd.load())(args, io);
+    // the configuration is checked before the command's modules load: a mistake in it is told at once
+    const config = loadConfig(io.env, args.config);
+    return await (await cmd.load())(args, io, config);
   } catch (err) {
     if (err instanceof UsageError) {
       io.err(`contact-ledger ${cmd.name}: ${err.message} (see contact-ledger ${cmd.name} --help)`);

@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import { createSecureContext as tlsContext } from 'node:tls';
 import { buildApp } from '../app.ts';
-import { ConfigError, loadConfig, unreadableFile, type Config } from '../config.ts';
+import { ConfigError, unreadableFile, type Config } from '../config.ts';
 import { createHttpServer } from '../http/server.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { BULK_THREAD_JOBS } from '../bulk-thread/client.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
-import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Command, type Io } from './command.ts';
+import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Io, type ParsedArgs } from './command.ts';
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
@@ -110,60 +110,53 @@ async function startServing(rt: Runtime, config: Config, tls: { cert: Buffer; ke
   return { ...http, tls: Boolean(tls) };
 }
 
-export const serveCommand: Command = {
-  name: 'serve',
-  summary: 'Run the server (the default command): the APIs, the web application and the scheduler.',
-  usage: 'serve [options]',
-  takesConfig: true,
-  async run(args, io: Io) {
-    refuseArguments(args);
-    const config = loadConfig(io.env, args.config);
-    const tls = config.tlsCert && config.tlsKey ? usableTls(config.tlsCert, config.tlsKey) : undefined;
-    // Listen for signals first: a stop requested while starting is honoured once started.
-    const stopRequested = shutdownSignal();
-    const rt = await openRuntime(config);
-    const { log } = rt;
-    // Whatever fails from here until the server listens closes the runtime (its threads, the data
-    // folder's lock) before the error is reported: a process left open with nothing listening would
-    // hold the folder and wait for a signal that is already taken (a tester's bad HOST).
-    let started: Awaited<ReturnType<typeof startServing>>;
-    try {
-      started = await startServing(rt, config, tls, io);
-    } catch (err) {
-      await rt.close();
-      throw err;
-    }
-    const { server, closeQuietConnections, tls: https } = started;
-    rt.scheduler.start();
-    const address = server.address();
-    const port = typeof address === 'object' && address ? address.port : config.port;
-    log.info({ version: VERSION, host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https, limits: started.limits() }, 'listening');
-    if (config.host === '127.0.0.1' || config.host === 'localhost') {
-      io.err(`contact-ledger ${VERSION} listening on ${https ? 'https' : 'http'}://${config.host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
-    }
-
-
-    const signal = await stopRequested;
-    log.info({ signal }, 'shutting down');
-    rt.state.shuttingDown = true;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    // Connections without a request in flight close now; the others once their answer is out.
-    closeQuietConnections();
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([
-      closed.then(() => false),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(true), DRAIN_TIMEOUT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (timedOut) {
-      log.warn('in-flight requests did not finish in time; closing their connections');
-      server.closeAllConnections();
-    }
+export async function run(args: ParsedArgs, io: Io, config: Config): Promise<number> {
+  refuseArguments(args);
+  const tls = config.tlsCert && config.tlsKey ? usableTls(config.tlsCert, config.tlsKey) : undefined;
+  // Listen for signals first: a stop requested while starting is honoured once started.
+  const stopRequested = shutdownSignal();
+  const rt = await openRuntime(config);
+  const { log } = rt;
+  // Whatever fails from here until the server listens closes the runtime (its threads, the data
+  // folder's lock) before the error is reported: a process left open with nothing listening would
+  // hold the folder and wait for a signal that is already taken (a tester's bad HOST).
+  let started: Awaited<ReturnType<typeof startServing>>;
+  try {
+    started = await startServing(rt, config, tls, io);
+  } catch (err) {
     await rt.close();
-    log.info('stopped');
-    log.flush();
-    return timedOut ? EXIT_FAILURE : EXIT_OK;
-  },
-};
+    throw err;
+  }
+  const { server, closeQuietConnections, tls: https } = started;
+  rt.scheduler.start();
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  log.info({ version: VERSION, host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https, limits: started.limits() }, 'listening');
+  if (config.host === '127.0.0.1' || config.host === 'localhost') {
+    io.err(`contact-ledger ${VERSION} listening on ${https ? 'https' : 'http'}://${config.host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
+  }
+
+
+  const signal = await stopRequested;
+  log.info({ signal }, 'shutting down');
+  rt.state.shuttingDown = true;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // Connections without a request in flight close now; the others once their answer is out.
+  closeQuietConnections();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = await Promise.race([
+    closed.then(() => false),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), DRAIN_TIMEOUT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (timedOut) {
+    log.warn('in-flight requests did not finish in time; closing their connections');
+    server.closeAllConnections();
+  }
+  await rt.close();
+  log.info('stopped');
+  log.flush();
+  return timedOut ? EXIT_FAILURE : EXIT_OK;
+}

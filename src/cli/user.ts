@@ -1,60 +1,47 @@
-import { loadConfig } from '../config.ts';
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from './command.ts';
+import type { Config } from '../config.ts';
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Io, type ParsedArgs } from './command.ts';
 import { passwordPolicyProblem } from '../identity/passwords.ts';
+import { USER_USAGE } from './commands.ts';
 import { cliCaller, flagValue, openForCommand, passwordArg, requireFlag } from './common.ts';
 import { emailField, personName } from '../http/common-schemas.ts';
 import { accountEmail } from '../normalize.ts';
 
-const USAGE = 'user add --email <e-mail> --password <password | -> [--name <name>] [--superuser] | user passwd --email <e-mail> --password <password | ->';
 
 /**
  * `contact-ledger user add|passwd`: installation users from the machine itself, e.g. to recover
  * access when every superuser forgot their password. Needs the server stopped (the API does the
  * same while it runs: POST /users, PATCH /users/:userId).
  */
-export const userCommand: Command = {
-  name: 'user',
-  summary: 'Add a user, or set a user\'s password (which also signs them out everywhere). The server must be stopped.',
-  usage: `${USAGE} [options]`,
-  flags: {
-    email: { type: 'string', help: 'the user\'s e-mail' },
-    password: { type: 'string', help: 'the password; "-" reads it from standard input' },
-    name: { type: 'string', help: 'display name (add)' },
-    superuser: { type: 'boolean', help: 'make the new user a superuser (add)' },
-  },
-  takesConfig: true,
-  async run(args, io) {
-    const [sub, ...rest] = args.positionals;
-    if ((sub !== 'add' && sub !== 'passwd') || rest.length) throw new UsageError(`usage: contact-ledger ${USAGE}`);
-    if (sub === 'passwd' && (args.flags.name !== undefined || args.flags.superuser)) throw new UsageError('user passwd takes only --email and --password');
-    const email = accountEmail(requireFlag(args.flags, 'email', USAGE));
-    // the API's rule: a user nobody could add to an organization (members are added by e-mail) is refused here too
-    if (sub === 'add' && !emailField.safeParse(email).success) throw new UsageError(`--email must be an e-mail address, got "${email}"`);
-    const password = passwordArg(args.flags.password);
-    if (!password) throw new UsageError(`--password is required (${USAGE})`);
-    // the policy's refusal is a bad argument (exit 2), as for init: the same command cannot succeed
-    const weak = passwordPolicyProblem(password);
-    if (weak) throw new UsageError(`--password ${weak}`);
-    // the API's rules for a display name (one line: no control characters), checked before the folder is opened
-    const name = typeof args.flags.name === 'string' ? flagValue(personName, args.flags.name, 'name') : undefined;
-    const config = loadConfig(io.env, args.config);
-    const rt = await openForCommand(io, config, 'stop it first, or use the API (POST /api/identity/v1/users, PATCH /api/identity/v1/users/:userId)');
-    try {
-      if (sub === 'add') {
-        const u = await rt.identity.users.createUser(cliCaller(), { email, password, superuser: args.flags.superuser === true, ...(name !== undefined ? { name } : {}) });
-        io.out(`created ${u.superuser ? 'the superuser' : 'the user'} ${u.email} (${u.id})`);
-        return EXIT_OK;
-      }
-      const u = rt.identity.repos.users.findUserByEmail(email);
-      if (!u) {
-        io.err(`contact-ledger user: no user has the e-mail ${email}`);
-        return EXIT_FAILURE;
-      }
-      await rt.identity.users.updateUser(cliCaller(), u.id, { password });
-      io.out(`set the password of ${u.email}; their sessions have ended`);
+export async function run(args: ParsedArgs, io: Io, config: Config): Promise<number> {
+  const [sub, ...rest] = args.positionals;
+  if ((sub !== 'add' && sub !== 'passwd') || rest.length) throw new UsageError(`usage: contact-ledger ${USER_USAGE}`);
+  if (sub === 'passwd' && (args.flags.name !== undefined || args.flags.superuser)) throw new UsageError('user passwd takes only --email and --password');
+  const email = accountEmail(requireFlag(args.flags, 'email', USER_USAGE));
+  // the API's rule: a user nobody could add to an organization (members are added by e-mail) is refused here too
+  if (sub === 'add' && !emailField.safeParse(email).success) throw new UsageError(`--email must be an e-mail address, got "${email}"`);
+  const password = passwordArg(args.flags.password);
+  if (!password) throw new UsageError(`--password is required (${USER_USAGE})`);
+  // the policy's refusal is a bad argument (exit 2), as for init: the same command cannot succeed
+  const weak = passwordPolicyProblem(password);
+  if (weak) throw new UsageError(`--password ${weak}`);
+  // the API's rules for a display name (one line: no control characters), checked before the folder is opened
+  const name = typeof args.flags.name === 'string' ? flagValue(personName, args.flags.name, 'name') : undefined;
+  const rt = await openForCommand(io, config, 'stop it first, or use the API (POST /api/identity/v1/users, PATCH /api/identity/v1/users/:userId)');
+  try {
+    if (sub === 'add') {
+      const u = await rt.identity.users.createUser(cliCaller(), { email, password, superuser: args.flags.superuser === true, ...(name !== undefined ? { name } : {}) });
+      io.out(`created ${u.superuser ? 'the superuser' : 'the user'} ${u.email} (${u.id})`);
       return EXIT_OK;
-    } finally {
-      await rt.close();
     }
-  },
-};
+    const u = rt.identity.repos.users.findUserByEmail(email);
+    if (!u) {
+      io.err(`contact-ledger user: no user has the e-mail ${email}`);
+      return EXIT_FAILURE;
+    }
+    await rt.identity.users.updateUser(cliCaller(), u.id, { password });
+    io.out(`set the password of ${u.email}; their sessions have ended`);
+    return EXIT_OK;
+  } finally {
+    await rt.close();
+  }
+}

@@ -1,6 +1,6 @@
 import { closeSync, existsSync, openSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { AppError } from '../errors.ts';
+import { AppError, StartupError } from '../errors.ts';
 import { WriteLock, type LockSide } from './write-lock.ts';
 
 /** The oldest SQLite we accept: 3.51.3 fixes the WAL-reset corruption bug (RELIABILITY.md D1). */
@@ -34,9 +34,7 @@ export const isConstraintError = (err: unknown): boolean => {
   return err instanceof Database.SqliteError && typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT');
 };
 
-export class StartupError extends Error {
-  override name = 'StartupError';
-}
+export { StartupError };
 
 /**
  * A database connection: the process's writer on the main thread, the bulk thread's own
