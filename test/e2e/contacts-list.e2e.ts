@@ -1,4 +1,4 @@
-// The contacts list as a black-box tester used it (thirtieth session): a filter changed on a slow
+// The contacts list as a black-box tester used it (thirty-third session): a filter changed on a slow
 // connection shows its own loading state — not the rows, count, paging and download of the filter
 // before, whose cursor then went with the new filter — a refused cursor starts the list again,
 // the date filters include the day chosen, a contact deleted from a filtered list returns to that

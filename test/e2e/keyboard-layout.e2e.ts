@@ -1,4 +1,4 @@
-// Layout and keyboard, as a black-box tester found them (thirtieth session): long unbroken words
+// Layout and keyboard, as a black-box tester found them (thirty-third session): long unbroken words
 // wrap instead of making the page scroll sideways, the organization switcher does not leave the
 // page while arrow keys move through it, focus stays in a dialog whose request failed and returns
 // to the "Rotate secret" button after a new secret is closed, and Escape closes the phone menu.

@@ -1,4 +1,4 @@
-// What the app says, as a black-box tester read it (thirtieth session): why an import or feed job
+// What the app says, as a black-box tester read it (thirty-third session): why an import or feed job
 // failed is text in its row, not a tooltip; a new organization's first admin without an account
 // gets a password field; the API's refusals are shown in plain words at the fields they are about,
 // without ids or field paths; the service-account help does not promise a token lifetime.
