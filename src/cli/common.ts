@@ -20,11 +20,6 @@ export function cliCaller(): Caller {
   };
 }
 
-/**
- * Refuses (usage error, exit 2) a path that is not a readable plain file, saying why. A name
- * that is not UTF-8 reaches the program with U+FFFD in its place (Node decodes arguments as
- * UTF-8), and no such file can be opened by that name: the message says to rename it.
- */
 /** A flag's value checked by the schema the API checks the same field with; a usage error (2) naming the flag. */
 export function flagValue<T>(schema: z.ZodType<T>, value: string, flag: string): T {
   const r = schema.safeParse(value);
@@ -58,6 +53,11 @@ export function firstClosedFolder(file: string): string | undefined {
  */
 export const permissionDenied = (file: string) => new UsageError(`${firstClosedFolder(file) ?? file}: permission denied: run the command as a user who may read it, or give this user access`);
 
+/**
+ * Refuses (usage error, exit 2) a path that is not a readable plain file, saying why. A name
+ * that is not UTF-8 reaches the program with U+FFFD in its place (Node decodes arguments as
+ * UTF-8), and no such file can be opened by that name: the message says to rename it.
+ */
 export function requireFile(file: string): void {
   let stat: Stats | undefined;
   try {
