@@ -1,11 +1,12 @@
 // The server as a child process, for tests where crashes, signals or the environment matter.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-
 import { HARNESSES, testBundle } from '../scripts/test-bundle.ts';
 import { WORKERS } from '../src/paths.ts';
 
 const bundle = await testBundle();
+/** The bundled file of each entry named in `entries`, by that name. */
+const bundled = <K extends string>(entries: Record<K, string>) => Object.fromEntries(Object.keys(entries).map((name) => [name, join(bundle, `${name}.mjs`)])) as Record<K, string>;
 /**
  * The program as the tests start it: src/main.ts compiled as the executable's build compiles it
  * (scripts/test-bundle.ts), which starts in a fraction of the time its TypeScript takes.
@@ -14,9 +15,9 @@ export const MAIN = join(bundle, 'main.mjs');
 /** The program from its TypeScript source, as `npm start` runs it. */
 export const SOURCE_MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
 /** The worker threads of src/paths.ts WORKERS, compiled alike, by the name `paths` gives them. */
-export const WORKER_FILES = Object.fromEntries(Object.keys(WORKERS).map((name) => [name, join(bundle, `${name}.mjs`)])) as Record<keyof typeof WORKERS, string>;
+export const WORKER_FILES = bundled(WORKERS);
 /** The tests' own child programs (test/import-worker.ts, test/queue-worker.ts), compiled alike. */
-export const HARNESS = Object.fromEntries(Object.keys(HARNESSES).map((name) => [name, join(bundle, `${name}.mjs`)])) as Record<keyof typeof HARNESSES, string>;
+export const HARNESS = bundled(HARNESSES);
 // WEBHOOK_ALLOW_LOCAL: the tests' webhook receivers listen on 127.0.0.1
 export const baseEnv = { PATH: process.env.PATH ?? '', BCRYPT_COST: '4', CONTACT_LEDGER_TEST_WEAK_HASHING: '1', HOME: process.env.HOME ?? '/tmp', WEBHOOK_ALLOW_LOCAL: 'true', CONTACT_LEDGER_CHECK_ANSWERS: 'true' };
 
