@@ -206,13 +206,13 @@ export function fieldErrors(error: ApiError | undefined, paths: readonly string[
 }
 
 /**
- * A form's error. `fields`: the paths the form shows at their fields (fieldErrors) — then this
- * says only to look there, and lists what no field shows in words (the label when it has one).
+ * A form's error. `fields`: the paths the form shows at their fields (the ones it gave fieldErrors)
+ * — then this says only to look there, and lists in words what no field shows.
  * When the failure left focus nowhere (the submit button was disabled while the request ran, so
  * the browser moved focus to the page), focus goes to the first field marked invalid, else to the
  * message: a keyboard or screen-reader user stays in the dialog and hears what is wrong.
  */
-export function FormError(props: { error: ApiError | undefined; fields?: Record<string, string> }) {
+export function FormError(props: { error: ApiError | undefined; fields?: readonly string[] }) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const box = ref.current;
@@ -226,13 +226,12 @@ export function FormError(props: { error: ApiError | undefined; fields?: Record<
   }, [props.error]);
   if (!props.error) return null;
   const e = props.error;
-  const fields = props.fields ?? {};
-  const atFields = e.errors.filter((x) => x.path in fields);
-  const rest = e.errors.filter((x) => !(x.path in fields));
-  const label = (path: string) => fields[path] ?? path;
+  const fields = props.fields ?? [];
+  const atFields = e.errors.filter((x) => fields.includes(x.path));
+  const rest = e.errors.filter((x) => !fields.includes(x.path));
   let lead: string;
   if (e.errors.length > 0 && rest.length === 0) lead = atFields.length === 1 ? 'Check the marked field.' : 'Check the marked fields.';
-  else if (e.errors.length > 0 && e.code === 'validation_failed') lead = rest.length === 1 ? `${label(rest[0]!.path)}: ${sentence(rest[0]!.message)}` : 'Some values were not accepted:';
+  else if (e.errors.length > 0 && e.code === 'validation_failed') lead = rest.length === 1 ? `${rest[0]!.path}: ${sentence(rest[0]!.message)}` : 'Some values were not accepted:';
   else lead = explain(e);
   return (
     <div class="form-error" role="alert" tabIndex={-1} ref={ref}>
@@ -241,7 +240,7 @@ export function FormError(props: { error: ApiError | undefined; fields?: Record<
         <ul>
           {rest.map((x) => (
             <li key={x.path}>
-              {label(x.path)}: {sentence(x.message)}
+              {x.path}: {sentence(x.message)}
             </li>
           ))}
         </ul>

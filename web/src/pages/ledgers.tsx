@@ -151,7 +151,8 @@ export function LedgerForm(props: { orgId: string; ledger?: Ledger; onClose: () 
       : await api<Ledger>('POST', `${LEDGER}/orgs/${props.orgId}/ledgers`, { body: description.trim() ? body : { name: body.name } });
     props.onDone(l);
   });
-  const err = fieldErrors(act.error, ['name', 'description']);
+  const fields = ['name', 'description'] as const;
+  const err = fieldErrors(act.error, fields);
   return (
     <Dialog title={props.ledger ? 'Rename ledger' : 'New ledger'} onClose={props.onClose}>
       <form
@@ -166,7 +167,7 @@ export function LedgerForm(props: { orgId: string; ledger?: Ledger; onClose: () 
         <Field label="Description (optional)" error={err.description}>
           {(id, d, invalid) => <textarea id={id} rows={3} maxLength={2000} aria-describedby={d} aria-invalid={invalid} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
         </Field>
-        <FormError error={act.error} fields={{ name: 'Name', description: 'Description' }} />
+        <FormError error={act.error} fields={fields} />
         <div class="actions">
           <button type="button" class="secondary" onClick={props.onClose}>
             Cancel

@@ -22,7 +22,8 @@ export function NewOrg() {
     await s.reloadOrgs();
     navigate(`/orgs/${org.id}/ledgers`);
   });
-  const err = fieldErrors(act.error, ['name', 'adminEmail', 'adminName', 'adminPassword']);
+  const fields = ['name', 'adminEmail', 'adminName', 'adminPassword'] as const;
+  const err = fieldErrors(act.error, fields);
   if (!s.principal.user?.superuser) return <p class="state error">Only a superuser can create organizations.</p>;
   return (
     <>
@@ -50,7 +51,7 @@ export function NewOrg() {
             </Field>
           </>
         )}
-        <FormError error={act.error} fields={{ name: 'Name', adminEmail: "First admin's e-mail", adminName: "First admin's name", adminPassword: "First admin's initial password" }} />
+        <FormError error={act.error} fields={fields} />
         <div class="actions">
           <button type="submit" disabled={act.busy}>
             {act.busy ? 'Creating…' : 'Create organization'}

@@ -166,7 +166,8 @@ function CreateServiceAccount(props: { orgId: string; onClose: () => void; onDon
   const [name, setName] = useState('');
   const [role, setRole] = useState<Role>('viewer');
   const act = useAction(async () => props.onDone(await api<WithSecret>('POST', `${ID}/orgs/${props.orgId}/service-accounts`, { body: { name: name.trim(), role } })));
-  const err = fieldErrors(act.error, ['name', 'role']);
+  const fields = ['name', 'role'] as const;
+  const err = fieldErrors(act.error, fields);
   return (
     <Dialog title="New service account" onClose={props.onClose}>
       <form
@@ -187,7 +188,7 @@ function CreateServiceAccount(props: { orgId: string; onClose: () => void; onDon
             </select>
           )}
         </Field>
-        <FormError error={act.error} fields={{ name: 'Name', role: 'Role' }} />
+        <FormError error={act.error} fields={fields} />
         <div class="actions">
           <button type="button" class="secondary" onClick={props.onClose}>
             Cancel

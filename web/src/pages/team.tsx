@@ -175,7 +175,8 @@ function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Memb
     const body = { email: email.trim(), role, ...(name.trim() ? { name: name.trim() } : {}), ...(password ? { password } : {}) };
     props.onDone(await api<Member>('POST', `${ID}/orgs/${props.orgId}/members`, { body }));
   });
-  const err = fieldErrors(act.error, ['email', 'role', 'name', 'password']);
+  const fields = ['email', 'role', 'name', 'password'] as const;
+  const err = fieldErrors(act.error, fields);
   return (
     <Dialog title="Add a member" onClose={props.onClose}>
       <form
@@ -204,7 +205,7 @@ function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Memb
         <Field label="Initial password (for a new user)" hint="Leave empty to add someone who already has an account. For a new user, give a password of at least 8 characters and tell it to them; they can change it later." error={err.password}>
           {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} aria-invalid={invalid} value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
         </Field>
-        <FormError error={act.error} fields={{ email: 'E-mail', role: 'Role', name: 'Name', password: 'Initial password' }} />
+        <FormError error={act.error} fields={fields} />
         <div class="actions">
           <button type="button" class="secondary" onClick={props.onClose}>
             Cancel
