@@ -130,7 +130,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
                 ))}
               </select>
             </label>
-            <button type="button" class="secondary" disabled={dl.busy || loading || !list.data || list.stale || !!list.error || count.data?.count === 0} onClick={() => void dl.run()}>
+            <button type="button" class="secondary" disabled={dl.busy || loading || !!list.error || count.data?.count === 0} onClick={() => void dl.run()}>
               {dl.busy ? 'Preparing CSV…' : active ? 'Download these as CSV' : 'Download CSV'}
             </button>
           </div>
@@ -213,7 +213,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
                 <button type="button" class="secondary" disabled={cursors.length === 0 || list.loading} onClick={() => go({ page: cursors.slice(0, -1).join('~') || undefined })}>
                   Previous
                 </button>
-                <button type="button" class="secondary" disabled={!d.nextCursor || list.loading || list.stale} onClick={() => go({ page: [...cursors, d.nextCursor!].join('~') })}>
+                <button type="button" class="secondary" disabled={!d.nextCursor || list.loading} onClick={() => go({ page: [...cursors, d.nextCursor!].join('~') })}>
                   Next
                 </button>
               </nav>
