@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, LEDGER, listAll, type ApiError } from '../api.ts';
-import { navigate, setQuery, useLocation } from '../router.ts';
+import { navigate, setQuery, takeNotice, useLocation } from '../router.ts';
 import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, FormError, Link, Loading, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
@@ -70,9 +70,6 @@ const STATUSES: { value: Status | undefined; label: string }[] = [
 const PING_WAIT_MS = 30_000;
 const SECRET_WHY = 'the server keeps it only to sign deliveries and never shows it again';
 
-/** A message for the list page after the webhook page deleted its webhook and went back. */
-let flash: string | undefined;
-
 const webhooksPath = (orgId: string) => `${LEDGER}/orgs/${orgId}/webhooks`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const badgeClass = (s: Status) => (s === 'delivered' ? 'ok' : s === 'failed' ? 'bad' : '');
@@ -108,11 +105,8 @@ function WebhookList(props: { orgId: string }) {
   const ledgers = useLedgers(orgId);
   const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<WithSecret>();
-  const [notice, setNotice] = useState<string | undefined>(() => {
-    const f = flash;
-    flash = undefined;
-    return f;
-  });
+  // the webhook page that deleted its webhook says so here (navigate's notice)
+  const [notice, setNotice] = useState<string | undefined>(takeNotice);
   return (
     <>
       <PageHead title="Webhooks" sub="contact-ledger POSTs a signed JSON event to your URL when a contact changes jobs or information, or an import ends.">
@@ -265,8 +259,7 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
                 setLogTick((n) => n + 1);
               }}
               onDeleted={(message) => {
-                flash = message;
-                navigate(`/orgs/${orgId}/webhooks`);
+                navigate(`/orgs/${orgId}/webhooks`, { state: { notice: message } });
               }}
               onPinged={() => {
                 req.reload();
