@@ -120,12 +120,12 @@ K('a dialog whose request failed keeps focus: on the field the API named, else o
   await dialog.getByRole('button', { name: 'Create ledger' }).click();
   await dialog.locator('.field-error').waitFor();
   assert.is(await name.getAttribute('aria-invalid'), 'true');
-  await until(async () => (await hasFocus(name)) || undefined, 'focus on the Name field');
+  await until(() => hasFocus(name), 'focus on the Name field');
   assert.match(await dialog.locator('.field-error').innerText(), 'Must not be empty');
   assert.not.match(await dialog.innerText(), 'Invalid request body');
   // Enter in the field: the same
   await name.press('Enter');
-  await until(async () => (await hasFocus(name)) || undefined, 'focus still on the Name field');
+  await until(() => hasFocus(name), 'focus still on the Name field');
   await page.keyboard.press('Escape');
   await dialog.waitFor({ state: 'detached' });
   assert.ok(await hasFocus(page.getByRole('button', { name: 'New ledger' })), 'focus back on New ledger');
@@ -139,7 +139,7 @@ K('a dialog whose request failed keeps focus: on the field the API named, else o
   await message.waitFor();
   assert.match(await message.innerText(), `${ROOT_EMAIL} is already a member of "Organisation`);
   assert.not.match(await message.innerText(), ctx.orgId);
-  await until(async () => (await hasFocus(message, true)) || undefined, 'focus on the message');
+  await until(() => hasFocus(message, true), 'focus on the message');
   await page.keyboard.press('Escape');
   await dialog.waitFor({ state: 'detached' });
 });
@@ -167,7 +167,7 @@ K('after a rotated secret is closed (button or Escape), focus is back on "Rotate
     if (close === 'button') await page.getByRole('button', { name: 'I have stored the secret' }).click();
     else await page.keyboard.press('Escape');
     await page.getByRole('dialog').waitFor({ state: 'detached' });
-    await until(async () => (await hasFocus(hookRotate)) || undefined, `focus on the webhook's Rotate secret after the ${close}`, 5000);
+    await until(() => hasFocus(hookRotate), `focus on the webhook's Rotate secret after the ${close}`, 5000);
   }
 });
 

@@ -74,7 +74,7 @@ M("a new organization whose first admin has no account: a password field, the AP
   assert.match(await fieldError.innerText(), `No user has the e-mail ${email}; give a password to create one.`);
   assert.is(await password.getAttribute('aria-invalid'), 'true');
   assert.not.match(await page.locator('main').innerText(), 'adminPassword');
-  await until(async () => (await hasFocus(password)) || undefined, 'focus on the password field');
+  await until(() => hasFocus(password), 'focus on the password field');
   await shoot(page, 'new-org-needs-password');
   await password.fill('first admin password 1');
   await page.getByLabel("First admin's name").fill('Nora New');
