@@ -403,11 +403,18 @@ export function Time(props: { iso: string | null | undefined; dateOnly?: boolean
 }
 
 /**
- * Why a job failed (or what the server says about one that finished), as text in its row: a
- * tooltip on the status reached no keyboard, touch or screen-reader user.
+ * An import or feed job's status as a badge (completed, failed, or as it is), with why it failed
+ * (or what the server says about one that finished) as text beneath it: a tooltip on the status
+ * reached no keyboard, touch or screen-reader user.
  */
-export function JobMessage(props: { failed: boolean; message: string }) {
-  return <p class={`job-message${props.failed ? ' bad-text' : ' muted'}`}>{props.message}</p>;
+export function JobStatus(props: { status: string; message: string | null }) {
+  const failed = props.status === 'failed';
+  return (
+    <>
+      <span class={`badge ${props.status === 'completed' ? 'ok' : failed ? 'bad' : ''}`}>{props.status}</span>
+      {props.message && <p class={`job-message${failed ? ' bad-text' : ' muted'}`}>{props.message}</p>}
+    </>
+  );
 }
 
 /** Announces short results of actions to screen readers and sighted users alike. */

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
-import { Async, CursorPager, JobMessage, Empty, ErrorBox, fmtNumber, FormError, PageHead, Time, useAction, useRequest, useSession } from '../ui.tsx';
+import { Async, CursorPager, JobStatus, Empty, ErrorBox, fmtNumber, FormError, PageHead, Time, useAction, useRequest, useSession } from '../ui.tsx';
 
 interface FeedJob {
   id: string;
@@ -119,8 +119,7 @@ export function Feed() {
                         {f.fileName ? `: ${f.fileName}` : ''}
                       </td>
                       <td class="status">
-                        <span class={`badge ${f.status === 'completed' ? 'ok' : f.status === 'failed' ? 'bad' : ''}`}>{f.status}</span>
-                        {f.message && <JobMessage failed={f.status === 'failed'} message={f.message} />}
+                        <JobStatus status={f.status} message={f.message} />
                       </td>
                       <td class="num">{fmtNumber(f.received)}</td>
                       <td class="num">{fmtNumber(f.invalid)}</td>

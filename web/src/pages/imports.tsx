@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, fetchText, LEDGER, parseCsv, upload, type ApiError } from '../api.ts';
-import { Async, CursorPager, JobMessage, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Notice, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
+import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Notice, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 export interface ImportJob {
@@ -514,8 +514,7 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
                         </td>
                         <td class="break">{i.source === 'csv' ? i.fileName : 'API'}</td>
                         <td class="status">
-                          {done(i.status) ? <span class={`badge ${i.status === 'failed' ? 'bad' : 'ok'}`}>{i.status}</span> : <JobProgress job={i} compact />}
-                          {done(i.status) && i.message && <JobMessage failed={i.status === 'failed'} message={i.message} />}
+                          {done(i.status) ? <JobStatus status={i.status} message={i.message} /> : <JobProgress job={i} compact />}
                         </td>
                         <td class="num">{fmtNumber(i.submitted)}</td>
                         <td class="num">{fmtNumber(i.imported)}</td>
