@@ -360,8 +360,8 @@ export async function createLedger(t: TestApp, token: string, orgId: string, nam
   return r.body.id;
 }
 
-/** Polls an import job until it is completed or failed (no sleeps: the job is kicked at once). */
-export async function waitForImport(t: TestApp, token: string, orgId: string, ledgerId: string, importId: string, timeoutMs = 30_000): Promise<any> {
+/** Polls an import job until it is completed or failed (no sleeps: the job is kicked at once). `t`: a test app, or a browser test's server. */
+export async function waitForImport(t: { call: Call }, token: string, orgId: string, ledgerId: string, importId: string, timeoutMs = 30_000): Promise<any> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const r = await t.call('GET', `${ledgerPath(orgId, ledgerId)}/imports/${importId}`, { token });
@@ -404,7 +404,7 @@ export function sendInTwoParts(
 }
 
 /** POSTs a person-data feed (SPEC §5) and waits for its feed job; returns the finished job. */
-export async function feedAndWait(t: TestApp, token: string, body: string | Buffer, type = 'application/x-ndjson', timeoutMs = 20_000): Promise<any> {
+export async function feedAndWait(t: { call: Call }, token: string, body: string | Buffer, type = 'application/x-ndjson', timeoutMs = 20_000): Promise<any> {
   const r = await t.call('POST', `${LEDGER}/feed`, { token, raw: body, headers: { 'content-type': type } });
   expectStatus(r, 202, 'feed');
   const until = Date.now() + timeoutMs;
@@ -418,14 +418,14 @@ export async function feedAndWait(t: TestApp, token: string, body: string | Buff
 }
 
 /** POSTs contacts and waits for their import job; returns the finished job. */
-export async function addContacts(t: TestApp, token: string, orgId: string, ledgerId: string, contacts: unknown[] | Record<string, unknown>): Promise<any> {
+export async function addContacts(t: { call: Call }, token: string, orgId: string, ledgerId: string, contacts: unknown[] | Record<string, unknown>): Promise<any> {
   const r = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/contacts`, { token, body: Array.isArray(contacts) ? { contacts } : contacts });
   expectStatus(r, 202, 'add contacts');
   return waitForImport(t, token, orgId, ledgerId, r.body.id);
 }
 
 /** Uploads a CSV and waits for its import job; returns the finished job. */
-export async function uploadCsv(t: TestApp, token: string, orgId: string, ledgerId: string, csv: string | Buffer, opts: { mapping?: unknown; fileName?: string } = {}): Promise<any> {
+export async function uploadCsv(t: { call: Call }, token: string, orgId: string, ledgerId: string, csv: string | Buffer, opts: { mapping?: unknown; fileName?: string } = {}): Promise<any> {
   const r = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(csv, opts) });
   expectStatus(r, 202, 'upload csv');
   return waitForImport(t, token, orgId, ledgerId, r.body.id);

@@ -7,9 +7,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Route } from 'playwright-core';
 import { apiToken, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+import { addContacts, ID, LEDGER } from '../helpers.ts';
 
-const ID = '/api/identity/v1';
-const LEDGER = '/api/ledger/v1';
 
 interface Ctx {
   e: E2E;
@@ -30,9 +29,7 @@ L.before(async (ctx) => {
   const contacts = ['Acme', 'Bolt'].flatMap((company) =>
     Array.from({ length: 30 }, (_, i) => ({ name: `${company} person ${String(i).padStart(2, '0')}`, company, title: 'Engineer', email: `${company.toLowerCase()}${i}@list.test` })),
   );
-  const added = await e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts`, { token, body: { contacts } });
-  assert.is(added.status, 202, added.text);
-  await until(async () => (await e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports/${added.body.id}`, { token })).body.status === 'completed', 'the import');
+  assert.is((await addContacts(e, token, ctx.orgId, ctx.ledgerId, contacts)).status, 'completed');
   await signInUi(e.page, e.base, ROOT_EMAIL, ROOT_PASSWORD);
 });
 L.after(async (ctx) => ctx.e.close());

@@ -6,9 +6,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Page } from 'playwright-core';
 import { apiToken, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, widths, type E2E } from './harness.ts';
+import { addContacts, ID, LEDGER } from '../helpers.ts';
 
-const ID = '/api/identity/v1';
-const LEDGER = '/api/ledger/v1';
 
 const LONG_EMAIL = 'maximilian.alexander.von-hohenzollern@internationale-handelsgesellschaft-deutschland.de';
 const long = (word: string, n: number) => word.repeat(Math.ceil(n / word.length)).slice(0, n);
@@ -33,9 +32,7 @@ K.before(async (ctx) => {
   assert.is(ledger.status, 201, ledger.text);
   ctx.ledgerId = ledger.body.id;
   const contact = { name: long('Name', 250), company: long('Company', 250), title: long('Title', 250), location: long('Location', 250), email: LONG_EMAIL };
-  const added = await e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts`, { token, body: { contacts: [contact] } });
-  assert.is(added.status, 202, added.text);
-  await until(async () => (await e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports/${added.body.id}`, { token })).body.status === 'completed', 'the import');
+  assert.is((await addContacts(e, token, ctx.orgId, ctx.ledgerId, [contact])).status, 'completed');
   ctx.contactId = (await e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts`, { token })).body.contacts[0].id;
   const hook = await e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/webhooks`, { token, body: { url: 'http://127.0.0.1:9/hook', events: ['contact.job_changed'], ledgerIds: [ctx.ledgerId] } });
   assert.is(hook.status, 201, hook.text);

@@ -5,9 +5,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { apiToken, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+import { feedAndWait, uploadCsv, ID, LEDGER } from '../helpers.ts';
 
-const ID = '/api/identity/v1';
-const LEDGER = '/api/ledger/v1';
 
 interface Ctx {
   e: E2E;
@@ -27,17 +26,11 @@ M.before(async (ctx) => {
 M.after(async (ctx) => ctx.e.close());
 
 M('a failed import and a failed feed job say why in their rows, as text', async (ctx) => {
-  const { page, base, call } = ctx.e;
+  const { page, base } = ctx.e;
   const { token } = ctx;
   // a quote never closed: the import fails at line 3
-  const form = new FormData();
-  form.append('file', new Blob(['name,company\nAda,Acme\n"Bob,Bolt\n'], { type: 'text/csv' }), 'broken.csv');
-  const imp = await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`, { token, raw: form });
-  assert.is(imp.status, 202, imp.text);
-  const failed = await until(async () => {
-    const j = (await call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports/${imp.body.id}`, { token })).body;
-    return j.status === 'failed' ? j : undefined;
-  }, 'the import to fail');
+  const failed = await uploadCsv(ctx.e, token, ctx.orgId, ctx.ledgerId, 'name,company\nAda,Acme\n"Bob,Bolt\n', { fileName: 'broken.csv' });
+  assert.is(failed.status, 'failed');
   assert.ok(failed.message, 'the job has a message');
   await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`);
   const row = page.getByRole('region', { name: 'Imports' }).locator('tbody tr', { hasText: 'broken.csv' });
@@ -46,12 +39,8 @@ M('a failed import and a failed feed job say why in their rows, as text', async 
   assert.match((await row.getAttribute('class')) ?? '', 'failed');
 
   // a feed of one record that cannot be applied fails, and the feed page says why
-  const fed = await call('POST', `${LEDGER}/feed`, { token, raw: '{"company":"Nobody Inc"}\n', headers: { 'content-type': 'application/x-ndjson' } });
-  assert.is(fed.status, 202, fed.text);
-  const feed = await until(async () => {
-    const j = (await call('GET', `${LEDGER}/feed/${fed.body.id}`, { token })).body;
-    return j.status === 'failed' ? j : undefined;
-  }, 'the feed job to fail');
+  const feed = await feedAndWait(ctx.e, token, '{"company":"Nobody Inc"}\n');
+  assert.is(feed.status, 'failed');
   await page.goto(`${base}/feed`);
   const feedRow = page.getByRole('region', { name: 'Feed jobs' }).locator('tbody tr.failed').first();
   await feedRow.getByText(feed.message as string).waitFor();
