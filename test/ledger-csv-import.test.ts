@@ -1271,25 +1271,26 @@ U('a file at the limit is accepted; one byte over → 413 problem+json, not 500;
   assert.equal(filesUnder(tmpDir(t)), []);
 });
 
-U('a second file (in any field) → 413, a lone file in another field → 400, with a clear message; nothing left in tmp', async ({ t, w }) => {
+U('a second file in "file" → 413, a file in another field → 400 naming that field (beside a file or not, small or large), with a clear message; nothing left in tmp', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'two');
-  const cases: [string, FormData, number][] = [];
-  let f = new FormData();
-  f.append('file', new Blob(['name,company\nA,B\n']), 'a.csv');
-  f.append('file', new Blob(['name,company\nC,D\n']), 'b.csv');
-  cases.push(['twice in "file"', f, 413]);
-  f = new FormData();
-  f.append('file', new Blob(['name,company\nA,B\n']), 'a.csv');
-  f.append('other', new Blob(['name,company\nC,D\n']), 'b.csv');
-  cases.push(['"file" and "other"', f, 413]);
-  f = new FormData();
-  f.append('other', new Blob(['name,company\nA,B\n']), 'a.csv');
-  cases.push(['only in "other"', f, 400]);
-  for (const [what, form, status] of cases) {
-    const r = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: form });
+  const cases: [string, FormData, number, RegExp][] = [];
+  const form = (...parts: [string, string][]) => {
+    const f = new FormData();
+    for (const [field, text] of parts) f.append(field, new Blob([text]), `${field}.csv`);
+    return f;
+  };
+  const csv = 'name,company\nA,B\n';
+  cases.push(['twice in "file"', form(['file', csv], ['file', csv]), 413, /exactly one file, in the field "file"/]);
+  // a tester's case: the second part a mistyped mapping file, once 413 "Send exactly one file"
+  cases.push(['"file" and a file in "Mapping"', form(['file', csv], ['Mapping', '{"name":"Name"}']), 400, /"Mapping" is not a known form field/]);
+  cases.push(['"file" and "other"', form(['file', csv], ['other', csv]), 400, /"other" is not a known form field/]);
+  cases.push(['only in "other"', form(['other', csv]), 400, /must be sent in the multipart field "file", not "other"/]);
+  cases.push(['a 300 KiB file only in "other"', form(['other', csv.repeat(20_000)]), 400, /must be sent in the multipart field "file", not "other"/]);
+  for (const [what, body, status, message] of cases) {
+    const r = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: body });
     assert.is(r.status, status, `${what}: ${r.text.slice(0, 200)}`);
     assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/, what);
-    assert.match(r.body.message, /exactly one file, in the field "file"|must be sent in the multipart field "file", not "other"/, what);
+    assert.match(r.body.message, message, what);
     assert.equal(filesUnder(tmpDir(t)), [], `${what}: tmp is empty`);
   }
   const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });

@@ -51,6 +51,9 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
   const dir = join(opts.tmpRoot, `${Date.now()}-${(ctx.state.requestId as string).replace(/[^A-Za-z0-9_-]/g, '').slice(0, 40)}-${Math.random().toString(36).slice(2, 8)}`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const release = () => rmSync(dir, { recursive: true, force: true });
+  // files sent in a field of another name than "file": read as text and refused by that name
+  const filesInOtherFields: string[] = [];
+  const misplacedFile = (name: string) => badRequest('missing_file', `The file must be sent in the multipart field "file", not "${name.slice(0, 100)}".`, [{ path: name.slice(0, 100), message: 'is not a known field' }]);
   const parse = koaBody({
     multipart: true,
     json: false,
@@ -74,10 +77,16 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
       // otherwise. Read parts by their name instead: "file" is the file even without a type (RFC
       // 7578 §4.4: it defaults to text/plain; some clients leave it out, and `curl -F "file=<x.csv"`
       // sends no filename either), and a known text field is text even when sent as a file
-      // (`curl -F mapping=@mapping.json`). Other parts go as they came, to be refused below.
+      // (`curl -F mapping=@mapping.json`). A file in a field of any other name is read as text
+      // too (at most maxFieldsSize), so that it is refused by its name below (a mistyped
+      // `-F Mapping=@mapping.json`), not counted as a second file (413).
       onPart: (part, handle) => {
         if (part.name === 'file') part.mimetype ||= 'text/plain';
         else if (part.name !== null && opts.fields.includes(part.name)) part.mimetype = null;
+        else if (part.name !== null && part.mimetype) {
+          filesInOtherFields.push(part.name);
+          part.mimetype = null;
+        }
         void handle(part);
       },
     },
@@ -94,6 +103,11 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
         throw new AppError(507, 'insufficient_storage', NOT_STORED);
       }
       const code = (err as { code?: number }).code ?? 0;
+      // a file too large for a text field: the trouble is its field, whatever its size
+      if (code === 1006 && filesInOtherFields.length > 0) {
+        stopReading();
+        throw misplacedFile(filesInOtherFields[0]!);
+      }
       const message = TOO_LARGE[code];
       if (message) {
         stopReading();
@@ -112,6 +126,10 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
   const files = ctx.request.files ?? {};
   const names = Object.keys(files);
   const file = files.file;
+  if (!file && filesInOtherFields.length > 0) {
+    release();
+    throw misplacedFile(filesInOtherFields[0]!);
+  }
   if (!file || Array.isArray(file) || names.length !== 1) {
     release();
     const message =
