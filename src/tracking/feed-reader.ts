@@ -7,7 +7,7 @@ import { headerDelimiter, sepLine, utf16ByteOrder } from '../csv/scan.ts';
 import { ALIASES, headerKey } from '../csv/columns.ts';
 import { firstDuplicateKey, hasLoneSurrogate } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
-import { pipeline, type Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 
 /**
  * Streams the records of a feed file (NDJSON, CSV with a header, or a JSON array; optionally
@@ -24,11 +24,12 @@ export class FeedReadError extends Error {
   override name = 'FeedReadError';
 }
 
-function open(path: string, gzip: boolean): Readable {
-  const file = createReadStream(path, { highWaterMark: 1 << 20 });
+/** The file's bytes (its first `size` only, when given), unzipped when `gzip`. */
+function open(path: string, gzip: boolean, size: number | null): Readable {
+  const file = size === 0 ? Readable.from([]) : createReadStream(path, { highWaterMark: 1 << 20, ...(size === null ? {} : { end: size - 1 }) });
   if (!gzip) return file;
   const gunzip = createGunzip();
-  file.on('error', (e) => gunzip.destroy(e));
+  file.on('error', (e: Error) => gunzip.destroy(e));
   return file.pipe(gunzip);
 }
 
@@ -396,8 +397,13 @@ function parseRecord(text: string, line: number, what: 'line' | 'element'): Feed
 }
 
 /** The feed's items in order (a resumed feed passes over the ones it applied: feed-service.ts). */
-export async function* readFeed(path: string, format: FeedFormat, gzip: boolean): AsyncGenerator<FeedItem> {
-  const input = open(path, gzip);
+/**
+ * The records of the feed file at `path`. With `size`, only the file's first `size` bytes are
+ * read: an inbox file is read as it was when taken, so that what a writer that went on after a
+ * pause adds meanwhile (a CSV record cut after "Hoo" of "Hooli") is never read as a record.
+ */
+export async function* readFeed(path: string, format: FeedFormat, gzip: boolean, size: number | null = null): AsyncGenerator<FeedItem> {
+  const input = open(path, gzip, size);
   try {
     const head = await peek(input);
     const utf16 = head && utf16ByteOrder(head);

@@ -144,7 +144,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
         d.onChunk(p); // counted once committed
         return p.records;
       };
-      const items = readFeed(feed.filePath!, feed.format, feed.gzip);
+      const items = readFeed(feed.filePath!, feed.format, feed.gzip, feed.takenSize);
       const sizer = new ChunkSizer(FIRST_CHUNK);
       /** One chunk, its cost recorded for the next one's size; what the deadline left over goes on to the next chunk. */
       const applyTimed = (chunk: FeedItem[]): FeedItem[] => {
