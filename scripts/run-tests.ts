@@ -4,8 +4,9 @@
 // With --e2e it runs the browser tests instead (test/e2e/*.e2e.ts, one at a time: each drives Chromium).
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const root = join(import.meta.dirname, '..');
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 240_000);
@@ -52,13 +53,37 @@ interface Result {
   code: number | null;
 }
 
+// What a test file's process loads is compiled once, not in each process: the types of the
+// repository's .ts files stripped (scripts/strip-types-cache.mjs) and every module's JavaScript
+// compiled by V8 (Node's compile cache, which the children that test/child-server.ts starts share).
+const STRIP_TYPES_CACHE = pathToFileURL(join(root, 'scripts', 'strip-types-cache.mjs')).href;
+const COMPILE_CACHE = process.env.NODE_COMPILE_CACHE || join(root, '.cache', 'node-compile-cache');
+// Each state of a file adds an entry to both caches; entries written over a week ago go (one still
+// in use is written again at its next load).
+const CACHE_KEEP_MS = 7 * 24 * 3600_000;
+function removeOldEntries(dir: string): void {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return; // no cache yet
+  }
+  for (const e of entries) {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) removeOldEntries(path);
+    else if (Date.now() - (statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > CACHE_KEEP_MS) rmSync(path, { force: true });
+  }
+}
+removeOldEntries(join(root, '.cache', 'strip-types'));
+if (!process.env.NODE_COMPILE_CACHE) removeOldEntries(COMPILE_CACHE);
+
 const strip = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
 function runFile(file: string): Promise<Result> {
   const started = Date.now();
   const timeoutMs = fileTimeoutMs(file);
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [file], { cwd: root, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', STRIP_TYPES_CACHE, file], { cwd: root, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', NODE_COMPILE_CACHE: COMPILE_CACHE }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));

@@ -19,7 +19,16 @@ export const WORKER_FILES = bundled(WORKERS);
 /** The tests' own child programs (test/import-worker.ts, test/queue-worker.ts), compiled alike. */
 export const HARNESS = bundled(HARNESSES);
 // WEBHOOK_ALLOW_LOCAL: the tests' webhook receivers listen on 127.0.0.1
-export const baseEnv = { PATH: process.env.PATH ?? '', BCRYPT_COST: '4', CONTACT_LEDGER_TEST_WEAK_HASHING: '1', HOME: process.env.HOME ?? '/tmp', WEBHOOK_ALLOW_LOCAL: 'true', CONTACT_LEDGER_CHECK_ANSWERS: 'true' };
+// NODE_COMPILE_CACHE: the V8 compile cache that scripts/run-tests.ts gives the test files, shared
+export const baseEnv = {
+  PATH: process.env.PATH ?? '',
+  BCRYPT_COST: '4',
+  CONTACT_LEDGER_TEST_WEAK_HASHING: '1',
+  HOME: process.env.HOME ?? '/tmp',
+  WEBHOOK_ALLOW_LOCAL: 'true',
+  CONTACT_LEDGER_CHECK_ANSWERS: 'true',
+  ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}),
+};
 
 export interface Running {
   child: ChildProcess;
