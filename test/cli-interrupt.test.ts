@@ -69,13 +69,14 @@ async function finished(data: string, ids: string[], sql: string): Promise<unkno
 C('import <file> with no server running: SIGINT or SIGTERM hands the job back with its progress and releases the folder; the server finishes it, every row once', async () => {
   const { data, env, s, orgId, ledgerId } = await serverWithLedger();
   await stop(s);
-  const ROWS = 60_000;
+  // enough rows that the signal, sent at the first progress line, lands well before the end
+  const ROWS = 20_000;
   const ids: string[] = [];
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     const file = join(tempDir(), `${sig}.csv`);
     writeFileSync(file, csv(ROWS).replaceAll(',ref-', `,${sig}-`)); // reference ids of its own: none a duplicate of the other file's
-    const said = /(imp_[0-9a-z]+): interrupted after (\d+) of 60000 rows; the job keeps its progress and the server finishes it when it starts/;
-    ids.push(await interrupt(data, env, ['import', orgId, ledgerId, file], sig, /imp_[0-9a-z]+: [1-9]\d*\/60000/, said, 'SELECT imported FROM import_jobs WHERE id = ?', ROWS));
+    const said = new RegExp(`(imp_[0-9a-z]+): interrupted after (\\d+) of ${ROWS} rows; the job keeps its progress and the server finishes it when it starts`);
+    ids.push(await interrupt(data, env, ['import', orgId, ledgerId, file], sig, new RegExp(`imp_[0-9a-z]+: [1-9]\\d*/${ROWS}`), said, 'SELECT imported FROM import_jobs WHERE id = ?', ROWS));
   }
   const done = await finished(data, ids, 'SELECT j.status, i.imported, i.duplicates, i.invalid FROM json_each(?) e JOIN jobs j ON j.id = e.value JOIN import_jobs i ON i.id = j.id ORDER BY e.key');
   assert.equal(done, ids.map(() => ({ status: 'completed', imported: ROWS, duplicates: 0, invalid: 0 })));
@@ -92,7 +93,7 @@ C('feed <file> with no server running: SIGINT or SIGTERM hands the job back with
   // and its job processing under its lease.
   const data = tempDir();
   const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ops@example.com', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase 42' };
-  const RECORDS = 60_000;
+  const RECORDS = 20_000;
   const file = join(data, '..', 'many.jsonl');
   const lines: string[] = [];
   for (let i = 0; i < RECORDS; i++) lines.push(JSON.stringify({ email: `p${i}@x.test`, name: `Person ${i}`, company: `Co ${i % 50}`, title: 'Engineer' }));
