@@ -396,11 +396,11 @@ function parseRecord(text: string, line: number, what: 'line' | 'element'): Feed
   return twice === undefined ? { line, value } : { line, error: `the ${what} gives "${twice.slice(0, 100)}" more than once` };
 }
 
-/** The feed's items in order (a resumed feed passes over the ones it applied: feed-service.ts). */
 /**
- * The records of the feed file at `path`. With `size`, only the file's first `size` bytes are
- * read: an inbox file is read as it was when taken, so that what a writer that went on after a
- * pause adds meanwhile (a CSV record cut after "Hoo" of "Hooli") is never read as a record.
+ * The feed's items in order (a resumed feed passes over the ones it applied: feed-service.ts).
+ * With `size`, only the file's first `size` bytes are read: an inbox file is read as it was when
+ * taken, so that what a writer that went on after a pause adds meanwhile (a CSV record cut after
+ * "Hoo" of "Hooli") is never read as a record.
  */
 export async function* readFeed(path: string, format: FeedFormat, gzip: boolean, size: number | null = null): AsyncGenerator<FeedItem> {
   const input = open(path, gzip, size);
