@@ -3,7 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ManualClock } from '../src/clock.ts';
 import { createCursors } from '../src/cursor.ts';
@@ -1852,7 +1852,7 @@ I('an inbox file its writer went on writing after it was taken is read as it was
   }
   assert.is(await settled(t, 'stalled.csv'), 'failed');
   const reason = readFileSync(join(inbox, 'failed', 'stalled.csv.reason.txt'), 'utf8');
-  assert.match(reason, /^the file changed after it was taken from the inbox \(45 bytes then, 66 now\).*only its first 45 bytes were read.*Put the whole file into the inbox again.*\nfeed_[0-9a-z]+ completed: 1 records, .* 1 persons updated, 0 contacts matched, 0 job changes, 0 info changes/s);
+  assert.match(reason, /^the file grew after it was taken from the inbox \(45 bytes then, 66 now\).*only its first 45 bytes were read.*Put the whole file into the inbox again.*\nfeed_[0-9a-z]+ completed: 1 records, .* 1 persons updated, 0 contacts matched, 0 job changes, 0 info changes/s);
   // the writer ends its record; fed again whole, as the reason says: what was applied is not applied twice
   appendFileSync(join(inbox, 'failed', 'stalled.csv'), 'o\nst2,Stall Two,Stall Co\n');
   writeFileSync(join(inbox, 'again.csv'), readFileSync(join(inbox, 'failed', 'stalled.csv')));
@@ -1862,6 +1862,39 @@ I('an inbox file its writer went on writing after it was taken is read as it was
   assert.is(await settled(t, 'again.csv'), 'done');
   const result = readFileSync(join(inbox, 'done', 'again.csv.result.txt'), 'utf8');
   assert.match(result, / completed: 3 records, 0 invalid, 0 older than known, 1 repeated, 1 persons updated, 0 contacts matched, 0 job changes, 0 info changes/, result);
+});
+
+I('an inbox file cut after it was taken fails, read up to its last whole record: the cut one is never applied; a gzip that grew after it was taken is said to have grown, not to be truncated', async ({ t }) => {
+  const inbox = join(t.dataDir, 'inbox');
+  const old = new Date(Date.now() - 10_000);
+  const feeds = t.rt.tracking.feeds;
+  const people = t.rt.db.raw.prepare<[string], { company: string }>('SELECT company FROM people WHERE external_id = ?');
+  const take = async (name: string, body: string | Buffer, change: (path: string) => void) => {
+    writeFileSync(join(inbox, name), body);
+    utimesSync(join(inbox, name), old, old);
+    const hold = holdBulkJobs(t);
+    try {
+      await feeds.scanInbox();
+      assert.is(await feeds.scanInbox(), 1);
+      const [taken] = readdirSync(join(inbox, 'processing'));
+      change(join(inbox, 'processing', taken!));
+    } finally {
+      await hold.release();
+    }
+    assert.is(await settled(t, name), 'failed');
+    return readFileSync(join(inbox, 'failed', `${name}.reason.txt`), 'utf8');
+  };
+  // a tester's case: truncated while its job waited, "Hooli" became "Hoo" and was applied
+  const csv = 'personId,name,company\ncut1,Cut One,Cut Co\ncut2,Cut Two,Hooli\n';
+  const cut = await take('cut.csv', csv, (path) => truncateSync(path, csv.length - 3));
+  assert.match(cut, /^the file was cut after it was taken from the inbox \(61 bytes then, 58 now\): it was read up to its last whole record, not past it\. Put the whole file into the inbox again.*; (records 1–1 were applied|nothing was applied)[^\n]*\nfeed_[0-9a-z]+ failed: /s, cut);
+  assert.is(people.get('cut2'), undefined, 'the cut record was not applied');
+  // a gzip written in two flushes, taken after the first: whole in failed/, and said to have grown
+  const records = Array.from({ length: 400 }, (_, i) => ndjson({ personId: `gz${i}`, name: `Gzip ${i}`, company: 'Grow Co' })).join('');
+  const whole = gzipSync(records);
+  const grown = await take('grown.jsonl.gz', whole.subarray(0, Math.floor(whole.length / 2)), (path) => appendFileSync(path, whole.subarray(Math.floor(whole.length / 2))));
+  assert.match(grown, /^the file grew after it was taken from the inbox \(\d+ bytes then, \d+ now\).* \(reading those bytes: the gzip file is truncated\); (records 1–\d+ were applied|nothing was applied)/s);
+  assert.equal(gunzipSync(readFileSync(join(inbox, 'failed', 'grown.jsonl.gz'))).toString(), records, 'the file in failed/ is whole');
 });
 
 I('an inbox file removed from processing/ before its feed ran is said so in the log (it has nowhere to get its counts beside it), and its job fails naming it', async ({ t }) => {

@@ -110,16 +110,19 @@ export interface FeedLog {
   error(fields: object, msg: string): void;
 }
 
-/** Why an inbox file is not done: it has another size than when it was taken. Null when not (or nothing was kept). */
-function changedSinceTaken(feed: FeedJob): string | null {
+/**
+ * Why an inbox file is not done: it has another size than when it was taken (it was read as it
+ * was then: feed-reader.ts). Null when not, when nothing was kept, or when the file is gone.
+ */
+export function changedSinceTaken(feed: FeedJob): string | null {
   if (feed.takenSize === null || !feed.filePath) return null;
-  const size = statSync(feed.filePath).size;
-  if (size === feed.takenSize) return null;
-  return (
-    `the file changed after it was taken from the inbox (${feed.takenSize} bytes then, ${size} now): its writer went on after a pause of more than ` +
-    `2 seconds, and only its first ${feed.takenSize} bytes were read. Put the whole file into the inbox again (records already applied change nothing), ` +
-    `and copy files in under a hidden name (.name) and rename them once written`
-  );
+  const size = statSync(feed.filePath, { throwIfNoEntry: false })?.size;
+  if (size === undefined || size === feed.takenSize) return null;
+  const what =
+    size > feed.takenSize
+      ? `the file grew after it was taken from the inbox (${feed.takenSize} bytes then, ${size} now): its writer went on after a pause of more than 2 seconds, and only its first ${feed.takenSize} bytes were read`
+      : `the file was cut after it was taken from the inbox (${feed.takenSize} bytes then, ${size} now): it was read up to its last whole record, not past it`;
+  return `${what}. Put the whole file into the inbox again (records already applied change nothing), and copy files in under a hidden name (.name) and rename them once written`;
 }
 
 /**

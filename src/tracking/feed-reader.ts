@@ -7,7 +7,7 @@ import { headerDelimiter, sepLine, utf16ByteOrder } from '../csv/scan.ts';
 import { ALIASES, headerKey } from '../csv/columns.ts';
 import { firstDuplicateKey, hasLoneSurrogate } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
-import { pipeline, Readable } from 'node:stream';
+import { pipeline, Readable, Transform } from 'node:stream';
 
 /**
  * Streams the records of a feed file (NDJSON, CSV with a header, or a JSON array; optionally
@@ -24,9 +24,32 @@ export class FeedReadError extends Error {
   override name = 'FeedReadError';
 }
 
-/** The file's bytes (its first `size` only, when given), unzipped when `gzip`. */
+/** A taken inbox file that ends before the size it had when taken: cut since (feed-files.ts says how). */
+export class TakenFileCutError extends FeedReadError {}
+
+/**
+ * The bytes of `input`, failing at their end when there are fewer than `size`: the file was cut
+ * after it was taken, and its last line, now without its line break, is never read as a record
+ * (a record cut after "Hoo" of "Hooli" would be a false job change).
+ */
+function atLeast(input: Readable, size: number): Readable {
+  let seen = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      seen += chunk.length;
+      cb(null, chunk);
+    },
+    flush(cb) {
+      cb(seen < size ? new TakenFileCutError(`the file has ${seen} bytes, fewer than the ${size} it had when taken`) : null);
+    },
+  });
+  input.on('error', (e: Error) => counted.destroy(e));
+  return input.pipe(counted);
+}
+
+/** The file's bytes (its first `size` only, when given: the file as it was taken), unzipped when `gzip`. */
 function open(path: string, gzip: boolean, size: number | null): Readable {
-  const file = size === 0 ? Readable.from([]) : createReadStream(path, { highWaterMark: 1 << 20, ...(size === null ? {} : { end: size - 1 }) });
+  const file = size === null ? createReadStream(path, { highWaterMark: 1 << 20 }) : atLeast(size === 0 ? Readable.from([]) : createReadStream(path, { highWaterMark: 1 << 20, end: size - 1 }), size);
   if (!gzip) return file;
   const gunzip = createGunzip();
   file.on('error', (e: Error) => gunzip.destroy(e));

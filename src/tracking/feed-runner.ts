@@ -5,10 +5,10 @@ import { beginWork, RENEW_LEASE_AFTER_MS, renewBetweenChunks } from '../jobs/que
 import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import { isConstraintError, type Db } from '../storage/db.ts';
-import { settleFeedFile, type FeedLog } from './feed-files.ts';
+import { changedSinceTaken, settleFeedFile, type FeedLog } from './feed-files.ts';
 import { FeedListing } from './feed-listing.ts';
 import { validateFeedRecord } from './feed-input.ts';
-import { FeedReadError, readFeed, type FeedItem } from './feed-reader.ts';
+import { FeedReadError, readFeed, TakenFileCutError, type FeedItem } from './feed-reader.ts';
 import type { FeedJob, FeedProgress, FeedsRepo } from './feeds-repo.ts';
 import { zeroCounts, type FeedRecord, type TrackingCounts } from './model.ts';
 import type { Tracker } from './tracker.ts';
@@ -195,7 +195,11 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       } catch (err) {
         if (!(err instanceof FeedReadError)) throw err;
         const applied = recordNo; // the records of committed chunks; the chunk being read was not applied
-        finish(lease, feed, `${err.message}; ${applied ? `records 1–${applied} were applied, nothing after them` : 'nothing was applied'}`);
+        // an inbox file that changed after it was taken, read as it was then: its gzip or array
+        // ends inside what was taken (a tester's case: "the gzip file is truncated" of a whole file)
+        const changed = changedSinceTaken(feed);
+        const why = changed ? (err instanceof TakenFileCutError ? changed : `${changed} (reading those bytes: ${err.message})`) : err.message;
+        finish(lease, feed, `${why}; ${applied ? `records 1–${applied} were applied, nothing after them` : 'nothing was applied'}`);
         return 'done';
       }
       finish(lease, feed, nothingApplied(d.feeds, feed.id, d.clock.now()), cap.note('records'));
