@@ -1286,6 +1286,29 @@ U('a second file in "file" → 413, a file in another field → 400 naming that 
   cases.push(['"file" and "other"', form(['file', csv], ['other', csv]), 400, /"other" is not a known form field/]);
   cases.push(['only in "other"', form(['other', csv]), 400, /must be sent in the multipart field "file", not "other"/]);
   cases.push(['a 300 KiB file only in "other"', form(['other', csv.repeat(20_000)]), 400, /must be sent in the multipart field "file", not "other"/]);
+  // a tester's case: told to send the file in "file", which it had
+  cases.push(['"file" and a 300 KiB file in "other"', form(['file', csv], ['other', csv.repeat(20_000)]), 400, /"other" is not a known form field/]);
+  // parts without a name (curl -F "=@x.csv"): a second file (413), or a field called "null"
+  const nameless = (beside: boolean, asFile: boolean) => {
+    const boundary = 'nameless-boundary';
+    const parts = [
+      ...(beside ? [`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\nContent-Type: text/csv\r\n\r\n${csv}\r\n`] : []),
+      `--${boundary}\r\nContent-Disposition: form-data${asFile ? '; filename="b.csv"\r\nContent-Type: text/csv' : ''}\r\n\r\n${csv}\r\n`,
+      `--${boundary}--\r\n`,
+    ];
+    return { body: parts.join(''), contentType: `multipart/form-data; boundary=${boundary}` };
+  };
+  const raw: [string, { body: string; contentType: string }][] = [
+    ['a file without a name beside "file"', nameless(true, true)],
+    ['a file without a name alone', nameless(false, true)],
+    ['a text part without a name beside "file"', nameless(true, false)],
+  ];
+  for (const [what, { body, contentType }] of raw) {
+    const r = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: body, headers: { 'content-type': contentType } });
+    assert.is(r.status, 400, `${what}: ${r.text.slice(0, 200)}`);
+    assert.match(r.body.message, /A part of the form has no name/, what);
+    assert.equal(filesUnder(tmpDir(t)), [], `${what}: tmp is empty`);
+  }
   for (const [what, body, status, message] of cases) {
     const r = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: body });
     assert.is(r.status, status, `${what}: ${r.text.slice(0, 200)}`);

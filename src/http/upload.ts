@@ -53,7 +53,14 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
   const release = () => rmSync(dir, { recursive: true, force: true });
   // files sent in a field of another name than "file": read as text and refused by that name
   const filesInOtherFields: string[] = [];
+  let fileSeen = false;
+  let namelessPart = false;
   const misplacedFile = (name: string) => badRequest('missing_file', `The file must be sent in the multipart field "file", not "${name.slice(0, 100)}".`, [{ path: name.slice(0, 100), message: 'is not a known field' }]);
+  const unknownField = (name: string) => badRequest('invalid_parameter', `"${name.slice(0, 100)}" is not a known form field (known: file, ${opts.fields.join(', ')}).`, [{ path: name.slice(0, 100), message: 'is not a known field' }]);
+  // RFC 7578 §4.2: every part names its field (curl -F "=@x.csv" sends none; formidable called it "null")
+  const nameless = () => badRequest('malformed_body', 'A part of the form has no name; send the file in the multipart field "file" (curl -F "file=@contacts.csv").');
+  /** What a form whose text went over maxFieldsSize is refused with: a file in the wrong field is the trouble, whatever its size. */
+  const misfiled = () => (namelessPart ? nameless() : filesInOtherFields.length === 0 ? null : fileSeen ? unknownField(filesInOtherFields[0]!) : misplacedFile(filesInOtherFields[0]!));
   const parse = koaBody({
     multipart: true,
     json: false,
@@ -81,9 +88,14 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
       // too (at most maxFieldsSize), so that it is refused by its name below (a mistyped
       // `-F Mapping=@mapping.json`), not counted as a second file (413).
       onPart: (part, handle) => {
-        if (part.name === 'file') part.mimetype ||= 'text/plain';
-        else if (part.name !== null && opts.fields.includes(part.name)) part.mimetype = null;
-        else if (part.name !== null && part.mimetype) {
+        if (part.name === 'file') {
+          part.mimetype ||= 'text/plain';
+          fileSeen = true;
+        } else if (part.name === null) {
+          namelessPart = true;
+          part.mimetype = null; // read as text (bounded), refused below
+        } else if (opts.fields.includes(part.name)) part.mimetype = null;
+        else if (part.mimetype) {
           filesInOtherFields.push(part.name);
           part.mimetype = null;
         }
@@ -104,9 +116,10 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
       }
       const code = (err as { code?: number }).code ?? 0;
       // a file too large for a text field: the trouble is its field, whatever its size
-      if (code === 1006 && filesInOtherFields.length > 0) {
+      const misfiledError = code === 1006 ? misfiled() : null;
+      if (misfiledError) {
         stopReading();
-        throw misplacedFile(filesInOtherFields[0]!);
+        throw misfiledError;
       }
       const message = TOO_LARGE[code];
       if (message) {
@@ -123,22 +136,19 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
     release();
     throw err;
   }
-  const files = ctx.request.files ?? {};
-  const names = Object.keys(files);
-  const file = files.file;
+  const file = (ctx.request.files ?? {}).file;
+  if (namelessPart) {
+    release();
+    throw nameless();
+  }
   if (!file && filesInOtherFields.length > 0) {
     release();
     throw misplacedFile(filesInOtherFields[0]!);
   }
-  if (!file || Array.isArray(file) || names.length !== 1) {
+  // (a file in any other field was read as text above, and a second one here is formidable's 1015)
+  if (!file || Array.isArray(file)) {
     release();
-    const message =
-      names.length > 1 || Array.isArray(file)
-        ? 'Send exactly one file, in the field "file".'
-        : names.length === 1
-          ? `The file must be sent in the multipart field "file", not "${names[0]!.slice(0, 100)}".`
-          : 'The upload has no file; send it in the multipart field "file".';
-    throw badRequest('missing_file', message);
+    throw badRequest('missing_file', file ? 'Send exactly one file, in the field "file".' : 'The upload has no file; send it in the multipart field "file".');
   }
   // a write that failed (a full disk) leaves the file shorter than what was received, without an
   // error reaching here: it was read as an empty or cut file (a tester's case: 422 "the file is empty")
@@ -151,7 +161,7 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
   for (const [k, v] of Object.entries(body)) {
     if (!opts.fields.includes(k)) {
       release();
-      throw badRequest('invalid_parameter', `"${k}" is not a known form field (known: file, ${opts.fields.join(', ')}).`, [{ path: k, message: 'is not a known field' }]);
+      throw unknownField(k);
     }
     if (typeof v !== 'string') {
       release();
