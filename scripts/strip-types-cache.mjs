@@ -12,12 +12,15 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { registerHooks, stripTypeScriptTypes } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isMainThread } from 'node:worker_threads';
 
 const root = join(import.meta.dirname, '..');
 const cache = join(root, '.cache', 'strip-types');
 const ours = (url) => url.startsWith('file:') && url.endsWith('.ts') && !url.includes('/node_modules/');
 
-registerHooks({
+// Worker threads inherit `--import`; the tests start theirs compiled (scripts/test-bundle.ts), so
+// there the hook would only cost each thread's start (~10 ms).
+if (isMainThread) registerHooks({
   load(url, context, nextLoad) {
     if (!ours(url)) return nextLoad(url, context);
     const text = readFileSync(fileURLToPath(url), 'utf8');
