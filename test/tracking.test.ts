@@ -316,8 +316,10 @@ T('replaying the same feed adds nothing; an older observation does not roll a pe
   ));
   // Ann was matched without a change, Bob together with his changes: both stay matched
   assert.equal([replay.jobChanges, replay.infoChanges, replay.contactsMatched], [0, 0, 0]);
+  // each record counted once: both told what was known (a tester found the counts not adding up)
+  assert.equal([replay.received, replay.personsUpdated, replay.unchanged], [2, 0, 2]);
   const old = await feed(t, w.serviceAccounts.feed.token, ndjson({ linkedin: 'linkedin.com/in/ann-lee', name: 'Ann Lee', company: 'Acme', observedAt: '2025-01-01' }));
-  assert.equal([old.stale, old.jobChanges, old.personsUpdated], [1, 0, 0]);
+  assert.equal([old.stale, old.jobChanges, old.personsUpdated, old.unchanged], [1, 0, 0, 0]);
   assert.is((await contact(t, w, path, 'ann')).company, 'Globex Corp');
   assert.is((await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body.changes.length, changesBefore);
 });
@@ -1813,7 +1815,7 @@ I('inbox files are taken once they stopped changing, then moved to done/ with th
   // which a slow machine reached after those 2 s)
   rmSync(join(inbox, 'growing.jsonl'));
   assert.is(await settled(t, 'good.jsonl'), 'done');
-  assert.match(readFileSync(join(inbox, 'done', 'good.jsonl.result.txt'), 'utf8'), /^feed_[0-9a-z]+ completed: 2 records, 0 invalid, 0 older than known, 0 repeated, 2 persons updated, 0 contacts matched, 0 job changes, 0 info changes\n$/);
+  assert.match(readFileSync(join(inbox, 'done', 'good.jsonl.result.txt'), 'utf8'), /^feed_[0-9a-z]+ completed: 2 records, 0 invalid, 0 older than known, 0 repeated, 2 persons updated, 0 unchanged, 0 contacts matched, 0 job changes, 0 info changes\n$/);
   assert.is(await settled(t, 'broken.jsonl.gz'), 'failed');
   assert.match(readFileSync(join(inbox, 'failed', 'broken.jsonl.gz.reason.txt'), 'utf8'), /gzip.*\nfeed_[0-9a-z]+ failed: 0 records, /);
   assert.is(await settled(t, 'notes.txt'), 'failed');
@@ -1852,7 +1854,7 @@ I('an inbox file its writer went on writing after it was taken is read as it was
   }
   assert.is(await settled(t, 'stalled.csv'), 'failed');
   const reason = readFileSync(join(inbox, 'failed', 'stalled.csv.reason.txt'), 'utf8');
-  assert.match(reason, /^the file grew after it was taken from the inbox \(45 bytes then, 66 now\).*only its first 45 bytes were read.*Put the whole file into the inbox again.*\nfeed_[0-9a-z]+ completed: 1 records, .* 1 persons updated, 0 contacts matched, 0 job changes, 0 info changes/s);
+  assert.match(reason, /^the file grew after it was taken from the inbox \(45 bytes then, 66 now\).*only its first 45 bytes were read.*Put the whole file into the inbox again.*\nfeed_[0-9a-z]+ completed: 1 records, .* 1 persons updated, 0 unchanged, 0 contacts matched, 0 job changes, 0 info changes/s);
   // the writer ends its record; fed again whole, as the reason says: what was applied is not applied twice
   appendFileSync(join(inbox, 'failed', 'stalled.csv'), 'o\nst2,Stall Two,Stall Co\n');
   writeFileSync(join(inbox, 'again.csv'), readFileSync(join(inbox, 'failed', 'stalled.csv')));
@@ -1861,7 +1863,7 @@ I('an inbox file its writer went on writing after it was taken is read as it was
   assert.is(await feeds.scanInbox(), 1);
   assert.is(await settled(t, 'again.csv'), 'done');
   const result = readFileSync(join(inbox, 'done', 'again.csv.result.txt'), 'utf8');
-  assert.match(result, / completed: 3 records, 0 invalid, 0 older than known, 1 repeated, 1 persons updated, 0 contacts matched, 0 job changes, 0 info changes/, result);
+  assert.match(result, / completed: 3 records, 0 invalid, 0 older than known, 1 repeated, 1 persons updated, 1 unchanged, 0 contacts matched, 0 job changes, 0 info changes/, result);
 });
 
 I('an inbox file cut after it was taken fails, read up to its last whole record: the cut one is never applied; a gzip that grew after it was taken is said to have grown, not to be truncated', async ({ t }) => {
@@ -1958,7 +1960,7 @@ I('an inbox file ending inside a line waits a minute (its writer may have paused
   assert.is(await feeds.scanInbox(), 1, 'wrong.csv; paused.csv waits');
   assert.is(await settled(t, 'wrong.csv'), 'failed');
   const why = readFileSync(join(inbox, 'failed', 'wrong.csv.reason.txt'), 'utf8');
-  assert.match(why, /^not one of its 2 records could be applied \(the first, line 2: name and company are required \(a record must say who the person is and where they work\)\); every reason is in GET \/api\/ledger\/v1\/feed\/feed_\w+\/errors\nfeed_\w+ failed: 2 records, 2 invalid, 0 older than known, 0 repeated, 0 persons updated, 0 contacts matched, 0 job changes, 0 info changes\n$/, why);
+  assert.match(why, /^not one of its 2 records could be applied \(the first, line 2: name and company are required \(a record must say who the person is and where they work\)\); every reason is in GET \/api\/ledger\/v1\/feed\/feed_\w+\/errors\nfeed_\w+ failed: 2 records, 2 invalid, 0 older than known, 0 repeated, 0 persons updated, 0 unchanged, 0 contacts matched, 0 job changes, 0 info changes\n$/, why);
   assert.ok(existsSync(join(inbox, 'paused.csv')), 'still waiting');
   // the writer goes on: the record is whole, and the file is taken as usual
   appendFileSync(join(inbox, 'paused.csv'), 'li\n');

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FeedFormat } from './feed-reader.ts';
-import type { FeedJob } from './feeds-repo.ts';
+import { unchangedRecords, type FeedJob } from './feeds-repo.ts';
 
 /** Where feed files live, and where a finished feed's file goes (operations.md, data layout). */
 
@@ -82,7 +82,7 @@ export function endsInsideALine(path: string): boolean {
 
 /** A finished feed's counts in one line (the CLI prints it; the inbox writes it beside the file). */
 export const feedSummary = (f: FeedJob): string =>
-  `${f.id} ${f.status}: ${f.received} records, ${f.invalid} invalid, ${f.stale} older than known, ${f.repeated} repeated, ${f.personsUpdated} persons updated, ${f.contactsMatched} contacts matched, ${f.jobChanges} job changes, ${f.infoChanges} info changes`;
+  `${f.id} ${f.status}: ${f.received} records, ${f.invalid} invalid, ${f.stale} older than known, ${f.repeated} repeated, ${f.personsUpdated} persons updated, ${unchangedRecords(f)} unchanged, ${f.contactsMatched} contacts matched, ${f.jobChanges} job changes, ${f.infoChanges} info changes`;
 
 /** The files written beside an inbox file in failed/ (its reason) and done/ (its counts). */
 const SIDECARS = { reason: '.reason.txt', result: '.result.txt' } as const;

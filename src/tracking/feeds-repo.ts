@@ -39,6 +39,13 @@ export interface FeedJob {
   takenSize: number | null;
 }
 
+/**
+ * Records that told what was known already (a replay, or a person as they are): each record is
+ * counted once — invalid, stale, repeated, a person updated, or this — so the counts add up to
+ * `received` (a tester could not check that they did).
+ */
+export const unchangedRecords = (f: Pick<FeedJob, 'received' | 'invalid' | 'stale' | 'repeated' | 'personsUpdated'>): number => f.received - f.invalid - f.stale - f.repeated - f.personsUpdated;
+
 interface FeedRow {
   id: string;
   source: FeedSource;

@@ -3,7 +3,7 @@ import { isoZ, isoZOrNull } from '../clock.ts';
 import { countOf, idOf, isoTime, pageSchema } from '../http/common-schemas.ts';
 import { JOB_STATUSES } from '../jobs/queue-repo.ts';
 import { FEED_FORMATS } from './feed-reader.ts';
-import { FEED_SOURCES, type FeedJob } from './feeds-repo.ts';
+import { FEED_SOURCES, unchangedRecords, type FeedJob } from './feeds-repo.ts';
 import { INFO_FIELDS, type Change } from './model.ts';
 
 /**
@@ -52,6 +52,7 @@ export const FeedJobAnswer = z
     stale: countOf,
     repeated: countOf,
     personsUpdated: countOf,
+    unchanged: countOf.meta({ description: 'Records that told what was known already; received = invalid + stale + repeated + personsUpdated + unchanged' }),
     contactsMatched: countOf,
     jobChanges: countOf,
     infoChanges: countOf,
@@ -104,6 +105,7 @@ export const presentFeed = (f: FeedJob, base: string): z.output<typeof FeedJobAn
   stale: f.stale,
   repeated: f.repeated,
   personsUpdated: f.personsUpdated,
+  unchanged: unchangedRecords(f),
   contactsMatched: f.contactsMatched,
   jobChanges: f.jobChanges,
   infoChanges: f.infoChanges,
