@@ -382,7 +382,7 @@ C('feed <file>: runs the feed itself when no server runs, hands it to the runnin
     const code = await new Promise<number | null>((resolve) => handed.on('exit', resolve));
     assert.is(code, 0, err);
     assert.match(err, /handed people\.jsonl to its inbox/);
-    assert.match(out, /^ingested \d+-people\.jsonl: feed_[0-9a-z]+ completed: 3 records, 2 invalid, 0 older than known, 0 repeated, 0 persons updated/, 'the counts, as when the command runs the feed itself');
+    assert.match(out, /^ingested \d+-people\.jsonl: feed_[0-9a-z]+ completed: 3 records, 2 invalid, 0 older than known, 0 repeated, 0 persons updated, 1 unchanged, 0 contacts matched/, 'the counts, as when the command runs the feed itself');
     // a name too long for the server to file with its feed id: the copy is named as the server files it, and the command ends
     const longFile = join(data, '..', `${'m'.repeat(215)}.jsonl`);
     writeFileSync(longFile, '{"name":"Max Len","company":"Acme"}\n');
