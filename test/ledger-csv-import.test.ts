@@ -14,6 +14,7 @@ import { fitToHeader, lineBreaksIn, namedWidth, readRows } from '../src/csv/read
 import { RecordLimiter } from '../src/csv/record-limit.ts';
 import { prng } from '../scripts/prng.ts';
 import { detectDelimiter, scanCsv } from '../src/csv/scan.ts';
+import { csvWorkerCounts, readUpload, scanUpload } from '../src/csv/csv-worker-client.ts';
 import type { CsvFormat } from '../src/ledger/model.ts';
 import type { ManualClock } from '../src/clock.ts';
 import {
@@ -167,6 +168,52 @@ const shared = () =>
     const t = await startApp();
     return { t, w: await seedWorld(t) };
   })());
+
+// First in the file: the pool is the process's, and the suites after it leave threads idle in it.
+const W = suite('the CSV workers: kept between tasks');
+
+W('a scan or a read that ends leaves its thread for the next task of its kind; a read stopped early ends its thread, and the next read starts another', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cl-pool-'));
+  try {
+    const file = join(dir, 'rows.csv');
+    writeFileSync(file, `name,company\n${Array.from({ length: 5_000 }, (_, i) => `P ${i},C ${i % 7}`).join('\n')}\n`);
+    const bad = join(dir, 'bad.csv');
+    writeFileSync(bad, 'name,company\n"never closed,x\n');
+    const header = 'name,company\n'.length;
+    const format = { delimiter: ',', dataStart: header, headerLines: 1, columns: ['name', 'company'], mapping: { fields: { name: 0, company: 1 } } } as CsvFormat;
+    const rowsOf = () => readUpload(file, format, { bytes: header, lines: 1 }, 1000);
+    const readAll = async () => {
+      let rows = 0;
+      for await (const batch of rowsOf()) rows += batch.rows.length;
+      return rows;
+    };
+    const back = () => until('the threads back', csvWorkerCounts, (n) => n.idle.scan >= 1 && n.idle.read >= 1, 5_000);
+    let startedBefore = 0;
+    for (let i = 0; i < 4; i++) {
+      const scan = await scanUpload(i === 2 ? bad : file);
+      assert.is(scan.ok, i !== 2, `scan ${i + 1}`);
+      assert.is(await readAll(), 5_000, `read ${i + 1}: every row`);
+      await back(); // (a thread says it is free just after its last message)
+      // the first round may start threads (none idle yet); the later ones take those again
+      if (i > 0) assert.is(csvWorkerCounts().started, startedBefore, `task ${i + 1}: no thread started`);
+      startedBefore = csvWorkerCounts().started;
+    }
+    // stopped after its first batch: that thread ends, and a read after it starts another and gets every row
+    for await (const batch of rowsOf()) {
+      assert.ok(batch.rows.length > 0);
+      break;
+    }
+    assert.is(await readAll(), 5_000);
+    await back();
+    // (this suite runs first in the file: one read at a time had one thread)
+    assert.equal(csvWorkerCounts(), { started: startedBefore + 1, idle: { scan: 1, read: 1 } }, 'the stopped read\'s thread ended; the next read started one');
+    assert.is(await readAll(), 5_000);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+W.run();
 
 const P = suite<Ctx>('CSV parsing (I3)');
 P.before(async (ctx) => {

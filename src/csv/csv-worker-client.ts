@@ -1,15 +1,71 @@
-import { Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { paths } from '../paths.ts';
 import type { CsvFormat } from '../ledger/model.ts';
-import type { WorkerMessage, WorkerTask } from './csv-worker.ts';
+import type { FreeMessage, TaskMessage, WorkerMessage, WorkerTask } from './csv-worker.ts';
 import { CsvReadError, type CsvBatch, type ResumePoint } from './read-rows.ts';
 import type { ScanFailure, ScanResult } from './scan.ts';
 
 /** Main-thread side of the CSV worker: a promise for a scan, an async iterator for rows. */
 
-const start = (task: WorkerTask) => new Worker(paths.csvWorker, { workerData: task });
+/**
+ * The CSV workers kept between tasks, by the task they run (a read's thread runs at a lower
+ * priority, which it cannot give back for a scan). A task takes an idle one or starts one; a
+ * thread whose task ended waits for the next, up to IDLE_MAX of a kind for IDLE_MS, without
+ * keeping the process alive meanwhile. A thread whose reader went away ends (csv-worker.ts).
+ */
+const IDLE_MAX = 2;
+const IDLE_MS = 10_000;
+const idle: Record<WorkerTask['op'], Worker[]> = { scan: [], read: [] };
+const idleTimers = new Map<Worker, NodeJS.Timeout>();
+const FREE: FreeMessage = 'free';
 
-/** A CSV worker's messages, as the reader sees them: from a worker it started, or through a port. */
+function forget(w: Worker, op: WorkerTask['op']): void {
+  const at = idle[op].indexOf(w);
+  if (at >= 0) idle[op].splice(at, 1);
+  clearTimeout(idleTimers.get(w));
+  idleTimers.delete(w);
+}
+
+function park(w: Worker, op: WorkerTask['op']): void {
+  if (idle[op].length >= IDLE_MAX) {
+    void w.terminate();
+    return;
+  }
+  w.unref();
+  idle[op].push(w);
+  const timer = setTimeout(() => {
+    forget(w, op);
+    void w.terminate();
+  }, IDLE_MS);
+  timer.unref();
+  idleTimers.set(w, timer);
+}
+
+function startWorker(op: WorkerTask['op']): Worker {
+  const w = new Worker(paths.csvWorker);
+  started++;
+  w.on('message', (m: unknown) => {
+    if (m === FREE) park(w, op);
+  });
+  // a thread that fails closes its task's port: the reader learns it from there
+  w.on('error', () => forget(w, op));
+  w.on('exit', () => forget(w, op));
+  return w;
+}
+
+let started = 0;
+/** How many CSV workers this thread started so far, and how many wait for a task, by kind (the pool's tests). */
+export const csvWorkerCounts = (): { started: number; idle: Record<WorkerTask['op'], number> } => ({ started, idle: { scan: idle.scan.length, read: idle.read.length } });
+
+/** Runs `task` on a CSV worker of this thread's pool, its messages through `port`. */
+function dispatch(task: WorkerTask, port: MessagePort): void {
+  const w = idle[task.op].pop() ?? startWorker(task.op);
+  forget(w, task.op);
+  w.ref();
+  w.postMessage({ task, port } satisfies TaskMessage, [port]);
+}
+
+/** A CSV worker's messages, as the reader sees them, through its end of the task's channel. */
 export interface CsvLink {
   onMessage(fn: (m: WorkerMessage) => void): void;
   /** The worker is gone (ended, failed or stopped); called after its last message. */
@@ -21,32 +77,22 @@ export interface CsvLink {
 /** Starts the CSV worker for a task. */
 export type StartCsvWorker = (task: WorkerTask) => CsvLink;
 
-/** The default: a worker started by this thread. */
+/** The default: a worker of this thread's pool. */
 export const startCsvWorker: StartCsvWorker = (task) => {
-  const w = start(task);
-  return {
-    onMessage: (fn) => void w.on('message', fn),
-    onGone: (fn) => {
-      w.on('error', fn);
-      w.on('exit', () => fn(new Error('the CSV worker stopped unexpectedly')));
-    },
-    send: (m) => w.postMessage(m),
-    close: () => {
-      w.removeAllListeners();
-      void w.terminate();
-    },
-  };
+  const { port1, port2 } = new MessageChannel();
+  dispatch(task, port2);
+  return csvLinkOver(port1);
 };
 
 /**
- * Starts a CSV worker for another thread, which reads its messages through `port` (csvLinkOver at
+ * Runs a CSV task for another thread, which reads its messages through `port` (csvLinkOver at
  * its end). A worker that fails closes the port, and the reader learns it is gone.
  */
 export function startCsvReaderFor(task: WorkerTask, port: MessagePort): void {
-  new Worker(paths.csvWorker, { workerData: { ...task, port }, transferList: [port] }).on('error', () => undefined);
+  dispatch(task, port);
 }
 
-/** The other end of a channel to a CSV worker that another thread started (csv-worker.ts `port`). */
+/** The reader's end of the channel to a CSV worker (csv-worker.ts `port`); closing it stops the task. */
 export const csvLinkOver = (port: MessagePort): CsvLink => ({
   onMessage: (fn) => void port.on('message', fn),
   onGone: (fn) => void port.on('close', () => fn(new Error('the CSV worker stopped unexpectedly'))),
@@ -60,13 +106,12 @@ export const csvLinkOver = (port: MessagePort): CsvLink => ({
 /** Scans an uploaded file on a worker thread (see scan.ts). */
 export function scanUpload(path: string): Promise<ScanResult | ScanFailure> {
   return new Promise((resolve, reject) => {
-    const w = start({ op: 'scan', path });
-    w.once('message', (m: WorkerMessage) => {
+    const link = startCsvWorker({ op: 'scan', path });
+    link.onMessage((m) => {
       if (m.type === 'scan') resolve(m.result);
       else reject(new Error(m.type === 'error' ? m.message : `unexpected ${m.type}`));
     });
-    w.once('error', reject);
-    w.once('exit', (code) => reject(new Error(`the CSV worker exited with ${code}`)));
+    link.onGone(reject); // after the answer: no effect
   });
 }
 
