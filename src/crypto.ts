@@ -20,11 +20,15 @@ export function sha256Hex(text: string): string {
  * Idempotency-Key stands for.
  */
 export async function sha256FileHex(path: string, label: string, value: string): Promise<string> {
+  return (await sha256FileHexes(path, label, [value]))[0]!;
+}
+
+/** sha256FileHex of the file with each of `values`, the file read once. */
+export async function sha256FileHexes(path: string, label: string, values: string[]): Promise<string[]> {
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   hash.update(`\0${label}\0`);
-  hash.update(value);
-  return hash.digest('hex');
+  return values.map((value) => hash.copy().update(value).digest('hex'));
 }
 
 /**

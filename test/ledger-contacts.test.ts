@@ -1,6 +1,7 @@
 // Ledgers and contacts through the API: CRUD, batch imports with validation and duplicates,
 // every list filter and sort, keyset paging edges, view=count, deletes, and SQL-injection
 // attempts on sort/filter/paging (RELIABILITY.md I5, I6).
+import { createHash } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
@@ -669,6 +670,15 @@ A('Idempotency-Key: a retried POST gets its first job (200, no second import); a
   const other = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: [{ name: 'Cy Poe', company: 'Initech' }] }, headers });
   expectStatus(other, 422);
   assert.is(other.body.code, 'idempotency_key_reused');
+  // a job stored before 239622b (2026-11-24) has the fingerprint of JSON.stringify(contacts): an
+  // upgraded database keeps it, and the client's retry is the same request (a tester's case: 422)
+  const before = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: [{ name: 'Old Key', company: 'Acme', title: 'CTO' }] }, headers: { 'idempotency-key': 'before-the-upgrade' } });
+  expectStatus(before, 202);
+  const oldHash = createHash('sha256').update(JSON.stringify([{ name: 'Old Key', company: 'Acme', title: 'CTO' }])).digest('hex');
+  t.rt.db.raw.prepare('UPDATE import_jobs SET request_hash = ? WHERE id = ?').run(oldHash, before.body.id);
+  const acrossUpgrade = await t.call('POST', path, { token: w.tokens.editor, body: { contacts: [{ name: 'Old Key', company: 'Acme', title: 'CTO' }] }, headers: { 'idempotency-key': 'before-the-upgrade' } });
+  expectStatus(acrossUpgrade, 200, 'a retry across the upgrade');
+  assert.is(acrossUpgrade.body.id, before.body.id);
   // the key is the caller's, per ledger: another ledger, or another caller (a service account, an
   // admin) picking the same key, makes its own job (a tester's case: it got the editor's job, or a 422)
   const elsewhere = await createLedger(t, w.tokens.editor, w.orgId, 'elsewhere');

@@ -2,6 +2,7 @@
 // recognition, delimiters and line endings, quoting, per-row rejections with line numbers, the
 // rejected-rows CSV, duplicates, file-level refusals (415/422), files that fail while their job
 // runs, upload limits and the temporary files an upload leaves behind (none).
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { request as httpRequest } from 'node:http';
@@ -1523,6 +1524,17 @@ U('Idempotency-Key on uploads: the same file and mapping replay the first job an
   const remapped = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv, { mapping: { referenceId: null } }), headers });
   expectStatus(remapped, 422, 'the mapping is part of the request');
   assert.equal(readdirSync(join(t.dataDir, 'uploads')).filter((f) => f !== 'tmp'), [], 'no stored upload is left behind');
+  // a job stored before 239622b (2026-11-24) has the fingerprint of the mapping as sent, not as a
+  // value: an upgraded database keeps it, and the client's retry is the same request (a tester's case: 422)
+  const mapping = '{"name":"name", "company":"company"}';
+  const stored = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv, { mapping }), headers: { 'idempotency-key': 'before-the-upgrade' } });
+  expectStatus(stored, 202);
+  const asSent = createHash('sha256').update(csv).update('\0mapping\0').update(mapping).digest('hex');
+  t.rt.db.raw.prepare('UPDATE import_jobs SET request_hash = ? WHERE id = ?').run(asSent, stored.body.id);
+  const retried = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv, { mapping }), headers: { 'idempotency-key': 'before-the-upgrade' } });
+  expectStatus(retried, 200, 'a retry across the upgrade');
+  assert.is(retried.body.id, stored.body.id);
+  expectStatus(await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv, { mapping: '{"name":"name"}' }), headers: { 'idempotency-key': 'before-the-upgrade' } }), 422, 'another mapping');
   const malformed = await t.call('POST', path, { token: w.tokens.editor, raw: csvForm(csv), headers: { 'idempotency-key': 'has space' } });
   expectStatus(malformed, 400, 'a malformed key (checked before the file is read)');
   assert.equal([malformed.body.code, malformed.body.message], ['invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters.']);

@@ -9,14 +9,14 @@ import { unescapeFormula } from '../csv/write.ts';
 import type { Cursors, Page } from '../cursor.ts';
 import { AppError, idempotencyKeyReused, invalid, notFound, tooLarge } from '../errors.ts';
 import { canonicalJson, firstDuplicateKey, someJsonValue } from '../exact-json.ts';
-import { sha256FileHex } from '../crypto.ts';
+import { sha256FileHexes } from '../crypto.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import { newId } from '../ids.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Db } from '../storage/db.ts';
 import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
-import type { ImportsRepo, NewImport } from './imports-repo.ts';
+import { sameRequest, type Idempotency, type ImportsRepo, type NewImport } from './imports-repo.ts';
 import { IMPORT_JOB } from './import-runner.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
 import { DOWNLOAD_HEADER, type CsvFormat, type ImportJob, type Rejection } from './model.ts';
@@ -106,7 +106,7 @@ export function createImportService(d: ImportServiceDeps) {
       if (job.idempotency) {
         const earlier = d.imports.findByIdempotencyKey(job.ledgerId, by.actor.id, job.idempotency.key);
         if (earlier) {
-          if (earlier.requestHash !== job.idempotency.requestHash) {
+          if (!sameRequest(earlier.requestHash, job.idempotency)) {
             throw idempotencyKeyReused();
           }
           return { job: d.imports.findImport(earlier.id, now)!, replayed: true };
@@ -187,7 +187,9 @@ export function createImportService(d: ImportServiceDeps) {
       if (contacts.length > d.maxApiContacts)
         throw tooLarge(`At most ${d.maxApiContacts} contacts per call; upload larger sets as a CSV file (POST …/ledgers/${ledgerId}/imports).`);
       if (contacts.length === 0) throw invalid('contacts must not be empty.', [{ path: 'contacts', message: 'must contain at least one contact' }]);
-      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: createHash('sha256').update(canonicalJson(contacts)).digest('hex') };
+      const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+      // (JSON.stringify: the fingerprint before 239622b, which jobs stored then still have)
+      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: sha256(canonicalJson(contacts)), earlierHashes: [sha256(JSON.stringify(contacts))] };
       return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'api', fileName: null, filePath: null, format: null, submitted: contacts.length, idempotency }, contacts);
     },
 
@@ -196,11 +198,16 @@ export function createImportService(d: ImportServiceDeps) {
       requireLedger(orgId, ledgerId);
       // The request's fingerprint: the file's bytes and the mapping as a value, whatever the order of its keys (hashed only when a key came with it).
       const explicit = parseMapping(mappingText);
-      const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await sha256FileHex(file.path, 'mapping', explicit === undefined ? '' : canonicalJson(explicit)) };
+      let idempotency: Idempotency | undefined;
+      if (idempotencyKey !== undefined) {
+        // (the mapping as sent: the fingerprint before 239622b, which jobs stored then still have)
+        const [requestHash, asSent] = await sha256FileHexes(file.path, 'mapping', [explicit === undefined ? '' : canonicalJson(explicit), mappingText ?? '']);
+        idempotency = { key: idempotencyKey, requestHash: requestHash!, earlierHashes: [asSent!] };
+      }
       if (idempotency) {
         const earlier = d.imports.findByIdempotencyKey(ledgerId, by.actor.id, idempotency.key);
         // Replayed before scanning (the answer does not depend on the file being readable now).
-        if (earlier && earlier.requestHash === idempotency.requestHash) return { job: d.imports.findImport(earlier.id, d.clock.now())!, replayed: true };
+        if (earlier && sameRequest(earlier.requestHash, idempotency)) return { job: d.imports.findImport(earlier.id, d.clock.now())!, replayed: true };
       }
       const inspected = await inspect(orgId, file, explicit, true, true);
       if ('unreadable' in inspected) {

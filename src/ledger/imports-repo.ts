@@ -78,7 +78,15 @@ export interface NewImport {
 export interface Idempotency {
   key: string;
   requestHash: string;
+  /**
+   * The fingerprints versions before 2026-11-24 (239622b) took of the same request, which a job
+   * they stored still has: a retry across the upgrade is the same request (a tester's case: 422).
+   */
+  earlierHashes: string[];
 }
+
+/** Whether a job stored with `storedHash` under an Idempotency-Key was made by the request `idempotency` describes. */
+export const sameRequest = (storedHash: string, idempotency: Idempotency): boolean => storedHash === idempotency.requestHash || idempotency.earlierHashes.includes(storedHash);
 
 export type ImportsRepo = ReturnType<typeof createImportsRepo>;
 
