@@ -355,6 +355,35 @@ C('keys rotate, while the server runs and while it is stopped, in any order: eve
   assert.equal((JSON.parse(readFileSync(file, 'utf8')) as { keys: Stored[] }).keys.map((k) => k.kid), [signing, within.kid, after.kid, dayAfter.kid]);
 });
 
+C('a wall clock that jumps a week forward (a VM resumed, NTP setting it right) leaves the server answering and SIGTERM working: its polls count elapsed time', async () => {
+  // The program's Date, a week ahead from SIGUSR2 on (its worker threads keep the real one).
+  const shift = join(tempDir(), 'shift-clock.mjs');
+  writeFileSync(
+    shift,
+    `const Real = Date; let offset = 0;
+class Shifted extends Real { constructor(...a) { if (a.length === 0) super(Real.now() + offset); else super(...a); } static now() { return Real.now() + offset; } }
+globalThis.Date = Shifted;
+process.on('SIGUSR2', () => { offset += 7 * 86400000; console.log('{"msg":"clock moved"}'); });`,
+  );
+  const s = await serve({ CONTACT_LEDGER_DATA: tempDir(), NODE_OPTIONS: `--import=${pathToFileURL(shift).href}` });
+  try {
+    const base = `http://127.0.0.1:${s.port}`;
+    s.child.kill('SIGUSR2');
+    await until('the clock moved', () => s.stdout().includes('"msg":"clock moved"'), Boolean, 10_000);
+    // node-cron 4 went through each of the 604,800 seconds a schedule of every second missed, in one
+    // go: the server answered nothing for minutes, SIGTERM included (a tester's case). Its polls now
+    // run on timers; node-cron keeps the times of the day, which missed seven each.
+    const from = performance.now();
+    for (let n = 0; performance.now() - from < 3_000; n++) {
+      const r = await Promise.race([request(base, 'GET', '/healthz'), new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`request ${n + 1} after the jump got no answer within 10 s`)), 10_000).unref())]);
+      assert.is(r.status, 200);
+    }
+  } finally {
+    s.child.kill('SIGTERM');
+  }
+  assert.is(await s.exit, 0, s.stderr().slice(-2000));
+});
+
 C('feed <file>: runs the feed itself when no server runs, hands it to the running server\'s inbox otherwise', async () => {
   const data = tempDir();
   const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ops@example.com', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase 42' };

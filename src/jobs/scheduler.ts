@@ -5,10 +5,18 @@ import { deleteInChunks, type DeleteStep } from './chunk-pacing.ts';
 import { LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
 
 /**
- * The in-process scheduler (SPEC §7): node-cron ticks every second and a new job also kicks it at
- * once; each tick claims runnable jobs up to the concurrency limit and hands them to the runner
- * of their kind. Runners work in bounded chunks (one transaction each) and look at `stopping`
- * between chunks, so shutdown waits for at most one chunk.
+ * The in-process scheduler (SPEC §7): the jobs table is polled every second, and a new job also
+ * kicks the poll at once; each poll claims runnable jobs up to the concurrency limit and hands
+ * them to the runner of their kind. Runners work in bounded chunks (one transaction each) and look
+ * at `stopping` between chunks, so shutdown waits for at most one chunk.
+ *
+ * Work at times of the day (change sets, retention, backups) is node-cron's, in UTC; polls every
+ * few seconds (the jobs table, the inbox, webhook deliveries) run on interval timers, which count
+ * elapsed time and not the wall clock. node-cron 4 goes through every slot a schedule missed, one
+ * by one and synchronously, when the wall clock jumps forward (a VM resumed, a clock set right by
+ * NTP): for a schedule of every second, 86,400 slots a day, which held the event loop for 25 s
+ * after a jump of one day and for minutes after a week, deaf to SIGTERM (a tester's case). A time
+ * of the day that a jump passed over runs once, late.
  */
 
 export interface RunControl {
@@ -36,6 +44,9 @@ export interface Runner {
    */
   readonly marksWork?: boolean;
 }
+
+/** How often the jobs table is polled (besides the kicks of new and finished jobs). */
+const POLL_MS = 1000;
 
 /** How long a job waits after the disk was full before it tries again. */
 export const FULL_DISK_RETRY_MS = 30_000;
@@ -69,10 +80,12 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
     signal: shutdown.signal,
   };
   let started = false;
-  let task: ScheduledTask | undefined;
+  let poll: NodeJS.Timeout | undefined;
   let pending = false;
   const startHooks: { name: string; fn: BackgroundTask }[] = [];
-  const periodic: { expression: string; name: string; fn: BackgroundTask; task?: ScheduledTask }[] = [];
+  /** When a periodic task runs: a cron expression (UTC, node-cron), or every so many seconds (a timer). */
+  type When = string | { seconds: number };
+  const periodic: { when: When; name: string; fn: BackgroundTask; task?: ScheduledTask; timer?: NodeJS.Timeout }[] = [];
   /** Periodic and start-up work in flight, by name: stop() waits for it, a tick never overlaps it. */
   const background = new Map<string, Promise<void>>();
 
@@ -90,7 +103,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
   }
   // every night, with the other retention work (identity-prune 03:40, webhook-prune 00:20)
   periodic.push({
-    expression: '50 3 * * *',
+    when: '50 3 * * *',
     name: 'jobs-prune',
     fn: async (ctl) => {
       const removed = await pruneFinishedJobs(ctl);
@@ -205,7 +218,7 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
         if (!periodic.some((p) => p.name === name) && !startHooks.some((h) => h.name === name)) throw new Error(`no task named "${name}"`);
       }
       started = true;
-      // node-cron's own messages go to our log; a missed tick is harmless (kick() covers new work).
+      // node-cron's own messages go to our log (a missed time of the day runs late: below)
       const cronLog = d.log.child({ component: 'node-cron' });
       cron.setLogger({
         info: (m) => cronLog.debug(m),
@@ -215,10 +228,16 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       });
       const recovered = d.queue.recover();
       if (recovered) d.log.info({ recovered }, 'jobs of a previous process are claimable again');
-      task = cron.schedule('* * * * * *', tick, { name: 'job-poll', noOverlap: true });
+      poll = setInterval(tick, POLL_MS);
       for (const p of periodic) {
         if (!wanted(p.name)) continue;
-        p.task = cron.schedule(p.expression, () => runBackground(p.name, p.fn), { name: p.name, noOverlap: true, timezone: 'Etc/UTC' });
+        const run = () => runBackground(p.name, p.fn);
+        if (typeof p.when !== 'string') p.timer = setInterval(run, p.when.seconds * 1000);
+        else {
+          p.task = cron.schedule(p.when, run, { name: p.name, noOverlap: true, timezone: 'Etc/UTC' });
+          // a time of the day the wall clock jumped over: once, now (a run in progress covers the rest)
+          p.task.on('execution:missed', run);
+        }
       }
       kick();
       for (const h of startHooks) if (wanted(h.name)) setImmediate(() => runBackground(h.name, h.fn));
@@ -228,9 +247,12 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
     onStart(name: string, fn: BackgroundTask): void {
       startHooks.push({ name, fn });
     },
-    /** A periodic task (cron expression, UTC); register before start(). A tick while it still runs is skipped. */
-    every(expression: string, name: string, fn: BackgroundTask): void {
-      periodic.push({ expression, name, fn });
+    /**
+     * A periodic task: at the times of a cron expression (UTC), or every `seconds`; register before
+     * start(). A time that comes while it still runs is skipped.
+     */
+    every(when: When, name: string, fn: BackgroundTask): void {
+      periodic.push({ when, name, fn });
     },
     /**
      * Runs a periodic task now (operators, tests), unless it is running already: false then.
@@ -251,8 +273,11 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
     async stop(): Promise<void> {
       if (!started) return;
       shutdown.abort();
-      await task?.stop();
-      for (const p of periodic) await p.task?.stop();
+      clearInterval(poll);
+      for (const p of periodic) {
+        clearInterval(p.timer);
+        await p.task?.stop();
+      }
       await Promise.allSettled([...[...running.values()].map((r) => r.done), ...background.values()]);
       started = false;
     },

@@ -63,7 +63,7 @@ export function createTrackingModule(d: {
     runners: { [FEED_JOB]: feeds.runner },
     /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start. */
     schedule(s: Scheduler): void {
-      s.every('*/2 * * * * *', INBOX_TASK, () => feeds.scanInbox());
+      s.every({ seconds: 2 }, INBOX_TASK, () => feeds.scanInbox());
       s.every('10 0 * * *', 'daily-change-sets', (ctl) => dailySets.catchUp(ctl));
       s.onStart('daily-change-sets', (ctl) => dailySets.catchUp(ctl));
     },

@@ -101,7 +101,7 @@ export function createWebhooksModule(d: {
     /** The dispatcher lives as one background task (restarted by the tick should it ever end); old deliveries are pruned nightly. */
     schedule(s: Scheduler): void {
       s.onStart('webhook-deliveries', (ctl) => dispatcher.run(ctl));
-      s.every('*/5 * * * * *', 'webhook-deliveries', (ctl) => dispatcher.run(ctl));
+      s.every({ seconds: 5 }, 'webhook-deliveries', (ctl) => dispatcher.run(ctl));
       s.every('20 0 * * *', 'webhook-prune', (ctl) => prune(ctl));
     },
     prune,
