@@ -1793,6 +1793,27 @@ async function settled(t: TestApp, name: string): Promise<'done' | 'failed'> {
   }
 }
 
+/**
+ * Puts `body` into the inbox as `name` (old enough to be taken at the second look), lets the inbox
+ * take it while the bulk thread waits, and calls `change` with its path in processing/ before its
+ * job reads it (a writer that goes on, a file cut or removed).
+ */
+async function takeThen(t: TestApp, name: string, body: string | Buffer, change: (path: string) => void): Promise<void> {
+  const inbox = join(t.dataDir, 'inbox');
+  const old = new Date(Date.now() - 10_000);
+  writeFileSync(join(inbox, name), body);
+  utimesSync(join(inbox, name), old, old);
+  const hold = holdBulkJobs(t);
+  try {
+    await t.rt.tracking.feeds.scanInbox();
+    assert.is(await t.rt.tracking.feeds.scanInbox(), 1, 'taken: unchanged between two looks, and old enough');
+    const [taken] = readdirSync(join(inbox, 'processing'));
+    change(join(inbox, 'processing', taken!));
+  } finally {
+    await hold.release();
+  }
+}
+
 I('inbox files are taken once they stopped changing, then moved to done/ with their counts or to failed/ with the reason', async ({ t }) => {
   const inbox = join(t.dataDir, 'inbox');
   assert.ok(existsSync(inbox), 'the inbox folder exists from the start');
@@ -1836,22 +1857,11 @@ I('inbox files are taken once they stopped changing, then moved to done/ with th
 I('an inbox file its writer went on writing after it was taken is read as it was when taken, and goes to failed/ saying so: a record cut by the writer is never applied', async ({ t }) => {
   const inbox = join(t.dataDir, 'inbox');
   const old = new Date(Date.now() - 10_000);
-  writeFileSync(join(inbox, 'stalled.csv'), 'personId,name,company\nst1,Stall One,Stall Co\n');
-  utimesSync(join(inbox, 'stalled.csv'), old, old);
   const feeds = t.rt.tracking.feeds;
-  const hold = holdBulkJobs(t); // the job waits until the writer has gone on
-  let taken: string | undefined;
-  try {
-    await feeds.scanInbox();
-    assert.is(await feeds.scanInbox(), 1, 'taken: unchanged between two looks, and old enough');
-    [taken] = readdirSync(join(inbox, 'processing'));
-    // the writer's next record, through its open file, cut where it pauses once more: a tester's
-    // case read "Stall C" as st1's new company, a false job change, and the advised feed of the
-    // whole file made a second one back
-    appendFileSync(join(inbox, 'processing', taken!), 'st1,Stall One,Stall C');
-  } finally {
-    await hold.release();
-  }
+  // the writer's next record, through its open file, cut where it pauses once more: a tester's
+  // case read "Stall C" as st1's new company, a false job change, and the advised feed of the
+  // whole file made a second one back
+  await takeThen(t, 'stalled.csv', 'personId,name,company\nst1,Stall One,Stall Co\n', (path) => appendFileSync(path, 'st1,Stall One,Stall C'));
   assert.is(await settled(t, 'stalled.csv'), 'failed');
   const reason = readFileSync(join(inbox, 'failed', 'stalled.csv.reason.txt'), 'utf8');
   assert.match(reason, /^the file grew after it was taken from the inbox \(45 bytes then, 66 now\).*only its first 45 bytes were read.*Put the whole file into the inbox again.*\nfeed_[0-9a-z]+ completed: 1 records, .* 1 persons updated, 0 unchanged, 0 contacts matched, 0 job changes, 0 info changes/s);
@@ -1868,21 +1878,9 @@ I('an inbox file its writer went on writing after it was taken is read as it was
 
 I('an inbox file cut after it was taken fails, read up to its last whole record: the cut one is never applied; a gzip that grew after it was taken is said to have grown, not to be truncated', async ({ t }) => {
   const inbox = join(t.dataDir, 'inbox');
-  const old = new Date(Date.now() - 10_000);
-  const feeds = t.rt.tracking.feeds;
   const people = t.rt.db.raw.prepare<[string], { company: string }>('SELECT company FROM people WHERE external_id = ?');
   const take = async (name: string, body: string | Buffer, change: (path: string) => void) => {
-    writeFileSync(join(inbox, name), body);
-    utimesSync(join(inbox, name), old, old);
-    const hold = holdBulkJobs(t);
-    try {
-      await feeds.scanInbox();
-      assert.is(await feeds.scanInbox(), 1);
-      const [taken] = readdirSync(join(inbox, 'processing'));
-      change(join(inbox, 'processing', taken!));
-    } finally {
-      await hold.release();
-    }
+    await takeThen(t, name, body, change);
     assert.is(await settled(t, name), 'failed');
     return readFileSync(join(inbox, 'failed', `${name}.reason.txt`), 'utf8');
   };
@@ -1900,20 +1898,7 @@ I('an inbox file cut after it was taken fails, read up to its last whole record:
 });
 
 I('an inbox file removed from processing/ before its feed ran is said so in the log (it has nowhere to get its counts beside it), and its job fails naming it', async ({ t }) => {
-  const inbox = join(t.dataDir, 'inbox');
-  const old = new Date(Date.now() - 10_000);
-  writeFileSync(join(inbox, 'removed.jsonl'), ndjson({ name: 'Gone Soon', company: 'Removal Co' }));
-  utimesSync(join(inbox, 'removed.jsonl'), old, old);
-  const feeds = t.rt.tracking.feeds;
-  const hold = holdBulkJobs(t);
-  try {
-    await feeds.scanInbox();
-    assert.is(await feeds.scanInbox(), 1);
-    const [taken] = readdirSync(join(inbox, 'processing'));
-    rmSync(join(inbox, 'processing', taken!));
-  } finally {
-    await hold.release();
-  }
+  await takeThen(t, 'removed.jsonl', ndjson({ name: 'Gone Soon', company: 'Removal Co' }), (path) => rmSync(path));
   const warned = (await until('the warning', () => t.logs.map((l) => JSON.parse(l) as { msg: string; feed: string; status: string }).find((l) => /removed from processing\/ before its feed ended/.test(l.msg)), Boolean, 10_000))!;
   assert.is(warned.status, 'failed');
   const list = await t.call('GET', FEED, { token: (await signInRoot(t)).accessToken });
