@@ -13,7 +13,7 @@ import net, { type AddressInfo } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { createHttpServer } from '../src/http/server.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir, within } from './helpers.ts';
 
 const HEADERS_MS = 500;
 
@@ -59,16 +59,6 @@ function get(port: number, path: string, tls: boolean, agent: http.Agent): Promi
 }
 
 /** `promise`, or a failure naming `what` once `ms` passed. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms)));
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 async function text(res: http.IncomingMessage): Promise<string> {
   let body = '';
   res.setEncoding('utf8');

@@ -14,7 +14,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { createLedger, csvForm, expectStatus, ID, LEDGER, ledgerPath, orgWithLedger, passwordToken, request, signInRoot, startApp, tempDir } from './helpers.ts';
+import { createLedger, csvForm, expectStatus, ID, LEDGER, ledgerPath, orgWithLedger, passwordToken, request, signInRoot, startApp, tempDir, within } from './helpers.ts';
 import { baseEnv, HARNESS, MAIN, serve, type Running } from './child-server.ts';
 import { prng } from '../scripts/prng.ts';
 
@@ -44,16 +44,6 @@ C.after.each(() => {
   for (const s of running) s().child.kill('SIGKILL');
   running.clear();
 });
-
-/** `p`, or a failure naming `what` after `ms` (a deadline that bounds a hang, not a timing assertion). */
-async function within<T>(p: Promise<T>, ms: number, what: () => string): Promise<T> {
-  const timer = new AbortController();
-  try {
-    return await Promise.race([p, sleep(ms, undefined, { signal: timer.signal }).then(() => Promise.reject(new Error(what())))]);
-  } finally {
-    timer.abort();
-  }
-}
 
 interface ImportWorker {
   child: ChildProcess;
