@@ -4,6 +4,7 @@ import { dirname, resolve } from 'node:path';
 import cron from 'node-cron';
 import { MAX_STORED_REJECTIONS } from './jobs/rejections.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { invisibleProblem } from './normalize.ts';
 import { allowEntryHost, isHostName } from './webhooks/url-policy.ts';
 
 /**
@@ -196,6 +197,8 @@ const secretToken: Parse<string | undefined> = (raw, name) => {
 const email: Parse<string | undefined> = (raw, name) => {
   if (raw === '') return undefined;
   if (!/^[^\s@]+@[^\s@]+$/.test(raw.trim())) throw new ConfigError(`${name} must be an e-mail address, got "${raw}"`);
+  const invisible = invisibleProblem(raw.trim(), name);
+  if (invisible) throw new ConfigError(invisible);
   return raw.trim();
 };
 

@@ -180,6 +180,7 @@ C('bad configuration values stop with exit code 2 and name the setting', () => {
     // checked at the first start, when it is used
     [{ CONTACT_LEDGER_ADMIN_PASSWORD: 'password1', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', PORT: '0' }, [], /CONTACT_LEDGER_ADMIN_PASSWORD is one of the most common passwords/],
     [{ CONTACT_LEDGER_ADMIN_PASSWORD: 'short', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', PORT: '0' }, [], /CONTACT_LEDGER_ADMIN_PASSWORD must be at least 8 characters/],
+    [{ CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test\u200b', PORT: '0' }, [], /CONTACT_LEDGER_ADMIN_EMAIL contains an invisible character \(U\+200B\)/],
     // a name that does not exist (a restart cannot help; a name server not answering yet is exit 1)
     [{ HOST: 'no-such-host.invalid', PORT: '0' }, [], /HOST no-such-host\.invalid cannot be resolved/],
     // no host at all: the server ended up open with nothing listening, holding the data folder and deaf to SIGTERM (a tester's case)

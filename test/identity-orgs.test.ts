@@ -402,6 +402,23 @@ U('an e-mail in composed and in decomposed Unicode form is one account: the seco
   for (const email of [composed, decomposed]) expectStatus(await t.call('POST', `${ID}/session`, { body: { email, password: 'long enough pass 1' } }), 200, email);
 });
 
+U('an account e-mail with an invisible or control character, or not in an address\'s shape, is refused: it would pass for another account', async ({ t, w }) => {
+  const taken = 'member@x.test';
+  expectStatus(await t.call('POST', `${ID}/users`, { token: w.root, body: { email: taken, password: 'long enough pass 1' } }), 201);
+  // a tester's case: "adminb@x.org" + a zero-width space was a second account, shown as the first
+  for (const email of [`${taken}\u200b`, `${taken}\u0000`, `mem\u00adber@x.test`, `${taken}.`, 'member@localhost']) {
+    const user = await t.call('POST', `${ID}/users`, { token: w.root, body: { email, password: 'long enough pass 1' } });
+    expectStatus(user, 422, JSON.stringify(email));
+    assert.is(user.body.errors[0].path, 'email');
+    const member = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email, role: 'viewer', password: 'long enough pass 1' } });
+    expectStatus(member, 422, JSON.stringify(email));
+  }
+  const zw = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: `${taken}\u200b`, password: 'long enough pass 1' } });
+  assert.match(zw.body.errors[0].message, /invisible character \(U\+200B\)/);
+  const users = (await t.call('GET', `${ID}/users`, { token: w.root })).body.users as { email: string }[];
+  assert.is(users.filter((u) => u.email.startsWith('mem')).length, 1, 'no second account');
+});
+
 U('the last active superuser cannot be disabled or demoted (409)', async ({ t, w }) => {
   const rootId = (await t.call('GET', `${ID}/users/me`, { token: w.root })).body.id;
   const r = await t.call('PATCH', `${ID}/users/${rootId}`, { token: w.root, body: { superuser: false } });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_CURSOR_LENGTH } from '../cursor.ts';
 import type { IdPrefix } from '../ids.ts';
+import { emailProblem } from '../normalize.ts';
 
 /** Schemas shared by every service's route declarations. */
 
@@ -69,11 +70,17 @@ export const personName = noControl(noNul(z.string().trim().max(256, 'must be at
 /** A name or label: trimmed, 1 to `max` characters, no NUL, no control character. */
 export const text = (max: number) => noControl(noNul(z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`)));
 
+/** A user account's e-mail address: trimmed, at most 320 characters, in the shape a contact's must have, with no invisible or control character. */
 export const emailField = z
   .string()
   .trim()
   .max(320, 'must be at most 320 characters')
-  .regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'must be an e-mail address');
+  .superRefine((email, ctx) => {
+    // the rules of a contact's e-mail: an account "adminb@x.org" + a zero-width space or a NUL
+    // was a second account that looked like the first in every list (a tester's case)
+    const problem = emailProblem(email);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
 
 /** A page in the `{ <items>: [...], nextCursor }` envelope of SPEC §2. */
 export function pageOf<T, O>(key: string, page: { items: T[]; nextCursor: string | null }, present: (t: T) => O): Record<string, unknown> {
