@@ -107,6 +107,42 @@ K('the organization switcher: arrow keys move through it without leaving the pag
   await page.waitForURL(`${base}/orgs/${ctx.otherOrg}/ledgers`);
 });
 
+K('a member\'s role: arrow keys move through the roles without changing them; Enter or "Change role" does, Escape puts it back', async (ctx) => {
+  const { page, base } = ctx.e;
+  const email = 'pat.teammate@example.test';
+  const added = await ctx.e.call('POST', `${ID}/orgs/${ctx.orgId}/members`, { token: ctx.token, body: { email, role: 'editor', password: 'a teammate passphrase' } });
+  assert.is(added.status, 201, added.text);
+  const roleOnServer = async () => ((await ctx.e.call('GET', `${ID}/orgs/${ctx.orgId}/members?limit=100`, { token: ctx.token })).body.members as { userId: string; role: string }[]).find((m) => m.userId === added.body.userId)?.role;
+  await page.goto(`${base}/orgs/${ctx.orgId}/team`);
+  const select = page.getByRole('combobox', { name: `Role of ${email}` });
+  const change = page.getByRole('button', { name: 'Change role' });
+  await select.focus();
+  // a tester's case: ↑ made the editor a viewer at once, ↓ an admin
+  await page.keyboard.press('ArrowUp');
+  await change.waitFor();
+  assert.is(await select.inputValue(), 'viewer');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  assert.is(await select.inputValue(), 'admin');
+  assert.is(await roleOnServer(), 'editor', 'no change while the keys move');
+  await page.keyboard.press('Escape');
+  assert.is(await select.inputValue(), 'editor');
+  await change.waitFor({ state: 'detached' });
+  // Enter makes the change
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await page.getByText('is now admin.').waitFor();
+  assert.is(await roleOnServer(), 'admin');
+  await change.waitFor({ state: 'detached' });
+  // and so does "Change role"
+  await select.focus();
+  await page.keyboard.press('ArrowUp');
+  await change.click();
+  await page.getByText('is now editor.').waitFor();
+  assert.is(await roleOnServer(), 'editor');
+  assert.is(await select.inputValue(), 'editor');
+});
+
 K('a dialog whose request failed keeps focus: on the field the API named, else on the message', async (ctx) => {
   const { page, base } = ctx.e;
   await page.goto(`${base}/orgs/${ctx.orgId}/ledgers`);

@@ -4,7 +4,7 @@ import { Fragment, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, ID, listAll, onForbidden, onSession, resume, signOut, type Principal } from './api.ts';
 import { match, navigate, useLocation } from './router.ts';
-import { ErrorBox, LAST_ORG, Link, Loading, Session, useSession, type Org, type SessionState } from './ui.tsx';
+import { ErrorBox, LAST_ORG, Link, Loading, Session, useChoice, useSession, type Org, type SessionState } from './ui.tsx';
 import { SignIn } from './pages/signin.tsx';
 import { Home } from './pages/home.tsx';
 import { Ledgers } from './pages/ledgers.tsx';
@@ -217,54 +217,21 @@ function Shell() {
   );
 }
 
-/**
- * The organization switcher: a <select> that opens the chosen organization when the choice is
- * made — a pick with the pointer (or in the list a keyboard opened, Alt+↓ or Space, confirmed with
- * Enter), or Enter on the select — but not while arrow keys or typed letters merely move through
- * it: a closed select changes its value on each ↓, and opening a page on every one of them (the
- * next organization, then "New organization") took keyboard users where they never chose to go
- * (WCAG 3.2.2). A choice moved to with the keyboard waits, with a "Go" button beside it; Escape
- * puts the select back to the organization shown.
- */
+/** The organization switcher: opens the organization chosen (useChoice: not one arrow keys pass by). */
 function OrgSwitcher(props: { current: string | undefined }) {
   const s = useSession();
-  const [choice, setChoice] = useState(props.current ?? '');
-  const keyed = useRef(false);
-  useEffect(() => setChoice(props.current ?? ''), [props.current]);
-  if (s.orgs.length === 0 && !s.principal.user?.superuser) return null;
   const open = (v: string) => {
     if (v === '__new') navigate('/orgs/new');
     else if (v && v !== props.current) navigate(`/orgs/${v}/ledgers`);
   };
-  const pending = choice !== (props.current ?? '') && choice !== '';
+  const { pending, select, commit } = useChoice(props.current ?? '', open);
+  if (s.orgs.length === 0 && !s.principal.user?.superuser) return null;
   return (
     <div class="org-switch">
       <label for="org-switch" class="visually-hidden">
         Organization
       </label>
-      <select
-        id="org-switch"
-        value={choice}
-        aria-describedby={pending ? 'org-switch-hint' : undefined}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter') {
-            e.preventDefault();
-            open(e.currentTarget.value);
-          } else if (e.key === 'Escape' && pending) {
-            e.preventDefault();
-            setChoice(props.current ?? '');
-          } else if (!e.altKey && !e.ctrlKey && !e.metaKey && (/^(Arrow|Page|Home$|End$)/.test(e.key) || e.key.length === 1) && e.key !== ' ') {
-            // this key moves the value of a closed select: the 'change' it fires (in this task) is no choice yet
-            keyed.current = true;
-            setTimeout(() => (keyed.current = false), 0);
-          }
-        }}
-        onChange={(e) => {
-          const v = e.currentTarget.value;
-          setChoice(v);
-          if (!keyed.current) open(v);
-        }}
-      >
+      <select id="org-switch" {...select} aria-describedby={pending ? 'org-switch-hint' : undefined}>
         {!props.current && <option value="">Choose an organization…</option>}
         {s.orgs.map((o) => (
           <option key={o.id} value={o.id}>
@@ -275,7 +242,7 @@ function OrgSwitcher(props: { current: string | undefined }) {
       </select>
       {pending && (
         <>
-          <button type="button" class="secondary small" onClick={() => open(choice)}>
+          <button type="button" class="secondary small" onClick={commit}>
             Go
           </button>
           <span id="org-switch-hint" class="visually-hidden">

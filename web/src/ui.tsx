@@ -283,6 +283,45 @@ const openDialogs: { el: HTMLDialogElement; returnTo: HTMLElement[] }[] = [];
 const focusable = (el: HTMLElement) => el.isConnected && el !== document.body && !(el as HTMLButtonElement).disabled && !el.closest('dialog:not([open])') && !el.closest('[inert]');
 
 /**
+ * A <select> whose choice takes effect only when it is made: a pick with the pointer (or in the
+ * list a keyboard opened, Alt+↓ or Space, confirmed with Enter), or Enter on the select — not
+ * while arrow keys or typed letters merely move through it. A closed select changes its value on
+ * each ↓, and acting on every one of them took keyboard users where they never chose to go (the
+ * organization switcher: the next organization, then "New organization") or made each role on the
+ * way a change of a member's rights (the Team page); WCAG 3.2.2. A choice moved to with the keyboard
+ * waits (`pending`): the caller shows a button that calls `commit`; Escape puts back `current`.
+ */
+export function useChoice(current: string, take: (value: string) => void) {
+  const [choice, setChoice] = useState(current);
+  const keyed = useRef(false);
+  useEffect(() => setChoice(current), [current]);
+  const pending = choice !== current && choice !== '';
+  const select = {
+    value: choice,
+    onKeyDown: (e: KeyboardEvent & { currentTarget: HTMLSelectElement }) => {
+      if (e.key === 'Enter') {
+        e.preventDefault();
+        take(e.currentTarget.value);
+      } else if (e.key === 'Escape' && pending) {
+        e.preventDefault();
+        e.stopPropagation(); // a dialog around it stays open
+        setChoice(current);
+      } else if (!e.altKey && !e.ctrlKey && !e.metaKey && (/^(Arrow|Page|Home$|End$)/.test(e.key) || e.key.length === 1) && e.key !== ' ') {
+        // this key moves the value of a closed select: the 'change' it fires (in this task) is no choice yet
+        keyed.current = true;
+        setTimeout(() => (keyed.current = false), 0);
+      }
+    },
+    onChange: (e: Event & { currentTarget: HTMLSelectElement }) => {
+      const v = e.currentTarget.value;
+      setChoice(v);
+      if (!keyed.current) take(v);
+    },
+  };
+  return { choice, pending, select, commit: () => take(choice), reset: () => setChoice(current) };
+}
+
+/**
  * A modal <dialog>: focus moves in, Escape closes, focus returns to where it was. Where it was
  * may be gone by then: a dialog opened from another one's action (the secret shown after
  * "Rotate secret" was confirmed) was opened from a button of a dialog that has closed since, or

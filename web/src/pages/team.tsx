@@ -1,6 +1,6 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, ID, listAll, type Role } from '../api.ts';
-import { Async, Confirm, Dialog, ErrorBox, Field, fieldErrors, FormError, Notice, PageHead, Time, useAction, useRequest, useRole, useSession, asApiError } from '../ui.tsx';
+import { Async, Confirm, Dialog, ErrorBox, Field, fieldErrors, FormError, Notice, PageHead, Time, useAction, useChoice, useRequest, useRole, useSession, asApiError } from '../ui.tsx';
 
 interface Member {
   userId: string;
@@ -26,6 +26,48 @@ function plain(e: unknown, m: Member, orgName: string | undefined): ApiError {
   return new ApiError(err.status, err.code, `${who} is the last admin of ${orgName ?? 'this organization'}: make another member an admin first.`, err.errors);
 }
 
+/**
+ * A member's role, changed when the choice is made (useChoice): arrow keys moving through the
+ * roles changed the member's rights at each step, from viewer up to admin (a tester's case). A
+ * role moved to with the keyboard waits for Enter or "Change role"; one refused goes back.
+ */
+function RoleSelect(props: { member: Member; change: (m: Member, r: Role) => Promise<boolean> }) {
+  const m = props.member;
+  const hint = `role-hint-${m.userId}`;
+  const [busy, setBusy] = useState(false);
+  const { pending, select, commit, reset } = useChoice(m.role, (r) => {
+    if (r === m.role || busy) return;
+    setBusy(true);
+    void props.change(m, r as Role).then((changed) => {
+      if (changed) return; // busy until the list shows the new role
+      setBusy(false);
+      reset();
+    });
+  });
+  useEffect(() => setBusy(false), [m.role]);
+  return (
+    <span class="role-choice">
+      <select aria-label={`Role of ${m.email}`} {...select} aria-describedby={pending ? hint : undefined}>
+        {ROLES.map((r) => (
+          <option key={r.role} value={r.role}>
+            {r.role}
+          </option>
+        ))}
+      </select>
+      {pending && !busy && (
+        <>
+          <button type="button" class="secondary small" onClick={commit}>
+            Change role
+          </button>
+          <span id={hint} class="visually-hidden">
+            Press Enter or Change role to make {m.email} {select.value}.
+          </span>
+        </>
+      )}
+    </span>
+  );
+}
+
 /** Members and roles: add, change role, remove; the last admin stays (the API answers 409). */
 export function Team(props: { orgId: string }) {
   const { orgId } = props;
@@ -40,17 +82,20 @@ export function Team(props: { orgId: string }) {
   const [removing, setRemoving] = useState<Member>();
   const [notice, setNotice] = useState<string>();
   const [rowError, setRowError] = useState<ApiError>();
-  const changeRole = async (m: Member, r: Role) => {
+  const changeRole = async (m: Member, r: Role): Promise<boolean> => {
     setRowError(undefined);
     setNotice(undefined);
+    let changed = false;
     try {
       await api('PATCH', `${path}/${m.userId}`, { body: { role: r } });
       setNotice(`${m.name || m.email} is now ${r}.`);
+      changed = true;
       if (m.userId === me?.id) void session.reloadOrgs(); // their own role: the controls follow it at once
     } catch (e) {
       setRowError(plain(e, m, orgName));
     }
     req.reload();
+    return changed;
   };
   return (
     <>
@@ -102,13 +147,7 @@ export function Team(props: { orgId: string }) {
                     </td>
                     <td data-label="Role">
                       {isAdmin ? (
-                        <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => void changeRole(m, e.currentTarget.value as Role)}>
-                          {ROLES.map((r) => (
-                            <option key={r.role} value={r.role}>
-                              {r.role}
-                            </option>
-                          ))}
-                        </select>
+                        <RoleSelect member={m} change={changeRole} />
                       ) : (
                         m.role
                       )}
