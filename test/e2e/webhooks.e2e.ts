@@ -124,7 +124,19 @@ W('empty state; create a webhook: events, one ledger, a token; the signing secre
 
   await page.getByRole('button', { name: 'New webhook' }).click();
   const dialog = page.getByRole('dialog', { name: 'New webhook' });
-  await dialog.getByLabel('URL').fill(ctx.hookUrl);
+  // a URL the API refuses: its message at the URL field, which is marked (a tester's case: "url: …" above the buttons)
+  const url = dialog.getByLabel('URL');
+  await url.fill('ftp://example.test/hook');
+  await dialog.getByRole('button', { name: 'Create webhook' }).click();
+  await dialog.locator('.field-error').filter({ hasText: 'http or https' }).waitFor();
+  assert.is(await url.getAttribute('aria-invalid'), 'true');
+  assert.match(await dialog.locator('.form-error').innerText(), 'Check the marked field.');
+  assert.not.match(await dialog.innerText(), 'url:');
+  // and gone once the URL is edited: it was about the URL before
+  await url.fill(ctx.hookUrl);
+  await dialog.locator('.form-error').waitFor({ state: 'detached' });
+  assert.is(await dialog.locator('.field-error').count(), 0);
+  assert.is(await url.getAttribute('aria-invalid'), null);
   await dialog.getByRole('checkbox', { name: /information changed/ }).uncheck();
   await dialog.getByRole('radio', { name: 'Only these ledgers' }).check();
   assert.ok(await dialog.getByRole('button', { name: 'Create webhook' }).isDisabled(), 'no webhook without a ledger when "only these" is chosen');

@@ -275,13 +275,6 @@ export function Field(props: { label: string; hint?: ComponentChildren; error?: 
   );
 }
 
-// ── dialogs ───────────────────────────────────────────────────────────────
-/** The dialogs open now, the newest last, each with where focus goes back to when it closes. */
-let dialogSeq = 0;
-const openDialogs: { el: HTMLDialogElement; returnTo: HTMLElement[] }[] = [];
-
-const focusable = (el: HTMLElement) => el.isConnected && el !== document.body && !(el as HTMLButtonElement).disabled && !el.closest('dialog:not([open])') && !el.closest('[inert]');
-
 /**
  * A <select> whose choice takes effect only when it is made: a pick with the pointer (or in the
  * list a keyboard opened, Alt+↓ or Space, confirmed with Enter), or Enter on the select — not
@@ -320,6 +313,13 @@ export function useChoice(current: string, take: (value: string) => void) {
   };
   return { choice, pending, select, commit: () => take(choice), reset: () => setChoice(current) };
 }
+
+// ── dialogs ───────────────────────────────────────────────────────────────
+/** The dialogs open now, the newest last, each with where focus goes back to when it closes. */
+let dialogSeq = 0;
+const openDialogs: { el: HTMLDialogElement; returnTo: HTMLElement[] }[] = [];
+
+const focusable = (el: HTMLElement) => el.isConnected && el !== document.body && !(el as HTMLButtonElement).disabled && !el.closest('dialog:not([open])') && !el.closest('[inert]');
 
 /**
  * A modal <dialog>: focus moves in, Escape closes, focus returns to where it was. Where it was

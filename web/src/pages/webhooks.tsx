@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, LEDGER, listAll, type ApiError } from '../api.ts';
 import { navigate, setQuery, takeNotice, useLocation } from '../router.ts';
-import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, FormError, Link, Loading, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
+import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
 // Webhooks of an organization (SPEC §6, docs/webhooks.md), on the real API of src/webhooks/routes.ts:
@@ -720,6 +720,9 @@ const ok = timingSafeEqual(expected, Buffer.from(v1, 'hex'))
   );
 }
 
+/** The paths of the API's field errors the webhook form shows at their fields. */
+const FORM_FIELDS = ['url', 'token'] as const;
+
 /** Create a webhook, or edit one (only what changed is sent). */
 function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[] }>; webhook?: Webhook; onClose: () => void; onSaved: (w: Webhook | WithSecret, changed: boolean) => void }) {
   const old = props.webhook;
@@ -748,6 +751,12 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
     if (Object.keys(body).length === 0) return props.onSaved(old, false);
     props.onSaved(await api<Webhook>('PATCH', `${webhooksPath(props.orgId)}/${old.id}`, { body }), true);
   });
+  const err = fieldErrors(act.error, FORM_FIELDS);
+  /** A value edited after a refusal: the message about the value before goes (a URL refused, then changed). */
+  const edited = (set: (v: string) => void, v: string) => {
+    set(v);
+    if (act.error) act.setError(undefined);
+  };
   return (
     <Dialog title={old ? 'Edit webhook' : 'New webhook'} onClose={props.onClose}>
       <form
@@ -756,13 +765,19 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
           void act.run();
         }}
       >
-        <div class="field">
-          <label for="wh-url">URL</label>
-          <input id="wh-url" type="url" required maxLength={2048} autoFocus spellcheck={false} autocomplete="off" aria-describedby="wh-url-hint" value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
-          <p class="hint" id="wh-url-hint">
-            An <code>http://</code> or <code>https://</code> address that answers a POST with 2xx. Redirects are not followed.
-          </p>
-        </div>
+        <Field
+          label="URL"
+          error={err.url}
+          hint={
+            <>
+              An <code>http://</code> or <code>https://</code> address that answers a POST with 2xx. Redirects are not followed.
+            </>
+          }
+        >
+          {(id, describedBy, invalid) => (
+            <input id={id} type="url" required maxLength={2048} autoFocus spellcheck={false} autocomplete="off" aria-describedby={describedBy} aria-invalid={invalid} value={url} onInput={(e) => edited(setUrl, e.currentTarget.value)} />
+          )}
+        </Field>
         <fieldset aria-describedby={noEvents ? 'wh-events-error' : undefined}>
           <legend>Events</legend>
           {EVENTS.map((e) => (
@@ -831,12 +846,12 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
               <input type="radio" name="wh-token-mode" checked={tokenMode === 'remove'} onChange={() => setTokenMode('remove')} />
               <span>Remove it</span>
             </label>
-            {tokenMode === 'set' && <TokenInput label="New token" value={token} onInput={setToken} required />}
+            {tokenMode === 'set' && <TokenInput label="New token" value={token} onInput={(v) => edited(setToken, v)} error={err.token} required />}
           </fieldset>
         ) : (
-          <TokenInput label="Token (optional)" value={token} onInput={setToken} />
+          <TokenInput label="Token (optional)" value={token} onInput={(v) => edited(setToken, v)} error={err.token} />
         )}
-        <FormError error={act.error} />
+        <FormError error={act.error} fields={FORM_FIELDS} />
         <div class="actions">
           <button type="button" class="secondary" onClick={props.onClose}>
             Cancel
@@ -850,24 +865,23 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
   );
 }
 
-function TokenInput(props: { label: string; value: string; onInput: (v: string) => void; required?: boolean }) {
+function TokenInput(props: { label: string; value: string; onInput: (v: string) => void; error?: string | undefined; required?: boolean }) {
   return (
-    <div class="field">
-      <label for="wh-token">{props.label}</label>
-      <input
-        id="wh-token"
-        class="mono"
-        maxLength={512}
-        required={props.required}
-        autocomplete="off"
-        spellcheck={false}
-        aria-describedby="wh-token-hint"
-        value={props.value}
-        onInput={(e) => props.onInput(e.currentTarget.value)}
-      />
-      <p class="hint" id="wh-token-hint">
-        Sent as <code>X-Ledger-Token</code> with every delivery, for receivers that check a shared value. It is never shown again.
-      </p>
-    </div>
+    <Field label={props.label} error={props.error} hint={<>Sent as <code>X-Ledger-Token</code> with every delivery, for receivers that check a shared value. It is never shown again.</>}>
+      {(id, describedBy, invalid) => (
+        <input
+          id={id}
+          class="mono"
+          maxLength={512}
+          required={props.required}
+          autocomplete="off"
+          spellcheck={false}
+          aria-describedby={describedBy}
+          aria-invalid={invalid}
+          value={props.value}
+          onInput={(e) => props.onInput(e.currentTarget.value)}
+        />
+      )}
+    </Field>
   );
 }
