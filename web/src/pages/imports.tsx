@@ -376,7 +376,7 @@ function JobResult(props: { job: ImportJob; orgId: string; ledgerId: string }) {
           <dd>{fmtNumber(j.imported)}</dd>
         </div>
         <div>
-          <dt>Rejected</dt>
+          <dt>Invalid</dt>
           <dd>{fmtNumber(j.invalid)}</dd>
         </div>
         <div>
