@@ -1211,6 +1211,13 @@ V('preview with a mapping, with first + last name, and of a file missing a requi
   r = await pv('name,title\nA,CEO\n');
   expectStatus(r, 200);
   assert.equal(r.body.missing, ['company'], 'a preview shows what is missing instead of refusing');
+  // a header naming alternatives or adding a remark, when no column has the field's own name (a tester's "City / Location" was left out)
+  r = await pv('Full Name;Company;City / Location;E-mail (work);Title|Role;Notes (location)\nAda;Acme;London;a@x.test;CTO;n\n');
+  expectStatus(r, 200);
+  assert.equal(r.body.suggestedMapping, { name: 'Full Name', company: 'Company', title: 'Title|Role', location: 'City / Location', email: 'E-mail (work)' });
+  r = await pv('Location,City / Region,First Name,Last Name,Company (Contact)\nRome,Lazio,Ada,L,Acme\n');
+  expectStatus(r, 200);
+  assert.equal(r.body.suggestedMapping, { name: ['First Name', 'Last Name'], company: 'Company (Contact)', location: 'Location' }, 'a field named exactly keeps its column; the first and last name stay a pair');
   expectStatus(await pv('name,title\nA,CEO\n', { company: 'Nope' }), 422);
   expectStatus(await pv('name,company\nA,B\n', '{bad'), 422);
   expectStatus(await pv('name,company,name\nA,B,C\n'), 422);

@@ -81,6 +81,17 @@ export function suggestMapping(columns: string[]): ColumnMapping {
     const i = find(ALIASES[field]);
     if (i !== undefined) fields[field] = i;
   }
+  // then a header that names alternatives or adds a remark — "City / Location", "E-mail (work)":
+  // one of its parts a name the field is known by, in a column no field took (a tester's
+  // "City / Location" was left out without a word)
+  const parts = columns.map((c) => c.split(/[/|()]/).map(headerKey).filter(Boolean));
+  const namePair = fields.name === undefined && find(ALIASES.firstName) !== undefined && find(ALIASES.lastName) !== undefined;
+  for (const field of CONTACT_FIELDS) {
+    if (fields[field] !== undefined || (field === 'name' && namePair)) continue;
+    const taken = new Set(Object.values(fields));
+    const i = parts.findIndex((p, j) => p.length > 1 && !taken.has(j) && p.some((part) => ALIASES[field].includes(part)));
+    if (i >= 0) fields[field] = i;
+  }
   const out: ColumnMapping = { fields };
   if (fields.name === undefined) {
     const first = find(ALIASES.firstName);

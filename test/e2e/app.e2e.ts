@@ -113,8 +113,10 @@ A('upload a CSV: preview, map the unknown column, watch the progress bar reach c
   assert.is(await shown('LinkedIn URL'), 'LinkedIn URL');
   assert.is(await shown('Company (required)'), '— not imported —');
   await page.getByText('Choose a column for Company').waitFor();
+  assert.is(await page.locator('#columns-left').innerText(), 'Not imported: Firm. To import one, choose it for a field above.', 'the columns left out are said');
   assert.ok(await page.getByRole('button', { name: /^Import .* rows$/ }).isDisabled(), 'no import without a company column');
   await page.getByLabel('Company (required)').selectOption('Firm');
+  await page.locator('#columns-left').waitFor({ state: 'detached' });
   await shoot(page, '11-import-preview');
   const seen: string[] = [];
   const watch = setInterval(() => {

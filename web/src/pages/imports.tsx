@@ -215,6 +215,8 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
       if (v === SPLIT) return splitName?.some((n) => columns.indexOf(n) === j) ?? false;
       return colIndex(v) === j;
     });
+  /** The columns no field takes: said in words, so that none is left out unnoticed (a tester's "City / Location"). */
+  const left = preview ? preview.p.columns.map((_, j) => j).filter((j) => mapsTo(preview.p.columns, j).length === 0) : [];
 
   return (
     <>
@@ -279,6 +281,11 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
             {missing.length > 0 && (
               <p class="form-error" role="alert">
                 Choose a column for {missing.map((m) => m.label).join(' and ')}: every contact needs them.
+              </p>
+            )}
+            {left.length > 0 && (
+              <p class="muted" id="columns-left">
+                Not imported: {left.map((j) => colName(preview.p.columns, j)).join(', ')}. To import one, choose it for a field above.
               </p>
             )}
             <h3>First rows of the file</h3>
