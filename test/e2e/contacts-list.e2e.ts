@@ -76,6 +76,18 @@ L('a filter applied on a slow connection: its loading state, no old rows, paging
   await until(async () => (await rows(ctx).count()) === 5, "the new filter's second page");
   assert.is(await page.getByRole('alert').count(), 0, 'no error: the cursor came from this list');
   assert.ok((await rows(ctx).first().innerText()).includes('Bolt person 25'));
+
+  // Back goes to the page before, then to the list before the filter; Forward again (a tester's
+  // case: each replaced the history entry, and one Back after two "Next" left the ledger)
+  await page.goBack();
+  await until(async () => (await rows(ctx).count()) === 25 && (await rows(ctx).first().innerText()).includes('Bolt person 00'), "Back: the filter's first page");
+  await page.goBack();
+  await count(ctx, '60 contacts').waitFor();
+  assert.is(await page.getByLabel('Company contains').inputValue(), '', 'the form shows the list before the filter too');
+  await until(async () => (await rows(ctx).count()) === 25 && (await rows(ctx).first().innerText()).includes('Acme person 00'), 'Back: every contact');
+  await page.goForward();
+  await count(ctx, '30 contacts match the filter').waitFor();
+  assert.is(await page.getByLabel('Company contains').inputValue(), 'Bolt');
 });
 
 L("a cursor of another list in the URL: the list's first page and a notice, no error that repeats it", async (ctx) => {

@@ -55,12 +55,17 @@ export function match(pattern: string, path: string): Record<string, string> | n
   return out;
 }
 
-/** Replaces the query string without a new history entry (filters, paging). */
-export function setQuery(values: Record<string, string | undefined>): void {
+/**
+ * Sets the query string (filters, sort, paging) as a new history entry, so that Back undoes a
+ * filter or goes to the page before (a tester's case: every change replaced the entry, and after
+ * two "Next" one Back left the ledger). `replace`: a correction that is no step of the user's
+ * (a cursor the API refused).
+ */
+export function setQuery(values: Record<string, string | undefined>, opts: { replace?: boolean } = {}): void {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(values)) if (v) q.set(k, v);
   const s = q.toString();
-  navigate(`${location.pathname}${s ? `?${s}` : ''}`, { replace: true });
+  navigate(`${location.pathname}${s ? `?${s}` : ''}`, { replace: opts.replace === true });
 }
 
 /**

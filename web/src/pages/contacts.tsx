@@ -77,7 +77,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   const list = useRequest((signal) => api<{ contacts: Contact[]; nextCursor: string | null }>('GET', base, { query: { ...filters, sortBy, limit: size, cursor }, signal }), [orgId, ledgerId, key]);
   const count = useRequest((signal) => api<{ count: number }>('GET', base, { query: { ...filters, view: 'count' }, signal }), [orgId, ledgerId, JSON.stringify(filters)]);
 
-  const go = (values: Record<string, string | undefined>) => setQuery({ ...Object.fromEntries(q), ...values });
+  const go = (values: Record<string, string | undefined>, opts?: { replace?: boolean }) => setQuery({ ...Object.fromEntries(q), ...values }, opts);
   const apply = (f: Partial<Record<FilterKey, string>>) =>
     setQuery({ ...Object.fromEntries(FILTERS.map((k) => [k, f[k]])), sortBy: sortBy === '+createdAt' ? undefined : sortBy, limit: size === 50 ? undefined : String(size), page: undefined });
   // a notice handed over by the page before (the contact page: "Deleted …")
@@ -89,7 +89,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   useEffect(() => {
     if (!badCursor) return;
     setNotice('That page of the list could not be shown (its filters or sort had changed), so the list starts again at its first page.');
-    go({ page: undefined });
+    go({ page: undefined }, { replace: true });
   }, [badCursor]);
   // the rows, count and download shown belong to the filter, sort and page asked for, or wait
   const loading = list.loading || count.loading;
