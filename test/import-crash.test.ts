@@ -18,7 +18,7 @@ import { createLedger, csvForm, expectStatus, ID, LEDGER, ledgerPath, orgWithLed
 import { baseEnv, HARNESS, MAIN, serve, type Running } from './child-server.ts';
 import { prng } from '../scripts/prng.ts';
 
-const ROWS = 50_000;
+const ROWS = 25_000;
 const EMAIL = 'crash@example.com';
 const PASSWORD = 'crash test password';
 
