@@ -18,7 +18,7 @@ const B = suite<Ctx>('bench:list reference servers');
 
 /** Starts scripts/bench/<script> on the database file and returns its base URL. */
 async function reference(ctx: Ctx, script: string): Promise<string> {
-  const child = spawn(process.execPath, [join(ROOT, 'scripts', 'bench', script), join(ctx.t.dataDir, 'contact-ledger.db')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...process.execArgv, join(ROOT, 'scripts', 'bench', script), join(ctx.t.dataDir, 'contact-ledger.db')], { stdio: ['ignore', 'pipe', 'pipe'] });
   ctx.children.push(child);
   let out = '';
   let err = '';

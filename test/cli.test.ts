@@ -122,7 +122,7 @@ C('a process that exits while its log destination has just become full ends: the
     for (let i = 0; i < 2000; i++) log.info({ i }, 'a line');
     process.exit(3);`;
   const full = openSync('/dev/full', 'w');
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', full, 'pipe'], encoding: 'utf8', timeout: 20_000 });
+  const r = spawnSync(process.execPath, [...process.execArgv, '--input-type=module', '-e', script], { stdio: ['ignore', full, 'pipe'], encoding: 'utf8', timeout: 20_000 });
   closeSync(full);
   assert.is(r.signal, null, 'it ended by itself (it was killed at the timeout: sonic-boom retried ENOSPC for ever)');
   assert.is(r.status, 3, r.stderr);
@@ -435,7 +435,7 @@ C('feed <file>: when the process holding the data folder is another command that
   const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ops@example.com', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase 42' };
   // a process that holds the data folder's lock (as a running `feed` or `import` command does) until it is killed
   const lockModule = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'lock.ts')).href;
-  const holder = spawn(process.execPath, ['--input-type=module', '-e', `const { lockDataDir } = await import(${JSON.stringify(lockModule)}); lockDataDir(${JSON.stringify(data)}); console.log('locked'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const holder = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', `const { lockDataDir } = await import(${JSON.stringify(lockModule)}); lockDataDir(${JSON.stringify(data)}); console.log('locked'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     await once(holder.stdout!, 'data');
     const file = join(data, '..', 'late.jsonl');

@@ -287,7 +287,7 @@ K('rotations racing one another and servers starting beside them lose no key: ea
 for (let i = 0; i < 40; i++) ${what === 'rotate' ? 'kids.push(m.rotateSigningKeys(process.argv[1]).kid)' : 'm.loadSigningKeys(process.argv[1], Date.now(), { tokenTtlSeconds: 3600 + i })'};
 console.log(JSON.stringify(kids));`;
     return new Promise<string[]>((resolve, reject) => {
-      const c = spawn(process.execPath, ['--input-type=module', '-e', code, dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const c = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', code, dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       let err = '';
       c.stdout!.on('data', (d: Buffer) => (out += d));

@@ -63,7 +63,7 @@ K('a FIFO where the lock file should be holds nobody up: dataDirHolder (the keys
   const dir = tempDir();
   assert.is(spawnSync('mkfifo', [lockFile(dir)]).status, 0);
   // in a child process: reading the FIFO as a file would wait for a writer that never comes
-  const run = spawnSync(process.execPath, ['--input-type=module', '-e', `const { dataDirHolder } = await import(${JSON.stringify(lockModule)}); process.stdout.write(JSON.stringify(dataDirHolder(${JSON.stringify(dir)}) ?? null))`], { encoding: 'utf8', timeout: 10_000 });
+  const run = spawnSync(process.execPath, [...process.execArgv, '--input-type=module', '-e', `const { dataDirHolder } = await import(${JSON.stringify(lockModule)}); process.stdout.write(JSON.stringify(dataDirHolder(${JSON.stringify(dir)}) ?? null))`], { encoding: 'utf8', timeout: 10_000 });
   assert.is(run.error, undefined, 'the child finished');
   assert.is(run.stdout, 'null', run.stderr);
   assert.ok(lstatSync(lockFile(dir)).isFIFO(), 'left as it is');
@@ -136,7 +136,7 @@ K('a stale lock that many processes take over at the same instant gets exactly o
       console.log('end');
     });`;
   const children = Array.from({ length: PROCS }, () => {
-    const c = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const c = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
     let out = '';
     c.stdout!.on('data', (d: Buffer) => (out += d));
     return { c, out: () => out };
