@@ -1218,6 +1218,10 @@ V('preview with a mapping, with first + last name, and of a file missing a requi
   r = await pv('Location,City / Region,First Name,Last Name,Company (Contact)\nRome,Lazio,Ada,L,Acme\n');
   expectStatus(r, 200);
   assert.equal(r.body.suggestedMapping, { name: ['First Name', 'Last Name'], company: 'Company (Contact)', location: 'Location' }, 'a field named exactly keeps its column; the first and last name stay a pair');
+  // the first part says what a column is: "Company (Contact)" is no name, though "contact" names one
+  r = await pv('Company (Contact),Person / Contact,Notes\nAcme,Ada,x\n');
+  expectStatus(r, 200);
+  assert.equal(r.body.suggestedMapping, { name: 'Person / Contact', company: 'Company (Contact)' });
   expectStatus(await pv('name,title\nA,CEO\n', { company: 'Nope' }), 422);
   expectStatus(await pv('name,company\nA,B\n', '{bad'), 422);
   expectStatus(await pv('name,company,name\nA,B,C\n'), 422);

@@ -82,16 +82,19 @@ export function suggestMapping(columns: string[]): ColumnMapping {
     if (i !== undefined) fields[field] = i;
   }
   // then a header that names alternatives or adds a remark — "City / Location", "E-mail (work)":
-  // one of its parts a name the field is known by, in a column no field took (a tester's
-  // "City / Location" was left out without a word)
-  const parts = columns.map((c) => c.split(/[/|()]/).map(headerKey).filter(Boolean));
+  // the field of its first part that names one, for a field no column has by its own name (a
+  // tester's "City / Location" was left out without a word). The first part says what the column
+  // is: "Company (Contact)" is a company, not a name.
   const namePair = fields.name === undefined && find(ALIASES.firstName) !== undefined && find(ALIASES.lastName) !== undefined;
-  for (const field of CONTACT_FIELDS) {
-    if (fields[field] !== undefined || (field === 'name' && namePair)) continue;
-    const taken = new Set(Object.values(fields));
-    const i = parts.findIndex((p, j) => p.length > 1 && !taken.has(j) && p.some((part) => ALIASES[field].includes(part)));
-    if (i >= 0) fields[field] = i;
-  }
+  const taken = new Set(Object.values(fields));
+  columns.forEach((column, j) => {
+    const parts = column.split(/[/|()]/).map(headerKey).filter(Boolean);
+    if (parts.length < 2 || taken.has(j)) return;
+    const field = parts.map((part) => CONTACT_FIELDS.find((f) => ALIASES[f].includes(part))).find((f) => f !== undefined);
+    if (field === undefined || fields[field] !== undefined || (field === 'name' && namePair)) return;
+    fields[field] = j;
+    taken.add(j);
+  });
   const out: ColumnMapping = { fields };
   if (fields.name === undefined) {
     const first = find(ALIASES.firstName);
