@@ -1,15 +1,14 @@
 // The program as the tests' child processes run it: src/main.ts, the worker-thread entries of
-// src/paths.ts WORKERS and the tests' own child programs (HARNESSES) compiled by esbuild — the
-// compilation the executable's build makes (scripts/build.ts), the packages bundled too as there
-// (but better-sqlite3, whose native addon stays in node_modules), and split into shared chunks, so
-// that a command loads only its own code and packages, as it does from source
-// (src/cli/commands.ts). A server started from packages left in node_modules took ~1.4 s of CPU to
-// listen (resolving and loading ~300 package files; each worker thread again), bundled ~1.0 s; the
-// child-process test files run 10–14 % faster (thirty-fifth session). A configuration error
-// or `version` takes ~0.15 s of CPU, against ~0.65 s when each entry was one module that imported
-// every package of the server. Such a child starts in a fraction of the time Node takes to strip the types of the
-// ~150 TypeScript files of src/ (1.7 s of CPU for `version`, against 0.2 s), which every command,
-// server and worker thread the tests start used to pay: most of the suite's time.
+// src/paths.ts WORKERS and the tests' own child programs (HARNESSES) compiled by esbuild, as the
+// executable's build compiles them (scripts/build.ts). Such a child starts in a fraction of the
+// time Node takes to strip the types of src/'s ~150 TypeScript files (1.7 s of CPU for `version`
+// from source), which every command, server and worker thread the tests start used to pay.
+// - Split into shared chunks, so that a command loads only its own code and packages, as it does
+//   from source (src/cli/commands.ts): a configuration error or `version` takes ~0.15 s of CPU,
+//   against ~0.65 s when each entry was one module that imported every package of the server.
+// - The packages bundled too, as in the executable, but for better-sqlite3 (its native addon stays
+//   in node_modules): a server listens after ~1.0 s of CPU, against ~1.4 s when it resolved and
+//   loaded ~300 package files from node_modules (each worker thread again).
 //
 // Built into .cache/test-bundle/<digest of the sources>/, once for each state of the sources: a
 // test file run alone builds it when the sources changed (~1 s), and the files of one `npm test`

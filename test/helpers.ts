@@ -62,10 +62,6 @@ process.once('exit', () => {
 });
 
 /**
- * Polls `probe` every few milliseconds until `ok` accepts its value (by default any truthy value)
- * and returns that value; throws, naming `what`, once `timeoutMs` passed.
- */
-/**
  * `promise`, or a failure naming `what` after `ms`: a deadline that bounds a hang (a server that
  * stopped answering, a connection never closed), not a timing assertion.
  */
@@ -79,6 +75,10 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string | 
   }
 }
 
+/**
+ * Polls `probe` every few milliseconds until `ok` accepts its value (by default any truthy value)
+ * and returns that value; throws, naming `what`, once `timeoutMs` passed.
+ */
 export async function until<T>(what: string, probe: () => T | Promise<T>, ok: (v: T) => boolean = Boolean, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
