@@ -1195,12 +1195,16 @@ F('failures for 3 days without a success: the webhook is disabled, says why, hol
 
   // held: nothing due for it, and new changes write no deliveries for it
   const held = (await deliveries(t, w, h.id))[0];
-  assert.equal([held.status, held.attempts], ['pending', 5]);
+  assert.equal([held.status, held.attempts, held.held], ['pending', 5, true], 'the API says it is held');
+  // a ping is sent while disabled, so it is never held
+  const ping = await t.call('POST', hooks(w, `/${h.id}/test`), { token: w.tokens.admin });
+  assert.equal([ping.status, ping.body.status, ping.body.held], [202, 'pending', false]);
+  await until(t, 'the ping tried', async () => (await t.call('GET', hooks(w, `/${h.id}/deliveries/${ping.body.id}`), { token: w.tokens.admin })).body.status === 'failed');
   clock.advance(3_600_000);
   assert.equal(t.rt.webhooks.repo.listDueWebhooks(clock.now()), [], 'a disabled webhook gets nothing sent');
   await freshTokens(t, w);
   await jobChange(t, w, ledgerId);
-  assert.is((await deliveries(t, w, h.id)).length, 1, 'no outbox rows while disabled');
+  assert.is((await deliveries(t, w, h.id)).filter((x) => x.type !== 'ping').length, 1, 'no outbox rows while disabled');
   const sent = rx.got.length;
 
   healthy = true;
@@ -1209,7 +1213,7 @@ F('failures for 3 days without a success: the webhook is disabled, says why, hol
   clock.advance(4 * 3_600_000); // the held delivery's next attempt (after its fifth) is due 4 hours after it
   await freshTokens(t, w);
   const delivered = await until(t, 'the held delivery', async () => (await deliveries(t, w, h.id)).find((x) => x.status === 'delivered'));
-  assert.equal([delivered.id, delivered.attempts], [held.id, 6]);
+  assert.equal([delivered.id, delivered.attempts, delivered.held], [held.id, 6, false]);
   assert.is(rx.got.length, sent + 1);
 
   // delivered and failed deliveries are kept 30 days; a backlog of them goes in sized chunks
@@ -1222,8 +1226,8 @@ F('failures for 3 days without a success: the webhook is disabled, says why, hol
     .run(h.id, clock.now() - 1);
   clock.advance(30 * 86_400_000 + 1);
   const writes = t.rt.db.writes;
-  assert.is(await t.rt.webhooks.prune({ stopping: false }), 501);
-  assert.ok(t.rt.db.writes - writes >= 3, `501 deliveries in ${t.rt.db.writes - writes} transactions (100, then at most twice the one before)`);
+  assert.is(await t.rt.webhooks.prune({ stopping: false }), 502, 'the 500, the delivered one and the ping');
+  assert.ok(t.rt.db.writes - writes >= 3, `502 deliveries in ${t.rt.db.writes - writes} transactions (100, then at most twice the one before)`);
   await freshTokens(t, w);
   assert.equal(await deliveries(t, w, h.id), []);
   await rx.close();

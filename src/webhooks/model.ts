@@ -58,6 +58,14 @@ export interface Delivery {
   finishedAt: number | null;
 }
 
+/**
+ * A delivery as the API shows it: `held` while it waits for its disabled webhook to be enabled
+ * again (pending, not a ping: pings are sent while a webhook is disabled).
+ */
+export interface ShownDelivery extends Delivery {
+  held: boolean;
+}
+
 /** A delivery claimed for one attempt (lease held until it is recorded). */
 export interface ClaimedDelivery {
   id: string;

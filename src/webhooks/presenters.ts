@@ -3,7 +3,7 @@ import { isoZ, isoZOrNull } from '../clock.ts';
 import { countOf, idOf, isoTime, pageSchema } from '../http/common-schemas.ts';
 import { ContactAnswer, ImportJobAnswer } from '../ledger/presenters.ts';
 import { ChangeAnswer } from '../tracking/presenters.ts';
-import { DELIVERY_STATUSES, WEBHOOK_EVENTS, type Delivery, type Webhook } from './model.ts';
+import { DELIVERY_STATUSES, WEBHOOK_EVENTS, type ShownDelivery, type Webhook } from './model.ts';
 
 /**
  * Wire shapes of webhooks and deliveries (SPEC §6): never the secret, never the token. The
@@ -63,7 +63,8 @@ export const DeliveryAnswer = z
     error: z.string().nullable().meta({ description: 'What went wrong in the last attempt' }),
     createdAt: isoTime,
     lastAttemptAt: isoTime.nullable(),
-    nextAttemptAt: isoTime.nullable().meta({ description: 'Set while pending' }),
+    nextAttemptAt: isoTime.nullable().meta({ description: 'Set while pending; while `held`, the attempt waits for the webhook to be enabled again (then it goes out at this time, or at once when the time has passed)' }),
+    held: z.boolean().meta({ description: 'Pending, and not attempted while its webhook is disabled (pings aside); enabling the webhook sends it on its schedule' }),
     deliveredAt: isoTime.nullable(),
     failedAt: isoTime.nullable(),
     attemptLog: z.array(
@@ -99,7 +100,7 @@ export const presentWebhook = (w: Webhook): z.output<typeof WebhookAnswer> => ({
 });
 
 /** A delivery and its attempt log; `withPayload` adds the body exactly as it is sent. */
-export const presentDelivery = (x: Delivery, withPayload = false) => ({
+export const presentDelivery = (x: ShownDelivery, withPayload = false) => ({
   id: x.id,
   webhookId: x.webhookId,
   eventId: x.eventId,
@@ -112,6 +113,7 @@ export const presentDelivery = (x: Delivery, withPayload = false) => ({
   createdAt: isoZ(x.createdAt),
   lastAttemptAt: isoZOrNull(x.lastAttemptAt),
   nextAttemptAt: x.status === 'pending' ? isoZ(x.nextAt) : null,
+  held: x.held,
   deliveredAt: x.status === 'delivered' ? isoZOrNull(x.finishedAt) : null,
   failedAt: x.status === 'failed' ? isoZOrNull(x.finishedAt) : null,
   attemptLog: x.attemptLog.map((a) => ({ at: isoZ(a.at), responseStatus: a.status, error: a.error, durationMs: a.ms })),

@@ -7,7 +7,7 @@ import { newId } from '../ids.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
 import type { Db } from '../storage/db.ts';
-import type { Delivery, DeliveryStatus, Webhook, WebhookEvent } from './model.ts';
+import type { Delivery, DeliveryStatus, ShownDelivery, Webhook, WebhookEvent } from './model.ts';
 import type { Outbox } from './outbox.ts';
 import { newSigningSecret } from './signing.ts';
 import { checkWebhookUrl } from './url-policy.ts';
@@ -15,6 +15,9 @@ import type { WebhooksRepo } from './webhooks-repo.ts';
 
 /** The job that deletes a deleted webhook's deliveries in chunks, then its row (src/webhooks/index.ts). */
 export const PURGE_WEBHOOK = 'webhook.purge';
+
+/** The delivery as shown: held while its webhook is disabled (pings are sent anyway). */
+const shown = (w: Webhook, x: Delivery): ShownDelivery => ({ ...x, held: !w.enabled && x.status === 'pending' && x.type !== 'ping' });
 
 /** Webhooks one organization may have (each change fans out to every one of them). */
 export const MAX_WEBHOOKS_PER_ORG = 50;
@@ -207,23 +210,24 @@ export function createWebhookService(d: {
       });
     },
     /** Queues a ping through the delivery path (even while the webhook is disabled). */
-    ping(orgId: string, id: string): Delivery {
+    ping(orgId: string, id: string): ShownDelivery {
       return d.db.tx(() => {
         const w = requireWebhook(orgId, id);
-        return d.repo.findDelivery(w.id, d.outbox.ping(w))!;
+        return shown(w, d.repo.findDelivery(w.id, d.outbox.ping(w))!);
       });
     },
-    deliveries(orgId: string, id: string, opts: { limit: number; cursor?: string; status?: DeliveryStatus }): Page<Delivery> {
+    deliveries(orgId: string, id: string, opts: { limit: number; cursor?: string; status?: DeliveryStatus }): Page<ShownDelivery> {
       const w = requireWebhook(orgId, id);
       const key = `deliveries:${w.id}:${opts.status ?? ''}`;
       const before = opts.cursor === undefined ? undefined : (d.cursors.decode(opts.cursor, key, ['n'])[0] as number);
-      return d.cursors.toPage(d.repo.listDeliveries(w.id, opts.limit, before, opts.status), opts.limit, key, (x) => [x.seq]);
+      const rows = d.repo.listDeliveries(w.id, opts.limit, before, opts.status).map((x) => shown(w, x));
+      return d.cursors.toPage(rows, opts.limit, key, (x) => [x.seq]);
     },
-    delivery(orgId: string, id: string, deliveryId: string): Delivery {
+    delivery(orgId: string, id: string, deliveryId: string): ShownDelivery {
       const w = requireWebhook(orgId, id);
       const x = d.repo.findDelivery(w.id, deliveryId);
       if (!x) throw notFound('delivery', deliveryId);
-      return x;
+      return shown(w, x);
     },
   };
 }

@@ -48,6 +48,8 @@ interface Delivery {
   createdAt: string;
   lastAttemptAt: string | null;
   nextAttemptAt: string | null;
+  /** Pending while the webhook is disabled: not attempted until it is enabled again (pings aside). */
+  held: boolean;
   deliveredAt: string | null;
   failedAt: string | null;
   attemptLog: Attempt[];
@@ -269,13 +271,13 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
           </section>
         )}
       </Async>
-      {w && <DeliveryLog path={path} tick={logTick} held={!w.enabled} />}
+      {w && <DeliveryLog path={path} tick={logTick} />}
     </>
   );
 }
 
-/** `held`: the webhook is disabled, so pending deliveries wait for it to be enabled again. */
-function DeliveryLog(props: { path: string; tick: number; held: boolean }) {
+/** A webhook's deliveries; `tick` reloads the page shown (a test sent, the webhook changed). */
+function DeliveryLog(props: { path: string; tick: number }) {
   const loc = useLocation();
   const raw = loc.query.get('status');
   const status = STATUSES.some((s) => s.value === raw) ? (raw as Status) : undefined;
@@ -291,7 +293,7 @@ function DeliveryLog(props: { path: string; tick: number; held: boolean }) {
   );
   const [open, setOpen] = useState<Delivery>();
   // while a delivery on this page is due within a minute, follow it (a retry waits 5 s, then 1 min, …)
-  const due = !props.held && req.data?.deliveries.some((x) => x.status === 'pending' && x.nextAttemptAt && Date.parse(x.nextAttemptAt) - Date.now() < 60_000);
+  const due = req.data?.deliveries.some((x) => x.status === 'pending' && !x.held && x.nextAttemptAt && Date.parse(x.nextAttemptAt) - Date.now() < 60_000);
   useEffect(() => {
     if (!due || req.loading) return;
     const t = setTimeout(req.reload, 2000);
@@ -357,7 +359,7 @@ function DeliveryLog(props: { path: string; tick: number; held: boolean }) {
                         {answer(x)}
                       </td>
                       <td data-label={x.status === 'pending' ? 'Next try' : x.status === 'delivered' ? 'Delivered' : 'Failed'}>
-                        {x.status === 'pending' && props.held && x.type !== 'ping' ? <span class="muted">held while disabled</span> : <Time iso={x.deliveredAt ?? x.failedAt ?? x.nextAttemptAt} />}
+                        {x.held ? <span class="muted">held while disabled</span> : <Time iso={x.deliveredAt ?? x.failedAt ?? x.nextAttemptAt} />}
                       </td>
                       <td class="cell-actions">
                         <button type="button" class="secondary small" aria-label={`Details of the ${TYPE_LABEL[x.type]} delivery ${x.id}`} onClick={() => setOpen(x)}>
