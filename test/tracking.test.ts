@@ -1246,7 +1246,8 @@ T('replaying a feed whose records share an address adds nothing, and a person\'s
     assert.equal([again.personsUpdated, again.contactsMatched, again.jobChanges, again.infoChanges], [0, 0, 0, 0], `replay ${i + 1} adds nothing`);
   }
   const db = t.rt.db.raw;
-  assert.equal(db.prepare("SELECT external_id, name FROM people WHERE name IN ('Ann Lee', 'Bob Ray') AND company IN ('Acme', 'Beta') AND (email = 'shared@rp.test' OR external_id = 'p-ann') ORDER BY seq").raw().all(), [['p-ann', 'Ann Lee'], ['p-bob', 'Bob Ray']]);
+  // Ann by her address and Ann by her personId share only a name and a company: two people (namesakeByKeys)
+  assert.equal(db.prepare("SELECT external_id, name FROM people WHERE name IN ('Ann Lee', 'Bob Ray') AND company IN ('Acme', 'Beta') AND (email = 'shared@rp.test' OR external_id = 'p-ann') ORDER BY seq").raw().all(), [[null, 'Ann Lee'], ['p-bob', 'Bob Ray'], ['p-ann', 'Ann Lee']]);
   const bob = await contact(t, w, path, 'bob');
   assert.equal([bob.isVerified, bob.company, bob.title, bob.lastJobChangedAt], [true, 'Beta', 'CTO', null]);
   const history = (await t.call('GET', `${path}/contacts/${bob.id}/changes`, { token: w.tokens.viewer })).body.changes;
@@ -1313,6 +1314,31 @@ T('a contact whose name differs from the person a shared address names is not ma
   const alice = await contact(t, w, path, 'alice');
   assert.equal([alice.isVerified, alice.title], [true, 'CEO']);
   assert.equal((await changes(alice)).sort(), [['email', { email: null }, { email: 'info@acme-s.test' }], ['title', { title: null }, { title: 'CEO' }]]);
+});
+
+T('a namesake who brings a key of their own is another person: an e-mail-only record never takes over the LinkedIn-known person of the same name + company, in either order, and no contact flips', async ({ t, w }) => {
+  for (const [name, emailFirst] of [['Lena Ortiz', false], ['Ria Stone', true]] as const) {
+    const slug = name.toLowerCase().replace(' ', '-');
+    const email = `${slug}.2@vought.test`;
+    const { path } = await ledgerWith(t, w, `namesakes ${name}`, [
+      { name, company: 'Vought', title: 'Engineer', linkedin: `linkedin.com/in/${slug}-1`, referenceId: 'in' },
+      { name, company: 'Vought', title: 'Accountant', email, referenceId: 'mail' },
+    ]);
+    const byLinkedin = (company: string, title: string, day: string) => ({ linkedin: `linkedin.com/in/${slug}-1`, name, company, title, observedAt: day });
+    const byEmail = (day: string) => ({ email, name, company: 'Vought', title: 'Accountant', observedAt: day });
+    const first = [byLinkedin('Vought', 'Engineer', '2026-11-07T00:00:00Z'), byEmail('2026-11-07T01:00:00Z')];
+    for (const r of emailFirst ? first.reverse() : first) await feed(t, w.root, ndjson(r));
+    const moved = await feed(t, w.root, ndjson(byLinkedin('Hooli', 'Senior Engineer', '2026-11-08')));
+    const again = await feed(t, w.root, ndjson(byEmail('2026-11-09')));
+    assert.equal([moved.jobChanges, again.jobChanges, again.infoChanges], [1, 0, 0], `${name}: one job change, for the LinkedIn contact only`);
+    const [inC, mailC] = [await contact(t, w, path, 'in'), await contact(t, w, path, 'mail')];
+    assert.equal([inC.company, inC.title, inC.contactInfo.email], ['Hooli', 'Senior Engineer', null], `${name}: never the namesake's address or title`);
+    assert.equal([mailC.company, mailC.title, mailC.lastJobChangedAt, mailC.isVerified], ['Vought', 'Accountant', null, true], `${name}: the address's person, who stayed`);
+    // (the address's contact was matched by name + company to the LinkedIn-known person while no
+    // one had its address, and given that title until the address's person came: SPEC §5's order)
+    const history = (await t.call('GET', `${path}/changes?type=job`, { token: w.tokens.viewer })).body.changes;
+    assert.equal(history.map((c: any) => c.contactId), [inC.id], `${name}: the ledger's only job change`);
+  }
 });
 
 T('a record with a LinkedIn URL finds the person known so far only by e-mail (who had no LinkedIn): one person, a job change', async ({ t, w }) => {

@@ -113,6 +113,24 @@ function identityOf(p: Person, r: FeedRecord): FeedRecord | undefined {
 }
 
 /**
+ * Whether the one person with a record's name + company is someone else by the keys each brings:
+ * name + company is the weakest key, and a person known by a personId or LinkedIn profile (SPEC
+ * §4.1: authoritative) is not found by it for a record that brings a key of its own (an e-mail
+ * address, a personId or a LinkedIn profile the person does not have; the person's own ones found
+ * them before), nor is a person known by such a key or an address for a record with a personId or
+ * LinkedIn profile. They are two people who share a name and a company (thirty-sixth session, a
+ * tester's case: a namesake's e-mail-only record taken for the LinkedIn-known person gave that
+ * person her address, both contacts then followed the one person, and every record of either
+ * flipped both contacts' companies). Two records known by addresses alone still meet by name +
+ * company: an address changes at the same employer (an info change), a LinkedIn profile does not.
+ */
+function namesakeByKeys(p: Person, r: { personId?: string; email?: string }, slug: string | undefined): boolean {
+  const recordIdentified = !!r.personId || !!slug;
+  const personIdentified = p.externalId !== null || p.linkedinSlug !== null;
+  return (personIdentified && (recordIdentified || !!r.email)) || (recordIdentified && p.email !== null);
+}
+
+/**
  * Matching and change detection (SPEC §5). Every method runs inside the caller's transaction.
  * A person's known state is compared with each contact matched to it: another company (after
  * normalization) is a job change; any other differing field is an info change, one row per field.
@@ -150,7 +168,7 @@ export function createTracker(d: TrackerDeps) {
     // how many people have the record's name + company: a new person among them is a namesake (applyRecord)
     const holders = d.people.keyHolders(nameK, companyK);
     if (seen) seen.keyHolders = holders.length;
-    if (holders.length === 1) return compatible(holders[0]);
+    if (holders.length === 1) return namesakeByKeys(holders[0]!, r, slug) ? undefined : compatible(holders[0]);
     // A record known by name + company alone, or with an address that names nobody for it (shared, or
     // another name's), among namesakes, is the person an earlier such record made (known by the same
     // keys and nothing else): else each replay of it made one more (testers' cases).
