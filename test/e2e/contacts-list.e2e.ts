@@ -108,6 +108,25 @@ L("a cursor of another list in the URL: the list's first page and a notice, no e
   assert.is(await page.getByRole('alert').count(), 0);
 });
 
+L('a link with a filter or sort the API refuses: said in the page\'s words, and a button that takes it out (no "Try again")', async (ctx) => {
+  const { page } = ctx.e;
+  await page.goto(listUrl(ctx, '?company=Bolt&lastJobChangedAt=banana&limit=25'));
+  const alert = page.getByRole('alert');
+  await alert.getByText('This link asks for something the list cannot do.').waitFor();
+  assert.match(await alert.innerText(), /“Job changed since” is “banana”, which is not a date\./);
+  assert.is(await page.getByRole('button', { name: 'Try again' }).count(), 0);
+  await alert.getByRole('button', { name: 'Remove that filter' }).click();
+  await page.waitForURL((u) => !u.searchParams.has('lastJobChangedAt') && u.searchParams.get('company') === 'Bolt');
+  await until(async () => (await rows(ctx).count()) === 25, "Bolt's first page, the other filter kept");
+  assert.is(await page.getByRole('alert').count(), 0);
+
+  await page.goto(listUrl(ctx, '?sortBy=salary&limit=25'));
+  await alert.getByText("It sorts by “salary”, which is not one of the list's orders.").waitFor();
+  await alert.getByRole('button', { name: 'Use the default sort' }).click();
+  await page.waitForURL((u) => !u.searchParams.has('sortBy'));
+  await until(async () => (await rows(ctx).count()) === 25, 'the first page in the default order');
+});
+
 L('"Added on or after" and "on or before" the same day find that day\'s contacts; the labels say UTC and the day is included', async (ctx) => {
   const { page } = ctx.e;
   const today = new Date().toISOString().slice(0, 10);

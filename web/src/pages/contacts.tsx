@@ -31,6 +31,22 @@ export interface Contact {
 /** The filters of SPEC §4.2 the page offers; their values live in the URL, so a filtered view can be shared and survives a reload. */
 const FILTERS = ['lastJobChangedAt', 'lastInfoChangedAt', 'name', 'company', 'title', 'email', 'referenceId', 'linkedin', 'isVerified', 'importId', 'createdAfter', 'createdBefore'] as const;
 type FilterKey = (typeof FILTERS)[number];
+/** The filters' names on the page (the form's labels, and a link's refused filter named in words). */
+const FILTER_LABELS: Record<FilterKey, string> = {
+  lastJobChangedAt: 'Job changed since',
+  lastInfoChangedAt: 'Info changed since',
+  name: 'Name contains',
+  company: 'Company contains',
+  title: 'Title contains',
+  email: 'E-mail (exact)',
+  referenceId: 'Reference id (exact)',
+  linkedin: 'LinkedIn URL',
+  isVerified: 'Verified',
+  importId: 'Import id',
+  createdAfter: 'Added on or after',
+  createdBefore: 'Added on or before',
+};
+const DATE_FILTERS: FilterKey[] = ['lastJobChangedAt', 'lastInfoChangedAt', 'createdAfter', 'createdBefore'];
 const SORTS: [string, string][] = [
   ['+createdAt', 'Oldest first'],
   ['-createdAt', 'Newest first'],
@@ -91,6 +107,10 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
     setNotice('That page of the list could not be shown (its filters or sort had changed), so the list starts again at its first page.');
     go({ page: undefined }, { replace: true });
   }, [badCursor]);
+  // A filter or sort of the link the API refuses (typed or cut short by hand: ?lastJobChangedAt=banana)
+  // is said in the page's words, with a way out, instead of the API's message and a "Try again"
+  // that sends the same request again.
+  const refused = list.error?.code === 'invalid_parameter' ? list.error.errors.filter((e) => e.path === 'sortBy' || (FILTERS as readonly string[]).includes(e.path)) : [];
   // the rows, count and download shown belong to the filter, sort and page asked for, or wait
   const loading = list.loading || count.loading;
   const dl = useAction(async () => {
@@ -137,112 +157,132 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
         </div>
         {dl.error && <ErrorBox error={dl.error} title="The download failed." />}
         {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
-        <Async
-          req={list}
-          label="Loading contacts…"
-          empty={(d) => d.contacts.length === 0}
-          emptyText={
-            active ? (
-              <p>
-                No contact matches these filters.{' '}
-                <button type="button" class="link" onClick={() => apply({})}>
-                  Clear the filters
-                </button>
-              </p>
-            ) : (
-              <p>
-                This ledger has no contacts yet. <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/import`}>Import a CSV file</Link> to add some.
-              </p>
-            )
-          }
-        >
-          {(d) => (
-            <>
-              <div class="table-wrap" tabIndex={0} role="region" aria-label="Contacts">
-                <table class="contacts">
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Company</th>
-                      <th scope="col">Title</th>
-                      <th scope="col">E-mail</th>
-                      <th scope="col">Verified</th>
-                      <th scope="col">Job changed</th>
-                      <th scope="col">Info changed</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {d.contacts.map((c) => (
-                      <tr key={c.id}>
-                        <th scope="row">
-                          <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/contacts/${c.id}`} state={{ list: loc.path + location.search }}>
-                              {c.name}
-                            </Link>
-                        </th>
-                        <td>
-                          {c.company}
-                          {c.lastJobChangedAt && c.importCompany && c.importCompany !== c.company && <span class="was">was {c.importCompany}</span>}
-                        </td>
-                        <td>{c.title ?? <span class="muted">—</span>}</td>
-                        <td class="email">{c.contactInfo.email ?? <span class="muted">—</span>}</td>
-                        <td>{c.isVerified ? <span class="badge ok">verified</span> : <span class="muted">no</span>}</td>
-                        <td>{c.lastJobChangedAt ? <span class="badge job"><Time iso={c.lastJobChangedAt} dateOnly /></span> : <span class="muted">—</span>}</td>
-                        <td>
-                          <Time iso={c.lastInfoChangedAt} dateOnly />
-                        </td>
+        {refused.length > 0 ? (
+          <div class="state error" role="alert">
+            <p>
+              <strong>This link asks for {refused.length === 1 ? 'something' : 'things'} the list cannot do.</strong>{' '}
+              {refused.map((e) => refusedText(e.path, q.get(e.path) ?? '', e.message)).join(' ')}
+            </p>
+            <button type="button" class="secondary" onClick={() => go({ ...Object.fromEntries(refused.map((e) => [e.path, undefined])), page: undefined }, { replace: true })}>
+              {refused.length === 1 && refused[0]!.path === 'sortBy' ? 'Use the default sort' : `Remove ${refused.length === 1 ? 'that filter' : 'those'}`}
+            </button>
+          </div>
+        ) : (
+          <Async
+            req={list}
+            label="Loading contacts…"
+            empty={(d) => d.contacts.length === 0}
+            emptyText={
+              active ? (
+                <p>
+                  No contact matches these filters.{' '}
+                  <button type="button" class="link" onClick={() => apply({})}>
+                    Clear the filters
+                  </button>
+                </p>
+              ) : (
+                <p>
+                  This ledger has no contacts yet. <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/import`}>Import a CSV file</Link> to add some.
+                </p>
+              )
+            }
+          >
+            {(d) => (
+              <>
+                <div class="table-wrap" tabIndex={0} role="region" aria-label="Contacts">
+                  <table class="contacts">
+                    <thead>
+                      <tr>
+                        <th scope="col">Name</th>
+                        <th scope="col">Company</th>
+                        <th scope="col">Title</th>
+                        <th scope="col">E-mail</th>
+                        <th scope="col">Verified</th>
+                        <th scope="col">Job changed</th>
+                        <th scope="col">Info changed</th>
                       </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <nav class="pager" aria-label="Pages">
-                <span class="muted">
-                  {fmtNumber(start + 1)}–{fmtNumber(start + d.contacts.length)}
-                  {count.data && !count.stale ? ` of ${fmtNumber(count.data.count)}` : ''}
-                </span>
-                <label class="inline">
-                  Per page
-                  <select value={size} onChange={(e) => go({ limit: e.currentTarget.value, page: undefined })}>
-                    {SIZES.map((s) => (
-                      <option key={s} value={s}>
-                        {s}
-                      </option>
-                    ))}
-                  </select>
-                </label>
-                <button type="button" class="secondary" disabled={cursors.length === 0 || list.loading} onClick={() => go({ page: cursors.slice(0, -1).join('~') || undefined })}>
-                  Previous
-                </button>
-                <button type="button" class="secondary" disabled={!d.nextCursor || list.loading} onClick={() => go({ page: [...cursors, d.nextCursor!].join('~') })}>
-                  Next
-                </button>
-              </nav>
-            </>
-          )}
-        </Async>
+                    </thead>
+                    <tbody>
+                      {d.contacts.map((c) => (
+                        <tr key={c.id}>
+                          <th scope="row">
+                            <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/contacts/${c.id}`} state={{ list: loc.path + location.search }}>
+                                {c.name}
+                              </Link>
+                          </th>
+                          <td>
+                            {c.company}
+                            {c.lastJobChangedAt && c.importCompany && c.importCompany !== c.company && <span class="was">was {c.importCompany}</span>}
+                          </td>
+                          <td>{c.title ?? <span class="muted">—</span>}</td>
+                          <td class="email">{c.contactInfo.email ?? <span class="muted">—</span>}</td>
+                          <td>{c.isVerified ? <span class="badge ok">verified</span> : <span class="muted">no</span>}</td>
+                          <td>{c.lastJobChangedAt ? <span class="badge job"><Time iso={c.lastJobChangedAt} dateOnly /></span> : <span class="muted">—</span>}</td>
+                          <td>
+                            <Time iso={c.lastInfoChangedAt} dateOnly />
+                          </td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+                <nav class="pager" aria-label="Pages">
+                  <span class="muted">
+                    {fmtNumber(start + 1)}–{fmtNumber(start + d.contacts.length)}
+                    {count.data && !count.stale ? ` of ${fmtNumber(count.data.count)}` : ''}
+                  </span>
+                  <label class="inline">
+                    Per page
+                    <select value={size} onChange={(e) => go({ limit: e.currentTarget.value, page: undefined })}>
+                      {SIZES.map((s) => (
+                        <option key={s} value={s}>
+                          {s}
+                        </option>
+                      ))}
+                    </select>
+                  </label>
+                  <button type="button" class="secondary" disabled={cursors.length === 0 || list.loading} onClick={() => go({ page: cursors.slice(0, -1).join('~') || undefined })}>
+                    Previous
+                  </button>
+                  <button type="button" class="secondary" disabled={!d.nextCursor || list.loading} onClick={() => go({ page: [...cursors, d.nextCursor!].join('~') })}>
+                    Next
+                  </button>
+                </nav>
+              </>
+            )}
+          </Async>
+        )}
       </LedgerHead>
     </>
   );
+}
+
+/** A refused filter or sort of a link, in the page's words (`message`: the API's, for the other filters). */
+function refusedText(key: string, value: string, message: string): string {
+  if (key === 'sortBy') return `It sorts by “${value}”, which is not one of the list's orders.`;
+  const label = FILTER_LABELS[key as FilterKey];
+  if (DATE_FILTERS.includes(key as FilterKey)) return `“${label}” is “${value}”, which is not a date.`;
+  return `“${label}” is “${value}”: it ${message}.`;
 }
 
 function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onApply: (f: Partial<Record<FilterKey, string>>) => void }) {
   const [f, setF] = useState(props.initial);
   const advanced = ['email', 'referenceId', 'linkedin', 'isVerified', 'importId', 'createdAfter', 'createdBefore', 'lastInfoChangedAt'].some((k) => props.initial[k as FilterKey]);
   const set = (k: FilterKey) => (e: Event) => setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value || undefined });
-  const text = (k: FilterKey, label: string) => (
+  const text = (k: FilterKey) => (
     <div class="field">
-      <label for={`flt-${k}`}>{label}</label>
+      <label for={`flt-${k}`}>{FILTER_LABELS[k]}</label>
       <input id={`flt-${k}`} type="text" value={f[k] ?? ''} onInput={set(k)} />
     </div>
   );
   // every date is a whole day in UTC, the chosen day included; createdBefore is sent (and kept in
   // the URL) as the API's exclusive bound, the day after the one shown
-  const date = (k: FilterKey, label: string) => {
+  const date = (k: FilterKey) => {
     const before = k === 'createdBefore';
     const v = f[k] ?? '';
     return (
       <div class="field">
-        <label for={`flt-${k}`}>{label}</label>
+        <label for={`flt-${k}`}>{FILTER_LABELS[k]}</label>
         <input
           id={`flt-${k}`}
           type="date"
@@ -274,10 +314,10 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onAppl
         ))}
       </div>
       <div class="filter-grid">
-        {date('lastJobChangedAt', 'Job changed since')}
-        {text('name', 'Name contains')}
-        {text('company', 'Company contains')}
-        {text('title', 'Title contains')}
+        {date('lastJobChangedAt')}
+        {text('name')}
+        {text('company')}
+        {text('title')}
       </div>
       <p class="hint" id="flt-dates-hint">
         Dates are whole days in UTC, and the day you choose is included: “since” and “on or after” from its start, “on or before” to its end.
@@ -285,21 +325,21 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onAppl
       <details open={advanced}>
         <summary>More filters</summary>
         <div class="filter-grid">
-          {date('lastInfoChangedAt', 'Info changed since')}
-          {text('email', 'E-mail (exact)')}
-          {text('referenceId', 'Reference id (exact)')}
-          {text('linkedin', 'LinkedIn URL')}
+          {date('lastInfoChangedAt')}
+          {text('email')}
+          {text('referenceId')}
+          {text('linkedin')}
           <div class="field">
-            <label for="flt-isVerified">Verified</label>
+            <label for="flt-isVerified">{FILTER_LABELS.isVerified}</label>
             <select id="flt-isVerified" value={f.isVerified ?? ''} onChange={set('isVerified')}>
               <option value="">Any</option>
               <option value="true">Verified</option>
               <option value="false">Not verified</option>
             </select>
           </div>
-          {date('createdAfter', 'Added on or after')}
-          {date('createdBefore', 'Added on or before')}
-          {text('importId', 'Import id')}
+          {date('createdAfter')}
+          {date('createdBefore')}
+          {text('importId')}
         </div>
       </details>
       <div class="actions left">
