@@ -903,8 +903,9 @@ P('a rejected-rows CSV comes back fixed: the \' that formula escaping put in fro
   const all = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, ledgerId)}/contacts`);
   // a cell that itself began with ' before = + - @ keeps it (until the eighteenth session it lost it)
   assert.equal(all.map((c) => [c.name, c.title]).sort(), [["'-Kim", 'x'], ['-Ann', '@lead'], ['=Eve', '+1 VP']]);
-  // a file of one's own keeps such cells as they are
-  const { contacts } = await importInto(t, w, "name,company\n'-Lee,Acme\n");
+  // a file of one's own keeps such cells as they are (its own column names, or a cell that begins
+  // with = + - @ unescaped, which a download never has: the first upload above kept '-Kim)
+  const { contacts } = await importInto(t, w, "Name,Company\n'-Lee,Acme\n");
   assert.equal(view(contacts).map((c) => c.name), ["'-Lee"]);
 });
 
@@ -1811,6 +1812,30 @@ Q('the scanner tells whether every data record ends in a bare number, as the lin
     const scan = await scanCsv(path);
     assert.ok(scan.ok, text);
     if (scan.ok) assert.is(scan.lastCellsNumbers, numbers, JSON.stringify(text));
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+Q('the scanner tells whether a data cell begins with = + - @ unescaped, which a download of ours never has', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cl-formula-cells-'));
+  const cases: [string, boolean][] = [
+    ["name,company\n'-Ann,'@Corp\n\"'=Eve\",x\n", false],
+    ['=name,-company\nAnn,Acme\n', false], // the header is no data
+    ['name,company\nAnn,-Acme\n', true],
+    ['name,company\n"=Ann",Acme\n', true], // quoted or not
+    ['name,company\nAnn,"x\n+1"\n', false], // inside a cell, after a line break
+    ['name,company\nAnn,x-1\n', false],
+    ['name;company\nAnn;@co\n', true],
+    ['name,company\nAnn,"""-x"\n', false], // a quote character first
+    ['name,company\nÅnn,+x\n', true],
+    ['name,company\nAnn,Acme\r\n-Bo,Acme\r\n', true],
+  ];
+  for (const [i, [text, formulas]] of cases.entries()) {
+    const path = join(dir, `${i}.csv`);
+    writeFileSync(path, text);
+    const scan = await scanCsv(path);
+    assert.ok(scan.ok, text);
+    if (scan.ok) assert.is(scan.formulaCells, formulas, JSON.stringify(text));
   }
   rmSync(dir, { recursive: true, force: true });
 });

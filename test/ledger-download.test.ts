@@ -247,11 +247,54 @@ D('a download uploaded again (into another ledger) imports every text as it was:
     const copied = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, copy)}/contacts`);
     assert.equal(copied.map(fields).sort(), original.map(fields).sort(), query);
   }
-  // a file of one's own with other columns is read as it is: its ' stays
+  // a download edited in a spreadsheet — the columns one does not need taken out, the rest moved,
+  // a row added — is still ours: its escaping comes off (a tester's case: the ' stayed for good)
+  const res = await fetch(`${t.base}${downloadPath(w, formulas, 'escapeFormulas=true')}`, { headers: { authorization: `Bearer ${w.tokens.viewer}` } });
+  const full = parse(await res.text(), { relax_column_count: false }) as string[][];
+  const keep = ['referenceId', 'name', 'company', 'title', 'email'];
+  const edited = [['name', ...keep.filter((c) => c !== 'name'), ''], ...full.slice(1).map((r) => [r[col('name')]!, ...keep.filter((c) => c !== 'name').map((c) => r[col(c)]!), ''])];
+  edited.push(['Added Person', 'added', 'Addco', "'=typed by hand", '', '']);
+  const trimmed = await createLedger(t, w.tokens.editor, w.orgId, 'trimmed download');
+  const job = await uploadCsv(t, w.tokens.editor, w.orgId, trimmed, stringify(edited));
+  assert.equal([job.imported, job.invalid], [original.length + 1, 0]);
+  const trimmedFields = (c: any) => [c.referenceId, c.name, c.company, c.title, c.contactInfo?.email];
+  const got = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, trimmed)}/contacts`);
+  assert.equal(got.map(trimmedFields).sort(), [...original.map(trimmedFields), ['added', 'Added Person', 'Addco', '=typed by hand', null]].sort());
+  // a file of one's own with other column names is read as it is: its ' stays
   const own = await createLedger(t, w.tokens.editor, w.orgId, 'own file');
-  await uploadCsv(t, w.tokens.editor, w.orgId, own, "name,company\n'-Ann,'+Plus\n");
+  await uploadCsv(t, w.tokens.editor, w.orgId, own, "Name,Company\n'-Ann,'+Plus\n");
   const [ann] = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, own)}/contacts`);
   assert.equal([ann.name, ann.company], ["'-Ann", "'+Plus"]);
+});
+
+D('a download uploaded again into its own ledger doubles nothing: a row whose id is a contact still in the ledger is a duplicate, with or without a referenceId; into another ledger it is a copy', async ({ t, w }) => {
+  const ledger = await createLedger(t, w.tokens.editor, w.orgId, 'round trip');
+  const first = await addContacts(t, w.tokens.editor, w.orgId, ledger, [
+    { name: 'José Müller', company: 'Acme', title: 'VP' },
+    { name: 'Zoë Dupré', company: 'Bolt', email: 'zoe@bolt.test' },
+    { name: 'Ref Holder', company: 'Acme', referenceId: 'r-1' },
+  ]);
+  assert.is(first.imported, 3);
+  const { rows } = await download(t, w.tokens.viewer, downloadPath(w, ledger));
+  const ids = rows.slice(1).map((r) => r[col('id')]!);
+  // one contact deleted since the download: its row comes back as a new contact
+  const gone = rows.slice(1).find((r) => r[col('name')] === 'Zoë Dupré')![col('id')]!;
+  expectStatus(await t.call('DELETE', `${ledgerPath(w.orgId, ledger)}/contacts/${gone}`, { token: w.tokens.editor }), 204);
+  // edited: a title changed, the id column moved to the end, a new row without an id
+  const edited = [[...HEADER.filter((c) => c !== 'id'), 'id'], ...rows.slice(1).map((r) => [...HEADER.filter((c) => c !== 'id').map((c) => (c === 'title' && r[col('title')] === 'VP' ? 'SVP' : r[col(c)]!)), r[col('id')]!])];
+  edited.push([...HEADER.filter((c) => c !== 'id').map((c) => ({ name: 'New Person', company: 'Crux' })[c] ?? ''), '']);
+  const again = await uploadCsv(t, w.tokens.editor, w.orgId, ledger, stringify(edited));
+  assert.equal([again.submitted, again.imported, again.duplicates, again.invalid], [4, 2, 2, 0], JSON.stringify(again));
+  const errors = await t.call('GET', `${ledgerPath(w.orgId, ledger)}/imports/${again.id}/errors`, { token: w.tokens.viewer });
+  const reasons = (parse(errors.text, { relax_column_count: false }) as string[][]).slice(1).map((r) => r.at(-2)).sort();
+  const [jose, ref] = [ids.find((id) => id !== gone && rows.find((r) => r[col('id')] === id)![col('name')] === 'José Müller')!, ids.find((id) => rows.find((r) => r[col('id')] === id)![col('name')] === 'Ref Holder')!];
+  assert.equal(reasons, [`contact ${jose} (the row's id) is already in the ledger: this row is from a download of it`, `contact ${ref} (the row's id) is already in the ledger: this row is from a download of it`].sort());
+  const now = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, ledger)}/contacts`);
+  assert.equal(now.map((c: any) => c.name).sort(), ['José Müller', 'New Person', 'Ref Holder', 'Zoë Dupré']);
+  // into another ledger: every row is a contact of its own
+  const other = await createLedger(t, w.tokens.editor, w.orgId, 'round trip copy');
+  const copy = await uploadCsv(t, w.tokens.editor, w.orgId, other, stringify(rows));
+  assert.equal([copy.imported, copy.duplicates], [3, 0]);
 });
 
 D('escapeFormulas=false returns the cells verbatim', async ({ t, w, formulas }) => {

@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import { mappedColumns, REJECTION_COLUMNS, rowToInput } from './columns.ts';
 import { unescapeFormula } from './write.ts';
+import { isId } from '../ids.ts';
 import { validateContact, type ContactDraft } from '../ledger/contact-input.ts';
 import type { CsvFormat } from '../ledger/model.ts';
 
@@ -22,10 +23,11 @@ export interface ResumePoint {
 }
 
 /**
- * One data row: `line` is where it starts; `endBytes`/`endLine` is the resume point just after
+ * One data row: `line` is where it starts; `downloadedAs`, in a download of ours, the contact id
+ * the row had there (its `id` column: the import takes a contact still in the ledger for a duplicate); `endBytes`/`endLine` is the resume point just after
  * it, so the runner may commit any prefix of a batch and record an exact resume point.
  */
-export type CsvRow = ({ line: number; draft: ContactDraft } | { line: number; reason: string }) & { raw: string[]; endBytes: number; endLine: number };
+export type CsvRow = ({ line: number; draft: ContactDraft; downloadedAs?: string } | { line: number; reason: string }) & { raw: string[]; endBytes: number; endLine: number };
 
 export interface CsvBatch {
   rows: CsvRow[];
@@ -115,6 +117,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   const width = format.columns.length;
   const escaped = format.formulasEscaped === true || format.download === true;
   const named = namedWidth(format.columns);
+  const idColumn = format.download === true ? format.columns.indexOf('id') : -1;
   const needed = Math.max(named, ...mappedColumns(format.mapping).map((i) => i + 1));
   // In a rejected-rows CSV of ours the last two columns are our reason and line: a row's own cells
   // are counted without them, as the user sees the file (it said 4 of 6 for a row of 2 in 4 columns)
@@ -139,7 +142,11 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       else {
         const res = validateContact(rowToInput(cells, format.mapping));
         // the cells go along with a valid row too: it may still be rejected as a duplicate, and the rejected-rows CSV gives rows back as they were
-        rows.push(res.ok ? { line, endBytes, endLine, draft: res.draft, raw: cells } : { line, endBytes, endLine, reason: res.reason, raw: cells });
+        if (!res.ok) rows.push({ line, endBytes, endLine, reason: res.reason, raw: cells });
+        else {
+          const id = idColumn >= 0 ? cells[idColumn]!.trim() : '';
+          rows.push({ line, endBytes, endLine, draft: res.draft, raw: cells, ...(isId('c', id) ? { downloadedAs: id } : {}) });
+        }
       }
       if (rows.length >= batchRows) {
         await send({ rows, endBytes, endLine: nextLine - 1 });

@@ -29,6 +29,11 @@ export interface ScanResult {
    * whose last column holds anything else is not one of ours.
    */
   lastCellsNumbers: boolean;
+  /**
+   * A data cell begins with = + - or @ (no `'` in front): the file is not a download of ours, which
+   * escapes every such cell (src/ledger/import-service.ts isOwnDownload).
+   */
+  formulaCells: boolean;
 }
 
 export interface ScanFailure {
@@ -190,6 +195,9 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   let cellOther = false;
   let cellValue = 0;
   let lastCellsNumbers = true;
+  // no value byte of the current cell yet (formulaCells: the first one decides)
+  let cellStart = true;
+  let formulaCells = false;
   // as we write a line number: no leading zero, a line after the header (2 or more), at most 15 digits
   const lineNumberCell = () => !cellOther && cellDigits > 0 && cellDigits <= 15 && cellValue >= 2 && cellValue >= 10 ** (cellDigits - 1);
   // A data record longer than the row reader's limit would fail the job halfway: refuse it here
@@ -226,6 +234,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
         // a non-ASCII byte (a lead or continuation byte): text, and not a quote, delimiter or line break
         blank = false;
         cellOther = true;
+        cellStart = false;
         prevCR = false;
         fieldStart = false;
         justClosed = false;
@@ -236,6 +245,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
         justClosed = false;
         if (!quoted) {
           fieldStart = true;
+          cellStart = true;
           if (lineEnd) {
             if (tooLong(offset + i)) return tooLongFail();
             if (!blank) {
@@ -253,6 +263,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
         } else {
           blank = false; // a line break inside a quoted field
           cellOther = true;
+          cellStart = false;
         }
         if (lineEnd) line++;
         if (!quoted) recLine = line;
@@ -284,12 +295,12 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
           quoted = false;
           justClosed = true;
         } else if (fieldStart || justClosed) {
-          if (justClosed) blank = false; // `""` inside a quoted field: a quote character
+          if (justClosed) blank = cellStart = false; // `""` inside a quoted field: a quote character
           quoted = true;
           justClosed = false;
           quoteLine = line;
         } else {
-          blank = false; // a literal quote
+          blank = cellStart = false; // a literal quote
           justClosed = false;
         }
         fieldStart = false;
@@ -301,8 +312,11 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
         cellDigits = 0;
         cellValue = 0;
         cellOther = false;
+        cellStart = true;
       } else {
         blank = false;
+        if (cellStart && records > 0 && (b === 0x3d || b === 0x2b || b === 0x2d || b === 0x40)) formulaCells = true;
+        cellStart = false;
         if (b >= 0x30 && b <= 0x39) {
           cellDigits++;
           if (cellDigits <= 15) cellValue = cellValue * 10 + (b - 0x30);
@@ -363,6 +377,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     headerLines,
     rows: dataRecords,
     lastCellsNumbers,
+    formulaCells,
     head: parsed
       .slice(at + 1)
       .map((p) => p.record)

@@ -21,7 +21,7 @@ export const IMPORT_JOB = 'import';
 export const CSV_BATCH_ROWS = 2000;
 
 /** A row to store: `raw` is the row as submitted (API object or CSV cells), kept for the rejected-rows CSV. */
-type Row = ({ rowNo: number; line: number | null; draft: ContactDraft } | { rowNo: number; line: number | null; reason: string }) & { raw: unknown };
+type Row = ({ rowNo: number; line: number | null; draft: ContactDraft; downloadedAs?: string } | { rowNo: number; line: number | null; reason: string }) & { raw: unknown };
 
 /** What a committed chunk did with its rows (the import-rows metric). */
 export interface ChunkCounts {
@@ -85,6 +85,14 @@ export function createImportRunner(d: RunnerDeps): Runner {
       for (const row of rows) {
         if ('draft' in row) {
           const c = row.draft;
+          // a row of a download of this very ledger whose contact is still in it: uploading the
+          // download again (edited or not) must not double every contact without a referenceId
+          if (row.downloadedAs !== undefined && d.contacts.findContact(imp.ledgerId, row.downloadedAs)) {
+            duplicates++;
+            const reason = `contact ${row.downloadedAs} (the row's id) is already in the ledger: this row is from a download of it`;
+            cap.reject(() => d.imports.insertRejection(imp.id, { rowNo: row.rowNo, line: row.line, reason, kind: 'duplicate', raw: row.raw } satisfies Rejection));
+            continue;
+          }
           const contact = d.contacts.insertContact({
             id: newId('c'),
             ledgerId: imp.ledgerId,
@@ -167,7 +175,7 @@ export function createImportRunner(d: RunnerDeps): Runner {
       const base = imp.cursorRows;
       const part = pending.slice(at, byteBoundedEnd(pending, at, n));
       const rows: Row[] = part.map((r, i) =>
-        'draft' in r ? { rowNo: base + i + 1, line: r.line, draft: r.draft, raw: r.raw } : { rowNo: base + i + 1, line: r.line, reason: r.reason, raw: r.raw },
+        'draft' in r ? { rowNo: base + i + 1, line: r.line, draft: r.draft, raw: r.raw, downloadedAs: r.downloadedAs } : { rowNo: base + i + 1, line: r.line, reason: r.reason, raw: r.raw },
       );
       const last = part[part.length - 1]!;
       sizer.timed(rows.length, () => storeChunk(lease, imp, cap, rows, { bytes: last.endBytes, lines: last.endLine }));

@@ -61,12 +61,25 @@ interface Inspected {
   download: boolean;
 }
 
+const DOWNLOAD_COLUMNS: ReadonlySet<string> = new Set(DOWNLOAD_HEADER);
+
 /**
  * A download of ours uploaded again (into another ledger, another installation): its header is
- * the download's fixed one, so its cells carry our formula escaping (`'-Ann`), which the reader
- * takes off — imported as they were, not with a `'` in a name that is never modified again.
+ * the download's fixed one, or — edited in a spreadsheet, columns taken out or moved — every
+ * column keeps the name the download gave it (unnamed ones aside, two at least) and no cell begins
+ * with = + - @ unescaped (the download escapes every one). Its cells carry our formula escaping
+ * (`'-Ann`), which the reader takes off — imported as they were, not with a `'` in a name that is
+ * never modified again. Until the thirty-sixth session only the whole header counted, and a
+ * download with the columns one did not need taken out (a tester's case) kept its `'`s for good.
+ * A file of one's own that looks the same loses a `'` before = + - @ too, as a spreadsheet shows
+ * `'=x` typed in a cell: `=x`.
  */
-const isOwnDownload = (columns: string[]): boolean => columns.length === DOWNLOAD_HEADER.length && DOWNLOAD_HEADER.every((c, i) => columns[i] === c);
+function isOwnDownload(scan: ScanResult): boolean {
+  const { columns } = scan;
+  if (columns.length === DOWNLOAD_HEADER.length && DOWNLOAD_HEADER.every((c, i) => columns[i] === c)) return true;
+  const named = columns.filter((c) => c !== '');
+  return !scan.formulaCells && named.length >= 2 && new Set(named).size === named.length && named.every((c) => DOWNLOAD_COLUMNS.has(c));
+}
 
 
 const uploadProblem = (status: 415 | 422, message: string, line?: number) =>
@@ -166,7 +179,7 @@ export function createImportService(d: ImportServiceDeps) {
       // (our annotation may repeat a name of the file's own, its `Reason` column: no contact field reads either)
       const mapping = resolveMapping(scan.columns, explicit);
       checkMappedColumns(scan.columns, mapping);
-      return { scan, mapping, ours, download: !ours && isOwnDownload(scan.columns) };
+      return { scan, mapping, ours, download: !ours && isOwnDownload(scan) };
     };
     try {
       let inspected = read(isOwnRejectedRows(orgId, scanned));
