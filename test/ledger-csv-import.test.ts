@@ -783,6 +783,24 @@ P('a rejected-rows CSV uploaded again, round after round: its old reason and lin
   assert.equal([done.imported, done.invalid], [2, 0]);
 });
 
+P('a file whose header ends in unnamed columns: its rejected-rows CSV takes a fixed row as the file did, stopping at the last named column, and says the same widths', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'unnamed columns');
+  const first = await post(t, w, ledgerId, 'Name,Company,Title,Email,,\r\nAnn,Acme,VP,bad-email\r\nBo,,CTO\r\nCy,Initech\r\nDee,Hooli,,dee@x.test,,\r\n');
+  const job = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, first.body.id);
+  assert.equal([job.submitted, job.imported, job.invalid], [4, 1, 3]);
+  const errors = parse((await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors`, { token: w.tokens.viewer })).text, { relax_column_count: true }) as string[][];
+  const reasons = errors.slice(1).map((r) => r.at(-2)!);
+  assert.match(reasons[0]!, /^email/);
+  assert.equal(reasons.slice(1), ['the row has 3 columns, the header has 4', 'the row has 2 columns, the header has 4']);
+  // fixed as a person would: Bo gets a company and the e-mail cell he lacked, Ann a real address; Cy stays as he was
+  const fixed = [errors[0]!, ['Ann', 'Acme', 'VP', 'ann@acme.test', ...errors[1]!.slice(-2)], ['Bo', 'Bocorp', 'CTO', '', ...errors[2]!.slice(-2)], errors[3]!];
+  const quote = (c: string) => (/[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c);
+  const again = await waitForImport(t, w.tokens.viewer, w.orgId, ledgerId, (await post(t, w, ledgerId, fixed.map((r) => r.map(quote).join(',')).join('\r\n'))).body.id);
+  assert.equal([again.imported, again.invalid], [2, 1], JSON.stringify(again));
+  const left = parse((await t.call('GET', `${importsPath(w, ledgerId)}/${again.id}/errors`, { token: w.tokens.viewer })).text, { relax_column_count: true }) as string[][];
+  assert.equal(left.slice(1).map((r) => [r[0], r.at(-2)]), [['Cy', 'the row has 2 columns, the header has 4 (besides reason and line)']]);
+});
+
 P('the errors CSV for a spreadsheet: bom=true and delimiter=semicolon as for downloads; fixed and uploaded again it is still ours', async ({ t, w }) => {
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'errors for excel');
   const r = await post(t, w, ledgerId, 'Name;Company;Notiz\nAnn;Acme;ok\nBo;;"a; b"\nCy;;x\n');

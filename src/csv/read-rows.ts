@@ -114,16 +114,18 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   const parser = parse({ delimiter: format.delimiter, record_delimiter: ['\r\n', '\n', '\r'], info: true, relax_column_count: true, relax_quotes: true, max_record_size: MAX_RECORD_BYTES, bom: false });
   // pipeline, not pipe: a read error of the file must reach the loop below, not end the process
   pipeline(createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }), parser, () => {});
-  const width = format.columns.length;
   const escaped = format.formulasEscaped === true || format.download === true;
-  const named = namedWidth(format.columns);
+  // In a rejected-rows CSV of ours the last two columns are our reason and line, and every row
+  // ends in them: a row's own cells are the ones before, fitted to the file's own columns as in the
+  // round before (it said 4 of 6 for a row of 2 in 4 columns; and a file whose header ended in
+  // unnamed columns, `Name,Company,Title,Email,,`, took a row that stops at Email, but its
+  // rejected-rows CSV then wanted those unnamed cells too — "the header has 6": a tester's case)
+  const annotation = format.formulasEscaped === true ? REJECTION_COLUMNS.length : 0;
+  const width = format.columns.length - annotation;
+  const named = namedWidth(format.columns.slice(0, width));
   const idColumn = format.download === true ? format.columns.indexOf('id') : -1;
   const needed = Math.max(named, ...mappedColumns(format.mapping).map((i) => i + 1));
-  // In a rejected-rows CSV of ours the last two columns are our reason and line: a row's own cells
-  // are counted without them, as the user sees the file (it said 4 of 6 for a row of 2 in 4 columns)
-  const annotation = format.formulasEscaped === true ? REJECTION_COLUMNS.length : 0;
-  const widthReason = (cells: number) =>
-    annotation && cells >= annotation ? `${wrongWidth(cells - annotation, needed - annotation)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, needed);
+  const widthReason = (cells: number) => (annotation && cells >= annotation ? `${wrongWidth(cells - annotation, needed)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, needed));
   let nextLine = from.lines + 1;
   let rows: CsvRow[] = [];
   let endBytes = from.bytes;
@@ -137,15 +139,18 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       // a file of ours (a rejected-rows CSV, a download) has our formula escaping to take off: its
       // cells are read, and kept for a rejected row, as they were before it
       const read = escaped ? record.map(unescapeFormula) : record;
-      const cells = fitToHeader(read, width, needed, named);
+      const noted = annotation && read.length >= annotation;
+      const cells = fitToHeader(noted ? read.slice(0, -annotation) : read, width, needed, named);
       if (!cells) rows.push({ line, endBytes, endLine, reason: widthReason(record.length), raw: read });
       else {
         const res = validateContact(rowToInput(cells, format.mapping));
-        // the cells go along with a valid row too: it may still be rejected as a duplicate, and the rejected-rows CSV gives rows back as they were
-        if (!res.ok) rows.push({ line, endBytes, endLine, reason: res.reason, raw: cells });
+        // the cells go along with a valid row too: it may still be rejected as a duplicate, and the
+        // rejected-rows CSV gives rows back as they were — as wide as the header, annotation and all
+        const raw = noted ? [...cells, ...read.slice(-annotation)] : cells;
+        if (!res.ok) rows.push({ line, endBytes, endLine, reason: res.reason, raw });
         else {
           const id = idColumn >= 0 ? cells[idColumn]!.trim() : '';
-          rows.push({ line, endBytes, endLine, draft: res.draft, raw: cells, ...(isId('c', id) ? { downloadedAs: id } : {}) });
+          rows.push({ line, endBytes, endLine, draft: res.draft, raw, ...(isId('c', id) ? { downloadedAs: id } : {}) });
         }
       }
       if (rows.length >= batchRows) {
