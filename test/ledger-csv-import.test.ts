@@ -79,8 +79,9 @@ async function errorsOf(t: TestApp, w: World, ledgerId: string, importId: string
   expectStatus(r, 200, 'errors csv');
   assert.match(r.headers.get('content-type') ?? '', /^text\/csv; charset=utf-8/);
   assert.match(r.headers.get('content-disposition') ?? '', /^attachment; filename="/);
-  // any line break outside quotes ends a record, as in a spreadsheet; a row of the wrong width comes back as wide as it was
-  return parse(r.text, { record_delimiter: ['\r\n', '\n', '\r'], relax_column_count: true }) as string[][];
+  // any line break outside quotes ends a record, as in a spreadsheet; a row of the wrong width comes back as wide as it was;
+  // the delimiter is the upload's (every text cell is quoted, so a , ; or tab outside quotes is one)
+  return parse(r.text, { delimiter: [',', ';', '\t'], record_delimiter: ['\r\n', '\n', '\r'], relax_column_count: true }) as string[][];
 }
 
 /** Files left anywhere under a folder (a missing folder has none). */
@@ -811,6 +812,11 @@ P('the errors CSV for a spreadsheet: bom=true and delimiter=semicolon as for dow
   const file = Buffer.from(await e.arrayBuffer());
   assert.equal([...file.subarray(0, 3)], [0xef, 0xbb, 0xbf]);
   assert.is(file.subarray(3).toString(), '"Name";"Company";"Notiz";"reason";"line"\r\n"Bo";;"a; b";"company is required";3\r\n"Cy";;"x";"company is required";4\r\n');
+  // the upload's own delimiter is the default (a ; file's errors came back comma-separated: one column in a ; spreadsheet)
+  const plain = await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors`, { token: w.tokens.viewer });
+  assert.is(plain.text, file.subarray(3).toString());
+  const comma = await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors?delimiter=comma`, { token: w.tokens.viewer });
+  assert.ok(comma.text.startsWith('"Name","Company","Notiz","reason","line"\r\n'), comma.text);
   const bad = await t.call('GET', `${importsPath(w, ledgerId)}/${job.id}/errors?delimiter=pipe`, { token: w.tokens.viewer });
   expectStatus(bad, 400);
   assert.equal(bad.body.errors.map((x: any) => x.path), ['delimiter']);

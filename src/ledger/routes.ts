@@ -289,7 +289,11 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
     r.add({ method: 'get', path: `${base}/:importId/${alias ? 'downloadErrors' : 'errors'}`, access: { org: 'viewer' }, query: S.RejectedRowsQuery, summary: `Rejected rows as CSV with a reason column${note}`, description: 'Cells that a spreadsheet would read as a formula get a \' in front unless escapeFormulas=false; uploaded again, this file\'s cells lose that \' (its last two columns, reason and line, mark it).', responses: { 200: { description: 'text/csv', contentType: 'text/csv' } } }, (ctx, { params, query }) => {
       const imp = svc.imports.get(params.orgId!, params.ledgerId!, params.importId!);
       attachment(ctx, `import-${imp.id}-errors.csv`);
-      const delimiter = S.DOWNLOAD_DELIMITERS[query.delimiter ?? 'comma'];
+      // By default the upload's own delimiter (`,` `;` or a tab): fixed and uploaded again the file
+      // reads as the upload did, and a spreadsheet that opened the upload opens it alike (a `;`
+      // file's errors came back comma-separated, one column in a `;` Excel: a tester's case).
+      const own = imp.format && Object.values(S.DOWNLOAD_DELIMITERS).find((d) => d === imp.format!.delimiter);
+      const delimiter = query.delimiter ? S.DOWNLOAD_DELIMITERS[query.delimiter] : (own ?? ',');
       ctx.body = Readable.from(rejectionCsv(imp, svc.imports.rejections(imp.id), query.escapeFormulas ?? true, query.bom ?? false, delimiter), { objectMode: false });
     });
   }

@@ -138,8 +138,11 @@ const csvFileOptions = {
 
 export const DownloadQuery = z.strictObject({ ...filters, ...csvFileOptions });
 
-/** The rejected-rows CSV: formula escaping (on unless `escapeFormulas=false`), BOM and delimiter as for downloads. */
-export const RejectedRowsQuery = z.strictObject(csvFileOptions);
+/** The rejected-rows CSV: formula escaping (on unless `escapeFormulas=false`), BOM and delimiter as for downloads — the delimiter the upload's by default. */
+export const RejectedRowsQuery = z.strictObject({
+  ...csvFileOptions,
+  delimiter: csvFileOptions.delimiter.meta({ description: "The field delimiter: comma, semicolon or tab; by default the uploaded file's own (`,` `;` or tab; comma for an API batch or any other)" }),
+});
 
 export type ListInput = z.output<typeof ContactListQuery> | z.output<typeof DownloadQuery>;
 

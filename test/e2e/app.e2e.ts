@@ -159,7 +159,8 @@ A('open the rejected rows: each with its reason, and as a CSV download', async (
   const [dl] = await Promise.all([page.waitForEvent('download'), dialog.getByRole('button', { name: 'Download rejected rows (CSV)' }).click()]);
   assert.match(dl.suggestedFilename(), /^import-imp_.*-errors\.csv$/);
   const body = readText((await dl.path())!);
-  assert.ok(body.startsWith('"Full Name","Firm","Job Title","E-mail","LinkedIn URL","CRM ID","reason","line"\r\n'), body.slice(0, 100)); // the file's own column names: text, quoted
+  // with a BOM (Excel reads it as UTF-8), the file's own column names: text, quoted
+  assert.ok(body.startsWith('\uFEFF"Full Name","Firm","Job Title","E-mail","LinkedIn URL","CRM ID","reason","line"\r\n'), body.slice(0, 100));
   await dialog.getByRole('button', { name: 'Close' }).last().click();
   await page.getByRole('link', { name: 'Import history' }).first().click();
   await page.getByRole('table', { name: 'Imports' }).or(page.locator('table.imports')).first().waitFor();
@@ -214,7 +215,8 @@ A('feed a job change; "job changed since" finds the contact; its timeline shows 
   await page.getByText('More filters').click();
   await page.getByLabel('LinkedIn URL').fill('someone');
   await page.getByRole('button', { name: 'Apply filters' }).click();
-  await page.getByText(/linkedin: must be a LinkedIn profile URL/).first().waitFor();
+  await page.getByText(/“LinkedIn URL” is “someone”: it must be a LinkedIn profile URL/).first().waitFor();
+  assert.ok(await page.getByRole('button', { name: 'Remove that filter' }).isVisible(), 'a way out');
   assert.is(await page.getByRole('region', { name: 'Contacts' }).locator('tbody tr').count(), 0, 'the rows of the earlier filter are gone');
   assert.ok(await page.getByRole('button', { name: 'Download these as CSV' }).isDisabled());
   await shoot(page, '17b-contacts-refused-filter');

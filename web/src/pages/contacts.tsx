@@ -107,9 +107,9 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
     setNotice('That page of the list could not be shown (its filters or sort had changed), so the list starts again at its first page.');
     go({ page: undefined }, { replace: true });
   }, [badCursor]);
-  // A filter or sort of the link the API refuses (typed or cut short by hand: ?lastJobChangedAt=banana)
-  // is said in the page's words, with a way out, instead of the API's message and a "Try again"
-  // that sends the same request again.
+  // A filter or sort the API refuses (a link typed or cut short by hand: ?lastJobChangedAt=banana,
+  // or a value typed in the form) is said in the page's words, with a way out, instead of the
+  // API's message and a "Try again" that sends the same request again.
   const refused = list.error?.code === 'invalid_parameter' ? list.error.errors.filter((e) => e.path === 'sortBy' || (FILTERS as readonly string[]).includes(e.path)) : [];
   // the rows, count and download shown belong to the filter, sort and page asked for, or wait
   const loading = list.loading || count.loading;
@@ -160,7 +160,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
         {refused.length > 0 ? (
           <div class="state error" role="alert">
             <p>
-              <strong>This link asks for {refused.length === 1 ? 'something' : 'things'} the list cannot do.</strong>{' '}
+              <strong>The list cannot be {refused.every((e) => e.path === 'sortBy') ? 'sorted' : 'filtered'} this way.</strong>{' '}
               {refused.map((e) => refusedText(e.path, q.get(e.path) ?? '', e.message)).join(' ')}
             </p>
             <button type="button" class="secondary" onClick={() => go({ ...Object.fromEntries(refused.map((e) => [e.path, undefined])), page: undefined }, { replace: true })}>

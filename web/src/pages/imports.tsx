@@ -421,13 +421,15 @@ export function Rejected(props: { job: ImportJob; orgId: string; ledgerId: strin
   const path = `${LEDGER}/orgs/${props.orgId}/ledgers/${props.ledgerId}/imports/${props.job.id}/errors`;
   // the reason and line first: they are what a person reads; the original columns follow
   const req = useRequest(async (signal) => {
-    const rows = parseCsv(await fetchText(path, signal));
+    const rows = parseCsv(await fetchText(`${path}?delimiter=comma&escapeFormulas=false`, signal)); // shown as text, never evaluated
     const head = rows[0] ?? [];
     const first = ['line', 'reason', 'row'].map((h) => head.lastIndexOf(h)).filter((i) => i >= 0);
     const order = [...first, ...head.map((_, i) => i).filter((i) => !first.includes(i))];
     return rows.map((r) => order.map((i) => r[i] ?? ''));
   }, [path]);
-  const dl = useAction(() => download(path));
+  // with a BOM, as the contacts download: this file is opened in a spreadsheet to be fixed, and Excel
+  // reads a CSV without one in the machine's legacy code page (its delimiter is the upload's own)
+  const dl = useAction(() => download(path, { bom: 'true' }));
   const LIMIT = 500;
   return (
     <Dialog title={`Rejected rows of ${props.job.fileName ?? 'the import'}`} onClose={props.onClose} wide>
