@@ -109,7 +109,7 @@ const hostList: Parse<string[]> = (raw, name) => {
   for (const h of hosts) {
     const bare = h.replace(/^\[(.*)\]$/, '$1');
     if (!isIP(bare) && !/^(?:\*\.)?(?:[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.)*[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.?$/u.test(h)) {
-      throw new ConfigError(`${name}: "${h}" is not a host name or IP address (write hooks.example.com, *.example.com or 10.0.0.5: no scheme, port or path)`);
+      throw new ConfigError(`${name}: "${redactUserinfo(h)}" is not a host name or IP address (write hooks.example.com, *.example.com or 10.0.0.5: no scheme, port or path)`);
     }
     const { rewrittenIpv4, noUrlHost } = allowEntryHost(h);
     if (noUrlHost) throw new ConfigError(`${name}: "${h}" is no host a URL can name (an IPv4 address has four numbers up to 255), so it would never match`);
@@ -125,8 +125,19 @@ const listenHost: Parse<string> = (raw, name) => {
   const h = /^\[.*\]$/.test(trimmed) && isIP(trimmed.slice(1, -1)) === 6 ? trimmed.slice(1, -1) : trimmed;
   if (h === '') return DEFAULTS.host;
   if (isIP(h) || isHostName(h)) return h;
-  throw new ConfigError(`${name} must be an IP address or a host name of this machine (0.0.0.0 for all; no scheme, port or path), got "${raw}"`);
+  throw new ConfigError(`${name} must be an IP address or a host name of this machine (0.0.0.0 for all; no scheme, port or path), got "${redactUserinfo(raw)}"`);
 };
+/**
+ * A URL setting's value as an error message may show it: the userinfo (`user:password@`) replaced
+ * by `***@`, since a message reaches the journal and the terminal, and the password in
+ * `http://u:p@x.example/` is one (a tester's BASE_URL was printed whole). The part after the
+ * authority is kept: it is what the message is about.
+ */
+export function redactUserinfo(raw: string): string {
+  // the authority ends at the first / ? or #, and its userinfo at the last @ before that (WHATWG URL)
+  return raw.replace(/^(\s*[a-z][a-z0-9+.-]*:\/*)[^/?#]*@/i, '$1***@');
+}
+
 /** Browser origins (`https://crm.example.org`, with a port if not the scheme's), or `*` for any; a trailing / is dropped. */
 const originList: Parse<string[]> = (raw, name) =>
   list(raw, name).map((o) => {
@@ -138,7 +149,7 @@ const originList: Parse<string[]> = (raw, name) =>
       // reported below
     }
     if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.pathname !== '/' || u.search || u.hash || u.username || u.password) {
-      throw new ConfigError(`${name}: "${o}" is not an origin (write https://crm.example.org, with :port when not the default; no path), or * for any`);
+      throw new ConfigError(`${name}: "${redactUserinfo(o)}" is not an origin (write https://crm.example.org, with :port when not the default; no path), or * for any`);
     }
     return u.origin;
   });
@@ -154,9 +165,9 @@ const url: Parse<string> = (raw, name) => {
   } catch {
     // reported below
   }
-  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new ConfigError(`${name} must be an http:// or https:// URL, got "${raw}"`);
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new ConfigError(`${name} must be an http:// or https:// URL, got "${redactUserinfo(raw)}"`);
   if (u.search || u.hash || u.username || u.password || raw.trim().endsWith('?') || raw.trim().endsWith('#')) {
-    throw new ConfigError(`${name} must be a URL without a query, fragment or credentials (scheme, host, port and path only), got "${raw}"`);
+    throw new ConfigError(`${name} must be a URL without a query, fragment or credentials (scheme, host, port and path only), got "${redactUserinfo(raw)}"`);
   }
   return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 };
@@ -173,7 +184,7 @@ const authUrl: Parse<string> = (raw, name) => {
   if (/^https?:\/\//i.test(raw)) path = URL.canParse(raw) ? new URL(raw).pathname : path;
   path = `/${path.replace(/^\/+|\/+$/g, '')}`;
   if (path === '/' || !/^(\/[A-Za-z0-9._~-]+)+$/.test(path) || path.startsWith('/api/')) {
-    throw new ConfigError(`${name} must be a URL or path such as /auth (not / and not under /api/), got "${raw}"`);
+    throw new ConfigError(`${name} must be a URL or path such as /auth (not / and not under /api/), got "${redactUserinfo(raw)}"`);
   }
   return path;
 };

@@ -202,6 +202,24 @@ C('bad configuration values stop with exit code 2 and name the setting', () => {
   }
 });
 
+C('a URL setting refused for its value never prints the credentials in it: the userinfo is ***', () => {
+  const cases: [Record<string, string>, string][] = [
+    // a tester's case: the whole value, password included, went to the terminal and the journal
+    [{ BASE_URL: 'http://u:p@x.example/?q=1' }, 'BASE_URL must be a URL without a query, fragment or credentials (scheme, host, port and path only), got "http://***@x.example/?q=1"'],
+    [{ BASE_URL: 'ftp://admin:hunter2@x.example/' }, 'BASE_URL must be an http:// or https:// URL, got "ftp://***@x.example/"'],
+    [{ CORS_ORIGINS: 'https://admin:hunter2@crm.example.org' }, 'CORS_ORIGINS: "https://***@crm.example.org" is not an origin'],
+    [{ AUTH_URL: 'https://admin:hunter2@x.example/' }, 'AUTH_URL must be a URL or path such as /auth (not / and not under /api/), got "https://***@x.example/"'],
+    [{ WEBHOOK_ALLOW_HOSTS: 'https://admin:hunter2@hooks.example' }, 'WEBHOOK_ALLOW_HOSTS: "https://***@hooks.example" is not a host name'],
+    [{ HOST: 'http://admin:hunter2@127.0.0.1' }, 'got "http://***@127.0.0.1"'],
+  ];
+  for (const [env, message] of cases) {
+    const r = run(['serve'], { CONTACT_LEDGER_DATA: tempDir(), ...env });
+    assert.is(r.status, 2, `${JSON.stringify(env)}: ${r.stderr}`);
+    assert.ok(r.stderr.includes(message), `${JSON.stringify(env)}: ${r.stderr}`);
+    assert.not.ok(/hunter2|u:p@/.test(r.stderr), `the password is printed: ${r.stderr}`);
+  }
+});
+
 C('a secret put where the path of its file belongs is refused without a word of it: exit 2 names the setting, never the value', () => {
   const key = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----';
   const cert = join(tempDir(), 'cert.pem');
