@@ -310,12 +310,91 @@ export function configHelp(): string {
   return SETTINGS.map((s) => `  --${s!.flag.padEnd(34)} ${s!.env.padEnd(32)} ${s!.help}`).join('\n');
 }
 
+/** The prefix of the program's own environment variables: one that names no setting is a mistake. */
+const OWN_PREFIX = 'CONTACT_LEDGER_';
+
+/** Every environment variable the configuration reads: each setting's name, and `NAME_FILE` of those that take one. */
+function knownVariables(): Set<string> {
+  const names = new Set<string>([WEAK_HASHING_FOR_TESTS]);
+  for (const s of SETTINGS) {
+    names.add(s!.env);
+    if (s!.secret || s!.fileIsValue) names.add(`${s!.env}_FILE`);
+  }
+  return names;
+}
+
+/**
+ * Optimal string alignment distance: insertions, deletions, substitutions, and two neighbours
+ * swapped count one each (PROT is one from PORT, as a typist sees it, not two).
+ */
+export function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** The known name closest to `name` within `max` edits (the first of equals), if any. */
+function closest(name: string, known: Iterable<string>, max: number): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const k of known) {
+    const distance = editDistance(name, k);
+    if (distance <= max && (!best || distance < best.distance)) best = { name: k, distance };
+  }
+  return best?.name;
+}
+
+/**
+ * Refuses a `CONTACT_LEDGER_…` variable that the configuration does not read: a misspelt
+ * CONTACT_LEDGER_DATA or …_ADMIN_PASSWORD was ignored, and the server started a new, empty
+ * installation in ./data with a generated password (a tester's case). The prefix is ours, so no
+ * other program's variable is caught. Names the setting meant when one is within two edits, or
+ * one is the start of it (CONTACT_LEDGER_DATA_DIR).
+ */
+function refuseUnknownOwnVariables(env: NodeJS.ProcessEnv): void {
+  const known = knownVariables();
+  const own = [...known].filter((k) => k.startsWith(OWN_PREFIX) && k !== WEAK_HASHING_FOR_TESTS);
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith(OWN_PREFIX) || known.has(name)) continue;
+    if (name.endsWith('_FILE') && known.has(name.slice(0, -'_FILE'.length))) continue; // refused below, saying which settings take a file
+    const meant = closest(name, own, 2) ?? own.filter((k) => name.startsWith(`${k}_`)).sort((a, b) => b.length - a.length)[0];
+    throw new ConfigError(`${name} is not a setting${meant ? ` (did you mean ${meant}?)` : ''}; contact-ledger reads no such variable — remove or rename it (contact-ledger serve --help lists the settings)`);
+  }
+}
+
+/**
+ * Environment variables that look like a misspelt setting of ours without our prefix (LOG_LEVL,
+ * PROT): a warning each, never an error, since the environment holds every other program's
+ * variables too. Within two edits of a setting's name, one for names of four letters or fewer:
+ * HOME is two from HOST, and every environment has it.
+ */
+export function environmentWarnings(env: NodeJS.ProcessEnv): { variable: string; meant: string }[] {
+  const known = knownVariables();
+  const unprefixed = [...known].filter((k) => !k.startsWith(OWN_PREFIX));
+  const out: { variable: string; meant: string }[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (name.startsWith(OWN_PREFIX) || known.has(name)) continue;
+    const meant = unprefixed.find((k) => {
+      const distance = editDistance(name, k);
+      return distance >= 1 && distance <= (k.length <= 4 ? 1 : 2);
+    });
+    if (meant) out.push({ variable: name, meant });
+  }
+  return out;
+}
+
 /**
  * Builds the configuration from defaults, the environment and flags (flags win). A `…_FILE`
  * variable supplies the value of `…` from a file (Docker/systemd credentials). Throws ConfigError
  * naming the setting on any bad value.
  */
 export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string | undefined> = {}): Readonly<Config> {
+  refuseUnknownOwnVariables(env);
   const cfg: Record<string, unknown> = { ...DEFAULTS };
   for (const s of SETTINGS) {
     const setting = s!;

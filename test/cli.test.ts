@@ -220,6 +220,44 @@ C('a URL setting refused for its value never prints the credentials in it: the u
   }
 });
 
+C('a CONTACT_LEDGER_ variable that names no setting is a configuration error (2) naming it and the setting meant; nothing is created', () => {
+  const cases: [Record<string, string>, RegExp][] = [
+    // a tester's cases: the server started a new, empty installation in ./data and printed a new password
+    [{ CONTACT_LEDGER_DATA_DIR: '/var/lib/contact-ledger/data' }, /configuration error: CONTACT_LEDGER_DATA_DIR is not a setting \(did you mean CONTACT_LEDGER_DATA\?\)/],
+    [{ CONTACT_LEDGER_ADMIN_PASWORD: 'a long passphrase', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test' }, /CONTACT_LEDGER_ADMIN_PASWORD is not a setting \(did you mean CONTACT_LEDGER_ADMIN_PASSWORD\?\)/],
+    [{ CONTACT_LEDGER_ADMIN_EMIAL_FILE: '/run/credentials/email' }, /CONTACT_LEDGER_ADMIN_EMIAL_FILE is not a setting \(did you mean CONTACT_LEDGER_ADMIN_EMAIL_FILE\?\)/],
+    [{ CONTACT_LEDGER_COLOUR: 'blue' }, /CONTACT_LEDGER_COLOUR is not a setting; contact-ledger reads no such variable/],
+    // NAME_FILE of a setting that is no secret keeps its own refusal, which says which ones take a file
+    [{ CONTACT_LEDGER_DATA_FILE: '/etc/hostname' }, /CONTACT_LEDGER_DATA_FILE is not read: only secrets are read from a file/],
+  ];
+  for (const [env, msg] of cases) {
+    const cwd = tempDir();
+    const r = spawnSync(process.execPath, [MAIN, 'serve'], { cwd, env: { ...baseEnv, PORT: '0', ...env }, encoding: 'utf8', timeout: 30_000 });
+    assert.is(r.status, 2, `${JSON.stringify(env)}: ${r.stderr}`);
+    assert.match(r.stderr, msg);
+    assert.not.match(r.stderr, /password:/, 'no new installation, no generated password');
+    assert.equal(readdirSync(cwd), [], 'no ./data made');
+  }
+  // the known ones, secrets' NAME_FILE included, start as before
+  const passwordFile = join(tempDir(), 'pw');
+  writeFileSync(passwordFile, 'a long passphrase\n');
+  const ok = run(['version'], { CONTACT_LEDGER_DATA: tempDir(), CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', CONTACT_LEDGER_ADMIN_PASSWORD_FILE: passwordFile });
+  assert.is(ok.status, 0, ok.stderr);
+});
+
+C('an unprefixed variable one or two edits from a setting (LOG_LEVL, PROT) is a warning at start, not an error; HOME and the like are not', async () => {
+  const s = await serve({ CONTACT_LEDGER_DATA: tempDir(), CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase', LOG_LEVL: 'debug', PROT: '8443', BASE_ULR: 'https://x.example', LANG: 'C.UTF-8', TERM: 'dumb', HOSTNAME: 'box' });
+  try {
+    const warnings = s.stdout().split('\n').filter((l) => l.includes('"level":"warn"') || l.includes('"level":40'));
+    const named = warnings.map((l) => JSON.parse(l) as { variable: string; meant: string; msg: string });
+    assert.equal(named.map((w) => [w.variable, w.meant]), [['BASE_ULR', 'BASE_URL'], ['LOG_LEVL', 'LOG_LEVEL'], ['PROT', 'PORT']], s.stdout());
+    assert.match(named[1]!.msg, /the environment variable LOG_LEVL is not read; if it is meant as LOG_LEVEL, rename it/);
+  } finally {
+    s.child.kill('SIGTERM');
+    assert.is(await s.exit, 0, s.stderr());
+  }
+});
+
 C('a secret put where the path of its file belongs is refused without a word of it: exit 2 names the setting, never the value', () => {
   const key = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----';
   const cert = join(tempDir(), 'cert.pem');

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import { createSecureContext as tlsContext } from 'node:tls';
 import { buildApp } from '../app.ts';
-import { ConfigError, unreadableFile, type Config } from '../config.ts';
+import { ConfigError, environmentWarnings, unreadableFile, type Config } from '../config.ts';
 import { createHttpServer } from '../http/server.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { BULK_THREAD_JOBS } from '../bulk-thread/client.ts';
@@ -117,6 +117,9 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const stopRequested = shutdownSignal();
   const rt = await openRuntime(config);
   const { log } = rt;
+  for (const { variable, meant } of environmentWarnings(io.env)) {
+    log.warn({ variable, meant }, `the environment variable ${variable} is not read; if it is meant as ${meant}, rename it`);
+  }
   // Whatever fails from here until the server listens closes the runtime (its threads, the data
   // folder's lock) before the error is reported: a process left open with nothing listening would
   // hold the folder and wait for a signal that is already taken (a tester's bad HOST).
