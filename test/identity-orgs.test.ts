@@ -3,6 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ManualClock } from '../src/clock.ts';
+import { generatePassword } from '../src/identity/user-service.ts';
 import { addContacts, clientToken, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, sendInTwoParts, signIn, startApp, type TestApp, type World } from './helpers.ts';
 
 const O = suite<{ t: TestApp; w: World }>('organizations and members');
@@ -425,6 +426,15 @@ U('the last active superuser cannot be disabled or demoted (409)', async ({ t, w
   assert.is(r.status, 409);
   assert.is(r.body.code, 'last_superuser');
   assert.is((await t.call('PATCH', `${ID}/users/${rootId}`, { token: w.root, body: { disabled: true } })).status, 409);
+});
+
+U('a generated first-superuser password never starts with "-" (the CLI would read it as a flag), and keeps 24 base64url characters', () => {
+  // one in 64 started with "-": 10,000 draws meet one with certainty but for (63/64)^10000 ≈ 1e-69
+  const drawn = Array.from({ length: 10_000 }, generatePassword);
+  assert.equal(drawn.filter((p) => p.startsWith('-')), []);
+  assert.ok(drawn.every((p) => /^[A-Za-z0-9_-]{24}$/.test(p)));
+  assert.ok(drawn.some((p) => p.startsWith('_')) && drawn.some((p) => p.slice(1).includes('-')), 'the other characters are all still drawn');
+  assert.is(new Set(drawn).size, drawn.length);
 });
 
 U.run();

@@ -32,6 +32,20 @@ export interface UserPatch {
   password?: string;
 }
 
+/**
+ * The first superuser's password when none is set: 24 characters of base64url (144 random bits),
+ * never starting with "-". One that did (1 in 64) could not be given back to the CLI as
+ * `--password <value>`, which reads it as a flag (a tester's "-b9timzrgfpb53BDjcScLxsL"). Drawn
+ * again until it does not: the others stay equally likely, and the first character loses
+ * log2(64/63) ≈ 0.02 of its 6 bits.
+ */
+export function generatePassword(): string {
+  for (;;) {
+    const password = randomBytes(18).toString('base64url');
+    if (!password.startsWith('-')) return password;
+  }
+}
+
 export type UserService = ReturnType<typeof createUserService>;
 
 /** Installation users, the caller's own profile, and the first-start superuser (SPEC §3.2, §8). */
@@ -187,7 +201,7 @@ export function createUserService(d: UserDeps) {
     async bootstrapSuperuser(input: { email?: string; password?: string }): Promise<{ user: User; generatedPassword?: string } | undefined> {
       if (d.users.countUsers() > 0) return undefined;
       const email = accountEmail(input.email ?? 'admin@contact-ledger.local');
-      const generatedPassword = input.password === undefined ? randomBytes(18).toString('base64url') : undefined;
+      const generatedPassword = input.password === undefined ? generatePassword() : undefined;
       const password = input.password ?? generatedPassword!;
       // a configuration error (exit 2): restarting with the same setting cannot help
       const problem = passwordPolicyProblem(password);
