@@ -31,7 +31,7 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
   assert.match(b.stdout, /backed up .* to .*online\.db \(\d+\.\d MiB, integrity ok\)/);
   const after = (await call('GET', `${base}/imports/${importId}`)).body;
   assert.ok(after.imported > before, 'the import kept writing');
-  assert.is((await cli(['backup', file], env)).status, 1, 'an existing file is never overwritten');
+  assert.is((await cli(['backup', file], env)).status, 2, 'an existing file is never overwritten: a usage error');
 
   // The backup alone, without any -wal beside it: consistent, and it has every row committed before it started.
   const alone = join(tempDir(), 'alone.db');
@@ -290,6 +290,28 @@ C('serve refuses a damaged database and an unusable data folder with exit 1 and 
   assert.match(notAFolder.stderr, /data folder .*a-file is not usable \(ENOTDIR/);
 });
 
+
+C('backup to a folder that does not exist, onto a file that exists, or into a file is a usage error (2): the same command cannot succeed', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  const out = tempDir();
+  const existing = join(out, 'kept.db');
+  writeFileSync(existing, 'an earlier backup');
+  const cases: [string, RegExp][] = [
+    // a tester's case: exit 1, which the docs give to failures that a second try may mend
+    [join(out, 'missing', 'folder', 'x.db'), /the folder .*\/missing\/folder does not exist; create it or choose another/],
+    [existing, /kept\.db already exists; choose a new file name \(a backup never overwrites a file\)/],
+    [join(existing, 'x.db'), /kept\.db is not a folder/],
+  ];
+  for (const [dest, msg] of cases) {
+    const r = await cli(['backup', dest], env);
+    assert.is(r.status, 2, `${dest}: ${r.stderr}`);
+    assert.match(r.stderr, msg);
+  }
+  assert.is(readFileSync(existing, 'utf8'), 'an earlier backup', 'the file is untouched');
+  assert.equal(readdirSync(out), ['kept.db'], 'no partial file');
+});
 
 C('backup by a user who may not read the data folder says so (permission denied on the folder, exit 2), not that there is no database', async () => {
   // A tester's case: "there is no database" (exit 1) where the cause was EACCES.

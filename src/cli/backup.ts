@@ -48,9 +48,25 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   for (const [path, mode] of [[file, constants.R_OK], [`${file}-wal`, constants.R_OK], [`${file}-shm`, constants.R_OK | constants.W_OK]] as const) {
     if (existsSync(path) && !mayAccess(path, mode)) return denied(path);
   }
-  // the folder the copy goes to: one this user may not write is said as such too, before anything is read
+  // The destination is the command line's: a folder that is missing (or closed), or a file already
+  // there, fails the same command every time until the operator changes it, so it is a usage error
+  // (2), as a folder this user may not write is — said before anything is read (a tester's missing
+  // folder was exit 1). A backup never overwrites a file: it may be the only good copy.
   const destDir = dirname(dest);
-  if (existsSync(destDir) && !mayAccess(destDir, constants.W_OK | constants.X_OK)) {
+  if (existsSync(dest)) {
+    io.err(`contact-ledger backup: ${dest} already exists; choose a new file name (a backup never overwrites a file)`);
+    return EXIT_USAGE;
+  }
+  if (!existsSync(destDir)) {
+    const closed = firstClosedFolder(dest); // (a folder that is missing cannot be entered either)
+    io.err(closed && existsSync(closed) ? `contact-ledger backup: permission denied on ${closed}: choose a folder this user may write, or run the command as a user who may write it` : `contact-ledger backup: the folder ${destDir} does not exist; create it or choose another`);
+    return EXIT_USAGE;
+  }
+  if (!statSync(destDir).isDirectory()) {
+    io.err(`contact-ledger backup: ${destDir} is not a folder; choose a file in a folder`);
+    return EXIT_USAGE;
+  }
+  if (!mayAccess(destDir, constants.W_OK | constants.X_OK)) {
     io.err(`contact-ledger backup: permission denied on ${destDir}: choose a folder this user may write, or run the command as a user who may write it`);
     return EXIT_USAGE;
   }
