@@ -45,7 +45,7 @@ C('a damaged database is told on one line (docs/operations.md): a backup of it a
   const r = run(['restore', live], { CONTACT_LEDGER_DATA: tempDir() });
   assert.is(r.status, 1, r.stderr);
   assert.is(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
-  assert.match(r.stderr, /^contact-ledger restore: refused: .* is damaged \(integrity_check: [^*;]+; [^*;]+; [^*;]+; and \d+ more\)\. Nothing was changed\.\n$/);
+  assert.match(r.stderr, /^contact-ledger restore: refused: .* is a damaged database file \(integrity_check: [^*;]+; [^*;]+; [^*;]+; and \d+ more\): likely a truncated or corrupted copy; use another backup\. Nothing was changed\.\n$/);
 });
 
 C('restore reads a database in WAL mode from read-only media, with or without its -wal, and writes nothing there; backup of a data folder on read-only media says so', async () => {

@@ -201,15 +201,21 @@ C('restore refuses a file that is not a usable contact-ledger backup and changes
   const truncated = join(dir, 'truncated.db');
   copyFileSync(good, truncated);
   truncateSync(truncated, Math.floor(statSync(truncated).size / 2));
+  // cut inside its 100-byte header: SQLite says "file is not a database", but it begins as one does
+  const headOnly = join(dir, 'head-only.db');
+  copyFileSync(good, headOnly);
+  truncateSync(headOnly, 20);
   const newer = join(dir, 'newer.db');
   copyFileSync(good, newer);
   const n = new Database(newer);
   n.pragma('user_version = 999');
   n.close();
   const cases: [string, RegExp][] = [
-    [garbage, /is not a contact-ledger database/],
+    [garbage, /notes\.db is not a contact-ledger database \(file is not a database\)/],
     [foreign, /not a contact-ledger one \(no schema_migrations, users, orgs table\)/],
-    [truncated, /damaged|not a contact-ledger database/],
+    // a tester's case: "is not a contact-ledger database (database disk image is malformed)"
+    [truncated, /truncated\.db is a damaged database file \(database disk image is malformed\): likely a truncated or corrupted copy; use another backup\./],
+    [headOnly, /head-only\.db is a damaged database file \(file is not a database\): likely a truncated or corrupted copy; use another backup\./],
     [newer, /schema version 999, written by a newer contact-ledger/],
     [dir, /cannot read .*not a file/],
   ];

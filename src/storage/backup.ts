@@ -238,6 +238,35 @@ export async function copyDatabaseFile(source: string, dest: string, opts: Pick<
   }
 }
 
+const damagedFile = (file: string, why: string) => `${file} is a damaged database file (${why}): likely a truncated or corrupted copy; use another backup`;
+
+/** The 16 bytes every SQLite database file begins with. */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/**
+ * Whether SQLite's `err` reading `path` says the file is an SQLite database that is damaged — a
+ * truncated or corrupted copy, to be told apart from a file that never was one (a tester's half
+ * backup was called "not a contact-ledger database (database disk image is malformed)"):
+ * SQLITE_CORRUPT, or "file is not a database" (SQLITE_NOTADB) for a file that begins with SQLite's
+ * header, whose first page is cut short or overwritten.
+ */
+function isDamagedSqliteFile(path: string, err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string') return false;
+  if (code.startsWith('SQLITE_CORRUPT')) return true;
+  if (!code.startsWith('SQLITE_NOTADB')) return false;
+  const head = Buffer.alloc(SQLITE_HEADER.length);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    return readSync(fd, head, 0, head.length, 0) === head.length && head.equals(SQLITE_HEADER);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 /** The tables every contact-ledger database has, whatever its schema version. */
 const REQUIRED_TABLES = ['schema_migrations', 'users', 'orgs'];
 
@@ -260,13 +289,14 @@ export function checkDatabaseFile(path: string, latest: number, opts: { name?: s
     let version: number;
     try {
       const found = checkProblems(raw, 'integrity_check');
-      if (found) throw new BackupError(`${file} is damaged (integrity_check: ${found})`);
+      if (found) throw new BackupError(damagedFile(file, `integrity_check: ${found}`));
       const tables = new Set(raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[]);
       const missing = REQUIRED_TABLES.filter((t) => !tables.has(t));
       if (missing.length) throw new BackupError(`${file} is an SQLite database but not a contact-ledger one (no ${missing.join(', ')} table)`);
       version = Number(raw.pragma('user_version', { simple: true }));
     } catch (err) {
       if (err instanceof BackupError) throw err;
+      if (isDamagedSqliteFile(path, err)) throw new BackupError(damagedFile(file, (err as Error).message));
       throw new BackupError(`${file} is not a contact-ledger database (${(err as Error).message})`);
     }
     if (version < 1) throw new BackupError(`${file} has no schema version; it is not a contact-ledger database`);
