@@ -11,6 +11,7 @@ import { createLedgerModule, uploadsDir, uploadTmpDir, type LedgerModule } from 
 import type { LedgerDataOwner, LedgerReferrer, OrgDataOwner } from './ledger/model.ts';
 import { startCheckpointer } from './storage/checkpointer.ts';
 import { openDb, type Db } from './storage/db.ts';
+import { FileSpace } from './storage/free-space.ts';
 import { backupsDir, DB_FILE, openStorage } from './storage/storage.ts';
 import { feedsDir } from './tracking/feed-files.ts';
 import { createTrackingModule, type TrackingModule } from './tracking/index.ts';
@@ -52,6 +53,8 @@ export interface Runtime {
   readiness: ReadinessChecks;
   /** Checks that make /readyz say "degraded" without making it unready. */
   degraded: ReadinessChecks;
+  /** Whether the last CSV upload was refused for lack of space (a degraded check). */
+  uploadSpace: FileSpace;
   metrics: Metrics;
   /** Set when this start created the first superuser. */
   bootstrap?: { email: string; generatedPassword?: string };
@@ -69,7 +72,11 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
   const log = opts.log ?? createLogger(config.logLevel);
   const storage = await openStorage(config, log, clock);
   const { db, latest } = storage;
-  const checkpointer = startCheckpointer(db, { onFailure: (err) => log.error({ err }, 'WAL checkpoints fall back to the writer connection') });
+  // nothing is lost and the -wal stays bounded, but requests are slower while imports run, until a restart
+  const checkpointer = startCheckpointer(db, {
+    onFailure: (err) =>
+      log.error({ err }, 'WAL checkpoints fall back to the writer connection: no data is lost, requests may be slower while imports run; restart the server (after freeing disk space, if it was full) to bring the checkpoint thread back'),
+  });
   let reader: Db | undefined;
   let bulkThread: BulkThread | undefined;
   try {
@@ -131,6 +138,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     const state = { shuttingDown: false };
     const jsonParser = createJsonParserThread();
     const loadShedder = new LoadShedder(config.overloadDelayMs).registerMetrics(metrics).start();
+    const uploadSpace = new FileSpace();
     const rt: Runtime = {
       config,
       clock,
@@ -153,9 +161,14 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
         scheduler: () => scheduler.isRunning(),
       },
       degraded: {
-        // writes fail for lack of disk space (507) until one commits again; reads keep working
-        diskSpace: () => db.writeFailure === null,
+        // Reads keep working while writes lack disk space: the last write of this process failed
+        // for it (507) and none committed since, a job waits for it (postponed, none of its chunks
+        // committed since), or the last upload found no room for its file. Each ends by its own
+        // sign: a small commit (a sign-in, the postponement itself) says nothing of room for an
+        // import's chunks or an upload's file (a tester's /readyz said "ready" throughout).
+        diskSpace: () => db.writeFailure === null && !queue.hasJobWaitingForDisk() && !uploadSpace.short,
       },
+      uploadSpace,
       async close() {
         loadShedder.stop();
         await scheduler.stop();

@@ -68,6 +68,72 @@ D('an import on a full disk waits, writes get 507, reads work, and the job resum
   }
 });
 
+D('/readyz is degraded while an import waits for disk space — a sign-in committing meanwhile does not end it — and ready once the import writes again', async () => {
+  // a tester's case: the job said "waiting for disk space", /readyz "ready" (the postponement's own
+  // commit, then any sign-in, counted as "a write committed")
+  const clock = new ManualClock();
+  const t = await startApp({ clock, noScheduler: true });
+  try {
+    const token = (await signInRoot(t)).accessToken;
+    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Waiting' } })).body.id;
+    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'waiting' } })).body.id;
+    const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(contactsCsv(20_000)) });
+    expectStatus(up, 202);
+    const importPath = `${ledgerPath(orgId, ledgerId)}/imports/${up.body.id}`;
+    const pages = t.rt.db.raw.prepare('PRAGMA page_count').pluck().get() as number;
+    t.rt.db.setMaxPageCount(pages + 40);
+    t.rt.bulkThread.setMaxPageCount(pages + 40);
+    t.rt.scheduler.start();
+    const waiting = await until('the import to wait for disk space', async () => (await t.call('GET', importPath, { token })).body, (s) => /waiting for disk space/.test(s.message ?? '') || s.status !== 'processing' && s.status !== 'pending');
+    assert.is(waiting.status, 'pending');
+
+    const degraded = await t.call('GET', '/readyz');
+    expectStatus(degraded, 200, 'reads work');
+    assert.equal([degraded.body.status, degraded.body.checks.diskSpace], ['degraded', false]);
+    await signInRoot(t); // a small write that commits
+    assert.equal((await t.call('GET', '/readyz')).body.status, 'degraded', 'the import still waits');
+
+    t.rt.db.setMaxPageCount(1073741823);
+    t.rt.bulkThread.setMaxPageCount(1073741823);
+    clock.advance(31_000);
+    t.rt.scheduler.kick();
+    const ready = await until('/readyz to say ready', async () => (await t.call('GET', '/readyz')).body, (b) => b.status === 'ready');
+    assert.is(ready.checks.diskSpace, true);
+    const done = await waitForImport(t, token, orgId, ledgerId, up.body.id);
+    assert.equal([done.status, done.imported, done.message], ['completed', 20_000, null]);
+  } finally {
+    await t.close();
+  }
+});
+
+D('/readyz is degraded after an upload is refused for lack of space, until an upload is stored or space is freed', async () => {
+  const t = await startApp();
+  const tmp = join(t.dataDir, 'uploads', 'tmp');
+  mkdirSync(tmp, { recursive: true });
+  try {
+    const token = (await signInRoot(t)).accessToken;
+    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Upload space' } })).body.id;
+    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'space' } })).body.id;
+    const upload = (rows: number) => t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(contactsCsv(rows)) });
+    const readiness = async () => (await t.call('GET', '/readyz')).body.status;
+    await withSmallDisk(tmp, '64k', async () => {
+      expectStatus(await upload(20_000), 507);
+      assert.is(await readiness(), 'degraded', 'the upload found no room (no database write failed)');
+      await signInRoot(t);
+      assert.is(await readiness(), 'degraded', 'a commit says nothing of room for a file');
+      // (a preview: an import would rename its file out of this mount into uploads/, another file system)
+      expectStatus(await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports/preview`, { token, raw: csvForm(contactsCsv(3)) }), 200);
+      assert.is(await readiness(), 'ready', 'a file was stored whole');
+      expectStatus(await upload(20_000), 507);
+      assert.is(await readiness(), 'degraded');
+    });
+    // unmounted: the uploads' folder is on a file system with far more room
+    assert.is(await readiness(), 'ready', 'space was freed');
+  } finally {
+    await t.close();
+  }
+});
+
 D('an upload whose file cannot be written (the uploads folder\'s disk full) is a 507, not a malformed body; nothing is kept', async () => {
   const t = await startApp({ noScheduler: true });
   const tmp = join(t.dataDir, 'uploads', 'tmp');

@@ -4,6 +4,7 @@ import type Koa from 'koa';
 import { koaBody } from 'koa-body';
 import { AppError, badRequest, tooLarge, unsupportedMediaType } from '../errors.ts';
 import { isStorageFullError } from '../storage/db.ts';
+import type { FileSpace } from '../storage/free-space.ts';
 import { hasBody } from './request-body.ts';
 
 const NOT_STORED = 'The server could not store the upload (disk full or I/O error); nothing was imported.';
@@ -40,7 +41,8 @@ const UNREADABLE: Record<number, string> = {
   1014: 'The Transfer-Encoding of the upload is not one this server reads; send the form with Content-Length or chunked.',
 };
 
-export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; maxBytes: number; fields: string[] }): Promise<Upload> {
+/** `space`: told when an upload is refused for lack of space and when one is stored whole (/readyz's diskSpace). */
+export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; maxBytes: number; fields: string[]; space?: FileSpace }): Promise<Upload> {
   // type-is answers "not multipart" for a request without a body, whatever its Content-Type says
   if (ctx.request.type === 'multipart/form-data' && !hasBody(ctx)) throw badRequest('missing_file', 'The upload is empty; send the file in the multipart field "file".');
   if (!ctx.is('multipart/form-data')) throw unsupportedMediaType(`Send the file as multipart/form-data (field "file"), not ${ctx.get('Content-Type') || 'without a Content-Type'}.`);
@@ -134,6 +136,7 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
     await parse(ctx, async () => undefined);
   } catch (err) {
     release();
+    if (err instanceof AppError && err.status === 507) opts.space?.refused(opts.tmpRoot);
     throw err;
   }
   const file = (ctx.request.files ?? {}).file;
@@ -154,8 +157,10 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
   // error reaching here: it was read as an empty or cut file (a tester's case: 422 "the file is empty")
   if ((statSync(file.filepath, { throwIfNoEntry: false })?.size ?? -1) !== file.size) {
     release();
+    opts.space?.refused(opts.tmpRoot);
     throw new AppError(507, 'insufficient_storage', NOT_STORED);
   }
+  opts.space?.stored();
   const body = (ctx.request.body ?? {}) as Record<string, unknown>;
   const fields: Record<string, string> = {};
   for (const [k, v] of Object.entries(body)) {

@@ -87,6 +87,13 @@ const NEXT_CLAIMABLE = `
                  WHERE lane = @lane AND status IN ('pending', 'processing') AND status = 'processing' AND lease_until < @now AND ${HEAD_OF_ITS_SEQUENCE}
                  ORDER BY run_after, created_at LIMIT 1)`;
 
+/**
+ * How the message of a job postponed for lack of disk space begins (the scheduler writes it; the
+ * import and feed APIs show it): the job waits for disk space until a chunk of it commits.
+ */
+export const WAITING_FOR_DISK_SPACE = 'waiting for disk space';
+const WAITS_FOR_DISK = `last_error LIKE '${WAITING_FOR_DISK_SPACE}:%'`;
+
 /** The jobs table: insert, claim with a lease (one UPDATE … RETURNING), fenced transitions. */
 /**
  * How many deaths of a job's holder before its run began work are given back (no attempt) since
@@ -128,8 +135,11 @@ export function createQueueRepo(db: Db) {
     renew: db.raw.prepare<{ id: string; token: number; until: number; now: number }>(
       "UPDATE jobs SET lease_until = @until, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
     ),
+    // progress ends a wait for disk space (the job wrote again): its message and /readyz say so from this commit on
     checkpoint: db.raw.prepare<{ id: string; token: number; until: number; now: number }>(
-      "UPDATE jobs SET lease_until = @until, attempts = 0, claimed_idle = 0, idle_givebacks = 0, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
+      `UPDATE jobs SET lease_until = @until, attempts = 0, claimed_idle = 0, idle_givebacks = 0, updated_at = @now,
+         last_error = CASE WHEN ${WAITS_FOR_DISK} THEN NULL ELSE last_error END
+       WHERE id = @id AND lease_token = @token AND status = 'processing'`,
     ),
     working: db.raw.prepare<{ id: string; token: number; now: number }>(
       "UPDATE jobs SET claimed_idle = 0, updated_at = @now WHERE id = @id AND lease_token = @token AND status = 'processing'",
@@ -151,6 +161,8 @@ export function createQueueRepo(db: Db) {
     nextDue: db.raw.prepare<[], number | null>(
       `SELECT min(due) FROM (${JOB_LANES.map((l) => `SELECT min(run_after) AS due FROM jobs WHERE lane = '${l}' AND status IN ('pending', 'processing') AND status = 'pending'`).join(' UNION ALL ')})`,
     ).pluck(),
+    // through jobs_runnable's partial index: the unfinished jobs only, a handful
+    waitingForDisk: db.raw.prepare<[], number>(`SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending', 'processing') AND ${WAITS_FOR_DISK})`).pluck(),
     depth: db.raw.prepare<[], { kind: string; status: JobStatus; n: number; oldest: number }>(
       "SELECT kind, status, count(*) AS n, min(created_at) AS oldest FROM jobs WHERE status IN ('pending', 'processing') GROUP BY kind, status",
     ),
@@ -197,6 +209,8 @@ export function createQueueRepo(db: Db) {
     expireAllLeases: (now: number): number => q.expireAll.run(now).changes,
     nextDueAt: (): number | null => q.nextDue.get() ?? null,
     queueDepth: () => q.depth.all(),
+    /** True while an unfinished job waits for disk space: postponed for it, and no chunk of it committed since (/readyz). */
+    hasJobWaitingForDisk: (): boolean => q.waitingForDisk.get() === 1,
     /**
      * Deletes up to `n` jobs of a kind that ended (completed or failed) before `before`, oldest
      * first. Never for kinds with a table of their own (import_jobs, feed_jobs: ON DELETE CASCADE).

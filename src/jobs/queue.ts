@@ -193,6 +193,8 @@ export function createQueue(db: Db, clock: Clock) {
     find: (id: string): JobRow | undefined => repo.findJob(id),
     nextDueAt: () => repo.nextDueAt(),
     depth: () => repo.queueDepth(),
+    /** True while a job waits for disk space (postponed by the scheduler, no progress since): /readyz is degraded meanwhile. */
+    hasJobWaitingForDisk: (): boolean => repo.hasJobWaitingForDisk(),
     /** Deletes up to `n` jobs of `kind` that ended more than `olderThanMs` ago (a chunk of the nightly prune). */
     pruneFinished: (kind: string, olderThanMs: number, n: number): number => repo.deleteFinishedJobs(kind, clock.now() - olderThanMs, n),
   };

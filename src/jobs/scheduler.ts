@@ -2,7 +2,8 @@ import cron, { type ScheduledTask } from 'node-cron';
 import { isBusyError, isStorageFullError, type Db } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
 import { deleteInChunks, type DeleteStep } from './chunk-pacing.ts';
-import { LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
+import { WAITING_FOR_DISK_SPACE } from './queue-repo.ts';
+import { LEASE_MS, LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
 
 /**
  * The in-process scheduler (SPEC §7): the jobs table is polled every second, and a new job also
@@ -147,12 +148,16 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       if (isBusyError(err)) d.onBusy?.('job');
       if (isStorageFullError(err)) {
         // Not the job's fault: wait for space without using up its attempts (RELIABILITY.md D3).
+        // Until a chunk of it commits again, the job's message says so and /readyz is degraded.
         try {
-          d.db.tx(() => d.queue.postpone(lease, `waiting for disk space: ${message}`, FULL_DISK_RETRY_MS));
+          d.db.tx(() => d.queue.postpone(lease, `${WAITING_FOR_DISK_SPACE}: ${message}`, FULL_DISK_RETRY_MS));
         } catch (inner) {
-          log.error({ err: inner }, 'could not postpone a job');
+          log.error(
+            { err: inner },
+            `could not postpone a job (the disk is full): it is tried again when its lease runs out, within ${LEASE_MS / 1000} s; free disk space in the data folder`,
+          );
         }
-        log.error({ err }, 'the disk is full; the job will be retried');
+        log.error({ err }, `the disk is full; the job will be retried in ${FULL_DISK_RETRY_MS / 1000} s (free disk space in the data folder; /readyz is degraded meanwhile)`);
         return;
       }
       try {

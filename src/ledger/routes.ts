@@ -11,6 +11,7 @@ import { SINCE_READ_503, type ApiRouter } from '../http/route.ts';
 import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
 import { clientGone } from '../http/request-context.ts';
 import { receiveUpload } from '../http/upload.ts';
+import type { FileSpace } from '../storage/free-space.ts';
 import { MAX_BULK_DELETE, type ContactService } from './contact-service.ts';
 import type { Created, ImportService } from './import-service.ts';
 import type { LedgerService } from './ledger-service.ts';
@@ -46,6 +47,8 @@ export interface LedgerRouteOptions {
   baseUrl: string;
   uploadTmpDir: string;
   maxUploadBytes: number;
+  /** Told of uploads refused for lack of space and of uploads stored (/readyz's diskSpace). */
+  uploadSpace?: FileSpace;
   now: () => number;
 }
 
@@ -251,7 +254,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         responses: { ...JOB_ANSWERS, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file: empty, no header or no rows, no name/company column, a bad mapping' } },
       },
       async (ctx, { caller, params, headers, recheckAccess }) => {
-        const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
+        const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'], space: opts.uploadSpace });
         try {
           await recheckAccess(); // the upload may have taken minutes
           accepted(ctx, await svc.imports.createCsvImport(caller, params.orgId!, params.ledgerId!, upload, upload.fields.mapping, headers['Idempotency-Key'] as string | undefined));
@@ -275,7 +278,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         responses: { 200: { description: 'The columns, the first rows and the mapping the import would use', schema: ImportPreviewAnswer } },
       },
       async (ctx, { params }) => {
-        const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'] });
+        const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'], space: opts.uploadSpace });
         try {
           ctx.body = await svc.imports.preview(params.orgId!, params.ledgerId!, upload, upload.fields.mapping);
         } finally {
