@@ -235,6 +235,36 @@ D('formula injection: cells starting with = + - @ tab CR LF NUL come back prefix
   assert.is(rejected[1], "'\0x");
 });
 
+D('limit and cursor apply to the download as to the list (SPEC §4.2): at most limit contacts, from where the cursor\'s page starts, in every sort', async ({ t, w, big }) => {
+  const list = `${ledgerPath(w.orgId, big)}/contacts`;
+  for (const sortBy of ['+createdAt', '-name', '-lastInfoChangedAt']) {
+    const all = (await listAll(t, w.tokens.viewer, list, `sortBy=${encodeURIComponent(sortBy)}`)).map((c: any) => c.id);
+    assert.is(all.length, BIG);
+    const first = await download(t, w.tokens.viewer, downloadPath(w, big, `sortBy=${encodeURIComponent(sortBy)}&limit=10`));
+    assert.equal(first.rows.slice(1).map((r) => r[col('id')]), all.slice(0, 10), `${sortBy}: the first 10`);
+    const page = await t.call('GET', `${list}?sortBy=${encodeURIComponent(sortBy)}&limit=100`, { token: w.tokens.viewer });
+    const cursor = encodeURIComponent(page.body.nextCursor);
+    const from = await download(t, w.tokens.viewer, downloadPath(w, big, `sortBy=${encodeURIComponent(sortBy)}&cursor=${cursor}&limit=1500`));
+    assert.equal(from.rows.slice(1).map((r) => r[col('id')]), all.slice(100, 1600), `${sortBy}: 1,500 from the second page of 100 on`);
+    const rest = await download(t, w.tokens.viewer, downloadPath(w, big, `sortBy=${encodeURIComponent(sortBy)}&cursor=${cursor}`));
+    assert.equal(rest.rows.slice(1).map((r) => r[col('id')]), all.slice(100), `${sortBy}: the rest`);
+  }
+  // with a filter, the cursor of that filter's list
+  const acme = (await listAll(t, w.tokens.viewer, list, 'company=Company%203')).map((c: any) => c.id);
+  const page = await t.call('GET', `${list}?company=Company%203&limit=50`, { token: w.tokens.viewer });
+  const filtered = await download(t, w.tokens.viewer, downloadPath(w, big, `company=Company%203&cursor=${encodeURIComponent(page.body.nextCursor)}`));
+  assert.equal(filtered.rows.slice(1).map((r) => r[col('id')]), acme.slice(50));
+  // a cursor of another list, or a bad limit: 400 before the file starts
+  const other = await t.call('GET', downloadPath(w, big, `cursor=${encodeURIComponent(page.body.nextCursor)}`), { token: w.tokens.viewer });
+  expectStatus(other, 400);
+  assert.is(other.body.code, 'invalid_cursor');
+  for (const limit of ['0', '-1', '1.5', 'all', '99999999999']) {
+    const bad = await t.call('GET', downloadPath(w, big, `limit=${limit}`), { token: w.tokens.viewer });
+    expectStatus(bad, 400, limit);
+    assert.equal(bad.body.errors.map((e: any) => e.path), ['limit']);
+  }
+});
+
 D('a download uploaded again (into another ledger) imports every text as it was: our escaping is taken off, and only ours', async ({ t, w, formulas }) => {
   const original = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, formulas)}/contacts`);
   const fields = (c: any) => [c.referenceId, c.name, c.company, c.title, c.location, c.contactInfo?.email];

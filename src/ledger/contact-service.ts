@@ -114,6 +114,9 @@ export function createContactService(d: ContactServiceDeps) {
      */
     readyToDownload: settleIfSince,
 
+    /** Where a download given a list page's cursor starts; a cursor of another list is a 400 before the answer starts. */
+    downloadStart: (ledgerId: string, filter: ContactFilter, sort: ContactSort, cursor?: string): ContactPosition | undefined => decodePosition(d.cursors, ledgerId, cursor, sort, filter),
+
     /**
      * Every matching contact for the download, page by page (keyset, no open statement between
      * pages: an open iterate() cursor would block writes on the connection and hold back
@@ -121,26 +124,35 @@ export function createContactService(d: ContactServiceDeps) {
      * one moment is read first and the rows by it (contacts-repo downloadOrder): a walk would lose
      * the contacts a change moves behind it.
      */
-    async *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort, signal?: AbortSignal): AsyncGenerator<DownloadRow[]> {
-      let after: ContactPosition | undefined;
+    async *pages(ledgerId: string, filter: ContactFilter, sort: ContactSort, signal?: AbortSignal, from: { after?: ContactPosition; limit?: number } = {}): AsyncGenerator<DownloadRow[]> {
+      // SPEC §4.2: the list's `limit` and `cursor` apply to the download too — at most `limit`
+      // contacts, starting where the list page of that cursor starts (downloadStart)
+      let after = from.after;
+      let left = from.limit ?? Infinity;
+      const upTo = (rows: DownloadRow[]) => {
+        const out = rows.length > left ? rows.slice(0, left) : rows;
+        left -= out.length;
+        return out;
+      };
       if (SORTS[sort].moves) {
-        const steps: (Float64Array | undefined)[] = await d.contacts.downloadOrder(ledgerId, filter, sort, signal);
-        for (let n = 0; n < steps.length; n++) {
+        const steps: (Float64Array | undefined)[] = await d.contacts.downloadOrder(ledgerId, filter, sort, signal, after);
+        for (let n = 0; n < steps.length && left > 0; n++) {
           const seqs = steps[n]!;
           steps[n] = undefined; // sent: let it go
-          for (let i = 0; i < seqs.length; i += DOWNLOAD_PAGE) {
+          for (let i = 0; i < seqs.length && left > 0; i += DOWNLOAD_PAGE) {
             if (n || i) await nextTurn();
             signal?.throwIfAborted();
-            const rows = d.contacts.downloadRowsOf(ledgerId, filter, seqs.subarray(i, i + DOWNLOAD_PAGE));
+            const rows = upTo(d.contacts.downloadRowsOf(ledgerId, filter, seqs.subarray(i, i + DOWNLOAD_PAGE)));
             if (rows.length) yield rows;
           }
         }
         return;
       }
-      for (;;) {
-        const rows = await d.contacts.listDownloadRows(ledgerId, filter, sort, DOWNLOAD_PAGE, after, signal);
-        if (rows.length) yield rows;
-        if (rows.length < DOWNLOAD_PAGE) return;
+      while (left > 0) {
+        const rows = await d.contacts.listDownloadRows(ledgerId, filter, sort, Math.min(DOWNLOAD_PAGE, left), after, signal);
+        const page = upTo(rows);
+        if (page.length) yield page;
+        if (rows.length < DOWNLOAD_PAGE || left === 0) return;
         after = downloadPosition(rows[rows.length - 1]!, sort);
         // a turn of the event loop between pages: a client that reads as fast as they come would
         // otherwise have every page made on promise callbacks alone, and no other request served

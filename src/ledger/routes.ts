@@ -211,10 +211,11 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
   r.add({ method: 'get', path: `${ONE}/contacts/download`, access: { org: 'viewer' }, query: S.DownloadQuery, summary: 'Matching contacts as CSV (streamed)', responses: { 200: { description: 'text/csv', contentType: 'text/csv' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
     const ledger = svc.contacts.requireLedger(params.orgId!, params.ledgerId!);
     const { filter, sort } = S.filterOf(query);
+    const after = svc.contacts.downloadStart(ledger.id, filter, sort, query.cursor); // a bad cursor is a 400, said before the answer starts
     await svc.contacts.readyToDownload(filter); // before the answer starts: a 503 can still be said
     const escape = query.escapeFormulas ?? true;
     const delimiter = S.DOWNLOAD_DELIMITERS[query.delimiter ?? 'comma'];
-    const pages = svc.contacts.pages(ledger.id, filter, sort, clientGone(ctx));
+    const pages = svc.contacts.pages(ledger.id, filter, sort, clientGone(ctx), { after, limit: query.limit });
     attachment(ctx, `ledger-${ledger.id}-${fileStamp(opts.now())}.csv`);
     ctx.body = Readable.from(
       (async function* () {

@@ -136,7 +136,21 @@ const csvFileOptions = {
     .meta({ description: 'The field delimiter: comma (default), or semicolon for spreadsheets whose list separator is ";", or tab' }),
 };
 
-export const DownloadQuery = z.strictObject({ ...filters, ...csvFileOptions });
+/** The most contacts a download's `limit` may ask for (a whole ledger is downloaded without one). */
+export const MAX_DOWNLOAD_LIMIT = 1_000_000_000;
+
+export const DownloadQuery = z.strictObject({
+  ...filters,
+  ...csvFileOptions,
+  limit: z
+    .string()
+    .regex(/^\d{1,10}$/, `must be a whole number from 1 to ${MAX_DOWNLOAD_LIMIT}`)
+    .transform(Number)
+    .pipe(z.number().int().min(1, 'must be at least 1').max(MAX_DOWNLOAD_LIMIT, `must be at most ${MAX_DOWNLOAD_LIMIT}`))
+    .optional()
+    .meta({ description: 'At most this many contacts in the file (default: every matching one).' }),
+  cursor: cursorParam.meta({ description: "A list page's nextCursor (the same filters and sort): the file starts where that page would." }),
+});
 
 /** The rejected-rows CSV: formula escaping (on unless `escapeFormulas=false`), BOM and delimiter as for downloads — the delimiter the upload's by default. */
 export const RejectedRowsQuery = z.strictObject({
