@@ -223,6 +223,8 @@ const COMPANY_SUFFIXES = new Set([
   // Luxembourg and Belgium (SCA), and Germany's "mbH" after a word that is not "Ges." ("Acme
   // Verwaltungsgesellschaft mbH")
   'sca', 'mbh',
+  // thirty-sixth session (a tester's case): Quebec's "Ltée" (limitée), as "Ltd" goes
+  'ltee', 'limitee',
 ]);
 /**
  * Legal forms that open a name: Indonesia's PT ("PT Telkom Indonesia"), Latvia's SIA, Lithuania's
@@ -300,7 +302,7 @@ function fold(text: string): string {
 const companyKeys = new Map<string, string>();
 const COMPANY_KEYS_KEPT = 10_000;
 
-/** The matching key of a company name: folded, legal forms (mostly suffixes) and a leading "the" removed. */
+/** The matching key of a company name: folded, legal forms (mostly suffixes) and a leading "the" removed, the words joined without spaces. */
 export function companyKey(company: string): string {
   let key = companyKeys.get(company);
   if (key === undefined) {
@@ -391,7 +393,11 @@ function computeCompanyKey(company: string): string {
     popped = true;
   }
   if (words.length > 1 && COMPANY_PREFIXES.has(words[0]!)) words.shift();
-  return words.join(' ');
+  // The words joined without spaces: a name is spelt with a hyphen, a space or neither (Wal-Mart,
+  // Walmart; Coca-Cola, Coca Cola; PricewaterhouseCoopers, Price Waterhouse Coopers), and until
+  // the thirty-sixth session (migration 0042) only the first two were one company — a tester's
+  // "Wal-Mart Stores" → "Walmart Stores" was a job change.
+  return words.join('');
 }
 
 /** The matching key of a person's name: folded. */

@@ -24,9 +24,20 @@ export interface TrackerDeps {
 
 /** Fields compared for info changes, with how they are read from a contact and a person. */
 type InfoField = (typeof INFO_FIELDS)[number];
-/** Free text: spelt with other spaces or in other case, the same title or place (not a change). */
+/**
+ * Free text: spelt with other spaces, in other case or with other punctuation, the same title or
+ * place (not a change): "VP Sales", "VP, Sales" and "V.P. - Sales", "Vice-President" and "Vice President" (since
+ * the thirty-sixth session, a tester's false info changes). A + # & @ % or * is no punctuation
+ * here: "C++ Developer" is not "C Developer", nor "R&D" "R D".
+ */
 const TEXT_FIELDS: ReadonlySet<InfoField> = new Set(['title', 'location']);
-const foldText = (s: string) => s.normalize('NFKC').replace(/\s+/gu, ' ').trim().toLocaleLowerCase('und');
+const foldText = (s: string) =>
+  s
+    .normalize('NFKC')
+    .toLocaleLowerCase('und')
+    .replace(/[.'\u2019]/gu, '') // inside a word, a dot or an apostrophe joins it: "V.P." is "VP"
+    .replace(/(?:(?![&#@%*])[\s\p{P}])+/gu, ' ')
+    .trim();
 const sameText = (a: string, b: string) => foldText(a) === foldText(b);
 /** Fields only a person record gives: a contact is imported without them. */
 const NOT_IMPORTED: ReadonlySet<InfoField> = new Set(['emailStatus', 'hasMultipleJobs', 'jobStartedAt']);
