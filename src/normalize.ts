@@ -302,8 +302,12 @@ function fold(text: string): string {
 const companyKeys = new Map<string, string>();
 const COMPANY_KEYS_KEPT = 10_000;
 
-/** The matching key of a company name: folded, legal forms (mostly suffixes) and a leading "the" removed, the words joined without spaces. */
-export function companyKey(company: string): string {
+/**
+ * The company's key with its words apart, as keys were until migration 0042: folded, legal forms
+ * (mostly suffixes) and a leading "the" removed. Feed record digests keep this form (tracker.ts
+ * recordDigest: the digests people stored before it must still name the same records).
+ */
+export function companyWordsKey(company: string): string {
   let key = companyKeys.get(company);
   if (key === undefined) {
     key = computeCompanyKey(company);
@@ -312,6 +316,15 @@ export function companyKey(company: string): string {
   }
   return key;
 }
+
+/**
+ * The matching key of a company name: its words (companyWordsKey) joined without spaces — a name
+ * is spelt with a hyphen, a space or neither (Wal-Mart, Walmart; Coca-Cola, Coca Cola;
+ * PricewaterhouseCoopers, Price Waterhouse Coopers), and until the thirty-sixth session (migration
+ * 0042) only the first two were one company: a tester's "Wal-Mart Stores" → "Walmart Stores" was
+ * a job change. (No word holds a space: the words are the folded text split at them.)
+ */
+export const companyKey = (company: string): string => companyWordsKey(company).replaceAll(' ', '');
 
 /**
  * Initials make one word, however they are written: "L.L.C." = "L.L.C" = "L. L. C." = "LLC", "A. O.
@@ -393,11 +406,7 @@ function computeCompanyKey(company: string): string {
     popped = true;
   }
   if (words.length > 1 && COMPANY_PREFIXES.has(words[0]!)) words.shift();
-  // The words joined without spaces: a name is spelt with a hyphen, a space or neither (Wal-Mart,
-  // Walmart; Coca-Cola, Coca Cola; PricewaterhouseCoopers, Price Waterhouse Coopers), and until
-  // the thirty-sixth session (migration 0042) only the first two were one company — a tester's
-  // "Wal-Mart Stores" → "Walmart Stores" was a job change.
-  return words.join('');
+  return words.join(' ');
 }
 
 /** The matching key of a person's name: folded. */

@@ -11,6 +11,8 @@ import { companyKey, nameKey, namesFit } from '../src/normalize.ts';
 import { createSettingsRepo } from '../src/storage/settings-repo.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { FeedListing } from '../src/tracking/feed-listing.ts';
+import type { FeedRecord } from '../src/tracking/model.ts';
+import { recordDigest } from '../src/tracking/tracker.ts';
 import { createPeopleRepo } from '../src/tracking/people-repo.ts';
 import { INBOX_TASK, inboxName } from '../src/tracking/feed-files.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
@@ -200,6 +202,15 @@ N('company names match across case, punctuation, accents and legal suffixes', ()
   assert.is(nameKey('Søren Ødegård'), 'soren odegard');
   assert.is(nameKey('Paweł Łukasz Đorđević'), 'pawel lukasz dordevic');
 });
+N('a record digest keeps the forms people stored digests in (company words apart, text folded for case and spacing): a changed key or fold must not make a stored replay new', () => {
+  // digests as the code of the thirty-fifth session made them, before company keys lost their spaces and titles their punctuation
+  const records: [FeedRecord, string][] = [
+    [{ name: 'Lena  Ortiz', company: 'Vought International, Inc.', title: 'VP, Sales', location: 'New York.', email: 'Lena@Vought.test', observedAt: 1 }, '074357bd4d203f95'],
+    [{ name: 'Tom Walt', company: 'Wal-Mart Stores', title: 'V.P. - Sales' }, 'd15559ba0b41a0ef'],
+  ];
+  for (const [r, hex] of records) assert.is(recordDigest(r).toString('hex'), hex, JSON.stringify(r));
+});
+
 N('names that fit (one person\'s, as far as a shared address can tell): initials, a middle name, a degree, short forms, another order; not another given name', () => {
   const fit = [['Ann Lee', 'ANN LEE'], ['J. Smith', 'John Smith'], ['Ann Lee', 'Ann B. Lee'], ['Ann Lee, MBA', 'Ann Lee'], ['Lee, Ann', 'Ann Lee'], ['Chris Doe', 'Christopher Doe'],
     ['Bob Roe', 'Robert Roe'], ['Rob Stone', 'Bob Stone'], ['Bill Gates', 'William H. Gates'], ['Peggy Olson', 'Margaret Olson'], ['Ted Lee', 'Theodore Lee'], ['Ted Lee', 'Edward Lee'],
@@ -1351,6 +1362,18 @@ T('a namesake who brings a key of their own is another person: an e-mail-only re
     const history = (await t.call('GET', `${path}/changes?type=job`, { token: w.tokens.viewer })).body.changes;
     assert.equal(history.map((c: any) => c.contactId), [inC.id], `${name}: the ledger's only job change`);
   }
+});
+
+T('an address the LinkedIn-known person shares with others is a key they share: a record with it and no LinkedIn finds that person by name + company', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'shared address', [{ name: 'Ann Shore', company: 'Acme', title: 'Engineer', linkedin: 'linkedin.com/in/ann-shore', referenceId: 'ann' }]);
+  await feed(t, w.root, ndjson(
+    { linkedin: 'linkedin.com/in/ann-shore', name: 'Ann Shore', company: 'Acme', title: 'Engineer', email: 'info@shore.test', observedAt: '2026-11-07' },
+    { personId: 'bo-shore', name: 'Bo Shore', company: 'Acme', email: 'info@shore.test', observedAt: '2026-11-07' },
+  ));
+  const job = await feed(t, w.root, ndjson({ name: 'Ann Shore', company: 'Acme', title: 'Lead Engineer', email: 'info@shore.test', observedAt: '2026-11-08' }));
+  assert.equal([job.infoChanges, job.personsUpdated], [1, 1], JSON.stringify(job));
+  assert.is((await contact(t, w, path, 'ann')).title, 'Lead Engineer');
+  assert.is(t.rt.db.raw.prepare("SELECT count(*) FROM people WHERE name = 'Ann Shore'").pluck().get(), 1, 'still one Ann');
 });
 
 T('a record with a LinkedIn URL finds the person known so far only by e-mail (who had no LinkedIn): one person, a job change', async ({ t, w }) => {

@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { compareExactTimes, type Clock, type ExactTime } from '../clock.ts';
 import { newId } from '../ids.ts';
 import type { Contact } from '../ledger/model.ts';
-import { companyKey, emailKey, linkedinSlug, nameKey, namesFit } from '../normalize.ts';
+import { companyKey, companyWordsKey, emailKey, linkedinSlug, nameKey, namesFit } from '../normalize.ts';
 import { titleDomain, titleLevel } from '../title-rules.ts';
 import type { ChangesRepo } from './changes-repo.ts';
 import type { FeedListing } from './feed-listing.ts';
@@ -71,11 +71,14 @@ const DIGEST_BYTES = 8;
  * What a record says, as 8 bytes: records that say the same (observedAt aside) have one digest —
  * also when spelt otherwise in what the tracker does not tell apart (a tester's case: the original
  * with its e-mail in capitals undid the correction): e-mail keys, company keys, and names, titles
- * and places in other case or spacing.
+ * and places in other case or spacing. The forms are those of migration 0031's time, when people
+ * began to store digests (company keys with their words apart, text folded for case and spacing
+ * only): a form changed since would make the digests stored before it name no record, and the
+ * replay of a day's feed after its correction would flip contacts again (a reviewer's case).
  */
 export function recordDigest(r: FeedRecord): Buffer {
-  const fold = (s: string | undefined) => (s === undefined ? null : foldText(s));
-  const said = [r.personId, r.linkedin, r.email && emailKey(r.email), r.emailStatus, fold(r.name), companyKey(r.company), fold(r.title), fold(r.location), r.jobStartedAt, r.hasMultipleJobs];
+  const fold = (s: string | undefined) => (s === undefined ? null : s.normalize('NFKC').replace(/\s+/gu, ' ').trim().toLocaleLowerCase('und'));
+  const said = [r.personId, r.linkedin, r.email && emailKey(r.email), r.emailStatus, fold(r.name), companyWordsKey(r.company), fold(r.title), fold(r.location), r.jobStartedAt, r.hasMultipleJobs];
   return hash('sha256', JSON.stringify(said), 'buffer').subarray(0, DIGEST_BYTES);
 }
 
@@ -136,6 +139,8 @@ function identityOf(p: Person, r: FeedRecord): FeedRecord | undefined {
  * company: an address changes at the same employer (an info change), a LinkedIn profile does not.
  */
 function namesakeByKeys(p: Person, r: { personId?: string; email?: string }, slug: string | undefined): boolean {
+  // an address both have is a key they share (it found nobody alone: more people have it)
+  if (r.email && p.email !== null && emailKey(r.email) === emailKey(p.email)) return false;
   const recordIdentified = !!r.personId || !!slug;
   const personIdentified = p.externalId !== null || p.linkedinSlug !== null;
   return (personIdentified && (recordIdentified || !!r.email)) || (recordIdentified && p.email !== null);
