@@ -134,8 +134,14 @@ const listenHost: Parse<string> = (raw, name) => {
  * authority is kept: it is what the message is about.
  */
 export function redactUserinfo(raw: string): string {
-  // the authority ends at the first / ? or #, and its userinfo at the last @ before that (WHATWG URL)
-  return raw.replace(/^(\s*[a-z][a-z0-9+.-]*:\/*)[^/?#]*@/i, '$1***@');
+  // Everything up to the value's last @ (after the scheme, if any): a password holding an
+  // unencoded / ? or # — the very value a URL parser refuses — would end the authority early and
+  // show the rest of the password (a reviewer's case: "https://admin:s3cr#t@crm…"). A refused
+  // value may lose a path's @ too; it is shown only to say what was refused.
+  const at = raw.lastIndexOf('@');
+  if (at < 0) return raw;
+  const scheme = /^\s*[a-z][a-z0-9+.-]*:\/\//i.exec(raw)?.[0] ?? '';
+  return `${scheme}***${raw.slice(at)}`;
 }
 
 /** Browser origins (`https://crm.example.org`, with a port if not the scheme's), or `*` for any; a trailing / is dropped. */
