@@ -290,6 +290,11 @@ D('a download uploaded again (into another ledger) imports every text as it was:
   const trimmedFields = (c: any) => [c.referenceId, c.name, c.company, c.title, c.contactInfo?.email];
   const got = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, trimmed)}/contacts`);
   assert.equal(got.map(trimmedFields).sort(), [...original.map(trimmedFields), ['added', 'Added Person', 'Addco', '=typed by hand', null]].sort());
+  // the price (docs/decisions.md): a file of one's own named exactly as a download, with no cell
+  // beginning with = + - @ unescaped, is read as one — its '-Lee loses the '
+  const alike = await createLedger(t, w.tokens.editor, w.orgId, 'own file named as a download');
+  await uploadCsv(t, w.tokens.editor, w.orgId, alike, "name,company\n'-Lee,Acme\n");
+  assert.equal((await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, alike)}/contacts`)).map((c: any) => c.name), ['-Lee']);
   // a file of one's own with other column names is read as it is: its ' stays
   const own = await createLedger(t, w.tokens.editor, w.orgId, 'own file');
   await uploadCsv(t, w.tokens.editor, w.orgId, own, "Name,Company\n'-Ann,'+Plus\n");
@@ -319,6 +324,9 @@ D('a download uploaded again into its own ledger doubles nothing: a row whose id
   const reasons = (parse(errors.text, { relax_column_count: false }) as string[][]).slice(1).map((r) => r.at(-2)).sort();
   const [jose, ref] = [ids.find((id) => id !== gone && rows.find((r) => r[col('id')] === id)![col('name')] === 'José Müller')!, ids.find((id) => rows.find((r) => r[col('id')] === id)![col('name')] === 'Ref Holder')!];
   assert.equal(reasons, [`contact ${jose} (the row's id) is already in the ledger: this row is from a download of it`, `contact ${ref} (the row's id) is already in the ledger: this row is from a download of it`].sort());
+  // the rejected rows of that round, uploaded again as they came: still the download's rows, still duplicates (a reviewer's case)
+  const round2 = await uploadCsv(t, w.tokens.editor, w.orgId, ledger, errors.text);
+  assert.equal([round2.submitted, round2.imported, round2.duplicates], [2, 0, 2], JSON.stringify(round2));
   const now = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, ledger)}/contacts`);
   assert.equal(now.map((c: any) => c.name).sort(), ['José Müller', 'New Person', 'Ref Holder', 'Zoë Dupré']);
   // into another ledger: every row is a contact of its own

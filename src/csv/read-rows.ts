@@ -123,7 +123,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   const annotation = format.formulasEscaped === true ? REJECTION_COLUMNS.length : 0;
   const width = format.columns.length - annotation;
   const named = namedWidth(format.columns.slice(0, width));
-  const idColumn = format.download === true ? format.columns.indexOf('id') : -1;
+  const idColumn = format.download === true || format.downloadIds === true ? format.columns.indexOf('id') : -1;
   const needed = Math.max(named, ...mappedColumns(format.mapping).map((i) => i + 1));
   const widthReason = (cells: number) => (annotation && cells >= annotation ? `${wrongWidth(cells - annotation, needed)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, needed));
   let nextLine = from.lines + 1;
