@@ -135,7 +135,7 @@ export function createContactService(d: ContactServiceDeps) {
         return out;
       };
       if (SORTS[sort].moves) {
-        const steps: (Float64Array | undefined)[] = await d.contacts.downloadOrder(ledgerId, filter, sort, signal, after);
+        const steps: (Float64Array | undefined)[] = await d.contacts.downloadOrder(ledgerId, filter, sort, signal, after, left);
         for (let n = 0; n < steps.length && left > 0; n++) {
           const seqs = steps[n]!;
           steps[n] = undefined; // sent: let it go

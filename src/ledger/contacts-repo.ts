@@ -407,7 +407,7 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
      * the transaction — which checkpoints cannot pass — lasts as long as this read, ~0.2 s a
      * million contacts, not as long as the client takes to read the file.
      */
-    async downloadOrder(ledgerId: string, f: ContactFilter, sort: ContactSort, signal?: AbortSignal, start?: ContactPosition): Promise<Float64Array[]> {
+    async downloadOrder(ledgerId: string, f: ContactFilter, sort: ContactSort, signal?: AbortSignal, start?: ContactPosition, limit = Infinity): Promise<Float64Array[]> {
       const snapshot = openDb(reader.file, { readonly: true, check: false, cacheKiB: ORDER_CACHE_KIB });
       try {
         addListFunctions(snapshot);
@@ -416,10 +416,12 @@ export function createContactsRepo(db: Db, reader: Db = db, opts: { steps?: Scan
         // in steps of orderStep seqs, 8 bytes each, which the download lets go step by step
         const steps: Float64Array[] = [];
         let after = start;
-        for (;;) {
-          const rows = await pageOf<[number, number | null]>(prep, `seq, ${SORTS[sort].column}`, ledgerId, f, sort, orderStep, after, signal);
+        // a download's `limit`: the order up to it (the rows of contacts deleted or changed out of the filter since are left out, as without one)
+        for (let left = limit; ; ) {
+          const rows = await pageOf<[number, number | null]>(prep, `seq, ${SORTS[sort].column}`, ledgerId, f, sort, Math.min(orderStep, left), after, signal);
           if (rows.length) steps.push(Float64Array.from(rows, (r) => r[0]));
-          if (rows.length < orderStep) return steps;
+          left -= rows.length;
+          if (rows.length < orderStep || left <= 0) return steps;
           const [seq, value] = rows[rows.length - 1]!;
           after = value === null ? { value: null, seq, nulls: true } : { value, seq };
           await nextTurn();
