@@ -1815,8 +1815,20 @@ Q('a file the row reader cannot open is an error of the read, not of the process
   }
 });
 
+/** Scans each text as an upload and checks one flag of the scan. */
+async function scanEach(prefix: string, cases: [string, boolean][], flag: 'lastCellsNumbers' | 'formulaCells'): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  for (const [i, [text, expected]] of cases.entries()) {
+    const path = join(dir, `${i}.csv`);
+    writeFileSync(path, text);
+    const scan = await scanCsv(path);
+    assert.ok(scan.ok, text);
+    if (scan.ok) assert.is(scan[flag], expected, JSON.stringify(text));
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
 Q('the scanner tells whether every data record ends in a bare number, as the line column of our rejected-rows CSV does', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cl-last-cells-'));
   const cases: [string, boolean][] = [
     ['name,line\r\nA,2\r\nB,13', true],
     ['name,line\nA,2\n\n,,\nB,13\n', true], // blank records are not rows
@@ -1832,18 +1844,10 @@ Q('the scanner tells whether every data record ends in a bare number, as the lin
     ['name,line\nA,9007199254740993999\n', false], // more digits than any file has lines
     ['name,line\nA,123456789012345\n', true],
   ];
-  for (const [i, [text, numbers]] of cases.entries()) {
-    const path = join(dir, `${i}.csv`);
-    writeFileSync(path, text);
-    const scan = await scanCsv(path);
-    assert.ok(scan.ok, text);
-    if (scan.ok) assert.is(scan.lastCellsNumbers, numbers, JSON.stringify(text));
-  }
-  rmSync(dir, { recursive: true, force: true });
+  await scanEach('cl-last-cells-', cases, 'lastCellsNumbers');
 });
 
 Q('the scanner tells whether a data cell begins with = + - @ unescaped, which a download of ours never has', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cl-formula-cells-'));
   const cases: [string, boolean][] = [
     ["name,company\n'-Ann,'@Corp\n\"'=Eve\",x\n", false],
     ['=name,-company\nAnn,Acme\n', false], // the header is no data
@@ -1856,14 +1860,7 @@ Q('the scanner tells whether a data cell begins with = + - @ unescaped, which a 
     ['name,company\nÅnn,+x\n', true],
     ['name,company\nAnn,Acme\r\n-Bo,Acme\r\n', true],
   ];
-  for (const [i, [text, formulas]] of cases.entries()) {
-    const path = join(dir, `${i}.csv`);
-    writeFileSync(path, text);
-    const scan = await scanCsv(path);
-    assert.ok(scan.ok, text);
-    if (scan.ok) assert.is(scan.formulaCells, formulas, JSON.stringify(text));
-  }
-  rmSync(dir, { recursive: true, force: true });
+  await scanEach('cl-formula-cells-', cases, 'formulaCells');
 });
 
 Q('the delimiter vote reads quotes the same way: a stray quote in a header cell hides nothing', () => {
