@@ -646,6 +646,24 @@ D('every JSON answer of both documents has a schema: 2xx from the route declarat
   assert.match(identity.components.schemas.IssuedSession.properties.expiresAt.pattern, /\\d\{6\}\$/, 'expiresAt: six digits, no zone');
 });
 
+D('the documents state the headers the answers carry: Location on every 201 and on the ping\'s 202, Retry-After on a sign-in\'s 429; no "format" JSON Schema does not know (a tester\'s client generator)', async ({ t }) => {
+  for (const prefix of [ID, LEDGER, '/api/auth/v1']) {
+    const doc = (await t.call('GET', `${prefix}/openapi.json`)).body;
+    if (!doc?.paths) continue; // a prefix without a document of its own
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        if (op?.responses?.['201']) assert.ok(op.responses['201'].headers?.Location, `${method.toUpperCase()} ${prefix}${path}: 201 Location`);
+      }
+    }
+    assert.not.match(JSON.stringify(doc), /"format":"starts_with"/, `${prefix}: ids are a pattern`);
+  }
+  const ledger = (await t.call('GET', `${LEDGER}/openapi.json`)).body;
+  assert.ok(ledger.paths['/orgs/{orgId}/webhooks/{webhookId}/test'].post.responses['202'].headers.Location, 'the ping delivery');
+  assert.match(ledger.components.schemas.Delivery.properties.id.pattern, /^\^dlv_/);
+  const identity = (await t.call('GET', `${ID}/openapi.json`)).body;
+  assert.ok(identity.paths['/session'].post.responses['429'].headers['Retry-After'], 'sign-in throttling');
+});
+
 D('the request side: the single contact of POST …/contacts, the sortBy values and bulk_delete\'s limit are stated (a tester found an empty object)', async ({ t }) => {
   const doc = (await t.call('GET', `${LEDGER}/openapi.json`)).body;
   const L = '/orgs/{orgId}/ledgers/{ledgerId}';

@@ -95,7 +95,12 @@ export function pageOf<T, O>(key: string, page: { items: T[]; nextCursor: string
 export const isoTime = z.iso.datetime({ precision: 3 }).meta({ description: 'UTC, ISO 8601 with milliseconds and Z (2026-11-22T10:32:00.123Z)' });
 
 /** An id with its type prefix (SPEC §2: `c_…`, `l_…`). */
-export const idOf = (prefix: IdPrefix) => z.string().startsWith(`${prefix}_`);
+/**
+ * An id of a kind (`wh_…`). A pattern, not zod's startsWith, whose JSON Schema carries
+ * `"format": "starts_with"` — no format of JSON Schema, which OpenAPI code generators trip on (a
+ * tester's case).
+ */
+export const idOf = (prefix: IdPrefix) => z.string().regex(new RegExp(`^${prefix}_`), `must start with "${prefix}_"`);
 
 /** A count of rows, records or items. */
 export const countOf = z.int().min(0);

@@ -53,6 +53,9 @@ export const SINCE_READ_503: ResponseSpec = {
  * declaration of one of them is kept.
  */
 function declareCommonAnswers(s: RouteSpec): void {
+  // a 201 says where what it created lives (every one of them sets Location)
+  const created = s.responses[201];
+  if (created && !created.headers?.Location) created.headers = { ...created.headers, Location: { description: 'The URL of what was created' } };
   // a route without a body reads one it is sent, up to NO_BODY_LIMIT, to refuse it (refuseBody)
   s.responses[413] ??= { description: s.body || s.rawBody ? (s.tooLargeMessage ?? 'The request body is over the size limit') : `A body, which this route does not take, of more than ${NO_BODY_LIMIT / 1024} KiB` };
   s.responses[415] ??= { description: 'The body is of a media type, charset or Content-Encoding the route does not accept' };

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { isoZ, sessionExpiry } from '../clock.ts';
 import { AppError, badRequest } from '../errors.ts';
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
-import { ApiRouter } from '../http/route.ts';
+import { ApiRouter, RETRY_AFTER } from '../http/route.ts';
 import type { Audit } from './audit.ts';
 import type { OrgService } from './org-service.ts';
 import {
@@ -303,6 +303,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
         400: { description: 'invalid_request (a malformed or invalid request, with errors[] where fields are named), unsupported_grant_type, unauthorized_client' },
         401: { description: 'invalid_grant / invalid_client' },
         403: { description: 'cross_site_request (cookie mode from another site)' },
+        429: { description: 'Too many failed sign-ins for this account or address; try again after Retry-After seconds', headers: RETRY_AFTER },
       },
     },
     async (ctx, { body, meta }) => {
@@ -469,6 +470,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
         200: { description: 'Signed in: {access_token, token_type, expires_in, expires_at, refresh_token}', schema: AuthAliasSessionAnswer },
         400: { description: 'invalid_request (a malformed or invalid request), unsupported_grant_type, unauthorized_client' },
         401: { description: 'invalid_grant / invalid_client' },
+        429: { description: 'Too many failed sign-ins for this account or address; try again after Retry-After seconds', headers: RETRY_AFTER },
       },
     },
     async (ctx, { body, meta }) => {

@@ -68,7 +68,7 @@ export function registerWebhookRoutes(r: ApiRouter, svc: WebhookService, opts: W
       access: admin,
       summary: 'Send a ping through the delivery path',
       description: 'Answers 202 with the queued delivery (Location: the delivery); poll it to see the outcome. A ping is tried once, also while the webhook is disabled.',
-      responses: { 202: { description: 'The ping delivery (Location: its URL)', schema: DeliveryAnswer } },
+      responses: { 202: { description: 'The ping delivery (Location: its URL)', schema: DeliveryAnswer, headers: { Location: { description: 'The URL of the delivery' } } } },
     },
     (ctx, { params }) => {
       const x = svc.ping(params.orgId!, params.webhookId!);
