@@ -1364,6 +1364,30 @@ T('a namesake who brings a key of their own is another person: an e-mail-only re
   }
 });
 
+T('a record that brings both keys joins the person known by the address alone to the LinkedIn-known one: one person, whose contacts all follow the next job change', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'bridged', [
+    { name: 'Ola Nor', company: 'Umbrella', email: 'ola@umbrella.test', referenceId: 'mail' },
+    { name: 'Ola Nor', company: 'Umbrella', linkedin: 'linkedin.com/in/ola-nor', referenceId: 'in' },
+  ]);
+  // two sources: one sends addresses alone, the other LinkedIn profiles alone — two people (namesakeByKeys)
+  await feed(t, w.root, ndjson(
+    { email: 'ola@umbrella.test', name: 'Ola Nor', company: 'Umbrella', observedAt: '2026-11-01T00:00:00Z' },
+    { linkedin: 'linkedin.com/in/ola-nor', name: 'Ola Nor', company: 'Umbrella', observedAt: '2026-11-01T01:00:00Z' },
+  ));
+  const people = t.rt.db.raw.prepare("SELECT count(*) FROM people WHERE name = 'Ola Nor'").pluck();
+  assert.is(people.get(), 2);
+  // a third brings both: they are one person
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/ola-nor', email: 'ola@umbrella.test', name: 'Ola Nor', company: 'Umbrella', observedAt: '2026-11-02' }));
+  assert.is(people.get(), 1, 'merged');
+  for (const ref of ['mail', 'in']) assert.is((await contact(t, w, path, ref)).isVerified, true, ref);
+  // her next move, sent by either source, reaches both contacts once
+  const moved = await feed(t, w.root, ndjson({ email: 'ola@umbrella.test', name: 'Ola Nor', company: 'Newco', observedAt: '2026-11-03' }));
+  assert.is(moved.jobChanges, 2, JSON.stringify(moved));
+  const again = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/ola-nor', name: 'Ola Nor', company: 'Newco', observedAt: '2026-11-04' }));
+  assert.is(again.jobChanges, 0);
+  for (const ref of ['mail', 'in']) assert.is((await contact(t, w, path, ref)).company, 'Newco', ref);
+});
+
 T('an address the LinkedIn-known person shares with others is a key they share: a record with it and no LinkedIn finds that person by name + company', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'shared address', [{ name: 'Ann Shore', company: 'Acme', title: 'Engineer', linkedin: 'linkedin.com/in/ann-shore', referenceId: 'ann' }]);
   await feed(t, w.root, ndjson(

@@ -80,6 +80,7 @@ export function createPeopleRepo(db: Db) {
        WHERE seq = @seq`,
     ),
     setSeen: db.raw.prepare<[Buffer, number]>('UPDATE people SET seen_records = ? WHERE seq = ?'),
+    delete: db.raw.prepare<[number]>('DELETE FROM people WHERE seq = ?'),
   };
   const one = (r: PersonRow | undefined) => r && toPerson(r);
   const params = (p: Omit<Person, 'seq' | 'id'>) => {
@@ -127,5 +128,7 @@ export function createPeopleRepo(db: Db) {
     updatePerson: (seq: number, p: Omit<Person, 'seq' | 'id'>): void => void q.update.run({ ...params(p), seq }),
     /** Stores the digests of the records seen at the person's observation time (nothing else changed). */
     setSeenRecords: (seq: number, seen: Buffer): void => void q.setSeen.run(seen, seq),
+    /** Removes a person merged into another (their contacts were moved first: tracker.ts). */
+    deletePerson: (seq: number): void => void q.delete.run(seq),
   };
 }

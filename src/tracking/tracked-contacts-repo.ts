@@ -81,6 +81,7 @@ export function createTrackedContactsRepo(db: Db) {
        WHERE c.person_id = ? AND c.matched_by = 'email' AND ${emailKeyIs('?', 'c.')} AND ${LIVE} RETURNING *`,
     ),
     match: db.raw.prepare<[string, MatchedBy, number, string]>('UPDATE contacts SET person_id = ?, matched_by = ?, is_verified = 1, updated_at = ? WHERE id = ?'),
+    movePerson: db.raw.prepare<[string, number, string]>('UPDATE contacts SET person_id = ?, updated_at = ? WHERE person_id = ?'),
     update: db.raw.prepare(`UPDATE contacts SET ${SET_TRACKED} WHERE id = @id`),
     matchAndUpdate: db.raw.prepare(`UPDATE contacts SET person_id = @personId, matched_by = @matchedBy, is_verified = 1, ${SET_TRACKED} WHERE id = @id`),
   };
@@ -96,6 +97,8 @@ export function createTrackedContactsRepo(db: Db) {
     listMatchableByEmail: (email: string, personId: string) => all(q.matchableByEmail.all({ emailKey: emailKey(email), personId })),
     listUnmatchedByKeys: (nameKey: string, companyKey: string) => all(q.unmatchedByKeys.all(nameKey, companyKey)),
     markMatched: (contactId: string, to: MatchTo, now: number): void => void q.match.run(to.personId, to.by, now, contactId),
+    /** The contacts matched to one person follow another, into whom that one was merged (matched as they were). */
+    movePerson: (fromId: string, toId: string, now: number): void => void q.movePerson.run(toId, now, fromId),
     /**
      * Undoes the person's matches made by name + company (another person has the same keys now):
      * those contacts are unmatched, no longer verified, and matched again only by name + company

@@ -370,6 +370,21 @@ export function createTracker(d: TrackerDeps) {
         p = { ...person, seq: Number(id), id };
       }
 
+      // A record that brings a LinkedIn profile or personId and an address another person has: when
+      // that one is the only other holder, is known by nothing stronger and has a name that fits,
+      // the two are one person whom two sources kept apart (namesakeByKeys: one sent LinkedIn
+      // profiles, the other addresses alone). That person is merged into this one — their contacts
+      // follow this one, the row goes — instead of the address being shared by two, which left the
+      // contacts known by it unmatched and their next job change lost (a tester's case).
+      if (existing && p.email && (p.externalId !== null || p.linkedinSlug !== null) && !(existing.email && emailKey(existing.email) === emailKey(p.email))) {
+        const others = d.people.othersWithEmail(p);
+        const twin = others.length === 1 ? others[0]! : undefined;
+        if (twin && twin.externalId === null && twin.linkedinSlug === null && namesFit(twin.nameKey, p.nameKey)) {
+          d.contacts.movePerson(twin.id, p.id, now);
+          d.people.deletePerson(twin.seq);
+        }
+      }
+
       // by e-mail only while the address names this one person (two people may share one), and only
       // contacts whose name fits theirs (emailPerson); a contact matched by name + company to someone else
       // moves to this person, as its import would have matched it. Looked up before a namesake unmatches
