@@ -329,6 +329,11 @@ D('a download uploaded again into its own ledger doubles nothing: a row whose id
   assert.equal([round2.submitted, round2.imported, round2.duplicates], [2, 0, 2], JSON.stringify(round2));
   const now = await listAll(t, w.tokens.viewer, `${ledgerPath(w.orgId, ledger)}/contacts`);
   assert.equal(now.map((c: any) => c.name).sort(), ['José Müller', 'New Person', 'Ref Holder', 'Zoë Dupré']);
+  // edited as a spreadsheet user does — columns cut down, a cell typed with a leading + (so no longer
+  // read as a download), a column of notes added: the ids still say whose rows they are (a tester's case)
+  const cut = [['id', 'name', 'company', 'title', 'Notes'], ...rows.slice(1).filter((r) => r[col('id')] !== gone).map((r) => [r[col('id')]!, r[col('name')]!, r[col('company')]!, '+VP', 'call back'])];
+  const edited2 = await uploadCsv(t, w.tokens.editor, w.orgId, ledger, stringify(cut));
+  assert.equal([edited2.submitted, edited2.imported, edited2.duplicates], [2, 0, 2], JSON.stringify(edited2));
   // into another ledger: every row is a contact of its own
   const other = await createLedger(t, w.tokens.editor, w.orgId, 'round trip copy');
   const copy = await uploadCsv(t, w.tokens.editor, w.orgId, other, stringify(rows));

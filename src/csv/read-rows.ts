@@ -23,8 +23,8 @@ export interface ResumePoint {
 }
 
 /**
- * One data row: `line` is where it starts; `downloadedAs`, in a download of ours, the contact id
- * the row had there (its `id` column: the import takes a contact still in the ledger for a duplicate); `endBytes`/`endLine` is the resume point just after
+ * One data row: `line` is where it starts; `downloadedAs`, a contact id in its `id` column (a row
+ * of a download of ours, however edited: the import takes a contact still in the ledger for a duplicate); `endBytes`/`endLine` is the resume point just after
  * it, so the runner may commit any prefix of a batch and record an exact resume point.
  */
 export type CsvRow = ({ line: number; draft: ContactDraft; downloadedAs?: string } | { line: number; reason: string }) & { raw: string[]; endBytes: number; endLine: number };
@@ -123,7 +123,8 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   const annotation = format.formulasEscaped === true ? REJECTION_COLUMNS.length : 0;
   const width = format.columns.length - annotation;
   const named = namedWidth(format.columns.slice(0, width));
-  const idColumn = format.download === true || format.downloadIds === true ? format.columns.indexOf('id') : -1;
+  // a column named `id`, as downloads name it: a row whose cell there is a contact id (c_…) came from a download
+  const idColumn = format.columns.indexOf('id');
   const needed = Math.max(named, ...mappedColumns(format.mapping).map((i) => i + 1));
   const widthReason = (cells: number) => (annotation && cells >= annotation ? `${wrongWidth(cells - annotation, needed)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, needed));
   let nextLine = from.lines + 1;

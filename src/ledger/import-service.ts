@@ -77,24 +77,9 @@ const DOWNLOAD_COLUMNS: ReadonlySet<string> = new Set(DOWNLOAD_HEADER);
 function isOwnDownload(scan: ScanResult): boolean {
   const { columns } = scan;
   if (columns.length === DOWNLOAD_HEADER.length && DOWNLOAD_HEADER.every((c, i) => columns[i] === c)) return true;
-  return !scan.formulaCells && downloadColumns(columns);
-}
-
-/** Every column named as a download names it (unnamed ones aside), two at least, none twice. */
-function downloadColumns(columns: string[]): boolean {
   const named = columns.filter((c) => c !== '');
-  return named.length >= 2 && new Set(named).size === named.length && named.every((c) => DOWNLOAD_COLUMNS.has(c));
+  return !scan.formulaCells && named.length >= 2 && new Set(named).size === named.length && named.every((c) => DOWNLOAD_COLUMNS.has(c));
 }
-
-/**
- * A rejected-rows CSV of ours whose own columns are a download's with its `id`: the rejected rows
- * of a download, fixed and uploaded again, whose ids still name the contacts they were downloaded
- * as (a reviewer's case: uploaded into the ledger again, the rows rejected as duplicates came in).
- */
-const ownDownloadIds = (columns: string[]): boolean => {
-  const own = columns.slice(0, -REJECTION_COLUMNS.length);
-  return own.includes('id') && downloadColumns(own);
-};
 
 
 const uploadProblem = (status: 415 | 422, message: string, line?: number) =>
@@ -257,7 +242,6 @@ export function createImportService(d: ImportServiceDeps) {
         mapping,
         ...(ours ? { formulasEscaped: true } : {}),
         ...(download ? { download: true } : {}),
-        ...(ours && ownDownloadIds(scan.columns) ? { downloadIds: true } : {}),
         ...(ours || download ? { rawUnescaped: true } : {}),
       };
       try {

@@ -57,11 +57,6 @@ export interface CsvFormat {
   /** A download of ours uploaded again (its header is DOWNLOAD_HEADER): its cells lose their escaping too. */
   download?: boolean;
   /**
-   * The rejected-rows CSV of such a download, uploaded again: its `id` column still names the
-   * contacts the rows were downloaded as (a row whose contact is in the ledger is a duplicate).
-   */
-  downloadIds?: boolean;
-  /**
    * A file of ours whose rejected rows are stored without our escaping (since the eighteenth
    * session). Without it, a rejected-rows CSV of ours kept its rows escaped as read: they lose
    * that escaping when written out, which escapes them once again.
