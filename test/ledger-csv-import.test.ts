@@ -1050,7 +1050,13 @@ P('missing name or company column, an imported column whose name the header give
     ['first name,company\nAda,Acme\n', 422, /no name column/], // a first name alone is not a name
     ['email,phone\na@b.c,1\n', 422, /no name and no company column; name the columns \(e\.g\. "name" or "first name" \+ "last name", and "company"\) or send a mapping\.$/],
     // a ; file whose header has a comma too: the vote tied, and the message says how to name the delimiter (a tester's case)
-    ['Name;Company, Division\nAnn;Acme, Sales\n', 422, /no name and no company column; .* \(the header was read as separated by ","; if the file is separated by ";", add a first line sep=; above the header\)\.$/],
+    ['Name;Company, Division\nAnn;Acme, Sales\n', 422, /no name and no company column; .* \(the header was read as separated by ",", which it holds as often as ";"; if the file is separated by ";", add a first line sep=; above the header\)\.$/],
+    // no hint where nothing tied (a regression tester's cases: it sent them in a circle): a sep= line named the delimiter,
+    // the vote was not close, the other delimiter was inside quotes
+    ['sep=;\nName;Company, Division\nAnn;Acme, Sales\n', 422, /or send a mapping\.$/],
+    ['Name;Company, Division;Title\nAnn;Acme, Sales;CEO\n', 422, /or send a mapping\.$/],
+    ['"Name;Company",x\nAnn,Acme\n', 422, /or send a mapping\.$/],
+    ['Name\tCompany, Division\nAnn\tAcme, Sales\n', 422, /if the file is separated by tabs, add a first line "sep=" followed by a tab above the header\)\.$/],
     ['name,company,name\nA,B,C\n', 422, /"name" twice \(columns 1 and 3\), and it is imported/],
     ['name,company,Name\nA,B,C\n', 422, /columns "name" and "Name" \(1 and 3\) could both be the name; name the one to import in the mapping \(e\.g\. \{"name": "Name"\}\)/],
     ['name,company,title,Job_Title, TITLE \nA,B,C,D,E\n', 422, /columns "title" and "TITLE" \(3 and 5\) could both be the title/],

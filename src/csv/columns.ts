@@ -171,11 +171,11 @@ export function resolveMapping(columns: string[], explicit: unknown): ColumnMapp
 }
 
 /** Throws MappingError unless name and company are mapped. */
-export function requireMapped(mapping: ColumnMapping, columns: readonly string[] = [], delimiter = ','): void {
+export function requireMapped(mapping: ColumnMapping, delimiter = ',', tiedWith?: string): void {
   const missing = (['name', 'company'] as const).filter((f) => mapping.fields[f] === undefined);
   if (missing.length)
     throw new MappingError(
-      `the file has no ${missing.join(' and no ')} column; name the columns (e.g. "name" or "first name" + "last name", and "company") or send a mapping${delimiterHint(columns, delimiter)}`,
+      `the file has no ${missing.join(' and no ')} column; name the columns (e.g. "name" or "first name" + "last name", and "company") or send a mapping${tiedWith ? delimiterHint(delimiter, tiedWith) : ''}`,
       'file',
     );
 }
@@ -183,15 +183,13 @@ export function requireMapped(mapping: ColumnMapping, columns: readonly string[]
 const delimiterName = (d: string) => (d === '\t' ? 'tabs' : `"${d}"`);
 
 /**
- * When the header's names hold another delimiter, the file was likely split by the wrong one (the
- * vote on the header tied: `Name;Company, Division`): says so, and how to name the delimiter —
- * a first line `sep=;`, as Excel writes it (a tester's case: no mapping could help).
+ * The vote on the header's delimiter tied (`Name;Company, Division`) and the columns the file
+ * needs are not there: the file was likely split by the wrong delimiter. Says so, and how to name
+ * the file's — a first line `sep=;`, as Excel writes it (a tester's case: the message sent them to
+ * a mapping, which could not help).
  */
-function delimiterHint(columns: readonly string[], delimiter: string): string {
-  const other = [';', '\t', ','].find((d) => d !== delimiter && columns.some((c) => c.includes(d)));
-  if (other === undefined) return '';
-  return ` (the header was read as separated by ${delimiterName(delimiter)}; if the file is separated by ${delimiterName(other)}, add a first line sep=${other === '\t' ? '<tab>' : other} above the header)`;
-}
+const delimiterHint = (delimiter: string, other: string): string =>
+  ` (the header was read as separated by ${delimiterName(delimiter)}, which it holds as often as ${delimiterName(other)}; if the file is separated by ${delimiterName(other)}, add a first line ${other === '\t' ? '"sep=" followed by a tab' : `sep=${other}`} above the header)`;
 
 /** The mapping as column names (for previews and job descriptions). */
 export function mappingByName(columns: string[], mapping: ColumnMapping): Record<string, string | string[]> {

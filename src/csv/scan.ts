@@ -30,6 +30,12 @@ export interface ScanResult {
    */
   lastCellsNumbers: boolean;
   /**
+   * Another delimiter that separates the header's cells as often as the one chosen (the vote
+   * tied, and went to `,` before `;` before a tab); undefined when it did not tie or a `sep=`
+   * line named the delimiter.
+   */
+  tiedWith?: string;
+  /**
    * A data cell begins with = + - or @ (no `'` in front): the file is not a download of ours, which
    * escapes every such cell (src/ledger/import-service.ts isOwnDownload).
    */
@@ -79,6 +85,14 @@ const unreadable = (message: string, line?: number): ScanFailure => ({ ...fail(4
  * (after any of the candidates), as the scanner and the reader read quotes.
  */
 export function detectDelimiter(text: string): string {
+  const counts = delimiterVotes(text);
+  let best = ',';
+  for (const d of [';', '\t']) if (counts[d]! > counts[best]!) best = d;
+  return best;
+}
+
+/** How often each delimiter separates the cells of the text's first record (detectDelimiter's vote). */
+function delimiterVotes(text: string): Record<string, number> {
   const counts: Record<string, number> = { ',': 0, ';': 0, '\t': 0 };
   let quoted = false;
   let cellStart = true;
@@ -96,9 +110,7 @@ export function detectDelimiter(text: string): string {
     cellStart = !quoted && ch in counts;
     if (cellStart) counts[ch]!++;
   }
-  let best = ',';
-  for (const d of [';', '\t']) if (counts[d]! > counts[best]!) best = d;
-  return best;
+  return counts;
 }
 
 /**
@@ -368,6 +380,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   if (header.info.bytes > HEADER_BYTES) return headerTooLong();
   if (dataRecords === 0) return fail(422, 'the file has a header row but no contacts');
   const headerText = text.subarray(0, header.info.bytes).toString('utf8');
+  const votes = sepLines ? undefined : delimiterVotes(headerText);
+  const tiedWith = votes && Object.keys(votes).find((d) => d !== delimiter && votes[d]! > 0 && votes[d] === votes[delimiter]);
   const headerLines = sepLines + 1 + (headerText.replace(/\r\n/g, '\n').replace(/[\r\n]$/, '').match(/[\r\n]/g)?.length ?? 0);
   return {
     ok: true,
@@ -378,6 +392,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     rows: dataRecords,
     lastCellsNumbers,
     formulaCells,
+    ...(tiedWith ? { tiedWith } : {}),
     head: parsed
       .slice(at + 1)
       .map((p) => p.record)

@@ -186,7 +186,7 @@ export function createImportService(d: ImportServiceDeps) {
       // a mapping that reads the reason or line column says they hold the file's own data: not ours
       const annotation = scanned.columns.length - REJECTION_COLUMNS.length;
       if (inspected.ours && mappedColumns(inspected.mapping).some((i) => i >= annotation)) inspected = read(false);
-      if (requireComplete) requireMapped(inspected.mapping, inspected.scan.columns, inspected.scan.delimiter);
+      if (requireComplete) requireMapped(inspected.mapping, inspected.scan.delimiter, inspected.scan.tiedWith);
       return inspected;
     } catch (err) {
       if (err instanceof MappingError) throw invalid(`The upload cannot be imported: ${err.message}.`, [{ path: err.path, message: err.message }]);
