@@ -978,7 +978,7 @@ T('a contact imported after its person is known, the same in all it can say, is 
 T('a title or place spelt with other spaces, in other case or with other punctuation is no change: the contact keeps its spelling', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'spacing', [{ name: 'Sam Space', company: 'Acme', title: 'VP Sales', location: 'New York', linkedin: 'linkedin.com/in/sam-space', referenceId: 'sam' }]);
   await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/sam-space', name: 'Sam Space', company: 'Acme', title: 'VP Sales', location: 'New York' }));
-  for (const [title, location] of [['VP  Sales', 'New\u00a0York'], ['vp sales', 'NEW YORK'], ['VP\tSales', ' New York '], ['VP, Sales', 'New York.'], ['V.P. - Sales', '(New York)']]) {
+  for (const [title, location] of [['VP  Sales', 'New\u00a0York'], ['vp sales', 'NEW YORK'], ['VP\tSales', ' New York '], ['VP, Sales', 'New York.'], ['V.P. - Sales', '(New York)'], ['VPSales', 'NewYork']]) {
     const job = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/sam-space', name: 'Sam Space', company: 'Acme', title, location }));
     assert.is(job.infoChanges, 0, JSON.stringify([title, location]));
   }
@@ -987,9 +987,15 @@ T('a title or place spelt with other spaces, in other case or with other punctua
   const real = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/sam-space', name: 'Sam Space', company: 'Acme', title: 'VP Sales EMEA', location: 'New York' }));
   assert.is(real.infoChanges, 1, 'another title is a change');
   // + # & are no punctuation here: another language, another department
-  for (const title of ['C++ Developer', 'C# Developer', 'R&D Lead', 'R D Lead']) {
+  for (const title of ['C++ Developer', 'C# Developer', 'R&D Lead', 'R D Lead', 'Co-Founder']) {
     const job = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/sam-space', name: 'Sam Space', company: 'Acme', title, location: 'New York' }));
     assert.is(job.infoChanges, 1, title);
+  }
+  // a hyphen or the spaces around & are no change (a regression tester's cases)
+  for (const [before, after] of [['Co-Founder', 'Cofounder'], ['R&D Lead', 'R & D Lead']]) {
+    await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/sam-space', name: 'Sam Space', company: 'Acme', title: before, location: 'New York' }));
+    const job = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/sam-space', name: 'Sam Space', company: 'Acme', title: after, location: 'New York' }));
+    assert.is(job.infoChanges, 0, `${before} → ${after}`);
   }
 });
 

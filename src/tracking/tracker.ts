@@ -26,18 +26,17 @@ export interface TrackerDeps {
 type InfoField = (typeof INFO_FIELDS)[number];
 /**
  * Free text: spelt with other spaces, in other case or with other punctuation, the same title or
- * place (not a change): "VP Sales", "VP, Sales" and "V.P. - Sales", "Vice-President" and "Vice President" (since
- * the thirty-sixth session, a tester's false info changes). A + # & @ % or * is no punctuation
- * here: "C++ Developer" is not "C Developer", nor "R&D" "R D".
+ * place (not a change): "VP Sales", "VP, Sales" and "V.P. - Sales", "Vice-President", "Vice
+ * President" and "Co-Founder", "Cofounder" (since the thirty-sixth session, testers' false info
+ * changes; company keys join their words so too). A + # & @ % or * is no punctuation here: "C++
+ * Developer" is not "C Developer", nor "R&D" "R D".
  */
 const TEXT_FIELDS: ReadonlySet<InfoField> = new Set(['title', 'location']);
 const foldText = (s: string) =>
   s
     .normalize('NFKC')
     .toLocaleLowerCase('und')
-    .replace(/[.'\u2019]/gu, '') // inside a word, a dot or an apostrophe joins it: "V.P." is "VP"
-    .replace(/(?:(?![&#@%*])[\s\p{P}])+/gu, ' ')
-    .trim();
+    .replace(/(?:(?![&#@%*])[\s\p{P}])+/gu, ''); // spaces and punctuation: "V.P." is "VP", "Co-Founder" "Cofounder", "R & D" "R&D"
 const sameText = (a: string, b: string) => foldText(a) === foldText(b);
 /** Fields only a person record gives: a contact is imported without them. */
 const NOT_IMPORTED: ReadonlySet<InfoField> = new Set(['emailStatus', 'hasMultipleJobs', 'jobStartedAt']);
