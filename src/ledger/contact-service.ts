@@ -4,8 +4,9 @@ import { notFound, tooLarge } from '../errors.ts';
 import { canonicalJson } from '../exact-json.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
+import { emailKey } from '../normalize.ts';
 import type { Db } from '../storage/db.ts';
-import { SORTS, type ContactFilter, type ContactPosition, type ContactSort } from './contacts-list-repo.ts';
+import { foldForContains, SORTS, type ContactFilter, type ContactPosition, type ContactSort } from './contacts-list-repo.ts';
 import { nextTurn } from '../event-loop.ts';
 import { downloadPosition, positionOf, type ContactsRepo, type DownloadRow } from './contacts-repo.ts';
 import type { LedgersRepo } from './ledgers-repo.ts';
@@ -42,7 +43,18 @@ const CURSOR_KINDS: Record<ContactSort, 's' | 'n' | 'n?'> = {
  * the filter in it, a cursor sent with other filters is a 400: it continued the other list from
  * its position and silently skipped what that list holds before it (seventeenth session).
  */
-const listOf = (ledgerId: string, sort: ContactSort, filter: ContactFilter) => `contacts${sort}:${ledgerId}:${canonicalJson(filter)}`;
+const listOf = (ledgerId: string, sort: ContactSort, filter: ContactFilter) => `contacts${sort}:${ledgerId}:${canonicalJson(asCompared(filter))}`;
+
+/**
+ * The filter as the list compares it: the case-insensitive ones (SPEC §4.2) folded, so a cursor
+ * goes on with `company=co1` where `company=Co1` gave it — the same list (an API tester's case).
+ */
+function asCompared(filter: ContactFilter): ContactFilter {
+  const out = { ...filter };
+  for (const k of ['name', 'company', 'title'] as const) if (out[k] !== undefined) out[k] = foldForContains(out[k]);
+  if (out.email !== undefined) out.email = emailKey(out.email);
+  return out;
+}
 
 /** Cursor = the sort, the last row's sort value and seq, and whether the null tail was reached. */
 function decodePosition(cursors: Cursors, ledgerId: string, cursor: string | undefined, sort: ContactSort, filter: ContactFilter): ContactPosition | undefined {
