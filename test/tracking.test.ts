@@ -1766,6 +1766,24 @@ T('feed access and request errors', async ({ t, w }) => {
     expectStatus(r, 202);
     assert.is(r.body.format, 'ndjson', type);
   }
+  // the file's name in a Content-Disposition header is kept as the feed's fileName (the web page sends it: a tester's case)
+  const named = [
+    [`attachment; filename="people-2026-11-30.ndjson"`, 'people-2026-11-30.ndjson'],
+    [`attachment; filename*=UTF-8''r%C3%A9sum%C3%A9%20d%C3%A9c.jsonl`, 'résumé déc.jsonl'],
+    [`attachment; filename="/home/ann/feeds/day.ndjson"`, 'day.ndjson'],
+  ];
+  for (const [header, fileName] of named) {
+    const r = await t.call('POST', FEED, { token: w.root, raw: ndjson({ name: 'Named File', company: 'Json' }), headers: { 'content-type': 'application/x-ndjson', 'content-disposition': header } });
+    expectStatus(r, 202, header);
+    assert.is(r.body.fileName, fileName, header);
+  }
+  const unnamed = await t.call('POST', FEED, { token: w.root, raw: ndjson({ name: 'Named File', company: 'Json' }), headers: { 'content-type': 'application/x-ndjson' } });
+  assert.is(unnamed.body.fileName, null);
+  for (const bad of ['attachment; filename=', 'filename="x"', 'attachment; filename=".."']) {
+    const r = await t.call('POST', FEED, { token: w.root, raw: ndjson({ name: 'Named File', company: 'Json' }), headers: { 'content-type': 'application/x-ndjson', 'content-disposition': bad } });
+    expectStatus(r, 400, bad);
+    assert.is(r.body.code, 'invalid_content_disposition', bad);
+  }
   expectStatus(await t.call('GET', `${FEED}/feed_00000000000000000000000000`, { token: w.root }), 404);
   const list = await t.call('GET', `${FEED}?limit=2`, { token: w.serviceAccounts.feed.token });
   expectStatus(list, 200);

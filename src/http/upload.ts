@@ -176,8 +176,17 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
   }
   // the name without the folders a client may send with it (`../../x.csv` as `C:\Users\x.csv`) and
   // without control or format characters (a right-to-left override); none, or only `.` or `..`: upload.csv
-  const fileName = (file.originalFilename ?? '').split(/[\\/]/).pop()!.replace(/[\p{Cc}\p{Cf}]/gu, '').trim();
-  return { path: file.filepath, fileName: (/^\.{0,2}$/.test(fileName) ? 'upload.csv' : fileName).slice(0, 255), size: file.size, fields, release };
+  return { path: file.filepath, fileName: uploadedFileName(file.originalFilename ?? '') ?? 'upload.csv', size: file.size, fields, release };
+}
+
+/**
+ * The name a client gave an uploaded file, as it is kept and shown: its last path segment (a
+ * browser on Windows may send C:\fakepath\x.csv), without control or format characters, at most
+ * 255 characters; undefined when nothing is left of it (empty, `.` or `..`).
+ */
+export function uploadedFileName(given: string): string | undefined {
+  const name = given.split(/[\\/]/).pop()!.replace(/[\p{Cc}\p{Cf}]/gu, '').trim();
+  return /^\.{0,2}$/.test(name) ? undefined : name.slice(0, 255);
 }
 
 /**

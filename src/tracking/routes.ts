@@ -1,3 +1,4 @@
+import contentDisposition from 'content-disposition';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { isoZ } from '../clock.ts';
@@ -7,8 +8,8 @@ import { csvHeader, csvLines } from '../csv/write.ts';
 import { notFound, unsupportedMediaType } from '../errors.ts';
 import { cursorParam, limitParam, pageOf, pageQuery, timestampParam } from '../http/common-schemas.ts';
 import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency.ts';
-import { readableAsUtf8, SINCE_READ_503, type ApiRouter } from '../http/route.ts';
-import { receiveBodyToFile } from '../http/upload.ts';
+import { readableAsUtf8, SINCE_READ_503, type ApiRouter, type HeaderSpec } from '../http/route.ts';
+import { receiveBodyToFile, uploadedFileName } from '../http/upload.ts';
 import { newId } from '../ids.ts';
 import type { ChangeService } from './change-service.ts';
 import type { DailySets } from './daily-sets.ts';
@@ -42,6 +43,30 @@ const ChangesQuery = z.strictObject({
   cursor: cursorParam,
 });
 
+/**
+ * The file name of a feed sent as the request body, in a Content-Disposition header as a response
+ * would give it (RFC 6266: `attachment; filename="…"` or `filename*=UTF-8''…`), kept as the feed
+ * job's `fileName` — as a multipart CSV import keeps its part's: the feeds list said nothing of
+ * which file a feed was (a tester's case).
+ */
+const FEED_FILE_NAME: HeaderSpec = {
+  schema: z.string().transform((raw, ctx) => {
+    let name: string | undefined;
+    try {
+      name = uploadedFileName(contentDisposition.parse(raw).parameters.filename ?? '');
+    } catch {
+      // reported below
+    }
+    if (name === undefined) {
+      ctx.addIssue({ code: 'custom', message: `must be attachment; filename="…" (RFC 6266), got "${raw.slice(0, 100)}"` });
+      return z.NEVER;
+    }
+    return name;
+  }),
+  code: 'invalid_content_disposition',
+  description: 'The name of the file sent, kept as the feed job\'s fileName: `attachment; filename="records.ndjson"`, or `filename*=UTF-8\'\'…` for other characters (RFC 6266)',
+};
+
 /** Feed ingestion (installation-wide) and change history (per ledger), SPEC §5. */
 export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; changes: ChangeService; dailySets: DailySets }, opts: TrackingRouteOptions): void {
   const base = `${opts.baseUrl}${opts.prefix}`;
@@ -56,7 +81,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
         contentTypes: Object.keys(FORMATS),
         description: 'The records, plain or gzip-compressed: gzip is recognised by its content, with or without Content-Encoding: gzip. Any other Content-Encoding → 415.',
       },
-      headers: idempotencyKeyHeader("the caller's own"),
+      headers: { ...idempotencyKeyHeader("the caller's own"), 'Content-Disposition': FEED_FILE_NAME },
       responses: { ...jobAnswers('feed job', FeedJobAnswer), 413: { description: 'Over the upload limit' }, 415: { description: 'Not a feed format, or a Content-Encoding other than gzip' } },
     },
     async (ctx, { caller, headers, recheckAccess }) => {
@@ -87,7 +112,8 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
         rmSync(tmp, { force: true });
         throw err;
       }
-      const { feed, replayed } = await svc.feeds.createFromUpload(caller.actor.id, tmp, null, format, headers['Idempotency-Key'] as string | undefined);
+      const fileName = (headers['Content-Disposition'] as string | undefined) ?? null;
+      const { feed, replayed } = await svc.feeds.createFromUpload(caller.actor.id, tmp, fileName, format, headers['Idempotency-Key'] as string | undefined);
       answerJob(ctx, replayed, `${base}/feed/${feed.id}`, presentFeed(feed, base));
     },
   );

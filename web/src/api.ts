@@ -180,7 +180,7 @@ export async function signOut(): Promise<void> {
 export interface RequestOptions {
   body?: unknown;
   form?: FormData;
-  /** A raw body (a file) sent as is with contentType. */
+  /** A raw body (a file) sent as is with contentType; a File's name goes along (Content-Disposition). */
   raw?: Blob;
   contentType?: string;
   query?: Record<string, string | number | boolean | undefined | null>;
@@ -204,6 +204,7 @@ async function authorized(method: string, path: string, opts: RequestOptions): P
     else if (opts.raw) {
       body = opts.raw;
       headers['Content-Type'] = opts.contentType ?? 'application/octet-stream';
+      if (opts.raw instanceof File && opts.raw.name) headers['Content-Disposition'] = `attachment; filename*=UTF-8''${encodeURIComponent(opts.raw.name)}`;
     } else if (opts.body !== undefined) {
       headers['Content-Type'] = 'application/json';
       body = JSON.stringify(opts.body);
