@@ -67,6 +67,27 @@ N('ledgers after "Load more", then another organization: its first page, not an 
   await page.getByRole('button', { name: 'Load more' }).waitFor();
 });
 
+N('the header at 1280, 1100, 1024 and 768 px, with an organization named in 100 characters: each link on one line, nothing outside the window (a tester saw "Le/dg/er/s")', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  await call('POST', `${ID}/orgs`, { token: ctx.root, body: { name: `An organization whose name goes on ${'and on '.repeat(9)}to a hundred` } });
+  try {
+    for (const width of [1280, 1100, 1024, 768]) {
+      await page.setViewportSize({ width, height: 800 });
+      await page.goto(`${base}/orgs/${ctx.orgA}/ledgers`);
+      await page.getByRole('heading', { name: 'Ledgers' }).waitFor();
+      const links = await page.locator('nav#nav a').evaluateAll((as) => as.map((a) => ({ text: a.textContent, height: a.getBoundingClientRect().height, right: a.getBoundingClientRect().right })));
+      for (const l of links) assert.ok(l.height < 45 && l.right <= width, `${width} px: ${JSON.stringify(l)}`);
+      const signOutBox = await page.getByRole('button', { name: 'Sign out' }).boundingBox();
+      assert.ok(signOutBox && signOutBox.x + signOutBox.width <= width, `${width} px: Sign out inside the window`);
+      const header = (await page.locator('header.top').boundingBox())!.height;
+      assert.ok(header < 150, `${width} px: a header of ${header} px`);
+      await shoot(page, `nav-header-${width}`);
+    }
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
+});
+
 N("a contact's change history is not cut off: \"Show older changes\" reads it to the end", async (ctx) => {
   const { page, base, call } = ctx.e;
   const token = ctx.root;
