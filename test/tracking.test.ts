@@ -1767,7 +1767,7 @@ T('feed access and request errors', async ({ t, w }) => {
     assert.is(r.body.format, 'ndjson', type);
   }
   // the file's name in a Content-Disposition header is kept as the feed's fileName (the web page sends it: a tester's case)
-  const named = [
+  const named: [string, string][] = [
     [`attachment; filename="people-2026-11-30.ndjson"`, 'people-2026-11-30.ndjson'],
     [`attachment; filename*=UTF-8''r%C3%A9sum%C3%A9%20d%C3%A9c.jsonl`, 'résumé déc.jsonl'],
     [`attachment; filename="/home/ann/feeds/day.ndjson"`, 'day.ndjson'],

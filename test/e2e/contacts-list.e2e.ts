@@ -128,6 +128,34 @@ L('a link with a filter or sort the API refuses: said in the page\'s words, and 
   await until(async () => (await rows(ctx).count()) === 25, 'the first page in the default order');
 });
 
+L('Sort and Per page take effect when chosen, not at each arrow key; a sort typed as a bare field name shows in the select', async (ctx) => {
+  const { page } = ctx.e;
+  await page.goto(listUrl(ctx, '?limit=25'));
+  await until(async () => (await rows(ctx).count()) === 25, 'the first page');
+  const sort = page.getByLabel('Sort', { exact: true });
+  await sort.focus();
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  assert.not.ok(new URL(page.url()).searchParams.has('sortBy'), 'the arrows moved nothing yet (a tester: a request and a history entry each)');
+  await page.getByRole('button', { name: 'Apply sort' }).waitFor();
+  await page.keyboard.press('Escape');
+  assert.is(await sort.inputValue(), '+createdAt', 'Escape puts back the order shown');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await page.waitForURL((u) => u.searchParams.get('sortBy') === '-createdAt');
+  const perPage = page.getByLabel('Per page');
+  await perPage.focus();
+  await page.keyboard.press('ArrowDown');
+  assert.is(new URL(page.url()).searchParams.get('limit'), '25');
+  await page.getByRole('button', { name: 'Apply per page' }).click();
+  await page.waitForURL((u) => u.searchParams.get('limit') === '50');
+  await until(async () => (await rows(ctx).count()) === 50, 'pages of 50');
+  // the API reads sortBy=name as +name: so does the select
+  await page.goto(listUrl(ctx, '?sortBy=name'));
+  await until(async () => (await rows(ctx).count()) > 0, 'sorted by name');
+  assert.is(await page.getByLabel('Sort', { exact: true }).inputValue(), '+name');
+});
+
 L('"Added on or after" and "on or before" the same day find that day\'s contacts; the labels say UTC and the day is included', async (ctx) => {
   const { page } = ctx.e;
   const today = new Date().toISOString().slice(0, 10);

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
 import { setQuery, takeNotice, useLocation } from '../router.ts';
-import { Async, ErrorBox, fmtNumber, Link, Notice, Time, useAction, useRequest } from '../ui.tsx';
+import { Async, ErrorBox, fmtNumber, Link, Notice, Time, useAction, useChoice, useRequest } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 export interface Contact {
@@ -83,7 +83,9 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
     const v = q.get(k);
     if (v) filters[k] = v;
   }
-  const sortBy = q.get('sortBy') ?? '+createdAt';
+  // as the API reads it: a field name alone, or with a "+" that arrived as a space, is +<field>
+  const rawSort = q.get('sortBy') ?? '+createdAt';
+  const sortBy = /^[A-Za-z]/.test(rawSort) ? `+${rawSort}` : rawSort.startsWith(' ') ? `+${rawSort.slice(1)}` : rawSort;
   const size = SIZES.includes(Number(q.get('limit'))) ? Number(q.get('limit')) : 50;
   const cursors = (q.get('page') ?? '').split('~').filter(Boolean); // the cursors that led to this page
   const cursor = cursors.at(-1);
@@ -140,16 +142,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
             )}
           </p>
           <div class="toolbar-right">
-            <label class="inline">
-              Sort
-              <select value={sortBy} onChange={(e) => go({ sortBy: e.currentTarget.value, page: undefined })}>
-                {SORTS.map(([v, l]) => (
-                  <option key={v} value={v}>
-                    {l}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <ViewChoice id="sort" label="Sort" value={sortBy} options={SORTS} onTake={(v) => go({ sortBy: v, page: undefined })} />
             <button type="button" class="secondary" disabled={dl.busy || loading || !!list.error || count.data?.count === 0} onClick={() => void dl.run()}>
               {dl.busy ? 'Preparing CSV…' : active ? 'Download these as CSV' : 'Download CSV'}
             </button>
@@ -231,16 +224,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
                     {fmtNumber(start + 1)}–{fmtNumber(start + d.contacts.length)}
                     {count.data && !count.stale ? ` of ${fmtNumber(count.data.count)}` : ''}
                   </span>
-                  <label class="inline">
-                    Per page
-                    <select value={size} onChange={(e) => go({ limit: e.currentTarget.value, page: undefined })}>
-                      {SIZES.map((s) => (
-                        <option key={s} value={s}>
-                          {s}
-                        </option>
-                      ))}
-                    </select>
-                  </label>
+                  <ViewChoice id="per-page" label="Per page" value={String(size)} options={SIZES.map((n) => [String(n), String(n)])} onTake={(v) => go({ limit: v, page: undefined })} />
                   <button type="button" class="secondary" disabled={cursors.length === 0 || list.loading} onClick={() => go({ page: cursors.slice(0, -1).join('~') || undefined })}>
                     Previous
                   </button>
@@ -254,6 +238,41 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
         )}
       </LedgerHead>
     </>
+  );
+}
+
+/**
+ * A select of how the list is shown (its order, its page size) that takes effect when chosen, not
+ * at each arrow key (useChoice; WCAG 3.2.2): each step was a request and a history entry (a
+ * tester's case). A choice reached with the keyboard waits for Enter or "Apply"; Escape puts back
+ * the one shown.
+ */
+function ViewChoice(props: { id: string; label: string; value: string; options: readonly (readonly [string, string])[]; onTake: (value: string) => void }) {
+  const { pending, select, commit } = useChoice(props.value, (v) => v !== props.value && props.onTake(v));
+  const hint = `${props.id}-hint`;
+  return (
+    <span class="inline view-choice">
+      <label class="inline" for={props.id}>
+        {props.label}
+      </label>
+      <select id={props.id} {...select} aria-describedby={pending ? hint : undefined}>
+        {props.options.map(([v, l]) => (
+          <option key={v} value={v}>
+            {l}
+          </option>
+        ))}
+      </select>
+      {pending && (
+        <>
+          <button type="button" class="secondary small" aria-label={`Apply ${props.label.toLowerCase()}`} onClick={commit}>
+            Apply
+          </button>
+          <span id={hint} class="visually-hidden">
+            Press Enter or Apply to show it.
+          </span>
+        </>
+      )}
+    </span>
   );
 }
 
