@@ -629,6 +629,14 @@ P('a trailing separator is no wrong width: on the header, rows may stop at its l
   assert.equal(view(rows.contacts).map((c) => [c.name, c.title]), [['Eve', 'CTO'], ['Fay', null]]);
   const rowErrors = await errorsOf(t, w, rows.ledgerId, rows.job.id);
   assert.equal(rowErrors.slice(1), [['Gus', 'Acme', 'the row has 2 columns, the header has 3', '4']], 'a named column missing is still a broken row');
+  // a header's unnamed last column that holds text in every first row is a column without a name, as
+  // the preview shows it: its rows import, the cell left out (a web tester's export: 62 of 63 rejected)
+  const unnamed = 'Full Name,Company,Email,\nAda,Acme,ada@acme.test,SF-1\nBob,Beta,,SF-2\nCy,Crux,cy@crux.test\n';
+  const preview = await t.call('POST', `${importsPath(w, rows.ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(unnamed) });
+  assert.equal([preview.body.columns.length, preview.body.rowCount], [4, 3]);
+  const withUnnamed = await importInto(t, w, unnamed);
+  assert.equal([withUnnamed.job.submitted, withUnnamed.job.imported, withUnnamed.job.invalid], [3, 3, 0]);
+  assert.equal(view(withUnnamed.contacts).map((c) => [c.name, c.company, c.email]), [['Ada', 'Acme', 'ada@acme.test'], ['Bob', 'Beta', null], ['Cy', 'Crux', 'cy@crux.test']]);
 });
 
 P('invalid rows are rejected with a reason: missing name or company, bad linkedin or email, over-long fields', async ({ t, w }) => {

@@ -122,10 +122,12 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   // rejected-rows CSV then wanted those unnamed cells too — "the header has 6": a tester's case)
   const annotation = format.formulasEscaped === true ? REJECTION_COLUMNS.length : 0;
   const width = format.columns.length - annotation;
-  const named = namedWidth(format.columns.slice(0, width));
+  const namedColumns = namedWidth(format.columns.slice(0, width));
+  // where text past the header is a broken row: past its named columns, or past all of them when its unnamed ones are columns
+  const named = format.unnamedColumns === true ? width : namedColumns;
   // a column named `id`, as downloads name it: a row whose cell there is a contact id (c_…) came from a download
   const idColumn = format.columns.indexOf('id');
-  const needed = Math.max(named, ...mappedColumns(format.mapping).map((i) => i + 1));
+  const needed = Math.max(namedColumns, ...mappedColumns(format.mapping).map((i) => i + 1));
   const widthReason = (cells: number) => (annotation && cells >= annotation ? `${wrongWidth(cells - annotation, needed)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, needed));
   let nextLine = from.lines + 1;
   let rows: CsvRow[] = [];

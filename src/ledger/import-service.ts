@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { checkMappedColumns, endsWithRejectionColumns, mappedColumns, mappingByName, MappingError, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
 import { scanUpload } from '../csv/csv-worker-client.ts';
+import { namedWidth } from '../csv/read-rows.ts';
 import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { unescapeFormula } from '../csv/write.ts';
 import type { Cursors, Page } from '../cursor.ts';
@@ -81,6 +82,23 @@ function isOwnDownload(scan: ScanResult): boolean {
   return !scan.formulaCells && named.length >= 2 && new Set(named).size === named.length && named.every((c) => DOWNLOAD_COLUMNS.has(c));
 }
 
+/**
+ * The header ends in unnamed columns (`…,Email,`) and most of the first rows (the
+ * preview's) hold text in them: columns without a name, not a trailing separator — their rows are
+ * imported, the unnamed cells left out, as the wizard's preview shows them ("(column 7)"). A web
+ * tester's Salesforce export had one on every row, and every row was rejected as "the row has 7
+ * columns, the header has 6" after a preview of 63 importable rows. Text there in a few rows of a
+ * file whose first rows mostly have none is still a broken row (an unquoted comma that shifted
+ * the cells).
+ */
+function hasUnnamedColumns(scan: ScanResult, ours: boolean): boolean {
+  const own = ours ? scan.columns.slice(0, -REJECTION_COLUMNS.length) : scan.columns;
+  const named = namedWidth(own);
+  // (a row of a rejected-rows CSV of ours is its own cells, then our reason and line)
+  const ownCells = (row: string[]) => (ours ? row.slice(0, -REJECTION_COLUMNS.length) : row);
+  const filled = scan.head.filter((row) => ownCells(row).slice(named, own.length).some((c) => c.trim() !== '')).length;
+  return named < own.length && filled * 2 > scan.head.length;
+}
 
 const uploadProblem = (status: 415 | 422, message: string, line?: number) =>
   status === 415 ? new AppError(415, 'unsupported_media_type', `The upload is not a CSV file: ${message}.`) : invalid(`The upload cannot be imported: ${message}.`, [{ path: 'file', message: line && !message.includes(`line ${line}`) ? `line ${line}: ${message}` : message }]);
@@ -242,6 +260,7 @@ export function createImportService(d: ImportServiceDeps) {
         mapping,
         ...(ours ? { formulasEscaped: true } : {}),
         ...(download ? { download: true } : {}),
+        ...(hasUnnamedColumns(scan, ours) ? { unnamedColumns: true } : {}),
         ...(ours || download ? { rawUnescaped: true } : {}),
       };
       try {

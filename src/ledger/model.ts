@@ -57,6 +57,12 @@ export interface CsvFormat {
   /** A download of ours uploaded again (its header is DOWNLOAD_HEADER): its cells lose their escaping too. */
   download?: boolean;
   /**
+   * The header ends in unnamed columns that hold data in most of the rows the upload's scan read first:
+   * real columns without a name (nobody imports them), not trailing separators — a row may have
+   * text in them (src/csv/read-rows.ts fitToHeader's `named`).
+   */
+  unnamedColumns?: boolean;
+  /**
    * A file of ours whose rejected rows are stored without our escaping (since the eighteenth
    * session). Without it, a rejected-rows CSV of ours kept its rows escaped as read: they lose
    * that escaping when written out, which escapes them once again.
