@@ -156,6 +156,33 @@ L('Sort and Per page take effect when chosen, not at each arrow key; a sort type
   assert.is(await page.getByLabel('Sort', { exact: true }).inputValue(), '+name');
 });
 
+L('keyboard focus stays where the user was: on Next after the page turns, in the field Enter applied, on a refused field (marked invalid), and there after "Remove that filter"', async (ctx) => {
+  const { page } = ctx.e;
+  const focused = async () => ((await page.evaluate('document.activeElement?.id')) as string | undefined) ?? '';
+  await page.goto(listUrl(ctx, '?limit=25'));
+  await until(async () => (await rows(ctx).count()) === 25, 'the first page');
+  await page.locator('#page-next').focus();
+  await page.keyboard.press('Enter');
+  await page.waitForURL((u) => u.searchParams.has('page'));
+  await until(async () => (await focused()) === 'page-next', 'focus back on Next (a web tester: it fell to the page)');
+  await page.getByLabel('Company contains').fill('Bolt');
+  await page.keyboard.press('Enter');
+  await page.waitForURL((u) => u.searchParams.get('company') === 'Bolt');
+  await until(async () => (await focused()) === 'flt-company', 'focus back in the field');
+  if (!(await page.getByLabel('LinkedIn URL').isVisible())) await page.getByText('More filters').click();
+  await page.getByLabel('LinkedIn URL').fill('someone');
+  await page.keyboard.press('Enter');
+  await page.getByText('The list cannot be filtered this way.').waitFor();
+  await until(async () => (await focused()) === 'flt-linkedin', 'focus in the refused field');
+  assert.is(await page.getByLabel('LinkedIn URL').getAttribute('aria-invalid'), 'true');
+  assert.match((await page.getByLabel('LinkedIn URL').getAttribute('aria-describedby')) ?? '', /list-refused/);
+  await page.getByRole('button', { name: 'Remove that filter' }).click();
+  await page.waitForURL((u) => !u.searchParams.has('linkedin') && u.searchParams.get('company') === 'Bolt');
+  // the field taken out is in "More filters", closed now that none of them is set: focus on their summary
+  await until(async () => (await page.evaluate('document.activeElement?.tagName')) === 'SUMMARY', 'focus on "More filters"');
+  assert.is(await page.getByLabel('LinkedIn URL').getAttribute('aria-invalid'), null);
+});
+
 L('"Added on or after" and "on or before" the same day find that day\'s contacts; the labels say UTC and the day is included', async (ctx) => {
   const { page } = ctx.e;
   const today = new Date().toISOString().slice(0, 10);

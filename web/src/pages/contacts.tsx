@@ -113,6 +113,19 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   // or a value typed in the form) is said in the page's words, with a way out, instead of the
   // API's message and a "Try again" that sends the same request again.
   const refused = list.error?.code === 'invalid_parameter' ? list.error.errors.filter((e) => e.path === 'sortBy' || (FILTERS as readonly string[]).includes(e.path)) : [];
+  // The pager is replaced by the loading state while the next page loads, and focus fell to the
+  // page: a keyboard user Tabbed back through the filters to reach Next again (a web tester's
+  // case). The control that turned the page gets it back, else the table.
+  const turnPage = (page: string | undefined, from: string) => {
+    refocusAfterLoad = from;
+    go({ page });
+  };
+  useEffect(() => {
+    if (list.loading || !refocusAfterLoad) return;
+    const el = document.getElementById(refocusAfterLoad) as HTMLButtonElement | null;
+    (el && !el.disabled ? el : document.getElementById('contacts-table'))?.focus();
+    refocusAfterLoad = undefined;
+  }, [list.loading, list.data]);
   // the rows, count and download shown belong to the filter, sort and page asked for, or wait
   const loading = list.loading || count.loading;
   const dl = useAction(async () => {
@@ -127,7 +140,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   return (
     <>
       <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="contacts">
-        <FilterForm key={JSON.stringify(filters)} initial={filters} onApply={apply} />
+        <FilterForm key={JSON.stringify(filters)} initial={filters} refused={refused.map((e) => e.path)} refusedBy="list-refused" onApply={apply} />
         <div class="toolbar">
           <p class="count" aria-live="polite">
             {count.error ? (
@@ -151,12 +164,20 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
         {dl.error && <ErrorBox error={dl.error} title="The download failed." />}
         {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
         {refused.length > 0 ? (
-          <div class="state error" role="alert">
+          <div class="state error" role="alert" id="list-refused" tabIndex={-1}>
             <p>
               <strong>The list cannot be {refused.every((e) => e.path === 'sortBy') ? 'sorted' : 'filtered'} this way.</strong>{' '}
               {refused.map((e) => refusedText(e.path, q.get(e.path) ?? '', e.message)).join(' ')}
             </p>
-            <button type="button" class="secondary" onClick={() => go({ ...Object.fromEntries(refused.map((e) => [e.path, undefined])), page: undefined }, { replace: true })}>
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => {
+                // focus goes to the field taken out (or the Sort), not to the page with this message
+                refocusAfterApply = refused[0]!.path === 'sortBy' ? 'sort' : `flt-${refused[0]!.path}`;
+                go({ ...Object.fromEntries(refused.map((e) => [e.path, undefined])), page: undefined }, { replace: true });
+              }}
+            >
               {refused.length === 1 && refused[0]!.path === 'sortBy' ? 'Use the default sort' : `Remove ${refused.length === 1 ? 'that filter' : 'those'}`}
             </button>
           </div>
@@ -182,7 +203,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
           >
             {(d) => (
               <>
-                <div class="table-wrap" tabIndex={0} role="region" aria-label="Contacts">
+                <div class="table-wrap" id="contacts-table" tabIndex={0} role="region" aria-label="Contacts">
                   <table class="contacts">
                     <thead>
                       <tr>
@@ -224,11 +245,20 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
                     {fmtNumber(start + 1)}–{fmtNumber(start + d.contacts.length)}
                     {count.data && !count.stale ? ` of ${fmtNumber(count.data.count)}` : ''}
                   </span>
-                  <ViewChoice id="per-page" label="Per page" value={String(size)} options={SIZES.map((n) => [String(n), String(n)])} onTake={(v) => go({ limit: v, page: undefined })} />
-                  <button type="button" class="secondary" disabled={cursors.length === 0 || list.loading} onClick={() => go({ page: cursors.slice(0, -1).join('~') || undefined })}>
+                  <ViewChoice
+                    id="per-page"
+                    label="Per page"
+                    value={String(size)}
+                    options={SIZES.map((n) => [String(n), String(n)])}
+                    onTake={(v) => {
+                      refocusAfterLoad = 'per-page';
+                      go({ limit: v, page: undefined });
+                    }}
+                  />
+                  <button type="button" id="page-prev" class="secondary" disabled={cursors.length === 0 || list.loading} onClick={() => turnPage(cursors.slice(0, -1).join('~') || undefined, 'page-prev')}>
                     Previous
                   </button>
-                  <button type="button" class="secondary" disabled={!d.nextCursor || list.loading} onClick={() => go({ page: [...cursors, d.nextCursor!].join('~') })}>
+                  <button type="button" id="page-next" class="secondary" disabled={!d.nextCursor || list.loading} onClick={() => turnPage([...cursors, d.nextCursor!].join('~'), 'page-next')}>
                     Next
                   </button>
                 </nav>
@@ -284,14 +314,35 @@ function refusedText(key: string, value: string, message: string): string {
   return `“${label}” is “${value}”: it ${message}.`;
 }
 
-function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onApply: (f: Partial<Record<FilterKey, string>>) => void }) {
+/**
+ * The control of the filter form that applied it (a field Enter was pressed in, a quick filter,
+ * Clear): the form is made anew for the filters it applied, and focus fell to the page (a web
+ * tester's case), so the new form gives it back.
+ */
+let refocusAfterApply: string | undefined;
+/** The pager's control that turned the page (Next, Previous, Per page), focused again once the page is shown. */
+let refocusAfterLoad: string | undefined;
+const noteFocus = () => {
+  refocusAfterApply = (document.activeElement as HTMLElement | null)?.id || undefined;
+};
+
+function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; refused: string[]; refusedBy?: string; onApply: (f: Partial<Record<FilterKey, string>>) => void }) {
   const [f, setF] = useState(props.initial);
+  useEffect(() => {
+    const el = refocusAfterApply ? document.getElementById(refocusAfterApply) : null;
+    refocusAfterApply = undefined;
+    // a field of "More filters" when they are closed (none of them is set now): their summary
+    const closed = el?.closest('details:not([open])');
+    (closed ? closed.querySelector('summary') : el)?.focus();
+  }, []);
+  // a filter the API refused is marked at its field, described by the message above the list
+  const invalid = (k: FilterKey) => (props.refused.includes(k) ? { 'aria-invalid': true, 'aria-describedby': props.refusedBy } : {});
   const advanced = ['email', 'referenceId', 'linkedin', 'isVerified', 'importId', 'createdAfter', 'createdBefore', 'lastInfoChangedAt'].some((k) => props.initial[k as FilterKey]);
   const set = (k: FilterKey) => (e: Event) => setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value || undefined });
   const text = (k: FilterKey) => (
     <div class="field">
       <label for={`flt-${k}`}>{FILTER_LABELS[k]}</label>
-      <input id={`flt-${k}`} type="text" value={f[k] ?? ''} onInput={set(k)} />
+      <input id={`flt-${k}`} type="text" value={f[k] ?? ''} onInput={set(k)} {...invalid(k)} />
     </div>
   );
   // every date is a whole day in UTC, the chosen day included; createdBefore is sent (and kept in
@@ -305,7 +356,8 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onAppl
         <input
           id={`flt-${k}`}
           type="date"
-          aria-describedby="flt-dates-hint"
+          aria-describedby={props.refused.includes(k) ? `${props.refusedBy} flt-dates-hint` : 'flt-dates-hint'}
+          aria-invalid={props.refused.includes(k) || undefined}
           value={before && v ? lastDayBefore(v) : v.slice(0, 10)}
           onInput={(e) => {
             const day = e.currentTarget.value;
@@ -321,13 +373,24 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onAppl
       aria-label="Filter contacts"
       onSubmit={(e) => {
         e.preventDefault();
+        noteFocus();
         props.onApply(f);
       }}
     >
       <div class="quick" role="group" aria-label="Quick filters">
         <span class="muted">Job changed in the last</span>
         {[7, 30, 90].map((n) => (
-          <button key={n} type="button" class={`chip${props.initial.lastJobChangedAt === daysAgo(n) ? ' on' : ''}`} aria-pressed={props.initial.lastJobChangedAt === daysAgo(n)} onClick={() => props.onApply({ lastJobChangedAt: daysAgo(n) })}>
+          <button
+            key={n}
+            id={`flt-last-${n}`}
+            type="button"
+            class={`chip${props.initial.lastJobChangedAt === daysAgo(n) ? ' on' : ''}`}
+            aria-pressed={props.initial.lastJobChangedAt === daysAgo(n)}
+            onClick={() => {
+              noteFocus();
+              props.onApply({ lastJobChangedAt: daysAgo(n) });
+            }}
+          >
             {n} days
           </button>
         ))}
@@ -350,7 +413,7 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onAppl
           {text('linkedin')}
           <div class="field">
             <label for="flt-isVerified">{FILTER_LABELS.isVerified}</label>
-            <select id="flt-isVerified" value={f.isVerified ?? ''} onChange={set('isVerified')}>
+            <select id="flt-isVerified" value={f.isVerified ?? ''} onChange={set('isVerified')} {...invalid('isVerified')}>
               <option value="">Any</option>
               <option value="true">Verified</option>
               <option value="false">Not verified</option>
@@ -362,11 +425,15 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; onAppl
         </div>
       </details>
       <div class="actions left">
-        <button type="submit">Apply filters</button>
+        <button type="submit" id="flt-apply">
+          Apply filters
+        </button>
         <button
           type="button"
+          id="flt-clear"
           class="secondary"
           onClick={() => {
+            noteFocus();
             setF({});
             props.onApply({});
           }}
