@@ -206,6 +206,8 @@ A('feed a job change; "job changed since" finds the contact; its timeline shows 
   assert.ok(timeline.includes('Analytical Engines') && timeline.includes('Babbage Computing'), timeline);
   // an info change from no value: "— → London", not the change's raw JSON
   assert.match(timeline, /location changed\s*— → London/);
+  // each value isolated from the words around it: a right-to-left company would otherwise read swapped (a web tester's case)
+  assert.ok((await page.locator('ol.timeline bdi', { hasText: 'Babbage Computing' }).count()) > 0, 'values in <bdi>');
   assert.not.ok(timeline.includes('{'), timeline);
   await shoot(page, '17-contact-detail');
   await page.goBack();

@@ -88,6 +88,25 @@ N('the header at 1280, 1100, 1024 and 768 px, with an organization named in 100 
   }
 });
 
+N('pages refused to a member who is no superuser still have their heading (the feed, a new organization)', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.getByRole('button', { name: 'Sign out' }).first().click();
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  await signInUi(page, base, 'eddie.editor@alpha.test', PASSWORD);
+  try {
+    await page.goto(`${base}/feed`);
+    await page.getByText('The feed is managed by superusers.').waitFor();
+    assert.is(await page.getByRole('heading', { level: 1 }).innerText(), 'Person-data feed');
+    await page.goto(`${base}/orgs/new`);
+    await page.getByText('Only a superuser can create organizations.').waitFor();
+    assert.is(await page.getByRole('heading', { level: 1 }).innerText(), 'New organization');
+  } finally {
+    await page.getByRole('button', { name: 'Sign out' }).first().click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await signInUi(page, base, ROOT_EMAIL, ROOT_PASSWORD);
+  }
+});
+
 N("a contact's change history is not cut off: \"Show older changes\" reads it to the end", async (ctx) => {
   const { page, base, call } = ctx.e;
   const token = ctx.root;

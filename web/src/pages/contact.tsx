@@ -25,6 +25,12 @@ const PAGE = 100;
 const valueOf = (side: Record<string, unknown> | null | undefined, field: string | null | undefined) =>
   side && field && Object.prototype.hasOwnProperty.call(side, field) ? side[field] : side;
 const show = (v: unknown) => (v === null || v === undefined || v === '' ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+/**
+ * A value of the contact's, isolated from the text around it (<bdi>): a right-to-left title or
+ * company in "X at Y → Z at W" otherwise took the words around it into its own direction, and the
+ * old and new companies read swapped (a web tester's Arabic contact).
+ */
+const Value = (props: { v: unknown }) => <bdi>{show(props.v)}</bdi>;
 
 /** One contact: current and imported values, and its change history as a timeline. */
 export function ContactDetail(props: { orgId: string; ledgerId: string; contactId: string }) {
@@ -64,10 +70,12 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
                 </div>
                 <dl class="facts">
                   <dt>Company</dt>
-                  <dd>{c.company}</dd>
+                  <dd>
+                    <Value v={c.company} />
+                  </dd>
                   <dt>Title</dt>
                   <dd>
-                    {show(c.title)}
+                    <Value v={c.title} />
                     {c.titleLevel && <span class="muted"> ({[c.titleLevel, c.titleDomain].filter(Boolean).join(', ')})</span>}
                   </dd>
                   <dt>Location</dt>
@@ -171,11 +179,11 @@ function History(props: { path: string }) {
                   </p>
                   {ch.type === 'job' ? (
                     <p>
-                      {show(ch.from?.title)} at <strong>{show(ch.from?.company)}</strong> → {show(ch.to?.title)} at <strong>{show(ch.to?.company)}</strong>
+                      <Value v={ch.from?.title} /> at <strong><Value v={ch.from?.company} /></strong> → <Value v={ch.to?.title} /> at <strong><Value v={ch.to?.company} /></strong>
                     </p>
                   ) : (
                     <p>
-                      {show(valueOf(ch.from, ch.field))} → <strong>{show(valueOf(ch.to, ch.field))}</strong>
+                      <Value v={valueOf(ch.from, ch.field)} /> → <strong><Value v={valueOf(ch.to, ch.field)} /></strong>
                     </p>
                   )}
                   {ch.observedAt && (

@@ -45,7 +45,14 @@ export function Feed() {
     req.reload();
   });
   const dl = useAction((id: string) => download(`${LEDGER}/feed/${id}/errors`));
-  if (!s.principal.user?.superuser) return <Empty>The feed is managed by superusers.</Empty>;
+  // the page's heading also when it is refused (a screen-reader user navigates by headings: a web tester's case)
+  if (!s.principal.user?.superuser)
+    return (
+      <>
+        <PageHead title="Person-data feed" />
+        <Empty>The feed is managed by superusers.</Empty>
+      </>
+    );
   const inbox = req.data?.feeds.filter((f) => f.source === 'inbox') ?? [];
   return (
     <>

@@ -24,7 +24,14 @@ export function NewOrg() {
   });
   const fields = ['name', 'adminEmail', 'adminName', 'adminPassword'] as const;
   const err = fieldErrors(act.error, fields);
-  if (!s.principal.user?.superuser) return <p class="state error">Only a superuser can create organizations.</p>;
+  // the page's heading also when it is refused (a screen-reader user navigates by headings: a web tester's case)
+  if (!s.principal.user?.superuser)
+    return (
+      <>
+        <PageHead title="New organization" />
+        <p class="state error">Only a superuser can create organizations.</p>
+      </>
+    );
   return (
     <>
       <PageHead title="New organization" sub="An organization holds ledgers, a team with roles, service accounts and webhooks." />
