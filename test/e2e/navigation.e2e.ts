@@ -107,6 +107,19 @@ N('pages refused to a member who is no superuser still have their heading (the f
   }
 });
 
+N('a ledger deleted through its confirm dialog: focus goes to the page, not to <body>, when the row whose button opened it goes', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  const doomed = (await call('POST', `${LEDGER}/orgs/${ctx.orgB}/ledgers`, { token: ctx.root, body: { name: 'Delete me soon' } })).body.id;
+  assert.ok(doomed);
+  await page.goto(`${base}/orgs/${ctx.orgB}/ledgers`);
+  await page.getByRole('button', { name: 'Delete Delete me soon' }).focus();
+  await page.keyboard.press('Enter');
+  await page.getByRole('dialog').getByRole('button', { name: 'Delete ledger' }).click();
+  await page.getByRole('status').filter({ hasText: 'Deleted "Delete me soon".' }).waitFor();
+  await until(async () => (await page.getByRole('button', { name: 'Delete Delete me soon' }).count()) === 0, 'the row gone');
+  await until(async () => (await page.evaluate('document.activeElement?.id')) === 'main', 'focus on the page (a web tester: it fell to <body>)');
+});
+
 N("a contact's change history is not cut off: \"Show older changes\" reads it to the end", async (ctx) => {
   const { page, base, call } = ctx.e;
   const token = ctx.root;

@@ -351,8 +351,10 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
       if (d.open) d.close();
       // back to where focus was; to the page when that control is gone (its row was deleted)
       const target = entry.returnTo.find(focusable);
-      if (target) target.focus();
-      else document.getElementById('main')?.focus();
+      if (target) {
+        target.focus();
+        keepFocusInPage(target);
+      } else document.getElementById('main')?.focus();
     };
   }, []);
   return (
@@ -366,6 +368,22 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
       {props.children}
     </dialog>
   );
+}
+
+/**
+ * Focus given back to a control that its page then removes (the row of a ledger a confirmed
+ * "Delete" removed goes when the list reloads, after the dialog closed) would fall to <body>, and a
+ * keyboard user would start again at the top of the page (a web tester's case): while the control
+ * has focus, for a few seconds, its removal moves focus to the page's <main>.
+ */
+function keepFocusInPage(el: HTMLElement): void {
+  const watch = new MutationObserver(() => {
+    if (el.isConnected) return;
+    watch.disconnect();
+    if (document.activeElement === document.body || document.activeElement === null) document.getElementById('main')?.focus();
+  });
+  watch.observe(document.body, { childList: true, subtree: true });
+  setTimeout(() => watch.disconnect(), 5000);
 }
 
 /** "Are you sure?" with the consequence spelled out; the action runs on confirm. */
