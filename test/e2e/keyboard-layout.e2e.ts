@@ -175,6 +175,16 @@ K('a dialog whose request failed keeps focus: on the field the API named, else o
   await until(() => hasFocus(message, true), 'focus on the message');
   await page.keyboard.press('Escape');
   await dialog.waitFor({ state: 'detached' });
+
+  // Enter in E-mail for someone with no account: the error names the password, and focus goes there (a web tester's case)
+  await page.getByRole('button', { name: 'Add member' }).click();
+  await dialog.getByLabel('E-mail').fill('newbie@keyboard.test');
+  await dialog.getByLabel('E-mail').press('Enter');
+  const password = dialog.getByLabel(/Initial password/);
+  await until(async () => (await password.getAttribute('aria-invalid')) === 'true', 'the password marked');
+  await until(() => hasFocus(password), 'focus on the field the error names');
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached' });
 });
 
 K('after a rotated secret is closed (button or Escape), focus is back on "Rotate secret"', async (ctx) => {

@@ -210,7 +210,8 @@ export function fieldErrors(error: ApiError | undefined, paths: readonly string[
  * — then this says only to look there, and lists in words what no field shows.
  * When the failure left focus nowhere (the submit button was disabled while the request ran, so
  * the browser moved focus to the page), focus goes to the first field marked invalid, else to the
- * message: a keyboard or screen-reader user stays in the dialog and hears what is wrong.
+ * message: a keyboard or screen-reader user stays in the dialog and hears what is wrong. Focus in
+ * another field of the form moves to the first marked one too.
  */
 export function FormError(props: { error: ApiError | undefined; fields?: readonly string[] }) {
   const ref = useRef<HTMLDivElement>(null);
@@ -219,10 +220,13 @@ export function FormError(props: { error: ApiError | undefined; fields?: readonl
     if (!props.error || !box) return;
     const active = document.activeElement as HTMLElement | null;
     const lost = !active || active === document.body || !active.isConnected || (active as HTMLButtonElement).disabled === true;
-    if (!lost) return;
     const scope = box.closest('form') ?? box.closest('dialog') ?? box.parentElement;
     const invalid = scope?.querySelector<HTMLElement>('[aria-invalid="true"]');
-    (invalid ?? box).focus();
+    if (lost) (invalid ?? box).focus();
+    // Enter pressed in one field of the form, the error about another: focus goes to that one (a
+    // web tester's case: an unknown member's address sent from E-mail, the password named, focus
+    // left on E-mail). A field the error marks keeps it.
+    else if (invalid && scope?.contains(active) && !active!.matches('[aria-invalid="true"]')) invalid.focus();
   }, [props.error]);
   if (!props.error) return null;
   const e = props.error;
