@@ -296,7 +296,6 @@ C('serve refuses a damaged database and an unusable data folder with exit 1 and 
   assert.match(notAFolder.stderr, /data folder .*a-file is not usable \(ENOTDIR/);
 });
 
-
 C('backup to a folder that does not exist, onto a file that exists, or into a file is a usage error (2): the same command cannot succeed', async () => {
   const data = tempDir();
   const env = { CONTACT_LEDGER_DATA: data };

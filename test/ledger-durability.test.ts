@@ -10,17 +10,23 @@ import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { newId } from '../src/ids.ts';
 import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
-import { addContacts, contactsCsv, csvForm, expectStatus, holdBulkJobs, ID, LEDGER, ledgerPath, signInRoot, startApp, until, waitForImport, withSmallDisk } from './helpers.ts';
+import { addContacts, contactsCsv, csvForm, expectStatus, holdBulkJobs, ID, LEDGER, ledgerPath, signInRoot, startApp, until, waitForImport, withSmallDisk, type TestApp } from './helpers.ts';
 
 const D = suite('disk full');
+
+/** The superuser's token, and an organization with one ledger. */
+async function orgWithLedger(t: TestApp, org: string, ledger: string): Promise<{ token: string; orgId: string; ledgerId: string }> {
+  const token = (await signInRoot(t)).accessToken;
+  const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: org } })).body.id as string;
+  const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: ledger } })).body.id as string;
+  return { token, orgId, ledgerId };
+}
 
 D('an import on a full disk waits, writes get 507, reads work, and the job resumes exactly', async () => {
   const clock = new ManualClock();
   const t = await startApp({ clock, noScheduler: true });
   try {
-    const token = (await signInRoot(t)).accessToken;
-    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Full' } })).body.id;
-    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'full' } })).body.id;
+    const { token, orgId, ledgerId } = await orgWithLedger(t, 'Full', 'full');
     const rows = 20_000;
     const csv = contactsCsv(rows);
     const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(csv) });
@@ -74,9 +80,7 @@ D('/readyz is degraded while an import waits for disk space — a sign-in commit
   const clock = new ManualClock();
   const t = await startApp({ clock, noScheduler: true });
   try {
-    const token = (await signInRoot(t)).accessToken;
-    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Waiting' } })).body.id;
-    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'waiting' } })).body.id;
+    const { token, orgId, ledgerId } = await orgWithLedger(t, 'Waiting', 'waiting');
     const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(contactsCsv(20_000)) });
     expectStatus(up, 202);
     const importPath = `${ledgerPath(orgId, ledgerId)}/imports/${up.body.id}`;
@@ -111,9 +115,7 @@ D('/readyz is degraded after an upload is refused for lack of space, until an up
   const tmp = join(t.dataDir, 'uploads', 'tmp');
   mkdirSync(tmp, { recursive: true });
   try {
-    const token = (await signInRoot(t)).accessToken;
-    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Upload space' } })).body.id;
-    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'space' } })).body.id;
+    const { token, orgId, ledgerId } = await orgWithLedger(t, 'Upload space', 'space');
     const upload = (rows: number) => t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(contactsCsv(rows)) });
     const readiness = async () => (await t.call('GET', '/readyz')).body.status;
     await withSmallDisk(tmp, '64k', async () => {
@@ -140,9 +142,7 @@ D('an upload whose file cannot be written (the uploads folder\'s disk full) is a
   mkdirSync(tmp, { recursive: true });
   try {
     await withSmallDisk(tmp, '64k', async () => {
-      const token = (await signInRoot(t)).accessToken;
-      const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Full uploads' } })).body.id;
-      const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'full' } })).body.id;
+      const { token, orgId, ledgerId } = await orgWithLedger(t, 'Full uploads', 'full');
       const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(contactsCsv(20_000)) });
       expectStatus(up, 507);
       assert.is(up.body.code, 'insufficient_storage');
@@ -157,9 +157,7 @@ D('an upload whose file cannot be written (the uploads folder\'s disk full) is a
 D('a download that the client reads slowly does not block imports (RELIABILITY.md L2, M6)', async () => {
   const t = await startApp();
   try {
-    const token = (await signInRoot(t)).accessToken;
-    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Slow' } })).body.id;
-    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'slow' } })).body.id;
+    const { token, orgId, ledgerId } = await orgWithLedger(t, 'Slow', 'slow');
     // Far more CSV (~40 MB) than the socket buffers and the response stream hold, so the download is
     // still reading pages from the database while its client stalls (the API would take a while to
     // import this many; the rows go straight into the real table instead).
@@ -204,9 +202,7 @@ D('a download that the client reads slowly does not block imports (RELIABILITY.m
 D('a file that cannot be read past a row (changed on disk after its scan) keeps every row before it, fails with the line, and is removed', async () => {
   const t = await startApp({ noScheduler: true });
   try {
-    const token = (await signInRoot(t)).accessToken;
-    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Broken' } })).body.id;
-    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'broken' } })).body.id;
+    const { token, orgId, ledgerId } = await orgWithLedger(t, 'Broken', 'broken');
     const good = Array.from({ length: 2500 }, (_, i) => `P ${i},Co,r${i}`);
     const up = await t.call('POST', `${ledgerPath(orgId, ledgerId)}/imports`, { token, raw: csvForm(`name,company,referenceId\n${good.join('\n')}\nLast,Co,last\n`) });
     expectStatus(up, 202);
@@ -230,9 +226,7 @@ D('a ledger deleted while its import runs: the job fails saying how far it got, 
   const t = await startApp();
   let hold: ReturnType<typeof holdBulkJobs> | undefined;
   try {
-    const token = (await signInRoot(t)).accessToken;
-    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Gone' } })).body.id;
-    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'gone' } })).body.id;
+    const { token, orgId, ledgerId } = await orgWithLedger(t, 'Gone', 'gone');
     const hook = await t.call('POST', `${LEDGER}/orgs/${orgId}/webhooks`, { token, body: { url: 'https://hooks.example.test/', events: ['import.completed'] } });
     expectStatus(hook, 201, 'webhook');
     const rows = 20_000;
@@ -277,9 +271,7 @@ D('an uploaded CSV or feed file is on disk, renamed into its folder, before its 
     return sync.call(this);
   };
   try {
-    const token = (await signInRoot(t)).accessToken;
-    const orgId = (await t.call('POST', `${ID}/orgs`, { token, body: { name: 'Flushed' } })).body.id;
-    const ledgerId = (await t.call('POST', ledgerPath(orgId), { token, body: { name: 'flushed' } })).body.id;
+    const { token, orgId, ledgerId } = await orgWithLedger(t, 'Flushed', 'flushed');
     const csv = contactsCsv(50);
     const feed = '{"personId":"p1","name":"Ann","company":"Acme"}\n';
     for (const [bytes, upload] of [

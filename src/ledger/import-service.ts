@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
-import { checkMappedColumns, endsWithRejectionColumns, mappedColumns, mappingByName, MappingError, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
+import { checkMappedColumns, endsWithRejectionColumns, mappedColumns, mappingByName, MappingError, ownColumns, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
 import { scanUpload } from '../csv/csv-worker-client.ts';
 import { namedWidth } from '../csv/read-rows.ts';
 import type { ScanFailure, ScanResult } from '../csv/scan.ts';
@@ -92,7 +92,7 @@ function isOwnDownload(scan: ScanResult): boolean {
  * the cells).
  */
 function hasUnnamedColumns(scan: ScanResult, ours: boolean): boolean {
-  const own = ours ? scan.columns.slice(0, -REJECTION_COLUMNS.length) : scan.columns;
+  const own = ownColumns({ columns: scan.columns, formulasEscaped: ours });
   const named = namedWidth(own);
   // (a row of a rejected-rows CSV of ours is its own cells, then our reason and line)
   const ownCells = (row: string[]) => (ours ? row.slice(0, -REJECTION_COLUMNS.length) : row);
