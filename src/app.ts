@@ -43,7 +43,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
 
   const ledgerApi = new ApiRouter(LEDGER_PREFIX, deps);
   registerLedgerRoutes(ledgerApi, rt.ledger, { baseUrl: config.baseUrl, uploadTmpDir: uploadTmpDir(config.dataDir), maxUploadBytes: config.maxUploadBytes, uploadSpace: rt.uploadSpace, now: () => rt.clock.now() });
-  registerTrackingRoutes(ledgerApi, rt.tracking, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX, tmpDir: join(feedsDir(config.dataDir), 'tmp'), maxUploadBytes: config.maxUploadBytes });
+  registerTrackingRoutes(ledgerApi, rt.tracking, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX, tmpDir: join(feedsDir(config.dataDir), 'tmp'), maxUploadBytes: config.maxUploadBytes, uploadSpace: rt.uploadSpace });
   registerWebhookRoutes(ledgerApi, rt.webhooks.service, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX });
   ledgerApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1', schema: OpenApiDocumentAnswer } } }, (ctx) => {
     ctx.body = buildOpenApi({ title: 'contact-ledger ledger service', version: VERSION, baseUrl: config.baseUrl, main: ledgerApi, tag: 'ledger' });

@@ -136,6 +136,35 @@ D('/readyz is degraded after an upload is refused for lack of space, until an up
   }
 });
 
+D('/readyz is degraded after a feed body is refused for lack of space, as after a CSV upload', async () => {
+  const t = await startApp();
+  const feeds = join(t.dataDir, 'feeds'); // the bodies' folder (tmp/) and where they are moved to, one file system
+  mkdirSync(join(feeds, 'tmp'), { recursive: true }); // there again once the small disk is gone
+  try {
+    const token = (await signInRoot(t)).accessToken;
+    const records = (n: number) => Array.from({ length: n }, (_, i) => JSON.stringify({ name: `Person ${i}`, company: 'Space Co', email: `p${i}@space.test` })).join('\n') + '\n';
+    const post = (n: number) => t.call('POST', `${LEDGER}/feed`, { token, raw: records(n), headers: { 'content-type': 'application/x-ndjson' } });
+    const readiness = async () => (await t.call('GET', '/readyz')).body;
+    await withSmallDisk(feeds, '64k', async () => {
+      const refused = await post(5_000);
+      expectStatus(refused, 507);
+      assert.is(refused.body.code, 'insufficient_storage');
+      assert.equal(readdirSync(join(feeds, 'tmp')), [], 'no partial file left');
+      const r = await readiness();
+      assert.equal([r.status, r.checks.diskSpace], ['degraded', false], 'the feed body found no room');
+      const stored = await post(3);
+      expectStatus(stored, 202);
+      assert.is((await readiness()).status, 'ready', 'a feed body was stored whole');
+      await until('the small feed to complete', async () => (await t.call('GET', `${LEDGER}/feed/${stored.body.id}`, { token })).body.status, (s) => s === 'completed');
+      expectStatus(await post(5_000), 507);
+      assert.is((await readiness()).status, 'degraded');
+    });
+    assert.is((await readiness()).status, 'ready', 'space was freed');
+  } finally {
+    await t.close();
+  }
+});
+
 D('an upload whose file cannot be written (the uploads folder\'s disk full) is a 507, not a malformed body; nothing is kept', async () => {
   const t = await startApp({ noScheduler: true });
   const tmp = join(t.dataDir, 'uploads', 'tmp');

@@ -1,5 +1,5 @@
 import { createWriteStream, mkdirSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
 import { AppError, badRequest, tooLarge, unsupportedMediaType } from '../errors.ts';
@@ -191,9 +191,10 @@ export function uploadedFileName(given: string): string | undefined {
 
 /**
  * A raw request body streamed to `path`, at most `maxBytes` (413 beyond, and the partial file is
- * removed). Returns the number of bytes written.
+ * removed). Returns the number of bytes written. `space`, as for receiveUpload: told when the body
+ * is refused for lack of space and when one is stored whole (/readyz's diskSpace).
  */
-export async function receiveBodyToFile(ctx: Koa.Context, path: string, maxBytes: number): Promise<number> {
+export async function receiveBodyToFile(ctx: Koa.Context, path: string, maxBytes: number, space?: FileSpace): Promise<number> {
   const { pipeline } = await import('node:stream/promises');
   const { Transform } = await import('node:stream');
   let bytes = 0;
@@ -212,7 +213,9 @@ export async function receiveBodyToFile(ctx: Koa.Context, path: string, maxBytes
       ctx.set('Connection', 'close');
       ctx.req.resume();
     }
+    if (isStorageFullError(err)) space?.refused(dirname(path));
     throw err;
   }
+  space?.stored();
   return bytes;
 }

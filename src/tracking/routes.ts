@@ -11,6 +11,7 @@ import { answerJob, idempotencyKeyHeader, jobAnswers } from '../http/idempotency
 import { readableAsUtf8, SINCE_READ_503, type ApiRouter, type HeaderSpec } from '../http/route.ts';
 import { receiveBodyToFile, uploadedFileName } from '../http/upload.ts';
 import { newId } from '../ids.ts';
+import type { FileSpace } from '../storage/free-space.ts';
 import type { ChangeService } from './change-service.ts';
 import type { DailySets } from './daily-sets.ts';
 import type { FeedFormat } from './feed-reader.ts';
@@ -22,6 +23,8 @@ export interface TrackingRouteOptions {
   prefix: string;
   tmpDir: string;
   maxUploadBytes: number;
+  /** Told when a feed body is refused for lack of space and when one is stored whole (/readyz's diskSpace). */
+  uploadSpace?: FileSpace;
 }
 
 const FORMATS: Record<string, FeedFormat> = {
@@ -105,7 +108,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       }
       mkdirSync(opts.tmpDir, { recursive: true, mode: 0o700 });
       const tmp = join(opts.tmpDir, `${newId('feed')}.upload`);
-      await receiveBodyToFile(ctx, tmp, opts.maxUploadBytes);
+      await receiveBodyToFile(ctx, tmp, opts.maxUploadBytes, opts.uploadSpace);
       try {
         await recheckAccess(); // the upload may have taken minutes
       } catch (err) {
