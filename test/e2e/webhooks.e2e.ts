@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { apiToken, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+import { apiToken, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
 
 const ID = '/api/identity/v1';
 const LEDGER = '/api/ledger/v1';
@@ -174,9 +174,12 @@ W('empty state; create a webhook: events, one ledger, a token; the signing secre
 
 W('send a test ping: the page waits for its attempt and says it was delivered; the receiver verified the signature', async (ctx) => {
   const { page } = ctx.e;
-  await card(ctx).getByRole('button', { name: 'Send test' }).click();
+  const send = card(ctx).getByRole('button', { name: 'Send test' });
+  await send.click();
   const outcome = card(ctx).getByRole('status').filter({ hasText: 'Test ping delivered' });
   await outcome.waitFor();
+  // disabled while the ping ran, the button gets focus back (it fell to <body>: a keyboard tester's case)
+  await until(() => hasFocus(send), 'focus back on Send test', 5000);
   assert.match(await outcome.innerText(), /the receiver answered 204 in \d+ ms/);
   const [ping] = ctx.rx.of('ping');
   assert.ok(ping, 'the receiver got the ping');
@@ -277,8 +280,11 @@ W('disable and enable by hand; disabled by the server after 3 days of failures, 
   const { page } = ctx.e;
   await page.getByRole('button', { name: 'Disable' }).click();
   await page.getByRole('note').filter({ hasText: `Disabled by ${ROOT_EMAIL} on` }).waitFor();
+  // focus is on the button that took the pressed one's place, not on <body>
+  await until(() => hasFocus(page.getByRole('button', { name: /^Enable/ })), 'focus on Enable', 5000);
   await page.getByRole('button', { name: /^Enable/ }).click();
   await page.getByText(`Enabled ${ctx.rx.url}/broken; held deliveries go out on their schedule.`).waitFor();
+  await until(() => hasFocus(page.getByRole('button', { name: 'Disable' })), 'focus on Disable', 5000);
   await until(async () => (await page.locator('.badge', { hasText: 'enabled' }).count()) === 1, 'the enabled badge');
 
   // Three days of failures, as the server would have recorded them (the server's clock cannot be moved

@@ -390,6 +390,40 @@ function keepFocusInPage(el: HTMLElement): void {
   setTimeout(() => watch.disconnect(), 5000);
 }
 
+/**
+ * A button disabled while its request runs drops focus to <body> (a web tester's case: "Disable"
+ * and "Send test" of a webhook, the rejected rows' Download), and a keyboard user starts again at
+ * the top of the page. Called with the button as it is pressed: once it is usable again (the same
+ * element, perhaps now "Enable"), it gets focus back — unless focus went somewhere meanwhile (an
+ * error message, a dialog, the user's own click). Removed instead, focus passes to <main>.
+ */
+export function refocusWhenDone(el: HTMLElement | null): void {
+  if (!el) return;
+  let seen = false; // disabled at least once: its request has started
+  const settle = (): boolean => {
+    const active = document.activeElement;
+    const lost = active === el || active === document.body || active === null;
+    if (!lost) return true; // focus was moved on purpose: leave it there
+    if (!el.isConnected) {
+      document.getElementById('main')?.focus();
+      return true;
+    }
+    if ((el as HTMLButtonElement).disabled || !focusable(el)) {
+      seen = true;
+      return false;
+    }
+    if (!seen) return false;
+    if (active !== el) {
+      el.focus();
+      keepFocusInPage(el);
+    }
+    return true;
+  };
+  const watch = new MutationObserver(() => settle() && watch.disconnect());
+  watch.observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['disabled'] });
+  setTimeout(() => watch.disconnect(), 30_000);
+}
+
 /** "Are you sure?" with the consequence spelled out; the action runs on confirm. */
 export function Confirm(props: { title: string; children: ComponentChildren; confirm: string; danger?: boolean; onConfirm: () => Promise<unknown>; onClose: () => void }) {
   const act = useAction(props.onConfirm);

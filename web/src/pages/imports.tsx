@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, fetchText, LEDGER, parseCsv, upload, type ApiError } from '../api.ts';
-import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Notice, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
+import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Notice, refocusWhenDone, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 export interface ImportJob {
@@ -472,7 +472,14 @@ export function Rejected(props: { job: ImportJob; orgId: string; ledgerId: strin
         <button type="button" class="secondary" onClick={props.onClose}>
           Close
         </button>
-        <button type="button" disabled={dl.busy} onClick={() => void dl.run()}>
+        <button
+          type="button"
+          disabled={dl.busy}
+          onClick={(e) => {
+            refocusWhenDone(e.currentTarget);
+            void dl.run();
+          }}
+        >
           Download rejected rows (CSV)
         </button>
       </div>

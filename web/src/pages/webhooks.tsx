@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, LEDGER, listAll, type ApiError } from '../api.ts';
 import { navigate, setQuery, takeNotice, useLocation } from '../router.ts';
-import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
+import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, Notice, PageHead, refocusWhenDone, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
 // Webhooks of an organization (SPEC §6, docs/webhooks.md), on the real API of src/webhooks/routes.ts:
@@ -554,7 +554,10 @@ function WebhookActions(props: {
   return (
     <>
       <div class="row-actions">
-        <button type="button" class="secondary small" disabled={ping.busy} onClick={() => void ping.run()} aria-label={`Send test to ${w.url}`}>
+        <button type="button" class="secondary small" disabled={ping.busy} onClick={(e) => {
+            refocusWhenDone(e.currentTarget);
+            void ping.run();
+          }} aria-label={`Send test to ${w.url}`}>
           {ping.busy ? 'Sending…' : 'Send test'}
         </button>
         {props.logLink && (
@@ -565,7 +568,10 @@ function WebhookActions(props: {
         <button type="button" class="secondary small" onClick={() => setEditing(true)} aria-label={`Edit ${w.url}`}>
           Edit
         </button>
-        <button type="button" class="secondary small" disabled={toggle.busy} onClick={() => void toggle.run()} aria-label={`${w.enabled ? 'Disable' : systemDisabled(w) ? 'Enable again' : 'Enable'} ${w.url}`}>
+        <button type="button" class="secondary small" disabled={toggle.busy} onClick={(e) => {
+            refocusWhenDone(e.currentTarget);
+            void toggle.run();
+          }} aria-label={`${w.enabled ? 'Disable' : systemDisabled(w) ? 'Enable again' : 'Enable'} ${w.url}`}>
           {w.enabled ? 'Disable' : systemDisabled(w) ? 'Enable again' : 'Enable'}
         </button>
         <button type="button" class="secondary small" onClick={() => setRotating(true)} aria-label={`Rotate secret of ${w.url}`}>
