@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Request } from 'playwright-core';
-import { apiToken, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+import { apiToken, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
 
 const ID = '/api/identity/v1';
 const LEDGER = '/api/ledger/v1';
@@ -201,6 +201,83 @@ W('a column with a blank header: shown as "(column 3)", not marked as mapped, an
   const [c] = await contacts(ctx);
   assert.is(c?.name, 'Ada Lovelace');
   assert.is(c?.contactInfo.email, 'ada@engines.test');
+});
+
+// A keyboard and screen-reader tester's findings (thirty-seventh session): each step replaced the
+// control that was used, and focus fell to <body>.
+W('focus follows the steps: the preview\'s heading, the import\'s heading, the file input after "Choose another file"', async (ctx) => {
+  const { page } = ctx.e;
+  const input = page.getByLabel('CSV file', { exact: true });
+  const columns = page.getByRole('heading', { name: 'Check the columns' });
+  await input.setInputFiles(file('focus.csv', 'name,company\nAda,Engines\n'));
+  await columns.waitFor();
+  await until(() => hasFocus(columns), 'focus on "Check the columns"', 5000);
+  await page.getByRole('button', { name: 'Choose another file' }).click();
+  await until(() => hasFocus(input), 'focus on the file input', 5000);
+  await input.setInputFiles(file('focus.csv', 'name,company\nAda,Engines\n'));
+  await until(() => hasFocus(columns), 'focus on "Check the columns" again', 5000);
+  await page.getByRole('button', { name: 'Import 1 rows' }).click();
+  const run = page.getByRole('heading', { name: /^Import(ing…| finished)$/ });
+  await run.waitFor();
+  await until(() => hasFocus(run), 'focus on the import\'s heading', 5000);
+  await page.getByRole('heading', { name: 'Import finished' }).waitFor();
+  await page.getByRole('button', { name: 'Import another file' }).click();
+  await until(() => hasFocus(input), 'focus on the file input after "Import another file"', 5000);
+});
+
+/** Imports a file whose third column has no name and whose second row has no company; opens its rejected rows. */
+async function rejectedOfUnnamed(ctx: Ctx) {
+  const { page } = ctx.e;
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('unnamed.csv', 'name,company,\nAda,Engines,note 1\nNo Company,,note 2\n'));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  await page.getByRole('button', { name: 'Import 2 rows' }).click();
+  await page.getByRole('heading', { name: 'Import finished' }).waitFor();
+  await page.getByRole('button', { name: 'Open the 1 rejected rows' }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.getByRole('table').waitFor();
+  return dialog;
+}
+
+W('the rejected rows: a column with a blank header is named "(column 3)", as in the wizard', async (ctx) => {
+  const dialog = await rejectedOfUnnamed(ctx);
+  const heads = (await dialog.locator('thead th').allTextContents()).map((h) => h.trim());
+  assert.is(heads.filter((h) => h === '').length, 0, `no empty column header: ${JSON.stringify(heads)}`);
+  assert.ok(heads.includes('(column 3)'), `the unnamed column is named by its place: ${JSON.stringify(heads)}`);
+  await dialog.getByRole('button', { name: 'Close' }).last().click();
+});
+
+W('the rejected rows: focus is back on Download once the file is saved', async (ctx) => {
+  const { page } = ctx.e;
+  const dialog = await rejectedOfUnnamed(ctx);
+  const button = dialog.getByRole('button', { name: 'Download rejected rows (CSV)' });
+  await Promise.all([page.waitForEvent('download'), button.click()]);
+  await until(() => hasFocus(button), 'focus back on Download', 5000);
+  await dialog.getByRole('button', { name: 'Close' }).last().click();
+});
+
+W('a role lost mid-wizard is said in an alert that has focus', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  const email = 'wanda.editor@wizard.test';
+  const password = 'editor password 1';
+  const m = await call('POST', `${ID}/orgs/${ctx.orgId}/members`, { token: ctx.root, body: { email, role: 'editor', password, name: 'Wanda' } });
+  assert.is(m.status, 201, m.text);
+  await ctx.e.context.clearCookies();
+  await signInUi(page, base, email, password);
+  try {
+    await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/import`);
+    await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('late.csv', 'name,company\nAda,Engines\n'));
+    await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+    const r = await call('PATCH', `${ID}/orgs/${ctx.orgId}/members/${m.body.userId}`, { token: ctx.root, body: { role: 'viewer' } });
+    assert.is(r.status, 200, r.text);
+    await page.getByRole('button', { name: 'Import 1 rows' }).click();
+    const alert = page.getByRole('alert').filter({ hasText: 'Your role in this organization is now viewer' });
+    await alert.waitFor({ timeout: 5000 });
+    await until(() => hasFocus(alert), 'focus on the message', 5000);
+    assert.equal(await imports(ctx), [], 'no import job');
+  } finally {
+    await ctx.e.context.clearCookies();
+    await signInUi(page, base, ROOT_EMAIL, ROOT_PASSWORD);
+  }
 });
 
 W.run();

@@ -84,6 +84,13 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
   const [job, setJob] = useState<ImportJob>();
   const [pollError, setPollError] = useState<ApiError>();
   const current = useRef<{ reading?: AbortController; uploading?: AbortController }>({});
+  // Each step replaces the controls of the one before, and focus fell to <body> (a web tester's
+  // case): the id of what gets focus once the next step is shown — its heading, or the file input.
+  const focusNext = useRef<string | undefined>(undefined);
+  // the role seen when the wizard opened: one lost meanwhile (an admin made the user a viewer; the
+  // API answered 403 and the roles were reloaded) is said, not the wizard silently replaced
+  const wasEditor = useRef(false);
+  if (atLeast(role, 'editor')) wasEditor.current = true;
   // Leaving the wizard (another page of the app, back or forward) cancels what it still has on the
   // way, as "Choose another file" does: an upload still sending never reaches the server whole, so
   // no import is made for a file the user walked away from. One already sent is the server's: its
@@ -114,6 +121,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
         c[field] = Array.isArray(m) ? SPLIT : m === undefined || !p.columns.includes(m) ? NONE : col(p.columns.indexOf(m));
       }
       setChoice(c);
+      focusNext.current = 'columns-title';
       setPreview({ file: f, p });
     } catch (e) {
       if (!ctl.signal.aborted) setReadError(asApiError(e));
@@ -147,7 +155,10 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
         signal: ctl.signal,
         onProgress: ({ sent, total }) => !ctl.signal.aborted && setUploading({ file, ctl, pct: Math.min(100, Math.floor((sent / total) * 100)), sent: sent >= total }),
       });
-      if (!ctl.signal.aborted) setJob(j);
+      if (!ctl.signal.aborted) {
+        focusNext.current = 'run-title';
+        setJob(j);
+      }
     } catch (e) {
       if (!ctl.signal.aborted) setUploadError(asApiError(e));
     } finally {
@@ -157,6 +168,18 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
       }
     }
   };
+
+  const step = job ? 3 : preview ? 2 : 1;
+  useEffect(() => {
+    const id = focusNext.current;
+    focusNext.current = undefined;
+    if (id) document.getElementById(id)?.focus();
+  }, [step]);
+  // "Import" is disabled while the file is sent: focus goes to what the upload says (not <body>)
+  useEffect(() => {
+    const active = document.activeElement as HTMLButtonElement | null;
+    if (uploading && (!active || active === document.body || active.disabled)) document.getElementById('upload-status')?.focus();
+  }, [!!uploading]);
 
   // live progress: poll the job until it is done
   useEffect(() => {
@@ -184,6 +207,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
       up.abort();
       setCancelled(`The upload of ${uploading.file.name} was cancelled; nothing was imported.`);
     } else setCancelled(undefined);
+    focusNext.current = 'csv-file';
     current.current.reading?.abort();
     current.current.reading = undefined;
     setReading(undefined);
@@ -195,6 +219,12 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
     setPollError(undefined);
   };
 
+  if (!atLeast(role, 'editor') && wasEditor.current)
+    return (
+      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="import">
+        <RoleLost role={role} />
+      </LedgerHead>
+    );
   if (!atLeast(role, 'editor'))
     return (
       <>
@@ -204,7 +234,6 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
       </>
     );
 
-  const step = job ? 3 : preview ? 2 : 1;
   const missing = FIELDS.filter((f) => f.required && !(choice[f.field] ?? NONE));
   const shown = (i: number) => (i === 1 ? 'Choose a file' : i === 2 ? 'Check the columns' : 'Import');
   const splitName = preview && Array.isArray(preview.p.suggestedMapping.name) ? preview.p.suggestedMapping.name : undefined;
@@ -231,7 +260,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
 
         {step === 1 && (
           <section class="card" aria-labelledby="choose-title">
-            <h2 id="choose-title">Choose a CSV file</h2>
+            <h2 id="choose-title" tabIndex={-1}>Choose a CSV file</h2>
             {cancelled && <Notice onDismiss={() => setCancelled(undefined)}>{cancelled}</Notice>}
             <p class="muted">
               A header row is needed. Columns such as <em>name</em> (or <em>first name</em> + <em>last name</em>), <em>company</em>, <em>title</em>, <em>email</em>, <em>linkedin</em> and <em>reference id</em> are recognised; you can change the mapping next. Comma, semicolon or tab separated; UTF-8.
@@ -255,7 +284,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
 
         {step === 2 && preview && (
           <section class="card" aria-labelledby="columns-title">
-            <h2 id="columns-title">Check the columns</h2>
+            <h2 id="columns-title" tabIndex={-1}>Check the columns</h2>
             <p class="muted">
               <strong>{preview.file.name}</strong>: {fmtNumber(preview.p.rowCount)} rows, {DELIMITERS[preview.p.delimiter] ?? preview.p.delimiter} separated, {preview.p.columns.length} columns. Each contact field below takes its value from the column you choose.
             </p>
@@ -318,7 +347,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
             </div>
             <FormError error={uploadError} />
             {uploading && (
-              <p class="muted" role="status">
+              <p class="muted" role="status" id="upload-status" tabIndex={-1}>
                 {uploading.sent ? `${uploading.file.name} has been sent; the server is checking it. The import can no longer be cancelled.` : `Uploading ${uploading.file.name}: ${uploading.pct}%. Leaving this page cancels the upload.`}
               </p>
             )}
@@ -335,7 +364,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
 
         {step === 3 && job && (
           <section class="card" aria-labelledby="run-title">
-            <h2 id="run-title">{job.status === 'completed' ? 'Import finished' : job.status === 'failed' ? 'Import failed' : 'Importing…'}</h2>
+            <h2 id="run-title" tabIndex={-1}>{job.status === 'completed' ? 'Import finished' : job.status === 'failed' ? 'Import failed' : 'Importing…'}</h2>
             <JobProgress job={job} />
             {pollError && <ErrorBox error={pollError} title="Lost track of the import; it goes on in the background." />}
             {done(job.status) && <JobResult job={job} orgId={orgId} ledgerId={ledgerId} />}
@@ -353,6 +382,19 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
         )}
       </LedgerHead>
     </>
+  );
+}
+
+/** The wizard refused midway: the user's role in the organization dropped below editor. Said, with focus on it. */
+function RoleLost(props: { role: string | undefined }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => ref.current?.focus(), []);
+  return (
+    <div class="state error" role="alert" tabIndex={-1} ref={ref}>
+      <p>
+        <strong>The import cannot go on.</strong> {props.role ? `Your role in this organization is now ${props.role}` : 'You are no longer a member of this organization'}, and importing needs the editor role. Ask an admin of the organization if you need it.
+      </p>
+    </div>
   );
 }
 
@@ -425,7 +467,8 @@ export function Rejected(props: { job: ImportJob; orgId: string; ledgerId: strin
     const head = rows[0] ?? [];
     const first = ['line', 'reason', 'row'].map((h) => head.lastIndexOf(h)).filter((i) => i >= 0);
     const order = [...first, ...head.map((_, i) => i).filter((i) => !first.includes(i))];
-    return rows.map((r) => order.map((i) => r[i] ?? ''));
+    // a column of the file with a blank header is named by its place, as the wizard names it ("(column 7)"), not left an empty <th>
+    return [order.map((i) => colName(head, i)), ...rows.slice(1).map((r) => order.map((i) => r[i] ?? ''))];
   }, [path]);
   // with a BOM, as the contacts download: this file is opened in a spreadsheet to be fixed, and Excel
   // reads a CSV without one in the machine's legacy code page (its delimiter is the upload's own)
