@@ -3,7 +3,7 @@
 // trip the refresh-token re-use detection, sign-out ends the session everywhere.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ROOT_EMAIL, ROOT_PASSWORD, shoot, start, type E2E } from './harness.ts';
+import { apiToken, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, type E2E } from './harness.ts';
 
 const S = suite<{ e: E2E }>('web application: sessions');
 S.before(async (ctx) => {
@@ -85,6 +85,32 @@ S('sign-out ends the session: the cookie is gone, a reload asks to sign in, othe
   const r = await e.call('POST', '/api/identity/v1/session', { body: { grantType: 'refreshToken', refreshToken: before } });
   assert.is(r.status, 401);
   await other.close();
+});
+
+S('a session that ended by itself (its refresh refused) is said on the sign-in page; a first visit or a sign-out is not', async ({ e }) => {
+  const { page, context, base } = e;
+  const ended = page.getByText('Your session ended. Sign in again.');
+  await page.goto(`${base}/`);
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  assert.is(await ended.count(), 0, 'not on a first visit');
+  const orgId = (await e.call('POST', '/api/identity/v1/orgs', { token: await apiToken(e, ROOT_EMAIL, ROOT_PASSWORD), body: { name: 'Session Org' } })).body.id;
+  await signInUi(page, base, ROOT_EMAIL, ROOT_PASSWORD);
+  await page.waitForURL(new RegExp(`/orgs/${orgId}/ledgers$`));
+  // the session ends: its refresh cookie is gone, and the next request is answered 401 (as an
+  // expired access token is); the app's one refresh is refused by the server
+  await context.clearCookies();
+  await page.route('**/members?**', (route) => route.fulfill({ status: 401, contentType: 'application/problem+json', body: JSON.stringify({ status: 401, title: 'Unauthorized', code: 'unauthenticated', detail: 'Expired.', message: 'Expired.' }) }), { times: 1 });
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Team' }).click();
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  await ended.waitFor({ timeout: 5000 });
+  await page.unrouteAll({ behavior: 'ignoreErrors' });
+  // signed in again, then signed out on purpose: no such message
+  await page.getByLabel('E-mail').fill(ROOT_EMAIL);
+  await page.getByLabel('Password').fill(ROOT_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).first().click();
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  assert.is(await ended.count(), 0, 'not after a sign-out');
 });
 
 S('throttling: repeated failures say when to try again', async ({ e }) => {

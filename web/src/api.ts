@@ -59,7 +59,14 @@ channel?.addEventListener('message', (e: MessageEvent) => {
   if (e.data === 'signed-out') drop();
 });
 
-function drop(): void {
+/** A session was started or resumed in this page (so a refused refresh means it ended, not that there was none). */
+let hadSession = false;
+/** The session ended without a sign-out (its refresh refused: expired, revoked); the sign-in page says so once. */
+let ended = false;
+
+function drop(expired = false): void {
+  ended = expired;
+  hadSession = false;
   held = null;
   clearTimeout(refreshTimer);
   emit(null);
@@ -107,6 +114,8 @@ async function sessionRequest(body: Record<string, string>): Promise<Principal> 
   const s = (await res.json()) as { accessToken: string; expiresIn: number; user: SessionUser | null; orgs: Principal['orgs'] };
   const lifetime = Math.max(30, s.expiresIn - 60) * 1000;
   held = { token: s.accessToken, refreshAt: Date.now() + lifetime };
+  hadSession = true;
+  ended = false;
   clearTimeout(refreshTimer);
   refreshTimer = window.setTimeout(() => void refresh().catch(() => undefined), lifetime);
   const p: Principal = { user: s.user, orgs: s.orgs };
@@ -144,13 +153,23 @@ async function exclusive<T>(fn: () => Promise<T>): Promise<T> {
 export function refresh(): Promise<Principal> {
   inFlight ??= exclusive(() => sessionRequest({ grantType: 'refreshToken' }))
     .catch((err: unknown) => {
-      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) drop();
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) drop(hadSession);
       throw err;
     })
     .finally(() => {
       inFlight = null;
     });
   return inFlight;
+}
+
+/**
+ * Whether the session ended by itself (a refresh refused after it had started: expired or revoked),
+ * not by a sign-out or on a first visit; true once, for the sign-in page to say so.
+ */
+export function takeSessionEnded(): boolean {
+  const was = ended;
+  ended = false;
+  return was;
 }
 
 /** Resumes the session after a page load, if the cookie still holds one. */

@@ -1,12 +1,14 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, signIn } from '../api.ts';
-import { useAction } from '../ui.tsx';
+import { ApiError, signIn, takeSessionEnded } from '../api.ts';
+import { Notice, useAction } from '../ui.tsx';
 
 /** Sign in with e-mail and password; clear messages for wrong credentials and throttling. */
 export function SignIn() {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const act = useAction(() => signIn(email.trim(), password));
+  // a session that ended by itself (its refresh refused) lands here: said, unlike a first visit or a sign-out
+  const [ended] = useState(takeSessionEnded);
   useEffect(() => {
     document.title = 'Sign in · contact-ledger';
   }, []);
@@ -34,6 +36,7 @@ export function SignIn() {
           <span>contact-ledger</span>
         </div>
         <h1 id="signin-title">Sign in</h1>
+        {ended && <Notice>Your session ended. Sign in again.</Notice>}
         <div class="field">
           <label for="email">E-mail</label>
           <input id="email" type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
