@@ -128,6 +128,25 @@ L('a link with a filter or sort the API refuses: said in the page\'s words, and 
   await until(async () => (await rows(ctx).count()) === 25, 'the first page in the default order');
 });
 
+L('the download says the same for a refused filter as for a refused sort: disabled, and described by the message', async (ctx) => {
+  const { page } = ctx.e;
+  const labels: string[] = [];
+  for (const query of ['?lastJobChangedAt=banana', '?sortBy=salary']) {
+    await page.goto(listUrl(ctx, query));
+    await page.getByRole('alert').getByText(/The list cannot be (filtered|sorted) this way\./).waitFor();
+    const button = page.locator('.toolbar').getByRole('button', { name: /^Download/ });
+    assert.ok(await button.isDisabled(), `disabled for ${query}`);
+    assert.is(await button.getAttribute('aria-describedby'), 'list-refused', `described by the message for ${query}`);
+    labels.push((await button.innerText()).trim());
+  }
+  assert.is(labels[0], labels[1], `one label for both: ${JSON.stringify(labels)}`);
+  assert.is(labels[0], 'Download CSV');
+  // a filter the list does apply, beside a refused sort, is still named
+  await page.goto(listUrl(ctx, '?company=Bolt&sortBy=salary'));
+  await page.getByRole('alert').getByText('The list cannot be sorted this way.').waitFor();
+  assert.is((await page.locator('.toolbar').getByRole('button', { name: /^Download/ }).innerText()).trim(), 'Download these as CSV');
+});
+
 L('Sort and Per page take effect when chosen, not at each arrow key; a sort typed as a bare field name shows in the select', async (ctx) => {
   const { page } = ctx.e;
   await page.goto(listUrl(ctx, '?limit=25'));

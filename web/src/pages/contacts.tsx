@@ -135,6 +135,10 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
     setNotice(`Downloaded ${name}.`);
   });
   const active = Object.keys(filters).length;
+  // The download's label names what it would download: the filters the list applies, not one it
+  // refused (a refused filter said "Download these as CSV", a refused sort "Download CSV": a
+  // tester's case). Refused either way, it is disabled and described by the message saying why.
+  const applied = Object.keys(filters).filter((k) => !refused.some((e) => e.path === k)).length;
   const start = cursors.length * size;
 
   return (
@@ -156,8 +160,8 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
           </p>
           <div class="toolbar-right">
             <ViewChoice id="sort" label="Sort" value={sortBy} options={SORTS} onTake={(v) => go({ sortBy: v, page: undefined })} />
-            <button type="button" class="secondary" disabled={dl.busy || loading || !!list.error || count.data?.count === 0} onClick={() => void dl.run()}>
-              {dl.busy ? 'Preparing CSV…' : active ? 'Download these as CSV' : 'Download CSV'}
+            <button type="button" class="secondary" disabled={dl.busy || loading || !!list.error || count.data?.count === 0} aria-describedby={refused.length > 0 ? 'list-refused' : undefined} onClick={() => void dl.run()}>
+              {dl.busy ? 'Preparing CSV…' : applied ? 'Download these as CSV' : 'Download CSV'}
             </button>
           </div>
         </div>
