@@ -70,6 +70,29 @@ K('long unbroken names, titles and e-mails wrap: no page scrolls sideways at 375
   await page.setViewportSize({ width: 1280, height: 800 });
 });
 
+K('the contacts table fits its frame at 1280 and 768 px: long unbroken values wrap in their cells', async (ctx) => {
+  const { page, base } = ctx.e;
+  // a 200-character company with no space (a keyboard / narrow-window tester's case), beside the
+  // 250-character name, title and company of the ledger's first contact
+  const r = await addContacts(ctx.e, ctx.token, ctx.orgId, ctx.ledgerId, [{ name: 'Plain Name', company: long('Holding', 200), title: 'CEO', email: 'plain@example.test' }]);
+  assert.is(r.status, 'completed');
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}`);
+  const frame = page.getByRole('region', { name: 'Contacts' });
+  await frame.getByText('Plain Name').waitFor();
+  for (const width of [1280, 768]) {
+    await page.setViewportSize({ width, height: 800 });
+    await page.evaluate(() => new Promise<void>((r) => (globalThis as unknown as { requestAnimationFrame(f: () => void): void }).requestAnimationFrame(() => r())));
+    const [table, wrap] = (await page.evaluate(`(() => {
+      const wrap = document.getElementById('contacts-table');
+      return [wrap.querySelector('table').getBoundingClientRect().width, wrap.clientWidth];
+    })()`)) as [number, number];
+    assert.ok(table <= wrap, `at ${width} px the table is ${table} px wide in a ${wrap} px frame`);
+    await fits(page, `the contacts at ${width} px`);
+  }
+  await shoot(page, 'long-company-contacts');
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
+
 K('the organization switcher: arrow keys move through it without leaving the page; Enter opens the choice', async (ctx) => {
   const { page, base } = ctx.e;
   await page.goto(`${base}/orgs/${ctx.orgId}/ledgers`);
