@@ -12,7 +12,7 @@ import { createSettingsRepo } from '../src/storage/settings-repo.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { FeedListing } from '../src/tracking/feed-listing.ts';
 import type { FeedRecord } from '../src/tracking/model.ts';
-import { recordDigest } from '../src/tracking/tracker.ts';
+import { FEED_REPLAY_DAYS, recordDigest } from '../src/tracking/tracker.ts';
 import { createPeopleRepo } from '../src/tracking/people-repo.ts';
 import { INBOX_TASK, inboxName } from '../src/tracking/feed-files.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
@@ -340,6 +340,122 @@ T('replaying the same feed adds nothing; an older observation does not roll a pe
   assert.equal([old.stale, old.jobChanges, old.personsUpdated, old.unchanged], [1, 0, 0, 0]);
   assert.is((await contact(t, w, path, 'ann')).company, 'Globex Corp');
   assert.is((await t.call('GET', `${path}/changes?limit=1000`, { token: w.tokens.viewer })).body.changes.length, changesBefore);
+});
+
+T('a replay finds what the feed applied before matching anyone: records matched by a key a later record moved, or by a name a later record shared, add nothing (SPEC §5)', async ({ t, w }) => {
+  // found by a property test of random small feeds, each replayed: matching depends on whom the feed
+  // had stored before a record, and a replay found people the same feed made after it
+  const day = (n: number) => new Date(t.clock.now() - n * 86_400_000).toISOString().slice(0, 10);
+  const { path } = await ledgerWith(t, w, 'replays by record', [
+    { name: 'Ann Quill', company: 'Quillco', referenceId: 'aq1', email: 'ann@quill.test' },
+    { name: 'Ann Quill', company: 'Quillco', referenceId: 'aq2', email: 'ann@quill.test' },
+    { name: 'Ann Reed', company: 'Reedco', referenceId: 'ar', email: 'ann@reed.test' },
+  ]);
+  // Ann's LinkedIn profile, then a later record with her personId that gives her person another
+  // profile and job: her replay no longer found her by the first profile and made a person of it,
+  // who took her contacts back to Quillco — two job changes a replay
+  const moved = ndjson(
+    { name: 'Ann Quill', company: 'Quillco', email: 'ann@quill.test', linkedin: 'linkedin.com/in/ann-quill', observedAt: day(3) },
+    { name: 'Ann Quill', company: 'Quillco', email: 'ann@quill.test', linkedin: 'linkedin.com/in/ann-quill', personId: 'aq-1', observedAt: day(5) },
+    { name: 'Bo Quill', company: 'Initrode', linkedin: 'linkedin.com/in/bo-quill', personId: 'aq-1', title: 'VP Sales', observedAt: day(2) },
+  );
+  // a record found one person by name + company; a later one of the feed made a namesake with a
+  // personId, and the replay found two and made a third
+  const shared = ndjson(
+    { name: 'Cy Reed', company: 'Initrode', linkedin: 'linkedin.com/in/cy-reed', observedAt: day(1) },
+    { name: 'Cy Reed', company: 'Initrode', title: 'Engineer', observedAt: day(2) },
+    { name: 'Cy Reed', company: 'Initrode', email: 'cy@reed.test', personId: 'cy-2', observedAt: day(4) },
+  );
+  const firstMoved = await feed(t, w.root, moved);
+  assert.equal([firstMoved.jobChanges, (await contact(t, w, path, 'aq1')).company], [2, 'Initrode']);
+  const firstShared = await feed(t, w.root, shared);
+  assert.equal([firstShared.personsUpdated, firstShared.stale], [2, 1]);
+  const people = t.rt.db.raw.prepare('SELECT count(*) FROM people').pluck();
+  const before = people.get();
+  for (let i = 0; i < 2; i++) {
+    // stale: what is older than the person's latest observation now (Ann's first two records, which
+    // were news to the first feed; Cy's second)
+    for (const [body, stale] of [[moved, 2], [shared, 1]] as const) {
+      const replay = await feed(t, w.root, body);
+      assert.equal(
+        [replay.personsUpdated, replay.jobChanges, replay.infoChanges, replay.contactsMatched, replay.stale, replay.repeated],
+        [0, 0, 0, 0, stale, 0],
+        `replay ${i + 1} adds nothing`,
+      );
+    }
+  }
+  assert.is(people.get(), before, 'no person made by a replay');
+  for (const ref of ['aq1', 'aq2']) {
+    const c = await contact(t, w, path, ref);
+    assert.equal([c.company, c.title], ['Initrode', 'VP Sales']);
+  }
+  // a record that says something else at the same time is a correction, applied as before; a
+  // record observed later is news
+  const corrected = await feed(t, w.root, ndjson({ name: 'Bo Quill', company: 'Initrode', linkedin: 'linkedin.com/in/bo-quill', personId: 'aq-1', title: 'CRO', observedAt: day(2) }));
+  assert.equal([corrected.personsUpdated, corrected.infoChanges], [1, 2]);
+  // the first feed's record of that time is remembered as applied; its replay, now outdated by the
+  // correction at the same time, stays a replay: the correction stands
+  const again = await feed(t, w.root, moved);
+  assert.equal([again.personsUpdated, again.infoChanges, again.jobChanges], [0, 0, 0]);
+  assert.is((await contact(t, w, path, 'aq1')).title, 'CRO');
+
+  // records observed more than FEED_REPLAY_DAYS ago are forgotten each night (and not remembered)
+  const db = t.rt.db.raw;
+  const remembered = db.prepare('SELECT count(*) FROM feed_records_applied WHERE observed_day = ?').pluck();
+  const today = Math.floor(t.clock.now() / 86_400_000);
+  const old = today - FEED_REPLAY_DAYS - 1;
+  const insert = db.prepare('INSERT INTO feed_records_applied (observed_day, key, feed, person, outcome) VALUES (?, ?, 1, NULL, 0)');
+  for (let i = 0; i < 300; i++) insert.run(old, Buffer.from(`old-${i}`));
+  assert.ok((remembered.get(today - 2) as number) > 0);
+  const long = await feed(t, w.root, ndjson({ name: 'Bo Quill', company: 'Quillco', linkedin: 'linkedin.com/in/bo-quill', observedAt: new Date((old - 1) * 86_400_000).toISOString() }));
+  assert.is(long.stale, 1);
+  assert.is(remembered.get(old - 1), 0, 'a record observed before the window is not remembered');
+  assert.ok(await t.rt.scheduler.runNow('feed-replays-prune'));
+  assert.is(remembered.get(old), 0);
+  assert.ok((remembered.get(today - 2) as number) > 0, 'the window stays');
+});
+
+T('property: random small feeds of people sharing names, companies, addresses, profiles and personIds, each replayed twice, add nothing at their replays (SPEC §5)', async ({ t, w }) => {
+  // 80 independent groups (a tag in every name, address and id keeps them apart) in one feed: two
+  // names, three companies, three addresses, two profiles and two personIds each, 2–6 records at
+  // five observation days — the collisions a data provider's feed has, far more often
+  let seed = 20261130;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const pick = <T,>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)]!;
+  const day = (n: number) => new Date(t.clock.now() - n * 86_400_000).toISOString().slice(0, 10);
+  const contacts: Record<string, unknown>[] = [];
+  const records: Record<string, unknown>[] = [];
+  for (let g = 0; g < 80; g++) {
+    const names = [`Ann G${g}`, `Bob G${g}`];
+    const companies = [`Acme G${g}`, `Globex G${g}`];
+    const emails = [`a.g${g}@x.test`, `b.g${g}@x.test`, `info.g${g}@x.test`];
+    const profiles = [`linkedin.com/in/a-g${g}`, `linkedin.com/in/b-g${g}`];
+    for (let i = 0, n = 1 + Math.floor(rnd() * 3); i < n; i++) {
+      contacts.push({ name: pick(names), company: pick(companies), referenceId: `g${g}-${i}`, ...(rnd() < 0.5 ? { email: pick(emails) } : {}), ...(rnd() < 0.4 ? { linkedin: pick(profiles) } : {}) });
+    }
+    for (let i = 0, n = 2 + Math.floor(rnd() * 5); i < n; i++) {
+      records.push({
+        name: pick(names),
+        company: pick([...companies, `Initech G${g}`]),
+        ...(rnd() < 0.5 ? { email: pick(emails) } : {}),
+        ...(rnd() < 0.4 ? { linkedin: pick(profiles) } : {}),
+        ...(rnd() < 0.3 ? { personId: pick([`p1-g${g}`, `p2-g${g}`]) } : {}),
+        ...(rnd() < 0.5 ? { title: pick(['Engineer', 'VP Sales', 'CTO']) } : {}),
+        observedAt: day(1 + Math.floor(rnd() * 5)),
+      });
+    }
+  }
+  const { path } = await ledgerWith(t, w, 'random feeds', contacts);
+  const body = ndjson(...records);
+  const state = async () => (await listAll(t, w.tokens.viewer, `${path}/contacts`)).map((c) => [c.referenceId, c.company, c.title, c.contactInfo.email, c.isVerified]);
+  const first = await feed(t, w.root, body);
+  assert.ok(first.personsUpdated > 100 && first.jobChanges > 10, 'the feed did something');
+  const after = await state();
+  for (let i = 0; i < 2; i++) {
+    const replay = await feed(t, w.root, body);
+    assert.equal([replay.personsUpdated, replay.jobChanges, replay.infoChanges, replay.contactsMatched], [0, 0, 0, 0], `replay ${i + 1} adds nothing`);
+    assert.equal(await state(), after, `replay ${i + 1} changes no contact`);
+  }
 });
 
 T('observation times within one millisecond keep their order: an older one in a later feed is stale, not a job change back (SPEC §5)', async ({ t, w }) => {

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Cursors } from '../cursor.ts';
+import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Runner, Scheduler } from '../jobs/scheduler.ts';
 import type { LedgerModule } from '../ledger/index.ts';
@@ -18,14 +19,15 @@ import { FEED_JOB } from './feed-runner.ts';
 import { createFeedService } from './feed-service.ts';
 import { createFeedsRepo } from './feeds-repo.ts';
 import { createPeopleRepo } from './people-repo.ts';
+import { createReplaysRepo } from './replays-repo.ts';
 import { createTrackedContactsRepo } from './tracked-contacts-repo.ts';
-import { createTracker, type ChangeListener } from './tracker.ts';
+import { createTracker, FEED_REPLAY_DAYS, type ChangeListener } from './tracker.ts';
 
 export type TrackingModule = ReturnType<typeof createTrackingModule>;
 
 /** The stores change tracking reads and writes, on a connection. */
 export function trackingReposOn(db: Db, dataDir: string) {
-  return { people: createPeopleRepo(db), changes: createChangesRepo(db), trackedContacts: createTrackedContactsRepo(db), feeds: createFeedsRepo(db, dataFiles(dataDir)) };
+  return { people: createPeopleRepo(db), changes: createChangesRepo(db), trackedContacts: createTrackedContactsRepo(db), feeds: createFeedsRepo(db, dataFiles(dataDir)), replays: createReplaysRepo(db) };
 }
 
 /**
@@ -34,7 +36,7 @@ export function trackingReposOn(db: Db, dataDir: string) {
  */
 export function trackerOn(db: Db, clock: Clock, dataDir: string, listeners: ChangeListener[]) {
   const repos = trackingReposOn(db, dataDir);
-  return { repos, tracker: createTracker({ clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, listeners }) };
+  return { repos, tracker: createTracker({ clock, people: repos.people, changes: repos.changes, contacts: repos.trackedContacts, replays: repos.replays, listeners }) };
 }
 
 /** Wires change tracking: the people store, matching, change history, feed jobs and the inbox. */
@@ -61,11 +63,17 @@ export function createTrackingModule(d: {
     changes,
     dailySets,
     runners: { [FEED_JOB]: feeds.runner },
-    /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start. */
+    /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start; forgetting the records of old feeds. */
     schedule(s: Scheduler): void {
       s.every({ seconds: 2 }, INBOX_TASK, () => feeds.scanInbox());
       s.every('10 0 * * *', 'daily-change-sets', (ctl) => dailySets.catchUp(ctl));
       s.onStart('daily-change-sets', (ctl) => dailySets.catchUp(ctl));
+      // with the other retention work (webhook-prune 00:20, identity-prune 03:40, jobs-prune 03:50)
+      s.every('30 3 * * *', 'feed-replays-prune', async (ctl) => {
+        const before = Math.floor(d.clock.now() / 86_400_000) - FEED_REPLAY_DAYS;
+        const { deleted } = await deleteInChunks(d.db, [(n) => repos.replays.pruneBefore(before, n)], { stopping: () => ctl.stopping });
+        if (deleted) d.log.info({ removed: deleted }, 'records of old feeds forgotten');
+      });
     },
     /** Change history and daily change sets go with their ledger, a contact's history with the contact (it holds its data). */
     ledgerData: {

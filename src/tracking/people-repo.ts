@@ -1,3 +1,4 @@
+import type { ExactTime } from '../clock.ts';
 import type { Db } from '../storage/db.ts';
 import type { Person } from './model.ts';
 import { emailKey, storedEmailKey } from '../normalize.ts';
@@ -81,6 +82,7 @@ export function createPeopleRepo(db: Db) {
     ),
     setSeen: db.raw.prepare<[Buffer, number]>('UPDATE people SET seen_records = ? WHERE seq = ?'),
     delete: db.raw.prepare<[number]>('DELETE FROM people WHERE seq = ?'),
+    timeOf: db.raw.prepare<[number], { observed_at: number; observed_ns_before: number | null }>('SELECT observed_at, observed_ns_before FROM people WHERE seq = ?'),
   };
   const one = (r: PersonRow | undefined) => r && toPerson(r);
   const params = (p: Omit<Person, 'seq' | 'id'>) => {
@@ -88,6 +90,11 @@ export function createPeopleRepo(db: Db) {
     return { externalId, linkedinSlug, email, emailKey: storedEmailKey(email), emailStatus, name, nameKey, company, companyKey, title, location, jobStartedAt, observedAt, observedNsBefore, updatedAt, seenRecords, hasMultipleJobs: p.hasMultipleJobs === null ? null : p.hasMultipleJobs ? 1 : 0 };
   };
   return {
+    /** When the person `seq` was last observed (undefined: no such person any more). */
+    observedAtOf: (seq: number): ExactTime | undefined => {
+      const r = q.timeOf.get(seq);
+      return r && { ms: r.observed_at, nsBefore: r.observed_ns_before };
+    },
     /** True when the store knows at least one person. */
     hasPeople: (): boolean => q.any.get() === 1,
     findByExternalId: (id: string) => one(q.byExternal.get(id)),

@@ -8,6 +8,7 @@ import type { ChangesRepo } from './changes-repo.ts';
 import type { FeedListing } from './feed-listing.ts';
 import { INFO_FIELDS, zeroCounts, type Change, type FeedRecord, type Person, type TrackingCounts } from './model.ts';
 import type { PeopleRepo } from './people-repo.ts';
+import type { ReplaysRepo } from './replays-repo.ts';
 import type { MatchedBy, TrackedContact, TrackedContactsRepo, TrackedFields } from './tracked-contacts-repo.ts';
 
 /** Called for every change, inside the transaction that records it (the webhook outbox). */
@@ -18,6 +19,8 @@ export interface TrackerDeps {
   people: PeopleRepo;
   changes: ChangesRepo;
   contacts: TrackedContactsRepo;
+  /** The records feeds applied (migration 0043): a replay is found here before any matching. */
+  replays: ReplaysRepo;
   /** Set later by the webhooks module. */
   listeners: ChangeListener[];
 }
@@ -76,9 +79,33 @@ const DIGEST_BYTES = 8;
  * replay of a day's feed after its correction would flip contacts again (a reviewer's case).
  */
 export function recordDigest(r: FeedRecord): Buffer {
+  return hash('sha256', recordSays(r), 'buffer').subarray(0, DIGEST_BYTES);
+}
+
+function recordSays(r: FeedRecord): string {
   const fold = (s: string | undefined) => (s === undefined ? null : s.normalize('NFKC').replace(/\s+/gu, ' ').trim().toLocaleLowerCase('und'));
   const said = [r.personId, r.linkedin, r.email && emailKey(r.email), r.emailStatus, fold(r.name), companyWordsKey(r.company), fold(r.title), fold(r.location), r.jobStartedAt, r.hasMultipleJobs];
-  return hash('sha256', JSON.stringify(said), 'buffer').subarray(0, DIGEST_BYTES);
+  return JSON.stringify(said);
+}
+
+/**
+ * How long feeds remember the records they applied (ReplaysRepo), by the records' observation day:
+ * a record observed longer ago than this is not remembered, and its replay is told by the person it
+ * matches, as before migration 0043 (tracking.md, Replays).
+ */
+export const FEED_REPLAY_DAYS = 31;
+const DAY_MS = 86_400_000;
+
+/**
+ * Where a record with an observation time is remembered once a feed applied it: that time's UTC
+ * day, and 12 bytes of what the record says at that time to the nanosecond. Undefined for a record
+ * without observedAt (observed "now": never a replay) or observed before FEED_REPLAY_DAYS.
+ */
+export function replayKey(r: FeedRecord, now: number): { day: number; key: Buffer } | undefined {
+  if (r.observedAt === undefined) return undefined;
+  const day = Math.floor(r.observedAt / DAY_MS);
+  if (day < Math.floor(now / DAY_MS) - FEED_REPLAY_DAYS) return undefined;
+  return { day, key: hash('sha256', `${recordSays(r)}@${r.observedAt}-${r.observedNsBefore ?? 0}`, 'buffer').subarray(0, 12) };
 }
 
 function hasSeen(seen: Buffer | null, digest: Buffer): boolean {
@@ -272,185 +299,220 @@ export function createTracker(d: TrackerDeps) {
     }
   }
 
+  /**
+   * Applies one feed record: updates the people store (never rolling a person back to an older
+   * observation), matches contacts to the person and reconciles every matched contact. Returns
+   * why the record was rejected instead (it names two different known people), else undefined.
+   * `listing`: whom the feed listed before this record — a person listed again is not changed
+   * unless the record says it was observed later (a replay must find the same first listing);
+   * what such a listing adds that the person lacks is filled in (fillIn).
+   * `applied.person`: the person the record was applied to (or found stale or repeated for).
+   */
+  function applyFresh(record: FeedRecord, counts: TrackingCounts, listing: FeedListing | undefined, applied: { person: number | null }): string | undefined {
+    const now = d.clock.now();
+    const looked: { keyHolders: number; emailHolders?: Person[] } = { keyHolders: 0 };
+    const existing = findPerson(record, looked);
+    if (existing && record.linkedin) {
+      const slug = linkedinSlug(record.linkedin);
+      const holder = existing.linkedinSlug === slug ? existing : d.people.findBySlug(slug);
+      if (holder && holder.seq !== existing.seq) {
+        return `personId "${record.personId}" and linkedin "${record.linkedin}" belong to two different people already known; the record was not applied`;
+      }
+    }
+    // the record's time against the person's: < 0 older, 0 the same time, > 0 newer
+    const vsKnown = existing ? compareExactTimes(recordTime(record, now), personTime(existing)) : 1;
+    // An older record changes nothing the person's newer observation says, but gives them the
+    // personId or LinkedIn URL they lack: found by a weaker key (e-mail, name + company), it is
+    // theirs, and its replay must find them again — else a later record that gave them another
+    // personId made the replay find nobody and make someone new (SPEC §5: replays add nothing).
+    const older = vsKnown < 0 ? identityOf(existing!, record) : undefined;
+    if (vsKnown < 0 && !older) {
+      counts.stale++;
+      applied.person = existing!.seq;
+      return undefined;
+    }
+    // Records seen at the person's observation time are remembered (seenRecords): one coming again
+    // in a later feed is a replay, not a correction of that time, and changes nothing — else
+    // replaying a day's feed after its correction flips the contact back and forth (SPEC §5).
+    const digest = recordDigest(record);
+    // only a record that says this time is remembered at it (one without observedAt is "now")
+    const atKnownTime = existing !== undefined && record.observedAt !== undefined && vsKnown === 0;
+    let replay = atKnownTime && hasSeen(existing.seenRecords, digest);
+    let r = older ?? record;
+    if (!older && existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && vsKnown > 0)) {
+      const filled = fillIn(existing, record);
+      if (!filled) {
+        counts.repeated++;
+        applied.person = existing.seq;
+        // the same file with its rows in another order finds this one seen (in half of the room)
+        const seen = existing.seenRecords?.length ?? 0;
+        if (atKnownTime && !replay && seen < (RECORDS_SEEN_MAX / 2) * DIGEST_BYTES) d.people.setSeenRecords(existing.seq, withSeen(existing.seenRecords, digest));
+        return undefined;
+      }
+      // what it fills in is applied, seen before or not (a correction since may have cleared it)
+      r = filled;
+      replay = false;
+    }
+    const time = recordTime(r, now);
+    const companyK = companyKey(r.company);
+    const newJob = existing !== undefined && existing.companyKey !== companyK;
+    const person: Omit<Person, 'seq' | 'id'> = {
+      // the first personId a person was known by stays (LinkedIn is authoritative: a record with
+      // another personId and this person's LinkedIn is about them, and finds them by it again)
+      externalId: existing?.externalId ?? r.personId ?? null,
+      linkedinSlug: r.linkedin ? linkedinSlug(r.linkedin) : (existing?.linkedinSlug ?? null),
+      email: r.email ?? existing?.email ?? null,
+      // a status belongs to its address: a new address without one has none, and no address has none
+      emailStatus: !(r.email ?? existing?.email)
+        ? null
+        : (r.emailStatus ?? (r.email && emailKey(r.email) !== (existing?.email && emailKey(existing.email)) ? null : (existing?.emailStatus ?? null))),
+      name: r.name,
+      nameKey: existing?.name === r.name ? existing.nameKey : nameKey(r.name),
+      company: r.company,
+      companyKey: companyK,
+      // a new job without a title has no known title
+      title: r.title ?? (newJob ? null : (existing?.title ?? null)),
+      location: r.location ?? existing?.location ?? null,
+      jobStartedAt: r.jobStartedAt ?? (newJob ? null : (existing?.jobStartedAt ?? null)),
+      hasMultipleJobs: r.hasMultipleJobs ?? existing?.hasMultipleJobs ?? null,
+      observedAt: time.ms,
+      observedNsBefore: time.nsBefore,
+      updatedAt: now,
+      seenRecords: existing && compareExactTimes(time, personTime(existing)) === 0 ? (atKnownTime ? withSeen(existing.seenRecords, digest) : existing.seenRecords) : Buffer.from(digest),
+    };
+    let p: Person;
+    if (existing) {
+      // a replay: nothing to write (a record without observedAt does not refresh the time alone)
+      if (replay || samePerson(existing, r.observedAt === undefined ? { ...person, observedAt: existing.observedAt, observedNsBefore: existing.observedNsBefore } : person)) {
+        p = existing;
+        if (atKnownTime && !replay) d.people.setSeenRecords(existing.seq, withSeen(existing.seenRecords, digest));
+      } else {
+        d.people.updatePerson(existing.seq, person);
+        counts.personsUpdated++;
+        p = { ...person, seq: existing.seq, id: existing.id };
+      }
+    } else {
+      const id = d.people.insertPerson(person);
+      counts.personsUpdated++;
+      p = { ...person, seq: Number(id), id };
+    }
+
+    // A record that brings a LinkedIn profile or personId and an address another person has: when
+    // that one is the only other holder, is known by nothing stronger and has a name that fits,
+    // the two are one person whom two sources kept apart (namesakeByKeys: one sent LinkedIn
+    // profiles, the other addresses alone). That person is merged into this one — their contacts
+    // follow this one, the row goes — instead of the address being shared by two, which left the
+    // contacts known by it unmatched and their next job change lost (a tester's case).
+    if (existing && p.email && (p.externalId !== null || p.linkedinSlug !== null) && !(existing.email && emailKey(existing.email) === emailKey(p.email))) {
+      const others = d.people.othersWithEmail(p);
+      const twin = others.length === 1 ? others[0]! : undefined;
+      if (twin && twin.externalId === null && twin.linkedinSlug === null && namesFit(twin.nameKey, p.nameKey)) {
+        d.contacts.movePerson(twin.id, p.id, now);
+        d.people.deletePerson(twin.seq);
+      }
+    }
+
+    // by e-mail only while the address names this one person (two people may share one), and only
+    // contacts whose name fits theirs (emailPerson); a contact matched by name + company to someone else
+    // moves to this person, as its import would have matched it. Looked up before a namesake unmatches
+    // such a contact below: its own address says which of the two it is.
+    const byEmail = p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id).filter((c) => namesFit(contactNameKey(c), p.nameKey)) : [];
+
+    // A second person with these name + company keys: the contacts matched by them alone to the
+    // other one could be either person now ("when exactly one person fits"), so they are unmatched.
+    // A new person's keys were looked up by findPerson (it gets there for every new person).
+    const namesake = existing
+      ? (existing.nameKey !== p.nameKey || existing.companyKey !== p.companyKey) && d.people.countByKeys(p.nameKey, p.companyKey) > 1
+      : looked.keyHolders > 0;
+    if (namesake) {
+      // Only a person who was alone with these keys can have contacts matched by them: when a
+      // second one came, those were unmatched. So with two or more others there is nothing to
+      // undo, and a feed of thousands of namesakes does not walk all of them for each one.
+      const others = d.people.othersWithKeys(p);
+      if (others.length === 1) d.contacts.unmatchByKeys(others[0]!.id, now);
+    }
+    // A second person with this address: the contacts matched by it alone to the other one could
+    // be either now (e-mail matches "when exactly one person has it"), so they are unmatched, as
+    // for namesakes, and each is matched again by what else fits it (name + company, when exactly
+    // one person fits) — else a contact with a shared info@ address followed whichever person
+    // came first and reported that person's job change (a tester's case). With two or more others
+    // the address was shared already and nobody's contacts are matched by it.
+    if (p.email && !(existing?.email && emailKey(existing.email) === emailKey(p.email))) {
+      // a new person's were looked up by findPerson, before it was stored (no second look-up a record)
+      const others = !existing && looked.emailHolders ? looked.emailHolders : d.people.othersWithEmail(p);
+      if (others.length === 1) for (const c of d.contacts.unmatchByEmail(others[0]!.id, p.email, now)) rematch(c, existing, p, counts);
+    }
+    const known = existing ? d.contacts.listOfPerson(p.id) : [];
+    const fresh: [TrackedContact[], MatchedBy][] = [];
+    if (p.linkedinSlug) fresh.push([d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`), 'linkedin']);
+    if (byEmail.length) fresh.push([byEmail, 'email']);
+    // name + company: contacts without LinkedIn whose e-mail (if any) names no person, while exactly
+    // one person fits (the e-mail of a contact unmatched as ambiguous may be what its first match brought)
+    // (the count first: contacts left unmatched by a crowd of namesakes are not listed for each of them)
+    if (d.people.countByKeys(p.nameKey, p.companyKey) === 1) {
+      const byKeys = unmatchedByKeys(p.nameKey, p.companyKey);
+      if (byKeys.length) fresh.push([byKeys, 'name']);
+    }
+    // The keys this person leaves: when one other person is left with them, the contacts a namesake
+    // left unmatched fit exactly one person again and follow them now — not at that person's next
+    // record, whose new company would no longer find them (a tester's case: the job change was lost).
+    if (existing && (existing.nameKey !== p.nameKey || existing.companyKey !== p.companyKey)) {
+      const left = d.people.keyHolders(existing.nameKey, existing.companyKey);
+      if (left.length === 1) {
+        for (const c of unmatchedByKeys(existing.nameKey, existing.companyKey)) {
+          counts.contactsMatched++;
+          reconcile(c, left[0]!, counts, 'name');
+        }
+      }
+    }
+    for (const c of known) reconcile(c, p, counts);
+    const seen = new Set(known.map((c) => c.id));
+    for (const [contacts, by] of fresh) {
+      for (const c of contacts) {
+        if (seen.has(c.id)) continue;
+        seen.add(c.id);
+        // matched for the first time (or again after being left unmatched); one matched to another person moves: its changes count
+        if (!c.isVerified) counts.contactsMatched++;
+        reconcile(c, p, counts, by);
+      }
+    }
+    // an older record is no listing of the person (tracking.md)
+    if (!older) listing?.add(p.seq);
+    applied.person = p.seq;
+    return undefined;
+  }
+
   return {
     findPerson,
     /**
-     * Applies one feed record: updates the people store (never rolling a person back to an older
-     * observation), matches contacts to the person and reconciles every matched contact. Returns
-     * why the record was rejected instead (it names two different known people), else undefined.
-     * `listing`: whom the feed listed before this record — a person listed again is not changed
-     * unless the record says it was observed later (a replay must find the same first listing);
-     * what such a listing adds that the person lacks is filled in (fillIn).
+     * Applies one feed record (applyFresh), unless an earlier feed applied it already: a record
+     * that says what it said then, observed at the same time, is a replay — counted as it was then
+     * (stale when its person has been observed later since, repeated when this feed listed them
+     * before), its person listed as then, nothing applied. Told apart before any matching, which depends on whom the feed had stored before the
+     * record: its replay could find another person, one the same feed made after it (SPEC §5:
+     * replays add nothing; tracking.md, Replays). `feed`: the feed job's number (feedNumber); a
+     * record listed again by its own feed is applyFresh's (`repeated`).
      */
-    applyRecord(record: FeedRecord, counts: TrackingCounts, listing?: FeedListing): string | undefined {
-      const now = d.clock.now();
-      const looked: { keyHolders: number; emailHolders?: Person[] } = { keyHolders: 0 };
-      const existing = findPerson(record, looked);
-      if (existing && record.linkedin) {
-        const slug = linkedinSlug(record.linkedin);
-        const holder = existing.linkedinSlug === slug ? existing : d.people.findBySlug(slug);
-        if (holder && holder.seq !== existing.seq) {
-          return `personId "${record.personId}" and linkedin "${record.linkedin}" belong to two different people already known; the record was not applied`;
-        }
-      }
-      // the record's time against the person's: < 0 older, 0 the same time, > 0 newer
-      const vsKnown = existing ? compareExactTimes(recordTime(record, now), personTime(existing)) : 1;
-      // An older record changes nothing the person's newer observation says, but gives them the
-      // personId or LinkedIn URL they lack: found by a weaker key (e-mail, name + company), it is
-      // theirs, and its replay must find them again — else a later record that gave them another
-      // personId made the replay find nobody and make someone new (SPEC §5: replays add nothing).
-      const older = vsKnown < 0 ? identityOf(existing!, record) : undefined;
-      if (vsKnown < 0 && !older) {
-        counts.stale++;
+    applyRecord(record: FeedRecord, counts: TrackingCounts, listing?: FeedListing, feed?: number): string | undefined {
+      const at = feed === undefined ? undefined : replayKey(record, d.clock.now());
+      const first = at && d.replays.findApplied(at.day, at.key);
+      if (first && first.feed !== feed) {
+        const since = first.person === null ? undefined : d.people.observedAtOf(first.person);
+        const stale = first.outcome === 'stale' || (since !== undefined && compareExactTimes(recordTime(record, 0), since) < 0);
+        // listed before by this feed (at this time: a later one is not stale): a repeat, as for applyFresh
+        if (stale) counts.stale++;
+        else if (first.outcome === 'repeated' || (since !== undefined && listing?.has(first.person!))) counts.repeated++;
+        else if (since !== undefined) listing?.add(first.person!);
         return undefined;
       }
-      // Records seen at the person's observation time are remembered (seenRecords): one coming again
-      // in a later feed is a replay, not a correction of that time, and changes nothing — else
-      // replaying a day's feed after its correction flips the contact back and forth (SPEC §5).
-      const digest = recordDigest(record);
-      // only a record that says this time is remembered at it (one without observedAt is "now")
-      const atKnownTime = existing !== undefined && record.observedAt !== undefined && vsKnown === 0;
-      let replay = atKnownTime && hasSeen(existing.seenRecords, digest);
-      let r = older ?? record;
-      if (!older && existing && listing?.has(existing.seq) && !(record.observedAt !== undefined && vsKnown > 0)) {
-        const filled = fillIn(existing, record);
-        if (!filled) {
-          counts.repeated++;
-          // the same file with its rows in another order finds this one seen (in half of the room)
-          const seen = existing.seenRecords?.length ?? 0;
-          if (atKnownTime && !replay && seen < (RECORDS_SEEN_MAX / 2) * DIGEST_BYTES) d.people.setSeenRecords(existing.seq, withSeen(existing.seenRecords, digest));
-          return undefined;
-        }
-        // what it fills in is applied, seen before or not (a correction since may have cleared it)
-        r = filled;
-        replay = false;
+      const before = { stale: counts.stale, repeated: counts.repeated };
+      const applied = { person: null as number | null };
+      const rejected = applyFresh(record, counts, listing, applied);
+      if (at && !first && rejected === undefined) {
+        const outcome = counts.stale > before.stale ? 'stale' : counts.repeated > before.repeated ? 'repeated' : 'applied';
+        d.replays.recordApplied(at.day, at.key, { feed: feed!, person: applied.person, outcome });
       }
-      const time = recordTime(r, now);
-      const companyK = companyKey(r.company);
-      const newJob = existing !== undefined && existing.companyKey !== companyK;
-      const person: Omit<Person, 'seq' | 'id'> = {
-        // the first personId a person was known by stays (LinkedIn is authoritative: a record with
-        // another personId and this person's LinkedIn is about them, and finds them by it again)
-        externalId: existing?.externalId ?? r.personId ?? null,
-        linkedinSlug: r.linkedin ? linkedinSlug(r.linkedin) : (existing?.linkedinSlug ?? null),
-        email: r.email ?? existing?.email ?? null,
-        // a status belongs to its address: a new address without one has none, and no address has none
-        emailStatus: !(r.email ?? existing?.email)
-          ? null
-          : (r.emailStatus ?? (r.email && emailKey(r.email) !== (existing?.email && emailKey(existing.email)) ? null : (existing?.emailStatus ?? null))),
-        name: r.name,
-        nameKey: existing?.name === r.name ? existing.nameKey : nameKey(r.name),
-        company: r.company,
-        companyKey: companyK,
-        // a new job without a title has no known title
-        title: r.title ?? (newJob ? null : (existing?.title ?? null)),
-        location: r.location ?? existing?.location ?? null,
-        jobStartedAt: r.jobStartedAt ?? (newJob ? null : (existing?.jobStartedAt ?? null)),
-        hasMultipleJobs: r.hasMultipleJobs ?? existing?.hasMultipleJobs ?? null,
-        observedAt: time.ms,
-        observedNsBefore: time.nsBefore,
-        updatedAt: now,
-        seenRecords: existing && compareExactTimes(time, personTime(existing)) === 0 ? (atKnownTime ? withSeen(existing.seenRecords, digest) : existing.seenRecords) : Buffer.from(digest),
-      };
-      let p: Person;
-      if (existing) {
-        // a replay: nothing to write (a record without observedAt does not refresh the time alone)
-        if (replay || samePerson(existing, r.observedAt === undefined ? { ...person, observedAt: existing.observedAt, observedNsBefore: existing.observedNsBefore } : person)) {
-          p = existing;
-          if (atKnownTime && !replay) d.people.setSeenRecords(existing.seq, withSeen(existing.seenRecords, digest));
-        } else {
-          d.people.updatePerson(existing.seq, person);
-          counts.personsUpdated++;
-          p = { ...person, seq: existing.seq, id: existing.id };
-        }
-      } else {
-        const id = d.people.insertPerson(person);
-        counts.personsUpdated++;
-        p = { ...person, seq: Number(id), id };
-      }
-
-      // A record that brings a LinkedIn profile or personId and an address another person has: when
-      // that one is the only other holder, is known by nothing stronger and has a name that fits,
-      // the two are one person whom two sources kept apart (namesakeByKeys: one sent LinkedIn
-      // profiles, the other addresses alone). That person is merged into this one — their contacts
-      // follow this one, the row goes — instead of the address being shared by two, which left the
-      // contacts known by it unmatched and their next job change lost (a tester's case).
-      if (existing && p.email && (p.externalId !== null || p.linkedinSlug !== null) && !(existing.email && emailKey(existing.email) === emailKey(p.email))) {
-        const others = d.people.othersWithEmail(p);
-        const twin = others.length === 1 ? others[0]! : undefined;
-        if (twin && twin.externalId === null && twin.linkedinSlug === null && namesFit(twin.nameKey, p.nameKey)) {
-          d.contacts.movePerson(twin.id, p.id, now);
-          d.people.deletePerson(twin.seq);
-        }
-      }
-
-      // by e-mail only while the address names this one person (two people may share one), and only
-      // contacts whose name fits theirs (emailPerson); a contact matched by name + company to someone else
-      // moves to this person, as its import would have matched it. Looked up before a namesake unmatches
-      // such a contact below: its own address says which of the two it is.
-      const byEmail = p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id).filter((c) => namesFit(contactNameKey(c), p.nameKey)) : [];
-
-      // A second person with these name + company keys: the contacts matched by them alone to the
-      // other one could be either person now ("when exactly one person fits"), so they are unmatched.
-      // A new person's keys were looked up by findPerson (it gets there for every new person).
-      const namesake = existing
-        ? (existing.nameKey !== p.nameKey || existing.companyKey !== p.companyKey) && d.people.countByKeys(p.nameKey, p.companyKey) > 1
-        : looked.keyHolders > 0;
-      if (namesake) {
-        // Only a person who was alone with these keys can have contacts matched by them: when a
-        // second one came, those were unmatched. So with two or more others there is nothing to
-        // undo, and a feed of thousands of namesakes does not walk all of them for each one.
-        const others = d.people.othersWithKeys(p);
-        if (others.length === 1) d.contacts.unmatchByKeys(others[0]!.id, now);
-      }
-      // A second person with this address: the contacts matched by it alone to the other one could
-      // be either now (e-mail matches "when exactly one person has it"), so they are unmatched, as
-      // for namesakes, and each is matched again by what else fits it (name + company, when exactly
-      // one person fits) — else a contact with a shared info@ address followed whichever person
-      // came first and reported that person's job change (a tester's case). With two or more others
-      // the address was shared already and nobody's contacts are matched by it.
-      if (p.email && !(existing?.email && emailKey(existing.email) === emailKey(p.email))) {
-        // a new person's were looked up by findPerson, before it was stored (no second look-up a record)
-        const others = !existing && looked.emailHolders ? looked.emailHolders : d.people.othersWithEmail(p);
-        if (others.length === 1) for (const c of d.contacts.unmatchByEmail(others[0]!.id, p.email, now)) rematch(c, existing, p, counts);
-      }
-      const known = existing ? d.contacts.listOfPerson(p.id) : [];
-      const fresh: [TrackedContact[], MatchedBy][] = [];
-      if (p.linkedinSlug) fresh.push([d.contacts.listUnmatchedByLinkedin(`https://www.linkedin.com/in/${p.linkedinSlug}`), 'linkedin']);
-      if (byEmail.length) fresh.push([byEmail, 'email']);
-      // name + company: contacts without LinkedIn whose e-mail (if any) names no person, while exactly
-      // one person fits (the e-mail of a contact unmatched as ambiguous may be what its first match brought)
-      // (the count first: contacts left unmatched by a crowd of namesakes are not listed for each of them)
-      if (d.people.countByKeys(p.nameKey, p.companyKey) === 1) {
-        const byKeys = unmatchedByKeys(p.nameKey, p.companyKey);
-        if (byKeys.length) fresh.push([byKeys, 'name']);
-      }
-      // The keys this person leaves: when one other person is left with them, the contacts a namesake
-      // left unmatched fit exactly one person again and follow them now — not at that person's next
-      // record, whose new company would no longer find them (a tester's case: the job change was lost).
-      if (existing && (existing.nameKey !== p.nameKey || existing.companyKey !== p.companyKey)) {
-        const left = d.people.keyHolders(existing.nameKey, existing.companyKey);
-        if (left.length === 1) {
-          for (const c of unmatchedByKeys(existing.nameKey, existing.companyKey)) {
-            counts.contactsMatched++;
-            reconcile(c, left[0]!, counts, 'name');
-          }
-        }
-      }
-      for (const c of known) reconcile(c, p, counts);
-      const seen = new Set(known.map((c) => c.id));
-      for (const [contacts, by] of fresh) {
-        for (const c of contacts) {
-          if (seen.has(c.id)) continue;
-          seen.add(c.id);
-          // matched for the first time (or again after being left unmatched); one matched to another person moves: its changes count
-          if (!c.isVerified) counts.contactsMatched++;
-          reconcile(c, p, counts, by);
-        }
-      }
-      // an older record is no listing of the person (tracking.md)
-      if (!older) listing?.add(p.seq);
-      return undefined;
+      return rejected;
     },
 
     /**
