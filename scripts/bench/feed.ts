@@ -27,6 +27,8 @@ const dataDir = join(dir, 'data');
 const feedFile = join(dir, 'feed.jsonl');
 const companyOf = (i: number) => `Company ${i % 5000} Inc.`;
 const titleOf = (i: number) => ['Software Engineer', 'Account Executive', 'Product Manager', 'Sales Director', 'CTO'][i % 5]!;
+/** Yesterday, as a daily feed's records say: within the days feeds remember records for (FEED_REPLAY_DAYS), so the run pays for remembering them. */
+const observedAt = `${new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)}T00:00:00Z`;
 
 async function seed(): Promise<{ orgId: string; ledgerIds: string[] }> {
   const server = await startServer(dataDir);
@@ -63,7 +65,7 @@ async function writeFeed(): Promise<void> {
   for (let i = 0; i < ROWS; i++) {
     const company = i % 10 === 0 ? `New Employer ${i % 777}` : companyOf(i); // 10% change company
     const title = i % 10 === 1 || i % 10 === 2 ? `Senior ${titleOf(i)}` : titleOf(i); // 20% change title
-    buf += `${JSON.stringify({ linkedin: `https://www.linkedin.com/in/feed-${i}`, name: `Person ${i}`, company, title, observedAt: '2026-11-01T00:00:00Z' })}\n`;
+    buf += `${JSON.stringify({ linkedin: `https://www.linkedin.com/in/feed-${i}`, name: `Person ${i}`, company, title, observedAt })}\n`;
     if (buf.length > 1 << 20) {
       if (!out.write(buf)) await once(out, 'drain');
       buf = '';

@@ -106,7 +106,7 @@ const FOLDED_AS: Record<string, string> = { ß: 'ss', ſ: 's', '\ufb00': 'ff', '
  * case already.
  */
 export const foldForContains = (s: string) =>
-  s.toLocaleLowerCase('und').normalize('NFC').replace(/ς/g, 'σ').replace(/[ßſ\ufb00-\ufb06]/g, (c) => FOLDED_AS[c]!);
+  s.toLowerCase().normalize('NFC').replace(/ς/g, 'σ').replace(/[ßſ\ufb00-\ufb06]/g, (c) => FOLDED_AS[c]!);
 
 /**
  * The LIKE pattern on `name_key` that every name the `name` filter finds also matches: the key

@@ -11,7 +11,7 @@ import { validateFeedRecord } from './feed-input.ts';
 import { FeedReadError, readFeed, TakenFileCutError, type FeedItem } from './feed-reader.ts';
 import type { FeedJob, FeedProgress, FeedsRepo } from './feeds-repo.ts';
 import { zeroCounts, type FeedRecord, type TrackingCounts } from './model.ts';
-import { feedNumber } from './replays-repo.ts';
+import { FeedRun } from './replays-repo.ts';
 import type { Tracker } from './tracker.ts';
 
 export const FEED_JOB = 'feed';
@@ -82,7 +82,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       let recordNo = feed.cursorRecords;
       // whom the committed chunks listed: a person listed again is a repeat, also after a restart
       const listing = FeedListing.fromStored(d.feeds.listedPeople(feed.id));
-      const feedNo = feedNumber(feed.id);
+      const run = new FeedRun(feed.id);
       /**
        * One record in a savepoint of the chunk: a record that breaks a constraint of the people
        * store (a case the tracker's own checks missed) is rejected with a reason and takes nothing
@@ -91,7 +91,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       const applyOne = (record: FeedRecord, counts: TrackingCounts, no: number): string | undefined => {
         const before = { ...counts };
         try {
-          return d.db.tx(() => d.tracker.applyRecord(record, counts, listing, feedNo));
+          return d.db.tx(() => d.tracker.applyRecord(record, counts, listing, run));
         } catch (err) {
           if (!isConstraintError(err)) throw err;
           Object.assign(counts, before);
