@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { ManualClock } from '../src/clock.ts';
+import { ManualClock } from '../src/clock.ts';
 import { createCursors } from '../src/cursor.ts';
 import { companyKey, nameKey, namesFit } from '../src/normalize.ts';
 import { createSettingsRepo } from '../src/storage/settings-repo.ts';
@@ -674,6 +674,39 @@ T('a wall clock stepped back (an NTP correction) never dates a change before the
     assert.ok(history.every((c) => Date.parse(c.detectedAt) >= importedAt), JSON.stringify(history));
   } finally {
     clock.advance(7_200_000);
+  }
+});
+
+T('a clock that was ahead does not freeze people: once it is set right, their next records are applied, not stale until the real time gets there', async () => {
+  const clock = new ManualClock(Date.now());
+  const ahead = await startApp({ clock });
+  try {
+    const rightNow = clock.now();
+    let token = (await signInRoot(ahead)).accessToken;
+    const orgId = (await ahead.call('POST', '/api/identity/v1/orgs', { token, body: { name: 'Clock ahead' } })).body.id as string;
+    const ledgerId = await createLedger(ahead, token, orgId, 'clock ahead');
+    await addContacts(ahead, token, orgId, ledgerId, [{ name: 'Uma Ahead', company: 'First Co', linkedin: 'linkedin.com/in/uma-ahead', referenceId: 'uma' }]);
+    const uma = async () => (await listAll(ahead, token, `${ledgerPath(orgId, ledgerId)}/contacts`))[0];
+    // the machine's clock a year ahead: a record without observedAt is observed "now", a year ahead
+    clock.set(rightNow + 365 * 86_400_000);
+    token = (await signInRoot(ahead)).accessToken;
+    const early = await feedAndWait(ahead, token, ndjson({ linkedin: 'linkedin.com/in/uma-ahead', name: 'Uma Ahead', company: 'Second Co' }));
+    assert.is(early.jobChanges, 1);
+    // set right: her next records are newer than a time no record may have (more than a day ahead)
+    clock.set(rightNow + 3_600_000);
+    token = (await signInRoot(ahead)).accessToken;
+    const dated = await feedAndWait(ahead, token, ndjson({ linkedin: 'linkedin.com/in/uma-ahead', name: 'Uma Ahead', company: 'Third Co', observedAt: new Date(rightNow).toISOString() }));
+    assert.equal([dated.stale, dated.jobChanges], [0, 1], 'a dated record');
+    assert.is((await uma()).company, 'Third Co');
+    clock.advance(60_000);
+    const undated = await feedAndWait(ahead, token, ndjson({ linkedin: 'linkedin.com/in/uma-ahead', name: 'Uma Ahead', company: 'Fourth Co' }));
+    assert.equal([undated.stale, undated.jobChanges], [0, 1], 'a record without observedAt, now');
+    // and the time is hers again: an older record is stale, as always
+    const older = await feedAndWait(ahead, token, ndjson({ linkedin: 'linkedin.com/in/uma-ahead', name: 'Uma Ahead', company: 'Old Co', observedAt: new Date(rightNow - 86_400_000).toISOString() }));
+    assert.equal([older.stale, older.jobChanges], [1, 0]);
+    assert.is((await uma()).company, 'Fourth Co');
+  } finally {
+    await ahead.close();
   }
 });
 

@@ -6,6 +6,7 @@ import { companyKey, companyWordsKey, emailKey, linkedinSlug, nameKey, namesFit 
 import { titleDomain, titleLevel } from '../title-rules.ts';
 import type { ChangesRepo } from './changes-repo.ts';
 import type { FeedListing } from './feed-listing.ts';
+import { OBSERVED_AT_SKEW_MS } from './feed-input.ts';
 import { INFO_FIELDS, zeroCounts, type Change, type FeedRecord, type Person, type TrackingCounts } from './model.ts';
 import type { PeopleRepo } from './people-repo.ts';
 import type { FeedRun, ReplaysRepo } from './replays-repo.ts';
@@ -60,6 +61,14 @@ const samePerson = (p: Person, next: Omit<Person, 'seq' | 'id'>) => PERSON_FIELD
 /** When a record says it was observed (to the nanosecond), and when a person was last observed; a record without observedAt is `now`. */
 const recordTime = (r: FeedRecord, now: number): ExactTime => (r.observedAt === undefined ? { ms: now, nsBefore: 0 } : { ms: r.observedAt, nsBefore: r.observedNsBefore === undefined ? 0 : r.observedNsBefore });
 const personTime = (p: Person): ExactTime => ({ ms: p.observedAt, nsBefore: p.observedNsBefore });
+/**
+ * When a person was last observed, as a record is compared with it: a time further ahead of `now`
+ * than any observedAt may be (OBSERVED_AT_SKEW_MS) came from this machine's clock while it was
+ * ahead — a record without observedAt is observed "now" — and is taken as no time at all, so that
+ * the next record is newer. Else, the clock set right, every record about the person was stale
+ * until the real time got there: a clock a year ahead once froze them for a year.
+ */
+const knownTime = (t: ExactTime, now: number): ExactTime => (t.ms > now + OBSERVED_AT_SKEW_MS ? { ms: -Infinity, nsBefore: null } : t);
 
 /**
  * The most record digests a person keeps (Person.seenRecords, 8 bytes each): past it, the oldest are
@@ -329,7 +338,7 @@ export function createTracker(d: TrackerDeps) {
       }
     }
     // the record's time against the person's: < 0 older, 0 the same time, > 0 newer
-    const vsKnown = existing ? compareExactTimes(recordTime(record, now), personTime(existing)) : 1;
+    const vsKnown = existing ? compareExactTimes(recordTime(record, now), knownTime(personTime(existing), now)) : 1;
     // An older record changes nothing the person's newer observation says, but gives them the
     // personId or LinkedIn URL they lack: found by a weaker key (e-mail, name + company), it is
     // theirs, and its replay must find them again — else a later record that gave them another
@@ -508,7 +517,7 @@ export function createTracker(d: TrackerDeps) {
       const first = at && othersRemember(run!, at.day) ? d.replays.findApplied(at.day, at.key) : undefined;
       if (first && first.feed !== run!.feed) {
         const since = first.person === null ? undefined : d.people.observedAtOf(first.person);
-        const stale = first.outcome === 'stale' || (since !== undefined && compareExactTimes(recordTime(record, 0), since) < 0);
+        const stale = first.outcome === 'stale' || (since !== undefined && compareExactTimes(recordTime(record, 0), knownTime(since, d.clock.now())) < 0);
         // listed before by this feed (at this time: a later one is not stale): a repeat, as for applyFresh
         if (stale) counts.stale++;
         else if (first.outcome === 'repeated' || (since !== undefined && listing?.has(first.person!))) counts.repeated++;
