@@ -13,6 +13,7 @@ import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { FeedListing } from '../src/tracking/feed-listing.ts';
 import type { FeedRecord } from '../src/tracking/model.ts';
 import { FEED_REPLAY_DAYS, recordDigest } from '../src/tracking/tracker.ts';
+import { createReplaysRepo } from '../src/tracking/replays-repo.ts';
 import { createPeopleRepo } from '../src/tracking/people-repo.ts';
 import { INBOX_TASK, inboxName } from '../src/tracking/feed-files.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
@@ -415,20 +416,55 @@ T('a replay finds what the feed applied before matching anyone: records matched 
   assert.equal([again.personsUpdated, again.infoChanges, again.jobChanges], [0, 0, 0]);
   assert.is((await contact(t, w, path, 'aq1')).title, 'CRO');
 
-  // records observed more than FEED_REPLAY_DAYS ago are forgotten each night (and not remembered)
+  // remembered FEED_REPLAY_DAYS from the day a feed applied them, whenever they say they were
+  // observed: a backfill of long ago too (a reviewer's case: it was forgotten at once, and its replay made a person)
   const db = t.rt.db.raw;
   const remembered = db.prepare('SELECT count(*) FROM feed_records_applied WHERE observed_day = ?').pluck();
   const today = Math.floor(t.clock.now() / 86_400_000);
+  const longAgo = (n: number) => day(FEED_REPLAY_DAYS + 40 + n);
+  const backfill = ndjson(
+    { name: 'Di Reed', company: 'Backco', linkedin: 'linkedin.com/in/di-reed', observedAt: longAgo(1) },
+    { name: 'Di Reed', company: 'Backco', title: 'Engineer', observedAt: longAgo(2) },
+    { name: 'Di Reed', company: 'Backco', email: 'di@reed.test', personId: 'di-2', observedAt: longAgo(4) },
+  );
+  const filled = await feed(t, w.root, backfill);
+  assert.equal([filled.personsUpdated, filled.stale], [2, 1]);
+  const peopleAfterBackfill = people.get();
+  const backfillReplay = await feed(t, w.root, backfill);
+  assert.equal([backfillReplay.personsUpdated, people.get()], [0, peopleAfterBackfill], 'the replay of a backfill adds nothing');
+  // rows applied before the window go each night, whenever observed; the rest stay
+  const insert = db.prepare('INSERT INTO feed_records_applied (observed_day, key, applied_day, feed, person, outcome) VALUES (?, ?, ?, 1, NULL, 0)');
   const old = today - FEED_REPLAY_DAYS - 1;
-  const insert = db.prepare('INSERT INTO feed_records_applied (observed_day, key, feed, person, outcome) VALUES (?, ?, 1, NULL, 0)');
-  for (let i = 0; i < 300; i++) insert.run(old, Buffer.from(`old-${i}`));
-  assert.ok((remembered.get(today - 2) as number) > 0);
-  const long = await feed(t, w.root, ndjson({ name: 'Bo Quill', company: 'Quillco', linkedin: 'linkedin.com/in/bo-quill', observedAt: new Date((old - 1) * 86_400_000).toISOString() }));
-  assert.is(long.stale, 1);
-  assert.is(remembered.get(old - 1), 0, 'a record observed before the window is not remembered');
+  for (let i = 0; i < 300; i++) insert.run(old - (i % 3), Buffer.from(`old-${i}`), old);
+  insert.run(old, Buffer.from('kept'), today - 2); // observed then, applied two days ago
+  const backfillDay = Math.floor(Date.parse(longAgo(1)) / 86_400_000);
+  assert.ok((remembered.get(backfillDay) as number) > 0);
   assert.ok(await t.rt.scheduler.runNow('feed-replays-prune'));
-  assert.is(remembered.get(old), 0);
+  assert.equal([remembered.get(old), remembered.get(old - 1), remembered.get(old - 2)], [1, 0, 0], 'only the row applied within the window is left of those days');
+  assert.ok((remembered.get(backfillDay) as number) > 0, 'the backfill applied today stays');
   assert.ok((remembered.get(today - 2) as number) > 0, 'the window stays');
+  assert.match(createReplaysRepo(t.rt.db).explainPruneWalk().join(' | '), /SEARCH feed_records_applied USING PRIMARY KEY \(\(observed_day,key\)>\(\?,\?\)/);
+});
+
+T('a person merged away leaves their seq unused: a replay of a record applied to them never lists a person made after (a reviewer\'s case: that person\'s correction was dropped as a second listing)', async ({ t, w }) => {
+  const day = (n: number) => new Date(t.clock.now() - n * 86_400_000).toISOString().slice(0, 10);
+  const db = t.rt.db.raw;
+  const byProfile = { name: 'Tia Twin', company: 'TwinCo', linkedin: 'linkedin.com/in/tia-twin', observedAt: day(3) };
+  const byAddress = { name: 'Tia Twin', company: 'TwinCo', email: 'tia@twin.test', observedAt: day(3) };
+  await feed(t, w.root, ndjson(byProfile, byAddress));
+  const twin = db.prepare("SELECT seq FROM people WHERE email = 'tia@twin.test' AND linkedin_slug IS NULL").pluck().get() as number;
+  assert.is(twin, db.prepare('SELECT max(seq) FROM people').pluck().get(), 'the address-only Tia is the newest person');
+  // both keys in one record: the address-only Tia is merged into the other, her row deleted
+  await feed(t, w.root, ndjson({ name: 'Tia Twin', company: 'TwinCo', linkedin: 'linkedin.com/in/tia-twin', email: 'tia@twin.test', observedAt: day(2) }));
+  assert.is(db.prepare('SELECT count(*) FROM people WHERE seq = ?').pluck().get(twin), 0);
+  const zed = { name: 'Zed Other', company: 'ZedCo', linkedin: 'linkedin.com/in/zed-other', observedAt: day(4) };
+  await feed(t, w.root, ndjson(zed));
+  assert.ok((db.prepare("SELECT seq FROM people WHERE linkedin_slug = 'zed-other'").pluck().get() as number) > twin, 'a new seq, not the merged one');
+  // the day-3 file again, with a correction of Zed's record at its time: the address-only record's
+  // person is gone, so it lists nobody (it is counted as then: told what was known)
+  const again = await feed(t, w.root, ndjson(byProfile, byAddress, { ...zed, company: 'ZedNewCo' }));
+  assert.equal([again.stale, again.repeated, again.personsUpdated, again.unchanged], [1, 0, 1, 1]);
+  assert.is(db.prepare("SELECT company FROM people WHERE linkedin_slug = 'zed-other'").pluck().get(), 'ZedNewCo');
 });
 
 T('property: random small feeds of people sharing names, companies, addresses, profiles and personIds, each replayed twice, add nothing at their replays (SPEC §5)', async ({ t, w }) => {

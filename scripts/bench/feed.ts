@@ -27,7 +27,7 @@ const dataDir = join(dir, 'data');
 const feedFile = join(dir, 'feed.jsonl');
 const companyOf = (i: number) => `Company ${i % 5000} Inc.`;
 const titleOf = (i: number) => ['Software Engineer', 'Account Executive', 'Product Manager', 'Sales Director', 'CTO'][i % 5]!;
-/** Yesterday, as a daily feed's records say: within the days feeds remember records for (FEED_REPLAY_DAYS), so the run pays for remembering them. */
+/** Yesterday, as a daily feed's records say (a fixed date would drift ever further into the past). */
 const observedAt = `${new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)}T00:00:00Z`;
 
 async function seed(): Promise<{ orgId: string; ledgerIds: string[] }> {

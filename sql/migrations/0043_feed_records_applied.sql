@@ -7,13 +7,17 @@
 -- made after it — a person more, and at times a contact's company flipped (a job change a replay;
 -- found by a property test of random feeds). A record is found here before any matching.
 -- `key`: 12 bytes of a SHA-256 of what the record says (tracker.ts recordSays) and its exact
--- observation time; `observed_day`: that time's UTC day, so that old rows go by range (kept
--- FEED_REPLAY_DAYS); `feed`: 48 bits of the feed job's id (a feed's own later listings of a record
--- are its own: `repeated`); `person`: the person it was applied to (the replay lists them, as the
--- first time did); `outcome`: 0 applied or told what was known, 1 stale, 2 repeated.
+-- observation time; `observed_day`: that time's UTC day (the key's first part: a day's feed fills
+-- a range of its own); `applied_day`: the UTC day the record was applied — rows are kept
+-- FEED_REPLAY_DAYS after it, whenever the record says it was observed (a backfill of last year is
+-- remembered as long as today's feed); `feed`: 48 bits of the feed job's id (a feed's own later
+-- listings of a record are its own: `repeated`); `person`: the person it was applied to (the
+-- replay lists them, as the first time did); `outcome`: 0 applied or told what was known, 1
+-- stale, 2 repeated.
 CREATE TABLE feed_records_applied (
   observed_day INTEGER NOT NULL,
   key          BLOB NOT NULL,
+  applied_day  INTEGER NOT NULL,
   feed         INTEGER NOT NULL,
   person       INTEGER,
   outcome      INTEGER NOT NULL CHECK (outcome IN (0, 1, 2)),

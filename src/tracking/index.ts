@@ -70,9 +70,9 @@ export function createTrackingModule(d: {
       s.onStart('daily-change-sets', (ctl) => dailySets.catchUp(ctl));
       // with the other retention work (webhook-prune 00:20, identity-prune 03:40, jobs-prune 03:50)
       s.every('30 3 * * *', 'feed-replays-prune', async (ctl) => {
-        const before = Math.floor(d.clock.now() / 86_400_000) - FEED_REPLAY_DAYS;
-        const { deleted } = await deleteInChunks(d.db, [(n) => repos.replays.pruneBefore(before, n)], { stopping: () => ctl.stopping });
-        if (deleted) d.log.info({ removed: deleted }, 'records of old feeds forgotten');
+        const prune = repos.replays.pruner(Math.floor(d.clock.now() / 86_400_000) - FEED_REPLAY_DAYS);
+        await deleteInChunks(d.db, [prune.step], { stopping: () => ctl.stopping });
+        if (prune.deleted()) d.log.info({ removed: prune.deleted() }, 'records of old feeds forgotten');
       });
     },
     /** Change history and daily change sets go with their ledger, a contact's history with the contact (it holds its data). */

@@ -4,6 +4,9 @@ import type { Person } from './model.ts';
 import { emailKey, storedEmailKey } from '../normalize.ts';
 import { emailKeyIs } from '../ledger/contacts-list-repo.ts';
 
+/** The settings key of the largest seq of a deleted person (a new person's is past it). */
+const PEOPLE_SEQ_FLOOR = 'people.deleted_seq_max';
+
 interface PersonRow {
   seq: number;
   external_id: string | null;
@@ -70,9 +73,18 @@ export function createPeopleRepo(db: Db) {
     ),
     countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
     any: db.raw.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM people)').pluck(),
+    // A seq is never given twice: SQLite gives a new row the largest rowid + 1, which is a deleted
+    // person's when they had the largest (a merge deletes one), and what still names that seq — a
+    // replay's record of its person, a feed's listing — would then name someone else (a reviewer's
+    // case: a correction of that someone dropped as a second listing). So a new person's seq is
+    // also past PEOPLE_SEQ_FLOOR, the largest deleted.
     insert: db.raw.prepare(
-      `INSERT INTO people (external_id, linkedin_slug, email, email_key, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, observed_ns_before, updated_at, seen_records)
-       VALUES (@externalId, @linkedinSlug, @email, @emailKey, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @observedNsBefore, @updatedAt, @seenRecords)`,
+      `INSERT INTO people (seq, external_id, linkedin_slug, email, email_key, email_status, name, name_key, company, company_key, title, location, job_started_at, has_multiple_jobs, observed_at, observed_ns_before, updated_at, seen_records)
+       VALUES (max(coalesce((SELECT max(seq) FROM people), 0), coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = '${PEOPLE_SEQ_FLOOR}'), 0)) + 1,
+         @externalId, @linkedinSlug, @email, @emailKey, @emailStatus, @name, @nameKey, @company, @companyKey, @title, @location, @jobStartedAt, @hasMultipleJobs, @observedAt, @observedNsBefore, @updatedAt, @seenRecords)`,
+    ),
+    deleted: db.raw.prepare<[string]>(
+      `INSERT INTO settings (key, value) VALUES ('${PEOPLE_SEQ_FLOOR}', ?) ON CONFLICT (key) DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`,
     ),
     update: db.raw.prepare(
       `UPDATE people SET external_id = @externalId, linkedin_slug = @linkedinSlug, email = @email, email_key = @emailKey, email_status = @emailStatus, name = @name, name_key = @nameKey,
@@ -135,7 +147,10 @@ export function createPeopleRepo(db: Db) {
     updatePerson: (seq: number, p: Omit<Person, 'seq' | 'id'>): void => void q.update.run({ ...params(p), seq }),
     /** Stores the digests of the records seen at the person's observation time (nothing else changed). */
     setSeenRecords: (seq: number, seen: Buffer): void => void q.setSeen.run(seen, seq),
-    /** Removes a person merged into another (their contacts were moved first: tracker.ts). */
-    deletePerson: (seq: number): void => void q.delete.run(seq),
+    /** Removes a person merged into another (their contacts were moved first: tracker.ts); their seq is never given again. */
+    deletePerson: (seq: number): void => {
+      q.deleted.run(String(seq));
+      q.delete.run(seq);
+    },
   };
 }

@@ -5,8 +5,9 @@ import type { Db } from '../storage/db.ts';
 export const REPLAY_OUTCOMES = ['applied', 'stale', 'repeated'] as const;
 export type ReplayOutcome = (typeof REPLAY_OUTCOMES)[number];
 
-/** A record a feed applied (migration 0043): which feed, to whom, and how it was counted. */
+/** A record a feed applied (migration 0043): when, which feed, to whom, and how it was counted. */
 export interface AppliedRecord {
+  appliedDay: number;
   feed: number;
   person: number | null;
   outcome: ReplayOutcome;
@@ -32,26 +33,52 @@ export type ReplaysRepo = ReturnType<typeof createReplaysRepo>;
 export function createReplaysRepo(db: Db) {
   const q = {
     anyOfDay: db.raw.prepare<[number], number>('SELECT EXISTS (SELECT 1 FROM feed_records_applied WHERE observed_day = ?)').pluck(),
-    find: db.raw.prepare<[number, Buffer], { feed: number; person: number | null; outcome: number }>('SELECT feed, person, outcome FROM feed_records_applied WHERE observed_day = ? AND key = ?'),
-    insert: db.raw.prepare<[number, Buffer, number, number | null, number]>('INSERT OR IGNORE INTO feed_records_applied (observed_day, key, feed, person, outcome) VALUES (?, ?, ?, ?, ?)'),
-    prune: db.raw.prepare<[number, number]>(
-      'DELETE FROM feed_records_applied WHERE (observed_day, key) IN (SELECT observed_day, key FROM feed_records_applied WHERE observed_day < ? LIMIT ?)',
+    find: db.raw.prepare<[number, Buffer], { applied_day: number; feed: number; person: number | null; outcome: number }>(
+      'SELECT applied_day, feed, person, outcome FROM feed_records_applied WHERE observed_day = ? AND key = ?',
     ),
+    insert: db.raw.prepare<[number, Buffer, number, number, number | null, number]>(
+      'INSERT OR IGNORE INTO feed_records_applied (observed_day, key, applied_day, feed, person, outcome) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    // rows observed up to a day, in key order after a point (pruner)
+    applied: db.raw.prepare<[number, Buffer, number, number], { observed_day: number; key: Buffer; applied_day: number }>(
+      'SELECT observed_day, key, applied_day FROM feed_records_applied WHERE (observed_day, key) > (?, ?) AND observed_day <= ? ORDER BY observed_day, key LIMIT ?',
+    ),
+    delete: db.raw.prepare<[number, Buffer]>('DELETE FROM feed_records_applied WHERE observed_day = ? AND key = ?'),
   };
   return {
+    /** The query plan of the prune's walk (tests: it seeks to where it stopped). */
+    explainPruneWalk: (): string[] => db.queryPlan(q.applied.source, 0, Buffer.alloc(0), 1, 100),
     /** Whether any record observed on `day` is remembered. */
     hasDay: (day: number): boolean => q.anyOfDay.get(day) === 1,
     findApplied(day: number, key: Buffer): AppliedRecord | undefined {
       const r = q.find.get(day, key);
-      return r && { feed: r.feed, person: r.person, outcome: REPLAY_OUTCOMES[r.outcome]! };
+      return r && { appliedDay: r.applied_day, feed: r.feed, person: r.person, outcome: REPLAY_OUTCOMES[r.outcome]! };
     },
     /** Records the first application of a record; one already recorded stays as it was. */
     recordApplied(day: number, key: Buffer, a: AppliedRecord): void {
-      q.insert.run(day, key, a.feed, a.person, REPLAY_OUTCOMES.indexOf(a.outcome));
+      q.insert.run(day, key, a.appliedDay, a.feed, a.person, REPLAY_OUTCOMES.indexOf(a.outcome));
     },
-    /** Deletes up to `n` records observed before `day` (a chunk of the nightly prune). */
-    pruneBefore(day: number, n: number): number {
-      return q.prune.run(day, n).changes;
+    /**
+     * The nightly prune of the records applied before `day`, as a step of jobs/chunk-pacing.ts
+     * deleteInChunks: each call walks up to `n` rows in key order from where the last one stopped,
+     * deletes those applied before `day`, and returns how many it walked (0: done); `deleted`
+     * counts what went. Only rows observed up to the day after `day` can be old enough (none is
+     * observed more than a day after it was applied: OBSERVED_AT_SKEW_MS), and the ones kept among
+     * them (a backfill, observed long ago and applied lately) are walked once a night, not again for
+     * every chunk.
+     */
+    pruner(day: number): { step: (n: number) => number; deleted: () => number } {
+      let from: { day: number; key: Buffer } = { day: Number.MIN_SAFE_INTEGER, key: Buffer.alloc(0) };
+      let deleted = 0;
+      return {
+        step: (n) => {
+          const rows = q.applied.all(from.day, from.key, day + 1, n);
+          for (const r of rows) if (r.applied_day < day) deleted += q.delete.run(r.observed_day, r.key).changes;
+          if (rows.length) from = { day: rows.at(-1)!.observed_day, key: rows.at(-1)!.key };
+          return rows.length;
+        },
+        deleted: () => deleted,
+      };
     },
   };
 }

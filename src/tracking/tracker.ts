@@ -99,9 +99,9 @@ function recordSays(r: FeedRecord): string {
 }
 
 /**
- * How long feeds remember the records they applied (ReplaysRepo), by the records' observation day:
- * a record observed longer ago than this is not remembered, and its replay is told by the person it
- * matches, as before migration 0043 (tracking.md, Replays).
+ * How many days feeds remember the records they applied (ReplaysRepo), from the day they applied
+ * them: a replay after that is told by the person it matches, as before migration 0043 (tracking.md,
+ * Replays are found before matching).
  */
 export const FEED_REPLAY_DAYS = 31;
 const DAY_MS = 86_400_000;
@@ -109,13 +109,11 @@ const DAY_MS = 86_400_000;
 /**
  * Where a record with an observation time is remembered once a feed applied it: that time's UTC
  * day, and 12 bytes of what the record says at that time to the nanosecond. Undefined for a record
- * without observedAt (observed "now": never a replay) or observed before FEED_REPLAY_DAYS.
+ * without observedAt (observed "now": never a replay).
  */
-function replayKey(r: FeedRecord, says: string, now: number): { day: number; key: Buffer } | undefined {
+function replayKey(r: FeedRecord, says: string): { day: number; key: Buffer } | undefined {
   if (r.observedAt === undefined) return undefined;
-  const day = Math.floor(r.observedAt / DAY_MS);
-  if (day < Math.floor(now / DAY_MS) - FEED_REPLAY_DAYS) return undefined;
-  return { day, key: hash('sha256', `${says}@${r.observedAt}-${r.observedNsBefore ?? 0}`, 'buffer').subarray(0, 12) };
+  return { day: Math.floor(r.observedAt / DAY_MS), key: hash('sha256', `${says}@${r.observedAt}-${r.observedNsBefore ?? 0}`, 'buffer').subarray(0, 12) };
 }
 
 function hasSeen(seen: Buffer | null, digest: Buffer): boolean {
@@ -513,9 +511,11 @@ export function createTracker(d: TrackerDeps) {
      */
     applyRecord(record: FeedRecord, counts: TrackingCounts, listing?: FeedListing, run?: FeedRun): string | undefined {
       const says = recordSays(record);
-      const at = run && replayKey(record, says, d.clock.now());
+      const at = run && replayKey(record, says);
       const first = at && othersRemember(run!, at.day) ? d.replays.findApplied(at.day, at.key) : undefined;
       if (first && first.feed !== run!.feed) {
+        // none when the person was merged into another since: counted as then, nobody listed (a
+        // person's seq is never given again, so it never names someone else)
         const since = first.person === null ? undefined : d.people.observedAtOf(first.person);
         const stale = first.outcome === 'stale' || (since !== undefined && compareExactTimes(recordTime(record, 0), knownTime(since, d.clock.now())) < 0);
         // listed before by this feed (at this time: a later one is not stale): a repeat, as for applyFresh
@@ -529,7 +529,7 @@ export function createTracker(d: TrackerDeps) {
       const rejected = applyFresh(record, says, counts, listing, applied);
       if (at && !first && rejected === undefined) {
         const outcome = counts.stale > before.stale ? 'stale' : counts.repeated > before.repeated ? 'repeated' : 'applied';
-        d.replays.recordApplied(at.day, at.key, { feed: run!.feed, person: applied.person, outcome });
+        d.replays.recordApplied(at.day, at.key, { appliedDay: Math.floor(d.clock.now() / DAY_MS), feed: run!.feed, person: applied.person, outcome });
       }
       return rejected;
     },
