@@ -437,10 +437,16 @@ T('a replay finds what the feed applied before matching anyone: records matched 
   const old = today - FEED_REPLAY_DAYS - 1;
   for (let i = 0; i < 300; i++) insert.run(old - (i % 3), Buffer.from(`old-${i}`), old);
   insert.run(old, Buffer.from('kept'), today - 2); // observed then, applied two days ago
+  // applied "later than today" (this machine's clock while it was ahead): observed in the past, and ahead
+  for (const [observed, key] of [[old, 'ahead-old'], [today - 1, 'ahead-recent'], [today + 300, 'ahead-future']] as const) insert.run(observed, Buffer.from(key), today + 300);
+  insert.run(today + 1, Buffer.from('tomorrow'), today); // observed at the one-day limit, applied today
   const backfillDay = Math.floor(Date.parse(longAgo(1)) / 86_400_000);
   assert.ok((remembered.get(backfillDay) as number) > 0);
   assert.ok(await t.rt.scheduler.runNow('feed-replays-prune'));
   assert.equal([remembered.get(old), remembered.get(old - 1), remembered.get(old - 2)], [1, 0, 0], 'only the row applied within the window is left of those days');
+  const keys = (observed: number) => (db.prepare('SELECT key FROM feed_records_applied WHERE observed_day = ?').pluck().all(observed) as Buffer[]).map(String);
+  assert.equal([keys(today + 300), keys(today + 1)], [[], ['tomorrow']], 'rows applied ahead of the clock go, in the future range too');
+  assert.ok(keys(today - 1).includes('ahead-recent'), 'a row observed lately is walked once its day is old (and then goes)');
   assert.ok((remembered.get(backfillDay) as number) > 0, 'the backfill applied today stays');
   assert.ok((remembered.get(today - 2) as number) > 0, 'the window stays');
   assert.match(createReplaysRepo(t.rt.db).explainPruneWalk().join(' | '), /SEARCH feed_records_applied USING PRIMARY KEY \(\(observed_day,key\)>\(\?,\?\)/);
@@ -741,6 +747,29 @@ T('a clock that was ahead does not freeze people: once it is set right, their ne
     const older = await feedAndWait(ahead, token, ndjson({ linkedin: 'linkedin.com/in/uma-ahead', name: 'Uma Ahead', company: 'Old Co', observedAt: new Date(rightNow - 86_400_000).toISOString() }));
     assert.equal([older.stale, older.jobChanges], [1, 0]);
     assert.is((await uma()).company, 'Fourth Co');
+
+    // a time ahead is taken as a day ago, not as no time: an old record never rolls a person back
+    // (a reviewer's cases) — after the clock a year ahead, and after a provider's time at the
+    // one-day limit with the clock stepped back since
+    const vic = (company: string, observedAt?: number) => ndjson({ linkedin: 'linkedin.com/in/vic-ahead', name: 'Vic Ahead', company, ...(observedAt === undefined ? {} : { observedAt: new Date(observedAt).toISOString() }) });
+    const pat = (company: string, observedAt: number) => ndjson({ linkedin: 'linkedin.com/in/pat-skew', name: 'Pat Skew', company, observedAt: new Date(observedAt).toISOString() });
+    const t0 = clock.now();
+    await feedAndWait(ahead, token, pat('Pat Old Co', t0 - 5 * 86_400_000));
+    assert.is((await feedAndWait(ahead, token, pat('Pat New Co', t0 + 23 * 3_600_000))).personsUpdated, 1, 'within the one-day skew');
+    clock.set(t0 + 365 * 86_400_000);
+    token = (await signInRoot(ahead)).accessToken;
+    await feedAndWait(ahead, token, vic('Vic Co'));
+    clock.set(t0 - 2 * 3_600_000); // set right, and two hours back for Pat's time
+    token = (await signInRoot(ahead)).accessToken;
+    for (const body of [vic('Ancient Co', Date.parse('2019-01-01')), pat('Pat Old Co', t0 - 3 * 86_400_000)]) {
+      const old = await feedAndWait(ahead, token, body);
+      assert.equal([old.stale, old.jobChanges, old.personsUpdated], [1, 0, 0], body);
+    }
+    // a record without observedAt that says what is known sets a time ahead right: `now`
+    const confirmed = await feedAndWait(ahead, token, vic('Vic Co'));
+    assert.equal([confirmed.personsUpdated, confirmed.jobChanges, confirmed.infoChanges], [1, 0, 0]);
+    const halfDay = await feedAndWait(ahead, token, vic('Half Day Co', clock.now() - 12 * 3_600_000));
+    assert.equal([halfDay.stale, halfDay.jobChanges], [1, 0], 'older than the time set right');
   } finally {
     await ahead.close();
   }

@@ -105,7 +105,10 @@ export async function betweenChunks(db: Db): Promise<void> {
 /** Rows in the first chunk of a chunked delete, until their cost is measured. */
 export const FIRST_DELETE_CHUNK = 100;
 
-/** Deletes up to `n` rows of one kind, inside a chunk's transaction; returns how many went. */
+/**
+ * Deletes up to `n` rows of one kind, inside a chunk's transaction; returns how many went — or, for
+ * a step that walks rows to find those to delete, how many it walked (0: nothing left to walk).
+ */
 export type DeleteStep = (n: number) => number;
 
 export interface ChunkedDeleteOptions {

@@ -70,7 +70,8 @@ export function createTrackingModule(d: {
       s.onStart('daily-change-sets', (ctl) => dailySets.catchUp(ctl));
       // with the other retention work (webhook-prune 00:20, identity-prune 03:40, jobs-prune 03:50)
       s.every('30 3 * * *', 'feed-replays-prune', async (ctl) => {
-        const prune = repos.replays.pruner(Math.floor(d.clock.now() / 86_400_000) - FEED_REPLAY_DAYS);
+        const today = Math.floor(d.clock.now() / 86_400_000);
+        const prune = repos.replays.pruner(today - FEED_REPLAY_DAYS, today);
         await deleteInChunks(d.db, [prune.step], { stopping: () => ctl.stopping });
         if (prune.deleted()) d.log.info({ removed: prune.deleted() }, 'records of old feeds forgotten');
       });

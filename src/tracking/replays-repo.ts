@@ -59,23 +59,36 @@ export function createReplaysRepo(db: Db) {
       q.insert.run(day, key, a.appliedDay, a.feed, a.person, REPLAY_OUTCOMES.indexOf(a.outcome));
     },
     /**
-     * The nightly prune of the records applied before `day`, as a step of jobs/chunk-pacing.ts
-     * deleteInChunks: each call walks up to `n` rows in key order from where the last one stopped,
-     * deletes those applied before `day`, and returns how many it walked (0: done); `deleted`
-     * counts what went. Only rows observed up to the day after `day` can be old enough (none is
-     * observed more than a day after it was applied: OBSERVED_AT_SKEW_MS), and the ones kept among
-     * them (a backfill, observed long ago and applied lately) are walked once a night, not again for
-     * every chunk.
+     * The nightly prune, as a step of jobs/chunk-pacing.ts deleteInChunks: the records applied
+     * before `day` go, and those applied after `today` (by this machine's clock while it was ahead;
+     * kept, they would stay until the real time got past them). Each call walks up to `n` rows in
+     * key order from where the last one stopped, deletes those, and returns how many it walked (0:
+     * done); `deleted` counts what went. Only two ranges can hold such rows, as a record is observed
+     * at most a day after it is applied (OBSERVED_AT_SKEW_MS): observed up to the day after `day`,
+     * and observed after the day after `today`. The ones kept there (a backfill, observed long ago
+     * and applied lately) are walked once a night, not again for every chunk.
      */
-    pruner(day: number): { step: (n: number) => number; deleted: () => number } {
-      let from: { day: number; key: Buffer } = { day: Number.MIN_SAFE_INTEGER, key: Buffer.alloc(0) };
+    pruner(day: number, today: number): { step: (n: number) => number; deleted: () => number } {
+      const ranges = [
+        { from: Number.MIN_SAFE_INTEGER, upTo: day + 1 },
+        { from: today + 2, upTo: Number.MAX_SAFE_INTEGER },
+      ];
+      let range = 0;
+      let from: { day: number; key: Buffer } = { day: ranges[0]!.from, key: Buffer.alloc(0) };
       let deleted = 0;
       return {
         step: (n) => {
-          const rows = q.applied.all(from.day, from.key, day + 1, n);
-          for (const r of rows) if (r.applied_day < day) deleted += q.delete.run(r.observed_day, r.key).changes;
-          if (rows.length) from = { day: rows.at(-1)!.observed_day, key: rows.at(-1)!.key };
-          return rows.length;
+          while (range < ranges.length) {
+            const rows = q.applied.all(from.day, from.key, ranges[range]!.upTo, n);
+            if (rows.length) {
+              for (const r of rows) if (r.applied_day < day || r.applied_day > today) deleted += q.delete.run(r.observed_day, r.key).changes;
+              from = { day: rows.at(-1)!.observed_day, key: rows.at(-1)!.key };
+              return rows.length;
+            }
+            range++;
+            if (range < ranges.length) from = { day: ranges[range]!.from, key: Buffer.alloc(0) };
+          }
+          return 0;
         },
         deleted: () => deleted,
       };

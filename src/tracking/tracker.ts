@@ -63,12 +63,15 @@ const recordTime = (r: FeedRecord, now: number): ExactTime => (r.observedAt === 
 const personTime = (p: Person): ExactTime => ({ ms: p.observedAt, nsBefore: p.observedNsBefore });
 /**
  * When a person was last observed, as a record is compared with it: a time further ahead of `now`
- * than any observedAt may be (OBSERVED_AT_SKEW_MS) came from this machine's clock while it was
- * ahead — a record without observedAt is observed "now" — and is taken as no time at all, so that
- * the next record is newer. Else, the clock set right, every record about the person was stale
- * until the real time got there: a clock a year ahead once froze them for a year.
+ * than an observedAt may be when it arrives (OBSERVED_AT_SKEW_MS) is from this machine's clock
+ * while it was ahead (a record without observedAt is observed "now"), or a provider's time at that
+ * limit with this clock stepped back since. It is taken as a day before `now`: records of the last
+ * day are newer, older ones stay stale. Else, the clock set right, every record about the person
+ * was stale until the real time got there (a clock a year ahead froze them for a year); and as no
+ * time at all, any old record rolled them back (a reviewer's case).
  */
-const knownTime = (t: ExactTime, now: number): ExactTime => (t.ms > now + OBSERVED_AT_SKEW_MS ? { ms: -Infinity, nsBefore: null } : t);
+const isAhead = (ms: number, now: number): boolean => ms > now + OBSERVED_AT_SKEW_MS;
+const knownTime = (t: ExactTime, now: number): ExactTime => (isAhead(t.ms, now) ? { ms: now - OBSERVED_AT_SKEW_MS, nsBefore: null } : t);
 
 /**
  * The most record digests a person keeps (Person.seenRecords, 8 bytes each): past it, the oldest are
@@ -398,8 +401,11 @@ export function createTracker(d: TrackerDeps) {
     };
     let p: Person;
     if (existing) {
-      // a replay: nothing to write (a record without observedAt does not refresh the time alone)
-      if (replay || samePerson(existing, r.observedAt === undefined ? { ...person, observedAt: existing.observedAt, observedNsBefore: existing.observedNsBefore } : person)) {
+      // a replay: nothing to write; nor for a record without observedAt that says what is known (it
+      // does not refresh the time alone) — unless the person's time is ahead of the clock: it is set
+      // right, to `now`
+      const keepsTime = r.observedAt === undefined && !isAhead(existing.observedAt, now);
+      if (replay || samePerson(existing, keepsTime ? { ...person, observedAt: existing.observedAt, observedNsBefore: existing.observedNsBefore } : person)) {
         p = existing;
         if (atKnownTime && !replay) d.people.setSeenRecords(existing.seq, withSeen(existing.seenRecords, digest));
       } else {
