@@ -510,10 +510,11 @@ export function createTracker(d: TrackerDeps) {
      * Applies one feed record (applyFresh), unless an earlier feed applied it already: a record
      * that says what it said then, observed at the same time, is a replay — counted as it was then
      * (stale when its person has been observed later since, repeated when this feed listed them
-     * before), its person listed as then, nothing applied. Told apart before any matching, which depends on whom the feed had stored before the
-     * record: its replay could find another person, one the same feed made after it (SPEC §5:
-     * replays add nothing; tracking.md, Replays). `run`: the feed job's run (FeedRun); a record
-     * listed again by its own feed is applyFresh's (`repeated`).
+     * before), its person listed as then, nothing applied. Told apart before any matching, which
+     * depends on whom the feed had stored before the record: its replay could find another
+     * person, one the same feed made after it (SPEC §5: replays add nothing; tracking.md, Replays
+     * are found before matching). `run`: the feed job's run (FeedRun); a record listed again by
+     * its own feed is applyFresh's (`repeated`).
      */
     applyRecord(record: FeedRecord, counts: TrackingCounts, listing?: FeedListing, run?: FeedRun): string | undefined {
       const says = recordSays(record);
