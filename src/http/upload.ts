@@ -209,10 +209,11 @@ export async function receiveBodyToFile(ctx: Koa.Context, path: string, maxBytes
     await pipeline(ctx.req, limit, createWriteStream(path, { mode: 0o600 }));
   } catch (err) {
     rmSync(path, { force: true });
-    if (err instanceof Error && (err as { status?: number }).status === 413) {
-      ctx.set('Connection', 'close');
-      ctx.req.resume();
-    }
+    // whatever stopped it (too large, a full disk), the body was not read to its end: the
+    // connection closes after the answer. Kept open, a keep-alive client's next request on it
+    // could hang behind the rest of this body (a full-disk test's /readyz did, now and then).
+    ctx.set('Connection', 'close');
+    if (!ctx.req.destroyed) ctx.req.resume();
     if (isStorageFullError(err)) space?.refused(dirname(path));
     throw err;
   }
