@@ -12,8 +12,8 @@ import { createSettingsRepo } from '../src/storage/settings-repo.ts';
 import { openGzipFile } from '../src/tracking/daily-sets.ts';
 import { FeedListing } from '../src/tracking/feed-listing.ts';
 import type { FeedRecord } from '../src/tracking/model.ts';
-import { FEED_REPLAY_DAYS, recordDigest } from '../src/tracking/tracker.ts';
-import { createReplaysRepo } from '../src/tracking/replays-repo.ts';
+import { recordDigest } from '../src/tracking/tracker.ts';
+import { createReplaysRepo, FEED_REPLAY_DAYS } from '../src/tracking/replays-repo.ts';
 import { createPeopleRepo } from '../src/tracking/people-repo.ts';
 import { INBOX_TASK, inboxName } from '../src/tracking/feed-files.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
@@ -30,6 +30,8 @@ async function ledgerWith(t: TestApp, w: World, name: string, contacts: Record<s
   return { ledgerId, path: ledgerPath(w.orgId, ledgerId) };
 }
 const ndjson = (...records: unknown[]) => `${records.map((r) => JSON.stringify(r)).join('\n')}\n`;
+/** The date (YYYY-MM-DD) `n` days before the app's clock: observation times that stay recent whenever the suite runs. */
+const daysAgo = (t: TestApp, n: number) => new Date(t.clock.now() - n * 86_400_000).toISOString().slice(0, 10);
 
 const N = suite('normalization');
 N('company names match across case, punctuation, accents and legal suffixes', () => {
@@ -362,7 +364,7 @@ T('replaying the same feed adds nothing; an older observation does not roll a pe
 T('a replay finds what the feed applied before matching anyone: records matched by a key a later record moved, or by a name a later record shared, add nothing (SPEC §5)', async ({ t, w }) => {
   // found by a property test of random small feeds, each replayed: matching depends on whom the feed
   // had stored before a record, and a replay found people the same feed made after it
-  const day = (n: number) => new Date(t.clock.now() - n * 86_400_000).toISOString().slice(0, 10);
+  const day = (n: number) => daysAgo(t, n);
   const { path } = await ledgerWith(t, w, 'replays by record', [
     { name: 'Ann Quill', company: 'Quillco', referenceId: 'aq1', email: 'ann@quill.test' },
     { name: 'Ann Quill', company: 'Quillco', referenceId: 'aq2', email: 'ann@quill.test' },
@@ -453,7 +455,7 @@ T('a replay finds what the feed applied before matching anyone: records matched 
 });
 
 T('a person merged away leaves their seq unused: a replay of a record applied to them never lists a person made after (a reviewer\'s case: that person\'s correction was dropped as a second listing)', async ({ t, w }) => {
-  const day = (n: number) => new Date(t.clock.now() - n * 86_400_000).toISOString().slice(0, 10);
+  const day = (n: number) => daysAgo(t, n);
   const db = t.rt.db.raw;
   const byProfile = { name: 'Tia Twin', company: 'TwinCo', linkedin: 'linkedin.com/in/tia-twin', observedAt: day(3) };
   const byAddress = { name: 'Tia Twin', company: 'TwinCo', email: 'tia@twin.test', observedAt: day(3) };
@@ -480,7 +482,7 @@ T('property: random small feeds of people sharing names, companies, addresses, p
   let seed = 20261130;
   const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
   const pick = <T,>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)]!;
-  const day = (n: number) => new Date(t.clock.now() - n * 86_400_000).toISOString().slice(0, 10);
+  const day = (n: number) => daysAgo(t, n);
   const contacts: Record<string, unknown>[] = [];
   const records: Record<string, unknown>[] = [];
   for (let g = 0; g < 80; g++) {

@@ -94,9 +94,8 @@ export function pageOf<T, O>(key: string, page: { items: T[]; nextCursor: string
 /** A time in an answer: UTC ISO 8601 with milliseconds and a Z, as isoZ writes it (SPEC §2). */
 export const isoTime = z.iso.datetime({ precision: 3 }).meta({ description: 'UTC, ISO 8601 with milliseconds and Z (2026-11-22T10:32:00.123Z)' });
 
-/** An id with its type prefix (SPEC §2: `c_…`, `l_…`). */
 /**
- * An id of a kind (`wh_…`). A pattern, not zod's startsWith, whose JSON Schema carries
+ * An id with its type prefix (SPEC §2: `c_…`, `l_…`). A pattern, not zod's startsWith, whose JSON Schema carries
  * `"format": "starts_with"` — no format of JSON Schema, which OpenAPI code generators trip on (a
  * tester's case).
  */

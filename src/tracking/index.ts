@@ -19,9 +19,9 @@ import { FEED_JOB } from './feed-runner.ts';
 import { createFeedService } from './feed-service.ts';
 import { createFeedsRepo } from './feeds-repo.ts';
 import { createPeopleRepo } from './people-repo.ts';
-import { createReplaysRepo } from './replays-repo.ts';
+import { createReplaysRepo, utcDay } from './replays-repo.ts';
 import { createTrackedContactsRepo } from './tracked-contacts-repo.ts';
-import { createTracker, FEED_REPLAY_DAYS, type ChangeListener } from './tracker.ts';
+import { createTracker, type ChangeListener } from './tracker.ts';
 
 export type TrackingModule = ReturnType<typeof createTrackingModule>;
 
@@ -70,8 +70,7 @@ export function createTrackingModule(d: {
       s.onStart('daily-change-sets', (ctl) => dailySets.catchUp(ctl));
       // with the other retention work (webhook-prune 00:20, identity-prune 03:40, jobs-prune 03:50)
       s.every('30 3 * * *', 'feed-replays-prune', async (ctl) => {
-        const today = Math.floor(d.clock.now() / 86_400_000);
-        const prune = repos.replays.pruner(today - FEED_REPLAY_DAYS, today);
+        const prune = repos.replays.pruner(utcDay(d.clock.now()));
         await deleteInChunks(d.db, [prune.step], { stopping: () => ctl.stopping });
         if (prune.deleted()) d.log.info({ removed: prune.deleted() }, 'records of old feeds forgotten');
       });

@@ -5,9 +5,18 @@ import type { Db } from '../storage/db.ts';
 export const REPLAY_OUTCOMES = ['applied', 'stale', 'repeated'] as const;
 export type ReplayOutcome = (typeof REPLAY_OUTCOMES)[number];
 
-/** A record a feed applied (migration 0043): when, which feed, to whom, and how it was counted. */
+/**
+ * How many days feeds remember the records they applied, from the day they applied them: a replay
+ * after that is told by the person it matches, as before migration 0043 (tracking.md, Replays are
+ * found before matching).
+ */
+export const FEED_REPLAY_DAYS = 31;
+
+/** The UTC day of a time, as the store counts days (observed_day, applied_day). */
+export const utcDay = (ms: number): number => Math.floor(ms / 86_400_000);
+
+/** A record a feed applied (migration 0043): which feed, to whom, and how it was counted. */
 export interface AppliedRecord {
-  appliedDay: number;
   feed: number;
   person: number | null;
   outcome: ReplayOutcome;
@@ -33,9 +42,7 @@ export type ReplaysRepo = ReturnType<typeof createReplaysRepo>;
 export function createReplaysRepo(db: Db) {
   const q = {
     anyOfDay: db.raw.prepare<[number], number>('SELECT EXISTS (SELECT 1 FROM feed_records_applied WHERE observed_day = ?)').pluck(),
-    find: db.raw.prepare<[number, Buffer], { applied_day: number; feed: number; person: number | null; outcome: number }>(
-      'SELECT applied_day, feed, person, outcome FROM feed_records_applied WHERE observed_day = ? AND key = ?',
-    ),
+    find: db.raw.prepare<[number, Buffer], { feed: number; person: number | null; outcome: number }>('SELECT feed, person, outcome FROM feed_records_applied WHERE observed_day = ? AND key = ?'),
     insert: db.raw.prepare<[number, Buffer, number, number, number | null, number]>(
       'INSERT OR IGNORE INTO feed_records_applied (observed_day, key, applied_day, feed, person, outcome) VALUES (?, ?, ?, ?, ?, ?)',
     ),
@@ -52,15 +59,15 @@ export function createReplaysRepo(db: Db) {
     hasDay: (day: number): boolean => q.anyOfDay.get(day) === 1,
     findApplied(day: number, key: Buffer): AppliedRecord | undefined {
       const r = q.find.get(day, key);
-      return r && { appliedDay: r.applied_day, feed: r.feed, person: r.person, outcome: REPLAY_OUTCOMES[r.outcome]! };
+      return r && { feed: r.feed, person: r.person, outcome: REPLAY_OUTCOMES[r.outcome]! };
     },
-    /** Records the first application of a record; one already recorded stays as it was. */
-    recordApplied(day: number, key: Buffer, a: AppliedRecord): void {
-      q.insert.run(day, key, a.appliedDay, a.feed, a.person, REPLAY_OUTCOMES.indexOf(a.outcome));
+    /** Records the first application of a record, on `appliedDay`; one already recorded stays as it was. */
+    recordApplied(day: number, key: Buffer, appliedDay: number, a: AppliedRecord): void {
+      q.insert.run(day, key, appliedDay, a.feed, a.person, REPLAY_OUTCOMES.indexOf(a.outcome));
     },
     /**
      * The nightly prune, as a step of jobs/chunk-pacing.ts deleteInChunks: the records applied
-     * before `day` go, and those applied after `today` (by this machine's clock while it was ahead;
+     * FEED_REPLAY_DAYS before `today` or earlier (before `day`) go, and those applied after `today` (by this machine's clock while it was ahead;
      * kept, they would stay until the real time got past them). Each call walks up to `n` rows in
      * key order from where the last one stopped, deletes those, and returns how many it walked (0:
      * done); `deleted` counts what went. Only two ranges can hold such rows, as a record is observed
@@ -68,7 +75,8 @@ export function createReplaysRepo(db: Db) {
      * and observed after the day after `today`. The ones kept there (a backfill, observed long ago
      * and applied lately) are walked once a night, not again for every chunk.
      */
-    pruner(day: number, today: number): { step: (n: number) => number; deleted: () => number } {
+    pruner(today: number): { step: (n: number) => number; deleted: () => number } {
+      const day = today - FEED_REPLAY_DAYS;
       const ranges = [
         { from: Number.MIN_SAFE_INTEGER, upTo: day + 1 },
         { from: today + 2, upTo: Number.MAX_SAFE_INTEGER },

@@ -9,7 +9,7 @@ import type { FeedListing } from './feed-listing.ts';
 import { OBSERVED_AT_SKEW_MS } from './feed-input.ts';
 import { INFO_FIELDS, zeroCounts, type Change, type FeedRecord, type Person, type TrackingCounts } from './model.ts';
 import type { PeopleRepo } from './people-repo.ts';
-import type { FeedRun, ReplaysRepo } from './replays-repo.ts';
+import { utcDay, type FeedRun, type ReplaysRepo } from './replays-repo.ts';
 import type { MatchedBy, TrackedContact, TrackedContactsRepo, TrackedFields } from './tracked-contacts-repo.ts';
 
 /** Called for every change, inside the transaction that records it (the webhook outbox). */
@@ -102,21 +102,13 @@ function recordSays(r: FeedRecord): string {
 }
 
 /**
- * How many days feeds remember the records they applied (ReplaysRepo), from the day they applied
- * them: a replay after that is told by the person it matches, as before migration 0043 (tracking.md,
- * Replays are found before matching).
- */
-export const FEED_REPLAY_DAYS = 31;
-const DAY_MS = 86_400_000;
-
-/**
  * Where a record with an observation time is remembered once a feed applied it: that time's UTC
  * day, and 12 bytes of what the record says at that time to the nanosecond. Undefined for a record
  * without observedAt (observed "now": never a replay).
  */
 function replayKey(r: FeedRecord, says: string): { day: number; key: Buffer } | undefined {
   if (r.observedAt === undefined) return undefined;
-  return { day: Math.floor(r.observedAt / DAY_MS), key: hash('sha256', `${says}@${r.observedAt}-${r.observedNsBefore ?? 0}`, 'buffer').subarray(0, 12) };
+  return { day: utcDay(r.observedAt), key: hash('sha256', `${says}@${r.observedAt}-${r.observedNsBefore ?? 0}`, 'buffer').subarray(0, 12) };
 }
 
 function hasSeen(seen: Buffer | null, digest: Buffer): boolean {
@@ -536,7 +528,7 @@ export function createTracker(d: TrackerDeps) {
       const rejected = applyFresh(record, says, counts, listing, applied);
       if (at && !first && rejected === undefined) {
         const outcome = counts.stale > before.stale ? 'stale' : counts.repeated > before.repeated ? 'repeated' : 'applied';
-        d.replays.recordApplied(at.day, at.key, { appliedDay: Math.floor(d.clock.now() / DAY_MS), feed: run!.feed, person: applied.person, outcome });
+        d.replays.recordApplied(at.day, at.key, utcDay(d.clock.now()), { feed: run!.feed, person: applied.person, outcome });
       }
       return rejected;
     },
