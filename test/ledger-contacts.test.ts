@@ -1,7 +1,9 @@
 // Ledgers and contacts through the API: CRUD, batch imports with validation and duplicates,
 // every list filter and sort, keyset paging edges, view=count, deletes, and SQL-injection
 // attempts on sort/filter/paging (RELIABILITY.md I5, I6).
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
@@ -9,6 +11,7 @@ import type { ManualClock } from '../src/clock.ts';
 import { FIRST_DELETE_CHUNK } from '../src/jobs/chunk-pacing.ts';
 import { FOLDS_TO_ASCII, foldForContains, nameKeyPattern } from '../src/ledger/contacts-list-repo.ts';
 import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
+import { backupTo } from '../src/storage/backup.ts';
 import { nameKey } from '../src/normalize.ts';
 import type { Db } from '../src/storage/db.ts';
 import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, uploadCsv, until, waitForImport, type TestApp, type World } from './helpers.ts';
@@ -728,6 +731,26 @@ A('delete one contact and bulk delete; counts stay exact; ids of other ledgers a
   assert.is((await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?view=count`, { token: w.tokens.viewer })).body.count, after, 'nothing deleted by either');
   expectStatus(await t.call('POST', `${ledgerPath(w.orgId, 'l_00000000000000000000000000')}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [] } }), 404);
   expectStatus(await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { ids: ['x'] } }), 422);
+});
+
+A('a deleted contact is not left readable in the database file nor in a backup taken afterwards (secure_delete; an erasure request)', async ({ t, w, ledgerId }) => {
+  const mark = randomBytes(6).toString('hex');
+  const one = { name: `Erasure One ${mark}`, company: `Forgetting ${mark} Inc`, email: `one.${mark}@erasure.test`, linkedin: `https://www.linkedin.com/in/erasure-one-${mark}`, referenceId: `ref-one-${mark}` };
+  const two = { name: `Erasure Two ${mark}`, company: 'Initech', email: `two.${mark}@erasure.test` };
+  await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [one, two, { name: 'Stays', company: `Kept ${mark}` }]);
+  const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
+  const idOf = async (name: string) => (await t.call('GET', `${path}?name=${encodeURIComponent(name)}`, { token: w.tokens.viewer })).body.contacts[0].id as string;
+  expectStatus(await t.call('DELETE', `${path}/${await idOf(one.name)}`, { token: w.tokens.editor }), 204);
+  expectStatus(await t.call('POST', `${path}/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [await idOf(two.name)] } }), 200);
+  const raw = t.rt.db.raw;
+  raw.pragma('wal_checkpoint(TRUNCATE)');
+  const backup = join(t.dataDir, `erasure-${mark}.db`);
+  await backupTo(raw, backup);
+  for (const file of [join(t.dataDir, 'contact-ledger.db'), backup]) {
+    const bytes = readFileSync(file).toString('latin1');
+    assert.ok(bytes.includes(`Kept ${mark}`), `${file}: the contact kept is there (the search works)`);
+    for (const value of [one.email, one.linkedin, one.referenceId, one.company, two.name, two.email]) assert.not.ok(bytes.includes(value), `${file} still holds ${value}`);
+  }
 });
 
 A.run();

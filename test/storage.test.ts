@@ -33,7 +33,7 @@ S('a fresh database and a reopened one both run WAL, synchronous=FULL, foreign k
   assert.is(statSync(file).mode & 0o777, 0o600, 'the database file is private to its owner');
 });
 
-S('the self-check refuses a connection whose settings did not take (D1): a journal that cannot be WAL, synchronous, foreign keys', () => {
+S('the self-check refuses a connection whose settings did not take (D1): a journal that cannot be WAL, synchronous, foreign keys, secure delete', () => {
   assert.throws(() => openDb(':memory:'), (e: Error) => e instanceof StartupError && /journal_mode is memory, expected wal/.test(e.message));
   const raw = new Database(join(tempDir(), 'y.db'));
   try {
@@ -48,6 +48,8 @@ S('the self-check refuses a connection whose settings did not take (D1): a journ
     raw.pragma('journal_mode = DELETE');
     assert.throws(() => verifySettings(raw, 'y.db', false), (e: Error) => e instanceof StartupError && /journal_mode is delete, expected wal/.test(e.message));
     raw.pragma('journal_mode = WAL');
+    assert.throws(() => verifySettings(raw, 'y.db', false), (e: Error) => e instanceof StartupError && /secure_delete is 0, expected 1/.test(e.message));
+    raw.pragma('secure_delete = ON');
     verifySettings(raw, 'y.db', false); // all as openDb sets them: no error
   } finally {
     raw.close();

@@ -310,6 +310,11 @@ export function openDb(file: string, opts: OpenOptions = {}): Db {
     // default differs between a fresh file and a reopened WAL file (RELIABILITY.md M3).
     raw.pragma('synchronous = FULL');
     raw.pragma('foreign_keys = ON');
+    // Deleted rows are overwritten with zeros, also on the pages that become free: a deleted
+    // contact (an erasure request) is not left readable in the file, nor in the backups, which
+    // copy every page (docs/operations.md, Erasure requests). As Android, Chromium and Firefox
+    // set it; it costs writes only where pages are freed (a purge), measured in docs/benchmarks.md.
+    raw.pragma('secure_delete = ON');
     raw.pragma(`cache_size = -${Math.floor(opts.cacheKiB ?? 65_536)}`); // 64 MiB page cache unless asked otherwise
     raw.pragma('temp_store = MEMORY');
     raw.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`); // truncate the -wal back to 64 MiB after checkpoints
@@ -340,6 +345,7 @@ export function verifySettings(raw: Database.Database, file: string, readonly: b
   const checks: [string, unknown, unknown][] = [
     ['synchronous', raw.pragma('synchronous', { simple: true }), 2],
     ['foreign_keys', raw.pragma('foreign_keys', { simple: true }), 1],
+    ['secure_delete', raw.pragma('secure_delete', { simple: true }), 1],
   ];
   if (!readonly) checks.push(['journal_mode', raw.pragma('journal_mode', { simple: true }), 'wal']);
   for (const [name, got, want] of checks) {
