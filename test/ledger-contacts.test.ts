@@ -717,6 +717,10 @@ A('delete one contact and bulk delete; counts stay exact; ids of other ledgers a
   const bulk = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [page[1].id, page[2].id, page[2].id, keep, 'c_nope'] } });
   expectStatus(bulk, 200);
   assert.equal(bulk.body, { countRowsDeleted: 2 });
+  // the audit log names the contacts deleted, as a single delete's entry does (which contacts an erasure removed)
+  const audit = await t.call('GET', `${ID}/orgs/${w.orgId}/audit?limit=5`, { token: w.tokens.admin });
+  const entry = audit.body.events.find((e: any) => e.action === 'contacts.deleted');
+  assert.equal(entry.data, { requested: 5, deleted: 2, contactIds: [page[1].id, page[2].id] });
   const after = (await t.call('GET', ledgerPath(w.orgId, ledgerId), { token: w.tokens.viewer })).body.contactCount;
   assert.is(after, before - 3);
   const counted = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?view=count`, { token: w.tokens.viewer });

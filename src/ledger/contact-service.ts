@@ -191,10 +191,11 @@ export function createContactService(d: ContactServiceDeps) {
       return d.db.tx(() => {
         requireLedger(orgId, ledgerId);
         if (!contactIds.length) return 0;
-        let n = 0;
-        for (const id of new Set(contactIds)) if (deleteContact(ledgerId, id)) n++;
+        const deleted = [...new Set(contactIds)].filter((id) => deleteContact(ledgerId, id));
+        const n = deleted.length;
         if (n) d.ledgers.addContactCount(ledgerId, -n);
-        d.audit.record(by, { orgId, action: 'contacts.deleted', target: { type: 'ledger', id: ledgerId }, data: { requested: contactIds.length, deleted: n } });
+        // the ids deleted, as one delete's entry names its contact: which contacts an erasure removed can be shown
+        d.audit.record(by, { orgId, action: 'contacts.deleted', target: { type: 'ledger', id: ledgerId }, data: { requested: contactIds.length, deleted: n, contactIds: deleted } });
         return n;
       });
     },
