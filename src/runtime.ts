@@ -115,7 +115,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     const orgOwners: OrgDataOwner[] = [identity.orgData];
     const referrers: LedgerReferrer[] = [];
     ledger = createLedgerModule({ db, reader, clock, log, config, cursors, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, orgOwners, referrers, metrics, runImport: bulk.run });
-    tracking = createTrackingModule({ db, clock, log, config, cursors, queue, ledger, kick, metrics, runFeed: bulk.run });
+    tracking = createTrackingModule({ db, clock, log, config, cursors, queue, ledger, kick, metrics, audit: identity.audit, runFeed: bulk.run });
     owners.push(tracking.ledgerData);
     webhooks = createWebhooksModule({ db, clock, log, config, cursors, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics, queue, kick });
     orgOwners.push(webhooks.orgData);

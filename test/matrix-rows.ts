@@ -321,6 +321,8 @@ export const MATRIX: Record<string, Row> = {
   },
   'GET /api/ledger/v1/feed': { need: 'feed', ok: 200, request: async () => ({ path: '/api/ledger/v1/feed' }) },
   'GET /api/ledger/v1/feed/:feedId': { need: 'feed', ok: 200, request: async ({ t, w }) => ({ path: `/api/ledger/v1/feed/${await feedFixture(t, w)}` }) },
+  'GET /api/ledger/v1/people': { need: 'superuser', ok: 200, request: async () => ({ path: '/api/ledger/v1/people?email=nobody@people.test' }) },
+  'DELETE /api/ledger/v1/people': { need: 'superuser', ok: 200, request: async () => ({ path: `/api/ledger/v1/people?email=${uniq()}@people.test` }) },
   'GET /api/ledger/v1/feed/:feedId/errors': { need: 'feed', ok: 200, request: async ({ t, w }) => ({ path: `/api/ledger/v1/feed/${await feedFixture(t, w)}/errors` }) },
   'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/:contactId/changes': {
     need: 'viewer', ok: 200,

@@ -17,7 +17,7 @@ import { createReplaysRepo, FEED_REPLAY_DAYS } from '../src/tracking/replays-rep
 import { createPeopleRepo } from '../src/tracking/people-repo.ts';
 import { INBOX_TASK, inboxName } from '../src/tracking/feed-files.ts';
 import { createDailySetsRepo } from '../src/tracking/daily-sets-repo.ts';
-import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, LEDGER, ledgerPath, listAll, PASSWORD, seedWorld, signIn, signInRoot, startApp, tempDir, until, type Response, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, feedAndWait, holdBulkJobs, ID, LEDGER, ledgerPath, listAll, PASSWORD, seedWorld, signIn, signInRoot, startApp, tempDir, until, type Response, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 const FEED = `${LEDGER}/feed`;
@@ -2030,6 +2030,65 @@ T('feed access and request errors', async ({ t, w }) => {
   const plan = t.rt.tracking.repos.feeds.explainFeedsAfter().join(' | ');
   assert.match(plan, /USING INDEX feed_jobs_by_created \(\(created_at,id\)<\(\?,\?\)\)/, plan);
   assert.not.match(plan, /TEMP B-TREE/, plan);
+});
+
+T('a person can be looked up and forgotten (access and erasure requests): gone from the store, their contacts unmatched, nothing brought back by a re-import or a replayed feed', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'erasure', [
+    { name: 'Eve Ray', company: 'Umbrella', title: 'Analyst', linkedin: 'linkedin.com/in/eve-ray-erasure', referenceId: 'eve' },
+    { name: 'Gus Fay', company: 'Soylent', email: 'gus@soylent.test', referenceId: 'gus' },
+    { name: 'Hal Kay', company: 'Tyrell', linkedin: 'linkedin.com/in/hal-kay-erasure', referenceId: 'hal' },
+  ]);
+  const day = daysAgo(t, 1);
+  const records = ndjson(
+    { linkedin: 'https://www.linkedin.com/in/eve-ray-erasure', name: 'Eve Ray', company: 'Umbrella', title: 'Head of Analytics', location: 'Oslo', email: 'eve.private@mail.test', observedAt: day },
+    { email: 'gus@soylent.test', name: 'Gus Fay', company: 'Soylent', title: 'Chef', observedAt: day },
+    { linkedin: 'https://www.linkedin.com/in/hal-kay-erasure', name: 'Hal Kay', company: 'Tyrell', title: 'Engineer', observedAt: day },
+  );
+  const first = await feed(t, w.root, records);
+  assert.is(first.contactsMatched, 3);
+  const people = (q: string) => t.call('GET', `${LEDGER}/people?${q}`, { token: w.root });
+
+  // what the store holds, for a superuser only; a request names the person
+  const eve = await people('linkedin=' + encodeURIComponent('linkedin.com/in/Eve-Ray-Erasure/'));
+  expectStatus(eve, 200);
+  assert.equal(eve.body.people.map((p: any) => [p.linkedin, p.email, p.title, p.location, p.contactsMatched]), [['https://www.linkedin.com/in/eve-ray-erasure', 'eve.private@mail.test', 'Head of Analytics', 'Oslo', 1]]);
+  assert.equal((await people('email=EVE.private@mail.test')).body.people.length, 1, 'by address, in any case');
+  assert.equal((await people('name=eve%20ray&company=Umbrella%20Inc.')).body.people.length, 1, 'by name and company, normalized');
+  assert.equal((await people('personId=nobody')).body, { people: [] });
+  for (const token of [w.tokens.admin, w.serviceAccounts.feed.token]) expectStatus(await t.call('GET', `${LEDGER}/people?email=gus@soylent.test`, { token }), 403);
+  expectStatus(await t.call('DELETE', `${LEDGER}/people?email=gus@soylent.test`, { token: w.tokens.admin }), 403);
+  for (const [q, field] of [['', 'personId'], ['name=Eve%20Ray', 'company'], ['company=Umbrella', 'name'], ['linkedin=https://example.test/eve', 'linkedin'], ['email=', 'email'], ['bogus=1', 'bogus']] as [string, string][]) {
+    const refused = await people(q);
+    expectStatus(refused, 400, q);
+    assert.ok(refused.body.errors.some((e: any) => e.path === field), `${q}: ${JSON.stringify(refused.body.errors)}`);
+  }
+
+  // forgetting Eve (by LinkedIn) and Gus (by address) in one request
+  const forgotten = await t.call('DELETE', `${LEDGER}/people?linkedin=${encodeURIComponent('https://www.linkedin.com/in/eve-ray-erasure')}&email=gus@soylent.test`, { token: w.root });
+  expectStatus(forgotten, 200);
+  assert.equal(forgotten.body, { peopleForgotten: 2, contactsUnmatched: 2 });
+  assert.equal((await people('email=eve.private@mail.test')).body, { people: [] });
+  assert.equal((await people('email=gus@soylent.test')).body, { people: [] });
+  assert.is((await people('linkedin=linkedin.com/in/hal-kay-erasure')).body.people.length, 1, 'nobody else is forgotten');
+  const eveContact = await contact(t, w, path, 'eve');
+  assert.equal([eveContact.isVerified, eveContact.title, eveContact.contactInfo.email], [false, 'Head of Analytics', 'eve.private@mail.test'], "the contact is the organization's: unmatched, its fields as they were");
+  assert.is((await contact(t, w, path, 'gus')).isVerified, false);
+  assert.is((await contact(t, w, path, 'hal')).isVerified, true);
+  const audit = await t.call('GET', `${ID}/audit?limit=5`, { token: w.root });
+  const entry = audit.body.events.find((e: any) => e.action === 'people.forgotten');
+  assert.equal(entry.data, { keys: ['linkedin', 'email'], peopleForgotten: 2, contactsUnmatched: 2 });
+  assert.not.match(JSON.stringify(audit.body), /eve-ray-erasure|gus@soylent/, 'the audit log keeps no key of theirs');
+  expectStatus(await t.call('DELETE', `${LEDGER}/people?email=gus@soylent.test`, { token: w.root }), 200, 'again: nobody to forget');
+
+  // a contact imported again is not matched to what was forgotten, and brings nothing of it back
+  await addContacts(t, w.tokens.editor, w.orgId, path.split('/').pop()!, [{ name: 'Eve Ray', company: 'Umbrella', linkedin: 'linkedin.com/in/eve-ray-erasure', referenceId: 'eve-again' }]);
+  const again = await contact(t, w, path, 'eve-again');
+  assert.equal([again.isVerified, again.title, again.contactInfo.email, again.location], [false, null, null, null]);
+  // the same feed sent again is a replay: it does not bring them back either (a new record would)
+  const replay = await feed(t, w.root, records);
+  assert.equal([replay.status, replay.personsUpdated, replay.contactsMatched, replay.jobChanges, replay.infoChanges], ['completed', 0, 0, 0, 0]);
+  assert.equal((await people('email=eve.private@mail.test')).body, { people: [] });
+  assert.is((await contact(t, w, path, 'eve-again')).isVerified, false);
 });
 
 T.run();

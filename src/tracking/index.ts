@@ -19,6 +19,8 @@ import { FEED_JOB } from './feed-runner.ts';
 import { createFeedService } from './feed-service.ts';
 import { createFeedsRepo } from './feeds-repo.ts';
 import { createPeopleRepo } from './people-repo.ts';
+import { createPeopleService } from './people-service.ts';
+import type { Audit } from '../identity/audit.ts';
 import { createReplaysRepo, utcDay } from './replays-repo.ts';
 import { createTrackedContactsRepo } from './tracked-contacts-repo.ts';
 import { createTracker, type ChangeListener } from './tracker.ts';
@@ -50,6 +52,7 @@ export function createTrackingModule(d: {
   ledger: LedgerModule;
   kick: () => void;
   metrics: MetricsRegistry;
+  audit: Audit;
   /** Where feed jobs run: the bulk thread's `run` (src/bulk-thread). */
   runFeed: Runner['run'];
 }) {
@@ -57,11 +60,13 @@ export function createTrackingModule(d: {
   const feeds = createFeedService({ db: d.db, clock: d.clock, cursors: d.cursors, log: d.log, queue: d.queue, feeds: repos.feeds, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed });
   const changes = createChangeService({ cursors: d.cursors, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes, db: d.db });
   const dailySets = createDailySets({ clock: d.clock, log: d.log, db: d.db, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db), cursors: d.cursors });
+  const people = createPeopleService({ db: d.db, clock: d.clock, people: repos.people, contacts: repos.trackedContacts, audit: d.audit });
   return {
     repos,
     feeds,
     changes,
     dailySets,
+    people,
     runners: { [FEED_JOB]: feeds.runner },
     /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start; forgetting the records of old feeds. */
     schedule(s: Scheduler): void {

@@ -73,6 +73,9 @@ export function createPeopleRepo(db: Db) {
     ),
     countKeys: db.raw.prepare<[string, string], number>('SELECT count(*) FROM (SELECT 1 FROM people WHERE name_key = ? AND company_key = ? LIMIT 2)').pluck(),
     any: db.raw.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM people)').pluck(),
+    // every holder of a key, not the first two (people-service.ts: an access or erasure request)
+    allByEmail: db.raw.prepare<[string, number], PersonRow>(`SELECT * FROM people WHERE ${emailKeyIs('?')} LIMIT ?`),
+    allByKeys: db.raw.prepare<[string, string, number], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? LIMIT ?'),
     // A seq is never given twice: SQLite gives a new row the largest rowid + 1, which is a deleted
     // person's when they had the largest (a merge deletes one), and what still names that seq — a
     // replay's record of its person, a feed's listing — would then name someone else (a reviewer's
@@ -142,6 +145,22 @@ export function createPeopleRepo(db: Db) {
     othersWithEmail: (p: Person): Person[] => (p.email === null ? [] : q.othersByEmail.all(emailKey(p.email), p.seq).map(toPerson)),
     /** How many people (0, 1 or 2 = "more than one") have these keys. */
     countByKeys: (nameKey: string, companyKey: string): number => q.countKeys.get(nameKey, companyKey)!,
+    /**
+     * Everyone the store knows by any of these keys — the personId, the LinkedIn slug, the e-mail
+     * address (every holder), the normalized name + company (every namesake) — in seq order, at
+     * most `max` (an access or erasure request: people-service.ts).
+     */
+    holdersOf: (k: { externalId?: string; linkedinSlug?: string; email?: string; nameKey?: string; companyKey?: string }, max: number): Person[] => {
+      const found = new Map<number, PersonRow>();
+      const add = (rows: (PersonRow | undefined)[]) => {
+        for (const r of rows) if (r) found.set(r.seq, r);
+      };
+      if (k.externalId !== undefined) add([q.byExternal.get(k.externalId)]);
+      if (k.linkedinSlug !== undefined) add([q.bySlug.get(k.linkedinSlug)]);
+      if (k.email !== undefined) add(q.allByEmail.all(emailKey(k.email), max));
+      if (k.nameKey !== undefined && k.companyKey !== undefined) add(q.allByKeys.all(k.nameKey, k.companyKey, max));
+      return [...found.values()].sort((a, b) => a.seq - b.seq).slice(0, max).map(toPerson);
+    },
     /** Stores a new person; returns its id. */
     insertPerson: (p: Omit<Person, 'seq' | 'id'>): string => String(q.insert.run(params(p)).lastInsertRowid),
     updatePerson: (seq: number, p: Omit<Person, 'seq' | 'id'>): void => void q.update.run({ ...params(p), seq }),

@@ -4,7 +4,9 @@ import { countOf, idOf, isoTime, pageSchema } from '../http/common-schemas.ts';
 import { JOB_STATUSES } from '../jobs/queue-repo.ts';
 import { FEED_FORMATS } from './feed-reader.ts';
 import { FEED_SOURCES, unchangedRecords, type FeedJob } from './feeds-repo.ts';
+import { EMAIL_STATUSES } from '../ledger/presenters.ts';
 import { INFO_FIELDS, type Change } from './model.ts';
+import type { StoredPerson } from './people-service.ts';
 
 /**
  * Wire shapes of change tracking (SPEC §5): the presenters, and the zod schemas of what they
@@ -115,4 +117,44 @@ export const presentFeed = (f: FeedJob, base: string): z.output<typeof FeedJobAn
   finishedAt: isoZOrNull(f.finishedAt),
   message: f.message,
   errorsUrl: f.invalid > 0 ? `${base}/feed/${f.id}/errors` : null,
+});
+
+/** What the people store holds about a person (an access request; docs/operations.md, Erasure requests). */
+export const StoredPersonAnswer = z
+  .strictObject({
+    personId: z.string().nullable().meta({ description: "The feed's personId the person was first known by" }),
+    linkedin: z.string().nullable(),
+    email: z.string().nullable(),
+    emailStatus: z.enum(EMAIL_STATUSES).nullable(),
+    name: z.string(),
+    company: z.string(),
+    title: z.string().nullable(),
+    location: z.string().nullable(),
+    jobStartedAt: isoTime.nullable(),
+    hasMultipleJobs: z.boolean().nullable(),
+    observedAt: isoTime.meta({ description: 'When the feed last observed the person' }),
+    updatedAt: isoTime.meta({ description: 'When the store last changed what it holds about them' }),
+    contactsMatched: countOf.meta({ description: "Contacts matched to the person, in every organization's ledgers" }),
+  })
+  .meta({ id: 'StoredPerson' });
+export const StoredPeopleAnswer = z.strictObject({ people: z.array(StoredPersonAnswer) });
+export const PeopleForgottenAnswer = z.strictObject({
+  peopleForgotten: countOf,
+  contactsUnmatched: countOf.meta({ description: 'Contacts that were matched to them: unmatched, their fields as they were' }),
+});
+
+export const presentStoredPerson = ({ person: p, contacts }: StoredPerson): z.infer<typeof StoredPersonAnswer> => ({
+  personId: p.externalId,
+  linkedin: p.linkedinSlug === null ? null : `https://www.linkedin.com/in/${p.linkedinSlug}`,
+  email: p.email,
+  emailStatus: p.emailStatus as z.infer<typeof StoredPersonAnswer>['emailStatus'],
+  name: p.name,
+  company: p.company,
+  title: p.title,
+  location: p.location,
+  jobStartedAt: isoZOrNull(p.jobStartedAt),
+  hasMultipleJobs: p.hasMultipleJobs,
+  observedAt: isoZ(p.observedAt),
+  updatedAt: isoZ(p.updatedAt),
+  contactsMatched: contacts,
 });

@@ -16,7 +16,9 @@ import type { ChangeService } from './change-service.ts';
 import type { DailySets } from './daily-sets.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import type { FeedService } from './feed-service.ts';
-import { ChangeFeedAnswer, ChangePage, DailySetPage, FeedJobAnswer, FeedJobPage, presentChange, presentFeed } from './presenters.ts';
+import type { PeopleService } from './people-service.ts';
+import { canonicalLinkedin } from '../normalize.ts';
+import { ChangeFeedAnswer, ChangePage, DailySetPage, FeedJobAnswer, FeedJobPage, PeopleForgottenAnswer, presentChange, presentFeed, presentStoredPerson, StoredPeopleAnswer } from './presenters.ts';
 
 export interface TrackingRouteOptions {
   baseUrl: string;
@@ -46,6 +48,28 @@ const ChangesQuery = z.strictObject({
   cursor: cursorParam,
 });
 
+const personKey = z.string().trim().min(1, 'must not be empty').max(1000);
+/**
+ * How an access or erasure request names a person in the people store: any of their keys, name
+ * and company together (people-service.ts).
+ */
+const PeopleQuery = z
+  .strictObject({
+    personId: personKey.optional(),
+    linkedin: personKey.refine((u) => canonicalLinkedin(u) !== undefined, 'must be a LinkedIn profile URL (linkedin.com/in/…)').optional(),
+    email: personKey.optional(),
+    name: personKey.optional(),
+    company: personKey.optional(),
+  })
+  .superRefine((q, ctx) => {
+    if (q.personId === undefined && q.linkedin === undefined && q.email === undefined && q.name === undefined && q.company === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['personId'], message: 'name the person: personId, linkedin, email, or name and company' });
+    }
+    if ((q.name === undefined) !== (q.company === undefined)) {
+      ctx.addIssue({ code: 'custom', path: [q.name === undefined ? 'name' : 'company'], message: 'name and company go together' });
+    }
+  });
+
 /**
  * The file name of a feed sent as the request body, in a Content-Disposition header as a response
  * would give it (RFC 6266: `attachment; filename="…"` or `filename*=UTF-8''…`), kept as the feed
@@ -71,7 +95,7 @@ const FEED_FILE_NAME: HeaderSpec = {
 };
 
 /** Feed ingestion (installation-wide) and change history (per ledger), SPEC §5. */
-export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; changes: ChangeService; dailySets: DailySets }, opts: TrackingRouteOptions): void {
+export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; changes: ChangeService; dailySets: DailySets; people: PeopleService }, opts: TrackingRouteOptions): void {
   const base = `${opts.baseUrl}${opts.prefix}`;
   r.add(
     {
@@ -138,6 +162,14 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       })(),
       { objectMode: false },
     );
+  });
+
+  // the people store answering for one person: an access request, an erasure request (docs/operations.md)
+  r.add({ method: 'get', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'What the people store holds about a person (every person known by any of the keys given)', responses: { 200: { description: '{people}: none when the store knows nobody by them', schema: StoredPeopleAnswer } } }, (ctx, { query }) => {
+    ctx.body = { people: svc.people.find(query).map(presentStoredPerson) };
+  });
+  r.add({ method: 'delete', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'Forget a person: every person the store knows by any of the keys given goes; contacts matched to them are unmatched', responses: { 200: { description: 'How many people were forgotten and contacts unmatched (0 and 0: nobody known by them)', schema: PeopleForgottenAnswer } } }, async (ctx, { caller, query }) => {
+    ctx.body = await svc.people.forget(caller, query);
   });
 
   const ONE = '/orgs/:orgId/ledgers/:ledgerId';

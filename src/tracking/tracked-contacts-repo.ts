@@ -82,6 +82,8 @@ export function createTrackedContactsRepo(db: Db) {
     ),
     match: db.raw.prepare<[string, MatchedBy, number, string]>('UPDATE contacts SET person_id = ?, matched_by = ?, is_verified = 1, updated_at = ? WHERE id = ?'),
     movePerson: db.raw.prepare<[string, number, string]>('UPDATE contacts SET person_id = ?, updated_at = ? WHERE person_id = ?'),
+    unmatchPerson: db.raw.prepare<[number, string]>(`UPDATE contacts SET person_id = NULL, matched_by = ${unmatchedBy('contacts')}, is_verified = 0, updated_at = ? WHERE person_id = ?`),
+    countOfPerson: db.raw.prepare<[string], number>('SELECT count(*) FROM contacts c WHERE c.person_id = ?').pluck(),
     update: db.raw.prepare(`UPDATE contacts SET ${SET_TRACKED} WHERE id = @id`),
     matchAndUpdate: db.raw.prepare(`UPDATE contacts SET person_id = @personId, matched_by = @matchedBy, is_verified = 1, ${SET_TRACKED} WHERE id = @id`),
   };
@@ -105,6 +107,13 @@ export function createTrackedContactsRepo(db: Db) {
      * once exactly one person fits. Returns how many.
      */
     unmatchByKeys: (personId: string, now: number): number => q.unmatchByKeys.run(now, personId).changes,
+    /** How many contacts are matched to the person (those of ledgers being deleted too). */
+    countOfPerson: (personId: string): number => q.countOfPerson.get(personId)!,
+    /**
+     * Unmatches every contact of a person the store forgets (people-service.ts): no longer
+     * verified, their fields as they are. Returns how many.
+     */
+    unmatchPerson: (personId: string, now: number): number => q.unmatchPerson.run(now, personId).changes,
     /**
      * Undoes the person's matches made by this address (another person has it too now: e-mail
      * matches "when exactly one person has it"), as unmatchByKeys does for namesakes. Returns the
