@@ -5,6 +5,7 @@
 import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
@@ -32,6 +33,7 @@ C('--help works for every command; missing arguments, extra arguments and unknow
     ['init'],
     ['init', '--email'],
     ['migrate', 'now'],
+    ['compact', 'now'],
     ['backup', '--frobnicate', 'x.db'],
     ['version', 'extra', '--nope'],
     // names are one line, as through the API (a review's case: the CLI stored ESC and line breaks)
@@ -110,6 +112,45 @@ C('init creates the superuser and an organization; user add and passwd; migrate 
   assert.is((await request(base, 'POST', `${ID}/session`, { body: { email: 'ed@example.com', password: 'editor passphrase' } })).status, 401);
   await client(s2, 'ed@example.com', 'new editor passphrase');
   await stop(s2);
+});
+
+C('compact rewrites the database without its free pages: no value deleted before secure_delete stays in the file; refused while a server runs', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is(run(['init', '--email', EMAIL, '--password', '-'], env, `${PASSWORD}\n`).status, 0);
+  const file = join(data, 'contact-ledger.db');
+  // as a version before secure_delete left a deletion: the values in the file's free space and pages
+  const marker = `erased-${Date.now()}-`;
+  const old = new Database(file);
+  old.pragma('secure_delete = OFF');
+  const put = old.prepare('INSERT INTO settings (key, value) VALUES (?, ?)');
+  old.transaction(() => {
+    for (let i = 0; i < 200; i++) put.run(`${marker}${i}`, marker.repeat(200));
+  })();
+  old.prepare('DELETE FROM settings WHERE key LIKE ?').run(`${marker}%`);
+  old.pragma('wal_checkpoint(TRUNCATE)');
+  old.close();
+  assert.ok(readFileSync(file).includes(marker), 'the deleted values are still in the file (the case compact is for)');
+  const before = statSync(file).size;
+
+  const s = await start(env);
+  const busy = await cli(['compact'], env);
+  assert.is(busy.status, 1);
+  assert.match(busy.stderr, /a contact-ledger server or command \(pid \d+\) is using the data folder .*stop it before compacting/);
+  await stop(s);
+
+  const done = await cli(['compact'], env);
+  assert.is(done.status, 0, done.stderr);
+  assert.match(done.stdout, /^compacted .*contact-ledger\.db: \d+\.\d MiB → \d+\.\d MiB \(\d+ free pages of 4096 bytes removed\)\n$/);
+  assert.not.ok(readFileSync(file).includes(marker), 'no deleted value is left in the file');
+  assert.ok(statSync(file).size < before, 'the file shrank');
+  assert.is((await cli(['migrate'], env)).status, 0, 'the database opens and checks as before');
+  const again = await start(env);
+  await client(again); // the superuser signs in
+  await stop(again);
+  const nowhere = await cli(['compact'], { CONTACT_LEDGER_DATA: join(tempDir(), 'typo') });
+  assert.is(nowhere.status, 1);
+  assert.match(nowhere.stderr, /there is no database in .*typo/);
 });
 
 C('import from the command line: the same job as the API, plain progress lines off a terminal, a bar on one', async () => {

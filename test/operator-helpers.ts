@@ -14,7 +14,7 @@ import { baseEnv, MAIN, serve, type Running } from './child-server.ts';
 
 export const EMAIL = 'ops@example.com';
 export const PASSWORD = 'operator passphrase 1';
-export const COMMANDS = ['serve', 'init', 'user', 'migrate', 'backup', 'restore', 'import', 'feed', 'keys', 'version', 'licenses'];
+export const COMMANDS = ['serve', 'init', 'user', 'migrate', 'compact', 'backup', 'restore', 'import', 'feed', 'keys', 'version', 'licenses'];
 
 /** The command in this process (runCli is what main.ts runs): for checks where no signal or crash matters. */
 export async function cli(args: string[], env: Record<string, string> = {}) {

@@ -51,6 +51,14 @@ const migrateCommand: Command = {
   load: async () => (await import('./migrate.ts')).run,
 };
 
+const compactCommand: Command = {
+  name: 'compact',
+  summary: 'Rewrite the database without its free pages: the file shrinks after large deletions, and no deleted value stays behind in it. The server must be stopped.',
+  usage: 'compact [options]',
+  takesConfig: true,
+  load: async () => (await import('./compact.ts')).run,
+};
+
 const backupCommand: Command = {
   name: 'backup',
   summary: 'Write a consistent copy of the database to <file>, also while the server runs (online backup). The file must not exist.',
@@ -124,4 +132,4 @@ const licensesCommand: Command = {
 /** The command run when none is named. */
 export const DEFAULT_COMMAND = serveCommand;
 
-export const COMMANDS: Command[] = [serveCommand, initCommand, userCommand, migrateCommand, backupCommand, restoreCommand, importCommand, feedCommand, keysCommand, versionCommand, licensesCommand];
+export const COMMANDS: Command[] = [serveCommand, initCommand, userCommand, migrateCommand, compactCommand, backupCommand, restoreCommand, importCommand, feedCommand, keysCommand, versionCommand, licensesCommand];
