@@ -1,6 +1,7 @@
 // Rules about the code itself that keep the architecture honest (STYLE.md, RELIABILITY.md).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
@@ -19,6 +20,19 @@ R('SQL lives only in the storage layer (src/storage/, *-repo.ts)', () => {
   const sql = /\.prepare\s*[<(]|\.exec\s*\(\s*['"`]|\b(SELECT|INSERT INTO|DELETE FROM)\b[^'"`]*\b(FROM|VALUES|WHERE)\b|\bUPDATE \w+ SET\b/;
   const offenders = files.filter((f) => !isStorage(f.path) && sql.test(f.text)).map((f) => f.path);
   assert.equal(offenders, []);
+});
+
+R('a committed migration is never edited (sql/migrations.sha256): a database it migrated would never get the change', () => {
+  // A migration is a version number: a database at version N counts as migrated whatever migration N
+  // said when it ran. Change the schema with a new migration; schema-reconcile.ts repairs what edits
+  // of the past left behind. A new migration adds its line: (cd sql/migrations && sha256sum NNNN_name.sql) >> ../migrations.sha256
+  const dir = join(root, 'sql', 'migrations');
+  const recorded = new Map(readFileSync(join(root, 'sql', 'migrations.sha256'), 'utf8').trim().split('\n').map((l) => [l.slice(66), l.slice(0, 64)] as const));
+  const now = readdirSync(dir).filter((n) => n.endsWith('.sql'));
+  const edited = now.filter((n) => recorded.has(n) && recorded.get(n) !== createHash('sha256').update(readFileSync(join(dir, n))).digest('hex'));
+  assert.equal(edited, [], 'edited after they were committed: write a new migration instead');
+  assert.equal(now.filter((n) => !recorded.has(n)), [], 'migrations without their line in sql/migrations.sha256');
+  assert.equal([...recorded.keys()].filter((n) => !now.includes(n)), [], 'lines of migrations that are gone');
 });
 
 R('no async callback in a transaction (a better-sqlite3 transaction cannot span an await)', () => {

@@ -12,7 +12,8 @@ import { DB_FILE, openRuntime } from '../src/runtime.ts';
 import { backupTo, copyProgress } from '../src/storage/backup.ts';
 import { openDb } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
-import { addContacts, createLedger, csvForm, ID, ledgerPath, signIn, waitForImport, signInRoot, startApp, tempDir, testConfig, type TestApp } from './helpers.ts';
+import { planSchemaRepair } from '../src/storage/schema-reconcile.ts';
+import { addContacts, createLedger, csvForm, feedAndWait, ID, ledgerPath, signIn, waitForImport, signInRoot, startApp, tempDir, testConfig, type TestApp } from './helpers.ts';
 
 const quiet = { log: createLogger('silent') };
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
@@ -228,6 +229,58 @@ B('a database behind this version is backed up before it is migrated; nothing el
   // Up to date: a second start takes no backup.
   await (await openRuntime(testConfig(dir), quiet)).close();
   assert.is(readdirSync(join(dir, 'backups')).length, 1);
+});
+
+B('a database migrated by a build whose migrations said something else is repaired to this version\'s schema at start, its rows kept, after a backup', async () => {
+  const dir = tempDir();
+  const migrations = loadMigrations(paths.migrations);
+  await (await openRuntime(testConfig(dir), quiet)).close();
+  // the states an upgrade tester found among the project's own commits (migrations edited after they were committed)
+  const raw = new Database(join(dir, DB_FILE));
+  raw.pragma('foreign_keys = OFF');
+  raw.exec(`
+    INSERT INTO people (seq, name, name_key, company, company_key, observed_at, observed_ns_before, updated_at) VALUES (7, 'Ann Lee', 'ann lee', 'Acme', 'acme', 1000, 250, 1000);
+    INSERT INTO feed_records_applied (observed_day, key, applied_day, feed, person, outcome) VALUES (20000, x'0102', 20001, 5, 7, 0);
+    INSERT INTO jobs (id, kind, status, run_after, created_at, updated_at) VALUES ('job_old', 'test.kind', 'completed', 0, 0, 0);
+    ALTER TABLE feed_records_applied DROP COLUMN applied_day;  -- 0043's first text
+    ALTER TABLE jobs DROP COLUMN idle_givebacks;                -- 0037's first text
+    ALTER TABLE feed_jobs ADD COLUMN taken_mtime_ms REAL;       -- 0032's first text
+    DROP INDEX changes_by_ledger_type;                          -- 0011's first text
+    CREATE INDEX changes_by_ledger_day ON changes (ledger_id, detected_at / 86400000, contact_id);
+    DROP INDEX webhook_deliveries_due;                          -- 0004's first text
+    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at) WHERE status = 'pending';
+    DROP INDEX webhook_deliveries_pings;
+  `);
+  // 0039's first text (observed_ns_before NOT NULL DEFAULT 0) and 0003's (a people.id column every insert had to fill)
+  const people = raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'people'").pluck().get() as string;
+  raw.exec(people.replace(/^CREATE TABLE "?people"?/, 'CREATE TABLE people_v').replace(/observed_ns_before INTEGER/, 'observed_ns_before INTEGER NOT NULL DEFAULT 0, id TEXT NOT NULL'));
+  raw.exec("INSERT INTO people_v SELECT *, 'p' || seq FROM people; DROP TABLE people; ALTER TABLE people_v RENAME TO people;");
+  raw.close();
+
+  const rt = await openRuntime(testConfig(dir), quiet);
+  try {
+    assert.equal(planSchemaRepair(rt.db, migrations).steps, [], 'the schema is this version\'s');
+    const db = rt.db.raw;
+    assert.equal(db.prepare('SELECT seq, name, observed_ns_before FROM people').all(), [{ seq: 7, name: 'Ann Lee', observed_ns_before: 250 }]);
+    assert.equal(db.prepare('SELECT observed_day, applied_day, feed, person FROM feed_records_applied').all(), [{ observed_day: 20000, applied_day: 20000, feed: 5, person: 7 }], 'the day applied: the observation day');
+    assert.equal(db.prepare("SELECT id, idle_givebacks FROM jobs WHERE id = 'job_old'").all(), [{ id: 'job_old', idle_givebacks: 0 }]);
+  } finally {
+    await rt.close();
+  }
+  const backups = readdirSync(join(dir, 'backups'));
+  assert.equal(backups.filter((n) => /^pre-repair-v\d+-\d{8}T\d{9}Z\.db$/.test(n)).length, 1, backups.join(', '));
+  await (await openRuntime(testConfig(dir), quiet)).close();
+  assert.is(readdirSync(join(dir, 'backups')).length, backups.length, 'repaired once: no second backup');
+
+  // the server works on it: a feed stores a person and remembers its record (both failed before)
+  const t = await startApp({ dataDir: dir });
+  try {
+    const root = (await signInRoot(t)).accessToken;
+    const done = await feedAndWait(t, root, '{"linkedin":"https://www.linkedin.com/in/bo-lin","name":"Bo Lin","company":"Initech","observedAt":"2026-11-01"}\n');
+    assert.equal([done.status, done.personsUpdated], ['completed', 1]);
+  } finally {
+    await t.close();
+  }
 });
 
 B('an import job whose upload is gone (a database restored without uploads/) fails with a message instead of retrying', async () => {

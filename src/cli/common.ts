@@ -1,11 +1,13 @@
 import type { z } from 'zod';
 import { accessSync, constants, existsSync, readFileSync, statSync, type Stats } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
 import { createLogger, logDestination, type Logger } from '../log.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
+import { systemClock } from '../clock.ts';
+import { DB_FILE, openStorage, restoringFile, type Storage } from '../storage/storage.ts';
 import { UsageError, type Io } from './command.ts';
 
 /**
@@ -106,4 +108,26 @@ export function requireFlag(flags: Record<string, string | boolean | undefined>,
   const v = flags[name];
   if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required (${usage})`);
   return v;
+}
+
+/**
+ * The data folder's database for a command that works on an existing one with the server stopped
+ * (migrate, compact): undefined, said on stderr, when there is none — a wrong path, not a new
+ * installation (a tester's mistyped folder got an empty database, and the next start a new
+ * superuser): `serve` or `init` make one. `whileLocked` ends the message when a server or another
+ * command holds the folder.
+ */
+export async function openExistingStorage(io: Io, config: Readonly<Config>, command: string, whileLocked: string): Promise<Storage | undefined> {
+  const file = join(config.dataDir, DB_FILE);
+  // (a -wal alone, or an interrupted restore's copy: the start's own check says what to do)
+  if (!existsSync(file) && !existsSync(`${file}-wal`) && !existsSync(restoringFile(config.dataDir))) {
+    io.err(`contact-ledger ${command}: there is no database in ${config.dataDir} (set CONTACT_LEDGER_DATA or --data); a new installation is made by serve or init`);
+    return undefined;
+  }
+  try {
+    return await openStorage(config, commandLogger(io, config), systemClock);
+  } catch (err) {
+    if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; ${whileLocked}`, err.pid);
+    throw err;
+  }
 }

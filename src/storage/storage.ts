@@ -9,6 +9,7 @@ import { openDb, StartupError, type Db } from './db.ts';
 import { loadSqliteLibrary } from './sqlite-addon.ts';
 import { lockDataDir } from './lock.ts';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './migrate.ts';
+import { planSchemaRepair } from './schema-reconcile.ts';
 
 /**
  * The data folder's database as a process opens it to write: the folder's lock, the checked
@@ -149,6 +150,16 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
     }
     const applied = migrate(db, migrations, clock.now());
     if (applied.length) log.info({ applied }, 'migrations applied');
+    // migrated by a build whose migrations said something else: brought to this version's shape (schema-reconcile.ts)
+    const repair = planSchemaRepair(db, migrations);
+    if (repair.steps.length) {
+      mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
+      const before = join(backupsDir(config.dataDir), `pre-repair-v${schemaVersion(db)}-${fileStamp(clock.now())}.db`);
+      await backupTo(db.raw, before);
+      log.info({ file: before }, 'backed up the database before repairing its schema');
+      repair.apply();
+      log.warn({ repaired: repair.steps }, "the database's schema was repaired to this version's");
+    }
     return {
       db,
       latest,

@@ -1,0 +1,33 @@
+import { statSync } from 'node:fs';
+import type { Db } from './db.ts';
+
+/** What compactDatabase did. */
+export interface Compacted {
+  bytesBefore: number;
+  bytesAfter: number;
+  freePages: number;
+  pageSize: number;
+}
+
+/**
+ * Rewrites the database without its free pages (SQLite's VACUUM): no deleted value is left in a
+ * free page, and the file shrinks after large deletions. VACUUM builds the new database in a
+ * temporary file — on disk, not in memory, as large as the database — then writes it back through
+ * the -wal in one transaction, which the checkpoint empties. For `contact-ledger compact`, with
+ * the server stopped (it holds the write lock for as long as it takes).
+ */
+export function compactDatabase(db: Db): Compacted {
+  const raw = db.raw;
+  const pageSize = Number(raw.pragma('page_size', { simple: true }));
+  const freePages = Number(raw.pragma('freelist_count', { simple: true }));
+  raw.pragma('wal_checkpoint(TRUNCATE)');
+  const bytesBefore = statSync(db.file).size;
+  raw.pragma('temp_store = FILE');
+  try {
+    raw.exec('VACUUM');
+  } finally {
+    raw.pragma('temp_store = MEMORY');
+  }
+  raw.pragma('wal_checkpoint(TRUNCATE)');
+  return { bytesBefore, bytesAfter: statSync(db.file).size, freePages, pageSize };
+}
