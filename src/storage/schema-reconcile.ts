@@ -6,9 +6,9 @@ import { migrate, type Migration } from './migrate.ts';
  * Brings a database's tables and indexes to the shape this program's migrations give a new one,
  * when its migrations were applied in another version of their text. A migration is a version
  * number: a database migrated by a build whose migration N said something else (a migration edited
- * after it was committed — an upgrade tester found ten such states among the project's own commits,
- * two of which left the server unable to start or to write) counts as migrated and would never get
- * the difference. So after migrating, the schema is compared with the reference (the same
+ * after it was committed: nine such states exist among the project's own commits, two of which
+ * left the server unable to start or to write, an upgrade tester found) counts as migrated and
+ * would never get the difference. So after migrating, the schema is compared with the reference (the same
  * migrations applied to an empty in-memory database) and every difference repaired, in one
  * transaction, with a log line each:
  * - an index missing or defined otherwise is (re)made; one the reference lacks is dropped;
