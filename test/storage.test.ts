@@ -45,11 +45,11 @@ S('the self-check refuses a connection whose settings did not take (D1): a journ
     raw.pragma('foreign_keys = OFF');
     assert.throws(() => verifySettings(raw, 'y.db', false), (e: Error) => e instanceof StartupError && /foreign_keys is 0, expected 1/.test(e.message));
     raw.pragma('foreign_keys = ON');
+    assert.throws(() => verifySettings(raw, 'y.db', false), (e: Error) => e instanceof StartupError && /secure_delete is 0, expected 1/.test(e.message));
+    raw.pragma('secure_delete = ON');
     raw.pragma('journal_mode = DELETE');
     assert.throws(() => verifySettings(raw, 'y.db', false), (e: Error) => e instanceof StartupError && /journal_mode is delete, expected wal/.test(e.message));
     raw.pragma('journal_mode = WAL');
-    assert.throws(() => verifySettings(raw, 'y.db', false), (e: Error) => e instanceof StartupError && /secure_delete is 0, expected 1/.test(e.message));
-    raw.pragma('secure_delete = ON');
     verifySettings(raw, 'y.db', false); // all as openDb sets them: no error
   } finally {
     raw.close();
