@@ -242,6 +242,10 @@ B('a database migrated by a build whose migrations said something else is repair
     INSERT INTO people (seq, name, name_key, company, company_key, observed_at, observed_ns_before, updated_at) VALUES (7, 'Ann Lee', 'ann lee', 'Acme', 'acme', 1000, 250, 1000);
     INSERT INTO feed_records_applied (observed_day, key, applied_day, feed, person, outcome) VALUES (20000, x'0102', 20001, 5, 7, 0);
     INSERT INTO jobs (id, kind, status, run_after, created_at, updated_at) VALUES ('job_old', 'test.kind', 'completed', 0, 0, 0);
+    -- change 1000 was given and deleted: no change may get its number again; change 1's ledger is gone (an orphan the repair did not make)
+    INSERT INTO changes (seq, id, ledger_id, contact_id, type, from_value, to_value, detected_at) VALUES (1, 'chg_1', 'l_gone', 'c_1', 'job', '{}', '{}', 1), (1000, 'chg_1000', 'l_gone', 'c_1', 'job', '{}', '{}', 1);
+    DELETE FROM changes WHERE seq = 1000;
+    ALTER TABLE changes ADD COLUMN legacy TEXT;                 -- a column this version does not have
     ALTER TABLE feed_records_applied DROP COLUMN applied_day;  -- 0043's first text
     ALTER TABLE jobs DROP COLUMN idle_givebacks;                -- 0037's first text
     ALTER TABLE feed_jobs ADD COLUMN taken_mtime_ms REAL;       -- 0032's first text
@@ -264,11 +268,13 @@ B('a database migrated by a build whose migrations said something else is repair
     assert.equal(db.prepare('SELECT seq, name, observed_ns_before FROM people').all(), [{ seq: 7, name: 'Ann Lee', observed_ns_before: 250 }]);
     assert.equal(db.prepare('SELECT observed_day, applied_day, feed, person FROM feed_records_applied').all(), [{ observed_day: 20000, applied_day: 20000, feed: 5, person: 7 }], 'the day applied: the observation day');
     assert.equal(db.prepare("SELECT id, idle_givebacks FROM jobs WHERE id = 'job_old'").all(), [{ id: 'job_old', idle_givebacks: 0 }]);
+    assert.equal(db.prepare('SELECT seq, id FROM changes').all(), [{ seq: 1, id: 'chg_1' }]);
+    assert.is(db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").pluck().get(), 1000, 'the change numbers given stay given');
   } finally {
     await rt.close();
   }
   const backups = readdirSync(join(dir, 'backups'));
-  assert.equal(backups.filter((n) => /^pre-repair-v\d+-\d{8}T\d{9}Z\.db$/.test(n)).length, 1, backups.join(', '));
+  assert.equal(backups.filter((n) => /^pre-repair-v\d+-[0-9a-f]{12}-\d{8}T\d{9}Z\.db$/.test(n)).length, 1, backups.join(', '));
   await (await openRuntime(testConfig(dir), quiet)).close();
   assert.is(readdirSync(join(dir, 'backups')).length, backups.length, 'repaired once: no second backup');
 
@@ -281,6 +287,29 @@ B('a database migrated by a build whose migrations said something else is repair
   } finally {
     await t.close();
   }
+});
+
+B('a schema repair that cannot be made stops the start with a message, changes nothing, and is backed up once however often it is tried', async () => {
+  const dir = tempDir();
+  await (await openRuntime(testConfig(dir), quiet)).close();
+  // a build whose people.name_key could be NULL, with such a row: this version's NOT NULL cannot take it
+  const raw = new Database(join(dir, DB_FILE));
+  const people = raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'people'").pluck().get() as string;
+  raw.exec(people.replace(/^CREATE TABLE "?people"?/, 'CREATE TABLE people_v').replace(/name_key(\s+)TEXT NOT NULL/, 'name_key$1TEXT'));
+  raw.exec("DROP TABLE people; ALTER TABLE people_v RENAME TO people; INSERT INTO people (seq, name, company, company_key, observed_at, updated_at) VALUES (3, 'No Key', 'Acme', 'acme', 1, 1);");
+  raw.close();
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await openRuntime(testConfig(dir), quiet);
+      assert.unreachable('the start should have been refused');
+    } catch (err) {
+      assert.match((err as Error).message, /the database's schema could not be repaired to this version's \(table people was rebuilt.*NOT NULL constraint failed.*Nothing was changed; restore a backup taken before the upgrade/);
+    }
+  }
+  assert.is(readdirSync(join(dir, 'backups')).filter((n) => n.startsWith('pre-repair-')).length, 1, 'one backup for two tries');
+  const after = new Database(join(dir, DB_FILE), { readonly: true });
+  assert.equal(after.prepare('SELECT seq, name_key FROM people').all(), [{ seq: 3, name_key: null }], 'nothing changed');
+  after.close();
 });
 
 B('an import job whose upload is gone (a database restored without uploads/) fails with a message instead of retrying', async () => {

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
@@ -153,10 +153,17 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
     // migrated by a build whose migrations said something else: brought to this version's shape (schema-reconcile.ts)
     const repair = planSchemaRepair(db, migrations);
     if (repair.steps.length) {
-      mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
-      const before = join(backupsDir(config.dataDir), `pre-repair-v${schemaVersion(db)}-${fileStamp(clock.now())}.db`);
-      await backupTo(db.raw, before);
-      log.info({ file: before }, 'backed up the database before repairing its schema');
+      // once for this repair: a start that fails it (exit 1, restarted by systemd) does not add a copy at every try
+      const dir = backupsDir(config.dataDir);
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const prefix = `pre-repair-v${schemaVersion(db)}-${repair.id}-`;
+      const taken = readdirSync(dir).find((n) => n.startsWith(prefix) && n.endsWith('.db'));
+      if (taken) log.info({ file: join(dir, taken) }, 'the database was backed up before this repair was first tried');
+      else {
+        const before = join(dir, `${prefix}${fileStamp(clock.now())}.db`);
+        await backupTo(db.raw, before);
+        log.info({ file: before }, 'backed up the database before repairing its schema');
+      }
       repair.apply();
       log.warn({ repaired: repair.steps }, "the database's schema was repaired to this version's");
     }
