@@ -259,6 +259,11 @@ B('a database migrated by a build whose migrations said something else is repair
   const people = raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'people'").pluck().get() as string;
   raw.exec(people.replace(/^CREATE TABLE "?people"?/, 'CREATE TABLE people_v').replace(/observed_ns_before INTEGER/, 'observed_ns_before INTEGER NOT NULL DEFAULT 0, id TEXT NOT NULL'));
   raw.exec("INSERT INTO people_v SELECT *, 'p' || seq FROM people; DROP TABLE people; ALTER TABLE people_v RENAME TO people;");
+  // a membership that outlived its user (a foreign key without its ON DELETE CASCADE): the same columns, another table
+  const members = raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'members'").pluck().get() as string;
+  raw.exec(members.replace(/^CREATE TABLE "?members"?/, 'CREATE TABLE members_v').replace(/(user_id\s+TEXT NOT NULL REFERENCES users \(id\)) ON DELETE CASCADE/, '$1'));
+  raw.exec('INSERT INTO members_v SELECT * FROM members; DROP TABLE members; ALTER TABLE members_v RENAME TO members;');
+  assert.is(raw.prepare("SELECT on_delete FROM pragma_foreign_key_list('members') WHERE \"from\" = 'user_id'").pluck().get(), 'NO ACTION', 'the drift is made');
   raw.close();
 
   const rt = await openRuntime(testConfig(dir), quiet);
@@ -270,6 +275,7 @@ B('a database migrated by a build whose migrations said something else is repair
     assert.equal(db.prepare("SELECT id, idle_givebacks FROM jobs WHERE id = 'job_old'").all(), [{ id: 'job_old', idle_givebacks: 0 }]);
     assert.equal(db.prepare('SELECT seq, id FROM changes').all(), [{ seq: 1, id: 'chg_1' }]);
     assert.is(db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").pluck().get(), 1000, 'the change numbers given stay given');
+    assert.is(db.prepare("SELECT on_delete FROM pragma_foreign_key_list('members') WHERE \"from\" = 'user_id'").pluck().get(), 'CASCADE');
   } finally {
     await rt.close();
   }
