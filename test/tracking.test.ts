@@ -2052,6 +2052,8 @@ T('a person can be looked up and forgotten (access and erasure requests): gone f
   const eve = await people('linkedin=' + encodeURIComponent('linkedin.com/in/Eve-Ray-Erasure/'));
   expectStatus(eve, 200);
   assert.equal(eve.body.people.map((p: any) => [p.linkedin, p.email, p.title, p.location, p.contactsMatched]), [['https://www.linkedin.com/in/eve-ray-erasure', 'eve.private@mail.test', 'Head of Analytics', 'Oslo', 1]]);
+  assert.match(eve.body.people[0].id, /^\d+$/);
+  assert.equal((await people(`id=${eve.body.people[0].id}`)).body, eve.body, 'by the store\'s own id');
   assert.equal((await people('email=EVE.private@mail.test')).body.people.length, 1, 'by address, in any case');
   assert.equal((await people('name=eve%20ray&company=Umbrella%20Inc.')).body.people.length, 1, 'by name and company, normalized');
   assert.equal((await people('personId=nobody')).body, { people: [] });
@@ -2062,6 +2064,37 @@ T('a person can be looked up and forgotten (access and erasure requests): gone f
     expectStatus(refused, 400, q);
     assert.ok(refused.body.errors.some((e: any) => e.path === field), `${q}: ${JSON.stringify(refused.body.errors)}`);
   }
+
+  // an address or a name + company several people have names none of them: refused, and each is forgotten by its id
+  await feed(t, w.root, ndjson(
+    { personId: 'ivy-1', name: 'Ivy Day', company: 'Initrode', email: 'team@initrode.test', observedAt: day },
+    { personId: 'ivy-2', name: 'Ivy Day', company: 'Initrode', email: 'team@initrode.test', observedAt: day },
+  ));
+  const ivys = (await people('name=Ivy%20Day&company=Initrode')).body.people;
+  assert.equal(ivys.map((p: any) => p.personId), ['ivy-1', 'ivy-2'], 'an access request by a shared key shows every holder');
+  for (const q of ['name=Ivy%20Day&company=Initrode', 'email=team@initrode.test', 'personId=ivy-1&email=team@initrode.test']) {
+    const refused = await t.call('DELETE', `${LEDGER}/people?${q}`, { token: w.root });
+    expectStatus(refused, 409, q);
+    assert.is(refused.body.code, 'ambiguous_person');
+    assert.match(refused.body.message, /^2 people are known by (this e-mail address|this name and company); see them with GET \/api\/ledger\/v1\/people and forget the one meant by its id\.$/);
+  }
+  assert.equal((await t.call('DELETE', `${LEDGER}/people?id=${ivys[0].id}`, { token: w.root })).body, { peopleForgotten: 1, contactsUnmatched: 0 });
+  assert.equal((await people('email=team@initrode.test')).body.people.map((p: any) => p.personId), ['ivy-2'], 'the other one stays');
+  // a feed not yet applied could bring them back: refused until it has ended
+  const hold = holdBulkJobs(t);
+  let pending: string;
+  try {
+    const posted = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: ndjson({ personId: 'ivy-2', name: 'Ivy Day', company: 'Initrode', observedAt: day }), headers: { 'content-type': 'application/x-ndjson' } });
+    pending = posted.body.id;
+    const busy = await t.call('DELETE', `${LEDGER}/people?personId=ivy-2`, { token: w.root });
+    expectStatus(busy, 409);
+    assert.is(busy.body.code, 'feed_in_progress');
+    assert.match(busy.body.message, new RegExp(`Feeds are still being applied \\(${pending}\\)`));
+  } finally {
+    await hold.release();
+  }
+  await until('the held feed', async () => (await t.call('GET', `${LEDGER}/feed/${pending}`, { token: w.root })).body.status, (st) => st === 'completed', 20_000);
+  assert.equal((await t.call('DELETE', `${LEDGER}/people?personId=ivy-2`, { token: w.root })).body, { peopleForgotten: 1, contactsUnmatched: 0 });
 
   // forgetting Eve (by LinkedIn) and Gus (by address) in one request
   const forgotten = await t.call('DELETE', `${LEDGER}/people?linkedin=${encodeURIComponent('https://www.linkedin.com/in/eve-ray-erasure')}&email=gus@soylent.test`, { token: w.root });

@@ -53,6 +53,7 @@ export type PeopleRepo = ReturnType<typeof createPeopleRepo>;
 /** The people store: latest known state per person, installation-wide (SPEC §5). */
 export function createPeopleRepo(db: Db) {
   const q = {
+    bySeq: db.raw.prepare<[number], PersonRow>('SELECT * FROM people WHERE seq = ?'),
     byExternal: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE external_id = ?'),
     bySlug: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE linkedin_slug = ?'),
     byEmail: db.raw.prepare<[string], PersonRow>(`SELECT * FROM people WHERE ${emailKeyIs('?')} LIMIT 2`),
@@ -146,15 +147,16 @@ export function createPeopleRepo(db: Db) {
     /** How many people (0, 1 or 2 = "more than one") have these keys. */
     countByKeys: (nameKey: string, companyKey: string): number => q.countKeys.get(nameKey, companyKey)!,
     /**
-     * Everyone the store knows by any of these keys — the personId, the LinkedIn slug, the e-mail
+     * Everyone the store knows by any of these keys — its own id (seq), the personId, the LinkedIn slug, the e-mail
      * address (every holder), the normalized name + company (every namesake) — in seq order, at
      * most `max` (an access or erasure request: people-service.ts).
      */
-    holdersOf: (k: { externalId?: string; linkedinSlug?: string; email?: string; nameKey?: string; companyKey?: string }, max: number): Person[] => {
+    holdersOf: (k: { seq?: number; externalId?: string; linkedinSlug?: string; email?: string; nameKey?: string; companyKey?: string }, max: number): Person[] => {
       const found = new Map<number, PersonRow>();
       const add = (rows: (PersonRow | undefined)[]) => {
         for (const r of rows) if (r) found.set(r.seq, r);
       };
+      if (k.seq !== undefined) add([q.bySeq.get(k.seq)]);
       if (k.externalId !== undefined) add([q.byExternal.get(k.externalId)]);
       if (k.linkedinSlug !== undefined) add([q.bySlug.get(k.linkedinSlug)]);
       if (k.email !== undefined) add(q.allByEmail.all(emailKey(k.email), max));

@@ -1,15 +1,18 @@
 import type { Clock } from '../clock.ts';
-import { invalid } from '../errors.ts';
+import { conflict, invalid } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import { canonicalLinkedin, companyKey, linkedinSlug, nameKey } from '../normalize.ts';
 import type { Db } from '../storage/db.ts';
+import type { FeedsRepo } from './feeds-repo.ts';
 import type { Person } from './model.ts';
 import type { PeopleRepo } from './people-repo.ts';
 import type { TrackedContactsRepo } from './tracked-contacts-repo.ts';
 
 /** How a person is named in an access or erasure request: any of their keys, name and company together. */
 export interface PersonKeys {
+  /** The store's own id of a person (StoredPerson's), to name one of several a shared key finds. */
+  id?: string;
   personId?: string;
   linkedin?: string;
   email?: string;
@@ -36,7 +39,7 @@ export interface StoredPerson {
  * (docs/operations.md, Erasure requests). Contacts are the organizations' own data and stay as
  * they are; those matched to a forgotten person are unmatched.
  */
-export function createPeopleService(d: { db: Db; clock: Clock; people: PeopleRepo; contacts: TrackedContactsRepo; audit: Audit }) {
+export function createPeopleService(d: { db: Db; clock: Clock; people: PeopleRepo; contacts: TrackedContactsRepo; feeds: FeedsRepo; audit: Audit }) {
   function storeKeys(k: PersonKeys) {
     let slug: string | undefined;
     if (k.linkedin !== undefined) {
@@ -45,6 +48,7 @@ export function createPeopleService(d: { db: Db; clock: Clock; people: PeopleRep
       slug = linkedinSlug(canonical);
     }
     return {
+      seq: k.id === undefined ? undefined : Number(k.id),
       externalId: k.personId,
       linkedinSlug: slug,
       email: k.email,
@@ -52,13 +56,31 @@ export function createPeopleService(d: { db: Db; clock: Clock; people: PeopleRep
       companyKey: k.company === undefined ? undefined : companyKey(k.company),
     };
   }
+  type StoreKeys = ReturnType<typeof storeKeys>;
 
-  function holders(keys: ReturnType<typeof storeKeys>): Person[] {
+  function holders(keys: Partial<StoreKeys>): Person[] {
     const found = d.people.holdersOf(keys, PEOPLE_MAX + 1);
     if (found.length > PEOPLE_MAX) {
-      throw invalid(`More than ${PEOPLE_MAX} people fit these keys; name the person by a key of their own (personId, linkedin or email) rather than by name and company alone.`);
+      throw invalid(`More than ${PEOPLE_MAX} people fit these keys; name the person by a key of their own (id, personId or linkedin).`);
     }
     return found;
+  }
+
+  /**
+   * Whom a request to forget names: a key of their own (id, personId, LinkedIn) names one person;
+   * an address or a name + company that several people have names none of them — forgetting them
+   * all would erase others (a reviewer's case: two Ann Lees at Acme) —, so it is refused with how
+   * to name the one meant.
+   */
+  function toForget(keys: StoreKeys): Person[] {
+    const weak: [string, Partial<StoreKeys>][] = [];
+    if (keys.email !== undefined) weak.push(['this e-mail address', { email: keys.email }]);
+    if (keys.nameKey !== undefined) weak.push(['this name and company', { nameKey: keys.nameKey, companyKey: keys.companyKey }]);
+    for (const [what, k] of weak) {
+      const n = d.people.holdersOf(k, PEOPLE_MAX + 1).length;
+      if (n > 1) throw conflict('ambiguous_person', `${n > PEOPLE_MAX ? `More than ${PEOPLE_MAX}` : n} people are known by ${what}; see them with GET /api/ledger/v1/people and forget the one meant by its id.`);
+    }
+    return holders(keys);
   }
 
   return {
@@ -73,7 +95,13 @@ export function createPeopleService(d: { db: Db; clock: Clock; people: PeopleRep
     async forget(by: Caller, k: PersonKeys): Promise<{ peopleForgotten: number; contactsUnmatched: number }> {
       const keys = storeKeys(k); // a bad URL is refused before the write lock is asked for
       return d.db.txSoon(() => {
-        const found = holders(keys);
+        // a feed received before this request and not yet applied could bring them straight back
+        // (a reviewer's case: forgotten while a feed ran, back with their address when it ended)
+        const unfinished = d.feeds.unfinishedFeeds(3);
+        if (unfinished.length) {
+          throw conflict('feed_in_progress', `Feeds are still being applied (${unfinished.join(', ')}); forget the person once they have ended, or a record of theirs in them brings the person back.`);
+        }
+        const found = toForget(keys);
         const now = d.clock.now();
         let contactsUnmatched = 0;
         for (const p of found) {

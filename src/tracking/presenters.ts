@@ -122,6 +122,7 @@ export const presentFeed = (f: FeedJob, base: string): z.output<typeof FeedJobAn
 /** What the people store holds about a person (an access request; docs/operations.md, Erasure requests). */
 export const StoredPersonAnswer = z
   .strictObject({
+    id: z.string().meta({ description: "The store's own id of the person: forgets this one alone (DELETE /people?id=…) among several a shared key finds" }),
     personId: z.string().nullable().meta({ description: "The feed's personId the person was first known by" }),
     linkedin: z.string().nullable(),
     email: z.string().nullable(),
@@ -144,6 +145,7 @@ export const PeopleForgottenAnswer = z.strictObject({
 });
 
 export const presentStoredPerson = ({ person: p, contacts }: StoredPerson): z.infer<typeof StoredPersonAnswer> => ({
+  id: p.id,
   personId: p.externalId,
   linkedin: p.linkedinSlug === null ? null : `https://www.linkedin.com/in/${p.linkedinSlug}`,
   email: p.email,

@@ -55,6 +55,7 @@ const personKey = z.string().trim().min(1, 'must not be empty').max(1000);
  */
 const PeopleQuery = z
   .strictObject({
+    id: z.string().regex(/^[1-9]\d{0,14}$/, "must be a stored person's id (GET /people answers it)").optional(),
     personId: personKey.optional(),
     linkedin: personKey.refine((u) => canonicalLinkedin(u) !== undefined, 'must be a LinkedIn profile URL (linkedin.com/in/…)').optional(),
     email: personKey.optional(),
@@ -62,8 +63,8 @@ const PeopleQuery = z
     company: personKey.optional(),
   })
   .superRefine((q, ctx) => {
-    if (q.personId === undefined && q.linkedin === undefined && q.email === undefined && q.name === undefined && q.company === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['personId'], message: 'name the person: personId, linkedin, email, or name and company' });
+    if (q.id === undefined && q.personId === undefined && q.linkedin === undefined && q.email === undefined && q.name === undefined && q.company === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['personId'], message: 'name the person: id, personId, linkedin, email, or name and company' });
     }
     if ((q.name === undefined) !== (q.company === undefined)) {
       ctx.addIssue({ code: 'custom', path: [q.name === undefined ? 'name' : 'company'], message: 'name and company go together' });
@@ -168,7 +169,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
   r.add({ method: 'get', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'What the people store holds about a person (every person known by any of the keys given)', responses: { 200: { description: '{people}: none when the store knows nobody by them', schema: StoredPeopleAnswer } } }, (ctx, { query }) => {
     ctx.body = { people: svc.people.find(query).map(presentStoredPerson) };
   });
-  r.add({ method: 'delete', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'Forget a person: every person the store knows by any of the keys given goes; contacts matched to them are unmatched', responses: { 200: { description: 'How many people were forgotten and contacts unmatched (0 and 0: nobody known by them)', schema: PeopleForgottenAnswer } } }, async (ctx, { caller, query }) => {
+  r.add({ method: 'delete', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'Forget a person: every person the store knows by any of the keys given goes; contacts matched to them are unmatched', responses: { 200: { description: 'How many people were forgotten and contacts unmatched (0 and 0: nobody known by them)', schema: PeopleForgottenAnswer }, 409: { description: 'An e-mail address or a name and company that several people have (forget the one meant by its id), or feeds not yet applied' } } }, async (ctx, { caller, query }) => {
     ctx.body = await svc.people.forget(caller, query);
   });
 
