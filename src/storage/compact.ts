@@ -12,8 +12,8 @@ export interface Compacted {
 /**
  * Rewrites the database without its free pages (SQLite's VACUUM): no deleted value is left in a
  * free page, and the file shrinks after large deletions. VACUUM builds the new database in a
- * temporary file — on disk, not in memory, as large as the database — then writes it back through
- * the -wal in one transaction, which the checkpoint empties. For `contact-ledger compact`, with
+ * temporary file — on disk, as large as the database; only what the page cache holds (64 MiB) stays
+ * in memory — then writes it back through the -wal in one transaction, which the checkpoint empties. For `contact-ledger compact`, with
  * the server stopped (it holds the write lock for as long as it takes).
  */
 export function compactDatabase(db: Db): Compacted {
