@@ -2110,6 +2110,7 @@ T('a person can be looked up and forgotten (access and erasure requests): gone f
   const audit = await t.call('GET', `${ID}/audit?limit=5`, { token: w.root });
   const entry = audit.body.events.find((e: any) => e.action === 'people.forgotten');
   assert.equal(entry.data, { keys: ['linkedin', 'email'], peopleForgotten: 2, contactsUnmatched: 2 });
+  assert.equal(audit.body.events.find((e: any) => e.action === 'people.looked_up').data, { keys: ['linkedin'], found: 1 }, 'who looked is audited too');
   assert.not.match(JSON.stringify(audit.body), /eve-ray-erasure|gus@soylent/, 'the audit log keeps no key of theirs');
   expectStatus(await t.call('DELETE', `${LEDGER}/people?email=gus@soylent.test`, { token: w.root }), 200, 'again: nobody to forget');
 

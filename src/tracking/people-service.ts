@@ -27,6 +27,9 @@ export interface PersonKeys {
  */
 export const PEOPLE_MAX = 100;
 
+/** The kinds of keys a request named, for the audit log (never their values). */
+const keyKinds = (k: PersonKeys) => (Object.keys(k) as (keyof PersonKeys)[]).filter((key) => k[key] !== undefined);
+
 /** A stored person as an access request shows them, with how many contacts are matched to them. */
 export interface StoredPerson {
   person: Person;
@@ -85,7 +88,12 @@ export function createPeopleService(d: { db: Db; clock: Clock; people: PeopleRep
 
   return {
     /** Everyone the store knows by any of the keys, in the order they were first stored. */
-    find: (k: PersonKeys): StoredPerson[] => holders(storeKeys(k)).map((person) => ({ person, contacts: d.contacts.countOfPerson(person.id) })),
+    /** Who looked is audited (`people.looked_up`: the kinds of keys and how many were found), as a forget is. */
+    async find(by: Caller, k: PersonKeys): Promise<StoredPerson[]> {
+      const found = holders(storeKeys(k)).map((person) => ({ person, contacts: d.contacts.countOfPerson(person.id) }));
+      await d.db.txSoon(() => d.audit.record(by, { orgId: null, action: 'people.looked_up', data: { keys: keyKinds(k), found: found.length } }));
+      return found;
+    },
 
     /**
      * Forgets everyone the store knows by any of the keys, in one transaction: their rows go (a
@@ -108,8 +116,7 @@ export function createPeopleService(d: { db: Db; clock: Clock; people: PeopleRep
           contactsUnmatched += d.contacts.unmatchPerson(p.id, now);
           d.people.deletePerson(p.seq);
         }
-        const named = (Object.keys(k) as (keyof PersonKeys)[]).filter((key) => k[key] !== undefined);
-        d.audit.record(by, { orgId: null, action: 'people.forgotten', data: { keys: named, peopleForgotten: found.length, contactsUnmatched } });
+        d.audit.record(by, { orgId: null, action: 'people.forgotten', data: { keys: keyKinds(k), peopleForgotten: found.length, contactsUnmatched } });
         return { peopleForgotten: found.length, contactsUnmatched };
       });
     },

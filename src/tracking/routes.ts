@@ -166,8 +166,8 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
   });
 
   // the people store answering for one person: an access request, an erasure request (docs/operations.md)
-  r.add({ method: 'get', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'What the people store holds about a person (every person known by any of the keys given)', responses: { 200: { description: '{people}: none when the store knows nobody by them', schema: StoredPeopleAnswer } } }, (ctx, { query }) => {
-    ctx.body = { people: svc.people.find(query).map(presentStoredPerson) };
+  r.add({ method: 'get', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'What the people store holds about a person (every person known by any of the keys given)', responses: { 200: { description: '{people}: none when the store knows nobody by them', schema: StoredPeopleAnswer } } }, async (ctx, { caller, query }) => {
+    ctx.body = { people: (await svc.people.find(caller, query)).map(presentStoredPerson) };
   });
   r.add({ method: 'delete', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'Forget a person: every person the store knows by any of the keys given goes; contacts matched to them are unmatched', responses: { 200: { description: 'How many people were forgotten and contacts unmatched (0 and 0: nobody known by them)', schema: PeopleForgottenAnswer }, 409: { description: 'An e-mail address or a name and company that several people have (forget the one meant by its id), or feeds not yet applied' } } }, async (ctx, { caller, query }) => {
     ctx.body = await svc.people.forget(caller, query);
