@@ -241,11 +241,13 @@ B('a database migrated by a build whose migrations said something else is repair
   raw.exec(`
     INSERT INTO people (seq, name, name_key, company, company_key, observed_at, observed_ns_before, updated_at) VALUES (7, 'Ann Lee', 'ann lee', 'Acme', 'acme', 1000, 250, 1000);
     INSERT INTO feed_records_applied (observed_day, key, applied_day, feed, person, outcome) VALUES (20000, x'0102', 20001, 5, 7, 0);
-    INSERT INTO jobs (id, kind, status, run_after, created_at, updated_at) VALUES ('job_old', 'test.kind', 'completed', 0, 0, 0);
+    INSERT INTO jobs (id, kind, status, run_after, created_at, updated_at) VALUES ('job_gone', 'test.kind', 'completed', 0, 0, 0), ('job_old', 'test.kind', 'completed', 0, 0, 0);
+    DELETE FROM jobs WHERE id = 'job_gone';
     -- change 1000 was given and deleted: no change may get its number again; change 1's ledger is gone (an orphan the repair did not make)
     INSERT INTO changes (seq, id, ledger_id, contact_id, type, from_value, to_value, detected_at) VALUES (1, 'chg_1', 'l_gone', 'c_1', 'job', '{}', '{}', 1), (1000, 'chg_1000', 'l_gone', 'c_1', 'job', '{}', '{}', 1);
     DELETE FROM changes WHERE seq = 1000;
     ALTER TABLE changes ADD COLUMN legacy TEXT;                 -- a column this version does not have
+    DROP TABLE feed_rejections;                                 -- a table missing (it refers to feed_jobs, rebuilt too)
     ALTER TABLE feed_records_applied DROP COLUMN applied_day;  -- 0043's first text
     ALTER TABLE jobs DROP COLUMN idle_givebacks;                -- 0037's first text
     ALTER TABLE feed_jobs ADD COLUMN taken_mtime_ms REAL;       -- 0032's first text
@@ -255,6 +257,7 @@ B('a database migrated by a build whose migrations said something else is repair
     CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at) WHERE status = 'pending';
     DROP INDEX webhook_deliveries_pings;
   `);
+  const jobRowid = raw.prepare("SELECT rowid FROM jobs WHERE id = 'job_old'").pluck().get();
   // 0039's first text (observed_ns_before NOT NULL DEFAULT 0) and 0003's (a people.id column every insert had to fill)
   const people = raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'people'").pluck().get() as string;
   raw.exec(people.replace(/^CREATE TABLE "?people"?/, 'CREATE TABLE people_v').replace(/observed_ns_before INTEGER/, 'observed_ns_before INTEGER NOT NULL DEFAULT 0, id TEXT NOT NULL'));
@@ -273,6 +276,8 @@ B('a database migrated by a build whose migrations said something else is repair
     assert.equal(db.prepare('SELECT seq, name, observed_ns_before FROM people').all(), [{ seq: 7, name: 'Ann Lee', observed_ns_before: 250 }]);
     assert.equal(db.prepare('SELECT observed_day, applied_day, feed, person FROM feed_records_applied').all(), [{ observed_day: 20000, applied_day: 20000, feed: 5, person: 7 }], 'the day applied: the observation day');
     assert.equal(db.prepare("SELECT id, idle_givebacks FROM jobs WHERE id = 'job_old'").all(), [{ id: 'job_old', idle_givebacks: 0 }]);
+    assert.is(db.prepare("SELECT rowid FROM jobs WHERE id = 'job_old'").pluck().get(), jobRowid, 'rowids kept (the queue breaks ties by them)');
+    assert.is(db.prepare("SELECT count(*) FROM feed_rejections").pluck().get(), 0, 'the missing table is there');
     assert.equal(db.prepare('SELECT seq, id FROM changes').all(), [{ seq: 1, id: 'chg_1' }]);
     assert.is(db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").pluck().get(), 1000, 'the change numbers given stay given');
     assert.is(db.prepare("SELECT on_delete FROM pragma_foreign_key_list('members') WHERE \"from\" = 'user_id'").pluck().get(), 'CASCADE');
@@ -313,6 +318,15 @@ B('a schema repair that cannot be made stops the start with a message, changes n
     }
   }
   assert.is(readdirSync(join(dir, 'backups')).filter((n) => n.startsWith('pre-repair-')).length, 1, 'one backup for two tries');
+  // the version upgraded from ran meanwhile and wrote: that copy is stale, the next try takes another
+  const older = new Database(join(dir, DB_FILE));
+  older.exec("INSERT INTO settings (key, value) VALUES ('written.meanwhile', '1')");
+  older.close();
+  await openRuntime(testConfig(dir), quiet).then(
+    () => assert.unreachable('refused again'),
+    (err: Error) => assert.match(err.message, /could not be repaired/),
+  );
+  assert.is(readdirSync(join(dir, 'backups')).filter((n) => n.startsWith('pre-repair-')).length, 2, 'a new backup after a write');
   const after = new Database(join(dir, DB_FILE), { readonly: true });
   assert.equal(after.prepare('SELECT seq, name_key FROM people').all(), [{ seq: 3, name_key: null }], 'nothing changed');
   after.close();

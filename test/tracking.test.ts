@@ -2089,11 +2089,35 @@ T('a person can be looked up and forgotten (access and erasure requests): gone f
     const busy = await t.call('DELETE', `${LEDGER}/people?personId=ivy-2`, { token: w.root });
     expectStatus(busy, 409);
     assert.is(busy.body.code, 'feed_in_progress');
-    assert.match(busy.body.message, new RegExp(`Feeds are still being applied \\(${pending}\\)`));
+    assert.match(busy.body.message, new RegExp(`Feeds are still being applied or received \\(${pending}\\)`));
   } finally {
     await hold.release();
   }
   await until('the held feed', async () => (await t.call('GET', `${LEDGER}/feed/${pending}`, { token: w.root })).body.status, (st) => st === 'completed', 20_000);
+  // nor while a feed file waits in the inbox (it has not settled: the app's clock stands still), or a feed body is arriving
+  const waiting = join(t.dataDir, 'inbox', 'erasure-wait.jsonl');
+  mkdirSync(dirname(waiting), { recursive: true });
+  writeFileSync(waiting, ndjson({ personId: 'ivy-2', name: 'Ivy Day', company: 'Initrode' }));
+  try {
+    const inInbox = await t.call('DELETE', `${LEDGER}/people?personId=ivy-2`, { token: w.root });
+    expectStatus(inInbox, 409);
+    assert.match(inInbox.body.message, /\(inbox\/erasure-wait\.jsonl\)/);
+  } finally {
+    rmSync(waiting);
+  }
+  let send!: (chunk: string | null) => void;
+  const body = new ReadableStream<Uint8Array>({ start: (c) => void (send = (chunk) => (chunk === null ? c.close() : c.enqueue(new TextEncoder().encode(chunk)))) });
+  send(JSON.stringify({ personId: 'arriving-1', name: 'Al Arr', company: 'Initrode' }));
+  const upload = fetch(`${t.base}${LEDGER}/feed`, { method: 'POST', body, duplex: 'half', headers: { Authorization: `Bearer ${w.root}`, 'Content-Type': 'application/x-ndjson' } } as RequestInit);
+  // asked for nobody, so an answer before the body is counted forgets nothing
+  const arriving = await until('the body counted', () => t.call('DELETE', `${LEDGER}/people?personId=nobody-at-all`, { token: w.root }), (r) => r.status === 409, 10_000);
+  assert.match(arriving.body.message, /1 being received/);
+  send('\n');
+  send(null);
+  const uploaded = await upload;
+  assert.is(uploaded.status, 202);
+  const arrivedId = ((await uploaded.json()) as { id: string }).id;
+  await until('the feed that arrived', async () => (await t.call('GET', `${LEDGER}/feed/${arrivedId}`, { token: w.root })).body.status, (st) => st === 'completed', 20_000);
   assert.equal((await t.call('DELETE', `${LEDGER}/people?personId=ivy-2`, { token: w.root })).body, { peopleForgotten: 1, contactsUnmatched: 0 });
 
   // forgetting Eve (by LinkedIn) and Gus (by address) in one request

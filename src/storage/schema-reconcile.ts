@@ -29,6 +29,8 @@ interface Column {
   notnull: number;
   dflt_value: string | null;
   pk: number;
+  /** 0 a column a row stores; 2 and 3 generated (computed, never copied) */
+  hidden: number;
 }
 /**
  * What a table is, as far as the repair compares it: its columns by name (type, NOT NULL, default
@@ -39,6 +41,8 @@ interface Column {
 interface Table {
   sql: string;
   columns: Column[];
+  /** A rowid table without an INTEGER PRIMARY KEY: its rowids are copied by name (queue-repo.ts orders jobs by rowid). */
+  rowid: boolean;
   /** The comparable form of all of the above. */
   form: string;
 }
@@ -64,16 +68,21 @@ const bare = (dflt: string | null) => {
 };
 
 function tableOf(raw: Database.Database, name: string, sql: string): Table {
-  const columns = raw.prepare('SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_xinfo(?)').all(name) as Column[];
+  const columns = raw.prepare('SELECT name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo(?)').all(name) as Column[];
   const list = raw.prepare('SELECT strict, wr FROM pragma_table_list WHERE schema = \'main\' AND name = ?').get(name) as { strict: number; wr: number };
-  const fks = (raw.prepare('SELECT id, "table", "from", "to", on_update, on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq').all(name) as Record<string, unknown>[])
-    .map((f) => `${String(f.from)}->${String(f.table)}.${String(f.to)} ${String(f.on_delete)}/${String(f.on_update)}#${String(f.id)}`);
+  // each foreign key (its columns in order), whatever order the table declares them in
+  const byId = new Map<number, string[]>();
+  for (const f of raw.prepare('SELECT id, "table", "from", "to", on_update, on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq').all(name) as Record<string, unknown>[]) {
+    const id = Number(f.id);
+    byId.set(id, [...(byId.get(id) ?? []), `${String(f.from)}->${String(f.table)}.${String(f.to)} ${String(f.on_delete)}/${String(f.on_update)}`]);
+  }
+  const fks = [...byId.values()].map((cols) => cols.join('+')).sort();
   const unique = (raw.prepare("SELECT name, origin FROM pragma_index_list(?) WHERE origin IN ('u', 'pk')").all(name) as { name: string; origin: string }[])
     .map((ix) => `${ix.origin}(${(raw.prepare('SELECT name FROM pragma_index_info(?) ORDER BY seqno').pluck().all(ix.name) as string[]).join(',')})`)
     .sort();
-  const cols = columns.map((c) => `${c.name} ${c.type} ${c.notnull} ${bare(c.dflt_value)} ${c.pk}`).sort();
+  const cols = columns.map((c) => `${c.name} ${c.type} ${c.notnull} ${bare(c.dflt_value)} ${c.pk} ${c.hidden}`).sort();
   const form = JSON.stringify([cols, list.strict, list.wr, /\bAUTOINCREMENT\b/i.test(sql), fks, unique]);
-  return { sql, columns, form };
+  return { sql, columns, form, rowid: list.wr === 0 && !(columns.filter((c) => c.pk > 0).length === 1 && columns.find((c) => c.pk > 0)!.type.toUpperCase() === 'INTEGER') };
 }
 
 function shapeOf(raw: Database.Database): Shape {
@@ -128,8 +137,9 @@ export function planSchemaRepair(db: Db, migrations: Migration[]): SchemaRepair 
       done.push(`table ${name} was missing: made`);
       rebuilt.add(name);
     } else if (live.form !== t.form) {
-      const had = new Set(live.columns.map((c) => c.name));
-      const values = t.columns.map((c) => {
+      const had = new Set(live.columns.filter((c) => c.hidden === 0).map((c) => c.name));
+      const stored = t.columns.filter((c) => c.hidden === 0); // generated columns are computed again
+      const values = stored.map((c) => {
         if (had.has(c.name)) return c.notnull && c.dflt_value !== null ? `coalesce(${q(c.name)}, ${c.dflt_value})` : q(c.name);
         if (c.dflt_value !== null) return c.dflt_value;
         const fill = FILLS[name]?.[c.name];
@@ -138,13 +148,14 @@ export function planSchemaRepair(db: Db, migrations: Migration[]): SchemaRepair 
         throw new StartupError(`the database's table ${name} lacks the column ${c.name}, which this version needs and cannot derive; restore a backup taken before the upgrade and upgrade from a released version`);
       });
       const tmp = `${name}__reshaped`;
-      const create = t.sql.replace(/^CREATE TABLE\s+("[^"]+"|\S+)/i, `CREATE TABLE ${q(tmp)}`);
+      const create = t.sql.replace(/^CREATE TABLE\s+("(?:[^"]|"")+"|[^\s(]+)/i, `CREATE TABLE ${q(tmp)}`);
       plan.push(() => {
         // an AUTOINCREMENT table's high-water mark goes with its sqlite_sequence row when it is
         // dropped: kept, so that no number it gave (a change's seq, which cursors hold) is given again
         const highest = hasSequence() ? (db.raw.prepare('SELECT seq FROM sqlite_sequence WHERE name = ?').pluck().get(name) as number | undefined) : undefined;
         db.raw.exec(create);
-        db.raw.exec(`INSERT INTO ${q(tmp)} (${t.columns.map((c) => q(c.name)).join(', ')}) SELECT ${values.join(', ')} FROM ${q(name)}`);
+        const keepRowid = t.rowid && live.rowid;
+        db.raw.exec(`INSERT INTO ${q(tmp)} (${[...(keepRowid ? ['rowid'] : []), ...stored.map((c) => q(c.name))].join(', ')}) SELECT ${[...(keepRowid ? ['rowid'] : []), ...values].join(', ')} FROM ${q(name)}`);
         db.raw.exec(`DROP TABLE ${q(name)}`);
         db.raw.exec(`ALTER TABLE ${q(tmp)} RENAME TO ${q(name)}`);
         if (highest !== undefined && /\bAUTOINCREMENT\b/i.test(t.sql)) {
@@ -161,10 +172,12 @@ export function planSchemaRepair(db: Db, migrations: Migration[]): SchemaRepair 
   }
   for (const [name, ix] of want.indexes) {
     const live = have.indexes.get(name);
-    if (live && live.sql === ix.sql && !rebuilt.has(ix.table)) continue;
-    if (live && !rebuilt.has(ix.table)) plan.push(() => db.raw.exec(`DROP INDEX ${q(name)}`));
+    // an index goes with its table when that is rebuilt — the table it is on now, which may not be the reference's
+    const stays = live !== undefined && !rebuilt.has(live.table);
+    if (stays && live.sql === ix.sql && live.table === ix.table && !rebuilt.has(ix.table)) continue;
+    if (stays) plan.push(() => db.raw.exec(`DROP INDEX ${q(name)}`));
     plan.push(() => db.raw.exec(ix.sql));
-    if (!rebuilt.has(ix.table)) done.push(live ? `index ${name} was defined otherwise: made again` : `index ${name} was missing: made`);
+    if (!rebuilt.has(ix.table) || stays) done.push(stays ? `index ${name} was defined otherwise: made again` : `index ${name} was missing: made`);
   }
   for (const [name, ix] of have.indexes) {
     if (want.indexes.has(name) || rebuilt.has(ix.table) || !want.tables.has(ix.table)) continue;
@@ -175,7 +188,9 @@ export function planSchemaRepair(db: Db, migrations: Migration[]): SchemaRepair 
   const affected = [...want.tables.keys()].filter(
     (name) => rebuilt.has(name) || (db.raw.prepare('SELECT "table" FROM pragma_foreign_key_list(?)').pluck().all(name) as string[]).some((parent) => rebuilt.has(parent)),
   );
-  const violations = () => new Map(affected.filter((name) => have.tables.has(name) || rebuilt.has(name)).map((name) => [name, (db.raw.pragma(`foreign_key_check(${q(name)})`) as unknown[]).length]));
+  // a table made by the repair has none before it exists
+  const exists = (name: string) => db.raw.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+  const violations = () => new Map(affected.filter(exists).map((name) => [name, (db.raw.pragma(`foreign_key_check(${q(name)})`) as unknown[]).length]));
   return {
     steps: done,
     id: createHash('sha256').update(done.join('\n')).digest('hex').slice(0, 12),

@@ -126,9 +126,15 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
   prepareDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   let db: Db;
+  // when the database was last written before this open (a -wal with frames included): a repair's backup older than that is stale
+  let lastWritten = 0;
   try {
     const file = join(config.dataDir, DB_FILE);
     checkLeftovers(config.dataDir, file);
+    for (const [f, min] of [[file, 0], [`${file}-wal`, 1]] as const) {
+      const st = existsSync(f) ? statSync(f) : undefined;
+      if (st && st.size >= min) lastWritten = Math.max(lastWritten, st.mtimeMs);
+    }
     db = openDb(file);
   } catch (err) {
     lock.release();
@@ -153,11 +159,12 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
     // migrated by a build whose migrations said something else: brought to this version's shape (schema-reconcile.ts)
     const repair = planSchemaRepair(db, migrations);
     if (repair.steps.length) {
-      // once for this repair: a start that fails it (exit 1, restarted by systemd) does not add a copy at every try
+      // once for this repair: a start that fails it (exit 1, restarted by systemd) does not add a
+      // copy at every try — unless the database was written since that copy (the old version ran meanwhile)
       const dir = backupsDir(config.dataDir);
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       const prefix = `pre-repair-v${schemaVersion(db)}-${repair.id}-`;
-      const taken = readdirSync(dir).find((n) => n.startsWith(prefix) && n.endsWith('.db'));
+      const taken = readdirSync(dir).find((n) => n.startsWith(prefix) && n.endsWith('.db') && statSync(join(dir, n)).mtimeMs >= lastWritten);
       if (taken) log.info({ file: join(dir, taken) }, 'the database was backed up before this repair was first tried');
       else {
         const before = join(dir, `${prefix}${fileStamp(clock.now())}.db`);

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FeedFormat } from './feed-reader.ts';
 import { unchangedRecords, type FeedJob } from './feeds-repo.ts';
@@ -17,6 +17,40 @@ export function inboxFolder(dataDir: string, name: 'processing' | 'done' | 'fail
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (!lstatSync(dir).isDirectory()) throw new Error(`${dir} is not a folder (a link?): remove it, the server makes its own`);
   return dir;
+}
+
+/** The feed files waiting in the inbox to be taken (not yet feed jobs), at most `max` names. */
+export function waitingInInbox(dataDir: string, max: number): string[] {
+  try {
+    return readdirSync(inboxDir(dataDir), { withFileTypes: true })
+      .filter((e) => e.isFile() && !e.name.startsWith('.'))
+      .slice(0, max)
+      .map((e) => e.name);
+  } catch {
+    return []; // no inbox yet
+  }
+}
+
+/**
+ * Feed bodies being received through the API (not yet feed jobs): counted while they arrive, so
+ * that forgetting a person can wait for them (people-service.ts).
+ */
+export class ArrivingFeeds {
+  private n = 0;
+
+  get count(): number {
+    return this.n;
+  }
+
+  /** A body begins to arrive; call the function returned once it is a feed job or refused. */
+  begin(): () => void {
+    this.n++;
+    let ended = false;
+    return () => {
+      if (!ended) this.n--;
+      ended = true;
+    };
+  }
 }
 
 /** The scheduler's task that polls the inbox. */

@@ -14,7 +14,7 @@ import { createChangeService } from './change-service.ts';
 import { createChangesRepo } from './changes-repo.ts';
 import { createDailySets } from './daily-sets.ts';
 import { createDailySetsRepo } from './daily-sets-repo.ts';
-import { INBOX_TASK } from './feed-files.ts';
+import { ArrivingFeeds, INBOX_TASK, waitingInInbox } from './feed-files.ts';
 import { FEED_JOB } from './feed-runner.ts';
 import { createFeedService } from './feed-service.ts';
 import { createFeedsRepo } from './feeds-repo.ts';
@@ -60,13 +60,23 @@ export function createTrackingModule(d: {
   const feeds = createFeedService({ db: d.db, clock: d.clock, cursors: d.cursors, log: d.log, queue: d.queue, feeds: repos.feeds, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed });
   const changes = createChangeService({ cursors: d.cursors, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes, db: d.db });
   const dailySets = createDailySets({ clock: d.clock, log: d.log, db: d.db, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db), cursors: d.cursors });
-  const people = createPeopleService({ db: d.db, clock: d.clock, people: repos.people, contacts: repos.trackedContacts, feeds: repos.feeds, audit: d.audit });
+  const arrivingFeeds = new ArrivingFeeds();
+  const people = createPeopleService({
+    db: d.db,
+    clock: d.clock,
+    people: repos.people,
+    contacts: repos.trackedContacts,
+    feeds: repos.feeds,
+    audit: d.audit,
+    arriving: { uploads: () => arrivingFeeds.count, inbox: (max) => waitingInInbox(d.config.dataDir, max) },
+  });
   return {
     repos,
     feeds,
     changes,
     dailySets,
     people,
+    arrivingFeeds,
     runners: { [FEED_JOB]: feeds.runner },
     /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start; forgetting the records of old feeds. */
     schedule(s: Scheduler): void {

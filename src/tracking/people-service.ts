@@ -42,7 +42,16 @@ export interface StoredPerson {
  * (docs/operations.md, Erasure requests). Contacts are the organizations' own data and stay as
  * they are; those matched to a forgotten person are unmatched.
  */
-export function createPeopleService(d: { db: Db; clock: Clock; people: PeopleRepo; contacts: TrackedContactsRepo; feeds: FeedsRepo; audit: Audit }) {
+export function createPeopleService(d: {
+  db: Db;
+  clock: Clock;
+  people: PeopleRepo;
+  contacts: TrackedContactsRepo;
+  feeds: FeedsRepo;
+  audit: Audit;
+  /** Feeds not yet jobs: bodies arriving through the API, files waiting in the inbox (names, at most `max`). */
+  arriving: { uploads(): number; inbox(max: number): string[] };
+}) {
   function storeKeys(k: PersonKeys) {
     let slug: string | undefined;
     if (k.linkedin !== undefined) {
@@ -105,9 +114,11 @@ export function createPeopleService(d: { db: Db; clock: Clock; people: PeopleRep
       return d.db.txSoon(() => {
         // a feed received before this request and not yet applied could bring them straight back
         // (a reviewer's case: forgotten while a feed ran, back with their address when it ended)
-        const unfinished = d.feeds.unfinishedFeeds(3);
-        if (unfinished.length) {
-          throw conflict('feed_in_progress', `Feeds are still being applied (${unfinished.join(', ')}); forget the person once they have ended, or a record of theirs in them brings the person back.`);
+        const waiting = [...d.feeds.unfinishedFeeds(3), ...d.arriving.inbox(3).map((name) => `inbox/${name}`)];
+        const uploads = d.arriving.uploads();
+        if (uploads) waiting.push(`${uploads} being received`);
+        if (waiting.length) {
+          throw conflict('feed_in_progress', `Feeds are still being applied or received (${waiting.join(', ')}); forget the person once they have ended, or a record of theirs in them brings the person back.`);
         }
         const found = toForget(keys);
         const now = d.clock.now();

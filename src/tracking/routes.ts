@@ -15,6 +15,7 @@ import type { FileSpace } from '../storage/free-space.ts';
 import type { ChangeService } from './change-service.ts';
 import type { DailySets } from './daily-sets.ts';
 import type { FeedFormat } from './feed-reader.ts';
+import type { ArrivingFeeds } from './feed-files.ts';
 import type { FeedService } from './feed-service.ts';
 import type { PeopleService } from './people-service.ts';
 import { canonicalLinkedin } from '../normalize.ts';
@@ -96,7 +97,7 @@ const FEED_FILE_NAME: HeaderSpec = {
 };
 
 /** Feed ingestion (installation-wide) and change history (per ledger), SPEC §5. */
-export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; changes: ChangeService; dailySets: DailySets; people: PeopleService }, opts: TrackingRouteOptions): void {
+export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; changes: ChangeService; dailySets: DailySets; people: PeopleService; arrivingFeeds: ArrivingFeeds }, opts: TrackingRouteOptions): void {
   const base = `${opts.baseUrl}${opts.prefix}`;
   r.add(
     {
@@ -133,16 +134,22 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       }
       mkdirSync(opts.tmpDir, { recursive: true, mode: 0o700 });
       const tmp = join(opts.tmpDir, `${newId('feed')}.upload`);
-      await receiveBodyToFile(ctx, tmp, opts.maxUploadBytes, opts.uploadSpace);
+      // counted until it is a feed job or refused: a person forgotten meanwhile would come back with it
+      const arrived = svc.arrivingFeeds.begin();
       try {
-        await recheckAccess(); // the upload may have taken minutes
-      } catch (err) {
-        rmSync(tmp, { force: true });
-        throw err;
+        await receiveBodyToFile(ctx, tmp, opts.maxUploadBytes, opts.uploadSpace);
+        try {
+          await recheckAccess(); // the upload may have taken minutes
+        } catch (err) {
+          rmSync(tmp, { force: true });
+          throw err;
+        }
+        const fileName = (headers['Content-Disposition'] as string | undefined) ?? null;
+        const { feed, replayed } = await svc.feeds.createFromUpload(caller.actor.id, tmp, fileName, format, headers['Idempotency-Key'] as string | undefined);
+        answerJob(ctx, replayed, `${base}/feed/${feed.id}`, presentFeed(feed, base));
+      } finally {
+        arrived();
       }
-      const fileName = (headers['Content-Disposition'] as string | undefined) ?? null;
-      const { feed, replayed } = await svc.feeds.createFromUpload(caller.actor.id, tmp, fileName, format, headers['Idempotency-Key'] as string | undefined);
-      answerJob(ctx, replayed, `${base}/feed/${feed.id}`, presentFeed(feed, base));
     },
   );
   r.add({ method: 'get', path: '/feed', access: { permission: 'feed' }, query: pageQuery, summary: 'Feed jobs, newest first', responses: { 200: { description: 'A page of feed jobs', schema: FeedJobPage } } }, (ctx, { query }) => {
