@@ -96,8 +96,10 @@ export function createPeopleService(d: {
   }
 
   return {
-    /** Everyone the store knows by any of the keys, in the order they were first stored. */
-    /** Who looked is audited (`people.looked_up`: the kinds of keys and how many were found), as a forget is. */
+    /**
+     * Everyone the store knows by any of the keys, in the order they were first stored. Who looked
+     * is audited (`people.looked_up`: the kinds of keys and how many were found), as a forget is.
+     */
     async find(by: Caller, k: PersonKeys): Promise<StoredPerson[]> {
       const found = holders(storeKeys(k)).map((person) => ({ person, contacts: d.contacts.countOfPerson(person.id) }));
       await d.db.txSoon(() => d.audit.record(by, { orgId: null, action: 'people.looked_up', data: { keys: keyKinds(k), found: found.length } }));
