@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
-import { csvForm, ID, LEDGER, request, tempDir } from './helpers.ts';
+import { csvForm, ID, LEDGER, request, tempDir, withSmallDisk } from './helpers.ts';
 import { baseEnv, MAIN } from './child-server.ts';
 import { EMAIL, PASSWORD, COMMANDS, cli, run, runAsync, sha, csv, client, ended, operatorSuite, start, stop, jobEnd, serverWithLedger } from './operator-helpers.ts';
 
@@ -138,6 +138,25 @@ C('compact rewrites the database without its free pages: no value deleted before
   assert.is(busy.status, 1);
   assert.match(busy.stderr, /a contact-ledger server or command \(pid \d+\) is using the data folder .*stop it before compacting/);
   await stop(s);
+
+  // a disk without room for the rewrite: said where and how much, nothing changed
+  const small = tempDir();
+  await withSmallDisk(small, '6m', async () => {
+    const tight = { CONTACT_LEDGER_DATA: join(small, 'data') };
+    assert.is(run(['init', '--email', EMAIL, '--password', '-'], tight, `${PASSWORD}\n`).status, 0);
+    const db = new Database(join(small, 'data', 'contact-ledger.db'));
+    db.prepare("INSERT INTO settings (key, value) VALUES ('filler', ?)").run('x'.repeat(1_500_000));
+    db.close();
+    // leave less room than the database takes
+    const room = Number(spawnSync('df', ['--output=avail', '-B1', small], { encoding: 'utf8' }).stdout.trim().split('\n')[1]);
+    writeFileSync(join(small, 'filler'), Buffer.alloc(Math.max(0, room - 200_000)));
+    const full = run(['compact'], tight);
+    assert.is(full.status, 1, full.stdout + full.stderr);
+    assert.match(full.stderr, /contact-ledger compact: not enough disk space; nothing was changed\. It needs about \d+\.\d MiB free in the temporary folder \(.*; SQLITE_TMPDIR chooses another\) and as much beside the database \(.*data: 0\.\d MiB free\)/);
+    const after = new Database(join(small, 'data', 'contact-ledger.db'), { readonly: true });
+    assert.is((after.prepare("SELECT length(value) FROM settings WHERE key = 'filler'").pluck().get() as number), 1_500_000, 'the database as it was');
+    after.close();
+  });
 
   const done = await cli(['compact'], env);
   assert.is(done.status, 0, done.stderr);

@@ -1,5 +1,9 @@
+import { statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Config } from '../config.ts';
 import { compactDatabase } from '../storage/compact.ts';
+import { isStorageFullError } from '../storage/db.ts';
+import { freeBytes } from '../storage/free-space.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Io, type ParsedArgs } from './command.ts';
 import { openExistingStorage } from './common.ts';
 
@@ -20,7 +24,21 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const storage = await openExistingStorage(io, config, 'compact', 'stop it before compacting');
   if (!storage) return EXIT_FAILURE;
   try {
-    const c = compactDatabase(storage.db);
+    let c;
+    try {
+      c = compactDatabase(storage.db);
+    } catch (err) {
+      if (!isStorageFullError(err)) throw err;
+      // which of the two places ran out cannot be told apart by SQLite's error: both are named
+      const size = statSync(storage.db.file).size;
+      const tmp = process.env.SQLITE_TMPDIR || process.env.TMPDIR || '/var/tmp';
+      const free = (dir: string) => freeBytes(dir) ?? Number.NaN;
+      io.err(
+        `contact-ledger compact: not enough disk space; nothing was changed. It needs about ${mib(size)} free in the temporary folder (${tmp}: ${mib(free(tmp))} free; ` +
+          `SQLITE_TMPDIR chooses another) and as much beside the database (${dirname(storage.db.file)}: ${mib(free(dirname(storage.db.file)))} free)`,
+      );
+      return EXIT_FAILURE;
+    }
     io.out(`compacted ${storage.db.file}: ${mib(c.bytesBefore)} → ${mib(c.bytesAfter)} (${c.freePages} free page${c.freePages === 1 ? '' : 's'} of ${c.pageSize} bytes removed)`);
     return EXIT_OK;
   } finally {
