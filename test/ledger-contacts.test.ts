@@ -14,7 +14,7 @@ import { createContactsRepo } from '../src/ledger/contacts-repo.ts';
 import { backupTo } from '../src/storage/backup.ts';
 import { nameKey } from '../src/normalize.ts';
 import type { Db } from '../src/storage/db.ts';
-import { addContacts, createLedger, expectStatus, ID, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, uploadCsv, until, waitForImport, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, expectStatus, holdBulkJobs, ID, LEDGER, ledgerPath, listAll, seedWorld, signInRoot, startApp, uploadCsv, until, waitForImport, type TestApp, type World } from './helpers.ts';
 
 type Ctx = { t: TestApp; w: World };
 
@@ -700,6 +700,32 @@ A('Idempotency-Key: a retried POST gets its first job (200, no second import); a
     const r = await t.call('POST', path, { token: w.tokens.editor, body, headers: { 'idempotency-key': bad } });
     expectStatus(r, 400, bad);
     assert.is(r.body.code, 'invalid_idempotency_key');
+  }
+});
+
+A("an ended import's rejected rows can be deleted (an erasure request): the rows go, the counts stay; not while it runs", async ({ t, w, ledgerId }) => {
+  const imp = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Kept Row', company: 'Acme' }, { company: 'Refused Without Name', email: 'refused.person@erasure.test' }]);
+  const path = `${ledgerPath(w.orgId, ledgerId)}/imports/${imp.id}`;
+  assert.match((await t.call('GET', `${path}/errors`, { token: w.tokens.viewer })).text, /refused\.person@erasure\.test/);
+  expectStatus(await t.call('DELETE', `${path}/errors`, { token: w.tokens.viewer }), 403);
+  expectStatus(await t.call('DELETE', `${path}/errors`, { token: w.tokens.editor }), 204);
+  const after = await t.call('GET', `${path}/errors`, { token: w.tokens.viewer });
+  assert.not.match(after.text, /refused/);
+  assert.is(after.text.trim().split('\n').length, 1, 'the header alone');
+  const job = (await t.call('GET', path, { token: w.tokens.viewer })).body;
+  assert.equal([job.imported, job.invalid], [1, 1], 'the counts stay');
+  const audit = await t.call('GET', `${ID}/orgs/${w.orgId}/audit?limit=5`, { token: w.tokens.admin });
+  assert.equal(audit.body.events.find((e: any) => e.action === 'import.rejections_deleted').data, { ledgerId, deleted: 1 });
+  expectStatus(await t.call('DELETE', `${ledgerPath(w.orgId, ledgerId)}/imports/imp_00000000000000000000000000/errors`, { token: w.tokens.editor }), 404);
+  // one still waiting to run: refused, nothing deleted
+  const hold = holdBulkJobs(t);
+  try {
+    const pending = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts`, { token: w.tokens.editor, body: { contacts: [{ company: 'no name either' }] } });
+    const busy = await t.call('DELETE', `${ledgerPath(w.orgId, ledgerId)}/imports/${pending.body.id}/errors`, { token: w.tokens.editor });
+    expectStatus(busy, 409);
+    assert.is(busy.body.code, 'import_in_progress');
+  } finally {
+    await hold.release();
   }
 });
 

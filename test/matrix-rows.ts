@@ -1,7 +1,7 @@
 // One row per route: who may call it (the contract of SPEC §3–§6), the success status, and a
 // request that succeeds for an allowed caller. Requests that consume their target build a fresh one.
 import { randomBytes } from 'node:crypto';
-import { addContacts, createLedger, csvForm, expectStatus, ID, ledgerPath, PASSWORD, type CallOptions, type TestApp, type World } from './helpers.ts';
+import { addContacts, createLedger, csvForm, expectStatus, ID, ledgerPath, PASSWORD, until, type CallOptions, type TestApp, type World } from './helpers.ts';
 
 export type Need = 'public' | 'any' | 'user' | 'superuser' | 'feed' | 'viewer' | 'editor' | 'admin';
 
@@ -113,6 +113,13 @@ function feedFixture(t: TestApp, w: World): Promise<string> {
     feeds.set(w, f);
   }
   return f;
+}
+
+/** The feed fixture once it has ended (its rejected records can be deleted then). */
+async function endedFeedFixture(t: TestApp, w: World): Promise<string> {
+  const id = await feedFixture(t, w);
+  await until('the feed fixture', async () => (await t.call('GET', `/api/ledger/v1/feed/${id}`, { token: w.root })).body.status, (s) => s === 'completed' || s === 'failed', 20_000);
+  return id;
 }
 
 /** A disabled webhook of org A (nothing is sent to it but pings), made once per world; fresh ones for DELETE. */
@@ -324,6 +331,14 @@ export const MATRIX: Record<string, Row> = {
   'GET /api/ledger/v1/people': { need: 'superuser', ok: 200, request: async () => ({ path: '/api/ledger/v1/people?email=nobody@people.test' }) },
   'DELETE /api/ledger/v1/people': { need: 'superuser', ok: 200, request: async () => ({ path: `/api/ledger/v1/people?email=${uniq()}@people.test` }) },
   'GET /api/ledger/v1/feed/:feedId/errors': { need: 'feed', ok: 200, request: async ({ t, w }) => ({ path: `/api/ledger/v1/feed/${await feedFixture(t, w)}/errors` }) },
+  'DELETE /api/ledger/v1/feed/:feedId/errors': { need: 'feed', ok: 204, request: async ({ t, w }) => ({ path: `/api/ledger/v1/feed/${await endedFeedFixture(t, w)}/errors` }) },
+  'DELETE /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/imports/:importId/errors': {
+    need: 'editor', ok: 204,
+    request: async ({ t, w }) => {
+      const f = await ledgerFixture(t, w);
+      return { path: LP(w, f.ledgerId, `/imports/${f.importId}/errors`) };
+    },
+  },
   'GET /api/ledger/v1/orgs/:orgId/ledgers/:ledgerId/contacts/:contactId/changes': {
     need: 'viewer', ok: 200,
     request: async ({ t, w }) => {

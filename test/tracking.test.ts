@@ -1989,6 +1989,33 @@ T('a feed in UTF-16, with or without a byte order mark, fails saying so (it was 
   assert.is(t.rt.db.raw.prepare("SELECT count(*) FROM people WHERE name = 'Uta Sixteen'").pluck().get(), 0);
 });
 
+T("an ended feed's rejected records can be deleted (an erasure request): the reasons go, the counts stay; not while it runs", async ({ t, w }) => {
+  const done = await feed(t, w.root, ndjson({ personId: 'rej-1', name: 'Rex Jay', company: 'Acme', email: 'rex.private-at-nowhere' }, { personId: 'rej-2', name: 'Ok Kay', company: 'Acme' }));
+  assert.equal([done.status, done.invalid], ['completed', 1]);
+  const errors = `${LEDGER}/feed/${done.id}/errors`;
+  assert.match((await t.call('GET', errors, { token: w.root })).text, /rex\.private-at-nowhere/);
+  expectStatus(await t.call('DELETE', errors, { token: w.tokens.admin }), 403);
+  expectStatus(await t.call('DELETE', errors, { token: w.serviceAccounts.feed.token }), 204);
+  const after = await t.call('GET', errors, { token: w.root });
+  assert.is(after.text.trim(), 'record,line,reason', 'the header alone');
+  assert.is((await t.call('GET', `${LEDGER}/feed/${done.id}`, { token: w.root })).body.invalid, 1, 'the counts stay');
+  const audit = await t.call('GET', `${ID}/audit?limit=5`, { token: w.root });
+  assert.equal(audit.body.events.find((e: any) => e.action === 'feed.rejections_deleted').data, { deleted: 1 });
+  expectStatus(await t.call('DELETE', `${LEDGER}/feed/feed_00000000000000000000000000/errors`, { token: w.root }), 404);
+  const hold = holdBulkJobs(t);
+  let pendingId = '';
+  try {
+    const pending = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: ndjson({ personId: 'rej-3', name: 'Pen Ding', company: 'Acme' }), headers: { 'content-type': 'application/x-ndjson' } });
+    pendingId = pending.body.id;
+    const busy = await t.call('DELETE', `${LEDGER}/feed/${pendingId}/errors`, { token: w.root });
+    expectStatus(busy, 409);
+    assert.is(busy.body.code, 'feed_in_progress');
+  } finally {
+    await hold.release();
+  }
+  await until('the held feed', async () => (await t.call('GET', `${LEDGER}/feed/${pendingId}`, { token: w.root })).body.status, (st) => st === 'completed', 20_000);
+});
+
 T('feed access and request errors', async ({ t, w }) => {
   expectStatus(await t.call('POST', FEED, { token: w.tokens.admin, raw: ndjson({ name: 'a', company: 'b' }), headers: { 'content-type': 'application/x-ndjson' } }), 403);
   expectStatus(await t.call('POST', FEED, { token: w.root, raw: 'x', headers: { 'content-type': 'text/plain' } }), 415);

@@ -8,13 +8,14 @@ import { namedWidth } from '../csv/read-rows.ts';
 import type { ScanFailure, ScanResult } from '../csv/scan.ts';
 import { unescapeFormula } from '../csv/write.ts';
 import type { Cursors, Page } from '../cursor.ts';
-import { AppError, idempotencyKeyReused, invalid, notFound, tooLarge } from '../errors.ts';
+import { AppError, conflict, idempotencyKeyReused, invalid, notFound, tooLarge } from '../errors.ts';
 import { canonicalJson, firstDuplicateKey, someJsonValue } from '../exact-json.ts';
 import { sha256FileHexes } from '../crypto.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import { newId } from '../ids.ts';
 import type { Queue } from '../jobs/queue.ts';
+import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import type { Db } from '../storage/db.ts';
 import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
 import { sameRequest, type Idempotency, type ImportsRepo, type NewImport } from './imports-repo.ts';
@@ -302,6 +303,20 @@ export function createImportService(d: ImportServiceDeps) {
       const imp = d.imports.findImportOfLedger(ledgerId, importId, d.clock.now());
       if (!imp) throw notFound('import', importId);
       return imp;
+    },
+
+    /**
+     * Deletes an ended import's rejected rows (they hold whole refused rows: an erasure request),
+     * in short chunks; the job keeps its counts. An import still running is refused (409).
+     */
+    async deleteRejections(by: Caller, orgId: string, ledgerId: string, importId: string): Promise<number> {
+      requireLedger(orgId, ledgerId);
+      const imp = d.imports.findImportOfLedger(ledgerId, importId, d.clock.now());
+      if (!imp) throw notFound('import', importId);
+      if (imp.status === 'pending' || imp.status === 'processing') throw conflict('import_in_progress', 'The import is still running; its rejected rows can be deleted once it has ended.');
+      const { deleted } = await deleteInChunks(d.db, [(n) => d.imports.deleteRejections(importId, n)]);
+      d.db.tx(() => d.audit.record(by, { orgId, action: 'import.rejections_deleted', target: { type: 'import', id: importId }, data: { ledgerId, deleted } }));
+      return deleted;
     },
 
     /** Rejected rows in row order, page by page (for the errors CSV). */

@@ -201,6 +201,8 @@ export function createImportsRepo(db: Db, files: DataFiles) {
      * can have hundreds of thousands, which its job row would otherwise take along by cascade),
      * then its job row with its payload. Returns how many went (0: no import left).
      */
+    /** Deletes up to `n` of an import's rejected rows (an erasure: deleteRejections); returns how many went. */
+    deleteRejections: (id: string, n: number): number => q.purgeRejections.run(id, id, n).changes,
     purgeImports: (ledgerId: string, n: number): number => {
       let left = n;
       while (left > 0) {

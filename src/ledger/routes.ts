@@ -300,6 +300,13 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
       const delimiter = query.delimiter ? S.DOWNLOAD_DELIMITERS[query.delimiter] : (own ?? ',');
       ctx.body = Readable.from(rejectionCsv(imp, svc.imports.rejections(imp.id), query.escapeFormulas ?? true, query.bom ?? false, delimiter), { objectMode: false });
     });
+    // the refused rows hold whatever the file said about people (an erasure request: docs/operations.md)
+    if (!alias) {
+      r.add({ method: 'delete', path: `${base}/:importId/errors`, access: { org: 'editor' }, summary: "Delete an ended import's rejected rows (its counts stay)", responses: { 204: { description: 'Deleted' }, 409: { description: 'The import is still running' } } }, async (ctx, { caller, params }) => {
+        await svc.imports.deleteRejections(caller, params.orgId!, params.ledgerId!, params.importId!);
+        ctx.status = 204;
+      });
+    }
   }
 
   r.add({ method: 'get', path: `${ONE}/contacts/:contactId`, access: { org: 'viewer' }, summary: 'A contact', responses: { 200: { description: 'The contact', schema: ContactAnswer } } }, (ctx, { params }) => {

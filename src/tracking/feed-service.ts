@@ -2,7 +2,10 @@ import { lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync } f
 import { basename, join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Cursors, Page } from '../cursor.ts';
-import { idempotencyKeyReused, notFound } from '../errors.ts';
+import { conflict, idempotencyKeyReused, notFound } from '../errors.ts';
+import type { Audit } from '../identity/audit.ts';
+import type { Caller } from '../identity/model.ts';
+import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import { sha256FileHex } from '../crypto.ts';
 import { newId } from '../ids.ts';
 import type { Queue } from '../jobs/queue.ts';
@@ -46,6 +49,7 @@ export function createFeedService(d: {
   metrics: MetricsRegistry;
   runFeed: Runner['run'];
   cursors: Cursors;
+  audit: Audit;
 }) {
   const inbox = inboxDir(d.dataDir);
   const records = d.metrics.counter({ name: 'contact_ledger_feed_records_total', help: 'Person-feed records processed, by outcome (applied, stale, repeated, invalid).', labelNames: ['outcome'] });
@@ -266,6 +270,18 @@ export function createFeedService(d: {
     },
     list(limit: number, cursor?: string): Page<FeedJob> {
       return d.cursors.toPage(d.feeds.listFeeds(limit, d.clock.now(), d.cursors.decodeKeyset(cursor, 'feeds')), limit, 'feeds', (f) => [f.createdAt, f.id]);
+    },
+    /**
+     * Deletes an ended feed's rejected records (their reasons quote the refused values: an erasure
+     * request), in short chunks; the job keeps its counts. A feed not yet ended is refused (409).
+     */
+    async deleteRejections(by: Caller, id: string): Promise<number> {
+      const feed = d.feeds.findFeed(id, d.clock.now());
+      if (!feed) throw notFound('feed job', id);
+      if (feed.status === 'pending' || feed.status === 'processing') throw conflict('feed_in_progress', 'The feed is still being applied; its rejected records can be deleted once it has ended.');
+      const { deleted } = await deleteInChunks(d.db, [(n) => d.feeds.deleteRejections(id, n)]);
+      d.db.tx(() => d.audit.record(by, { orgId: null, action: 'feed.rejections_deleted', target: { type: 'feed', id }, data: { deleted } }));
+      return deleted;
     },
     *rejections(id: string) {
       let after = 0;

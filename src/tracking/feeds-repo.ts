@@ -128,6 +128,9 @@ export function createFeedsRepo(db: Db, files: DataFiles) {
     // the position as one row value, which SQLite seeks by (spelt with OR, every page read from the newest feed)
     after: db.raw.prepare<[number, string, number], FeedRow>(`${SELECT} WHERE (f.created_at, f.id) < (?, ?) ORDER BY f.created_at DESC, f.id DESC LIMIT ?`),
     start: db.raw.prepare<[number, string]>('UPDATE feed_jobs SET started_at = coalesce(started_at, ?) WHERE id = ?'),
+    deleteRejections: db.raw.prepare<[string, string, number]>(
+      'DELETE FROM feed_rejections WHERE feed_id = ? AND record_no IN (SELECT record_no FROM feed_rejections WHERE feed_id = ? ORDER BY record_no LIMIT ?)',
+    ),
     unfinished: db.raw.prepare<[number], string>("SELECT j.id FROM jobs j WHERE j.status IN ('pending', 'processing') AND j.kind = 'feed' ORDER BY j.created_at, j.id LIMIT ?").pluck(),
     progress: db.raw.prepare(
       `UPDATE feed_jobs SET cursor_records = cursor_records + @records, received = received + @received, invalid = invalid + @invalid, stale = stale + @stale, repeated = repeated + @repeated,
@@ -145,6 +148,8 @@ export function createFeedsRepo(db: Db, files: DataFiles) {
     forgetListed: db.raw.prepare<[string]>('DELETE FROM feed_listed_people WHERE feed_id = ?'),
   };
   return {
+    /** Deletes up to `n` of a feed's rejected records (an erasure: feed-service deleteRejections); returns how many went. */
+    deleteRejections: (id: string, n: number): number => q.deleteRejections.run(id, id, n).changes,
     /** The feed jobs not yet ended (waiting or being applied), the oldest first, at most `max`. */
     unfinishedFeeds: (max: number): string[] => q.unfinished.all(max),
     insertFeed: ({ idempotency, takenSize, ...f }: { id: string; source: FeedSource; fileName: string | null; filePath: string; format: FeedFormat; gzip: boolean; createdBy: string | null; createdAt: number; idempotency?: Idempotency; takenSize?: number }): void =>

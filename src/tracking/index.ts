@@ -57,7 +57,7 @@ export function createTrackingModule(d: {
   runFeed: Runner['run'];
 }) {
   const repos = trackingReposOn(d.db, d.config.dataDir);
-  const feeds = createFeedService({ db: d.db, clock: d.clock, cursors: d.cursors, log: d.log, queue: d.queue, feeds: repos.feeds, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed });
+  const feeds = createFeedService({ db: d.db, clock: d.clock, cursors: d.cursors, log: d.log, queue: d.queue, feeds: repos.feeds, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed, audit: d.audit });
   const changes = createChangeService({ cursors: d.cursors, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes, db: d.db });
   const dailySets = createDailySets({ clock: d.clock, log: d.log, db: d.db, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db), cursors: d.cursors });
   const arrivingFeeds = new ArrivingFeeds();

@@ -179,6 +179,11 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
   r.add({ method: 'delete', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'Forget a person: every person the store knows by any of the keys given goes; contacts matched to them are unmatched', responses: { 200: { description: 'How many people were forgotten and contacts unmatched (0 and 0: nobody known by them)', schema: PeopleForgottenAnswer }, 409: { description: 'An e-mail address or a name and company that several people have (forget the one meant by its id), or feeds not yet applied' } } }, async (ctx, { caller, query }) => {
     ctx.body = await svc.people.forget(caller, query);
   });
+  // the reasons quote refused values (an erasure request: docs/operations.md)
+  r.add({ method: 'delete', path: '/feed/:feedId/errors', access: { permission: 'feed' }, summary: "Delete an ended feed's rejected records (its counts stay)", responses: { 204: { description: 'Deleted' }, 409: { description: 'The feed is still being applied' } } }, async (ctx, { caller, params }) => {
+    await svc.feeds.deleteRejections(caller, params.feedId!);
+    ctx.status = 204;
+  });
 
   const ONE = '/orgs/:orgId/ledgers/:ledgerId';
   r.add({ method: 'get', path: `${ONE}/contacts/:contactId/changes`, access: { org: 'viewer' }, query: pageQuery, summary: "A contact's change history, newest first", responses: { 200: { description: 'A page of changes', schema: ChangePage } } }, (ctx, { params, query }) => {
