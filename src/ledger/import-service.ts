@@ -213,6 +213,14 @@ export function createImportService(d: ImportServiceDeps) {
     }
   }
 
+  /** An import of the ledger (404 otherwise). */
+  function importOf(orgId: string, ledgerId: string, importId: string): ImportJob {
+    requireLedger(orgId, ledgerId);
+    const imp = d.imports.findImportOfLedger(ledgerId, importId, d.clock.now());
+    if (!imp) throw notFound('import', importId);
+    return imp;
+  }
+
   return {
     /** An API batch: stored as the job's payload and processed by the scheduler (202). */
     createApiImport(by: Caller, orgId: string, ledgerId: string, contacts: unknown[], idempotencyKey?: string): Created {
@@ -298,21 +306,14 @@ export function createImportService(d: ImportServiceDeps) {
       return d.cursors.toPage(d.imports.listImports(ledgerId, limit, d.clock.now(), d.cursors.decodeKeyset(cursor, list)), limit, list, (i) => [i.createdAt, i.id]);
     },
 
-    get(orgId: string, ledgerId: string, importId: string): ImportJob {
-      requireLedger(orgId, ledgerId);
-      const imp = d.imports.findImportOfLedger(ledgerId, importId, d.clock.now());
-      if (!imp) throw notFound('import', importId);
-      return imp;
-    },
+    get: importOf,
 
     /**
      * Deletes an ended import's rejected rows (they hold whole refused rows: an erasure request),
      * in short chunks; the job keeps its counts. An import still running is refused (409).
      */
     async deleteRejections(by: Caller, orgId: string, ledgerId: string, importId: string): Promise<number> {
-      requireLedger(orgId, ledgerId);
-      const imp = d.imports.findImportOfLedger(ledgerId, importId, d.clock.now());
-      if (!imp) throw notFound('import', importId);
+      const imp = importOf(orgId, ledgerId, importId);
       if (imp.status === 'pending' || imp.status === 'processing') throw conflict('import_in_progress', 'The import is still running; its rejected rows can be deleted once it has ended.');
       const { deleted } = await deleteInChunks(d.db, [(n) => d.imports.deleteRejections(importId, n)]);
       d.db.tx(() => d.audit.record(by, { orgId, action: 'import.rejections_deleted', target: { type: 'import', id: importId }, data: { ledgerId, deleted } }));

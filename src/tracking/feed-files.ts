@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, type Dirent, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FeedFormat } from './feed-reader.ts';
 import { unchangedRecords, type FeedJob } from './feeds-repo.ts';
@@ -19,11 +19,14 @@ export function inboxFolder(dataDir: string, name: 'processing' | 'done' | 'fail
   return dir;
 }
 
+/** An inbox entry the poll takes as a feed file: a plain file, not hidden (a copy in progress may be `.name.part`). */
+export const isInboxFile = (e: Dirent): boolean => e.isFile() && !e.name.startsWith('.');
+
 /** The feed files waiting in the inbox to be taken (not yet feed jobs), at most `max` names. */
 export function waitingInInbox(dataDir: string, max: number): string[] {
   try {
     return readdirSync(inboxDir(dataDir), { withFileTypes: true })
-      .filter((e) => e.isFile() && !e.name.startsWith('.'))
+      .filter(isInboxFile)
       .slice(0, max)
       .map((e) => e.name);
   } catch {

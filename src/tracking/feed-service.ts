@@ -14,7 +14,7 @@ import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
-import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, inboxFolder, inboxName, isGzip, settleFeedFile, writeSidecar } from './feed-files.ts';
+import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, inboxFolder, inboxName, isGzip, isInboxFile, settleFeedFile, writeSidecar } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
 import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from './feeds-repo.ts';
@@ -141,7 +141,7 @@ export function createFeedService(d: {
     try {
       renameUndecodable();
       const entries = readdirSync(inbox, { withFileTypes: true }).filter((e) => !e.name.startsWith('.'));
-      names = entries.filter((e) => e.isFile()).map((e) => e.name);
+      names = entries.filter(isInboxFile).map((e) => e.name);
       const others = entries.filter((e) => !e.isFile() && !(e.isDirectory() && INBOX_FOLDERS.has(e.name))).map((e) => e.name);
       for (const name of others) {
         if (warned.has(name)) continue;
@@ -226,6 +226,14 @@ export function createFeedService(d: {
     return moved;
   }
 
+
+  /** A feed job (404 otherwise). */
+  function feedOf(id: string): FeedJob {
+    const f = d.feeds.findFeed(id, d.clock.now());
+    if (!f) throw notFound('feed job', id);
+    return f;
+  }
+
   return {
     runner,
     countChunk,
@@ -263,11 +271,7 @@ export function createFeedService(d: {
         throw err;
       }
     },
-    get(id: string): FeedJob {
-      const f = d.feeds.findFeed(id, d.clock.now());
-      if (!f) throw notFound('feed job', id);
-      return f;
-    },
+    get: feedOf,
     list(limit: number, cursor?: string): Page<FeedJob> {
       return d.cursors.toPage(d.feeds.listFeeds(limit, d.clock.now(), d.cursors.decodeKeyset(cursor, 'feeds')), limit, 'feeds', (f) => [f.createdAt, f.id]);
     },
@@ -276,8 +280,7 @@ export function createFeedService(d: {
      * request), in short chunks; the job keeps its counts. A feed not yet ended is refused (409).
      */
     async deleteRejections(by: Caller, id: string): Promise<number> {
-      const feed = d.feeds.findFeed(id, d.clock.now());
-      if (!feed) throw notFound('feed job', id);
+      const feed = feedOf(id);
       if (feed.status === 'pending' || feed.status === 'processing') throw conflict('feed_in_progress', 'The feed is still being applied; its rejected records can be deleted once it has ended.');
       const { deleted } = await deleteInChunks(d.db, [(n) => d.feeds.deleteRejections(id, n)]);
       d.db.tx(() => d.audit.record(by, { orgId: null, action: 'feed.rejections_deleted', target: { type: 'feed', id }, data: { deleted } }));
