@@ -231,6 +231,32 @@ B('a database behind this version is backed up before it is migrated; nothing el
   assert.is(readdirSync(join(dir, 'backups')).length, 1);
 });
 
+B('a migration that fails is backed up once however often the start is tried (systemd restarts it every few seconds); a write meanwhile takes a new copy', async () => {
+  const dir = tempDir();
+  mkdirSync(dir, { recursive: true });
+  const old = openDb(join(dir, DB_FILE));
+  migrate(old, loadMigrations(paths.migrations).slice(0, 2));
+  old.raw.exec('CREATE TABLE people (x TEXT)'); // what 0003 creates: it fails with "table people already exists"
+  old.close();
+  const tryStart = () =>
+    openRuntime(testConfig(dir), quiet).then(
+      () => assert.unreachable('the migration should have failed'),
+      (err: Error) => assert.match(err.message, /people already exists/),
+    );
+  const copies = () => readdirSync(join(dir, 'backups')).filter((n) => /^pre-migrate-v2-\d{8}T\d{9}Z\.db$/.test(n));
+  for (let attempt = 0; attempt < 3; attempt++) await tryStart();
+  assert.is(copies().length, 1, 'one copy for three tries');
+  const b = new Database(join(dir, 'backups', copies()[0]!), { readonly: true });
+  assert.is(b.pragma('user_version', { simple: true }), 2, 'the copy is the database as it was');
+  b.close();
+  // the version upgraded from ran meanwhile and wrote: that copy no longer holds everything, the next try takes another
+  const older = new Database(join(dir, DB_FILE));
+  older.exec("INSERT INTO people (x) VALUES ('written meanwhile')");
+  older.close();
+  await tryStart();
+  assert.is(copies().length, 2, 'a new copy after a write');
+});
+
 B('a database migrated by a build whose migrations said something else is repaired to this version\'s schema at start, its rows kept, after a backup', async () => {
   const dir = tempDir();
   const migrations = loadMigrations(paths.migrations);

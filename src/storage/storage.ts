@@ -1,5 +1,6 @@
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
 import type { Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -118,6 +119,46 @@ export interface Storage {
 }
 
 /**
+ * Backs the database up into `<dir>/<prefix><time>.db` before a step that may fail at start (a
+ * migration, a schema repair), once for the state it is in: a start that fails the step (exit 1,
+ * restarted by systemd every few seconds) reuses the copy its first try took instead of adding a
+ * whole database's copy at every try until the disk is full. A copy is that state's when it was
+ * written after the database last was (`lastWritten`, taken before this open) and has as many
+ * pages; otherwise (the old version ran meanwhile, another database was put in place) a new one
+ * is taken. Returns the copy's path.
+ */
+async function backUpOnce(db: Db, dir: string, prefix: string, lastWritten: number, clock: Clock, log: Logger, before: string): Promise<string> {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const pages = db.raw.pragma('page_count', { simple: true });
+  const taken = readdirSync(dir)
+    .filter((n) => n.startsWith(prefix) && n.endsWith('.db'))
+    .map((n) => join(dir, n))
+    .find((f) => statSync(f).mtimeMs >= lastWritten && pageCount(f) === pages);
+  if (taken) {
+    log.info({ file: taken }, `the database was backed up before ${before} was first tried`);
+    return taken;
+  }
+  const file = join(dir, `${prefix}${fileStamp(clock.now())}.db`);
+  await backupTo(db.raw, file);
+  log.info({ file }, `backed up the database before ${before}`);
+  return file;
+}
+
+/** A backup's size in pages, or undefined when it cannot be read as a database. */
+function pageCount(file: string): number | undefined {
+  try {
+    const copy = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      return copy.pragma('page_count', { simple: true }) as number;
+    } finally {
+      copy.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Locks the data folder, opens (and checks) the database and, when its schema is behind, backs it
  * up into `<data>/backups/pre-migrate-v<N>-<time>.db` and migrates it (SPEC §8). Throws
  * StartupError (DataDirLockedError when another process uses the folder).
@@ -149,28 +190,14 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
     let preMigrationBackup: string | undefined;
     if (pending.length && from > 0) {
       // Forward-only upgrades: keep the way back (SPEC §8).
-      mkdirSync(backupsDir(config.dataDir), { recursive: true, mode: 0o700 });
-      preMigrationBackup = join(backupsDir(config.dataDir), `pre-migrate-v${from}-${fileStamp(clock.now())}.db`);
-      await backupTo(db.raw, preMigrationBackup);
-      log.info({ file: preMigrationBackup, from, to: latest }, 'backed up the database before migrating');
+      preMigrationBackup = await backUpOnce(db, backupsDir(config.dataDir), `pre-migrate-v${from}-`, lastWritten, clock, log, 'migrating');
     }
     const applied = migrate(db, migrations, clock.now());
     if (applied.length) log.info({ applied }, 'migrations applied');
     // migrated by a build whose migrations said something else: brought to this version's shape (schema-reconcile.ts)
     const repair = planSchemaRepair(db, migrations);
     if (repair.steps.length) {
-      // once for this repair: a start that fails it (exit 1, restarted by systemd) does not add a
-      // copy at every try — unless the database was written since that copy (the old version ran meanwhile)
-      const dir = backupsDir(config.dataDir);
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      const prefix = `pre-repair-v${schemaVersion(db)}-${repair.id}-`;
-      const taken = readdirSync(dir).find((n) => n.startsWith(prefix) && n.endsWith('.db') && statSync(join(dir, n)).mtimeMs >= lastWritten);
-      if (taken) log.info({ file: join(dir, taken) }, 'the database was backed up before this repair was first tried');
-      else {
-        const before = join(dir, `${prefix}${fileStamp(clock.now())}.db`);
-        await backupTo(db.raw, before);
-        log.info({ file: before }, 'backed up the database before repairing its schema');
-      }
+      await backUpOnce(db, backupsDir(config.dataDir), `pre-repair-v${schemaVersion(db)}-${repair.id}-`, lastWritten, clock, log, 'repairing its schema');
       repair.apply();
       log.warn({ repaired: repair.steps }, "the database's schema was repaired to this version's");
     }
