@@ -34,7 +34,7 @@ export const sharedTime = (clock: Clock): Float64Array | null => (clock instance
 /** The clock of a worker thread, from what `sharedTime` gave it. */
 export const clockOf = (shared: Float64Array | null): Clock => (shared ? { now: () => shared[0]! } : systemClock);
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 /** Up to 9999-12-31T23:59:59.999Z: the range where toISOString writes a four-digit year. */
 const MAX_FAST_MS = 253_402_300_800_000;
 const TWO = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));

@@ -29,6 +29,10 @@ export interface Config {
   maxJsonBytes: number;
   /** Rejected rows or records a job keeps for its errors CSV (src/jobs/rejections.ts). */
   maxStoredRejections: number;
+  /** Days an ended job's rejected rows or records are kept (the nightly retention, jobs/rejections-retention.ts); 0: until deleted. */
+  rejectionsKeepDays: number;
+  /** Days a feed file stays in inbox/done/ after its feed ended (the nightly retention, tracking/feed-files.ts); 0: until deleted. */
+  inboxDoneKeepDays: number;
   backupCron: string | undefined;
   backupKeep: number;
   logLevel: LogLevel;
@@ -248,6 +252,8 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'maxUploadBytes', env: 'MAX_UPLOAD_BYTES', flag: 'max-upload-bytes', help: 'largest CSV upload', parse: int(1024, 64 * 1024 ** 3) },
   { key: 'maxJsonBytes', env: 'MAX_JSON_BYTES', flag: 'max-json-bytes', help: 'largest JSON request body', parse: int(1024, 256 * 1024 ** 2) },
   { key: 'maxStoredRejections', env: 'MAX_STORED_REJECTIONS', flag: 'max-stored-rejections', help: 'rejected rows or records a job keeps for its errors CSV', parse: int(1, 1_000_000_000) },
+  { key: 'rejectionsKeepDays', env: 'REJECTIONS_KEEP_DAYS', flag: 'rejections-keep-days', help: "days an ended import's rejected rows and an ended feed's rejected records are kept (0: until deleted through the API)", parse: int(0, 36_500) },
+  { key: 'inboxDoneKeepDays', env: 'INBOX_DONE_KEEP_DAYS', flag: 'inbox-done-keep-days', help: 'days a feed file stays in inbox/done/ after its feed ended (0: until you delete it)', parse: int(0, 36_500) },
   { key: 'backupCron', env: 'BACKUP_CRON', flag: 'backup-cron', help: 'schedule of automatic backups (cron)', parse: cronExpr },
   { key: 'backupKeep', env: 'BACKUP_KEEP', flag: 'backup-keep', help: 'automatic backups to keep', parse: int(1, 10_000) },
   { key: 'logLevel', env: 'LOG_LEVEL', flag: 'log-level', help: 'log level', parse: logLevel },
@@ -285,6 +291,8 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   maxUploadBytes: 512 * 1024 ** 2,
   maxJsonBytes: 4 * 1024 ** 2,
   maxStoredRejections: MAX_STORED_REJECTIONS,
+  rejectionsKeepDays: 30,
+  inboxDoneKeepDays: 30,
   backupCron: undefined,
   backupKeep: 7,
   logLevel: 'info',

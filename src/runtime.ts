@@ -122,6 +122,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     referrers.push(webhooks.service);
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
     scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners, ...webhooks.runners }, onBusy: (where) => metrics.countBusy(where) });
+    ledger.schedule(scheduler);
     tracking.schedule(scheduler);
     webhooks.schedule(scheduler);
     // Expired sessions, used refresh tokens and ended throttling windows, every night.

@@ -2710,6 +2710,81 @@ I('a feed that kept failing: its inbox file goes to failed/ with the last error 
   }
 });
 
+I("what ended jobs leave behind goes after its days: rejected rows and records after REJECTIONS_KEEP_DAYS, feed files in inbox/done/ after INBOX_DONE_KEEP_DAYS; their counts stay, newer ones stay", async () => {
+  const t = await startApp({ withoutTasks: [INBOX_TASK] });
+  try {
+    const w = await seedWorld(t);
+    const clock = t.clock as ManualClock;
+    // one token at a time: the app's clock moves a month, past any token's life
+    let token = w.root;
+    const ledgerId = await createLedger(t, token, w.orgId, 'retention');
+    const done = join(t.dataDir, 'inbox', 'done');
+    const refused = (n: number) => ({ name: `Kept ${n}`, company: 'Acme', email: `refused-${n}-at-nowhere` });
+    const viaInbox = async (name: string, n: number) => {
+      const file = join(t.dataDir, 'inbox', name);
+      writeFileSync(file, ndjson(refused(n), { name: `Fine ${n}`, company: 'Acme' }));
+      const old = new Date(Date.now() - 10_000);
+      utimesSync(file, old, old);
+      await t.rt.tracking.feeds.scanInbox();
+      assert.is(await t.rt.tracking.feeds.scanInbox(), 1);
+      assert.is(await settled(t, name), 'done');
+      return readFileSync(join(done, `${name}.result.txt`), 'utf8').split(' ')[0]!;
+    };
+    const imported = async (n: number) => (await addContacts(t, token, w.orgId, ledgerId, [{ name: `Row ${n}`, company: 'Acme' }, { company: `No Name ${n}`, email: `row-${n}@refused.test` }])).id as string;
+    const feedErrors = async (id: string) => (await t.call('GET', `${LEDGER}/feed/${id}/errors`, { token })).text;
+    const importErrors = async (id: string) => (await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${id}/errors`, { token })).text;
+    const oldFeed = await viaInbox('old.jsonl', 1);
+    const oldImport = await imported(1);
+    writeFileSync(join(done, 'mine.txt'), 'an operator\'s own file');
+    writeFileSync(join(done, 'gone.jsonl.result.txt'), 'counts whose file was removed by hand\n');
+    clock.advance(31 * 86_400_000);
+    token = (await signInRoot(t)).accessToken;
+    const newFeed = await viaInbox('new.jsonl', 2);
+    const newImport = await imported(2);
+    for (const f of ['new.jsonl', 'new.jsonl.result.txt']) utimesSync(join(done, f), new Date(clock.now()), new Date(clock.now())); // filed "today" by the app's clock
+    const aged = new Date(clock.now() - 31 * 86_400_000);
+    for (const f of ['old.jsonl.result.txt', 'gone.jsonl.result.txt', 'mine.txt']) utimesSync(join(done, f), aged, aged);
+
+    assert.ok(await t.rt.scheduler.runNow('feed-retention'));
+    assert.ok(await t.rt.scheduler.runNow('import-retention'));
+    assert.is((await feedErrors(oldFeed)).trim(), 'record,line,reason', 'the old feed\'s rejected records are gone');
+    assert.match(await feedErrors(newFeed), /refused-2-at-nowhere/);
+    assert.is((await t.call('GET', `${LEDGER}/feed/${oldFeed}`, { token })).body.invalid, 1, 'its counts stay');
+    assert.not.match(await importErrors(oldImport), /refused\.test/, 'the old import\'s rejected rows are gone');
+    assert.match(await importErrors(newImport), /row-2@refused\.test/);
+    assert.is((await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${oldImport}`, { token })).body.invalid, 1, 'its counts stay');
+    assert.equal(readdirSync(done).sort(), ['mine.txt', 'new.jsonl', 'new.jsonl.result.txt'], 'the old file and its counts went, and counts left alone; not what the server did not file');
+    assert.ok(t.logs.some((l) => l.includes('"msg":"rejected records of old feeds deleted"') && l.includes('"removed":1')));
+    assert.ok(t.logs.some((l) => l.includes('"msg":"rejected rows of old imports deleted"') && l.includes('"removed":1')));
+    assert.ok(t.logs.some((l) => l.includes('"msg":"old feed files removed from inbox/done/"')));
+    // the walk seeks each job in the rejections' key
+    for (const plan of [t.rt.ledger.repos.imports.explainNextWithRejections(), t.rt.tracking.repos.feeds.explainNextWithRejections()]) {
+      assert.ok(plan.some((p) => /SEARCH r USING (PRIMARY KEY|INDEX sqlite_autoindex)/.test(p)), plan.join(' | '));
+    }
+  } finally {
+    await t.close();
+  }
+});
+
+I('with REJECTIONS_KEEP_DAYS and INBOX_DONE_KEEP_DAYS at 0 nothing is deleted by age', async () => {
+  const t = await startApp({ withoutTasks: [INBOX_TASK], config: { rejectionsKeepDays: 0, inboxDoneKeepDays: 0 } });
+  try {
+    const w = await seedWorld(t);
+    const f = await feedAndWait(t, w.root, ndjson({ name: 'Kept Forever', company: 'Acme', email: 'kept-at-nowhere' }));
+    const done = join(t.dataDir, 'inbox', 'done');
+    mkdirSync(done, { recursive: true });
+    writeFileSync(join(done, 'kept.jsonl'), '{}');
+    writeFileSync(join(done, 'kept.jsonl.result.txt'), 'counts');
+    (t.clock as ManualClock).advance(3650 * 86_400_000);
+    assert.ok(await t.rt.scheduler.runNow('feed-retention'));
+    assert.ok(await t.rt.scheduler.runNow('import-retention'));
+    assert.match((await t.call('GET', `${LEDGER}/feed/${f.id}/errors`, { token: (await signInRoot(t)).accessToken })).text, /kept-at-nowhere/);
+    assert.equal(readdirSync(done).sort(), ['kept.jsonl', 'kept.jsonl.result.txt']);
+  } finally {
+    await t.close();
+  }
+});
+
 I('daily change-set ids: each change of the UTC day is read once, in detection order, a step at a time; each contact changed that day is listed once, in id order', async ({ t, w }) => {
   const repo = createDailySetsRepo(t.rt.db);
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'day walk');

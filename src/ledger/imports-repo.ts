@@ -135,6 +135,10 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     formatsOfOrg: db.raw.prepare<[string], string>('SELECT i.format FROM import_jobs i JOIN ledgers l ON l.id = i.ledger_id WHERE l.org_id = ? AND i.format IS NOT NULL').pluck(),
     filePaths: db.raw.prepare<[], string>('SELECT file_path FROM import_jobs WHERE file_path IS NOT NULL').pluck(),
     anyOfLedger: db.raw.prepare<[string], string>('SELECT id FROM import_jobs WHERE ledger_id = ? LIMIT 1').pluck(),
+    // the next import with rejected rows (the rejections' key, one seek), with when it ended
+    nextWithRejections: db.raw.prepare<[string], { id: string; finished_at: number | null }>(
+      'SELECT r.import_id AS id, i.finished_at FROM import_rejections r JOIN import_jobs i ON i.id = r.import_id WHERE r.import_id > ? ORDER BY r.import_id LIMIT 1',
+    ),
     purgeRejections: db.raw.prepare<[string, string, number]>(
       'DELETE FROM import_rejections WHERE import_id = ? AND row_no IN (SELECT row_no FROM import_rejections WHERE import_id = ? LIMIT ?)',
     ),
@@ -201,6 +205,13 @@ export function createImportsRepo(db: Db, files: DataFiles) {
      * can have hundreds of thousands, which its job row would otherwise take along by cascade),
      * then its job row with its payload. Returns how many went (0: no import left).
      */
+    /** The first import after `afterId` that has rejected rows, with when it ended (the nightly retention, jobs/rejections-retention.ts). */
+    nextWithRejections: (afterId: string): { id: string; finishedAt: number | null } | undefined => {
+      const r = q.nextWithRejections.get(afterId);
+      return r && { id: r.id, finishedAt: r.finished_at };
+    },
+    /** The plan of nextWithRejections (tests: one seek in the rejections' key). */
+    explainNextWithRejections: (): string[] => db.queryPlan(q.nextWithRejections.source, ''),
     /** Deletes up to `n` of an import's rejected rows (an erasure: deleteRejections); returns how many went. */
     deleteRejections: (id: string, n: number): number => q.purgeRejections.run(id, id, n).changes,
     purgeImports: (ledgerId: string, n: number): number => {

@@ -1,11 +1,13 @@
 import { join } from 'node:path';
-import type { Clock } from '../clock.ts';
+import { DAY_MS, type Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Cursors } from '../cursor.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { OrgsRepo } from '../identity/orgs-repo.ts';
 import type { Queue } from '../jobs/queue.ts';
-import type { Runner } from '../jobs/scheduler.ts';
+import { deleteInChunks } from '../jobs/chunk-pacing.ts';
+import { rejectionsPruner } from '../jobs/rejections-retention.ts';
+import type { Runner, Scheduler } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
 import { dataFiles } from '../storage/data-files.ts';
@@ -87,6 +89,15 @@ export function createLedgerModule(d: {
     countImportRows,
     /** Other modules hear about every import that ends, inside the transaction that ends it (the webhook outbox). */
     onImportFinished: (l: ImportListener) => void importListeners.push(l),
-    /** Change tracking matches imported contacts to known people (SPEC §5), inside each chunk's transaction. */
+    /** Periodic work: the rejected rows of old imports go (REJECTIONS_KEEP_DAYS). */
+    schedule(s: Scheduler): void {
+      // with the other retention work (feed-retention 03:45, jobs-prune 03:50)
+      s.every('45 3 * * *', 'import-retention', async (ctl) => {
+        if (d.config.rejectionsKeepDays === 0) return;
+        const prune = rejectionsPruner(repos.imports, d.clock.now() - d.config.rejectionsKeepDays * DAY_MS);
+        await deleteInChunks(d.db, [prune.step], { stopping: () => ctl.stopping });
+        if (prune.deleted()) d.log.info({ removed: prune.deleted(), imports: prune.jobs(), keepDays: d.config.rejectionsKeepDays }, 'rejected rows of old imports deleted');
+      });
+    },
   };
 }

@@ -135,6 +135,38 @@ export function writeSidecar(target: string, kind: keyof typeof SIDECARS, text: 
   writeFileSync(sidecarOf(target, kind), `${text}\n`, { flag: 'wx', mode: 0o600 });
 }
 
+/**
+ * The nightly retention of inbox/done/ (INBOX_DONE_KEEP_DAYS): a feed file whose counts beside it
+ * (`<name>.result.txt`, written as its feed ended) are older than `endedBefore` goes, then its
+ * counts (a run stopped between the two finds the counts alone the next night, and removes them).
+ * Only plain files, and only those the server filed (with their counts): anything else an operator
+ * keeps there stays. Returns the feed files removed.
+ */
+export function pruneInboxDone(dataDir: string, endedBefore: number): string[] {
+  const dir = join(inboxDir(dataDir), 'done');
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return []; // no done/ yet
+  }
+  const removed: string[] = [];
+  for (const e of entries) {
+    if (!e.isFile() || !e.name.endsWith(SIDECARS.result)) continue;
+    const counts = join(dir, e.name);
+    const file = counts.slice(0, -SIDECARS.result.length);
+    if (lstatSync(counts).mtimeMs >= endedBefore) continue;
+    const st = lstatSync(file, { throwIfNoEntry: false });
+    if (st && !st.isFile()) continue; // not what the server filed
+    if (st) {
+      unlinkSync(file);
+      removed.push(basename(file));
+    }
+    unlinkSync(counts);
+  }
+  return removed;
+}
+
 /** `dir/name`, or `dir/<prefix>-name` when a file of that name (or one beside it) is already there (never overwritten). */
 export function freeName(dir: string, name: string, prefix: string): string {
   const taken = [name, ...Object.values(SIDECARS).map((s) => `${name}${s}`)].some((n) => existsSync(join(dir, n)));

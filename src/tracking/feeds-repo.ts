@@ -131,6 +131,10 @@ export function createFeedsRepo(db: Db, files: DataFiles) {
     deleteRejections: db.raw.prepare<[string, string, number]>(
       'DELETE FROM feed_rejections WHERE feed_id = ? AND record_no IN (SELECT record_no FROM feed_rejections WHERE feed_id = ? ORDER BY record_no LIMIT ?)',
     ),
+    // the next feed with rejected records (the rejections' key, one seek), with when it ended
+    nextWithRejections: db.raw.prepare<[string], { id: string; finished_at: number | null }>(
+      'SELECT r.feed_id AS id, f.finished_at FROM feed_rejections r JOIN feed_jobs f ON f.id = r.feed_id WHERE r.feed_id > ? ORDER BY r.feed_id LIMIT 1',
+    ),
     unfinished: db.raw.prepare<[number], string>("SELECT j.id FROM jobs j WHERE j.status IN ('pending', 'processing') AND j.kind = 'feed' ORDER BY j.created_at, j.id LIMIT ?").pluck(),
     progress: db.raw.prepare(
       `UPDATE feed_jobs SET cursor_records = cursor_records + @records, received = received + @received, invalid = invalid + @invalid, stale = stale + @stale, repeated = repeated + @repeated,
@@ -148,6 +152,13 @@ export function createFeedsRepo(db: Db, files: DataFiles) {
     forgetListed: db.raw.prepare<[string]>('DELETE FROM feed_listed_people WHERE feed_id = ?'),
   };
   return {
+    /** The first feed after `afterId` that has rejected records, with when it ended (the nightly retention, jobs/rejections-retention.ts). */
+    nextWithRejections: (afterId: string): { id: string; finishedAt: number | null } | undefined => {
+      const r = q.nextWithRejections.get(afterId);
+      return r && { id: r.id, finishedAt: r.finished_at };
+    },
+    /** The plan of nextWithRejections (tests: one seek in the rejections' key). */
+    explainNextWithRejections: (): string[] => db.queryPlan(q.nextWithRejections.source, ''),
     /** Deletes up to `n` of a feed's rejected records (an erasure: feed-service deleteRejections); returns how many went. */
     deleteRejections: (id: string, n: number): number => q.deleteRejections.run(id, id, n).changes,
     /** The feed jobs not yet ended (waiting or being applied), the oldest first, at most `max`. */

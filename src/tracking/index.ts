@@ -1,8 +1,9 @@
-import type { Clock } from '../clock.ts';
+import { DAY_MS, type Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Cursors } from '../cursor.ts';
 import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import type { Queue } from '../jobs/queue.ts';
+import { rejectionsPruner } from '../jobs/rejections-retention.ts';
 import type { Runner, Scheduler } from '../jobs/scheduler.ts';
 import type { LedgerModule } from '../ledger/index.ts';
 import type { LedgerDataOwner } from '../ledger/model.ts';
@@ -14,7 +15,7 @@ import { createChangeService } from './change-service.ts';
 import { createChangesRepo } from './changes-repo.ts';
 import { createDailySets } from './daily-sets.ts';
 import { createDailySetsRepo } from './daily-sets-repo.ts';
-import { ArrivingFeeds, INBOX_TASK, waitingInInbox } from './feed-files.ts';
+import { ArrivingFeeds, INBOX_TASK, pruneInboxDone, waitingInInbox } from './feed-files.ts';
 import { FEED_JOB } from './feed-runner.ts';
 import { createFeedService } from './feed-service.ts';
 import { createFeedsRepo } from './feeds-repo.ts';
@@ -78,7 +79,7 @@ export function createTrackingModule(d: {
     people,
     arrivingFeeds,
     runners: { [FEED_JOB]: feeds.runner },
-    /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start; forgetting the records of old feeds. */
+    /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start; forgetting the records of old feeds; what old feeds left behind. */
     schedule(s: Scheduler): void {
       s.every({ seconds: 2 }, INBOX_TASK, () => feeds.scanInbox());
       s.every('10 0 * * *', 'daily-change-sets', (ctl) => dailySets.catchUp(ctl));
@@ -88,6 +89,19 @@ export function createTrackingModule(d: {
         const prune = repos.replays.pruner(utcDay(d.clock.now()));
         await deleteInChunks(d.db, [prune.step], { stopping: () => ctl.stopping });
         if (prune.deleted()) d.log.info({ removed: prune.deleted() }, 'records of old feeds forgotten');
+      });
+      // what ended feeds leave behind, kept REJECTIONS_KEEP_DAYS and INBOX_DONE_KEEP_DAYS
+      s.every('45 3 * * *', 'feed-retention', async (ctl) => {
+        const now = d.clock.now();
+        if (d.config.rejectionsKeepDays > 0) {
+          const prune = rejectionsPruner(repos.feeds, now - d.config.rejectionsKeepDays * DAY_MS);
+          await deleteInChunks(d.db, [prune.step], { stopping: () => ctl.stopping });
+          if (prune.deleted()) d.log.info({ removed: prune.deleted(), feeds: prune.jobs(), keepDays: d.config.rejectionsKeepDays }, 'rejected records of old feeds deleted');
+        }
+        if (d.config.inboxDoneKeepDays > 0 && !ctl.stopping) {
+          const files = pruneInboxDone(d.config.dataDir, now - d.config.inboxDoneKeepDays * DAY_MS);
+          if (files.length) d.log.info({ removed: files.length, keepDays: d.config.inboxDoneKeepDays }, 'old feed files removed from inbox/done/');
+        }
       });
     },
     /** Change history and daily change sets go with their ledger, a contact's history with the contact (it holds its data). */
