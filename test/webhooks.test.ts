@@ -604,6 +604,70 @@ D('a receiver that fails gets the same delivery again after 5 s, then 1 min (man
   await rx.close();
 });
 
+D('a webhook whose URL or token is mended gets its retries at once, not hours later on their schedule; a retry made since keeps its own', async ({ t, w, ledgerId }) => {
+  const clock = t.clock as ManualClock;
+  const broken = await receiver((_r, res) => {
+    res.statusCode = 500;
+    res.end();
+  });
+  let tokenOk = 'right-token';
+  const fixed = await receiver((r, res) => {
+    res.statusCode = r.headers['x-ledger-token'] === tokenOk ? 204 : 401;
+    res.end();
+  });
+  const h = await createHook(t, w, { url: broken.url, events: ['contact.job_changed'], token: 'wrong-token' });
+  await jobChange(t, w, ledgerId);
+  await until(t, 'the first attempt', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 1));
+  clock.advance(5_000);
+  const second = await until(t, 'the second attempt', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 2));
+  assert.is(Date.parse(second.nextAttemptAt) - Date.parse(second.lastAttemptAt), 60_000, 'the next retry in a minute');
+
+  // the URL mended, the token still wrong: the retry goes at once (the clock stands still), and fails
+  expectStatus(await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { url: fixed.url } }), 200);
+  const third = await until(t, 'the retry brought forward', async () => (await deliveries(t, w, h.id)).find((x) => x.attempts === 3));
+  assert.equal([third.status, third.responseStatus], ['pending', 401]);
+  assert.is(fixed.got.length, 1);
+  // the token mended: the retry scheduled by that attempt goes at once too, and is delivered
+  expectStatus(await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { token: tokenOk } }), 200);
+  const done = await until(t, 'the delivery', async () => (await deliveries(t, w, h.id)).find((x) => x.status === 'delivered'));
+  assert.equal([done.id, done.attempts], [second.id, 4]);
+  assert.is(broken.got.length, 2);
+  assert.is(t.rt.db.raw.prepare("SELECT count(*) FROM jobs WHERE kind = 'webhook.retries_forward' AND status = 'completed'").pluck().get(), 2);
+  // a change that mends nothing (the events) moves nothing
+  expectStatus(await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { events: ['contact.job_changed', 'contact.info_changed'] } }), 200);
+  assert.is(t.rt.db.raw.prepare("SELECT count(*) FROM jobs WHERE kind = 'webhook.retries_forward'").pluck().get(), 2);
+
+  // the walk: a seek in the due index from where it stopped, no sort; a delivery attempted since the change keeps its schedule
+  const plan = t.rt.webhooks.repo.explainRetriesForward();
+  assert.ok(plan.some((p) => /SEARCH webhook_deliveries USING INDEX webhook_deliveries_due \(webhook_id=\? AND next_at>\?\)/.test(p)), plan.join(' | '));
+  assert.not.ok(plan.some((p) => /TEMP B-TREE/.test(p)), plan.join(' | '));
+  const held = await createHook(t, w, { url: fixed.url, events: ['contact.job_changed'], enabled: false }); // its deliveries are not sent
+  const at = clock.now();
+  const put = t.rt.db.raw.prepare(
+    `INSERT INTO webhook_deliveries (id, webhook_id, event_id, type, payload, status, attempts, max_attempts, next_at, last_attempt_at, created_at)
+     VALUES (?, ?, ?, 'contact.job_changed', '{}', 'pending', 1, 7, ?, ?, ?)`,
+  );
+  put.run('dlv_before', held.id, 'evt_1', at + 60_000, at - 1, at - 1);
+  put.run('dlv_since', held.id, 'evt_2', at + 60_000, at + 1, at - 1);
+  put.run('dlv_same_ms', held.id, 'evt_4', at + 60_000, at, at - 1); // against the old URL or the new: brought forward
+  put.run('dlv_due', held.id, 'evt_3', at - 5, at - 10, at - 10);
+  const walk = t.rt.webhooks.repo.retriesForward(held.id, at);
+  assert.is(walk.step(2), 2);
+  assert.is(walk.step(2), 1, 'the third of one due time: the walk goes on within a due time');
+  assert.is(walk.step(2), 0, 'done: what is due already is not walked');
+  assert.is(walk.moved(), 2);
+  assert.equal(t.rt.db.raw.prepare("SELECT id, next_at - ? AS due_in FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id").all(at, held.id), [
+    { id: 'dlv_before', due_in: 0 },
+    { id: 'dlv_due', due_in: -5 },
+    { id: 'dlv_same_ms', due_in: 0 },
+    { id: 'dlv_since', due_in: 60_000 },
+  ]);
+  expectStatus(await t.call('DELETE', hooks(w, `/${held.id}`), { token: w.tokens.admin }), 204);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await broken.close();
+  await fixed.close();
+});
+
 D('a hanging receiver times out, holds at most 2 connections, and never holds up another webhook', async ({ t, w, ledgerId }) => {
   const stuck = await receiver(hang);
   const fine = await receiver();
@@ -1210,8 +1274,7 @@ F('failures for 3 days without a success: the webhook is disabled, says why, hol
   healthy = true;
   const on = await t.call('PATCH', hooks(w, `/${h.id}`), { token: admin, body: { enabled: true } });
   assert.equal([on.body.enabled, on.body.disabledReason, on.body.disabledAt, on.body.failingSince], [true, null, null, null]);
-  clock.advance(4 * 3_600_000); // the held delivery's next attempt (after its fifth) is due 4 hours after it
-  await freshTokens(t, w);
+  // the held delivery's next attempt (after its fifth) was due 4 hours after it: enabled again, it goes at once
   const delivered = await until(t, 'the held delivery', async () => (await deliveries(t, w, h.id)).find((x) => x.status === 'delivered'));
   assert.equal([delivered.id, delivered.attempts, delivered.held], [held.id, 6, false]);
   assert.is(rx.got.length, sent + 1);

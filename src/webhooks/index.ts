@@ -13,7 +13,7 @@ import { VERSION } from '../version.ts';
 import { createDispatcher } from './dispatcher.ts';
 import { createOutbox } from './outbox.ts';
 import { createSender, type Sender } from './sender.ts';
-import { createWebhookService, PURGE_WEBHOOK } from './webhook-service.ts';
+import { createWebhookService, PURGE_WEBHOOK, RETRIES_FORWARD } from './webhook-service.ts';
 import { createWebhooksRepo } from './webhooks-repo.ts';
 
 /** Delivered and failed deliveries are kept this long in the delivery log. */
@@ -85,6 +85,24 @@ export function createWebhooksModule(d: {
           repo.deleteWebhook(webhookId);
           lease.complete();
         });
+        return 'done';
+      },
+    },
+    /**
+     * A webhook's retries brought forward (its URL or token changed, or it was enabled again), in
+     * chunks paced like the purges; stopped or killed, it is claimed again and walks once more
+     * (a delivery already brought forward is due, not walked again).
+     */
+    [RETRIES_FORWARD]: {
+      pruneFinishedAfterMs: FINISHED_JOB_RETENTION_MS,
+      async run(lease, ctl) {
+        const { webhookId, since } = JSON.parse(lease.job.payload ?? '{}') as { webhookId: string; since: number };
+        const walk = repo.retriesForward(webhookId, since);
+        const { done } = await deleteInChunks(d.db, [walk.step], { inTx: () => lease.checkpoint(), stopping: () => ctl.stopping });
+        if (walk.moved()) dispatcher.kick();
+        if (!done) return 'stopped';
+        d.db.tx(() => lease.complete());
+        if (walk.moved()) log.info({ webhook: webhookId, moved: walk.moved() }, 'retries brought forward: the webhook was mended');
         return 'done';
       },
     },

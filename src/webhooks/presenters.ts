@@ -64,7 +64,7 @@ export const DeliveryAnswer = z
     createdAt: isoTime,
     lastAttemptAt: isoTime.nullable(),
     nextAttemptAt: isoTime.nullable().meta({ description: 'Set while pending; while `held`, the attempt waits for the webhook to be enabled again (then it goes out at this time, or at once when the time has passed)' }),
-    held: z.boolean().meta({ description: 'Pending, and not attempted while its webhook is disabled (pings aside); enabling the webhook sends it on its schedule' }),
+    held: z.boolean().meta({ description: 'Pending, and not attempted while its webhook is disabled (pings aside); enabling the webhook sends it at once (its retry brought forward)' }),
     deliveredAt: isoTime.nullable(),
     failedAt: isoTime.nullable(),
     attemptLog: z.array(

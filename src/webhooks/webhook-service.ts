@@ -16,6 +16,12 @@ import type { WebhooksRepo } from './webhooks-repo.ts';
 /** The job that deletes a deleted webhook's deliveries in chunks, then its row (src/webhooks/index.ts). */
 export const PURGE_WEBHOOK = 'webhook.purge';
 
+/**
+ * The job that brings a webhook's retries forward once its URL or token changed or it was enabled
+ * again: the attempts that failed were made against what was wrong (src/webhooks/index.ts).
+ */
+export const RETRIES_FORWARD = 'webhook.retries_forward';
+
 /** The delivery as shown: held while its webhook is disabled (pings are sent anyway). */
 const shown = (w: Webhook, x: Delivery): ShownDelivery => ({ ...x, held: !w.enabled && x.status === 'pending' && x.type !== 'ping' });
 
@@ -161,10 +167,14 @@ export function createWebhookService(d: {
         }
         d.repo.updateWebhook(next);
         recordUpdate(by, w, next, patch.token !== undefined && patch.token !== null && w.token !== null);
-        return next;
+        // what made its retries fail may be mended: they go now, not hours later on their schedule
+        const mended = next.url !== w.url || (patch.token !== undefined && patch.token !== w.token) || (next.enabled && !w.enabled);
+        if (mended && next.enabled) d.queue.enqueue(newId('job'), RETRIES_FORWARD, { payload: { webhookId: id, since: now }, maxAttempts: 100 });
+        return { webhook: next, mended };
       });
       d.outbox.refresh();
-      return out;
+      if (out.mended) d.kick();
+      return out.webhook;
     },
     /**
      * Deletes the webhook: gone at once (404, not counted in the limit, no new deliveries, none of

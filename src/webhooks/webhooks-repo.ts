@@ -232,6 +232,12 @@ export function createWebhooksRepo(db: Db) {
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries INDEXED BY webhook_deliveries_by_status WHERE webhook_id = ? AND status = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
     ),
     delivery: db.raw.prepare<[string, string], DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`),
+    // a webhook's pending deliveries after a point, in the order of the due index (retriesForward)
+    pendingAfter: db.raw.prepare<[string, number, number, number], { seq: number; next_at: number; attempts: number; last_attempt_at: number | null }>(
+      `SELECT seq, next_at, attempts, last_attempt_at FROM webhook_deliveries INDEXED BY webhook_deliveries_due
+       WHERE webhook_id = ? AND status = 'pending' AND (next_at, seq) > (?, ?) ORDER BY next_at, seq LIMIT ?`,
+    ),
+    dueAt: db.raw.prepare<[number, number, number]>("UPDATE webhook_deliveries SET next_at = ? WHERE seq = ? AND status = 'pending' AND next_at > ?"),
     prune: db.raw.prepare<[number, number]>(
       "DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND finished_at < ? LIMIT ?)",
     ),
@@ -324,6 +330,31 @@ export function createWebhooksRepo(db: Db) {
       const r = q.delivery.get(webhookId, id);
       return r && toDelivery(r);
     },
+    /**
+     * A webhook's retries scheduled by attempts made up to `since` (its URL or token changed, or it
+     * was enabled again; an attempt of the same millisecond may have used the old URL), brought forward to be due at `since`, as a step of chunk-pacing.ts
+     * deleteInChunks: each call walks up to `n` pending deliveries due after `since`, in the due
+     * index's order from where the last call stopped, and returns how many it walked (0: done);
+     * `moved` counts those brought forward. A delivery attempted since keeps the schedule that
+     * attempt gave it.
+     */
+    retriesForward(webhookId: string, since: number): { step: (n: number) => number; moved: () => number } {
+      let from = { nextAt: since, seq: Number.MAX_SAFE_INTEGER };
+      let moved = 0;
+      return {
+        step: (n) => {
+          const rows = q.pendingAfter.all(webhookId, from.nextAt, from.seq, n);
+          for (const r of rows) {
+            if (r.attempts > 0 && r.last_attempt_at !== null && r.last_attempt_at <= since) moved += q.dueAt.run(since, r.seq, since).changes;
+          }
+          if (rows.length) from = { nextAt: rows.at(-1)!.next_at, seq: rows.at(-1)!.seq };
+          return rows.length;
+        },
+        moved: () => moved,
+      };
+    },
+    /** The plan of retriesForward's walk (tests: a seek in the due index, no sort). */
+    explainRetriesForward: (): string[] => db.queryPlan(q.pendingAfter.source, 'wh_x', 0, 0, 100),
     /** Deletes up to `n` delivered or failed deliveries finished before `before`. */
     pruneDeliveries: (before: number, n: number): number => q.prune.run(before, n).changes,
     /** Deletes up to `n` deliveries of one webhook (its purge, before its row goes). */

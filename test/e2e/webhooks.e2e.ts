@@ -283,7 +283,7 @@ W('disable and enable by hand; disabled by the server after 3 days of failures, 
   // focus is on the button that took the pressed one's place, not on <body>
   await until(() => hasFocus(page.getByRole('button', { name: /^Enable/ })), 'focus on Enable', 5000);
   await page.getByRole('button', { name: /^Enable/ }).click();
-  await page.getByText(`Enabled ${ctx.rx.url}/broken; held deliveries go out on their schedule.`).waitFor();
+  await page.getByText(`Enabled ${ctx.rx.url}/broken; held deliveries go out now.`).waitFor();
   await until(() => hasFocus(page.getByRole('button', { name: 'Disable' })), 'focus on Disable', 5000);
   await until(async () => (await page.locator('.badge', { hasText: 'enabled' }).count()) === 1, 'the enabled badge');
 

@@ -549,7 +549,7 @@ function WebhookActions(props: {
   const ping = usePing(path, props.onPinged);
   const toggle = useAction(async () => {
     await api('PATCH', path, { body: { enabled: !w.enabled } });
-    props.onChanged(w.enabled ? `Disabled ${w.url}; its deliveries are held.` : `Enabled ${w.url}; held deliveries go out on their schedule.`);
+    props.onChanged(w.enabled ? `Disabled ${w.url}; its deliveries are held.` : `Enabled ${w.url}; held deliveries go out now.`);
   });
   return (
     <>
