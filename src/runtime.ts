@@ -117,7 +117,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     ledger = createLedgerModule({ db, reader, clock, log, config, cursors, queue, audit: identity.audit, orgs: identity.repos.orgs, kick, owners, orgOwners, referrers, metrics, runImport: bulk.run });
     tracking = createTrackingModule({ db, clock, log, config, cursors, queue, ledger, kick, metrics, audit: identity.audit, runFeed: bulk.run });
     owners.push(tracking.ledgerData);
-    webhooks = createWebhooksModule({ db, clock, log, config, cursors, audit: identity.audit, ledgers: ledger.repos.ledgers, metrics, queue, kick });
+    webhooks = createWebhooksModule({ db, clock, log, config, cursors, audit: identity.audit, ledgers: ledger.repos.ledgers, contacts: ledger.repos.contacts, metrics, queue, kick });
     orgOwners.push(webhooks.orgData);
     referrers.push(webhooks.service);
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));

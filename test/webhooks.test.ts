@@ -668,6 +668,37 @@ D('a webhook whose URL or token is mended gets its retries at once, not hours la
   await fixed.close();
 });
 
+D('a pending delivery about a contact deleted since, or a contact of a ledger deleted since, is dropped when it comes due, never sent (an erasure request)', async ({ t, w }) => {
+  const clock = t.clock as ManualClock;
+  const rx = await receiver((_r, res) => {
+    res.statusCode = 503;
+    res.end();
+  });
+  const kept = await createLedger(t, w.tokens.editor, w.orgId, 'drop-kept');
+  const doomed = await createLedger(t, w.tokens.editor, w.orgId, 'drop-doomed');
+  const h = await createHook(t, w, { url: rx.url, events: ['contact.job_changed'], ledgerIds: [kept, doomed] });
+  const [erased, other] = await jobChanges(t, w, kept, 2);
+  await jobChange(t, w, doomed);
+  await until(t, 'the first attempts', async () => (await deliveries(t, w, h.id)).filter((x) => x.attempts === 1).length === 3);
+  const sent = rx.got.length;
+  const logs = t.logs.length;
+  expectStatus(await t.call('DELETE', `${ledgerPath(w.orgId, kept)}/contacts/${erased}`, { token: w.tokens.editor }), 204);
+  expectStatus(await t.call('DELETE', ledgerPath(w.orgId, doomed), { token: w.tokens.admin }), 204);
+  clock.advance(5_000);
+  const left = await until(t, 'the retries', async () => {
+    const all = await deliveries(t, w, h.id);
+    return all.length === 1 && all[0].attempts === 2 ? all : undefined;
+  });
+  assert.is(JSON.parse(rx.got.at(-1)!.body).data.contact.id, other, 'the contact still there is retried');
+  assert.is(rx.got.length, sent + 1, 'nothing about the deleted contact or ledger went out');
+  const dropped = t.logs.slice(logs).filter((l) => l.includes('"msg":"a delivery about a deleted contact or ledger was dropped, not sent"'));
+  assert.is(dropped.length, 2, dropped.join('\n'));
+  const metrics = (await t.call('GET', '/metrics', { token: (await signInRoot(t)).accessToken })).text;
+  assert.match(metrics, /^contact_ledger_webhook_deliveries_total\{outcome="dropped"\} [1-9]/m);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await rx.close();
+});
+
 D('a hanging receiver times out, holds at most 2 connections, and never holds up another webhook', async ({ t, w, ledgerId }) => {
   const stuck = await receiver(hang);
   const fine = await receiver();

@@ -122,6 +122,6 @@ export function metricsTokenMatches(presented: string, expected: string): boolea
 /** Webhook delivery attempts (src/webhooks/index.ts counts each recorded attempt). */
 export function registerWebhookMetrics(reg: MetricsRegistry) {
   return {
-    deliveries: reg.counter({ name: 'contact_ledger_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed).', labelNames: ['outcome'] }),
+    deliveries: reg.counter({ name: 'contact_ledger_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed), and deliveries dropped unsent because their contact or ledger was deleted (dropped).', labelNames: ['outcome'] }),
   };
 }

@@ -52,6 +52,8 @@ export const MAX_IN_FLIGHT_PER_ORG_RESERVED_FOR_HEALTHY = MAX_IN_FLIGHT_PER_WEBH
 export const SLOW_ATTEMPT_MS = 1_000;
 /** A claim outlives the attempt's deadline by this much; only a dead process lets it expire. */
 const LEASE_MARGIN_MS = 60_000;
+/** Deliveries about deleted contacts or ledgers dropped in one pass's transaction at most (a deleted ledger's backlog goes in several). */
+const MAX_DROPS_PER_PASS = 500;
 /** How often the dispatcher looks for due deliveries when nothing woke it. */
 const IDLE_WAKE_MS = 250;
 /**
@@ -75,8 +77,21 @@ export interface DispatcherDeps {
   allowLocal: boolean;
   /** Called after a webhook was disabled (the outbox stops writing for it). */
   onDisabled: () => void;
-  /** Called after each recorded attempt (metrics): delivered, or failed with a retry to come, or failed for good. */
-  onAttempt?: (outcome: 'delivered' | 'retry' | 'failed') => void;
+  /** Called after each recorded attempt (metrics): delivered, or failed with a retry to come, or failed for good; `dropped`: not sent, its subject was deleted. */
+  onAttempt?: (outcome: 'delivered' | 'retry' | 'failed' | 'dropped') => void;
+  /**
+   * Whether what an event is about was deleted since it was written: its ledger, or its contact
+   * (an erasure request must not be followed by the person's data going out). Such a delivery is
+   * dropped when it comes due, never sent. Absent: every delivery is sent.
+   */
+  subjectGone?: (ledgerId: string, contactId: string | undefined) => boolean;
+}
+
+/** The ledger and contact an event is about, from its payload (a ping: about nothing). */
+function subjectOf(c: ClaimedDelivery): { ledgerId: string; contactId: string | undefined } | undefined {
+  if (c.type === 'ping') return undefined;
+  const p = JSON.parse(c.payload) as { ledgerId?: string; data?: { contact?: { id?: string } } };
+  return p.ledgerId === undefined ? undefined : { ledgerId: p.ledgerId, contactId: p.data?.contact?.id };
 }
 
 export type Dispatcher = ReturnType<typeof createDispatcher>;
@@ -150,6 +165,7 @@ export function createDispatcher(d: DispatcherDeps) {
     // every claim of the pass in one transaction; each holds its slot (in `inflight`, for the limits)
     // while the pass goes on, and is sent once the claims are committed
     const claimed: [ClaimedDelivery, DueWebhook, string, boolean][] = [];
+    const dropped: { deliveryId: string; webhookId: string; type: string }[] = [];
     try {
       await d.db.txSoon(() => {
         let claimedAny = true;
@@ -165,6 +181,15 @@ export function createDispatcher(d: DispatcherDeps) {
             if (!id) continue;
             const c = d.repo.claimDelivery(id, now, now + d.timeoutMs + LEASE_MARGIN_MS);
             if (!c) continue;
+            const about = d.subjectGone && subjectOf(c);
+            if (about && d.subjectGone!(about.ledgerId, about.contactId)) {
+              // deleted since the event was written: its data does not go out (docs/webhooks.md)
+              d.repo.dropDelivery(c.id, c.token);
+              dropped.push({ deliveryId: c.id, webhookId: c.webhookId, type: c.type });
+              if (dropped.length >= MAX_DROPS_PER_PASS) return; // a short transaction; the next pass goes on
+              claimedAny = true;
+              continue;
+            }
             inflight.set(c.id, { webhookId: c.webhookId, orgId: w.orgId, host, healthy, stop: new AbortController(), done: Promise.resolve() });
             claimed.push([c, w, host, healthy]);
             claimedAny = true;
@@ -174,6 +199,10 @@ export function createDispatcher(d: DispatcherDeps) {
     } catch (err) {
       for (const [c] of claimed) inflight.delete(c.id); // rolled back: not claimed
       throw err;
+    }
+    for (const x of dropped) {
+      d.log.info(x, 'a delivery about a deleted contact or ledger was dropped, not sent');
+      d.onAttempt?.('dropped');
     }
     for (const [c, w, host, healthy] of claimed) start(c, w, host, healthy);
   }

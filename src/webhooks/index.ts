@@ -5,6 +5,7 @@ import type { Audit } from '../identity/audit.ts';
 import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import type { Queue } from '../jobs/queue.ts';
 import { FINISHED_JOB_RETENTION_MS, type Runner, type Scheduler } from '../jobs/scheduler.ts';
+import type { ContactsRepo } from '../ledger/contacts-repo.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
 import type { Logger } from '../log.ts';
 import type { Db } from '../storage/db.ts';
@@ -33,6 +34,8 @@ export function createWebhooksModule(d: {
   cursors: Cursors;
   audit: Audit;
   ledgers: LedgersRepo;
+  /** Whether a contact is still in its ledger (an event about one deleted since is not sent). */
+  contacts: Pick<ContactsRepo, 'findContact'>;
   metrics: MetricsRegistry;
   queue: Queue;
   /** Wakes the scheduler (a purge job was enqueued). */
@@ -56,6 +59,7 @@ export function createWebhooksModule(d: {
     allowLocal: d.config.webhookAllowLocal,
     onDisabled: () => outbox.refresh(),
     onAttempt: (outcome) => metrics.deliveries.inc({ outcome }),
+    subjectGone: (ledgerId, contactId) => !d.ledgers.isLive(ledgerId) || (contactId !== undefined && d.contacts.findContact(ledgerId, contactId) === undefined),
   });
   kick = () => dispatcher.kick();
   const service = createWebhookService({ db: d.db, clock: d.clock, cursors: d.cursors, repo, ledgers: d.ledgers, audit: d.audit, outbox, queue: d.queue, kick: d.kick, allowHosts: d.config.webhookAllowHosts, allowLocal: d.config.webhookAllowLocal });

@@ -219,6 +219,7 @@ export function createWebhooksRepo(db: Db) {
        WHERE id = @id AND lease_token = @token AND status = 'pending'
        RETURNING status`,
     ),
+    drop: db.raw.prepare<[string, number]>("DELETE FROM webhook_deliveries WHERE id = ? AND lease_token = ? AND status = 'pending'"),
     release: db.raw.prepare<[string, number]>("UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ? AND lease_token = ? AND status = 'pending'"),
     expireAll: db.raw.prepare("UPDATE webhook_deliveries SET lease_until = NULL WHERE status = 'pending' AND lease_until IS NOT NULL"),
     deliveriesFirst: db.raw.prepare<[string, number], DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?`),
@@ -305,6 +306,8 @@ export function createWebhooksRepo(db: Db) {
     /** Records a failed attempt: pending again at `nextAt`, or failed (at `finishedAt`) after the last attempt. */
     recordAttemptFailed: (id: string, token: number, a: Attempt & { error: string }, nextAt: number, finishedAt: number): DeliveryStatus | undefined =>
       q.attemptFailed.get({ id, token, now: a.at, finished: finishedAt, status: a.status, error: a.error, nextAt, entry: JSON.stringify(a) })?.status,
+    /** Deletes a claimed delivery, never sent (what it is about was deleted: dispatcher.ts subjectGone). */
+    dropDelivery: (id: string, token: number): void => void q.drop.run(id, token),
     /** Gives a delivery back without an attempt (shutdown): due again at once. */
     releaseDelivery: (id: string, token: number): void => void q.release.run(id, token),
     /** At start: every delivery lease belongs to a process that is gone (the data folder lock proves it). */
