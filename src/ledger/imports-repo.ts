@@ -200,11 +200,6 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     listReferencedFiles: (): string[] => q.filePaths.all().map(files.fromStored),
     /** Upload files of a ledger's jobs (removed when the ledger is purged). */
     listFilesOfLedger: (ledgerId: string): string[] => q.filesOfLedger.all(ledgerId).map(files.fromStored),
-    /**
-     * Deletes up to `n` rows of a purged ledger's imports: an import's rejected rows (a big CSV
-     * can have hundreds of thousands, which its job row would otherwise take along by cascade),
-     * then its job row with its payload. Returns how many went (0: no import left).
-     */
     /** The first import after `afterId` that has rejected rows, with when it ended (the nightly retention, jobs/rejections-retention.ts). */
     nextWithRejections: (afterId: string): { id: string; finishedAt: number | null } | undefined => {
       const r = q.nextWithRejections.get(afterId);
@@ -214,6 +209,11 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     explainNextWithRejections: (): string[] => db.queryPlan(q.nextWithRejections.source, ''),
     /** Deletes up to `n` of an import's rejected rows (an erasure: deleteRejections); returns how many went. */
     deleteRejections: (id: string, n: number): number => q.purgeRejections.run(id, id, n).changes,
+    /**
+     * Deletes up to `n` rows of a purged ledger's imports: an import's rejected rows (a big CSV
+     * can have hundreds of thousands, which its job row would otherwise take along by cascade),
+     * then its job row with its payload. Returns how many went (0: no import left).
+     */
     purgeImports: (ledgerId: string, n: number): number => {
       let left = n;
       while (left > 0) {

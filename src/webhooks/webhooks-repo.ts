@@ -335,8 +335,8 @@ export function createWebhooksRepo(db: Db) {
     },
     /**
      * A webhook's retries scheduled by attempts made up to `since` (its URL or token changed, or it
-     * was enabled again; an attempt of the same millisecond may have used the old URL), brought forward to be due at `since`, as a step of chunk-pacing.ts
-     * deleteInChunks: each call walks up to `n` pending deliveries due after `since`, in the due
+     * was enabled again; an attempt of the same millisecond may have used the old URL), brought
+     * forward to be due at `since`, as a step of chunk-pacing.ts deleteInChunks: each call walks up to `n` pending deliveries due after `since`, in the due
      * index's order from where the last call stopped, and returns how many it walked (0: done);
      * `moved` counts those brought forward. A delivery attempted since keeps the schedule that
      * attempt gave it.
