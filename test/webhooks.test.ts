@@ -668,6 +668,29 @@ D('a webhook whose URL or token is mended gets its retries at once, not hours la
   await fixed.close();
 });
 
+D('an attempt in flight when the webhook is mended, that then fails, is retried at once, not on the schedule (a tester\'s case: a hanging receiver)', async ({ t, w, ledgerId }) => {
+  const clock = t.clock as ManualClock;
+  let release: (() => void) | undefined;
+  const hanging = await receiver((_r, res) => {
+    release = () => {
+      res.statusCode = 500;
+      res.end();
+    };
+  });
+  const fixed = await receiver();
+  const h = await createHook(t, w, { url: hanging.url, events: ['contact.job_changed'] });
+  await jobChange(t, w, ledgerId);
+  await until(t, 'the attempt in flight', () => release !== undefined);
+  expectStatus(await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { url: fixed.url } }), 200);
+  release!();
+  const done = await until(t, 'the retry at the mended URL', async () => (await deliveries(t, w, h.id)).find((x) => x.status === 'delivered'));
+  assert.equal([done.attempts, done.attemptLog.map((a: any) => a.responseStatus)], [2, [500, 200]]);
+  assert.is(fixed.got.length, 1, 'the clock stood still: the retry was not on its 5 s step');
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  await hanging.close();
+  await fixed.close();
+});
+
 D('a pending delivery about a contact deleted since, or a contact of a ledger deleted since, is dropped when it comes due, never sent (an erasure request)', async ({ t, w }) => {
   const clock = t.clock as ManualClock;
   const rx = await receiver((_r, res) => {
@@ -691,10 +714,20 @@ D('a pending delivery about a contact deleted since, or a contact of a ledger de
   });
   assert.is(JSON.parse(rx.got.at(-1)!.body).data.contact.id, other, 'the contact still there is retried');
   assert.is(rx.got.length, sent + 1, 'nothing about the deleted contact or ledger went out');
-  const dropped = t.logs.slice(logs).filter((l) => l.includes('"msg":"a delivery about a deleted contact or ledger was dropped, not sent"'));
+  const dropped = t.logs.slice(logs).filter((l) => l.includes('"msg":"a delivery about a deleted contact or ledger was dropped, not sent"') && l.includes(h.id));
   assert.is(dropped.length, 2, dropped.join('\n'));
   const metrics = (await t.call('GET', '/metrics', { token: (await signInRoot(t)).accessToken })).text;
   assert.match(metrics, /^contact_ledger_webhook_deliveries_total\{outcome="dropped"\} [1-9]/m);
+
+  // one that would not come due for long (held by a disabled webhook; a retry hours away) goes
+  // with the nightly sweep, not kept quoting the erased person (a tester's case)
+  expectStatus(await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { enabled: false } }), 200);
+  expectStatus(await t.call('DELETE', `${ledgerPath(w.orgId, kept)}/contacts/${other}`, { token: w.tokens.editor }), 204);
+  assert.equal((await deliveries(t, w, h.id)).map((x) => x.held), [true], 'held, with the erased contact in its payload');
+  assert.is(await t.rt.webhooks.sweepPending({ stopping: false }), 1);
+  assert.equal(await deliveries(t, w, h.id), [], 'gone before it came due');
+  assert.ok(t.logs.some((l) => l.includes('"msg":"pending deliveries about deleted contacts or ledgers dropped, not sent"')));
+  assert.is(await t.rt.webhooks.sweepPending({ stopping: false }), 0, 'the others stay');
   expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
   await rx.close();
 });

@@ -3,7 +3,7 @@ import type { Audit } from '../identity/audit.ts';
 import type { RunControl } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
 import type { Db } from '../storage/db.ts';
-import type { Attempt, ClaimedDelivery, Webhook } from './model.ts';
+import type { Attempt, ClaimedDelivery, DeliveryType, Webhook } from './model.ts';
 import type { Sender, SendResult } from './sender.ts';
 import { signatureHeader } from './signing.ts';
 import { bare, checkWebhookUrl } from './url-policy.ts';
@@ -88,7 +88,7 @@ export interface DispatcherDeps {
 }
 
 /** The ledger and contact an event is about, from its payload (a ping: about nothing). */
-function subjectOf(c: ClaimedDelivery): { ledgerId: string; contactId: string | undefined } | undefined {
+export function subjectOf(c: { type: DeliveryType; payload: string }): { ledgerId: string; contactId: string | undefined } | undefined {
   if (c.type === 'ping') return undefined;
   const p = JSON.parse(c.payload) as { ledgerId?: string; data?: { contact?: { id?: string } } };
   return p.ledgerId === undefined ? undefined : { ledgerId: p.ledgerId, contactId: p.data?.contact?.id };
@@ -112,6 +112,15 @@ export function createDispatcher(d: DispatcherDeps) {
   let recovered = false;
   /** Webhooks whose last attempt took SLOW_ATTEMPT_MS or more. */
   const slow = new Set<string>();
+  /**
+   * When each webhook was last mended (its URL or token changed, or it was enabled again), as the
+   * count of mends then: an attempt that began before and fails after is retried at once, as the
+   * retries waiting in the database are (RETRIES_FORWARD), not on the schedule. In memory, as
+   * attempts in flight are. Counted, not timed: a millisecond cannot order a mend and an attempt's
+   * start, and both happen on this thread, in order.
+   */
+  const mendedAt = new Map<string, number>();
+  let mends = 0;
 
   /** The host name a webhook calls (the key of the per-host limit). */
   const hostOf = (url: string) => {
@@ -221,6 +230,7 @@ export function createDispatcher(d: DispatcherDeps) {
   async function attempt(c: ClaimedDelivery, signal: AbortSignal): Promise<void> {
     const w = d.repo.findWebhook(c.webhookId);
     if (!w) return; // deleted meanwhile: its purge deletes the delivery
+    const mendsBefore = mends; // the settings read above are those of every mend up to here
     const at = d.clock.now();
     const verdict = checkWebhookUrl(w.url, d.allowHosts, d.allowLocal);
     let r: SendResult;
@@ -243,7 +253,8 @@ export function createDispatcher(d: DispatcherDeps) {
       d.db.tx(() => d.repo.releaseDelivery(c.id, c.token));
       return;
     }
-    await inBatch(() => record(c, w, verdict.ok ? verdict.host : null, { at, status: r.status, error: r.error, ms: r.ms }, r.ok));
+    const mended = (mendedAt.get(w.id) ?? 0) > mendsBefore; // mended while it was in flight: it went against what was wrong
+    await inBatch(() => record(c, w, verdict.ok ? verdict.host : null, { at, status: r.status, error: r.error, ms: r.ms }, r.ok, mended));
   }
 
   /** Outcomes waiting for their transaction: each writes inside it and returns what to do once it is committed. */
@@ -289,7 +300,7 @@ export function createDispatcher(d: DispatcherDeps) {
   }
 
   /** Records an attempt's outcome (inside the batch's transaction); returns its logging and notices, for after the commit. */
-  function record(c: ClaimedDelivery, w: Webhook, host: string | null, a: Attempt, ok: boolean): () => void {
+  function record(c: ClaimedDelivery, w: Webhook, host: string | null, a: Attempt, ok: boolean, mended: boolean): () => void {
     const ctx = { webhookId: w.id, deliveryId: c.id, type: c.type, host, attempt: c.attempts + 1, status: a.status };
     let disabled: string | undefined;
     let recorded: 'delivered' | 'retry' | 'failed' | undefined;
@@ -303,7 +314,7 @@ export function createDispatcher(d: DispatcherDeps) {
         if (c.type !== 'ping') d.repo.markWebhookSucceeded(w.id, now);
         return;
       }
-      const outcome = d.repo.recordAttemptFailed(c.id, c.token, { ...a, error: a.error! }, now + (RETRY_DELAYS_MS[c.attempts] ?? 0), now);
+      const outcome = d.repo.recordAttemptFailed(c.id, c.token, { ...a, error: a.error! }, mended ? now : now + (RETRY_DELAYS_MS[c.attempts] ?? 0), now);
       if (outcome !== undefined) recorded = outcome === 'failed' ? 'failed' : 'retry';
       if (outcome === undefined || c.type === 'ping') return; // lease lost; pings do not count
       const health = d.repo.markWebhookFailed(w.id, now, STREAK_GAP_MS);
@@ -336,6 +347,10 @@ export function createDispatcher(d: DispatcherDeps) {
     /** Looks for due deliveries now (after an event was written, or a test moved the clock). */
     kick(): void {
       wake?.();
+    },
+    /** The webhook was mended (webhook-service.ts): its attempts in flight that fail are retried at once. */
+    mended(webhookId: string): void {
+      mendedAt.set(webhookId, ++mends);
     },
     /**
      * The dispatcher loop, run by the scheduler as a background task: it lives until shutdown,

@@ -11,7 +11,7 @@ import type { Logger } from '../log.ts';
 import type { Db } from '../storage/db.ts';
 import { registerWebhookMetrics, type MetricsRegistry } from '../ops/metrics.ts';
 import { VERSION } from '../version.ts';
-import { createDispatcher } from './dispatcher.ts';
+import { createDispatcher, subjectOf } from './dispatcher.ts';
 import { createOutbox } from './outbox.ts';
 import { createSender, type Sender } from './sender.ts';
 import { createWebhookService, PURGE_WEBHOOK, RETRIES_FORWARD } from './webhook-service.ts';
@@ -43,6 +43,9 @@ export function createWebhooksModule(d: {
   sender?: Sender;
 }) {
   const metrics = registerWebhookMetrics(d.metrics);
+  /** Whether the ledger, or the contact in it, an event is about was deleted since (its delivery is dropped, never sent). */
+  const subjectGone = (ledgerId: string, contactId: string | undefined): boolean =>
+    !d.ledgers.isLive(ledgerId) || (contactId !== undefined && d.contacts.findContact(ledgerId, contactId) === undefined);
   const repo = createWebhooksRepo(d.db);
   const log = d.log.child({ component: 'webhooks' });
   let kick = () => {};
@@ -59,10 +62,10 @@ export function createWebhooksModule(d: {
     allowLocal: d.config.webhookAllowLocal,
     onDisabled: () => outbox.refresh(),
     onAttempt: (outcome) => metrics.deliveries.inc({ outcome }),
-    subjectGone: (ledgerId, contactId) => !d.ledgers.isLive(ledgerId) || (contactId !== undefined && d.contacts.findContact(ledgerId, contactId) === undefined),
+    subjectGone,
   });
   kick = () => dispatcher.kick();
-  const service = createWebhookService({ db: d.db, clock: d.clock, cursors: d.cursors, repo, ledgers: d.ledgers, audit: d.audit, outbox, queue: d.queue, kick: d.kick, allowHosts: d.config.webhookAllowHosts, allowLocal: d.config.webhookAllowLocal });
+  const service = createWebhookService({ db: d.db, clock: d.clock, cursors: d.cursors, repo, ledgers: d.ledgers, audit: d.audit, outbox, queue: d.queue, kick: d.kick, allowHosts: d.config.webhookAllowHosts, allowLocal: d.config.webhookAllowLocal, onMended: (id) => dispatcher.mended(id) });
 
   /**
    * Forgets delivered and failed deliveries older than DELIVERY_RETENTION_MS, in chunks sized by
@@ -71,6 +74,25 @@ export function createWebhooksModule(d: {
   async function prune(ctl: { stopping: boolean }): Promise<number> {
     const before = d.clock.now() - DELIVERY_RETENTION_MS;
     return (await deleteInChunks(d.db, [(n) => repo.pruneDeliveries(before, n)], { stopping: () => ctl.stopping })).deleted;
+  }
+
+  /**
+   * Pending deliveries about contacts or ledgers deleted since, dropped before they come due: those
+   * of a disabled webhook never come due, and the others may wait up to 12 hours for their retry,
+   * quoting an erased person meanwhile (a tester's case). The dispatcher drops the ones that come
+   * due first. Returns how many went.
+   */
+  async function sweepPending(ctl: { stopping: boolean }): Promise<number> {
+    const sweep = repo.sweepPending((x) => {
+      const about = subjectOf(x);
+      return about !== undefined && subjectGone(about.ledgerId, about.contactId);
+    });
+    await deleteInChunks(d.db, [sweep.step], { stopping: () => ctl.stopping });
+    if (sweep.dropped()) {
+      log.info({ dropped: sweep.dropped() }, 'pending deliveries about deleted contacts or ledgers dropped, not sent');
+      metrics.deliveries.inc({ outcome: 'dropped' }, sweep.dropped());
+    }
+    return sweep.dropped();
   }
 
   const runners: Record<string, Runner> = {
@@ -124,9 +146,13 @@ export function createWebhooksModule(d: {
     schedule(s: Scheduler): void {
       s.onStart('webhook-deliveries', (ctl) => dispatcher.run(ctl));
       s.every({ seconds: 5 }, 'webhook-deliveries', (ctl) => dispatcher.run(ctl));
-      s.every('20 0 * * *', 'webhook-prune', (ctl) => prune(ctl));
+      s.every('20 0 * * *', 'webhook-prune', async (ctl) => {
+        await prune(ctl);
+        if (!ctl.stopping) await sweepPending(ctl);
+      });
     },
     prune,
+    sweepPending,
     /** An organization's deliveries, deleted in chunks by its purge before its webhooks (ledger/ledger-service.ts). */
     orgData: { purgeOrgRows: (orgId: string, n: number): number => repo.purgeOrgDeliveries(orgId, n) },
   };

@@ -59,6 +59,8 @@ export function createWebhookService(d: {
   allowHosts: readonly string[];
   allowLocal: boolean;
   cursors: Cursors;
+  /** A webhook's URL or token changed, or it was enabled again (the dispatcher retries its attempts in flight at once). */
+  onMended?: (webhookId: string) => void;
 }) {
   /** 404 unless the webhook exists and belongs to the organization of the path. */
   const requireWebhook = (orgId: string, id: string): Webhook => {
@@ -173,7 +175,10 @@ export function createWebhookService(d: {
         return { webhook: next, mended };
       });
       d.outbox.refresh();
-      if (out.mended) d.kick();
+      if (out.mended) {
+        d.onMended?.(id);
+        d.kick();
+      }
       return out.webhook;
     },
     /**

@@ -233,12 +233,14 @@ export function createWebhooksRepo(db: Db) {
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries INDEXED BY webhook_deliveries_by_status WHERE webhook_id = ? AND status = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
     ),
     delivery: db.raw.prepare<[string, string], DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`),
-    // a webhook's pending deliveries after a point, in the order of the due index (retriesForward)
-    pendingAfter: db.raw.prepare<[string, number, number, number], { seq: number; next_at: number; attempts: number; last_attempt_at: number | null }>(
-      `SELECT seq, next_at, attempts, last_attempt_at FROM webhook_deliveries INDEXED BY webhook_deliveries_due
+    // a webhook's pending deliveries after a point, in the order of the due index (retriesForward, sweepPending)
+    pendingAfter: db.raw.prepare<[string, number, number, number], { seq: number; next_at: number; attempts: number; last_attempt_at: number | null; type: DeliveryType; payload: string }>(
+      `SELECT seq, next_at, attempts, last_attempt_at, type, payload FROM webhook_deliveries INDEXED BY webhook_deliveries_due
        WHERE webhook_id = ? AND status = 'pending' AND (next_at, seq) > (?, ?) ORDER BY next_at, seq LIMIT ?`,
     ),
     dueAt: db.raw.prepare<[number, number, number]>("UPDATE webhook_deliveries SET next_at = ? WHERE seq = ? AND status = 'pending' AND next_at > ?"),
+    dropPending: db.raw.prepare<[number]>("DELETE FROM webhook_deliveries WHERE seq = ? AND status = 'pending'"),
+    webhookIds: db.raw.prepare<[], string>('SELECT id FROM webhooks ORDER BY id').pluck(),
     prune: db.raw.prepare<[number, number]>(
       "DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND finished_at < ? LIMIT ?)",
     ),
@@ -354,6 +356,34 @@ export function createWebhooksRepo(db: Db) {
           return rows.length;
         },
         moved: () => moved,
+      };
+    },
+    /**
+     * The pending deliveries of every webhook that `drop` says go (their contact or ledger was
+     * deleted), deleted, as a step of chunk-pacing.ts deleteInChunks: each call walks up to `n`,
+     * webhook by webhook in the due index's order from where the last call stopped, and returns how
+     * many it walked (0: done); `dropped` counts those deleted.
+     */
+    sweepPending(drop: (d: { type: DeliveryType; payload: string }) => boolean): { step: (n: number) => number; dropped: () => number } {
+      const webhooks = q.webhookIds.all();
+      let w = 0;
+      let from = { nextAt: Number.MIN_SAFE_INTEGER, seq: 0 };
+      let dropped = 0;
+      return {
+        step: (n) => {
+          while (w < webhooks.length) {
+            const rows = q.pendingAfter.all(webhooks[w]!, from.nextAt, from.seq, n);
+            for (const r of rows) if (drop(r)) dropped += q.dropPending.run(r.seq).changes;
+            if (rows.length) {
+              from = { nextAt: rows.at(-1)!.next_at, seq: rows.at(-1)!.seq };
+              return rows.length;
+            }
+            w++;
+            from = { nextAt: Number.MIN_SAFE_INTEGER, seq: 0 };
+          }
+          return 0;
+        },
+        dropped: () => dropped,
       };
     },
     /** The plan of retriesForward's walk (tests: a seek in the due index, no sort). */
