@@ -15,7 +15,9 @@ const C = operatorSuite('backup and restore');
 C('backup while an import writes is consistent and complete (D5); restore refuses while serving, then restores into a fresh folder and the old one', async () => {
   const { data, env, s, call, orgId, ledgerId, base } = await serverWithLedger();
   const ROWS = 30_000; // enough that the import writes on while the backup runs (it starts at 3,000 rows)
-  const importId = (await call('POST', `${base}/imports`, { raw: csvForm(csv(ROWS)) })).body.id;
+  const upload = await call('POST', `${base}/imports`, { raw: csvForm(csv(ROWS)) });
+  assert.is(upload.status, 202, upload.text);
+  const importId = upload.body.id;
   let job = (await call('GET', `${base}/imports/${importId}`)).body;
   while (job.status !== 'completed' && job.imported < 3_000) job = (await call('GET', `${base}/imports/${importId}`)).body;
   assert.is(job.status, 'processing', 'the backup starts while the import writes');

@@ -703,6 +703,18 @@ A('Idempotency-Key: a retried POST gets its first job (200, no second import); a
   }
 });
 
+A('deleting rejected rows takes at most about a megabyte of them a chunk, at least one row, however many rows a chunk may take', async ({ t, w, ledgerId }) => {
+  const imp = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Big Rows', company: 'Acme' }]);
+  const put = t.rt.db.raw.prepare("INSERT INTO import_rejections (import_id, row_no, line, reason, kind, raw) VALUES (?, ?, NULL, 'refused', 'invalid', ?)");
+  const big = JSON.stringify({ notes: 'x'.repeat(600_000) });
+  for (let row = 2; row <= 4; row++) put.run(imp.id, row, big);
+  put.run(imp.id, 5, '{}');
+  put.run(imp.id, 6, '{}');
+  const imports = t.rt.ledger.repos.imports;
+  const gone = [1, 2, 3, 4].map(() => t.rt.db.tx(() => imports.deleteRejections(imp.id, 1000)));
+  assert.equal(gone, [1, 1, 3, 0], 'one 600 KB row a chunk, then the last big one with the small ones after it');
+});
+
 A("an ended import's rejected rows can be deleted (an erasure request): the rows go, the counts stay; not while it runs", async ({ t, w, ledgerId }) => {
   const imp = await addContacts(t, w.tokens.editor, w.orgId, ledgerId, [{ name: 'Kept Row', company: 'Acme' }, { company: 'Refused Without Name', email: 'refused.person@erasure.test' }]);
   const path = `${ledgerPath(w.orgId, ledgerId)}/imports/${imp.id}`;

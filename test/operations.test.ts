@@ -2,7 +2,7 @@
 // retention, and the automatic backup before migrations.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock, systemClock } from '../src/clock.ts';
@@ -216,9 +216,10 @@ B('a database behind this version is backed up before it is migrated; nothing el
   old.close();
   const rt = await openRuntime(testConfig(dir), quiet);
   await rt.close();
-  const backups = readdirSync(join(dir, 'backups'));
+  const backups = readdirSync(join(dir, 'backups')).filter((n) => !n.startsWith('.'));
   assert.is(backups.length, 1);
   assert.match(backups[0]!, /^pre-migrate-v2-\d{8}T\d{9}Z\.db$/);
+  assert.ok(existsSync(join(dir, 'backups', `.${backups[0]}.source`)), 'beside it, hidden, what it is a copy of');
   const b = new Database(join(dir, 'backups', backups[0]!), { readonly: true });
   assert.is(b.pragma('user_version', { simple: true }), 2, 'the backup is the database as it was');
   assert.is(b.prepare("SELECT name FROM orgs WHERE id = 'o_old'").pluck().get(), 'Old');
@@ -228,7 +229,7 @@ B('a database behind this version is backed up before it is migrated; nothing el
   now.close();
   // Up to date: a second start takes no backup.
   await (await openRuntime(testConfig(dir), quiet)).close();
-  assert.is(readdirSync(join(dir, 'backups')).length, 1);
+  assert.is(readdirSync(join(dir, 'backups')).filter((n) => !n.startsWith('.')).length, 1);
 });
 
 B('a migration that fails is backed up once however often the start is tried (systemd restarts it every few seconds); a write meanwhile takes a new copy', async () => {
@@ -255,6 +256,21 @@ B('a migration that fails is backed up once however often the start is tried (sy
   older.close();
   await tryStart();
   assert.is(copies().length, 2, 'a new copy after a write');
+  // another database put in place with the same size and times (cp -p, rsync -a): another inode, another copy
+  const file = join(dir, DB_FILE);
+  const st = statSync(file);
+  copyFileSync(file, `${file}.other`);
+  rmSync(file);
+  renameSync(`${file}.other`, file);
+  utimesSync(file, st.atime, st.mtime);
+  await tryStart();
+  assert.is(copies().length, 3, 'a new copy of the database put in place');
+  await tryStart();
+  assert.is(copies().length, 3, 'and that one reused');
+  // a copy deleted by the operator takes its hidden record along at the next start
+  rmSync(join(dir, 'backups', copies()[0]!));
+  await tryStart();
+  assert.equal(readdirSync(join(dir, 'backups')).filter((n) => n.endsWith('.source')).length, 2);
 });
 
 B('a database migrated by a build whose migrations said something else is repaired to this version\'s schema at start, its rows kept, after a backup', async () => {

@@ -72,7 +72,16 @@ export async function client(s: Running, email = EMAIL, password = PASSWORD) {
   const r = await request(base, 'POST', `${ID}/session`, { body: { grantType: 'password', email, password } });
   assert.is(r.status, 200, r.text);
   const token = r.body.accessToken as string;
-  return (method: string, path: string, opts: Parameters<typeof request>[3] = {}) => request(base, method, path, { token, ...opts });
+  return async (method: string, path: string, opts: Parameters<typeof request>[3] = {}) => {
+    // as a client should: a large body shed while the server is overloaded (503 + Retry-After, as a
+    // busy CI machine makes it) is sent again when the server says
+    for (let tries = 1; ; tries++) {
+      const res = await request(base, method, path, { token, ...opts });
+      const after = Number(res.headers.get('retry-after'));
+      if (res.status !== 503 || !after || tries === 10) return res;
+      await new Promise((resolve) => setTimeout(resolve, after * 1000));
+    }
+  };
 }
 
 const running = new Set<Running>();

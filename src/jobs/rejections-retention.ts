@@ -8,7 +8,7 @@ import type { DeleteStep } from './chunk-pacing.ts';
 export interface RejectionsStore {
   /** The first job after `afterId` (in id order) that still has rejected rows, with when it ended (null: it has not). */
   nextWithRejections(afterId: string): { id: string; finishedAt: number | null } | undefined;
-  /** Deletes up to `n` rejected rows of job `id`; returns how many went. */
+  /** Deletes up to `n` rejected rows of job `id` (fewer when they are large); returns how many went (0: none left). */
   deleteRejections(id: string, n: number): number;
 }
 
@@ -16,7 +16,8 @@ export interface RejectionsStore {
  * The retention of one store as a step of chunk-pacing.ts deleteInChunks: the rejected rows of jobs
  * that ended before `endedBefore` go. It walks the jobs that have rejected rows in id order from
  * where the last call stopped (one seek a job, so jobs kept are looked at once a night, not again
- * for every chunk) and returns how many jobs it looked at plus how many rows it deleted (0: done);
+ * for every chunk), deletes once, and returns how many jobs it looked at plus how many rows it
+ * deleted (0: done);
  * `deleted` counts the rows that went, `jobs` the jobs whose rows went.
  */
 export function rejectionsPruner(store: RejectionsStore, endedBefore: number): { step: DeleteStep; deleted: () => number; jobs: () => number } {
@@ -37,11 +38,13 @@ export function rejectionsPruner(store: RejectionsStore, endedBefore: number): {
           current = next.id;
           jobs++;
         }
-        const want = n - work;
-        const gone = store.deleteRejections(current, want);
+        const gone = store.deleteRejections(current, n - work);
+        if (gone === 0) {
+          current = undefined; // none of its rows left
+          continue;
+        }
         deleted += gone;
-        work += gone;
-        if (gone < want) current = undefined; // none of its rows left
+        return work + gone; // one delete a chunk: its size is the store's to bound
       }
       return work;
     },

@@ -1,6 +1,7 @@
 import type { Keyset } from '../cursor.ts';
 import { parseJsonExact } from '../exact-json.ts';
 import type { JobStatus } from '../jobs/queue.ts';
+import { CHUNK_MAX_BYTES } from '../jobs/chunk-pacing.ts';
 import type { DataFiles } from '../storage/data-files.ts';
 import type { Db } from '../storage/db.ts';
 import type { CsvFormat, ImportJob, ImportProgress, ImportSource, Rejection } from './model.ts';
@@ -139,6 +140,11 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     nextWithRejections: db.raw.prepare<[string], { id: string; finished_at: number | null }>(
       'SELECT r.import_id AS id, i.finished_at FROM import_rejections r JOIN import_jobs i ON i.id = r.import_id WHERE r.import_id > ? ORDER BY r.import_id LIMIT 1',
     ),
+    // the sizes of an import's first rejected rows, and the deletion of those up to one of them (deleteRejections)
+    rejectionSizes: db.raw.prepare<[string, number], { row_no: number; bytes: number }>(
+      'SELECT row_no, length(raw) + length(reason) AS bytes FROM import_rejections WHERE import_id = ? ORDER BY row_no LIMIT ?',
+    ),
+    deleteRejectionsUpTo: db.raw.prepare<[string, number]>('DELETE FROM import_rejections WHERE import_id = ? AND row_no <= ?'),
     purgeRejections: db.raw.prepare<[string, string, number]>(
       'DELETE FROM import_rejections WHERE import_id = ? AND row_no IN (SELECT row_no FROM import_rejections WHERE import_id = ? LIMIT ?)',
     ),
@@ -207,8 +213,22 @@ export function createImportsRepo(db: Db, files: DataFiles) {
     },
     /** The plan of nextWithRejections (tests: one seek in the rejections' key). */
     explainNextWithRejections: (): string[] => db.queryPlan(q.nextWithRejections.source, ''),
-    /** Deletes up to `n` of an import's rejected rows (an erasure: deleteRejections); returns how many went. */
-    deleteRejections: (id: string, n: number): number => q.purgeRejections.run(id, id, n).changes,
+    /**
+     * Deletes up to `n` of an import's rejected rows, the first ones, and no more than
+     * CHUNK_MAX_BYTES of them but at least one (an erasure: deleteRejections; the nightly retention):
+     * a rejected row holds the whole row as submitted, and a chunk sized on small rows must not
+     * take a transaction through megabytes of large ones. Returns how many went (0: none left).
+     */
+    deleteRejections: (id: string, n: number): number => {
+      let upTo: number | undefined;
+      let bytes = 0;
+      for (const r of q.rejectionSizes.all(id, n)) {
+        if (upTo !== undefined && bytes + r.bytes > CHUNK_MAX_BYTES) break;
+        upTo = r.row_no;
+        bytes += r.bytes;
+      }
+      return upTo === undefined ? 0 : q.deleteRejectionsUpTo.run(id, upTo).changes;
+    },
     /**
      * Deletes up to `n` rows of a purged ledger's imports: an import's rejected rows (a big CSV
      * can have hundreds of thousands, which its job row would otherwise take along by cascade),

@@ -1,6 +1,5 @@
-import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import Database from 'better-sqlite3';
 import type { Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -119,44 +118,53 @@ export interface Storage {
 }
 
 /**
+ * The database's files as they are before a start opens them (inode, size and modification time of
+ * the file and of its -wal): a start that changes nothing leaves them so, and a database put in
+ * place (restored, moved, copied with its times) is another inode.
+ */
+function filesIdentity(file: string): string {
+  return [file, `${file}-wal`]
+    .map((f) => {
+      const st = statSync(f, { throwIfNoEntry: false });
+      return st ? `${st.ino}:${st.size}:${st.mtimeMs}` : '-';
+    })
+    .join(' ');
+}
+
+/**
  * Backs the database up into `<dir>/<prefix><time>.db` before a step that may fail at start (a
  * migration, a schema repair), once for the state it is in: a start that fails the step (exit 1,
  * restarted by systemd every few seconds) reuses the copy its first try took instead of adding a
- * whole database's copy at every try until the disk is full. A copy is that state's when it was
- * written after the database last was (`lastWritten`, taken before this open) and has as many
- * pages; otherwise (the old version ran meanwhile, another database was put in place) a new one
- * is taken. Returns the copy's path.
+ * whole database's copy at every try until the disk is full. A copy is reused when the database's
+ * files are as they were when it was taken (`identity`, kept beside it in a hidden
+ * `.<copy>.source`); otherwise (the old version ran meanwhile, another database was put in place)
+ * a new one is taken. Returns the copy's path.
  */
-async function backUpOnce(db: Db, dir: string, prefix: string, lastWritten: number, clock: Clock, log: Logger, before: string): Promise<string> {
+async function backUpOnce(db: Db, dir: string, prefix: string, identity: string, clock: Clock, log: Logger, before: string): Promise<string> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const pages = db.raw.pragma('page_count', { simple: true });
-  const taken = readdirSync(dir)
-    .filter((n) => n.startsWith(prefix) && n.endsWith('.db'))
-    .map((n) => join(dir, n))
-    .find((f) => statSync(f).mtimeMs >= lastWritten && pageCount(f) === pages);
+  const sourceOf = (name: string) => join(dir, `.${name}.source`);
+  const names = readdirSync(dir);
+  // the records of copies deleted since go too
+  for (const n of names) if (/^\..+\.db\.source$/.test(n) && !names.includes(n.slice(1, -'.source'.length))) rmSync(join(dir, n), { force: true });
+  const taken = names.find((n) => n.startsWith(prefix) && n.endsWith('.db') && readText(sourceOf(n)) === identity);
   if (taken) {
-    log.info({ file: taken }, `the database was backed up before ${before} was first tried`);
-    return taken;
+    log.info({ file: join(dir, taken) }, `the database was backed up before ${before} was first tried`);
+    return join(dir, taken);
   }
-  const file = join(dir, `${prefix}${fileStamp(clock.now())}.db`);
-  await backupTo(db.raw, file);
-  log.info({ file }, `backed up the database before ${before}`);
-  return file;
+  const name = `${prefix}${fileStamp(clock.now())}.db`;
+  await backupTo(db.raw, join(dir, name));
+  writeFileSync(sourceOf(name), identity, { mode: 0o600 });
+  log.info({ file: join(dir, name) }, `backed up the database before ${before}`);
+  return join(dir, name);
 }
 
-/** A backup's size in pages, or undefined when it cannot be read as a database. */
-function pageCount(file: string): number | undefined {
+const readText = (file: string): string | undefined => {
   try {
-    const copy = new Database(file, { readonly: true, fileMustExist: true });
-    try {
-      return copy.pragma('page_count', { simple: true }) as number;
-    } finally {
-      copy.close();
-    }
+    return readFileSync(file, 'utf8');
   } catch {
     return undefined;
   }
-}
+};
 
 /**
  * Locks the data folder, opens (and checks) the database and, when its schema is behind, backs it
@@ -167,15 +175,12 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
   prepareDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   let db: Db;
-  // when the database was last written before this open (a -wal with frames included): a repair's backup older than that is stale
-  let lastWritten = 0;
+  // the database's files before this open: a backup taken of them by a failed start before is theirs
+  let identity: string;
   try {
     const file = join(config.dataDir, DB_FILE);
     checkLeftovers(config.dataDir, file);
-    for (const [f, min] of [[file, 0], [`${file}-wal`, 1]] as const) {
-      const st = existsSync(f) ? statSync(f) : undefined;
-      if (st && st.size >= min) lastWritten = Math.max(lastWritten, st.mtimeMs);
-    }
+    identity = filesIdentity(file);
     db = openDb(file);
   } catch (err) {
     lock.release();
@@ -190,14 +195,14 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
     let preMigrationBackup: string | undefined;
     if (pending.length && from > 0) {
       // Forward-only upgrades: keep the way back (SPEC §8).
-      preMigrationBackup = await backUpOnce(db, backupsDir(config.dataDir), `pre-migrate-v${from}-`, lastWritten, clock, log, 'migrating');
+      preMigrationBackup = await backUpOnce(db, backupsDir(config.dataDir), `pre-migrate-v${from}-`, identity, clock, log, 'migrating');
     }
     const applied = migrate(db, migrations, clock.now());
     if (applied.length) log.info({ applied }, 'migrations applied');
     // migrated by a build whose migrations said something else: brought to this version's shape (schema-reconcile.ts)
     const repair = planSchemaRepair(db, migrations);
     if (repair.steps.length) {
-      await backUpOnce(db, backupsDir(config.dataDir), `pre-repair-v${schemaVersion(db)}-${repair.id}-`, lastWritten, clock, log, 'repairing its schema');
+      await backUpOnce(db, backupsDir(config.dataDir), `pre-repair-v${schemaVersion(db)}-${repair.id}-`, identity, clock, log, 'repairing its schema');
       repair.apply();
       log.warn({ repaired: repair.steps }, "the database's schema was repaired to this version's");
     }

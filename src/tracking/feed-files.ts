@@ -142,7 +142,7 @@ export function writeSidecar(target: string, kind: keyof typeof SIDECARS, text: 
  * Only plain files, and only those the server filed (with their counts): anything else an operator
  * keeps there stays. Returns the feed files removed.
  */
-export function pruneInboxDone(dataDir: string, endedBefore: number): string[] {
+export function pruneInboxDone(dataDir: string, endedBefore: number, log: FeedLog, stopping: () => boolean = () => false): string[] {
   const dir = join(inboxDir(dataDir), 'done');
   let entries: Dirent[];
   try {
@@ -152,17 +152,23 @@ export function pruneInboxDone(dataDir: string, endedBefore: number): string[] {
   }
   const removed: string[] = [];
   for (const e of entries) {
+    if (stopping()) break;
     if (!e.isFile() || !e.name.endsWith(SIDECARS.result)) continue;
     const counts = join(dir, e.name);
     const file = counts.slice(0, -SIDECARS.result.length);
-    if (lstatSync(counts).mtimeMs >= endedBefore) continue;
-    const st = lstatSync(file, { throwIfNoEntry: false });
-    if (st && !st.isFile()) continue; // not what the server filed
-    if (st) {
-      unlinkSync(file);
-      removed.push(basename(file));
+    try {
+      if (lstatSync(counts).mtimeMs >= endedBefore) continue;
+      const st = lstatSync(file, { throwIfNoEntry: false });
+      if (st && !st.isFile()) continue; // not what the server filed
+      if (st) {
+        unlinkSync(file);
+        removed.push(basename(file));
+      }
+      unlinkSync(counts);
+    } catch (err) {
+      // one that cannot go (removed meanwhile, permissions) does not keep the others
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ err, file }, 'could not remove an old feed file from inbox/done/');
     }
-    unlinkSync(counts);
   }
   return removed;
 }

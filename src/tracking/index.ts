@@ -99,7 +99,7 @@ export function createTrackingModule(d: {
           if (prune.deleted()) d.log.info({ removed: prune.deleted(), feeds: prune.jobs(), keepDays: d.config.rejectionsKeepDays }, 'rejected records of old feeds deleted');
         }
         if (d.config.inboxDoneKeepDays > 0 && !ctl.stopping) {
-          const files = pruneInboxDone(d.config.dataDir, now - d.config.inboxDoneKeepDays * DAY_MS);
+          const files = pruneInboxDone(d.config.dataDir, now - d.config.inboxDoneKeepDays * DAY_MS, d.log, () => ctl.stopping);
           if (files.length) d.log.info({ removed: files.length, keepDays: d.config.inboxDoneKeepDays }, 'old feed files removed from inbox/done/');
         }
       });

@@ -174,7 +174,7 @@ export function createDispatcher(d: DispatcherDeps) {
     // every claim of the pass in one transaction; each holds its slot (in `inflight`, for the limits)
     // while the pass goes on, and is sent once the claims are committed
     const claimed: [ClaimedDelivery, DueWebhook, string, boolean][] = [];
-    const dropped: { deliveryId: string; webhookId: string; type: string }[] = [];
+    const dropped: string[] = []; // the webhooks of the deliveries dropped
     try {
       await d.db.txSoon(() => {
         let claimedAny = true;
@@ -194,7 +194,7 @@ export function createDispatcher(d: DispatcherDeps) {
             if (about && d.subjectGone!(about.ledgerId, about.contactId)) {
               // deleted since the event was written: its data does not go out (docs/webhooks.md)
               d.repo.dropDelivery(c.id, c.token);
-              dropped.push({ deliveryId: c.id, webhookId: c.webhookId, type: c.type });
+              dropped.push(c.webhookId);
               if (dropped.length >= MAX_DROPS_PER_PASS) return; // a short transaction; the next pass goes on
               claimedAny = true;
               continue;
@@ -209,9 +209,12 @@ export function createDispatcher(d: DispatcherDeps) {
       for (const [c] of claimed) inflight.delete(c.id); // rolled back: not claimed
       throw err;
     }
-    for (const x of dropped) {
-      d.log.info(x, 'a delivery about a deleted contact or ledger was dropped, not sent');
-      d.onAttempt?.('dropped');
+    if (dropped.length) {
+      // one line a pass, not one a delivery: a deleted ledger's backlog can be a million
+      const webhooks: Record<string, number> = {};
+      for (const id of dropped) webhooks[id] = (webhooks[id] ?? 0) + 1;
+      d.log.info({ dropped: dropped.length, webhooks }, 'deliveries about deleted contacts or ledgers dropped, not sent');
+      for (let i = 0; i < dropped.length; i++) d.onAttempt?.('dropped');
     }
     for (const [c, w, host, healthy] of claimed) start(c, w, host, healthy);
   }
@@ -253,8 +256,7 @@ export function createDispatcher(d: DispatcherDeps) {
       d.db.tx(() => d.repo.releaseDelivery(c.id, c.token));
       return;
     }
-    const mended = (mendedAt.get(w.id) ?? 0) > mendsBefore; // mended while it was in flight: it went against what was wrong
-    await inBatch(() => record(c, w, verdict.ok ? verdict.host : null, { at, status: r.status, error: r.error, ms: r.ms }, r.ok, mended));
+    await inBatch(() => record(c, w, verdict.ok ? verdict.host : null, { at, status: r.status, error: r.error, ms: r.ms }, r.ok, mendsBefore));
   }
 
   /** Outcomes waiting for their transaction: each writes inside it and returns what to do once it is committed. */
@@ -300,7 +302,7 @@ export function createDispatcher(d: DispatcherDeps) {
   }
 
   /** Records an attempt's outcome (inside the batch's transaction); returns its logging and notices, for after the commit. */
-  function record(c: ClaimedDelivery, w: Webhook, host: string | null, a: Attempt, ok: boolean, mended: boolean): () => void {
+  function record(c: ClaimedDelivery, w: Webhook, host: string | null, a: Attempt, ok: boolean, mendsBefore: number): () => void {
     const ctx = { webhookId: w.id, deliveryId: c.id, type: c.type, host, attempt: c.attempts + 1, status: a.status };
     let disabled: string | undefined;
     let recorded: 'delivered' | 'retry' | 'failed' | undefined;
@@ -314,6 +316,8 @@ export function createDispatcher(d: DispatcherDeps) {
         if (c.type !== 'ping') d.repo.markWebhookSucceeded(w.id, now);
         return;
       }
+      // mended since the attempt read its settings (up to this transaction): it went against what was wrong
+      const mended = (mendedAt.get(w.id) ?? 0) > mendsBefore;
       const outcome = d.repo.recordAttemptFailed(c.id, c.token, { ...a, error: a.error! }, mended ? now : now + (RETRY_DELAYS_MS[c.attempts] ?? 0), now);
       if (outcome !== undefined) recorded = outcome === 'failed' ? 'failed' : 'retry';
       if (outcome === undefined || c.type === 'ping') return; // lease lost; pings do not count

@@ -86,7 +86,7 @@ export function createWebhooksModule(d: {
     const sweep = repo.sweepPending((x) => {
       const about = subjectOf(x);
       return about !== undefined && subjectGone(about.ledgerId, about.contactId);
-    });
+    }, d.clock.now());
     await deleteInChunks(d.db, [sweep.step], { stopping: () => ctl.stopping });
     if (sweep.dropped()) {
       log.info({ dropped: sweep.dropped() }, 'pending deliveries about deleted contacts or ledgers dropped, not sent');

@@ -171,7 +171,8 @@ export function createWebhookService(d: {
         recordUpdate(by, w, next, patch.token !== undefined && patch.token !== null && w.token !== null);
         // what made its retries fail may be mended: they go now, not hours later on their schedule
         const mended = next.url !== w.url || (patch.token !== undefined && patch.token !== w.token) || (next.enabled && !w.enabled);
-        if (mended && next.enabled) d.queue.enqueue(newId('job'), RETRIES_FORWARD, { payload: { webhookId: id, since: now }, maxAttempts: 100 });
+        // express: short chunks that must not wait behind long imports and feeds
+        if (mended && next.enabled) d.queue.enqueue(newId('job'), RETRIES_FORWARD, { payload: { webhookId: id, since: now }, maxAttempts: 100, lane: 'express' });
         return { webhook: next, mended };
       });
       d.outbox.refresh();

@@ -75,6 +75,9 @@ interface DeliveryRow {
   finished_at: number | null;
 }
 
+/** A pending delivery as the walks over them read it (retriesForward, sweepPending). */
+type PendingRow = { seq: number; next_at: number; attempts: number; last_attempt_at: number | null; type: DeliveryType; payload: string };
+
 const DELIVERY_COLUMNS =
   'seq, id, webhook_id, event_id, type, payload, status, attempts, max_attempts, next_at, last_attempt_at, last_status, last_error, attempt_log, created_at, finished_at';
 
@@ -233,13 +236,21 @@ export function createWebhooksRepo(db: Db) {
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries INDEXED BY webhook_deliveries_by_status WHERE webhook_id = ? AND status = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
     ),
     delivery: db.raw.prepare<[string, string], DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`),
-    // a webhook's pending deliveries after a point, in the order of the due index (retriesForward, sweepPending)
-    pendingAfter: db.raw.prepare<[string, number, number, number], { seq: number; next_at: number; attempts: number; last_attempt_at: number | null; type: DeliveryType; payload: string }>(
+    // a webhook's pending deliveries after a point, in the order of the due index (retriesForward,
+    // sweepPending): the rest of the point's due time, then the later ones — as two seeks, since
+    // SQLite seeks a row value (next_at, seq) > (?, ?) by next_at alone and filters seq row by row
+    // (a backlog brought forward shares one due time: every chunk read it all again, a reviewer measured)
+    pendingAtAfter: db.raw.prepare<[string, number, number, number], PendingRow>(
       `SELECT seq, next_at, attempts, last_attempt_at, type, payload FROM webhook_deliveries INDEXED BY webhook_deliveries_due
-       WHERE webhook_id = ? AND status = 'pending' AND (next_at, seq) > (?, ?) ORDER BY next_at, seq LIMIT ?`,
+       WHERE webhook_id = ? AND status = 'pending' AND next_at = ? AND seq > ? ORDER BY seq LIMIT ?`,
+    ),
+    pendingAfter: db.raw.prepare<[string, number, number], PendingRow>(
+      `SELECT seq, next_at, attempts, last_attempt_at, type, payload FROM webhook_deliveries INDEXED BY webhook_deliveries_due
+       WHERE webhook_id = ? AND status = 'pending' AND next_at > ? ORDER BY next_at, seq LIMIT ?`,
     ),
     dueAt: db.raw.prepare<[number, number, number]>("UPDATE webhook_deliveries SET next_at = ? WHERE seq = ? AND status = 'pending' AND next_at > ?"),
-    dropPending: db.raw.prepare<[number]>("DELETE FROM webhook_deliveries WHERE seq = ? AND status = 'pending'"),
+    // not one an attempt holds (in flight: it is sent, not dropped; the dispatcher's claim looks again)
+    dropPending: db.raw.prepare<[number, number]>("DELETE FROM webhook_deliveries WHERE seq = ? AND status = 'pending' AND (lease_until IS NULL OR lease_until < ?)"),
     webhookIds: db.raw.prepare<[], string>('SELECT id FROM webhooks ORDER BY id').pluck(),
     prune: db.raw.prepare<[number, number]>(
       "DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND finished_at < ? LIMIT ?)",
@@ -250,6 +261,11 @@ export function createWebhooksRepo(db: Db) {
     ),
   };
 
+  /** Up to `n` pending deliveries of a webhook after `from` in the due index's order: the rest of its due time, then the later ones. */
+  const pendingFrom = (webhookId: string, from: { nextAt: number; seq: number }, n: number): PendingRow[] => {
+    const rows = q.pendingAtAfter.all(webhookId, from.nextAt, from.seq, n);
+    return rows.length < n ? rows.concat(q.pendingAfter.all(webhookId, from.nextAt, n - rows.length)) : rows;
+  };
   return {
     insertWebhook: (w: Webhook): void => void q.insert.run(toWebhookRow(w)),
     /** Writes the fields an update or a rotation may change. */
@@ -348,7 +364,7 @@ export function createWebhooksRepo(db: Db) {
       let moved = 0;
       return {
         step: (n) => {
-          const rows = q.pendingAfter.all(webhookId, from.nextAt, from.seq, n);
+          const rows = pendingFrom(webhookId, from, n);
           for (const r of rows) {
             if (r.attempts > 0 && r.last_attempt_at !== null && r.last_attempt_at <= since) moved += q.dueAt.run(since, r.seq, since).changes;
           }
@@ -364,7 +380,7 @@ export function createWebhooksRepo(db: Db) {
      * webhook by webhook in the due index's order from where the last call stopped, and returns how
      * many it walked (0: done); `dropped` counts those deleted.
      */
-    sweepPending(drop: (d: { type: DeliveryType; payload: string }) => boolean): { step: (n: number) => number; dropped: () => number } {
+    sweepPending(drop: (d: { type: DeliveryType; payload: string }) => boolean, now: number): { step: (n: number) => number; dropped: () => number } {
       const webhooks = q.webhookIds.all();
       let w = 0;
       let from = { nextAt: Number.MIN_SAFE_INTEGER, seq: 0 };
@@ -372,8 +388,8 @@ export function createWebhooksRepo(db: Db) {
       return {
         step: (n) => {
           while (w < webhooks.length) {
-            const rows = q.pendingAfter.all(webhooks[w]!, from.nextAt, from.seq, n);
-            for (const r of rows) if (drop(r)) dropped += q.dropPending.run(r.seq).changes;
+            const rows = pendingFrom(webhooks[w]!, from, n);
+            for (const r of rows) if (drop(r)) dropped += q.dropPending.run(r.seq, now).changes;
             if (rows.length) {
               from = { nextAt: rows.at(-1)!.next_at, seq: rows.at(-1)!.seq };
               return rows.length;
@@ -386,8 +402,8 @@ export function createWebhooksRepo(db: Db) {
         dropped: () => dropped,
       };
     },
-    /** The plan of retriesForward's walk (tests: a seek in the due index, no sort). */
-    explainRetriesForward: (): string[] => db.queryPlan(q.pendingAfter.source, 'wh_x', 0, 0, 100),
+    /** The plans of the pending deliveries' walk (tests: each a seek in the due index, no sort). */
+    explainPendingWalk: (): string[][] => [db.queryPlan(q.pendingAtAfter.source, 'wh_x', 0, 0, 100), db.queryPlan(q.pendingAfter.source, 'wh_x', 0, 100)],
     /** Deletes up to `n` delivered or failed deliveries finished before `before`. */
     pruneDeliveries: (before: number, n: number): number => q.prune.run(before, n).changes,
     /** Deletes up to `n` deliveries of one webhook (its purge, before its row goes). */
