@@ -33,6 +33,8 @@ export interface Config {
   rejectionsKeepDays: number;
   /** Days a feed file stays in inbox/done/ after its feed ended (the nightly retention, tracking/feed-files.ts); 0: until deleted. */
   inboxDoneKeepDays: number;
+  /** Days of daily change sets kept (tracking/daily-sets.ts prune); 0: until their ledger goes. */
+  changeSetsKeepDays: number;
   backupCron: string | undefined;
   backupKeep: number;
   logLevel: LogLevel;
@@ -254,6 +256,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'maxStoredRejections', env: 'MAX_STORED_REJECTIONS', flag: 'max-stored-rejections', help: 'rejected rows or records a job keeps for its errors CSV', parse: int(1, 1_000_000_000) },
   { key: 'rejectionsKeepDays', env: 'REJECTIONS_KEEP_DAYS', flag: 'rejections-keep-days', help: "days an ended import's rejected rows and an ended feed's rejected records are kept (0: until deleted through the API)", parse: int(0, 36_500) },
   { key: 'inboxDoneKeepDays', env: 'INBOX_DONE_KEEP_DAYS', flag: 'inbox-done-keep-days', help: 'days a feed file stays in inbox/done/ after its feed ended (0: until you delete it)', parse: int(0, 36_500) },
+  { key: 'changeSetsKeepDays', env: 'CHANGE_SETS_KEEP_DAYS', flag: 'change-sets-keep-days', help: 'days of daily change sets kept (0: until their ledger is deleted)', parse: int(0, 36_500) },
   { key: 'backupCron', env: 'BACKUP_CRON', flag: 'backup-cron', help: 'schedule of automatic backups (cron)', parse: cronExpr },
   { key: 'backupKeep', env: 'BACKUP_KEEP', flag: 'backup-keep', help: 'automatic backups to keep', parse: int(1, 10_000) },
   { key: 'logLevel', env: 'LOG_LEVEL', flag: 'log-level', help: 'log level', parse: logLevel },
@@ -293,6 +296,7 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   maxStoredRejections: MAX_STORED_REJECTIONS,
   rejectionsKeepDays: 30,
   inboxDoneKeepDays: 30,
+  changeSetsKeepDays: 30,
   backupCron: undefined,
   backupKeep: 7,
   logLevel: 'info',

@@ -47,6 +47,9 @@ export function createDailySetsRepo(db: Db) {
       'SELECT * FROM daily_change_sets WHERE ledger_id = ? AND day < ? ORDER BY day DESC LIMIT ?',
     ),
     one: db.raw.prepare<[string, string], { ledger_id: string; day: string; files: string; created_at: number }>('SELECT * FROM daily_change_sets WHERE ledger_id = ? AND day = ?'),
+    // the sets of days before one (the retention; a row per ledger and day kept: a short scan)
+    older: db.raw.prepare<[string, number], { ledger_id: string; day: string }>('SELECT ledger_id, day FROM daily_change_sets WHERE day < ? LIMIT ?'),
+    remove: db.raw.prepare<[string, string]>('DELETE FROM daily_change_sets WHERE ledger_id = ? AND day = ?'),
   };
   const toSet = (r: { ledger_id: string; day: string; files: string; created_at: number }): DailySet => ({ ledgerId: r.ledger_id, day: r.day, files: JSON.parse(r.files) as DailySetFile[], createdAt: r.created_at });
   return {
@@ -96,6 +99,10 @@ export function createDailySetsRepo(db: Db) {
     recordSet: (s: DailySet): void => db.tx(() => void q.insert.run(s.ledgerId, s.day, JSON.stringify(s.files), s.createdAt)),
     /** Sets of a ledger, newest day first, before `beforeDay` (exclusive), `limit` rows. */
     listSets: (ledgerId: string, beforeDay: string, limit: number): DailySet[] => q.list.all(ledgerId, beforeDay, limit).map(toSet),
+    /** Up to `limit` sets of days before `day` (YYYYMMDD), any ledger. */
+    listSetsBefore: (day: string, limit: number): { ledgerId: string; day: string }[] => q.older.all(day, limit).map((r) => ({ ledgerId: r.ledger_id, day: r.day })),
+    /** Forgets a set (its files go after: a set listed is one whose files are there). */
+    removeSet: (ledgerId: string, day: string): void => db.tx(() => void q.remove.run(ledgerId, day)),
     findSet: (ledgerId: string, day: string): DailySet | undefined => {
       const r = q.one.get(ledgerId, day);
       return r && toSet(r);

@@ -75,7 +75,18 @@ export function openGzipFile(path: string): GzipFile {
  * the scheduler after the day ended; files are written under a temporary name and renamed, and
  * the set is recorded only when all its files are in place, so a crash just means "write it again".
  */
-export function createDailySets(d: { clock: Clock; log: Logger; db: Db; dataDir: string; ledgers: LedgersRepo; contacts: ContactsRepo; sets: DailySetsRepo; cursors: Cursors }) {
+export function createDailySets(d: {
+  clock: Clock;
+  log: Logger;
+  db: Db;
+  dataDir: string;
+  ledgers: LedgersRepo;
+  contacts: ContactsRepo;
+  sets: DailySetsRepo;
+  cursors: Cursors;
+  /** CHANGE_SETS_KEEP_DAYS: sets of days older than this go (and are not written again); 0: kept. */
+  keepDays?: number;
+}) {
   const requireLedger = ledgerLookup(d.ledgers);
 
   async function writeLedgerDay(ledgerId: string, day: string, maxBytes: number): Promise<DailySet> {
@@ -136,10 +147,53 @@ export function createDailySets(d: { clock: Clock; log: Logger; db: Db; dataDir:
     return set;
   }
 
-  /** The starts (UTC midnight) of the days a run writes: the last CATCH_UP_DAYS up to yesterday, oldest first. */
+  /**
+   * The starts (UTC midnight) of the days a run writes: the last CATCH_UP_DAYS up to yesterday,
+   * oldest first — fewer when sets are kept fewer days (a set the retention deleted is not written again).
+   */
   function catchUpWindow(): number[] {
     const yesterday = startOfDay(dayOf(d.clock.now() - DAY));
-    return Array.from({ length: CATCH_UP_DAYS }, (_, i) => yesterday - (CATCH_UP_DAYS - 1 - i) * DAY);
+    const days = d.keepDays ? Math.min(CATCH_UP_DAYS, d.keepDays) : CATCH_UP_DAYS;
+    return Array.from({ length: days }, (_, i) => yesterday - (days - 1 - i) * DAY);
+  }
+
+  /**
+   * The retention (CHANGE_SETS_KEEP_DAYS): the sets of days before the last `keepDays` go — the
+   * record first (the API no longer lists them), then the files; day folders left behind by a run
+   * stopped between the two go too. Returns how many sets went.
+   */
+  async function prune(ctl?: RunControl): Promise<number> {
+    if (!d.keepDays) return 0;
+    const before = dayOf(startOfDay(dayOf(d.clock.now())) - d.keepDays * DAY);
+    let removed = 0;
+    for (;;) {
+      if (ctl?.stopping) return removed;
+      const sets = d.sets.listSetsBefore(before, 100);
+      if (!sets.length) break;
+      for (const s of sets) {
+        d.sets.removeSet(s.ledgerId, s.day);
+        rmSync(dailyDir(d.dataDir, s.ledgerId, s.day), { recursive: true, force: true });
+        removed++;
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    let ledgers: string[] = [];
+    try {
+      ledgers = readdirSync(join(d.dataDir, 'exports', 'ledgers'));
+    } catch {
+      // no exports yet
+    }
+    for (const ledgerId of ledgers) {
+      let days: string[] = [];
+      try {
+        days = readdirSync(join(ledgerExportsDir(d.dataDir, ledgerId), 'streams', 'daily'));
+      } catch {
+        continue;
+      }
+      for (const day of days) if (/^\d{8}$/.test(day) && day < before && !d.sets.hasSet(ledgerId, day)) rmSync(dailyDir(d.dataDir, ledgerId, day), { recursive: true, force: true });
+    }
+    if (removed) d.log.info({ removed, keepDays: d.keepDays }, 'daily change sets of old days deleted');
+    return removed;
   }
 
   /** Writes the sets of `day` (YYYYMMDD) for every ledger with changes that day and no set yet. */
@@ -171,6 +225,7 @@ export function createDailySets(d: { clock: Clock; log: Logger; db: Db; dataDir:
   return {
     generate,
     removeLedger,
+    prune,
     /**
      * At start: the exports of ledgers that no longer exist (a set still being written while its
      * ledger was purged lands after the purge removed the folder). Returns how many folders went.

@@ -60,7 +60,7 @@ export function createTrackingModule(d: {
   const repos = trackingReposOn(d.db, d.config.dataDir);
   const feeds = createFeedService({ db: d.db, clock: d.clock, cursors: d.cursors, log: d.log, queue: d.queue, feeds: repos.feeds, dataDir: d.config.dataDir, kick: d.kick, metrics: d.metrics, runFeed: d.runFeed, audit: d.audit });
   const changes = createChangeService({ cursors: d.cursors, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, changes: repos.changes, db: d.db });
-  const dailySets = createDailySets({ clock: d.clock, log: d.log, db: d.db, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db), cursors: d.cursors });
+  const dailySets = createDailySets({ clock: d.clock, log: d.log, db: d.db, dataDir: d.config.dataDir, ledgers: d.ledger.repos.ledgers, contacts: d.ledger.repos.contacts, sets: createDailySetsRepo(d.db), cursors: d.cursors, keepDays: d.config.changeSetsKeepDays });
   const arrivingFeeds = new ArrivingFeeds();
   const people = createPeopleService({
     db: d.db,
@@ -82,7 +82,10 @@ export function createTrackingModule(d: {
     /** Periodic work: the inbox poll; the daily change sets still missing, each night and at start; forgetting the records of old feeds; what old feeds left behind. */
     schedule(s: Scheduler): void {
       s.every({ seconds: 2 }, INBOX_TASK, () => feeds.scanInbox());
-      s.every('10 0 * * *', 'daily-change-sets', (ctl) => dailySets.catchUp(ctl));
+      s.every('10 0 * * *', 'daily-change-sets', async (ctl) => {
+        await dailySets.catchUp(ctl);
+        await dailySets.prune(ctl); // CHANGE_SETS_KEEP_DAYS
+      });
       s.onStart('daily-change-sets', (ctl) => dailySets.catchUp(ctl));
       // with the other retention work (webhook-prune 00:20, identity-prune 03:40, jobs-prune 03:50)
       s.every('30 3 * * *', 'feed-replays-prune', async (ctl) => {
