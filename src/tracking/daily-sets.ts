@@ -157,6 +157,15 @@ export function createDailySets(d: {
     return Array.from({ length: days }, (_, i) => yesterday - (days - 1 - i) * DAY);
   }
 
+  /** Removes a day's folder of a ledger's sets; one that cannot go is logged (the next night tries again), not the end of the run. */
+  function removeDay(ledgerId: string, day: string): void {
+    try {
+      rmSync(dailyDir(d.dataDir, ledgerId, day), { recursive: true, force: true });
+    } catch (err) {
+      d.log.error({ err, ledgerId, day }, 'could not remove the files of an old daily change set');
+    }
+  }
+
   /**
    * The retention (CHANGE_SETS_KEEP_DAYS): the sets of days before the last `keepDays` go — the
    * record first (the API no longer lists them), then the files; day folders left behind by a run
@@ -172,7 +181,7 @@ export function createDailySets(d: {
       if (!sets.length) break;
       for (const s of sets) {
         d.sets.removeSet(s.ledgerId, s.day);
-        rmSync(dailyDir(d.dataDir, s.ledgerId, s.day), { recursive: true, force: true });
+        removeDay(s.ledgerId, s.day);
         removed++;
       }
       await new Promise((resolve) => setImmediate(resolve));
@@ -190,7 +199,7 @@ export function createDailySets(d: {
       } catch {
         continue;
       }
-      for (const day of days) if (/^\d{8}$/.test(day) && day < before && !d.sets.hasSet(ledgerId, day)) rmSync(dailyDir(d.dataDir, ledgerId, day), { recursive: true, force: true });
+      for (const day of days) if (/^\d{8}$/.test(day) && day < before && !d.sets.hasSet(ledgerId, day)) removeDay(ledgerId, day);
     }
     if (removed) d.log.info({ removed, keepDays: d.keepDays }, 'daily change sets of old days deleted');
     return removed;
