@@ -884,10 +884,12 @@ C('refreshToken grant without a body token reads the cookie and rotates it; re-u
   assert.is(gone.status, 401);
 });
 
-C('cookie mode without a cookie → 401 invalid_grant; a body token still wins over the cookie', async ({ t }) => {
+C('cookie mode without a cookie → 401 no_session (OAuth error invalid_grant), a refused cookie → invalid_grant; a body token still wins over the cookie', async ({ t }) => {
   const r = await t.call('POST', `${ID}/session`, { headers: COOKIE, body: { grantType: 'refreshToken' } });
   assert.is(r.status, 401);
-  assert.is(r.body.code, 'invalid_grant');
+  assert.equal([r.body.code, r.body.error], ['no_session', 'invalid_grant']);
+  const refused = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, cookie: 'cl_refresh=clr_not_a_real_token' }, body: { grantType: 'refreshToken' } });
+  assert.equal([refused.status, refused.body.code], [401, 'invalid_grant'], 'a session that was: the web app says it ended');
   const plain = await signIn(t, 'viewer@a.test', PASSWORD);
   const both = await t.call('POST', `${ID}/session`, { headers: { ...COOKIE, cookie: 'cl_refresh=clr_not_a_real_token' }, body: { grantType: 'refreshToken', refreshToken: plain.refreshToken } });
   expectStatus(both, 200, 'the body token is used');

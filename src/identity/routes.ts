@@ -316,7 +316,8 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
         const grant = body.grantType ?? body.grant_type;
         if (grant !== undefined && REFRESH_GRANTS.has(grant) && body.refreshToken === undefined && body.refresh_token === undefined) {
           const cookie = ctx.cookies.get(SESSION_COOKIE);
-          if (!cookie) throw new AppError(401, 'invalid_grant', 'There is no session to resume; sign in.', { extra: { error: 'invalid_grant', error_description: 'no session cookie' } });
+          // its own code: the web app says "your session ended" after a reload only for a cookie refused, not for none
+          if (!cookie) throw new AppError(401, 'no_session', 'There is no session to resume; sign in.', { extra: { error: 'invalid_grant', error_description: 'no session cookie' } });
           input = { ...body, refreshToken: cookie };
           fromCookie = true;
         }

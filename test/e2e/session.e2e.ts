@@ -87,7 +87,7 @@ S('sign-out ends the session: the cookie is gone, a reload asks to sign in, othe
   await other.close();
 });
 
-S('a session that ended by itself (its refresh refused) is said on the sign-in page; a first visit or a sign-out is not', async ({ e }) => {
+S('a session that ended by itself (its refresh refused, in the page or at a reload) is said on the sign-in page; a first visit or a sign-out is not', async ({ e }) => {
   const { page, context, base } = e;
   const ended = page.getByText('Your session ended. Sign in again.');
   await page.goto(`${base}/`);
@@ -104,6 +104,17 @@ S('a session that ended by itself (its refresh refused) is said on the sign-in p
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   await ended.waitFor({ timeout: 5000 });
   await page.unrouteAll({ behavior: 'ignoreErrors' });
+  // signed in again; the session is then ended elsewhere (its refresh token used by someone else:
+  // the server revokes the whole session) and the page reloaded: said too (it was not, after a reload)
+  await page.getByLabel('E-mail').fill(ROOT_EMAIL);
+  await page.getByLabel('Password').fill(ROOT_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(new RegExp(`/orgs/${orgId}/ledgers$`));
+  const cookie = (await context.cookies())[0]!.value;
+  assert.is((await e.call('POST', '/api/identity/v1/session', { body: { grantType: 'refreshToken', refreshToken: cookie } })).status, 200, 'used once, elsewhere');
+  await page.reload();
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  await ended.waitFor({ timeout: 5000 });
   // signed in again, then signed out on purpose: no such message
   await page.getByLabel('E-mail').fill(ROOT_EMAIL);
   await page.getByLabel('Password').fill(ROOT_PASSWORD);

@@ -153,7 +153,9 @@ async function exclusive<T>(fn: () => Promise<T>): Promise<T> {
 export function refresh(): Promise<Principal> {
   inFlight ??= exclusive(() => sessionRequest({ grantType: 'refreshToken' }))
     .catch((err: unknown) => {
-      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) drop(hadSession);
+      // ended: one that started in this page, or a cookie the server refused (revoked, re-used) —
+      // not none at all (a first visit, a sign-out: `no_session`)
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) drop(hadSession || (err.status === 401 && err.code !== 'no_session'));
       throw err;
     })
     .finally(() => {
