@@ -5,6 +5,17 @@ import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hoo
 import { ApiError, type Principal, type Role } from './api.ts';
 import { navigate } from './router.ts';
 
+// ── text ──────────────────────────────────────────────────────────────────
+/**
+ * An e-mail address that wraps where a reader expects it to — after the @ and before a dot — not
+ * in the middle of a name (cells wrap anywhere so that nothing overflows; a tester saw
+ * "pat.smi|th@…"). <wbr> adds no character: a copy is the address as it is.
+ */
+export function Email({ address }: { address: string }) {
+  const parts = address.split(/(?<=@)|(?=\.)/);
+  return <>{parts.map((p, i) => (i ? [<wbr key={i} />, p] : p))}</>;
+}
+
 // ── session context ───────────────────────────────────────────────────────
 /** The organization last opened (an id, not a secret), so the start page reopens it. */
 export const LAST_ORG = 'contact-ledger-last-org';

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
 import { setQuery, takeNotice, useLocation } from '../router.ts';
-import { Async, ErrorBox, fmtNumber, Link, Notice, Time, useAction, useChoice, useRequest } from '../ui.tsx';
+import { Async, Email, ErrorBox, fmtNumber, Link, Notice, Time, useAction, useChoice, useRequest } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 export interface Contact {
@@ -233,7 +233,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
                             {c.lastJobChangedAt && c.importCompany && c.importCompany !== c.company && <span class="was">was {c.importCompany}</span>}
                           </td>
                           <td>{c.title ?? <span class="muted">—</span>}</td>
-                          <td class="email">{c.contactInfo.email ?? <span class="muted">—</span>}</td>
+                          <td class="email">{c.contactInfo.email ? <Email address={c.contactInfo.email} /> : <span class="muted">—</span>}</td>
                           <td>{c.isVerified ? <span class="badge ok">verified</span> : <span class="muted">no</span>}</td>
                           <td>{c.lastJobChangedAt ? <span class="badge job"><Time iso={c.lastJobChangedAt} dateOnly /></span> : <span class="muted">—</span>}</td>
                           <td>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, ID, listAll, type Role } from '../api.ts';
-import { Async, Confirm, Dialog, ErrorBox, Field, fieldErrors, FormError, Notice, PageHead, Time, useAction, useChoice, useRequest, useRole, useSession, asApiError } from '../ui.tsx';
+import { Async, Confirm, Dialog, Email, ErrorBox, Field, fieldErrors, FormError, Notice, PageHead, Time, useAction, useChoice, useRequest, useRole, useSession, asApiError } from '../ui.tsx';
 
 interface Member {
   userId: string;
@@ -143,7 +143,7 @@ export function Team(props: { orgId: string }) {
                       {m.userId === me?.id && <span class="badge">you</span>}
                     </th>
                     <td class="email" data-label="E-mail">
-                      {m.email}
+                      <Email address={m.email} />
                     </td>
                     <td data-label="Role">
                       {isAdmin ? (
