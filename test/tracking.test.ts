@@ -2836,70 +2836,59 @@ I('daily change-set ids: each change of the UTC day is read once, in detection o
   assert.equal(repo.explainCollect(ledgerId, from, from + DAY), ['SEARCH changes USING INDEX changes_by_ledger_time (ledger_id=? AND detected_at>? AND detected_at<?)']);
 });
 
-I('daily change sets of days older than CHANGE_SETS_KEEP_DAYS go, files and listing, and are not written again; newer ones stay; 0 keeps them', async () => {
-  for (const keep of [5, 0]) {
-    const t = await startApp({ withoutTasks: [INBOX_TASK], config: { changeSetsKeepDays: keep } });
-    try {
-      const w = await seedWorld(t);
-      const clock = t.clock as ManualClock;
-      const { ledgerId, path } = await ledgerWith(t, w, 'kept days', [
-        { name: 'Old Day', company: 'Old Co', linkedin: 'linkedin.com/in/old-day', referenceId: 'o1' },
-        { name: 'New Day', company: 'Old Co', linkedin: 'linkedin.com/in/new-day', referenceId: 'n1' },
-      ]);
-      const dayOf = () => new Date(clock.now()).toISOString().slice(0, 10).replace(/-/g, '');
-      await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/old-day', name: 'Old Day', company: 'New Co' }));
-      const oldDay = dayOf();
-      clock.advance(3 * 86_400_000);
-      await feed(t, (await signInRoot(t)).accessToken, ndjson({ linkedin: 'linkedin.com/in/new-day', name: 'New Day', company: 'New Co' }));
-      const newDay = dayOf();
-      clock.advance(3 * 86_400_000); // the old day 6 days back, the new one 3
-      const token = (await signInRoot(t)).accessToken;
-      await t.rt.tracking.dailySets.catchUp(); // the days of its window: 31 days back with 0, 5 with 5
-      const listed = async () => ((await t.call('GET', `${path}/streams/daily`, { token })).body.streams as any[]).map((x) => x.date);
-      const onDisk = () => readdirSync(join(t.dataDir, 'exports', 'ledgers', ledgerId, 'streams', 'daily')).sort();
-      if (keep) {
-        assert.equal(await listed(), [newDay], 'a window of 5 days does not reach back 6: a day older than sets are kept is not written');
-        continue;
-      }
-      assert.equal(await listed(), [newDay, oldDay]);
-      assert.is(await t.rt.tracking.dailySets.prune(), 0, 'kept: 0 keeps them');
-      assert.equal(onDisk(), [oldDay, newDay]);
-    } finally {
-      await t.close();
-    }
-  }
-  // the retention proper: both sets written while in the window, then the old one ages out
-  const t = await startApp({ withoutTasks: [INBOX_TASK], config: { changeSetsKeepDays: 5 } });
+/**
+ * An app keeping change sets `keep` days, with a change on a day ("old") and another `gap` days
+ * later ("new"), the clock then `after` days on; calls `check` with them, and closes the app.
+ */
+async function twoChangeDays(keep: number, gap: number, after: number, check: (x: { t: TestApp; clock: ManualClock; ledgerId: string; path: string; oldDay: string; newDay: string; dir: string; listed: () => Promise<string[]> }) => Promise<void>) {
+  const t = await startApp({ withoutTasks: [INBOX_TASK], config: { changeSetsKeepDays: keep } });
   try {
     const w = await seedWorld(t);
     const clock = t.clock as ManualClock;
-    const { ledgerId, path } = await ledgerWith(t, w, 'aging days', [
-      { name: 'Old Day', company: 'Old Co', linkedin: 'linkedin.com/in/old-day-2', referenceId: 'o1' },
-      { name: 'New Day', company: 'Old Co', linkedin: 'linkedin.com/in/new-day-2', referenceId: 'n1' },
+    const { ledgerId, path } = await ledgerWith(t, w, 'two days', [
+      { name: 'Old Day', company: 'Old Co', linkedin: 'linkedin.com/in/old-day', referenceId: 'o1' },
+      { name: 'New Day', company: 'Old Co', linkedin: 'linkedin.com/in/new-day', referenceId: 'n1' },
     ]);
     const dayOf = () => new Date(clock.now()).toISOString().slice(0, 10).replace(/-/g, '');
-    await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/old-day-2', name: 'Old Day', company: 'New Co' }));
+    await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/old-day', name: 'Old Day', company: 'New Co' }));
     const oldDay = dayOf();
-    clock.advance(3 * 86_400_000);
-    let token = (await signInRoot(t)).accessToken;
-    await feed(t, token, ndjson({ linkedin: 'linkedin.com/in/new-day-2', name: 'New Day', company: 'New Co' }));
+    clock.advance(gap * 86_400_000);
+    await feed(t, (await signInRoot(t)).accessToken, ndjson({ linkedin: 'linkedin.com/in/new-day', name: 'New Day', company: 'New Co' }));
     const newDay = dayOf();
-    clock.advance(86_400_000);
-    await t.rt.tracking.dailySets.catchUp();
-    const dir = join(t.dataDir, 'exports', 'ledgers', ledgerId, 'streams', 'daily');
-    assert.equal(readdirSync(dir).sort(), [oldDay, newDay]);
-    mkdirSync(join(dir, '20000101')); // a day folder a stopped run left without its record
-    clock.advance(3 * 86_400_000); // the old day is now 7 days back, the new one 4
-    token = (await signInRoot(t)).accessToken;
-    assert.ok(await t.rt.scheduler.runNow('daily-change-sets'));
-    assert.equal(((await t.call('GET', `${path}/streams/daily`, { token })).body.streams as any[]).map((x) => x.date), [newDay]);
-    assert.equal(readdirSync(dir), [newDay], 'its files went, and the folder left behind');
-    expectStatus(await t.call('GET', `${path}/streams/daily/${oldDay}/changes-${oldDay}-1.jsonl.gz`, { token }), 404);
-    assert.ok(t.logs.some((l) => l.includes('"msg":"daily change sets of old days deleted"')));
-    assert.is((await t.rt.tracking.dailySets.catchUp()).length, 0, 'not written again');
+    clock.advance(after * 86_400_000);
+    // the access token's life ends with the clock's jumps: a fresh one for every look
+    const listed = async () => ((await t.call('GET', `${path}/streams/daily`, { token: (await signInRoot(t)).accessToken })).body.streams as any[]).map((x) => x.date);
+    await check({ t, clock, ledgerId, path, oldDay, newDay, dir: join(t.dataDir, 'exports', 'ledgers', ledgerId, 'streams', 'daily'), listed });
   } finally {
     await t.close();
   }
+}
+
+I('daily change sets of days older than CHANGE_SETS_KEEP_DAYS go, files and listing, and are not written again; newer ones stay; 0 keeps them', async () => {
+  // the old day 6 days back, the new one 3: a window of 5 days does not reach back 6
+  await twoChangeDays(5, 3, 3, async ({ t, newDay, listed }) => {
+    await t.rt.tracking.dailySets.catchUp();
+    assert.equal(await listed(), [newDay], 'a day older than sets are kept is not written');
+  });
+  await twoChangeDays(0, 3, 3, async ({ t, oldDay, newDay, dir, listed }) => {
+    await t.rt.tracking.dailySets.catchUp(); // 31 days back
+    assert.equal(await listed(), [newDay, oldDay]);
+    assert.is(await t.rt.tracking.dailySets.prune(), 0, 'kept: 0 keeps them');
+    assert.equal(readdirSync(dir).sort(), [oldDay, newDay]);
+  });
+  // both written while in the window, then the old one ages out
+  await twoChangeDays(5, 3, 1, async ({ t, clock, path, oldDay, newDay, dir, listed }) => {
+    await t.rt.tracking.dailySets.catchUp();
+    assert.equal(readdirSync(dir).sort(), [oldDay, newDay]);
+    mkdirSync(join(dir, '20000101')); // a day folder a stopped run left without its record
+    clock.advance(3 * 86_400_000); // the old day is now 7 days back, the new one 4
+    assert.ok(await t.rt.scheduler.runNow('daily-change-sets'));
+    assert.equal(await listed(), [newDay]);
+    assert.equal(readdirSync(dir), [newDay], 'its files went, and the folder left behind');
+    expectStatus(await t.call('GET', `${path}/streams/daily/${oldDay}/changes-${oldDay}-1.jsonl.gz`, { token: (await signInRoot(t)).accessToken }), 404);
+    assert.ok(t.logs.some((l) => l.includes('"msg":"daily change sets of old days deleted"')));
+    assert.is((await t.rt.tracking.dailySets.catchUp()).length, 0, 'not written again');
+  });
 });
 
 I('days missed while the server was stopped get their change sets at the next run', async ({ t, w }) => {
