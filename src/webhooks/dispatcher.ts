@@ -80,18 +80,11 @@ export interface DispatcherDeps {
   /** Called after each recorded attempt (metrics): delivered, or failed with a retry to come, or failed for good; `dropped`: not sent, its subject was deleted. */
   onAttempt?: (outcome: 'delivered' | 'retry' | 'failed' | 'dropped') => void;
   /**
-   * Whether what an event is about was deleted since it was written: its ledger, or its contact
-   * (an erasure request must not be followed by the person's data going out). Such a delivery is
-   * dropped when it comes due, never sent. Absent: every delivery is sent.
+   * Whether what a delivery's event is about was deleted since it was written: its ledger, or its
+   * contact (an erasure request must not be followed by the person's data going out). Such a
+   * delivery is dropped when it comes due, never sent. Absent: every delivery is sent.
    */
-  subjectGone?: (ledgerId: string, contactId: string | undefined) => boolean;
-}
-
-/** The ledger and contact an event is about, from its payload (a ping: about nothing). */
-export function subjectOf(c: { type: DeliveryType; payload: string }): { ledgerId: string; contactId: string | undefined } | undefined {
-  if (c.type === 'ping') return undefined;
-  const p = JSON.parse(c.payload) as { ledgerId?: string; data?: { contact?: { id?: string } } };
-  return p.ledgerId === undefined ? undefined : { ledgerId: p.ledgerId, contactId: p.data?.contact?.id };
+  aboutDeleted?: (d: { type: DeliveryType; payload: string }) => boolean;
 }
 
 export type Dispatcher = ReturnType<typeof createDispatcher>;
@@ -190,8 +183,7 @@ export function createDispatcher(d: DispatcherDeps) {
             if (!id) continue;
             const c = d.repo.claimDelivery(id, now, now + d.timeoutMs + LEASE_MARGIN_MS);
             if (!c) continue;
-            const about = d.subjectGone && subjectOf(c);
-            if (about && d.subjectGone!(about.ledgerId, about.contactId)) {
+            if (d.aboutDeleted?.(c)) {
               // deleted since the event was written: its data does not go out (docs/webhooks.md)
               d.repo.dropDelivery(c.id, c.token);
               dropped.push(c.webhookId);

@@ -11,7 +11,8 @@ import type { Logger } from '../log.ts';
 import type { Db } from '../storage/db.ts';
 import { registerWebhookMetrics, type MetricsRegistry } from '../ops/metrics.ts';
 import { VERSION } from '../version.ts';
-import { createDispatcher, subjectOf } from './dispatcher.ts';
+import { createDispatcher } from './dispatcher.ts';
+import type { DeliveryType } from './model.ts';
 import { createOutbox } from './outbox.ts';
 import { createSender, type Sender } from './sender.ts';
 import { createWebhookService, PURGE_WEBHOOK, RETRIES_FORWARD } from './webhook-service.ts';
@@ -43,9 +44,18 @@ export function createWebhooksModule(d: {
   sender?: Sender;
 }) {
   const metrics = registerWebhookMetrics(d.metrics);
-  /** Whether the ledger, or the contact in it, an event is about was deleted since (its delivery is dropped, never sent). */
-  const subjectGone = (ledgerId: string, contactId: string | undefined): boolean =>
-    !d.ledgers.isLive(ledgerId) || (contactId !== undefined && d.contacts.findContact(ledgerId, contactId) === undefined);
+  /**
+   * Whether the ledger, or the contact in it, a delivery's event is about was deleted since (it is
+   * dropped, never sent: by the dispatcher when it comes due, by the nightly sweep before). A ping
+   * is about nothing.
+   */
+  const aboutDeleted = (x: { type: DeliveryType; payload: string }): boolean => {
+    if (x.type === 'ping') return false;
+    const p = JSON.parse(x.payload) as { ledgerId?: string; data?: { contact?: { id?: string } } };
+    if (p.ledgerId === undefined) return false;
+    const contactId = p.data?.contact?.id;
+    return !d.ledgers.isLive(p.ledgerId) || (contactId !== undefined && d.contacts.findContact(p.ledgerId, contactId) === undefined);
+  };
   const repo = createWebhooksRepo(d.db);
   const log = d.log.child({ component: 'webhooks' });
   let kick = () => {};
@@ -62,7 +72,7 @@ export function createWebhooksModule(d: {
     allowLocal: d.config.webhookAllowLocal,
     onDisabled: () => outbox.refresh(),
     onAttempt: (outcome) => metrics.deliveries.inc({ outcome }),
-    subjectGone,
+    aboutDeleted,
   });
   kick = () => dispatcher.kick();
   const service = createWebhookService({ db: d.db, clock: d.clock, cursors: d.cursors, repo, ledgers: d.ledgers, audit: d.audit, outbox, queue: d.queue, kick: d.kick, allowHosts: d.config.webhookAllowHosts, allowLocal: d.config.webhookAllowLocal, onMended: (id) => dispatcher.mended(id) });
@@ -83,10 +93,7 @@ export function createWebhooksModule(d: {
    * due first. Returns how many went.
    */
   async function sweepPending(ctl: { stopping: boolean }): Promise<number> {
-    const sweep = repo.sweepPending((x) => {
-      const about = subjectOf(x);
-      return about !== undefined && subjectGone(about.ledgerId, about.contactId);
-    }, d.clock.now());
+    const sweep = repo.sweepPending(aboutDeleted, d.clock.now());
     await deleteInChunks(d.db, [sweep.step], { stopping: () => ctl.stopping });
     if (sweep.dropped()) {
       log.info({ dropped: sweep.dropped() }, 'pending deliveries about deleted contacts or ledgers dropped, not sent');

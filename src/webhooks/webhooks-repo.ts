@@ -324,7 +324,7 @@ export function createWebhooksRepo(db: Db) {
     /** Records a failed attempt: pending again at `nextAt`, or failed (at `finishedAt`) after the last attempt. */
     recordAttemptFailed: (id: string, token: number, a: Attempt & { error: string }, nextAt: number, finishedAt: number): DeliveryStatus | undefined =>
       q.attemptFailed.get({ id, token, now: a.at, finished: finishedAt, status: a.status, error: a.error, nextAt, entry: JSON.stringify(a) })?.status,
-    /** Deletes a claimed delivery, never sent (what it is about was deleted: dispatcher.ts subjectGone). */
+    /** Deletes a claimed delivery, never sent (what it is about was deleted: webhooks/index.ts aboutDeleted). */
     dropDelivery: (id: string, token: number): void => void q.drop.run(id, token),
     /** Gives a delivery back without an attempt (shutdown): due again at once. */
     releaseDelivery: (id: string, token: number): void => void q.release.run(id, token),
