@@ -85,6 +85,8 @@ D.before(async (ctx) => {
     { name: 'Zoë Łukasz 😀', company: 'Ünïcode, GmbH', referenceId: 'unicode' }, // multi-byte UTF-8, quoted
     { name: "Bob;=cmd|' /C calc'!A0;x", company: 'Tab\t=1+2\tCo', referenceId: 'separators' }, // a ; or tab list separator would split these
     { name: "'=typed", company: "'@co", title: "''-two", location: "'plain", referenceId: 'typed' }, // text that looks escaped already
+    // blanks before a formula character (trimmed on import, but a zero-width space is kept before them): a spreadsheet that trims reads a formula
+    { name: '\u200b=1+2', company: '\u200b\u3000@co', title: "'\u200b -x", location: '\u200bplain', referenceId: 'blanks' },
   ];
   const job = await addContacts(t, w.tokens.editor, w.orgId, ctx.formulas, contacts);
   assert.is(job.imported, contacts.length, JSON.stringify(job));
@@ -197,7 +199,7 @@ D('the filters and sorts of the list apply (every filter and sort: the download 
 
 D('formula injection: cells starting with = + - @ tab CR LF NUL come back prefixed with \'', async ({ t, w, formulas }) => {
   const { res, rows } = await download(t, w.tokens.viewer, downloadPath(w, formulas));
-  assert.is(rows.length, 1 + FORMULAS.length + 6);
+  assert.is(rows.length, 1 + FORMULAS.length + 7);
   assert.equal([byRefOf(rows).get('unicode')![col('name')], byRefOf(rows).get('unicode')![col('company')]], ['Zoë Łukasz 😀', 'Ünïcode, GmbH']);
   const byRef = new Map(rows.slice(1).map((r) => [r[col('referenceId')]!, r]));
   FORMULAS.forEach((value, i) => {
@@ -217,6 +219,7 @@ D('formula injection: cells starting with = + - @ tab CR LF NUL come back prefix
   assert.ok(byRef.has("'-5"), 'a text referenceId starting with - is escaped too');
   // a ' before a formula character gets one more, so taking one off gives every text back; a ' before other text stays as it is
   assert.equal(['name', 'company', 'title', 'location'].map((c) => byRef.get('typed')![col(c)]), ["''=typed", "''@co", "'''-two", "'plain"]);
+  assert.equal(['name', 'company', 'title', 'location'].map((c) => byRef.get('blanks')![col(c)]), ["'\u200b=1+2", "'\u200b\u3000@co", "''\u200b -x", '\u200bplain']);
   assert.is(byRef.get("'-5")![col('company')], "'+Acme");
   // no cell of the raw text starts a record or a field with a formula character
   for (const record of rows) for (const cell of record) assert.not.match(cell, /^[=+\-@\t\r\n\0]/, JSON.stringify(cell));
@@ -233,6 +236,12 @@ D('formula injection: cells starting with = + - @ tab CR LF NUL come back prefix
   const errors = await t.call('GET', `${ledgerPath(w.orgId, formulas)}/imports/${nul.id}/errors`, { token: w.tokens.viewer });
   const rejected = (parse(errors.text, { relax_column_count: false, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][])[1]!;
   assert.is(rejected[1], "'\0x");
+  // a rejected row's cells are as uploaded, untrimmed: a space before = is escaped there too
+  const csv = await uploadCsv(t, w.tokens.editor, w.orgId, formulas, 'name,company,email\r\n" =1+2",Co,not-an-address\r\n');
+  assert.is(csv.invalid, 1);
+  const csvErrors = await t.call('GET', `${ledgerPath(w.orgId, formulas)}/imports/${csv.id}/errors`, { token: w.tokens.viewer });
+  const row = (parse(csvErrors.text, { record_delimiter: ['\r\n'] }) as string[][])[1]!;
+  assert.is(row[0], "' =1+2");
 });
 
 D('limit and cursor apply to the download as to the list (SPEC §4.2): at most limit contacts, from where the cursor\'s page starts, in every sort', async ({ t, w, big }) => {
@@ -521,11 +530,11 @@ D.run();
 
 const W = suite('CSV writer');
 
-W('csvLines writes what csv-stringify writes (the library it replaced), plus the LF/NUL prefix and the second \' of text that looks escaped, on random input', () => {
+W('csvLines writes what csv-stringify writes (the library it replaced), plus the LF/NUL prefix, the prefix of formula characters after blanks and the second \' of text that looks escaped, on random input', () => {
   let seed = 4_242;
   const rnd = () => ((seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
-  const chars = ['a', 'Z', ' ', ',', '"', '\r', '\n', '\t', '\0', '=', '+', '-', '@', "'", 'é', 'Ł', '\uff1d', '\uff0b', '\uff0d', '\uff20', ';', '😀'];
+  const chars = ['a', 'Z', ' ', '\u2009', '\u00a0', '\u200b', '\u3000', ',', '"', '\r', '\n', '\t', '\0', '=', '+', '-', '@', "'", 'é', 'Ł', '\uff1d', '\uff0b', '\uff0d', '\uff20', ';', '😀'];
   const text = () => Array.from({ length: Math.floor(rnd() * 6) }, () => pick(chars)).join('');
   const value = (): unknown => {
     const k = rnd();
@@ -538,11 +547,11 @@ W('csvLines writes what csv-stringify writes (the library it replaced), plus the
     if (k < 0.9) return new Date(1_795_000_000_000);
     return pick([{ a: '=x', b: [1, '"'] }, ['-1', 2], {}]);
   };
-  // the old module: prefix LF/NUL starts on strings, then the library
-  // and text that looks escaped already gets a second '
+  // the old module: prefix LF/NUL starts and formula characters after blanks on strings, then the
+  // library; text that looks escaped already gets a second '
   const oracle = (rows: unknown[][], escape: boolean) =>
     stringify(
-      rows.map((r) => r.map((v) => (escape && typeof v === 'string' && /^(?:[\n\0]|'+[=+\-@\t\r\n\0\uff1d\uff0b\uff0d\uff20])/.test(v) ? `'${v}` : v))),
+      rows.map((r) => r.map((v) => (escape && typeof v === 'string' && /^(?:[\n\0]|'*[ \u00a0\u2009\u200b\u3000]+[=+\-@\t\r\n\0\uff1d\uff0b\uff0d\uff20]|'+[=+\-@\t\r\n\0\uff1d\uff0b\uff0d\uff20])/.test(v) ? `'${v}` : v))),
       { escape_formulas: escape, quoted_string: true, quoted_empty: false, record_delimiter: '\r\n', quote_record_delimiter: true, cast: { boolean: (b) => (b ? 'true' : 'false') } },
     );
   for (let n = 0; n < 3000; n++) {

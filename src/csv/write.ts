@@ -7,8 +7,11 @@
  *
  * Spreadsheet formula injection (RELIABILITY.md I4): with `escapeFormulas`, a text cell starting
  * with = + - @ tab CR LF NUL (or the full-width = + - @ that spreadsheets also read as operators)
- * gets a `'` in front, and so does one whose `'`s come before such a character (`'=x` → `''=x`), so
- * that taking one `'` off (unescapeFormula) gives back every text. Numbers are never escaped (-5 stays a number).
+ * gets a `'` in front, and so does one where only blanks come before such a character (` =x`: a
+ * spreadsheet told to trim spaces on import, LibreOffice's "Trim spaces", reads `=x`; blanks are
+ * the Unicode spaces, NBSP, the zero-width ones and the BOM) and one whose `'`s come before either
+ * (`'=x` → `''=x`), so that taking one `'` off (unescapeFormula) gives back every text. Numbers are
+ * never escaped (-5 stays a number).
  *
  * Values: strings as they are, null and undefined empty, numbers and bigints in JavaScript's
  * notation, booleans as true/false, dates as epoch milliseconds, other objects as JSON.
@@ -45,11 +48,26 @@ function formulaStart(c: number): boolean {
   }
 }
 
-/** Text that looks escaped already: one or more `'` before a formula character. */
+/** Characters a spreadsheet may strip or show as nothing before a cell's first visible one. */
+function blank(c: number): boolean {
+  return (
+    c === 0x20 || c === 0x0b || c === 0x0c || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200d) ||
+    c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x2060 || c === 0x3000 || c === 0xfeff
+  );
+}
+
+/** Text a spreadsheet may read as a formula: a formula character first, or after blanks only. */
+function formulaText(s: string, from = 0): boolean {
+  let i = from;
+  while (i < s.length && blank(s.charCodeAt(i))) i++;
+  return i < s.length && formulaStart(s.charCodeAt(i));
+}
+
+/** Text that looks escaped already: one or more `'` before formula text. */
 function escapedLook(s: string): boolean {
   let i = 0;
   while (s.charCodeAt(i) === 0x27) i++;
-  return i > 0 && i < s.length && formulaStart(s.charCodeAt(i));
+  return i > 0 && formulaText(s, i);
 }
 
 /**
@@ -67,7 +85,7 @@ export function csvCell(v: unknown, escapeFormulas: boolean): string {
   switch (typeof v) {
     case 'string':
       if (v === '') return '';
-      s = escapeFormulas && (formulaStart(v.charCodeAt(0)) || escapedLook(v)) ? `'${v}` : v;
+      s = escapeFormulas && (formulaText(v) || escapedLook(v)) ? `'${v}` : v;
       return `"${s.includes('"') ? s.replace(QUOTES, '""') : s}"`;
     case 'number':
     case 'bigint':
