@@ -1626,6 +1626,39 @@ T('a record that brings both keys joins the person known by the address alone to
   for (const ref of ['mail', 'in']) assert.is((await contact(t, w, path, ref)).company, 'Newco', ref);
 });
 
+T('a record observed between the two people it joins leaves the later-seen one\'s facts standing: no rollback, no false job change', async ({ t, w }) => {
+  for (const [i, between] of ['OldCo', 'OtherCo'].entries()) {
+    const mail = `zed${i}@zz.test`;
+    const slug = `zed-zane-${i}`;
+    // two sources: the address-known Zed seen at NewCo on the 20th, the LinkedIn-known one at OldCo on the 10th
+    await feed(t, w.root, ndjson({ email: mail, name: 'Zed Zane', company: 'NewCo', title: 'Director', location: 'Oslo', observedAt: '2026-11-20T00:00:00Z' }));
+    await feed(t, w.root, ndjson({ linkedin: `linkedin.com/in/${slug}`, name: 'Zed Zane', company: 'OldCo', title: 'Manager', observedAt: '2026-11-10T00:00:00Z' }));
+    const { path } = await ledgerWith(t, w, `joined ${i}`, [
+      { name: 'Zed Zane', company: 'NewCo', email: mail, referenceId: 'byemail' },
+      { name: 'Zed Zane', company: 'OldCo', linkedin: `linkedin.com/in/${slug}`, referenceId: 'bylinkedin' },
+    ]);
+    const historyOf = async (id: string) => (await t.call('GET', `${path}/contacts/${id}/changes`, { token: w.tokens.viewer })).body.changes;
+    const emailKnown = await contact(t, w, path, 'byemail');
+    const before = await historyOf(emailKnown.id); // her location, taken at import
+    // a record of the 15th with both keys joins them: the 20th's facts stand for both contacts
+    const job = await feed(t, w.root, ndjson({ linkedin: `linkedin.com/in/${slug}`, email: mail, name: 'Zed Zane', company: between, title: 'Manager', observedAt: '2026-11-15T00:00:00Z' }));
+    assert.is(job.status, 'completed', JSON.stringify(job));
+    const people = t.rt.db.raw.prepare('SELECT company, title, location, linkedin_slug AS slug, observed_at AS at FROM people WHERE email = ?').all(mail) as any[];
+    assert.equal(people, [{ company: 'NewCo', title: 'Director', location: 'Oslo', slug, at: Date.parse('2026-11-20T00:00:00Z') }], between);
+    const byEmail = await contact(t, w, path, 'byemail');
+    assert.equal([byEmail.company, byEmail.title], ['NewCo', 'Director'], between);
+    assert.equal(await historyOf(byEmail.id), before, `${between}: nothing changed for the contact known by the address`);
+    const byLinkedin = await contact(t, w, path, 'bylinkedin');
+    assert.equal([byLinkedin.company, byLinkedin.title, byLinkedin.location], ['NewCo', 'Director', 'Oslo'], between);
+    const jobChanges = (await t.call('GET', `${path}/changes?type=job`, { token: w.tokens.viewer })).body.changes;
+    assert.equal(jobChanges.map((c: any) => [c.contactId, c.observedAt]), [[byLinkedin.id, '2026-11-20T00:00:00.000Z']], `${between}: one job change, to what was seen on the 20th`);
+    // her next record, from either source, is newer than the 20th only when it is
+    const stale = await feed(t, w.root, ndjson({ linkedin: `linkedin.com/in/${slug}`, name: 'Zed Zane', company: 'OldCo', observedAt: '2026-11-18T00:00:00Z' }));
+    assert.is(stale.stale, 1, JSON.stringify(stale));
+    assert.is((await contact(t, w, path, 'byemail')).company, 'NewCo');
+  }
+});
+
 T('an address the LinkedIn-known person shares with others is a key they share: a record with it and no LinkedIn finds that person by name + company', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'shared address', [{ name: 'Ann Shore', company: 'Acme', title: 'Engineer', linkedin: 'linkedin.com/in/ann-shore', referenceId: 'ann' }]);
   await feed(t, w.root, ndjson(

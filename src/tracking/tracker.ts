@@ -61,6 +61,36 @@ const samePerson = (p: Person, next: Omit<Person, 'seq' | 'id'>) => PERSON_FIELD
 /** When a record says it was observed (to the nanosecond), and when a person was last observed; a record without observedAt is `now`. */
 const recordTime = (r: FeedRecord, now: number): ExactTime => (r.observedAt === undefined ? { ms: now, nsBefore: 0 } : { ms: r.observedAt, nsBefore: r.observedNsBefore === undefined ? 0 : r.observedNsBefore });
 const personTime = (p: Person): ExactTime => ({ ms: p.observedAt, nsBefore: p.observedNsBefore });
+
+/**
+ * One person made of two whom a record joined (applyFresh: one known by LinkedIn or personId, the
+ * other by the address alone), when the one merged away (`later`) was observed after the one
+ * kept: the kept one's identity, the later one's facts — as a record of the later observation
+ * would have given them to the kept one (what it lacks kept, a new job without a title or a start
+ * has none) — and its time and the records seen at it.
+ */
+function joinedLater(kept: Person, later: Person, now: number): Omit<Person, 'seq' | 'id'> {
+  const newJob = kept.companyKey !== later.companyKey;
+  return {
+    externalId: kept.externalId,
+    linkedinSlug: kept.linkedinSlug,
+    email: later.email ?? kept.email,
+    // the same address (merged by it): its status as seen last
+    emailStatus: later.emailStatus ?? kept.emailStatus,
+    name: later.name,
+    nameKey: later.nameKey,
+    company: later.company,
+    companyKey: later.companyKey,
+    title: later.title ?? (newJob ? null : kept.title),
+    location: later.location ?? kept.location,
+    jobStartedAt: later.jobStartedAt ?? (newJob ? null : kept.jobStartedAt),
+    hasMultipleJobs: later.hasMultipleJobs ?? kept.hasMultipleJobs,
+    observedAt: later.observedAt,
+    observedNsBefore: later.observedNsBefore,
+    updatedAt: now,
+    seenRecords: later.seenRecords,
+  };
+}
 /**
  * When a person was last observed, as a record is compared with it: a time further ahead of `now`
  * than an observedAt may be when it arrives (OBSERVED_AT_SKEW_MS) is from this machine's clock
@@ -423,6 +453,14 @@ export function createTracker(d: TrackerDeps) {
       if (twin && twin.externalId === null && twin.linkedinSlug === null && namesFit(twin.nameKey, p.nameKey)) {
         d.contacts.movePerson(twin.id, p.id, now);
         d.people.deletePerson(twin.seq);
+        // the newer observation of the two stands (SPEC §5: no rollback): a record between their
+        // times joined them, and the address-known one had been seen later (a tester's case: her
+        // contact took the older company back, a false job change)
+        if (compareExactTimes(personTime(twin), personTime(p)) > 0) {
+          const joined = joinedLater(p, twin, now);
+          d.people.updatePerson(p.seq, joined);
+          p = { ...joined, seq: p.seq, id: p.id };
+        }
       }
     }
 
