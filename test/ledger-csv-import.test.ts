@@ -1409,6 +1409,12 @@ U('a second file in "file" → 413, a file in another field → 400 naming that 
     assert.match(r.body.message, /A part of the form has no name/, what);
     assert.equal(filesUnder(tmpDir(t)), [], `${what}: tmp is empty`);
   }
+  // a file with a filename and no Content-Type in another field is named too (it was "the upload has no file")
+  const untyped = `--b\r\nContent-Disposition: form-data; name="upload"; filename="a.csv"\r\n\r\n${csv}\r\n--b--\r\n`;
+  const named = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: untyped, headers: { 'content-type': 'multipart/form-data; boundary=b' } });
+  assert.is(named.status, 400, named.text);
+  assert.match(named.body.message, /must be sent in the multipart field "file", not "upload"/);
+  assert.equal(filesUnder(tmpDir(t)), []);
   for (const [what, body, status, message] of cases) {
     const r = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: body });
     assert.is(r.status, status, `${what}: ${r.text.slice(0, 200)}`);
@@ -1489,6 +1495,14 @@ U('a body that is not multipart → 415; no file, unknown or repeated fields, to
   expectStatus(r, 413, '1001 fields');
   assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json/);
   assert.match(r.body.message, /too many fields/);
+  // the limit is 10 text parts: 11 are too many, 10 of unknown names are refused by the first name
+  for (const [n, status, message] of [[11, 413, /too many fields/], [10, 400, /"f0" is not a known form field/]] as const) {
+    f = csvForm('name,company\nA,B\n');
+    for (let i = 0; i < n; i++) f.append(`f${i}`, 'x');
+    r = await t.call('POST', path, { token: w.tokens.editor, raw: f });
+    expectStatus(r, status, `${n} fields`);
+    assert.match(r.body.message, message);
+  }
 
   r = await t.call('POST', path, { token: w.tokens.editor, raw: 'garbage', headers: { 'content-type': 'multipart/form-data; boundary=xyz' } });
   expectStatus(r, 400, 'a malformed multipart body');

@@ -97,7 +97,8 @@ export async function receiveUpload(ctx: Koa.Context, opts: { tmpRoot: string; m
           namelessPart = true;
           part.mimetype = null; // read as text (bounded), refused below
         } else if (opts.fields.includes(part.name)) part.mimetype = null;
-        else if (part.mimetype) {
+        // a file: a type, or a filename without one (a tester's hand-made part was told the upload had no file)
+        else if (part.mimetype || part.originalFilename) {
           filesInOtherFields.push(part.name);
           part.mimetype = null;
         }
