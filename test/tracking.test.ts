@@ -1040,6 +1040,21 @@ T('a record naming two different known people is rejected with a reason; the res
     assert.equal([again.invalid, again.personsUpdated, again.jobChanges, again.infoChanges], [0, 0, 0, 0]);
   }
   assert.equal(t.rt.db.raw.prepare("SELECT external_id FROM people WHERE linkedin_slug = 'slug-holder'").pluck().all(), ['p-holder']);
+  // the second id finds them too, alone (a tester's case: it made a namesake, the contact was
+  // unmatched, and the next record with both keys was rejected as naming two people)
+  const alone = await feed(t, w.root, ndjson({ personId: 'p-holder-v2', name: 'Slug Holder, MBA', company: 'Omega', title: 'Staff Engineer', observedAt: '2026-11-22' }));
+  assert.equal([alone.invalid, alone.personsUpdated, alone.jobChanges, alone.infoChanges], [0, 1, 0, 1], JSON.stringify(alone));
+  assert.equal([(await contact(t, w, held, 'sh')).title, (await contact(t, w, held, 'sh')).isVerified], ['Staff Engineer', true]);
+  const both = await feed(t, w.root, ndjson({ personId: 'p-holder-v2', linkedin: 'linkedin.com/in/slug-holder', name: 'Slug Holder, MBA', company: 'Hooli', observedAt: '2026-11-23' }));
+  assert.equal([both.status, both.invalid, both.jobChanges], ['completed', 0, 1], JSON.stringify(both));
+  assert.is((await contact(t, w, held, 'sh')).company, 'Hooli');
+  assert.is(t.rt.db.raw.prepare("SELECT count(*) FROM people WHERE name LIKE 'Slug Holder%'").pluck().get(), 1, 'one person');
+  // an access request by either id shows both; an erasure request by the second forgets the person and the id
+  const byFirst = await t.call('GET', `${LEDGER}/people?personId=p-holder`, { token: w.root });
+  assert.equal(byFirst.body.people.map((p: any) => [p.personId, p.otherPersonIds, p.company]), [['p-holder', ['p-holder-v2'], 'Hooli']]);
+  assert.equal((await t.call('GET', `${LEDGER}/people?personId=p-holder-v2`, { token: w.root })).body, byFirst.body);
+  assert.equal((await t.call('DELETE', `${LEDGER}/people?personId=p-holder-v2`, { token: w.root })).body, { peopleForgotten: 1, contactsUnmatched: 1 });
+  assert.is(t.rt.db.raw.prepare("SELECT count(*) FROM person_other_ids WHERE external_id = 'p-holder-v2'").pluck().get(), 0);
 
   // A record that breaks a constraint the tracker does not check itself (here a trigger stands in
   // for one) is rejected alone: its savepoint rolls back, the chunk goes on.

@@ -55,6 +55,10 @@ export function createPeopleRepo(db: Db) {
   const q = {
     bySeq: db.raw.prepare<[number], PersonRow>('SELECT * FROM people WHERE seq = ?'),
     byExternal: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE external_id = ?'),
+    // a further personId (migration 0044)
+    byOtherId: db.raw.prepare<[string], PersonRow>('SELECT people.* FROM person_other_ids JOIN people ON people.seq = person_other_ids.person WHERE person_other_ids.external_id = ?'),
+    addOtherId: db.raw.prepare<[string, number]>('INSERT INTO person_other_ids (external_id, person) VALUES (?, ?) ON CONFLICT (external_id) DO NOTHING'),
+    otherIds: db.raw.prepare<[number], string>('SELECT external_id FROM person_other_ids WHERE person = ? ORDER BY external_id').pluck(),
     bySlug: db.raw.prepare<[string], PersonRow>('SELECT * FROM people WHERE linkedin_slug = ?'),
     byEmail: db.raw.prepare<[string], PersonRow>(`SELECT * FROM people WHERE ${emailKeyIs('?')} LIMIT 2`),
     byKeys: db.raw.prepare<[string, string], PersonRow>('SELECT * FROM people WHERE name_key = ? AND company_key = ? LIMIT 2'),
@@ -113,7 +117,12 @@ export function createPeopleRepo(db: Db) {
     },
     /** True when the store knows at least one person. */
     hasPeople: (): boolean => q.any.get() === 1,
-    findByExternalId: (id: string) => one(q.byExternal.get(id)),
+    /** The person known by this personId: their first, or one learnt since (addOtherId). */
+    findByExternalId: (id: string) => one(q.byExternal.get(id) ?? q.byOtherId.get(id)),
+    /** A further personId of a person known by another (a record with it and their LinkedIn URL); one another person has is not taken. */
+    addOtherId: (seq: number, id: string): void => void q.addOtherId.run(id, seq),
+    /** The further personIds a person is known by, besides their first. */
+    otherIdsOf: (seq: number): string[] => q.otherIds.all(seq),
     findBySlug: (slug: string) => one(q.bySlug.get(slug)),
     /** The person with this e-mail when exactly one has it. */
     findByEmail: (email: string) => {
@@ -157,7 +166,7 @@ export function createPeopleRepo(db: Db) {
         for (const r of rows) if (r) found.set(r.seq, r);
       };
       if (k.seq !== undefined) add([q.bySeq.get(k.seq)]);
-      if (k.externalId !== undefined) add([q.byExternal.get(k.externalId)]);
+      if (k.externalId !== undefined) add([q.byExternal.get(k.externalId), q.byOtherId.get(k.externalId)]);
       if (k.linkedinSlug !== undefined) add([q.bySlug.get(k.linkedinSlug)]);
       if (k.email !== undefined) add(q.allByEmail.all(emailKey(k.email), max));
       if (k.nameKey !== undefined && k.companyKey !== undefined) add(q.allByKeys.all(k.nameKey, k.companyKey, max));

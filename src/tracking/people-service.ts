@@ -34,6 +34,8 @@ const keyKinds = (k: PersonKeys) => (Object.keys(k) as (keyof PersonKeys)[]).fil
 export interface StoredPerson {
   person: Person;
   contacts: number;
+  /** The further personIds they are known by (a record with one and their LinkedIn URL). */
+  otherPersonIds: string[];
 }
 
 /**
@@ -101,7 +103,7 @@ export function createPeopleService(d: {
      * is audited (`people.looked_up`: the kinds of keys and how many were found), as a forget is.
      */
     async find(by: Caller, k: PersonKeys): Promise<StoredPerson[]> {
-      const found = holders(storeKeys(k)).map((person) => ({ person, contacts: d.contacts.countOfPerson(person.id) }));
+      const found = holders(storeKeys(k)).map((person) => ({ person, contacts: d.contacts.countOfPerson(person.id), otherPersonIds: d.people.otherIdsOf(person.seq) }));
       await d.db.txSoon(() => d.audit.record(by, { orgId: null, action: 'people.looked_up', data: { keys: keyKinds(k), found: found.length } }));
       return found;
     },

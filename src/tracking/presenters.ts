@@ -124,6 +124,7 @@ export const StoredPersonAnswer = z
   .strictObject({
     id: z.string().meta({ description: "The store's own id of the person: forgets this one alone (DELETE /people?id=…) among several a shared key finds" }),
     personId: z.string().nullable().meta({ description: "The feed's personId the person was first known by" }),
+    otherPersonIds: z.array(z.string()).meta({ description: 'Further personIds that find the person: each came in a record with their LinkedIn URL' }),
     linkedin: z.string().nullable(),
     email: z.string().nullable(),
     emailStatus: z.enum(EMAIL_STATUSES).nullable(),
@@ -144,9 +145,10 @@ export const PeopleForgottenAnswer = z.strictObject({
   contactsUnmatched: countOf.meta({ description: 'Contacts that were matched to them: unmatched, their fields as they were' }),
 });
 
-export const presentStoredPerson = ({ person: p, contacts }: StoredPerson): z.infer<typeof StoredPersonAnswer> => ({
+export const presentStoredPerson = ({ person: p, contacts, otherPersonIds }: StoredPerson): z.infer<typeof StoredPersonAnswer> => ({
   id: p.id,
   personId: p.externalId,
+  otherPersonIds,
   linkedin: p.linkedinSlug === null ? null : `https://www.linkedin.com/in/${p.linkedinSlug}`,
   email: p.email,
   emailStatus: p.emailStatus as z.infer<typeof StoredPersonAnswer>['emailStatus'],

@@ -360,6 +360,10 @@ export function createTracker(d: TrackerDeps) {
         return `personId "${record.personId}" and linkedin "${record.linkedin}" belong to two different people already known; the record was not applied`;
       }
     }
+    // A personId nobody has, with the LinkedIn URL of a person first known by another: it is theirs
+    // too (LinkedIn is authoritative), whatever the record's time, and a later record under it alone
+    // finds them (a tester's case: it made a namesake, and the next record with both was rejected).
+    if (existing && record.personId && existing.externalId !== null && existing.externalId !== record.personId) d.people.addOtherId(existing.seq, record.personId);
     // the record's time against the person's: < 0 older, 0 the same time, > 0 newer
     const vsKnown = existing ? compareExactTimes(recordTime(record, now), knownTime(personTime(existing), now)) : 1;
     // An older record changes nothing the person's newer observation says, but gives them the
