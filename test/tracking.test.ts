@@ -1641,6 +1641,25 @@ T('a record that brings both keys joins the person known by the address alone to
   for (const ref of ['mail', 'in']) assert.is((await contact(t, w, path, ref)).company, 'Newco', ref);
 });
 
+T('a merge that leaves one person with a name + company matches the contacts a namesake had left unmatched', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'merge leaves keys', [{ name: 'Lee Park', company: 'Globex', referenceId: 'lee' }]);
+  // Lee Park at Acme known by LinkedIn; two namesakes at Globex: one known by an address alone, one by a personId
+  await feed(t, w.root, ndjson(
+    { linkedin: 'linkedin.com/in/lee-park-merge', name: 'Lee Park', company: 'Acme', observedAt: '2026-11-01' },
+    { email: 'lee@park.test', name: 'Lee Park', company: 'Globex', observedAt: '2026-11-01' },
+    { personId: 'lee-park-2', name: 'Lee Park', company: 'Globex', observedAt: '2026-11-01' },
+  ));
+  assert.is((await contact(t, w, path, 'lee')).isVerified, false, 'two people fit');
+  // the address-known one is the LinkedIn-known one: merged, and one Lee Park is left at Globex
+  const job = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/lee-park-merge', email: 'lee@park.test', name: 'Lee Park', company: 'Acme', observedAt: '2026-11-02' }));
+  assert.is(job.contactsMatched, 1, JSON.stringify(job));
+  const lee = await contact(t, w, path, 'lee');
+  assert.equal([lee.isVerified, lee.company], [true, 'Globex']);
+  const moved = await feed(t, w.root, ndjson({ personId: 'lee-park-2', name: 'Lee Park', company: 'Initech', observedAt: '2026-11-03' }));
+  assert.is(moved.jobChanges, 1, JSON.stringify(moved));
+  assert.is((await contact(t, w, path, 'lee')).company, 'Initech', 'it follows the one left');
+});
+
 T('a record observed between the two people it joins leaves the later-seen one\'s facts standing: no rollback, no false job change', async ({ t, w }) => {
   for (const [i, between] of ['OldCo', 'OtherCo'].entries()) {
     const mail = `zed${i}@zz.test`;

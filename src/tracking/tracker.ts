@@ -451,12 +451,15 @@ export function createTracker(d: TrackerDeps) {
     // profiles, the other addresses alone). That person is merged into this one — their contacts
     // follow this one, the row goes — instead of the address being shared by two, which left the
     // contacts known by it unmatched and their next job change lost (a tester's case).
+    // The keys people left (below: the contacts a namesake left unmatched may fit one person again).
+    const keysLeft: { nameKey: string; companyKey: string }[] = [];
     if (existing && p.email && (p.externalId !== null || p.linkedinSlug !== null) && !(existing.email && emailKey(existing.email) === emailKey(p.email))) {
       const others = d.people.othersWithEmail(p);
       const twin = others.length === 1 ? others[0]! : undefined;
       if (twin && twin.externalId === null && twin.linkedinSlug === null && namesFit(twin.nameKey, p.nameKey)) {
         d.contacts.movePerson(twin.id, p.id, now);
         d.people.deletePerson(twin.seq);
+        keysLeft.push(twin);
         // the newer observation of the two stands (SPEC §5: no rollback): a record between their
         // times joined them, and the address-known one had been seen later (a tester's case: her
         // contact took the older company back, a false job change)
@@ -509,13 +512,16 @@ export function createTracker(d: TrackerDeps) {
       const byKeys = unmatchedByKeys(p.nameKey, p.companyKey);
       if (byKeys.length) fresh.push([byKeys, 'name']);
     }
-    // The keys this person leaves: when one other person is left with them, the contacts a namesake
-    // left unmatched fit exactly one person again and follow them now — not at that person's next
-    // record, whose new company would no longer find them (a tester's case: the job change was lost).
-    if (existing && (existing.nameKey !== p.nameKey || existing.companyKey !== p.companyKey)) {
-      const left = d.people.keyHolders(existing.nameKey, existing.companyKey);
+    // The keys this person leaves, and those of a person merged into them: when one other person is
+    // left with them, the contacts a namesake left unmatched fit exactly one person again and follow
+    // them now — not at that person's next record, whose new company would no longer find them (a
+    // tester's case: the job change was lost; another's: a merge left them unmatched).
+    if (existing) keysLeft.push(existing);
+    for (const k of keysLeft) {
+      if (k.nameKey === p.nameKey && k.companyKey === p.companyKey) continue;
+      const left = d.people.keyHolders(k.nameKey, k.companyKey);
       if (left.length === 1) {
-        for (const c of unmatchedByKeys(existing.nameKey, existing.companyKey)) {
+        for (const c of unmatchedByKeys(k.nameKey, k.companyKey)) {
           counts.contactsMatched++;
           reconcile(c, left[0]!, counts, 'name');
         }
