@@ -445,14 +445,14 @@ export function createTracker(d: TrackerDeps) {
       p = { ...person, seq: Number(id), id };
     }
 
+    // The keys people left (below: the contacts a namesake left unmatched may fit one person again).
+    const keysLeft: { nameKey: string; companyKey: string }[] = [];
     // A record that brings a LinkedIn profile or personId and an address another person has: when
     // that one is the only other holder, is known by nothing stronger and has a name that fits,
     // the two are one person whom two sources kept apart (namesakeByKeys: one sent LinkedIn
     // profiles, the other addresses alone). That person is merged into this one — their contacts
     // follow this one, the row goes — instead of the address being shared by two, which left the
     // contacts known by it unmatched and their next job change lost (a tester's case).
-    // The keys people left (below: the contacts a namesake left unmatched may fit one person again).
-    const keysLeft: { nameKey: string; companyKey: string }[] = [];
     if (existing && p.email && (p.externalId !== null || p.linkedinSlug !== null) && !(existing.email && emailKey(existing.email) === emailKey(p.email))) {
       const others = d.people.othersWithEmail(p);
       const twin = others.length === 1 ? others[0]! : undefined;
