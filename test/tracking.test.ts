@@ -1641,6 +1641,38 @@ T('a record that brings both keys joins the person known by the address alone to
   for (const ref of ['mail', 'in']) assert.is((await contact(t, w, path, ref)).company, 'Newco', ref);
 });
 
+T('a contact unmatched because its address became shared is not matched again to a person observed before the one it followed: no rollback', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'shared later', [
+    { name: 'Tara Voss', company: 'OldCo', title: 'Engineer', email: 'tara.voss@mail.test', referenceId: 'tara' },
+    { name: 'Hank Cole', company: 'OldCo', email: 'hank@mail.test', referenceId: 'hank' },
+  ]);
+  await feed(t, w.root, ndjson(
+    { personId: 'tv-1', name: 'Tara Voss', company: 'OldCo', title: 'Engineer', email: 'tara.voss@mail.test', observedAt: '2026-10-10' },
+    { email: 'hank@mail.test', name: 'Hank Cole', company: 'OldCo', observedAt: '2026-10-10' },
+  ));
+  await feed(t, w.root, ndjson(
+    { personId: 'tv-1', name: 'Tara Voss', company: 'NewCo', title: 'CTO', email: 'tara.voss@mail.test', observedAt: '2026-10-20' },
+    { email: 'hank@mail.test', name: 'Hank Cole', company: 'NewCo', observedAt: '2026-10-20' },
+  ));
+  for (const ref of ['tara', 'hank']) assert.is((await contact(t, w, path, ref)).company, 'NewCo', ref);
+  // an old record of someone with the same name at her old company and her address (another
+  // personId); an old one of Hank at his old company without it, then someone else with his address
+  const old = await feed(t, w.root, ndjson(
+    { personId: 'tv-other', name: 'Tara Voss', company: 'OldCo', title: 'Intern', email: 'tara.voss@mail.test', observedAt: '2026-10-05' },
+    { name: 'Hank Cole', company: 'OldCo', title: 'Intern', observedAt: '2026-10-05' },
+    { name: 'Alice Cole', company: 'NewCo', email: 'hank@mail.test', observedAt: '2026-10-25' },
+  ));
+  assert.equal([old.jobChanges, old.infoChanges], [0, 0], JSON.stringify(old));
+  for (const ref of ['tara', 'hank']) {
+    const c = await contact(t, w, path, ref);
+    assert.equal([c.company, c.isVerified], ['NewCo', true], `${ref}: matched again to the person it followed, by name + company`);
+  }
+  assert.is((await contact(t, w, path, 'tara')).title, 'CTO');
+  const moved = await feed(t, w.root, ndjson({ personId: 'tv-1', name: 'Tara Voss', company: 'Initech', title: 'CEO', email: 'tara.voss@mail.test', observedAt: '2026-10-30' }));
+  assert.is(moved.jobChanges, 1, JSON.stringify(moved));
+  assert.equal([(await contact(t, w, path, 'tara')).company, (await contact(t, w, path, 'tara')).title], ['Initech', 'CEO']);
+});
+
 T('a merge that leaves one person with a name + company matches the contacts a namesake had left unmatched', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'merge leaves keys', [{ name: 'Lee Park', company: 'Globex', referenceId: 'lee' }]);
   // Lee Park at Acme known by LinkedIn; two namesakes at Globex: one known by an address alone, one by a personId

@@ -499,7 +499,7 @@ export function createTracker(d: TrackerDeps) {
     if (p.email && !(existing?.email && emailKey(existing.email) === emailKey(p.email))) {
       // a new person's were looked up by findPerson, before it was stored (no second look-up a record)
       const others = !existing && looked.emailHolders ? looked.emailHolders : d.people.othersWithEmail(p);
-      if (others.length === 1) for (const c of d.contacts.unmatchByEmail(others[0]!.id, p.email, now)) rematch(c, existing, p, counts);
+      if (others.length === 1) for (const c of d.contacts.unmatchByEmail(others[0]!.id, p.email, now)) rematch(c, others[0]!, existing, p, counts);
     }
     const known = existing ? d.contacts.listOfPerson(p.id) : [];
     const fresh: [TrackedContact[], MatchedBy][] = [];
@@ -615,19 +615,27 @@ export function createTracker(d: TrackerDeps) {
   }
 
   /**
-   * A contact just unmatched from the person who had its address alone (it is shared now) matched again by name +
-   * company, as its import would be: by the company it was imported with (a wrong match may have
-   * changed its company since), else its current one. The person the record is about (`p`), when
-   * the record moved them from keys only they had (`before`), takes the contacts that fit those
-   * keys — its job change included, which the new keys would not find. Not counted as matched: it
-   * was matched before, and a move to another person counts under the changes it brings (tracking.md).
+   * A contact just unmatched from the person who had its address alone (`from`; the address is
+   * shared now) matched again by name + company, as its import would be: by the company it was
+   * imported with (a wrong match may have changed its company since), else its current one — but
+   * never to a person observed before `from`, whose facts the contact shows: that would roll it
+   * back (SPEC §5; a tester's case: an old record of the address's owner under another personId
+   * sent the contact back to the company she had left). Nobody else fitting, it stays unmatched
+   * and keeps what it has. The person the record is about (`p`), when the record moved them from
+   * keys only they had (`before`), takes the contacts that fit those keys — its job change
+   * included, which the new keys would not find. Not counted as matched: it was matched before,
+   * and a move to another person counts under the changes it brings (tracking.md).
    */
-  function rematch(c: TrackedContact, before: Person | undefined, p: Person, counts: TrackingCounts): void {
+  function rematch(c: TrackedContact, from: Person, before: Person | undefined, p: Person, counts: TrackingCounts): void {
     const nameK = nameKey(c.name);
     const companyKeys = [...new Set([companyKey(c.importCompany), c.companyKey ?? companyKey(c.company)])];
     let to: Person | undefined;
     if (before && (before.nameKey !== p.nameKey || before.companyKey !== p.companyKey) && nameK === before.nameKey && companyKeys.includes(before.companyKey) && d.people.countByKeys(before.nameKey, before.companyKey) === 0) to = p;
-    for (const k of companyKeys) to ??= d.people.findByKeys(nameK, k);
+    for (const k of companyKeys) {
+      if (to) break;
+      const found = d.people.findByKeys(nameK, k);
+      if (found && compareExactTimes(personTime(found), personTime(from)) >= 0) to = found;
+    }
     if (!to) return;
     reconcile(c, to, counts, 'name');
   }
