@@ -1673,6 +1673,28 @@ T('a contact unmatched because its address became shared is not matched again to
   assert.equal([(await contact(t, w, path, 'tara')).company, (await contact(t, w, path, 'tara')).title], ['Initech', 'CEO']);
 });
 
+T('a contact matched by name + company does not move to the person its address names while that one was observed earlier: no rollback', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'address later', [{ name: 'Gina Brook', company: 'NewCo', title: 'CTO', email: 'gina.brook@mail.test', referenceId: 'gina' }]);
+  await feed(t, w.root, ndjson({ name: 'Gina Brook', company: 'NewCo', title: 'CTO', observedAt: '2026-10-20' }));
+  const gina = await contact(t, w, path, 'gina');
+  assert.equal([gina.isVerified, gina.company], [true, 'NewCo']);
+  // an older record with her address makes a person of it (at her old company): she stays where she is
+  const old = await feed(t, w.root, ndjson({ name: 'Gina Brook', company: 'OldCo', title: 'Engineer', email: 'gina.brook@mail.test', observedAt: '2026-10-10' }));
+  assert.equal([old.jobChanges, old.infoChanges], [0, 0], JSON.stringify(old));
+  assert.equal([(await contact(t, w, path, 'gina')).company, (await contact(t, w, path, 'gina')).title], ['NewCo', 'CTO']);
+  // she follows the person she is matched to
+  const ceo = await feed(t, w.root, ndjson({ name: 'Gina Brook', company: 'NewCo', title: 'CEO', observedAt: '2026-10-30' }));
+  assert.is(ceo.infoChanges, 1, JSON.stringify(ceo));
+  // a later record of the address's person: the contact moves to them (the address comes first, SPEC §5), nothing rolled back
+  const later = await feed(t, w.root, ndjson({ name: 'Gina Brook', company: 'NewCo', title: 'CEO', email: 'gina.brook@mail.test', observedAt: '2026-11-05' }));
+  assert.equal([later.jobChanges, later.infoChanges], [0, 0], JSON.stringify(later));
+  const moved = await contact(t, w, path, 'gina');
+  assert.equal([moved.isVerified, moved.company, moved.title], [true, 'NewCo', 'CEO']);
+  assert.is(t.rt.db.raw.prepare("SELECT matched_by FROM contacts WHERE id = ?").pluck().get(moved.id), 'email');
+  const history = (await t.call('GET', `${path}/contacts/${moved.id}/changes`, { token: w.tokens.viewer })).body.changes;
+  assert.equal(history.map((c: any) => [c.type, c.field]), [['info', 'title']], 'the title change alone');
+});
+
 T('a merge that leaves one person with a name + company matches the contacts a namesake had left unmatched', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'merge leaves keys', [{ name: 'Lee Park', company: 'Globex', referenceId: 'lee' }]);
   // Lee Park at Acme known by LinkedIn; two namesakes at Globex: one known by an address alone, one by a personId

@@ -475,7 +475,17 @@ export function createTracker(d: TrackerDeps) {
     // contacts whose name fits theirs (emailPerson); a contact matched by name + company to someone else
     // moves to this person, as its import would have matched it. Looked up before a namesake unmatches
     // such a contact below: its own address says which of the two it is.
-    const byEmail = p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id).filter((c) => namesFit(contactNameKey(c), p.nameKey)) : [];
+    // Not a contact matched by name + company to a person observed later than this one: it would
+    // take this one's older facts (SPEC §5: no rollback; a tester's case: an old record with her
+    // address sent her contact back to her old company); it moves at this person's next record.
+    const followsLater = (c: TrackedContact) => {
+      if (c.matchedBy !== 'name') return false;
+      const other = d.contacts.personOf(c.id);
+      const otherTime = other === null ? undefined : d.people.observedAtOf(Number(other));
+      return otherTime !== undefined && compareExactTimes(otherTime, personTime(p)) > 0;
+    };
+    const byEmail =
+      p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id).filter((c) => namesFit(contactNameKey(c), p.nameKey) && !followsLater(c)) : [];
 
     // A second person with these name + company keys: the contacts matched by them alone to the
     // other one could be either person now ("when exactly one person fits"), so they are unmatched.
