@@ -1695,6 +1695,63 @@ T('a contact matched by name + company does not move to the person its address n
   assert.equal(history.map((c: any) => [c.type, c.field]), [['info', 'title']], 'the title change alone');
 });
 
+T('the time rules of merges and moves take a time ahead of the clock as a day ago, as records are compared with it', async () => {
+  const clock = new ManualClock(Date.now());
+  const ahead = await startApp({ clock });
+  try {
+    const rightNow = clock.now();
+    let token = (await signInRoot(ahead)).accessToken;
+    const orgId = (await ahead.call('POST', '/api/identity/v1/orgs', { token, body: { name: 'Ahead merges' } })).body.id as string;
+    const ledgerId = await createLedger(ahead, token, orgId, 'ahead merges');
+    await addContacts(ahead, token, orgId, ledgerId, [
+      { name: 'Zoe Ahead', company: 'OldCo', linkedin: 'linkedin.com/in/zoe-ahead', referenceId: 'zoe' },
+      { name: 'Gil Ahead', company: 'NewCo', email: 'gil@ahead.test', referenceId: 'gil' },
+    ]);
+    const byRef = async (ref: string) => (await listAll(ahead, token, `${ledgerPath(orgId, ledgerId)}/contacts`)).find((c: any) => c.referenceId === ref);
+    // records without observedAt while the clock was a year ahead: Zoe known by her address, Gil by name + company
+    clock.set(rightNow + 365 * 86_400_000);
+    token = (await signInRoot(ahead)).accessToken;
+    await feedAndWait(ahead, token, ndjson({ email: 'zoe@ahead.test', name: 'Zoe Ahead', company: 'AheadCo' }, { name: 'Gil Ahead', company: 'NewCo' }));
+    clock.set(rightNow);
+    token = (await signInRoot(ahead)).accessToken;
+    await feedAndWait(ahead, token, ndjson({ linkedin: 'linkedin.com/in/zoe-ahead', name: 'Zoe Ahead', company: 'OldCo', observedAt: new Date(rightNow - 2 * 86_400_000).toISOString() }));
+    // an hour ago is later than a time ahead: the record joining Zoe's two people stands, and Gil moves to his address's person
+    const recent = new Date(rightNow - 3_600_000).toISOString();
+    await feedAndWait(ahead, token, ndjson(
+      { linkedin: 'linkedin.com/in/zoe-ahead', email: 'zoe@ahead.test', name: 'Zoe Ahead', company: 'RecentCo', observedAt: recent },
+      { email: 'gil@ahead.test', name: 'Gil Ahead', company: 'OtherCo', observedAt: recent },
+    ));
+    assert.is((await byRef('zoe')).company, 'RecentCo');
+    assert.is((await byRef('gil')).company, 'OtherCo');
+  } finally {
+    await ahead.close();
+  }
+});
+
+T('a contact whose address now names a namesake observed earlier than the one it follows is matched by the address, not left following nobody', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'namesake by address', [{ name: 'Gwen Brook', company: 'NewCo', title: 'CTO', email: 'gwen.brook@mail.test', referenceId: 'gwen' }]);
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/gwen-brook-x', name: 'Gwen Brook', company: 'NewCo', title: 'CTO', observedAt: '2026-10-20' }));
+  // a second Gwen Brook at NewCo, known by the address: the contact could be either, and the address decides (docs/tracking.md)
+  await feed(t, w.root, ndjson({ email: 'gwen.brook@mail.test', name: 'Gwen Brook', company: 'NewCo', title: 'Engineer', observedAt: '2026-10-10' }));
+  const gwen = await contact(t, w, path, 'gwen');
+  assert.equal([gwen.isVerified, gwen.title], [true, 'Engineer']);
+  assert.is(t.rt.db.raw.prepare('SELECT matched_by FROM contacts WHERE id = ?').pluck().get(gwen.id), 'email');
+  const next = await feed(t, w.root, ndjson({ email: 'gwen.brook@mail.test', name: 'Gwen Brook', company: 'NewCo', title: 'Engineer II', observedAt: '2026-10-12' }));
+  assert.is(next.infoChanges, 1, 'she follows the address\'s person');
+});
+
+T('a person a record moves from keys only they had does not take a contact that followed someone observed later', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'moved keys', [{ name: 'Tara Vance', company: 'OldCo', title: 'Engineer', email: 'tara.vance@mail.test', referenceId: 'tara' }]);
+  await feed(t, w.root, ndjson({ personId: 'tva-x1', name: 'Tara Vance', company: 'OldCo', title: 'Engineer', observedAt: '2026-10-01' }));
+  await feed(t, w.root, ndjson({ personId: 'tva-1', name: 'Tara Vance', company: 'NewCo', title: 'CTO', email: 'tara.vance@mail.test', observedAt: '2026-10-20' }));
+  assert.is((await contact(t, w, path, 'tara')).company, 'NewCo', 'moved to her address\'s person');
+  // tva-x1 leaves OldCo with her address, in a record older than tva-1's: she stays with tva-1, found by her current company
+  const old = await feed(t, w.root, ndjson({ personId: 'tva-x1', name: 'Tara Vance', company: 'MidCo', title: 'Intern', email: 'tara.vance@mail.test', observedAt: '2026-10-05' }));
+  assert.equal([old.jobChanges, old.infoChanges], [0, 0], JSON.stringify(old));
+  const tara = await contact(t, w, path, 'tara');
+  assert.equal([tara.company, tara.title, tara.isVerified], ['NewCo', 'CTO', true]);
+});
+
 T('a merge that leaves one person with a name + company matches the contacts a namesake had left unmatched', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'merge leaves keys', [{ name: 'Lee Park', company: 'Globex', referenceId: 'lee' }]);
   // Lee Park at Acme known by LinkedIn; two namesakes at Globex: one known by an address alone, one by a personId

@@ -118,6 +118,7 @@ export function createPeopleRepo(db: Db) {
     /** True when the store knows at least one person. */
     hasPeople: (): boolean => q.any.get() === 1,
     /** The person known by this personId: their first, or one learnt since (addOtherId). */
+    findBySeq: (seq: number) => one(q.bySeq.get(seq)),
     findByExternalId: (id: string) => one(q.byExternal.get(id) ?? q.byOtherId.get(id)),
     /** A further personId of a person known by another (a record with it and their LinkedIn URL); one another person has is not taken. */
     addOtherId: (seq: number, id: string): void => void q.addOtherId.run(id, seq),

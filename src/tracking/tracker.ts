@@ -102,6 +102,8 @@ function joinedLater(kept: Person, later: Person, now: number): Omit<Person, 'se
  */
 const isAhead = (ms: number, now: number): boolean => ms > now + OBSERVED_AT_SKEW_MS;
 const knownTime = (t: ExactTime, now: number): ExactTime => (isAhead(t.ms, now) ? { ms: now - OBSERVED_AT_SKEW_MS, nsBefore: null } : t);
+/** Two people's observations compared as records are with them (knownTime): < 0 `a` earlier, 0 the same time, > 0 later. */
+const comparePeople = (a: Person, b: Person, now: number): number => compareExactTimes(knownTime(personTime(a), now), knownTime(personTime(b), now));
 
 /**
  * The most record digests a person keeps (Person.seenRecords, 8 bytes each): past it, the oldest are
@@ -463,7 +465,7 @@ export function createTracker(d: TrackerDeps) {
         // the newer observation of the two stands (SPEC §5: no rollback): a record between their
         // times joined them, and the address-known one had been seen later (a tester's case: her
         // contact took the older company back, a false job change)
-        if (compareExactTimes(personTime(twin), personTime(p)) > 0) {
+        if (comparePeople(twin, p, now) > 0) {
           const joined = joinedLater(p, twin, now);
           d.people.updatePerson(p.seq, joined);
           p = { ...joined, seq: p.seq, id: p.id };
@@ -478,11 +480,13 @@ export function createTracker(d: TrackerDeps) {
     // Not a contact matched by name + company to a person observed later than this one: it would
     // take this one's older facts (SPEC §5: no rollback; a tester's case: an old record with her
     // address sent her contact back to her old company); it moves at this person's next record.
+    // Unless this person is now a namesake of that one: the contact could be either, and the address
+    // decides (below: the namesake rule would leave it following nobody, as a reviewer found).
     const followsLater = (c: TrackedContact) => {
       if (c.matchedBy !== 'name') return false;
-      const other = d.contacts.personOf(c.id);
-      const otherTime = other === null ? undefined : d.people.observedAtOf(Number(other));
-      return otherTime !== undefined && compareExactTimes(otherTime, personTime(p)) > 0;
+      const seq = d.contacts.personOf(c.id);
+      const other = seq === null ? undefined : d.people.findBySeq(Number(seq));
+      return other !== undefined && !(other.nameKey === p.nameKey && other.companyKey === p.companyKey) && comparePeople(other, p, now) > 0;
     };
     const byEmail =
       p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id).filter((c) => namesFit(contactNameKey(c), p.nameKey) && !followsLater(c)) : [];
@@ -639,13 +643,11 @@ export function createTracker(d: TrackerDeps) {
   function rematch(c: TrackedContact, from: Person, before: Person | undefined, p: Person, counts: TrackingCounts): void {
     const nameK = nameKey(c.name);
     const companyKeys = [...new Set([companyKey(c.importCompany), c.companyKey ?? companyKey(c.company)])];
-    let to: Person | undefined;
-    if (before && (before.nameKey !== p.nameKey || before.companyKey !== p.companyKey) && nameK === before.nameKey && companyKeys.includes(before.companyKey) && d.people.countByKeys(before.nameKey, before.companyKey) === 0) to = p;
-    for (const k of companyKeys) {
-      if (to) break;
-      const found = d.people.findByKeys(nameK, k);
-      if (found && compareExactTimes(personTime(found), personTime(from)) >= 0) to = found;
-    }
+    const candidates: (Person | undefined)[] = [];
+    if (before && (before.nameKey !== p.nameKey || before.companyKey !== p.companyKey) && nameK === before.nameKey && companyKeys.includes(before.companyKey) && d.people.countByKeys(before.nameKey, before.companyKey) === 0) candidates.push(p);
+    for (const k of companyKeys) candidates.push(d.people.findByKeys(nameK, k));
+    const now = d.clock.now();
+    const to = candidates.find((q) => q !== undefined && comparePeople(q, from, now) >= 0);
     if (!to) return;
     reconcile(c, to, counts, 'name');
   }
