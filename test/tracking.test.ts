@@ -1752,6 +1752,19 @@ T('a person a record moves from keys only they had does not take a contact that 
   assert.equal([tara.company, tara.title, tara.isVerified], ['NewCo', 'CTO', true]);
 });
 
+T('a contact unmatched because its address became shared goes back to the person it followed, who has the address, before a namesake at its import company who has not', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'address holder first', [{ name: 'Tia Lund', company: 'OldCo', title: 'Engineer', email: 'tl@mail.test', referenceId: 'tia' }]);
+  await feed(t, w.root, ndjson({ personId: 'tl-a', name: 'Tia Lund', company: 'OldCo', title: 'Engineer', email: 'tl@mail.test', observedAt: '2026-10-10' }));
+  await feed(t, w.root, ndjson({ personId: 'tl-a', name: 'Tia Lund', company: 'NewCo', title: 'CTO', email: 'tl@mail.test', observedAt: '2026-10-20' }));
+  await feed(t, w.root, ndjson({ personId: 'tl-z', name: 'Tia Lund', company: 'OldCo', title: 'Accountant', observedAt: '2026-10-25' }));
+  assert.is((await contact(t, w, path, 'tia')).company, 'NewCo');
+  const shared = await feed(t, w.root, ndjson({ personId: 'tl-b', name: 'Tia Lund', company: 'MidCo', title: 'Junior', email: 'tl@mail.test', observedAt: '2026-10-05' }));
+  assert.equal([shared.jobChanges, shared.infoChanges], [0, 0], JSON.stringify(shared));
+  const moved = await feed(t, w.root, ndjson({ personId: 'tl-a', name: 'Tia Lund', company: 'Initech', title: 'CTO', email: 'tl@mail.test', observedAt: '2026-10-30' }));
+  assert.is(moved.jobChanges, 1, JSON.stringify(moved));
+  assert.is((await contact(t, w, path, 'tia')).company, 'Initech');
+});
+
 T('a merge that leaves one person with a name + company matches the contacts a namesake had left unmatched', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'merge leaves keys', [{ name: 'Lee Park', company: 'Globex', referenceId: 'lee' }]);
   // Lee Park at Acme known by LinkedIn; two namesakes at Globex: one known by an address alone, one by a personId

@@ -631,7 +631,8 @@ export function createTracker(d: TrackerDeps) {
   /**
    * A contact just unmatched from the person who had its address alone (`from`; the address is
    * shared now) matched again by name + company, as its import would be: by the company it was
-   * imported with (a wrong match may have changed its company since), else its current one — but
+   * imported with (a wrong match may have changed its company since), else its current one, a
+   * person who has the contact's address before one who has not — but
    * never to a person observed before `from`, whose facts the contact shows: that would roll it
    * back (SPEC §5; a tester's case: an old record of the address's owner under another personId
    * sent the contact back to the company she had left). Nobody else fitting, it stays unmatched
@@ -647,7 +648,11 @@ export function createTracker(d: TrackerDeps) {
     if (before && (before.nameKey !== p.nameKey || before.companyKey !== p.companyKey) && nameK === before.nameKey && companyKeys.includes(before.companyKey) && d.people.countByKeys(before.nameKey, before.companyKey) === 0) candidates.push(p);
     for (const k of companyKeys) candidates.push(d.people.findByKeys(nameK, k));
     const now = d.clock.now();
-    const to = candidates.find((q) => q !== undefined && comparePeople(q, from, now) >= 0);
+    const eligible = candidates.filter((q): q is Person => q !== undefined && comparePeople(q, from, now) >= 0);
+    // one who has the contact's address first (a tester's case: a namesake without it at the import
+    // company took the contact from the person it followed, who has it)
+    const key = c.email === null ? undefined : emailKey(c.email);
+    const to = eligible.find((q) => q.email !== null && emailKey(q.email) === key) ?? eligible[0];
     if (!to) return;
     reconcile(c, to, counts, 'name');
   }
