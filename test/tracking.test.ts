@@ -1728,16 +1728,56 @@ T('the time rules of merges and moves take a time ahead of the clock as a day ag
   }
 });
 
-T('a contact whose address now names a namesake observed earlier than the one it follows is matched by the address, not left following nobody', async ({ t, w }) => {
+T('a contact whose address now names a namesake observed earlier than the one it follows waits, unmatched, for a record of them as recent: no rollback', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'namesake by address', [{ name: 'Gwen Brook', company: 'NewCo', title: 'CTO', email: 'gwen.brook@mail.test', referenceId: 'gwen' }]);
   await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/gwen-brook-x', name: 'Gwen Brook', company: 'NewCo', title: 'CTO', observedAt: '2026-10-20' }));
-  // a second Gwen Brook at NewCo, known by the address: the contact could be either, and the address decides (docs/tracking.md)
-  await feed(t, w.root, ndjson({ email: 'gwen.brook@mail.test', name: 'Gwen Brook', company: 'NewCo', title: 'Engineer', observedAt: '2026-10-10' }));
-  const gwen = await contact(t, w, path, 'gwen');
-  assert.equal([gwen.isVerified, gwen.title], [true, 'Engineer']);
-  assert.is(t.rt.db.raw.prepare('SELECT matched_by FROM contacts WHERE id = ?').pluck().get(gwen.id), 'email');
-  const next = await feed(t, w.root, ndjson({ email: 'gwen.brook@mail.test', name: 'Gwen Brook', company: 'NewCo', title: 'Engineer II', observedAt: '2026-10-12' }));
-  assert.is(next.infoChanges, 1, 'she follows the address\'s person');
+  // a second Gwen Brook at NewCo, known by the address from an older record: she could be either (unmatched), and keeps what she shows
+  const state = async () => { const c = await contact(t, w, path, 'gwen'); return [c.isVerified, c.title]; };
+  for (const [title, day] of [['Engineer', '10'], ['Engineer II', '12']]) {
+    const old = await feed(t, w.root, ndjson({ email: 'gwen.brook@mail.test', name: 'Gwen Brook', company: 'NewCo', title, observedAt: `2026-10-${day}` }));
+    assert.equal([old.contactsMatched, old.infoChanges], [0, 0], JSON.stringify(old));
+    assert.equal(await state(), [false, 'CTO'], `after the record of the ${day}th`);
+  }
+  // the address's person seen as recently: the address decides
+  const recent = await feed(t, w.root, ndjson({ email: 'gwen.brook@mail.test', name: 'Gwen Brook', company: 'NewCo', title: 'VP Engineering', observedAt: '2026-10-25' }));
+  assert.equal([recent.contactsMatched, recent.infoChanges], [1, 1], JSON.stringify(recent));
+  assert.equal(await state(), [true, 'VP Engineering']);
+});
+
+T('a contact a namesake left unmatched is not matched later to a person observed before the facts it shows (by its address, or as the one left with its name + company)', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'unmatched keeps its time', [
+    { name: 'Wren Pate', company: 'NewCo', title: 'CTO', email: 'wp@mail.test', referenceId: 'wren' },
+    { name: 'Lou Cass', company: 'Vought', title: 'Analyst', referenceId: 'lou' },
+  ]);
+  await feed(t, w.root, ndjson(
+    { linkedin: 'linkedin.com/in/wren-pate-1', name: 'Wren Pate', company: 'NewCo', title: 'CTO', observedAt: '2026-10-20' },
+    { personId: 'lc-1', name: 'Lou Cass', company: 'Vought', title: 'Senior Analyst', observedAt: '2026-10-20' },
+  ));
+  await feed(t, w.root, ndjson({ personId: 'wp-2', name: 'Wren Pate', company: 'OldCo', title: 'Engineer', email: 'wp@mail.test', observedAt: '2026-10-10' }));
+  // namesakes: both contacts could be either now, unmatched
+  await feed(t, w.root, ndjson(
+    { linkedin: 'linkedin.com/in/wren-pate-3', name: 'Wren Pate', company: 'NewCo', title: 'Sales', observedAt: '2026-10-22' },
+    { personId: 'lc-2', name: 'Lou Cass', company: 'Vought', title: 'Intern', observedAt: '2026-10-05' },
+  ));
+  const state = async (ref: string) => { const c = await contact(t, w, path, ref); return [c.isVerified, c.company, c.title]; };
+  assert.equal(await state('wren'), [false, 'NewCo', 'CTO']);
+  assert.equal(await state('lou'), [false, 'Vought', 'Senior Analyst']);
+  // an old record of the address's person; the other Lou Cass leaves Vought, the one left was observed before
+  const old = await feed(t, w.root, ndjson(
+    { personId: 'wp-2', name: 'Wren Pate', company: 'OldCo', title: 'Engineer II', email: 'wp@mail.test', observedAt: '2026-10-12' },
+    { personId: 'lc-1', name: 'Lou Cass', company: 'Hooli', title: 'Lead', observedAt: '2026-10-25' },
+  ));
+  assert.equal([old.contactsMatched, old.jobChanges, old.infoChanges], [0, 0, 0], JSON.stringify(old));
+  assert.equal(await state('wren'), [false, 'NewCo', 'CTO']);
+  assert.equal(await state('lou'), [false, 'Vought', 'Senior Analyst']);
+  // records as recent match them
+  const recent = await feed(t, w.root, ndjson(
+    { personId: 'wp-2', name: 'Wren Pate', company: 'NewCo', title: 'CTO', email: 'wp@mail.test', observedAt: '2026-10-26' },
+    { personId: 'lc-2', name: 'Lou Cass', company: 'Vought', title: 'Senior Analyst', observedAt: '2026-10-26' },
+  ));
+  assert.equal([recent.contactsMatched, recent.jobChanges, recent.infoChanges], [2, 0, 0], JSON.stringify(recent));
+  assert.equal(await state('wren'), [true, 'NewCo', 'CTO']);
+  assert.equal(await state('lou'), [true, 'Vought', 'Senior Analyst']);
 });
 
 T('a person a record moves from keys only they had does not take a contact that followed someone observed later', async ({ t, w }) => {

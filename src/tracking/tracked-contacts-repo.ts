@@ -7,7 +7,13 @@ import { emailKey, storedEmailKey } from '../normalize.ts';
 export type TrackedContactsRepo = ReturnType<typeof createTrackedContactsRepo>;
 
 /** A contact with its stored name and company keys (saves normalizing them again) and how it was matched. */
-export type TrackedContact = Contact & { nameKey?: string | null; companyKey?: string | null; matchedBy?: MatchedBy | 'ambiguous' | null };
+export type TrackedContact = Contact & {
+  nameKey?: string | null;
+  companyKey?: string | null;
+  matchedBy?: MatchedBy | 'ambiguous' | null;
+  /** When the facts it shows were observed, at least (migration 0045); null when not known. */
+  factsObservedAt?: number | null;
+};
 
 /** The fields change tracking may set on a contact (never name, importCompany, importTitle). */
 export interface TrackedFields {
@@ -23,6 +29,8 @@ export interface TrackedFields {
   jobStartedAt: number | null;
   lastJobChangedAt: number | null;
   lastInfoChangedAt: number | null;
+  /** When the facts it shows now were observed: the time of the person they came from (ms). */
+  factsObservedAt: number | null;
 }
 
 /** Which key matched a contact to its person (SPEC §5 order; migration 0015). */
@@ -37,7 +45,7 @@ export interface MatchTo {
 /** The columns change tracking may set (TrackedFields), as named parameters. */
 const SET_TRACKED = `company = @company, company_key = @companyKey, title = @title, title_level = @titleLevel, title_domain = @titleDomain,
   location = @location, email = @email, email_key = @emailKey, email_status = @emailStatus, has_multiple_jobs = @hasMultipleJobs, job_started_at = @jobStartedAt,
-  last_job_changed_at = @lastJobChangedAt, last_info_changed_at = @lastInfoChangedAt, updated_at = @updatedAt`;
+  last_job_changed_at = @lastJobChangedAt, last_info_changed_at = @lastInfoChangedAt, facts_observed_at = @factsObservedAt, updated_at = @updatedAt`;
 
 /**
  * Contacts of a ledger that is not being deleted: a deleted ledger is hidden at once and purged in
@@ -81,7 +89,7 @@ export function createTrackedContactsRepo(db: Db) {
       `UPDATE contacts AS c SET person_id = NULL, matched_by = ${unmatchedBy('c')}, is_verified = 0, updated_at = ?
        WHERE c.person_id = ? AND c.matched_by = 'email' AND ${emailKeyIs('?', 'c.')} AND ${LIVE} RETURNING *`,
     ),
-    match: db.raw.prepare<[string, MatchedBy, number, string]>('UPDATE contacts SET person_id = ?, matched_by = ?, is_verified = 1, updated_at = ? WHERE id = ?'),
+    match: db.raw.prepare<[string, MatchedBy, number, number, string]>('UPDATE contacts SET person_id = ?, matched_by = ?, is_verified = 1, facts_observed_at = ?, updated_at = ? WHERE id = ?'),
     movePerson: db.raw.prepare<[string, number, string]>('UPDATE contacts SET person_id = ?, updated_at = ? WHERE person_id = ?'),
     unmatchPerson: db.raw.prepare<[number, string]>(`UPDATE contacts SET person_id = NULL, matched_by = ${unmatchedBy('contacts')}, is_verified = 0, updated_at = ? WHERE person_id = ?`),
     countOfPerson: db.raw.prepare<[string], number>('SELECT count(*) FROM contacts c WHERE c.person_id = ?').pluck(),
@@ -90,8 +98,8 @@ export function createTrackedContactsRepo(db: Db) {
   };
   const all = (rows: ContactRow[]): TrackedContact[] =>
     rows.map((r) => {
-      const row = r as ContactRow & { name_key: string | null; company_key: string | null; matched_by: TrackedContact['matchedBy'] };
-      return { ...toContact(r), nameKey: row.name_key, companyKey: row.company_key, matchedBy: row.matched_by };
+      const row = r as ContactRow & { name_key: string | null; company_key: string | null; matched_by: TrackedContact['matchedBy']; facts_observed_at: number | null };
+      return { ...toContact(r), nameKey: row.name_key, companyKey: row.company_key, matchedBy: row.matched_by, factsObservedAt: row.facts_observed_at };
     });
   return {
     listOfPerson: (personId: string) => all(q.byPerson.all(personId)),
@@ -101,7 +109,8 @@ export function createTrackedContactsRepo(db: Db) {
     /** The person a contact is matched to (people.seq as text), null when none. */
     personOf: (contactId: string): string | null => q.personOf.get(contactId) ?? null,
     listUnmatchedByKeys: (nameKey: string, companyKey: string) => all(q.unmatchedByKeys.all(nameKey, companyKey)),
-    markMatched: (contactId: string, to: MatchTo, now: number): void => void q.match.run(to.personId, to.by, now, contactId),
+    /** Matches a contact whose facts are the person's already: observed at `factsObservedAt` (their time). */
+    markMatched: (contactId: string, to: MatchTo, factsObservedAt: number, now: number): void => void q.match.run(to.personId, to.by, factsObservedAt, now, contactId),
     /** The contacts matched to one person follow another, into whom that one was merged (matched as they were). */
     movePerson: (fromId: string, toId: string, now: number): void => void q.movePerson.run(toId, now, fromId),
     /**

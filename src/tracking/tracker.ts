@@ -265,7 +265,10 @@ export function createTracker(d: TrackerDeps) {
     // back (SPEC §5: lastJobChangedAt is never before the import; change times only move forward)
     const now = Math.max(d.clock.now(), c.createdAt, c.lastJobChangedAt ?? 0, c.lastInfoChangedAt ?? 0);
     const changes: Omit<Change, 'seq'>[] = [];
+    // what the contact shows is the person's as of their observation (a time ahead: a day ago)
+    const factsObservedAt = knownTime(personTime(p), d.clock.now()).ms;
     const next: TrackedFields = {
+      factsObservedAt,
       company: c.company,
       companyKey: c.companyKey ?? companyKey(c.company),
       title: c.title,
@@ -316,7 +319,7 @@ export function createTracker(d: TrackerDeps) {
       counts.infoChanges++;
     }
     if (!changes.length && !filledIn) {
-      if (newMatch) d.contacts.markMatched(c.id, { personId: p.id, by: newMatch }, now);
+      if (newMatch) d.contacts.markMatched(c.id, { personId: p.id, by: newMatch }, factsObservedAt, now);
       return;
     }
     next.titleLevel = titleLevel(next.title ?? undefined) ?? null;
@@ -328,10 +331,21 @@ export function createTracker(d: TrackerDeps) {
     delete (updated as TrackedContact).nameKey;
     delete (updated as TrackedContact).companyKey;
     delete (updated as TrackedContact).matchedBy;
+    delete (updated as TrackedContact).factsObservedAt;
     for (const ch of changes) {
       const seq = d.changes.insertChange(ch);
       for (const l of d.listeners) l({ ...ch, seq }, updated);
     }
+  }
+
+  /**
+   * Whether a person's facts are older than those a contact shows (its factsObservedAt, compared
+   * in whole milliseconds, each time ahead of the clock taken as a day ago): matching it to them
+   * would roll it back (SPEC §5; testers' cases). A contact that never took facts may take anyone's.
+   */
+  function olderThanShown(c: TrackedContact, q: Person, now: number): boolean {
+    if (c.factsObservedAt === null || c.factsObservedAt === undefined) return false;
+    return knownTime(personTime(q), now).ms < knownTime({ ms: c.factsObservedAt, nsBefore: 0 }, now).ms;
   }
 
   /** Whether feeds other than `run`'s may have left records observed on `day` (FeedRun.daysOfOthers). */
@@ -536,6 +550,7 @@ export function createTracker(d: TrackerDeps) {
       const left = d.people.keyHolders(k.nameKey, k.companyKey);
       if (left.length === 1) {
         for (const c of unmatchedByKeys(k.nameKey, k.companyKey)) {
+          if (olderThanShown(c, left[0]!, now)) continue;
           counts.contactsMatched++;
           reconcile(c, left[0]!, counts, 'name');
         }
@@ -547,6 +562,8 @@ export function createTracker(d: TrackerDeps) {
       for (const c of contacts) {
         if (seen.has(c.id)) continue;
         seen.add(c.id);
+        // not to facts older than the contact shows: it waits for a record of this person as recent
+        if (olderThanShown(c, p, now)) continue;
         // matched for the first time (or again after being left unmatched); one matched to another person moves: its changes count
         if (!c.isVerified) counts.contactsMatched++;
         reconcile(c, p, counts, by);
@@ -648,7 +665,7 @@ export function createTracker(d: TrackerDeps) {
     if (before && (before.nameKey !== p.nameKey || before.companyKey !== p.companyKey) && nameK === before.nameKey && companyKeys.includes(before.companyKey) && d.people.countByKeys(before.nameKey, before.companyKey) === 0) candidates.push(p);
     for (const k of companyKeys) candidates.push(d.people.findByKeys(nameK, k));
     const now = d.clock.now();
-    const eligible = candidates.filter((q): q is Person => q !== undefined && comparePeople(q, from, now) >= 0);
+    const eligible = candidates.filter((q): q is Person => q !== undefined && comparePeople(q, from, now) >= 0 && !olderThanShown(c, q, now));
     // one who has the contact's address first (a tester's case: a namesake without it at the import
     // company took the contact from the person it followed, who has it)
     const key = c.email === null ? undefined : emailKey(c.email);
