@@ -1780,6 +1780,32 @@ T('a contact a namesake left unmatched is not matched later to a person observed
   assert.equal(await state('lou'), [true, 'Vought', 'Senior Analyst']);
 });
 
+T('a contact waiting for a record of its one person as recent follows them when it comes: with their move away from its name + company, or a record without observedAt', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'waiting contacts', [
+    { name: 'Gus Wait', company: 'Acme', referenceId: 'gus' },
+    { name: 'Lu Wait', company: 'Acme', referenceId: 'lu' },
+  ]);
+  for (const who of ['gus', 'lu']) {
+    const name = who === 'gus' ? 'Gus Wait' : 'Lu Wait';
+    await feed(t, w.root, ndjson({ linkedin: `linkedin.com/in/${who}-wait-1`, name, company: 'Acme', title: 'Eng', observedAt: '2026-10-20' }));
+    await feed(t, w.root, ndjson({ linkedin: `linkedin.com/in/${who}-wait-2`, name, company: 'Acme', title: 'Sales', observedAt: '2026-10-10' }));
+    // the one it followed moves on; the one left was observed before: the contact waits
+    await feed(t, w.root, ndjson({ linkedin: `linkedin.com/in/${who}-wait-1`, name, company: 'Hooli', title: 'CTO', observedAt: '2026-10-25' }));
+    const c = await contact(t, w, path, who);
+    assert.equal([c.isVerified, c.company, c.title], [false, 'Acme', 'Eng'], who);
+  }
+  // Gus's one person moves on, in a later record: he follows, with the job change
+  const gus = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/gus-wait-2', name: 'Gus Wait', company: 'Globex', title: 'Sales', observedAt: '2026-10-30' }));
+  assert.equal([gus.contactsMatched, gus.jobChanges], [1, 1], JSON.stringify(gus));
+  const g = await contact(t, w, path, 'gus');
+  assert.equal([g.isVerified, g.company, g.title], [true, 'Globex', 'Sales']);
+  // Lu's says what is known, without observedAt: observed now, as recent as it gets
+  const lu = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/lu-wait-2', name: 'Lu Wait', company: 'Acme', title: 'Sales' }));
+  assert.equal([lu.unchanged, lu.contactsMatched, lu.infoChanges], [1, 1, 1], JSON.stringify(lu));
+  const l = await contact(t, w, path, 'lu');
+  assert.equal([l.isVerified, l.company, l.title], [true, 'Acme', 'Sales']);
+});
+
 T('a person a record moves from keys only they had does not take a contact that followed someone observed later', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'moved keys', [{ name: 'Tara Vance', company: 'OldCo', title: 'Engineer', email: 'tara.vance@mail.test', referenceId: 'tara' }]);
   await feed(t, w.root, ndjson({ personId: 'tva-x1', name: 'Tara Vance', company: 'OldCo', title: 'Engineer', observedAt: '2026-10-01' }));

@@ -102,6 +102,15 @@ function joinedLater(kept: Person, later: Person, now: number): Omit<Person, 'se
  */
 const isAhead = (ms: number, now: number): boolean => ms > now + OBSERVED_AT_SKEW_MS;
 const knownTime = (t: ExactTime, now: number): ExactTime => (isAhead(t.ms, now) ? { ms: now - OBSERVED_AT_SKEW_MS, nsBefore: null } : t);
+/**
+ * How recently a person's facts are known: their observation (knownTime), or `asOf` when later —
+ * the time of a record applied to them just now, which says what they are then also when it
+ * changed nothing and left their time as it was (a record without observedAt: now).
+ */
+const knownAsOf = (p: Person, now: number, asOf?: ExactTime): ExactTime => {
+  const t = knownTime(personTime(p), now);
+  return asOf !== undefined && compareExactTimes(asOf, t) > 0 ? asOf : t;
+};
 /** Two people's observations compared as records are with them (knownTime): < 0 `a` earlier, 0 the same time, > 0 later. */
 const comparePeople = (a: Person, b: Person, now: number): number => compareExactTimes(knownTime(personTime(a), now), knownTime(personTime(b), now));
 
@@ -343,9 +352,9 @@ export function createTracker(d: TrackerDeps) {
    * in whole milliseconds, each time ahead of the clock taken as a day ago): matching it to them
    * would roll it back (SPEC §5; testers' cases). A contact that never took facts may take anyone's.
    */
-  function olderThanShown(c: TrackedContact, q: Person, now: number): boolean {
+  function olderThanShown(c: TrackedContact, q: Person, now: number, asOf?: ExactTime): boolean {
     if (c.factsObservedAt === null || c.factsObservedAt === undefined) return false;
-    return knownTime(personTime(q), now).ms < knownTime({ ms: c.factsObservedAt, nsBefore: 0 }, now).ms;
+    return knownAsOf(q, now, asOf).ms < knownTime({ ms: c.factsObservedAt, nsBefore: 0 }, now).ms;
   }
 
   /** Whether feeds other than `run`'s may have left records observed on `day` (FeedRun.daysOfOthers). */
@@ -494,13 +503,15 @@ export function createTracker(d: TrackerDeps) {
     // Not a contact matched by name + company to a person observed later than this one: it would
     // take this one's older facts (SPEC §5: no rollback; a tester's case: an old record with her
     // address sent her contact back to her old company); it moves at this person's next record.
+    // (what this record says of the person holds as of its time: one without observedAt, now)
+    const asOf = older ? undefined : recordTime(record, now);
     // Unless this person is now a namesake of that one: the contact could be either, and the address
     // decides (below: the namesake rule would leave it following nobody, as a reviewer found).
     const followsLater = (c: TrackedContact) => {
       if (c.matchedBy !== 'name') return false;
       const seq = d.contacts.personOf(c.id);
       const other = seq === null ? undefined : d.people.findBySeq(Number(seq));
-      return other !== undefined && !(other.nameKey === p.nameKey && other.companyKey === p.companyKey) && comparePeople(other, p, now) > 0;
+      return other !== undefined && !(other.nameKey === p.nameKey && other.companyKey === p.companyKey) && compareExactTimes(knownTime(personTime(other), now), knownAsOf(p, now, asOf)) > 0;
     };
     const byEmail =
       p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id).filter((c) => namesFit(contactNameKey(c), p.nameKey) && !followsLater(c)) : [];
@@ -548,12 +559,14 @@ export function createTracker(d: TrackerDeps) {
     for (const k of keysLeft) {
       if (k.nameKey === p.nameKey && k.companyKey === p.companyKey) continue;
       const left = d.people.keyHolders(k.nameKey, k.companyKey);
-      if (left.length === 1) {
-        for (const c of unmatchedByKeys(k.nameKey, k.companyKey)) {
-          if (olderThanShown(c, left[0]!, now)) continue;
-          counts.contactsMatched++;
-          reconcile(c, left[0]!, counts, 'name');
-        }
+      // nobody left with the keys this person had alone: the contacts waiting for a record of them
+      // as recent (olderThanShown) are theirs, with the job change (a tester's case: it was lost)
+      const to = left.length === 1 ? left[0]! : left.length === 0 && k === existing ? p : undefined;
+      if (!to) continue;
+      for (const c of unmatchedByKeys(k.nameKey, k.companyKey)) {
+        if (olderThanShown(c, to, now, to === p ? asOf : undefined)) continue;
+        counts.contactsMatched++;
+        reconcile(c, to, counts, 'name');
       }
     }
     for (const c of known) reconcile(c, p, counts);
@@ -563,7 +576,7 @@ export function createTracker(d: TrackerDeps) {
         if (seen.has(c.id)) continue;
         seen.add(c.id);
         // not to facts older than the contact shows: it waits for a record of this person as recent
-        if (olderThanShown(c, p, now)) continue;
+        if (olderThanShown(c, p, now, asOf)) continue;
         // matched for the first time (or again after being left unmatched); one matched to another person moves: its changes count
         if (!c.isVerified) counts.contactsMatched++;
         reconcile(c, p, counts, by);
