@@ -1804,6 +1804,16 @@ T('a contact waiting for a record of its one person as recent follows them when 
   assert.equal([lu.unchanged, lu.contactsMatched, lu.infoChanges], [1, 1, 1], JSON.stringify(lu));
   const l = await contact(t, w, path, 'lu');
   assert.equal([l.isVerified, l.company, l.title], [true, 'Acme', 'Sales']);
+
+  // a namesake forgotten (an erasure request) leaves the contact unmatched; the one left moving on takes it along
+  const kay = await ledgerWith(t, w, 'namesake forgotten', [{ name: 'Kay Wait', company: 'Acme', referenceId: 'kay' }]);
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kay-wait-1', name: 'Kay Wait', company: 'Acme', observedAt: '2026-10-20' }));
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kay-wait-2', name: 'Kay Wait', company: 'Acme', observedAt: '2026-10-22' }));
+  assert.equal((await t.call('DELETE', `${LEDGER}/people?linkedin=${encodeURIComponent('https://www.linkedin.com/in/kay-wait-2')}`, { token: w.root })).body, { peopleForgotten: 1, contactsUnmatched: 0 });
+  assert.is((await contact(t, w, kay.path, 'kay')).isVerified, false);
+  const moved = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/kay-wait-1', name: 'Kay Wait', company: 'Hooli', observedAt: '2026-10-30' }));
+  assert.equal([moved.contactsMatched, moved.jobChanges], [1, 1], JSON.stringify(moved));
+  assert.is((await contact(t, w, kay.path, 'kay')).company, 'Hooli');
 });
 
 T('a person a record moves from keys only they had does not take a contact that followed someone observed later', async ({ t, w }) => {
