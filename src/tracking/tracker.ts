@@ -500,11 +500,11 @@ export function createTracker(d: TrackerDeps) {
     // contacts whose name fits theirs (emailPerson); a contact matched by name + company to someone else
     // moves to this person, as its import would have matched it. Looked up before a namesake unmatches
     // such a contact below: its own address says which of the two it is.
+    // What this record says of the person holds as of its time (one without observedAt: now).
+    const asOf = older ? undefined : recordTime(record, now);
     // Not a contact matched by name + company to a person observed later than this one: it would
     // take this one's older facts (SPEC §5: no rollback; a tester's case: an old record with her
     // address sent her contact back to her old company); it moves at this person's next record.
-    // (what this record says of the person holds as of its time: one without observedAt, now)
-    const asOf = older ? undefined : recordTime(record, now);
     // Unless this person is now a namesake of that one: the contact could be either, and the address
     // decides (below: the namesake rule would leave it following nobody, as a reviewer found).
     const followsLater = (c: TrackedContact) => {
