@@ -1816,6 +1816,39 @@ T('a contact waiting for a record of its one person as recent follows them when 
   assert.is((await contact(t, w, kay.path, 'kay')).company, 'Hooli');
 });
 
+T('what a waiting contact shows is as late as its person was observed when it was unmatched; the one merged away hands its waiting contacts on; a fill-in row is no record as recent', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'waiting, reviewed', [
+    { name: 'Ann Stamp', company: 'Acme', referenceId: 'ann' },
+    { name: 'Tia Twinning', company: 'Acme', referenceId: 'tia' },
+    { name: 'Lu Fill', company: 'Acme', referenceId: 'lu' },
+  ]);
+  const state = async (ref: string) => { const c = await contact(t, w, path, ref); return [c.isVerified, c.company, c.title]; };
+  // Ann: her person seen again on the 28th without a change to the contact, then a namesake of the 25th
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/ann-stamp-1', name: 'Ann Stamp', company: 'Acme', title: 'CTO', observedAt: '2026-10-20' }));
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/ann-stamp-1', name: 'Ann Stamp', company: 'Acme', title: 'CTO', observedAt: '2026-10-28' }));
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/ann-stamp-2', name: 'Ann Stamp', company: 'Acme', title: 'Intern', observedAt: '2026-10-25' }));
+  const annMoves = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/ann-stamp-1', name: 'Ann Stamp', company: 'Hooli', title: 'CTO', observedAt: '2026-10-30' }));
+  assert.equal([annMoves.contactsMatched, annMoves.infoChanges], [0, 0], JSON.stringify(annMoves));
+  assert.equal(await state('ann'), [false, 'Acme', 'CTO'], 'she waits: the 25th is before the 28th');
+  // Tia: the one left with her keys, known by an address, is merged into a LinkedIn-known person
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/tia-twinning-n', name: 'Tia Twinning', company: 'Acme', title: 'CTO', observedAt: '2026-10-20' }));
+  await feed(t, w.root, ndjson({ email: 'tia@twinning.test', name: 'Tia Twinning', company: 'Acme', title: 'Intern', observedAt: '2026-10-05' }));
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/tia-twinning-n', name: 'Tia Twinning', company: 'Hooli', title: 'CTO', observedAt: '2026-10-25' }));
+  assert.equal(await state('tia'), [false, 'Acme', 'CTO']);
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/tia-twinning-p', name: 'Tia Twinning', company: 'Initech', title: 'VP', observedAt: '2026-10-30' }));
+  const merged = await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/tia-twinning-p', email: 'tia@twinning.test', name: 'Tia Twinning', company: 'Initech', title: 'VP', observedAt: '2026-10-31' }));
+  assert.equal([merged.contactsMatched, merged.jobChanges], [1, 1], JSON.stringify(merged));
+  assert.equal(await state('tia'), [true, 'Initech', 'VP']);
+  // Lu: a replay of the 10th's record and a second-job row without observedAt that fills in a location
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/lu-fill-1', name: 'Lu Fill', company: 'Acme', title: 'Eng', observedAt: '2026-10-20' }));
+  const tenth = { linkedin: 'linkedin.com/in/lu-fill-2', name: 'Lu Fill', company: 'Acme', title: 'Sales', observedAt: '2026-10-10' };
+  await feed(t, w.root, ndjson(tenth));
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/lu-fill-1', name: 'Lu Fill', company: 'Hooli', title: 'CTO', observedAt: '2026-10-25' }));
+  const filled = await feed(t, w.root, ndjson(tenth, { linkedin: 'linkedin.com/in/lu-fill-2', name: 'Lu Fill', company: 'SideGig', title: 'Advisor', location: 'Paris' }));
+  assert.equal([filled.contactsMatched, filled.infoChanges], [0, 0], JSON.stringify(filled));
+  assert.equal(await state('lu'), [false, 'Acme', 'Eng']);
+});
+
 T('a person a record moves from keys only they had does not take a contact that followed someone observed later', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'moved keys', [{ name: 'Tara Vance', company: 'OldCo', title: 'Engineer', email: 'tara.vance@mail.test', referenceId: 'tara' }]);
   await feed(t, w.root, ndjson({ personId: 'tva-x1', name: 'Tara Vance', company: 'OldCo', title: 'Engineer', observedAt: '2026-10-01' }));

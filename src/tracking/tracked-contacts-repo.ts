@@ -56,6 +56,14 @@ const SET_TRACKED = `company = @company, company_key = @companyKey, title = @tit
 const LIVE = 'NOT EXISTS (SELECT 1 FROM ledgers l WHERE l.id = c.ledger_id AND l.deleted_at IS NOT NULL)';
 
 /**
+ * A contact unmatched from a person (`@personId`) keeps what it shows, observed as late as that
+ * person at least (migration 0045): their time, when later than the one stored — the person may
+ * have been observed again since the contact was last written (a reviewer's case: it then took a
+ * namesake's facts observed in between), and contacts matched before 0045 have none.
+ */
+const FACTS_KEPT = `facts_observed_at = max(coalesce(facts_observed_at, 0), coalesce((SELECT observed_at FROM people WHERE seq = CAST(@personId AS INTEGER)), 0))`;
+
+/**
  * How a contact matched by name + company alone is left when a namesake comes: `ambiguous` when its
  * address may be what a match brought (an e-mail change was ever recorded for it), so the address
  * does not match it again; plainly unmatched (NULL) when the address is the one it was imported
@@ -82,16 +90,18 @@ export function createTrackedContactsRepo(db: Db) {
     unmatchedByKeys: db.raw.prepare<[string, string], ContactRow>(
       `SELECT * FROM contacts c WHERE c.name_key = ? AND c.company_key = ? AND c.person_id IS NULL AND c.linkedin IS NULL AND ${LIVE}`,
     ),
-    unmatchByKeys: db.raw.prepare<[number, string]>(
-      `UPDATE contacts SET person_id = NULL, matched_by = ${unmatchedBy('contacts')}, is_verified = 0, updated_at = ? WHERE person_id = ? AND matched_by = 'name'`,
+    unmatchByKeys: db.raw.prepare<{ now: number; personId: string }>(
+      `UPDATE contacts SET person_id = NULL, matched_by = ${unmatchedBy('contacts')}, is_verified = 0, ${FACTS_KEPT}, updated_at = @now WHERE person_id = @personId AND matched_by = 'name'`,
     ),
-    unmatchByEmail: db.raw.prepare<[number, string, string], ContactRow>(
-      `UPDATE contacts AS c SET person_id = NULL, matched_by = ${unmatchedBy('c')}, is_verified = 0, updated_at = ?
-       WHERE c.person_id = ? AND c.matched_by = 'email' AND ${emailKeyIs('?', 'c.')} AND ${LIVE} RETURNING *`,
+    unmatchByEmail: db.raw.prepare<{ now: number; personId: string; emailKey: string }, ContactRow>(
+      `UPDATE contacts AS c SET person_id = NULL, matched_by = ${unmatchedBy('c')}, is_verified = 0, ${FACTS_KEPT}, updated_at = @now
+       WHERE c.person_id = @personId AND c.matched_by = 'email' AND ${emailKeyIs('@emailKey', 'c.')} AND ${LIVE} RETURNING *`,
     ),
     match: db.raw.prepare<[string, MatchedBy, number, number, string]>('UPDATE contacts SET person_id = ?, matched_by = ?, is_verified = 1, facts_observed_at = ?, updated_at = ? WHERE id = ?'),
     movePerson: db.raw.prepare<[string, number, string]>('UPDATE contacts SET person_id = ?, updated_at = ? WHERE person_id = ?'),
-    unmatchPerson: db.raw.prepare<[number, string]>(`UPDATE contacts SET person_id = NULL, matched_by = ${unmatchedBy('contacts')}, is_verified = 0, updated_at = ? WHERE person_id = ?`),
+    unmatchPerson: db.raw.prepare<{ now: number; personId: string }>(
+      `UPDATE contacts SET person_id = NULL, matched_by = ${unmatchedBy('contacts')}, is_verified = 0, ${FACTS_KEPT}, updated_at = @now WHERE person_id = @personId`,
+    ),
     countOfPerson: db.raw.prepare<[string], number>('SELECT count(*) FROM contacts c WHERE c.person_id = ?').pluck(),
     update: db.raw.prepare(`UPDATE contacts SET ${SET_TRACKED} WHERE id = @id`),
     matchAndUpdate: db.raw.prepare(`UPDATE contacts SET person_id = @personId, matched_by = @matchedBy, is_verified = 1, ${SET_TRACKED} WHERE id = @id`),
@@ -118,20 +128,20 @@ export function createTrackedContactsRepo(db: Db) {
      * those contacts are unmatched, no longer verified, and matched again only by name + company
      * once exactly one person fits. Returns how many.
      */
-    unmatchByKeys: (personId: string, now: number): number => q.unmatchByKeys.run(now, personId).changes,
+    unmatchByKeys: (personId: string, now: number): number => q.unmatchByKeys.run({ now, personId }).changes,
     /** How many contacts are matched to the person (those of ledgers being deleted too). */
     countOfPerson: (personId: string): number => q.countOfPerson.get(personId)!,
     /**
      * Unmatches every contact of a person the store forgets (people-service.ts): no longer
      * verified, their fields as they are. Returns how many.
      */
-    unmatchPerson: (personId: string, now: number): number => q.unmatchPerson.run(now, personId).changes,
+    unmatchPerson: (personId: string, now: number): number => q.unmatchPerson.run({ now, personId }).changes,
     /**
      * Undoes the person's matches made by this address (another person has it too now: e-mail
      * matches "when exactly one person has it"), as unmatchByKeys does for namesakes. Returns the
      * contacts unmatched, as they are now.
      */
-    unmatchByEmail: (personId: string, email: string, now: number): TrackedContact[] => all(q.unmatchByEmail.all(now, personId, emailKey(email))),
+    unmatchByEmail: (personId: string, email: string, now: number): TrackedContact[] => all(q.unmatchByEmail.all({ now, personId, emailKey: emailKey(email) })),
     /** Stores the tracked fields; with `matchTo`, also matches the contact to that person (one statement instead of two). */
     updateTracked: (contactId: string, f: TrackedFields, now: number, matchTo?: MatchTo): void => {
       const params = { ...f, emailKey: storedEmailKey(f.email), hasMultipleJobs: f.hasMultipleJobs === null ? null : f.hasMultipleJobs ? 1 : 0, updatedAt: now, id: contactId };

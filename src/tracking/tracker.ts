@@ -265,17 +265,19 @@ export function createTracker(d: TrackerDeps) {
   /**
    * Brings a contact up to the person's state; records and announces the changes. A contact the
    * person was just found for (`newMatch`: by which key) is matched to it (isVerified) in the same
-   * update — for the first time, or moving from another person.
+   * update — for the first time, or moving from another person. `asOf`: the time of the record
+   * applied to the person just now, when later than theirs (knownAsOf).
    */
-  function reconcile(found: TrackedContact, p: Person, counts: TrackingCounts, newMatch?: MatchedBy): void {
+  function reconcile(found: TrackedContact, p: Person, counts: TrackingCounts, newMatch?: MatchedBy, asOf?: ExactTime): void {
     const firstMatch = newMatch !== undefined && !found.isVerified;
     const c = newMatch ? { ...found, isVerified: true } : found;
     // never dated before the contact's import or its last change, even when the wall clock stepped
     // back (SPEC §5: lastJobChangedAt is never before the import; change times only move forward)
     const now = Math.max(d.clock.now(), c.createdAt, c.lastJobChangedAt ?? 0, c.lastInfoChangedAt ?? 0);
     const changes: Omit<Change, 'seq'>[] = [];
-    // what the contact shows is the person's as of their observation (a time ahead: a day ago)
-    const factsObservedAt = knownTime(personTime(p), d.clock.now()).ms;
+    // what the contact shows is the person's as of their observation (a time ahead: a day ago), or
+    // of the record applied to them just now (`asOf`: knownAsOf)
+    const factsObservedAt = knownAsOf(p, d.clock.now(), asOf).ms;
     const next: TrackedFields = {
       factsObservedAt,
       company: c.company,
@@ -501,7 +503,8 @@ export function createTracker(d: TrackerDeps) {
     // moves to this person, as its import would have matched it. Looked up before a namesake unmatches
     // such a contact below: its own address says which of the two it is.
     // What this record says of the person holds as of its time (one without observedAt: now).
-    const asOf = older ? undefined : recordTime(record, now);
+    // Not for what an older record or a fill-in (fillIn: the first listing's time) applies.
+    const asOf = older || r !== record ? undefined : recordTime(record, now);
     // Not a contact matched by name + company to a person observed later than this one: it would
     // take this one's older facts (SPEC §5: no rollback; a tester's case: an old record with her
     // address sent her contact back to her old company); it moves at this person's next record.
@@ -561,12 +564,13 @@ export function createTracker(d: TrackerDeps) {
       const left = d.people.keyHolders(k.nameKey, k.companyKey);
       // nobody left with the keys this person had alone: the contacts waiting for a record of them
       // as recent (olderThanShown) are theirs, with the job change (a tester's case: it was lost)
-      const to = left.length === 1 ? left[0]! : left.length === 0 && k === existing ? p : undefined;
+      // (the keys were this person's or the one merged into them: both are `p` now, a reviewer's case)
+      const to = left.length === 1 ? left[0]! : left.length === 0 ? p : undefined;
       if (!to) continue;
       for (const c of unmatchedByKeys(k.nameKey, k.companyKey)) {
         if (olderThanShown(c, to, now, to === p ? asOf : undefined)) continue;
         counts.contactsMatched++;
-        reconcile(c, to, counts, 'name');
+        reconcile(c, to, counts, 'name', to === p ? asOf : undefined);
       }
     }
     for (const c of known) reconcile(c, p, counts);
@@ -579,7 +583,7 @@ export function createTracker(d: TrackerDeps) {
         if (olderThanShown(c, p, now, asOf)) continue;
         // matched for the first time (or again after being left unmatched); one matched to another person moves: its changes count
         if (!c.isVerified) counts.contactsMatched++;
-        reconcile(c, p, counts, by);
+        reconcile(c, p, counts, by, asOf);
       }
     }
     // an older record is no listing of the person (tracking.md)
