@@ -80,7 +80,7 @@ export function createTrackedContactsRepo(db: Db) {
     // Unmatched (not as ambiguous: its address may be the one its first match brought), or matched
     // by name + company alone to another person — the e-mail comes first (SPEC §5), unless the
     // address is that person's too (then it may be what that match brought).
-    personOf: db.raw.prepare<[string], string | null>('SELECT person_id FROM contacts WHERE id = ?').pluck(),
+    matchOf: db.raw.prepare<[string], { person_id: string | null; facts_observed_at: number | null }>('SELECT person_id, facts_observed_at FROM contacts WHERE id = ?'),
     matchableByEmail: db.raw.prepare<{ emailKey: string; personId: string }, ContactRow>(
       `SELECT * FROM contacts c WHERE ${emailKeyIs('@emailKey', 'c.')} AND c.linkedin IS NULL AND (
          (c.person_id IS NULL AND c.matched_by IS NOT 'ambiguous')
@@ -116,8 +116,11 @@ export function createTrackedContactsRepo(db: Db) {
     listUnmatchedByLinkedin: (linkedin: string) => all(q.unmatchedByLinkedin.all(linkedin)),
     /** Contacts the person with this address may take by it: unmatched, or matched to another person by name + company alone. */
     listMatchableByEmail: (email: string, personId: string) => all(q.matchableByEmail.all({ emailKey: emailKey(email), personId })),
-    /** The person a contact is matched to (people.seq as text), null when none. */
-    personOf: (contactId: string): string | null => q.personOf.get(contactId) ?? null,
+    /** A contact's match as stored now: its person (people.seq as text) and when its facts were observed (nulls when none). */
+    matchOf: (contactId: string): { personId: string | null; factsObservedAt: number | null } => {
+      const r = q.matchOf.get(contactId);
+      return { personId: r?.person_id ?? null, factsObservedAt: r?.facts_observed_at ?? null };
+    },
     listUnmatchedByKeys: (nameKey: string, companyKey: string) => all(q.unmatchedByKeys.all(nameKey, companyKey)),
     /** Matches a contact whose facts are the person's already: observed at `factsObservedAt` (their time). */
     markMatched: (contactId: string, to: MatchTo, factsObservedAt: number, now: number): void => void q.match.run(to.personId, to.by, factsObservedAt, now, contactId),

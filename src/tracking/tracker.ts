@@ -355,8 +355,19 @@ export function createTracker(d: TrackerDeps) {
    * would roll it back (SPEC §5; testers' cases). A contact that never took facts may take anyone's.
    */
   function olderThanShown(c: TrackedContact, q: Person, now: number, asOf?: ExactTime): boolean {
-    if (c.factsObservedAt === null || c.factsObservedAt === undefined) return false;
-    return knownAsOf(q, now, asOf).ms < knownTime({ ms: c.factsObservedAt, nsBefore: 0 }, now).ms;
+    let shown = c.factsObservedAt ?? null;
+    // Matched by name + company to another person when it was listed (a move by its address): as
+    // stored now — a namesake may have unmatched it since, raising its time — and as late as that
+    // person, observed again maybe without a change to the contact (a tester's case: an old record
+    // with her address moved her back to her old company).
+    if (c.matchedBy === 'name') {
+      const stored = d.contacts.matchOf(c.id);
+      shown = stored.factsObservedAt;
+      const other = stored.personId === null || stored.personId === q.id ? undefined : d.people.findBySeq(Number(stored.personId));
+      if (other) shown = Math.max(shown ?? 0, knownTime(personTime(other), now).ms);
+    }
+    if (shown === null) return false;
+    return knownAsOf(q, now, asOf).ms < knownTime({ ms: shown, nsBefore: 0 }, now).ms;
   }
 
   /** Whether feeds other than `run`'s may have left records observed on `day` (FeedRun.daysOfOthers). */
@@ -505,19 +516,8 @@ export function createTracker(d: TrackerDeps) {
     // What this record says of the person holds as of its time (one without observedAt: now).
     // Not for what an older record or a fill-in (fillIn: the first listing's time) applies.
     const asOf = older || r !== record ? undefined : recordTime(record, now);
-    // Not a contact matched by name + company to a person observed later than this one: it would
-    // take this one's older facts (SPEC §5: no rollback; a tester's case: an old record with her
-    // address sent her contact back to her old company); it moves at this person's next record.
-    // Unless this person is now a namesake of that one: the contact could be either, and the address
-    // decides (below: the namesake rule would leave it following nobody, as a reviewer found).
-    const followsLater = (c: TrackedContact) => {
-      if (c.matchedBy !== 'name') return false;
-      const seq = d.contacts.personOf(c.id);
-      const other = seq === null ? undefined : d.people.findBySeq(Number(seq));
-      return other !== undefined && !(other.nameKey === p.nameKey && other.companyKey === p.companyKey) && compareExactTimes(knownTime(personTime(other), now), knownAsOf(p, now, asOf)) > 0;
-    };
-    const byEmail =
-      p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id).filter((c) => namesFit(contactNameKey(c), p.nameKey) && !followsLater(c)) : [];
+    // (one observed before what such a contact shows is passed over below: olderThanShown)
+    const byEmail = p.email && d.people.findByEmail(p.email)?.seq === p.seq ? d.contacts.listMatchableByEmail(p.email, p.id).filter((c) => namesFit(contactNameKey(c), p.nameKey)) : [];
 
     // A second person with these name + company keys: the contacts matched by them alone to the
     // other one could be either person now ("when exactly one person fits"), so they are unmatched.
@@ -541,7 +541,7 @@ export function createTracker(d: TrackerDeps) {
     if (p.email && !(existing?.email && emailKey(existing.email) === emailKey(p.email))) {
       // a new person's were looked up by findPerson, before it was stored (no second look-up a record)
       const others = !existing && looked.emailHolders ? looked.emailHolders : d.people.othersWithEmail(p);
-      if (others.length === 1) for (const c of d.contacts.unmatchByEmail(others[0]!.id, p.email, now)) rematch(c, others[0]!, existing, p, counts);
+      if (others.length === 1) for (const c of d.contacts.unmatchByEmail(others[0]!.id, p.email, now)) rematch(c, existing, p, counts);
     }
     const known = existing ? d.contacts.listOfPerson(p.id) : [];
     const fresh: [TrackedContact[], MatchedBy][] = [];
@@ -663,26 +663,26 @@ export function createTracker(d: TrackerDeps) {
   }
 
   /**
-   * A contact just unmatched from the person who had its address alone (`from`; the address is
-   * shared now) matched again by name + company, as its import would be: by the company it was
-   * imported with (a wrong match may have changed its company since), else its current one, a
-   * person who has the contact's address before one who has not — but
-   * never to a person observed before `from`, whose facts the contact shows: that would roll it
-   * back (SPEC §5; a tester's case: an old record of the address's owner under another personId
-   * sent the contact back to the company she had left). Nobody else fitting, it stays unmatched
-   * and keeps what it has. The person the record is about (`p`), when the record moved them from
+   * A contact just unmatched from the person who had its address alone (the address is shared
+   * now) matched again by name + company, as its import would be: by the company it was imported
+   * with (a wrong match may have changed its company since), else its current one, a person who
+   * has the contact's address before one who has not — but never to a person observed before the
+   * facts the contact shows, as late as the one it was unmatched from (olderThanShown): that would
+   * roll it back (SPEC §5; a tester's case: an old record of the address's owner under another
+   * personId sent the contact back to the company she had left). Nobody else fitting, it stays
+   * unmatched and keeps what it has. The person the record is about (`p`), when the record moved them from
    * keys only they had (`before`), takes the contacts that fit those keys — its job change
    * included, which the new keys would not find. Not counted as matched: it was matched before,
    * and a move to another person counts under the changes it brings (tracking.md).
    */
-  function rematch(c: TrackedContact, from: Person, before: Person | undefined, p: Person, counts: TrackingCounts): void {
+  function rematch(c: TrackedContact, before: Person | undefined, p: Person, counts: TrackingCounts): void {
     const nameK = nameKey(c.name);
     const companyKeys = [...new Set([companyKey(c.importCompany), c.companyKey ?? companyKey(c.company)])];
     const candidates: (Person | undefined)[] = [];
     if (before && (before.nameKey !== p.nameKey || before.companyKey !== p.companyKey) && nameK === before.nameKey && companyKeys.includes(before.companyKey) && d.people.countByKeys(before.nameKey, before.companyKey) === 0) candidates.push(p);
     for (const k of companyKeys) candidates.push(d.people.findByKeys(nameK, k));
     const now = d.clock.now();
-    const eligible = candidates.filter((q): q is Person => q !== undefined && comparePeople(q, from, now) >= 0 && !olderThanShown(c, q, now));
+    const eligible = candidates.filter((q): q is Person => q !== undefined && !olderThanShown(c, q, now));
     // one who has the contact's address first (a tester's case: a namesake without it at the import
     // company took the contact from the person it followed, who has it)
     const key = c.email === null ? undefined : emailKey(c.email);
