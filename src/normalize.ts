@@ -146,6 +146,9 @@ function undeliverable(email: string): string | undefined {
     domainChars += ascii.length + 1;
   }
   if (domainChars > MAX_DOMAIN_CHARS) return ` (its domain is longer than ${MAX_DOMAIN_CHARS} characters)`;
+  // RFC 3696 §2: a top-level domain is never all digits; `ann@1.2.3.4` is an IP address, which
+  // mail writes in brackets (an address literal, refused with the shape above)
+  if (/^[0-9]+$/.test(email.slice(email.lastIndexOf('.') + 1))) return ' (its domain ends in a number: an IP address is not a domain)';
   return undefined;
 }
 

@@ -80,6 +80,12 @@ N('e-mail shapes', () => {
     assert.is(emailProblem(bad), `email "${bad}" is not an e-mail address (${why})`, bad);
     assert.is(emailProblem(bad, 'email', true), undefined, 'still looked for');
   }
+  // an IP address is no domain (RFC 3696 §2: a top-level domain is never all digits); digits elsewhere are
+  for (const bad of ['ann@1.2.3.4', 'ann@acme.123']) {
+    assert.is(emailProblem(bad), `email "${bad}" is not an e-mail address (its domain ends in a number: an IP address is not a domain)`, bad);
+    assert.is(emailProblem(bad, 'email', true), undefined, `${bad} (lookup)`);
+  }
+  for (const ok of ['ann@123.test', 'ann@1.2.3.x4', 'ann@acme.xn--p1ai']) assert.is(emailProblem(ok), undefined, ok);
   // placeholders for an unknown employer, as written and in compatibility forms; names are not checked for words
   for (const company of ['-', '—', '...', '\u3164', 'N/A', 'n.a.', 'ＮＡ', 'N／A', 'tba', 'Not applicable', ' none '])
     assert.ok(placeholderProblem(company, 'company'), JSON.stringify(company));
