@@ -298,7 +298,14 @@ A('a deleted ledger leaves the webhooks that named it; one left naming none is d
   const both = await createHook(t, w, { url: 'https://hooks.example.test/both', events: ['import.completed'], ledgerIds: [gone, kept] });
   const only = await createHook(t, w, { url: 'https://hooks.example.test/only', events: ['import.completed'], ledgerIds: [gone] });
   const every = await createHook(t, w, { url: 'https://hooks.example.test/every', events: ['import.completed'], ledgerIds: null });
+  const off = await createHook(t, w, { url: 'https://hooks.example.test/off', events: ['import.completed'], ledgerIds: [gone] });
+  const turnedOff = await t.call('PATCH', hooks(w, `/${off.id}`), { token: w.tokens.admin, body: { enabled: false } });
+  expectStatus(turnedOff, 200);
   expectStatus(await t.call('DELETE', ledgerPath(w.orgId, gone), { token: w.tokens.admin }), 204);
+  // one an admin had disabled says why it cannot be enabled now, and keeps who disabled it and when (a tester's case)
+  const f = await webhook(t, w, off.id);
+  assert.equal([f.ledgerIds, f.enabled, f.disabledAt], [[], false, turnedOff.body.disabledAt]);
+  assert.is(f.disabledReason, `every ledger it reported on was deleted (the last: ${gone}); before that: ${turnedOff.body.disabledReason}`);
   const [b, o, e] = await Promise.all([both, only, every].map((h) => webhook(t, w, h.id)));
   assert.equal([b.ledgerIds, b.enabled], [[kept], true], 'the other ledger stays');
   assert.equal([o.ledgerIds, o.enabled], [[], false], 'naming no ledger, it is disabled (not widened to every ledger)');

@@ -192,7 +192,7 @@ export function createWebhookService(d: {
      * A ledger of the organization is being deleted (inside that transaction, ledger-service.ts):
      * the webhooks naming it stop naming it, so that its id is not kept (a PATCH sending the list
      * back was refused for naming a deleted ledger). One left naming no ledger is disabled, saying
-     * why: enabled it would hear nothing, and null (every ledger) would widen what it hears. The
+     * why (one disabled already says it too, before its earlier reason): enabled it would hear nothing, and null (every ledger) would widen what it hears. The
      * outbox is not refreshed: a webhook fewer enabled leaves its "any enabled" at a stale true,
      * which costs a query, never an event.
      */
@@ -200,7 +200,11 @@ export function createWebhookService(d: {
       const now = d.clock.now();
       for (const w of d.repo.listWebhooksNamingLedger(orgId, ledgerId)) {
         const next: Webhook = { ...w, ledgerIds: w.ledgerIds!.filter((id) => id !== ledgerId), updatedAt: now };
-        if (next.ledgerIds!.length === 0 && w.enabled) Object.assign(next, { enabled: false, disabledReason: `every ledger it reported on was deleted (the last: ${ledgerId})`, disabledAt: now });
+        if (next.ledgerIds!.length === 0) {
+          const gone = `every ledger it reported on was deleted (the last: ${ledgerId})`;
+          // one disabled before keeps when, and its reason after this one (enabling it asks for ledgers: a tester's case)
+          Object.assign(next, w.enabled ? { enabled: false, disabledReason: gone, disabledAt: now } : { disabledReason: w.disabledReason ? `${gone}; before that: ${w.disabledReason}` : gone });
+        }
         d.repo.updateWebhook(next);
         recordUpdate(by, w, next, false);
       }
