@@ -1,4 +1,4 @@
-import { domainToASCII } from 'node:url';
+import { domainToASCII, domainToUnicode } from 'node:url';
 /**
  * Canonical forms used for storage and matching (SPEC §4.1, §5). Pure functions, no I/O: they run
  * in the request path, in the import runner and in the CSV worker thread alike, and in migrations
@@ -183,12 +183,25 @@ export function emailKey(email: string): string {
   return `${local}@${folded}`;
 }
 
+/** Full-width and half-width forms (U+FF01–U+FFEE), whose compatibility mapping is their usual form. */
+const WIDTH_FORMS = /[\uff01-\uffee]/g;
+
 /**
  * A user account's e-mail as stored and looked up: trimmed, in Unicode's composed form (NFC) and
  * lower-cased, so that "jörg@…" typed with a precomposed ö (Windows) and with o + a combining
- * diaeresis (macOS) is one account (a tester's case: two accounts that looked the same).
+ * diaeresis (macOS) is one account (a tester's case: two accounts that looked the same). Like a
+ * username of RFC 8265 (PRECIS), full-width letters are their usual ones ("ＡＤＭＩＮ@…" is
+ * "admin@…"), and a domain written in its ASCII form (`xn--exmple-cua.com`) is kept in the
+ * Unicode form people type (`exämple.com`): both were second accounts of one mailbox, one that
+ * looked like another's in member lists (forty-first session, a tester's cases).
  */
-export const accountEmail = (email: string): string => email.trim().normalize('NFC').toLowerCase();
+export function accountEmail(email: string): string {
+  const text = email.trim().replace(WIDTH_FORMS, (c) => c.normalize('NFKC')).normalize('NFC').toLowerCase();
+  const at = text.lastIndexOf('@');
+  if (at < 0 || !text.includes('xn--', at)) return text;
+  const domain = domainToUnicode(text.slice(at + 1));
+  return domain ? `${text.slice(0, at + 1)}${domain.normalize('NFC')}` : text;
+}
 
 /** The e-mail key as stored beside an address: null when it is SQLite's lower() of it (A–Z folded; every address of ASCII letters), which the e-mail indexes take then (migration 0024). */
 export function storedEmailKey(email: string | null): string | null {

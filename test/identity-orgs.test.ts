@@ -403,6 +403,24 @@ U('an e-mail in composed and in decomposed Unicode form is one account: the seco
   for (const email of [composed, decomposed]) expectStatus(await t.call('POST', `${ID}/session`, { body: { email, password: 'long enough pass 1' } }), 200, email);
 });
 
+U('full-width letters and a domain in its ASCII (Punycode) form name the same account: the second is taken, members and sign-in find it', async ({ t, w }) => {
+  // a tester's cases: "ＡＤＭＩＮＡ@…" was a second account that looked like an admin's in member lists
+  const plain = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'wide@example.test', password: 'long enough pass 1' } });
+  expectStatus(plain, 201);
+  const wide = '\uff37\uff29\uff24\uff25@example.test'; // ＷＩＤＥ
+  const second = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: wide, password: 'long enough pass 1' } });
+  expectStatus(second, 409);
+  assert.is(second.body.code, 'email_taken');
+  const member = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: wide, role: 'viewer', password: 'long enough pass 1' } });
+  expectStatus(member, 409, 'an admin cannot make a look-alike member either');
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { email: wide, password: 'long enough pass 1' } }), 200, 'sign-in finds it');
+  const idn = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'm\u00e4x@xn--exmple-cua.test', password: 'long enough pass 1' } });
+  expectStatus(idn, 201);
+  assert.is(idn.body.email, 'm\u00e4x@ex\u00e4mple.test', 'stored in the form people type');
+  expectStatus(await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'M\u00c4X@EX\u00c4MPLE.TEST', password: 'long enough pass 1' } }), 409);
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { email: 'm\u00e4x@XN--EXMPLE-CUA.TEST', password: 'long enough pass 1' } }), 200);
+});
+
 U('an account e-mail with an invisible or control character, or not in an address\'s shape, is refused: it would pass for another account', async ({ t, w }) => {
   const taken = 'member@x.test';
   expectStatus(await t.call('POST', `${ID}/users`, { token: w.root, body: { email: taken, password: 'long enough pass 1' } }), 201);

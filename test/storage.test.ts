@@ -532,6 +532,24 @@ S('migration 0040 brings user e-mails to the composed form (NFC), and leaves the
   ]);
 });
 
+S('migration 0046 brings user e-mails to full-width letters as usual ones and Punycode domains in Unicode, and leaves the second account of an address both forms had', () => {
+  const { raw, apply } = justBefore('0046_');
+  const user = raw.prepare("INSERT INTO users (id, email, name, password_hash, created_at, updated_at) VALUES (?, ?, '', 'x', 1, 1)");
+  user.run('u_1', '\uff41\uff44\uff4d\uff49\uff4e@example.test'); // ａｄｍｉｎ: admin
+  user.run('u_2', 'j\u00f6rg@xn--exmple-cua.test'); // exämple
+  user.run('u_3', 'ann@example.test'); // ASCII: untouched
+  user.run('u_4', 'bob@example.test'); // and …
+  user.run('u_5', '\uff42\uff4f\uff42@example.test'); // … ｂｏｂ: kept as it is
+  apply();
+  assert.equal(raw.prepare('SELECT id, email FROM users ORDER BY id').all(), [
+    { id: 'u_1', email: 'admin@example.test' },
+    { id: 'u_2', email: 'j\u00f6rg@ex\u00e4mple.test' },
+    { id: 'u_3', email: 'ann@example.test' },
+    { id: 'u_4', email: 'bob@example.test' },
+    { id: 'u_5', email: '\uff42\uff4f\uff42@example.test' },
+  ]);
+});
+
 S('migration 0041 recomputes company keys under the new rule (", The" at the end, SCA, mbH) and unmatches contacts whose match the rule undoes', () => {
   const { db, raw, apply } = justBefore('0041_');
   const k = keyRows(raw);

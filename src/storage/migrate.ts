@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { companyKey, emailKey, nameKey } from '../normalize.ts';
+import { accountEmail, companyKey, emailKey, nameKey } from '../normalize.ts';
 import { titleDomain, titleLevel } from '../title-rules.ts';
 import type { Db } from './db.ts';
 import { StartupError } from './db.ts';
@@ -53,12 +53,13 @@ export function migrate(db: Db, migrations: Migration[], now: number = Date.now(
   if (pending.length === 0) return [];
   // What migrations may call besides SQL: the matching keys and the title's level and domain as the
   // server computes them, so that a change of their rules can recompute the stored ones (0019, 0020, 0024, 0028);
-  // a text in Unicode's composed form, as a referenceId is stored (0035).
+  // a text in Unicode's composed form, as a referenceId is stored (0035); a user's e-mail as stored (0046).
   db.raw.function('company_key', { deterministic: true }, (company: unknown) => (typeof company === 'string' ? companyKey(company) : null));
   db.raw.function('name_key', { deterministic: true }, (name: unknown) => (typeof name === 'string' ? nameKey(name) : null));
   db.raw.function('email_key', { deterministic: true }, (email: unknown) => (typeof email === 'string' ? emailKey(email) : null));
   db.raw.function('title_level', { deterministic: true }, (title: unknown) => (typeof title === 'string' ? (titleLevel(title) ?? null) : null));
   db.raw.function('nfc', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? text.normalize('NFC') : null));
+  db.raw.function('account_email', { deterministic: true }, (email: unknown) => (typeof email === 'string' ? accountEmail(email) : null));
   db.raw.function('title_domain', { deterministic: true }, (title: unknown) => (typeof title === 'string' ? (titleDomain(title) ?? null) : null));
   db.tx(() => {
     db.raw.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
