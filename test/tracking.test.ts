@@ -2330,6 +2330,9 @@ T('feed access and request errors', async ({ t, w }) => {
     [`attachment; filename="people-2026-11-30.ndjson"`, 'people-2026-11-30.ndjson'],
     [`attachment; filename*=UTF-8''r%C3%A9sum%C3%A9%20d%C3%A9c.jsonl`, 'résumé déc.jsonl'],
     [`attachment; filename="/home/ann/feeds/day.ndjson"`, 'day.ndjson'],
+    // as encodeURIComponent writes it, ( ) ' * ! left as they are (a tester's case: "people (1).jsonl" was refused)
+    [`attachment; filename*=UTF-8''${encodeURIComponent("people (1) O'Brien*!.jsonl")}`, "people (1) O'Brien*!.jsonl"],
+    [`attachment; filename*=UTF-8''people%20%281%29.jsonl`, 'people (1).jsonl'],
   ];
   for (const [header, fileName] of named) {
     const r = await t.call('POST', FEED, { token: w.root, raw: ndjson({ name: 'Named File', company: 'Json' }), headers: { 'content-type': 'application/x-ndjson', 'content-disposition': header } });

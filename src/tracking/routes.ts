@@ -78,11 +78,19 @@ const PeopleQuery = z
  * job's `fileName` — as a multipart CSV import keeps its part's: the feeds list said nothing of
  * which file a feed was (a tester's case).
  */
+/**
+ * The header with `( ) ' * !` percent-encoded in a `filename*` value: RFC 8187 leaves them out of
+ * its characters, but JavaScript's encodeURIComponent (what pages and scripts use to write the
+ * value) keeps them, and a feed file named `people (1).jsonl` was refused (a tester's case).
+ */
+const extValueEncoded = (raw: string): string =>
+  raw.replace(/(filename\*\s*=\s*[^';]*'[^';]*')([^;]*)/i, (_, head: string, value: string) => head + value.replace(/[()'*!]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
+
 const FEED_FILE_NAME: HeaderSpec = {
   schema: z.string().transform((raw, ctx) => {
     let name: string | undefined;
     try {
-      name = uploadedFileName(contentDisposition.parse(raw).parameters.filename ?? '');
+      name = uploadedFileName(contentDisposition.parse(extValueEncoded(raw)).parameters.filename ?? '');
     } catch {
       // reported below
     }

@@ -308,9 +308,9 @@ A('feed page for superusers: the job that was fed', async (ctx) => {
   assert.ok(text.includes('upload') && text.includes('completed'), text);
   // a file chosen on the page: the list names it (its name goes along as Content-Disposition; a tester's case)
   const record = { name: 'Zoë Page', company: 'Uploaded Ltd', observedAt: '2026-11-01T00:00:00Z' };
-  await page.getByLabel(/Feed file/).setInputFiles({ name: 'Zoë people 2026-11.ndjson', mimeType: 'application/x-ndjson', buffer: Buffer.from(`${JSON.stringify(record)}\n`) });
+  await page.getByLabel(/Feed file/).setInputFiles({ name: "Zoë people (2026-11) O'Neil.ndjson", mimeType: 'application/x-ndjson', buffer: Buffer.from(`${JSON.stringify(record)}\n`) });
   await page.getByRole('button', { name: 'Start feed job' }).click();
-  await page.getByRole('region', { name: 'Feed jobs' }).getByText('Zoë people 2026-11.ndjson').waitFor();
+  await page.getByRole('region', { name: 'Feed jobs' }).getByText("Zoë people (2026-11) O'Neil.ndjson").waitFor();
   await shoot(page, '22-feed');
 });
 

@@ -216,6 +216,9 @@ export function withQuery(path: string, query: RequestOptions['query']): string 
   return s ? `${path}?${s}` : path;
 }
 
+/** A file name as RFC 8187 writes it: encodeURIComponent leaves ( ) ' * ! as they are, which it does not allow. */
+const extValue = (name: string): string => encodeURIComponent(name).replace(/[()'*!]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
 async function authorized(method: string, path: string, opts: RequestOptions): Promise<Response> {
   const attempt = async () => {
     if (!held || held.refreshAt <= Date.now()) await refresh();
@@ -225,7 +228,7 @@ async function authorized(method: string, path: string, opts: RequestOptions): P
     else if (opts.raw) {
       body = opts.raw;
       headers['Content-Type'] = opts.contentType ?? 'application/octet-stream';
-      if (opts.raw instanceof File && opts.raw.name) headers['Content-Disposition'] = `attachment; filename*=UTF-8''${encodeURIComponent(opts.raw.name)}`;
+      if (opts.raw instanceof File && opts.raw.name) headers['Content-Disposition'] = `attachment; filename*=UTF-8''${extValue(opts.raw.name)}`;
     } else if (opts.body !== undefined) {
       headers['Content-Type'] = 'application/json';
       body = JSON.stringify(opts.body);

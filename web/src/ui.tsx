@@ -502,6 +502,8 @@ const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
 export const fmtDateTime = (iso: string | null | undefined) => (iso ? dateTime.format(new Date(iso)) : '—');
 export const fmtDate = (iso: string | null | undefined) => (iso ? dateOnly.format(new Date(iso)) : '—');
 export const fmtNumber = (n: number) => n.toLocaleString();
+/** "1 row", "2 rows": a number with its noun. */
+export const fmtCount = (n: number, one: string, many = `${one}s`) => `${fmtNumber(n)} ${n === 1 ? one : many}`;
 
 export function Time(props: { iso: string | null | undefined; dateOnly?: boolean }) {
   if (!props.iso) return <span class="muted">—</span>;
@@ -537,10 +539,12 @@ export function Notice(props: { children: ComponentChildren; onDismiss?: () => v
   );
 }
 
-export function PageHead(props: { title: string; sub?: ComponentChildren; children?: ComponentChildren; crumbs?: { href: string; label: string }[] }) {
+/** `docTitle`: the window's title when the heading alone does not tell the page from its siblings (a ledger's tabs). */
+export function PageHead(props: { title: string; docTitle?: string; sub?: ComponentChildren; children?: ComponentChildren; crumbs?: { href: string; label: string }[] }) {
+  const docTitle = props.docTitle ?? props.title;
   useEffect(() => {
-    document.title = `${props.title} · contact-ledger`;
-  }, [props.title]);
+    document.title = `${docTitle} · contact-ledger`;
+  }, [docTitle]);
   return (
     <div class="page-head">
       {props.crumbs && (

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, fetchText, LEDGER, parseCsv, upload, type ApiError } from '../api.ts';
-import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, fmtNumber, FormError, Link, Loading, Notice, refocusWhenDone, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
+import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, fmtCount, fmtNumber, FormError, Link, Loading, Notice, refocusWhenDone, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 export interface ImportJob {
@@ -286,7 +286,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
           <section class="card" aria-labelledby="columns-title">
             <h2 id="columns-title" tabIndex={-1}>Check the columns</h2>
             <p class="muted">
-              <strong>{preview.file.name}</strong>: {fmtNumber(preview.p.rowCount)} rows, {DELIMITERS[preview.p.delimiter] ?? preview.p.delimiter} separated, {preview.p.columns.length} columns. Each contact field below takes its value from the column you choose.
+              <strong>{preview.file.name}</strong>: {fmtCount(preview.p.rowCount, 'row')}, {DELIMITERS[preview.p.delimiter] ?? preview.p.delimiter} separated, {fmtCount(preview.p.columns.length, 'column')}. Each contact field below takes its value from the column you choose.
             </p>
             <div class="mapping">
               {FIELDS.map(({ field, label, required }) => (
@@ -356,7 +356,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
                 Choose another file
               </button>
               <button type="button" disabled={missing.length > 0 || !!uploading} onClick={() => void start()}>
-                {uploading ? 'Uploading…' : `Import ${fmtNumber(preview.p.rowCount)} rows`}
+                {uploading ? 'Uploading…' : `Import ${fmtCount(preview.p.rowCount, 'row')}`}
               </button>
             </div>
           </section>
@@ -449,7 +449,7 @@ function JobResult(props: { job: ImportJob; orgId: string; ledgerId: string }) {
         )}
         {rejected > 0 && (
           <button type="button" class="secondary" onClick={() => setOpen(true)}>
-            Open the {fmtNumber(rejected)} rejected rows
+            Open the {fmtCount(rejected, 'rejected row')}
           </button>
         )}
       </div>
@@ -480,7 +480,7 @@ export function Rejected(props: { job: ImportJob; orgId: string; ledgerId: strin
         {(rows) => (
           <>
             <p class="muted">
-              {fmtNumber(rows.length - 1)} rows were not imported; the <em>reason</em> column says why. Fix them in the file and import it again.
+              {fmtCount(rows.length - 1, 'row was', 'rows were')} not imported; the <em>reason</em> column says why. Fix {rows.length === 2 ? 'it' : 'them'} in the file and import it again.
             </p>
             <div class="table-wrap" tabIndex={0} role="region" aria-label="Rejected rows">
               <table class="rejected">

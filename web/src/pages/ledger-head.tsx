@@ -40,6 +40,8 @@ export function LedgerHead(props: { orgId: string; ledgerId: string; tab: 'conta
     <>
       <PageHead
         title={props.title ?? name}
+        // the tabs share the heading; the window's title (history, screen readers' page list) says which one
+        docTitle={props.tab === 'import' || props.tab === 'imports' ? `${tabs.find((t) => t.id === props.tab)?.label ?? 'Import'} · ${name}` : undefined}
         crumbs={[{ href: `/orgs/${orgId}/ledgers`, label: 'Ledgers' }, ...(props.title ? [{ href: props.back ?? base, label: name }] : [])]}
         sub={!props.title && req.data ? `${fmtNumber(req.data.contactCount)} contacts${req.data.description ? ` · ${req.data.description}` : ''}` : undefined}
       />
