@@ -4,7 +4,7 @@
 // test/cli-backup.test.ts.
 import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import http from 'node:http';
 import https from 'node:https';
@@ -72,6 +72,13 @@ C('init creates the superuser and an organization; user add and passwd; migrate 
   assert.is(weakInit.status, 2);
   assert.match(weakInit.stderr, /--password is one of the most common passwords/);
   assert.not.match(weakInit.stderr, /CONTACT_LEDGER_ADMIN_PASSWORD/);
+  // the same for --email (it was named CONTACT_LEDGER_ADMIN_EMAIL: an operator tester's case), by a new account's rules
+  for (const bad of ['notanemail', 'ann@1.2.3.4']) {
+    const wrongInit = await cli(['init', '--email', bad, '--password', PASSWORD], { CONTACT_LEDGER_DATA: tempDir() });
+    assert.is(wrongInit.status, 2, wrongInit.stderr);
+    assert.match(wrongInit.stderr, new RegExp(`--email must be an e-mail address, got "${bad.replace(/\./g, '\\.')}"`));
+    assert.not.match(wrongInit.stderr, /CONTACT_LEDGER_ADMIN_EMAIL/);
+  }
   const notEmail = await cli(['user', 'add', '--email', 'not an email', '--password', 'editor passphrase'], env);
   assert.is(notEmail.status, 2, notEmail.stderr);
   assert.match(notEmail.stderr, /--email must be an e-mail address/);
@@ -351,6 +358,59 @@ C('HTTPS with TLS_CERT and TLS_KEY', async () => {
   assert.is(wrong.status, 2, wrong.stderr);
   assert.not.match(wrong.stderr + wrong.stdout, /PRIVATE KEY|not a certificate/);
   assert.not.ok((wrong.stderr + wrong.stdout).includes(readFileSync(key, 'utf8').split('\n')[1]!), 'no line of the key');
+});
+
+C('the database files at start: an empty file in a used folder and a foreign database are refused untouched, files others may read are made 0600, files this user may not write are exit 2 (an operator tester\'s cases)', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  const file = join(data, 'contact-ledger.db');
+  // copied in by hand, open to others: narrowed, with the -wal and -shm SQLite makes in its mode
+  chmodSync(file, 0o644);
+  const s = await start(env);
+  try {
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) assert.is(statSync(f).mode & 0o777, 0o600, f);
+  } finally {
+    await stop(s);
+  }
+  // cut to 0 bytes in a folder a start has used: not made a new installation with a new superuser
+  truncateSync(file, 0);
+  for (const f of [`${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+  const empty = await cli(['migrate'], env);
+  assert.is(empty.status, 1, empty.stderr);
+  assert.match(empty.stderr, /contact-ledger\.db is empty \(0 bytes\), and this data folder has been used .*Restore a backup .*delete the empty file/);
+  assert.is(statSync(file).size, 0, 'left as it was');
+  // an empty file in a folder never used: what a first start stopped before its first write leaves, a new installation
+  const fresh = tempDir();
+  writeFileSync(join(fresh, 'contact-ledger.db'), '', { mode: 0o600 });
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], { CONTACT_LEDGER_DATA: fresh })).status, 0);
+  // an SQLite database of something else: not migrated in place
+  const foreignDir = tempDir();
+  const foreign = join(foreignDir, 'contact-ledger.db');
+  const other = new Database(foreign);
+  other.exec('CREATE TABLE foo (x); INSERT INTO foo VALUES (1)');
+  other.close();
+  const before = readFileSync(foreign);
+  const adopted = await cli(['migrate'], { CONTACT_LEDGER_DATA: foreignDir });
+  assert.is(adopted.status, 1, adopted.stderr);
+  assert.match(adopted.stderr, /contact-ledger\.db is an SQLite database but not a contact-ledger one \(no schema version; it has the table foo\); nothing was changed/);
+  assert.ok(readFileSync(foreign).equals(before), 'the file as it was');
+  assert.equal(readdirSync(foreignDir), ['contact-ledger.db']);
+  // a database this user may not write (put there by root, or read-only): exit 2, which systemd does not restart, naming the file
+  const asRoot = process.getuid?.() === 0;
+  const closed = tempDir();
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], { CONTACT_LEDGER_DATA: closed })).status, 0);
+  if (asRoot) chownSync(closed, 65534, 65534); // the folder the service user's, the database root's
+  else chmodSync(join(closed, 'contact-ledger.db'), 0o400);
+  const denied = spawnSync(process.execPath, [MAIN, 'migrate'], { env: { ...baseEnv, CONTACT_LEDGER_DATA: closed, HOME: closed }, encoding: 'utf8', timeout: 60_000, ...(asRoot ? { uid: 65534, gid: 65534 } : {}) });
+  assert.is(denied.status, 2, denied.stderr);
+  assert.match(denied.stderr, /contact-ledger\.db cannot be read and written by this user \(EACCES; it belongs to uid \d+, mode [46]00\): run contact-ledger as the user that owns the data folder/);
+  if (!asRoot) return;
+  // the database the service user's, the signing keys' folder root's: the same, for the keys' lock
+  chownSync(join(closed, 'contact-ledger.db'), 65534, 65534);
+  const keys = spawnSync(process.execPath, [MAIN, 'keys', 'rotate'], { env: { ...baseEnv, CONTACT_LEDGER_DATA: closed, HOME: closed }, encoding: 'utf8', timeout: 60_000, uid: 65534, gid: 65534 });
+  assert.is(keys.status, 2, keys.stderr);
+  assert.match(keys.stderr, /cannot create .*secrets\/jwt-keys\.json\.lock \(EACCES\): run contact-ledger as the user that owns the data folder/);
 });
 
 C.run();

@@ -3,7 +3,7 @@ import type { Caller } from '../identity/model.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, UsageError, type Io, type ParsedArgs } from './command.ts';
 import { passwordPolicyProblem } from '../identity/passwords.ts';
 import { flagValue, openForCommand, passwordArg } from './common.ts';
-import { text } from '../http/common-schemas.ts';
+import { emailField, text } from '../http/common-schemas.ts';
 
 /**
  * `contact-ledger init --email --password [--org NAME]`: sets up a new installation with the
@@ -15,6 +15,8 @@ export async function run(args: ParsedArgs, io: Io, base: Config): Promise<numbe
   const email = (args.flags.email as string | undefined) ?? base.adminEmail;
   const password = passwordArg(args.flags.password) ?? base.adminPassword;
   if (!email || !password) throw new UsageError('--email and --password are required (or CONTACT_LEDGER_ADMIN_EMAIL and CONTACT_LEDGER_ADMIN_PASSWORD)');
+  // named as given: an --email was judged as CONTACT_LEDGER_ADMIN_EMAIL (an operator tester's case), and by a new account's rules, as `user add`
+  if (args.flags.email !== undefined && !emailField.safeParse(email).success) throw new UsageError(`--email must be an e-mail address, got "${email}"`);
   // a password given as --password is judged under that name (it is passed on below as CONTACT_LEDGER_ADMIN_PASSWORD)
   const weak = args.flags.password !== undefined ? passwordPolicyProblem(password) : undefined;
   if (weak) throw new UsageError(`--password ${weak}`);

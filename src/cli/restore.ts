@@ -10,7 +10,7 @@ import { backupsDir, DB_FILE, prepareDataDir, removeRestoreScratch, restoreSourc
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
 import { loadMigrations } from '../storage/migrate.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Io, type ParsedArgs } from './command.ts';
-import { permissionDenied } from './common.ts';
+import { requireFile } from './common.ts';
 import { interrupted } from './progress.ts';
 
 /**
@@ -31,13 +31,9 @@ import { interrupted } from './progress.ts';
 export async function run(args: ParsedArgs, io: Io, config: Config): Promise<number> {
   if (args.positionals.length !== 1) throw new UsageError('usage: contact-ledger restore <file>');
   const source = resolve(args.positionals[0]!);
-  try {
-    statSync(source);
-  } catch (err) {
-    // a folder on the way this user may not enter is not "does not exist" (a review's case)
-    if ((err as NodeJS.ErrnoException).code === 'EACCES') throw permissionDenied(source);
-    throw new UsageError(`${source} does not exist`);
-  }
+  // missing, closed to this user, or a folder: exit 2, as for backup, import and feed (a folder was
+  // "refused: cannot read …: not a file", exit 1: an operator tester's case)
+  requireFile(source);
   prepareDataDir(config.dataDir);
   const stop = interrupted();
   // a signal's listener runs only when the event loop turns: it is let turn before each look

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { AppError, StartupError } from '../errors.ts';
 import { WriteLock, type LockSide } from './write-lock.ts';
@@ -210,16 +210,21 @@ export class Db {
     return this.raw.open && this.raw.prepare('SELECT 1').pluck().get() === 1;
   }
 
-  /** Checkpoints the WAL into the main file and closes the connection. */
-  close(): void {
-    if (!this.raw.open) return;
+  /**
+   * Checkpoints the WAL into the main file and closes the connection. False when there was no room
+   * to: the -wal is kept (the caller says so).
+   */
+  close(): boolean {
+    if (!this.raw.open) return true;
     try {
       this.raw.pragma('wal_checkpoint(TRUNCATE)');
+      return true;
     } catch (err) {
       // No room to copy the -wal into the database (a full disk): it stays beside it, whole, and
       // the next open reads it. A shutdown on a full disk ended with exit 1 and its lock file left
       // behind (a tester's case).
       if (!isStorageFullError(err)) throw err;
+      return false;
     } finally {
       this.raw.close();
     }
@@ -272,6 +277,41 @@ export function unreadableDatabase(file: string, opts: { quickCheck?: boolean } 
     return (err as Error).message;
   } finally {
     db?.close();
+  }
+}
+
+/**
+ * The tables of an SQLite database that has no schema version (`user_version` 0) — one that is not
+ * contact-ledger's, whose every version has one — read through a read-only connection that changes
+ * nothing on disk; empty for ours, for a new file, and for a file SQLite cannot read (openDb says why).
+ */
+export function foreignTables(file: string): string[] {
+  // the header's user_version (offset 60) first: ours is read without opening it (a read-only
+  // connection may leave a -wal behind, which tells a start's backup of the files it is another state)
+  if (headerUserVersion(file) !== 0) return [];
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    if (Number(db.pragma('user_version', { simple: true })) !== 0) return [];
+    return db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").pluck().all() as string[];
+  } catch {
+    return [];
+  } finally {
+    db?.close();
+  }
+}
+
+/** The user_version in the database file's header (a -wal may hold a newer one); undefined when there is no header. */
+function headerUserVersion(file: string): number | undefined {
+  const head = Buffer.alloc(64);
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    return readSync(fd, head, 0, 64, 0) === 64 ? head.readUInt32BE(60) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

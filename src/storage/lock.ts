@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { ConfigError } from '../config.ts';
 import { StartupError } from './db.ts';
 
 /**
@@ -204,6 +205,18 @@ export function withFileLock<T>(file: string, fn: () => T, waitMs = 10_000): T {
 }
 
 /**
+ * Why a lock file could not be made: a folder this user may not write (put there by root, a
+ * read-only mount) is a configuration error (exit 2, which the systemd unit does not restart; it
+ * was exit 1, restarted for ever: an operator tester's case), anything else (a full disk) a failure.
+ */
+function notCreated(file: string, err: unknown): Error {
+  const code = (err as NodeJS.ErrnoException).code ?? '';
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS')
+    return new ConfigError(`cannot create ${file} (${code}${code === 'EROFS' ? ': a read-only file system' : ''}): run contact-ledger as the user that owns the data folder (e.g. sudo -u contact-ledger), or give ${dirname(file)} to that user (chown)`);
+  return new StartupError(`cannot create ${file}: ${(err as Error).message}`);
+}
+
+/**
  * Takes the lock file `file` for this process. `heldBy` is called while another live process holds
  * it: it throws to give up, or returns to look again.
  */
@@ -219,8 +232,12 @@ function acquire(file: string, what: string, heldBy: (owner: { pid: number }) =>
       closeSync(fd);
     }
   } catch (err) {
-    rmSync(mine, { force: true });
-    throw new StartupError(`cannot create ${file}: ${(err as Error).message}`);
+    try {
+      rmSync(mine, { force: true });
+    } catch {
+      // a folder this user may not enter: nothing was made in it
+    }
+    throw notCreated(file, err);
   }
   const own = statSync(mine, { bigint: true }).ino;
   try {
@@ -229,7 +246,7 @@ function acquire(file: string, what: string, heldBy: (owner: { pid: number }) =>
         linkSync(mine, file);
         return hold(file, own);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StartupError(`cannot create ${file}: ${(err as Error).message}`);
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw notCreated(file, err);
       }
       const found = inspect(file);
       if (!found) continue; // released meanwhile

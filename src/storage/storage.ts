@@ -1,11 +1,11 @@
-import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
 import { backupTo, fileStamp, partialOf, removePartialBackups, removeWithSideFiles } from './backup.ts';
-import { openDb, StartupError, type Db } from './db.ts';
+import { foreignTables, openDb, StartupError, type Db } from './db.ts';
 import { loadSqliteLibrary } from './sqlite-addon.ts';
 import { lockDataDir } from './lock.ts';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './migrate.ts';
@@ -61,6 +61,9 @@ function makeFolders(dir: string): void {
 
 export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
 
+/** Where the access-token signing keys are kept (identity/signing-keys.ts); written at the first start, after the database. */
+export const secretsDir = (dataDir: string) => join(dataDir, 'secrets');
+
 /** Where `restore` copies a backup before renaming it into place (src/cli/restore.ts). */
 export const restoringFile = (dataDir: string) => join(dataDir, `.${DB_FILE}.restoring`);
 
@@ -104,6 +107,59 @@ function checkLeftovers(dataDir: string, file: string): void {
     throw new StartupError(
       `the data folder ${dataDir} has ${DB_FILE}-wal but no ${DB_FILE}: put the database back beside it, or restore a backup (\`contact-ledger restore <backup file>\` keeps the -wal aside)`,
     );
+}
+
+const NOT_PERMITTED = new Set(['EACCES', 'EPERM', 'EROFS']);
+
+/**
+ * Before the database is opened, what SQLite would take in silence or answer with its own words
+ * (forty-first session, an operator tester's cases):
+ * - a database, -wal or -shm this user may not read and write (put there by root, a read-only
+ *   mount): a configuration error (exit 2, which the systemd unit does not restart), naming the
+ *   file, where SQLite said "attempt to write a readonly database" and the start exited 1;
+ * - a database file of 0 bytes, with no -wal to recover it from, in a folder a start has used
+ *   (its signing keys are written after the first migrations): cut short, or a copy that never got
+ *   its content — SQLite would make it a new, empty installation with a new superuser. An empty
+ *   file in a folder never used is what a first start stopped before its first write leaves: a
+ *   new installation, as before;
+ * - an SQLite database that is not contact-ledger's (tables, and no schema version): it was
+ *   migrated in place, our tables beside its own, with no backup taken.
+ * And, since the files are the users' data and their owner's alone (docs/operations.md, "The data
+ * folder"): a database file open to others (copied in by hand, 0644) is made 0600 with its
+ * -wal/-shm, which SQLite creates with the database's mode. Returns the files whose mode it
+ * narrowed.
+ */
+function checkDatabaseFiles(dataDir: string, file: string): string[] {
+  const narrowed: string[] = [];
+  const uid = process.getuid?.();
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    const st = statSync(f, { throwIfNoEntry: false });
+    if (!st) continue;
+    try {
+      accessSync(f, constants.R_OK | constants.W_OK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (!NOT_PERMITTED.has(code)) throw err;
+      throw new ConfigError(
+        `${f} cannot be read and written by this user (${code}${code === 'EROFS' ? ': a read-only file system' : `; it belongs to uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)}`}): run contact-ledger as the user that owns the data folder (e.g. sudo -u contact-ledger), or give the file to that user (chown)`,
+      );
+    }
+    if ((st.mode & 0o077) !== 0 && st.uid === uid) {
+      chmodSync(f, 0o600);
+      narrowed.push(f);
+    }
+  }
+  const st = statSync(file, { throwIfNoEntry: false });
+  if (st?.size === 0 && !(statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) && existsSync(secretsDir(dataDir)))
+    throw new StartupError(
+      `${file} is empty (0 bytes), and this data folder has been used (it has ${secretsDir(dataDir)}): a database cut short, or a copy that never got its content. Restore a backup (\`contact-ledger restore <backup file>\`); to start a new installation here instead, delete the empty file`,
+    );
+  const foreign = st && st.size > 0 ? foreignTables(file) : [];
+  if (foreign.length)
+    throw new StartupError(
+      `${file} is an SQLite database but not a contact-ledger one (no schema version; it has the table${foreign.length > 1 ? 's' : ''} ${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? ', …' : ''}); nothing was changed. Point CONTACT_LEDGER_DATA at a contact-ledger data folder, or restore a backup`,
+    );
+  return narrowed;
 }
 
 /** The database of a data folder, held by this process, migrated to this program's schema. */
@@ -181,6 +237,8 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
     const file = join(config.dataDir, DB_FILE);
     checkLeftovers(config.dataDir, file);
     identity = filesIdentity(file);
+    const narrowed = checkDatabaseFiles(config.dataDir, file);
+    if (narrowed.length) log.warn({ files: narrowed }, 'the database files were open to other users; they are now 0600 (its owner only)');
     db = openDb(file);
   } catch (err) {
     lock.release();
@@ -212,7 +270,9 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
       applied,
       ...(preMigrationBackup ? { preMigrationBackup } : {}),
       close() {
-        db.close();
+        // a shutdown on a full disk said only "stopped" (an operator tester's case): the -wal is
+        // whole and read by the next start, which needs room of its own to begin
+        if (!db.close()) log.warn({ file: db.file }, `no room on the disk to fold ${DB_FILE}-wal into the database: it is kept beside it, whole, and read at the next start; free some space before starting again`);
         lock.release();
       },
     };
