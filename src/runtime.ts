@@ -89,7 +89,8 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     const cursors = createCursors(createSettingsRepo(db).secret('cursor_secret'));
     const metrics = createMetrics();
     const queue = createQueue(db, clock);
-    registerQueueMetrics(metrics, queue, clock);
+    let jobKinds: readonly string[] = [];
+    registerQueueMetrics(metrics, queue, clock, () => jobKinds);
     registerDatabaseMetrics(metrics, join(config.dataDir, DB_FILE));
     let scheduler: Scheduler | undefined;
     const kick = () => scheduler?.kick();
@@ -121,7 +122,9 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     orgOwners.push(webhooks.orgData);
     referrers.push(webhooks.service);
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
-    scheduler = createScheduler({ db, queue, log, runners: { ...ledger.runners, ...tracking.runners, ...webhooks.runners }, onBusy: (where) => metrics.countBusy(where) });
+    const runners = { ...ledger.runners, ...tracking.runners, ...webhooks.runners };
+    jobKinds = Object.keys(runners).sort();
+    scheduler = createScheduler({ db, queue, log, runners, onBusy: (where) => metrics.countBusy(where) });
     ledger.schedule(scheduler);
     tracking.schedule(scheduler);
     webhooks.schedule(scheduler);

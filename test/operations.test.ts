@@ -72,6 +72,13 @@ M('requests by route and status, latency, queue depth, import rows, event-loop d
   assert.is(metric(text, 'contact_ledger_import_rows_total', { outcome: 'invalid' }), 1);
   assert.match(text, /# TYPE contact_ledger_jobs gauge/);
   assert.match(text, /# TYPE contact_ledger_job_oldest_age_seconds gauge/);
+  // the kinds this server runs are shown with no job too: a series at 0, not none (an operator tester's case)
+  for (const kind of ['import', 'feed']) {
+    for (const status of ['pending', 'processing']) {
+      assert.is(metric(text, 'contact_ledger_jobs', { kind, status }), 0, `${kind} ${status}`);
+      assert.is(metric(text, 'contact_ledger_job_oldest_age_seconds', { kind, status }), 0, `${kind} ${status} age`);
+    }
+  }
   assert.ok(metric(text, 'nodejs_eventloop_lag_p99_seconds') !== undefined, 'event-loop delay');
   assert.ok(metric(text, 'process_resident_memory_bytes') !== undefined);
   // the database and its -wal (RELIABILITY.md L0), and lock waits that ran out (none here)

@@ -200,10 +200,21 @@ export function createQueue(db: Db, clock: Clock) {
   };
 }
 
-/** Queue depth and the age of the oldest waiting or running job, per kind, read at each scrape. */
-export function registerQueueMetrics(metrics: MetricsRegistry, queue: Queue, clock: Clock): void {
-  // One small GROUP BY over the unfinished jobs per gauge and scrape.
-  const rows = () => queue.depth();
+/** The statuses of unfinished jobs the queue's gauges show. */
+const STATUSES_SHOWN = ['pending', 'processing'] as const;
+
+/**
+ * Queue depth and the age of the oldest waiting or running job, per kind, read at each scrape.
+ * `kinds`: the kinds this process runs, each shown at 0 when it has no job, so that a dashboard or
+ * alert on them finds a series, not nothing (an operator tester's case: an empty queue had none).
+ */
+export function registerQueueMetrics(metrics: MetricsRegistry, queue: Queue, clock: Clock, kinds: () => readonly string[]): void {
+  // One small GROUP BY over the unfinished jobs per gauge and scrape, over zeros for the known kinds.
+  const rows = () => {
+    const found = queue.depth();
+    const zeros = kinds().flatMap((kind) => STATUSES_SHOWN.map((status) => ({ kind, status, n: 0, oldest: clock.now() })));
+    return [...zeros.filter((z) => !found.some((r) => r.kind === z.kind && r.status === z.status)), ...found];
+  };
   metrics.gauge({
     name: 'contact_ledger_jobs',
     help: 'Jobs waiting (pending) or running (processing), by kind.',
