@@ -19,12 +19,16 @@ export function newId(prefix: IdPrefix): string {
   }
   const start = used;
   used += 16;
-  let out = `${prefix}_`;
-  // 128 bits → 26 base32 digits (the last digit carries 3 bits)
+  return `${prefix}_${base32(POOL.subarray(start, start + 16))}`;
+}
+
+/** 16 bytes (128 bits) as 26 base32 digits of ALPHABET (the last digit carries 3 bits). */
+export function base32(bytes: Uint8Array): string {
+  let out = '';
   let acc = 0;
   let bits = 0;
-  for (let i = start; i < start + 16; i++) {
-    acc = (acc << 8) | POOL[i]!;
+  for (const byte of bytes) {
+    acc = ((acc << 8) | byte) & 0xfff; // the bits not yet written are fewer than 13
     bits += 8;
     while (bits >= 5) {
       out += ALPHABET[(acc >>> (bits - 5)) & 31];
@@ -33,6 +37,26 @@ export function newId(prefix: IdPrefix): string {
   }
   if (bits > 0) out += ALPHABET[(acc << (5 - bits)) & 31];
   return out;
+}
+
+/** The 16 bytes base32 wrote as these 26 digits; undefined for any other text (the one spelling base32 gives). */
+export function fromBase32(text: string): Buffer | undefined {
+  if (!/^[0-9a-z]{26}$/.test(text)) return undefined;
+  const out = Buffer.alloc(16);
+  let acc = 0;
+  let bits = 0;
+  let n = 0;
+  for (const ch of text) {
+    const v = ALPHABET.indexOf(ch);
+    if (v < 0) return undefined;
+    acc = ((acc << 5) | v) & 0xfff;
+    bits += 5;
+    if (bits >= 8 && n < 16) {
+      out[n++] = (acc >>> (bits - 8)) & 0xff;
+      bits -= 8;
+    }
+  }
+  return base32(out) === text ? out : undefined;
 }
 
 /** True when `id` looks like an id of the given type (cheap shape check before a lookup). */

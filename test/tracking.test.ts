@@ -2362,6 +2362,36 @@ T('feed access and request errors', async ({ t, w }) => {
   assert.not.match(plan, /TEMP B-TREE/, plan);
 });
 
+T('an access or erasure request finds a person by the LinkedIn URL and address their contact shows, after the person moved on from them; past 100 people a shared key is refused with advice that works', async ({ t, w }) => {
+  // a tester's case: the contact still followed the person, who was found by none of its keys ("0 forgotten")
+  const { path } = await ledgerWith(t, w, 'shown keys', [
+    { name: 'Sly Slug', company: 'SlugCo', linkedin: 'linkedin.com/in/sly-old-shown', email: 'sly@slug-shown.test', referenceId: 'sly' },
+    { name: 'Tam Shown', company: 'TamCo', email: 'tam@tam-shown.test', referenceId: 'tam' },
+  ]);
+  await feed(t, w.root, ndjson({ personId: 'sly-shown', linkedin: 'linkedin.com/in/sly-old-shown', name: 'Sly Slug', company: 'SlugCo', observedAt: daysAgo(t, 3) }));
+  // matched by name + company, the person with no address: the contact shows its own
+  await feed(t, w.root, ndjson({ personId: 'tam-shown', name: 'Tam Shown', company: 'TamCo', observedAt: daysAgo(t, 3) }));
+  await feed(t, w.root, ndjson({ personId: 'sly-shown', linkedin: 'linkedin.com/in/sly-new-shown', name: 'Sly Slug', company: 'SlugCo', email: 'sly2@slug-shown.test', observedAt: daysAgo(t, 2) }));
+  const c = (await t.call('GET', `${path}/contacts?referenceId=sly`, { token: w.root })).body.contacts[0];
+  assert.equal([c.linkedin, c.isVerified], ['https://www.linkedin.com/in/sly-old-shown', true], 'the contact keeps its URL and follows the person');
+  const people = (q: string) => t.call('GET', `${LEDGER}/people?${q}`, { token: w.root });
+  assert.equal((await people('linkedin=linkedin.com/in/sly-old-shown')).body.people.map((p: any) => [p.personId, p.linkedin]), [['sly-shown', 'https://www.linkedin.com/in/sly-new-shown']]);
+  assert.equal((await people('email=TAM@tam-shown.test')).body.people.map((p: any) => [p.personId, p.email]), [['tam-shown', null]], 'by the address the contact shows');
+  const gone = await t.call('DELETE', `${LEDGER}/people?linkedin=linkedin.com/in/sly-old-shown`, { token: w.root });
+  assert.equal(gone.body, { peopleForgotten: 1, contactsUnmatched: 1 });
+  assert.equal((await people('personId=sly-shown')).body, { people: [] });
+  // an address of more than 100 people: both the look-up and the forget say to name the person by a key of their own
+  await feed(t, w.root, ndjson(...Array.from({ length: 101 }, (_, i) => ({ personId: `crowd-${i}`, name: `Crowd ${i}`, company: 'Crowd Co', email: 'info@crowd-shown.test', observedAt: daysAgo(t, 1) }))));
+  const advice = /^More than 100 people are known by (these keys|this e-mail address); name the person by a key of their own \(their id, personId or LinkedIn URL\)\.$/;
+  const looked = await people('email=info@crowd-shown.test');
+  expectStatus(looked, 409);
+  assert.equal([looked.body.code, advice.test(looked.body.message)], ['too_many_people', true], looked.body.message);
+  const forget = await t.call('DELETE', `${LEDGER}/people?personId=crowd-7&email=info@crowd-shown.test`, { token: w.root });
+  expectStatus(forget, 409);
+  assert.equal([forget.body.code, advice.test(forget.body.message)], ['ambiguous_person', true], forget.body.message);
+  assert.equal((await t.call('DELETE', `${LEDGER}/people?personId=crowd-7`, { token: w.root })).body, { peopleForgotten: 1, contactsUnmatched: 0 }, 'by a key of their own');
+});
+
 T('a person can be looked up and forgotten (access and erasure requests): gone from the store, their contacts unmatched, nothing brought back by a re-import or a replayed feed', async ({ t, w }) => {
   const { path } = await ledgerWith(t, w, 'erasure', [
     { name: 'Eve Ray', company: 'Umbrella', title: 'Analyst', linkedin: 'linkedin.com/in/eve-ray-erasure', referenceId: 'eve' },
@@ -2382,14 +2412,20 @@ T('a person can be looked up and forgotten (access and erasure requests): gone f
   const eve = await people('linkedin=' + encodeURIComponent('linkedin.com/in/Eve-Ray-Erasure/'));
   expectStatus(eve, 200);
   assert.equal(eve.body.people.map((p: any) => [p.linkedin, p.email, p.title, p.location, p.contactsMatched]), [['https://www.linkedin.com/in/eve-ray-erasure', 'eve.private@mail.test', 'Head of Analytics', 'Oslo', 1]]);
-  assert.match(eve.body.people[0].id, /^\d+$/);
+  // an opaque id, as every id of SPEC §2 (it was the store's seq: "1", "2", …; a tester's case)
+  assert.match(eve.body.people[0].id, /^p_[0-9a-z]{26}$/);
   assert.equal((await people(`id=${eve.body.people[0].id}`)).body, eve.body, 'by the store\'s own id');
+  const madeUp = `p_${'0'.repeat(26)}`;
+  const forged = await people(`id=${madeUp}`);
+  expectStatus(forged, 400, 'an id the store never gave');
+  assert.equal(forged.body.errors, [{ path: 'id', message: "not a stored person's id" }]);
+  expectStatus(await people('id=1'), 400, 'the seq is no id');
   assert.equal((await people('email=EVE.private@mail.test')).body.people.length, 1, 'by address, in any case');
   assert.equal((await people('name=eve%20ray&company=Umbrella%20Inc.')).body.people.length, 1, 'by name and company, normalized');
   assert.equal((await people('personId=nobody')).body, { people: [] });
   for (const token of [w.tokens.admin, w.serviceAccounts.feed.token]) expectStatus(await t.call('GET', `${LEDGER}/people?email=gus@soylent.test`, { token }), 403);
   expectStatus(await t.call('DELETE', `${LEDGER}/people?email=gus@soylent.test`, { token: w.tokens.admin }), 403);
-  for (const [q, field] of [['', 'personId'], ['name=Eve%20Ray', 'company'], ['company=Umbrella', 'name'], ['linkedin=https://example.test/eve', 'linkedin'], ['email=', 'email'], ['bogus=1', 'bogus']] as [string, string][]) {
+  for (const [q, field] of [['', 'personId'], ['name=Eve%20Ray', 'company'], ['company=Umbrella', 'name'], ['linkedin=https://example.test/eve', 'linkedin'], ['email=', 'email'], ['email=notanemail', 'email'], ['bogus=1', 'bogus']] as [string, string][]) {
     const refused = await people(q);
     expectStatus(refused, 400, q);
     assert.ok(refused.body.errors.some((e: any) => e.path === field), `${q}: ${JSON.stringify(refused.body.errors)}`);

@@ -21,6 +21,8 @@ import { createFeedService } from './feed-service.ts';
 import { createFeedsRepo } from './feeds-repo.ts';
 import { createPeopleRepo } from './people-repo.ts';
 import { createPeopleService } from './people-service.ts';
+import { createPersonIds } from './person-ids.ts';
+import { createSettingsRepo } from '../storage/settings-repo.ts';
 import type { Audit } from '../identity/audit.ts';
 import { createReplaysRepo, utcDay } from './replays-repo.ts';
 import { createTrackedContactsRepo } from './tracked-contacts-repo.ts';
@@ -69,6 +71,7 @@ export function createTrackingModule(d: {
     contacts: repos.trackedContacts,
     feeds: repos.feeds,
     audit: d.audit,
+    personIds: createPersonIds(createSettingsRepo(d.db).secret('person_id_secret')),
     arriving: { uploads: () => arrivingFeeds.count, inbox: (max) => waitingInInbox(d.config.dataDir, max) },
   });
   return {

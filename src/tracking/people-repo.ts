@@ -161,12 +161,13 @@ export function createPeopleRepo(db: Db) {
      * address (every holder), the normalized name + company (every namesake) — in seq order, at
      * most `max` (an access or erasure request: people-service.ts).
      */
-    holdersOf: (k: { seq?: number; externalId?: string; linkedinSlug?: string; email?: string; nameKey?: string; companyKey?: string }, max: number): Person[] => {
+    holdersOf: (k: { seq?: number; seqs?: number[]; externalId?: string; linkedinSlug?: string; email?: string; nameKey?: string; companyKey?: string }, max: number): Person[] => {
       const found = new Map<number, PersonRow>();
       const add = (rows: (PersonRow | undefined)[]) => {
         for (const r of rows) if (r) found.set(r.seq, r);
       };
       if (k.seq !== undefined) add([q.bySeq.get(k.seq)]);
+      for (const seq of k.seqs ?? []) add([q.bySeq.get(seq)]);
       if (k.externalId !== undefined) add([q.byExternal.get(k.externalId), q.byOtherId.get(k.externalId)]);
       if (k.linkedinSlug !== undefined) add([q.bySlug.get(k.linkedinSlug)]);
       if (k.email !== undefined) add(q.allByEmail.all(emailKey(k.email), max));

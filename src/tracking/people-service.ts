@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { conflict, invalid } from '../errors.ts';
+import { badRequest, conflict, invalid } from '../errors.ts';
 import type { Audit } from '../identity/audit.ts';
 import type { Caller } from '../identity/model.ts';
 import { canonicalLinkedin, companyKey, linkedinSlug, nameKey } from '../normalize.ts';
@@ -7,6 +7,7 @@ import type { Db } from '../storage/db.ts';
 import type { FeedsRepo } from './feeds-repo.ts';
 import type { Person } from './model.ts';
 import type { PeopleRepo } from './people-repo.ts';
+import type { PersonIds } from './person-ids.ts';
 import type { TrackedContactsRepo } from './tracked-contacts-repo.ts';
 
 /** How a person is named in an access or erasure request: any of their keys, name and company together. */
@@ -32,6 +33,8 @@ const keyKinds = (k: PersonKeys) => (Object.keys(k) as (keyof PersonKeys)[]).fil
 
 /** A stored person as an access request shows them, with how many contacts are matched to them. */
 export interface StoredPerson {
+  /** Their public id (person-ids.ts), which names them in a request. */
+  id: string;
   person: Person;
   contacts: number;
   /** The further personIds they are known by (a record with one and their LinkedIn URL). */
@@ -51,6 +54,7 @@ export function createPeopleService(d: {
   contacts: TrackedContactsRepo;
   feeds: FeedsRepo;
   audit: Audit;
+  personIds: PersonIds;
   /** Feeds not yet jobs: bodies arriving through the API, files waiting in the inbox (names, at most `max`). */
   arriving: { uploads(): number; inbox(max: number): string[] };
 }) {
@@ -62,7 +66,7 @@ export function createPeopleService(d: {
       slug = linkedinSlug(canonical);
     }
     return {
-      seq: k.id === undefined ? undefined : Number(k.id),
+      seq: k.id === undefined ? undefined : seqOf(k.id),
       externalId: k.personId,
       linkedinSlug: slug,
       email: k.email,
@@ -72,11 +76,30 @@ export function createPeopleService(d: {
   }
   type StoreKeys = ReturnType<typeof storeKeys>;
 
+  function seqOf(id: string): number {
+    const seq = d.personIds.decode(id);
+    if (seq === undefined) throw badRequest('invalid_parameter', `id: "${id.slice(0, 100)}" is not a stored person's id (GET /api/ledger/v1/people answers it)`, [{ path: 'id', message: "not a stored person's id" }]);
+    return seq;
+  }
+
+  /**
+   * The people a key names, in the store and through the contacts that show it: a contact keeps
+   * the LinkedIn URL and the address it was imported with when the person it follows moves on, and
+   * a request with the keys a contact shows found nobody while that contact still followed them (a
+   * tester's case: "0 forgotten", the person kept).
+   */
+  const holdersOf = (keys: Partial<StoreKeys>, max: number): Person[] => {
+    const linkedin = keys.linkedinSlug === undefined ? undefined : `https://www.linkedin.com/in/${keys.linkedinSlug}`;
+    const seqs = linkedin === undefined && keys.email === undefined ? [] : d.contacts.personsShowing({ linkedin, email: keys.email }, max).map(Number);
+    return d.people.holdersOf({ ...keys, seqs }, max);
+  };
+
+  const tooMany = (what: string) => `More than ${PEOPLE_MAX} people are known by ${what}; name the person by a key of their own (their id, personId or LinkedIn URL).`;
+
   function holders(keys: Partial<StoreKeys>): Person[] {
-    const found = d.people.holdersOf(keys, PEOPLE_MAX + 1);
-    if (found.length > PEOPLE_MAX) {
-      throw invalid(`More than ${PEOPLE_MAX} people fit these keys; name the person by a key of their own (id, personId or linkedin).`);
-    }
+    const found = holdersOf(keys, PEOPLE_MAX + 1);
+    // 409, as a forget naming several: the request is well formed, the store holds too many for it (it was a 422)
+    if (found.length > PEOPLE_MAX) throw conflict('too_many_people', tooMany('these keys'));
     return found;
   }
 
@@ -91,8 +114,9 @@ export function createPeopleService(d: {
     if (keys.email !== undefined) weak.push(['this e-mail address', { email: keys.email }]);
     if (keys.nameKey !== undefined) weak.push(['this name and company', { nameKey: keys.nameKey, companyKey: keys.companyKey }]);
     for (const [what, k] of weak) {
-      const n = d.people.holdersOf(k, PEOPLE_MAX + 1).length;
-      if (n > 1) throw conflict('ambiguous_person', `${n > PEOPLE_MAX ? `More than ${PEOPLE_MAX}` : n} people are known by ${what}; see them with GET /api/ledger/v1/people and forget the one meant by its id.`);
+      const n = holdersOf(k, PEOPLE_MAX + 1).length;
+      // past PEOPLE_MAX the GET it would point to refuses too (a tester's case): a key of their own, then
+      if (n > 1) throw conflict('ambiguous_person', n > PEOPLE_MAX ? tooMany(what) : `${n} people are known by ${what}; see them with GET /api/ledger/v1/people and forget the one meant by its id.`);
     }
     return holders(keys);
   }
@@ -103,7 +127,7 @@ export function createPeopleService(d: {
      * is audited (`people.looked_up`: the kinds of keys and how many were found), as a forget is.
      */
     async find(by: Caller, k: PersonKeys): Promise<StoredPerson[]> {
-      const found = holders(storeKeys(k)).map((person) => ({ person, contacts: d.contacts.countOfPerson(person.id), otherPersonIds: d.people.otherIdsOf(person.seq) }));
+      const found = holders(storeKeys(k)).map((person) => ({ id: d.personIds.encode(person.seq), person, contacts: d.contacts.countOfPerson(person.id), otherPersonIds: d.people.otherIdsOf(person.seq) }));
       await d.db.txSoon(() => d.audit.record(by, { orgId: null, action: 'people.looked_up', data: { keys: keyKinds(k), found: found.length } }));
       return found;
     },

@@ -122,7 +122,7 @@ export const presentFeed = (f: FeedJob, base: string): z.output<typeof FeedJobAn
 /** What the people store holds about a person (an access request; docs/operations.md, Erasure requests). */
 export const StoredPersonAnswer = z
   .strictObject({
-    id: z.string().meta({ description: "The store's own id of the person: forgets this one alone (DELETE /people?id=…) among several a shared key finds" }),
+    id: z.string().meta({ description: "The store's own id of the person (p_…, opaque): forgets this one alone (DELETE /people?id=…) among several a shared key finds" }),
     personId: z.string().nullable().meta({ description: "The feed's personId the person was first known by" }),
     otherPersonIds: z.array(z.string()).meta({ description: 'Further personIds that find the person: each came in a record with their LinkedIn URL' }),
     linkedin: z.string().nullable(),
@@ -145,8 +145,8 @@ export const PeopleForgottenAnswer = z.strictObject({
   contactsUnmatched: countOf.meta({ description: 'Contacts that were matched to them: unmatched, their fields as they were' }),
 });
 
-export const presentStoredPerson = ({ person: p, contacts, otherPersonIds }: StoredPerson): z.infer<typeof StoredPersonAnswer> => ({
-  id: p.id,
+export const presentStoredPerson = ({ id, person: p, contacts, otherPersonIds }: StoredPerson): z.infer<typeof StoredPersonAnswer> => ({
+  id,
   personId: p.externalId,
   otherPersonIds,
   linkedin: p.linkedinSlug === null ? null : `https://www.linkedin.com/in/${p.linkedinSlug}`,

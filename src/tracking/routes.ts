@@ -18,7 +18,7 @@ import type { FeedFormat } from './feed-reader.ts';
 import type { ArrivingFeeds } from './feed-files.ts';
 import type { FeedService } from './feed-service.ts';
 import type { PeopleService } from './people-service.ts';
-import { canonicalLinkedin } from '../normalize.ts';
+import { canonicalLinkedin, emailProblem } from '../normalize.ts';
 import { ChangeFeedAnswer, ChangePage, DailySetPage, FeedJobAnswer, FeedJobPage, PeopleForgottenAnswer, presentChange, presentFeed, presentStoredPerson, StoredPeopleAnswer } from './presenters.ts';
 
 export interface TrackingRouteOptions {
@@ -56,10 +56,11 @@ const personKey = z.string().trim().min(1, 'must not be empty').max(1000);
  */
 const PeopleQuery = z
   .strictObject({
-    id: z.string().regex(/^[1-9]\d{0,14}$/, "must be a stored person's id (GET /people answers it)").optional(),
+    id: z.string().regex(/^p_[0-9a-z]{26}$/, "must be a stored person's id (GET /people answers it)").optional(),
     personId: personKey.optional(),
     linkedin: personKey.refine((u) => canonicalLinkedin(u) !== undefined, 'must be a LinkedIn profile URL (linkedin.com/in/…)').optional(),
-    email: personKey.optional(),
+    // as a LinkedIn URL is: a mistyped address found nobody, and a forget answered 0 and 0 (a tester's case)
+    email: personKey.refine((e) => emailProblem(e, 'email', true) === undefined, 'must be an e-mail address').optional(),
     name: personKey.optional(),
     company: personKey.optional(),
   })
@@ -181,7 +182,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
   });
 
   // the people store answering for one person: an access request, an erasure request (docs/operations.md)
-  r.add({ method: 'get', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'What the people store holds about a person (every person known by any of the keys given)', responses: { 200: { description: '{people}: none when the store knows nobody by them', schema: StoredPeopleAnswer } } }, async (ctx, { caller, query }) => {
+  r.add({ method: 'get', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'What the people store holds about a person (every person known by any of the keys given)', responses: { 200: { description: '{people}: none when the store knows nobody by them', schema: StoredPeopleAnswer }, 409: { description: 'More than 100 people are known by these keys (name the person by a key of their own)' } } }, async (ctx, { caller, query }) => {
     ctx.body = { people: (await svc.people.find(caller, query)).map(presentStoredPerson) };
   });
   r.add({ method: 'delete', path: '/people', access: 'superuser', query: PeopleQuery, summary: 'Forget a person: every person the store knows by any of the keys given goes; contacts matched to them are unmatched', responses: { 200: { description: 'How many people were forgotten and contacts unmatched (0 and 0: nobody known by them)', schema: PeopleForgottenAnswer }, 409: { description: 'An e-mail address or a name and company that several people have (forget the one meant by its id), or feeds not yet applied' } } }, async (ctx, { caller, query }) => {

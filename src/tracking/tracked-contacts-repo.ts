@@ -81,6 +81,8 @@ export function createTrackedContactsRepo(db: Db) {
     // by name + company alone to another person — the e-mail comes first (SPEC §5), unless the
     // address is that person's too (then it may be what that match brought).
     matchOf: db.raw.prepare<[string], { person_id: string | null; facts_observed_at: number | null }>('SELECT person_id, facts_observed_at FROM contacts WHERE id = ?'),
+    personsByLinkedin: db.raw.prepare<[string, number], string>('SELECT DISTINCT person_id FROM contacts WHERE linkedin = ? AND person_id IS NOT NULL LIMIT ?').pluck(),
+    personsByEmail: db.raw.prepare<[string, number], string>(`SELECT DISTINCT c.person_id FROM contacts c WHERE ${emailKeyIs('?', 'c.')} AND c.person_id IS NOT NULL LIMIT ?`).pluck(),
     matchableByEmail: db.raw.prepare<{ emailKey: string; personId: string }, ContactRow>(
       `SELECT * FROM contacts c WHERE ${emailKeyIs('@emailKey', 'c.')} AND c.linkedin IS NULL AND (
          (c.person_id IS NULL AND c.matched_by IS NOT 'ambiguous')
@@ -122,6 +124,16 @@ export function createTrackedContactsRepo(db: Db) {
       return { personId: r?.person_id ?? null, factsObservedAt: r?.facts_observed_at ?? null };
     },
     listUnmatchedByKeys: (nameKey: string, companyKey: string) => all(q.unmatchedByKeys.all(nameKey, companyKey)),
+    /**
+     * The people (their seqs as text) followed by contacts that show this LinkedIn URL (canonical)
+     * or this e-mail address, at most `max`: a contact keeps the URL it was imported with when its
+     * person moves to another profile, and an access or erasure request names people by the keys
+     * their contacts show (people-service.ts).
+     */
+    personsShowing: (k: { linkedin?: string; email?: string }, max: number): string[] => [
+      ...(k.linkedin === undefined ? [] : q.personsByLinkedin.all(k.linkedin, max)),
+      ...(k.email === undefined ? [] : q.personsByEmail.all(emailKey(k.email), max)),
+    ],
     /** Matches a contact whose facts are the person's already: observed at `factsObservedAt` (their time). */
     markMatched: (contactId: string, to: MatchTo, factsObservedAt: number, now: number): void => void q.match.run(to.personId, to.by, factsObservedAt, now, contactId),
     /** The contacts matched to one person follow another, into whom that one was merged (matched as they were). */
