@@ -138,17 +138,20 @@ function undeliverable(email: string): string | undefined {
   if (local.startsWith('.') || local.endsWith('.') || local.includes('..')) return '';
   if (Buffer.byteLength(local) > MAX_LOCAL_OCTETS) return ` (the part before @ is longer than ${MAX_LOCAL_OCTETS} bytes)`;
   let domainChars = -1; // the dots between the labels
+  let last = '';
   for (const label of email.slice(at + 1).split('.')) {
     if (!DOMAIN_LABEL.test(label)) return '';
     // a label beyond ASCII that IDNA refuses is left to the shape check above, as before
     const ascii = /^[\x00-\x7f]*$/.test(label) ? label : domainToASCII(label) || label;
     if (ascii.length > MAX_LABEL_OCTETS) return ` (a part of its domain is longer than ${MAX_LABEL_OCTETS} characters)`;
     domainChars += ascii.length + 1;
+    last = label;
   }
   if (domainChars > MAX_DOMAIN_CHARS) return ` (its domain is longer than ${MAX_DOMAIN_CHARS} characters)`;
   // RFC 3696 §2: a top-level domain is never all digits; `ann@1.2.3.4` is an IP address, which
-  // mail writes in brackets (an address literal, refused with the shape above)
-  if (/^[0-9]+$/.test(email.slice(email.lastIndexOf('.') + 1))) return ' (its domain ends in a number: an IP address is not a domain)';
+  // mail writes in brackets (an address literal, refused with the shape above); digits of any
+  // form or script too (`ann@1.2.3.４`: a reviewer's case)
+  if (/^\p{Nd}+$/u.test(last.normalize('NFKC'))) return ' (its domain ends in a number: an IP address is not a domain)';
   return undefined;
 }
 
@@ -183,8 +186,12 @@ export function emailKey(email: string): string {
   return `${local}@${folded}`;
 }
 
-/** Full-width and half-width forms (U+FF01–U+FFEE), whose compatibility mapping is their usual form. */
-const WIDTH_FORMS = /[\uff01-\uffee]/g;
+/**
+ * Full-width digits and Latin letters (U+FF10–FF19, FF21–FF3A, FF41–FF5A), whose compatibility
+ * mapping is their usual form. Not the full-width punctuation: "＠" made "@" after the address had
+ * been checked (`ann＠corp.test@x.test` was stored as `ann@corp.test@x.test`: a reviewer's case).
+ */
+const WIDTH_FORMS = /[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]/g;
 
 /**
  * A user account's e-mail as stored and looked up: trimmed, in Unicode's composed form (NFC) and
@@ -198,7 +205,9 @@ const WIDTH_FORMS = /[\uff01-\uffee]/g;
 export function accountEmail(email: string): string {
   const text = email.trim().replace(WIDTH_FORMS, (c) => c.normalize('NFKC')).normalize('NFC').toLowerCase();
   const at = text.lastIndexOf('@');
-  if (at < 0 || !text.includes('xn--', at)) return text;
+  // only a domain of DNS's letters, digits, dots and hyphens: domainToUnicode parses a URL's host,
+  // and would drop a path or decode a %2e of something that is no domain (a reviewer's case)
+  if (at < 0 || !text.includes('xn--', at) || !/^[a-z0-9.-]+$/.test(text.slice(at + 1))) return text;
   const domain = domainToUnicode(text.slice(at + 1));
   return domain ? `${text.slice(0, at + 1)}${domain.normalize('NFC')}` : text;
 }

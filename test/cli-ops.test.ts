@@ -413,4 +413,21 @@ C('the database files at start: an empty file in a used folder and a foreign dat
   assert.match(keys.stderr, /cannot create .*secrets\/jwt-keys\.json\.lock \(EACCES\): run contact-ledger as the user that owns the data folder/);
 });
 
+C('an account left in its old form beside one of its usual form (migrations 0040, 0046): the start names it, and `user passwd` by that address refuses to reset the other one (a reviewer\'s case)', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  assert.is((await cli(['user', 'add', '--email', 'bob@x.test', '--password', 'bob passphrase 1'], env)).status, 0);
+  const raw = new Database(join(data, 'contact-ledger.db'));
+  raw.prepare("INSERT INTO users (id, email, name, password_hash, created_at, updated_at) VALUES ('u_leftover', ?, '', 'x', 1, 1)").run('\uff42\uff4f\uff42@x.test'); // ｂｏｂ, as 0046 leaves it
+  raw.close();
+  const refused = run(['user', 'passwd', '--email', '\uff42\uff4f\uff42@x.test', '--password', 'new passphrase 1'], env);
+  assert.is(refused.status, 1, refused.stderr);
+  assert.match(refused.stderr, /two accounts answer to ｂｏｂ@x\.test: u_leftover \(stored as given\) and u_\w+ \(bob@x\.test\); set the password of the one meant by its id/);
+  assert.match(refused.stderr, /"users":\["u_leftover"\].*cannot sign in by it/, 'the start names it');
+  const bob = await cli(['user', 'passwd', '--email', 'BOB@x.test', '--password', 'new passphrase 1'], env);
+  assert.is(bob.status, 0, bob.stderr);
+  assert.match(bob.stdout, /set the password of bob@x\.test/);
+});
+
 C.run();

@@ -2,7 +2,7 @@
 // have suites of their own: tracking.test.ts, title-rules.test.ts).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { canonicalLinkedin, emailKey, emailProblem, isEmail, parseLinkedin, placeholderProblem, storedEmailKey } from '../src/normalize.ts';
+import { accountEmail, canonicalLinkedin, emailKey, emailProblem, isEmail, parseLinkedin, placeholderProblem, storedEmailKey } from '../src/normalize.ts';
 
 const N = suite('canonical LinkedIn URLs and e-mails');
 
@@ -81,11 +81,18 @@ N('e-mail shapes', () => {
     assert.is(emailProblem(bad, 'email', true), undefined, 'still looked for');
   }
   // an IP address is no domain (RFC 3696 §2: a top-level domain is never all digits); digits elsewhere are
-  for (const bad of ['ann@1.2.3.4', 'ann@acme.123']) {
+  for (const bad of ['ann@1.2.3.4', 'ann@acme.123', 'ann@1.2.3.\uff14', 'ann@acme.\uff11\uff12\uff13']) {
     assert.is(emailProblem(bad), `email "${bad}" is not an e-mail address (its domain ends in a number: an IP address is not a domain)`, bad);
     assert.is(emailProblem(bad, 'email', true), undefined, `${bad} (lookup)`);
   }
   for (const ok of ['ann@123.test', 'ann@1.2.3.x4', 'ann@acme.xn--p1ai']) assert.is(emailProblem(ok), undefined, ok);
+  // an account's address: full-width letters and digits are their usual ones, full-width punctuation stays (＠ made a second @ after the check: a reviewer's case)
+  assert.is(accountEmail(' \uff21\uff44\uff4d\uff49\uff4e\uff11@x.test'), 'admin1@x.test');
+  assert.is(accountEmail('ann\uff20corp.test@x.test'), 'ann\uff20corp.test@x.test');
+  assert.is(accountEmail('ad\uff08min\uff09@x.test'), 'ad\uff08min\uff09@x.test');
+  // a Punycode domain in its Unicode form; anything else past the @ as it is (domainToUnicode parses a URL host: a reviewer's case)
+  assert.is(accountEmail('J\u00d6RG@XN--EXMPLE-CUA.COM'), 'j\u00f6rg@ex\u00e4mple.com');
+  for (const odd of ['x@xn--exmple-cua.com/../a', 'x@xn--exmple-cua%2ecom', 'x@xn--exmple-cua.com?q']) assert.is(accountEmail(odd), odd.toLowerCase(), odd);
   // placeholders for an unknown employer, as written and in compatibility forms; names are not checked for words
   for (const company of ['-', '—', '...', '\u3164', 'N/A', 'n.a.', 'ＮＡ', 'N／A', 'tba', 'Not applicable', ' none '])
     assert.ok(placeholderProblem(company, 'company'), JSON.stringify(company));

@@ -16,7 +16,8 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const [sub, ...rest] = args.positionals;
   if ((sub !== 'add' && sub !== 'passwd') || rest.length) throw new UsageError(`usage: contact-ledger ${USER_USAGE}`);
   if (sub === 'passwd' && (args.flags.name !== undefined || args.flags.superuser)) throw new UsageError('user passwd takes only --email and --password');
-  const email = accountEmail(requireFlag(args.flags, 'email', USER_USAGE));
+  const given = requireFlag(args.flags, 'email', USER_USAGE);
+  const email = accountEmail(given);
   // the API's rule: a user nobody could add to an organization (members are added by e-mail) is refused here too
   if (sub === 'add' && !emailField.safeParse(email).success) throw new UsageError(`--email must be an e-mail address, got "${email}"`);
   const password = passwordArg(args.flags.password);
@@ -34,6 +35,13 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
       return EXIT_OK;
     }
     const u = rt.identity.repos.users.findUserByEmail(email);
+    // an account stored as given before a rule of accountEmail's, beside the one of its usual form:
+    // the usual one is not the one meant (a reviewer's case: `passwd --email ｂｏｂ@x` reset bob@x's)
+    const asStored = rt.identity.repos.users.findUserByEmail(given.trim().normalize('NFC').toLowerCase());
+    if (u && asStored && asStored.id !== u.id) {
+      io.err(`contact-ledger user: two accounts answer to ${given.trim()}: ${asStored.id} (stored as given) and ${u.id} (${u.email}); set the password of the one meant by its id: PATCH /api/identity/v1/users/:userId`);
+      return EXIT_FAILURE;
+    }
     if (!u) {
       io.err(`contact-ledger user: no user has the e-mail ${email}`);
       return EXIT_FAILURE;

@@ -39,6 +39,7 @@ export function createUsersRepo(db: Db) {
   );
   const rehash = db.raw.prepare<[string, string, string]>('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?');
   const count = db.raw.prepare<[], number>('SELECT count(*) FROM users').pluck();
+  const unusual = db.raw.prepare<[], UserRow>(`SELECT ${COLS} FROM users WHERE email GLOB '*[^ -~]*' OR email LIKE '%xn--%' ORDER BY created_at, id`);
   const countSuper = db.raw.prepare<[], number>('SELECT count(*) FROM users WHERE superuser = 1 AND disabled = 0').pluck();
   const first = db.raw.prepare<[number], UserRow>(`SELECT ${COLS} FROM users ORDER BY created_at, id LIMIT ?`);
   const after = db.raw.prepare<[number, number, string, number], UserRow>(
@@ -51,6 +52,8 @@ export function createUsersRepo(db: Db) {
       const r = byId.get(id);
       return r && toUser(r);
     },
+    /** Users whose address has a character beyond ASCII or a Punycode label: the ones a change of accountEmail's rules may concern. */
+    listUsersWithUnusualEmails: (): User[] => unusual.all().map(toUser),
     /** `email` must already be normalized (lower case). */
     findUserByEmail: (email: string): User | undefined => {
       const r = byEmail.get(email);
