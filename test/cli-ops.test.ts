@@ -373,29 +373,37 @@ C('the database files at start: an empty file in a used folder and a foreign dat
   } finally {
     await stop(s);
   }
-  // cut to 0 bytes in a folder a start has used: not made a new installation with a new superuser
+  // cut to 0 bytes: not made a new installation with a new superuser, in a used folder or a new one
   truncateSync(file, 0);
   for (const f of [`${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
-  const empty = await cli(['migrate'], env);
-  assert.is(empty.status, 1, empty.stderr);
-  assert.match(empty.stderr, /contact-ledger\.db is empty \(0 bytes\), and this data folder has been used .*Restore a backup .*delete the empty file/);
-  assert.is(statSync(file).size, 0, 'left as it was');
-  // an empty file in a folder never used: what a first start stopped before its first write leaves, a new installation
   const fresh = tempDir();
-  writeFileSync(join(fresh, 'contact-ledger.db'), '', { mode: 0o600 });
+  writeFileSync(join(fresh, 'contact-ledger.db'), '', { mode: 0o644 });
+  for (const [dir, r] of [[data, await cli(['migrate'], env)], [fresh, await cli(['init', '--email', EMAIL, '--password', PASSWORD], { CONTACT_LEDGER_DATA: fresh })]] as const) {
+    assert.is(r.status, 1, r.stderr);
+    assert.match(r.stderr, /contact-ledger\.db is empty \(0 bytes\): a database cut short, .*Restore a backup .*delete the empty file/);
+    assert.is(statSync(join(dir, 'contact-ledger.db')).size, 0, 'left as it was');
+  }
+  assert.is(statSync(join(fresh, 'contact-ledger.db')).mode & 0o777, 0o644, 'its mode too');
+  // a first start makes its database under another name, whole, and renames it in: it never leaves an empty one
+  rmSync(join(fresh, 'contact-ledger.db'));
+  writeFileSync(join(fresh, '.contact-ledger.db.new'), 'what a first start stopped halfway left');
   assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], { CONTACT_LEDGER_DATA: fresh })).status, 0);
-  // an SQLite database of something else: not migrated in place
+  assert.not.ok(existsSync(join(fresh, '.contact-ledger.db.new')), 'removed');
+  // an SQLite database of something else (0644, in WAL mode: a read-only look makes a -wal and -shm): not migrated in place, left as it was
   const foreignDir = tempDir();
   const foreign = join(foreignDir, 'contact-ledger.db');
   const other = new Database(foreign);
+  other.pragma('journal_mode = WAL');
   other.exec('CREATE TABLE foo (x); INSERT INTO foo VALUES (1)');
   other.close();
+  chmodSync(foreign, 0o644);
   const before = readFileSync(foreign);
   const adopted = await cli(['migrate'], { CONTACT_LEDGER_DATA: foreignDir });
   assert.is(adopted.status, 1, adopted.stderr);
   assert.match(adopted.stderr, /contact-ledger\.db is an SQLite database but not a contact-ledger one \(no schema version; it has the table foo\); nothing was changed/);
   assert.ok(readFileSync(foreign).equals(before), 'the file as it was');
-  assert.equal(readdirSync(foreignDir), ['contact-ledger.db']);
+  assert.is(statSync(foreign).mode & 0o777, 0o644, 'its mode too');
+  assert.equal(readdirSync(foreignDir), ['contact-ledger.db'], 'no -wal or -shm left');
   // a database this user may not write (put there by root, or read-only): exit 2, which systemd does not restart, naming the file
   const asRoot = process.getuid?.() === 0;
   const closed = tempDir();
@@ -404,13 +412,18 @@ C('the database files at start: an empty file in a used folder and a foreign dat
   else chmodSync(join(closed, 'contact-ledger.db'), 0o400);
   const denied = spawnSync(process.execPath, [MAIN, 'migrate'], { env: { ...baseEnv, CONTACT_LEDGER_DATA: closed, HOME: closed }, encoding: 'utf8', timeout: 60_000, ...(asRoot ? { uid: 65534, gid: 65534 } : {}) });
   assert.is(denied.status, 2, denied.stderr);
-  assert.match(denied.stderr, /contact-ledger\.db cannot be read and written by this user \(EACCES; it belongs to uid \d+, mode [46]00\): run contact-ledger as the user that owns the data folder/);
+  assert.match(denied.stderr, /cannot read and write .*contact-ledger\.db \(EACCES; it belongs to uid \d+, mode [46]00\): run contact-ledger as the user that owns the data folder/);
   if (!asRoot) return;
   // the database the service user's, the signing keys' folder root's: the same, for the keys' lock
   chownSync(join(closed, 'contact-ledger.db'), 65534, 65534);
   const keys = spawnSync(process.execPath, [MAIN, 'keys', 'rotate'], { env: { ...baseEnv, CONTACT_LEDGER_DATA: closed, HOME: closed }, encoding: 'utf8', timeout: 60_000, uid: 65534, gid: 65534 });
   assert.is(keys.status, 2, keys.stderr);
   assert.match(keys.stderr, /cannot create .*secrets\/jwt-keys\.json\.lock \(EACCES\): run contact-ledger as the user that owns the data folder/);
+  // the key file itself root's (its folder the service user's): the same, not "is not valid JSON"
+  chownSync(join(closed, 'secrets'), 65534, 65534);
+  const keyFile = spawnSync(process.execPath, [MAIN, 'keys', 'rotate'], { env: { ...baseEnv, CONTACT_LEDGER_DATA: closed, HOME: closed }, encoding: 'utf8', timeout: 60_000, uid: 65534, gid: 65534 });
+  assert.is(keyFile.status, 2, keyFile.stderr);
+  assert.match(keyFile.stderr, /cannot read .*secrets\/jwt-keys\.json \(EACCES\): run contact-ledger as the user that owns the data folder/);
 });
 
 C('an account left in its old form beside one of its usual form (migrations 0040, 0046): the start names it, and `user passwd` by that address refuses to reset the other one (a reviewer\'s case)', async () => {

@@ -5,6 +5,7 @@ import { ConfigError } from '../config.ts';
 import { StartupError } from '../storage/db.ts';
 import { fsyncFile } from '../storage/durable-files.ts';
 import { withFileLock } from '../storage/lock.ts';
+import { notPermitted, notPermittedCode } from '../storage/access-errors.ts';
 import { secretsDir } from '../storage/storage.ts';
 
 /** One HS256 key. The newest key signs; every key in the file verifies. */
@@ -73,9 +74,9 @@ function readKeyFile(path: string): KeyFile {
   try {
     file = JSON.parse(readFileSync(path, 'utf8')) as KeyFile;
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
     // put there by root: the same file for every restart (exit 2), and no JSON error (an operator tester's case)
-    if (code === 'EACCES' || code === 'EPERM') throw new ConfigError(`${path} cannot be read by this user (${code}): run contact-ledger as the user that owns the data folder (e.g. sudo -u contact-ledger), or give the file to that user (chown)`);
+    const code = notPermittedCode(err);
+    if (code) throw notPermitted('cannot read', path, code);
     throw new StartupError(`${path} is not valid JSON: ${(err as Error).message}`);
   }
   if (!Array.isArray(file.keys) || file.keys.length === 0) throw new StartupError(`${path} holds no keys`);

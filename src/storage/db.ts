@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { AppError, StartupError } from '../errors.ts';
 import { WriteLock, type LockSide } from './write-lock.ts';
@@ -289,6 +289,9 @@ export function foreignTables(file: string): string[] {
   // the header's user_version (offset 60) first: ours is read without opening it (a read-only
   // connection may leave a -wal behind, which tells a start's backup of the files it is another state)
   if (headerUserVersion(file) !== 0) return [];
+  // a database in WAL mode gets a -wal and -shm from a connection that only reads: those it made go
+  // again, so that a file refused is left as it was (a reviewer's case)
+  const made = [`${file}-wal`, `${file}-shm`].filter((f) => !existsSync(f));
   let db: Database.Database | undefined;
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
@@ -298,6 +301,7 @@ export function foreignTables(file: string): string[] {
     return [];
   } finally {
     db?.close();
+    for (const f of made) rmSync(f, { force: true });
   }
 }
 

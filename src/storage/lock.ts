@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { ConfigError } from '../config.ts';
+import { join } from 'node:path';
+import { notPermitted, notPermittedCode } from './access-errors.ts';
 import { StartupError } from './db.ts';
 
 /**
@@ -210,10 +210,8 @@ export function withFileLock<T>(file: string, fn: () => T, waitMs = 10_000): T {
  * was exit 1, restarted for ever: an operator tester's case), anything else (a full disk) a failure.
  */
 function notCreated(file: string, err: unknown): Error {
-  const code = (err as NodeJS.ErrnoException).code ?? '';
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS')
-    return new ConfigError(`cannot create ${file} (${code}${code === 'EROFS' ? ': a read-only file system' : ''}): run contact-ledger as the user that owns the data folder (e.g. sudo -u contact-ledger), or give ${dirname(file)} to that user (chown)`);
-  return new StartupError(`cannot create ${file}: ${(err as Error).message}`);
+  const code = notPermittedCode(err);
+  return code ? notPermitted('cannot create', file, code) : new StartupError(`cannot create ${file}: ${(err as Error).message}`);
 }
 
 /**

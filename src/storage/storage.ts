@@ -1,4 +1,4 @@
-import { accessSync, chmodSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, renameSync, type Stats, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
@@ -8,7 +8,9 @@ import { backupTo, fileStamp, partialOf, removePartialBackups, removeWithSideFil
 import { foreignTables, openDb, StartupError, type Db } from './db.ts';
 import { loadSqliteLibrary } from './sqlite-addon.ts';
 import { lockDataDir } from './lock.ts';
-import { loadMigrations, migrate, pendingMigrations, schemaVersion } from './migrate.ts';
+import { loadMigrations, migrate, pendingMigrations, schemaVersion, type Migration } from './migrate.ts';
+import { notPermitted, notPermittedCode } from './access-errors.ts';
+import { fsyncFile } from './durable-files.ts';
 import { planSchemaRepair } from './schema-reconcile.ts';
 
 /**
@@ -61,7 +63,7 @@ function makeFolders(dir: string): void {
 
 export const backupsDir = (dataDir: string) => join(dataDir, 'backups');
 
-/** Where the access-token signing keys are kept (identity/signing-keys.ts); written at the first start, after the database. */
+/** Where the access-token signing keys are kept (identity/signing-keys.ts). */
 export const secretsDir = (dataDir: string) => join(dataDir, 'secrets');
 
 /** Where `restore` copies a backup before renaming it into place (src/cli/restore.ts). */
@@ -109,57 +111,74 @@ function checkLeftovers(dataDir: string, file: string): void {
     );
 }
 
-const NOT_PERMITTED = new Set(['EACCES', 'EPERM', 'EROFS']);
-
 /**
  * Before the database is opened, what SQLite would take in silence or answer with its own words
- * (forty-first session, an operator tester's cases):
+ * (forty-first session, an operator tester's cases), refused before anything is changed:
  * - a database, -wal or -shm this user may not read and write (put there by root, a read-only
- *   mount): a configuration error (exit 2, which the systemd unit does not restart), naming the
- *   file, where SQLite said "attempt to write a readonly database" and the start exited 1;
- * - a database file of 0 bytes, with no -wal to recover it from, in a folder a start has used
- *   (its signing keys are written after the first migrations): cut short, or a copy that never got
- *   its content — SQLite would make it a new, empty installation with a new superuser. An empty
- *   file in a folder never used is what a first start stopped before its first write leaves: a
- *   new installation, as before;
- * - an SQLite database that is not contact-ledger's (tables, and no schema version): it was
+ *   mount): a configuration error (exit 2), naming the file, where SQLite said "attempt to write a
+ *   readonly database" and the start exited 1, which the systemd unit restarted for ever;
+ * - a database file of 0 bytes with no -wal to recover it from: cut short, or a copy that never
+ *   got its content. A start never leaves one (a new database appears under its name complete:
+ *   createDatabase), and SQLite would have made it a new, empty installation with a new superuser;
+ * - an SQLite database that is not contact-ledger's (tables and no schema version): it was
  *   migrated in place, our tables beside its own, with no backup taken.
- * And, since the files are the users' data and their owner's alone (docs/operations.md, "The data
+ * Then, since the files are the users' data and their owner's alone (docs/operations.md, "The data
  * folder"): a database file open to others (copied in by hand, 0644) is made 0600 with its
- * -wal/-shm, which SQLite creates with the database's mode. Returns the files whose mode it
- * narrowed.
+ * -wal/-shm, which SQLite creates in the database's mode. Returns the files whose mode it narrowed.
  */
-function checkDatabaseFiles(dataDir: string, file: string): string[] {
-  const narrowed: string[] = [];
-  const uid = process.getuid?.();
+function checkDatabaseFiles(file: string): string[] {
+  const present: [string, Stats][] = [];
   for (const f of [file, `${file}-wal`, `${file}-shm`]) {
     const st = statSync(f, { throwIfNoEntry: false });
     if (!st) continue;
     try {
       accessSync(f, constants.R_OK | constants.W_OK);
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? '';
-      if (!NOT_PERMITTED.has(code)) throw err;
-      throw new ConfigError(
-        `${f} cannot be read and written by this user (${code}${code === 'EROFS' ? ': a read-only file system' : `; it belongs to uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)}`}): run contact-ledger as the user that owns the data folder (e.g. sudo -u contact-ledger), or give the file to that user (chown)`,
-      );
+      const code = notPermittedCode(err);
+      if (!code) throw err;
+      throw notPermitted('cannot read and write', f, code, `; it belongs to uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)}`);
     }
-    if ((st.mode & 0o077) !== 0 && st.uid === uid) {
-      chmodSync(f, 0o600);
-      narrowed.push(f);
-    }
+    present.push([f, st]);
   }
-  const st = statSync(file, { throwIfNoEntry: false });
-  if (st?.size === 0 && !(statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) && existsSync(secretsDir(dataDir)))
+  const size = (f: string) => statSync(f, { throwIfNoEntry: false })?.size ?? 0;
+  if (existsSync(file) && size(file) === 0 && size(`${file}-wal`) === 0)
     throw new StartupError(
-      `${file} is empty (0 bytes), and this data folder has been used (it has ${secretsDir(dataDir)}): a database cut short, or a copy that never got its content. Restore a backup (\`contact-ledger restore <backup file>\`); to start a new installation here instead, delete the empty file`,
+      `${file} is empty (0 bytes): a database cut short, or a copy that never got its content (contact-ledger never leaves one). Restore a backup (\`contact-ledger restore <backup file>\`); to start a new installation here instead, delete the empty file`,
     );
-  const foreign = st && st.size > 0 ? foreignTables(file) : [];
-  if (foreign.length)
-    throw new StartupError(
-      `${file} is an SQLite database but not a contact-ledger one (no schema version; it has the table${foreign.length > 1 ? 's' : ''} ${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? ', …' : ''}); nothing was changed. Point CONTACT_LEDGER_DATA at a contact-ledger data folder, or restore a backup`,
-    );
+  const foreign = size(file) > 0 ? foreignTables(file) : [];
+  if (foreign.length) {
+    const what = foreign.includes('schema_migrations')
+      ? "has contact-ledger's tables but no schema version (a copy rebuilt with sqlite3's .dump loses it)"
+      : `is an SQLite database but not a contact-ledger one (no schema version; it has the table${foreign.length > 1 ? 's' : ''} ${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? ', …' : ''})`;
+    throw new StartupError(`${file} ${what}; nothing was changed. Point CONTACT_LEDGER_DATA at a contact-ledger data folder, or restore a backup`);
+  }
+  const uid = process.getuid?.();
+  const narrowed = present.filter(([, st]) => (st.mode & 0o077) !== 0 && st.uid === uid).map(([f]) => f);
+  for (const f of narrowed) chmodSync(f, 0o600);
   return narrowed;
+}
+
+/** Where a new database is made before it takes its name (createDatabase). */
+const newDatabaseFile = (dataDir: string) => join(dataDir, `.${DB_FILE}.new`);
+
+/**
+ * A data folder's first database: made and migrated under another name, folded into one file and
+ * renamed into place, so that `contact-ledger.db` appears complete — a first start stopped before
+ * its first write left a 0-byte file, which a start could not tell from a database cut short.
+ * What a stopped one leaves under the other name is removed by the next start.
+ */
+function createDatabase(dataDir: string, file: string, migrations: Migration[], now: number): void {
+  const partial = newDatabaseFile(dataDir);
+  removeWithSideFiles(partial);
+  const db = openDb(partial);
+  try {
+    migrate(db, migrations, now);
+  } finally {
+    db.close();
+  }
+  fsyncFile(partial);
+  renameSync(partial, file);
+  fsyncFile(dataDir);
 }
 
 /** The database of a data folder, held by this process, migrated to this program's schema. */
@@ -230,22 +249,27 @@ const readText = (file: string): string | undefined => {
 export async function openStorage(config: Readonly<Config>, log: Logger, clock: Clock): Promise<Storage> {
   prepareDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
+  const migrations = loadMigrations(paths.migrations);
   let db: Db;
   // the database's files before this open: a backup taken of them by a failed start before is theirs
   let identity: string;
   try {
     const file = join(config.dataDir, DB_FILE);
     checkLeftovers(config.dataDir, file);
+    removeWithSideFiles(newDatabaseFile(config.dataDir)); // what a first start stopped halfway left
     identity = filesIdentity(file);
-    const narrowed = checkDatabaseFiles(config.dataDir, file);
-    if (narrowed.length) log.warn({ files: narrowed }, 'the database files were open to other users; they are now 0600 (its owner only)');
+    if (existsSync(file)) {
+      const narrowed = checkDatabaseFiles(file);
+      if (narrowed.length) log.warn({ files: narrowed }, 'the database files were open to other users; they are now 0600 (its owner only)');
+    } else {
+      createDatabase(config.dataDir, file, migrations, clock.now());
+    }
     db = openDb(file);
   } catch (err) {
     lock.release();
     throw err;
   }
   try {
-    const migrations = loadMigrations(paths.migrations);
     const pending = pendingMigrations(db, migrations);
     const from = schemaVersion(db);
     const latest = migrations.at(-1)!.version;

@@ -74,19 +74,20 @@ const PeopleQuery = z
   });
 
 /**
+ * The header with `( ) ' * !` percent-encoded in a `filename*` value: RFC 8187 leaves them out of
+ * its characters, but JavaScript's encodeURIComponent (what pages and scripts use to write the
+ * value) keeps them, and a feed file named `people (1).jsonl` was refused (a tester's case). Only
+ * a parameter of its own (after `;`), not text inside a quoted `filename="…"`.
+ */
+const extValueEncoded = (raw: string): string =>
+  raw.replace(/(;\s*filename\*\s*=\s*[^';"]*'[^';"]*')([^;"]*)(?=;|$)/i, (_, head: string, value: string) => head + value.replace(/[()'*!]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
+
+/**
  * The file name of a feed sent as the request body, in a Content-Disposition header as a response
  * would give it (RFC 6266: `attachment; filename="…"` or `filename*=UTF-8''…`), kept as the feed
  * job's `fileName` — as a multipart CSV import keeps its part's: the feeds list said nothing of
  * which file a feed was (a tester's case).
  */
-/**
- * The header with `( ) ' * !` percent-encoded in a `filename*` value: RFC 8187 leaves them out of
- * its characters, but JavaScript's encodeURIComponent (what pages and scripts use to write the
- * value) keeps them, and a feed file named `people (1).jsonl` was refused (a tester's case).
- */
-const extValueEncoded = (raw: string): string =>
-  raw.replace(/(filename\*\s*=\s*[^';]*'[^';]*')([^;]*)/i, (_, head: string, value: string) => head + value.replace(/[()'*!]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
-
 const FEED_FILE_NAME: HeaderSpec = {
   schema: z.string().transform((raw, ctx) => {
     let name: string | undefined;

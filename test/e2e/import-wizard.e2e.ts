@@ -251,6 +251,7 @@ async function rejectedOfUnnamed(ctx: Ctx) {
 W('the rejected rows: a column with a blank header is named "(column 3)", as in the wizard', async (ctx) => {
   const dialog = await rejectedOfUnnamed(ctx);
   await dialog.getByText('1 row was not imported; the reason column says why. Fix it in the file').waitFor(); // not "1 rows were" (a tester's case)
+  await ctx.e.page.locator('.page-head').getByText('1 contact', { exact: true }).waitFor(); // the ledger's one contact, not "1 contacts"
   const heads = (await dialog.locator('thead th').allTextContents()).map((h) => h.trim());
   assert.is(heads.filter((h) => h === '').length, 0, `no empty column header: ${JSON.stringify(heads)}`);
   assert.ok(heads.includes('(column 3)'), `the unnamed column is named by its place: ${JSON.stringify(heads)}`);

@@ -322,6 +322,22 @@ W('disable and enable by hand; disabled by the server after 3 days of failures, 
   assert.equal([hook.enabled, hook.disabledReason, hook.failingSince], [true, null, null]);
 });
 
+W('one disabled by hand whose last ledger is deleted says both, not that deliveries kept failing (a reviewer\'s case)', async (ctx) => {
+  const { page, base } = ctx.e;
+  const ledgerId = (await ctx.e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token: ctx.root, body: { name: 'Short-lived' } })).body.id;
+  const hook = (await ctx.e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/webhooks`, { token: ctx.root, body: { url: `${ctx.rx.url}/short-lived`, events: ['import.completed'], ledgerIds: [ledgerId] } })).body;
+  assert.is((await ctx.e.call('PATCH', `${LEDGER}/orgs/${ctx.orgId}/webhooks/${hook.id}`, { token: ctx.root, body: { enabled: false } })).status, 200);
+  assert.is((await ctx.e.call('DELETE', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ledgerId}`, { token: ctx.root })).status, 204);
+  await page.goto(`${base}/orgs/${ctx.orgId}/webhooks/${hook.id}`);
+  const note = page.getByRole('note').filter({ hasText: 'Every ledger it reported on was deleted' });
+  await note.waitFor();
+  assert.match(await note.innerText(), new RegExp(`before that: disabled by ${ROOT_EMAIL.replace(/[.]/g, '\\.')} on `));
+  assert.is(await page.getByText('Disabled because deliveries kept failing').count(), 0);
+  assert.is(await page.getByRole('button', { name: 'Enable again' }).count(), 0);
+  await ctx.e.call('DELETE', `${LEDGER}/orgs/${ctx.orgId}/webhooks/${hook.id}`, { token: ctx.root });
+  await page.goto(`${base}/orgs/${ctx.orgId}/webhooks`);
+});
+
 W('delete with confirmation: gone from the list, its page says so', async (ctx) => {
   const { page, base } = ctx.e;
   await card(ctx).getByRole('link', { name: 'Delivery log' }).click();

@@ -406,7 +406,7 @@ export function JobProgress(props: { job: ImportJob; compact?: boolean }) {
     <div class={`progress${props.compact ? ' compact' : ''}`}>
       <progress max={total} value={j.processed} aria-label={`Import ${j.fileName ?? j.id}`} aria-valuetext={`${j.processed} of ${j.submitted} rows`} />
       <p class="progress-text" aria-live={props.compact ? undefined : 'polite'}>
-        <strong>{fmtNumber(j.processed)}</strong> of {fmtNumber(j.submitted)} rows ({pct}%) · {j.status}
+        <strong>{fmtNumber(j.processed)}</strong> of {fmtCount(j.submitted, 'row')} ({pct}%) · {j.status}
       </p>
     </div>
   );

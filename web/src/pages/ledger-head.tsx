@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { api, LEDGER } from '../api.ts';
-import { atLeast, fmtNumber, Link, NotFoundState, PageHead, useRequest, useRole } from '../ui.tsx';
+import { atLeast, fmtCount, Link, NotFoundState, PageHead, useRequest, useRole } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
 /**
@@ -43,7 +43,7 @@ export function LedgerHead(props: { orgId: string; ledgerId: string; tab: 'conta
         // the tabs share the heading; the window's title (history, screen readers' page list) says which one
         docTitle={props.tab === 'import' || props.tab === 'imports' ? `${tabs.find((t) => t.id === props.tab)?.label ?? 'Import'} · ${name}` : undefined}
         crumbs={[{ href: `/orgs/${orgId}/ledgers`, label: 'Ledgers' }, ...(props.title ? [{ href: props.back ?? base, label: name }] : [])]}
-        sub={!props.title && req.data ? `${fmtNumber(req.data.contactCount)} contacts${req.data.description ? ` · ${req.data.description}` : ''}` : undefined}
+        sub={!props.title && req.data ? `${fmtCount(req.data.contactCount, 'contact')}${req.data.description ? ` · ${req.data.description}` : ''}` : undefined}
       />
       {props.tab !== 'contact' && (
         <nav class="tabs" aria-label="Ledger">

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, LEDGER, listAll } from '../api.ts';
 import { navigate } from '../router.ts';
-import { Async, atLeast, Confirm, Dialog, Field, fieldErrors, fmtNumber, FormError, Link, Notice, PageHead, Time, useAction, useRequest, useRole, useSession } from '../ui.tsx';
+import { Async, atLeast, Confirm, Dialog, Field, fieldErrors, fmtCount, fmtNumber, FormError, Link, Notice, PageHead, Time, useAction, useRequest, useRole, useSession } from '../ui.tsx';
 
 export interface Ledger {
   id: string;
@@ -67,7 +67,7 @@ export function Ledgers(props: { orgId: string }) {
                     {l.description && <p class="muted">{l.description}</p>}
                     <p class="meta">
                       <span>
-                        <strong>{fmtNumber(l.contactCount)}</strong> contacts
+                        <strong>{fmtNumber(l.contactCount)}</strong> {l.contactCount === 1 ? 'contact' : 'contacts'}
                       </span>
                       <span>
                         updated <Time iso={l.updatedAt} />
@@ -133,7 +133,7 @@ export function Ledgers(props: { orgId: string }) {
           }}
         >
           <p>
-            This deletes the ledger with its <strong>{fmtNumber(dialog.ledger.contactCount)} contacts</strong>, its imports and its change history. It cannot be undone.
+            This deletes the ledger with its <strong>{fmtCount(dialog.ledger.contactCount, 'contact')}</strong>, its imports and its change history. It cannot be undone.
           </p>
         </Confirm>
       )}

@@ -77,7 +77,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const badgeClass = (s: Status) => (s === 'delivered' ? 'ok' : s === 'failed' ? 'bad' : '');
 /** The last answer of a delivery, in words. */
 const answer = (x: Delivery) => (x.attempts === 0 ? 'not tried yet' : (x.error ?? (x.responseStatus !== null ? `answered ${x.responseStatus}` : '—')));
-const systemDisabled = (w: Webhook) => !w.enabled && !!w.disabledReason && !w.disabledReason.startsWith('disabled by ');
+/** Disabled by the server for failing deliveries (dispatcher.ts's reason), not by an admin or for its deleted ledgers. */
+const systemDisabled = (w: Webhook) => !w.enabled && !!w.disabledReason && w.disabledReason.startsWith('no successful delivery');
 
 function AdminOnly(props: { children: ComponentChildren; orgId: string }) {
   if (useRole(props.orgId) !== 'admin')
