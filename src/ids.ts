@@ -19,16 +19,19 @@ export function newId(prefix: IdPrefix): string {
   }
   const start = used;
   used += 16;
-  return `${prefix}_${base32(POOL.subarray(start, start + 16))}`;
+  return `${prefix}_${base32(POOL, start)}`;
 }
 
-/** 16 bytes (128 bits) as 26 base32 digits of ALPHABET (the last digit carries 3 bits). */
-export function base32(bytes: Uint8Array): string {
+/**
+ * 16 bytes (128 bits) from `start` as 26 base32 digits of ALPHABET (the last digit carries 3
+ * bits). An indexed loop over the pool, no view of it: newId runs once per imported row.
+ */
+export function base32(bytes: Uint8Array, start = 0): string {
   let out = '';
   let acc = 0;
   let bits = 0;
-  for (const byte of bytes) {
-    acc = ((acc << 8) | byte) & 0xfff; // the bits not yet written are fewer than 13
+  for (let i = start; i < start + 16; i++) {
+    acc = ((acc << 8) | bytes[i]!) & 0xfff; // the bits not yet written are fewer than 13
     bits += 8;
     while (bits >= 5) {
       out += ALPHABET[(acc >>> (bits - 5)) & 31];

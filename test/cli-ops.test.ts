@@ -441,6 +441,14 @@ C('an account left in its old form beside one of its usual form (migrations 0040
   const bob = await cli(['user', 'passwd', '--email', 'BOB@x.test', '--password', 'new passphrase 1'], env);
   assert.is(bob.status, 0, bob.stderr);
   assert.match(bob.stdout, /set the password of bob@x\.test/);
+  // as 0040 leaves one: stored decomposed (not NFC) beside the composed account
+  assert.is((await cli(['user', 'add', '--email', 'j\u00f6rg@x.test', '--password', 'joerg passphrase 1'], env)).status, 0);
+  const again = new Database(join(data, 'contact-ledger.db'));
+  again.prepare("INSERT INTO users (id, email, name, password_hash, created_at, updated_at) VALUES ('u_decomposed', ?, '', 'x', 1, 1)").run('jo\u0308rg@x.test');
+  again.close();
+  const decomposed = await cli(['user', 'passwd', '--email', 'jo\u0308rg@x.test', '--password', 'new passphrase 1'], env);
+  assert.is(decomposed.status, 1, decomposed.stderr);
+  assert.match(decomposed.stderr, /two accounts answer to .*: u_decomposed \(stored as given\)/);
 });
 
 C.run();

@@ -81,6 +81,30 @@ S('closing on a full disk keeps the -wal for the next open instead of throwing (
   });
 });
 
+S('a first start on a disk too small for the database leaves no contact-ledger.db in place, whole or not (a reviewer\'s case: a damaged one, its -wal removed by the next start)', async () => {
+  for (const size of ['300k', '500k', '600k', '700k', '900k']) {
+    const dir = join(tempDir(), 'small');
+    mkdirSync(dir);
+    await withSmallDisk(dir, size, async () => {
+      const data = join(dir, 'data');
+      let started = false;
+      try {
+        await (await openRuntime(testConfig(data), quiet)).close();
+        started = true;
+      } catch (err) {
+        assert.match((err as Error).message, /disk is full|no room on the disk|not usable|disk I\/O/, `${size}: ${(err as Error).message}`);
+      }
+      const file = join(data, DB_FILE);
+      if (!started) assert.not.ok(existsSync(file), `${size}: no database in place after a failed first start`);
+      else {
+        const db = new Database(file, { readonly: true });
+        assert.is(db.pragma('integrity_check', { simple: true }), 'ok', size);
+        db.close();
+      }
+    });
+  }
+});
+
 S('db.tx: commits, rolls back on throw, refuses async callbacks', () => {
   const db = openDb(join(tempDir(), 'x.db'));
   db.raw.exec('CREATE TABLE t (x INTEGER)');

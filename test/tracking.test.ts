@@ -2377,7 +2377,14 @@ T('an access or erasure request finds a person by the LinkedIn URL and address t
   const people = (q: string) => t.call('GET', `${LEDGER}/people?${q}`, { token: w.root });
   assert.equal((await people('linkedin=linkedin.com/in/sly-old-shown')).body.people.map((p: any) => [p.personId, p.linkedin]), [['sly-shown', 'https://www.linkedin.com/in/sly-new-shown']]);
   assert.equal((await people('email=TAM@tam-shown.test')).body.people.map((p: any) => [p.personId, p.email]), [['tam-shown', null]], 'by the address the contact shows');
-  const gone = await t.call('DELETE', `${LEDGER}/people?linkedin=linkedin.com/in/sly-old-shown`, { token: w.root });
+  // the URL taken by someone else since (a released vanity URL): it names two people, forgotten neither (a reviewer's case: both went)
+  await feed(t, w.root, ndjson({ personId: 'taker-shown', linkedin: 'linkedin.com/in/sly-old-shown', name: 'Tak Er', company: 'TakeCo', observedAt: daysAgo(t, 1) }));
+  const both = (await people('linkedin=linkedin.com/in/sly-old-shown')).body.people.map((p: any) => p.personId).sort();
+  assert.equal(both, ['sly-shown', 'taker-shown'], 'the contact follows the person it was matched to, the store gives the URL to the other');
+  const refused = await t.call('DELETE', `${LEDGER}/people?linkedin=linkedin.com/in/sly-old-shown`, { token: w.root });
+  expectStatus(refused, 409);
+  assert.equal([refused.body.code, refused.body.message], ['ambiguous_person', '2 people are known by this LinkedIn URL; see them with GET /api/ledger/v1/people and forget the one meant by its id.']);
+  const gone = await t.call('DELETE', `${LEDGER}/people?personId=sly-shown`, { token: w.root });
   assert.equal(gone.body, { peopleForgotten: 1, contactsUnmatched: 1 });
   assert.equal((await people('personId=sly-shown')).body, { people: [] });
   // an address of more than 100 people: both the look-up and the forget say to name the person by a key of their own

@@ -37,7 +37,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
     const u = rt.identity.repos.users.findUserByEmail(email);
     // an account stored as given before a rule of accountEmail's, beside the one of its usual form:
     // the usual one is not the one meant (a reviewer's case: `passwd --email ｂｏｂ@x` reset bob@x's)
-    const asStored = rt.identity.repos.users.findUserByEmail(given.trim().normalize('NFC').toLowerCase());
+    const asStored = [given.trim().toLowerCase(), given.trim().normalize('NFC').toLowerCase()].map((e) => rt.identity.repos.users.findUserByEmail(e)).find((x) => x && x.id !== u?.id);
     if (u && asStored && asStored.id !== u.id) {
       io.err(`contact-ledger user: two accounts answer to ${given.trim()}: ${asStored.id} (stored as given) and ${u.id} (${u.email}); set the password of the one meant by its id: PATCH /api/identity/v1/users/:userId`);
       return EXIT_FAILURE;

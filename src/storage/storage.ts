@@ -171,11 +171,15 @@ function createDatabase(dataDir: string, file: string, migrations: Migration[], 
   const partial = newDatabaseFile(dataDir);
   removeWithSideFiles(partial);
   const db = openDb(partial);
+  let whole = false;
   try {
     migrate(db, migrations, now);
   } finally {
-    db.close();
+    whole = db.close();
   }
+  // its -wal not folded in for lack of room, the file alone is not the database: it is not renamed
+  // in (a reviewer's case: a damaged database in place, its -wal removed by the next start)
+  if (!whole) throw new StartupError(`no room on the disk to make the database in ${dataDir}; free some space and start again`);
   fsyncFile(partial);
   renameSync(partial, file);
   fsyncFile(dataDir);

@@ -105,12 +105,15 @@ export function createPeopleService(d: {
 
   /**
    * Whom a request to forget names: a key of their own (id, personId, LinkedIn) names one person;
-   * an address or a name + company that several people have names none of them — forgetting them
+   * an address, a name + company, or a LinkedIn URL (through contacts that show it) that several people have names none of them — forgetting them
    * all would erase others (a reviewer's case: two Ann Lees at Acme) —, so it is refused with how
    * to name the one meant.
    */
   function toForget(keys: StoreKeys): Person[] {
     const weak: [string, Partial<StoreKeys>][] = [];
+    // a URL the store gives one person, but contacts may show it for one who moved on to another
+    // profile while a later one took it (a released vanity URL): two people, forgotten both (a reviewer's case)
+    if (keys.linkedinSlug !== undefined) weak.push(['this LinkedIn URL', { linkedinSlug: keys.linkedinSlug }]);
     if (keys.email !== undefined) weak.push(['this e-mail address', { email: keys.email }]);
     if (keys.nameKey !== undefined) weak.push(['this name and company', { nameKey: keys.nameKey, companyKey: keys.companyKey }]);
     for (const [what, k] of weak) {

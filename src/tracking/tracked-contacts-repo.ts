@@ -81,8 +81,8 @@ export function createTrackedContactsRepo(db: Db) {
     // by name + company alone to another person — the e-mail comes first (SPEC §5), unless the
     // address is that person's too (then it may be what that match brought).
     matchOf: db.raw.prepare<[string], { person_id: string | null; facts_observed_at: number | null }>('SELECT person_id, facts_observed_at FROM contacts WHERE id = ?'),
-    personsByLinkedin: db.raw.prepare<[string, number], string>('SELECT DISTINCT person_id FROM contacts WHERE linkedin = ? AND person_id IS NOT NULL LIMIT ?').pluck(),
-    personsByEmail: db.raw.prepare<[string, number], string>(`SELECT DISTINCT c.person_id FROM contacts c WHERE ${emailKeyIs('?', 'c.')} AND c.person_id IS NOT NULL LIMIT ?`).pluck(),
+    personsByLinkedin: db.raw.prepare<[string, number], string>(`SELECT DISTINCT c.person_id FROM contacts c WHERE c.linkedin = ? AND c.person_id IS NOT NULL AND ${LIVE} LIMIT ?`).pluck(),
+    personsByEmail: db.raw.prepare<[string, number], string>(`SELECT DISTINCT c.person_id FROM contacts c WHERE ${emailKeyIs('?', 'c.')} AND c.person_id IS NOT NULL AND ${LIVE} LIMIT ?`).pluck(),
     matchableByEmail: db.raw.prepare<{ emailKey: string; personId: string }, ContactRow>(
       `SELECT * FROM contacts c WHERE ${emailKeyIs('@emailKey', 'c.')} AND c.linkedin IS NULL AND (
          (c.person_id IS NULL AND c.matched_by IS NOT 'ambiguous')
@@ -126,7 +126,7 @@ export function createTrackedContactsRepo(db: Db) {
     listUnmatchedByKeys: (nameKey: string, companyKey: string) => all(q.unmatchedByKeys.all(nameKey, companyKey)),
     /**
      * The people (their seqs as text) followed by contacts that show this LinkedIn URL (canonical)
-     * or this e-mail address, at most `max`: a contact keeps the URL it was imported with when its
+     * or this e-mail address, at most `max`, in ledgers not being deleted: a contact keeps the URL it was imported with when its
      * person moves to another profile, and an access or erasure request names people by the keys
      * their contacts show (people-service.ts).
      */
