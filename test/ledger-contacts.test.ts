@@ -375,9 +375,12 @@ A('name, company and title searches fold case as Unicode does: a final sigma is 
     { name: 'ΣΊΣΥΦΟΣ', company: 'Straße Bau GmbH', title: 'ΔΙΕΥΘΥΝΤΉΣ' },
     { name: 'Σίσυφος', company: 'STRASSE BAU', title: 'Διευθυντής' },
     { name: 'Other Person', company: 'Strase', title: 'Engineer' },
+    { name: 'Ayşe Yılmaz', company: '\u00dcNITED \u0130STANBUL', title: 'Engineer' },
   ]);
   const path = `${ledgerPath(w.orgId, ledgerId)}/contacts`;
   for (const [query, found] of [
+    // Turkish İ is i (a tester's case: "istanbul" did not find "İSTANBUL"), whichever way the needle writes it
+    ['company=istanbul', 1], ['company=ISTANBUL', 1], ['company=%C4%B0stanbul', 1], ['company=i%CC%87stanbul', 1], ['company=%C3%BCnited%20i', 1],
     ['name=σίσυφοσ', 2], ['name=ΣΊΣΥΦΟΣ', 2], ['name=σίσυφος', 2], ['name=σίσ', 2], ['name=ΣΊΣ', 2], ['name=φος', 2],
     ['company=strasse', 2], ['company=STRASSE', 2], ['company=stra%C3%9Fe', 2], ['company=STRA%E1%BA%9EE', 2], ['company=stras', 3],
     ['title=%CE%B4%CE%B9%CE%B5%CF%85%CE%B8%CF%85%CE%BD%CF%84%CE%AE%CF%83', 2],
@@ -418,7 +421,7 @@ A('every character beyond ASCII that folding makes ASCII is in FOLDS_TO_ASCII: a
     if (/[\x00-\x7f]/.test(foldForContains(c)) && !FOLDS_TO_ASCII.includes(c)) missing.push(`U+${cp.toString(16)}`);
   }
   assert.equal(missing, []);
-  assert.is([...FOLDS_TO_ASCII].length, 14);
+  assert.is([...FOLDS_TO_ASCII].length, 15);
 });
 
 A('e-mail addresses and reference ids with an invisible character are rejected rows; a decomposed accent is the same text; the email filter is an address', async ({ t, w }) => {

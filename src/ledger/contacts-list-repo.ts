@@ -90,12 +90,12 @@ const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
 /**
  * The characters beyond ASCII that foldForContains makes (partly) ASCII: ß ẞ ſ, the Latin
- * ligatures, İ (i + a dot above), the Kelvin sign, and U+037E / U+1FEF, whose composed forms are ;
- * and `. An ASCII needle is found in a text beyond ASCII as LIKE finds it, or through one of these
+ * ligatures, İ, a dot above (U+0307) after an i, the Kelvin sign, and U+037E / U+1FEF, whose
+ * composed forms are ; and `. An ASCII needle is found in a text beyond ASCII as LIKE finds it, or through one of these
  * (test/ledger-contacts.test.ts checks the list against every code point). None is a quote, so
  * each goes into SQL as a literal.
  */
-export const FOLDS_TO_ASCII = '\u00df\u0130\u017f\u037e\u1e9e\u1fef\u212a\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\ufb06';
+export const FOLDS_TO_ASCII = '\u00df\u0130\u017f\u0307\u037e\u1e9e\u1fef\u212a\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\ufb06';
 /** Letters Unicode case folding spells as others, beyond lower case (CaseFolding.txt, Latin: ß, ſ and the ligatures). */
 const FOLDED_AS: Record<string, string> = { ß: 'ss', ſ: 's', '\ufb00': 'ff', '\ufb01': 'fi', '\ufb02': 'fl', '\ufb03': 'ffi', '\ufb04': 'ffl', '\ufb05': 'st', '\ufb06': 'st' };
 /**
@@ -103,10 +103,12 @@ const FOLDED_AS: Record<string, string> = { ß: 'ss', ſ: 's', '\ufb00': 'ff', '
  * (e + U+0308, as macOS writes it) is found by ë, and the reverse — and not by e, as the same name
  * typed composed is not. A final sigma is a sigma (lower case makes ΣΊΣΥΦΟΣ σίσυφος, which
  * σίσυφοσ must find), ß is ss (Straße = STRASSE), ſ is s, ﬁ is fi; the Kelvin sign is k by lower
- * case already.
+ * case already. Turkish İ is i, as Turkish writes its lower case (Unicode's full folding, i + a dot
+ * above, left "istanbul" unable to find "İSTANBUL": a tester's case), and so is an i written with
+ * that dot.
  */
 export const foldForContains = (s: string) =>
-  s.toLowerCase().normalize('NFC').replace(/ς/g, 'σ').replace(/[ßſ\ufb00-\ufb06]/g, (c) => FOLDED_AS[c]!);
+  s.toLowerCase().normalize('NFC').replace(/i\u0307/g, 'i').replace(/ς/g, 'σ').replace(/[ßſ\ufb00-\ufb06]/g, (c) => FOLDED_AS[c]!);
 
 /**
  * The LIKE pattern on `name_key` that every name the `name` filter finds also matches: the key
