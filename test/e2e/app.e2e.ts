@@ -3,7 +3,7 @@
 // service-account credential to an integration; a viewer sees no editing controls.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { apiToken, readText, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+import { apiToken, dialogEntryGone, type E2E, readText, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until } from './harness.ts';
 
 const ID = '/api/identity/v1';
 const LEDGER = '/api/ledger/v1';
@@ -206,10 +206,20 @@ A('feed a job change; "job changed since" finds the contact; its timeline shows 
   assert.ok(timeline.includes('Analytical Engines') && timeline.includes('Babbage Computing'), timeline);
   // an info change from no value: "— → London", not the change's raw JSON
   assert.match(timeline, /location changed\s*— → London/);
+
   // each value isolated from the words around it: a right-to-left company would otherwise read swapped (a web tester's case)
   assert.ok((await page.locator('ol.timeline bdi', { hasText: 'Babbage Computing' }).count()) > 0, 'values in <bdi>');
   assert.not.ok(timeline.includes('{'), timeline);
   await shoot(page, '17-contact-detail');
+  // fields in words, not the API's names ("emailStatus changed": a web tester's case)
+  const status = { ...record, email: 'ada@engines.test', emailStatus: 'valid' };
+  const again = await ctx.e.call('POST', `${LEDGER}/feed`, { token: ctx.root, raw: `${JSON.stringify(status)}\n`, headers: { 'content-type': 'application/x-ndjson' } });
+  await until(async () => (await ctx.e.call('GET', `${LEDGER}/feed/${again.body.id}`, { token: ctx.root })).body.status === 'completed', 'the second feed job');
+  await page.reload();
+  await page.locator('ol.timeline').getByText('e-mail status changed').waitFor();
+  const words = await page.locator('ol.timeline').innerText();
+  assert.match(words, /e-mail status changed\s*— → valid/, words);
+  assert.not.match(words, /emailStatus/);
   await page.goBack();
   await page.getByText('1 contact matches the filter').waitFor();
 
@@ -276,6 +286,7 @@ A('create a service account: the secret is shown exactly once, and it works', as
 
   await page.getByRole('button', { name: 'I have stored the secret' }).click();
   await page.getByRole('row', { name: /CRM sync/ }).waitFor();
+  await dialogEntryGone(page);
   assert.not.ok((await page.content()).includes(secret), 'gone from the page once closed');
   await page.reload();
   await page.getByRole('row', { name: /CRM sync/ }).waitFor();
@@ -288,6 +299,7 @@ A('create a service account: the secret is shown exactly once, and it works', as
   const rotated = await page.getByLabel('client secret').inputValue();
   assert.is.not(rotated, secret);
   await page.getByRole('button', { name: 'I have stored the secret' }).click();
+  await dialogEntryGone(page);
   const old = await ctx.e.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId, clientSecret: secret } });
   assert.is(old.status, 401);
 });

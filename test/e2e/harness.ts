@@ -109,6 +109,15 @@ export async function apiToken(e: E2E, email: string, password: string): Promise
   return r.body.accessToken as string;
 }
 
+/**
+ * Waits until a dialog that keeps a history entry (Dialog's `backCloses`: the secrets shown once)
+ * has taken it back after closing: its history.back() runs after the dialog is gone, and a goto or
+ * reload in that moment is cut short (ERR_ABORTED) or undone.
+ */
+export async function dialogEntryGone(page: Page): Promise<void> {
+  await until(async () => (await page.evaluate('history.state?.dialog')) === undefined, 'the closed dialog\'s history entry taken back', 5000);
+}
+
 /** Polls fn until it returns a truthy value (no fixed sleeps). */
 export async function until<T>(fn: () => Promise<T | undefined | false>, what: string, timeoutMs = 20_000): Promise<T> {
   const end = Date.now() + timeoutMs;

@@ -5,7 +5,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Page } from 'playwright-core';
-import { apiToken, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, widths, type E2E } from './harness.ts';
+import { apiToken, dialogEntryGone, type E2E, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, widths } from './harness.ts';
 import { addContacts, ID, LEDGER } from '../helpers.ts';
 
 
@@ -230,6 +230,7 @@ K('after a rotated secret is closed (button or Escape), focus is back on "Rotate
     else await page.keyboard.press('Escape');
     await page.getByRole('dialog').waitFor({ state: 'detached' });
     await until(isFocused, `focus on Rotate secret after closing with the ${close}`, 5000);
+    await dialogEntryGone(page);
   }
   await page.goto(`${base}/orgs/${ctx.orgId}/webhooks`);
   const hookRotate = page.getByRole('button', { name: 'Rotate secret of http://127.0.0.1:9/hook' });
@@ -241,6 +242,7 @@ K('after a rotated secret is closed (button or Escape), focus is back on "Rotate
     else await page.keyboard.press('Escape');
     await page.getByRole('dialog').waitFor({ state: 'detached' });
     await until(() => hasFocus(hookRotate), `focus on the webhook's Rotate secret after the ${close}`, 5000);
+    await dialogEntryGone(page);
   }
 });
 

@@ -4,7 +4,7 @@
 // without ids or field paths; the service-account help does not promise a token lifetime.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { apiToken, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+import { apiToken, dialogEntryGone, type E2E, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until } from './harness.ts';
 import { feedAndWait, uploadCsv, ID, LEDGER } from '../helpers.ts';
 
 
@@ -120,6 +120,30 @@ M("the service account's help names no token lifetime of its own: the answer's e
   assert.match(help, 'expiresIn');
   assert.not.match(help, 'one hour');
   await dialog.getByRole('button', { name: 'I have stored the secret' }).click();
+  await dialogEntryGone(page);
+});
+
+M('Back with a secret shown once closes its dialog and stays on the page (a web tester lost one); closed by its button, Back leaves the page as before', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers`);
+  await page.getByRole('link', { name: 'Service accounts' }).first().click();
+  await page.getByRole('button', { name: 'New service account' }).waitFor();
+  const create = async (name: string) => {
+    await page.getByRole('button', { name: 'New service account' }).click();
+    await page.getByRole('dialog').getByLabel('Name').fill(name);
+    await page.getByRole('dialog').getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('dialog', { name: `${name} is ready` }).waitFor();
+  };
+  await create('Back once');
+  await page.goBack();
+  await page.getByRole('dialog', { name: 'Back once is ready' }).waitFor({ state: 'detached' });
+  assert.match(page.url(), /\/service-accounts$/, 'still on the page');
+  await page.getByRole('row', { name: /Back once/ }).waitFor();
+  await create('Back twice');
+  await page.getByRole('dialog', { name: 'Back twice is ready' }).getByRole('button', { name: 'I have stored the secret' }).click();
+  await page.getByRole('dialog').waitFor({ state: 'detached' });
+  await page.goBack();
+  await until(async () => /\/ledgers$/.test(page.url()), 'Back to the ledgers, the dialog leaving no step behind', 5000);
 });
 
 M.run();

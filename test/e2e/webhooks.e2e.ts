@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { apiToken, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
+import { apiToken, dialogEntryGone, type E2E, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until } from './harness.ts';
 
 const ID = '/api/identity/v1';
 const LEDGER = '/api/ledger/v1';
@@ -157,6 +157,7 @@ W('empty state; create a webhook: events, one ledger, a token; the signing secre
 
   await page.getByRole('button', { name: 'I have stored the secret' }).click();
   await card(ctx).waitFor();
+  await dialogEntryGone(page);
   assert.not.ok((await page.content()).includes(secret), 'gone from the page once closed');
   await page.reload();
   await card(ctx).waitFor();

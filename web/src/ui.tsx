@@ -345,9 +345,33 @@ const focusable = (el: HTMLElement) => el.isConnected && el !== document.body &&
  * from, then what the dialog that element was in would have returned to — and focus goes to
  * the first of them still in the page and usable (the "Rotate secret" button), else to <main>.
  */
-export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean }) {
+/**
+ * A modal dialog. `backCloses`: it gets a history entry of its own, so that the browser's Back
+ * closes it instead of leaving the page — for what cannot be shown again (a secret shown once: a
+ * web tester's Back lost one, the page gone with it). Closed otherwise, it takes its entry back.
+ * Only for dialogs that do not navigate as they close (a Back then would undo the navigation).
+ */
+export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean; backCloses?: boolean }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useRef(`dialog-title-${++dialogSeq}`).current; // one per dialog: two can be open at once
+  const onClose = useRef(props.onClose);
+  onClose.current = props.onClose;
+  useEffect(() => {
+    if (!props.backCloses) return;
+    const mark = { ...((history.state as Record<string, unknown> | null) ?? {}), dialog: titleId };
+    history.pushState(mark, '');
+    let popped = false;
+    const onPop = () => {
+      if ((history.state as { dialog?: unknown } | null)?.dialog === titleId) return;
+      popped = true;
+      onClose.current();
+    };
+    window.addEventListener('popstate', onPop);
+    return () => {
+      window.removeEventListener('popstate', onPop);
+      if (!popped && (history.state as { dialog?: unknown } | null)?.dialog === titleId) history.back();
+    };
+  }, []);
   useEffect(() => {
     const before = document.activeElement as HTMLElement | null;
     const d = ref.current!;

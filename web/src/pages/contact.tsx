@@ -3,6 +3,9 @@ import { api, LEDGER } from '../api.ts';
 import { entryState, navigate } from '../router.ts';
 import { Async, atLeast, Confirm, fmtNumber, FormError, Link, Time, useAction, useRequest, useRole } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
+
+/** The information fields of a change, in words (the API's names are its fields': "emailStatus changed" read as code, a tester's case). */
+const FIELD_WORDS: Record<string, string> = { title: 'title', location: 'location', email: 'e-mail', emailStatus: 'e-mail status', hasMultipleJobs: 'several jobs', jobStartedAt: 'job start' };
 import { LedgerHead } from './ledger-head.tsx';
 
 interface Change {
@@ -175,7 +178,7 @@ function History(props: { path: string }) {
                 <li key={ch.id} class={ch.type}>
                   <p class="when">
                     <Time iso={ch.detectedAt} />
-                    <span class={`badge ${ch.type === 'job' ? 'job' : ''}`}>{ch.type === 'job' ? 'job change' : `${ch.field ?? 'info'} changed`}</span>
+                    <span class={`badge ${ch.type === 'job' ? 'job' : ''}`}>{ch.type === 'job' ? 'job change' : `${FIELD_WORDS[ch.field ?? ''] ?? ch.field ?? 'info'} changed`}</span>
                   </p>
                   {ch.type === 'job' ? (
                     <p>

@@ -97,7 +97,7 @@ export function ServiceAccounts(props: { orgId: string }) {
         />
       )}
       {secret && (
-        <Dialog title={secret.rotated ? `New secret for ${secret.sa.name}` : `${secret.sa.name} is ready`} onClose={() => setSecret(undefined)} wide>
+        <Dialog title={secret.rotated ? `New secret for ${secret.sa.name}` : `${secret.sa.name} is ready`} onClose={() => setSecret(undefined)} wide backCloses>
           <SecretOnce
             label="client secret"
             value={secret.sa.clientSecret}

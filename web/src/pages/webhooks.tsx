@@ -704,7 +704,7 @@ function PingOutcome(props: { state: PingState | undefined }) {
 
 function SecretDialog(props: { title: string; w: WithSecret; onClose: () => void }) {
   return (
-    <Dialog title={props.title} onClose={props.onClose} wide>
+    <Dialog title={props.title} onClose={props.onClose} wide backCloses>
       <p class="muted break">
         Webhook <span class="mono">{props.w.url}</span>
       </p>
