@@ -93,10 +93,17 @@ N('pages refused to a member who is no superuser still have their heading (the f
   await page.getByRole('button', { name: 'Sign out' }).first().click();
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   await signInUi(page, base, 'eddie.editor@alpha.test', PASSWORD);
+  const feedCalls: string[] = [];
+  const onRequest = (r: { url(): string }) => {
+    if (new URL(r.url()).pathname === '/api/ledger/v1/feed') feedCalls.push(r.url());
+  };
+  page.on('request', onRequest);
   try {
     await page.goto(`${base}/feed`);
     await page.getByText('The feed is managed by superusers.').waitFor();
     assert.is(await page.getByRole('heading', { level: 1 }).innerText(), 'Person-data feed');
+    assert.equal(feedCalls, [], 'the feed jobs are not asked for (their 403 was a console error: a web tester\'s case)');
+    page.off('request', onRequest);
     await page.goto(`${base}/orgs/new`);
     await page.getByText('Only a superuser can create organizations.').waitFor();
     assert.is(await page.getByRole('heading', { level: 1 }).innerText(), 'New organization');
