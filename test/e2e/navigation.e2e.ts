@@ -83,6 +83,20 @@ N('the header at 1280, 1100, 1024 and 768 px, with an organization named in 100 
       assert.ok(header < 150, `${width} px: a header of ${header} px`);
       await shoot(page, `nav-header-${width}`);
     }
+    // no organization in the path (the feed page): the switcher's prompt shows whole (a tester read "Choose an organizat")
+    await page.setViewportSize({ width: 1920, height: 800 });
+    await page.goto(`${base}/feed`);
+    await page.getByRole('heading', { name: 'Person-data feed' }).waitFor();
+    const prompt = await page.locator('.org-switch select').evaluate((s: any) => {
+      const cs = (globalThis as any).getComputedStyle(s);
+      const ctx2d = (globalThis as any).document.createElement('canvas').getContext('2d');
+      ctx2d.font = cs.font;
+      const text = String(s.selectedOptions[0].text);
+      return { text, textWidth: Number(ctx2d.measureText(text).width), room: s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) };
+    });
+    assert.is(prompt.text, 'Choose an organization…');
+    // the native arrow takes about 20 px of the room
+    assert.ok(prompt.textWidth + 20 <= prompt.room, `the prompt fits in the switcher: ${JSON.stringify(prompt)}`);
   } finally {
     await page.setViewportSize({ width: 1280, height: 800 });
   }
