@@ -187,7 +187,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     const boot = opts.bootstrap === false ? undefined : await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
     const unfound = identity.users.accountsNotFoundBySignIn();
-    if (unfound.length) log.warn({ users: unfound.map((u) => u.id) }, 'accounts whose address another account has in its usual form cannot sign in by it (docs/decisions.md); set their password or disable them by id (PATCH /api/identity/v1/users/:userId)');
+    if (unfound.length) log.warn({ users: unfound.map((u) => u.id) }, 'accounts stored in an older form of an address another account has: they sign in under it with their own password (docs/decisions.md); a superuser can disable those no longer needed (PATCH /api/identity/v1/users/:userId)');
     return rt;
   } catch (err) {
     await bulkThread?.close();

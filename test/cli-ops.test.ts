@@ -426,18 +426,39 @@ C('the database files at start: an empty file in a used folder and a foreign dat
   assert.match(keyFile.stderr, /cannot read .*secrets\/jwt-keys\.json \(EACCES\): run contact-ledger as the user that owns the data folder/);
 });
 
-C('an account left in its old form beside one of its usual form (migrations 0040, 0046): the start names it, and `user passwd` by that address refuses to reset the other one (a reviewer\'s case)', async () => {
+C('an account left in its old form beside one of its usual form (migrations 0040, 0046): the start names it, it signs in under the address with its own password, and `user passwd` by that address refuses to reset the other one but takes --id (a reviewer\'s and an upgrade tester\'s cases)', async () => {
   const data = tempDir();
   const env = { CONTACT_LEDGER_DATA: data };
   assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
   assert.is((await cli(['user', 'add', '--email', 'bob@x.test', '--password', 'bob passphrase 1'], env)).status, 0);
   const raw = new Database(join(data, 'contact-ledger.db'));
-  raw.prepare("INSERT INTO users (id, email, name, password_hash, created_at, updated_at) VALUES ('u_leftover', ?, '', 'x', 1, 1)").run('\uff42\uff4f\uff42@x.test'); // ｂｏｂ, as 0046 leaves it
+  raw.prepare("INSERT INTO users (id, email, name, password_hash, superuser, created_at, updated_at) VALUES ('u_leftover', ?, '', 'x', 1, 1, 1)").run('\uff42\uff4f\uff42@x.test'); // ｂｏｂ, as 0046 leaves it, a superuser
   raw.close();
   const refused = run(['user', 'passwd', '--email', '\uff42\uff4f\uff42@x.test', '--password', 'new passphrase 1'], env);
   assert.is(refused.status, 1, refused.stderr);
-  assert.match(refused.stderr, /two accounts answer to ｂｏｂ@x\.test: u_leftover \(stored as given\) and u_\w+ \(bob@x\.test\); set the password of the one meant by its id/);
-  assert.match(refused.stderr, /"users":\["u_leftover"\].*cannot sign in by it/, 'the start names it');
+  assert.match(refused.stderr, /two accounts answer to ｂｏｂ@x\.test: u_leftover \(stored in an older form, ｂｏｂ@x\.test, a superuser\) and u_\w+ \(bob@x\.test\); name the one meant with --id/);
+  assert.match(refused.stderr, /"users":\["u_leftover"\].*they sign in under it with their own password/, 'the start names it');
+  const byId = await cli(['user', 'passwd', '--id', 'u_leftover', '--password', 'leftover passphrase 1'], env);
+  assert.is(byId.status, 0, byId.stderr);
+  assert.match(byId.stdout, /set the password of ｂｏｂ@x\.test \(u_leftover\)/);
+  // each signs in under the address with its own password: the older form's account is not locked out (it was: an upgrade tester's only superuser)
+  const s = await start(env);
+  try {
+    const base = `http://127.0.0.1:${s.port}`;
+    const signIn = async (email: string, password: string) => request(base, 'POST', `${ID}/session`, { body: { grantType: 'password', email, password } });
+    for (const email of ['bob@x.test', '\uff42\uff4f\uff42@x.test', 'BOB@x.test']) {
+      const leftover = await signIn(email, 'leftover passphrase 1');
+      assert.is(leftover.status, 200, `${email}: ${leftover.text}`);
+      const me = await request(base, 'GET', `${ID}/users/me`, { token: leftover.body.accessToken });
+      assert.equal([me.body.id, me.body.superuser], ['u_leftover', true], email);
+      const usual = await signIn(email, 'bob passphrase 1');
+      assert.is(usual.status, 200, email);
+      assert.is.not((await request(base, 'GET', `${ID}/users/me`, { token: usual.body.accessToken })).body.id, 'u_leftover');
+    }
+    assert.is((await signIn('bob@x.test', 'neither passphrase')).status, 401);
+  } finally {
+    await stop(s);
+  }
   const bob = await cli(['user', 'passwd', '--email', 'BOB@x.test', '--password', 'new passphrase 1'], env);
   assert.is(bob.status, 0, bob.stderr);
   assert.match(bob.stdout, /set the password of bob@x\.test/);
@@ -448,7 +469,7 @@ C('an account left in its old form beside one of its usual form (migrations 0040
   again.close();
   const decomposed = await cli(['user', 'passwd', '--email', 'jo\u0308rg@x.test', '--password', 'new passphrase 1'], env);
   assert.is(decomposed.status, 1, decomposed.stderr);
-  assert.match(decomposed.stderr, /two accounts answer to .*: u_decomposed \(stored as given\)/);
+  assert.match(decomposed.stderr, /two accounts answer to .*: u_decomposed \(stored in an older form/);
 });
 
 C.run();

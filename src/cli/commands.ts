@@ -6,7 +6,7 @@ import { paths } from '../paths.ts';
 import { VERSION } from '../version.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Command } from './command.ts';
 
-export const USER_USAGE = 'user add --email <e-mail> --password <password | -> [--name <name>] [--superuser] | user passwd --email <e-mail> --password <password | ->';
+export const USER_USAGE = 'user add --email <e-mail> --password <password | -> [--name <name>] [--superuser] | user passwd --email <e-mail> | --id <userId> --password <password | ->';
 
 const serveCommand: Command = {
   name: 'serve',
@@ -35,6 +35,7 @@ const userCommand: Command = {
   usage: `${USER_USAGE} [options]`,
   flags: {
     email: { type: 'string', help: 'the user\'s e-mail' },
+    id: { type: 'string', help: 'the user\'s id, in place of --email (passwd: one of two accounts an address names)' },
     password: { type: 'string', help: 'the password; "-" reads it from standard input' },
     name: { type: 'string', help: 'display name (add)' },
     superuser: { type: 'boolean', help: 'make the new user a superuser (add)' },

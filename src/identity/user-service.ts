@@ -123,12 +123,12 @@ export function createUserService(d: UserDeps) {
     },
 
     /**
-     * Accounts sign-in cannot find by their address: stored before a rule of accountEmail's while
-     * another account had the address's usual form (migrations 0040, 0046 leave the second as it
-     * was). The start names them (runtime.ts); a superuser sets their password or disables them by id.
+     * Accounts stored in an older form of an address another account has in its usual form
+     * (migrations 0040, 0046 leave the second as it was), not disabled: they sign in under that
+     * address with their own password (session-service.ts), and the start names them (runtime.ts).
      */
     accountsNotFoundBySignIn(): User[] {
-      return d.users.listUsersWithUnusualEmails().filter((u) => accountEmail(u.email) !== u.email);
+      return d.users.listUsersWithUnusualEmails().filter((u) => !u.disabled && accountEmail(u.email) !== u.email);
     },
     listUsers(limit: number, cursor?: string): Page<User> {
       const from = d.cursors.decodeKeyset(cursor, 'users');
