@@ -71,7 +71,9 @@ export function createTrackingModule(d: {
     contacts: repos.trackedContacts,
     feeds: repos.feeds,
     audit: d.audit,
-    personIds: createPersonIds(createSettingsRepo(d.db).secret('person_id_secret')),
+    // keyed by the installation's oldest secret (HKDF apart from the cursors' keys): one every
+    // version had, so a backup from before the opaque ids, restored, answers the same ids (an upgrade tester's case)
+    personIds: createPersonIds(createSettingsRepo(d.db).secret('cursor_secret')),
     arriving: { uploads: () => arrivingFeeds.count, inbox: (max) => waitingInInbox(d.config.dataDir, max) },
   });
   return {

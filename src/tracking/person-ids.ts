@@ -4,8 +4,8 @@ import { base32, fromBase32 } from '../ids.ts';
 /**
  * The public id of a stored person (`p_` and 26 base32 digits, as every id of SPEC §2), made from
  * their seq — the people table's own key, which contacts refer to — by a keyed permutation: one
- * AES-256 block of 8 zero bytes and the seq, under a key of the installation (kept in the database,
- * so a restored backup answers the same ids). The ids are opaque and not sequential, and one that
+ * AES-256 block of 8 zero bytes and the seq, under a key derived from a secret of the installation
+ * (kept in the database, so a restored backup answers the same ids). The ids are opaque and not sequential, and one that
  * was altered or made up decrypts to no seq; the store needs no column or index for them. Until
  * the forty-first session the API showed the seq itself ("1", "2", … "4021": how many people an
  * installation holds, and the next one's id; a tester's case against SPEC §2).

@@ -56,7 +56,11 @@ const personKey = z.string().trim().min(1, 'must not be empty').max(1000);
  */
 const PeopleQuery = z
   .strictObject({
-    id: z.string().regex(/^p_[0-9a-z]{26}$/, "must be a stored person's id (GET /people answers it)").optional(),
+    id: z
+      .string()
+      .refine((id) => !/^\d+$/.test(id), "must be a stored person's id (p_…, as GET /people answers it since the forty-first session: the numbers it showed before are no ids any more)")
+      .refine((id) => /^\d+$/.test(id) || /^p_[0-9a-z]{26}$/.test(id), "must be a stored person's id (GET /people answers it)")
+      .optional(),
     personId: personKey.optional(),
     linkedin: personKey.refine((u) => canonicalLinkedin(u) !== undefined, 'must be a LinkedIn profile URL (linkedin.com/in/…)').optional(),
     // as a LinkedIn URL is: a mistyped address found nobody, and a forget answered 0 and 0 (a tester's case)
