@@ -58,6 +58,8 @@ export interface Runtime {
   metrics: Metrics;
   /** Set when this start created the first superuser. */
   bootstrap?: { email: string; generatedPassword?: string };
+  /** Set when this start migrated the database: the migrations applied, and the copy taken before. */
+  migrated?: { applied: string[]; version: number; backup?: string };
   /** Set by the HTTP server during shutdown so /readyz answers 503. */
   state: { shuttingDown: boolean };
   close(): Promise<void>;
@@ -186,6 +188,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     };
     const boot = opts.bootstrap === false ? undefined : await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
+    if (storage.applied.length) rt.migrated = { applied: storage.applied, version: latest, ...(storage.preMigrationBackup ? { backup: storage.preMigrationBackup } : {}) };
     const unfound = identity.users.accountsNotFoundBySignIn();
     if (unfound.length) log.warn({ users: unfound.map((u) => u.id) }, 'accounts stored in an older form of an address another account has: they sign in under it with their own password (docs/decisions.md); a superuser can disable those no longer needed (PATCH /api/identity/v1/users/:userId)');
     return rt;

@@ -10,6 +10,9 @@ import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
 import { csvForm, ID, LEDGER, request, tempDir, withSmallDisk } from './helpers.ts';
+import { openDb } from '../src/storage/db.ts';
+import { loadMigrations, migrate } from '../src/storage/migrate.ts';
+import { paths } from '../src/paths.ts';
 import { baseEnv, MAIN } from './child-server.ts';
 import { EMAIL, PASSWORD, COMMANDS, cli, run, runAsync, sha, csv, client, ended, operatorSuite, start, stop, jobEnd, serverWithLedger } from './operator-helpers.ts';
 
@@ -470,6 +473,22 @@ C('an account left in its old form beside one of its usual form (migrations 0040
   const decomposed = await cli(['user', 'passwd', '--email', 'jo\u0308rg@x.test', '--password', 'new passphrase 1'], env);
   assert.is(decomposed.status, 1, decomposed.stderr);
   assert.match(decomposed.stderr, /two accounts answer to .*: u_decomposed \(stored in an older form/);
+});
+
+C('a command that opens an older database migrates it and says so, with the copy to go back to, also when it then refuses (an upgrade tester\'s case: unsaid)', async () => {
+  const data = tempDir();
+  const old = openDb(join(data, 'contact-ledger.db'));
+  const migrations = loadMigrations(paths.migrations);
+  migrate(old, migrations.slice(0, -1));
+  old.close();
+  const refused = await cli(['user', 'passwd', '--email', 'nobody@example.com', '--password', 'some passphrase 1'], { CONTACT_LEDGER_DATA: data });
+  assert.is(refused.status, 1, refused.stderr);
+  assert.match(refused.stderr, new RegExp(`contact-ledger: applied 1 migration \\(${migrations.at(-1)!.name}\\); schema version ${migrations.at(-1)!.version}\n`));
+  assert.match(refused.stderr, /contact-ledger: the database as it was is in .*backups\/pre-migrate-v\d+-\d{8}T\d{9}Z\.db\n/);
+  assert.match(refused.stderr, /no user has the e-mail nobody@example\.com/);
+  const again = await cli(['compact'], { CONTACT_LEDGER_DATA: data });
+  assert.is(again.status, 0, again.stderr);
+  assert.not.match(again.stderr, /applied/, 'said once, when it happened');
 });
 
 C.run();

@@ -84,13 +84,25 @@ export function commandLogger(io: Io, config: Readonly<Config>): Logger {
  */
 export async function openForCommand(io: Io, config: Readonly<Config>, instead: string, opts: { bootstrap?: boolean } = {}): Promise<Runtime> {
   try {
-    return await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false });
+    const rt = await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false });
+    // any command that opens the database migrates it: said as `migrate` says it, with the copy to go
+    // back to, also when the command then refuses (an upgrade tester's database was at the new schema unsaid)
+    if (rt.migrated) for (const line of migrationLines(rt.migrated.applied, rt.migrated.version, rt.migrated.backup)) io.err(`contact-ledger: ${line}`);
+    return rt;
   } catch (err) {
     if (err instanceof DataDirLockedError) {
       throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; ${instead}`, err.pid);
     }
     throw err;
   }
+}
+
+/** What a command says of the migrations its open applied (`migrate` and every other command). */
+export function migrationLines(applied: string[], version: number, backup: string | undefined): string[] {
+  return [
+    `applied ${applied.length} migration${applied.length === 1 ? '' : 's'} (${applied.join(', ')}); schema version ${version}`,
+    ...(backup ? [`the database as it was is in ${backup}`] : []),
+  ];
 }
 
 /** A password from a flag, or from standard input when the flag is "-" (keeps it out of `ps`). */
@@ -125,7 +137,10 @@ export async function openExistingStorage(io: Io, config: Readonly<Config>, comm
     return undefined;
   }
   try {
-    return await openStorage(config, commandLogger(io, config), systemClock);
+    const storage = await openStorage(config, commandLogger(io, config), systemClock);
+    // `migrate` says it on stdout, as its result; another command (compact) beside its own
+    if (command !== 'migrate' && storage.applied.length) for (const line of migrationLines(storage.applied, storage.latest, storage.preMigrationBackup)) io.err(`contact-ledger: ${line}`);
+    return storage;
   } catch (err) {
     if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; ${whileLocked}`, err.pid);
     throw err;

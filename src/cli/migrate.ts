@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
 import { schemaVersion } from '../storage/migrate.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Io, type ParsedArgs } from './command.ts';
-import { openExistingStorage } from './common.ts';
+import { migrationLines, openExistingStorage } from './common.ts';
 
 /**
  * `contact-ledger migrate`: brings the database to this version's schema now, after backing it up
@@ -14,10 +14,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   try {
     const version = schemaVersion(storage.db);
     if (!storage.applied.length) io.out(`the database is up to date (schema version ${version})`);
-    else {
-      io.out(`applied ${storage.applied.length} migration${storage.applied.length === 1 ? '' : 's'} (${storage.applied.join(', ')}); schema version ${version}`);
-      if (storage.preMigrationBackup) io.out(`the database as it was is in ${storage.preMigrationBackup}`);
-    }
+    else for (const line of migrationLines(storage.applied, version, storage.preMigrationBackup)) io.out(line);
     return EXIT_OK;
   } finally {
     storage.close();
