@@ -84,17 +84,23 @@ export function commandLogger(io: Io, config: Readonly<Config>): Logger {
  */
 export async function openForCommand(io: Io, config: Readonly<Config>, instead: string, opts: { bootstrap?: boolean } = {}): Promise<Runtime> {
   try {
-    const rt = await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false });
-    // any command that opens the database migrates it: said as `migrate` says it, with the copy to go
-    // back to, also when the command then refuses (an upgrade tester's database was at the new schema unsaid)
-    if (rt.migrated) for (const line of migrationLines(rt.migrated.applied, rt.migrated.version, rt.migrated.backup)) io.err(`contact-ledger: ${line}`);
-    return rt;
+    return sayMigrated(io, await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false }));
   } catch (err) {
     if (err instanceof DataDirLockedError) {
       throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; ${instead}`, err.pid);
     }
     throw err;
   }
+}
+
+/**
+ * Any command that opens the database migrates it: said on stderr as `migrate` says it, with the
+ * copy to go back to, also when the command then refuses (an upgrade tester's database was at the
+ * new schema unsaid, and the old executable refused it). Returns the runtime.
+ */
+export function sayMigrated(io: Io, rt: Runtime): Runtime {
+  if (rt.migrated) for (const line of migrationLines(rt.migrated.applied, rt.migrated.version, rt.migrated.backup)) io.err(`contact-ledger: ${line}`);
+  return rt;
 }
 
 /** What a command says of the migrations its open applied (`migrate` and every other command). */

@@ -7,7 +7,7 @@ import { DataDirLockedError } from '../storage/lock.ts';
 import { copyOwnerOnly, makeDirDurably, syncToDisk } from '../storage/durable-files.ts';
 import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, sidecarOf } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Io, type ParsedArgs } from './command.ts';
-import { commandLogger, requireFile } from './common.ts';
+import { commandLogger, requireFile, sayMigrated } from './common.ts';
 import { interrupted, progress, waitForOwnJob, type Progress } from './progress.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -48,7 +48,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
 async function feed(file: string, format: NonNullable<ReturnType<typeof formatOfName>>, config: Config, io: Io, bar: Progress, stop: ReturnType<typeof interrupted>): Promise<number> {
   let rt;
   try {
-    rt = await openRuntime(config, { log: commandLogger(io, config) });
+    rt = sayMigrated(io, await openRuntime(config, { log: commandLogger(io, config) }));
   } catch (err) {
     if (!(err instanceof DataDirLockedError)) throw err;
     // The server runs: give it the file through its inbox.
@@ -86,7 +86,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
         }
         if (!own && !isAlive(holder)) {
           try {
-            own = await openRuntime(config, { log: commandLogger(io, config) });
+            own = sayMigrated(io, await openRuntime(config, { log: commandLogger(io, config) }));
             own.scheduler.start({ tasks: [INBOX_TASK] });
             io.err(`the process that held the data folder (pid ${holder}) has ended: ingesting ${name} here`);
           } catch (again) {
