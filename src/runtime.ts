@@ -190,7 +190,11 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
     if (storage.applied.length) rt.migrated = { applied: storage.applied, version: latest, ...(storage.preMigrationBackup ? { backup: storage.preMigrationBackup } : {}) };
     const unfound = identity.users.accountsNotFoundBySignIn();
-    if (unfound.length) log.warn({ users: unfound.map((u) => u.id) }, 'accounts stored in an older form of an address another account has: they sign in under it with their own password (docs/decisions.md); a superuser can disable those no longer needed (PATCH /api/identity/v1/users/:userId)');
+    if (unfound.length) {
+      const superusers = unfound.filter((u) => u.superuser).map((u) => u.id);
+      log.warn({ users: unfound.map((u) => u.id), superusers }, 'accounts stored in an older form of an address another account has cannot sign in (docs/decisions.md): disable them (PATCH /api/identity/v1/users/:userId); a superuser among them who is needed: make a new one with contact-ledger user add --superuser');
+      if (superusers.length && identity.repos.users.countActiveSuperusers() === superusers.length) log.error({ superusers }, 'no superuser can sign in: every one is stored in an older form of an address another account has; make one with contact-ledger user add --email <e-mail> --password - --superuser (server stopped)');
+    }
     return rt;
   } catch (err) {
     await bulkThread?.close();

@@ -152,17 +152,7 @@ export function createSessionService(d: SessionDeps) {
     try {
       user = d.users.findUserByEmail(normalized);
       // Same work whether or not the account exists, so timing reveals nothing (RELIABILITY.md A3).
-      let ok = user && !user.disabled ? await d.hasher.verify(password, user.passwordHash) : await d.hasher.verifyNothing(password);
-      // An account stored in an address's older form beside one of its usual form (migrations 0040,
-      // 0046 leave it so): the password says which is meant. Until the forty-first session such an
-      // account could not sign in at all — an upgrade tester's only superuser among them.
-      if (!ok) {
-        for (const other of d.users.listUsersStoredAs(normalized)) {
-          if (other.disabled || !(await d.hasher.verify(password, other.passwordHash))) continue;
-          [user, ok] = [other, true];
-          break;
-        }
-      }
+      const ok = user && !user.disabled ? await d.hasher.verify(password, user.passwordHash) : await d.hasher.verifyNothing(password);
       if (!ok || !user) {
         d.db.tx(() => {
           d.throttle.recordFailure(keys);

@@ -124,8 +124,10 @@ export function createUserService(d: UserDeps) {
 
     /**
      * Accounts stored in an older form of an address another account has in its usual form
-     * (migrations 0040, 0046 leave the second as it was), not disabled: they sign in under that
-     * address with their own password (session-service.ts), and the start names them (runtime.ts).
+     * (migrations 0040, 0046 leave the second as it was), not disabled: sign-in finds the usual
+     * form's account, so they cannot sign in — on purpose, as they may be look-alikes an admin made
+     * of another's address (letting the password pick one let their holder clear that account's
+     * sign-in throttle, and its timing told them apart: a reviewer's case). The start names them.
      */
     accountsNotFoundBySignIn(): User[] {
       return d.users.listUsersWithUnusualEmails().filter((u) => !u.disabled && accountEmail(u.email) !== u.email);

@@ -58,7 +58,7 @@ export function createUsersRepo(db: Db) {
     /**
      * The accounts stored in an older form of `email` (normalized: accountEmail's) beside the one
      * stored as it is — what migrations 0040 and 0046 leave where both forms had an account. Reads
-     * the users of unusual addresses (listUsersWithUnusualEmails): only after a failed password.
+     * the users of unusual addresses (listUsersWithUnusualEmails): for the `user` command.
      */
     listUsersStoredAs: (email: string): User[] => unusual.all().map(toUser).filter((u) => u.email !== email && accountEmail(u.email) === email),
     /** `email` must already be normalized (lower case). */
