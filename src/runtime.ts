@@ -12,7 +12,7 @@ import type { LedgerDataOwner, LedgerReferrer, OrgDataOwner } from './ledger/mod
 import { startCheckpointer } from './storage/checkpointer.ts';
 import { openDb, type Db } from './storage/db.ts';
 import { FileSpace } from './storage/free-space.ts';
-import { backupsDir, DB_FILE, openStorage } from './storage/storage.ts';
+import { backupsDir, DB_FILE, openStorage, type Migrated } from './storage/storage.ts';
 import { feedsDir } from './tracking/feed-files.ts';
 import { createTrackingModule, type TrackingModule } from './tracking/index.ts';
 import { readdirSync, rmSync } from 'node:fs';
@@ -58,8 +58,7 @@ export interface Runtime {
   metrics: Metrics;
   /** Set when this start created the first superuser. */
   bootstrap?: { email: string; generatedPassword?: string };
-  /** Set when this start migrated the database: the migrations applied, and the copy taken before. */
-  migrated?: { applied: string[]; version: number; backup?: string };
+
   /** Set by the HTTP server during shutdown so /readyz answers 503. */
   state: { shuttingDown: boolean };
   close(): Promise<void>;
@@ -69,10 +68,10 @@ export interface Runtime {
  * Opens the storage and wires the services; creates the first superuser on a fresh installation
  * (unless `bootstrap` is false).
  */
-export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger; bootstrap?: boolean; feedChunkDeadlineMs?: number } = {}): Promise<Runtime> {
+export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger; bootstrap?: boolean; feedChunkDeadlineMs?: number; onMigrated?: (m: Migrated) => void } = {}): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
-  const storage = await openStorage(config, log, clock);
+  const storage = await openStorage(config, log, clock, opts.onMigrated);
   const { db, latest } = storage;
   // nothing is lost and the -wal stays bounded, but requests are slower while imports run, until a restart
   const checkpointer = startCheckpointer(db, {
@@ -188,7 +187,6 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     };
     const boot = opts.bootstrap === false ? undefined : await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
-    if (storage.applied.length) rt.migrated = { applied: storage.applied, version: latest, ...(storage.preMigrationBackup ? { backup: storage.preMigrationBackup } : {}) };
     const unfound = identity.users.accountsNotFoundBySignIn();
     if (unfound.length) {
       const superusers = unfound.filter((u) => u.superuser).map((u) => u.id);

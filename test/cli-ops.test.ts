@@ -4,7 +4,7 @@
 // test/cli-backup.test.ts.
 import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import http from 'node:http';
 import https from 'node:https';
@@ -494,6 +494,17 @@ C('a command that opens an older database migrates it and says so, with the copy
   const again = await cli(['compact'], { CONTACT_LEDGER_DATA: data });
   assert.is(again.status, 0, again.stderr);
   assert.not.match(again.stderr, /applied/, 'said once, when it happened');
+  // said as soon as it is done: also when the start fails after (a reviewer's case: a damaged key file, the database migrated unsaid)
+  const broken = tempDir();
+  const older = openDb(join(broken, 'contact-ledger.db'));
+  migrate(older, migrations.slice(0, -1));
+  older.close();
+  mkdirSync(join(broken, 'secrets'), { mode: 0o700 });
+  writeFileSync(join(broken, 'secrets', 'jwt-keys.json'), '{', { mode: 0o600 });
+  const failed = await cli(['user', 'passwd', '--email', 'nobody@example.com', '--password', 'some passphrase 1'], { CONTACT_LEDGER_DATA: broken });
+  assert.is(failed.status, 1, failed.stderr);
+  assert.match(failed.stderr, /is not valid JSON/);
+  assert.match(failed.stderr, /contact-ledger: applied 1 migration .*\n.*the database as it was is in .*pre-migrate-/);
 });
 
 C.run();

@@ -7,7 +7,7 @@ import { createLogger, logDestination, type Logger } from '../log.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { systemClock } from '../clock.ts';
-import { DB_FILE, openStorage, restoringFile, type Storage } from '../storage/storage.ts';
+import { DB_FILE, openStorage, restoringFile, type Migrated, type Storage } from '../storage/storage.ts';
 import { UsageError, type Io } from './command.ts';
 
 /**
@@ -84,7 +84,7 @@ export function commandLogger(io: Io, config: Readonly<Config>): Logger {
  */
 export async function openForCommand(io: Io, config: Readonly<Config>, instead: string, opts: { bootstrap?: boolean } = {}): Promise<Runtime> {
   try {
-    return sayMigrated(io, await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false }));
+    return await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false, onMigrated: sayMigrated(io) });
   } catch (err) {
     if (err instanceof DataDirLockedError) {
       throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; ${instead}`, err.pid);
@@ -95,13 +95,15 @@ export async function openForCommand(io: Io, config: Readonly<Config>, instead: 
 
 /**
  * Any command that opens the database migrates it: said on stderr as `migrate` says it, with the
- * copy to go back to, also when the command then refuses (an upgrade tester's database was at the
- * new schema unsaid, and the old executable refused it). Returns the runtime.
+ * copy to go back to, as soon as it is done — also when the command then refuses or its start
+ * fails after (an upgrade tester's database was at the new schema unsaid, and the old executable
+ * refused it). The `onMigrated` of openRuntime / openStorage.
  */
-export function sayMigrated(io: Io, rt: Runtime): Runtime {
-  if (rt.migrated) for (const line of migrationLines(rt.migrated.applied, rt.migrated.version, rt.migrated.backup)) io.err(`contact-ledger: ${line}`);
-  return rt;
-}
+export const sayMigrated =
+  (io: Io) =>
+  (m: Migrated): void => {
+    for (const line of migrationLines(m.applied, m.version, m.backup)) io.err(`contact-ledger: ${line}`);
+  };
 
 /** What a command says of the migrations its open applied (`migrate` and every other command). */
 export function migrationLines(applied: string[], version: number, backup: string | undefined): string[] {
@@ -143,10 +145,8 @@ export async function openExistingStorage(io: Io, config: Readonly<Config>, comm
     return undefined;
   }
   try {
-    const storage = await openStorage(config, commandLogger(io, config), systemClock);
     // `migrate` says it on stdout, as its result; another command (compact) beside its own
-    if (command !== 'migrate' && storage.applied.length) for (const line of migrationLines(storage.applied, storage.latest, storage.preMigrationBackup)) io.err(`contact-ledger: ${line}`);
-    return storage;
+    return await openStorage(config, commandLogger(io, config), systemClock, command === 'migrate' ? undefined : sayMigrated(io));
   } catch (err) {
     if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; ${whileLocked}`, err.pid);
     throw err;

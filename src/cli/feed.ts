@@ -48,7 +48,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
 async function feed(file: string, format: NonNullable<ReturnType<typeof formatOfName>>, config: Config, io: Io, bar: Progress, stop: ReturnType<typeof interrupted>): Promise<number> {
   let rt;
   try {
-    rt = sayMigrated(io, await openRuntime(config, { log: commandLogger(io, config) }));
+    rt = await openRuntime(config, { log: commandLogger(io, config), onMigrated: sayMigrated(io) });
   } catch (err) {
     if (!(err instanceof DataDirLockedError)) throw err;
     // The server runs: give it the file through its inbox.
@@ -86,7 +86,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
         }
         if (!own && !isAlive(holder)) {
           try {
-            own = sayMigrated(io, await openRuntime(config, { log: commandLogger(io, config) }));
+            own = await openRuntime(config, { log: commandLogger(io, config), onMigrated: sayMigrated(io) });
             own.scheduler.start({ tasks: [INBOX_TASK] });
             io.err(`the process that held the data folder (pid ${holder}) has ended: ingesting ${name} here`);
           } catch (again) {

@@ -107,8 +107,13 @@ const FOLDED_AS: Record<string, string> = { ß: 'ss', ſ: 's', '\ufb00': 'ff', '
  * above, left "istanbul" unable to find "İSTANBUL": a tester's case), and so is an i written with
  * that dot.
  */
-export const foldForContains = (s: string) =>
-  s.toLowerCase().normalize('NFC').replace(/i\u0307/g, 'i').replace(/ς/g, 'σ').replace(/[ßſ\ufb00-\ufb06]/g, (c) => FOLDED_AS[c]!);
+export const foldForContains = (s: string) => {
+  const lower = s.toLowerCase(); // İ is i + a dot above (U+0307) here
+  // the dot above after an i, also behind other marks (canonical order puts a dot below first),
+  // then composed again: İ́ is í. Only where there is one: this runs for every row a search reads.
+  const composed = lower.includes('\u0307') ? lower.normalize('NFD').replace(/i([\u0300-\u036f]*?)\u0307/g, 'i$1').normalize('NFC') : lower.normalize('NFC');
+  return composed.replace(/ς/g, 'σ').replace(/[ßſ\ufb00-\ufb06]/g, (c) => FOLDED_AS[c]!);
+};
 
 /**
  * The LIKE pattern on `name_key` that every name the `name` filter finds also matches: the key

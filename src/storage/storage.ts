@@ -250,7 +250,14 @@ const readText = (file: string): string | undefined => {
  * up into `<data>/backups/pre-migrate-v<N>-<time>.db` and migrates it (SPEC §8). Throws
  * StartupError (DataDirLockedError when another process uses the folder).
  */
-export async function openStorage(config: Readonly<Config>, log: Logger, clock: Clock): Promise<Storage> {
+/** What a start's migrations applied, and the copy taken before them (for a command to say). */
+export interface Migrated {
+  applied: string[];
+  version: number;
+  backup?: string;
+}
+
+export async function openStorage(config: Readonly<Config>, log: Logger, clock: Clock, onMigrated?: (m: Migrated) => void): Promise<Storage> {
   prepareDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   const migrations = loadMigrations(paths.migrations);
@@ -284,7 +291,11 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
       preMigrationBackup = await backUpOnce(db, backupsDir(config.dataDir), `pre-migrate-v${from}-`, identity, clock, log, 'migrating');
     }
     const applied = migrate(db, migrations, clock.now());
-    if (applied.length) log.info({ applied }, 'migrations applied');
+    if (applied.length) {
+      log.info({ applied }, 'migrations applied');
+      // said at once: what the open does after may fail, and the database stays migrated (an upgrade tester's case)
+      onMigrated?.({ applied, version: latest, ...(preMigrationBackup ? { backup: preMigrationBackup } : {}) });
+    }
     // migrated by a build whose migrations said something else: brought to this version's shape (schema-reconcile.ts)
     const repair = planSchemaRepair(db, migrations);
     if (repair.steps.length) {

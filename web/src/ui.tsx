@@ -358,18 +358,20 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
   onClose.current = props.onClose;
   useEffect(() => {
     if (!props.backCloses) return;
-    const mark = { ...((history.state as Record<string, unknown> | null) ?? {}), dialog: titleId };
-    history.pushState(mark, '');
+    // a mark no other page load gives (titleId's count starts again after a reload, and a stale
+    // entry of the same name swallowed Back: a reviewer's case)
+    const id = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+    history.pushState({ ...((history.state as Record<string, unknown> | null) ?? {}), dialog: id }, '');
     let popped = false;
     const onPop = () => {
-      if ((history.state as { dialog?: unknown } | null)?.dialog === titleId) return;
+      if ((history.state as { dialog?: unknown } | null)?.dialog === id) return;
       popped = true;
       onClose.current();
     };
     window.addEventListener('popstate', onPop);
     return () => {
       window.removeEventListener('popstate', onPop);
-      if (!popped && (history.state as { dialog?: unknown } | null)?.dialog === titleId) history.back();
+      if (!popped && (history.state as { dialog?: unknown } | null)?.dialog === id) history.back();
     };
   }, []);
   useEffect(() => {

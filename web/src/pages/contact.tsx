@@ -3,10 +3,10 @@ import { api, LEDGER } from '../api.ts';
 import { entryState, navigate } from '../router.ts';
 import { Async, atLeast, Confirm, fmtNumber, FormError, Link, Time, useAction, useRequest, useRole } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
+import { LedgerHead } from './ledger-head.tsx';
 
 /** The information fields of a change, in words (the API's names are its fields': "emailStatus changed" read as code, a tester's case). */
 const FIELD_WORDS: Record<string, string> = { title: 'title', location: 'location', email: 'e-mail', emailStatus: 'e-mail status', hasMultipleJobs: 'several jobs', jobStartedAt: 'job start' };
-import { LedgerHead } from './ledger-head.tsx';
 
 interface Change {
   id: string;
