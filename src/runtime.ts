@@ -58,7 +58,6 @@ export interface Runtime {
   metrics: Metrics;
   /** Set when this start created the first superuser. */
   bootstrap?: { email: string; generatedPassword?: string };
-
   /** Set by the HTTP server during shutdown so /readyz answers 503. */
   state: { shuttingDown: boolean };
   close(): Promise<void>;
