@@ -540,38 +540,31 @@ S('migration 0038 recomputes the title levels of titles beyond ASCII, which the 
   );
 });
 
-S('migration 0040 brings user e-mails to the composed form (NFC), and leaves the second account of an address both forms had', () => {
-  const { raw, apply } = justBefore('0040_');
+/** Users stored with the e-mails `stored` (u_1, u_2, … in order) just before `migration`; after it, `expected` in the same order. */
+function userEmailMigration(migration: string, stored: string[], expected: string[]): void {
+  const { raw, apply } = justBefore(migration);
   const user = raw.prepare("INSERT INTO users (id, email, name, password_hash, created_at, updated_at) VALUES (?, ?, '', 'x', 1, 1)");
-  user.run('u_1', 'jo\u0308rg@example.test'); // decomposed only: composed
-  user.run('u_2', 'ann@example.test'); // ASCII: untouched
-  user.run('u_3', 'ma\u0308x@example.test'); // decomposed, and …
-  user.run('u_4', 'm\u00e4x@example.test'); // … composed: both kept as they are
+  stored.forEach((email, i) => user.run(`u_${i + 1}`, email));
   apply();
-  assert.equal(raw.prepare('SELECT id, email FROM users ORDER BY id').all(), [
-    { id: 'u_1', email: 'j\u00f6rg@example.test' },
-    { id: 'u_2', email: 'ann@example.test' },
-    { id: 'u_3', email: 'ma\u0308x@example.test' },
-    { id: 'u_4', email: 'm\u00e4x@example.test' },
-  ]);
+  assert.equal(raw.prepare('SELECT id, email FROM users ORDER BY id').all(), expected.map((email, i) => ({ id: `u_${i + 1}`, email })));
+}
+
+S('migration 0040 brings user e-mails to the composed form (NFC), and leaves the second account of an address both forms had', () => {
+  userEmailMigration(
+    '0040_',
+    // decomposed only: composed; ASCII: untouched; decomposed and composed: both kept as they are
+    ['jo\u0308rg@example.test', 'ann@example.test', 'ma\u0308x@example.test', 'm\u00e4x@example.test'],
+    ['j\u00f6rg@example.test', 'ann@example.test', 'ma\u0308x@example.test', 'm\u00e4x@example.test'],
+  );
 });
 
 S('migration 0046 brings user e-mails to full-width letters as usual ones and Punycode domains in Unicode, and leaves the second account of an address both forms had', () => {
-  const { raw, apply } = justBefore('0046_');
-  const user = raw.prepare("INSERT INTO users (id, email, name, password_hash, created_at, updated_at) VALUES (?, ?, '', 'x', 1, 1)");
-  user.run('u_1', '\uff41\uff44\uff4d\uff49\uff4e@example.test'); // ａｄｍｉｎ: admin
-  user.run('u_2', 'j\u00f6rg@xn--exmple-cua.test'); // exämple
-  user.run('u_3', 'ann@example.test'); // ASCII: untouched
-  user.run('u_4', 'bob@example.test'); // and …
-  user.run('u_5', '\uff42\uff4f\uff42@example.test'); // … ｂｏｂ: kept as it is
-  apply();
-  assert.equal(raw.prepare('SELECT id, email FROM users ORDER BY id').all(), [
-    { id: 'u_1', email: 'admin@example.test' },
-    { id: 'u_2', email: 'j\u00f6rg@ex\u00e4mple.test' },
-    { id: 'u_3', email: 'ann@example.test' },
-    { id: 'u_4', email: 'bob@example.test' },
-    { id: 'u_5', email: '\uff42\uff4f\uff42@example.test' },
-  ]);
+  userEmailMigration(
+    '0046_',
+    // ａｄｍｉｎ: admin; exämple in Punycode; ASCII: untouched; bob and ｂｏｂ: the second kept as it is
+    ['\uff41\uff44\uff4d\uff49\uff4e@example.test', 'j\u00f6rg@xn--exmple-cua.test', 'ann@example.test', 'bob@example.test', '\uff42\uff4f\uff42@example.test'],
+    ['admin@example.test', 'j\u00f6rg@ex\u00e4mple.test', 'ann@example.test', 'bob@example.test', '\uff42\uff4f\uff42@example.test'],
+  );
 });
 
 S('migration 0041 recomputes company keys under the new rule (", The" at the end, SCA, mbH) and unmatches contacts whose match the rule undoes', () => {

@@ -53,7 +53,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
     // saying so (a reviewer's case: `passwd --email ｂｏｂ@x` reset bob@x's); given as the usual
     // form, the usual account's is set, and the older ones are named (an upgrade tester's only
     // superuser was one of them, and the reset reached a user without its rights).
-    const older = u ? rt.identity.repos.users.listUsersStoredAs(email) : [];
+    const older = u ? rt.identity.users.olderFormsOf(email) : [];
     const named = (x: { id: string; email: string; superuser: boolean }) => `${x.id} (${x.email}${x.superuser ? ', a superuser' : ''})`;
     const typed = [given.trim().toLowerCase(), given.trim().normalize('NFC').toLowerCase()];
     const meant = older.find((x) => typed.includes(x.email));

@@ -132,6 +132,10 @@ export function createUserService(d: UserDeps) {
     accountsNotFoundBySignIn(): User[] {
       return d.users.listUsersWithUnusualEmails().filter((u) => !u.disabled && accountEmail(u.email) !== u.email);
     },
+    /** The accounts stored in an older form of `email` (accountEmail's form) beside the one stored as it is (for the `user` command). */
+    olderFormsOf(email: string): User[] {
+      return d.users.listUsersWithUnusualEmails().filter((u) => u.email !== email && accountEmail(u.email) === email);
+    },
     listUsers(limit: number, cursor?: string): Page<User> {
       const from = d.cursors.decodeKeyset(cursor, 'users');
       return d.cursors.toPage(d.users.listUsers(limit, from), limit, 'users', (u) => [u.createdAt, u.id]);

@@ -1,7 +1,6 @@
 import type { Keyset } from '../cursor.ts';
 import type { Db } from '../storage/db.ts';
 import type { User } from './model.ts';
-import { accountEmail } from '../normalize.ts';
 
 interface UserRow {
   id: string;
@@ -55,12 +54,6 @@ export function createUsersRepo(db: Db) {
     },
     /** Users whose address has a character beyond ASCII or a Punycode label: the ones a change of accountEmail's rules may concern. */
     listUsersWithUnusualEmails: (): User[] => unusual.all().map(toUser),
-    /**
-     * The accounts stored in an older form of `email` (normalized: accountEmail's) beside the one
-     * stored as it is — what migrations 0040 and 0046 leave where both forms had an account. Reads
-     * the users of unusual addresses (listUsersWithUnusualEmails): for the `user` command.
-     */
-    listUsersStoredAs: (email: string): User[] => unusual.all().map(toUser).filter((u) => u.email !== email && accountEmail(u.email) === email),
     /** `email` must already be normalized (lower case). */
     findUserByEmail: (email: string): User | undefined => {
       const r = byEmail.get(email);

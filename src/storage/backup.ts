@@ -1,8 +1,8 @@
-import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { nextTurn } from '../event-loop.ts';
-import { checkProblems } from './db.ts';
+import { checkProblems, readHead } from './db.ts';
 import { copyOwnerOnly, fsyncFile } from './durable-files.ts';
 
 /**
@@ -165,22 +165,13 @@ export function openBackupSource(file: string): Database.Database {
   }
 }
 
-/** Whether the database file's header says WAL mode (bytes 18 and 19 are 2). */
+/**
+ * Whether the database file's header says WAL mode (bytes 18 and 19 are 2). An unreadable file is
+ * not: the check that opens it says so, as a refusal (a review's case: a raw EACCES).
+ */
 function inWalMode(file: string): boolean {
-  const header = Buffer.alloc(20);
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch {
-    return false; // unreadable: the check that opens it says so, as a refusal (a review's case: a raw EACCES)
-  }
-  try {
-    return readSync(fd, header, 0, 20, 0) === 20 && header[18] === 2 && header[19] === 2;
-  } catch {
-    return false;
-  } finally {
-    closeSync(fd);
-  }
+  const header = readHead(file, 20);
+  return header !== undefined && header[18] === 2 && header[19] === 2;
 }
 
 /**
@@ -255,16 +246,7 @@ function isDamagedSqliteFile(path: string, err: unknown): boolean {
   if (typeof code !== 'string') return false;
   if (code.startsWith('SQLITE_CORRUPT')) return true;
   if (!code.startsWith('SQLITE_NOTADB')) return false;
-  const head = Buffer.alloc(SQLITE_HEADER.length);
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, 'r');
-    return readSync(fd, head, 0, head.length, 0) === head.length && head.equals(SQLITE_HEADER);
-  } catch {
-    return false;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
+  return readHead(path, SQLITE_HEADER.length)?.equals(SQLITE_HEADER) ?? false;
 }
 
 /** The tables every contact-ledger database has, whatever its schema version. */

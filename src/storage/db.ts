@@ -305,19 +305,22 @@ export function foreignTables(file: string): string[] {
   }
 }
 
-/** The user_version in the database file's header (a -wal may hold a newer one); undefined when there is no header. */
-function headerUserVersion(file: string): number | undefined {
-  const head = Buffer.alloc(64);
+/** The first `bytes` bytes of a file; undefined when it is shorter or cannot be read. */
+export function readHead(file: string, bytes: number): Buffer | undefined {
+  const head = Buffer.alloc(bytes);
   let fd: number | undefined;
   try {
     fd = openSync(file, 'r');
-    return readSync(fd, head, 0, 64, 0) === 64 ? head.readUInt32BE(60) : undefined;
+    return readSync(fd, head, 0, bytes, 0) === bytes ? head : undefined;
   } catch {
     return undefined;
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
 }
+
+/** The user_version in the database file's header (a -wal may hold a newer one); undefined when there is no header. */
+const headerUserVersion = (file: string): number | undefined => readHead(file, 64)?.readUInt32BE(60);
 
 const DAMAGED = /not a database|file is encrypted|malformed/i;
 const damagedMessage = (file: string, why: string) => `${file} is not a contact-ledger database or is damaged (${why}); restore a backup`;
