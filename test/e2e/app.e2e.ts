@@ -3,7 +3,8 @@
 // service-account credential to an integration; a viewer sees no editing controls.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { apiToken, dialogEntryGone, type E2E, readText, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until } from './harness.ts';
+import { chromium } from 'playwright-core';
+import { apiToken, CHROMIUM, dialogEntryGone, type E2E, readText, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until } from './harness.ts';
 
 const ID = '/api/identity/v1';
 const LEDGER = '/api/ledger/v1';
@@ -253,6 +254,35 @@ A('download the CSV of the current filter', async (ctx) => {
   await page.locator('p.count').getByText(`${GOOD.toLocaleString('en-GB')} contacts`).waitFor();
   const [all] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
   assert.is(readText((await all.path())!).trim().split(/\r?\n/).length, GOOD + 1);
+});
+
+A('a day is the UTC day, a moment names its zone: a start month reads as that month west of Greenwich', async (ctx) => {
+  // jobStartedAt 2024-03 is kept as 2024-03-01T00:00:00Z; in New York that moment is 29 February (a
+  // day early, until the forty-second session), and the day filters are UTC days anyway
+  const record = { linkedin: 'https://www.linkedin.com/in/ada-lovelace', name: 'Ada Lovelace', company: 'Babbage Computing', title: 'CTO', location: 'London', jobStartedAt: '2024-03' };
+  const fed = await ctx.e.call('POST', `${LEDGER}/feed`, { token: ctx.root, raw: `${JSON.stringify(record)}\n`, headers: { 'content-type': 'application/x-ndjson' } });
+  assert.is(fed.status, 202, fed.text);
+  await until(async () => (await ctx.e.call('GET', `${LEDGER}/feed/${fed.body.id}`, { token: ctx.root })).body.status === 'completed', 'the feed job');
+  const found = await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts?linkedin=${encodeURIComponent(record.linkedin)}`, { token: ctx.root });
+  const ada = found.body.contacts[0];
+  assert.is(ada.jobStartedAt, '2024-03-01T00:00:00.000Z');
+  // a second browser: the first one's zone is fixed for its profile
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  try {
+    const west = await (await browser.newContext({ locale: 'en-GB', timezoneId: 'America/New_York' })).newPage();
+    await signInUi(west, ctx.e.base, ROOT_EMAIL, ROOT_PASSWORD);
+    await west.goto(`${ctx.e.base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts/${ada.id}`);
+    await west.getByRole('heading', { name: 'Change history' }).waitFor();
+    assert.is(await west.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone), 'America/New_York');
+    const facts = west.locator('dl.facts').first();
+    const started = facts.locator('dt', { hasText: 'Job started' }).locator('xpath=following-sibling::dd[1]');
+    assert.is((await started.innerText()).trim(), '1 Mar 2024');
+    const changed = facts.locator('dt', { hasText: 'Last job change' }).locator('xpath=following-sibling::dd[1]');
+    assert.match(await changed.innerText(), /GMT-[45]\b/, 'the zone of the reader is named');
+    assert.is(await changed.locator('time').getAttribute('title'), ada.lastJobChangedAt, 'the exact UTC moment on hover');
+  } finally {
+    await browser.close();
+  }
 });
 
 A('paging: next and previous pages of 50', async (ctx) => {

@@ -523,8 +523,17 @@ export function SecretOnce(props: { label: string; value: string; extra?: Compon
 }
 
 // ── formatting ────────────────────────────────────────────────────────────
-const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
+/**
+ * A moment in the reader's own time zone, named (“Nov 22, 2026, 11:32 AM GMT+1”), so that it is never
+ * mistaken for UTC or the server's time.
+ */
+const dateTime = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', timeZoneName: 'short' });
+/**
+ * A day is the UTC day: the day filters are whole days in UTC (docs/web.md), and a month or year the
+ * feed gives (`jobStartedAt` 2024-03) is kept as its first day at midnight UTC — in the reader's zone
+ * west of Greenwich that was the last day of the month before.
+ */
+const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
 export const fmtDateTime = (iso: string | null | undefined) => (iso ? dateTime.format(new Date(iso)) : '—');
 export const fmtDate = (iso: string | null | undefined) => (iso ? dateOnly.format(new Date(iso)) : '—');
 export const fmtNumber = (n: number) => n.toLocaleString();
@@ -533,7 +542,12 @@ export const fmtCount = (n: number, one: string, many = `${one}s`) => `${fmtNumb
 
 export function Time(props: { iso: string | null | undefined; dateOnly?: boolean }) {
   if (!props.iso) return <span class="muted">—</span>;
-  return <time dateTime={props.iso}>{props.dateOnly ? fmtDate(props.iso) : fmtDateTime(props.iso)}</time>;
+  // the exact moment in UTC on hover, as the API and downloads give it
+  return (
+    <time dateTime={props.iso} title={props.iso}>
+      {props.dateOnly ? fmtDate(props.iso) : fmtDateTime(props.iso)}
+    </time>
+  );
 }
 
 /**
