@@ -295,6 +295,13 @@ C('serve refuses a damaged database and an unusable data folder with exit 1 and 
   const nodb = await cli(['backup', join(dir, 'x.db')], { CONTACT_LEDGER_DATA: tempDir() });
   assert.is(nodb.status, 1);
   assert.match(nodb.stderr, /there is no database in/);
+  // a database cut to 0 bytes: said as a start says it (it was "not a contact-ledger database"), no backup file left
+  const cut = tempDir();
+  writeFileSync(join(cut, 'contact-ledger.db'), '');
+  const empty = await cli(['backup', join(dir, 'empty.db')], { CONTACT_LEDGER_DATA: cut });
+  assert.is(empty.status, 1);
+  assert.match(empty.stderr, /contact-ledger\.db is empty \(0 bytes\): a database cut short, .*nothing to back up\. Restore a backup/);
+  assert.not.ok(existsSync(join(dir, 'empty.db')));
   // a file where the data folder should be: a configuration error, as serve says (it was "there is no database", exit 1)
   const notAFolder = await cli(['backup', join(dir, 'y.db')], { CONTACT_LEDGER_DATA: file });
   assert.is(notAFolder.status, 2, notAFolder.stderr);

@@ -2,7 +2,7 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, read
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { nextTurn } from '../event-loop.ts';
-import { checkProblems, readHead } from './db.ts';
+import { checkProblems, EMPTY_DATABASE, isEmptyDatabase, readHead } from './db.ts';
 import { copyOwnerOnly, fsyncFile } from './durable-files.ts';
 
 /**
@@ -152,6 +152,7 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
  * BackupError when the file is not a contact-ledger database.
  */
 export function openBackupSource(file: string): Database.Database {
+  if (isEmptyDatabase(file)) throw new BackupError(`${file} ${EMPTY_DATABASE}: there is nothing to back up. Restore a backup (\`contact-ledger restore <backup file>\`)`);
   let raw: Database.Database | undefined;
   try {
     raw = new Database(file, { readonly: true, fileMustExist: true });

@@ -322,6 +322,16 @@ export function readHead(file: string, bytes: number): Buffer | undefined {
 /** The user_version in the database file's header (a -wal may hold a newer one); undefined when there is no header. */
 const headerUserVersion = (file: string): number | undefined => readHead(file, 64)?.readUInt32BE(60);
 
+/**
+ * A database file of 0 bytes with no -wal to rebuild it from: cut short, or a copy that never got
+ * its content. contact-ledger never leaves one (a first start renames its database in whole).
+ */
+export function isEmptyDatabase(file: string): boolean {
+  const size = (f: string) => statSync(f, { throwIfNoEntry: false })?.size;
+  return size(file) === 0 && !size(`${file}-wal`);
+}
+export const EMPTY_DATABASE = 'is empty (0 bytes): a database cut short, or a copy that never got its content (contact-ledger never leaves one)';
+
 const DAMAGED = /not a database|file is encrypted|malformed/i;
 const damagedMessage = (file: string, why: string) => `${file} is not a contact-ledger database or is damaged (${why}); restore a backup`;
 

@@ -5,7 +5,7 @@ import { ConfigError, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
 import { backupTo, fileStamp, partialOf, removePartialBackups, removeWithSideFiles } from './backup.ts';
-import { foreignTables, openDb, StartupError, type Db } from './db.ts';
+import { EMPTY_DATABASE, foreignTables, isEmptyDatabase, openDb, StartupError, type Db } from './db.ts';
 import { loadSqliteLibrary } from './sqlite-addon.ts';
 import { lockDataDir } from './lock.ts';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion, type Migration } from './migrate.ts';
@@ -140,12 +140,9 @@ function checkDatabaseFiles(file: string): string[] {
     }
     present.push([f, st]);
   }
-  const size = (f: string) => statSync(f, { throwIfNoEntry: false })?.size ?? 0;
-  if (existsSync(file) && size(file) === 0 && size(`${file}-wal`) === 0)
-    throw new StartupError(
-      `${file} is empty (0 bytes): a database cut short, or a copy that never got its content (contact-ledger never leaves one). Restore a backup (\`contact-ledger restore <backup file>\`); to start a new installation here instead, delete the empty file`,
-    );
-  const foreign = size(file) > 0 ? foreignTables(file) : [];
+  if (isEmptyDatabase(file))
+    throw new StartupError(`${file} ${EMPTY_DATABASE}. Restore a backup (\`contact-ledger restore <backup file>\`); to start a new installation here instead, delete the empty file`);
+  const foreign = (statSync(file, { throwIfNoEntry: false })?.size ?? 0) > 0 ? foreignTables(file) : [];
   if (foreign.length) {
     const what = foreign.includes('schema_migrations')
       ? "has contact-ledger's tables but no schema version (a copy rebuilt with sqlite3's .dump loses it)"
