@@ -339,7 +339,6 @@ export async function clientToken(t: TestApp, clientId: string, clientSecret: st
 
 // ── ledger helpers ────────────────────────────────────────────────────────
 
-/** A multipart body with a CSV file in the field "file" (and an optional mapping). */
 /** A CSV of `rows` contacts `P <i>` with distinct referenceIds `r<i>`, for imports whose rows do not matter. */
 export const contactsCsv = (rows: number): string => `name,company,referenceId\n${Array.from({ length: rows }, (_, i) => `P ${i},Co ${i % 13},r${i}`).join('\n')}\n`;
 

@@ -10,10 +10,11 @@ import { invalidUtf8At } from '../src/utf8.ts';
 import { OFF_THREAD_BYTES } from '../src/http/json-parser-thread.ts';
 import { NICE } from '../src/thread-priority.ts';
 import { toAppError } from '../src/http/problem.ts';
-import { checkAnswer, type RouteSpec } from '../src/http/route.ts';
+import { checkAnswer, checkErrorStatus, type RouteSpec } from '../src/http/route.ts';
+import { AppError } from '../src/errors.ts';
 import { z } from 'zod';
 import { prng } from '../scripts/prng.ts';
-import { createLedger, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, startApp, threadNice, threadNices, type TestApp, type World } from './helpers.ts';
+import { createLedger, csvForm, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, signInRoot, startApp, threadNice, threadNices, type TestApp, type World } from './helpers.ts';
 
 const H = suite<{ t: TestApp; w: World }>('problem+json everywhere (I7)');
 H.before(async (ctx) => {
@@ -677,6 +678,55 @@ D('the request side: the single contact of POST …/contacts, the sortBy values 
   const sortBy = doc.paths[`${L}/contacts`].get.parameters.find((p: any) => p.name === 'sortBy');
   assert.equal(sortBy.schema.enum, ['+createdAt', '-createdAt', '+name', '-name', '-lastJobChangedAt', '-lastInfoChangedAt']);
   assert.is(doc.paths[`${L}/contacts/bulk_delete`].post.requestBody.content['application/json'].schema.properties.contactIds.maxItems, 1000);
+});
+
+D('operation ids a client generator can use, unique in each document; every answer names X-Request-Id, a 401 WWW-Authenticate, a 429 Retry-After, a download Content-Disposition (a contract tester\'s cases)', async ({ t }) => {
+  for (const prefix of [ID, LEDGER]) {
+    const doc = (await t.call('GET', `${prefix}/openapi.json`)).body;
+    const ids: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        if (method === 'servers') continue;
+        const what = `${method.toUpperCase()} ${prefix}${path}`;
+        ids.push(op.operationId);
+        assert.match(op.operationId, /^[a-z]+[A-Z][A-Za-z0-9]*$/, what);
+        for (const [status, res] of Object.entries(op.responses as Record<string, any>)) {
+          assert.equal(res.headers?.['X-Request-Id'], { $ref: '#/components/headers/RequestId' }, `${what} ${status}`);
+          if (status === '401') assert.ok(res.headers['WWW-Authenticate'], `${what} 401`);
+          if (status === '429' || status === '503') assert.ok(res.headers['Retry-After'], `${what} ${status}`);
+          const type = Object.keys(res.content ?? {})[0];
+          if (type === 'text/csv' || type === 'application/gzip') assert.ok(res.headers['Content-Disposition'], `${what} ${status}`);
+        }
+      }
+    }
+    assert.is(new Set(ids).size, ids.length, `${prefix}: ${ids.filter((x, i) => ids.indexOf(x) !== i).join(', ')} twice`);
+    assert.ok(doc.components.headers.RequestId);
+  }
+  const identity = (await t.call('GET', `${ID}/openapi.json`)).body;
+  assert.is(identity.paths['/session'].post.operationId, 'postSession');
+  assert.is(identity.paths['/auth/v1/session'].post.operationId, 'postAuthV1Session', 'the alias has an id of its own (both were postSession)');
+  const newUser = identity.paths['/users'].post.requestBody.content['application/json'].schema;
+  const password = (newUser.$ref ? identity.components.schemas[newUser.$ref.split('/').pop()] : newUser).properties.password;
+  assert.equal([password.minLength, password.maxLength], [8, 256], 'the policy\'s bounds (it said 1024)');
+  const ledger = (await t.call('GET', `${LEDGER}/openapi.json`)).body;
+  const L = '/orgs/{orgId}/ledgers/{ledgerId}';
+  assert.is(ledger.paths[`${L}/contacts/bulk_delete`].post.operationId, 'postOrgsByOrgIdLedgersByLedgerIdContactsBulkDelete');
+  assert.ok(ledger.paths[`${L}/imports/preview`].post.responses['422'], 'an empty file to preview is a 422');
+});
+
+D('under the tests an error answer of a status its route does not declare fails loudly, so the document cannot leave one out', async ({ t }) => {
+  // preview of an empty file: 422, which the document now declares (it did not)
+  const root = (await signInRoot(t)).accessToken;
+  const org = await t.call('POST', `${ID}/orgs`, { token: root, body: { name: 'Declared' } });
+  const ledgerId = await createLedger(t, root, org.body.id, 'declared');
+  const r = await t.call('POST', `${ledgerPath(org.body.id, ledgerId)}/imports/preview`, { token: root, raw: csvForm('') });
+  assert.is(r.status, 422, r.text);
+  const spec = { method: 'post', path: '/x', summary: 'x', access: 'public', responses: { 200: { description: 'x' } } } as RouteSpec;
+  checkErrorStatus(new AppError(409, 'conflict', 'taken'), { ...spec, responses: { 409: { description: 'taken' } } }, 'POST /t/x');
+  checkErrorStatus(new AppError(422, 'validation_failed', 'bad'), spec, 'POST /t/x'); // of its kind
+  checkErrorStatus(new AppError(500, 'internal', 'fault'), spec, 'POST /t/x'); // a fault is not a contract
+  assert.throws(() => checkErrorStatus(new AppError(409, 'conflict', 'taken'), spec, 'POST /t/x'), /POST \/t\/x answered 409 \(taken\), which its OpenAPI operation does not declare/);
+  assert.throws(() => checkErrorStatus(new AppError(401, 'unauthenticated', 'who'), spec, 'POST /t/x'), /answered 401/, 'a public route answers no 401');
 });
 
 D('under the tests every JSON answer is checked against its schema: one that drifted, or a 2xx without a schema, fails loudly', () => {

@@ -68,6 +68,12 @@ O('members: add existing user, add-and-create, duplicate → 409, password for a
   const created = await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'new@b.test', role: 'editor', password: PASSWORD, name: 'New' } });
   expectStatus(created, 201);
   assert.equal({ email: created.body.email, name: created.body.name, role: created.body.role }, { email: 'new@b.test', name: 'New', role: 'editor' });
+  // its Location answers a GET with the member (it was 405: a contract tester's case); not a member → 404
+  const location = new URL(created.headers.get('location')!).pathname;
+  const one = await t.call('GET', location, { token: w.tokens.otherAdmin });
+  expectStatus(one, 200);
+  assert.equal(one.body, created.body);
+  expectStatus(await t.call('GET', `${ID}/orgs/${w.otherOrgId}/members/${w.users.viewer}`, { token: w.tokens.otherAdmin }), 404);
   // the editor of A now sees both organizations
   const orgs = await t.call('GET', `${ID}/orgs`, { token: w.tokens.editor });
   assert.equal(orgs.body.orgs.map((o: any) => [o.id, o.role]).sort(), [[w.orgId, 'editor'], [w.otherOrgId, 'viewer']].sort());

@@ -173,6 +173,7 @@ export const MATRIX: Record<string, Row> = {
     need: 'admin', ok: 201,
     request: async ({ w }) => ({ path: I(`/orgs/${w.orgId}/members`), opts: { body: { email: `n-${uniq()}@a.test`, role: 'viewer', password: PASSWORD } } }),
   },
+  'GET /api/identity/v1/orgs/:orgId/members/:userId': { need: 'viewer', ok: 200, request: async ({ w }) => ({ path: I(`/orgs/${w.orgId}/members/${w.users.viewer}`) }) },
   'PATCH /api/identity/v1/orgs/:orgId/members/:userId': {
     need: 'admin', ok: 200,
     request: async ({ t, w }) => ({ path: I(`/orgs/${w.orgId}/members/${await freshMember(t, w)}`), opts: { body: { role: 'editor' } } }),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { documentedAs } from './common-schemas.ts';
 import { Problem } from './problem.ts';
-import type { ApiRouter, RouteSpec } from './route.ts';
+import { errorsOfKind, type ApiRouter, type RouteSpec } from './route.ts';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -41,6 +41,17 @@ export const OpenApiDocumentAnswer = z.looseObject({
 
 const PROBLEM_CONTENT = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 
+/** Headers that more than one answer carries, as components.headers, referenced where they occur. */
+const SHARED_HEADERS = {
+  RequestId: { description: "The request's id (the one sent in X-Request-Id when it is valid, else a new one), also in the server's log and in a problem's requestId", schema: { type: 'string' } },
+  RetryAfter: { description: 'Seconds to wait before sending the same request again', schema: { type: 'string' } },
+  WwwAuthenticate: { description: 'Bearer error="invalid_token" (RFC 6750 §3)', schema: { type: 'string' } },
+  ContentDisposition: { description: 'attachment, with the file name', schema: { type: 'string' } },
+};
+const header = (name: keyof typeof SHARED_HEADERS) => ({ $ref: `#/components/headers/${name}` });
+/** Headers of the errors of a kind (errorsOfKind) beside X-Request-Id. */
+const ERROR_HEADERS: Record<string, Record<string, unknown>> = { '401': { 'WWW-Authenticate': header('WwwAuthenticate') }, '429': { 'Retry-After': header('RetryAfter') } };
+
 const ERROR_STATUSES: Record<string, string> = {
   '400': 'Malformed request or invalid query parameter',
   '401': 'Missing, invalid or expired access token',
@@ -50,7 +61,18 @@ const ERROR_STATUSES: Record<string, string> = {
   '429': 'Throttled',
 };
 
-function operation(r: RouteSpec, tag: string, components: Record<string, unknown>) {
+/**
+ * An operation's id, a name a client generator can make a method of: the method and the path's
+ * words in camel case, a parameter as By<Name> (`post /orgs/:orgId/ledgers/:ledgerId/contacts/bulk_delete`
+ * → `postOrgsByOrgIdLedgersByLedgerIdContactsBulkDelete`). `path` is the whole path below the
+ * document's server, so that an alias under another prefix gets an id of its own.
+ */
+export function operationId(method: string, path: string): string {
+  const words = (text: string) => text.split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
+  return method + path.split('/').filter(Boolean).map((seg) => (seg.startsWith(':') ? `By${words(seg)}` : words(seg))).join('');
+}
+
+function operation(r: RouteSpec, tag: string, components: Record<string, unknown>, path: string) {
   const toJsonSchema = (s: z.ZodType) => jsonSchemaOf(s, 'input', components);
   const params: unknown[] = [...r.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
   if (r.query instanceof z.ZodObject) {
@@ -64,11 +86,14 @@ function operation(r: RouteSpec, tag: string, components: Record<string, unknown
   }
   const responses: Record<string, unknown> = {};
   for (const [status, res] of Object.entries(r.responses)) {
+    const download = res.contentType !== undefined && !res.schema;
     responses[status] = {
       description: res.description,
-      ...(res.headers
-        ? { headers: Object.fromEntries(Object.entries(res.headers).map(([name, h]) => [name, { description: h.description, schema: h.schema ? toJsonSchema(h.schema) : { type: 'string' } }])) }
-        : {}),
+      headers: {
+        'X-Request-Id': header('RequestId'),
+        ...(download ? { 'Content-Disposition': header('ContentDisposition') } : {}),
+        ...Object.fromEntries(Object.entries(res.headers ?? {}).map(([name, h]) => [name, { description: h.description, schema: h.schema ? toJsonSchema(h.schema) : { type: 'string' } }])),
+      },
       ...(res.schema
         ? { content: { [res.contentType ?? 'application/json']: { schema: jsonSchemaOf(res.schema, 'output', components) } } }
         : res.contentType
@@ -78,12 +103,7 @@ function operation(r: RouteSpec, tag: string, components: Record<string, unknown
             : {}),
     };
   }
-  const errors = r.access === 'public' ? ['400', '422', '429'] : ['400', '401', '403', '404', '422'];
-  for (const s of errors) {
-    // a token endpoint answers 400 for an invalid body (RFC 6749 §5.2), never 422
-    if ((s === '422' && (!r.body || r.oauthErrors)) || responses[s]) continue;
-    responses[s] = { description: ERROR_STATUSES[s], content: PROBLEM_CONTENT };
-  }
+  for (const s of errorsOfKind(r).map(String)) responses[s] ??= { description: ERROR_STATUSES[s], headers: { 'X-Request-Id': header('RequestId'), ...ERROR_HEADERS[s] }, content: PROBLEM_CONTENT };
   const access = typeof r.access === 'string' ? r.access : 'org' in r.access ? `${r.access.org} role on the organization` : `installation "${r.access.permission}" permission`;
   const body = r.body
     ? {
@@ -96,7 +116,7 @@ function operation(r: RouteSpec, tag: string, components: Record<string, unknown
       ? { required: true, description: r.rawBody.description, content: Object.fromEntries(r.rawBody.contentTypes.map((t) => [t, {}])) }
       : undefined;
   return {
-    operationId: `${r.method}${r.path.replace(/[:/{}-](\w)/g, (_m, c: string) => c.toUpperCase())}`,
+    operationId: operationId(r.method, path),
     tags: [tag],
     summary: r.summary,
     description: `${r.description ? `${r.description}\n\n` : ''}Access: ${access}.`,
@@ -117,11 +137,17 @@ export function buildOpenApi(opts: { title: string; version: string; baseUrl: st
   const components: Record<string, unknown> = {};
   jsonSchemaOf(Problem, 'output', components);
   // Routers outside the main prefix are keyed by their full path with a path-level server.
+  const ids = new Set<string>();
   const add = (router: ApiRouter, servers?: { url: string }[]) => {
     for (const r of router.routes) {
-      const p = (servers ? router.prefix : '') + (r.path.replace(/:(\w+)/g, '{$1}') || '/');
+      const path = (servers ? router.prefix : '') + r.path;
+      const p = path.replace(/:(\w+)/g, '{$1}') || '/';
       paths[p] ??= servers ? { servers } : {};
-      paths[p][r.method] = operation(r, opts.tag, components);
+      const op = operation(r, opts.tag, components, path);
+      // ids are unique in a document (OpenAPI 3.1 §4.8.10.1): generators drop or refuse a second one
+      if (ids.has(op.operationId)) throw new Error(`two operations of ${opts.title} are ${op.operationId}`);
+      ids.add(op.operationId);
+      paths[p][r.method] = op;
     }
   };
   add(opts.main);
@@ -133,6 +159,7 @@ export function buildOpenApi(opts: { title: string; version: string; baseUrl: st
     security: [{ bearer: [] }],
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      headers: SHARED_HEADERS,
       schemas: Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))),
     },
     paths,

@@ -67,6 +67,32 @@ function declareCommonAnswers(s: RouteSpec): void {
 }
 
 /**
+ * The errors every route of an access kind can answer, which the OpenAPI document adds to its own
+ * answers: a public route 400, 422 and 429 (throttling), one behind a token 400, 401, 403, 404 and
+ * 422 — a body that does not validate, an upload the route reads itself (a preview's empty file:
+ * a tester found it undeclared), or a body sent to a route that takes none. Never 422 for a token
+ * endpoint, which answers 400 for an invalid body (RFC 6749 §5.2).
+ */
+export function errorsOfKind(s: RouteSpec): number[] {
+  const kind = s.access === 'public' ? [400, 422, 429] : [400, 401, 403, 404, 422];
+  return s.oauthErrors ? kind.filter((status) => status !== 422) : kind;
+}
+
+/**
+ * Under the tests (checkAnswers): an error answer of a status the route's document does not
+ * declare is a 500 naming it, so that the OpenAPI document cannot leave out what the route
+ * answers. 405, 499 (nobody reads it) and 5xx other than 503 (a fault, or a full disk, which any
+ * write may meet) are not looked at.
+ */
+export function checkErrorStatus(err: unknown, s: RouteSpec, name: string): void {
+  const status = toAppError(err).status;
+  // 405: a method the path does not take, which any path answers (with Allow)
+  if (status === 405 || status === 499 || (status >= 500 && status !== 503)) return;
+  if (s.responses[status] || errorsOfKind(s).includes(status)) return;
+  throw new AppError(500, 'answer_schema_mismatch', `answer check: ${name} answered ${status} (${(err as Error).message}), which its OpenAPI operation does not declare`);
+}
+
+/**
  * A request header a route reads. Optional: an absent or empty header is no value. A present one
  * is validated by `schema` before the handler runs (400 with `code`, naming the header) and its
  * parsed value handed over in `input.headers`; the OpenAPI document lists it as a header parameter.
@@ -392,6 +418,16 @@ export class ApiRouter {
     const chain: Koa.Middleware[] = [];
     const name = `${s.method.toUpperCase()} ${this.prefix}${s.path}`;
     const params = s.path.split('/').filter((seg) => seg.startsWith(':')).length;
+    if (this.deps.checkAnswers) {
+      chain.push(async (_ctx, next) => {
+        try {
+          await next();
+        } catch (err) {
+          checkErrorStatus(err, s, name);
+          throw err;
+        }
+      });
+    }
     if (s.oauthErrors) {
       const map = s.oauthErrors;
       chain.push(async (ctx, next) => {

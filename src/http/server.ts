@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import http, { STATUS_CODES } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
@@ -43,9 +44,11 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'headers_too_large', 'The request head is too large.']
         : [400, 'malformed_request', 'The request is not valid HTTP; characters outside ASCII in the URL must be percent-encoded (as UTF-8).'];
-  const body = JSON.stringify(problemBody(new AppError(status, code, detail), undefined));
+  // an id of its own, as every answer has (SPEC §2): the head that would carry the client's was not read
+  const requestId = randomUUID();
+  const body = JSON.stringify(problemBody(new AppError(status, code, detail), requestId));
   answeredHere.set(socket, status);
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`);
   // end() only half-closes (the server's sockets allow half-open connections): a client that never
   // closes its side would keep the descriptor for ever. It gets a moment to read the answer, then the
   // socket is gone.

@@ -162,6 +162,12 @@ export function createOrgService(d: OrgDeps) {
       return d.cursors.toPage(d.orgs.listMembers(orgId, limit, d.cursors.decodeKeyset(cursor, list)), limit, list, (m) => [m.addedAt, m.userId]);
     },
 
+    /** One member of an organization (404 when the user is not one). */
+    getMember(orgId: string, userId: string): Member {
+      requireOrg(orgId);
+      return requireMember(orgId, userId);
+    },
+
     /**
      * Adds an existing user, or creates one when a password is given. The first member of an
      * organization becomes its admin whatever role was asked (SPEC §2).

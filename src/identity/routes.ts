@@ -301,7 +301,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
       responses: {
         200: { description: 'Signed in', schema: IssuedSessionAnswer },
         400: { description: 'invalid_request (a malformed or invalid request, with errors[] where fields are named), unsupported_grant_type, unauthorized_client' },
-        401: { description: 'invalid_grant / invalid_client' },
+        401: { description: 'invalid_grant / invalid_client', headers: { 'WWW-Authenticate': { description: 'Basic realm="contact-ledger", charset="UTF-8" with invalid_client (RFC 6749 §5.2)' } } },
         403: { description: 'cross_site_request (cookie mode from another site)' },
         429: { description: 'Too many failed sign-ins for this account or address; try again after Retry-After seconds', headers: RETRY_AFTER },
       },
@@ -358,7 +358,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   r.add({ method: 'get', path: '/orgs', access: 'authenticated', query: pageQuery, summary: 'Organizations the caller can access', responses: { 200: { description: 'A page of organizations', schema: OrgPage } } }, (ctx, { caller, query }) => {
     ctx.body = pageOf('orgs', svc.orgs.listOrgs(caller, query.limit ?? 100, query.cursor), presentOrg);
   });
-  r.add({ method: 'post', path: '/orgs', access: 'superuser', body: S.NewOrg, summary: 'Create an organization', description: 'The user named by adminEmail (created when adminPassword is given), or else the creator, becomes its admin.', responses: { 201: { description: 'The organization (Location: its URL)', schema: OrgAnswer } } }, async (ctx, { caller, body }) => {
+  r.add({ method: 'post', path: '/orgs', access: 'superuser', body: S.NewOrg, summary: 'Create an organization', description: 'The user named by adminEmail (created when adminPassword is given), or else the creator, becomes its admin.', responses: { 201: { description: 'The organization (Location: its URL)', schema: OrgAnswer }, 409: { description: 'adminEmail names a user who exists (send no adminPassword) or is disabled' } } }, async (ctx, { caller, body }) => {
     const org = await svc.orgs.createOrg(caller, body);
     created(ctx, `/orgs/${org.id}`, presentOrg(org));
   });
@@ -378,6 +378,10 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   r.add({ method: 'post', path: '/orgs/:orgId/members', access: { org: 'admin' }, body: S.NewMember, summary: 'Add a member (creates the user when a password is given)', responses: { 201: { description: 'The member (Location: its URL)', schema: MemberAnswer }, 409: { description: 'Already a member' } } }, async (ctx, { caller, params, body }) => {
     const m = await svc.orgs.addMember(caller, params.orgId!, body);
     created(ctx, `/orgs/${params.orgId}/members/${m.userId}`, presentMember(m));
+  });
+  // what the Location of an added member names (it answered 405: a contract tester's case)
+  r.add({ method: 'get', path: '/orgs/:orgId/members/:userId', access: { org: 'viewer' }, summary: 'A member and their role', responses: { 200: { description: 'The member', schema: MemberAnswer } } }, (ctx, { params }) => {
+    ctx.body = presentMember(svc.orgs.getMember(params.orgId!, params.userId!));
   });
   r.add({ method: 'patch', path: '/orgs/:orgId/members/:userId', access: { org: 'admin' }, body: S.MemberPatch, summary: "Change a member's role", responses: { 200: { description: 'The member as updated', schema: MemberAnswer }, 409: { description: 'Last admin' } } }, (ctx, { caller, params, body }) => {
     ctx.body = presentMember(svc.orgs.updateMember(caller, params.orgId!, params.userId!, body.role));
@@ -416,7 +420,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   r.add({ method: 'get', path: '/users/me', access: 'user', summary: 'My profile', responses: { 200: { description: 'The user', schema: UserAnswer } } }, (ctx, { caller }) => {
     ctx.body = presentUser(svc.users.me(caller));
   });
-  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'The user as updated', schema: UserAnswer } } }, async (ctx, { caller, body }) => {
+  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 429: { description: 'Too many wrong current passwords (counted with sign-ins)', headers: RETRY_AFTER } } }, async (ctx, { caller, body }) => {
     ctx.body = presentUser(await svc.users.updateMe(caller, body));
   });
   r.add({ method: 'get', path: '/users', access: 'superuser', query: pageQuery, summary: 'Installation users', responses: { 200: { description: 'A page of users', schema: UserPage } } }, (ctx, { query }) => {
@@ -470,7 +474,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
       responses: {
         200: { description: 'Signed in: {access_token, token_type, expires_in, expires_at, refresh_token}', schema: AuthAliasSessionAnswer },
         400: { description: 'invalid_request (a malformed or invalid request), unsupported_grant_type, unauthorized_client' },
-        401: { description: 'invalid_grant / invalid_client' },
+        401: { description: 'invalid_grant / invalid_client', headers: { 'WWW-Authenticate': { description: 'Basic realm="contact-ledger", charset="UTF-8" with invalid_client (RFC 6749 §5.2)' } } },
         429: { description: 'Too many failed sign-ins for this account or address; try again after Retry-After seconds', headers: RETRY_AFTER },
       },
     },

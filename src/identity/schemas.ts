@@ -41,7 +41,8 @@ const newPassword = z
     const problem = passwordPolicyProblem(p);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   })
-  .meta({ description: `${PASSWORD_MIN} to ${PASSWORD_MAX} characters, not one of the most common passwords` });
+  // the document states the policy's bounds; the schema lets up to 1024 through to the policy, whose message says why
+  .meta({ description: `${PASSWORD_MIN} to ${PASSWORD_MAX} characters, not one of the most common passwords`, minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX });
 
 export const NewOrg = z.strictObject({
   name: text(256),
