@@ -262,4 +262,109 @@ K('the phone menu closes with Escape, and focus goes back to "Menu"', async (ctx
   await page.setViewportSize({ width: 1280, height: 800 });
 });
 
+K('a link the phone menu hid, or one the page took away: focus goes to the new page\'s content, not the body (an accessibility tester\'s case)', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers`);
+  await page.getByRole('button', { name: 'Menu' }).click();
+  const team = page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Team' });
+  await team.focus();
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/\/team$/);
+  await until(async () => (await page.evaluate('document.activeElement && document.activeElement.id')) === 'main', 'focus on the content');
+  await page.setViewportSize({ width: 1280, height: 800 });
+  // a contact's link in the list, which the contact's page replaces
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}`);
+  const link = page.getByRole('region', { name: 'Contacts' }).getByRole('link', { name: 'Plain Name' });
+  await link.focus();
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Change history' }).waitFor();
+  assert.is(await page.evaluate('document.activeElement && document.activeElement.id'), 'main');
+});
+
+K('what gets focus is not hidden under the sticky header; the focus ring stands out (3:1) from the page', async (ctx) => {
+  const { page, base } = ctx.e;
+  const token = ctx.token;
+  const many = await page.context().request.post(`${base}${LEDGER}/orgs/${ctx.orgId}/ledgers`, { headers: { authorization: `Bearer ${token}` }, data: { name: 'Many' } });
+  const ledgerId = (await many.json()).id as string;
+  const rows = Array.from({ length: 60 }, (_, i) => ({ name: `Row ${String(i).padStart(2, '0')}`, company: 'Acme' }));
+  assert.is((await addContacts(ctx.e, token, ctx.orgId, ledgerId, rows)).status, 'completed');
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: width === 390 ? 844 : 800 });
+    await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ledgerId}?limit=50`);
+    await page.getByRole('button', { name: 'Next' }).focus();
+    // back up through the rows with Shift+Tab, as the tester did: each focused link is below the header
+    for (let i = 0; i < 30; i++) {
+      await page.keyboard.press('Shift+Tab');
+      const [top, headerBottom, what] = (await page.evaluate(`(() => {
+        const el = document.activeElement;
+        return [el.getBoundingClientRect().top, document.querySelector('header.top').getBoundingClientRect().bottom, el.textContent.slice(0, 40)];
+      })()`)) as [number, number, string];
+      assert.ok(top >= headerBottom - 1, `at ${width} px "${what}" is at ${top}, under the header that ends at ${headerBottom}`);
+    }
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const ring = (await page.evaluate(`getComputedStyle(document.documentElement).getPropertyValue('--focus').trim()`)) as string;
+  const lum = (hex: string) => {
+    const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+  };
+  for (const bg of ['#ffffff', '#f5f6f8', '#e6eef9']) assert.ok((lum(bg) + 0.05) / (lum(ring) + 0.05) >= 3, `${ring} on ${bg}`);
+});
+
+K('the contacts table on a phone: one block per contact, no word broken, nothing scrolled sideways (an accessibility tester\'s case)', async (ctx) => {
+  const { page, base } = ctx.e;
+  const r = await addContacts(ctx.e, ctx.token, ctx.orgId, ctx.ledgerId, [{ name: 'Maximiliana Executive', company: 'International Holdings', title: 'Executive', email: 'max@example.test' }]);
+  assert.is(r.status, 'completed');
+  for (const width of [390, 320]) {
+    await page.setViewportSize({ width, height: 800 });
+    await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}`);
+    const frame = page.getByRole('region', { name: 'Contacts' });
+    await frame.getByText('Maximiliana Executive').waitFor();
+    const [scroll, client] = (await page.evaluate(`(() => { const w = document.getElementById('contacts-table'); return [w.scrollWidth, w.clientWidth]; })()`)) as [number, number];
+    assert.ok(scroll <= client, `at ${width} px the table scrolls: ${scroll} px in ${client}`);
+    await fits(page, `the contacts at ${width} px`);
+    // a value's words are whole: each is on one line
+    const row = frame.locator('tbody tr', { hasText: 'Maximiliana Executive' });
+    for (const word of ['International', 'Executive']) {
+      const lines = (await row.evaluate((tr, w) => {
+        const range = tr.ownerDocument.createRange();
+        const cell = [...tr.querySelectorAll('td')].find((td) => td.textContent!.includes(w))!;
+        const text = [...cell.childNodes].find((n) => n.nodeType === 3 && n.textContent!.includes(w))!;
+        const at = text.textContent!.indexOf(w);
+        range.setStart(text, at);
+        range.setEnd(text, at + w.length);
+        return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+      }, word)) as number;
+      assert.is(lines, 1, `"${word}" broken across lines at ${width} px`);
+    }
+    assert.ok((await row.locator('td[data-label="Company"]').isVisible()), 'the cells labelled');
+    await shoot(page, `contacts-phone-${width}`);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
+
+K('the quick "job changed in the last N days" filters keep the other filters; pressed again, theirs is taken off', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}?name=Plain`);
+  await page.getByRole('button', { name: '30 days' }).click();
+  await page.waitForURL(/lastJobChangedAt=/);
+  const q = new URL(page.url()).searchParams;
+  assert.is(q.get('name'), 'Plain', `the name filter stays: ${page.url()}`);
+  assert.is(await page.getByRole('button', { name: '30 days' }).getAttribute('aria-pressed'), 'true');
+  await page.getByRole('button', { name: '30 days' }).click();
+  await until(async () => !new URL(page.url()).searchParams.has('lastJobChangedAt'), 'the quick filter taken off');
+  assert.is(new URL(page.url()).searchParams.get('name'), 'Plain');
+});
+
+K('a new webhook\'s URL starts empty: a pasted address is not "https://https://…" (a tester\'s case)', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/orgs/${ctx.orgId}/webhooks`);
+  await page.getByRole('button', { name: 'New webhook' }).click();
+  const url = page.getByRole('dialog').getByLabel('URL');
+  assert.is(await url.inputValue(), '');
+  assert.match((await url.getAttribute('placeholder')) ?? '', /^https:\/\//);
+  await page.keyboard.press('Escape');
+});
+
 K.run();

@@ -143,6 +143,30 @@ function Shell() {
     return () => document.removeEventListener('keydown', onKey);
   }, [menu]);
 
+  // Another page: focus goes to its content when it was left nowhere — on the body, on a link the
+  // page took away, in the phone menu that closed — so that a screen reader says where it is and
+  // Tab goes on from the top of the content (an accessibility tester's case). A page that put focus
+  // somewhere itself keeps it; so does the organization switcher, for another choice.
+  const lastPath = useRef(loc.path);
+  useEffect(() => {
+    if (lastPath.current === loc.path) return;
+    lastPath.current = loc.path;
+    const at = document.activeElement as HTMLElement | null;
+    const lost = !at || at === document.body || !at.isConnected || Boolean(at.closest('#nav')) || at.getClientRects().length === 0;
+    if (lost) document.getElementById('main')?.focus({ preventScroll: true });
+  }, [loc.path]);
+  // the sticky header's height, for scroll-padding-top (styles.css): what gets focus is not hidden under it
+  const top = useRef<HTMLElement>(null);
+  useEffect(() => {
+    const el = top.current;
+    if (!el) return;
+    const note = () => document.documentElement.style.setProperty('--top-height', `${el.offsetHeight}px`);
+    note();
+    const watch = new ResizeObserver(note);
+    watch.observe(el);
+    return () => watch.disconnect();
+  }, []);
+
   let page: preact.JSX.Element | null = null;
   for (const [pattern, view] of ROUTES) {
     const m = match(pattern, loc.path);
@@ -171,7 +195,7 @@ function Shell() {
       <a class="skip" href="#main">
         Skip to content
       </a>
-      <header class="top">
+      <header class="top" ref={top}>
         <div class="bar">
           <Link href="/" class="brand" aria-label="contact-ledger home">
             <img src="/favicon.svg" alt="" width="24" height="24" />

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, LEDGER } from '../api.ts';
 import { entryState, navigate } from '../router.ts';
-import { Async, atLeast, Confirm, fmtNumber, FormError, Link, Time, useAction, useRequest, useRole } from '../ui.tsx';
+import { Async, atLeast, Confirm, Email, fmtNumber, FormError, Link, Time, useAction, useRequest, useRole } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
@@ -85,7 +85,8 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
                   <dd>{show(c.location)}</dd>
                   <dt>E-mail</dt>
                   <dd>
-                    {show(c.contactInfo.email)}
+                    {/* broken after the @ and before a dot first, as in the tables */}
+                    {c.contactInfo.email ? <Email address={c.contactInfo.email} /> : '—'}
                     {c.contactInfo.emailStatus && <span class="muted"> ({c.contactInfo.emailStatus})</span>}
                   </dd>
                   <dt>LinkedIn</dt>

@@ -208,7 +208,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
             {(d) => (
               <>
                 <div class="table-wrap" id="contacts-table" tabIndex={0} role="region" aria-label="Contacts">
-                  <table class="contacts">
+                  <table class="contacts stack">
                     <thead>
                       <tr>
                         <th scope="col">Name</th>
@@ -228,15 +228,15 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
                                 {c.name}
                               </Link>
                           </th>
-                          <td>
+                          <td data-label="Company">
                             {c.company}
                             {c.lastJobChangedAt && c.importCompany && c.importCompany !== c.company && <span class="was">was {c.importCompany}</span>}
                           </td>
-                          <td>{c.title ?? <span class="muted">—</span>}</td>
-                          <td class="email">{c.contactInfo.email ? <Email address={c.contactInfo.email} /> : <span class="muted">—</span>}</td>
-                          <td>{c.isVerified ? <span class="badge ok">verified</span> : <span class="muted">no</span>}</td>
-                          <td>{c.lastJobChangedAt ? <span class="badge job"><Time iso={c.lastJobChangedAt} dateOnly /></span> : <span class="muted">—</span>}</td>
-                          <td>
+                          <td data-label="Title">{c.title ?? <span class="muted">—</span>}</td>
+                          <td class="email" data-label="E-mail">{c.contactInfo.email ? <Email address={c.contactInfo.email} /> : <span class="muted">—</span>}</td>
+                          <td data-label="Verified">{c.isVerified ? <span class="badge ok">verified</span> : <span class="muted">no</span>}</td>
+                          <td data-label="Job changed">{c.lastJobChangedAt ? <span class="badge job"><Time iso={c.lastJobChangedAt} dateOnly /></span> : <span class="muted">—</span>}</td>
+                          <td data-label="Info changed">
                             <Time iso={c.lastInfoChangedAt} dateOnly />
                           </td>
                         </tr>
@@ -392,7 +392,8 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; refuse
             aria-pressed={props.initial.lastJobChangedAt === daysAgo(n)}
             onClick={() => {
               noteFocus();
-              props.onApply({ lastJobChangedAt: daysAgo(n) });
+              // the other filters applied stay (they were dropped: an accessibility tester's case); pressed again, it is taken off
+              props.onApply({ ...props.initial, lastJobChangedAt: props.initial.lastJobChangedAt === daysAgo(n) ? undefined : daysAgo(n) });
             }}
           >
             {n} days

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, fetchText, LEDGER, parseCsv, upload, type ApiError } from '../api.ts';
-import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, fmtCount, fmtNumber, FormError, Link, Loading, Notice, refocusWhenDone, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
+import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, fmtCount, fmtDateTime, fmtNumber, FormError, Link, Loading, Notice, refocusWhenDone, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 export interface ImportJob {
@@ -531,6 +531,9 @@ export function Rejected(props: { job: ImportJob; orgId: string; ledgerId: strin
 }
 
 /** Import jobs of the ledger, newest first; running ones update live. */
+/** An import as a button or link names it beside its row's others: its file (or "by API") and when it started. */
+const importName = (i: ImportJob) => `${i.source === 'csv' ? (i.fileName ?? 'upload') : 'by API'}, ${fmtDateTime(i.createdAt)}`;
+
 export function ImportHistory(props: { orgId: string; ledgerId: string }) {
   const { orgId, ledgerId } = props;
   const base = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/imports`;
@@ -568,9 +571,9 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
                   <tbody>
                     {d.imports.map((i) => (
                       <tr key={i.id} class={i.status === 'failed' ? 'failed' : undefined}>
-                        <td>
+                        <th scope="row" class="plain">
                           <Time iso={i.createdAt} />
-                        </td>
+                        </th>
                         <td class="break">{i.source === 'csv' ? i.fileName : 'API'}</td>
                         <td class="status">
                           {done(i.status) ? <JobStatus status={i.status} message={i.message} /> : <JobProgress job={i} compact />}
@@ -581,12 +584,12 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
                         <td class="num">{fmtNumber(i.jobChanges)}</td>
                         <td class="cell-actions">
                           {i.imported > 0 && (
-                            <Link href={`/orgs/${orgId}/ledgers/${ledgerId}?importId=${i.id}`} class="small">
+                            <Link href={`/orgs/${orgId}/ledgers/${ledgerId}?importId=${i.id}`} class="small" aria-label={`Contacts of the import ${importName(i)}`}>
                               Contacts
                             </Link>
                           )}
                           {i.invalid + i.duplicates > 0 && (
-                            <button type="button" class="link small" onClick={() => setOpen(i)}>
+                            <button type="button" class="link small" aria-label={`Rejected rows of the import ${importName(i)}`} onClick={() => setOpen(i)}>
                               Rejected rows
                             </button>
                           )}

@@ -220,7 +220,8 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
   const w = req.data;
   return (
     <>
-      <PageHead title="Webhook" crumbs={crumbs} sub={w && <span class="mono break">{w.url}</span>} />
+      {/* the window's title names the webhook by its host: several open tabs were all "Webhook" */}
+      <PageHead title="Webhook" docTitle={w ? `Webhook ${hostOf(w.url)}` : undefined} crumbs={crumbs} sub={w && <span class="mono break">{w.url}</span>} />
       {notice && <Notice onDismiss={() => setNotice(undefined)}>{notice}</Notice>}
       <Async req={req} label="Loading the webhook…">
         {(w) => (
@@ -729,13 +730,23 @@ const ok = timingSafeEqual(expected, Buffer.from(v1, 'hex'))
   );
 }
 
+/** A webhook URL's host (with its port), or the URL itself when it is not one. */
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).host || url;
+  } catch {
+    return url;
+  }
+};
+
 /** The paths of the API's field errors the webhook form shows at their fields. */
 const FORM_FIELDS = ['url', 'token'] as const;
 
 /** Create a webhook, or edit one (only what changed is sent). */
 function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[] }>; webhook?: Webhook; onClose: () => void; onSaved: (w: Webhook | WithSecret, changed: boolean) => void }) {
   const old = props.webhook;
-  const [url, setUrl] = useState(old?.url ?? 'https://');
+  // empty, not "https://": a pasted address became "https://https://…", which the server took as the host "https" (a tester's case)
+  const [url, setUrl] = useState(old?.url ?? '');
   const [events, setEvents] = useState<WebhookEvent[]>(old?.events ?? EVENTS.map((e) => e.event));
   const [all, setAll] = useState(!old?.ledgerIds);
   const [ledgerIds, setLedgerIds] = useState<string[]>(old?.ledgerIds ?? []);
@@ -784,7 +795,7 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
           }
         >
           {(id, describedBy, invalid) => (
-            <input id={id} type="url" required maxLength={2048} autoFocus spellcheck={false} autocomplete="off" aria-describedby={describedBy} aria-invalid={invalid} value={url} onInput={(e) => edited(setUrl, e.currentTarget.value)} />
+            <input id={id} type="url" required maxLength={2048} autoFocus spellcheck={false} autocomplete="off" placeholder="https://crm.example.com/hooks/contact-ledger" aria-describedby={describedBy} aria-invalid={invalid} value={url} onInput={(e) => edited(setUrl, e.currentTarget.value)} />
           )}
         </Field>
         <fieldset aria-describedby={noEvents ? 'wh-events-error' : undefined}>
