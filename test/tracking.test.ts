@@ -2306,7 +2306,10 @@ T("an ended feed's rejected records can be deleted (an erasure request): the rea
   const hold = holdBulkJobs(t);
   let pendingId = '';
   try {
-    const pending = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: ndjson({ personId: 'rej-3', name: 'Pen Ding', company: 'Acme' }), headers: { 'content-type': 'application/x-ndjson' } });
+    // more records than a first chunk: the held run commits one and waits (a feed of one record
+    // ended in its only chunk, hold or not, and now and then before the DELETE came)
+    const records = Array.from({ length: 500 }, (_, i) => ({ personId: `rej-p${i}`, name: `Pen Ding ${i}`, company: 'Acme' }));
+    const pending = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: ndjson(...records), headers: { 'content-type': 'application/x-ndjson' } });
     pendingId = pending.body.id;
     const busy = await t.call('DELETE', `${LEDGER}/feed/${pendingId}/errors`, { token: w.root });
     expectStatus(busy, 409);
