@@ -14,7 +14,7 @@ import { httpObserver } from './ops/metrics.ts';
 import { registerMetricsRoute } from './ops/metrics-route.ts';
 import { feedsDir } from './tracking/feed-files.ts';
 import { registerTrackingRoutes } from './tracking/routes.ts';
-import { registerWebhookRoutes } from './webhooks/routes.ts';
+import { registerWebhookRoutes, WEBHOOK_DELIVERY } from './webhooks/routes.ts';
 import { join } from 'node:path';
 import { paths } from './paths.ts';
 import type { Runtime } from './runtime.ts';
@@ -46,7 +46,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   registerTrackingRoutes(ledgerApi, rt.tracking, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX, tmpDir: join(feedsDir(config.dataDir), 'tmp'), maxUploadBytes: config.maxUploadBytes, uploadSpace: rt.uploadSpace });
   registerWebhookRoutes(ledgerApi, rt.webhooks.service, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX });
   ledgerApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1', schema: OpenApiDocumentAnswer } } }, (ctx) => {
-    ctx.body = buildOpenApi({ title: 'contact-ledger ledger service', version: VERSION, baseUrl: config.baseUrl, main: ledgerApi, tag: 'ledger' });
+    ctx.body = buildOpenApi({ title: 'contact-ledger ledger service', version: VERSION, baseUrl: config.baseUrl, main: ledgerApi, tag: 'ledger', webhooks: { delivery: WEBHOOK_DELIVERY } });
   });
 
   const ops = new ApiRouter('', deps);

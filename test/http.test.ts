@@ -712,6 +712,15 @@ D('operation ids a client generator can use, unique in each document; every answ
   const L = '/orgs/{orgId}/ledgers/{ledgerId}';
   assert.is(ledger.paths[`${L}/contacts/bulk_delete`].post.operationId, 'postOrgsByOrgIdLedgersByLedgerIdContactsBulkDelete');
   assert.ok(ledger.paths[`${L}/imports/preview`].post.responses['422'], 'an empty file to preview is a 422');
+  // an upload's parts are stated (its body had no schema)
+  const upload = ledger.paths[`${L}/imports`].post.requestBody.content['multipart/form-data'].schema;
+  assert.equal(upload.required, ['file']);
+  assert.equal([upload.properties.file.contentMediaType, upload.properties.mapping.type], ['text/csv', 'string']);
+  // what a webhook receives: the event's schema and the headers to verify (there was no webhooks section)
+  const delivery = ledger.webhooks.delivery.post;
+  assert.equal(delivery.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/WebhookEvent' });
+  assert.equal(delivery.parameters.filter((p: any) => p.required).map((p: any) => p.name), ['X-Ledger-Delivery', 'X-Ledger-Signature']);
+  assert.ok(delivery.responses['2XX']);
 });
 
 D('under the tests an error answer of a status its route does not declare fails loudly, so the document cannot leave one out', async ({ t }) => {

@@ -72,6 +72,37 @@ export function operationId(method: string, path: string): string {
   return method + path.split('/').filter(Boolean).map((seg) => (seg.startsWith(':') ? `By${words(seg)}` : words(seg))).join('');
 }
 
+/** A multipart/form-data body's JSON Schema: its parts, a file as a string of its media type (OpenAPI 3.1 §4.8.14.3). */
+function formSchema(fields: NonNullable<NonNullable<RouteSpec['rawBody']>['fields']>): JsonSchema {
+  return {
+    type: 'object',
+    required: Object.entries(fields).filter(([, f]) => f.required).map(([name]) => name),
+    properties: Object.fromEntries(Object.entries(fields).map(([name, f]) => [name, { type: 'string', description: f.description, ...(f.file ? { contentMediaType: f.file } : {}) }])),
+  };
+}
+
+/** An outgoing request the service makes, for the document's `webhooks` (OpenAPI 3.1 §4.8.1). */
+export interface OutgoingRequest {
+  summary: string;
+  description: string;
+  body: z.ZodType;
+  headers: Record<string, { description: string; required: boolean }>;
+  /** What the receiver's answers mean, by status (`2XX`…). */
+  responses: Record<string, string>;
+}
+
+function outgoing(o: OutgoingRequest, components: Record<string, unknown>) {
+  return {
+    post: {
+      summary: o.summary,
+      description: o.description,
+      parameters: Object.entries(o.headers).map(([name, h]) => ({ name, in: 'header', required: h.required, description: h.description, schema: { type: 'string' } })),
+      requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(o.body, 'output', components) } } },
+      responses: Object.fromEntries(Object.entries(o.responses).map(([status, description]) => [status, { description }])),
+    },
+  };
+}
+
 function operation(r: RouteSpec, tag: string, components: Record<string, unknown>, path: string) {
   const toJsonSchema = (s: z.ZodType) => jsonSchemaOf(s, 'input', components);
   const params: unknown[] = [...r.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
@@ -113,7 +144,7 @@ function operation(r: RouteSpec, tag: string, components: Record<string, unknown
         ),
       }
     : r.rawBody
-      ? { required: true, description: r.rawBody.description, content: Object.fromEntries(r.rawBody.contentTypes.map((t) => [t, {}])) }
+      ? { required: true, description: r.rawBody.description, content: Object.fromEntries(r.rawBody.contentTypes.map((t) => [t, t === 'multipart/form-data' && r.rawBody!.fields ? { schema: formSchema(r.rawBody!.fields) } : {}])) }
       : undefined;
   return {
     operationId: operationId(r.method, path),
@@ -132,7 +163,7 @@ function operation(r: RouteSpec, tag: string, components: Record<string, unknown
  * that validate requests). `extra` routers (e.g. the auth alias) are documented with their own
  * server URL.
  */
-export function buildOpenApi(opts: { title: string; version: string; baseUrl: string; main: ApiRouter; extra?: ApiRouter[]; tag: string }) {
+export function buildOpenApi(opts: { title: string; version: string; baseUrl: string; main: ApiRouter; extra?: ApiRouter[]; tag: string; webhooks?: Record<string, OutgoingRequest> }) {
   const paths: Record<string, Record<string, unknown>> = {};
   const components: Record<string, unknown> = {};
   jsonSchemaOf(Problem, 'output', components);
@@ -152,6 +183,7 @@ export function buildOpenApi(opts: { title: string; version: string; baseUrl: st
   };
   add(opts.main);
   for (const x of opts.extra ?? []) add(x, [{ url: opts.baseUrl }]);
+  const webhooks = Object.fromEntries(Object.entries(opts.webhooks ?? {}).map(([name, o]) => [name, outgoing(o, components)]));
   return {
     openapi: '3.1.0',
     info: { title: opts.title, version: opts.version },
@@ -163,5 +195,6 @@ export function buildOpenApi(opts: { title: string; version: string; baseUrl: st
       schemas: Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))),
     },
     paths,
+    ...(opts.webhooks ? { webhooks } : {}),
   };
 }

@@ -126,7 +126,12 @@ export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q 
    */
   exactIntegers?: boolean;
   /** Custom body handling (e.g. multipart upload): the route parses the body itself. */
-  rawBody?: { contentTypes: string[]; description: string };
+  rawBody?: {
+    contentTypes: string[];
+    description: string;
+    /** The fields of a multipart/form-data body, as its OpenAPI schema names them (`file`: a file part). */
+    fields?: Record<string, { description: string; file?: string; required?: boolean }>;
+  };
   /**
    * The route takes bulk work (a batch, an upload, a feed): while the server is overloaded, a large
    * body is answered 503 with Retry-After before it is read (src/http/load-shedding.ts).

@@ -82,6 +82,12 @@ const JOB_ANSWERS = jobAnswers('import job', ImportJobAnswer);
 /** `20261122-103200` (UTC) for download file names. */
 const fileStamp = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace(/-/g, '').replace('T', '-').replace(/:/g, '');
 
+/** The parts of a CSV upload (an import, a preview), as the OpenAPI document states them. */
+const UPLOAD_FIELDS = {
+  file: { description: 'The CSV: UTF-8 (a BOM is fine), comma, semicolon or tab separated, a header row first', file: 'text/csv', required: true },
+  mapping: { description: 'JSON {field: column name | null}; name may be [first name column, last name column]; without it the columns are recognised by their names' },
+};
+
 function attachment(ctx: Koa.Context, fileName: string): void {
   ctx.type = 'text/csv; charset=utf-8';
   // server-chosen ASCII names; the RFC 8187 form too, for clients that prefer it (RFC 6266)
@@ -250,7 +256,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         description:
           'Answers 202 with the import job; a file whose text cannot be read as CSV (not UTF-8, a quote never closed, a row over 1 MiB…) gets a job that is failed from the start, its message naming the line, and nothing is imported. ' +
           'An Idempotency-Key header makes a retry of the same file and mapping answer 200 with the first job.',
-        rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}; name may be [first name column, last name column]' },
+        rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}; name may be [first name column, last name column]', fields: UPLOAD_FIELDS },
         headers: IDEMPOTENCY_KEY,
         responses: { ...JOB_ANSWERS, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file: empty, no header or no rows, no name/company column, a bad mapping' } },
       },
@@ -275,7 +281,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         access: { org: 'editor' },
         bulk: true,
         summary: `What a CSV upload would import (nothing is stored)${note}`,
-        rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping"' },
+        rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping"', fields: UPLOAD_FIELDS },
         responses: { 200: { description: 'The columns, the first rows and the mapping the import would use', schema: ImportPreviewAnswer } },
       },
       async (ctx, { params }) => {

@@ -1,8 +1,27 @@
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
+import type { OutgoingRequest } from '../http/openapi.ts';
 import type { ApiRouter } from '../http/route.ts';
-import { DeliveryAnswer, DeliveryPage, DeliveryWithPayloadAnswer, presentDelivery, presentWebhook, WebhookAnswer, WebhookPage, WebhookWithSecretAnswer } from './presenters.ts';
+import { DeliveryAnswer, DeliveryPage, DeliveryWithPayloadAnswer, presentDelivery, presentWebhook, WebhookAnswer, WebhookEventAnswer, WebhookPage, WebhookWithSecretAnswer } from './presenters.ts';
 import * as S from './schemas.ts';
 import type { WebhookService, WebhookWithSecret } from './webhook-service.ts';
+
+/** What a webhook receives (docs/webhooks.md), for the `webhooks` of the ledger service's OpenAPI document. */
+export const WEBHOOK_DELIVERY: OutgoingRequest = {
+  summary: 'A delivery: one event POSTed to a webhook\'s url',
+  description:
+    'Sent for contact.job_changed, contact.info_changed and import.completed events the webhook subscribes to, and for a ping from POST …/webhooks/{webhookId}/test. ' +
+    'Verify X-Ledger-Signature before trusting the body; deduplicate by X-Ledger-Delivery: a retry, or a resend after a restart, carries the same id and body (docs/webhooks.md).',
+  body: WebhookEventAnswer,
+  headers: {
+    'X-Ledger-Delivery': { description: 'The delivery id (dlv_…), the same on every attempt', required: true },
+    'X-Ledger-Signature': { description: 't=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>', required: true },
+    'X-Ledger-Token': { description: "The webhook's token, when it has one (compare in constant time)", required: false },
+  },
+  responses: {
+    '2XX': 'Delivered',
+    default: 'A failed attempt (also no answer within WEBHOOK_TIMEOUT_MS, or a redirect, which is not followed): retried 5 s, 1 min, 10 min, 1 h, 4 h and 12 h later, then failed',
+  },
+};
 
 export interface WebhookRouteOptions {
   baseUrl: string;
