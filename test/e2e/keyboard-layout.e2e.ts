@@ -19,6 +19,8 @@ interface Ctx {
   otherOrg: string;
   ledgerId: string;
   contactId: string;
+  /** A ledger of 60 contacts (Row 00 … Row 59). */
+  manyLedgerId: string;
 }
 const K = suite<Ctx>('web application: long words, the organization switcher, focus in dialogs, the phone menu');
 K.before(async (ctx) => {
@@ -287,6 +289,7 @@ K('what gets focus is not hidden under the sticky header; the focus ring stands 
   const token = ctx.token;
   const many = await page.context().request.post(`${base}${LEDGER}/orgs/${ctx.orgId}/ledgers`, { headers: { authorization: `Bearer ${token}` }, data: { name: 'Many' } });
   const ledgerId = (await many.json()).id as string;
+  ctx.manyLedgerId = ledgerId;
   const rows = Array.from({ length: 60 }, (_, i) => ({ name: `Row ${String(i).padStart(2, '0')}`, company: 'Acme' }));
   assert.is((await addContacts(ctx.e, token, ctx.orgId, ledgerId, rows)).status, 'completed');
   for (const width of [1280, 390]) {
@@ -310,6 +313,21 @@ K('what gets focus is not hidden under the sticky header; the focus ring stands 
     return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
   };
   for (const bg of ['#ffffff', '#f5f6f8', '#e6eef9']) assert.ok((lum(bg) + 0.05) / (lum(ring) + 0.05) >= 3, `${ring} on ${bg}`);
+});
+
+K('Back from a contact: the list where it was scrolled to, focus on the contact\'s link (it came back at its top, focus on the body)', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.manyLedgerId}?limit=50`);
+  const link = page.getByRole('region', { name: 'Contacts' }).getByRole('link', { name: 'Row 40' });
+  await link.focus();
+  const y = (await page.evaluate('window.scrollY')) as number;
+  assert.ok(y > 300, `scrolled down to row 40: ${y}`);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Change history' }).waitFor();
+  await page.goBack();
+  await until(async () => (await page.evaluate('document.activeElement && document.activeElement.textContent')) === 'Row 40', 'focus back on Row 40');
+  const back = (await page.evaluate('window.scrollY')) as number;
+  assert.ok(Math.abs(back - y) < 5, `scrolled to ${back}, was ${y}`);
 });
 
 K('the contacts table on a phone: one block per contact, no word broken, nothing scrolled sideways (an accessibility tester\'s case)', async (ctx) => {

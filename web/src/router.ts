@@ -12,6 +12,11 @@ window.addEventListener('popstate', notify);
  */
 export function navigate(to: string, opts: { replace?: boolean; state?: Record<string, unknown> } = {}): void {
   if (to === location.pathname + location.search && !opts.state) return;
+  // the entry left keeps where its page was scrolled to and the link followed, for Back (useReturnPosition)
+  if (!opts.replace) {
+    const link = (document.activeElement as HTMLElement | null)?.closest?.('main a[href]')?.getAttribute('href');
+    history.replaceState({ ...((history.state as Record<string, unknown> | null) ?? {}), scrollY: window.scrollY, ...(link ? { link } : {}) }, '');
+  }
   try {
     if (opts.replace) history.replaceState(opts.state ?? null, '', to);
     else history.pushState(opts.state ?? null, '', to);
@@ -83,4 +88,22 @@ export function takeNotice(): string | undefined {
 /** A value this history entry was given by `navigate(…, { state })` (undefined when none). */
 export function entryState(key: string): unknown {
   return (history.state as Record<string, unknown> | null)?.[key];
+}
+
+/**
+ * Back on a page left by a link: once its content is shown again (`ready`), it is scrolled to where
+ * it was and the link followed gets focus (an accessibility tester's case: the contacts list came
+ * back at its top, focus on the body, 40 rows to go through again). Once: the entry forgets it.
+ */
+export function useReturnPosition(ready: boolean): void {
+  useEffect(() => {
+    if (!ready) return;
+    const state = history.state as { scrollY?: unknown; link?: unknown } | null;
+    if (typeof state?.scrollY !== 'number') return;
+    const { scrollY, link, ...rest } = state;
+    history.replaceState(Object.keys(rest).length ? rest : null, '');
+    const target = typeof link === 'string' ? [...document.querySelectorAll<HTMLAnchorElement>('main a[href]')].find((a) => a.getAttribute('href') === link) : undefined;
+    window.scrollTo(0, scrollY);
+    target?.focus({ preventScroll: true });
+  }, [ready]);
 }

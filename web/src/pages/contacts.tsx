@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
-import { setQuery, takeNotice, useLocation } from '../router.ts';
+import { setQuery, takeNotice, useLocation, useReturnPosition } from '../router.ts';
 import { Async, Email, ErrorBox, fmtNumber, Link, Notice, Time, useAction, useChoice, useRequest } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
@@ -126,6 +126,8 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
     (el && !el.disabled ? el : document.getElementById('contacts-table'))?.focus();
     refocusAfterLoad = undefined;
   }, [list.loading, list.data]);
+  // back from a contact: the list where it was, focus on the contact's link
+  useReturnPosition(Boolean(list.data) && !list.loading);
   // the rows, count and download shown belong to the filter, sort and page asked for, or wait
   const loading = list.loading || count.loading;
   const dl = useAction(async () => {
