@@ -4,7 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ManualClock } from '../src/clock.ts';
 import { generatePassword } from '../src/identity/user-service.ts';
-import { addContacts, clientToken, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, sendInTwoParts, signIn, startApp, type TestApp, type World } from './helpers.ts';
+import { addContacts, clientToken, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, sendInTwoParts, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
 
 const O = suite<{ t: TestApp; w: World }>('organizations and members');
 O.before(async (ctx) => {
@@ -77,6 +77,39 @@ O('members: add existing user, add-and-create, duplicate → 409, password for a
   // the editor of A now sees both organizations
   const orgs = await t.call('GET', `${ID}/orgs`, { token: w.tokens.editor });
   assert.equal(orgs.body.orgs.map((o: any) => [o.id, o.role]).sort(), [[w.orgId, 'editor'], [w.otherOrgId, 'viewer']].sort());
+});
+
+O('an account an admin of one organization made with a password of their choice joins no other until a superuser sets its password: that admin could sign in there as the user (a security tester\'s case)', async ({ t, w }) => {
+  // B's admin makes the account of A's colleague, and removes it from B to hide it
+  const made = await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'bob.squat@a.test', role: 'viewer', name: 'Bob', password: 'Mallory-Owns-Bob-42' } });
+  expectStatus(made, 201);
+  const bob = made.body.userId as string;
+  expectStatus(await t.call('DELETE', `${ID}/orgs/${w.otherOrgId}/members/${bob}`, { token: w.tokens.otherAdmin }), 204);
+  // A's admin adds the colleague: refused, saying why and what to do
+  const add = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'bob.squat@a.test', role: 'editor' } });
+  expectStatus(add, 409);
+  assert.is(add.body.code, 'password_set_by_another_org');
+  assert.match(add.body.detail, new RegExp(`a superuser must set a new password for it first \\(PATCH /api/identity/v1/users/${bob}`));
+  assert.equal((await signIn(t, 'bob.squat@a.test', 'Mallory-Owns-Bob-42')).orgs, [], 'the account reaches no organization');
+  // nor as the admin of a new organization, even a superuser's
+  const org = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Squat', adminEmail: 'bob.squat@a.test' } });
+  expectStatus(org, 409);
+  assert.is(org.body.code, 'password_set_by_another_org');
+  assert.not.ok((await t.call('GET', `${ID}/orgs`, { token: w.root })).body.orgs.some((o: any) => o.name === 'Squat'), 'nothing made');
+  // the organization that made it may add it back; a password the user sets lifts nothing (it may be that admin's doing)
+  expectStatus(await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'bob.squat@a.test', role: 'viewer' } }), 201);
+  const own = (await signIn(t, 'bob.squat@a.test', 'Mallory-Owns-Bob-42')).accessToken;
+  expectStatus(await t.call('PATCH', `${ID}/users/me`, { token: own, body: { currentPassword: 'Mallory-Owns-Bob-42', password: 'Mallory-Again-43' } }), 200);
+  expectStatus(await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'bob.squat@a.test', role: 'editor' } }), 409);
+  // a superuser sets a new password: the account may join A, and the old one is gone
+  expectStatus(await t.call('PATCH', `${ID}/users/${bob}`, { token: w.root, body: { password: 'Bob-Real-Password-44' } }), 200);
+  const joined = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'bob.squat@a.test', role: 'editor' } });
+  expectStatus(joined, 201);
+  assert.is((await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'bob.squat@a.test', password: 'Mallory-Again-43' } })).status, 401);
+  // an account a superuser made, with a password, joins any organization (seedWorld's)
+  const superMade = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.root, body: { email: 'super.made@a.test', role: 'viewer', password: PASSWORD } });
+  expectStatus(superMade, 201);
+  expectStatus(await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'super.made@a.test', role: 'viewer' } }), 201);
 });
 
 O('two concurrent requests creating the same new user with a password (a member, an org admin): one 201, the other 409 user_exists; the first password stands', async ({ t, w }) => {
@@ -459,6 +492,23 @@ U('a generated first-superuser password never starts with "-" (the CLI would rea
   assert.ok(drawn.every((p) => /^[A-Za-z0-9_-]{24}$/.test(p)));
   assert.ok(drawn.some((p) => p.startsWith('_')) && drawn.some((p) => p.slice(1).includes('-')), 'the other characters are all still drawn');
   assert.is(new Set(drawn).size, drawn.length);
+});
+
+U('routes that set a password answer 429 with Retry-After while the hashing queue is full, as their documents declare (under the tests an undeclared 429 was a 500: a reviewer\'s case)', async () => {
+  const t = await startApp({ config: { bcryptCost: 10 } });
+  try {
+    const root = (await signInRoot(t)).accessToken;
+    const burst = await Promise.all(Array.from({ length: 120 }, (_, i) => t.call('POST', `${ID}/users`, { token: root, body: { email: `burst-${i}@q.test`, password: PASSWORD } })));
+    const statuses = burst.map((r) => r.status);
+    assert.ok(statuses.every((s) => s === 201 || s === 429), JSON.stringify(burst.find((r) => r.status !== 201 && r.status !== 429)?.body));
+    const busy = burst.find((r) => r.status === 429);
+    assert.ok(busy, 'the queue of 64 was full at least once');
+    assert.is(busy!.headers.get('retry-after'), '1');
+    assert.match(busy!.body.detail, /Too many passwords are being checked or set right now/);
+    assert.ok(statuses.includes(201));
+  } finally {
+    await t.close();
+  }
 });
 
 U.run();

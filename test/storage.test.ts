@@ -567,6 +567,32 @@ S('migration 0046 brings user e-mails to full-width letters as usual ones and Pu
   );
 });
 
+S('migration 0047 marks the accounts an admin who is no superuser made with a password, as the audit log tells, unless a superuser set their password since', () => {
+  const { db, raw, apply } = justBefore('0047_');
+  const user = raw.prepare("INSERT INTO users (id, email, name, password_hash, superuser, created_at, updated_at) VALUES (?, ?, '', 'x', ?, 1, 1)");
+  for (const [id, superuser] of [['u_admin', 0], ['u_root', 1], ['u_made', 0], ['u_rootmade', 0], ['u_reset', 0], ['u_added', 0], ['u_samade', 0]] as const) user.run(id, `${id}@x.test`, superuser);
+  const audit = raw.prepare("INSERT INTO audit_log (id, org_id, actor_type, actor_id, action, target_type, target_id, data, at) VALUES (?, 'o_1', ?, ?, ?, 'user', ?, ?, 1)");
+  let n = 0;
+  const event = (actorType: string, actorId: string, action: string, target: string, data: object) => audit.run(`evt_${++n}`, actorType, actorId, action, target, JSON.stringify(data));
+  event('user', 'u_admin', 'member.added', 'u_made', { email: 'u_made@x.test', role: 'viewer', userCreated: true });
+  event('user', 'u_root', 'member.added', 'u_rootmade', { email: 'u_rootmade@x.test', role: 'viewer', userCreated: true });
+  event('user', 'u_admin', 'member.added', 'u_reset', { email: 'u_reset@x.test', role: 'viewer', userCreated: true });
+  event('user', 'u_root', 'user.updated', 'u_reset', { passwordReset: true });
+  event('user', 'u_admin', 'member.added', 'u_added', { email: 'u_added@x.test', role: 'viewer', userCreated: false });
+  event('service_account', 'sa_1', 'member.added', 'u_samade', { email: 'u_samade@x.test', role: 'viewer', userCreated: true });
+  apply();
+  assert.equal(raw.prepare('SELECT id, password_from_org FROM users ORDER BY id').raw().all(), [
+    ['u_added', null], // an account that existed, added
+    ['u_admin', null],
+    ['u_made', 'o_1'], // made by an admin with a password
+    ['u_reset', null], // a superuser set its password since
+    ['u_root', null],
+    ['u_rootmade', null], // made by a superuser
+    ['u_samade', 'o_1'], // made by an admin service account
+  ]);
+  db.close();
+});
+
 S('migration 0041 recomputes company keys under the new rule (", The" at the end, SCA, mbH) and unmatches contacts whose match the rule undoes', () => {
   const { db, raw, apply } = justBefore('0041_');
   const k = keyRows(raw);

@@ -18,6 +18,12 @@ export interface User {
   passwordHash: string;
   superuser: boolean;
   disabled: boolean;
+  /**
+   * The organization whose admin chose this password by creating the user as a new member, until
+   * a superuser sets one: that admin may know it, so the account joins no other organization
+   * before (migration 0047, docs/security.md). null: a password of the user's own, a superuser's or the operator's.
+   */
+  passwordFromOrg: string | null;
   createdAt: number;
   updatedAt: number;
 }

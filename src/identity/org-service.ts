@@ -59,10 +59,13 @@ export function createOrgService(d: OrgDeps) {
     return m;
   };
 
-  /** Inserts a new user (inside a tx); the password hash is computed beforehand. */
-  const insertNewUser = (email: string, name: string, passwordHash: string): User => {
+  /**
+   * Inserts a new user (inside a tx); the password hash is computed beforehand. `passwordFromOrg`:
+   * the organization whose admin chose the password (null when a superuser did).
+   */
+  const insertNewUser = (email: string, name: string, passwordHash: string, passwordFromOrg: string | null): User => {
     const now = d.clock.now();
-    const user: User = { id: newId('u'), email, name, passwordHash, superuser: false, disabled: false, createdAt: now, updatedAt: now };
+    const user: User = { id: newId('u'), email, name, passwordHash, superuser: false, disabled: false, passwordFromOrg, createdAt: now, updatedAt: now };
     d.users.insertUser(user);
     return user;
   };
@@ -75,11 +78,29 @@ export function createOrgService(d: OrgDeps) {
    * gave a password) is the same conflict as one that existed before: its password is not replaced
    * and this one is not silently dropped.
    */
-  const resolvePreparedUser = (prepared: { existing?: User; passwordHash?: string }, email: string, name: string): User => {
-    if (prepared.existing) return prepared.existing;
+  const resolvePreparedUser = (prepared: { existing?: User; passwordHash?: string }, email: string, name: string, into: { orgId: string; by: Caller }): User => {
+    if (prepared.existing) {
+      // read again in the transaction: a superuser may have set its password since
+      const existing = d.users.findUserById(prepared.existing.id) ?? prepared.existing;
+      if (existing.passwordFromOrg !== null && existing.passwordFromOrg !== into.orgId) throw passwordOfAnotherOrg(existing);
+      return existing;
+    }
     if (d.users.findUserByEmail(email)) throw userExists(email);
-    return insertNewUser(email, name, prepared.passwordHash!);
+    return insertNewUser(email, name, prepared.passwordHash!, isSuperuser(into.by) ? null : into.orgId);
   };
+
+  /**
+   * An account whose password an admin of another organization chose (creating it as their member)
+   * is not added to this one: that admin may know the password and would sign in here as the
+   * user (a security tester's case). A superuser sets a new password first, which the user gets.
+   */
+  const passwordOfAnotherOrg = (u: User) =>
+    conflict(
+      'password_set_by_another_org',
+      `The account ${u.email} has a password an administrator of another organization chose when they created it, who may know it: ` +
+        `a superuser must set a new password for it first (PATCH /api/identity/v1/users/${u.id}, or contact-ledger user passwd on the server) and give it to its owner; then add them again.`,
+    );
+  const isSuperuser = (by: Caller) => by.actor.type === 'user' && by.actor.superuser;
 
   /**
    * Resolves the user an e-mail names, preparing a password hash when a new user must be created.
@@ -118,7 +139,7 @@ export function createOrgService(d: OrgDeps) {
         d.orgs.insertOrg(org);
         let admin: User | undefined;
         if (adminEmail && prepared) {
-          admin = resolvePreparedUser(prepared, adminEmail, input.adminName ?? '');
+          admin = resolvePreparedUser(prepared, adminEmail, input.adminName ?? '', { orgId: org.id, by });
           if (admin.disabled) throw conflict('user_disabled', `${adminEmail} is disabled and could not sign in to administer the organization; enable the user first or name another admin.`);
         } else if (by.actor.type === 'user') {
           admin = d.users.findUserById(by.actor.id);
@@ -178,7 +199,7 @@ export function createOrgService(d: OrgDeps) {
       const prepared = await prepareUser(email, input.password, 'password');
       return d.db.tx(() => {
         const org = requireOrg(orgId);
-        const user = resolvePreparedUser(prepared, email, input.name ?? '');
+        const user = resolvePreparedUser(prepared, email, input.name ?? '', { orgId, by });
         // the organization by its name, as the last-admin rule says it (its id alone read as a code)
         if (d.orgs.findRole(orgId, user.id)) throw conflict('already_member', `${email} is already a member of ${JSON.stringify(org.name)}.`);
         const role: Role = d.orgs.countMembers(orgId) === 0 ? 'admin' : input.role;

@@ -66,7 +66,7 @@ export function createPasswordHasher(opts: { cost: number; prehashKey: Buffer; m
   const counts = { hashes: 0, compares: 0 };
   const run = async <T>(op: 'hash' | 'compare', input: string, costOrHash: number | string): Promise<T> => {
     if (calls.waiting() >= maxQueue) {
-      throw new AppError(429, 'too_many_requests', 'Too many sign-ins are in progress; retry in a moment.', { headers: { 'Retry-After': '1' } });
+      throw new AppError(429, 'too_many_requests', 'Too many passwords are being checked or set right now; retry in a moment.', { headers: { 'Retry-After': '1' } });
     }
     if (op === 'hash') counts.hashes++;
     else counts.compares++;

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { isoZ, sessionExpiry } from '../clock.ts';
 import { AppError, badRequest } from '../errors.ts';
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
-import { ApiRouter, RETRY_AFTER } from '../http/route.ts';
+import { ApiRouter, RETRY_AFTER, type ResponseSpec } from '../http/route.ts';
 import type { Audit } from './audit.ts';
 import type { OrgService } from './org-service.ts';
 import {
@@ -35,6 +35,12 @@ import * as S from './schemas.ts';
 import type { ServiceAccountService, ServiceAccountWithSecret } from './service-account-service.ts';
 import { invalidClient, type Grant, type IssuedSession, type SessionPrincipal, type SessionService } from './session-service.ts';
 import type { UserService } from './user-service.ts';
+
+/**
+ * The answer of a route that hashes or checks a password when the hashing thread's queue is full
+ * (src/identity/passwords.ts): a burst of new users or password changes, as a storm of sign-ins.
+ */
+const HASHER_BUSY: ResponseSpec = { description: 'Too many passwords are being checked or set right now; retry after Retry-After seconds', headers: RETRY_AFTER };
 
 export interface IdentityServices {
   sessions: SessionService;
@@ -358,7 +364,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   r.add({ method: 'get', path: '/orgs', access: 'authenticated', query: pageQuery, summary: 'Organizations the caller can access', responses: { 200: { description: 'A page of organizations', schema: OrgPage } } }, (ctx, { caller, query }) => {
     ctx.body = pageOf('orgs', svc.orgs.listOrgs(caller, query.limit ?? 100, query.cursor), presentOrg);
   });
-  r.add({ method: 'post', path: '/orgs', access: 'superuser', body: S.NewOrg, summary: 'Create an organization', description: 'The user named by adminEmail (created when adminPassword is given), or else the creator, becomes its admin.', responses: { 201: { description: 'The organization (Location: its URL)', schema: OrgAnswer }, 409: { description: 'adminEmail names a user who exists (send no adminPassword) or is disabled' } } }, async (ctx, { caller, body }) => {
+  r.add({ method: 'post', path: '/orgs', access: 'superuser', body: S.NewOrg, summary: 'Create an organization', description: 'The user named by adminEmail (created when adminPassword is given), or else the creator, becomes its admin.', responses: { 201: { description: 'The organization (Location: its URL)', schema: OrgAnswer }, 409: { description: 'adminEmail names a user who exists (send no adminPassword), is disabled, or whose password an admin of another organization chose (a superuser sets a new one first)' }, 429: HASHER_BUSY } }, async (ctx, { caller, body }) => {
     const org = await svc.orgs.createOrg(caller, body);
     created(ctx, `/orgs/${org.id}`, presentOrg(org));
   });
@@ -375,7 +381,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   r.add({ method: 'get', path: '/orgs/:orgId/members', access: { org: 'viewer' }, query: pageQuery, summary: 'Members and their roles', responses: { 200: { description: 'A page of members', schema: MemberPage } } }, (ctx, { params, query }) => {
     ctx.body = pageOf('members', svc.orgs.listMembers(params.orgId!, query.limit ?? 100, query.cursor), presentMember);
   });
-  r.add({ method: 'post', path: '/orgs/:orgId/members', access: { org: 'admin' }, body: S.NewMember, summary: 'Add a member (creates the user when a password is given)', responses: { 201: { description: 'The member (Location: its URL)', schema: MemberAnswer }, 409: { description: 'Already a member' } } }, async (ctx, { caller, params, body }) => {
+  r.add({ method: 'post', path: '/orgs/:orgId/members', access: { org: 'admin' }, body: S.NewMember, summary: 'Add a member (creates the user when a password is given)', responses: { 201: { description: 'The member (Location: its URL)', schema: MemberAnswer }, 409: { description: 'Already a member; a user who exists and a password; or an account whose password an admin of another organization chose (a superuser sets a new one first)' }, 429: HASHER_BUSY } }, async (ctx, { caller, params, body }) => {
     const m = await svc.orgs.addMember(caller, params.orgId!, body);
     created(ctx, `/orgs/${params.orgId}/members/${m.userId}`, presentMember(m));
   });
@@ -420,20 +426,20 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   r.add({ method: 'get', path: '/users/me', access: 'user', summary: 'My profile', responses: { 200: { description: 'The user', schema: UserAnswer } } }, (ctx, { caller }) => {
     ctx.body = presentUser(svc.users.me(caller));
   });
-  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 429: { description: 'Too many wrong current passwords (counted with sign-ins)', headers: RETRY_AFTER } } }, async (ctx, { caller, body }) => {
+  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 429: { description: `Too many wrong current passwords (counted with sign-ins); or ${HASHER_BUSY.description.replace(/^T/, 't')}`, headers: RETRY_AFTER } } }, async (ctx, { caller, body }) => {
     ctx.body = presentUser(await svc.users.updateMe(caller, body));
   });
   r.add({ method: 'get', path: '/users', access: 'superuser', query: pageQuery, summary: 'Installation users', responses: { 200: { description: 'A page of users', schema: UserPage } } }, (ctx, { query }) => {
     ctx.body = pageOf('users', svc.users.listUsers(query.limit ?? 100, query.cursor), presentUser);
   });
-  r.add({ method: 'post', path: '/users', access: 'superuser', body: S.NewUser, summary: 'Create a user', responses: { 201: { description: 'The user (Location: its URL)', schema: UserAnswer }, 409: { description: 'E-mail taken' } } }, async (ctx, { caller, body }) => {
+  r.add({ method: 'post', path: '/users', access: 'superuser', body: S.NewUser, summary: 'Create a user', responses: { 201: { description: 'The user (Location: its URL)', schema: UserAnswer }, 409: { description: 'E-mail taken' }, 429: HASHER_BUSY } }, async (ctx, { caller, body }) => {
     const u = await svc.users.createUser(caller, body);
     created(ctx, `/users/${u.id}`, presentUser(u));
   });
   r.add({ method: 'get', path: '/users/:userId', access: 'superuser', summary: 'A user', responses: { 200: { description: 'The user', schema: UserAnswer } } }, (ctx, { params }) => {
     ctx.body = presentUser(svc.users.getUser(params.userId!));
   });
-  r.add({ method: 'patch', path: '/users/:userId', access: 'superuser', body: S.UserPatch, summary: 'Rename, disable, set superuser or reset the password of a user', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 409: { description: 'Last superuser' } } }, async (ctx, { caller, params, body }) => {
+  r.add({ method: 'patch', path: '/users/:userId', access: 'superuser', body: S.UserPatch, summary: 'Rename, disable, set superuser or reset the password of a user', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 409: { description: 'Last superuser' }, 429: HASHER_BUSY } }, async (ctx, { caller, params, body }) => {
     ctx.body = presentUser(await svc.users.updateUser(caller, params.userId!, body));
   });
   r.add({ method: 'delete', path: '/users/:userId/sessions', access: 'superuser', summary: 'End every session of a user', responses: { 200: { description: 'How many sessions were ended', schema: RevokedSessionsAnswer } } }, (ctx, { caller, params }) => {

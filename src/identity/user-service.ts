@@ -59,7 +59,7 @@ export function createUserService(d: UserDeps) {
   const insertUser = (email: string, name: string, passwordHash: string, superuser: boolean): User => {
     if (d.users.findUserByEmail(email)) throw conflict('email_taken', `A user with e-mail ${email} already exists.`);
     const now = d.clock.now();
-    const user: User = { id: newId('u'), email, name, passwordHash, superuser, disabled: false, createdAt: now, updatedAt: now };
+    const user: User = { id: newId('u'), email, name, passwordHash, superuser, disabled: false, passwordFromOrg: null, createdAt: now, updatedAt: now };
     d.users.insertUser(user);
     return user;
   };
@@ -176,6 +176,8 @@ export function createUserService(d: UserDeps) {
           superuser: patch.superuser ?? u.superuser,
           disabled: patch.disabled ?? u.disabled,
           passwordHash: passwordHash ?? u.passwordHash,
+          // a password a superuser (or the operator) set is no longer the one an organization's admin chose
+          passwordFromOrg: passwordHash ? null : u.passwordFromOrg,
           updatedAt: d.clock.now(),
         };
         const losesSuper = u.superuser && !u.disabled && (!next.superuser || next.disabled);

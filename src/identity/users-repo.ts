@@ -9,11 +9,12 @@ interface UserRow {
   password_hash: string;
   superuser: 0 | 1;
   disabled: 0 | 1;
+  password_from_org: string | null;
   created_at: number;
   updated_at: number;
 }
 
-const COLS = 'id, email, name, password_hash, superuser, disabled, created_at, updated_at';
+const COLS = 'id, email, name, password_hash, superuser, disabled, password_from_org, created_at, updated_at';
 
 const toUser = (r: UserRow): User => ({
   id: r.id,
@@ -22,6 +23,7 @@ const toUser = (r: UserRow): User => ({
   passwordHash: r.password_hash,
   superuser: r.superuser === 1,
   disabled: r.disabled === 1,
+  passwordFromOrg: r.password_from_org,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -32,10 +34,10 @@ export function createUsersRepo(db: Db) {
   const byId = db.raw.prepare<[string], UserRow>(`SELECT ${COLS} FROM users WHERE id = ?`);
   const byEmail = db.raw.prepare<[string], UserRow>(`SELECT ${COLS} FROM users WHERE email = ?`);
   const insert = db.raw.prepare(
-    'INSERT INTO users (id, email, name, password_hash, superuser, disabled, created_at, updated_at) VALUES (@id, @email, @name, @passwordHash, @superuser, @disabled, @createdAt, @updatedAt)',
+    'INSERT INTO users (id, email, name, password_hash, superuser, disabled, password_from_org, created_at, updated_at) VALUES (@id, @email, @name, @passwordHash, @superuser, @disabled, @passwordFromOrg, @createdAt, @updatedAt)',
   );
   const update = db.raw.prepare(
-    'UPDATE users SET name = @name, password_hash = @passwordHash, superuser = @superuser, disabled = @disabled, updated_at = @updatedAt WHERE id = @id',
+    'UPDATE users SET name = @name, password_hash = @passwordHash, superuser = @superuser, disabled = @disabled, password_from_org = @passwordFromOrg, updated_at = @updatedAt WHERE id = @id',
   );
   const rehash = db.raw.prepare<[string, string, string]>('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?');
   const count = db.raw.prepare<[], number>('SELECT count(*) FROM users').pluck();
@@ -66,9 +68,9 @@ export function createUsersRepo(db: Db) {
     insertUser: (u: User): void => {
       insert.run({ ...u, superuser: u.superuser ? 1 : 0, disabled: u.disabled ? 1 : 0 });
     },
-    /** Writes name, password hash, flags and updatedAt of `u`. */
+    /** Writes name, password hash, flags, the organization the password came from and updatedAt of `u`. */
     updateUser: (u: User): void => {
-      update.run({ id: u.id, name: u.name, passwordHash: u.passwordHash, superuser: u.superuser ? 1 : 0, disabled: u.disabled ? 1 : 0, updatedAt: u.updatedAt });
+      update.run({ id: u.id, name: u.name, passwordHash: u.passwordHash, superuser: u.superuser ? 1 : 0, disabled: u.disabled ? 1 : 0, passwordFromOrg: u.passwordFromOrg, updatedAt: u.updatedAt });
     },
     countUsers: (): number => count.get()!,
     countActiveSuperusers: (): number => countSuper.get()!,
