@@ -38,16 +38,20 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   const authAlias = new ApiRouter(`${config.authPath}/v1`, deps);
   registerIdentityRoutes(identityApi, authAlias, identity, { baseUrl: config.baseUrl, now: () => rt.clock.now() });
   identityApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1', schema: OpenApiDocumentAnswer } } }, (ctx) => {
-    ctx.body = buildOpenApi({ title: 'contact-ledger identity service', version: VERSION, baseUrl: config.baseUrl, main: identityApi, extra: [authAlias], tag: 'identity' });
+    ctx.body = identityDocument;
   });
+  // built once, with every route declared: a document that cannot be built (two operations of one
+  // id) stops the start instead of failing its GET
+  const identityDocument = buildOpenApi({ title: 'contact-ledger identity service', version: VERSION, baseUrl: config.baseUrl, main: identityApi, extra: [authAlias], tag: 'identity' });
 
   const ledgerApi = new ApiRouter(LEDGER_PREFIX, deps);
   registerLedgerRoutes(ledgerApi, rt.ledger, { baseUrl: config.baseUrl, uploadTmpDir: uploadTmpDir(config.dataDir), maxUploadBytes: config.maxUploadBytes, uploadSpace: rt.uploadSpace, now: () => rt.clock.now() });
   registerTrackingRoutes(ledgerApi, rt.tracking, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX, tmpDir: join(feedsDir(config.dataDir), 'tmp'), maxUploadBytes: config.maxUploadBytes, uploadSpace: rt.uploadSpace });
   registerWebhookRoutes(ledgerApi, rt.webhooks.service, { baseUrl: config.baseUrl, prefix: LEDGER_PREFIX });
   ledgerApi.add({ method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1', schema: OpenApiDocumentAnswer } } }, (ctx) => {
-    ctx.body = buildOpenApi({ title: 'contact-ledger ledger service', version: VERSION, baseUrl: config.baseUrl, main: ledgerApi, tag: 'ledger', webhooks: { delivery: WEBHOOK_DELIVERY } });
+    ctx.body = ledgerDocument;
   });
+  const ledgerDocument = buildOpenApi({ title: 'contact-ledger ledger service', version: VERSION, baseUrl: config.baseUrl, main: ledgerApi, tag: 'ledger', webhooks: { delivery: WEBHOOK_DELIVERY } });
 
   const ops = new ApiRouter('', deps);
   registerHealthRoutes(ops, rt.readiness, rt.state, rt.degraded);

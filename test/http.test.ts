@@ -10,7 +10,10 @@ import { invalidUtf8At } from '../src/utf8.ts';
 import { OFF_THREAD_BYTES } from '../src/http/json-parser-thread.ts';
 import { NICE } from '../src/thread-priority.ts';
 import { toAppError } from '../src/http/problem.ts';
-import { checkAnswer, checkErrorStatus, type RouteSpec } from '../src/http/route.ts';
+import { ApiRouter, checkAnswer, checkErrorStatus, type RouteSpec, type RouterDeps } from '../src/http/route.ts';
+import Koa from 'koa';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { AppError } from '../src/errors.ts';
 import { z } from 'zod';
 import { prng } from '../scripts/prng.ts';
@@ -693,7 +696,7 @@ D('operation ids a client generator can use, unique in each document; every answ
         for (const [status, res] of Object.entries(op.responses as Record<string, any>)) {
           assert.equal(res.headers?.['X-Request-Id'], { $ref: '#/components/headers/RequestId' }, `${what} ${status}`);
           if (status === '401') assert.ok(res.headers['WWW-Authenticate'], `${what} 401`);
-          if (status === '429' || status === '503') assert.ok(res.headers['Retry-After'], `${what} ${status}`);
+          if (status === '429' || status === '503') assert.equal(res.headers['Retry-After'], { $ref: '#/components/headers/RetryAfter' }, `${what} ${status}`);
           const type = Object.keys(res.content ?? {})[0];
           if (type === 'text/csv' || type === 'application/gzip') assert.ok(res.headers['Content-Disposition'], `${what} ${status}`);
         }
@@ -736,6 +739,22 @@ D('under the tests an error answer of a status its route does not declare fails 
   checkErrorStatus(new AppError(500, 'internal', 'fault'), spec, 'POST /t/x'); // a fault is not a contract
   assert.throws(() => checkErrorStatus(new AppError(409, 'conflict', 'taken'), spec, 'POST /t/x'), /POST \/t\/x answered 409 \(taken\), which its OpenAPI operation does not declare/);
   assert.throws(() => checkErrorStatus(new AppError(401, 'unauthenticated', 'who'), spec, 'POST /t/x'), /answered 401/, 'a public route answers no 401');
+  // wired into every route when answers are checked (a reviewer's case: nothing showed it was)
+  for (const checkAnswers of [true, false]) {
+    const app = new Koa();
+    const api = new ApiRouter('/t', { maxJsonBytes: 1024, checkAnswers } as RouterDeps).add(spec, () => {
+      throw new AppError(409, 'conflict', 'taken');
+    });
+    app.use(api.router.routes());
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/t/x`, { method: 'POST' });
+      assert.is(res.status, checkAnswers ? 500 : 409, `checkAnswers ${checkAnswers}`);
+    } finally {
+      server.close();
+    }
+  }
 });
 
 D('under the tests every JSON answer is checked against its schema: one that drifted, or a 2xx without a schema, fails loudly', () => {

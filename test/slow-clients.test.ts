@@ -201,7 +201,7 @@ S('clients trickling a body (JSON, CSV upload, feed upload) are answered 408 and
   const post = (path: string, auth: string, type: string, preamble: string) =>
     slowClient(
       server.port,
-      `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${auth}\r\nContent-Type: ${type}\r\nContent-Length: 100000\r\n\r\n${preamble}`,
+      `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${auth}\r\nContent-Type: ${type}\r\nX-Request-Id: slow-${type.split(/[/;]/)[1]}\r\nContent-Length: 100000\r\n\r\n${preamble}`,
       'x'.repeat(1000),
       50,
       REQUEST_MS + SLACK_MS,
@@ -221,6 +221,8 @@ S('clients trickling a body (JSON, CSV upload, feed upload) are answered 408 and
     assert.ok(r, `${what}: still connected ${REQUEST_MS + SLACK_MS} ms after connecting (requestTimeout ${REQUEST_MS} ms)`);
     assert.match(r!.received, /^HTTP\/1\.1 408 /, `${what}: ${r!.received}`);
   }
+  // the 408 carries the request's own id, the one its access line logs (it had a new one: a reviewer's case)
+  assert.match(json!.received, /\r\nX-Request-Id: slow-json\r\n[\s\S]*"requestId":"slow-json"/);
   assert.ok(await emptied(join(data, 'uploads', 'tmp'), 5000), 'the partial CSV upload is removed');
   assert.ok(await emptied(join(data, 'feeds', 'tmp'), 5000), 'the partial feed upload is removed');
   const call = (path: string, auth = token) => request(`http://127.0.0.1:${server.port}`, 'GET', path, { token: auth });
@@ -235,6 +237,7 @@ S('clients trickling a body (JSON, CSV upload, feed upload) are answered 408 and
     (lines) => lines.length >= 3,
   );
   assert.equal(logged.map((l) => l.status), [408, 408, 408], JSON.stringify(logged));
+  assert.equal(logged.map((l) => (l as { requestId?: string }).requestId).sort(), ['slow-form-data', 'slow-json', 'slow-x-ndjson']);
   const metrics = (await call('/metrics')).text;
   assert.match(metrics, /contact_ledger_http_requests_total\{method="POST",route="\/api\/identity\/v1\/orgs",status="408"\} 1/);
   assert.not.match(metrics, /method="POST",route="[^"]*",status="404"/);

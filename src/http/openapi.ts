@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { documentedAs } from './common-schemas.ts';
 import { Problem } from './problem.ts';
-import { errorsOfKind, type ApiRouter, type RouteSpec } from './route.ts';
+import { errorsOfKind, RETRY_AFTER, type ApiRouter, type RouteSpec } from './route.ts';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -43,12 +43,14 @@ const PROBLEM_CONTENT = { 'application/problem+json': { schema: { $ref: '#/compo
 
 /** Headers that more than one answer carries, as components.headers, referenced where they occur. */
 const SHARED_HEADERS = {
-  RequestId: { description: "The request's id (the one sent in X-Request-Id when it is valid, else a new one), also in the server's log and in a problem's requestId", schema: { type: 'string' } },
-  RetryAfter: { description: 'Seconds to wait before sending the same request again', schema: { type: 'string' } },
+  RequestId: { description: "The request's id (the one sent in X-Request-Id when it is valid, else a new one), also in a problem's requestId and in the server's access log line of the request (a request whose head the server could not read has none)", schema: { type: 'string' } },
+  RetryAfter: { description: RETRY_AFTER['Retry-After']!.description, schema: { type: 'string' } },
   WwwAuthenticate: { description: 'Bearer error="invalid_token" (RFC 6750 §3)', schema: { type: 'string' } },
   ContentDisposition: { description: 'attachment, with the file name', schema: { type: 'string' } },
 };
 const header = (name: keyof typeof SHARED_HEADERS) => ({ $ref: `#/components/headers/${name}` });
+/** A header a route declares that is one of the shared ones, by its name in answers. */
+const SHARED_BY_NAME: Record<string, keyof typeof SHARED_HEADERS> = { 'Retry-After': 'RetryAfter' };
 /** Headers of the errors of a kind (errorsOfKind) beside X-Request-Id. */
 const ERROR_HEADERS: Record<string, Record<string, unknown>> = { '401': { 'WWW-Authenticate': header('WwwAuthenticate') }, '429': { 'Retry-After': header('RetryAfter') } };
 
@@ -123,7 +125,12 @@ function operation(r: RouteSpec, tag: string, components: Record<string, unknown
       headers: {
         'X-Request-Id': header('RequestId'),
         ...(download ? { 'Content-Disposition': header('ContentDisposition') } : {}),
-        ...Object.fromEntries(Object.entries(res.headers ?? {}).map(([name, h]) => [name, { description: h.description, schema: h.schema ? toJsonSchema(h.schema) : { type: 'string' } }])),
+        ...Object.fromEntries(
+          Object.entries(res.headers ?? {}).map(([name, h]) => [
+            name,
+            SHARED_BY_NAME[name] && h.description === SHARED_HEADERS[SHARED_BY_NAME[name]].description ? header(SHARED_BY_NAME[name]) : { description: h.description, schema: h.schema ? toJsonSchema(h.schema) : { type: 'string' } },
+          ]),
+        ),
       },
       ...(res.schema
         ? { content: { [res.contentType ?? 'application/json']: { schema: jsonSchemaOf(res.schema, 'output', components) } } }

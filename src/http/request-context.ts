@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import { randomUUID } from 'node:crypto';
 import { clientClosed } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { statusAnsweredByServer } from './server.ts';
+import { noteRequestId, statusAnsweredByServer } from './server.ts';
 
 const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -27,6 +27,7 @@ export function requestContext(log: Logger, observe?: RequestObserver): Koa.Midd
     const requestId = VALID_ID.test(incoming) ? incoming : randomUUID();
     ctx.state.requestId = requestId;
     ctx.set('X-Request-Id', requestId);
+    noteRequestId(ctx.req.socket, requestId, ctx.res);
     const started = process.hrtime.bigint();
     ctx.res.once('close', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;

@@ -44,8 +44,9 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'headers_too_large', 'The request head is too large.']
         : [400, 'malformed_request', 'The request is not valid HTTP; characters outside ASCII in the URL must be percent-encoded (as UTF-8).'];
-  // an id of its own, as every answer has (SPEC §2): the head that would carry the client's was not read
-  const requestId = randomUUID();
+  // the id of the request the application is reading (a 408 mid-body: the one its access line
+  // logs), else one of its own, as every answer has (SPEC §2): a head not read carries none
+  const requestId = requestIds.get(socket) ?? randomUUID();
   const body = JSON.stringify(problemBody(new AppError(status, code, detail), requestId));
   answeredHere.set(socket, status);
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`);
@@ -56,6 +57,17 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
 }
 
 const answeredHere = new WeakMap<Duplex, number>();
+
+/** The id of the request being read or answered on a connection (requestContext notes it). */
+const requestIds = new WeakMap<Duplex, string>();
+
+/** Notes the id of the request on `socket` until its answer is sent, for an answer the server writes itself (a 408). */
+export function noteRequestId(socket: Duplex, requestId: string, res: { once(event: 'finish', fn: () => void): unknown }): void {
+  requestIds.set(socket, requestId);
+  res.once('finish', () => {
+    if (requestIds.get(socket) === requestId) requestIds.delete(socket);
+  });
+}
 
 /**
  * The status answerClientError sent on `socket`, if it did: a request timed out mid-body (408) is

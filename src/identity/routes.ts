@@ -42,6 +42,13 @@ import type { UserService } from './user-service.ts';
  */
 const HASHER_BUSY: ResponseSpec = { description: 'Too many passwords are being checked or set right now; retry after Retry-After seconds', headers: RETRY_AFTER };
 
+/** The token endpoints' (POST /session and its auth_url alias) wrong credentials and throttling. */
+const TOKEN_401: ResponseSpec = {
+  description: 'invalid_grant / invalid_client',
+  headers: { 'WWW-Authenticate': { description: 'Basic realm="contact-ledger", charset="UTF-8" with invalid_client (RFC 6749 §5.2)' } },
+};
+const SIGN_IN_THROTTLED: ResponseSpec = { description: 'Too many failed sign-ins for this account or address; try again after Retry-After seconds', headers: RETRY_AFTER };
+
 export interface IdentityServices {
   sessions: SessionService;
   orgs: OrgService;
@@ -307,9 +314,9 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
       responses: {
         200: { description: 'Signed in', schema: IssuedSessionAnswer },
         400: { description: 'invalid_request (a malformed or invalid request, with errors[] where fields are named), unsupported_grant_type, unauthorized_client' },
-        401: { description: 'invalid_grant / invalid_client', headers: { 'WWW-Authenticate': { description: 'Basic realm="contact-ledger", charset="UTF-8" with invalid_client (RFC 6749 §5.2)' } } },
+        401: TOKEN_401,
         403: { description: 'cross_site_request (cookie mode from another site)' },
-        429: { description: 'Too many failed sign-ins for this account or address; try again after Retry-After seconds', headers: RETRY_AFTER },
+        429: SIGN_IN_THROTTLED,
       },
     },
     async (ctx, { body, meta }) => {
@@ -480,8 +487,8 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
       responses: {
         200: { description: 'Signed in: {access_token, token_type, expires_in, expires_at, refresh_token}', schema: AuthAliasSessionAnswer },
         400: { description: 'invalid_request (a malformed or invalid request), unsupported_grant_type, unauthorized_client' },
-        401: { description: 'invalid_grant / invalid_client', headers: { 'WWW-Authenticate': { description: 'Basic realm="contact-ledger", charset="UTF-8" with invalid_client (RFC 6749 §5.2)' } } },
-        429: { description: 'Too many failed sign-ins for this account or address; try again after Retry-After seconds', headers: RETRY_AFTER },
+        401: TOKEN_401,
+        429: SIGN_IN_THROTTLED,
       },
     },
     async (ctx, { body, meta }) => {

@@ -142,7 +142,7 @@ function checkDatabaseFiles(file: string): string[] {
   }
   if (isEmptyDatabase(file))
     throw new StartupError(`${file} ${EMPTY_DATABASE}. Restore a backup (\`contact-ledger restore <backup file>\`); to start a new installation here instead, delete the empty file`);
-  const foreign = (statSync(file, { throwIfNoEntry: false })?.size ?? 0) > 0 ? foreignTables(file) : [];
+  const foreign = present.some(([f, st]) => f === file && st.size > 0) ? foreignTables(file) : [];
   if (foreign.length) {
     const what = foreign.includes('schema_migrations')
       ? "has contact-ledger's tables but no schema version (a copy rebuilt with sqlite3's .dump loses it)"

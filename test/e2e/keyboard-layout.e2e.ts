@@ -282,6 +282,14 @@ K('a link the phone menu hid, or one the page took away: focus goes to the new p
   await page.keyboard.press('Enter');
   await page.getByRole('heading', { name: 'Change history' }).waitFor();
   assert.is(await page.evaluate('document.activeElement && document.activeElement.id'), 'main');
+  // the start page's redirect to the organization last opened is the first page seen: Tab begins
+  // at "Skip to content", as on any page loaded (a reviewer's case: focus went to the content)
+  await page.goto(`${base}/`);
+  await page.waitForURL(/\/orgs\/o_[^/]+\/ledgers$/);
+  await page.getByRole('heading', { level: 1 }).first().waitFor();
+  assert.is(await page.evaluate('document.activeElement === document.body'), true);
+  await page.keyboard.press('Tab');
+  assert.is(await page.evaluate('document.activeElement.textContent.trim()'), 'Skip to content');
 });
 
 K('what gets focus is not hidden under the sticky header; the focus ring stands out (3:1) from the page', async (ctx) => {

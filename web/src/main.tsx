@@ -3,7 +3,7 @@
 import { Fragment, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, ID, listAll, onForbidden, onSession, resume, signOut, type Principal } from './api.ts';
-import { match, navigate, useLocation } from './router.ts';
+import { lastNavigation, match, navigate, useLocation } from './router.ts';
 import { ErrorBox, LAST_ORG, Link, Loading, Session, useChoice, useSession, type Org, type SessionState } from './ui.tsx';
 import { SignIn } from './pages/signin.tsx';
 import { Home } from './pages/home.tsx';
@@ -146,11 +146,14 @@ function Shell() {
   // Another page: focus goes to its content when it was left nowhere — on the body, on a link the
   // page took away, in the phone menu that closed — so that a screen reader says where it is and
   // Tab goes on from the top of the content (an accessibility tester's case). A page that put focus
-  // somewhere itself keeps it; so does the organization switcher, for another choice.
+  // somewhere itself keeps it; so does the organization switcher, for another choice. Not after a
+  // redirect (the start page to the organization last opened): that is the first page seen, where
+  // Tab begins at "Skip to content" as on any page loaded (a reviewer's case).
   const lastPath = useRef(loc.path);
   useEffect(() => {
     if (lastPath.current === loc.path) return;
     lastPath.current = loc.path;
+    if (lastNavigation() === 'replace') return;
     const at = document.activeElement as HTMLElement | null;
     const lost = !at || at === document.body || !at.isConnected || Boolean(at.closest('#nav')) || at.getClientRects().length === 0;
     if (lost) document.getElementById('main')?.focus({ preventScroll: true });

@@ -4,7 +4,13 @@ import { useEffect, useState } from 'preact/hooks';
 
 const listeners = new Set<() => void>();
 const notify = () => listeners.forEach((fn) => fn());
-window.addEventListener('popstate', notify);
+/** How the app last went to another entry: a link or step (push), a correction or redirect (replace), Back or Forward (pop). */
+let lastKind: 'push' | 'replace' | 'pop' = 'push';
+export const lastNavigation = () => lastKind;
+window.addEventListener('popstate', () => {
+  lastKind = 'pop';
+  notify();
+});
 
 /**
  * Goes to a path of the app. `state` rides with the new history entry (kept over a reload of it,
@@ -17,6 +23,7 @@ export function navigate(to: string, opts: { replace?: boolean; state?: Record<s
     const link = (document.activeElement as HTMLElement | null)?.closest?.('main a[href]')?.getAttribute('href');
     history.replaceState({ ...((history.state as Record<string, unknown> | null) ?? {}), scrollY: window.scrollY, ...(link ? { link } : {}) }, '');
   }
+  lastKind = opts.replace ? 'replace' : 'push';
   try {
     if (opts.replace) history.replaceState(opts.state ?? null, '', to);
     else history.pushState(opts.state ?? null, '', to);

@@ -530,10 +530,10 @@ export function Rejected(props: { job: ImportJob; orgId: string; ledgerId: strin
   );
 }
 
-/** Import jobs of the ledger, newest first; running ones update live. */
 /** An import as a button or link names it beside its row's others: its file (or "by API") and when it started. */
 const importName = (i: ImportJob) => `${i.source === 'csv' ? (i.fileName ?? 'upload') : 'by API'}, ${fmtDateTime(i.createdAt)}`;
 
+/** Import jobs of the ledger, newest first; running ones update live. */
 export function ImportHistory(props: { orgId: string; ledgerId: string }) {
   const { orgId, ledgerId } = props;
   const base = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/imports`;
