@@ -54,6 +54,10 @@ export interface Config {
   webhookTimeoutMs: number;
   /** A client must send its request head within this (RELIABILITY.md I2). */
   headersTimeoutMs: number;
+  /** Connections open at once from one client address; more are closed as they come (0: no limit). */
+  maxConnectionsPerAddress: number;
+  /** Connections open at once in all (0: no limit). */
+  maxConnections: number;
   /** A client must send its whole request, body included, within this (an upload too). */
   requestTimeoutMs: number;
   /** Bearer token that may read /metrics (besides superusers); undefined: superusers only. */
@@ -274,6 +278,8 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'webhookAllowLocal', env: 'WEBHOOK_ALLOW_LOCAL', flag: 'webhook-allow-local', help: 'let webhooks call this machine (loopback and its own interface addresses) and link-local addresses and cloud metadata services; off by default', parse: bool },
   { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms', help: 'deadline of one webhook delivery attempt (ms)', parse: int(100, 300_000) },
   { key: 'headersTimeoutMs', env: 'HEADERS_TIMEOUT_MS', flag: 'headers-timeout-ms', help: 'a client must send its request headers within this (ms), else 408', parse: int(100, 600_000) },
+  { key: 'maxConnectionsPerAddress', env: 'MAX_CONNECTIONS_PER_ADDRESS', flag: 'max-connections-per-address', help: 'connections open at once from one client address (a proxy counts as one); more are closed as they come; 0: no limit', parse: int(0, 1_000_000) },
+  { key: 'maxConnections', env: 'MAX_CONNECTIONS', flag: 'max-connections', help: 'connections open at once in all; more are closed as they come; 0: no limit', parse: int(0, 1_000_000) },
   { key: 'overloadDelayMs', env: 'OVERLOAD_DELAY_MS', flag: 'overload-delay-ms', help: 'event-loop delay (ms) that, held for 0.5 s (or the loop 90 % busy for 0.5 s), makes large batches, uploads and feeds get 503 + Retry-After until it passes; 0: never', parse: int(0, 60_000) },
   { key: 'checkAnswers', env: 'CONTACT_LEDGER_CHECK_ANSWERS', flag: 'check-answers', help: 'for tests: check every JSON answer against the schema of its OpenAPI document (a mismatch is a 500, logged); costs time, keep it off in production', parse: bool },
   { key: 'requestTimeoutMs', env: 'REQUEST_TIMEOUT_MS', flag: 'request-timeout-ms', help: 'a client must send its whole request, upload included, within this (ms), else 408', parse: int(100, 86_400_000) },
@@ -315,6 +321,8 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   webhookTimeoutMs: 10_000,
   headersTimeoutMs: 20_000,
   requestTimeoutMs: 600_000,
+  maxConnectionsPerAddress: 1024,
+  maxConnections: 16_384,
   metricsToken: undefined,
   overloadDelayMs: 50,
   checkAnswers: false,

@@ -25,7 +25,7 @@ function certificate(): { cert: Buffer; key: Buffer } {
 }
 
 /** A server whose `/slow` answers only when the test calls release(); everything else at once. */
-async function start(tls?: { cert: Buffer; key: Buffer }) {
+async function start(tls?: { cert: Buffer; key: Buffer }, limits: { maxConnections?: number; maxConnectionsPerAddress?: number } = {}) {
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   const handler: http.RequestListener = (req, res) => {
@@ -35,7 +35,7 @@ async function start(tls?: { cert: Buffer; key: Buffer }) {
       void released.then(() => res.end('second part'));
     } else res.end('fast');
   };
-  const made = createHttpServer({ headersTimeoutMs: HEADERS_MS, requestTimeoutMs: 2 * HEADERS_MS }, handler, tls);
+  const made = createHttpServer({ headersTimeoutMs: HEADERS_MS, requestTimeoutMs: 2 * HEADERS_MS, ...limits }, handler, tls);
   made.server.listen(0, '127.0.0.1');
   await once(made.server, 'listening');
   return { ...made, port: (made.server.address() as AddressInfo).port, release };
@@ -115,5 +115,29 @@ for (const tls of [false, true]) {
     await closedServer;
   });
 }
+
+H('connections over MAX_CONNECTIONS_PER_ADDRESS or MAX_CONNECTIONS are closed as they come; one that ends makes room (a security tester\'s slow-body flood)', async () => {
+  for (const limits of [{ maxConnectionsPerAddress: 3 }, { maxConnections: 3 }]) {
+    const s = await start(undefined, limits);
+    const agent = new http.Agent({ keepAlive: false });
+    try {
+      const held = await Promise.all([silent(s.port), silent(s.port), silent(s.port)]);
+      // a fourth: closed by the server before it could send anything
+      const fourth = await silent(s.port);
+      await within(fourth.gone, 300, `${JSON.stringify(limits)}: the fourth connection closed at once (the head deadline is ${HEADERS_MS} ms)`);
+      assert.is(await get(s.port, '/', false, agent).then(() => 'answered', () => 'refused'), 'refused');
+      held[0]!.socket.destroy();
+      await held[0]!.gone;
+      // the server sees the close a moment later
+      let answered = '';
+      for (let i = 0; i < 50 && !answered; i++) answered = await get(s.port, '/', false, agent).then(text, () => '');
+      assert.is(answered, 'fast', `${JSON.stringify(limits)}: room again`);
+      for (const h of held) h.socket.destroy();
+    } finally {
+      agent.destroy();
+      s.server.close();
+    }
+  }
+});
 
 H.run();

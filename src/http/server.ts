@@ -85,7 +85,7 @@ const CLOSE_GRACE_MS = 1_000;
  * `limits` reads them back from the server.
  */
 export function createHttpServer(
-  config: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'>,
+  config: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'> & Partial<Pick<Config, 'maxConnections' | 'maxConnectionsPerAddress'>>,
   handler: http.RequestListener,
   tls?: { cert: Buffer; key: Buffer },
 ): { server: http.Server; limits: () => ServerLimits; closeQuietConnections: () => number } {
@@ -99,6 +99,7 @@ export function createHttpServer(
   const server: http.Server = tls ? https.createServer({ ...tls, ...options, handshakeTimeout: config.headersTimeoutMs }, handler) : http.createServer(options, handler);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.on('clientError', answerClientError);
+  limitConnections(server, config.maxConnections ?? 0, config.maxConnectionsPerAddress ?? 0);
   const connections = trackConnections(server, Boolean(tls));
   return {
     server,
@@ -110,6 +111,34 @@ export function createHttpServer(
       checkingIntervalMs: interval,
     }),
   };
+}
+
+/**
+ * Bounds the connections a client can hold (a security tester's case: 19,950 connections trickling
+ * a body each, no credentials needed, took every file descriptor, and the server answered nobody
+ * for as long as REQUEST_TIMEOUT_MS let them stay): `perAddress` open at once from one address,
+ * `total` in all (Node's maxConnections). A connection over either is closed as it comes, before
+ * a byte is read. 0: no limit.
+ */
+function limitConnections(server: http.Server, total: number, perAddress: number): void {
+  if (total > 0) server.maxConnections = total;
+  if (perAddress <= 0) return;
+  const open = new Map<string, number>();
+  // first, so that a refused connection is gone before the server's own listener sees it
+  server.prependListener('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const n = open.get(address) ?? 0;
+    if (n >= perAddress) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, n + 1);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+  });
 }
 
 /**

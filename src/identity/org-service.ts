@@ -82,7 +82,8 @@ export function createOrgService(d: OrgDeps) {
     if (prepared.existing) {
       // read again in the transaction: a superuser may have set its password since
       const existing = d.users.findUserById(prepared.existing.id) ?? prepared.existing;
-      if (existing.passwordFromOrg !== null && existing.passwordFromOrg !== into.orgId) throw passwordOfAnotherOrg(existing);
+      const madeBy = existing.passwordFromOrg; // an organization's id, no secret
+      if (madeBy !== null && madeBy !== into.orgId) throw passwordOfAnotherOrg(existing);
       return existing;
     }
     if (d.users.findUserByEmail(email)) throw userExists(email);
