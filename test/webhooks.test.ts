@@ -1469,7 +1469,9 @@ L('without WEBHOOK_ALLOW_LOCAL, this machine, link-local addresses and cloud met
   const t = await startApp({ env: { WEBHOOK_ALLOW_LOCAL: 'false' } });
   try {
     const w = await seedWorld(t);
-    const local = [rx.url, 'http://localhost:8080/', 'http://api.localhost/', 'http://[::1]/', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]/', 'http://0.0.0.0/', 'http://[fe80::1]/', 'http://[fd00:ec2::254]/latest/meta-data/', 'http://100.100.100.200/latest/meta-data/', 'http://168.63.129.16/machine'];
+    const local = [rx.url, 'http://localhost:8080/', 'http://api.localhost/', 'http://[::1]/', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]/', 'http://0.0.0.0/', 'http://[fe80::1]/', 'http://[fd00:ec2::254]/latest/meta-data/', 'http://100.100.100.200/latest/meta-data/', 'http://168.63.129.16/machine',
+      // loopback and metadata inside IPv6: IPv4-compatible, NAT64, 6to4 (they passed: a security tester's case)
+      'http://[::127.0.0.1]/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:7f00:1::]/', 'http://[64:ff9b::a9fe:a9fe]/latest/meta-data/', 'http://[2002:6464:64c8::1]/'];
     for (const url of local) {
       const r = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url, events: ['import.completed'] } });
       assert.is(r.status, 422, `${url}: ${r.text}`);
@@ -1477,6 +1479,7 @@ L('without WEBHOOK_ALLOW_LOCAL, this machine, link-local addresses and cloud met
       assert.match(r.body.message, /WEBHOOK_ALLOW_LOCAL=true/);
     }
     await createHook(t, w, { url: 'http://10.1.2.3/hooks', events: ['import.completed'] }); // receivers on the private network are fine
+    await createHook(t, w, { url: 'http://[64:ff9b::a01:203]/hooks', events: ['import.completed'] }); // and through NAT64
   } finally {
     await t.close();
   }

@@ -16,18 +16,34 @@ export type UrlVerdict = { ok: true; url: string; host: string } | { ok: false; 
 
 const MAX_URL = 2048;
 
+/**
+ * Adds an IPv4 subnet, and the IPv6 addresses that carry it inside them: IPv4-compatible
+ * (`::127.0.0.1`, `[::7f00:1]`), NAT64 (`64:ff9b::/96`, RFC 6052) and 6to4 (`2002::/16`, RFC 3056).
+ * A host or gateway that translates them reaches the IPv4 address (a security tester's case: they
+ * passed the check; IPv4-mapped `::ffff:…` BlockList already reads as IPv4).
+ */
+function addIpv4(list: BlockList, ipv4: string, prefix: number): void {
+  list.addSubnet(ipv4, prefix, 'ipv4');
+  const [a, b, c, d] = ipv4.split('.').map(Number) as [number, number, number, number];
+  const hi = ((a << 8) | b).toString(16);
+  const lo = ((c << 8) | d).toString(16);
+  list.addSubnet(`::${hi}:${lo}`, 96 + prefix, 'ipv6');
+  list.addSubnet(`64:ff9b::${hi}:${lo}`, 96 + prefix, 'ipv6');
+  list.addSubnet(`2002:${hi}:${lo}::`, 16 + prefix, 'ipv6');
+}
+
 const LOCAL = new BlockList();
-LOCAL.addSubnet('127.0.0.0', 8, 'ipv4');
-LOCAL.addSubnet('0.0.0.0', 8, 'ipv4');
-LOCAL.addSubnet('169.254.0.0', 16, 'ipv4');
+addIpv4(LOCAL, '127.0.0.0', 8);
+addIpv4(LOCAL, '0.0.0.0', 8);
+addIpv4(LOCAL, '169.254.0.0', 16);
 LOCAL.addAddress('::1', 'ipv6');
 LOCAL.addAddress('::', 'ipv6');
 LOCAL.addSubnet('fe80::', 10, 'ipv6');
 // Cloud metadata services outside the link-local ranges: AWS's IPv6 endpoint, Alibaba Cloud's,
 // and Azure's WireServer (the others answer on 169.254.169.254, covered above).
 LOCAL.addAddress('fd00:ec2::254', 'ipv6');
-LOCAL.addAddress('100.100.100.200', 'ipv4');
-LOCAL.addAddress('168.63.129.16', 'ipv4');
+addIpv4(LOCAL, '100.100.100.200', 32);
+addIpv4(LOCAL, '168.63.129.16', 32);
 
 /** How long the list of this machine's own addresses is reused before the interfaces are read again. */
 const OWN_ADDRESSES_TTL_MS = 1000;
@@ -39,7 +55,10 @@ function ownAddresses(): BlockList {
   if (own && now < own.until) return own.list;
   const list = new BlockList();
   for (const addrs of Object.values(networkInterfaces())) {
-    for (const a of addrs ?? []) list.addAddress(a.address, a.family === 'IPv4' ? 'ipv4' : 'ipv6');
+    for (const a of addrs ?? []) {
+      if (a.family === 'IPv4') addIpv4(list, a.address, 32);
+      else list.addAddress(a.address, 'ipv6');
+    }
   }
   own = { list, until: now + OWN_ADDRESSES_TTL_MS };
   return list;
