@@ -186,6 +186,13 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     };
     const boot = opts.bootstrap === false ? undefined : await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
+    const foreign = identity.users.membersByAnotherOrgsPassword();
+    if (foreign.length) {
+      log.warn(
+        { memberships: foreign.slice(0, 100), count: foreign.length },
+        "accounts whose password an organization's admin chose are members of other organizations, added before this version checked it (docs/security.md): that admin may sign in there as them; a superuser sets each one's password (PATCH /api/identity/v1/users/:userId, or contact-ledger user passwd) and gives it to its owner, or removes them",
+      );
+    }
     const unfound = identity.users.accountsNotFoundBySignIn();
     if (unfound.length) {
       const superusers = unfound.filter((u) => u.superuser).map((u) => u.id);

@@ -4,7 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ManualClock } from '../src/clock.ts';
 import { generatePassword } from '../src/identity/user-service.ts';
-import { addContacts, clientToken, expectStatus, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, sendInTwoParts, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
+import { addContacts, clientToken, expectStatus, tempDir, until, ID, LEDGER, ledgerPath, PASSWORD, seedWorld, sendInTwoParts, signIn, signInRoot, startApp, type TestApp, type World } from './helpers.ts';
 
 const O = suite<{ t: TestApp; w: World }>('organizations and members');
 O.before(async (ctx) => {
@@ -101,6 +101,10 @@ O('an account an admin of one organization made with a password of their choice 
   const own = (await signIn(t, 'bob.squat@a.test', 'Mallory-Owns-Bob-42')).accessToken;
   expectStatus(await t.call('PATCH', `${ID}/users/me`, { token: own, body: { currentPassword: 'Mallory-Owns-Bob-42', password: 'Mallory-Again-43' } }), 200);
   expectStatus(await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'bob.squat@a.test', role: 'editor' } }), 409);
+  // nor become a superuser, an admin of every organization, without a password of a superuser's (a reviewer's case)
+  const promote = await t.call('PATCH', `${ID}/users/${bob}`, { token: w.root, body: { superuser: true } });
+  expectStatus(promote, 409);
+  assert.is(promote.body.code, 'password_set_by_another_org');
   // a superuser sets a new password: the account may join A, and the old one is gone
   expectStatus(await t.call('PATCH', `${ID}/users/${bob}`, { token: w.root, body: { password: 'Bob-Real-Password-44' } }), 200);
   const joined = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'bob.squat@a.test', role: 'editor' } });
@@ -110,6 +114,69 @@ O('an account an admin of one organization made with a password of their choice 
   const superMade = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.root, body: { email: 'super.made@a.test', role: 'viewer', password: PASSWORD } });
   expectStatus(superMade, 201);
   expectStatus(await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'super.made@a.test', role: 'viewer' } }), 201);
+});
+
+O('the start names the accounts whose password an organization\'s admin chose that another organization already has as members (added before the check)', async () => {
+  const dir = tempDir();
+  const first = await startApp({ dataDir: dir });
+  let bob = '';
+  let orgA = '';
+  try {
+    const w = await seedWorld(first);
+    orgA = w.orgId;
+    const made = await first.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'before@a.test', role: 'viewer', password: 'Made-By-B-admin-1' } });
+    expectStatus(made, 201);
+    bob = made.body.userId;
+    // as a version before 0047 let A's admin add them
+    first.rt.db.raw.prepare("INSERT INTO members (org_id, user_id, role, added_at) VALUES (?, ?, 'editor', 1)").run(orgA, bob);
+    assert.equal(first.rt.identity.users.membersByAnotherOrgsPassword(), [{ userId: bob, orgId: orgA }]);
+  } finally {
+    await first.close();
+  }
+  const again = await startApp({ dataDir: dir });
+  try {
+    const line = again.logs.join('').split('\n').find((l) => l.includes('are members of other organizations'));
+    assert.ok(line, 'a warning at start');
+    assert.equal(JSON.parse(line!).memberships, [{ userId: bob, orgId: orgA }]);
+  } finally {
+    await again.close();
+  }
+});
+
+O('a password change racing a superuser\'s reset does not overwrite it: the one who knew the old password keeps no way in (a reviewer\'s case)', async ({ t, w }) => {
+  const made = await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'race.reset@a.test', role: 'viewer', password: 'Mallory-Knows-It-1' } });
+  expectStatus(made, 201);
+  const id = made.body.userId as string;
+  const own = (await signIn(t, 'race.reset@a.test', 'Mallory-Knows-It-1')).accessToken;
+  // the change holds between its check of the current password and its write, while the reset lands
+  const hasher = t.rt.identity.hasher;
+  const hash = hasher.hash.bind(hasher);
+  let asked = false;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  hasher.hash = async (pw: string) => {
+    const h = await hash(pw);
+    if (pw === 'Mallory-New-One-2') {
+      asked = true;
+      await gate;
+    }
+    return h;
+  };
+  try {
+    const change = t.call('PATCH', `${ID}/users/me`, { token: own, body: { currentPassword: 'Mallory-Knows-It-1', password: 'Mallory-New-One-2' } });
+    await until('the change to have checked the current password', async () => asked, Boolean, 5000);
+    expectStatus(await t.call('PATCH', `${ID}/users/${id}`, { token: w.root, body: { password: 'Owner-Gets-This-3' } }), 200);
+    release();
+    const r = await change;
+    expectStatus(r, 409);
+    assert.is(r.body.code, 'password_changed_meanwhile');
+  } finally {
+    hasher.hash = hash;
+    release();
+  }
+  assert.is((await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'race.reset@a.test', password: 'Mallory-New-One-2' } })).status, 401);
+  expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'password', email: 'race.reset@a.test', password: 'Owner-Gets-This-3' } }), 200);
+  expectStatus(await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'race.reset@a.test', role: 'viewer' } }), 201);
 });
 
 O('two concurrent requests creating the same new user with a password (a member, an org admin): one 201, the other 409 user_exists; the first password stands', async ({ t, w }) => {

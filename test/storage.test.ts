@@ -593,6 +593,30 @@ S('migration 0047 marks the accounts an admin who is no superuser made with a pa
   db.close();
 });
 
+S('migration 0048 marks as made by an unknown organization the accounts with no trace of how they were made: an organization deleted since took its audit rows (a reviewer\'s case)', () => {
+  const { db, raw, apply } = justBefore('0048_');
+  const user = raw.prepare("INSERT INTO users (id, email, name, password_hash, superuser, created_at, updated_at) VALUES (?, ?, '', 'x', ?, 1, 1)");
+  for (const [id, superuser] of [['u_root', 1], ['u_gone', 0], ['u_created', 0], ['u_orgadmin', 0], ['u_member', 0], ['u_reset', 0], ['u_sup', 1]] as const) user.run(id, `${id}@x.test`, superuser);
+  const audit = raw.prepare("INSERT INTO audit_log (id, org_id, actor_type, actor_id, action, target_type, target_id, data, at) VALUES (?, ?, 'user', 'u_root', ?, ?, ?, ?, 1)");
+  let n = 0;
+  const event = (orgId: string | null, action: string, targetType: string, target: string, data: object) => audit.run(`evt_${++n}`, orgId, action, targetType, target, JSON.stringify(data));
+  event(null, 'user.created', 'user', 'u_created', { email: 'u_created@x.test', superuser: false });
+  event('o_1', 'org.created', 'org', 'o_1', { name: 'O', adminUserId: 'u_orgadmin' });
+  event('o_1', 'member.added', 'user', 'u_member', { email: 'u_member@x.test', role: 'viewer', userCreated: true }); // by a superuser: 0047 left it
+  event(null, 'user.updated', 'user', 'u_reset', { passwordReset: true });
+  apply();
+  assert.equal(raw.prepare('SELECT id, password_from_org FROM users ORDER BY id').raw().all(), [
+    ['u_created', null],
+    ['u_gone', 'unknown'], // no trace: made as a member of an organization since deleted
+    ['u_member', null],
+    ['u_orgadmin', null],
+    ['u_reset', null],
+    ['u_root', null],
+    ['u_sup', null],
+  ]);
+  db.close();
+});
+
 S('migration 0041 recomputes company keys under the new rule (", The" at the end, SCA, mbH) and unmatches contacts whose match the rule undoes', () => {
   const { db, raw, apply } = justBefore('0041_');
   const k = keyRows(raw);

@@ -10,6 +10,7 @@ import type { Caller, Member, Org, Role, User } from './model.ts';
 import type { OrgsRepo, OrgWithRole } from './orgs-repo.ts';
 import type { PasswordHasher } from './passwords.ts';
 import { checkPasswordPolicy } from './passwords.ts';
+import { mayJoin, passwordOfAnotherOrg } from './password-origin.ts';
 import type { UsersRepo } from './users-repo.ts';
 
 export interface OrgDeps {
@@ -82,25 +83,13 @@ export function createOrgService(d: OrgDeps) {
     if (prepared.existing) {
       // read again in the transaction: a superuser may have set its password since
       const existing = d.users.findUserById(prepared.existing.id) ?? prepared.existing;
-      const madeBy = existing.passwordFromOrg; // an organization's id, no secret
-      if (madeBy !== null && madeBy !== into.orgId) throw passwordOfAnotherOrg(existing);
+      if (!mayJoin(existing, into.orgId)) throw passwordOfAnotherOrg(existing);
       return existing;
     }
     if (d.users.findUserByEmail(email)) throw userExists(email);
     return insertNewUser(email, name, prepared.passwordHash!, isSuperuser(into.by) ? null : into.orgId);
   };
 
-  /**
-   * An account whose password an admin of another organization chose (creating it as their member)
-   * is not added to this one: that admin may know the password and would sign in here as the
-   * user (a security tester's case). A superuser sets a new password first, which the user gets.
-   */
-  const passwordOfAnotherOrg = (u: User) =>
-    conflict(
-      'password_set_by_another_org',
-      `The account ${u.email} has a password an administrator of another organization chose when they created it, who may know it: ` +
-        `a superuser must set a new password for it first (PATCH /api/identity/v1/users/${u.id}, or contact-ledger user passwd on the server) and give it to its owner; then add them again.`,
-    );
   const isSuperuser = (by: Caller) => by.actor.type === 'user' && by.actor.superuser;
 
   /**

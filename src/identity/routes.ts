@@ -433,7 +433,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   r.add({ method: 'get', path: '/users/me', access: 'user', summary: 'My profile', responses: { 200: { description: 'The user', schema: UserAnswer } } }, (ctx, { caller }) => {
     ctx.body = presentUser(svc.users.me(caller));
   });
-  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 429: { description: `Too many wrong current passwords (counted with sign-ins); or ${HASHER_BUSY.description.replace(/^T/, 't')}`, headers: RETRY_AFTER } } }, async (ctx, { caller, body }) => {
+  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 409: { description: 'The password was changed or reset while this change was checked' }, 429: { description: `Too many wrong current passwords (counted with sign-ins); or ${HASHER_BUSY.description.replace(/^T/, 't')}`, headers: RETRY_AFTER } } }, async (ctx, { caller, body }) => {
     ctx.body = presentUser(await svc.users.updateMe(caller, body));
   });
   r.add({ method: 'get', path: '/users', access: 'superuser', query: pageQuery, summary: 'Installation users', responses: { 200: { description: 'A page of users', schema: UserPage } } }, (ctx, { query }) => {
@@ -446,7 +446,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   r.add({ method: 'get', path: '/users/:userId', access: 'superuser', summary: 'A user', responses: { 200: { description: 'The user', schema: UserAnswer } } }, (ctx, { params }) => {
     ctx.body = presentUser(svc.users.getUser(params.userId!));
   });
-  r.add({ method: 'patch', path: '/users/:userId', access: 'superuser', body: S.UserPatch, summary: 'Rename, disable, set superuser or reset the password of a user', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 409: { description: 'Last superuser' }, 429: HASHER_BUSY } }, async (ctx, { caller, params, body }) => {
+  r.add({ method: 'patch', path: '/users/:userId', access: 'superuser', body: S.UserPatch, summary: 'Rename, disable, set superuser or reset the password of a user', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 409: { description: 'Last superuser; or superuser for an account whose password an organization\'s admin chose (set a password in the same request)' }, 429: HASHER_BUSY } }, async (ctx, { caller, params, body }) => {
     ctx.body = presentUser(await svc.users.updateUser(caller, params.userId!, body));
   });
   r.add({ method: 'delete', path: '/users/:userId/sessions', access: 'superuser', summary: 'End every session of a user', responses: { 200: { description: 'How many sessions were ended', schema: RevokedSessionsAnswer } } }, (ctx, { caller, params }) => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { secretsEqual } from '../crypto.ts';
 import type { Clock } from '../clock.ts';
 import { ConfigError } from '../config.ts';
 import type { Cursors, Page } from '../cursor.ts';
@@ -12,6 +13,7 @@ import type { PasswordHasher } from './passwords.ts';
 import { checkPasswordPolicy, passwordPolicyProblem } from './passwords.ts';
 import type { SessionsRepo } from './sessions-repo.ts';
 import type { SignInThrottle, ThrottleKey } from './throttle.ts';
+import { mayJoin, passwordOfAnotherOrg } from './password-origin.ts';
 import type { UsersRepo } from './users-repo.ts';
 
 export interface UserDeps {
@@ -82,11 +84,13 @@ export function createUserService(d: UserDeps) {
       const userId = by.actor.id;
       let passwordHash: string | undefined;
       let checked: ThrottleKey | undefined; // the account whose current password was checked
+      let checkedHash: string | undefined; // the hash it was checked against
       // a currentPassword that nothing checks would let a client believe it was (and a guess go uncounted)
       if (patch.currentPassword !== undefined && patch.password === undefined) throw invalidField('currentPassword', 'is only used to change the password; give password too, or leave it out');
       if (patch.password !== undefined) {
         if (patch.currentPassword === undefined) throw invalidField('currentPassword', 'is required to change the password');
         const current = requireUser(userId);
+        checkedHash = current.passwordHash;
         const keys: ThrottleKey[] = [d.throttle.accountKey(current.email), `address:${by.ip}`];
         const release = d.throttle.admit(keys, 'wrong passwords');
         try {
@@ -109,6 +113,12 @@ export function createUserService(d: UserDeps) {
       return d.db.tx(() => {
         if (checked) d.throttle.recordSuccess(checked);
         const u = requireUser(userId);
+        // The password checked above is still the account's: a reset by a superuser meanwhile (which
+        // ended this session too) is not overwritten by a new password of the one who knew the old
+        // (a reviewer's race: an organization's admin kept the account a superuser had just set free).
+        if (passwordHash && !secretsEqual(u.passwordHash, checkedHash!)) {
+          throw conflict('password_changed_meanwhile', 'The password was changed or reset while this change was checked; sign in again.');
+        }
         const next: User = { ...u, name: patch.name ?? u.name, passwordHash: passwordHash ?? u.passwordHash, updatedAt: d.clock.now() };
         d.users.updateUser(next);
         if (passwordHash) {
@@ -131,6 +141,14 @@ export function createUserService(d: UserDeps) {
      */
     accountsNotFoundBySignIn(): User[] {
       return d.users.listUsersWithUnusualEmails().filter((u) => !u.disabled && accountEmail(u.email) !== u.email);
+    },
+    /**
+     * Accounts whose password an organization's admin chose that are members of another organization
+     * (password-origin.ts): added there before migration 0047 (or by the version before it), when
+     * nothing stopped it. That admin may sign in there as the user: the start names them.
+     */
+    membersByAnotherOrgsPassword(): { userId: string; orgId: string }[] {
+      return d.users.listMembershipsOfOtherOrgs();
     },
     /** The accounts stored in an older form of `email` (accountEmail's form) beside the one stored as it is (for the `user` command). */
     olderFormsOf(email: string): User[] {
@@ -180,6 +198,8 @@ export function createUserService(d: UserDeps) {
           passwordFromOrg: passwordHash ? null : u.passwordFromOrg,
           updatedAt: d.clock.now(),
         };
+        // a superuser is an admin of every organization: not an account an organization's admin may know the password of
+        if (next.superuser && !u.superuser && !mayJoin(next)) throw passwordOfAnotherOrg(u);
         const losesSuper = u.superuser && !u.disabled && (!next.superuser || next.disabled);
         if (losesSuper && d.users.countActiveSuperusers() <= 1) {
           throw conflict('last_superuser', 'This is the last active superuser; make another user superuser first.');

@@ -42,6 +42,9 @@ export function createUsersRepo(db: Db) {
   const rehash = db.raw.prepare<[string, string, string]>('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?');
   const count = db.raw.prepare<[], number>('SELECT count(*) FROM users').pluck();
   const unusual = db.raw.prepare<[], UserRow>(`SELECT ${COLS} FROM users WHERE email GLOB '*[^ -~]*' OR email LIKE '%xn--%' ORDER BY created_at, id`);
+  const inOtherOrgs = db.raw.prepare<[], { id: string; org_id: string }>(
+    'SELECT u.id, m.org_id FROM users u JOIN members m ON m.user_id = u.id WHERE u.password_from_org IS NOT NULL AND m.org_id <> u.password_from_org ORDER BY u.id, m.org_id',
+  );
   const countSuper = db.raw.prepare<[], number>('SELECT count(*) FROM users WHERE superuser = 1 AND disabled = 0').pluck();
   const first = db.raw.prepare<[number], UserRow>(`SELECT ${COLS} FROM users ORDER BY created_at, id LIMIT ?`);
   const after = db.raw.prepare<[number, number, string, number], UserRow>(
@@ -73,6 +76,8 @@ export function createUsersRepo(db: Db) {
       update.run({ id: u.id, name: u.name, passwordHash: u.passwordHash, superuser: u.superuser ? 1 : 0, disabled: u.disabled ? 1 : 0, passwordFromOrg: u.passwordFromOrg, updatedAt: u.updatedAt });
     },
     countUsers: (): number => count.get()!,
+    /** Accounts whose password an organization's admin chose that are members of another organization: [user id, that organization]. */
+    listMembershipsOfOtherOrgs: (): { userId: string; orgId: string }[] => inOtherOrgs.all().map((r) => ({ userId: r.id, orgId: r.org_id })),
     countActiveSuperusers: (): number => countSuper.get()!,
     /** Users in creation order, `limit + 1` rows after the keyset position. */
     listUsers: (limit: number, from?: Keyset): User[] =>

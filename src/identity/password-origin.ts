@@ -1,0 +1,27 @@
+import { conflict } from '../errors.ts';
+import type { User } from './model.ts';
+
+/**
+ * Whose password an account has (users.password_from_org, migrations 0047 and 0048): an account
+ * whose password an organization's admin chose, making it as a member, joins no other organization
+ * — nor becomes a superuser, an admin of all of them — until a superuser or the operator sets its
+ * password, which the owner then gets: that admin may know it and would sign in as the user (a
+ * security tester's case). docs/security.md.
+ */
+
+/** An organization's id, or UNKNOWN_ORG: made by a member's admin before 0047, whose organization is gone. */
+export const UNKNOWN_ORG = 'unknown';
+
+/** Whether the account may join `orgId` (undefined: every organization, as a superuser does). */
+export function mayJoin(u: User, orgId?: string): boolean {
+  const madeBy = u.passwordFromOrg; // an organization's id, no secret
+  return madeBy === null || (orgId !== undefined && madeBy === orgId);
+}
+
+/** The 409 of an account that may not join: what happened, and what to do. */
+export const passwordOfAnotherOrg = (u: User) =>
+  conflict(
+    'password_set_by_another_org',
+    `The account ${u.email} has a password that an organization's administrator chose when they made it, who may know it: ` +
+      `a superuser must set a new password for it first (PATCH /api/identity/v1/users/${u.id}, or contact-ledger user passwd on the server) and give it to its owner; then try again.`,
+  );
