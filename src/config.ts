@@ -454,6 +454,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     cfg[setting.key] = setting.parse(raw, source);
   }
   const c = cfg as unknown as Config;
+  // Behind a reverse proxy every connection comes from the proxy, one per request in flight for a
+  // proxy that streams bodies: a per-address limit there limits everyone together (a reviewer's
+  // case), so it applies only when set outright; the proxy limits its clients.
+  if (c.trustProxy && env.MAX_CONNECTIONS_PER_ADDRESS === undefined && flags['max-connections-per-address'] === undefined) c.maxConnectionsPerAddress = 0;
   if (!cfg.baseUrl) {
     const host = c.host === '0.0.0.0' || c.host === '::' ? 'localhost' : c.host.includes(':') ? `[${c.host}]` : c.host;
     c.baseUrl = `${c.tlsCert ? 'https' : 'http'}://${host}:${c.port}`;

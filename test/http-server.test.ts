@@ -12,7 +12,7 @@ import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
-import { createHttpServer } from '../src/http/server.ts';
+import { clientOf, createHttpServer } from '../src/http/server.ts';
 import { tempDir, within } from './helpers.ts';
 
 const HEADERS_MS = 500;
@@ -25,7 +25,7 @@ function certificate(): { cert: Buffer; key: Buffer } {
 }
 
 /** A server whose `/slow` answers only when the test calls release(); everything else at once. */
-async function start(tls?: { cert: Buffer; key: Buffer }, limits: { maxConnections?: number; maxConnectionsPerAddress?: number } = {}) {
+async function start(tls?: { cert: Buffer; key: Buffer }, limits: { maxConnections?: number; maxConnectionsPerAddress?: number } = {}, onRefused?: (r: { address: string; over: string }) => void) {
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   const handler: http.RequestListener = (req, res) => {
@@ -35,7 +35,7 @@ async function start(tls?: { cert: Buffer; key: Buffer }, limits: { maxConnectio
       void released.then(() => res.end('second part'));
     } else res.end('fast');
   };
-  const made = createHttpServer({ headersTimeoutMs: HEADERS_MS, requestTimeoutMs: 2 * HEADERS_MS, ...limits }, handler, tls);
+  const made = createHttpServer({ headersTimeoutMs: HEADERS_MS, requestTimeoutMs: 2 * HEADERS_MS, ...limits }, handler, tls, onRefused);
   made.server.listen(0, '127.0.0.1');
   await once(made.server, 'listening');
   return { ...made, port: (made.server.address() as AddressInfo).port, release };
@@ -117,8 +117,9 @@ for (const tls of [false, true]) {
 }
 
 H('connections over MAX_CONNECTIONS_PER_ADDRESS or MAX_CONNECTIONS are closed as they come; one that ends makes room (a security tester\'s slow-body flood)', async () => {
-  for (const limits of [{ maxConnectionsPerAddress: 3 }, { maxConnections: 3 }]) {
-    const s = await start(undefined, limits);
+  for (const [limits, over] of [[{ maxConnectionsPerAddress: 3 }, 'per_address'], [{ maxConnections: 3 }, 'total']] as const) {
+    const refused: { address: string; over: string }[] = [];
+    const s = await start(undefined, limits, (r) => refused.push(r));
     const agent = new http.Agent({ keepAlive: false });
     try {
       const held = await Promise.all([silent(s.port), silent(s.port), silent(s.port)]);
@@ -126,6 +127,8 @@ H('connections over MAX_CONNECTIONS_PER_ADDRESS or MAX_CONNECTIONS are closed as
       const fourth = await silent(s.port);
       await within(fourth.gone, 300, `${JSON.stringify(limits)}: the fourth connection closed at once (the head deadline is ${HEADERS_MS} ms)`);
       assert.is(await get(s.port, '/', false, agent).then(() => 'answered', () => 'refused'), 'refused');
+      // each refusal is told, for the log (they were invisible: a reviewer's case)
+      assert.ok(refused.length >= 2 && refused.every((r) => r.over === over && r.address === '127.0.0.1'), JSON.stringify(refused));
       held[0]!.socket.destroy();
       await held[0]!.gone;
       // the server sees the close a moment later
@@ -138,6 +141,17 @@ H('connections over MAX_CONNECTIONS_PER_ADDRESS or MAX_CONNECTIONS are closed as
       s.server.close();
     }
   }
+});
+
+H('a client is an IPv4 address (also written IPv4-mapped) or an IPv6 /64: one network\'s hosts count together', () => {
+  assert.is(clientOf('10.0.0.7'), '10.0.0.7');
+  assert.is(clientOf('::ffff:10.0.0.7'), '10.0.0.7');
+  assert.is(clientOf('2001:db8:1:2:aaaa:bbbb:cccc:dddd'), '2001:db8:1:2::/64');
+  assert.is(clientOf('2001:db8:1:2::1'), '2001:db8:1:2::/64');
+  assert.is(clientOf('2001:0db8:0001:0002:ffff::9'), '2001:db8:1:2::/64');
+  assert.is(clientOf('2001:db8::5'), '2001:db8:0:0::/64');
+  assert.is(clientOf('::1'), '0:0:0:0::/64');
+  assert.is(clientOf('fe80::1%eth0'), 'fe80:0:0:0::/64');
 });
 
 H.run();

@@ -270,6 +270,11 @@ S('without settings the boot sets 20 s for the head and 600 s for the request (n
   }
   assert.throws(() => loadConfig({ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '4000' }), (e: unknown) => e instanceof ConfigError && /REQUEST_TIMEOUT_MS must be at least HEADERS_TIMEOUT_MS/.test(e.message));
   assert.throws(() => loadConfig({ HEADERS_TIMEOUT_MS: '0' }), (e: unknown) => e instanceof ConfigError && /HEADERS_TIMEOUT_MS/.test(e.message));
+  // connections a client may hold: 1024 from one address, 16384 in all; behind a proxy (every
+  // connection its own) the per-address limit only when set outright (a reviewer's case)
+  assert.equal([loadConfig({}).maxConnectionsPerAddress, loadConfig({}).maxConnections], [1024, 16_384]);
+  assert.is(loadConfig({ TRUST_PROXY: 'true' }).maxConnectionsPerAddress, 0);
+  assert.is(loadConfig({ TRUST_PROXY: 'true', MAX_CONNECTIONS_PER_ADDRESS: '2000' }).maxConnectionsPerAddress, 2000);
 });
 
 S.run();

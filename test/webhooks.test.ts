@@ -1471,7 +1471,8 @@ L('without WEBHOOK_ALLOW_LOCAL, this machine, link-local addresses and cloud met
     const w = await seedWorld(t);
     const local = [rx.url, 'http://localhost:8080/', 'http://api.localhost/', 'http://[::1]/', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]/', 'http://0.0.0.0/', 'http://[fe80::1]/', 'http://[fd00:ec2::254]/latest/meta-data/', 'http://100.100.100.200/latest/meta-data/', 'http://168.63.129.16/machine',
       // loopback and metadata inside IPv6: IPv4-compatible, NAT64, 6to4 (they passed: a security tester's case)
-      'http://[::127.0.0.1]/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:7f00:1::]/', 'http://[64:ff9b::a9fe:a9fe]/latest/meta-data/', 'http://[2002:6464:64c8::1]/'];
+      'http://[::127.0.0.1]/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:7f00:1::]/', 'http://[64:ff9b::a9fe:a9fe]/latest/meta-data/', 'http://[2002:6464:64c8::1]/',
+      'http://[::ffff:0:7f00:1]/', 'http://[64:ff9b:1::7f00:1]/'];
     for (const url of local) {
       const r = await t.call('POST', hooks(w), { token: w.tokens.admin, body: { url, events: ['import.completed'] } });
       assert.is(r.status, 422, `${url}: ${r.text}`);

@@ -74,6 +74,35 @@ function usableTls(certFile: string, keyFile: string): { cert: Buffer; key: Buff
 }
 
 /**
+ * Connections closed as they came (over MAX_CONNECTIONS_PER_ADDRESS or MAX_CONNECTIONS), said in
+ * the log at most once a minute, with how many and the clients that had the most: a flood, or an
+ * office behind one address that needs a higher limit, is then seen (a reviewer's case).
+ */
+function refusalLog(log: Runtime['log']): (refusal: { address: string; over: 'per_address' | 'total' }) => void {
+  let counts = new Map<string, number>();
+  let total = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const report = () => {
+    if (total === 0) return;
+    const clients = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([client, refused]) => ({ client, refused }));
+    log.warn({ refused: total, clients }, 'connections closed as they came: over MAX_CONNECTIONS_PER_ADDRESS or MAX_CONNECTIONS (docs/operations.md)');
+    counts = new Map();
+    total = 0;
+  };
+  return ({ address, over }) => {
+    const key = over === 'total' ? `${address} (all connections in use)` : address;
+    if (counts.size < 1000 || counts.has(key)) counts.set(key, (counts.get(key) ?? 0) + 1);
+    total++;
+    if (timer) return;
+    report(); // the first of a minute at once, the rest when it is over
+    timer = setTimeout(() => {
+      timer = undefined;
+      report();
+    }, 60_000).unref();
+  };
+}
+
+/**
  * Prints what the first start created, builds the application and listens; loads the bulk thread
  * when a job of it is waiting. The caller closes the runtime when this throws.
  */
@@ -95,8 +124,8 @@ async function startServing(rt: Runtime, config: Config, tls: { cert: Buffer; ke
     log.info({ email: rt.bootstrap.email }, 'created the first superuser from CONTACT_LEDGER_ADMIN_EMAIL');
   }
   const { app } = buildApp(rt);
-  // Slow clients cannot hold connections forever (RELIABILITY.md I2).
-  const http = createHttpServer(config, app.callback(), tls);
+  // Slow clients cannot hold connections forever (RELIABILITY.md I2), nor take them all.
+  const http = createHttpServer(config, app.callback(), tls, refusalLog(log));
   await listen(http.server, config.port, config.host);
   try {
     // a job the bulk thread runs is waiting (accepted before, or a previous process's): the thread

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http, { STATUS_CODES } from 'node:http';
 import https from 'node:https';
-import type { Socket } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { Config } from '../config.ts';
@@ -88,6 +88,8 @@ export function createHttpServer(
   config: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'> & Partial<Pick<Config, 'maxConnections' | 'maxConnectionsPerAddress'>>,
   handler: http.RequestListener,
   tls?: { cert: Buffer; key: Buffer },
+  /** Told of each connection closed as it came (over a limit of limitConnections). */
+  onRefused?: (refusal: { address: string; over: 'per_address' | 'total' }) => void,
 ): { server: http.Server; limits: () => ServerLimits; closeQuietConnections: () => number } {
   const interval = checkingIntervalMs(config);
   // The checking interval can only be given at creation; Node's own defaults for the others
@@ -99,7 +101,7 @@ export function createHttpServer(
   const server: http.Server = tls ? https.createServer({ ...tls, ...options, handshakeTimeout: config.headersTimeoutMs }, handler) : http.createServer(options, handler);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.on('clientError', answerClientError);
-  limitConnections(server, config.maxConnections ?? 0, config.maxConnectionsPerAddress ?? 0);
+  limitConnections(server, config.maxConnections ?? 0, config.maxConnectionsPerAddress ?? 0, onRefused);
   const connections = trackConnections(server, Boolean(tls));
   return {
     server,
@@ -120,16 +122,22 @@ export function createHttpServer(
  * `total` in all (Node's maxConnections). A connection over either is closed as it comes, before
  * a byte is read. 0: no limit.
  */
-function limitConnections(server: http.Server, total: number, perAddress: number): void {
-  if (total > 0) server.maxConnections = total;
+function limitConnections(server: http.Server, total: number, perAddress: number, onRefused?: (refusal: { address: string; over: 'per_address' | 'total' }) => void): void {
+  if (total > 0) {
+    server.maxConnections = total;
+    // Node closes it before any listener sees it
+    server.on('drop', (data?: { remoteAddress?: string }) => onRefused?.({ address: data?.remoteAddress ?? '', over: 'total' }));
+  }
   if (perAddress <= 0) return;
   const open = new Map<string, number>();
-  // first, so that a refused connection is gone before the server's own listener sees it
+  // Counted before the server's own listeners run; a refused connection is destroyed here, and
+  // theirs meet a closed socket (nothing is read from it).
   server.prependListener('connection', (socket: Socket) => {
-    const address = socket.remoteAddress ?? '';
+    const address = clientOf(socket.remoteAddress ?? '');
     const n = open.get(address) ?? 0;
     if (n >= perAddress) {
       socket.destroy();
+      onRefused?.({ address, over: 'per_address' });
       return;
     }
     open.set(address, n + 1);
@@ -139,6 +147,22 @@ function limitConnections(server: http.Server, total: number, perAddress: number
       else open.delete(address);
     });
   });
+}
+
+/**
+ * Whom a connection's address stands for, as limitConnections counts: an IPv4 address (also written
+ * IPv4-mapped, `::ffff:10.0.0.7`), or an IPv6 address's /64 — one network's hosts, which a single
+ * client may use all of (a reviewer's case: 2^64 addresses, each under the limit).
+ */
+export function clientOf(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (isIP(address) !== 6) return address;
+  const [head, tail = ''] = address.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = address.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
 
 /**

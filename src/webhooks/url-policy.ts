@@ -18,7 +18,8 @@ const MAX_URL = 2048;
 
 /**
  * Adds an IPv4 subnet, and the IPv6 addresses that carry it inside them: IPv4-compatible
- * (`::127.0.0.1`, `[::7f00:1]`), NAT64 (`64:ff9b::/96`, RFC 6052) and 6to4 (`2002::/16`, RFC 3056).
+ * (`::127.0.0.1`, `[::7f00:1]`), IPv4-translated (`::ffff:0:0/96`, SIIT), NAT64 (`64:ff9b::/96`,
+ * RFC 6052, and the local-use `64:ff9b:1::/48` of RFC 8215 as a /96) and 6to4 (`2002::/16`, RFC 3056).
  * A host or gateway that translates them reaches the IPv4 address (a security tester's case: they
  * passed the check; IPv4-mapped `::ffff:…` BlockList already reads as IPv4).
  */
@@ -28,7 +29,9 @@ function addIpv4(list: BlockList, ipv4: string, prefix: number): void {
   const hi = ((a << 8) | b).toString(16);
   const lo = ((c << 8) | d).toString(16);
   list.addSubnet(`::${hi}:${lo}`, 96 + prefix, 'ipv6');
+  list.addSubnet(`::ffff:0:${hi}:${lo}`, 96 + prefix, 'ipv6');
   list.addSubnet(`64:ff9b::${hi}:${lo}`, 96 + prefix, 'ipv6');
+  list.addSubnet(`64:ff9b:1::${hi}:${lo}`, 96 + prefix, 'ipv6');
   list.addSubnet(`2002:${hi}:${lo}::`, 16 + prefix, 'ipv6');
 }
 
