@@ -277,4 +277,29 @@ S('without settings the boot sets 20 s for the head and 600 s for the request (n
   assert.is(loadConfig({ TRUST_PROXY: 'true', MAX_CONNECTIONS_PER_ADDRESS: '2000' }).maxConnectionsPerAddress, 2000);
 });
 
+S('connections over MAX_CONNECTIONS_PER_ADDRESS are closed as they come, and the log says so once, naming the client', async () => {
+  const s = await serve({ CONTACT_LEDGER_DATA: tempDir(), MAX_CONNECTIONS_PER_ADDRESS: '2' });
+  const sockets: net.Socket[] = [];
+  try {
+    for (let i = 0; i < 4; i++) {
+      const socket = net.connect(s.port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      sockets.push(socket);
+      await new Promise((r) => socket.once('connect', r));
+    }
+    const line = await until(
+      'the refusal in the log',
+      () => s.stdout().split('\n').find((l) => l.includes('connections closed as they came')),
+      Boolean,
+      5000,
+    );
+    const said = JSON.parse(line!) as { refused: number; clients: { client: string; refused: number }[] };
+    assert.equal([said.refused, said.clients[0]?.client], [1, '127.0.0.1'], line);
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    s.child.kill('SIGTERM');
+    assert.is(await s.exit, 0);
+  }
+});
+
 S.run();
