@@ -567,21 +567,37 @@ S('migration 0046 brings user e-mails to full-width letters as usual ones and Pu
   );
 });
 
-S('migration 0047 marks the accounts an admin who is no superuser made with a password, as the audit log tells, unless a superuser set their password since', () => {
-  const { db, raw, apply } = justBefore('0047_');
+/**
+ * Users (id, superuser) and audit rows as migrations 0047 and 0048 read them, just before `migration`;
+ * after it, each user's password_from_org.
+ */
+function passwordOriginMigration(migration: string, users: [string, 0 | 1][], events: { orgId?: string | null; actor?: [string, string]; action: string; target: [string, string]; data: object }[]): [string, string | null][] {
+  const { db, raw, apply } = justBefore(migration);
   const user = raw.prepare("INSERT INTO users (id, email, name, password_hash, superuser, created_at, updated_at) VALUES (?, ?, '', 'x', ?, 1, 1)");
-  for (const [id, superuser] of [['u_admin', 0], ['u_root', 1], ['u_made', 0], ['u_rootmade', 0], ['u_reset', 0], ['u_added', 0], ['u_samade', 0]] as const) user.run(id, `${id}@x.test`, superuser);
-  const audit = raw.prepare("INSERT INTO audit_log (id, org_id, actor_type, actor_id, action, target_type, target_id, data, at) VALUES (?, 'o_1', ?, ?, ?, 'user', ?, ?, 1)");
-  let n = 0;
-  const event = (actorType: string, actorId: string, action: string, target: string, data: object) => audit.run(`evt_${++n}`, actorType, actorId, action, target, JSON.stringify(data));
-  event('user', 'u_admin', 'member.added', 'u_made', { email: 'u_made@x.test', role: 'viewer', userCreated: true });
-  event('user', 'u_root', 'member.added', 'u_rootmade', { email: 'u_rootmade@x.test', role: 'viewer', userCreated: true });
-  event('user', 'u_admin', 'member.added', 'u_reset', { email: 'u_reset@x.test', role: 'viewer', userCreated: true });
-  event('user', 'u_root', 'user.updated', 'u_reset', { passwordReset: true });
-  event('user', 'u_admin', 'member.added', 'u_added', { email: 'u_added@x.test', role: 'viewer', userCreated: false });
-  event('service_account', 'sa_1', 'member.added', 'u_samade', { email: 'u_samade@x.test', role: 'viewer', userCreated: true });
+  for (const [id, superuser] of users) user.run(id, `${id}@x.test`, superuser);
+  const audit = raw.prepare('INSERT INTO audit_log (id, org_id, actor_type, actor_id, action, target_type, target_id, data, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)');
+  events.forEach((e, i) => audit.run(`evt_${i + 1}`, e.orgId === undefined ? 'o_1' : e.orgId, ...(e.actor ?? ['user', 'u_root']), e.action, ...e.target, JSON.stringify(e.data)));
   apply();
-  assert.equal(raw.prepare('SELECT id, password_from_org FROM users ORDER BY id').raw().all(), [
+  const after = raw.prepare('SELECT id, password_from_org FROM users ORDER BY id').raw().all() as [string, string | null][];
+  db.close();
+  return after;
+}
+
+S('migration 0047 marks the accounts an admin who is no superuser made with a password, as the audit log tells, unless a superuser set their password since', () => {
+  const added = (actor: [string, string], target: string, userCreated: boolean) => ({ actor, action: 'member.added', target: ['user', target] as [string, string], data: { email: `${target}@x.test`, role: 'viewer', userCreated } });
+  const after = passwordOriginMigration(
+    '0047_',
+    [['u_admin', 0], ['u_root', 1], ['u_made', 0], ['u_rootmade', 0], ['u_reset', 0], ['u_added', 0], ['u_samade', 0]],
+    [
+      added(['user', 'u_admin'], 'u_made', true),
+      added(['user', 'u_root'], 'u_rootmade', true),
+      added(['user', 'u_admin'], 'u_reset', true),
+      { action: 'user.updated', target: ['user', 'u_reset'], data: { passwordReset: true } },
+      added(['user', 'u_admin'], 'u_added', false),
+      added(['service_account', 'sa_1'], 'u_samade', true),
+    ],
+  );
+  assert.equal(after, [
     ['u_added', null], // an account that existed, added
     ['u_admin', null],
     ['u_made', 'o_1'], // made by an admin with a password
@@ -590,22 +606,20 @@ S('migration 0047 marks the accounts an admin who is no superuser made with a pa
     ['u_rootmade', null], // made by a superuser
     ['u_samade', 'o_1'], // made by an admin service account
   ]);
-  db.close();
 });
 
 S('migration 0048 marks as made by an unknown organization the accounts with no trace of how they were made: an organization deleted since took its audit rows (a reviewer\'s case)', () => {
-  const { db, raw, apply } = justBefore('0048_');
-  const user = raw.prepare("INSERT INTO users (id, email, name, password_hash, superuser, created_at, updated_at) VALUES (?, ?, '', 'x', ?, 1, 1)");
-  for (const [id, superuser] of [['u_root', 1], ['u_gone', 0], ['u_created', 0], ['u_orgadmin', 0], ['u_member', 0], ['u_reset', 0], ['u_sup', 1]] as const) user.run(id, `${id}@x.test`, superuser);
-  const audit = raw.prepare("INSERT INTO audit_log (id, org_id, actor_type, actor_id, action, target_type, target_id, data, at) VALUES (?, ?, 'user', 'u_root', ?, ?, ?, ?, 1)");
-  let n = 0;
-  const event = (orgId: string | null, action: string, targetType: string, target: string, data: object) => audit.run(`evt_${++n}`, orgId, action, targetType, target, JSON.stringify(data));
-  event(null, 'user.created', 'user', 'u_created', { email: 'u_created@x.test', superuser: false });
-  event('o_1', 'org.created', 'org', 'o_1', { name: 'O', adminUserId: 'u_orgadmin' });
-  event('o_1', 'member.added', 'user', 'u_member', { email: 'u_member@x.test', role: 'viewer', userCreated: true }); // by a superuser: 0047 left it
-  event(null, 'user.updated', 'user', 'u_reset', { passwordReset: true });
-  apply();
-  assert.equal(raw.prepare('SELECT id, password_from_org FROM users ORDER BY id').raw().all(), [
+  const after = passwordOriginMigration(
+    '0048_',
+    [['u_root', 1], ['u_gone', 0], ['u_created', 0], ['u_orgadmin', 0], ['u_member', 0], ['u_reset', 0], ['u_sup', 1]],
+    [
+      { orgId: null, action: 'user.created', target: ['user', 'u_created'], data: { email: 'u_created@x.test', superuser: false } },
+      { action: 'org.created', target: ['org', 'o_1'], data: { name: 'O', adminUserId: 'u_orgadmin' } },
+      { action: 'member.added', target: ['user', 'u_member'], data: { email: 'u_member@x.test', role: 'viewer', userCreated: true } }, // by a superuser: 0047 left it
+      { orgId: null, action: 'user.updated', target: ['user', 'u_reset'], data: { passwordReset: true } },
+    ],
+  );
+  assert.equal(after, [
     ['u_created', null],
     ['u_gone', 'unknown'], // no trace: made as a member of an organization since deleted
     ['u_member', null],
@@ -614,7 +628,6 @@ S('migration 0048 marks as made by an unknown organization the accounts with no 
     ['u_root', null],
     ['u_sup', null],
   ]);
-  db.close();
 });
 
 S('migration 0041 recomputes company keys under the new rule (", The" at the end, SCA, mbH) and unmatches contacts whose match the rule undoes', () => {
