@@ -568,11 +568,11 @@ S('migration 0046 brings user e-mails to full-width letters as usual ones and Pu
 });
 
 /**
- * Users (id, superuser) and audit rows as migrations 0047 and 0048 read them, just before `migration`;
- * after it, each user's password_from_org.
+ * Users (id, superuser) and audit rows as migration 0047 reads them, just before it; after it, each
+ * user's password_from_org.
  */
-function passwordOriginMigration(migration: string, users: [string, 0 | 1][], events: { orgId?: string | null; actor?: [string, string]; action: string; target: [string, string]; data: object }[]): [string, string | null][] {
-  const { db, raw, apply } = justBefore(migration);
+function passwordOriginMigration(users: [string, 0 | 1][], events: { orgId?: string | null; actor?: [string, string]; action: string; target: [string, string]; data: object }[]): [string, string | null][] {
+  const { db, raw, apply } = justBefore('0047_');
   const user = raw.prepare("INSERT INTO users (id, email, name, password_hash, superuser, created_at, updated_at) VALUES (?, ?, '', 'x', ?, 1, 1)");
   for (const [id, superuser] of users) user.run(id, `${id}@x.test`, superuser);
   const audit = raw.prepare('INSERT INTO audit_log (id, org_id, actor_type, actor_id, action, target_type, target_id, data, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)');
@@ -586,10 +586,12 @@ function passwordOriginMigration(migration: string, users: [string, 0 | 1][], ev
 S('migration 0047 marks the accounts an admin who is no superuser made with a password, as the audit log tells, unless a superuser set their password since', () => {
   const added = (actor: [string, string], target: string, userCreated: boolean) => ({ actor, action: 'member.added', target: ['user', target] as [string, string], data: { email: `${target}@x.test`, role: 'viewer', userCreated } });
   const after = passwordOriginMigration(
-    '0047_',
     [['u_admin', 0], ['u_root', 1], ['u_made', 0], ['u_rootmade', 0], ['u_reset', 0], ['u_added', 0], ['u_samade', 0]],
     [
+      { orgId: null, action: 'user.created', target: ['user', 'u_admin'], data: {} },
+      { orgId: null, action: 'user.created', target: ['user', 'u_added'], data: {} },
       added(['user', 'u_admin'], 'u_made', true),
+      added(["user", "u_admin"], "u_made", true), // two rows of it: marked once
       added(['user', 'u_root'], 'u_rootmade', true),
       added(['user', 'u_admin'], 'u_reset', true),
       { action: 'user.updated', target: ['user', 'u_reset'], data: { passwordReset: true } },
@@ -608,14 +610,14 @@ S('migration 0047 marks the accounts an admin who is no superuser made with a pa
   ]);
 });
 
-S('migration 0048 marks as made by an unknown organization the accounts with no trace of how they were made: an organization deleted since took its audit rows (a reviewer\'s case)', () => {
+S('migration 0047 marks as made by an unknown organization the accounts with no trace of how they were made: an organization deleted since took its audit rows (a reviewer\'s case)', () => {
   const after = passwordOriginMigration(
-    '0048_',
     [['u_root', 1], ['u_gone', 0], ['u_created', 0], ['u_orgadmin', 0], ['u_member', 0], ['u_reset', 0], ['u_sup', 1]],
     [
       { orgId: null, action: 'user.created', target: ['user', 'u_created'], data: { email: 'u_created@x.test', superuser: false } },
       { action: 'org.created', target: ['org', 'o_1'], data: { name: 'O', adminUserId: 'u_orgadmin' } },
-      { action: 'member.added', target: ['user', 'u_member'], data: { email: 'u_member@x.test', role: 'viewer', userCreated: true } }, // by a superuser: 0047 left it
+      { action: 'org.created', target: ['org', 'o_1'], data: { name: 'O', adminUserId: null } }, // no admin: a NULL among the traced
+      { action: 'member.added', target: ['user', 'u_member'], data: { email: 'u_member@x.test', role: 'viewer', userCreated: true } }, // by a superuser: not marked
       { orgId: null, action: 'user.updated', target: ['user', 'u_reset'], data: { passwordReset: true } },
     ],
   );

@@ -2,7 +2,7 @@ import { conflict } from '../errors.ts';
 import type { User } from './model.ts';
 
 /**
- * Whose password an account has (users.password_from_org, migrations 0047 and 0048): an account
+ * Whose password an account has (users.password_from_org, migration 0047): an account
  * whose password an organization's admin chose, making it as a member, joins no other organization
  * — nor becomes a superuser, an admin of all of them — until a superuser or the operator sets its
  * password, which the owner then gets: that admin may know it and would sign in as the user (a
