@@ -186,11 +186,11 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     };
     const boot = opts.bootstrap === false ? undefined : await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
     if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
-    const foreign = identity.users.membersByAnotherOrgsPassword();
-    if (foreign.length) {
+    const exposed = identity.users.exposedAccounts();
+    if (exposed.length) {
       log.warn(
-        { memberships: foreign.slice(0, 100), count: foreign.length },
-        "accounts whose password an organization's admin chose are members of other organizations, added before this version checked it (docs/security.md): that admin may sign in there as them; a superuser sets each one's password (PATCH /api/identity/v1/users/:userId, or contact-ledger user passwd) and gives it to its owner, or removes them",
+        { accounts: exposed.slice(0, 100), count: exposed.length },
+        "accounts whose password an organization's admin may have chosen (passwordFrom; 'unknown': an organization since deleted) are superusers or members of other organizations, made so before this version checked it (docs/security.md): whoever chose it may sign in there as them; a superuser sets each one's password (PATCH /api/identity/v1/users/:userId, or contact-ledger user passwd) and gives it to its owner, or removes them",
       );
     }
     const unfound = identity.users.accountsNotFoundBySignIn();

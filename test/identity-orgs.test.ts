@@ -91,6 +91,10 @@ O('an account an admin of one organization made with a password of their choice 
   assert.is(add.body.code, 'password_set_by_another_org');
   assert.match(add.body.detail, new RegExp(`a superuser must set a new password for it first \\(PATCH /api/identity/v1/users/${bob}`));
   assert.equal((await signIn(t, 'bob.squat@a.test', 'Mallory-Owns-Bob-42')).orgs, [], 'the account reaches no organization');
+  // with a password too: this, not "add them without a password" first (an upgrade tester's case)
+  const withPassword = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'bob.squat@a.test', role: 'editor', password: 'Alice-For-Bob-2026x' } });
+  expectStatus(withPassword, 409);
+  assert.is(withPassword.body.code, 'password_set_by_another_org');
   // nor as the admin of a new organization, even a superuser's
   const org = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Squat', adminEmail: 'bob.squat@a.test' } });
   expectStatus(org, 409);
@@ -116,28 +120,36 @@ O('an account an admin of one organization made with a password of their choice 
   expectStatus(await t.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'super.made@a.test', role: 'viewer' } }), 201);
 });
 
-O('the start names the accounts whose password an organization\'s admin chose that another organization already has as members (added before the check)', async () => {
+O('the start names the accounts whose password an organization\'s admin chose that another organization already has as members, or that are superusers (made so before the check)', async () => {
   const dir = tempDir();
   const first = await startApp({ dataDir: dir });
-  let bob = '';
-  let orgA = '';
+  let expected: unknown;
   try {
     const w = await seedWorld(first);
-    orgA = w.orgId;
-    const made = await first.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email: 'before@a.test', role: 'viewer', password: 'Made-By-B-admin-1' } });
-    expectStatus(made, 201);
-    bob = made.body.userId;
-    // as a version before 0047 let A's admin add them
-    first.rt.db.raw.prepare("INSERT INTO members (org_id, user_id, role, added_at) VALUES (?, ?, 'editor', 1)").run(orgA, bob);
-    assert.equal(first.rt.identity.users.membersByAnotherOrgsPassword(), [{ userId: bob, orgId: orgA }]);
+    const make = async (email: string) => {
+      const made = await first.call('POST', `${ID}/orgs/${w.otherOrgId}/members`, { token: w.tokens.otherAdmin, body: { email, role: 'viewer', password: 'Made-By-B-admin-1' } });
+      expectStatus(made, 201);
+      return made.body.userId as string;
+    };
+    const bob = await make('before@a.test');
+    const boss = await make('boss@b.test');
+    await make('stays@b.test'); // a member of its own organization only: not named
+    // as a version before 0047 let A's admin add one, and a superuser promote another (an upgrade tester's case)
+    first.rt.db.raw.prepare("INSERT INTO members (org_id, user_id, role, added_at) VALUES (?, ?, 'editor', 1)").run(w.orgId, bob);
+    first.rt.db.raw.prepare('UPDATE users SET superuser = 1 WHERE id = ?').run(boss);
+    expected = [
+      { userId: bob, email: 'before@a.test', passwordFrom: w.otherOrgId, superuser: false, memberOf: [{ orgId: w.orgId, name: 'Org A' }] },
+      { userId: boss, email: 'boss@b.test', passwordFrom: w.otherOrgId, superuser: true, memberOf: [] },
+    ].sort((a, b) => a.userId.localeCompare(b.userId));
+    assert.equal(first.rt.identity.users.exposedAccounts(), expected);
   } finally {
     await first.close();
   }
   const again = await startApp({ dataDir: dir });
   try {
-    const line = again.logs.join('').split('\n').find((l) => l.includes('are members of other organizations'));
+    const line = again.logs.join('').split('\n').find((l) => l.includes('are superusers or members of other organizations'));
     assert.ok(line, 'a warning at start');
-    assert.equal(JSON.parse(line!).memberships, [{ userId: bob, orgId: orgA }]);
+    assert.equal(JSON.parse(line!).accounts, expected);
   } finally {
     await again.close();
   }

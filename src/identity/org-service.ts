@@ -96,9 +96,11 @@ export function createOrgService(d: OrgDeps) {
    * Resolves the user an e-mail names, preparing a password hash when a new user must be created.
    * Async work happens here, before the transaction.
    */
-  const prepareUser = async (email: string, password: string | undefined, field: string) => {
+  const prepareUser = async (email: string, password: string | undefined, field: string, orgId?: string) => {
     const existing = d.users.findUserByEmail(email);
     if (existing) {
+      // an account that may not join says so now, not after "add them without a password" (an upgrade tester's case)
+      if (!mayJoin(existing, orgId)) throw passwordOfAnotherOrg(existing);
       if (password !== undefined) throw userExists(email);
       return { existing };
     }
@@ -186,7 +188,7 @@ export function createOrgService(d: OrgDeps) {
     async addMember(by: Caller, orgId: string, input: NewMemberInput): Promise<Member> {
       requireOrg(orgId);
       const email = accountEmail(input.email);
-      const prepared = await prepareUser(email, input.password, 'password');
+      const prepared = await prepareUser(email, input.password, 'password', orgId);
       return d.db.tx(() => {
         const org = requireOrg(orgId);
         const user = resolvePreparedUser(prepared, email, input.name ?? '', { orgId, by });

@@ -143,12 +143,18 @@ export function createUserService(d: UserDeps) {
       return d.users.listUsersWithUnusualEmails().filter((u) => !u.disabled && accountEmail(u.email) !== u.email);
     },
     /**
-     * Accounts whose password an organization's admin chose that are members of another organization
-     * (password-origin.ts): added there before migration 0047 (or by the version before it), when
-     * nothing stopped it. That admin may sign in there as the user: the start names them.
+     * Accounts whose password an organization's admin chose (password-origin.ts) that are members of
+     * another organization or superusers: made so before migration 0047, when nothing stopped it.
+     * That admin may sign in as the user there: the start names them (an upgrade tester's cases).
      */
-    membersByAnotherOrgsPassword(): { userId: string; orgId: string }[] {
-      return d.users.listMembershipsOfOtherOrgs();
+    exposedAccounts(): { userId: string; email: string; passwordFrom: string; superuser: boolean; memberOf: { orgId: string; name: string }[] }[] {
+      const byUser = new Map<string, { userId: string; email: string; passwordFrom: string; superuser: boolean; memberOf: { orgId: string; name: string }[] }>();
+      for (const r of d.users.listExposedAccounts()) {
+        const u = byUser.get(r.userId) ?? { userId: r.userId, email: r.email, passwordFrom: r.passwordFromOrg, superuser: r.superuser, memberOf: [] };
+        if (r.orgId) u.memberOf.push({ orgId: r.orgId, name: r.orgName ?? '' });
+        byUser.set(r.userId, u);
+      }
+      return [...byUser.values()];
     },
     /** The accounts stored in an older form of `email` (accountEmail's form) beside the one stored as it is (for the `user` command). */
     olderFormsOf(email: string): User[] {

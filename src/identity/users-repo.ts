@@ -42,8 +42,12 @@ export function createUsersRepo(db: Db) {
   const rehash = db.raw.prepare<[string, string, string]>('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?');
   const count = db.raw.prepare<[], number>('SELECT count(*) FROM users').pluck();
   const unusual = db.raw.prepare<[], UserRow>(`SELECT ${COLS} FROM users WHERE email GLOB '*[^ -~]*' OR email LIKE '%xn--%' ORDER BY created_at, id`);
-  const inOtherOrgs = db.raw.prepare<[], { id: string; org_id: string }>(
-    'SELECT u.id, m.org_id FROM users u JOIN members m ON m.user_id = u.id WHERE u.password_from_org IS NOT NULL AND m.org_id <> u.password_from_org ORDER BY u.id, m.org_id',
+  // members of another organization, and superusers (an admin of every one), with whom and where
+  const exposed = db.raw.prepare<[], { id: string; email: string; password_from_org: string; superuser: 0 | 1; org_id: string | null; org_name: string | null }>(
+    `SELECT u.id, u.email, u.password_from_org, u.superuser, m.org_id, o.name AS org_name
+     FROM users u LEFT JOIN members m ON m.user_id = u.id AND m.org_id <> u.password_from_org LEFT JOIN orgs o ON o.id = m.org_id
+     WHERE u.password_from_org IS NOT NULL AND u.disabled = 0 AND (m.org_id IS NOT NULL OR u.superuser = 1)
+     ORDER BY u.id, m.org_id`,
   );
   const countSuper = db.raw.prepare<[], number>('SELECT count(*) FROM users WHERE superuser = 1 AND disabled = 0').pluck();
   const first = db.raw.prepare<[number], UserRow>(`SELECT ${COLS} FROM users ORDER BY created_at, id LIMIT ?`);
@@ -76,8 +80,12 @@ export function createUsersRepo(db: Db) {
       update.run({ id: u.id, name: u.name, passwordHash: u.passwordHash, superuser: u.superuser ? 1 : 0, disabled: u.disabled ? 1 : 0, passwordFromOrg: u.passwordFromOrg, updatedAt: u.updatedAt });
     },
     countUsers: (): number => count.get()!,
-    /** Accounts whose password an organization's admin chose that are members of another organization: [user id, that organization]. */
-    listMembershipsOfOtherOrgs: (): { userId: string; orgId: string }[] => inOtherOrgs.all().map((r) => ({ userId: r.id, orgId: r.org_id })),
+    /**
+     * Enabled accounts whose password an organization's admin chose that are superusers or members
+     * of another organization: one row for each such membership (or one without, for a superuser).
+     */
+    listExposedAccounts: (): { userId: string; email: string; passwordFromOrg: string; superuser: boolean; orgId: string | null; orgName: string | null }[] =>
+      exposed.all().map((r) => ({ userId: r.id, email: r.email, passwordFromOrg: r.password_from_org, superuser: r.superuser === 1, orgId: r.org_id, orgName: r.org_name })),
     countActiveSuperusers: (): number => countSuper.get()!,
     /** Users in creation order, `limit + 1` rows after the keyset position. */
     listUsers: (limit: number, from?: Keyset): User[] =>
