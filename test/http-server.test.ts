@@ -13,6 +13,7 @@ import net, { type AddressInfo } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { clientOf, createHttpServer } from '../src/http/server.ts';
+import { refusalLog } from '../src/cli/serve.ts';
 import { tempDir, within } from './helpers.ts';
 
 const HEADERS_MS = 500;
@@ -152,6 +153,48 @@ H('a client is an IPv4 address (also written IPv4-mapped) or an IPv6 /64: one ne
   assert.is(clientOf('2001:db8::5'), '2001:db8:0:0::/64');
   assert.is(clientOf('::1'), '0:0:0:0::/64');
   assert.is(clientOf('fe80::1%eth0'), 'fe80:0:0:0::/64');
+  assert.is(clientOf('2001:DB8:1:2::1'), '2001:db8:1:2::/64');
+  assert.is(clientOf('1::2:3:4:5:1.2.3.4'), '1:0:2:3::/64', 'a dotted tail is two groups');
+  // IPv4 clients a translator carries in IPv6 are IPv4 clients (behind NAT64 they were all one /64: a reviewer's case)
+  assert.is(clientOf('64:ff9b::808:808'), '8.8.8.8');
+  assert.is(clientOf('64:ff9b::8.8.4.4'), '8.8.4.4');
+  assert.is(clientOf('::ffff:0:a00:7'), '10.0.0.7');
+  assert.is(clientOf('::ffff:a00:7'), '10.0.0.7');
+  assert.is(clientOf('::a00:7'), '10.0.0.7');
+  assert.is(clientOf('::'), '0:0:0:0::/64');
+});
+
+H('refused connections are logged at once after a quiet minute, then once a minute while a flood lasts, each counted once, the clients with the most first; flush says the rest', () => {
+  const said: { refused: number; clients: { client: string; refused: number }[] }[] = [];
+  let due: (() => void) | undefined;
+  const log = refusalLog({ warn: (fields: object) => void said.push(fields as (typeof said)[number]) } as never, {
+    set: (fn) => ((due = fn), 'timer'),
+    clear: () => (due = undefined),
+  });
+  const minute = () => {
+    const fn = due;
+    due = undefined;
+    fn?.();
+  };
+  log.refused({ address: '10.0.0.1', over: 'per_address' });
+  assert.equal(said, [{ refused: 1, clients: [{ client: '10.0.0.1', refused: 1 }] }], 'the first at once');
+  for (let i = 0; i < 59; i++) log.refused({ address: i % 3 ? '10.0.0.1' : '10.0.0.2', over: 'per_address' });
+  log.refused({ address: '10.0.0.3', over: 'total' });
+  assert.is(said.length, 1, 'nothing more within the minute');
+  minute();
+  assert.equal(said[1], { refused: 60, clients: [{ client: '10.0.0.1', refused: 39 }, { client: '10.0.0.2', refused: 20 }, { client: '10.0.0.3 (all connections in use)', refused: 1 }] });
+  log.refused({ address: '10.0.0.1', over: 'per_address' });
+  assert.is(said.length, 2, 'the flood goes on: said at the end of the next minute, not at once (it was twice a minute)');
+  minute();
+  assert.equal(said[2]!.refused, 1);
+  minute(); // a quiet minute: the window closes
+  assert.is(due, undefined);
+  log.refused({ address: '10.0.0.4', over: 'per_address' });
+  assert.is(said.length, 4, 'after a quiet minute, at once again');
+  log.refused({ address: '10.0.0.4', over: 'per_address' });
+  log.flush();
+  assert.equal(said[4], { refused: 1, clients: [{ client: '10.0.0.4', refused: 1 }] }, 'flushed');
+  assert.is(due, undefined);
 });
 
 H.run();

@@ -107,7 +107,7 @@ S.after(async (ctx) => {
 });
 
 S('the boot sets the limits itself: the configured ones, checked every 100 ms here', ({ server }) => {
-  assert.equal(limitsOf(server), { headersTimeoutMs: HEADERS_MS, requestTimeoutMs: REQUEST_MS, keepAliveTimeoutMs: 5000, checkingIntervalMs: 100 });
+  assert.equal(limitsOf(server), { headersTimeoutMs: HEADERS_MS, requestTimeoutMs: REQUEST_MS, keepAliveTimeoutMs: 5000, checkingIntervalMs: 100, maxConnectionsPerAddress: 1024, maxConnections: 16_384 });
 });
 
 S('a client sending its request head one byte at a time is answered 408 and cut off at HEADERS_TIMEOUT_MS', async ({ server }) => {
@@ -263,7 +263,7 @@ S('SIGTERM with a connection that never sent a request and an idle keep-alive on
 S('without settings the boot sets 20 s for the head and 600 s for the request (not Node’s 60 s and 300 s)', async () => {
   const s = await serve({ CONTACT_LEDGER_DATA: tempDir() });
   try {
-    assert.equal(limitsOf(s), { headersTimeoutMs: 20_000, requestTimeoutMs: 600_000, keepAliveTimeoutMs: 5000, checkingIntervalMs: 1000 });
+    assert.equal(limitsOf(s), { headersTimeoutMs: 20_000, requestTimeoutMs: 600_000, keepAliveTimeoutMs: 5000, checkingIntervalMs: 1000, maxConnectionsPerAddress: 1024, maxConnections: 16_384 });
   } finally {
     s.child.kill('SIGTERM');
     assert.is(await s.exit, 0);

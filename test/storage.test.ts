@@ -571,12 +571,12 @@ S('migration 0046 brings user e-mails to full-width letters as usual ones and Pu
  * Users (id, superuser) and audit rows as migration 0047 reads them, just before it; after it, each
  * user's password_from_org.
  */
-function passwordOriginMigration(users: [string, 0 | 1][], events: { orgId?: string | null; actor?: [string, string]; action: string; target: [string, string]; data: object }[]): [string, string | null][] {
+function passwordOriginMigration(users: [string, 0 | 1][], events: { orgId?: string | null; actor?: [string, string]; action: string; target: [string, string]; data: object; at?: number }[]): [string, string | null][] {
   const { db, raw, apply } = justBefore('0047_');
   const user = raw.prepare("INSERT INTO users (id, email, name, password_hash, superuser, created_at, updated_at) VALUES (?, ?, '', 'x', ?, 1, 1)");
   for (const [id, superuser] of users) user.run(id, `${id}@x.test`, superuser);
-  const audit = raw.prepare('INSERT INTO audit_log (id, org_id, actor_type, actor_id, action, target_type, target_id, data, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)');
-  events.forEach((e, i) => audit.run(`evt_${i + 1}`, e.orgId === undefined ? 'o_1' : e.orgId, ...(e.actor ?? ['user', 'u_root']), e.action, ...e.target, JSON.stringify(e.data)));
+  const audit = raw.prepare('INSERT INTO audit_log (id, org_id, actor_type, actor_id, action, target_type, target_id, data, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  events.forEach((e, i) => audit.run(`evt_${i + 1}`, e.orgId === undefined ? 'o_1' : e.orgId, ...(e.actor ?? ['user', 'u_root']), e.action, ...e.target, JSON.stringify(e.data), e.at ?? 1));
   apply();
   const after = raw.prepare('SELECT id, password_from_org FROM users ORDER BY id').raw().all() as [string, string | null][];
   db.close();
@@ -612,11 +612,13 @@ S('migration 0047 marks the accounts an admin who is no superuser made with a pa
 
 S('migration 0047 marks as made by an unknown organization the accounts with no trace of how they were made: an organization deleted since took its audit rows (a reviewer\'s case)', () => {
   const after = passwordOriginMigration(
-    [['u_root', 1], ['u_gone', 0], ['u_created', 0], ['u_orgadmin', 0], ['u_member', 0], ['u_reset', 0], ['u_sup', 1]],
+    [['u_root', 1], ['u_gone', 0], ['u_created', 0], ['u_orgadmin', 0], ['u_named', 0], ['u_member', 0], ['u_reset', 0], ['u_sup', 1]],
     [
       { orgId: null, action: 'user.created', target: ['user', 'u_created'], data: { email: 'u_created@x.test', superuser: false } },
       { action: 'org.created', target: ['org', 'o_1'], data: { name: 'O', adminUserId: 'u_orgadmin' } },
       { action: 'org.created', target: ['org', 'o_1'], data: { name: 'O', adminUserId: null } }, // no admin: a NULL among the traced
+      // an account that existed, named a new organization's admin a day later: no trace of how it was made (a reviewer's case)
+      { action: 'org.created', target: ['org', 'o_1'], data: { name: 'O', adminUserId: 'u_named' }, at: 86_400_001 },
       { action: 'member.added', target: ['user', 'u_member'], data: { email: 'u_member@x.test', role: 'viewer', userCreated: true } }, // by a superuser: not marked
       { orgId: null, action: 'user.updated', target: ['user', 'u_reset'], data: { passwordReset: true } },
     ],
@@ -625,6 +627,7 @@ S('migration 0047 marks as made by an unknown organization the accounts with no 
     ['u_created', null],
     ['u_gone', 'unknown'], // no trace: made as a member of an organization since deleted
     ['u_member', null],
+    ['u_named', 'unknown'],
     ['u_orgadmin', null],
     ['u_reset', null],
     ['u_root', null],

@@ -29,14 +29,16 @@ WHERE made.user_id = users.id AND made.n = 1
 -- A deleted organization takes its audit rows with it, so an account it made looks like one a
 -- superuser made (a reviewer's case). An account made any other way has an installation-wide
 -- `user.created` row (POST /users, `user add`, the first start; never deleted) or, made as a new
--- organization's first admin by a superuser, that organization's `org.created` row; one made as a
--- member has a `member.added` row with userCreated (above). An account with none of these, and no
--- password a superuser set, was made as a member of an organization since deleted, whose admin
--- may know its password and is not known any more: 'unknown', an id no organization has.
+-- organization's first admin by a superuser, that organization's `org.created` row written with it
+-- (the same moment: a row naming an account that existed before is no trace of how it was made,
+-- a reviewer's case); one made as a member has a `member.added` row with userCreated (above). An
+-- account with none of these, and no password a superuser set, was made in an organization since
+-- deleted — as a member, or as its first admin — whose admin may know its password and is not
+-- known any more: 'unknown', an id no organization has.
 WITH traced (user_id) AS (
   SELECT target_id FROM audit_log WHERE action = 'user.created' AND target_type = 'user'
   UNION SELECT target_id FROM audit_log WHERE action = 'member.added' AND target_type = 'user' AND json_extract(data, '$.userCreated') = 1
-  UNION SELECT json_extract(data, '$.adminUserId') FROM audit_log WHERE action = 'org.created'
+  UNION SELECT u.id FROM audit_log a JOIN users u ON u.id = json_extract(a.data, '$.adminUserId') WHERE a.action = 'org.created' AND abs(a.at - u.created_at) < 1000
   UNION SELECT target_id FROM audit_log WHERE action = 'user.updated' AND target_type = 'user' AND json_extract(data, '$.passwordReset') = 1
 )
 UPDATE users SET password_from_org = 'unknown'

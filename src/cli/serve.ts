@@ -76,29 +76,43 @@ function usableTls(certFile: string, keyFile: string): { cert: Buffer; key: Buff
 /**
  * Connections closed as they came (over MAX_CONNECTIONS_PER_ADDRESS or MAX_CONNECTIONS), said in
  * the log at most once a minute, with how many and the clients that had the most: a flood, or an
- * office behind one address that needs a higher limit, is then seen (a reviewer's case).
+ * office behind one address that needs a higher limit, is then seen (they were invisible: a
+ * reviewer's case). The first refusal after a quiet minute is said at once, the rest of a flood
+ * once a minute while it lasts; `flush` says what is left (at shutdown).
  */
-function refusalLog(log: Runtime['log']): (refusal: { address: string; over: 'per_address' | 'total' }) => void {
+export function refusalLog(
+  log: Pick<Runtime['log'], 'warn'>,
+  timers: { set: (fn: () => void, ms: number) => unknown; clear: (t: unknown) => void } = { set: (fn, ms) => setTimeout(fn, ms).unref(), clear: (t) => clearTimeout(t as NodeJS.Timeout) },
+): { refused: (refusal: { address: string; over: 'per_address' | 'total' }) => void; flush: () => void } {
   let counts = new Map<string, number>();
   let total = 0;
-  let timer: NodeJS.Timeout | undefined;
-  const report = () => {
-    if (total === 0) return;
+  let timer: unknown;
+  const report = (): boolean => {
+    if (total === 0) return false;
     const clients = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([client, refused]) => ({ client, refused }));
     log.warn({ refused: total, clients }, 'connections closed as they came: over MAX_CONNECTIONS_PER_ADDRESS or MAX_CONNECTIONS (docs/operations.md)');
     counts = new Map();
     total = 0;
+    return true;
   };
-  return ({ address, over }) => {
-    const key = over === 'total' ? `${address} (all connections in use)` : address;
-    if (counts.size < 1000 || counts.has(key)) counts.set(key, (counts.get(key) ?? 0) + 1);
-    total++;
-    if (timer) return;
-    report(); // the first of a minute at once, the rest when it is over
-    timer = setTimeout(() => {
+  // a minute's window: at its end what came in it is said, and another begins if anything did
+  const tick = () => {
+    timer = report() ? timers.set(tick, 60_000) : undefined;
+  };
+  return {
+    refused({ address, over }) {
+      const key = over === 'total' ? `${address} (all connections in use)` : address;
+      if (counts.size < 1000 || counts.has(key)) counts.set(key, (counts.get(key) ?? 0) + 1);
+      total++;
+      if (timer !== undefined) return;
+      report();
+      timer = timers.set(tick, 60_000);
+    },
+    flush() {
+      if (timer !== undefined) timers.clear(timer);
       timer = undefined;
       report();
-    }, 60_000).unref();
+    },
   };
 }
 
@@ -125,7 +139,9 @@ async function startServing(rt: Runtime, config: Config, tls: { cert: Buffer; ke
   }
   const { app } = buildApp(rt);
   // Slow clients cannot hold connections forever (RELIABILITY.md I2), nor take them all.
-  const http = createHttpServer(config, app.callback(), tls, refusalLog(log));
+  const refusals = refusalLog(log);
+  const http = createHttpServer(config, app.callback(), tls, refusals.refused);
+  http.server.once('close', refusals.flush);
   await listen(http.server, config.port, config.host);
   try {
     // a job the bulk thread runs is waiting (accepted before, or a previous process's): the thread

@@ -9,9 +9,6 @@ import type { User } from './model.ts';
  * security tester's case). docs/security.md.
  */
 
-/** An organization's id, or UNKNOWN_ORG: made by a member's admin before 0047, whose organization is gone. */
-export const UNKNOWN_ORG = 'unknown';
-
 /** Whether the account may join `orgId` (undefined: every organization, as a superuser does). */
 export function mayJoin(u: User, orgId?: string): boolean {
   const madeBy = u.passwordFromOrg; // an organization's id, no secret
