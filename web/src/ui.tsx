@@ -356,19 +356,14 @@ const dialogMarks = new Set<string>();
 /**
  * A closed dialog's entry is left ahead in the history (the dialog took it back with Back or its
  * button): Forward to it showed nothing, and the next Back did nothing visible either (an
- * accessibility tester's case). Arriving at such an entry goes back past it. A reload on one (the
- * dialog open) keeps the entry as the page's own, without its mark: going back from there, as the
- * page loads, would race the first thing done on it.
+ * accessibility tester's case). Arriving at such an entry — or reloading on one — goes back past it.
  */
-const dialogMarkOf = () => (history.state as { dialog?: unknown } | null)?.dialog;
-window.addEventListener('popstate', () => {
-  const mark = dialogMarkOf();
+const skipClosedDialogEntry = () => {
+  const mark = (history.state as { dialog?: unknown } | null)?.dialog;
   if (typeof mark === 'string' && !dialogMarks.has(mark)) history.back();
-});
-if (typeof dialogMarkOf() === 'string') {
-  const { dialog: _mark, ...rest } = history.state as Record<string, unknown>;
-  history.replaceState(Object.keys(rest).length ? rest : null, '');
-}
+};
+window.addEventListener('popstate', skipClosedDialogEntry);
+skipClosedDialogEntry();
 
 export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean; backCloses?: boolean }) {
   const ref = useRef<HTMLDialogElement>(null);
