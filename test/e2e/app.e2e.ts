@@ -320,18 +320,6 @@ A('create a service account: the secret is shown exactly once, and it works', as
   await page.getByRole('row', { name: /CRM sync/ }).waitFor();
   await dialogEntryGone(page);
   assert.not.ok((await page.content()).includes(secret), 'gone from the page once closed');
-  // Forward to the closed dialog's entry goes back past it (it showed nothing, and the next Back
-  // did nothing visible: an accessibility tester's case); Back then leaves the page at once
-  const here = page.url();
-  await page.goForward();
-  await dialogEntryGone(page);
-  assert.is(page.url(), here);
-  assert.not.ok(await page.getByLabel('client secret').isVisible(), 'no secret shown again');
-  await page.goBack();
-  await until(async () => page.url() !== here, 'Back leaving the page');
-  await page.goForward();
-  await dialogEntryGone(page);
-  await until(async () => page.url() === here, 'back on the page');
   await page.reload();
   await page.getByRole('row', { name: /CRM sync/ }).waitFor();
   assert.not.ok((await page.content()).includes(secret), 'never shown again');

@@ -351,20 +351,6 @@ const focusable = (el: HTMLElement) => el.isConnected && el !== document.body &&
  * web tester's Back lost one, the page gone with it). Closed otherwise, it takes its entry back.
  * Only for dialogs that do not navigate as they close (a Back then would undo the navigation).
  */
-/** The history marks of the dialogs open now (Dialog's `backCloses`). */
-const dialogMarks = new Set<string>();
-/**
- * A closed dialog's entry is left ahead in the history (the dialog took it back with Back or its
- * button): Forward to it showed nothing, and the next Back did nothing visible either (an
- * accessibility tester's case). Arriving at such an entry — or reloading on one — goes back past it.
- */
-const skipClosedDialogEntry = () => {
-  const mark = (history.state as { dialog?: unknown } | null)?.dialog;
-  if (typeof mark === 'string' && !dialogMarks.has(mark)) history.back();
-};
-window.addEventListener('popstate', skipClosedDialogEntry);
-skipClosedDialogEntry();
-
 export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean; backCloses?: boolean }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useRef(`dialog-title-${++dialogSeq}`).current; // one per dialog: two can be open at once
@@ -375,7 +361,6 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
     // a mark no other page load gives (titleId's count starts again after a reload, and a stale
     // entry of the same name swallowed Back: a reviewer's case)
     const id = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
-    dialogMarks.add(id);
     history.pushState({ ...((history.state as Record<string, unknown> | null) ?? {}), dialog: id }, '');
     let popped = false;
     const onPop = () => {
@@ -386,7 +371,6 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
     window.addEventListener('popstate', onPop);
     return () => {
       window.removeEventListener('popstate', onPop);
-      dialogMarks.delete(id);
       if (!popped && (history.state as { dialog?: unknown } | null)?.dialog === id) history.back();
     };
   }, []);
