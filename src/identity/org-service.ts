@@ -80,12 +80,8 @@ export function createOrgService(d: OrgDeps) {
    * and this one is not silently dropped.
    */
   const resolvePreparedUser = (prepared: { existing?: User; passwordHash?: string }, email: string, name: string, into: { orgId: string; by: Caller }): User => {
-    if (prepared.existing) {
-      // read again in the transaction: a superuser may have set its password since
-      const existing = d.users.findUserById(prepared.existing.id) ?? prepared.existing;
-      if (!mayJoin(existing, into.orgId)) throw passwordOfAnotherOrg(existing);
-      return existing;
-    }
+    // an existing account prepareUser let join (only a new account gets a password's organization)
+    if (prepared.existing) return prepared.existing;
     if (d.users.findUserByEmail(email)) throw userExists(email);
     return insertNewUser(email, name, prepared.passwordHash!, isSuperuser(into.by) ? null : into.orgId);
   };

@@ -433,7 +433,7 @@ export function registerIdentityRoutes(r: ApiRouter, alias: ApiRouter, svc: Iden
   r.add({ method: 'get', path: '/users/me', access: 'user', summary: 'My profile', responses: { 200: { description: 'The user', schema: UserAnswer } } }, (ctx, { caller }) => {
     ctx.body = presentUser(svc.users.me(caller));
   });
-  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 409: { description: 'The password was changed or reset while this change was checked' }, 429: { description: `Too many wrong current passwords (counted with sign-ins); or ${HASHER_BUSY.description.replace(/^T/, 't')}`, headers: RETRY_AFTER } } }, async (ctx, { caller, body }) => {
+  r.add({ method: 'patch', path: '/users/me', access: 'user', body: S.MePatch, summary: 'Change my name or password', description: 'A password change needs currentPassword and ends every other session.', responses: { 200: { description: 'The user as updated', schema: UserAnswer }, 409: { description: 'The password was changed or reset while this change was checked' }, 429: { description: 'Too many wrong current passwords (counted with sign-ins), or too many passwords being checked or set right now; retry after Retry-After seconds', headers: RETRY_AFTER } } }, async (ctx, { caller, body }) => {
     ctx.body = presentUser(await svc.users.updateMe(caller, body));
   });
   r.add({ method: 'get', path: '/users', access: 'superuser', query: pageQuery, summary: 'Installation users', responses: { 200: { description: 'A page of users', schema: UserPage } } }, (ctx, { query }) => {

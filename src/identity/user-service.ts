@@ -16,6 +16,17 @@ import type { SignInThrottle, ThrottleKey } from './throttle.ts';
 import { mayJoin, passwordOfAnotherOrg } from './password-origin.ts';
 import type { UsersRepo } from './users-repo.ts';
 
+/** An account the start names (exposedAccounts): where its password may come from, and where it is. */
+export interface ExposedAccount {
+  userId: string;
+  email: string;
+  /** The organization whose admin may have chosen its password, or 'unknown'. */
+  passwordFrom: string;
+  superuser: boolean;
+  /** The organizations it is a member of besides that one. */
+  memberOf: { orgId: string; name: string }[];
+}
+
 export interface UserDeps {
   db: Db;
   clock: Clock;
@@ -147,8 +158,8 @@ export function createUserService(d: UserDeps) {
      * another organization or superusers: made so before migration 0047, when nothing stopped it.
      * That admin may sign in as the user there: the start names them (an upgrade tester's cases).
      */
-    exposedAccounts(): { userId: string; email: string; passwordFrom: string; superuser: boolean; memberOf: { orgId: string; name: string }[] }[] {
-      const byUser = new Map<string, { userId: string; email: string; passwordFrom: string; superuser: boolean; memberOf: { orgId: string; name: string }[] }>();
+    exposedAccounts(): ExposedAccount[] {
+      const byUser = new Map<string, ExposedAccount>();
       for (const r of d.users.listExposedAccounts()) {
         const u = byUser.get(r.userId) ?? { userId: r.userId, email: r.email, passwordFrom: r.passwordFromOrg, superuser: r.superuser, memberOf: [] };
         if (r.orgId) u.memberOf.push({ orgId: r.orgId, name: r.orgName ?? '' });

@@ -242,11 +242,6 @@ const readText = (file: string): string | undefined => {
   }
 };
 
-/**
- * Locks the data folder, opens (and checks) the database and, when its schema is behind, backs it
- * up into `<data>/backups/pre-migrate-v<N>-<time>.db` and migrates it (SPEC §8). Throws
- * StartupError (DataDirLockedError when another process uses the folder).
- */
 /** What a start's migrations applied, and the copy taken before them (for a command to say). */
 export interface Migrated {
   applied: string[];
@@ -254,6 +249,12 @@ export interface Migrated {
   backup?: string;
 }
 
+/**
+ * Locks the data folder, opens (and checks) the database and, when its schema is behind, backs it
+ * up into `<data>/backups/pre-migrate-v<N>-<time>.db` and migrates it (SPEC §8), telling
+ * `onMigrated` as soon as it has. Throws StartupError (DataDirLockedError when another process
+ * uses the folder).
+ */
 export async function openStorage(config: Readonly<Config>, log: Logger, clock: Clock, onMigrated?: (m: Migrated) => void): Promise<Storage> {
   prepareDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);

@@ -1,9 +1,13 @@
 import { pageOf, pageQuery } from '../http/common-schemas.ts';
 import type { OutgoingRequest } from '../http/openapi.ts';
 import type { ApiRouter } from '../http/route.ts';
+import { RETRY_DELAYS_MS } from './dispatcher.ts';
 import { DeliveryAnswer, DeliveryPage, DeliveryWithPayloadAnswer, presentDelivery, presentWebhook, WebhookAnswer, WebhookEventAnswer, WebhookPage, WebhookWithSecretAnswer } from './presenters.ts';
 import * as S from './schemas.ts';
 import type { WebhookService, WebhookWithSecret } from './webhook-service.ts';
+
+/** 5 s, 1 min, 1 h: a retry delay as the document says it. */
+const duration = (ms: number) => (ms < 60_000 ? `${ms / 1000} s` : ms < 3_600_000 ? `${ms / 60_000} min` : `${ms / 3_600_000} h`);
 
 /** What a webhook receives (docs/webhooks.md), for the `webhooks` of the ledger service's OpenAPI document. */
 export const WEBHOOK_DELIVERY: OutgoingRequest = {
@@ -19,7 +23,7 @@ export const WEBHOOK_DELIVERY: OutgoingRequest = {
   },
   responses: {
     '2XX': 'Delivered',
-    default: 'A failed attempt (also no answer within WEBHOOK_TIMEOUT_MS, or a redirect, which is not followed): retried 5 s, 1 min, 10 min, 1 h, 4 h and 12 h later, then failed',
+    default: `A failed attempt (also no answer within WEBHOOK_TIMEOUT_MS, or a redirect, which is not followed): retried ${RETRY_DELAYS_MS.map(duration).join(', ')} later, then failed`,
   },
 };
 

@@ -344,9 +344,8 @@ const focusable = (el: HTMLElement) => el.isConnected && el !== document.body &&
  * the page). So each dialog keeps the chain of places to return to — the element it was opened
  * from, then what the dialog that element was in would have returned to — and focus goes to
  * the first of them still in the page and usable (the "Rotate secret" button), else to <main>.
- */
-/**
- * A modal dialog. `backCloses`: it gets a history entry of its own, so that the browser's Back
+ *
+ * `backCloses`: the dialog gets a history entry of its own, so that the browser's Back
  * closes it instead of leaving the page — for what cannot be shown again (a secret shown once: a
  * web tester's Back lost one, the page gone with it). Closed otherwise, it takes its entry back.
  * Only for dialogs that do not navigate as they close (a Back then would undo the navigation).
