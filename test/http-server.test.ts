@@ -12,7 +12,8 @@ import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
-import { clientOf, createHttpServer } from '../src/http/server.ts';
+import { clientOf } from '../src/client-address.ts';
+import { createHttpServer } from '../src/http/server.ts';
 import { refusalLog } from '../src/cli/serve.ts';
 import { tempDir, within } from './helpers.ts';
 

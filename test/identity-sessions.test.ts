@@ -672,6 +672,26 @@ T('behind a trusted proxy the address is the one the proxy added, not what the c
   }
 });
 
+T('an IPv6 client is counted by its /64, and an IPv4 address as itself also when carried in IPv6 (A2)', async () => {
+  const t = await startApp({ config: { trustProxy: true, loginMaxFailuresPerAccount: 1000, loginMaxFailuresPerAddress: 5, loginWindowSeconds: 900 } });
+  try {
+    const guess = async (i: number, from: string) =>
+      (await t.call('POST', `${ID}/session`, { body: { email: `nobody${i}@a.test`, password: 'not the password' }, headers: { 'x-forwarded-for': from } })).status;
+    // one network's hosts, a new address each time: one client
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++) statuses.push(await guess(i, `2001:db8:1:2::${(i + 1).toString(16)}:${(i * 7919).toString(16)}`));
+    assert.equal(statuses, [401, 401, 401, 401, 401, 429, 429], 'addresses of one /64');
+    assert.is(await guess(8, '2001:db8:1:3::1'), 401, 'the next /64 is another client');
+    // 192.0.2.1 as itself, then mapped into IPv6 and through NAT64: the same client
+    const carried = ['192.0.2.1', '::ffff:192.0.2.1', '64:ff9b::c000:201', '192.0.2.1', '::ffff:c000:201', '64:ff9b::192.0.2.1'];
+    const seen: number[] = [];
+    for (const [i, from] of carried.entries()) seen.push(await guess(20 + i, from));
+    assert.equal(seen, [401, 401, 401, 401, 401, 429], 'one IPv4 client however written');
+  } finally {
+    await t.close();
+  }
+});
+
 T('a burst of concurrent guesses cannot get past the limit while earlier ones are still being checked', async ({ t }) => {
   const burst = await Promise.all(
     Array.from({ length: 40 }, (_, i) => t.call('POST', `${ID}/session`, { body: { email: 'burst@a.test', password: `burst guess ${i}` } })),

@@ -145,7 +145,7 @@ export function createSessionService(d: SessionDeps) {
       throw unauthorizedClient('The password grant is for users and takes no client credentials; a service account signs in with the clientCredentials grant.');
     }
     const normalized = accountEmail(email);
-    const keys: ThrottleKey[] = [d.throttle.accountKey(normalized), `address:${meta.ip}`];
+    const keys: ThrottleKey[] = [d.throttle.accountKey(normalized), d.throttle.addressKey(meta.ip)];
     const release = d.throttle.admit(keys);
     let started: ReturnType<typeof startSession> | undefined;
     let user: User | undefined;
@@ -185,7 +185,7 @@ export function createSessionService(d: SessionDeps) {
 
   /** A service account by its id and secret (throttled like a password); 401 invalid_client otherwise. */
   function authenticateClient(clientId: string, clientSecret: string, meta: RequestMeta, grantType: Grant['grantType']): ServiceAccount {
-    const keys: ThrottleKey[] = [d.throttle.clientKey(clientId), `address:${meta.ip}`];
+    const keys: ThrottleKey[] = [d.throttle.clientKey(clientId), d.throttle.addressKey(meta.ip)];
     d.throttle.assertAllowed(keys);
     const sa = isId('sa', clientId) ? d.serviceAccounts.findServiceAccountById(clientId) : undefined;
     const match = digestsEqual(sha256(clientSecret), sa ? sa.secretHash : NO_SECRET);
@@ -226,7 +226,7 @@ export function createSessionService(d: SessionDeps) {
    */
   async function refreshTokenGrant(refreshToken: string, client: { clientId: string; clientSecret?: string } | undefined, meta: RequestMeta): Promise<IssuedSession> {
     if (client?.clientSecret !== undefined) authenticateClient(client.clientId, client.clientSecret, meta, 'refreshToken');
-    const keys: ThrottleKey[] = [`address:${meta.ip}`];
+    const keys: ThrottleKey[] = [d.throttle.addressKey(meta.ip)];
     d.throttle.assertAllowed(keys);
     const hash = sha256(refreshToken);
     const now = d.clock.now();

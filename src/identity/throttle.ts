@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { clientOf } from '../client-address.ts';
 import type { Clock } from '../clock.ts';
 import { throttled } from '../errors.ts';
 import { accountEmail } from '../normalize.ts';
@@ -54,9 +55,17 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
    */
   const clientKey = (clientId: string): ThrottleKey => `client:${createHmac('sha256', keySecret).update(clientId).digest('base64url')}`;
 
+  /**
+   * The throttle key of a client address: whom it stands for (clientOf) — an IPv4 address, also one
+   * carried in IPv6, or an IPv6 address's /64, whose 2^64 addresses one client may use each in turn
+   * (counted by the full address, a client rotating through them was never throttled).
+   */
+  const addressKey = (ip: string): ThrottleKey => `address:${clientOf(ip)}`;
+
   return {
     accountKey,
     clientKey,
+    addressKey,
     assertAllowed,
     /**
      * Admits one attempt whose check takes time (a bcrypt compare): it counts as a possible

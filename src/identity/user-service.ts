@@ -102,7 +102,7 @@ export function createUserService(d: UserDeps) {
         if (patch.currentPassword === undefined) throw invalidField('currentPassword', 'is required to change the password');
         const current = requireUser(userId);
         checkedHash = current.passwordHash;
-        const keys: ThrottleKey[] = [d.throttle.accountKey(current.email), `address:${by.ip}`];
+        const keys: ThrottleKey[] = [d.throttle.accountKey(current.email), d.throttle.addressKey(by.ip)];
         const release = d.throttle.admit(keys, 'wrong passwords');
         try {
           if (!(await d.hasher.verify(patch.currentPassword, current.passwordHash))) {
