@@ -479,6 +479,15 @@ P('header aliases: Full Name, first + last name, Company Name, organization, Job
   ]);
   assert.equal(split.job.mapping.name, [' First Name ', 'LAST_NAME']);
 
+  // address books' exports: Outlook's Title is the salutation, its Job Title the title; Google numbers its columns
+  const [outlook, google] = await Promise.all([
+    importInto(t, w, 'Title,First Name,Middle Name,Last Name,Company,Department,Job Title,Business City,Business Country/Region,E-mail Address\nDr.,Ida,,Rolf,Initech,IT,CTO,Austin,United States,ida@initech.test\n'),
+    importInto(t, w, 'Name,Given Name,Family Name,Organization 1 - Name,Organization 1 - Title,E-mail 1 - Label,E-mail 1 - Value\nJo Park,Jo,Park,Hooli,Head of Sales,* Work,jo@hooli.test\n'),
+  ]);
+  assert.equal(view(outlook.contacts).map((c) => [c.name, c.company, c.title, c.location, c.email]), [['Ida Rolf', 'Initech', 'CTO', 'Austin', 'ida@initech.test']]);
+  assert.equal(outlook.job.mapping, { name: ['First Name', 'Last Name'], company: 'Company', title: 'Job Title', location: 'Business City', email: 'E-mail Address' });
+  assert.equal(view(google.contacts).map((c) => [c.name, c.company, c.title, c.email]), [['Jo Park', 'Hooli', 'Head of Sales', 'jo@hooli.test']]);
+
   assert.equal(view(odd.contacts).map((c) => [c.name, c.company, c.title, c.email, c.linkedin]), [['Alan', 'Bletchley', 'Cryptanalyst', 'alan@example.com', 'https://www.linkedin.com/in/alan']]);
 });
 
@@ -487,6 +496,10 @@ P('an explicit mapping names the columns; null leaves a field out; bad mappings 
   const mapped = await importInto(t, w, csv, { mapping: { name: 'person', company: 'EMPLOYER', title: 'Position' } });
   assert.equal(view(mapped.contacts).map((c) => [c.name, c.company, c.title]), [['Ada', 'Acme', 'Countess']]);
   assert.equal(mapped.job.mapping, { name: 'Person', company: 'Employer', title: 'Position' });
+
+  // the column's name in another Unicode form (decomposed, as macOS writes it) is the same name
+  const nfd = await importInto(t, w, 'Nom,Soci\u00e9t\u00e9,Ref\nZo\u00e9,Acme,r1\n', { mapping: { name: 'Nom', company: 'Socie\u0301te\u0301', referenceId: 'Ref' } });
+  assert.equal([view(nfd.contacts).map((c) => c.company), nfd.job.mapping.company], [['Acme'], 'Soci\u00e9t\u00e9']);
 
   const dropped = await importInto(t, w, 'name,company,title\nBob,Beta,CTO\n', { mapping: { title: null } });
   assert.equal(view(dropped.contacts).map((c) => [c.name, c.title]), [['Bob', null]]);
@@ -1067,7 +1080,7 @@ P('missing name or company column, an imported column whose name the header give
     ['Name\tCompany, Division\nAnn\tAcme, Sales\n', 422, /if the file is separated by tabs, add a first line "sep=" followed by a tab above the header\)\.$/],
     ['name,company,name\nA,B,C\n', 422, /"name" twice \(columns 1 and 3\), and it is imported/],
     ['name,company,Name\nA,B,C\n', 422, /columns "name" and "Name" \(1 and 3\) could both be the name; name the one to import in the mapping \(e\.g\. \{"name": "Name"\}\)/],
-    ['name,company,title,Job_Title, TITLE \nA,B,C,D,E\n', 422, /columns "title" and "TITLE" \(3 and 5\) could both be the title/],
+    ['name,company,Job_Title,title, JOB TITLE \nA,B,C,D,E\n', 422, /columns "Job_Title" and "JOB TITLE" \(3 and 5\) could both be the title/],
     ['Name,Company,Email,E-mail\nA,B,a@x.test,b@x.test\n', 422, /columns "Email" and "E-mail" \(3 and 4\) could both be the email/],
     ['Name,Company,Email,Email\nA,B,a@x.test,b@x.test\n', 422, /"Email" twice \(columns 3 and 4\)/, { mapping: { email: 'Email' } }],
     ['name,company,Notes\nA,B,C\n', 422, /the file has no column "Full Name"/, { mapping: { name: 'Full Name' } }],

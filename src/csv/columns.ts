@@ -6,16 +6,27 @@ import { INVISIBLE_ALL } from '../normalize.ts';
  * against the names people use, or taken from an explicit mapping.
  */
 
-/** A header name as compared: case, spaces, `_ - .` and characters that show nothing (a zero-width space pasted along) ignored. */
-export const headerKey = (header: string) => header.trim().toLowerCase().replace(/[\s_\-.]+/g, '').replace(INVISIBLE_ALL, '');
+/**
+ * A header name as compared: case, spaces, `_ - .`, characters that show nothing (a zero-width
+ * space pasted along) and the Unicode form (`é` composed or as `e` + accent, as macOS writes names) ignored.
+ */
+export const headerKey = (header: string) => header.normalize('NFC').trim().toLowerCase().replace(/[\s_\-.]+/g, '').replace(INVISIBLE_ALL, '');
 
-/** The header names each contact field is recognised by (as headerKey gives them). */
+/** A column's text as a mapping names it exactly: trimmed, in composed Unicode form. */
+const exactText = (column: string) => column.normalize('NFC').trim();
+
+/**
+ * The header names each contact field is recognised by (as headerKey gives them), the first that a
+ * file has winning: a job's title before a bare `Title`, which address books use for the salutation
+ * (an Outlook export has both: its contacts were imported with the title "Dr.", a tester's case);
+ * a city before a region. Google Contacts' columns are numbered (`Organization 1 - Name`).
+ */
 export const ALIASES: Record<ContactField | 'firstName' | 'lastName', string[]> = {
   name: ['name', 'fullname', 'contactname', 'contact'],
-  company: ['company', 'companyname', 'organization', 'organisation', 'employer', 'account', 'accountname', 'currentcompany', 'importcompany'],
-  title: ['title', 'jobtitle', 'position', 'role', 'importtitle'],
-  location: ['location', 'city', 'region'],
-  email: ['email', 'emailaddress', 'workemail', 'mail'],
+  company: ['company', 'companyname', 'organization', 'organisation', 'organizationname', 'organization1name', 'employer', 'account', 'accountname', 'currentcompany', 'importcompany'],
+  title: ['jobtitle', 'title', 'position', 'role', 'organizationtitle', 'organization1title', 'importtitle'],
+  location: ['location', 'city', 'businesscity', 'workcity', 'region'],
+  email: ['email', 'emailaddress', 'workemail', 'mail', 'email1value', 'emailaddress1'],
   linkedin: ['linkedin', 'linkedinurl', 'linkedinprofile', 'linkedinprofileurl', 'linkedinurl', 'profileurl'],
   referenceId: ['referenceid', 'reference', 'crmid', 'externalid', 'ref'],
   firstName: ['firstname', 'givenname', 'first'],
@@ -123,7 +134,7 @@ export function resolveMapping(columns: string[], explicit: unknown): ColumnMapp
   const namedExactly: number[] = [];
   /** The column of this exact text when the file has one, else the first alike but for case, spaces and `_ - .`. */
   const columnIndex = (field: string, column: string) => {
-    const exact = columns.findIndex((c) => c.trim() === column.trim());
+    const exact = columns.findIndex((c) => exactText(c) === exactText(column));
     if (exact >= 0) {
       namedExactly.push(exact);
       return exact;
