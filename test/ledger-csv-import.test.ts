@@ -488,6 +488,24 @@ P('header aliases: Full Name, first + last name, Company Name, organization, Job
   assert.equal(outlook.job.mapping, { name: ['First Name', 'Last Name'], company: 'Company', title: 'Job Title', location: 'Business City', email: 'E-mail Address' });
   assert.equal(view(google.contacts).map((c) => [c.name, c.company, c.title, c.email]), [['Jo Park', 'Hooli', 'Head of Sales', 'jo@hooli.test']]);
 
+  // LinkedIn's connections export: notes above the header, the profile under URL
+  const linkedinExport =
+    'Notes:\r\n"When exporting your connection data, you may notice that some of the email addresses are missing. You will only see email addresses for connections who have allowed it, see https://www.linkedin.com/psettings/privacy/email"\r\n\r\n' +
+    'First Name,Last Name,URL,Email Address,Company,Position,Connected On\r\n' +
+    'Ana,Lima,https://www.linkedin.com/in/ana-lima-42,,Globex,Head of Data,28 Nov 2026\r\n' +
+    'Noor,,https://www.linkedin.com/in/noor,noor@x.test,,CTO,01 Oct 2026\r\n';
+  const preview = await t.call('POST', `${importsPath(w, full.ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(linkedinExport) });
+  expectStatus(preview, 200, 'preview');
+  assert.equal([preview.body.columns, preview.body.mapping.linkedin, preview.body.mapping.title], [['First Name', 'Last Name', 'URL', 'Email Address', 'Company', 'Position', 'Connected On'], 'URL', 'Position']);
+  const connections = await importInto(t, w, linkedinExport);
+  assert.equal([connections.job.submitted, connections.job.imported, connections.job.invalid], [2, 1, 1]);
+  assert.equal(view(connections.contacts).map((c) => [c.name, c.company, c.title, c.linkedin]), [['Ana Lima', 'Globex', 'Head of Data', 'https://www.linkedin.com/in/ana-lima-42']]);
+  const rejected = await errorsOf(t, w, connections.ledgerId, connections.job.id);
+  assert.equal(rejected.slice(1).map((r) => r.at(-1)), ['6'], 'the line counts the notes above the header');
+  // a URL column elsewhere is a website: not taken for LinkedIn
+  const site = await importInto(t, w, 'Name,Company,URL\nBo,Acme,https://acme.test\n');
+  assert.equal([site.job.imported, site.job.mapping.linkedin], [1, undefined]);
+
   assert.equal(view(odd.contacts).map((c) => [c.name, c.company, c.title, c.email, c.linkedin]), [['Alan', 'Bletchley', 'Cryptanalyst', 'alan@example.com', 'https://www.linkedin.com/in/alan']]);
 });
 

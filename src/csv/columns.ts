@@ -106,6 +106,9 @@ export function suggestMapping(columns: string[]): ColumnMapping {
     fields[field] = j;
     taken.add(j);
   });
+  // LinkedIn's connections export names its profile column `URL` (told by its `Connected On`):
+  // elsewhere a URL is a website, which as a LinkedIn URL would refuse every row
+  if (fields.linkedin === undefined && keys.includes('connectedon') && keys.includes('url')) fields.linkedin = keys.indexOf('url');
   const out: ColumnMapping = { fields };
   if (fields.name === undefined) {
     const first = find(ALIASES.firstName);

@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { parse as parseSync } from 'csv-parse/sync';
 import { Utf8Check } from '../utf8.ts';
+import { suggestMapping } from './columns.ts';
 import { holdsOnlySpaces, isBlankRecord, MAX_RECORD_BYTES } from './read-rows.ts';
 
 /**
@@ -56,6 +57,28 @@ export interface ScanFailure {
 }
 
 const PREVIEW_ROWS = 10;
+/** Cells that hold something. */
+const filledCells = (record: string[]) => record.filter((c) => c.trim() !== '').length;
+
+/**
+ * Where the header is when the file opens with notes: lines of one cell each (`Notes:`, a quoted
+ * paragraph) above a row that names a name and a company column — the layout of LinkedIn's own
+ * connections export (a tester's file: its "Notes:" was taken for the header, and no mapping could
+ * help). The first record that is not blank otherwise, as before: a first row of two or more cells
+ * is the header whatever it names.
+ */
+function headerAfterNotes(records: string[][], first: number): number {
+  for (let i = first; i < records.length; i++) {
+    const r = records[i]!;
+    if (isBlankRecord(r) || holdsOnlySpaces(r)) continue;
+    if (filledCells(r) <= 1) continue;
+    if (i === first) return first;
+    const { fields } = suggestMapping(r);
+    return fields.name !== undefined && fields.company !== undefined ? i : first;
+  }
+  return first;
+}
+
 /** The longest header row an upload may have. */
 const HEADER_BYTES = 256 * 1024;
 /**
@@ -373,7 +396,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   }
   // rows with nothing but spaces before the header (`,,,`, as a sheet with blank rows at its top
   // exports it) are passed over, as empty lines are; those that hold spaces were counted as records
-  const at = parsed.findIndex((p) => !holdsOnlySpaces(p.record) && !isBlankRecord(p.record));
+  const first = parsed.findIndex((p) => !holdsOnlySpaces(p.record) && !isBlankRecord(p.record));
+  const at = first < 0 ? first : headerAfterNotes(parsed.map((p) => p.record), first);
   const header = parsed[at];
   if (!header) return fail(422, 'the first line must be a header row naming the columns');
   const dataRecords = records - parsed.slice(0, at + 1).filter((p) => !isBlankRecord(p.record)).length;
