@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { ConfigError } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
 import { DB_FILE, openRuntime } from '../src/runtime.ts';
@@ -723,7 +724,7 @@ S('a database written by a newer version is refused with a clear message', async
     await openRuntime(testConfig(dir), quiet);
     assert.unreachable();
   } catch (err) {
-    assert.instance(err, StartupError);
+    assert.instance(err, ConfigError, 'exit 2: a restart cannot help');
     assert.match((err as Error).message, /schema version 999, written by a newer contact-ledger/);
   }
 });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { accountEmail, companyKey, emailKey, nameKey } from '../normalize.ts';
 import { titleDomain, titleLevel } from '../title-rules.ts';
 import type { Db } from './db.ts';
-import { StartupError } from './db.ts';
+import { ConfigError } from '../config.ts';
 
 export interface Migration {
   version: number;
@@ -31,12 +31,16 @@ export function schemaVersion(db: Db): number {
   return Number(db.raw.pragma('user_version', { simple: true }));
 }
 
-/** Migrations that `migrate` would apply; throws when the database is newer than this program. */
+/**
+ * Migrations that `migrate` would apply; throws when the database is newer than this program — a
+ * ConfigError (exit 2, which systemd's unit does not restart: only another executable or a restore
+ * helps; until the forty-third session exit 1, restarted for ever after a rollback without restore).
+ */
 export function pendingMigrations(db: Db, migrations: Migration[]): Migration[] {
   const current = schemaVersion(db);
   const latest = migrations.at(-1)?.version ?? 0;
   if (current > latest) {
-    throw new StartupError(
+    throw new ConfigError(
       `the database ${db.file} has schema version ${current}, written by a newer contact-ledger; this version knows up to ${latest}. ` +
         'Run the newer version, or restore a backup taken before the upgrade.',
     );
