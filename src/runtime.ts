@@ -67,6 +67,15 @@ export interface Runtime {
  * Opens the storage and wires the services; creates the first superuser on a fresh installation
  * (unless `bootstrap` is false).
  */
+/**
+ * Creates the first superuser of a new installation (from CONTACT_LEDGER_ADMIN_EMAIL / _PASSWORD,
+ * or with a generated password) and notes it in `rt.bootstrap`; nothing when users exist.
+ */
+export async function bootstrapSuperuser(rt: Runtime, config: Readonly<Config>): Promise<void> {
+  const boot = await rt.identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
+  if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
+}
+
 export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger; bootstrap?: boolean; feedChunkDeadlineMs?: number; onMigrated?: (m: Migrated) => void } = {}): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
@@ -184,8 +193,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
         storage.close();
       },
     };
-    const boot = opts.bootstrap === false ? undefined : await identity.users.bootstrapSuperuser({ email: config.adminEmail, password: config.adminPassword });
-    if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
+    if (opts.bootstrap !== false) await bootstrapSuperuser(rt, config);
     const exposed = identity.users.exposedAccounts();
     if (exposed.length) {
       log.warn(

@@ -4,7 +4,7 @@ import { createSecureContext as tlsContext } from 'node:tls';
 import { buildApp } from '../app.ts';
 import { ConfigError, environmentWarnings, unreadableFile, type Config } from '../config.ts';
 import { createHttpServer } from '../http/server.ts';
-import { openRuntime, type Runtime } from '../runtime.ts';
+import { bootstrapSuperuser, openRuntime, type Runtime } from '../runtime.ts';
 import { BULK_THREAD_JOBS } from '../bulk-thread/client.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
@@ -117,26 +117,11 @@ export function refusalLog(
 }
 
 /**
- * Prints what the first start created, builds the application and listens; loads the bulk thread
- * when a job of it is waiting. The caller closes the runtime when this throws.
+ * Builds the application and listens, then makes the first superuser of a new installation and
+ * prints it; loads the bulk thread when a job of it is waiting. The caller closes the runtime when this throws.
  */
 async function startServing(rt: Runtime, config: Config, tls: { cert: Buffer; key: Buffer } | undefined, io: Io) {
   const { log } = rt;
-  if (rt.bootstrap?.generatedPassword) {
-    // Printed once, on the first start only; the operator should change it (PATCH /users/me).
-    io.err(
-      [
-        '',
-        '  contact-ledger created the first superuser:',
-        `    e-mail:   ${rt.bootstrap.email}`,
-        `    password: ${rt.bootstrap.generatedPassword}`,
-        '  This password is shown only now. Sign in and change it.',
-        '',
-      ].join('\n'),
-    );
-  } else if (rt.bootstrap) {
-    log.info({ email: rt.bootstrap.email }, 'created the first superuser from CONTACT_LEDGER_ADMIN_EMAIL');
-  }
   const { app } = buildApp(rt);
   // Slow clients cannot hold connections forever (RELIABILITY.md I2), nor take them all.
   const refusals = refusalLog(log);
@@ -144,6 +129,24 @@ async function startServing(rt: Runtime, config: Config, tls: { cert: Buffer; ke
   http.server.once('close', refusals.flush);
   await listen(http.server, config.port, config.host);
   try {
+    // The first superuser is made once the server listens: a start that cannot listen (a port in
+    // use) made it and printed its password, which the next start no longer showed (an operator's case).
+    await bootstrapSuperuser(rt, config);
+    if (rt.bootstrap?.generatedPassword) {
+      // Printed once, on the first start only; the operator should change it (PATCH /users/me).
+      io.err(
+        [
+          '',
+          '  contact-ledger created the first superuser:',
+          `    e-mail:   ${rt.bootstrap.email}`,
+          `    password: ${rt.bootstrap.generatedPassword}`,
+          '  This password is shown only now. Sign in and change it.',
+          '',
+        ].join('\n'),
+      );
+    } else if (rt.bootstrap) {
+      log.info({ email: rt.bootstrap.email }, 'created the first superuser from CONTACT_LEDGER_ADMIN_EMAIL');
+    }
     // a job the bulk thread runs is waiting (accepted before, or a previous process's): the thread
     // is loaded before the job is claimed, so that a claim, which counts an attempt, is followed by
     // work within moments (BulkThread.warm)
@@ -160,7 +163,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const tls = config.tlsCert && config.tlsKey ? usableTls(config.tlsCert, config.tlsKey) : undefined;
   // Listen for signals first: a stop requested while starting is honoured once started.
   const stopRequested = shutdownSignal();
-  const rt = await openRuntime(config);
+  const rt = await openRuntime(config, { bootstrap: false });
   const { log } = rt;
   for (const { variable, meant } of environmentWarnings(io.env)) {
     log.warn({ variable, meant }, `the environment variable ${variable} is not read; if it is meant as ${meant}, rename it`);
