@@ -38,9 +38,9 @@ export interface Running {
   exit: Promise<number | null>;
 }
 
-/** Starts `contact-ledger serve` (from `main`) and resolves once it logs that it listens. */
-export function serve(env: Record<string, string>, args: string[] = [], main = MAIN): Promise<Running> {
-  const child = spawn(process.execPath, [main, ...args], { env: { ...baseEnv, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `contact-ledger serve` (from `main`, as another user with `as`: root only) and resolves once it logs that it listens. */
+export function serve(env: Record<string, string>, args: string[] = [], main = MAIN, as?: { uid: number; gid: number }): Promise<Running> {
+  const child = spawn(process.execPath, [main, ...args], { env: { ...baseEnv, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...as });
   let out = '';
   let err = '';
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -98,6 +98,9 @@ C('feed <file> with no server running: SIGINT or SIGTERM hands the job back with
   const lines: string[] = [];
   for (let i = 0; i < RECORDS; i++) lines.push(JSON.stringify({ email: `p${i}@x.test`, name: `Person ${i}`, company: `Co ${i % 50}`, title: 'Engineer' }));
   writeFileSync(file, `${lines.join('\n')}\n`);
+  // an installation to feed (the command makes none)
+  const init = spawn(process.execPath, [MAIN, 'init'], { env: { ...baseEnv, ...env }, stdio: 'ignore' });
+  assert.equal(await once(init, 'exit'), [0, null]);
   const ids: string[] = [];
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     const said = /(feed_[0-9a-z]+): interrupted after (\d+) records; the job keeps its progress and the server finishes it when it starts/;

@@ -1,9 +1,9 @@
 // The program as operators run it: a child process with environment, flags and signals.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { chownSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rotateSigningKeys } from '../src/identity/signing-keys.ts';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
@@ -136,14 +136,23 @@ C('flags beat the environment', async () => {
   assert.is(await a.exit, 0, a.stderr().slice(-2000));
 });
 
-C('a port in use ends with a clear message and exit code 1', async () => {
+C('a port in use ends with a clear message and exit code 1, before the first superuser is made: the next start prints its password', async () => {
   const blocker = createServer();
   await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
   const port = (blocker.address() as { port: number }).port;
-  const r = run(['serve'], { CONTACT_LEDGER_DATA: tempDir(), PORT: String(port), CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'passphrase 12345' });
+  const data = tempDir();
+  const r = run(['serve'], { CONTACT_LEDGER_DATA: data, PORT: String(port) });
   blocker.close();
   assert.is(r.status, 1);
   assert.match(r.stderr, new RegExp(`port ${port} on 127\\.0\\.0\\.1 is already in use`));
+  assert.not.match(r.stderr + r.stdout, /superuser|password/, 'nobody made, no password shown that the next start would not show again');
+  const s = await serve({ CONTACT_LEDGER_DATA: data });
+  try {
+    await until('the first superuser\'s password', () => /created the first superuser:\n {4}e-mail: {3}admin@contact-ledger\.local\n {4}password: \S+/.test(s.stderr()), Boolean, 10_000);
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exit;
+  }
 });
 
 C('a port below 1024 for a user without the capability is a configuration error (2): a restart cannot help', () => {
@@ -290,7 +299,7 @@ C('a secret put where the path of its file belongs is refused without a word of 
 
 C('an empty HOST or CONTACT_LEDGER_DATA (as unit templates leave them) is the default: 127.0.0.1, ./data — never the working directory itself', async () => {
   const cwd = tempDir();
-  const r = spawnSync(process.execPath, [MAIN, 'keys', 'rotate'], { cwd, env: { ...baseEnv, CONTACT_LEDGER_DATA: '' }, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [MAIN, 'init', '--email', 'a@b.test', '--password', 'passphrase 12345'], { cwd, env: { ...baseEnv, CONTACT_LEDGER_DATA: '' }, encoding: 'utf8', timeout: 30_000 });
   assert.is(r.status, 0, r.stderr);
   assert.equal(readdirSync(cwd), ['data']);
   assert.ok(readdirSync(join(cwd, 'data')).length > 0);
@@ -346,10 +355,26 @@ C('output into a pipe its reader closed early (licenses | head) ends the command
 
 C('keys rotate adds a signing key', () => {
   const data = tempDir();
+  assert.is(run(['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], { CONTACT_LEDGER_DATA: data }).status, 0);
   const r = run(['keys', 'rotate'], { CONTACT_LEDGER_DATA: data });
   assert.is(r.status, 0, r.stderr);
   assert.match(r.stdout, /new signing key k[0-9a-z]{12}/);
   assert.is(run(['keys', 'spin'], { CONTACT_LEDGER_DATA: data }).status, 2);
+});
+
+C('commands that work on an installation refuse a folder without one (exit 2) and make nothing there: an operator\'s feed, user add and keys rotate run from another folder made a new installation', () => {
+  const data = join(tempDir(), 'not-here');
+  const feedFile = join(tempDir(), 'people.jsonl');
+  writeFileSync(feedFile, '{"name":"Ann","company":"Acme"}\n');
+  const csv = join(tempDir(), 'contacts.csv');
+  writeFileSync(csv, 'name,company\nAnn,Acme\n');
+  for (const args of [['feed', feedFile], ['user', 'add', '--email', 'b@c.test', '--password', 'passphrase 12345'], ['user', 'passwd', '--email', 'b@c.test', '--password', 'passphrase 12345'], ['keys', 'rotate'], ['import', 'o_x', 'l_x', csv]]) {
+    const r = run(args, { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'passphrase 12345' });
+    assert.is(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`there is no database in ${data.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(set CONTACT_LEDGER_DATA or --data\\); a new installation is made by serve or init`), args.join(' '));
+    assert.not.match(r.stdout + r.stderr, /password/i, 'no new superuser');
+    assert.not.ok(existsSync(data), `${args.join(' ')} made the folder`);
+  }
 });
 
 C('keys rotate, while the server runs and while it is stopped, in any order: every token issued before still verifies after each restart until it expires', async () => {
@@ -446,11 +471,60 @@ process.on('SIGUSR2', () => { offset += 7 * 86400000; console.log('{"msg":"clock
   assert.is(await s.exit, 0, s.stderr().slice(-2000));
 });
 
+C('root\'s commands that write the data folder are refused on a folder the service user owns (exit 2), and leave nothing of root\'s in it', async () => {
+  if (process.getuid?.() !== 0) return;
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is(run(['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], env).status, 0);
+  const backup = join(tempDir(), 'b.db');
+  assert.is(run(['backup', backup], env).status, 0, 'backup reads only: root\'s cron job may take it');
+  execFileSync('chown', ['-R', '65534:65534', data]);
+  const feedFile = join(tempDir(), 'people.jsonl');
+  writeFileSync(feedFile, '{"name":"Ann","company":"Acme"}\n');
+  const listing = () => execFileSync('find', [data, '-uid', '0'], { encoding: 'utf8' });
+  for (const args of [['restore', backup], ['keys', 'rotate'], ['user', 'add', '--email', 'c@d.test', '--password', 'passphrase 12345'], ['migrate'], ['compact'], ['serve'], ['feed', feedFile]]) {
+    const r = run(args, env);
+    assert.is(r.status, 2, `${args[0]}: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`the data folder .* belongs to uid 65534, and ${args[0]} runs as root: .* Run it as that user: sudo -u '#65534' contact-ledger ${args[0]}`), args[0]);
+  }
+  assert.is(listing(), '', 'nothing of root\'s in the folder');
+  // as the folder's owner, the same commands work
+  const asOwner = spawnSync(process.execPath, [MAIN, 'user', 'add', '--email', 'c@d.test', '--password', 'passphrase 12345'], { env: { ...baseEnv, ...env, HOME: data }, uid: 65534, gid: 65534, encoding: 'utf8', timeout: 30_000 });
+  assert.is(asOwner.status, 0, asOwner.stderr);
+});
+
+C('an inbox file the server may not read goes to failed/ with the reason, and the files after it are still taken (an operator\'s root-owned drop held up the inbox for good)', async () => {
+  if (process.getuid?.() !== 0) return; // the server runs as another user, which only root may start
+  const data = tempDir();
+  chownSync(data, 65534, 65534);
+  const s = await serve({ CONTACT_LEDGER_DATA: data, HOME: data, CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'passphrase 12345' }, [], MAIN, { uid: 65534, gid: 65534 });
+  try {
+    const inbox = join(data, 'inbox');
+    const record = `${JSON.stringify({ email: 'ro@x.test', name: 'Ro Ot', company: 'Acme' })}\n`;
+    writeFileSync(join(inbox, 'a-root.jsonl'), record, { mode: 0o600 }); // root's, owner-only: before the good one in name order
+    writeFileSync(join(inbox, 'b-good.jsonl'), record);
+    chownSync(join(inbox, 'b-good.jsonl'), 65534, 65534);
+    await until('the good file in done/ and the unreadable one in failed/', () => [...readdirSync(join(inbox, 'done')), ...readdirSync(join(inbox, 'failed'))], (names) => names.includes('b-good.jsonl') && names.includes('a-root.jsonl'));
+    assert.match(readFileSync(join(inbox, 'failed', 'a-root.jsonl.reason.txt'), 'utf8'), /may not read this file \(it belongs to uid 0, mode 600\); copy feed files in as the data folder's owner, e\.g\. install -m 0600 -o 65534 /);
+    assert.equal(readdirSync(inbox).filter((n) => !['done', 'failed', 'processing'].includes(n)), [], 'nothing left waiting');
+    // the feed command run as root hands the server a copy it may read
+    const file = join(tempDir(), 'by-root.jsonl');
+    writeFileSync(file, record, { mode: 0o600 });
+    const handed = spawnSync(process.execPath, [MAIN, 'feed', file], { env: { ...baseEnv, CONTACT_LEDGER_DATA: data }, encoding: 'utf8', timeout: 60_000 });
+    assert.is(handed.status, 0, handed.stderr);
+    assert.match(handed.stdout, /^ingested \d+-by-root\.jsonl: feed_[0-9a-z]+ completed: 1 records/);
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exit;
+  }
+});
+
 C('feed <file>: runs the feed itself when no server runs, hands it to the running server\'s inbox otherwise', async () => {
   const data = tempDir();
   const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ops@example.com', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase 42' };
   const file = join(data, '..', 'people.jsonl');
   writeFileSync(file, '{"name":"Ann","company":"Acme"}\n{"company":"no name"}\nnot json\n');
+  assert.is(run(['init'], env).status, 0);
   const direct = run(['feed', file], env);
   assert.is(direct.status, 0, direct.stderr);
   assert.match(direct.stdout, /feed_[0-9a-z]+ completed: 3 records, 2 invalid, 0 older than known, 0 repeated, 1 persons updated/);
@@ -494,6 +568,7 @@ C('feed <file>: when the process holding the data folder is another command that
   const data = tempDir();
   mkdirSync(data, { recursive: true });
   const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ops@example.com', CONTACT_LEDGER_ADMIN_PASSWORD: 'a long passphrase 42' };
+  assert.is(run(['init'], env).status, 0);
   // a process that holds the data folder's lock (as a running `feed` or `import` command does) until it is killed
   const lockModule = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'lock.ts')).href;
   const holder = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', `const { lockDataDir } = await import(${JSON.stringify(lockModule)}); lockDataDir(${JSON.stringify(data)}); console.log('locked'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -36,6 +36,8 @@ interface CommandInfo {
   usage: string;
   /** Command-specific flags with their help. */
   flags?: Record<string, { type: 'string' | 'boolean'; help: string }>;
+  /** Writes into the data folder as the user who runs it: refused to root on a folder another user owns (data-owner.ts). */
+  writesData?: true;
 }
 
 /**

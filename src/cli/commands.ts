@@ -10,6 +10,7 @@ export const USER_USAGE = 'user add --email <e-mail> --password <password | -> [
 
 const serveCommand: Command = {
   name: 'serve',
+  writesData: true,
   summary: 'Run the server (the default command): the APIs, the web application and the scheduler.',
   usage: 'serve [options]',
   takesConfig: true,
@@ -18,6 +19,7 @@ const serveCommand: Command = {
 
 const initCommand: Command = {
   name: 'init',
+  writesData: true,
   summary: 'Set up a new installation: create the first superuser (and optionally an organization it administers).',
   usage: 'init --email <e-mail> --password <password | -> [--org <name>] [options]',
   flags: {
@@ -31,6 +33,7 @@ const initCommand: Command = {
 
 const userCommand: Command = {
   name: 'user',
+  writesData: true,
   summary: 'Add a user, or set a user\'s password (which also signs them out everywhere). The server must be stopped.',
   usage: `${USER_USAGE} [options]`,
   flags: {
@@ -46,6 +49,7 @@ const userCommand: Command = {
 
 const migrateCommand: Command = {
   name: 'migrate',
+  writesData: true,
   summary: 'Apply pending database migrations (after an automatic backup into <data>/backups/). The server must be stopped.',
   usage: 'migrate [options]',
   takesConfig: true,
@@ -54,6 +58,7 @@ const migrateCommand: Command = {
 
 const compactCommand: Command = {
   name: 'compact',
+  writesData: true,
   summary: 'Rewrite the database without its free pages: the file shrinks after large deletions, and no deleted value stays behind in it. The server must be stopped.',
   usage: 'compact [options]',
   takesConfig: true,
@@ -70,6 +75,7 @@ const backupCommand: Command = {
 
 const restoreCommand: Command = {
   name: 'restore',
+  writesData: true,
   summary: 'Replace the database with a backup file (checked first; the current database is kept in <data>/backups/). The server must be stopped.',
   usage: 'restore <file> [options]',
   takesConfig: true,
@@ -78,6 +84,7 @@ const restoreCommand: Command = {
 
 const importCommand: Command = {
   name: 'import',
+  writesData: true,
   summary: 'Import contacts from a CSV file into a ledger, showing progress. The server must be stopped (while it runs, upload through the API).',
   usage: 'import <orgId> <ledgerId> <file.csv> [--mapping <json>] [options]',
   flags: { mapping: { type: 'string', help: 'column mapping as JSON, e.g. {"referenceId":"CRM Id"} (as the API\'s mapping field)' } },
@@ -95,6 +102,7 @@ const feedCommand: Command = {
 
 const keysCommand: Command = {
   name: 'keys',
+  writesData: true,
   summary: 'Rotate the access-token signing key: a new key signs from the next start, and every key that signed tokens still alive keeps verifying until they expire. Restart the server afterwards.',
   usage: 'keys rotate [options]',
   takesConfig: true,

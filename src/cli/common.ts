@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { accessSync, constants, existsSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import type { Config } from '../config.ts';
+import { ConfigError, type Config } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
 import { createLogger, logDestination, type Logger } from '../log.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
@@ -83,6 +83,7 @@ export function commandLogger(io: Io, config: Readonly<Config>): Logger {
  * command fails with a message saying what to do instead (`instead`).
  */
 export async function openForCommand(io: Io, config: Readonly<Config>, instead: string, opts: { bootstrap?: boolean } = {}): Promise<Runtime> {
+  if (!opts.bootstrap) requireInstallation(config);
   try {
     return await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false, onMigrated: sayMigrated(io) });
   } catch (err) {
@@ -130,6 +131,24 @@ export function requireFlag(flags: Record<string, string | boolean | undefined>,
   return v;
 }
 
+/** Whether the data folder holds a database (or a -wal alone, or an interrupted restore's copy: the start's own check says what to do with those). */
+export function hasInstallation(dataDir: string): boolean {
+  const file = join(dataDir, DB_FILE);
+  return existsSync(file) || existsSync(`${file}-wal`) || existsSync(restoringFile(dataDir));
+}
+
+const noInstallation = (dataDir: string) => `there is no database in ${dataDir} (set CONTACT_LEDGER_DATA or --data); a new installation is made by serve or init`;
+
+/**
+ * Refuses (exit 2) a command that works on an installation — adds a user, imports, ingests a feed,
+ * rotates keys — where there is none: a wrong path, not a new installation (an operator's `feed`,
+ * `user add` and `keys rotate` run from another folder made a new installation there, printed its
+ * new superuser's password and reported success; forty-third session).
+ */
+export function requireInstallation(config: Readonly<Config>): void {
+  if (!hasInstallation(config.dataDir)) throw new ConfigError(noInstallation(config.dataDir));
+}
+
 /**
  * The data folder's database for a command that works on an existing one with the server stopped
  * (migrate, compact): undefined, said on stderr, when there is none — a wrong path, not a new
@@ -138,10 +157,8 @@ export function requireFlag(flags: Record<string, string | boolean | undefined>,
  * command holds the folder.
  */
 export async function openExistingStorage(io: Io, config: Readonly<Config>, command: string, whileLocked: string): Promise<Storage | undefined> {
-  const file = join(config.dataDir, DB_FILE);
-  // (a -wal alone, or an interrupted restore's copy: the start's own check says what to do)
-  if (!existsSync(file) && !existsSync(`${file}-wal`) && !existsSync(restoringFile(config.dataDir))) {
-    io.err(`contact-ledger ${command}: there is no database in ${config.dataDir} (set CONTACT_LEDGER_DATA or --data); a new installation is made by serve or init`);
+  if (!hasInstallation(config.dataDir)) {
+    io.err(`contact-ledger ${command}: ${noInstallation(config.dataDir)}`);
     return undefined;
   }
   try {

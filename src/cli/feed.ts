@@ -1,13 +1,14 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Config } from '../config.ts';
 import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
-import { DataDirLockedError } from '../storage/lock.ts';
+import { dataDirHolder, DataDirLockedError } from '../storage/lock.ts';
 import { copyOwnerOnly, makeDirDurably, syncToDisk } from '../storage/durable-files.ts';
 import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, sidecarOf } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Io, type ParsedArgs } from './command.ts';
-import { commandLogger, requireFile, sayMigrated } from './common.ts';
+import { commandLogger, requireFile, requireInstallation, sayMigrated } from './common.ts';
+import { refuseRootOnForeignFolder } from './data-owner.ts';
 import { interrupted, progress, waitForOwnJob, type Progress } from './progress.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -46,9 +47,12 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
 }
 
 async function feed(file: string, format: NonNullable<ReturnType<typeof formatOfName>>, config: Config, io: Io, bar: Progress, stop: ReturnType<typeof interrupted>): Promise<number> {
+  requireInstallation(config);
+  // without a server, this command writes the data folder itself (as root: files the server may not read)
+  if (!dataDirHolder(config.dataDir)) refuseRootOnForeignFolder(config.dataDir, 'feed');
   let rt;
   try {
-    rt = await openRuntime(config, { log: commandLogger(io, config), onMigrated: sayMigrated(io) });
+    rt = await openRuntime(config, { log: commandLogger(io, config), bootstrap: false, onMigrated: sayMigrated(io) });
   } catch (err) {
     if (!(err instanceof DataDirLockedError)) throw err;
     // The server runs: give it the file through its inbox.
@@ -61,6 +65,12 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
     // A last line without a line break makes the inbox wait a minute for the rest of it (a writer
     // may have paused mid-record); this copy arrives whole by the rename, so it gets its line break.
     if (format !== 'json' && endsInsideALine(partial)) appendFileSync(partial, '\n');
+    // run as root beside a server running as the data folder's owner: the copy is that owner's, or
+    // the server may not read it (an operator's case: it went nowhere, and this command waited for ever)
+    if (process.getuid?.() === 0) {
+      const owner = statSync(inbox);
+      if (owner.uid !== 0) chownSync(partial, owner.uid, owner.gid);
+    }
     renameSync(partial, join(inbox, name));
     io.err(`a contact-ledger server or command (pid ${err.pid}) holds the data folder: handed ${basename(file)} to its inbox as ${name}`);
     // Whoever holds the data folder may be another command that ends before it looks at the
@@ -86,7 +96,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
         }
         if (!own && !isAlive(holder)) {
           try {
-            own = await openRuntime(config, { log: commandLogger(io, config), onMigrated: sayMigrated(io) });
+            own = await openRuntime(config, { log: commandLogger(io, config), bootstrap: false, onMigrated: sayMigrated(io) });
             own.scheduler.start({ tasks: [INBOX_TASK] });
             io.err(`the process that held the data folder (pid ${holder}) has ended: ingesting ${name} here`);
           } catch (again) {

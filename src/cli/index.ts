@@ -3,6 +3,7 @@ import { StartupError } from '../errors.ts';
 import { VERSION } from '../version.ts';
 import { commandHelp, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, parseCommandArgs, UsageError, type Io } from './command.ts';
 import { COMMANDS, DEFAULT_COMMAND } from './commands.ts';
+import { refuseRootOnForeignFolder } from './data-owner.ts';
 
 function overview(): string {
   return [
@@ -43,6 +44,7 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     if (!cmd.takesConfig) return await (await cmd.load())(args, io);
     // the configuration is checked before the command's modules load: a mistake in it is told at once
     const config = loadConfig(io.env, args.config);
+    if (cmd.writesData) refuseRootOnForeignFolder(config.dataDir, cmd.name);
     return await (await cmd.load())(args, io, config);
   } catch (err) {
     if (err instanceof UsageError) {

@@ -3,9 +3,11 @@ import { rotateSigningKeys } from '../identity/signing-keys.ts';
 import { dataDirHolder } from '../storage/lock.ts';
 import { prepareDataDir } from '../storage/storage.ts';
 import { EXIT_OK, UsageError, type Io, type ParsedArgs } from './command.ts';
+import { requireInstallation } from './common.ts';
 
 export async function run(args: ParsedArgs, io: Io, config: Config): Promise<number> {
   if (args.positionals[0] !== 'rotate' || args.positionals.length !== 1) throw new UsageError('usage: contact-ledger keys rotate');
+  requireInstallation(config);
   prepareDataDir(config.dataDir);
   const server = dataDirHolder(config.dataDir);
   const r = rotateSigningKeys(config.dataDir, Date.now());

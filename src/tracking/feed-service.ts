@@ -1,4 +1,4 @@
-import { lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { accessSync, constants, lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Cursors, Page } from '../cursor.ts';
@@ -136,6 +136,40 @@ export function createFeedService(d: {
     }
   }
 
+  /** Inbox files whose taking failed, said once each (each look tries them again). */
+  const untakeable = new Set<string>();
+
+  /**
+   * Moves a file the server may not read to failed/ with the reason and what to do (an operator's
+   * file copied in as root, owner-only: it stayed in the inbox for good, the scan failed at it every
+   * look, and every file after it in name order waited behind it; forty-third session). Moving it
+   * takes the folders' permissions only, which are the server's.
+   */
+  function failUnreadable(path: string, name: string, st: { uid: number; mode: number }): void {
+    const target = freeName(inboxFolder(d.dataDir, 'failed'), inboxName(name), newId('feed'));
+    const owner = statSync(inbox).uid;
+    writeSidecar(
+      target,
+      'reason',
+      `the server (uid ${process.getuid?.() ?? '?'}) may not read this file (it belongs to uid ${st.uid}, mode ${(st.mode & 0o777).toString(8).padStart(3, '0')}); ` +
+        `copy feed files in as the data folder's owner, e.g. install -m 0600 -o ${owner} <file> ${inbox}/, or give this file to that user, and move it back into the inbox`,
+    );
+    renameSync(path, target);
+    d.log.warn({ file: name, moved: basename(target) }, 'inbox: a file the server may not read was moved to failed/ with the reason');
+  }
+
+  /** Whether the server may read a file (false: not permitted; other errors are thrown). */
+  function readable(path: string): boolean {
+    try {
+      accessSync(path, constants.R_OK);
+      return true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EACCES' || code === 'EPERM') return false;
+      throw err;
+    }
+  }
+
   async function scanInbox(): Promise<number> {
     let names: string[];
     try {
@@ -166,29 +200,47 @@ export function createFeedService(d: {
       seen.set(name, { size: st.size, mtimeMs: st.mtimeMs });
       if (!before || before.size !== st.size || before.mtimeMs !== st.mtimeMs || now - st.mtimeMs < INBOX_SETTLE_MS) continue;
       const format = formatOfName(name);
-      if (format && format !== 'json' && now - st.mtimeMs < INBOX_UNTERMINATED_SETTLE_MS && endsInsideALine(path)) continue;
-      seen.delete(name);
-      if (!format) {
-        const target = freeName(inboxFolder(d.dataDir, 'failed'), inboxName(name), newId('feed'));
-        writeSidecar(target, 'reason', 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz');
-        renameSync(path, target);
-        continue;
-      }
-      const id = newId('feed');
-      const target = join(inboxFolder(d.dataDir, 'processing'), `${id}-${inboxName(name)}`);
-      await moveDurably(path, target); // the file whole on disk before its job commits
       try {
-        // the size of the file moved (replaced by rename since the look, it is another file)
-        createFeed('inbox', target, name, format, null, id, undefined, statSync(target).size);
+        if (!readable(path)) {
+          seen.delete(name);
+          failUnreadable(path, name, st);
+          continue;
+        }
+        if (format && format !== 'json' && now - st.mtimeMs < INBOX_UNTERMINATED_SETTLE_MS && endsInsideALine(path)) continue;
+        seen.delete(name);
+        taken += await take(path, name, format);
+        untakeable.delete(name);
       } catch (err) {
-        renameSync(target, path); // taken again at a later look
-        d.log.error({ err, file: name }, 'could not register an inbox file; it stays in the inbox');
-        continue;
+        // one file's trouble holds up no other: said once, tried again at the next look
+        if (!untakeable.has(name)) d.log.error({ err, file: name }, 'inbox: a file could not be taken; it stays in the inbox, and the other files are taken');
+        untakeable.add(name);
       }
-      taken++;
     }
     for (const name of seen.keys()) if (!names.includes(name)) seen.delete(name);
+    for (const name of untakeable) if (!names.includes(name)) untakeable.delete(name);
     return taken;
+  }
+
+  /** Takes one settled inbox file: to failed/ when it is no feed file, else to processing/ as a feed job. Returns 1 when it became a job. */
+  async function take(path: string, name: string, format: FeedFormat | undefined): Promise<number> {
+    if (!format) {
+      const target = freeName(inboxFolder(d.dataDir, 'failed'), inboxName(name), newId('feed'));
+      writeSidecar(target, 'reason', 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz');
+      renameSync(path, target);
+      return 0;
+    }
+    const id = newId('feed');
+    const target = join(inboxFolder(d.dataDir, 'processing'), `${id}-${inboxName(name)}`);
+    await moveDurably(path, target); // the file whole on disk before its job commits
+    try {
+      // the size of the file moved (replaced by rename since the look, it is another file)
+      createFeed('inbox', target, name, format, null, id, undefined, statSync(target).size);
+    } catch (err) {
+      renameSync(target, path); // taken again at a later look
+      d.log.error({ err, file: name }, 'could not register an inbox file; it stays in the inbox');
+      return 0;
+    }
+    return 1;
   }
 
   /**
