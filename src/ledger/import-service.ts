@@ -77,10 +77,14 @@ const DOWNLOAD_COLUMNS: ReadonlySet<string> = new Set(DOWNLOAD_HEADER);
  * `'=x` typed in a cell: `=x`.
  */
 function isOwnDownload(scan: ScanResult): boolean {
+  // a cell beginning with = + - @ unescaped: a download taken with escapeFormulas=false (or edited),
+  // whose texts are as they are — a `'` before such a character is the contact's own (until the
+  // forty-third session the whole header alone counted, and such a download's `'+Bob` became `+Bob`)
+  if (scan.formulaCells) return false;
   const { columns } = scan;
   if (columns.length === DOWNLOAD_HEADER.length && DOWNLOAD_HEADER.every((c, i) => columns[i] === c)) return true;
   const named = columns.filter((c) => c !== '');
-  return !scan.formulaCells && named.length >= 2 && new Set(named).size === named.length && named.every((c) => DOWNLOAD_COLUMNS.has(c));
+  return named.length >= 2 && new Set(named).size === named.length && named.every((c) => DOWNLOAD_COLUMNS.has(c));
 }
 
 /**
