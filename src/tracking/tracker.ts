@@ -205,30 +205,15 @@ function identityOf(p: Person, r: FeedRecord): FeedRecord | undefined {
  * LinkedIn profile. They are two people who share a name and a company (thirty-sixth session, a
  * tester's case: a namesake's e-mail-only record taken for the LinkedIn-known person gave that
  * person her address, both contacts then followed the one person, and every record of either
- * flipped both contacts' companies). Nor do two people with different addresses meet by name +
- * company (forty-third session, a tester's case: ten namesakes at one employer in one feed, each
- * with an address of their own, were taken for one person listed ten times; until then an address
- * known alone was taken to have changed at the same employer — an info change that cost the
- * contacts of namesakes their own addresses).
+ * flipped both contacts' companies). Two records known by addresses alone still meet by name +
+ * company: an address changes at the same employer (an info change), a LinkedIn profile does not.
  */
 function namesakeByKeys(p: Person, r: { personId?: string; email?: string }, slug: string | undefined): boolean {
   // an address both have is a key they share (it found nobody alone: more people have it)
   if (r.email && p.email !== null && emailKey(r.email) === emailKey(p.email)) return false;
   const recordIdentified = !!r.personId || !!slug;
   const personIdentified = p.externalId !== null || p.linkedinSlug !== null;
-  return (personIdentified && (recordIdentified || !!r.email)) || (recordIdentified && p.email !== null) || (!!r.email && p.email !== null);
-}
-
-/**
- * Whether a contact may be matched by name + company to the one person who has them: not when the
- * person is known by an address alone (no personId, no LinkedIn profile) and the contact has
- * another — the address is then the only key either has, and the two disagree: namesakes at one
- * employer (forty-third session, a tester's case: a contact took a stranger's address, his title and
- * his job changes, and its own person, coming later, found it no more). The address of a person
- * known by a stronger key does replace a contact's (a CRM's address is often an old one).
- */
-function keysFit(c: { email: string | null }, p: Person): boolean {
-  return !(c.email && p.email !== null && p.externalId === null && p.linkedinSlug === null && emailKey(c.email) !== emailKey(p.email));
+  return (personIdentified && (recordIdentified || !!r.email)) || (recordIdentified && p.email !== null);
 }
 
 /**
@@ -566,7 +551,7 @@ export function createTracker(d: TrackerDeps) {
     // one person fits (the e-mail of a contact unmatched as ambiguous may be what its first match brought)
     // (the count first: contacts left unmatched by a crowd of namesakes are not listed for each of them)
     if (d.people.countByKeys(p.nameKey, p.companyKey) === 1) {
-      const byKeys = unmatchedByKeys(p.nameKey, p.companyKey, p);
+      const byKeys = unmatchedByKeys(p.nameKey, p.companyKey);
       if (byKeys.length) fresh.push([byKeys, 'name']);
     }
     // The keys this person leaves, and those of a person merged into them: when one other person is
@@ -582,7 +567,7 @@ export function createTracker(d: TrackerDeps) {
       // (the keys were this person's or the one merged into them: both are `p` now, a reviewer's case)
       const to = left.length === 1 ? left[0]! : left.length === 0 ? p : undefined;
       if (!to) continue;
-      for (const c of unmatchedByKeys(k.nameKey, k.companyKey, to)) {
+      for (const c of unmatchedByKeys(k.nameKey, k.companyKey)) {
         if (olderThanShown(c, to, now, to === p ? asOf : undefined)) continue;
         counts.contactsMatched++;
         reconcile(c, to, counts, 'name', to === p ? asOf : undefined);
@@ -662,8 +647,8 @@ export function createTracker(d: TrackerDeps) {
    * holding them may take: those whose e-mail (if any) names no person for them (emailPerson) — the
    * address of one unmatched as ambiguous may be what its first match brought, so it does not count.
    */
-  function unmatchedByKeys(nameK: string, companyK: string, holder: Person): TrackedContact[] {
-    return d.contacts.listUnmatchedByKeys(nameK, companyK).filter((c) => (!c.email || c.matchedBy === 'ambiguous' || !emailPerson(c.email, contactNameKey(c))) && keysFit(c, holder));
+  function unmatchedByKeys(nameK: string, companyK: string): TrackedContact[] {
+    return d.contacts.listUnmatchedByKeys(nameK, companyK).filter((c) => !c.email || c.matchedBy === 'ambiguous' || !emailPerson(c.email, contactNameKey(c)));
   }
 
   /**
@@ -697,7 +682,7 @@ export function createTracker(d: TrackerDeps) {
     if (before && (before.nameKey !== p.nameKey || before.companyKey !== p.companyKey) && nameK === before.nameKey && companyKeys.includes(before.companyKey) && d.people.countByKeys(before.nameKey, before.companyKey) === 0) candidates.push(p);
     for (const k of companyKeys) candidates.push(d.people.findByKeys(nameK, k));
     const now = d.clock.now();
-    const eligible = candidates.filter((q): q is Person => q !== undefined && keysFit(c, q) && !olderThanShown(c, q, now));
+    const eligible = candidates.filter((q): q is Person => q !== undefined && !olderThanShown(c, q, now));
     // one who has the contact's address first (a tester's case: a namesake without it at the import
     // company took the contact from the person it followed, who has it)
     const key = c.email === null ? undefined : emailKey(c.email);
@@ -714,7 +699,6 @@ export function createTracker(d: TrackerDeps) {
     else {
       if (c.email) [p, by] = [emailPerson(c.email, contactNameKey(c)), 'email'];
       if (!p) [p, by] = [d.people.findByKeys(nameKey(c.name), companyKey(c.company)), 'name'];
-      if (p && by === 'name' && !keysFit(c, p)) p = undefined;
     }
     if (!p) return;
     counts.contactsMatched++;
