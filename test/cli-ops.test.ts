@@ -86,11 +86,11 @@ C('init creates the superuser and an organization; user add and passwd; migrate 
   assert.is(notEmail.status, 2, notEmail.stderr);
   assert.match(notEmail.stderr, /--email must be an e-mail address/);
   const dup = await cli(['user', 'add', '--email', 'ED@example.com', '--password', 'editor passphrase'], env);
-  assert.is(dup.status, 1);
-  assert.match(dup.stderr, /already exists/);
+  assert.is(dup.status, 2, 'the same command cannot succeed');
+  assert.match(dup.stderr, /a user with the e-mail ed@example\.com already exists; to set their password: contact-ledger user passwd --email ed@example\.com/);
   const missing = await cli(['user', 'passwd', '--email', 'nobody@example.com', '--password', 'whatever long'], env);
-  assert.is(missing.status, 1);
-  assert.match(missing.stderr, /no user has the e-mail nobody@example\.com/);
+  assert.is(missing.status, 2);
+  assert.match(missing.stderr, /no user has the e-mail nobody@example\.com; to add one: contact-ledger user add/);
   assert.match((await cli(['migrate'], env)).stdout, /up to date \(schema version \d+\)/);
   // a folder without a database is a wrong path, not a new installation (a tester's case: one was made)
   const nowhere = join(tempDir(), 'typo');
@@ -214,7 +214,9 @@ C('import from the command line: the same job as the API, plain progress lines o
   assert.is(failed.status, 1);
   assert.match(failed.stderr, /^imp_[0-9a-z]+ failed: 0 rows, 0 imported.*\. the file cannot be read: a quoted field opened on line 2 is never closed \(nothing was imported\)$/m);
   assert.not.match(failed.stderr, /importing 0 rows/);
-  assert.is((await cli(['import', orgId, 'l_nosuchledger', file], env)).status, 1);
+  const noLedger = await cli(['import', orgId, 'l_nosuchledger', file], env);
+  assert.is(noLedger.status, 2, 'the same command cannot succeed');
+  assert.match(noLedger.stderr, /contact-ledger import: .*l_nosuchledger/);
   // a --mapping that cannot be used is a bad argument (2), not a failure (a tester's case: exit 1)
   for (const mapping of ['{bad', '{"referenceId":"No Such Column"}']) {
     const wrong = await cli(['import', orgId, ledgerId, file, '--mapping', mapping], env);
@@ -487,7 +489,7 @@ C('a command that opens an older database migrates it and says so, with the copy
   migrate(old, migrations.slice(0, -1));
   old.close();
   const refused = await cli(['user', 'passwd', '--email', 'nobody@example.com', '--password', 'some passphrase 1'], { CONTACT_LEDGER_DATA: data });
-  assert.is(refused.status, 1, refused.stderr);
+  assert.is(refused.status, 2, refused.stderr); // no such user: the same command cannot succeed
   assert.match(refused.stderr, new RegExp(`contact-ledger: applied 1 migration \\(${migrations.at(-1)!.name}\\); schema version ${migrations.at(-1)!.version}\n`));
   assert.match(refused.stderr, /contact-ledger: the database as it was is in .*backups\/pre-migrate-v\d+-\d{8}T\d{9}Z\.db\n/);
   assert.match(refused.stderr, /no user has the e-mail nobody@example\.com/);

@@ -319,7 +319,10 @@ C('unknown commands and flags are usage errors (2); --help and version succeed (
   assert.match(unknown.stderr, /unknown command "frobnicate"/);
   const flag = run(['serve', '--no-such-flag']);
   assert.is(flag.status, 2);
-  assert.match(flag.stderr, /no-such-flag/);
+  assert.equal(flag.stderr.trim(), 'contact-ledger serve: unknown option --no-such-flag (see contact-ledger serve --help)', 'one line, no quote left open');
+  const short = run(['backup', '-h']);
+  assert.is(short.status, 0, 'each command takes -h as --help');
+  assert.match(short.stdout, /^Usage: contact-ledger backup <file>/);
   const help = run(['--help']);
   assert.is(help.status, 0);
   assert.match(help.stdout, /Commands:/);

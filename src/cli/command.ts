@@ -51,14 +51,17 @@ export type Command = CommandInfo &
 
 /** Parses argv for one command; unknown flags and missing values are usage errors. */
 export function parseCommandArgs(cmd: Command, argv: string[]): ParsedArgs & { help: boolean } {
-  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean', short: 'h' } };
   if (cmd.takesConfig) for (const f of CONFIG_FLAGS) options[f] = { type: 'string' };
   for (const [name, f] of Object.entries(cmd.flags ?? {})) options[name] = { type: f.type };
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (err) {
-    throw new UsageError((err as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''));
+    const e = err as Error & { code?: string };
+    // Node's own words for an unknown option run on about placing it after `--`, with a quote left open
+    const unknown = e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /Unknown option '([^']*)'/.exec(e.message)?.[1] : undefined;
+    throw new UsageError(unknown !== undefined ? `unknown option ${unknown}` : e.message.replace(/^TypeError \[[A-Z_]+\]: /, ''));
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const config: Record<string, string | undefined> = {};

@@ -30,6 +30,8 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
     const { job } = await rt.ledger.imports.createCsvImport(cliCaller(), orgId, ledgerId, { path: copy, fileName: basename(file) }, args.flags.mapping as string | undefined).catch((err: unknown) => {
       // a --mapping the API would refuse (not JSON, a column the file lacks) is a bad argument: the same command cannot succeed (exit 2)
       if (err instanceof AppError && err.status === 422 && err.errors.some((e) => e.path === 'mapping' || e.path.startsWith('mapping.'))) throw new UsageError(`--mapping: ${err.message}`);
+      // no such organization or ledger: the same command cannot succeed either
+      if (err instanceof AppError && err.status === 404) throw new UsageError(err.message);
       throw err;
     });
     if (job.status !== 'failed') io.err(`${job.id}: importing ${job.submitted} rows of ${basename(file)} into ${ledgerId}`); // failed: a file that cannot be read

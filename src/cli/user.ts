@@ -1,5 +1,6 @@
 import type { Config } from '../config.ts';
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Io, type ParsedArgs } from './command.ts';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Io, type ParsedArgs } from './command.ts';
+import { AppError } from '../errors.ts';
 import { passwordPolicyProblem } from '../identity/passwords.ts';
 import { USER_USAGE } from './commands.ts';
 import { cliCaller, flagValue, openForCommand, passwordArg, requireFlag } from './common.ts';
@@ -32,7 +33,11 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const rt = await openForCommand(io, config, 'stop it first, or use the API (POST /api/identity/v1/users, PATCH /api/identity/v1/users/:userId)');
   try {
     if (sub === 'add') {
-      const u = await rt.identity.users.createUser(cliCaller(), { email, password, superuser: args.flags.superuser === true, ...(name !== undefined ? { name } : {}) });
+      const u = await rt.identity.users.createUser(cliCaller(), { email, password, superuser: args.flags.superuser === true, ...(name !== undefined ? { name } : {}) }).catch((err: unknown) => {
+        // the same command cannot succeed (exit 2), and what to do instead is known
+        if (err instanceof AppError && err.code === 'email_taken') throw new UsageError(`a user with the e-mail ${email} already exists; to set their password: contact-ledger user passwd --email ${email} --password -`);
+        throw err;
+      });
       io.out(`created ${u.superuser ? 'the superuser' : 'the user'} ${u.email} (${u.id})`);
       return EXIT_OK;
     }
@@ -40,7 +45,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
       const byId = rt.identity.repos.users.findUserById(id);
       if (!byId) {
         io.err(`contact-ledger user: no user has the id ${id}`);
-        return EXIT_FAILURE;
+        return EXIT_USAGE;
       }
       await rt.identity.users.updateUser(cliCaller(), byId.id, { password });
       io.out(`set the password of ${byId.email} (${byId.id}); their sessions have ended`);
@@ -63,8 +68,8 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
       return EXIT_FAILURE;
     }
     if (!u) {
-      io.err(`contact-ledger user: no user has the e-mail ${email}`);
-      return EXIT_FAILURE;
+      io.err(`contact-ledger user: no user has the e-mail ${email}; to add one: contact-ledger user add --email ${email} --password -`);
+      return EXIT_USAGE;
     }
     await rt.identity.users.updateUser(cliCaller(), u.id, { password });
     io.out(`set the password of ${u.email}${u.superuser ? ' (a superuser)' : ''}; their sessions have ended`);
