@@ -320,6 +320,8 @@ C('backup to a folder that does not exist, onto a file that exists, or into a fi
     [join(out, 'missing', 'folder', 'x.db'), /the folder .*\/missing\/folder does not exist; create it or choose another/],
     [existing, /kept\.db already exists; choose a new file name \(a backup never overwrites a file\)/],
     [join(existing, 'x.db'), /kept\.db is not a folder/],
+    // an operator's `backup bk/`: the file's name is what is missing
+    [out, /is a folder; name the backup file in it, e\.g\. .*\/contact-ledger-\d{4}-\d{2}-\d{2}\.db/],
   ];
   for (const [dest, msg] of cases) {
     const r = await cli(['backup', dest], env);

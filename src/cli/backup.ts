@@ -54,7 +54,13 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   // folder was exit 1). A backup never overwrites a file: it may be the only good copy.
   const destDir = dirname(dest);
   if (existsSync(dest)) {
-    io.err(`contact-ledger backup: ${dest} already exists; choose a new file name (a backup never overwrites a file)`);
+    // a folder named for the copy: the file's name inside it is what is missing (an operator's `backup bk/`)
+    const folder = statSync(dest).isDirectory();
+    io.err(
+      folder
+        ? `contact-ledger backup: ${dest} is a folder; name the backup file in it, e.g. ${join(dest, `contact-ledger-${new Date().toISOString().slice(0, 10)}.db`)}`
+        : `contact-ledger backup: ${dest} already exists; choose a new file name (a backup never overwrites a file)`,
+    );
     return EXIT_USAGE;
   }
   if (!existsSync(destDir)) {
