@@ -140,6 +140,11 @@ export function createQueue(db: Db, clock: Clock) {
         now,
       });
     },
+    /** A job's status and last error (undefined: no such job). */
+    outcomeOf(id: string): { status: JobStatus; error: string | null } | undefined {
+      const j = repo.findJob(id);
+      return j && { status: j.status, error: j.lastError };
+    },
     /** True when a job of one of these kinds waits or runs (a previous process's included). */
     hasUnfinished: (kinds: readonly string[]): boolean => repo.hasUnfinished(kinds),
     /** A job that ends before it runs (its input cannot be used at all): `failed` at once. Call in the transaction that enqueued it. */

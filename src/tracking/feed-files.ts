@@ -15,8 +15,13 @@ export const inboxDir = (dataDir: string) => join(dataDir, 'inbox');
 export function inboxFolder(dataDir: string, name: 'processing' | 'done' | 'failed'): string {
   const dir = join(inboxDir(dataDir), name);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (!lstatSync(dir).isDirectory()) throw new Error(`${dir} is not a folder (a link?): remove it, the server makes its own`);
+  if (!lstatSync(dir).isDirectory()) throw new InboxFolderError(`${dir} is not a folder (a link?): remove it, the server makes its own`);
   return dir;
+}
+
+/** One of the inbox's own folders cannot be used: no file can be taken (not one file's trouble). */
+export class InboxFolderError extends Error {
+  override name = 'InboxFolderError';
 }
 
 /** An inbox entry the poll takes as a feed file: a plain file, not hidden (a copy in progress may be `.name.part`). */

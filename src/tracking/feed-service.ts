@@ -14,7 +14,7 @@ import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
-import { endsInsideALine, feedsDir, formatOfName, freeName, inboxDir, inboxFolder, inboxName, isGzip, isInboxFile, settleFeedFile, writeSidecar } from './feed-files.ts';
+import { endsInsideALine, feedsDir, formatOfName, freeName, InboxFolderError, inboxDir, inboxFolder, inboxName, isGzip, isInboxFile, settleFeedFile, writeSidecar } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
 import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from './feeds-repo.ts';
@@ -146,16 +146,22 @@ export function createFeedService(d: {
    * takes the folders' permissions only, which are the server's.
    */
   function failUnreadable(path: string, name: string, st: { uid: number; mode: number }): void {
-    const target = freeName(inboxFolder(d.dataDir, 'failed'), inboxName(name), newId('feed'));
     const owner = statSync(inbox).uid;
-    writeSidecar(
-      target,
-      'reason',
+    const target = toFailed(
+      path,
+      name,
       `the server (uid ${process.getuid?.() ?? '?'}) may not read this file (it belongs to uid ${st.uid}, mode ${(st.mode & 0o777).toString(8).padStart(3, '0')}); ` +
         `copy feed files in as the data folder's owner, e.g. install -m 0600 -o ${owner} <file> ${inbox}/, or give this file to that user, and move it back into the inbox`,
     );
-    renameSync(path, target);
     d.log.warn({ file: name, moved: basename(target) }, 'inbox: a file the server may not read was moved to failed/ with the reason');
+  }
+
+  /** Moves an inbox file that never became a feed job to failed/, its reason beside it; returns where it went. */
+  function toFailed(path: string, name: string, reason: string): string {
+    const target = freeName(inboxFolder(d.dataDir, 'failed'), inboxName(name), newId('feed'));
+    writeSidecar(target, 'reason', reason);
+    renameSync(path, target);
+    return target;
   }
 
   /** Whether the server may read a file (false: not permitted; other errors are thrown). */
@@ -211,6 +217,10 @@ export function createFeedService(d: {
         taken += await take(path, name, format);
         untakeable.delete(name);
       } catch (err) {
+        // the inbox's own folder unusable: no file can be taken (the periodic task's failure says it)
+        if (err instanceof InboxFolderError) throw err;
+        // gone since the look (moved out by hand): nothing to say
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
         // one file's trouble holds up no other: said once, tried again at the next look
         if (!untakeable.has(name)) d.log.error({ err, file: name }, 'inbox: a file could not be taken; it stays in the inbox, and the other files are taken');
         untakeable.add(name);
@@ -224,9 +234,7 @@ export function createFeedService(d: {
   /** Takes one settled inbox file: to failed/ when it is no feed file, else to processing/ as a feed job. Returns 1 when it became a job. */
   async function take(path: string, name: string, format: FeedFormat | undefined): Promise<number> {
     if (!format) {
-      const target = freeName(inboxFolder(d.dataDir, 'failed'), inboxName(name), newId('feed'));
-      writeSidecar(target, 'reason', 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz');
-      renameSync(path, target);
+      toFailed(path, name, 'not a feed file: use .jsonl, .ndjson, .csv or .json, optionally .gz');
       return 0;
     }
     const id = newId('feed');
