@@ -2147,6 +2147,9 @@ T('feed CSV: columns named as contact uploads name them are read (LinkedIn URL, 
   const twice = await feed(t, w.root, 'name,company,employer\nTwo Cols,A,B\n', 'text/csv');
   assert.is(twice.status, 'failed');
   assert.match(twice.message, /line 1: columns "company" and "employer" both give company/);
+  // names address books use are a contact upload's only: beside a feed's own column they are another column (a reviewer's case: the feed failed)
+  const book = await feed(t, w.root, 'name,company,location,Business City,email,E-mail 1 - Value\nBook Keeper,Ledger Co,Oslo,Bergen,bk@x.test,other@x.test\n', 'text/csv');
+  assert.equal([book.status, book.received, book.invalid], ['completed', 1, 0]);
 });
 
 T('feed CSV: a trailing separator is no wrong width; cells may be missing past the last column the feed reads, not before it', async ({ t, w }) => {
@@ -2745,6 +2748,9 @@ I('an inbox file removed from processing/ before its feed ran is said so in the 
   const job = list.body.feeds.find((f: any) => f.id === warned.feed);
   assert.equal([job.status, job.fileName], ['failed', 'removed.jsonl']);
   assert.match(job.message, /the feed file is no longer there/);
+  // the job's failure is in the log too, with its reason (an operator found one in the API alone)
+  const failed = await until('the job failed line', () => t.logs.map((l) => JSON.parse(l) as { msg: string; job?: string; error?: string }).find((l) => l.msg === 'job failed' && l.job === warned.feed), Boolean, 10_000);
+  assert.match(failed?.error ?? '', /the feed file is no longer there/);
 });
 
 I('an inbox file with a name too long to file with its feed id is taken under a shorter name, its extension kept (it was never moved, and stayed in the inbox)', async ({ t }) => {

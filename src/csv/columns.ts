@@ -21,6 +21,13 @@ const exactText = (column: string) => column.normalize('NFC').trim();
  * (an Outlook export has both: its contacts were imported with the title "Dr.", a tester's case);
  * a city before a region. Google Contacts' columns are numbered (`Organization 1 - Name`).
  */
+/**
+ * Names of address books' exports among the aliases: a contact upload takes the first of a field's
+ * names a file has, a feed refuses two columns for one field — a feed with `location` and
+ * `Business City` worked before these names were known, and still does (they are not a feed's).
+ */
+export const ADDRESS_BOOK_ALIASES: ReadonlySet<string> = new Set(['organizationname', 'organization1name', 'organizationtitle', 'organization1title', 'businesscity', 'workcity', 'email1value', 'emailaddress1']);
+
 export const ALIASES: Record<ContactField | 'firstName' | 'lastName', string[]> = {
   name: ['name', 'fullname', 'contactname', 'contact'],
   company: ['company', 'companyname', 'organization', 'organisation', 'organizationname', 'organization1name', 'employer', 'account', 'accountname', 'currentcompany', 'importcompany'],
@@ -61,8 +68,8 @@ export class MappingError extends Error {
 export function checkMappedColumns(columns: string[], mapping: ColumnMapping): void {
   for (const [field, i] of mappedFields(mapping)) {
     const key = headerKey(columns[i]!);
-    const text = columns[i]!.trim();
-    const same = columns.findIndex((c, j) => j !== i && c.trim() === text);
+    const text = exactText(columns[i]!);
+    const same = columns.findIndex((c, j) => j !== i && exactText(c) === text);
     if (same >= 0) {
       const [a, b] = [Math.min(i, same), Math.max(i, same)];
       throw new MappingError(`the header names column "${text}" twice (columns ${a + 1} and ${b + 1}), and it is imported; rename one of them, or map its field to another column or to null`, 'file');

@@ -404,7 +404,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   if (header.info.bytes > HEADER_BYTES) return headerTooLong();
   if (dataRecords === 0) return fail(422, 'the file has a header row but no contacts');
   const headerText = text.subarray(0, header.info.bytes).toString('utf8');
-  const votes = sepLines ? undefined : delimiterVotes(headerText);
+  // the vote on the delimiter reads the header row alone, not rows passed over above it (notes: a reviewer's case)
+  const votes = sepLines ? undefined : delimiterVotes(text.subarray(at > 0 ? parsed[at - 1]!.info.bytes : 0, header.info.bytes).toString('utf8'));
   const tiedWith = votes && Object.keys(votes).find((d) => d !== delimiter && votes[d]! > 0 && votes[d] === votes[delimiter]);
   const headerLines = sepLines + 1 + (headerText.replace(/\r\n/g, '\n').replace(/[\r\n]$/, '').match(/[\r\n]/g)?.length ?? 0);
   return {

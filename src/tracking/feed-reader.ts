@@ -4,7 +4,7 @@ import { CsvError, parse } from 'csv-parse';
 import { fitToHeader, holdsOnlySpaces, isBlankRecord, lineBreaksIn, namedWidth, wrongWidth } from '../csv/read-rows.ts';
 import { RecordLimiter } from '../csv/record-limit.ts';
 import { headerDelimiter, sepLine, utf16ByteOrder } from '../csv/scan.ts';
-import { ALIASES, headerKey } from '../csv/columns.ts';
+import { ADDRESS_BOOK_ALIASES, ALIASES, headerKey } from '../csv/columns.ts';
 import { firstDuplicateKey, hasLoneSurrogate } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
 import { pipeline, Readable, Transform } from 'node:stream';
@@ -149,7 +149,7 @@ async function* ndjson(input: Readable): AsyncGenerator<FeedItem> {
 // read as for contact uploads: a stray quote inside an unquoted field is a literal character.
 const FEED_FIELDS = ['personId', 'linkedin', 'email', 'emailStatus', 'name', 'company', 'title', 'location', 'jobStartedAt', 'hasMultipleJobs', 'observedAt'];
 const FIELD_BY_KEY = new Map([
-  ...(['name', 'company', 'title', 'location', 'email', 'linkedin'] as const).flatMap((f) => ALIASES[f].filter((a) => !a.startsWith('import')).map((a) => [a, f] as const)),
+  ...(['name', 'company', 'title', 'location', 'email', 'linkedin'] as const).flatMap((f) => ALIASES[f].filter((a) => !a.startsWith('import') && !ADDRESS_BOOK_ALIASES.has(a)).map((a) => [a, f] as const)),
   ...FEED_FIELDS.map((f) => [headerKey(f), f] as const),
 ]);
 
