@@ -64,10 +64,6 @@ export interface Runtime {
 }
 
 /**
- * Opens the storage and wires the services; creates the first superuser on a fresh installation
- * (unless `bootstrap` is false).
- */
-/**
  * Creates the first superuser of a new installation (from CONTACT_LEDGER_ADMIN_EMAIL / _PASSWORD,
  * or with a generated password) and notes it in `rt.bootstrap`; nothing when users exist.
  */
@@ -76,6 +72,10 @@ export async function bootstrapSuperuser(rt: Runtime, config: Readonly<Config>):
   if (boot) rt.bootstrap = { email: boot.user.email, ...(boot.generatedPassword ? { generatedPassword: boot.generatedPassword } : {}) };
 }
 
+/**
+ * Opens the storage and wires the services; creates the first superuser on a fresh installation
+ * (unless `bootstrap` is false).
+ */
 export async function openRuntime(config: Readonly<Config>, opts: { clock?: Clock; log?: Logger; bootstrap?: boolean; feedChunkDeadlineMs?: number; onMigrated?: (m: Migrated) => void } = {}): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);

@@ -481,16 +481,38 @@ C('root\'s commands that write the data folder are refused on a folder the servi
   assert.is(run(['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], env).status, 0);
   const backup = join(tempDir(), 'b.db');
   assert.is(run(['backup', backup], env).status, 0, 'backup reads only: root\'s cron job may take it');
+  // another user, in a folder it may not enter: told so, not that there is no database (a reviewer's case)
+  const closed = spawnSync(process.execPath, [MAIN, 'user', 'add', '--email', 'c@d.test', '--password', 'passphrase 12345'], { env: { ...baseEnv, ...env, HOME: tempDir() }, uid: 65534, gid: 65534, encoding: 'utf8', timeout: 30_000 });
+  assert.is(closed.status, 2, closed.stderr);
+  assert.match(closed.stderr, /is not usable \(EACCES\)/);
   execFileSync('chown', ['-R', '65534:65534', data]);
   const feedFile = join(tempDir(), 'people.jsonl');
   writeFileSync(feedFile, '{"name":"Ann","company":"Acme"}\n');
   const listing = () => execFileSync('find', [data, '-uid', '0'], { encoding: 'utf8' });
-  for (const args of [['restore', backup], ['keys', 'rotate'], ['user', 'add', '--email', 'c@d.test', '--password', 'passphrase 12345'], ['migrate'], ['compact'], ['serve'], ['feed', feedFile]]) {
+  for (const args of [['restore', backup], ['keys', 'rotate'], ['user', 'add', '--email', 'c@d.test', '--password', 'passphrase 12345'], ['migrate'], ['compact'], ['feed', feedFile]]) {
     const r = run(args, env);
     assert.is(r.status, 2, `${args[0]}: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`the data folder .* belongs to uid 65534, and ${args[0]} runs as root: .* Run it as that user: sudo -u '#65534' contact-ledger ${args[0]}`), args[0]);
   }
   assert.is(listing(), '', 'nothing of root\'s in the folder');
+  // feed as root beside a process that holds the folder and ends first: the file waits in the inbox
+  // for the next start; the command does not open the folder itself (a reviewer's case: root's files)
+  const lockModule = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'lock.ts')).href;
+  const holder = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', `const { lockDataDir } = await import(${JSON.stringify(lockModule)}); lockDataDir(${JSON.stringify(data)}); console.log('locked'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'], uid: 65534, gid: 65534 });
+  try {
+    await once(holder.stdout!, 'data');
+    const waiting = spawn(process.execPath, [MAIN, 'feed', feedFile], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    const handed = new Promise<void>((resolve) => waiting.stderr!.on('data', (d: Buffer) => ((err += d), /handed people\.jsonl to its inbox/.test(err) && resolve())));
+    const exited = new Promise<number | null>((resolve) => waiting.on('exit', resolve));
+    await Promise.race([handed, exited]);
+    holder.kill('SIGKILL');
+    assert.is(await exited, 1, err);
+    assert.match(err, /has ended before it ingested \d+-people\.jsonl: the file stays in the inbox, and the server ingests it when it starts/);
+  } finally {
+    holder.kill('SIGKILL');
+  }
+  assert.is(listing(), '', 'nothing of root\'s in the folder, the handed copy included');
   // as the folder's owner, the same commands work
   const asOwner = spawnSync(process.execPath, [MAIN, 'user', 'add', '--email', 'c@d.test', '--password', 'passphrase 12345'], { env: { ...baseEnv, ...env, HOME: data }, uid: 65534, gid: 65534, encoding: 'utf8', timeout: 30_000 });
   assert.is(asOwner.status, 0, asOwner.stderr);

@@ -10,7 +10,6 @@ export const USER_USAGE = 'user add --email <e-mail> --password <password | -> [
 
 const serveCommand: Command = {
   name: 'serve',
-  writesData: true,
   summary: 'Run the server (the default command): the APIs, the web application and the scheduler.',
   usage: 'serve [options]',
   takesConfig: true,

@@ -131,10 +131,23 @@ export function requireFlag(flags: Record<string, string | boolean | undefined>,
   return v;
 }
 
-/** Whether the data folder holds a database (or a -wal alone, or an interrupted restore's copy: the start's own check says what to do with those). */
+/**
+ * Whether the data folder holds a database (or a -wal alone, or an interrupted restore's copy: the
+ * start's own check says what to do with those). A folder this user may not look into counts as
+ * holding one: opening it then says "permission denied", not "no database" (a reviewer's case).
+ */
 export function hasInstallation(dataDir: string): boolean {
   const file = join(dataDir, DB_FILE);
-  return existsSync(file) || existsSync(`${file}-wal`) || existsSync(restoringFile(dataDir));
+  const present = (path: string) => {
+    try {
+      statSync(path);
+      return true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      return code !== 'ENOENT' && code !== 'ENOTDIR';
+    }
+  };
+  return present(file) || present(`${file}-wal`) || present(restoringFile(dataDir));
 }
 
 const noInstallation = (dataDir: string) => `there is no database in ${dataDir} (set CONTACT_LEDGER_DATA or --data); a new installation is made by serve or init`;

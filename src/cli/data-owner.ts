@@ -10,16 +10,21 @@ import { ConfigError } from '../config.ts';
  * session). Root's own folder, or a folder not made yet, is no concern.
  */
 export function refuseRootOnForeignFolder(dataDir: string, command: string): void {
-  if (process.getuid?.() !== 0) return;
-  let uid: number;
-  try {
-    uid = statSync(dataDir).uid;
-  } catch {
-    return;
-  }
-  if (uid === 0) return;
+  const uid = rootOnForeignFolder(dataDir);
+  if (uid === undefined) return;
   throw new ConfigError(
     `the data folder ${dataDir} belongs to uid ${uid}, and ${command} runs as root: what it writes there would be root's, which the server, running as uid ${uid}, may not read. ` +
       `Run it as that user: sudo -u '#${uid}' contact-ledger ${command} …`,
   );
+}
+
+/** The owner of the data folder when this process runs as root and the folder is another user's; else undefined. */
+export function rootOnForeignFolder(dataDir: string): number | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  try {
+    const { uid } = statSync(dataDir);
+    return uid === 0 ? undefined : uid;
+  } catch {
+    return undefined;
+  }
 }

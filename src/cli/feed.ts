@@ -8,7 +8,7 @@ import { copyOwnerOnly, makeDirDurably, syncToDisk } from '../storage/durable-fi
 import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, sidecarOf } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Io, type ParsedArgs } from './command.ts';
 import { commandLogger, requireFile, requireInstallation, sayMigrated } from './common.ts';
-import { refuseRootOnForeignFolder } from './data-owner.ts';
+import { refuseRootOnForeignFolder, rootOnForeignFolder } from './data-owner.ts';
 import { interrupted, progress, waitForOwnJob, type Progress } from './progress.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -48,14 +48,12 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
 
 async function feed(file: string, format: NonNullable<ReturnType<typeof formatOfName>>, config: Config, io: Io, bar: Progress, stop: ReturnType<typeof interrupted>): Promise<number> {
   requireInstallation(config);
-  // without a server, this command writes the data folder itself (as root: files the server may not read)
-  if (!dataDirHolder(config.dataDir)) refuseRootOnForeignFolder(config.dataDir, 'feed');
-  let rt;
-  try {
-    rt = await openRuntime(config, { log: commandLogger(io, config), bootstrap: false, onMigrated: sayMigrated(io) });
-  } catch (err) {
-    if (!(err instanceof DataDirLockedError)) throw err;
-    // The server runs: give it the file through its inbox.
+  /**
+   * Hands the file to the inbox of the process holding the data folder (`pid`) and waits for its
+   * outcome. `mayTakeOver`: when that process ends first, this command opens the folder itself and
+   * ingests the file — not as root on the service user's folder, whose files would then be root's.
+   */
+  const handOver = async (pid: number, mayTakeOver: boolean): Promise<number> => {
     const inbox = inboxDir(config.dataDir);
     mkdirSync(inbox, { recursive: true, mode: 0o700 });
     const name = inboxName(`${Date.now()}-${basename(file)}`);
@@ -72,11 +70,11 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
       if (owner.uid !== 0) chownSync(partial, owner.uid, owner.gid);
     }
     renameSync(partial, join(inbox, name));
-    io.err(`a contact-ledger server or command (pid ${err.pid}) holds the data folder: handed ${basename(file)} to its inbox as ${name}`);
+    io.err(`a contact-ledger server or command (pid ${pid}) holds the data folder: handed ${basename(file)} to its inbox as ${name}`);
     // Whoever holds the data folder may be another command that ends before it looks at the
     // inbox: when it is gone, this command opens the folder itself and its own scheduler takes
     // the file (a file left half-processed is put back into the inbox at start).
-    let holder = err.pid;
+    let holder = pid;
     let own: Runtime | undefined;
     try {
       for (let waited = 0; ; waited += 500) {
@@ -95,6 +93,11 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
           return EXIT_FAILURE;
         }
         if (!own && !isAlive(holder)) {
+          if (!mayTakeOver) {
+            bar.done();
+            io.err(`the process that held the data folder (pid ${holder}) has ended before it ingested ${name}: the file stays in the inbox, and the server ingests it when it starts (run as root, this command does not open the service user's folder itself)`);
+            return EXIT_FAILURE;
+          }
           try {
             own = await openRuntime(config, { log: commandLogger(io, config), bootstrap: false, onMigrated: sayMigrated(io) });
             own.scheduler.start({ tasks: [INBOX_TASK] });
@@ -116,8 +119,22 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
     } finally {
       await own?.close();
     }
+  };
+  // as root on a folder the service user owns, the folder is never opened here: the file goes to a
+  // running server, and without one the command is refused (data-owner.ts)
+  if (rootOnForeignFolder(config.dataDir) !== undefined) {
+    const holder = dataDirHolder(config.dataDir);
+    if (!holder) refuseRootOnForeignFolder(config.dataDir, 'feed');
+    return handOver(holder!.pid, false);
   }
-  if (rt.bootstrap?.generatedPassword) io.err(`created the first superuser ${rt.bootstrap.email} with the password ${rt.bootstrap.generatedPassword} (shown only now)`);
+  let rt;
+  try {
+    rt = await openRuntime(config, { log: commandLogger(io, config), bootstrap: false, onMigrated: sayMigrated(io) });
+  } catch (err) {
+    if (!(err instanceof DataDirLockedError)) throw err;
+    // The server runs: give it the file through its inbox.
+    return handOver(err.pid, true);
+  }
   try {
     if (stop.fired) {
       io.err(`interrupted before ${basename(file)} was taken in: nothing was ingested`);
