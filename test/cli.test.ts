@@ -146,6 +146,10 @@ C('a port in use ends with a clear message and exit code 1, before the first sup
   assert.is(r.status, 1);
   assert.match(r.stderr, new RegExp(`port ${port} on 127\\.0\\.0\\.1 is already in use`));
   assert.not.match(r.stderr + r.stdout, /superuser|password/, 'nobody made, no password shown that the next start would not show again');
+  // the first account made by hand is a superuser, or nobody could administer the installation (a reviewer's case)
+  const first = run(['user', 'add', '--email', 'first@b.test', '--password', 'passphrase 12345'], { CONTACT_LEDGER_DATA: data });
+  assert.is(first.status, 2, first.stderr);
+  assert.match(first.stderr, /this installation has no user yet: make the first one a superuser \(--superuser\)/);
   const s = await serve({ CONTACT_LEDGER_DATA: data });
   try {
     await until('the first superuser\'s password', () => /created the first superuser:\n {4}e-mail: {3}admin@contact-ledger\.local\n {4}password: \S+/.test(s.stderr()), Boolean, 10_000);
@@ -489,10 +493,10 @@ C('root\'s commands that write the data folder are refused on a folder the servi
   const feedFile = join(tempDir(), 'people.jsonl');
   writeFileSync(feedFile, '{"name":"Ann","company":"Acme"}\n');
   const listing = () => execFileSync('find', [data, '-uid', '0'], { encoding: 'utf8' });
-  for (const args of [['restore', backup], ['keys', 'rotate'], ['user', 'add', '--email', 'c@d.test', '--password', 'passphrase 12345'], ['migrate'], ['compact'], ['feed', feedFile]]) {
+  for (const args of [['restore', backup], ['keys', 'rotate'], ['user', 'add', '--email', 'c@d.test', '--password', 'passphrase 12345'], ['migrate'], ['compact'], ['import', 'o_x', 'l_x', feedFile], ['feed', feedFile]]) {
     const r = run(args, env);
     assert.is(r.status, 2, `${args[0]}: ${r.stderr}`);
-    assert.match(r.stderr, new RegExp(`the data folder .* belongs to uid 65534, and ${args[0]} runs as root: .* Run it as that user: sudo -u '#65534' contact-ledger ${args[0]}`), args[0]);
+    assert.match(r.stderr, new RegExp(`the data folder .* is uid 65534's, and ${args[0]} runs as root: .* Run it as that user: sudo -u '#65534' contact-ledger ${args[0]}`), args[0]);
   }
   assert.is(listing(), '', 'nothing of root\'s in the folder');
   // feed as root beside a process that holds the folder and ends first: the file waits in the inbox
@@ -508,11 +512,23 @@ C('root\'s commands that write the data folder are refused on a folder the servi
     await Promise.race([handed, exited]);
     holder.kill('SIGKILL');
     assert.is(await exited, 1, err);
-    assert.match(err, /has ended before it ingested \d+-people\.jsonl: the file stays in the inbox, and the server ingests it when it starts/);
+    assert.match(err, /has ended before it ingested \d+-people\.jsonl: the file is in its inbox, and the server ingests it when it starts/);
   } finally {
     holder.kill('SIGKILL');
   }
   assert.is(listing(), '', 'nothing of root\'s in the folder, the handed copy included');
+  // a data folder not made yet, in a folder the service user owns (the systemd layout before the first start): init as root is refused too
+  const parent = tempDir();
+  chownSync(parent, 65534, 65534);
+  const notYet = run(['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], { CONTACT_LEDGER_DATA: join(parent, 'data') });
+  assert.is(notYet.status, 2, notYet.stderr);
+  assert.match(notYet.stderr, /is uid 65534's, and init runs as root/);
+  assert.not.ok(existsSync(join(parent, 'data')), 'nothing made');
+  // a database root's own (a container's root server) in a folder another user owns: root's commands go on
+  const mixed = tempDir();
+  assert.is(run(['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], { CONTACT_LEDGER_DATA: mixed }).status, 0);
+  chownSync(mixed, 65534, 65534);
+  assert.is(run(['user', 'add', '--email', 'm@x.test', '--password', 'passphrase 12345'], { CONTACT_LEDGER_DATA: mixed }).status, 0);
   // as the folder's owner, the same commands work
   const asOwner = spawnSync(process.execPath, [MAIN, 'user', 'add', '--email', 'c@d.test', '--password', 'passphrase 12345'], { env: { ...baseEnv, ...env, HOME: data }, uid: 65534, gid: 65534, encoding: 'utf8', timeout: 30_000 });
   assert.is(asOwner.status, 0, asOwner.stderr);

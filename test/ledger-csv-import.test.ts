@@ -497,6 +497,11 @@ P('header aliases: Full Name, first + last name, Company Name, organization, Job
   const preview = await t.call('POST', `${importsPath(w, full.ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(linkedinExport) });
   expectStatus(preview, 200, 'preview');
   assert.equal([preview.body.columns, preview.body.mapping.linkedin, preview.body.mapping.title], [['First Name', 'Last Name', 'URL', 'Email Address', 'Company', 'Position', 'Connected On'], 'URL', 'Position']);
+  // the preview shows ten rows under notes too (they were counted against its ten)
+  const longer = linkedinExport + Array.from({ length: 12 }, (_, i) => `P${i},Q,https://www.linkedin.com/in/p-${i},,Co,,1 Oct 2026\r\n`).join('');
+  const tenRows = await t.call('POST', `${importsPath(w, full.ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(longer) });
+  expectStatus(tenRows, 200, 'preview');
+  assert.is(tenRows.body.rows.length, 10);
   const connections = await importInto(t, w, linkedinExport);
   assert.equal([connections.job.submitted, connections.job.imported, connections.job.invalid], [2, 1, 1]);
   assert.equal(view(connections.contacts).map((c) => [c.name, c.company, c.title, c.linkedin]), [['Ana Lima', 'Globex', 'Head of Data', 'https://www.linkedin.com/in/ana-lima-42']]);

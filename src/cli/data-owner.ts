@@ -1,5 +1,9 @@
 import { statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config.ts';
+
+/** The database's file name (src/storage/storage.ts DB_FILE; not imported: this module loads before any command's, with none of the storage). */
+const DB_FILE = 'contact-ledger.db';
 
 /**
  * Refuses (exit 2) a command run as root on a data folder another user owns (the service user):
@@ -7,24 +11,35 @@ import { ConfigError } from '../config.ts';
  * signing keys, a feed's copy, the `backups/` and `feeds/` folders it makes (an operator's
  * `restore`, `keys rotate` and `feed` run as root left them so: the next start refused the
  * database, then the keys, and every scheduled backup failed after it said "ready"; forty-third
- * session). Root's own folder, or a folder not made yet, is no concern.
+ * session). Root's own files are no concern (rootOnForeignFolder says whose they are).
  */
 export function refuseRootOnForeignFolder(dataDir: string, command: string): void {
   const uid = rootOnForeignFolder(dataDir);
   if (uid === undefined) return;
   throw new ConfigError(
-    `the data folder ${dataDir} belongs to uid ${uid}, and ${command} runs as root: what it writes there would be root's, which the server, running as uid ${uid}, may not read. ` +
-      `Run it as that user: sudo -u '#${uid}' contact-ledger ${command} …`,
+    `the data folder ${dataDir} is uid ${uid}'s, and ${command} runs as root: what it writes there would be root's, which the server, running as uid ${uid}, may not read. ` +
+      `Run it as that user: sudo -u '#${uid}' contact-ledger ${command} … (in a container: docker exec -u ${uid} …)`,
   );
 }
 
-/** The owner of the data folder when this process runs as root and the folder is another user's; else undefined. */
+/**
+ * Whose the data folder's files are, when this process runs as root and they are another user's:
+ * the database's owner when there is one (a container's root server owns its own, in a folder the
+ * host's user owns), else the folder's, else — not made yet — its nearest folder that exists (the
+ * systemd layout's /var/lib/contact-ledger, the service user's, before the first start: a reviewer's
+ * `sudo contact-ledger init`). Undefined otherwise.
+ */
 export function rootOnForeignFolder(dataDir: string): number | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  try {
-    const { uid } = statSync(dataDir);
-    return uid === 0 ? undefined : uid;
-  } catch {
-    return undefined;
+  const dir = resolve(dataDir);
+  for (let path = join(dir, DB_FILE); ; ) {
+    try {
+      const { uid } = statSync(path);
+      return uid === 0 ? undefined : uid;
+    } catch {
+      const up = path === join(dir, DB_FILE) ? dir : dirname(path);
+      if (up === path) return undefined;
+      path = up;
+    }
   }
 }

@@ -55,7 +55,14 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
    */
   const handOver = async (pid: number, mayTakeOver: boolean): Promise<number> => {
     const inbox = inboxDir(config.dataDir);
+    // run as root beside a server running as the data folder's owner: what this command puts there
+    // is that owner's, or the server may not read it (an operator's case: it went nowhere, and this
+    // command waited for ever) — the inbox too, when it has to be made (a reviewer's case)
+    const owner = process.getuid?.() === 0 ? statSync(config.dataDir) : undefined;
+    const handTo = owner && owner.uid !== 0 ? owner : undefined;
+    const inboxThere = existsSync(inbox);
     mkdirSync(inbox, { recursive: true, mode: 0o700 });
+    if (handTo && !inboxThere) chownSync(inbox, handTo.uid, handTo.gid);
     const name = inboxName(`${Date.now()}-${basename(file)}`);
     const partial = join(inbox, `.${name}.partial`);
     rmSync(partial, { force: true }); // one a killed command left
@@ -63,12 +70,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
     // A last line without a line break makes the inbox wait a minute for the rest of it (a writer
     // may have paused mid-record); this copy arrives whole by the rename, so it gets its line break.
     if (format !== 'json' && endsInsideALine(partial)) appendFileSync(partial, '\n');
-    // run as root beside a server running as the data folder's owner: the copy is that owner's, or
-    // the server may not read it (an operator's case: it went nowhere, and this command waited for ever)
-    if (process.getuid?.() === 0) {
-      const owner = statSync(inbox);
-      if (owner.uid !== 0) chownSync(partial, owner.uid, owner.gid);
-    }
+    if (handTo) chownSync(partial, handTo.uid, handTo.gid);
     renameSync(partial, join(inbox, name));
     io.err(`a contact-ledger server or command (pid ${pid}) holds the data folder: handed ${basename(file)} to its inbox as ${name}`);
     // Whoever holds the data folder may be another command that ends before it looks at the
@@ -94,8 +96,14 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
         }
         if (!own && !isAlive(holder)) {
           if (!mayTakeOver) {
+            // a server restarted meanwhile holds the folder again: wait for that one (a reviewer's case)
+            const next = dataDirHolder(config.dataDir);
+            if (next) {
+              holder = next.pid;
+              continue;
+            }
             bar.done();
-            io.err(`the process that held the data folder (pid ${holder}) has ended before it ingested ${name}: the file stays in the inbox, and the server ingests it when it starts (run as root, this command does not open the service user's folder itself)`);
+            io.err(`the process that held the data folder (pid ${holder}) has ended before it ingested ${name}: the file is in its inbox, and the server ingests it when it starts (run as root, this command does not open the service user's folder itself)`);
             return EXIT_FAILURE;
           }
           try {

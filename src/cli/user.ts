@@ -33,6 +33,12 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const rt = await openForCommand(io, config, 'stop it first, or use the API (POST /api/identity/v1/users, PATCH /api/identity/v1/users/:userId)');
   try {
     if (sub === 'add') {
+      // the first account is a superuser: a start makes one only while there is no account at all,
+      // so a first one without the right left an installation nobody could administer (a reviewer's
+      // case: a first start that could not listen makes none, and `user add` came next)
+      if (args.flags.superuser !== true && rt.identity.repos.users.countUsers() === 0) {
+        throw new UsageError('this installation has no user yet: make the first one a superuser (--superuser), or use init, or start the server, which makes one and prints its password');
+      }
       const u = await rt.identity.users.createUser(cliCaller(), { email, password, superuser: args.flags.superuser === true, ...(name !== undefined ? { name } : {}) }).catch((err: unknown) => {
         // the same command cannot succeed (exit 2), and what to do instead is known
         if (err instanceof AppError && err.code === 'email_taken') throw new UsageError(`a user with the e-mail ${email} already exists; to set their password: contact-ledger user passwd --email ${email} --password -`);

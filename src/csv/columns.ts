@@ -16,18 +16,18 @@ export const headerKey = (header: string) => header.normalize('NFC').trim().toLo
 const exactText = (column: string) => column.normalize('NFC').trim();
 
 /**
- * The header names each contact field is recognised by (as headerKey gives them), the first that a
- * file has winning: a job's title before a bare `Title`, which address books use for the salutation
- * (an Outlook export has both: its contacts were imported with the title "Dr.", a tester's case);
- * a city before a region. Google Contacts' columns are numbered (`Organization 1 - Name`).
- */
-/**
  * Names of address books' exports among the aliases: a contact upload takes the first of a field's
  * names a file has, a feed refuses two columns for one field — a feed with `location` and
  * `Business City` worked before these names were known, and still does (they are not a feed's).
  */
 export const ADDRESS_BOOK_ALIASES: ReadonlySet<string> = new Set(['organizationname', 'organization1name', 'organizationtitle', 'organization1title', 'businesscity', 'workcity', 'email1value', 'emailaddress1']);
 
+/**
+ * The header names each contact field is recognised by (as headerKey gives them), the first that a
+ * file has winning: a job's title before a bare `Title`, which address books use for the salutation
+ * (an Outlook export has both: its contacts were imported with the title "Dr.", a tester's case);
+ * a city before a region. Google Contacts' columns are numbered (`Organization 1 - Name`).
+ */
 export const ALIASES: Record<ContactField | 'firstName' | 'lastName', string[]> = {
   name: ['name', 'fullname', 'contactname', 'contact'],
   company: ['company', 'companyname', 'organization', 'organisation', 'organizationname', 'organization1name', 'employer', 'account', 'accountname', 'currentcompany', 'importcompany'],

@@ -68,7 +68,7 @@ const filledCells = (record: string[]) => record.filter((c) => c.trim() !== '').
  * is the header whatever it names.
  */
 function headerAfterNotes(records: string[][], first: number): number {
-  for (let i = first; i < records.length; i++) {
+  for (let i = first; i < Math.min(records.length, first + NOTE_ROWS + 1); i++) {
     const r = records[i]!;
     if (isBlankRecord(r) || holdsOnlySpaces(r)) continue;
     if (filledCells(r) <= 1) continue;
@@ -86,7 +86,11 @@ const HEADER_BYTES = 256 * 1024;
  * rows as long as a row may be, so one long cell (a note pasted into a CRM field) does not hide the
  * rows after it. Only as much as those rows take is kept (usually a few KiB).
  */
-const HEAD_BYTES = HEADER_BYTES + PREVIEW_ROWS * (MAX_RECORD_BYTES + 2) + 4096; // + line ends, a BOM, a sep= line, blank lines
+/** One-cell lines above the header passed over as notes at most (headerAfterNotes: LinkedIn's export has two). */
+const NOTE_ROWS = 10;
+/** The records read from the head: notes, the header and the preview's rows. */
+const HEAD_RECORDS = NOTE_ROWS + 1 + PREVIEW_ROWS;
+const HEAD_BYTES = HEADER_BYTES + PREVIEW_ROWS * (MAX_RECORD_BYTES + 2) + NOTE_ROWS * 4096 + 4096; // + line ends, a BOM, a sep= line, blank lines
 
 const MAGIC: [string, number[]][] = [
   ['a ZIP archive (an Excel .xlsx file?)', [0x50, 0x4b, 0x03, 0x04]],
@@ -286,7 +290,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
             if (!blank) {
               if (records > 0) lastCellsNumbers &&= lineNumberCell();
               records++;
-              if (records === PREVIEW_ROWS + 1 && headEnd === undefined) headEnd = offset + i + 1;
+              if (records === HEAD_RECORDS && headEnd === undefined) headEnd = offset + i + 1;
             }
             blank = true;
             eofMark = 0;
@@ -382,7 +386,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   }
   const delimiter = String.fromCharCode(delimiterByte);
   let parsed: { record: string[]; info: { bytes: number; lines: number } }[];
-  const options = { delimiter, info: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, to: PREVIEW_ROWS + 1, record_delimiter: ['\r\n', '\n', '\r'] };
+  const options = { delimiter, info: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, to: HEAD_RECORDS, record_delimiter: ['\r\n', '\n', '\r'] };
   try {
     parsed = parseSync(text, options) as never;
   } catch (err) {
@@ -391,7 +395,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     // every quote is closed): keep the records read before that field.
     if (truncated && e.code === 'CSV_QUOTE_NOT_CLOSED') {
       if (!e.records) return headerTooLong();
-      parsed = parseSync(text, { ...options, to: Math.min(e.records, PREVIEW_ROWS + 1) }) as never;
+      parsed = parseSync(text, { ...options, to: Math.min(e.records, HEAD_RECORDS) }) as never;
     } else return unreadable(e.lines ? `line ${e.lines}: ${e.message}` : e.message, e.lines);
   }
   // rows with nothing but spaces before the header (`,,,`, as a sheet with blank rows at its top
@@ -405,7 +409,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   if (dataRecords === 0) return fail(422, 'the file has a header row but no contacts');
   const headerText = text.subarray(0, header.info.bytes).toString('utf8');
   // the vote on the delimiter reads the header row alone, not rows passed over above it (notes: a reviewer's case)
-  const votes = sepLines ? undefined : delimiterVotes(text.subarray(at > 0 ? parsed[at - 1]!.info.bytes : 0, header.info.bytes).toString('utf8'));
+  const votes = sepLines ? undefined : delimiterVotes(text.subarray(at > 0 ? parsed[at - 1]!.info.bytes : 0, header.info.bytes).toString('utf8').replace(/^[\r\n]+/, ''));
   const tiedWith = votes && Object.keys(votes).find((d) => d !== delimiter && votes[d]! > 0 && votes[d] === votes[delimiter]);
   const headerLines = sepLines + 1 + (headerText.replace(/\r\n/g, '\n').replace(/[\r\n]$/, '').match(/[\r\n]/g)?.length ?? 0);
   return {
@@ -421,6 +425,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     head: parsed
       .slice(at + 1)
       .map((p) => p.record)
-      .filter((r) => !isBlankRecord(r)),
+      .filter((r) => !isBlankRecord(r))
+      .slice(0, PREVIEW_ROWS),
   };
 }

@@ -142,7 +142,8 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       // a run that failed its job itself (its input gone, unreadable) is said in the log too, not
       // only in the API (an operator found a restored import failed with no line about it)
       const ended = outcome === 'done' ? d.queue.outcomeOf(lease.job.id) : undefined;
-      if (ended?.status === 'failed') log.warn({ error: ended.error }, 'job failed');
+      // (info: a failure of its input, not of the server — a command's own summary says it besides, without this line)
+      if (ended?.status === 'failed') log.info({ error: ended.error }, 'job failed');
     } catch (err) {
       if (err instanceof LeaseLostError) {
         log.warn('lost the lease; another worker owns the job now');
