@@ -419,7 +419,7 @@ export function environmentWarnings(env: NodeJS.ProcessEnv): { variable: string;
  * variable supplies the value of `…` from a file (Docker/systemd credentials). Throws ConfigError
  * naming the setting on any bad value.
  */
-export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string | undefined> = {}): Readonly<Config> {
+export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string | undefined> = {}, opts: { serving?: boolean } = {}): Readonly<Config> {
   refuseUnknownOwnVariables(env);
   const cfg: Record<string, unknown> = { ...DEFAULTS };
   for (const s of SETTINGS) {
@@ -465,8 +465,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     if (!URL.canParse(c.baseUrl)) throw new ConfigError(`HOST ${c.host} cannot be written in a URL; set BASE_URL to the service's public URL`);
   }
   if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError('TLS_CERT and TLS_KEY must be set together');
+  // read by the server alone: a command (a backup run by an operator who may not read the key, or
+  // from the service's environment file while the certificate was moved) is not stopped by them
+  // (an operator's case)
   for (const [name, file] of [['TLS_CERT', c.tlsCert], ['TLS_KEY', c.tlsKey]] as const) {
-    if (!file) continue;
+    if (!file || opts.serving === false) continue;
     try {
       accessSync(file, constants.R_OK);
     } catch (err) {

@@ -338,6 +338,9 @@ C('HTTPS with TLS_CERT and TLS_KEY', async () => {
   const missing = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: join(dir, 'nope.pem'), TLS_KEY: key });
   assert.is(missing.status, 2);
   assert.match(missing.stderr, /TLS_CERT: cannot read .*nope\.pem/);
+  // the server reads them, a command does not: a backup from the same environment is taken (an operator's case: exit 2)
+  const backup = run(['backup', join(dir, 'with-tls-env.db')], { CONTACT_LEDGER_DATA: join(dir, 'data'), TLS_CERT: join(dir, 'nope.pem'), TLS_KEY: join(dir, 'nope.key') });
+  assert.is(backup.status, 0, backup.stderr);
   // what no restart mends is a configuration error (2), which a service manager does not restart on
   writeFileSync(join(dir, 'garbage.pem'), 'not a certificate');
   const garbage = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: join(dir, 'garbage.pem'), TLS_KEY: key });

@@ -43,7 +43,7 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     }
     if (!cmd.takesConfig) return await (await cmd.load())(args, io);
     // the configuration is checked before the command's modules load: a mistake in it is told at once
-    const config = loadConfig(io.env, args.config);
+    const config = loadConfig(io.env, args.config, { serving: cmd.name === 'serve' });
     if (cmd.writesData) refuseRootOnForeignFolder(config.dataDir, cmd.name);
     return await (await cmd.load())(args, io, config);
   } catch (err) {

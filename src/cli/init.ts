@@ -25,7 +25,7 @@ export async function run(args: ParsedArgs, io: Io, base: Config): Promise<numbe
   // the API's rules for an organization's name (trimmed, one line), checked before anything is made
   const org = orgFlag === undefined ? undefined : flagValue(text(256), orgFlag, 'org');
   // The e-mail goes through the same validation as CONTACT_LEDGER_ADMIN_EMAIL.
-  const config = loadConfig({ ...io.env, CONTACT_LEDGER_ADMIN_EMAIL: email, CONTACT_LEDGER_ADMIN_PASSWORD: password }, { ...args.config, 'admin-email': undefined, 'admin-password': undefined });
+  const config = loadConfig({ ...io.env, CONTACT_LEDGER_ADMIN_EMAIL: email, CONTACT_LEDGER_ADMIN_PASSWORD: password }, { ...args.config, 'admin-email': undefined, 'admin-password': undefined }, { serving: false });
   const rt = await openForCommand(io, config, 'init sets up a new installation only; use "contact-ledger user add" or the API', { bootstrap: true });
   try {
     if (!rt.bootstrap) {
