@@ -25,12 +25,18 @@ export interface Upload {
   release(): void;
 }
 
+/** A size as people read it, the exact bytes after it: "512 MiB (536870912 bytes)" (a web tester read 536870912 bytes). */
+const sizeText = (bytes: number): string => {
+  const [value, unit] = bytes >= 1024 ** 3 ? [bytes / 1024 ** 3, 'GiB'] : bytes >= 1024 ** 2 ? [bytes / 1024 ** 2, 'MiB'] : [bytes / 1024, 'KiB'];
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${unit} (${bytes} bytes)`;
+};
+
 // formidable error codes → answers (formidable/src/FormidableError.js)
 const TOO_LARGE: Record<number, (maxBytes: number) => string> = {
   1006: () => 'The form fields are too large.',
   1007: () => 'The form has too many fields.',
-  1009: (max) => `The file is larger than the upload limit of ${max} bytes.`,
-  1016: (max) => `The file is larger than the upload limit of ${max} bytes.`,
+  1009: (max) => `The file is larger than the upload limit of ${sizeText(max)}.`,
+  1016: (max) => `The file is larger than the upload limit of ${sizeText(max)}.`,
   1015: () => 'Send exactly one file, in the field "file".',
 };
 
