@@ -116,7 +116,19 @@ A('upload a CSV: preview, map the unknown column, watch the progress bar reach c
   await page.getByText('Choose a column for Company').waitFor();
   assert.is(await page.locator('#columns-left').innerText(), 'Not imported: Firm. To import one, choose it for a field above.', 'the columns left out are said');
   assert.ok(await page.getByRole('button', { name: /^Import .* rows$/ }).isDisabled(), 'no import without a company column');
+  // one column for two fields is said at them before anything is sent (a web tester got the server's words, no field marked)
+  await page.getByLabel('Company (required)').selectOption('Full Name');
+  const shared = page.locator('#columns-shared');
+  assert.is(await shared.innerText(), '“Full Name” is chosen for Name and Company: choose a column of its own for each field, or “— not imported —” for all but one.');
+  assert.is(await shared.getAttribute('role'), 'alert');
+  for (const label of ['Name (required)', 'Company (required)']) {
+    assert.is(await page.getByLabel(label).getAttribute('aria-invalid'), 'true', label);
+    assert.is(await page.getByLabel(label).getAttribute('aria-describedby'), 'columns-shared', label);
+  }
+  assert.ok(await page.getByRole('button', { name: /^Import .* rows$/ }).isDisabled(), 'no import with one column for two fields');
   await page.getByLabel('Company (required)').selectOption('Firm');
+  await shared.waitFor({ state: 'detached' });
+  assert.is(await page.getByLabel('Name (required)').getAttribute('aria-invalid'), null);
   await page.locator('#columns-left').waitFor({ state: 'detached' });
   await shoot(page, '11-import-preview');
   const seen: string[] = [];

@@ -246,6 +246,13 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
     });
   /** The columns no field takes: said in words, so that none is left out unnoticed (a tester's "City / Location"). */
   const left = preview ? preview.p.columns.map((_, j) => j).filter((j) => mapsTo(preview.p.columns, j).length === 0) : [];
+  /**
+   * Columns chosen for two fields or more: said at those fields before anything is sent, in the
+   * page's words (a web tester got the server's refusal, "mapping.title: … or one of them to null",
+   * below the table, and no field marked).
+   */
+  const shared = preview ? preview.p.columns.map((_, j) => ({ j, fields: mapsTo(preview.p.columns, j) })).filter((x) => x.fields.length > 1) : [];
+  const sharedFields = new Set(shared.flatMap((x) => x.fields.map((f) => f.field)));
 
   return (
     <>
@@ -295,7 +302,14 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
                     {label}
                     {required && <span class="req"> (required)</span>}
                   </label>
-                  <select id={`map-${field}`} value={choice[field] ?? NONE} disabled={!!uploading} onChange={(e) => setChoice({ ...choice, [field]: e.currentTarget.value })}>
+                  <select
+                    id={`map-${field}`}
+                    value={choice[field] ?? NONE}
+                    disabled={!!uploading}
+                    aria-invalid={sharedFields.has(field) || undefined}
+                    aria-describedby={sharedFields.has(field) ? 'columns-shared' : undefined}
+                    onChange={(e) => setChoice({ ...choice, [field]: e.currentTarget.value })}
+                  >
                     <option value={NONE}>— not imported —</option>
                     {field === 'name' && splitName && <option value={SPLIT}>{splitName.join(' + ')}</option>}
                     {preview.p.columns.map((_, i) => (
@@ -310,6 +324,11 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
             {missing.length > 0 && (
               <p class="form-error" role="alert">
                 Choose a column for {missing.map((m) => m.label).join(' and ')}: every contact needs them.
+              </p>
+            )}
+            {shared.length > 0 && preview && (
+              <p class="form-error" role="alert" id="columns-shared">
+                {shared.map((x) => `“${colName(preview.p.columns, x.j)}” is chosen for ${x.fields.map((f) => f.label).join(' and ')}`).join('; ')}: choose a column of its own for each field, or “— not imported —” for all but one.
               </p>
             )}
             {left.length > 0 && (
@@ -355,7 +374,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
               <button type="button" class="secondary" disabled={uploading?.sent} onClick={reset}>
                 Choose another file
               </button>
-              <button type="button" disabled={missing.length > 0 || !!uploading} onClick={() => void start()}>
+              <button type="button" disabled={missing.length > 0 || shared.length > 0 || !!uploading} onClick={() => void start()}>
                 {uploading ? 'Uploading…' : `Import ${fmtCount(preview.p.rowCount, 'row')}`}
               </button>
             </div>
