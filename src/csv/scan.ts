@@ -57,6 +57,10 @@ export interface ScanFailure {
 }
 
 const PREVIEW_ROWS = 10;
+/** One-cell lines above the header passed over as notes at most (headerAfterNotes: LinkedIn's export has two). */
+const NOTE_ROWS = 10;
+/** The records read from the head: notes, the header and the preview's rows. */
+const HEAD_RECORDS = NOTE_ROWS + 1 + PREVIEW_ROWS;
 /** Cells that hold something. */
 const filledCells = (record: string[]) => record.filter((c) => c.trim() !== '').length;
 
@@ -86,10 +90,6 @@ const HEADER_BYTES = 256 * 1024;
  * rows as long as a row may be, so one long cell (a note pasted into a CRM field) does not hide the
  * rows after it. Only as much as those rows take is kept (usually a few KiB).
  */
-/** One-cell lines above the header passed over as notes at most (headerAfterNotes: LinkedIn's export has two). */
-const NOTE_ROWS = 10;
-/** The records read from the head: notes, the header and the preview's rows. */
-const HEAD_RECORDS = NOTE_ROWS + 1 + PREVIEW_ROWS;
 const HEAD_BYTES = HEADER_BYTES + PREVIEW_ROWS * (MAX_RECORD_BYTES + 2) + NOTE_ROWS * 4096 + 4096; // + line ends, a BOM, a sep= line, blank lines
 
 const MAGIC: [string, number[]][] = [
