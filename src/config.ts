@@ -5,7 +5,7 @@ import cron from 'node-cron';
 import { MAX_STORED_REJECTIONS } from './jobs/rejections.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { invisibleProblem } from './normalize.ts';
-import { allowEntryHost, isHostName } from './webhooks/url-policy.ts';
+import { allowEntryHost, isHostName, splitAllowEntry } from './webhooks/url-policy.ts';
 
 /**
  * The whole configuration, loaded once (defaults < environment < flags), validated, frozen (P12).
@@ -109,24 +109,27 @@ const bool: Parse<boolean> = (raw, name) => {
 const list: Parse<string[]> = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
 /**
  * Host names (`hooks.example.com`, `bücher.example`), `*.` before one, or IP addresses (`10.0.0.5`,
- * `::1`, `[::1]`): an entry with a scheme, a port or a path would never match a URL's host, and
- * allow nothing without a word (src/webhooks/url-policy.ts hostAllowed).
+ * `::1`, `[::1]`), each with a port that it allows alone if one is written (`127.0.0.1:8443`,
+ * `[::1]:8443`; src/webhooks/url-policy.ts splitAllowEntry): an entry with a scheme or a path would
+ * never match a URL's host, and allow nothing without a word (hostAllowed).
  */
 const hostList: Parse<string[]> = (raw, name) => {
-  const hosts = list(raw, name);
+  const entries = list(raw, name);
   // set to separators alone (a template's value came out ", "): allowing any host would undo what it was set for
-  if (raw.trim() !== '' && hosts.length === 0) throw new ConfigError(`${name} "${raw}" names no host; list the hosts webhooks may call, or leave it empty to allow any`);
-  for (const h of hosts) {
+  if (raw.trim() !== '' && entries.length === 0) throw new ConfigError(`${name} "${raw}" names no host; list the hosts webhooks may call, or leave it empty to allow any`);
+  return entries.map((entry) => {
+    const { host: h, port } = splitAllowEntry(entry);
     const bare = h.replace(/^\[(.*)\]$/, '$1');
     if (!isIP(bare) && !/^(?:\*\.)?(?:[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.)*[\p{L}\p{N}](?:[\p{L}\p{N}_-]*[\p{L}\p{N}])?\.?$/u.test(h)) {
-      throw new ConfigError(`${name}: "${redactUserinfo(h)}" is not a host name or IP address (write hooks.example.com, *.example.com or 10.0.0.5: no scheme, port or path)`);
+      throw new ConfigError(`${name}: "${redactUserinfo(entry)}" is not a host name or IP address (write hooks.example.com, *.example.com or 10.0.0.5, with :port to allow that port alone: no scheme or path)`);
     }
-    const { rewrittenIpv4, noUrlHost } = allowEntryHost(h);
-    if (noUrlHost) throw new ConfigError(`${name}: "${h}" is no host a URL can name (an IPv4 address has four numbers up to 255), so it would never match`);
-    if (rewrittenIpv4) throw new ConfigError(`${name}: "${h}" is read in a URL as the address ${rewrittenIpv4} (a part with a leading 0 is octal, 0x hexadecimal, and missing parts are filled in); write it as four decimal numbers (10.0.0.5)`);
-  }
-  // as URLs give hosts (IPv6 compressed, names in lower-case ASCII), so that both compare
-  return hosts.map((h) => allowEntryHost(h).host);
+    if (port !== undefined && (port < 1 || port > 65535)) throw new ConfigError(`${name}: "${entry}" has no port a URL can name (1 to 65535)`);
+    const { host, rewrittenIpv4, noUrlHost } = allowEntryHost(h);
+    if (noUrlHost) throw new ConfigError(`${name}: "${entry}" is no host a URL can name (an IPv4 address has four numbers up to 255), so it would never match`);
+    if (rewrittenIpv4) throw new ConfigError(`${name}: "${entry}" is read in a URL as the address ${rewrittenIpv4} (a part with a leading 0 is octal, 0x hexadecimal, and missing parts are filled in); write it as four decimal numbers (10.0.0.5)`);
+    // as URLs give hosts (IPv6 compressed, names in lower-case ASCII), so that both compare
+    return port === undefined ? host : `${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+  });
 };
 /** A host name or IP address to listen on (`[::1]` as ::1); empty, as unit templates leave it, is the default. */
 const listenHost: Parse<string> = (raw, name) => {
@@ -274,7 +277,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'loginMaxFailuresPerAddress', env: 'LOGIN_MAX_FAILURES_PER_ADDRESS', flag: 'login-max-failures-per-address', help: 'failed sign-ins per client address per window before 429', parse: int(1, 1_000_000) },
   { key: 'loginWindowSeconds', env: 'LOGIN_WINDOW_SECONDS', flag: 'login-window-seconds', help: 'throttling window', parse: int(1, 86_400) },
   { key: 'metricsToken', env: 'METRICS_TOKEN', flag: 'metrics-token', secret: true, help: 'bearer token that may read /metrics (superusers always may)', parse: secretToken },
-  { key: 'webhookAllowHosts', env: 'WEBHOOK_ALLOW_HOSTS', flag: 'webhook-allow-hosts', help: 'comma-separated host names webhooks may call (empty: any)', parse: hostList },
+  { key: 'webhookAllowHosts', env: 'WEBHOOK_ALLOW_HOSTS', flag: 'webhook-allow-hosts', help: 'comma-separated host names webhooks may call, host:port for one port alone (empty: any)', parse: hostList },
   { key: 'webhookAllowLocal', env: 'WEBHOOK_ALLOW_LOCAL', flag: 'webhook-allow-local', help: 'let webhooks call this machine (loopback and its own interface addresses) and link-local addresses and cloud metadata services; off by default', parse: bool },
   { key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT_MS', flag: 'webhook-timeout-ms', help: 'deadline of one webhook delivery attempt (ms)', parse: int(100, 300_000) },
   { key: 'headersTimeoutMs', env: 'HEADERS_TIMEOUT_MS', flag: 'headers-timeout-ms', help: 'a client must send its request headers within this (ms), else 408', parse: int(100, 600_000) },

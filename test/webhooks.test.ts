@@ -1375,10 +1375,10 @@ F.run();
 const L = suite('WEBHOOK_ALLOW_HOSTS');
 L.after(closeReceivers);
 
-L('an entry that is not a host name or IP address (a scheme, a port, a path) stops the start with a message naming it', () => {
-  const good = loadConfig({ WEBHOOK_ALLOW_HOSTS: 'hooks.example.com, *.corp.test, 10.0.0.5, ::1, [::1], bücher.example, host_1.lan, example.com.' });
-  assert.equal(good.webhookAllowHosts.length, 8);
-  for (const bad of ['https://hooks.example.com', 'hooks.example.com:8443', 'hooks.example.com/x', '*', '*.', 'a..b', '-x.test', 'user@host']) {
+L('an entry that is not a host name or IP address (a scheme, a path, no port a URL can name) stops the start with a message naming it', () => {
+  const good = loadConfig({ WEBHOOK_ALLOW_HOSTS: 'hooks.example.com, *.corp.test, 10.0.0.5, ::1, [::1], bücher.example, host_1.lan, example.com., hooks.example.com:8443' });
+  assert.equal(good.webhookAllowHosts.length, 9);
+  for (const bad of ['https://hooks.example.com', 'hooks.example.com/x', 'hooks.example.com:x', '*', '*.', 'a..b', '-x.test', 'user@host']) {
     try {
       loadConfig({ WEBHOOK_ALLOW_HOSTS: `ok.test,${bad}` });
       assert.unreachable(bad);
@@ -1387,6 +1387,9 @@ L('an entry that is not a host name or IP address (a scheme, a port, a path) sto
       // (what comes before an @ may be a password: never shown)
       assert.match((err as Error).message, `WEBHOOK_ALLOW_HOSTS: "${bad.replace(/^.*@/, '***@')}" is not a host name or IP address`);
     }
+  }
+  for (const bad of ['hooks.example.com:0', 'hooks.example.com:65536', '[::1]:99999']) {
+    assert.throws(() => loadConfig({ WEBHOOK_ALLOW_HOSTS: bad }), (err: Error) => err instanceof ConfigError && err.message === `WEBHOOK_ALLOW_HOSTS: "${bad}" has no port a URL can name (1 to 65535)`, bad);
   }
   // no URL can name it: it would never match (a tester's list started with it)
   for (const bad of ['256.1.1.1', '10.0.0.300', '*.1.2.3.999']) {
@@ -1407,6 +1410,17 @@ L('entries compare with URL hosts as the URL parser writes them: IPv6 in any spe
   for (const url of ['http://[2001:db8:0:0:0:0:0:10]/', 'http://[2001:db8::10]/', 'http://[fd00::5]/', 'http://[::ffff:10.0.0.7]/', 'http://[2001:0db8::20]/', 'https://hooks.example.com/x', 'https://a.corp.test/']) {
     const v = checkWebhookUrl(url, c.webhookAllowHosts);
     assert.ok(v.ok, `${url}: ${v.ok ? '' : v.reason}`);
+  }
+  // an entry with a port allows that port alone: a receiver on this machine without every local port (a webhooks tester's case)
+  const ported = loadConfig({ WEBHOOK_ALLOW_HOSTS: '127.0.0.1:8443, [0:0::1]:9000, Hooks.Example.COM:443, *.Corp.TEST:8080' });
+  assert.equal(ported.webhookAllowHosts, ['127.0.0.1:8443', '[::1]:9000', 'hooks.example.com:443', '*.corp.test:8080']);
+  for (const url of ['http://127.0.0.1:8443/hook', 'http://[::1]:9000/', 'https://hooks.example.com/x', 'https://hooks.example.com:443/x', 'http://a.corp.test:8080/']) {
+    const v = checkWebhookUrl(url, ported.webhookAllowHosts, true);
+    assert.ok(v.ok, `${url}: ${v.ok ? '' : v.reason}`);
+  }
+  for (const url of ['http://127.0.0.1/', 'http://127.0.0.1:22/', 'http://[::1]:9001/', 'http://hooks.example.com/x', 'https://hooks.example.com:8443/', 'http://a.corp.test/']) {
+    const v = checkWebhookUrl(url, ported.webhookAllowHosts, true);
+    assert.ok(!v.ok && v.code === 'host_not_allowed' && / is in WEBHOOK_ALLOW_HOSTS \(.*\) with other ports than \d+$/.test(v.reason), `${url}: ${v.ok ? 'allowed' : v.reason}`);
   }
   // the unnormalized list, as a caller of the policy might hold it, compares the same
   assert.ok(hostAllowed('[2001:db8::10]', ['2001:db8:0:0:0:0:0:10']));

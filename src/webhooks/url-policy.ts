@@ -111,13 +111,28 @@ export function allowEntryHost(entry: string): { host: string; rewrittenIpv4?: s
 }
 
 /**
- * True when `host` is on the list: an entry is a host name or IP address (exact match), or
- * `*.example.com`, which allows every name below example.com (not example.com itself).
+ * An allow-list entry's host and port: `host:port`, `[ipv6]:port` or `*.example.com:port` allow that
+ * port alone (a webhooks tester's case: with `127.0.0.1` listed for a receiver on this machine,
+ * every org admin could aim at every local port); an entry without one, any port. An IPv6 address
+ * with a port is written in brackets (`::1:8443` is an address).
  */
-export function hostAllowed(host: string, allowHosts: readonly string[]): boolean {
+export function splitAllowEntry(entry: string): { host: string; port?: number } {
+  const e = entry.trim();
+  const m = /^\[([^\]]*)\]:(\d{1,5})$/.exec(e) ?? /^([^:[\]]+):(\d{1,5})$/.exec(e);
+  return m ? { host: m[1]!, port: Number(m[2]) } : { host: e };
+}
+
+/**
+ * True when `host` (on `port`) is on the list: an entry is a host name or IP address (exact match),
+ * or `*.example.com`, which allows every name below example.com (not example.com itself), with a
+ * port that it allows alone (splitAllowEntry).
+ */
+export function hostAllowed(host: string, allowHosts: readonly string[], port?: number): boolean {
   const h = bare(host);
   return allowHosts.some((entry) => {
-    const e = allowEntryHost(entry).host;
+    const { host: entryHost, port: only } = splitAllowEntry(entry);
+    if (only !== undefined && only !== port) return false;
+    const e = allowEntryHost(entryHost).host;
     if (e.startsWith('*.')) return h.endsWith(e.slice(1)) && h.length > e.length - 1;
     return h === e;
   });
@@ -164,8 +179,10 @@ export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allo
   if (u.port === '0') return { ok: false, code: 'invalid_url', reason: 'port 0 is not a port: it must be between 1 and 65535' };
   if (u.username || u.password) return { ok: false, code: 'invalid_url', reason: 'must not contain a user name or password; use token to authenticate to the receiver' };
   if (u.hash || raw.includes('#')) return { ok: false, code: 'invalid_url', reason: 'must not contain a fragment (#…)' };
-  if (allowHosts.length && !hostAllowed(u.hostname, allowHosts)) {
-    return { ok: false, code: 'host_not_allowed', reason: `host ${bare(u.hostname)} is not in WEBHOOK_ALLOW_HOSTS (${allowHosts.join(', ')})` };
+  const port = u.port === '' ? (u.protocol === 'https:' ? 443 : 80) : Number(u.port);
+  if (allowHosts.length && !hostAllowed(u.hostname, allowHosts, port)) {
+    const named = hostAllowed(u.hostname, allowHosts.map((e) => splitAllowEntry(e).host));
+    return { ok: false, code: 'host_not_allowed', reason: named ? `host ${bare(u.hostname)} is in WEBHOOK_ALLOW_HOSTS (${allowHosts.join(', ')}) with other ports than ${port}` : `host ${bare(u.hostname)} is not in WEBHOOK_ALLOW_HOSTS (${allowHosts.join(', ')})` };
   }
   if (!allowLocal && isLocalHost(bare(u.hostname))) {
     return { ok: false, code: 'host_not_allowed', reason: `host ${bare(u.hostname)} is this machine, a link-local address or a cloud metadata service; set WEBHOOK_ALLOW_LOCAL=true to allow it` };
