@@ -11,6 +11,7 @@ import { lockDataDir } from './lock.ts';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion, type Migration } from './migrate.ts';
 import { notPermitted, notPermittedCode } from './access-errors.ts';
 import { fsyncFile } from './durable-files.ts';
+import { DB_FILE } from './data-files.ts';
 import { planSchemaRepair } from './schema-reconcile.ts';
 
 /**
@@ -19,7 +20,7 @@ import { planSchemaRepair } from './schema-reconcile.ts';
  * commands and tests that need only the database load only the storage layer.
  */
 
-export const DB_FILE = 'contact-ledger.db';
+export { DB_FILE };
 
 const NOT_USABLE_FOLDER = new Set(['EACCES', 'EPERM', 'ENOTDIR', 'EEXIST', 'EROFS']);
 
