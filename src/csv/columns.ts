@@ -16,24 +16,31 @@ export const headerKey = (header: string) => header.normalize('NFC').trim().toLo
 const exactText = (column: string) => column.normalize('NFC').trim();
 
 /**
- * Names of address books' exports among the aliases: a contact upload takes the first of a field's
- * names a file has, a feed refuses two columns for one field — a feed with `location` and
- * `Business City` worked before these names were known, and still does (they are not a feed's).
+ * Names address books' exports give (Google Contacts numbers its columns, `Organization 1 - Name`;
+ * Outlook says `Business City`): a contact upload knows them after a field's own names, a feed not
+ * at all — it refuses two columns for one field, and a feed with `location` and `Business City`
+ * worked before these names were known, and still does (feed-reader.ts).
  */
-export const ADDRESS_BOOK_ALIASES: ReadonlySet<string> = new Set(['organizationname', 'organization1name', 'organizationtitle', 'organization1title', 'businesscity', 'workcity', 'email1value', 'emailaddress1']);
+const ADDRESS_BOOK: Partial<Record<ContactField, string[]>> = {
+  company: ['organizationname', 'organization1name'],
+  title: ['organizationtitle', 'organization1title'],
+  location: ['businesscity', 'workcity'],
+  email: ['email1value', 'emailaddress1'],
+};
+export const ADDRESS_BOOK_ALIASES: ReadonlySet<string> = new Set(Object.values(ADDRESS_BOOK).flat());
 
 /**
  * The header names each contact field is recognised by (as headerKey gives them), the first that a
  * file has winning: a job's title before a bare `Title`, which address books use for the salutation
  * (an Outlook export has both: its contacts were imported with the title "Dr.", a tester's case);
- * a city before a region. Google Contacts' columns are numbered (`Organization 1 - Name`).
+ * a city before a region.
  */
 export const ALIASES: Record<ContactField | 'firstName' | 'lastName', string[]> = {
   name: ['name', 'fullname', 'contactname', 'contact'],
-  company: ['company', 'companyname', 'organization', 'organisation', 'organizationname', 'organization1name', 'employer', 'account', 'accountname', 'currentcompany', 'importcompany'],
-  title: ['jobtitle', 'title', 'position', 'role', 'organizationtitle', 'organization1title', 'importtitle'],
-  location: ['location', 'city', 'businesscity', 'workcity', 'region'],
-  email: ['email', 'emailaddress', 'workemail', 'mail', 'email1value', 'emailaddress1'],
+  company: ['company', 'companyname', 'organization', 'organisation', 'employer', 'account', 'accountname', 'currentcompany', 'importcompany', ...ADDRESS_BOOK.company!],
+  title: ['jobtitle', 'title', 'position', 'role', 'importtitle', ...ADDRESS_BOOK.title!],
+  location: ['location', 'city', 'region', ...ADDRESS_BOOK.location!],
+  email: ['email', 'emailaddress', 'workemail', 'mail', ...ADDRESS_BOOK.email!],
   linkedin: ['linkedin', 'linkedinurl', 'linkedinprofile', 'linkedinprofileurl', 'linkedinurl', 'profileurl'],
   referenceId: ['referenceid', 'reference', 'crmid', 'externalid', 'ref'],
   firstName: ['firstname', 'givenname', 'first'],
