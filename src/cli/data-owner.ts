@@ -12,7 +12,7 @@ import { DB_FILE } from '../storage/data-files.ts';
  * session). Root's own files are no concern (rootOnForeignFolder says whose they are).
  */
 export function refuseRootOnForeignFolder(dataDir: string, command: string): void {
-  const uid = rootOnForeignFolder(dataDir);
+  const uid = rootOnForeignFolder(dataDir)?.uid;
   if (uid === undefined) return;
   throw new ConfigError(
     `the data folder ${dataDir} is uid ${uid}'s, and ${command} runs as root: what it writes there would be root's, which the server, running as uid ${uid}, may not read. ` +
@@ -27,13 +27,13 @@ export function refuseRootOnForeignFolder(dataDir: string, command: string): voi
  * systemd layout's /var/lib/contact-ledger, the service user's, before the first start: a reviewer's
  * `sudo contact-ledger init`). Undefined otherwise.
  */
-export function rootOnForeignFolder(dataDir: string): number | undefined {
+export function rootOnForeignFolder(dataDir: string): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const dir = resolve(dataDir);
   for (let path = join(dir, DB_FILE); ; ) {
     try {
-      const { uid } = statSync(path);
-      return uid === 0 ? undefined : uid;
+      const { uid, gid } = statSync(path);
+      return uid === 0 ? undefined : { uid, gid };
     } catch {
       const up = path === join(dir, DB_FILE) ? dir : dirname(path);
       if (up === path) return undefined;

@@ -1,4 +1,4 @@
-import { appendFileSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Config } from '../config.ts';
 import { newId } from '../ids.ts';
@@ -50,16 +50,14 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
   requireInstallation(config);
   /**
    * Hands the file to the inbox of the process holding the data folder (`pid`) and waits for its
-   * outcome. `mayTakeOver`: when that process ends first, this command opens the folder itself and
-   * ingests the file — not as root on the service user's folder, whose files would then be root's.
+   * outcome. When that process ends first, this command opens the folder itself and ingests the
+   * file — unless it runs as root on the service user's folder (`handTo`: that user), whose files
+   * would then be root's: what it puts there is that user's, or the server may not read it (an
+   * operator's case: it went nowhere, and this command waited for ever) — the inbox too, when it
+   * has to be made (a reviewer's case).
    */
-  const handOver = async (pid: number, mayTakeOver: boolean): Promise<number> => {
+  const handOver = async (pid: number, handTo?: { uid: number; gid: number }): Promise<number> => {
     const inbox = inboxDir(config.dataDir);
-    // run as root beside a server running as the data folder's owner: what this command puts there
-    // is that owner's, or the server may not read it (an operator's case: it went nowhere, and this
-    // command waited for ever) — the inbox too, when it has to be made (a reviewer's case)
-    const owner = process.getuid?.() === 0 ? statSync(config.dataDir) : undefined;
-    const handTo = owner && owner.uid !== 0 ? owner : undefined;
     const inboxThere = existsSync(inbox);
     mkdirSync(inbox, { recursive: true, mode: 0o700 });
     if (handTo && !inboxThere) chownSync(inbox, handTo.uid, handTo.gid);
@@ -95,7 +93,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
           return EXIT_FAILURE;
         }
         if (!own && !isAlive(holder)) {
-          if (!mayTakeOver) {
+          if (handTo) {
             // a server restarted meanwhile holds the folder again: wait for that one (a reviewer's case)
             const next = dataDirHolder(config.dataDir);
             if (next) {
@@ -130,10 +128,11 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
   };
   // as root on a folder the service user owns, the folder is never opened here: the file goes to a
   // running server, and without one the command is refused (data-owner.ts)
-  if (rootOnForeignFolder(config.dataDir) !== undefined) {
+  const serviceUser = rootOnForeignFolder(config.dataDir);
+  if (serviceUser) {
     const holder = dataDirHolder(config.dataDir);
     if (!holder) refuseRootOnForeignFolder(config.dataDir, 'feed');
-    return handOver(holder!.pid, false);
+    return handOver(holder!.pid, serviceUser);
   }
   let rt;
   try {
@@ -141,7 +140,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
   } catch (err) {
     if (!(err instanceof DataDirLockedError)) throw err;
     // The server runs: give it the file through its inbox.
-    return handOver(err.pid, true);
+    return handOver(err.pid);
   }
   try {
     if (stop.fired) {
