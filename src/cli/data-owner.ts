@@ -1,7 +1,9 @@
 import { statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config.ts';
-import { DB_FILE } from '../storage/data-files.ts';
+
+/** The database's file name (src/storage/storage.ts DB_FILE; not imported: this module loads before any command's, with none of the storage). */
+const DB_FILE = 'contact-ledger.db';
 
 /**
  * Refuses (exit 2) a command run as root on a data folder another user owns (the service user):

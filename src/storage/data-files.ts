@@ -23,9 +23,3 @@ export function dataFiles(dataDir: string): DataFiles {
     fromStored: (stored) => resolve(root, stored),
   };
 }
-
-/**
- * The database's file name in the data folder. Here, with no storage code beside it, so that what
- * runs before any command's code loads (src/cli/data-owner.ts) names it without loading the storage layer.
- */
-export const DB_FILE = 'contact-ledger.db';

@@ -11,7 +11,6 @@ import { lockDataDir } from './lock.ts';
 import { loadMigrations, migrate, pendingMigrations, schemaVersion, type Migration } from './migrate.ts';
 import { notPermitted, notPermittedCode } from './access-errors.ts';
 import { fsyncFile } from './durable-files.ts';
-import { DB_FILE } from './data-files.ts';
 import { planSchemaRepair } from './schema-reconcile.ts';
 
 /**
@@ -20,7 +19,7 @@ import { planSchemaRepair } from './schema-reconcile.ts';
  * commands and tests that need only the database load only the storage layer.
  */
 
-export { DB_FILE };
+export const DB_FILE = 'contact-ledger.db';
 
 const NOT_USABLE_FOLDER = new Set(['EACCES', 'EPERM', 'ENOTDIR', 'EEXIST', 'EROFS']);
 
