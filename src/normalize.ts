@@ -12,7 +12,7 @@ const CANONICAL = /^https:\/\/www\.linkedin\.com\/in\/[a-z0-9_-]{1,100}\/?$/;
 
 /**
  * `https://www.linkedin.com/in/<slug>` for any spelling of a LinkedIn profile URL (scheme or not,
- * country or mobile subdomain, trailing slash, query, fragment, upper case, percent-encoding, a
+ * country or mobile subdomain, the lightweight mobile site's `/mwlite` prefix, trailing slash, query, fragment, upper case, percent-encoding, a
  * sub-page of the profile such as `/in/<slug>/details/experience`); undefined when the text is not
  * a profile URL. The slug is stored decoded and lower-cased.
  */
@@ -36,6 +36,8 @@ export function parseLinkedin(input: string): string | undefined {
   if (url.username || url.password || (url.port && url.port !== '443' && url.port !== '80')) return undefined;
   if (!LINKEDIN_HOST.test(url.hostname.toLowerCase())) return undefined;
   const parts = url.pathname.split('/').filter(Boolean);
+  // LinkedIn's lightweight mobile site links a profile as /mwlite/in/<slug>
+  if (parts[0]?.toLowerCase() === 'mwlite') parts.shift();
   if (parts.length < 2 || parts[0]!.toLowerCase() !== 'in') return undefined;
   let slug: string;
   try {

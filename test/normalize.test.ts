@@ -14,6 +14,7 @@ N('every spelling of a profile URL gives https://www.linkedin.com/in/<slug>', ()
     'HTTP://de.LinkedIn.com/in/Ann-Lee/?trk=public_profile',
     'https://mobile.linkedin.com/in/ann-lee#experience',
     'https://m.linkedin.com/in/ann-lee', // the mobile site's links
+    'https://www.linkedin.com/mwlite/in/ann-lee', // the lightweight mobile site's
     'https://www.linkedin.com/in/ann-lee/details/experience/',
     'https://www.linkedin.com/in/ann-lee/recent-activity/all/',
     ' https://linkedin.com/in/ann%2Dlee ',
@@ -27,6 +28,8 @@ N('anything that is not a person\'s profile is refused', () => {
     'https://www.linkedin.com/company/acme',
     'https://www.linkedin.com/in/',
     'https://www.linkedin.com/feed/',
+    'https://www.linkedin.com/mwlite/company/acme',
+    'https://www.linkedin.com/mwlite/',
     'https://example.com/in/ann-lee',
     'https://linkedin.com.evil.test/in/ann-lee',
     'https://mm.linkedin.com.evil.test/in/ann-lee',
