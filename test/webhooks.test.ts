@@ -9,7 +9,7 @@ import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import type { ManualClock } from '../src/clock.ts';
+import { ManualClock } from '../src/clock.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { DB_FILE } from '../src/runtime.ts';
 import { openDb } from '../src/storage/db.ts';
@@ -482,6 +482,33 @@ X('DELETE hides a webhook at once (API, limit, outbox, dispatcher) and its deliv
 });
 
 X.run();
+
+const E = suite('the event time');
+E.after(closeReceivers);
+
+E("a change's event is dated with the change's detectedAt, though writing it took time", async () => {
+  // every reading of this clock is a millisecond later than the one before, as the time a feed chunk takes
+  const ticking = new (class extends ManualClock {
+    override now(): number {
+      this.advance(1);
+      return super.now();
+    }
+  })();
+  const t = await startApp({ clock: ticking });
+  try {
+    const rx = await receiver();
+    const w = await seedWorld(t);
+    const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'dated');
+    await createHook(t, w, { url: rx.url, events: ['contact.job_changed', 'contact.info_changed'] });
+    await jobChange(t, w, ledgerId);
+    await until(t, 'the change events', () => rx.got.length >= 1 && t.rt.webhooks.dispatcher.inFlight() === 0);
+    for (const event of rx.got.map((r) => JSON.parse(r.body))) assert.is(event.createdAt, event.data.change.detectedAt, event.type);
+  } finally {
+    await t.close();
+  }
+});
+
+E.run();
 
 // ── deliveries ───────────────────────────────────────────────────────────
 

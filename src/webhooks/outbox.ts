@@ -49,8 +49,13 @@ export function createOutbox(d: {
     });
   }
 
-  /** Writes one event for every enabled webhook of the ledger's organization that wants it. */
-  function emit(ledgerId: string, type: WebhookEvent, data: () => Record<string, unknown>): void {
+  /**
+   * Writes one event for every enabled webhook of the ledger's organization that wants it. `at` is
+   * the event's time (its `createdAt`): a change's `detectedAt`, so that a receiver may take either
+   * for the change's time (a feed chunk's changes share one detection time, which the event used
+   * to miss by up to the chunk's length); now when left out.
+   */
+  function emit(ledgerId: string, type: WebhookEvent, data: () => Record<string, unknown>, at?: number): void {
     if (d.currentTx && readInTx !== d.currentTx()) {
       readInTx = d.currentTx();
       anyEnabled = d.repo.countEnabledWebhooks() > 0;
@@ -60,7 +65,7 @@ export function createOutbox(d: {
     if (!targets.length) return;
     const now = d.clock.now();
     const eventId = newId('evt');
-    const payload = JSON.stringify({ id: eventId, type, createdAt: isoZ(now), orgId: targets[0]!.orgId, ledgerId, data: data() });
+    const payload = JSON.stringify({ id: eventId, type, createdAt: isoZ(at ?? now), orgId: targets[0]!.orgId, ledgerId, data: data() });
     for (const w of targets) d.repo.insertDelivery({ id: newId('dlv'), webhookId: w.id, eventId, type, payload, maxAttempts: MAX_ATTEMPTS, now });
     kickAfterCommit();
   }
@@ -72,7 +77,7 @@ export function createOutbox(d: {
     },
     /** A tracking ChangeListener: `contact.job_changed` / `contact.info_changed`, inside the change's transaction. */
     changed(change: Change, contact: Contact): void {
-      emit(change.ledgerId, change.type === 'job' ? 'contact.job_changed' : 'contact.info_changed', () => ({ contact: presentContact(contact), change: presentChange(change) }));
+      emit(change.ledgerId, change.type === 'job' ? 'contact.job_changed' : 'contact.info_changed', () => ({ contact: presentContact(contact), change: presentChange(change) }), change.detectedAt);
     },
     /** An import listener: `import.completed` (completed or failed), inside the job's last transaction. */
     importFinished(imp: ImportJob): void {
