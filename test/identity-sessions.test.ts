@@ -672,6 +672,34 @@ T('behind a trusted proxy the address is the one the proxy added, not what the c
   }
 });
 
+T('a locked address stops guesses, not unguessable credentials: a valid refresh token and a right client secret still get tokens, their failures get 429 (A2, ASVS 5.0 6.1.1)', async () => {
+  const t = await startApp({ config: { loginMaxFailuresPerAccount: 1000, loginMaxFailuresPerAddress: 5, loginWindowSeconds: 900 } });
+  try {
+    const w = await seedWorld(t);
+    const session = await signIn(t, 'editor@a.test', PASSWORD);
+    const reused = await signIn(t, 'viewer@a.test', PASSWORD);
+    expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: reused.refreshToken } }), 200, 'rotated once');
+    const { id, secret } = w.serviceAccounts.saEditor;
+    // someone else behind the same address (a shared NAT) fills its budget with wrong passwords
+    for (let i = 0; i < 5; i++) expectStatus(await t.call('POST', `${ID}/session`, { body: { email: `nobody${i}@a.test`, password: 'not the password' } }), 401);
+    const grant = (body: Record<string, unknown>) => t.call('POST', `${ID}/session`, { body });
+    expectStatus(await grant({ email: 'editor@a.test', password: PASSWORD }), 429, 'a password is still a guess');
+    expectStatus(await grant({ grantType: 'refreshToken', refreshToken: session.refreshToken }), 200, 'the session renews');
+    expectStatus(await grant({ grantType: 'clientCredentials', clientId: id, clientSecret: secret }), 200, 'the pipeline signs in');
+    const badRefresh = await grant({ grantType: 'refreshToken', refreshToken: 'rt_not_a_token' });
+    expectStatus(badRefresh, 429, 'a bad refresh token meets the lock');
+    assert.ok(Number(badRefresh.headers.get('retry-after')) > 0);
+    expectStatus(await grant({ grantType: 'clientCredentials', clientId: id, clientSecret: 'cls_wrong' }), 429, 'a wrong secret meets the lock');
+    // a rotated token presented again from the locked address still ends its family
+    expectStatus(await grant({ grantType: 'refreshToken', refreshToken: reused.refreshToken }), 429);
+    expectStatus(await t.call('GET', `${ID}/session`, { token: reused.accessToken }), 401, 'the copied family was revoked all the same');
+    const counted = t.rt.db.raw.prepare("SELECT failures FROM auth_throttle WHERE key LIKE 'address:%'").pluck().all();
+    assert.equal(counted, [5], 'failures met by the lock are not counted again');
+  } finally {
+    await t.close();
+  }
+});
+
 T('an IPv6 client is counted by its /64, and an IPv4 address as itself also when carried in IPv6 (A2)', async () => {
   const t = await startApp({ config: { trustProxy: true, loginMaxFailuresPerAccount: 1000, loginMaxFailuresPerAddress: 5, loginWindowSeconds: 900 } });
   try {

@@ -183,13 +183,22 @@ export function createSessionService(d: SessionDeps) {
     return finish(user.id, started, { user });
   }
 
-  /** A service account by its id and secret (throttled like a password); 401 invalid_client otherwise. */
+  /**
+   * A service account by its id and secret; 401 invalid_client otherwise. Failures count against
+   * the client id and the address. The client id's lock holds for every attempt, the right secret
+   * too (RELIABILITY.md A2d, as an account's lock). The address's lock meets only further failures:
+   * a secret of 256 random bits cannot be guessed, and checking it costs one SHA-256, so the right
+   * secret is taken from an address someone else's wrong attempts locked (a security tester's 50
+   * bad sign-ins from a shared NAT stopped every pipeline behind it from getting tokens).
+   */
   function authenticateClient(clientId: string, clientSecret: string, meta: RequestMeta, grantType: Grant['grantType']): ServiceAccount {
     const keys: ThrottleKey[] = [d.throttle.clientKey(clientId), d.throttle.addressKey(meta.ip)];
-    d.throttle.assertAllowed(keys);
+    d.throttle.assertAllowed([keys[0]!]);
     const sa = isId('sa', clientId) ? d.serviceAccounts.findServiceAccountById(clientId) : undefined;
     const match = digestsEqual(sha256(clientSecret), sa ? sa.secretHash : NO_SECRET);
     if (!sa || !match) {
+      // the address locked: 429, neither counted nor audited again (the lock bounds the log's growth)
+      d.throttle.assertAllowed(keys);
       d.db.tx(() => {
         d.throttle.recordFailure(keys);
         // installation-wide like every sign-in (docs/decisions.md): not in the organization's log;
@@ -227,7 +236,15 @@ export function createSessionService(d: SessionDeps) {
   async function refreshTokenGrant(refreshToken: string, client: { clientId: string; clientSecret?: string } | undefined, meta: RequestMeta): Promise<IssuedSession> {
     if (client?.clientSecret !== undefined) authenticateClient(client.clientId, client.clientSecret, meta, 'refreshToken');
     const keys: ThrottleKey[] = [d.throttle.addressKey(meta.ip)];
-    d.throttle.assertAllowed(keys);
+    // A locked address is met only by a token that fails (as a client secret, above): a refresh
+    // token is 256 random bits, so a valid one renews its session from behind a locked address.
+    const locked = d.throttle.lockedFor(keys);
+    /** A failure counts against the address unless it is locked already: then it is answered 429 (below). */
+    let failedHere = false;
+    const failed = () => {
+      failedHere = true;
+      if (!locked) d.throttle.recordFailure(keys);
+    };
     const hash = sha256(refreshToken);
     const now = d.clock.now();
     // Decide inside one transaction, throw after it: a detected re-use must stay revoked.
@@ -238,7 +255,7 @@ export function createSessionService(d: SessionDeps) {
       if (client) {
         const known = refreshToken.startsWith(REFRESH_PREFIX) ? d.sessions.findRefreshToken(hash) : undefined;
         if (known && d.sessions.findSession(known.sessionId)?.serviceAccountId !== client.clientId) {
-          d.throttle.recordFailure(keys);
+          failed();
           return { kind: 'invalid', reason: 'The refresh token was not issued to this client.' };
         }
       }
@@ -251,7 +268,7 @@ export function createSessionService(d: SessionDeps) {
           // reset): that is what the client is told, not a re-use — there is no family left to end
           if (!s || (s.revokedAt !== null && s.revokedReason !== 'refresh_token_reuse')) return { kind: 'invalid', reason: 'The session has ended; sign in again.' };
           // every presentation of a used token counts against the address, like any bad token
-          d.throttle.recordFailure(keys);
+          failed();
           // the family already ended for this: nothing more to end or to audit (one row, not one per request)
           if (s.revokedAt !== null) return { kind: 'reused' };
           // A rotated token came back: someone holds a copy. End the whole family (RFC 9700 §4.14.2).
@@ -264,7 +281,7 @@ export function createSessionService(d: SessionDeps) {
           });
           return { kind: 'reused' };
         }
-        d.throttle.recordFailure(keys);
+        failed();
         return { kind: 'invalid', reason: 'The refresh token is not valid.' };
       }
       const session = d.sessions.findSession(used.sessionId);
@@ -284,6 +301,8 @@ export function createSessionService(d: SessionDeps) {
       if (sa) d.serviceAccounts.touchServiceAccount(sa.id, now);
       return { kind: 'ok', sessionId: session.id, sessionExpiresAt: session.expiresAt, refresh: issueRefreshToken(session.id, session.expiresAt), user, sa };
     });
+    // locked: what failed is told 429 (a re-used token's session ended all the same)
+    if (locked && failedHere) throw d.throttle.lockedError(locked);
     if (outcome.kind === 'reused') throw invalidGrant('The refresh token was already used; the session has been revoked. Sign in again.');
     if (outcome.kind === 'invalid') throw invalidGrant(outcome.reason);
     const p = { user: outcome.user, sa: outcome.sa };

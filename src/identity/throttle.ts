@@ -27,8 +27,8 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
   /** Attempts admitted and still being checked, per key: each may still become a failure. */
   const inFlight = new Map<ThrottleKey, number>();
 
-  /** Throws 429 when failures (plus attempts still being checked) reach a key's limit in its window. */
-  function assertAllowed(keys: ThrottleKey[], what = 'failed sign-in attempts'): void {
+  /** Milliseconds until the keys' locks end: 0 unless failures (plus attempts still being checked) reached a key's limit in its window. */
+  function lockedFor(keys: ThrottleKey[]): number {
     const now = clock.now();
     let wait = 0;
     for (const key of keys) {
@@ -37,7 +37,16 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
       const failures = (open ? b.failures : 0) + (inFlight.get(key) ?? 0);
       if (failures >= limitOf(key)) wait = Math.max(wait, open ? b.windowStartedAt + windowMs - now : windowMs);
     }
-    if (wait > 0) throw throttled(wait / 1000, `Too many ${what}; try again in ${Math.ceil(wait / 1000)} seconds.`);
+    return wait;
+  }
+
+  /** The 429 of a lock lasting `wait` ms. */
+  const lockedError = (wait: number, what = 'failed sign-in attempts') => throttled(wait / 1000, `Too many ${what}; try again in ${Math.ceil(wait / 1000)} seconds.`);
+
+  /** Throws 429 when failures (plus attempts still being checked) reach a key's limit in its window. */
+  function assertAllowed(keys: ThrottleKey[], what?: string): void {
+    const wait = lockedFor(keys);
+    if (wait > 0) throw lockedError(wait, what);
   }
 
   /**
@@ -67,6 +76,8 @@ export function createSignInThrottle(repo: ThrottleRepo, clock: Clock, policy: T
     clientKey,
     addressKey,
     assertAllowed,
+    lockedFor,
+    lockedError,
     /**
      * Admits one attempt whose check takes time (a bcrypt compare): it counts as a possible
      * failure until the returned release() is called, so a burst of concurrent guesses cannot get
