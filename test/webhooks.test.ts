@@ -233,6 +233,23 @@ A('create returns the secret once; get, list, patch and delete; every change is 
   assert.not.ok(JSON.stringify(mine).includes('receiver-token-1') || JSON.stringify(mine).includes(h.secret) || JSON.stringify(mine).includes(rotated.body.secret), 'no token or secret in the audit log');
 });
 
+A("a webhook URL's query, often the receiver's credential, stays out of the audit log", async ({ t, w }) => {
+  const h = await createHook(t, w, { url: 'https://hooks.example.test/in?key=sekrit-one', events: ['import.completed'] });
+  expectStatus(await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { url: 'https://hooks.example.test/in?key=sekrit-two' } }), 200);
+  expectStatus(await t.call('PATCH', hooks(w, `/${h.id}`), { token: w.tokens.admin, body: { url: 'https://other.example.test/in' } }), 200);
+  expectStatus(await t.call('DELETE', hooks(w, `/${h.id}`), { token: w.tokens.admin }), 204);
+  const audit = await t.call('GET', `${ID}/orgs/${w.orgId}/audit?limit=50`, { token: w.tokens.admin });
+  const mine = audit.body.events.filter((e: any) => e.target?.id === h.id);
+  assert.not.ok(JSON.stringify(mine).includes('sekrit'), JSON.stringify(mine));
+  const byAction = (a: string) => mine.filter((e: any) => e.action === a).map((e: any) => e.data.url);
+  assert.equal(byAction('webhook.created'), ['https://hooks.example.test/in?…']);
+  assert.equal(byAction('webhook.updated'), [
+    { from: 'https://hooks.example.test/in?…', to: 'https://other.example.test/in' },
+    { from: 'https://hooks.example.test/in?…', to: 'https://hooks.example.test/in?…', queryChanged: true },
+  ], 'newest first: the host change, then the change of the query alone');
+  assert.equal(byAction('webhook.deleted'), ['https://other.example.test/in']);
+});
+
 A('invalid webhooks are refused with a 422 naming the field', async ({ t, w }) => {
   const bad: [Record<string, unknown>, string, RegExp][] = [
     [{ url: 'ftp://files.example.test/x', events: ['import.completed'] }, 'url', /http or https/],

@@ -153,6 +153,12 @@ export function isHostName(host: string): boolean {
 }
 
 /** Validates a webhook URL; returns it normalized (WHATWG URL serialization) or the reason. */
+/** A webhook URL as the audit log keeps it: its query (often the receiver's credential) as `?…`. */
+export function withoutQuery(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : `${url.slice(0, q)}?…`;
+}
+
 export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allowLocal = false): UrlVerdict {
   if (raw.length > MAX_URL) return { ok: false, code: 'invalid_url', reason: `must be at most ${MAX_URL} characters` };
   // The URL parser forgives what a browser's address bar gets typed: it drops tabs and line breaks

@@ -10,7 +10,7 @@ import type { Db } from '../storage/db.ts';
 import type { Delivery, DeliveryStatus, ShownDelivery, Webhook, WebhookEvent } from './model.ts';
 import type { Outbox } from './outbox.ts';
 import { newSigningSecret } from './signing.ts';
-import { checkWebhookUrl } from './url-policy.ts';
+import { checkWebhookUrl, withoutQuery } from './url-policy.ts';
 import type { WebhooksRepo } from './webhooks-repo.ts';
 
 /** The job that deletes a deleted webhook's deliveries in chunks, then its row (src/webhooks/index.ts). */
@@ -98,14 +98,20 @@ export function createWebhookService(d: {
     for (const k of Object.keys(after) as (keyof typeof after)[]) {
       if (JSON.stringify(before[k]) !== JSON.stringify(after[k])) changes[k] = { from: before[k], to: after[k] };
     }
+    // a change of the query alone: the URL changed, though both read the same with their queries left out
+    if (w.url !== next.url && !changes.url) changes.url = { from: before.url, to: after.url, queryChanged: true };
     if (tokenReplaced) changes.token = 'replaced';
     d.audit.record(by, { orgId: w.orgId, action: 'webhook.updated', target: { type: 'webhook', id: w.id }, data: changes });
   };
 
   const who = (by: Caller) => (by.actor.type === 'user' ? by.actor.email : by.actor.name);
 
-  /** What the audit log says about a webhook (never its token or secret). */
-  const auditView = (w: Webhook) => ({ url: w.url, events: w.events, ledgerIds: w.ledgerIds, enabled: w.enabled, hasToken: w.token !== null });
+  /**
+   * What the audit log says about a webhook: never its token or secret, nor its URL's query, where
+   * receivers often take their credential (`?key=…`, a security tester's case): the audit log keeps
+   * the URL after the webhook changed or went, for every admin to read. `?…` says there was one.
+   */
+  const auditView = (w: Webhook) => ({ url: withoutQuery(w.url), events: w.events, ledgerIds: w.ledgerIds, enabled: w.enabled, hasToken: w.token !== null });
 
   return {
     requireWebhook,
