@@ -2293,6 +2293,21 @@ T('a feed in UTF-16, with or without a byte order mark, fails saying so (it was 
   assert.is(t.rt.db.raw.prepare("SELECT count(*) FROM people WHERE name = 'Uta Sixteen'").pluck().get(), 0);
 });
 
+T('every feed is audited installation-wide: by its caller through the API, by the system from the inbox', async ({ t, w }) => {
+  const done = await feed(t, w.serviceAccounts.feed.token, ndjson({ personId: 'aud-1', name: 'Aud Itor', company: 'Acme' }));
+  const audit = async () => (await t.call('GET', `${ID}/audit?limit=50`, { token: w.root })).body.events.filter((e: any) => e.action === 'feed.created');
+  const api = (await audit()).find((e: any) => e.target.id === done.id);
+  assert.equal([api.orgId, api.actor.type, api.actor.id, api.data], [null, 'service_account', w.serviceAccounts.feed.id, { source: 'api', format: 'ndjson', gzip: false }]);
+  const inbox = join(t.dataDir, 'inbox', 'audited.jsonl');
+  writeFileSync(inbox, ndjson({ personId: 'aud-2', name: 'Aud Two', company: 'Acme' }));
+  const old = new Date(Date.now() - 10_000);
+  utimesSync(inbox, old, old);
+  await t.rt.tracking.feeds.scanInbox();
+  assert.is(await t.rt.tracking.feeds.scanInbox(), 1);
+  const taken = (await audit()).find((e: any) => e.data.fileName === 'audited.jsonl');
+  assert.equal([taken.orgId, taken.actor.type, taken.actor.label, taken.data.source], [null, 'system', 'inbox', 'inbox']);
+});
+
 T("an ended feed's rejected records can be deleted (an erasure request): the reasons go, the counts stay; not while it runs", async ({ t, w }) => {
   const done = await feed(t, w.root, ndjson({ personId: 'rej-1', name: 'Rex Jay', company: 'Acme', email: 'rex.private-at-nowhere' }, { personId: 'rej-2', name: 'Ok Kay', company: 'Acme' }));
   assert.equal([done.status, done.invalid], ['completed', 1]);

@@ -85,17 +85,25 @@ export function createFeedService(d: {
     filePath: string,
     fileName: string | null,
     format: FeedFormat,
-    createdBy: string | null,
+    by: Caller | null,
     id = newId('feed'),
     idempotency?: Idempotency,
     takenSize?: number,
   ): { feed: FeedJob; replayed: boolean } {
+    const createdBy = by?.actor.id ?? null;
     const created = d.db.tx(() => {
       const now = d.clock.now();
       const earlier = idempotency && createdBy !== null ? earlierFeed(createdBy, idempotency, now) : undefined;
       if (earlier) return { feed: earlier, replayed: true };
       d.queue.enqueue(id, FEED_JOB, { maxAttempts: 5, sequence: FEED_JOB }); // feeds apply in the order they came: a later one wins
-      d.feeds.insertFeed({ id, source, fileName, filePath, format, gzip: isGzip(filePath), createdBy, createdAt: now, idempotency, takenSize });
+      const gzip = isGzip(filePath);
+      d.feeds.insertFeed({ id, source, fileName, filePath, format, gzip, createdBy, createdAt: now, idempotency, takenSize });
+      // A feed rewrites contacts of every organization: audited installation-wide like an import in
+      // its organization (a security tester found it was not); a file of the inbox or the feed
+      // command is the system's, which has no caller to name.
+      const entry = { orgId: null, action: 'feed.created', target: { type: 'feed', id }, data: { source, format, gzip, ...(fileName ? { fileName } : {}) } };
+      if (by) d.audit.record(by, entry);
+      else d.audit.recordAnonymous(null, { ...entry, actor: { type: 'system', id: null, label: source === 'cli' ? 'feed command' : 'inbox' } });
       return { feed: d.feeds.findFeed(id, now)!, replayed: false };
     });
     if (!created.replayed) d.kick();
@@ -305,11 +313,11 @@ export function createFeedService(d: {
      * bytes and format) gets the feed job of the first one (`replayed`), another upload under the
      * key 422; keys are the caller's own. The upload is removed when nothing new is created.
      */
-    async createFromUpload(by: string, tmpPath: string, fileName: string | null, format: FeedFormat, idempotencyKey?: string): Promise<{ feed: FeedJob; replayed: boolean }> {
+    async createFromUpload(by: Caller, tmpPath: string, fileName: string | null, format: FeedFormat, idempotencyKey?: string): Promise<{ feed: FeedJob; replayed: boolean }> {
       const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: await sha256FileHex(tmpPath, 'format', format) };
       let earlier: FeedJob | undefined;
       try {
-        earlier = idempotency && earlierFeed(by, idempotency, d.clock.now());
+        earlier = idempotency && earlierFeed(by.actor.id, idempotency, d.clock.now());
       } catch (err) {
         unlinkSync(tmpPath); // the key came with another upload (422)
         throw err;

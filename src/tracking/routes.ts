@@ -159,7 +159,7 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
           throw err;
         }
         const fileName = (headers['Content-Disposition'] as string | undefined) ?? null;
-        const { feed, replayed } = await svc.feeds.createFromUpload(caller.actor.id, tmp, fileName, format, headers['Idempotency-Key'] as string | undefined);
+        const { feed, replayed } = await svc.feeds.createFromUpload(caller, tmp, fileName, format, headers['Idempotency-Key'] as string | undefined);
         answerJob(ctx, replayed, `${base}/feed/${feed.id}`, presentFeed(feed, base));
       } finally {
         arrived();
