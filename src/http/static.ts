@@ -61,7 +61,13 @@ async function fileAt(path: string): Promise<{ size: number } | undefined> {
 
 export function serveUi(dir: string, opts: ServeUiOptions): Koa.Middleware {
   const root = resolve(dir);
-  const isReserved = (p: string) => opts.reserved.some((r) => p === r || p.startsWith(`${r}/`));
+  // compared without case, as the API's router matches its paths: `/API/ledger/v1/nope` is an API
+  // path (404 problem+json), not the web application's page with 200 (a compatibility tester's case)
+  const reserved = opts.reserved.map((r) => r.toLowerCase());
+  const isReserved = (path: string) => {
+    const p = path.toLowerCase();
+    return reserved.some((r) => p === r || p.startsWith(`${r}/`));
+  };
   return async (ctx, next) => {
     if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || isReserved(ctx.path)) return next();
     let decoded: string;
