@@ -228,6 +228,25 @@ A.before(async (ctx) => {
 });
 A.after(async (ctx) => ctx.t.close());
 
+A('a job claimed whose run has not begun is pending, never processing without a startedAt (import and feed)', async () => {
+  const t = await startApp({ noScheduler: true });
+  try {
+    const w = await seedWorld(t);
+    const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'claimed');
+    const imp = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts`, { token: w.tokens.editor, body: { name: 'Ann Lee', company: 'Acme' } });
+    expectStatus(imp, 202);
+    const feed = await t.call('POST', `${LEDGER}/feed`, { token: w.serviceAccounts.feed.token, raw: '{"name":"Ann Lee","company":"Acme"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+    expectStatus(feed, 202);
+    // claimed by the scheduler's queue, not yet run: the window a client polling at once can see
+    const leases = [t.rt.queue.claim('express'), t.rt.queue.claim('bulk')];
+    assert.equal(leases.map((l) => l?.job.id).sort(), [imp.body.id, feed.body.id].sort(), 'both claimed');
+    const seen = [await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/imports/${imp.body.id}`, { token: w.tokens.editor }), await t.call('GET', `${LEDGER}/feed/${feed.body.id}`, { token: w.serviceAccounts.feed.token })];
+    for (const r of seen) assert.equal([r.body.status, r.body.startedAt], ['pending', null], r.body.id);
+  } finally {
+    await t.close();
+  }
+});
+
 A('one contact → 202 with the import job and a Location; the job completes with exact counts', async ({ t, w, ledgerId }) => {
   const r = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts`, {
     token: w.serviceAccounts.saEditor.token,

@@ -44,7 +44,9 @@ const toImport = (r: ImportRow, now: number, files: DataFiles): ImportJob => ({
   filePath: r.file_path === null ? null : files.fromStored(r.file_path),
   format: r.format ? (JSON.parse(r.format) as CsvFormat) : null,
   // A job whose holder died is waiting to be reclaimed: it is pending again (SPEC §4.4).
-  status: r.status === 'processing' && r.lease_until !== null && r.lease_until < now ? 'pending' : r.status,
+  // So is one claimed whose run has not begun yet (no startedAt): `processing` with startedAt null
+  // read as a contradiction to a compatibility tester's client.
+  status: r.status === 'processing' && ((r.lease_until !== null && r.lease_until < now) || r.started_at === null) ? 'pending' : r.status,
   submitted: r.submitted,
   imported: r.imported,
   duplicates: r.duplicates,

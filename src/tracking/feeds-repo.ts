@@ -82,7 +82,9 @@ const toFeed = (r: FeedRow, now: number, files: DataFiles): FeedJob => ({
   filePath: r.file_path === null ? null : files.fromStored(r.file_path),
   format: r.format,
   gzip: r.gzip === 1,
-  status: r.status === 'processing' && r.lease_until !== null && r.lease_until < now ? 'pending' : r.status,
+  // A feed whose holder died is waiting to be reclaimed: it is pending again; so is one claimed
+  // whose run has not begun yet (no startedAt): `processing` with startedAt null read as a contradiction to a compatibility tester's client.
+  status: r.status === 'processing' && ((r.lease_until !== null && r.lease_until < now) || r.started_at === null) ? 'pending' : r.status,
   received: r.received,
   invalid: r.invalid,
   stale: r.stale,
