@@ -74,14 +74,16 @@ export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, c
     async sign(sub: string, sid: string, notAfter = Infinity): Promise<{ token: string; expiresAt: number; expiresIn: number }> {
       const nowMs = clock.now();
       const iat = Math.floor(nowMs / 1000);
-      const expiresAt = Math.min(nowMs + cfg.ttlSeconds * 1000, notAfter);
+      // whole seconds, as the JWT's exp says it (GET /session reads it back from there), unless the
+      // session ends before: then that moment, after which every request with the token is refused
+      const expiresAt = Math.min(Math.ceil((nowMs + cfg.ttlSeconds * 1000) / 1000) * 1000, notAfter);
       const token = await new SignJWT({ sid })
         .setProtectedHeader({ alg: ALG, typ: TYP, kid: signing.kid })
         .setIssuer(cfg.issuer)
         .setAudience(cfg.audience)
         .setSubject(sub)
         .setIssuedAt(iat)
-        // whole seconds (JWT exp), rounded up: the token is valid at least until the expiresAt the answer gives
+        // whole seconds (JWT exp), rounded up from a session's end: the token is valid until the expiresAt the answer gives
         .setExpirationTime(Math.ceil(expiresAt / 1000))
         .setJti(randomToken(12))
         .sign(signingKey);

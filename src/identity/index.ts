@@ -72,7 +72,7 @@ export function createIdentity(deps: { db: Db; clock: Clock; config: Config; sig
      * began (a long upload outlives them).
      */
     reloadActor(actor: Actor) {
-      return sessions.resolveActor({ sub: actor.id, sid: actor.sessionId, iat: 0, exp: Math.floor((actor.accessExpiresAt ?? 0) / 1000) }, { recheck: true });
+      return sessions.resolveActor({ sub: actor.id, sid: actor.sessionId, iat: 0, exp: Math.ceil((actor.accessExpiresAt ?? 0) / 1000) }, { recheck: true });
     },
     /**
      * Housekeeping: drops expired refresh tokens, ended sessions and throttle windows, in chunks

@@ -71,6 +71,13 @@ export type SessionService = ReturnType<typeof createSessionService>;
  * Sessions (SPEC §3.1): the password, clientCredentials and refreshToken grants, rotation with
  * re-use detection, sign-out, and the per-request resolution of an access token to an actor.
  */
+/**
+ * When an access token stops working: its `exp` (whole seconds), or its session's end when that
+ * comes first — the `expiresAt` its sign-in answered (AccessTokens.sign), so that GET /session
+ * gives the same time (it gave the whole second after it, a compatibility tester's case).
+ */
+const accessExpiry = (claims: AccessClaims, sessionExpiresAt: number) => Math.min(claims.exp * 1000, sessionExpiresAt);
+
 export function createSessionService(d: SessionDeps) {
   const ms = (s: number) => s * 1000;
 
@@ -354,11 +361,11 @@ export function createSessionService(d: SessionDeps) {
       if (session.userId) {
         const u = d.users.findUserById(session.userId);
         if (!u || u.disabled || u.id !== claims.sub) throw unauthenticated('The account of this access token is disabled or gone.');
-        return { type: 'user', id: u.id, email: u.email, name: u.name, superuser: u.superuser, sessionId: session.id, accessExpiresAt: claims.exp * 1000 };
+        return { type: 'user', id: u.id, email: u.email, name: u.name, superuser: u.superuser, sessionId: session.id, accessExpiresAt: accessExpiry(claims, session.expiresAt) };
       }
       const sa = d.serviceAccounts.findServiceAccountById(session.serviceAccountId!);
       if (!sa || sa.id !== claims.sub) throw unauthenticated('The service account of this access token no longer exists.');
-      return { type: 'service_account', id: sa.id, name: sa.name, orgId: sa.orgId, role: sa.role, permissions: sa.permissions, sessionId: session.id, accessExpiresAt: claims.exp * 1000 };
+      return { type: 'service_account', id: sa.id, name: sa.name, orgId: sa.orgId, role: sa.role, permissions: sa.permissions, sessionId: session.id, accessExpiresAt: accessExpiry(claims, session.expiresAt) };
     },
   };
 }
