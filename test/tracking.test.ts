@@ -2712,6 +2712,19 @@ I('inbox files are taken once they stopped changing, then moved to done/ with th
   assert.equal([good.source, good.status, good.received, good.personsUpdated], ['inbox', 'completed', 2, 2]);
 });
 
+I('an inbox file dated in the future (copied from a machine whose clock is ahead) is taken once it has not changed for the settling time, not at its date', async ({ t }) => {
+  const path = join(t.dataDir, 'inbox', 'from-the-future.jsonl');
+  writeFileSync(path, ndjson({ name: 'Fut Ure', company: 'Tomorrow' }));
+  const ahead = new Date(Date.now() + 3_600_000);
+  utimesSync(path, ahead, ahead);
+  const feeds = t.rt.tracking.feeds;
+  const look = Date.now();
+  assert.is(await feeds.scanInbox(look), 0, 'first seen');
+  assert.is(await feeds.scanInbox(look + 1000), 0, 'unchanged for a second only');
+  assert.is(await feeds.scanInbox(look + 2500), 1, 'unchanged for longer than the settling time: taken, an hour before its date');
+  assert.is(await settled(t, 'from-the-future.jsonl'), 'done');
+});
+
 I('an inbox file its writer went on writing after it was taken is read as it was when taken, and goes to failed/ saying so: a record cut by the writer is never applied', async ({ t }) => {
   const inbox = join(t.dataDir, 'inbox');
   const old = new Date(Date.now() - 10_000);

@@ -114,7 +114,8 @@ export function createFeedService(d: {
   const runner: Runner = { ...feedRunnerOnMain(d), run: d.runFeed };
 
   // Inbox: files are taken once they stopped changing (or arrive by rename, which is atomic).
-  const seen = new Map<string, { size: number; mtimeMs: number }>();
+  // `since`: the look that first saw the file at this size and date
+  const seen = new Map<string, { size: number; mtimeMs: number; since: number }>();
   // Links and folders are never followed or moved (a link could reach any file the server may
   // read); each is named once in the log, so that a file dropped as a link is not left unexplained.
   const warned = new Set<string>();
@@ -184,7 +185,8 @@ export function createFeedService(d: {
     }
   }
 
-  async function scanInbox(): Promise<number> {
+  /** One look at the inbox (`now`: the time of the look, which tests move). Returns how many files became jobs. */
+  async function scanInbox(now = Date.now()): Promise<number> {
     let names: string[];
     try {
       renameUndecodable();
@@ -201,7 +203,6 @@ export function createFeedService(d: {
       return 0;
     }
     let taken = 0;
-    const now = Date.now();
     for (const name of names) {
       const path = join(inbox, name);
       let st;
@@ -211,8 +212,14 @@ export function createFeedService(d: {
         continue;
       }
       const before = seen.get(name);
-      seen.set(name, { size: st.size, mtimeMs: st.mtimeMs });
-      if (!before || before.size !== st.size || before.mtimeMs !== st.mtimeMs || now - st.mtimeMs < INBOX_SETTLE_MS) continue;
+      const unchanged = before !== undefined && before.size === st.size && before.mtimeMs === st.mtimeMs;
+      const since = unchanged ? before.since : now;
+      seen.set(name, { size: st.size, mtimeMs: st.mtimeMs, since });
+      // How long the file has not changed: since its date, or since the first look that saw it so
+      // when it is dated later than that — a file dated in the future (copied with its date from a
+      // machine whose clock is ahead: cp -p, tar, unzip) waited silently until that date came.
+      const age = now - Math.min(st.mtimeMs, since);
+      if (!unchanged || age < INBOX_SETTLE_MS) continue;
       const format = formatOfName(name);
       try {
         if (!readable(path)) {
@@ -220,7 +227,7 @@ export function createFeedService(d: {
           failUnreadable(path, name, st);
           continue;
         }
-        if (format && format !== 'json' && now - st.mtimeMs < INBOX_UNTERMINATED_SETTLE_MS && endsInsideALine(path)) continue;
+        if (format && format !== 'json' && age < INBOX_UNTERMINATED_SETTLE_MS && endsInsideALine(path)) continue;
         seen.delete(name);
         taken += await take(path, name, format);
         untakeable.delete(name);
