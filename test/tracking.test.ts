@@ -1978,6 +1978,9 @@ T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part 
   const nd = await feed(t, w.root, gzipSync(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(ndjson({ name: 'Bom One', company: 'BomCo' }) + long + '\r\n' + ndjson({ name: 'After Long', company: 'C' }))])));
   assert.equal([nd.status, nd.received, nd.invalid, nd.personsUpdated], ['completed', 3, 1, 2]);
   assert.match((await t.call('GET', `${FEED}/${nd.id}/errors`, { token: w.root })).text, /2,2,"the line is longer than 1048576 bytes/);
+  // two files joined (`cat a.jsonl b.jsonl`), the second saved with a BOM: its first line is a record like any other
+  const joined = await feed(t, w.root, `${ndjson({ name: 'Cat One', company: 'Joined' })}\ufeff${ndjson({ name: 'Cat Two', company: 'Joined' })}`);
+  assert.equal([joined.status, joined.received, joined.invalid, joined.personsUpdated], ['completed', 2, 0, 2]);
   const arr = await feed(t, w.root, `[{"name":"J1","company":"C"},\n null,\n "text", 42,\n {"name":"J2","company":"C","notes":"${'y'.repeat(1_100_000)}"},\n {"name":"J3","company":"C"}]`, 'application/json');
   assert.equal([arr.status, arr.received, arr.invalid, arr.personsUpdated], ['completed', 6, 4, 2]);
   const errors = (await t.call('GET', `${FEED}/${arr.id}/errors`, { token: w.root })).text;

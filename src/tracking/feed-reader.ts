@@ -79,7 +79,6 @@ async function* lines(input: Readable): AsyncGenerator<{ line: number; text: str
   let size = 0;
   let tooLong = false;
   let prevCR = false;
-  let first = true;
   const take = (): { line: number; text: string } | { line: number; error: string } => {
     line++;
     let item: { line: number; text: string } | { line: number; error: string };
@@ -89,11 +88,13 @@ async function* lines(input: Readable): AsyncGenerator<{ line: number; text: str
       let text = utf8OrUndefined(bytes, true);
       if (text === undefined) item = { line, error: `the line is not valid UTF-8 (byte ${invalidUtf8At(bytes) + 1} of the line)` };
       else {
-        if (first && text.charCodeAt(0) === 0xfeff) text = text.slice(1); // a UTF-8 byte order mark
+        // A UTF-8 byte order mark: the file's, and at the start of any later line that of a file
+        // joined on (`cat a.jsonl b.jsonl`, b saved with one) — no JSON record begins with one, and
+        // the line was lost as "not valid JSON" (a feed tester's case).
+        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
         item = { line, text };
       }
     }
-    first = false;
     parts = [];
     size = 0;
     tooLong = false;
