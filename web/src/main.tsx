@@ -16,6 +16,7 @@ import { ServiceAccounts } from './pages/service-accounts.tsx';
 import { WebhookPage, Webhooks } from './pages/webhooks.tsx';
 import { Feed } from './pages/feed.tsx';
 import { NewOrg } from './pages/new-org.tsx';
+import { Account } from './pages/account.tsx';
 
 type Boot = { kind: 'booting' } | { kind: 'signed-out' } | { kind: 'signed-in'; principal: Principal } | { kind: 'failed'; error: ApiError };
 
@@ -105,6 +106,7 @@ const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
   ['/', () => <Home />],
   ['/orgs/new', () => <NewOrg />],
   ['/feed', () => <Feed />],
+  ['/account', () => <Account />],
   ['/orgs/:orgId/ledgers', (p) => <Ledgers orgId={p.orgId!} />],
   ['/orgs/:orgId/ledgers/:ledgerId', (p) => <Contacts orgId={p.orgId!} ledgerId={p.ledgerId!} />],
   ['/orgs/:orgId/ledgers/:ledgerId/contacts/:contactId', (p) => <ContactDetail orgId={p.orgId!} ledgerId={p.ledgerId!} contactId={p.contactId!} />],
@@ -226,8 +228,13 @@ function Shell() {
               )}
             </ul>
             <div class="who">
+              {/* the signed-in user, linking to their account (password change) */}
               <span class="muted" title={user?.email}>
-                {user?.name || user?.email}
+                {user ? (
+                  <Link href="/account" aria-current={loc.path === '/account' ? 'page' : undefined} aria-label={`Your account: ${user.name || user.email}`}>
+                    {user.name || user.email}
+                  </Link>
+                ) : null}
                 {role ? ` · ${role}` : user?.superuser ? ' · superuser' : ''}
               </span>
               <button type="button" class="secondary" onClick={() => void signOut().catch(() => undefined)}>

@@ -1,0 +1,151 @@
+// The account page (forty-fifth session, a tester's finding: the "add member" and "new
+// organization" forms said users "can change it later", and nothing in the app let them): changing
+// one's own password through PATCH /users/me, the API's refusals at their fields in the page's
+// words, the other sessions ended and this one kept.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { apiToken, type E2E, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until } from './harness.ts';
+import { ID } from '../helpers.ts';
+
+interface Ctx {
+  e: E2E;
+  root: string;
+}
+const EMAIL = 'paula@account.test';
+const FIRST = 'first password of paula';
+const SECOND = 'second password of paula';
+const THIRD = 'third password of paula';
+
+const A = suite<Ctx>('web application: the account page and a password change');
+A.before(async (ctx) => {
+  // three wrong current passwords lock the account (10 by default): the throttle's message is tested too
+  ctx.e = await start({ LOGIN_MAX_FAILURES_PER_ACCOUNT: '3' });
+  ctx.root = await apiToken(ctx.e, ROOT_EMAIL, ROOT_PASSWORD);
+  const r = await ctx.e.call('POST', `${ID}/users`, { token: ctx.root, body: { email: EMAIL, name: 'Paula Password', password: FIRST } });
+  assert.is(r.status, 201, r.text);
+});
+A.after(async (ctx) => ctx.e.close());
+
+A('the header links to the account page; mismatch, wrong current and weak passwords are said at their fields', async (ctx) => {
+  const { page, base } = ctx.e;
+  await signInUi(page, base, EMAIL, FIRST);
+  const patches: string[] = [];
+  page.on('request', (r) => r.method() === 'PATCH' && r.url().endsWith('/users/me') && patches.push(r.url()));
+  await page.getByRole('link', { name: /Your account: Paula Password/ }).click();
+  await page.waitForURL(`${base}/account`);
+  await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+  assert.is(await page.getByRole('link', { name: /Your account/ }).getAttribute('aria-current'), 'page');
+  const current = page.getByLabel('Current password', { exact: true });
+  const next = page.getByLabel('New password', { exact: true });
+  const confirm = page.getByLabel('Confirm the new password');
+  assert.is(await current.getAttribute('autocomplete'), 'current-password');
+  assert.is(await next.getAttribute('autocomplete'), 'new-password');
+  assert.is(await confirm.getAttribute('autocomplete'), 'new-password');
+  assert.is(await page.getByLabel('E-mail').getAttribute('autocomplete'), 'username');
+  assert.match(await page.locator('main').innerText(), 'signs you out everywhere else');
+
+  // the confirmation differs: said at it, nothing sent
+  await current.fill(FIRST);
+  await next.fill(SECOND);
+  await confirm.fill(`${SECOND}!`);
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByText('This does not match the new password.').waitFor();
+  assert.is(await confirm.getAttribute('aria-invalid'), 'true');
+  await until(() => hasFocus(confirm), 'focus on the confirmation');
+  assert.is(patches.length, 0, 'no request for a mismatch');
+
+  // a wrong current password: at its field, in words
+  await current.fill('not my password at all');
+  await confirm.fill(SECOND);
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByText('This is not your current password.').waitFor();
+  assert.is(await current.getAttribute('aria-invalid'), 'true');
+  assert.is(await confirm.getAttribute('aria-invalid'), null, 'the confirmation no longer marked');
+  await until(() => hasFocus(current), 'focus on the current password');
+  assert.not.match(await page.locator('main').innerText(), 'currentPassword');
+
+  // a weak new password: the policy's reason at the new password
+  await current.fill(FIRST);
+  await next.fill('aaaaaaaa');
+  await confirm.fill('aaaaaaaa');
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByText('The new password repeats one or two characters').waitFor();
+  assert.is(await next.getAttribute('aria-invalid'), 'true');
+  await until(() => hasFocus(next), 'focus on the new password');
+  await shoot(page, 'account-weak-password');
+  assert.is(patches.length, 2);
+});
+
+A('a changed password: other sessions end, this one stays (also over a reload), then the new password signs in', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  // another session of the user's (another device): its refresh token must stop working
+  const other = await call('POST', `${ID}/session`, { body: { grantType: 'password', email: EMAIL, password: FIRST } });
+  assert.is(other.status, 200, other.text);
+  await page.getByLabel('Current password', { exact: true }).fill(FIRST);
+  await page.getByLabel('New password', { exact: true }).fill(SECOND);
+  await page.getByLabel('Confirm the new password').fill(SECOND);
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
+  assert.is(await page.getByLabel('Current password', { exact: true }).inputValue(), '', 'the fields are emptied');
+  const refused = await call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: other.body.refreshToken } });
+  assert.is(refused.status, 401, `the other session ended: ${refused.text}`);
+  // this tab: still signed in, also after a reload (its cookie's session was kept)
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+  await shoot(page, 'account');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  // the old password no longer signs in; the new one does
+  await page.getByLabel('E-mail').fill(EMAIL);
+  await page.getByLabel('Password').fill(FIRST);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByText('The e-mail or password is incorrect.').waitFor();
+  await page.getByLabel('Password').fill(SECOND);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).first().waitFor();
+  assert.ok((await apiToken(ctx.e, EMAIL, SECOND)).length > 0);
+});
+
+A('should the session end after the change all the same, the page signs in again with the new password and says it was changed', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/account`);
+  await page.getByLabel('Current password', { exact: true }).fill(SECOND);
+  await page.getByLabel('New password', { exact: true }).fill(THIRD);
+  await page.getByLabel('Confirm the new password').fill(THIRD);
+  // the refresh after the change refused once, as if the server had ended this session too
+  let refusedOnce = false;
+  await page.route('**/api/identity/v1/session', async (route) => {
+    const body = route.request().postData() ?? '';
+    if (!refusedOnce && route.request().method() === 'POST' && body.includes('refreshToken')) {
+      refusedOnce = true;
+      await route.fulfill({ status: 401, contentType: 'application/problem+json', body: JSON.stringify({ code: 'invalid_grant', detail: 'The session has ended.' }) });
+    } else await route.continue();
+  });
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
+  await page.unroute('**/api/identity/v1/session');
+  assert.ok(refusedOnce, 'the refresh was refused');
+  assert.is(new URL(page.url()).pathname, '/account');
+  await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+  assert.ok(await page.getByRole('button', { name: 'Sign out' }).first().isVisible(), 'signed in');
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+});
+
+A('wrong current passwords count against the sign-in throttle: the pause is said with how long to wait', async (ctx) => {
+  const { page } = ctx.e;
+  for (let i = 0; i < 3; i++) {
+    await page.getByLabel('Current password', { exact: true }).fill(`wrong guess ${i}`);
+    await page.getByLabel('New password', { exact: true }).fill('fourth password of paula');
+    await page.getByLabel('Confirm the new password').fill('fourth password of paula');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('This is not your current password.').waitFor();
+    await until(async () => !(await page.getByRole('button', { name: 'Change password' }).isDisabled()), 'the answer');
+  }
+  await page.getByLabel('Current password', { exact: true }).fill(THIRD);
+  await page.getByRole('button', { name: 'Change password' }).click();
+  const alert = page.locator('.form-error').filter({ hasText: 'Too many wrong passwords for this account.' });
+  await alert.waitFor();
+  assert.match(await alert.innerText(), /try again in \d+ (seconds|minutes)/);
+});
+
+A.run();
