@@ -17,6 +17,7 @@ import { WebhookPage, Webhooks } from './pages/webhooks.tsx';
 import { Feed } from './pages/feed.tsx';
 import { NewOrg } from './pages/new-org.tsx';
 import { Account } from './pages/account.tsx';
+import { Changes } from './pages/changes.tsx';
 
 type Boot = { kind: 'booting' } | { kind: 'signed-out' } | { kind: 'signed-in'; principal: Principal } | { kind: 'failed'; error: ApiError };
 
@@ -112,6 +113,7 @@ const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
   ['/orgs/:orgId/ledgers/:ledgerId/contacts/:contactId', (p) => <ContactDetail orgId={p.orgId!} ledgerId={p.ledgerId!} contactId={p.contactId!} />],
   ['/orgs/:orgId/ledgers/:ledgerId/import', (p) => <ImportWizard orgId={p.orgId!} ledgerId={p.ledgerId!} />],
   ['/orgs/:orgId/ledgers/:ledgerId/imports', (p) => <ImportHistory orgId={p.orgId!} ledgerId={p.ledgerId!} />],
+  ['/orgs/:orgId/ledgers/:ledgerId/changes', (p) => <Changes orgId={p.orgId!} ledgerId={p.ledgerId!} />],
   ['/orgs/:orgId/team', (p) => <Team orgId={p.orgId!} />],
   ['/orgs/:orgId/service-accounts', (p) => <ServiceAccounts orgId={p.orgId!} />],
   ['/orgs/:orgId/webhooks', (p) => <Webhooks orgId={p.orgId!} />],
