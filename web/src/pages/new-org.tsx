@@ -50,7 +50,7 @@ export function NewOrg() {
         </Field>
         {adminEmail.trim() && (
           <>
-            <Field label="First admin's initial password (for a new user)" hint="Leave empty when they already have an account. For someone new, give a password of at least 8 characters and tell it to them; they can change it later." error={err.adminPassword}>
+            <Field label="First admin's initial password (for a new user)" hint="Leave empty when they already have an account. For someone new, give a password of at least 8 characters and tell it to them; they change it on their Account page (their name at the top of every page)." error={err.adminPassword}>
               {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} aria-invalid={invalid} value={adminPassword} onInput={(e) => setAdminPassword(e.currentTarget.value)} />}
             </Field>
             <Field label="First admin's name (optional, for a new user)" error={err.adminName}>

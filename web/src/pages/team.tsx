@@ -241,7 +241,7 @@ function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Memb
         <Field label="Name (optional)" error={err.name}>
           {(id, d, invalid) => <input id={id} aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => setName(e.currentTarget.value)} />}
         </Field>
-        <Field label="Initial password (for a new user)" hint="Leave empty to add someone who already has an account. For a new user, give a password of at least 8 characters and tell it to them; they can change it later." error={err.password}>
+        <Field label="Initial password (for a new user)" hint="Leave empty to add someone who already has an account. For a new user, give a password of at least 8 characters and tell it to them; they change it on their Account page (their name at the top of every page)." error={err.password}>
           {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} aria-invalid={invalid} value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
         </Field>
         <FormError error={act.error} fields={fields} />
