@@ -95,7 +95,7 @@ C('init creates the superuser and an organization; user add and passwd; migrate 
   // a folder without a database is a wrong path, not a new installation (a tester's case: one was made)
   const nowhere = join(tempDir(), 'typo');
   const wrongPath = await cli(['migrate'], { ...env, CONTACT_LEDGER_DATA: nowhere });
-  assert.is(wrongPath.status, 1, wrongPath.stderr);
+  assert.is(wrongPath.status, 2, `a wrong folder is exit 2, as for every command: ${wrongPath.stderr}`);
   assert.match(wrongPath.stderr, /there is no database in .*typo \(set CONTACT_LEDGER_DATA or --data\); a new installation is made by serve or init/);
   assert.not.ok(existsSync(join(nowhere, 'contact-ledger.db')), 'no database made');
   // a restore killed between moving the database aside and renaming its copy in: told to restore again
@@ -178,7 +178,7 @@ C('compact rewrites the database without its free pages: no value deleted before
   await client(again); // the superuser signs in
   await stop(again);
   const nowhere = await cli(['compact'], { CONTACT_LEDGER_DATA: join(tempDir(), 'typo') });
-  assert.is(nowhere.status, 1);
+  assert.is(nowhere.status, 2);
   assert.match(nowhere.stderr, /there is no database in .*typo/);
 });
 

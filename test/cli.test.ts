@@ -369,13 +369,13 @@ C('keys rotate adds a signing key', () => {
   assert.is(run(['keys', 'spin'], { CONTACT_LEDGER_DATA: data }).status, 2);
 });
 
-C('commands that work on an installation refuse a folder without one (exit 2) and make nothing there: an operator\'s feed, user add and keys rotate run from another folder made a new installation', () => {
+C('commands that work on an installation refuse a folder without one (exit 2) and make nothing there: an operator\'s feed, user add and keys rotate run from another folder made a new installation (migrate and compact said so with exit 1)', () => {
   const data = join(tempDir(), 'not-here');
   const feedFile = join(tempDir(), 'people.jsonl');
   writeFileSync(feedFile, '{"name":"Ann","company":"Acme"}\n');
   const csv = join(tempDir(), 'contacts.csv');
   writeFileSync(csv, 'name,company\nAnn,Acme\n');
-  for (const args of [['feed', feedFile], ['user', 'add', '--email', 'b@c.test', '--password', 'passphrase 12345'], ['user', 'passwd', '--email', 'b@c.test', '--password', 'passphrase 12345'], ['keys', 'rotate'], ['import', 'o_x', 'l_x', csv]]) {
+  for (const args of [['feed', feedFile], ['user', 'add', '--email', 'b@c.test', '--password', 'passphrase 12345'], ['user', 'passwd', '--email', 'b@c.test', '--password', 'passphrase 12345'], ['keys', 'rotate'], ['import', 'o_x', 'l_x', csv], ['migrate'], ['compact']]) {
     const r = run(args, { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'passphrase 12345' });
     assert.is(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`there is no database in ${data.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(set CONTACT_LEDGER_DATA or --data\\); a new installation is made by serve or init`), args.join(' '));

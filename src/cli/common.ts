@@ -164,16 +164,15 @@ export function requireInstallation(config: Readonly<Config>): void {
 
 /**
  * The data folder's database for a command that works on an existing one with the server stopped
- * (migrate, compact): undefined, said on stderr, when there is none — a wrong path, not a new
+ * (migrate, compact): refused (exit 2) when there is none — a wrong path, not a new
  * installation (a tester's mistyped folder got an empty database, and the next start a new
  * superuser): `serve` or `init` make one. `whileLocked` ends the message when a server or another
  * command holds the folder.
  */
-export async function openExistingStorage(io: Io, config: Readonly<Config>, command: string, whileLocked: string): Promise<Storage | undefined> {
-  if (!hasInstallation(config.dataDir)) {
-    io.err(`contact-ledger ${command}: ${noInstallation(config.dataDir)}`);
-    return undefined;
-  }
+export async function openExistingStorage(io: Io, config: Readonly<Config>, command: string, whileLocked: string): Promise<Storage> {
+  // exit 2 like the other commands given a folder without an installation (it was 1, which a unit
+  // with Restart=on-failure retries)
+  requireInstallation(config);
   try {
     // `migrate` says it on stdout, as its result; another command (compact) beside its own
     return await openStorage(config, commandLogger(io, config), systemClock, command === 'migrate' ? undefined : sayMigrated(io));

@@ -22,7 +22,6 @@ const mib = (bytes: number) => `${(bytes / MIB).toFixed(1)} MiB`;
 export async function run(args: ParsedArgs, io: Io, config: Config): Promise<number> {
   refuseArguments(args);
   const storage = await openExistingStorage(io, config, 'compact', 'stop it before compacting');
-  if (!storage) return EXIT_FAILURE;
   try {
     let c;
     try {

@@ -10,7 +10,6 @@ import { migrationLines, openExistingStorage } from './common.ts';
 export async function run(args: ParsedArgs, io: Io, config: Config): Promise<number> {
   refuseArguments(args);
   const storage = await openExistingStorage(io, config, 'migrate', 'it migrated the database when it started');
-  if (!storage) return EXIT_FAILURE;
   try {
     const version = schemaVersion(storage.db);
     if (!storage.applied.length) io.out(`the database is up to date (schema version ${version})`);
