@@ -380,6 +380,10 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
     const entry = { el: d, returnTo: [...(before && before !== document.body ? [before] : []), ...(parent?.returnTo ?? [])] };
     openDialogs.push(entry);
     if (!d.open) d.showModal();
+    // showModal focuses the first control, the "×": one Enter there threw a secret shown once away,
+    // or sat next to a deletion (a web tester's case). A dialog names the control to start on: the
+    // secret itself, a confirmation's Cancel.
+    d.querySelector<HTMLElement>('[data-autofocus]')?.focus();
     const onCancel = (e: Event) => {
       e.preventDefault();
       props.onClose();
@@ -468,7 +472,8 @@ export function Confirm(props: { title: string; children: ComponentChildren; con
       <div class="dialog-body">{props.children}</div>
       <FormError error={act.error} />
       <div class="actions">
-        <button type="button" class="secondary" onClick={props.onClose}>
+        {/* focus starts here, the action that changes nothing (not "×" or the confirmation) */}
+        <button type="button" class="secondary" data-autofocus onClick={props.onClose}>
           Cancel
         </button>
         <button
@@ -503,13 +508,14 @@ export function SecretOnce(props: { label: string; value: string; extra?: Compon
   };
   return (
     <div class="secret">
-      <p class="warning" role="note">
+      <p class="warning" role="note" id="secret-warning">
         <strong>Copy this {props.label} now.</strong> It is shown only this once; {props.why ?? 'it is stored only as a hash and cannot be shown again'}. If it is lost, rotate it.
       </p>
       {props.extra}
       <label for="secret-value">{props.label}</label>
       <div class="secret-row">
-        <input id="secret-value" class="mono" readOnly value={props.value} onFocus={(e) => e.currentTarget.select()} />
+        {/* the dialog opens here (Dialog's data-autofocus), selected for Ctrl+C, with the warning read */}
+        <input id="secret-value" class="mono" readOnly data-autofocus aria-describedby="secret-warning" value={props.value} onFocus={(e) => e.currentTarget.select()} />
         <button type="button" onClick={copy}>
           Copy
         </button>
