@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, LEDGER, listAll, type ApiError } from '../api.ts';
 import { navigate, setQuery, takeNotice, useLocation } from '../router.ts';
-import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, Notice, PageHead, refocusWhenDone, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
+import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
 // Webhooks of an organization (SPEC §6, docs/webhooks.md), on the real API of src/webhooks/routes.ts:
@@ -147,7 +147,8 @@ function WebhookList(props: { orgId: string }) {
                   <span>{scopeText(w, ledgers.data)}</span>
                   <span>{w.hasToken ? 'with token' : 'no token'}</span>
                   <span>
-                    last delivered: {w.lastSuccessAt ? <Time iso={w.lastSuccessAt} /> : 'never'}
+                    {/* events only: a test ping is not counted, and "last delivered: never" under a delivered ping read as a contradiction */}
+                    last event delivered: {w.lastSuccessAt ? <Time iso={w.lastSuccessAt} /> : 'never'}
                   </span>
                 </p>
                 <WebhookActions
@@ -208,13 +209,15 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
   if (req.error?.status === 404)
     return (
       <>
-        <PageHead title="Webhook" crumbs={crumbs} />
-        <Empty>
-          <p>This webhook does not exist; it may have been deleted.</p>
+        <PageHead title="Webhook not found" crumbs={crumbs} />
+        <NotFoundState>
+          <p>
+            <strong>This webhook does not exist</strong> (it may have been deleted).
+          </p>
           <p>
             <Link href={`/orgs/${orgId}/webhooks`}>Back to the webhooks</Link>
           </p>
-        </Empty>
+        </NotFoundState>
       </>
     );
   const w = req.data;
@@ -238,7 +241,7 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
               <dd>{scopeText(w, ledgers.data)}</dd>
               <dt>Token</dt>
               <dd>{w.hasToken ? 'sent as X-Ledger-Token (not shown)' : 'none'}</dd>
-              <dt>Last delivered</dt>
+              <dt>Last event delivered</dt>
               <dd>{w.lastSuccessAt ? <Time iso={w.lastSuccessAt} /> : <span class="muted">never</span>}</dd>
               {w.failingSince && (
                 <>
@@ -558,7 +561,7 @@ function WebhookActions(props: {
       <div class="row-actions">
         <button type="button" class="secondary small" disabled={ping.busy} onClick={(e) => {
             refocusWhenDone(e.currentTarget);
-            void ping.run();
+            void ping.run(w.url);
           }} aria-label={`Send test to ${w.url}`}>
           {ping.busy ? 'Sending…' : 'Send test'}
         </button>
@@ -584,7 +587,8 @@ function WebhookActions(props: {
         </button>
       </div>
       {toggle.error && <ErrorBox error={toggle.error} title={w.enabled ? 'The webhook was not disabled.' : 'The webhook was not enabled.'} />}
-      <PingOutcome state={ping.state} />
+      {/* the outcome of a ping to the URL shown: after an edit of the URL, the old one's "delivered" no longer says anything about it */}
+      <PingOutcome state={ping.url === w.url ? ping.state : undefined} />
       {editing && (
         <WebhookForm
           orgId={props.orgId}
@@ -646,6 +650,7 @@ type PingState = { phase: 'sending' } | { phase: 'waiting' | 'delivered' | 'fail
 /** POST …/test, then polls the delivery it returns until its one attempt is recorded. */
 function usePing(path: string, onDone?: () => void) {
   const [state, setState] = useState<PingState>();
+  const [url, setUrl] = useState<string>();
   const alive = useRef(true);
   useEffect(
     () => () => {
@@ -654,7 +659,8 @@ function usePing(path: string, onDone?: () => void) {
     [],
   );
   const busy = state?.phase === 'sending' || state?.phase === 'waiting';
-  const run = async () => {
+  const run = async (to: string) => {
+    setUrl(to);
     setState({ phase: 'sending' });
     try {
       let x = await api<Delivery>('POST', `${path}/test`);
@@ -672,7 +678,7 @@ function usePing(path: string, onDone?: () => void) {
       if (alive.current) setState({ phase: 'error', error: asApiError(e) });
     }
   };
-  return { state, busy, run };
+  return { state, url, busy, run };
 }
 
 function PingOutcome(props: { state: PingState | undefined }) {
