@@ -97,11 +97,11 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
                   </dd>
                   <dt>Last job change</dt>
                   <dd>
-                    <Time iso={c.lastJobChangedAt} />
+                    <Time iso={c.lastJobChangedAt} dateOnly />
                   </dd>
                   <dt>Last info change</dt>
                   <dd>
-                    <Time iso={c.lastInfoChangedAt} />
+                    <Time iso={c.lastInfoChangedAt} dateOnly />
                   </dd>
                 </dl>
               </section>
@@ -116,7 +116,7 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
                   <dd class="mono">{show(c.referenceId)}</dd>
                   <dt>Added</dt>
                   <dd>
-                    <Time iso={c.createdAt} />
+                    <Time iso={c.createdAt} dateOnly />
                   </dd>
                   <dt>Contact id</dt>
                   <dd class="mono break">{c.id}</dd>
