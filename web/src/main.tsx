@@ -32,6 +32,8 @@ function App() {
     );
   }, [attempt]);
   const loc = useLocation();
+  // signed in from the sign-in page (not a session resumed on load): its first page gets focus (below)
+  const signedOut = useRef(false);
 
   if (boot.kind === 'booting') return <Loading label="Opening contact-ledger…" />;
   if (boot.kind === 'failed')
@@ -41,6 +43,7 @@ function App() {
       </main>
     );
   if (boot.kind === 'signed-out') {
+    signedOut.current = true;
     if (loc.path !== '/signin') {
       const next = loc.path === '/' ? '' : `?next=${encodeURIComponent(loc.path + location.search)}`;
       navigate(`/signin${next}`, { replace: true });
@@ -48,7 +51,7 @@ function App() {
     return <SignIn />;
   }
   if (loc.path === '/signin') navigate(safeNext(loc.query.get('next')), { replace: true });
-  return <SignedIn principal={boot.principal} />;
+  return <SignedIn principal={boot.principal} fromSignIn={signedOut.current} />;
 }
 
 /**
@@ -66,7 +69,7 @@ function safeNext(next: string | null): string {
   }
 }
 
-function SignedIn(props: { principal: Principal }) {
+function SignedIn(props: { principal: Principal; fromSignIn: boolean }) {
   const [orgs, setOrgs] = useState<Org[] | undefined>();
   const [error, setError] = useState<ApiError>();
   const load = async () => {
@@ -98,7 +101,7 @@ function SignedIn(props: { principal: Principal }) {
   const state: SessionState = { principal: props.principal, orgs, reloadOrgs: load };
   return (
     <Session.Provider value={state}>
-      <Shell />
+      <Shell fromSignIn={props.fromSignIn} />
     </Session.Provider>
   );
 }
@@ -120,7 +123,10 @@ const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
   ['/orgs/:orgId/webhooks/:webhookId', (p) => <WebhookPage orgId={p.orgId!} webhookId={p.webhookId!} />],
 ];
 
-function Shell() {
+/** Whether the shell has been shown: a page replaced after that (access lost) is no first page seen. */
+let shellShown = false;
+
+function Shell(props: { fromSignIn: boolean }) {
   const loc = useLocation();
   const session = useSession();
   const user = session.principal.user;
@@ -154,6 +160,14 @@ function Shell() {
   // redirect (the start page to the organization last opened): that is the first page seen, where
   // Tab begins at "Skip to content" as on any page loaded (a reviewer's case).
   const lastPath = useRef(loc.path);
+  // After signing in, the page of `next` opens with focus on its content, as after any other step
+  // (the sign-in form went away, and focus fell to the body: a web tester's case). A page loaded
+  // or reloaded as such still starts at "Skip to content".
+  useEffect(() => {
+    shellShown = true;
+    const at = document.activeElement;
+    if (props.fromSignIn && (!at || at === document.body)) document.getElementById('main')?.focus({ preventScroll: true });
+  }, []);
   useEffect(() => {
     if (lastPath.current === loc.path) return;
     lastPath.current = loc.path;
@@ -290,10 +304,23 @@ function OrgSwitcher(props: { current: string | undefined }) {
   );
 }
 
+/**
+ * Nothing at this path for this user. Its window title says so, and when it replaces the page
+ * shown (access lost: the organization is gone from the user's list, and the control they were on
+ * with it) focus goes to its heading instead of falling to the body (a web tester's case).
+ */
 function NotFound(props: { what: string }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    document.title = 'Not found · contact-ledger';
+    const at = document.activeElement as HTMLElement | null;
+    if (shellShown && (!at || at === document.body || !at.isConnected)) heading.current?.focus();
+  }, []);
   return (
     <div class="state empty">
-      <h1>Not found</h1>
+      <h1 tabIndex={-1} ref={heading}>
+        Not found
+      </h1>
       <p>This {props.what} does not exist, or you have no access to it.</p>
       <p>
         <Link href="/">Go to the start page</Link>

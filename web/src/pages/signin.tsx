@@ -11,6 +11,9 @@ export function SignIn() {
   const [ended] = useState(takeSessionEnded);
   useEffect(() => {
     document.title = 'Sign in · contact-ledger';
+    // the page's one task starts in its first field (focus was on the body: Tab through the page to reach it)
+    const at = document.activeElement;
+    if (!at || at === document.body) document.getElementById('email')?.focus();
   }, []);
   const message = (e: ApiError) => {
     if (e.code === 'invalid_grant') return 'The e-mail or password is incorrect.';
