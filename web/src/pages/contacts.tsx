@@ -1,6 +1,6 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
-import { setQuery, takeNotice, useLocation, useReturnPosition } from '../router.ts';
+import { lastNavigation, setQuery, takeNotice, useLocation, useReturnPosition } from '../router.ts';
 import { Async, Email, ErrorBox, fmtNumber, Link, Notice, Time, useAction, useChoice, useRequest } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
@@ -65,8 +65,11 @@ const daysAgo = (n: number) => new Date(Date.now() - n * DAY).toISOString().slic
  * day's midnight UTC — and the field shows the last day it includes.
  */
 const lastDayBefore = (bound: string) => {
-  const t = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(bound) ? `${bound}T00:00:00Z` : bound);
-  return Number.isNaN(t) ? bound.slice(0, 10) : new Date(t - 1).toISOString().slice(0, 10);
+  const day = /^\d{4}-\d{2}-\d{2}$/.test(bound);
+  const t = Date.parse(day ? `${bound}T00:00:00Z` : bound);
+  // a day that is none (2026-02-30, which Date reads as 2 March) shows no day, not one it rolled to
+  if (Number.isNaN(t) || (day && new Date(t).toISOString().slice(0, 10) !== bound)) return '';
+  return new Date(t - 1).toISOString().slice(0, 10);
 };
 const dayAfter = (day: string) => {
   const t = Date.parse(`${day}T00:00:00Z`);
@@ -86,7 +89,9 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   // as the API reads it: a field name alone, or with a "+" that arrived as a space, is +<field>
   const rawSort = q.get('sortBy') ?? '+createdAt';
   const sortBy = /^[A-Za-z]/.test(rawSort) ? `+${rawSort}` : rawSort.startsWith(' ') ? `+${rawSort.slice(1)}` : rawSort;
-  const size = SIZES.includes(Number(q.get('limit'))) ? Number(q.get('limit')) : 50;
+  const rawSize = q.get('limit');
+  const badSize = rawSize !== null && !SIZES.includes(Number(rawSize));
+  const size = badSize ? 50 : rawSize ? Number(rawSize) : 50;
   const cursors = (q.get('page') ?? '').split('~').filter(Boolean); // the cursors that led to this page
   const cursor = cursors.at(-1);
   const key = JSON.stringify([filters, sortBy, size, cursor]);
@@ -109,6 +114,13 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
     setNotice('That page of the list could not be shown (its filters or sort had changed), so the list starts again at its first page.');
     go({ page: undefined }, { replace: true });
   }, [badCursor]);
+  // A page size the list does not offer (a hand-edited ?limit=7) was shown as 50 with the URL
+  // still saying 7 (a web tester's case): the URL is corrected to what is shown, and a notice says so.
+  useEffect(() => {
+    if (!badSize) return;
+    setNotice(`The link asked for ${rawSize ? `“${rawSize}”` : 'no number of'} contacts per page, which the list does not offer (${SIZES.join(', ')}), so it shows 50 per page.`);
+    go({ limit: undefined }, { replace: true });
+  }, [badSize]);
   // A filter or sort the API refuses (a link typed or cut short by hand: ?lastJobChangedAt=banana,
   // or a value typed in the form) is said in the page's words, with a way out, instead of the
   // API's message and a "Try again" that sends the same request again.
@@ -128,6 +140,20 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   }, [list.loading, list.data]);
   // back from a contact: the list where it was, focus on the contact's link
   useReturnPosition(Boolean(list.data) && !list.loading);
+  // Back or Forward between pages or filters of the list: the pager or field that had focus went
+  // with the old list, and focus fell to the page (a web tester's case). Once the list the entry
+  // names is shown, its heading ("Contacts, page 2") gets focus, unless focus is somewhere already
+  // (the contact's link useReturnPosition gave it back to).
+  const popped = useRef(false);
+  useEffect(() => {
+    if (lastNavigation() === 'pop') popped.current = true;
+  }, [key]);
+  useEffect(() => {
+    if (!popped.current || list.loading) return;
+    popped.current = false;
+    const at = document.activeElement as HTMLElement | null;
+    if (!at || at === document.body || !at.isConnected) document.getElementById('contacts-list-title')?.focus({ preventScroll: true });
+  }, [list.loading, list.data, list.error]);
   // the rows, count and download shown belong to the filter, sort and page asked for, or wait
   const loading = list.loading || count.loading;
   const dl = useAction(async () => {
@@ -147,6 +173,10 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
     <>
       <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="contacts">
         <FilterForm key={JSON.stringify(filters)} initial={filters} refused={refused.map((e) => e.path)} refusedBy="list-refused" onApply={apply} />
+        {/* the list's own heading, as the other pages' sections have: found by headings, and where focus goes after Back or Forward */}
+        <h2 id="contacts-list-title" class="visually-hidden" tabIndex={-1}>
+          {cursors.length ? `Contacts, page ${cursors.length + 1}` : 'Contacts'}
+        </h2>
         <div class="toolbar">
           <p class="count" aria-live="polite">
             {count.error ? (
@@ -196,7 +226,15 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
               active ? (
                 <p>
                   No contact matches these filters.{' '}
-                  <button type="button" class="link" onClick={() => apply({})}>
+                  <button
+                    type="button"
+                    class="link"
+                    onClick={() => {
+                      // this message goes with the filters: focus to the form's Clear, as if it had been pressed (it fell to the page)
+                      refocusAfterApply = 'flt-clear';
+                      apply({});
+                    }}
+                  >
                     Clear the filters
                   </button>
                 </p>
@@ -316,6 +354,8 @@ function ViewChoice(props: { id: string; label: string; value: string; options: 
 function refusedText(key: string, value: string, message: string): string {
   if (key === 'sortBy') return `It sorts by “${value}”, which is not one of the list's orders.`;
   const label = FILTER_LABELS[key as FilterKey];
+  // the URL holds the day after the last one included (an exclusive bound): said as the link's own value, not as that last day
+  if (key === 'createdBefore') return `The link's createdBefore=${value} (“${label}” the day before it) is not a date.`;
   if (DATE_FILTERS.includes(key as FilterKey)) return `“${label}” is “${value}”, which is not a date.`;
   return `“${label}” is “${value}”: it ${message}.`;
 }
@@ -376,13 +416,16 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; refuse
   return (
     <form
       class="filters"
-      aria-label="Filter contacts"
+      aria-labelledby="flt-title"
       onSubmit={(e) => {
         e.preventDefault();
         noteFocus();
         props.onApply(f);
       }}
     >
+      <h2 id="flt-title" class="visually-hidden">
+        Filter contacts
+      </h2>
       <div class="quick" role="group" aria-label="Quick filters">
         <span class="muted">Job changed in the last</span>
         {[7, 30, 90].map((n) => (

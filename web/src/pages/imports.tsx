@@ -568,6 +568,8 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
   return (
     <>
       <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="imports">
+        {/* the page's own heading under the ledger's (the tab above says it to the eye; headings navigation found none) */}
+        <h2 class="visually-hidden">Import history</h2>
         <Async req={req} label="Loading imports…" empty={(d) => d.imports.length === 0} emptyText={<p>Nothing was imported into this ledger yet.</p>}>
           {(d) => (
             <>
