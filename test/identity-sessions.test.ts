@@ -606,6 +606,24 @@ S('password policy: too short, too long, common, repetitive and sequential passw
   }
 });
 
+S("password policy: the account's own e-mail address, its local part or name, and the current password are no new password (ASVS 5.0 6.2.11)", async ({ t, w }) => {
+  for (const pw of ['viewer@a.test', 'VIEWER@A.TEST', 'viewer.atest']) {
+    const r = await t.call('PATCH', `${ID}/users/me`, { token: w.tokens.viewer, body: { currentPassword: PASSWORD, password: pw } });
+    expectStatus(r, 422, pw);
+    assert.match(r.body.errors[0].message, /e-mail address or name/, pw);
+  }
+  const same = await t.call('PATCH', `${ID}/users/me`, { token: w.tokens.viewer, body: { currentPassword: PASSWORD, password: PASSWORD } });
+  expectStatus(same, 422);
+  assert.equal(same.body.errors[0], { path: 'password', message: 'is the current password; choose a new one' });
+  const member = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'jonathan.harker@a.test', role: 'viewer', password: 'Jonathan.Harker' } });
+  expectStatus(member, 422, 'a new member whose password is their address\'s local part');
+  assert.match(member.body.errors[0].message, /e-mail address or name/);
+  const created = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'mina@a.test', name: 'Mina Murray Harker', password: 'mina murray harker' } });
+  expectStatus(created, 422, 'a new user whose password is their name');
+  assert.match(created.body.errors[0].message, /e-mail address or name/, created.text);
+  expectStatus(await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'lucy@a.test', role: 'viewer', password: 'lucy westenra of whitby' } }), 201, 'a passphrase with the name in it is a passphrase');
+});
+
 S.run();
 
 // ── throttling gets its own app: it deliberately locks accounts ─────────────

@@ -18,7 +18,7 @@ export async function run(args: ParsedArgs, io: Io, base: Config): Promise<numbe
   // named as given: an --email was judged as CONTACT_LEDGER_ADMIN_EMAIL (an operator tester's case), and by a new account's rules, as `user add`
   if (args.flags.email !== undefined && !emailField.safeParse(email).success) throw new UsageError(`--email must be an e-mail address, got "${email}"`);
   // a password given as --password is judged under that name (it is passed on below as CONTACT_LEDGER_ADMIN_PASSWORD)
-  const weak = args.flags.password !== undefined ? passwordPolicyProblem(password) : undefined;
+  const weak = args.flags.password !== undefined ? passwordPolicyProblem(password, { email }) : undefined;
   if (weak) throw new UsageError(`--password ${weak}`);
   const orgFlag = args.flags.org as string | undefined;
   if (orgFlag !== undefined && orgFlag.trim() === '') throw new UsageError('--org needs a name');

@@ -26,7 +26,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const password = passwordArg(args.flags.password);
   if (!password) throw new UsageError(`--password is required (${USER_USAGE})`);
   // the policy's refusal is a bad argument (exit 2), as for init: the same command cannot succeed
-  const weak = passwordPolicyProblem(password);
+  const weak = passwordPolicyProblem(password, { email });
   if (weak) throw new UsageError(`--password ${weak}`);
   // the API's rules for a display name (one line: no control characters), checked before the folder is opened
   const name = typeof args.flags.name === 'string' ? flagValue(personName, args.flags.name, 'name') : undefined;

@@ -101,7 +101,7 @@ export function createOrgService(d: OrgDeps) {
       return { existing };
     }
     if (password === undefined) throw invalidField(field, `no user has the e-mail ${email}; give a password to create one`);
-    checkPasswordPolicy(password, field);
+    checkPasswordPolicy(password, field, { email });
     return { passwordHash: await d.hasher.hash(password) };
   };
 

@@ -14,6 +14,26 @@ function isSequence(chars: readonly string[]): boolean {
   return Math.abs(step) === 1 && points.every((p, i) => i === 0 || p - points[i - 1]! === step);
 }
 
+/** The account a password is for: its identifiers are no password (ASVS 5.0 6.2.11, context-specific words). */
+export interface PasswordOwner {
+  email: string;
+  name?: string | null;
+}
+
+/** Letters and digits only, lower case: `Ann.Lee@Acme.test` and `annlee@acmetest` are one text here. */
+const identifierKey = (text: string) => text.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]/gu, '');
+
+/**
+ * Whether the password is the account's e-mail address, the address's local part or the
+ * account's name, whatever the case and punctuation (a security tester set their own address).
+ */
+function isOwnersIdentifier(password: string, owner: PasswordOwner): boolean {
+  const key = identifierKey(password);
+  if (!key) return false;
+  const at = owner.email.lastIndexOf('@');
+  return [owner.email, at > 0 ? owner.email.slice(0, at) : '', owner.name ?? ''].some((id) => identifierKey(id) === key);
+}
+
 /** Below this length a password must not be repetitive or sequential (ASVS 6.2.1 recommends 15 characters and more). */
 const PATTERN_CHECKED_BELOW = 15;
 
@@ -24,19 +44,20 @@ const PATTERN_CHECKED_BELOW = 15;
  * (`aaaaaaaa`, eight spaces, `abababab`) or a run like `abcdefgh`. Longer ones are taken as they
  * are (A1's own test signs in with 64 × "é"). Undefined when it passes.
  */
-export function passwordPolicyProblem(password: string): string | undefined {
+export function passwordPolicyProblem(password: string, owner?: PasswordOwner): string | undefined {
   const chars = [...password];
   if (chars.length < PASSWORD_MIN) return `must be at least ${PASSWORD_MIN} characters`;
   if (chars.length > PASSWORD_MAX) return `must be at most ${PASSWORD_MAX} characters`;
   if (isCommonPassword(password)) return 'is one of the most common passwords; choose another';
+  if (owner && isOwnersIdentifier(password, owner)) return "is the account's e-mail address or name, which others know; choose another";
   if (chars.length < PATTERN_CHECKED_BELOW && new Set(chars).size <= 2) return 'repeats one or two characters; choose one with more';
   if (chars.length < PATTERN_CHECKED_BELOW && isSequence(chars)) return 'is a run of consecutive characters; choose another';
   return undefined;
 }
 
-/** Throws 422 naming `field` when the password breaks the policy (passwordPolicyProblem). */
-export function checkPasswordPolicy(password: string, field = 'password'): void {
-  const problem = passwordPolicyProblem(password);
+/** Throws 422 naming `field` when the password breaks the policy (passwordPolicyProblem), `owner`'s identifiers included. */
+export function checkPasswordPolicy(password: string, field = 'password', owner?: PasswordOwner): void {
+  const problem = passwordPolicyProblem(password, owner);
   if (problem) throw invalidField(field, problem);
 }
 

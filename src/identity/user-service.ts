@@ -118,7 +118,8 @@ export function createUserService(d: UserDeps) {
           release();
         }
         checked = keys[0];
-        checkPasswordPolicy(patch.password);
+        if (patch.password === patch.currentPassword) throw invalidField('password', 'is the current password; choose a new one');
+        checkPasswordPolicy(patch.password, 'password', { email: current.email, name: patch.name ?? current.name });
         passwordHash = await d.hasher.hash(patch.password);
       }
       return d.db.tx(() => {
@@ -183,7 +184,7 @@ export function createUserService(d: UserDeps) {
     async createUser(by: Caller, input: { email: string; name?: string; password: string; superuser?: boolean }): Promise<User> {
       const email = accountEmail(input.email);
       if (d.users.findUserByEmail(email)) throw conflict('email_taken', `A user with e-mail ${email} already exists.`);
-      checkPasswordPolicy(input.password);
+      checkPasswordPolicy(input.password, 'password', { email, name: input.name });
       const hash = await d.hasher.hash(input.password);
       return d.db.tx(() => {
         const user = insertUser(email, input.name ?? '', hash, input.superuser ?? false);
@@ -197,10 +198,10 @@ export function createUserService(d: UserDeps) {
      * cannot be disabled or lose the flag (409).
      */
     async updateUser(by: Caller, userId: string, patch: UserPatch): Promise<User> {
-      requireUser(userId);
+      const user = requireUser(userId);
       let passwordHash: string | undefined;
       if (patch.password !== undefined) {
-        checkPasswordPolicy(patch.password);
+        checkPasswordPolicy(patch.password, 'password', { email: user.email, name: patch.name ?? user.name });
         passwordHash = await d.hasher.hash(patch.password);
       }
       return d.db.tx(() => {
@@ -257,7 +258,7 @@ export function createUserService(d: UserDeps) {
       const generatedPassword = input.password === undefined ? generatePassword() : undefined;
       const password = input.password ?? generatedPassword!;
       // a configuration error (exit 2): restarting with the same setting cannot help
-      const problem = passwordPolicyProblem(password);
+      const problem = passwordPolicyProblem(password, { email });
       if (problem) throw new ConfigError(`CONTACT_LEDGER_ADMIN_PASSWORD ${problem}`);
       const hash = await d.hasher.hash(password);
       return d.db.tx(() => {
