@@ -789,6 +789,12 @@ A('delete one contact and bulk delete; counts stay exact; ids of other ledgers a
   const counted = await t.call('GET', `${ledgerPath(w.orgId, ledgerId)}/contacts?view=count`, { token: w.tokens.viewer });
   assert.is(counted.body.count, after);
   expectStatus(await t.call('GET', `${ledgerPath(w.orgId, other)}/contacts/${keep}`, { token: w.tokens.viewer }), 200);
+  // ids of no contact here (gone, or another ledger's) delete nothing, and write nothing to the audit log
+  const audited = () => t.rt.db.raw.prepare("SELECT count(*) FROM audit_log WHERE action = 'contacts.deleted'").pluck().get() as number;
+  const entries = audited();
+  const noop = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [page[1].id, keep, 'c_nope'] } });
+  assert.equal(noop.body, { countRowsDeleted: 0 });
+  assert.is(audited(), entries, 'no entry for a call that deleted nothing');
   const none = await t.call('POST', `${ledgerPath(w.orgId, ledgerId)}/contacts/bulk_delete`, { token: w.tokens.editor, body: { contactIds: [] } });
   expectStatus(none, 200, 'an empty list deletes nothing (a client sending its last, empty batch)');
   assert.equal(none.body, { countRowsDeleted: 0 });

@@ -194,8 +194,10 @@ export function createContactService(d: ContactServiceDeps) {
         const deleted = [...new Set(contactIds)].filter((id) => deleteContact(ledgerId, id));
         const n = deleted.length;
         if (n) d.ledgers.addContactCount(ledgerId, -n);
-        // the ids deleted, as one delete's entry names its contact: which contacts an erasure removed can be shown
-        d.audit.record(by, { orgId, action: 'contacts.deleted', target: { type: 'ledger', id: ledgerId }, data: { requested: contactIds.length, deleted: n, contactIds: deleted } });
+        // the ids deleted, as one delete's entry names its contact: which contacts an erasure removed
+        // can be shown. A call that deleted nothing changed nothing, and is not audited (any editor
+        // could fill the log with them, a security tester's case).
+        if (n) d.audit.record(by, { orgId, action: 'contacts.deleted', target: { type: 'ledger', id: ledgerId }, data: { requested: contactIds.length, deleted: n, contactIds: deleted } });
         return n;
       });
     },

@@ -320,7 +320,8 @@ export function createImportService(d: ImportServiceDeps) {
       const imp = importOf(orgId, ledgerId, importId);
       if (imp.status === 'pending' || imp.status === 'processing') throw conflict('import_in_progress', 'The import is still running; its rejected rows can be deleted once it has ended.');
       const { deleted } = await deleteInChunks(d.db, [(n) => d.imports.deleteRejections(importId, n)]);
-      d.db.tx(() => d.audit.record(by, { orgId, action: 'import.rejections_deleted', target: { type: 'import', id: importId }, data: { ledgerId, deleted } }));
+      // nothing deleted (none left, or deleted before): nothing to audit
+      if (deleted) d.db.tx(() => d.audit.record(by, { orgId, action: 'import.rejections_deleted', target: { type: 'import', id: importId }, data: { ledgerId, deleted } }));
       return deleted;
     },
 

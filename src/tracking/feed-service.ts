@@ -358,7 +358,8 @@ export function createFeedService(d: {
       const feed = feedOf(id);
       if (feed.status === 'pending' || feed.status === 'processing') throw conflict('feed_in_progress', 'The feed is still being applied; its rejected records can be deleted once it has ended.');
       const { deleted } = await deleteInChunks(d.db, [(n) => d.feeds.deleteRejections(id, n)]);
-      d.db.tx(() => d.audit.record(by, { orgId: null, action: 'feed.rejections_deleted', target: { type: 'feed', id }, data: { deleted } }));
+      // nothing deleted (none left, or deleted before): nothing to audit
+      if (deleted) d.db.tx(() => d.audit.record(by, { orgId: null, action: 'feed.rejections_deleted', target: { type: 'feed', id }, data: { deleted } }));
       return deleted;
     },
     *rejections(id: string) {
