@@ -317,6 +317,21 @@ C('an empty HOST or CONTACT_LEDGER_DATA (as unit templates leave them) is the de
   assert.is(await s.exit, 0, s.stderr().slice(-2000));
 });
 
+C('serve, init and restore refuse to make an installation inside another installation\'s folder (a rollback run from the data folder restored into data/data and said it had)', () => {
+  const data = join(tempDir(), 'data');
+  assert.is(run(['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], { CONTACT_LEDGER_DATA: data }).status, 0);
+  const backup = join(tempDir(), 'b.db');
+  assert.is(run(['backup', backup], { CONTACT_LEDGER_DATA: data }).status, 0);
+  const inside = join(data, 'data'); // ./data, run from inside the data folder without CONTACT_LEDGER_DATA
+  for (const args of [['restore', backup], ['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], ['serve', '--port', '0']]) {
+    const r = run(args, { CONTACT_LEDGER_DATA: inside });
+    assert.is(r.status, 2, `${args[0]}: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`has no installation and is inside the installation in ${data.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}; name the folder meant`), args[0]);
+    assert.not.ok(existsSync(inside), `${args[0]} made ${inside}`);
+  }
+  assert.is(run(['restore', backup], { CONTACT_LEDGER_DATA: data }).status, 0, 'the installation itself is restored');
+});
+
 C('unknown commands and flags are usage errors (2); --help and version succeed (0)', () => {
   const unknown = run(['frobnicate']);
   assert.is(unknown.status, 2);

@@ -84,6 +84,7 @@ export function commandLogger(io: Io, config: Readonly<Config>): Logger {
  */
 export async function openForCommand(io: Io, config: Readonly<Config>, instead: string, opts: { bootstrap?: boolean } = {}): Promise<Runtime> {
   if (!opts.bootstrap) requireInstallation(config);
+  else refuseInsideInstallation(config);
   try {
     return await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false, onMigrated: sayMigrated(io) });
   } catch (err) {
@@ -148,6 +149,34 @@ export function hasInstallation(dataDir: string): boolean {
     }
   };
   return present(file) || present(`${file}-wal`) || present(restoringFile(dataDir));
+}
+
+/**
+ * The installation whose folder `dataDir` is inside, if any: the nearest folder above it holding a
+ * database (one that can be seen: a folder this user may not look into is passed over).
+ */
+function enclosingInstallation(dataDir: string): string | undefined {
+  for (let dir = dirname(resolve(dataDir)); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, DB_FILE))) return dir;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/**
+ * Refuses (exit 2) to make a new installation inside another installation's folder — never meant:
+ * a command run from inside a data folder without CONTACT_LEDGER_DATA or --data (sudo clears the
+ * environment) works on `./data` there. An executable tester's rollback, run from the data folder
+ * as docs/operations.md then wrote it, restored into a new `data/data` and said it had.
+ * For the commands that make one (serve, init, restore); a folder with an installation passes.
+ */
+export function refuseInsideInstallation(config: Readonly<Config>): void {
+  if (hasInstallation(config.dataDir)) return;
+  const outer = enclosingInstallation(config.dataDir);
+  if (outer === undefined) return;
+  throw new ConfigError(
+    `the data folder ${config.dataDir} has no installation and is inside the installation in ${outer}; name the folder meant (CONTACT_LEDGER_DATA=${outer} or --data ${outer}: ` +
+      'sudo clears the environment), or use a folder outside it for a new installation',
+  );
 }
 
 const noInstallation = (dataDir: string) => `there is no database in ${dataDir} (set CONTACT_LEDGER_DATA or --data); a new installation is made by serve or init`;

@@ -10,7 +10,7 @@ import { backupsDir, DB_FILE, prepareDataDir, removeRestoreScratch, restoreSourc
 import { DataDirLockedError, lockDataDir } from '../storage/lock.ts';
 import { loadMigrations } from '../storage/migrate.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Io, type ParsedArgs } from './command.ts';
-import { requireFile } from './common.ts';
+import { refuseInsideInstallation, requireFile } from './common.ts';
 import { interrupted } from './progress.ts';
 
 /**
@@ -34,6 +34,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   // missing, closed to this user, or a folder: exit 2, as for backup, import and feed (a folder was
   // "refused: cannot read …: not a file", exit 1: an operator tester's case)
   requireFile(source);
+  refuseInsideInstallation(config);
   prepareDataDir(config.dataDir);
   const stop = interrupted();
   // a signal's listener runs only when the event loop turns: it is let turn before each look

@@ -9,6 +9,7 @@ import { BULK_THREAD_JOBS } from '../bulk-thread/client.ts';
 import { StartupError } from '../storage/db.ts';
 import { VERSION } from '../version.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Io, type ParsedArgs } from './command.ts';
+import { refuseInsideInstallation } from './common.ts';
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
@@ -163,6 +164,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const tls = config.tlsCert && config.tlsKey ? usableTls(config.tlsCert, config.tlsKey) : undefined;
   // Listen for signals first: a stop requested while starting is honoured once started.
   const stopRequested = shutdownSignal();
+  refuseInsideInstallation(config);
   const rt = await openRuntime(config, { bootstrap: false });
   const { log } = rt;
   for (const { variable, meant } of environmentWarnings(io.env)) {
