@@ -291,9 +291,14 @@ A('a day is the UTC day, a moment names its zone: a start month reads as that mo
     const facts = west.locator('dl.facts').first();
     const started = facts.locator('dt', { hasText: 'Job started' }).locator('xpath=following-sibling::dd[1]');
     assert.is((await started.innerText()).trim(), '1 Mar 2024');
+    // the last change is a day too, the UTC day the list shows and its filters find (forty-fourth session)
     const changed = facts.locator('dt', { hasText: 'Last job change' }).locator('xpath=following-sibling::dd[1]');
-    assert.match(await changed.innerText(), /GMT-[45]\b/, 'the zone of the reader is named');
+    const utcDay = new Date(ada.lastJobChangedAt).toLocaleDateString('en-GB', { timeZone: 'UTC', day: 'numeric', month: 'short', year: 'numeric' });
+    assert.is((await changed.innerText()).trim(), utcDay);
     assert.is(await changed.locator('time').getAttribute('title'), ada.lastJobChangedAt, 'the exact UTC moment on hover');
+    // a moment with its time of day — when the history's change was detected — names the reader's zone
+    const detected = west.locator('ol.timeline p.when time').first();
+    assert.match(await detected.innerText(), /GMT-[45]\b/, 'the zone of the reader is named');
   } finally {
     await browser.close();
   }
