@@ -2,7 +2,7 @@ import Koa from 'koa';
 import { AppError } from './errors.ts';
 import { buildOpenApi, OpenApiDocumentAnswer } from './http/openapi.ts';
 import { jsonBodies } from './http/json-body.ts';
-import { problems } from './http/problem.ts';
+import { abandonedBody, problems } from './http/problem.ts';
 import { cors, requestContext, securityHeaders } from './http/request-context.ts';
 import { ApiRouter, type RouterDeps } from './http/route.ts';
 import { serveUi } from './http/static.ts';
@@ -67,6 +67,8 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   app.on('error', (err: unknown, ctx?: Koa.Context) => {
     const requestId = ctx?.state.requestId;
     if (err instanceof AppError && err.status < 500) rt.log.info({ requestId, code: err.code }, `response cut off after it started: ${err.message}`);
+    // the client hung up while sending its body: problems() said so once, and the access line has `aborted`
+    else if (ctx && abandonedBody(ctx, err)) return;
     else rt.log.error({ err, requestId }, 'response failed after it started');
   });
   app.use(requestContext(rt.log, httpObserver(rt.metrics)));

@@ -4,6 +4,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
 import { createCursors } from '../src/cursor.ts';
@@ -2309,6 +2311,30 @@ T('every feed is audited installation-wide: by its caller through the API, by th
   assert.is(await t.rt.tracking.feeds.scanInbox(), 1);
   const taken = (await audit()).find((e: any) => e.data.fileName === 'audited.jsonl');
   assert.equal([taken.orgId, taken.actor.type, taken.actor.label, taken.data.source], [null, 'system', 'inbox', 'inbox']);
+});
+
+T('a feed upload its client abandons halfway is logged as such, not as an error with a stack; nothing is created', async ({ t, w }) => {
+  const feedsBefore = t.rt.db.raw.prepare('SELECT count(*) FROM feed_jobs').pluck().get();
+  const logsBefore = t.logs.length;
+  for (const framing of ['content-length', 'chunked'] as const) {
+    const url = new URL(t.base);
+    const socket = connect(Number(url.port), url.hostname);
+    await once(socket, 'connect');
+    const head = framing === 'content-length' ? 'Content-Length: 100000\r\n' : 'Transfer-Encoding: chunked\r\n';
+    const part = '{"name":"Half Way","company":"Gone"}\n'.repeat(50);
+    socket.write(`POST /api/ledger/v1/feed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${w.root}\r\nContent-Type: application/x-ndjson\r\n${head}\r\n`);
+    socket.write(framing === 'content-length' ? part : `${part.length.toString(16)}\r\n${part}\r\n`);
+    await until('the body being received', () => t.rt.tracking.arrivingFeeds.count > 0); // the client goes while the server reads
+    if (framing === 'chunked') socket.resetAndDestroy(); // a reset (RST), as a killed client's
+    else socket.destroy(); // a close mid-body (FIN)
+    await until('the abandoned request logged', () => t.logs.slice(logsBefore).filter((l) => l.includes('abandoned by the client')).length >= (framing === 'chunked' ? 2 : 1));
+  }
+  const lines = t.logs.slice(logsBefore).map((l) => JSON.parse(l));
+  assert.equal(lines.filter((l) => l.level === 'error' || l.level === 'fatal'), [], 'no error logged');
+  const abandoned = lines.filter((l) => l.msg.includes('abandoned'));
+  assert.is(abandoned.length, 2);
+  assert.ok(abandoned.every((l) => l.level === 'info' && l.aborted === true && !l.err), JSON.stringify(abandoned));
+  assert.is(t.rt.db.raw.prepare('SELECT count(*) FROM feed_jobs').pluck().get(), feedsBefore, 'no feed job');
 });
 
 T("an ended feed's rejected records can be deleted (an erasure request): the reasons go, the counts stay; not while it runs", async ({ t, w }) => {

@@ -70,6 +70,17 @@ export function toAppError(err: unknown): AppError {
   return new AppError(500, 'internal_error', 'Something went wrong on our side; the request id helps the operator find out what.', { cause: err });
 }
 
+/** What a request's body stream fails with when its client goes away (reset, or closed mid-body). */
+const CLIENT_GONE = new Set(['ECONNRESET', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'HPE_INVALID_EOF_STATE']);
+
+/** Whether a request failed because its client went away before sending all of its body. */
+export function abandonedBody(ctx: Koa.Context, cause: unknown): boolean {
+  if (ctx.req.complete) return false;
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== undefined && CLIENT_GONE.has(code)) return true;
+  return ctx.req.destroyed && (cause as Error | undefined)?.message === 'aborted';
+}
+
 /**
  * The only place that writes an error body (P3): every failure below it — thrown errors, unknown
  * routes, wrong methods — leaves as application/problem+json. 5xx details are logged, never sent.
@@ -93,6 +104,9 @@ export function problems(log: Logger): Koa.Middleware {
         // chose, not a failure to look into: a warning with its reason, no stack (a shed burst would
         // otherwise write a stack trace per request)
         if (e.headers['Retry-After'] !== undefined) log.warn({ ...request, code: e.code }, `request turned away: ${e.message}`);
+        // the client hung up while its body was read (an upload cancelled): nothing failed here,
+        // and nobody is left to answer (it was an error with a stack, a feed tester's case)
+        else if (abandonedBody(ctx, e.cause)) log.info({ ...request, aborted: true }, 'request abandoned by the client while its body was read');
         else log.error({ err: e.cause ?? e, ...request }, 'request failed');
       }
       if (ctx.headerSent || !ctx.writable) return; // a stream already started: nothing more to say
