@@ -2514,6 +2514,7 @@ T('a person can be looked up and forgotten (access and erasure requests): gone f
   let pending: string;
   try {
     const posted = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: ndjson({ personId: 'ivy-2', name: 'Ivy Day', company: 'Initrode', observedAt: day }), headers: { 'content-type': 'application/x-ndjson' } });
+    expectStatus(posted, 202);
     pending = posted.body.id;
     const busy = await t.call('DELETE', `${LEDGER}/people?personId=ivy-2`, { token: w.root });
     expectStatus(busy, 409);

@@ -118,7 +118,7 @@ export function createUserService(d: UserDeps) {
           release();
         }
         checked = keys[0];
-        if (patch.password === patch.currentPassword) throw invalidField('password', 'is the current password; choose a new one');
+        if (secretsEqual(patch.password, patch.currentPassword)) throw invalidField('password', 'is the current password; choose a new one');
         checkPasswordPolicy(patch.password, 'password', { email: current.email, name: patch.name ?? current.name });
         passwordHash = await d.hasher.hash(patch.password);
       }
