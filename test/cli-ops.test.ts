@@ -217,6 +217,9 @@ C('import from the command line: the same job as the API, plain progress lines o
   const noLedger = await cli(['import', orgId, 'l_nosuchledger', file], env);
   assert.is(noLedger.status, 2, 'the same command cannot succeed');
   assert.match(noLedger.stderr, /contact-ledger import: .*l_nosuchledger/);
+  const noOrg = await cli(['import', 'o_nosuchorg', 'l_nosuchledger', file], env);
+  assert.is(noOrg.status, 2);
+  assert.match(noOrg.stderr, /contact-ledger import: No organization with id o_nosuchorg\./, 'the organization is the one missing');
   // a --mapping that cannot be used is a bad argument (2), not a failure (a tester's case: exit 1)
   for (const mapping of ['{bad', '{"referenceId":"No Such Column"}']) {
     const wrong = await cli(['import', orgId, ledgerId, file, '--mapping', mapping], env);

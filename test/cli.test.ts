@@ -339,6 +339,10 @@ C('unknown commands and flags are usage errors (2); --help and version succeed (
   const flag = run(['serve', '--no-such-flag']);
   assert.is(flag.status, 2);
   assert.equal(flag.stderr.trim(), 'contact-ledger serve: unknown option --no-such-flag (see contact-ledger serve --help)', 'one line, no quote left open');
+  // a command after an option is that command's line in the wrong order, not serve's unknown option
+  const order = run(['--inspect=127.0.0.1:1', 'version']);
+  assert.is(order.status, 2);
+  assert.equal(order.stderr.trim(), 'contact-ledger: the command comes first: contact-ledger version [options] (found "version" after --inspect=127.0.0.1:1)');
   const short = run(['backup', '-h']);
   assert.is(short.status, 0, 'each command takes -h as --help');
   assert.match(short.stdout, /^Usage: contact-ledger backup <file>/);

@@ -31,7 +31,8 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
       // a --mapping the API would refuse (not JSON, a column the file lacks) is a bad argument: the same command cannot succeed (exit 2)
       if (err instanceof AppError && err.status === 422 && err.errors.some((e) => e.path === 'mapping' || e.path.startsWith('mapping.'))) throw new UsageError(`--mapping: ${err.message}`);
       // no such organization or ledger: the same command cannot succeed either
-      if (err instanceof AppError && err.status === 404) throw new UsageError(err.message);
+      // (the organization named first, when it is the one missing: "No ledger" misled a tester)
+      if (err instanceof AppError && err.status === 404) throw new UsageError(rt.identity.repos.orgs.findOrgById(orgId) ? err.message : `No organization with id ${orgId}.`);
       throw err;
     });
     if (job.status !== 'failed') io.err(`${job.id}: importing ${job.submitted} rows of ${basename(file)} into ${ledgerId}`); // failed: a file that cannot be read

@@ -48,6 +48,14 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     return await (await cmd.load())(args, io, config);
   } catch (err) {
     if (err instanceof UsageError) {
+      // a command named after an option serve does not take (`contact-ledger --inspect=… version`)
+      // is that command's line in the wrong order: said so, not "serve: unknown option" (executable
+      // tester). Only when serve refused the line: `--data backup` may name a folder.
+      const later = named ? undefined : argv.find((a) => COMMANDS.some((c) => c.name === a));
+      if (later !== undefined) {
+        io.err(`contact-ledger: the command comes first: contact-ledger ${later} [options] (found "${later}" after ${argv[0]})`);
+        return EXIT_USAGE;
+      }
       io.err(`contact-ledger ${cmd.name}: ${err.message} (see contact-ledger ${cmd.name} --help)`);
       return EXIT_USAGE;
     }
