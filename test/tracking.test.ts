@@ -2937,6 +2937,23 @@ I('an inbox file whose name is not UTF-8 is renamed to a readable name, said so 
   assert.equal(readdirSync(join(inbox, 'processing')), []);
 });
 
+I('an inbox file whose name has control characters (a line break) is renamed with _ in their place, said so, and taken under that name', async ({ t }) => {
+  const inbox = join(t.dataDir, 'inbox');
+  const feeds = t.rt.tracking.feeds;
+  const dropped = join(inbox, 'new\nline\tname.jsonl');
+  writeFileSync(dropped, ndjson({ name: 'Line Break', company: 'Control Co' }));
+  const old = new Date(Date.now() - 10_000);
+  utimesSync(dropped, old, old);
+  const from = t.logs.length;
+  assert.is(await feeds.scanInbox(), 0, 'first look: renamed');
+  assert.ok(existsSync(join(inbox, 'new_line_name.jsonl')), readdirSync(inbox).join());
+  assert.ok(t.logs.slice(from).some((l) => l.includes('with control characters was renamed to new_line_name.jsonl')), t.logs.slice(from).join('\n'));
+  assert.is(await feeds.scanInbox(), 1);
+  assert.ok(t.rt.db.raw.prepare("SELECT id FROM feed_jobs WHERE source = 'inbox' AND file_name = 'new_line_name.jsonl'").pluck().get(), 'the feed job names it so');
+  await until('the file is done', () => readdirSync(join(inbox, 'done')).some((f) => f.endsWith('new_line_name.jsonl.result.txt')));
+  assert.equal(readdirSync(join(inbox, 'processing')), []);
+});
+
 I('an inbox file is never stranded in processing/: a failed registration puts it back, and so does the next start', async ({ t }) => {
   const inbox = join(t.dataDir, 'inbox');
   mkdirSync(join(inbox, 'processing'), { recursive: true });

@@ -21,6 +21,9 @@ import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from '
 
 /** An inbox file is taken once its size and time have not changed for this long. */
 export const INBOX_SETTLE_MS = 2000;
+/** C0 and C1 control characters and DEL: never kept in an inbox file's name. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const CONTROLS = new RegExp(CONTROL.source, 'g');
 /**
  * … or for this long when its last line has no line break (CSV and NDJSON, not gzip): the writer
  * may only have paused in the middle of a record, and a CSV cut after "Hoo" of "Hooli" reads as a
@@ -123,24 +126,29 @@ export function createFeedService(d: {
   const unrenamable = new Set<string>();
   /**
    * Files whose names are not UTF-8 (copied from a system with another encoding) cannot be named
-   * in a string, so nothing could open them: each is renamed in place to its readable form, with
-   * `_` for what is not UTF-8, and said so in the log; a later look takes it like any other file.
+   * in a string, so nothing could open them; names with control characters (a line break, a tab)
+   * break every line-based tool and list that shows them — the feed's fileName, the `.result.txt`
+   * beside it (a feed tester's `new\nline.jsonl`). Each is renamed in place to its readable form,
+   * with `_` for what is not UTF-8 or a control character, and said so in the log; a later look
+   * takes it like any other file.
    */
   function renameUndecodable(): void {
     for (const raw of readdirSync(inbox, { encoding: 'buffer' })) {
       const name = raw.toString('utf8');
-      if (Buffer.from(name, 'utf8').equals(raw) || name.startsWith('.')) continue;
+      const undecodable = !Buffer.from(name, 'utf8').equals(raw);
+      if ((!undecodable && !CONTROL.test(name)) || name.startsWith('.')) continue;
+      const what = undecodable ? 'that is not UTF-8' : 'with control characters';
       const path = Buffer.concat([Buffer.from(`${inbox}/`), raw]);
       try {
         // links and folders are left where they are, as any other (the scan names them once)
         if (!lstatSync(path).isFile()) continue;
-        const target = freeName(inbox, name.replace(/\uFFFD/g, '_'), newId('feed'));
+        const target = freeName(inbox, name.replace(/\uFFFD/g, '_').replace(CONTROLS, '_'), newId('feed'));
         renameSync(path, target);
-        d.log.warn({ file: basename(target) }, `inbox: a file name that is not UTF-8 was renamed to ${basename(target)}`);
+        d.log.warn({ file: basename(target) }, `inbox: a file name ${what} was renamed to ${basename(target)}`);
       } catch (err) {
         if (unrenamable.has(name)) continue;
         unrenamable.add(name);
-        d.log.error({ err, file: name }, 'inbox: a file name that is not UTF-8 could not be renamed; rename the file');
+        d.log.error({ err, file: name }, `inbox: a file name ${what} could not be renamed; rename the file`);
       }
     }
   }
