@@ -4,6 +4,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -1980,6 +1981,13 @@ T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part 
   const nd = await feed(t, w.root, gzipSync(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(ndjson({ name: 'Bom One', company: 'BomCo' }) + long + '\r\n' + ndjson({ name: 'After Long', company: 'C' }))])));
   assert.equal([nd.status, nd.received, nd.invalid, nd.personsUpdated], ['completed', 3, 1, 2]);
   assert.match((await t.call('GET', `${FEED}/${nd.id}/errors`, { token: w.root })).text, /2,2,"the line is longer than 1048576 bytes/);
+  // compressed twice, or NDJSON sent as CSV: said so, not "not valid UTF-8" or "no records" (a feed tester's cases)
+  const twice = await feed(t, w.root, gzipSync(gzipSync(ndjson({ name: 'Two Zips', company: 'Gz' }))));
+  assert.equal([twice.status, twice.received], ['failed', 0]);
+  assert.match(twice.message, /gzip-compressed twice; decompress it once/);
+  const asCsv = await feed(t, w.root, ndjson({ name: 'Json Line', company: 'Csv' }, { name: 'Json Two', company: 'Csv' }), 'text/csv');
+  assert.equal([asCsv.status, asCsv.received], ['failed', 0]);
+  assert.match(asCsv.message, /the file is JSON, not CSV .*application\/x-ndjson/);
   // two files joined (`cat a.jsonl b.jsonl`), the second saved with a BOM: its first line is a record like any other
   const joined = await feed(t, w.root, `${ndjson({ name: 'Cat One', company: 'Joined' })}\ufeff${ndjson({ name: 'Cat Two', company: 'Joined' })}`);
   assert.equal([joined.status, joined.received, joined.invalid, joined.personsUpdated], ['completed', 2, 0, 2]);
@@ -2904,17 +2912,20 @@ I('the inbox\'s own folders are real folders: a link planted in their place is r
   writeFileSync(target, '{"name":"Lin K","company":"Acme"}\n');
   symlinkSync(target, join(inbox, 'linked.jsonl'));
   mkdirSync(join(inbox, 'batch-7'));
+  execFileSync('mkfifo', [join(inbox, 'pipe.jsonl')]); // a named pipe: reading it would wait for a writer
   const from = t.logs.length;
   try {
     for (let i = 0; i < 3; i++) assert.is(await feeds.scanInbox(), 0, 'nothing taken');
-    assert.ok(existsSync(join(inbox, 'linked.jsonl')) && existsSync(join(inbox, 'batch-7')), 'both stay where they are');
+    assert.ok(existsSync(join(inbox, 'linked.jsonl')) && existsSync(join(inbox, 'batch-7')) && existsSync(join(inbox, 'pipe.jsonl')), 'all stay where they are');
     const warnings = t.logs.slice(from).filter((l) => l.includes('is not a plain file'));
-    assert.is(warnings.filter((l) => l.includes('linked.jsonl')).length, 1, `the link is named once: ${warnings.join('\n')}`);
-    assert.is(warnings.filter((l) => l.includes('batch-7')).length, 1, 'the folder is named once');
-    assert.is(warnings.length, 2, 'the inbox\'s own folders are not named');
+    assert.equal(warnings.filter((l) => l.includes('linked.jsonl')).map((l) => JSON.parse(l).msg), ['inbox: linked.jsonl is not a plain file (a link) and is left where it is; copy or move the file itself into the inbox'], 'the link is named once, as a link');
+    assert.is(warnings.filter((l) => l.includes('batch-7 is not a plain file (a folder)')).length, 1, 'the folder is named once');
+    assert.is(warnings.filter((l) => l.includes('pipe.jsonl is not a plain file (a named pipe)')).length, 1, 'a named pipe is called what it is');
+    assert.is(warnings.length, 3, 'the inbox\'s own folders are not named');
   } finally {
     rmSync(join(inbox, 'linked.jsonl'));
     rmSync(join(inbox, 'batch-7'), { recursive: true });
+    rmSync(join(inbox, 'pipe.jsonl'));
   }
 });
 

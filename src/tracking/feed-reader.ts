@@ -432,6 +432,13 @@ export async function* readFeed(path: string, format: FeedFormat, gzip: boolean,
     const head = await peek(input);
     const utf16 = head && utf16ByteOrder(head);
     if (utf16) throw new FeedReadError(`the file is UTF-16 (${utf16}); save it as UTF-8`);
+    // still gzip after the one decompression: compressed twice (`gzip` of a .gz), which read as
+    // "line 1 is not valid UTF-8" (a feed tester's case)
+    if (gzip && head && head[0] === 0x1f && head[1] === 0x8b) throw new FeedReadError('the file is gzip-compressed twice; decompress it once and send it again');
+    // a JSON body sent as CSV: its first record was taken for the header, and counted nowhere
+    if (format === 'csv' && head && /^(?:\uFEFF)?\s*(?:\{\s*"|\[\s*[{\]])/.test(head.subarray(0, 64).toString('utf8'))) {
+      throw new FeedReadError('the file is JSON, not CSV (it begins with {" or [{); send it as NDJSON (application/x-ndjson) or a JSON array (application/json), or name it .jsonl or .json');
+    }
     yield* format === 'ndjson' ? ndjson(input) : format === 'csv' ? csv(input) : jsonArray(input);
   } catch (err) {
     throw readError(err);

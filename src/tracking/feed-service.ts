@@ -1,4 +1,4 @@
-import { accessSync, constants, lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { accessSync, constants, lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync, type Dirent } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Cursors, Page } from '../cursor.ts';
@@ -21,6 +21,10 @@ import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from '
 
 /** An inbox file is taken once its size and time have not changed for this long. */
 export const INBOX_SETTLE_MS = 2000;
+/** What an inbox entry that is no plain file is, in words (a named pipe was called "a link or a folder"). */
+const kindOf = (e: Dirent): string =>
+  e.isSymbolicLink() ? 'a link' : e.isDirectory() ? 'a folder' : e.isFIFO() ? 'a named pipe' : e.isSocket() ? 'a socket' : e.isBlockDevice() || e.isCharacterDevice() ? 'a device' : 'not a file';
+
 /** C0 and C1 control characters and DEL: never kept in an inbox file's name. */
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const CONTROLS = new RegExp(CONTROL.source, 'g');
@@ -200,11 +204,12 @@ export function createFeedService(d: {
       renameUndecodable();
       const entries = readdirSync(inbox, { withFileTypes: true }).filter((e) => !e.name.startsWith('.'));
       names = entries.filter(isInboxFile).map((e) => e.name);
-      const others = entries.filter((e) => !e.isFile() && !(e.isDirectory() && INBOX_FOLDERS.has(e.name))).map((e) => e.name);
-      for (const name of others) {
-        if (warned.has(name)) continue;
-        warned.add(name);
-        d.log.warn({ file: name }, `inbox: ${name} is not a plain file (a link or a folder) and is left where it is; copy or move the file itself into the inbox`);
+      const otherEntries = entries.filter((e) => !e.isFile() && !(e.isDirectory() && INBOX_FOLDERS.has(e.name)));
+      const others = otherEntries.map((e) => e.name);
+      for (const e of otherEntries) {
+        if (warned.has(e.name)) continue;
+        warned.add(e.name);
+        d.log.warn({ file: e.name }, `inbox: ${e.name} is not a plain file (${kindOf(e)}) and is left where it is; copy or move the file itself into the inbox`);
       }
       for (const name of warned) if (!others.includes(name)) warned.delete(name);
     } catch {
