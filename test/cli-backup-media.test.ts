@@ -86,8 +86,18 @@ C('restore reads a database in WAL mode from read-only media, with or without it
     const out = tempDir();
     const b = run(['backup', join(out, 'b.db')], { CONTACT_LEDGER_DATA: ro });
     assert.is(b.status, 2, b.stderr);
-    assert.match(b.stderr, /^contact-ledger backup: the data folder .* is on a read-only file system, and SQLite cannot read contact-ledger\.db without creating contact-ledger\.db-shm beside it [^\n]*\n$/);
+    assert.match(b.stderr, /^contact-ledger backup: the data folder .* is on a read-only file system, and SQLite cannot read contact-ledger\.db without writing contact-ledger\.db-shm beside it [^\n]*\n$/);
     assert.equal(readdirSync(out), []);
+  });
+  // a folder copied off a killed server has its -shm: the same answer, not "permission denied on
+  // …-shm: run the command as the user the server runs as" (an executable tester's case, as root)
+  const killedCopy = tempDir();
+  copyFileSync(live, join(killedCopy, 'contact-ledger.db'));
+  writeFileSync(join(killedCopy, 'contact-ledger.db-shm'), Buffer.alloc(32768));
+  await withReadOnlyView(killedCopy, async (ro) => {
+    const b = run(['backup', join(tempDir(), 'b.db')], { CONTACT_LEDGER_DATA: ro });
+    assert.is(b.status, 2, b.stderr);
+    assert.match(b.stderr, /is on a read-only file system, and SQLite cannot read contact-ledger\.db without writing contact-ledger\.db-shm beside it/);
   });
 });
 

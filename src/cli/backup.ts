@@ -20,6 +20,16 @@ import { firstClosedFolder, mayAccess } from './common.ts';
  * final name only when complete. SIGINT or SIGTERM stops it when the copy or the check under way
  * ends: its partial file is removed, "interrupted" said, exit 1.
  */
+/** Why this user may not access `path` as `mode` (its error code), or undefined when it may. */
+function accessRefusal(path: string, mode: number): string | undefined {
+  try {
+    accessSync(path, mode);
+    return undefined;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? 'EACCES';
+  }
+}
+
 export async function run(args: ParsedArgs, io: Io, config: Config): Promise<number> {
   if (args.positionals.length !== 1) throw new UsageError('usage: contact-ledger backup <file>');
   const dest = resolve(args.positionals[0]!);
@@ -28,6 +38,12 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   // folder was told "there is no database"): a permission is a configuration error, exit 2
   const denied = (path: string) => {
     io.err(`contact-ledger backup: permission denied on ${path}: run the command as the user the server runs as (e.g. sudo -u contact-ledger), or give this user read access`);
+    return EXIT_USAGE;
+  };
+  const readOnly = () => {
+    io.err(
+      `contact-ledger backup: the data folder ${config.dataDir} is on a read-only file system, and SQLite cannot read ${DB_FILE} without writing ${DB_FILE}-shm beside it (a running server's folder is never read-only); \`contact-ledger restore\` reads such a copy, or copy ${DB_FILE} (and its -wal) to a writable folder and back that up`,
+    );
     return EXIT_USAGE;
   };
   try {
@@ -46,7 +62,12 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   }
   // SQLite reads the database with its -wal and writes its -shm (the index of the -wal)
   for (const [path, mode] of [[file, constants.R_OK], [`${file}-wal`, constants.R_OK], [`${file}-shm`, constants.R_OK | constants.W_OK]] as const) {
-    if (existsSync(path) && !mayAccess(path, mode)) return denied(path);
+    if (!existsSync(path)) continue;
+    const refused = accessRefusal(path, mode);
+    // a -shm left in a copy on a read-only mount (a folder copied off a killed server has one) is
+    // the read-only file system's doing, also for root: said as such, not as a permission
+    if (refused === 'EROFS') return readOnly();
+    if (refused !== undefined) return denied(path);
   }
   // The destination is the command line's: a folder that is missing (or closed), or a file already
   // there, fails the same command every time until the operator changes it, so it is a usage error
@@ -86,12 +107,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
     // read-only mount). A server's data folder is never read-only: this says what is wrong.
     if (((err as Error).cause as { code?: string } | undefined)?.code === 'SQLITE_CANTOPEN') {
       const why = writeError(config.dataDir);
-      if (why === 'EROFS') {
-        io.err(
-          `contact-ledger backup: the data folder ${config.dataDir} is on a read-only file system, and SQLite cannot read ${DB_FILE} without creating ${DB_FILE}-shm beside it (a running server's folder is never read-only); \`contact-ledger restore\` reads such a copy, or copy ${DB_FILE} (and its -wal) to a writable folder and back that up`,
-        );
-        return EXIT_USAGE;
-      }
+      if (why === 'EROFS') return readOnly();
       if (why !== undefined) return denied(config.dataDir);
     }
     io.err(`contact-ledger backup: ${(err as Error).message}`);
