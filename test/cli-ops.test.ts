@@ -82,6 +82,14 @@ C('init creates the superuser and an organization; user add and passwd; migrate 
     assert.match(wrongInit.stderr, new RegExp(`--email must be an e-mail address, got "${bad.replace(/\./g, '\\.')}"`));
     assert.not.match(wrongInit.stderr, /CONTACT_LEDGER_ADMIN_EMAIL/);
   }
+  // the account's own identifiers are no password, a bad argument too: its name as given, and its stored name for passwd
+  const named = await cli(['user', 'add', '--email', 'mina@example.com', '--name', 'Mina Murray Harker', '--password', 'mina murray harker'], env);
+  assert.is(named.status, 2, named.stderr);
+  assert.match(named.stderr, /--password is the account's e-mail address or name/);
+  assert.is((await cli(['user', 'add', '--email', 'lucy@example.com', '--name', 'Lucy Westenra', '--password', 'a long passphrase'], env)).status, 0);
+  const ownName = await cli(['user', 'passwd', '--email', 'lucy@example.com', '--password', 'Lucy Westenra'], env);
+  assert.is(ownName.status, 2, ownName.stderr);
+  assert.match(ownName.stderr, /--password is the account's e-mail address or name/);
   const notEmail = await cli(['user', 'add', '--email', 'not an email', '--password', 'editor passphrase'], env);
   assert.is(notEmail.status, 2, notEmail.stderr);
   assert.match(notEmail.stderr, /--email must be an e-mail address/);

@@ -330,6 +330,11 @@ C('serve, init and restore refuse to make an installation inside another install
     assert.not.ok(existsSync(inside), `${args[0]} made ${inside}`);
   }
   assert.is(run(['restore', backup], { CONTACT_LEDGER_DATA: data }).status, 0, 'the installation itself is restored');
+  // a backup named contact-ledger.db is no installation: a new one may be made below it (a reviewer's case)
+  const backups = tempDir();
+  assert.is(run(['backup', join(backups, 'contact-ledger.db')], { CONTACT_LEDGER_DATA: data }).status, 0);
+  const below = run(['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], { CONTACT_LEDGER_DATA: join(backups, 'new') });
+  assert.is(below.status, 0, below.stderr);
 });
 
 C('unknown commands and flags are usage errors (2); --help and version succeed (0)', () => {
@@ -343,6 +348,8 @@ C('unknown commands and flags are usage errors (2); --help and version succeed (
   const order = run(['--inspect=127.0.0.1:1', 'version']);
   assert.is(order.status, 2);
   assert.equal(order.stderr.trim(), 'contact-ledger: the command comes first: contact-ledger version [options] (found "version" after --inspect=127.0.0.1:1)');
+  const value = run(['--data', 'import', '--bogus']); // `import` is the folder given to --data here
+  assert.equal([value.status, value.stderr.trim()], [2, 'contact-ledger serve: unknown option --bogus (see contact-ledger serve --help)']);
   const short = run(['backup', '-h']);
   assert.is(short.status, 0, 'each command takes -h as --help');
   assert.match(short.stdout, /^Usage: contact-ledger backup <file>/);
@@ -618,6 +625,13 @@ C('feed <file>: runs the feed itself when no server runs, hands it to the runnin
     long.stderr!.on('data', (d: Buffer) => (longErr += d));
     assert.is(await new Promise<number | null>((resolve) => long.on('exit', resolve)), 0, longErr);
     assert.match(longOut, /^ingested \d+-m+~\.jsonl: feed_[0-9a-z]+ completed: 1 records/);
+    // a name with a line break: the server renames such files, so the copy is named as the server
+    // keeps it (the command waited for ever for the name it had handed over; a reviewer's case)
+    const brokenName = join(data, '..', 'new\nline.jsonl');
+    writeFileSync(brokenName, '{"name":"Line Break","company":"Acme"}\n');
+    const broken = spawnSync(process.execPath, [MAIN, 'feed', brokenName], { env: { ...baseEnv, ...env }, encoding: 'utf8', timeout: 30_000 });
+    assert.is(broken.status, 0, broken.stderr);
+    assert.match(broken.stdout, /^ingested \d+-new_line\.jsonl: feed_[0-9a-z]+ completed: 1 records/);
   } finally {
     server.child.kill('SIGTERM');
     await server.exit;

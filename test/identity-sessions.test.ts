@@ -714,6 +714,8 @@ T('a locked address stops guesses, not unguessable credentials: a valid refresh 
     expectStatus(await t.call('GET', `${ID}/session`, { token: reused.accessToken }), 401, 'the copied family was revoked all the same');
     const counted = t.rt.db.raw.prepare("SELECT failures FROM auth_throttle WHERE key LIKE 'address:%'").pluck().all();
     assert.equal(counted, [5], 'failures met by the lock are not counted again');
+    const perClient = t.rt.db.raw.prepare("SELECT failures FROM auth_throttle WHERE key LIKE 'client:%'").pluck().all();
+    assert.equal(perClient, [1], 'but a wrong secret still counts against its client id, whose own lock holds from any address');
   } finally {
     await t.close();
   }

@@ -636,6 +636,34 @@ S('migration 0047 marks as made by an unknown organization the accounts with no 
   ]);
 });
 
+S("migration 0048 takes webhook URLs' queries out of the audit entries written before it, as new entries write them", () => {
+  const { db, raw, apply } = justBefore('0048_');
+  const audit = raw.prepare("INSERT INTO audit_log (id, org_id, actor_type, actor_id, action, target_type, target_id, data, at) VALUES (?, 'o_1', 'user', 'u_1', ?, 'webhook', 'wh_1', ?, 1)");
+  const rows: [string, object][] = [
+    ['webhook.created', { url: 'https://hooks.example.test/in?key=sekrit', events: ['import.completed'], ledgerIds: null, enabled: true, hasToken: false }],
+    ['webhook.created', { url: 'https://hooks.example.test/plain', events: ['import.completed'], ledgerIds: null, enabled: true, hasToken: false }],
+    ['webhook.updated', { url: { from: 'https://hooks.example.test/in?key=sekrit', to: 'https://hooks.example.test/in?key=other' }, token: 'replaced' }],
+    ['webhook.updated', { url: { from: 'https://hooks.example.test/in?key=other', to: 'https://elsewhere.example.test/in' } }],
+    ['webhook.updated', { enabled: { from: true, to: false } }],
+    ['webhook.deleted', { url: 'https://elsewhere.example.test/in?sig=zzz&x=1', events: [], ledgerIds: null, enabled: false, hasToken: true }],
+    ['member.added', { email: 'a?b@x.test', role: 'viewer', userCreated: false }],
+  ];
+  rows.forEach(([action, data], i) => audit.run(`evt_${i + 1}`, action, JSON.stringify(data)));
+  apply();
+  const after = (raw.prepare('SELECT data FROM audit_log ORDER BY seq').pluck().all() as string[]).map((d) => JSON.parse(d));
+  db.close();
+  assert.not.ok(JSON.stringify(after).includes('sekrit') || JSON.stringify(after).includes('sig=zzz'));
+  assert.equal(after, [
+    { ...rows[0]![1], url: 'https://hooks.example.test/in?…' },
+    rows[1]![1],
+    { url: { from: 'https://hooks.example.test/in?…', to: 'https://hooks.example.test/in?…', queryChanged: true }, token: 'replaced' },
+    { url: { from: 'https://hooks.example.test/in?…', to: 'https://elsewhere.example.test/in' } },
+    rows[4]![1],
+    { ...rows[5]![1], url: 'https://elsewhere.example.test/in?…' },
+    rows[6]![1], // another action's "?" stays
+  ]);
+});
+
 S('migration 0041 recomputes company keys under the new rule (", The" at the end, SCA, mbH) and unmatches contacts whose match the rule undoes', () => {
   const { db, raw, apply } = justBefore('0041_');
   const k = keyRows(raw);

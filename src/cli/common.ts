@@ -7,7 +7,7 @@ import { createLogger, logDestination, type Logger } from '../log.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { DataDirLockedError } from '../storage/lock.ts';
 import { systemClock } from '../clock.ts';
-import { DB_FILE, openStorage, restoringFile, type Migrated, type Storage } from '../storage/storage.ts';
+import { DB_FILE, openStorage, restoringFile, secretsDir, type Migrated, type Storage } from '../storage/storage.ts';
 import { UsageError, type Io } from './command.ts';
 
 /**
@@ -153,11 +153,13 @@ export function hasInstallation(dataDir: string): boolean {
 
 /**
  * The installation whose folder `dataDir` is inside, if any: the nearest folder above it holding a
- * database (one that can be seen: a folder this user may not look into is passed over).
+ * database and the installation's `secrets/` beside it — a file of that name alone may be a backup
+ * (a reviewer's `backup fp/contact-ledger.db`); one that cannot be seen (a folder this user may not
+ * look into) is passed over.
  */
 function enclosingInstallation(dataDir: string): string | undefined {
   for (let dir = dirname(resolve(dataDir)); ; dir = dirname(dir)) {
-    if (existsSync(join(dir, DB_FILE))) return dir;
+    if (existsSync(join(dir, DB_FILE)) && existsSync(secretsDir(dir))) return dir;
     if (dirname(dir) === dir) return undefined;
   }
 }

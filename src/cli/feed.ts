@@ -5,7 +5,7 @@ import { newId } from '../ids.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { dataDirHolder, DataDirLockedError } from '../storage/lock.ts';
 import { copyOwnerOnly, makeDirDurably, syncToDisk } from '../storage/durable-files.ts';
-import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, sidecarOf } from '../tracking/feed-files.ts';
+import { endsInsideALine, feedsDir, feedSummary, formatOfName, INBOX_TASK, inboxDir, inboxName, inboxSafeName, sidecarOf } from '../tracking/feed-files.ts';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Io, type ParsedArgs } from './command.ts';
 import { commandLogger, requireFile, requireInstallation, sayMigrated } from './common.ts';
 import { refuseRootOnForeignFolder, rootOnForeignFolder } from './data-owner.ts';
@@ -61,7 +61,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
     const inboxThere = existsSync(inbox);
     mkdirSync(inbox, { recursive: true, mode: 0o700 });
     if (handTo && !inboxThere) chownSync(inbox, handTo.uid, handTo.gid);
-    const name = inboxName(`${Date.now()}-${basename(file)}`);
+    const name = inboxName(`${Date.now()}-${inboxSafeName(basename(file))}`); // the name the server keeps, which this command waits for
     const partial = join(inbox, `.${name}.partial`);
     rmSync(partial, { force: true }); // one a killed command left
     copyOwnerOnly(file, partial); // the owner's alone (0600), whatever the mode of the operator's file
@@ -153,7 +153,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
     copyOwnerOnly(file, stored); // the owner's alone (0600), whatever the mode of the operator's file
     await syncToDisk(stored); // on disk before the job that reads it commits
     await syncToDisk(feedsDir(config.dataDir));
-    rt.tracking.feeds.createFeed('cli', stored, basename(file), format, null, id);
+    rt.tracking.feeds.createFeed('cli', stored, inboxSafeName(basename(file)), format, null, id);
     rt.scheduler.start({ tasks: [] });
     return await waitForOwnJob(
       io,

@@ -51,7 +51,8 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
       // a command named after an option serve does not take (`contact-ledger --inspect=… version`)
       // is that command's line in the wrong order: said so, not "serve: unknown option" (executable
       // tester). Only when serve refused the line: `--data backup` may name a folder.
-      const later = named ? undefined : argv.find((a) => COMMANDS.some((c) => c.name === a));
+      // (not right after an option without `=`: that may be its value, `--data import`)
+      const later = named ? undefined : argv.find((a, i) => COMMANDS.some((c) => c.name === a) && !(i > 0 && argv[i - 1]!.startsWith('-') && !argv[i - 1]!.includes('=')));
       if (later !== undefined) {
         io.err(`contact-ledger: the command comes first: contact-ledger ${later} [options] (found "${later}" after ${argv[0]})`);
         return EXIT_USAGE;

@@ -25,11 +25,17 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   if (sub === 'add' && !emailField.safeParse(email).success) throw new UsageError(`--email must be an e-mail address, got "${email}"`);
   const password = passwordArg(args.flags.password);
   if (!password) throw new UsageError(`--password is required (${USER_USAGE})`);
-  // the policy's refusal is a bad argument (exit 2), as for init: the same command cannot succeed
-  const weak = passwordPolicyProblem(password, { email });
-  if (weak) throw new UsageError(`--password ${weak}`);
   // the API's rules for a display name (one line: no control characters), checked before the folder is opened
   const name = typeof args.flags.name === 'string' ? flagValue(personName, args.flags.name, 'name') : undefined;
+  // the policy's refusal is a bad argument (exit 2), as for init: the same command cannot succeed
+  // (for `passwd`, the account's stored name is looked at once it is found, below)
+  const weak = passwordPolicyProblem(password, { email, name });
+  if (weak) throw new UsageError(`--password ${weak}`);
+  /** The policy's refusal of the account's own identifiers, known only once the account is read: exit 2 too. */
+  const asUsage = (err: unknown): never => {
+    if (err instanceof AppError && err.status === 422 && err.errors.some((e) => e.path === 'password')) throw new UsageError(`--password ${err.errors.find((e) => e.path === 'password')!.message}`);
+    throw err;
+  };
   const rt = await openForCommand(io, config, 'stop it first, or use the API (POST /api/identity/v1/users, PATCH /api/identity/v1/users/:userId)');
   try {
     if (sub === 'add') {
@@ -53,7 +59,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
         io.err(`contact-ledger user: no user has the id ${id}`);
         return EXIT_USAGE;
       }
-      await rt.identity.users.updateUser(cliCaller(), byId.id, { password });
+      await rt.identity.users.updateUser(cliCaller(), byId.id, { password }).catch(asUsage);
       io.out(`set the password of ${byId.email} (${byId.id}); their sessions have ended`);
       return EXIT_OK;
     }
@@ -77,7 +83,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
       io.err(`contact-ledger user: no user has the e-mail ${email}; to add one: contact-ledger user add --email ${email} --password -`);
       return EXIT_USAGE;
     }
-    await rt.identity.users.updateUser(cliCaller(), u.id, { password });
+    await rt.identity.users.updateUser(cliCaller(), u.id, { password }).catch(asUsage);
     io.out(`set the password of ${u.email}${u.superuser ? ' (a superuser)' : ''}; their sessions have ended`);
     if (older.length) io.err(`contact-ledger user: note: ${older.map(named).join(', ')} ${older.length === 1 ? 'is' : 'are'} stored in an older form of this address and cannot sign in (docs/decisions.md)${superuserAdvice}`);
     return EXIT_OK;

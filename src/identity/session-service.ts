@@ -68,16 +68,16 @@ const unauthorizedClient = (message: string) => new AppError(400, 'unauthorized_
 export type SessionService = ReturnType<typeof createSessionService>;
 
 /**
- * Sessions (SPEC §3.1): the password, clientCredentials and refreshToken grants, rotation with
- * re-use detection, sign-out, and the per-request resolution of an access token to an actor.
- */
-/**
  * When an access token stops working: its `exp` (whole seconds), or its session's end when that
  * comes first — the `expiresAt` its sign-in answered (AccessTokens.sign), so that GET /session
  * gives the same time (it gave the whole second after it, a compatibility tester's case).
  */
 const accessExpiry = (claims: AccessClaims, sessionExpiresAt: number) => Math.min(claims.exp * 1000, sessionExpiresAt);
 
+/**
+ * Sessions (SPEC §3.1): the password, clientCredentials and refreshToken grants, rotation with
+ * re-use detection, sign-out, and the per-request resolution of an access token to an actor.
+ */
 export function createSessionService(d: SessionDeps) {
   const ms = (s: number) => s * 1000;
 
@@ -204,8 +204,13 @@ export function createSessionService(d: SessionDeps) {
     const sa = isId('sa', clientId) ? d.serviceAccounts.findServiceAccountById(clientId) : undefined;
     const match = digestsEqual(sha256(clientSecret), sa ? sa.secretHash : NO_SECRET);
     if (!sa || !match) {
-      // the address locked: 429, neither counted nor audited again (the lock bounds the log's growth)
-      d.throttle.assertAllowed(keys);
+      // the address locked: 429, not audited again (the lock bounds the log's growth), but counted
+      // against the client id, whose own lock then holds however many addresses guess at it
+      const wait = d.throttle.lockedFor(keys);
+      if (wait > 0) {
+        d.db.tx(() => d.throttle.recordFailure([keys[0]!]));
+        throw d.throttle.lockedError(wait);
+      }
       d.db.tx(() => {
         d.throttle.recordFailure(keys);
         // installation-wide like every sign-in (docs/decisions.md): not in the organization's log;

@@ -86,6 +86,17 @@ const MAX_INBOX_NAME = 255 - 32 - 11;
  * name could not be moved to processing/, and the file stayed in the inbox for good. The CLI
  * names its copy with this too, so it looks for the name the server gives the file.
  */
+/** Control and format characters (a line break, a tab, U+202E): never kept in an inbox file's name. */
+export const UNSAFE_NAME_CHARS = /[\p{Cc}\p{Cf}]/u;
+
+/**
+ * A file name as the inbox keeps it: `_` for each control or format character, which break every
+ * line-based tool and list that shows the name (the feed's fileName, the `.result.txt` beside it)
+ * or turn it around on screen (U+202E). The inbox renames such files; the `feed` command names its
+ * copy so, and its feed, from the start (it waited for ever for the name it had handed over).
+ */
+export const inboxSafeName = (name: string): string => name.replace(new RegExp(UNSAFE_NAME_CHARS.source, 'gu'), '_');
+
 export function inboxName(name: string): string {
   if (Buffer.byteLength(name) <= MAX_INBOX_NAME) return name;
   const ext = /(\.[A-Za-z0-9]{1,8}){0,2}$/.exec(name)![0];

@@ -14,7 +14,7 @@ import type { Logger } from '../log.ts';
 import type { MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
-import { endsInsideALine, feedsDir, formatOfName, freeName, InboxFolderError, inboxDir, inboxFolder, inboxName, isGzip, isInboxFile, settleFeedFile, writeSidecar } from './feed-files.ts';
+import { endsInsideALine, feedsDir, formatOfName, freeName, InboxFolderError, inboxDir, inboxFolder, inboxName, inboxSafeName, isGzip, isInboxFile, settleFeedFile, UNSAFE_NAME_CHARS, writeSidecar } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
 import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from './feeds-repo.ts';
@@ -25,9 +25,7 @@ export const INBOX_SETTLE_MS = 2000;
 const kindOf = (e: Dirent): string =>
   e.isSymbolicLink() ? 'a link' : e.isDirectory() ? 'a folder' : e.isFIFO() ? 'a named pipe' : e.isSocket() ? 'a socket' : e.isBlockDevice() || e.isCharacterDevice() ? 'a device' : 'not a file';
 
-/** C0 and C1 control characters and DEL: never kept in an inbox file's name. */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-const CONTROLS = new RegExp(CONTROL.source, 'g');
+
 /**
  * … or for this long when its last line has no line break (CSV and NDJSON, not gzip): the writer
  * may only have paused in the middle of a record, and a CSV cut after "Hoo" of "Hooli" reads as a
@@ -140,13 +138,13 @@ export function createFeedService(d: {
     for (const raw of readdirSync(inbox, { encoding: 'buffer' })) {
       const name = raw.toString('utf8');
       const undecodable = !Buffer.from(name, 'utf8').equals(raw);
-      if ((!undecodable && !CONTROL.test(name)) || name.startsWith('.')) continue;
+      if ((!undecodable && !UNSAFE_NAME_CHARS.test(name)) || name.startsWith('.')) continue;
       const what = undecodable ? 'that is not UTF-8' : 'with control characters';
       const path = Buffer.concat([Buffer.from(`${inbox}/`), raw]);
       try {
         // links and folders are left where they are, as any other (the scan names them once)
         if (!lstatSync(path).isFile()) continue;
-        const target = freeName(inbox, name.replace(/\uFFFD/g, '_').replace(CONTROLS, '_'), newId('feed'));
+        const target = freeName(inbox, inboxSafeName(name.replace(/\uFFFD/g, '_')), newId('feed'));
         renameSync(path, target);
         d.log.warn({ file: basename(target) }, `inbox: a file name ${what} was renamed to ${basename(target)}`);
       } catch (err) {

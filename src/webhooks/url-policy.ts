@@ -152,13 +152,13 @@ export function isHostName(host: string): boolean {
   return name.split('.').every((label) => /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/i.test(label) && (!/^xn--/i.test(label) || domainToUnicode(label) !== ''));
 }
 
-/** Validates a webhook URL; returns it normalized (WHATWG URL serialization) or the reason. */
 /** A webhook URL as the audit log keeps it: its query (often the receiver's credential) as `?…`. */
 export function withoutQuery(url: string): string {
   const q = url.indexOf('?');
   return q < 0 ? url : `${url.slice(0, q)}?…`;
 }
 
+/** Validates a webhook URL; returns it normalized (WHATWG URL serialization) or the reason. */
 export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allowLocal = false): UrlVerdict {
   if (raw.length > MAX_URL) return { ok: false, code: 'invalid_url', reason: `must be at most ${MAX_URL} characters` };
   // The URL parser forgives what a browser's address bar gets typed: it drops tabs and line breaks
