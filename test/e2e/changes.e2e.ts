@@ -73,6 +73,7 @@ C('the Changes tab lists the changes with their contacts, what changed and when;
   assert.match(await last.innerText(), 'location changed');
   assert.match(await last.innerText(), '— → Lisbon');
   await until(() => hasFocus(items.nth(50)), 'focus on the first change the page added');
+  assert.match(await page.getByRole('region', { name: 'Changes', exact: true }).innerText(), "A contact's changes are deleted with it: a deleted contact's changes are no longer listed.");
   // the contact's link opens its page
   await link.click();
   await page.getByRole('heading', { level: 1, name: 'Person 00' }).waitFor();
@@ -115,6 +116,175 @@ C('the type and "since" filters are in the URL; no match and a ledger without ch
   await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.emptyId}/changes`);
   await page.getByText('No change has been recorded in this ledger yet.').waitFor();
   await page.getByText('No daily change set yet').waitFor();
+  // what deleting a contact does to its changes, said on the tab
+  await page.getByText("A contact's changes are deleted with it").waitFor();
+});
+
+// A web tester's findings (forty-sixth session): focus after filtering, Back and Forward; the
+// result announced in one live region; names read once for the ledger and shown as they arrive;
+// a "since" that is a moment; a refused value named; what deletion does to changes.
+const changesUrl = (ctx: Ctx, query = '') => `${ctx.e.base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/changes${query}`;
+const changeItems = (ctx: Ctx) => ctx.e.page.locator('ol.changes > li');
+/** A GET of one contact (the name of a change's contact). */
+const isNameRead = (url: URL | string) => /\/ledgers\/[^/]+\/contacts\/c_[^/?]+$/.test(typeof url === 'string' ? new URL(url).pathname : url.pathname);
+
+C('focus stays on the control that applied a filter, goes to Clear after "Clear the filters", and to the list heading after Back and Forward', async (ctx) => {
+  const { page } = ctx.e;
+  await page.goto(changesUrl(ctx));
+  await until(async () => (await changeItems(ctx).count()) === 50, 'the first page');
+  const since = page.getByLabel('Detected since');
+  const heading = page.getByRole('heading', { level: 2, name: 'Changes', exact: true });
+  // Enter in "Detected since": the field keeps focus
+  await page.getByLabel('Type').selectOption('info');
+  await since.fill(new Date().toISOString().slice(0, 10));
+  await since.press('Enter');
+  await page.waitForURL(/type=info/);
+  await until(async () => (await changeItems(ctx).count()) === 2, 'the two information changes');
+  assert.ok(await hasFocus(since), 'focus still in "Detected since"');
+  // Apply filters: the button keeps it
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+  await since.fill(tomorrow);
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await page.getByText('No change matches these filters.').waitFor();
+  assert.ok(await hasFocus(page.getByRole('button', { name: 'Apply filters' })), 'focus on Apply filters');
+  // "Clear the filters" of the empty result: focus on the form's Clear
+  await page.getByRole('button', { name: 'Clear the filters' }).click();
+  await until(async () => (await changeItems(ctx).count()) === 50, 'the list without filters');
+  await until(() => hasFocus(page.getByRole('button', { name: 'Clear', exact: true })), 'focus on Clear', 5000);
+  // Back: the empty result of "since tomorrow", focus on the list's heading; the form shows its filters
+  await page.goBack();
+  await page.getByText('No change matches these filters.').waitFor();
+  await until(() => hasFocus(heading), 'focus on the heading after Back', 5000);
+  assert.is(await since.inputValue(), tomorrow);
+  assert.is(await page.getByLabel('Type').inputValue(), 'info');
+  // focus in the form, then Forward: the heading again
+  await since.focus();
+  await page.goForward();
+  await until(async () => (await changeItems(ctx).count()) === 50, 'the list without filters by Forward');
+  await until(() => hasFocus(heading), 'focus on the heading after Forward', 5000);
+  assert.is(await since.inputValue(), '');
+  // the form's Clear keeps focus
+  await page.goto(changesUrl(ctx, '?type=info'));
+  await until(async () => (await changeItems(ctx).count()) === 2, 'the information changes');
+  await page.getByRole('button', { name: 'Clear', exact: true }).click();
+  await until(async () => (await changeItems(ctx).count()) === 50, 'cleared');
+  assert.ok(await hasFocus(page.getByRole('button', { name: 'Clear', exact: true })), 'focus still on Clear');
+  // "Clear the filters" of a refused link: focus on Clear too
+  await page.goto(changesUrl(ctx, '?since=banana'));
+  await page.getByRole('button', { name: 'Clear the filters' }).click();
+  await until(async () => (await changeItems(ctx).count()) === 50, 'cleared after a refused link');
+  await until(() => hasFocus(page.getByRole('button', { name: 'Clear', exact: true })), 'focus on Clear after the refused link', 5000);
+});
+
+C('a filter\'s result is said in one live region that was there before it', async (ctx) => {
+  const { page } = ctx.e;
+  await page.goto(changesUrl(ctx));
+  const region = page.getByRole('status').filter({ hasText: 'changes are shown' });
+  await region.waitFor();
+  const before = await region.elementHandle();
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+  await page.getByLabel('Detected since').fill(tomorrow);
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await page.getByText('No change matches these filters.').waitFor();
+  assert.ok(await before!.evaluate((el) => el.isConnected), 'the same region');
+  assert.match(await before!.evaluate((el) => el.textContent ?? ''), 'No change matches these filters.');
+  await page.getByLabel('Detected since').fill('');
+  await page.getByLabel('Type').selectOption('info');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await until(async () => (await changeItems(ctx).count()) === 2, 'the two information changes');
+  assert.ok(await before!.evaluate((el) => el.isConnected), 'still the same region');
+  assert.is(await before!.evaluate((el) => el.textContent ?? ''), 'All 2 changes that match are shown.');
+});
+
+C('names: the changes shown at once, each name as it arrives; one that cannot be read, a deleted contact; read once for the ledger', async (ctx) => {
+  const { page } = ctx.e;
+  // every name held until released; the first read fails (503), the second finds the contact deleted (404)
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const firstTwo = (await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/changes?limit=2`, { token: ctx.token })).body.changes.map((c: { contactId: string }) => c.contactId);
+  let n = 0;
+  await page.route(isNameRead, async (route) => {
+    if (route.request().method() !== 'GET') return route.continue();
+    n++;
+    await released;
+    const id = new URL(route.request().url()).pathname.split('/').at(-1);
+    if (id === firstTwo[0]) return route.fulfill({ status: 503, contentType: 'application/problem+json', body: JSON.stringify({ status: 503, code: 'unavailable', detail: 'Unavailable.' }) });
+    if (id === firstTwo[1]) return route.fulfill({ status: 404, contentType: 'application/problem+json', body: JSON.stringify({ status: 404, code: 'not_found', detail: 'No such contact.' }) });
+    return route.continue();
+  });
+  try {
+    await page.goto(changesUrl(ctx));
+    await until(async () => (await changeItems(ctx).count()) === 50, 'the changes before any name');
+    assert.match(await changeItems(ctx).first().innerText(), "Loading the contact's name…");
+    assert.match(await changeItems(ctx).first().innerText(), 'Engineer at Old Co → Director at New Co');
+    assert.ok(n <= 6, `six names read at a time (${n})`);
+    release();
+    await changeItems(ctx).nth(2).getByRole('link', { name: 'Person 02' }).waitFor();
+    const failed = changeItems(ctx).first();
+    await failed.getByText('(its name could not be read)').waitFor();
+    assert.match((await failed.getByRole('link').innerText()).trim(), /^c_/, 'the contact id, linking to the contact');
+    const deleted = changeItems(ctx).nth(1);
+    await deleted.getByText('A deleted contact').waitFor();
+    assert.is(await deleted.getByRole('link').count(), 0, 'no link to a deleted contact');
+    await until(async () => (await page.getByText("Loading the contact's name…").count()) === 0, 'every name read');
+    assert.is(await page.getByRole('alert').count(), 0, 'no error for the page');
+  } finally {
+    await page.unroute(isNameRead);
+  }
+
+  // another filter, and back, read no name again; "Show more" only those of its new contacts
+  const reads: string[] = [];
+  const onRequest = (r: { method(): string; url(): string }) => r.method() === 'GET' && isNameRead(r.url()) && reads.push(r.url());
+  page.on('request', onRequest);
+  try {
+    await page.getByLabel('Type').selectOption('info');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await until(async () => (await changeItems(ctx).count()) === 2, 'the information changes');
+    // the name that could not be read is read again; the deleted contact is not
+    await changeItems(ctx).first().getByRole('link', { name: 'Person 00' }).waitFor();
+    assert.match(await changeItems(ctx).nth(1).innerText(), 'A deleted contact');
+    await page.getByRole('button', { name: 'Clear', exact: true }).click();
+    await until(async () => (await changeItems(ctx).count()) === 50, 'all changes again');
+    await changeItems(ctx).nth(2).getByRole('link', { name: 'Person 02' }).waitFor();
+    assert.is(reads.length, 1, `only the name not read before: ${reads.join(', ')}`);
+    await page.getByRole('button', { name: 'Show more changes' }).click();
+    await until(async () => (await changeItems(ctx).count()) === PEOPLE + 2, 'the second page');
+    await changeItems(ctx).nth(51).getByRole('link', { name: 'Person 51' }).waitFor();
+    assert.is(reads.length, 3, `Person 50 and 51 only: ${reads.join(', ')}`);
+  } finally {
+    page.off('request', onRequest);
+  }
+});
+
+C('a "since" that is a moment is shown in words and kept; a refused value is named as the link gives it', async (ctx) => {
+  const { page } = ctx.e;
+  const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+  await page.goto(changesUrl(ctx, `?since=${yesterday}T10:00:00Z`));
+  await until(async () => (await changeItems(ctx).count()) === 50, 'the changes since that moment');
+  assert.match(await page.getByRole('form', { name: 'Filter changes' }).innerText(), `Detected since ${yesterday} 10:00 UTC`);
+  assert.is(await page.getByLabel('Detected since').inputValue(), '', 'no day in the date field');
+  // another filter keeps the moment; a day chosen replaces it
+  await page.getByLabel('Type').selectOption('job');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await page.waitForURL(/type=job/);
+  assert.is(new URL(page.url()).searchParams.get('since'), `${yesterday}T10:00:00Z`);
+  await page.getByLabel('Detected since').fill(yesterday);
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await until(async () => new URL(page.url()).searchParams.get('since') === yesterday, 'the day');
+  assert.not.match(await page.getByRole('form', { name: 'Filter changes' }).innerText(), 'UTC:');
+  assert.is(await page.locator('#chg-since-moment').count(), 0);
+  // with an offset, and with its "+" written unencoded (read as a space, as the API reads it): in UTC
+  await page.goto(changesUrl(ctx, '?since=2026-11-30T23:00:00-05:00'));
+  await page.getByText('Detected since 2026-12-01 04:00 UTC').waitFor();
+  await page.goto(changesUrl(ctx, '?since=2026-12-01T10:30:00+02:00'));
+  await page.getByText('Detected since 2026-12-01 08:30 UTC').waitFor();
+
+  // a day that is none, and a type the API does not know: each named by its value
+  await page.goto(changesUrl(ctx, '?since=2026-02-30'));
+  await page.getByText('“Detected since” is “2026-02-30”, which is not a date.').waitFor();
+  await page.goto(changesUrl(ctx, '?type=JOB'));
+  await page.getByText('“Type” is “JOB”, which is not one of the types (job or information changes).').waitFor();
+  assert.not.match(await page.getByRole('alert').innerText(), 'Detected since');
 });
 
 C('a daily change set is listed and downloads with the session (written by the runtime over the server\'s data)', async (ctx) => {

@@ -1,6 +1,6 @@
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, download, LEDGER, listAll } from '../api.ts';
-import { setQuery, useLocation } from '../router.ts';
+import { lastNavigation, setQuery, useLocation } from '../router.ts';
 import { Async, ErrorBox, fmtCount, fmtDate, fmtNumber, FormError, Link, Notice, refocusWhenDone, Time, useAction, useRequest } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
@@ -43,30 +43,69 @@ const Value = (props: { v: unknown }) => <bdi>{show(props.v)}</bdi>;
 const isoDay = (d: string) => `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6, 8)}`;
 const fmtBytes = (n: number) => (n < 1024 ? `${n} bytes` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} kB` : `${(n / 1024 / 1024).toFixed(1)} MB`);
 
+const PLAIN_DAY = /^\d{4}-\d{2}-\d{2}$/;
+/** A timestamp as the API reads `since` (src/clock.ts DATE_TIME): a day, a time, an optional zone (none: UTC). */
+const MOMENT = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+/**
+ * A `since` that is a moment rather than a day (`?since=2026-12-01T10:00:00Z`, which the API
+ * applies) in words, in UTC: "2026-12-01 10:00 UTC"; undefined for a day or what is no moment. A
+ * `+` of an offset written unencoded in the link arrives as a space, and is read as the API reads it.
+ */
+function momentOf(since: string): string | undefined {
+  const m = MOMENT.exec(since.trim().replace(/(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}(?::?\d{2})?)$/, '$1+$2'));
+  if (!m) return undefined;
+  const [, y, mo, d, h, mi, s = '00', frac = '', zone = 'Z'] = m;
+  // a day of its month (Date rolls 30 February over to 2 March), hours and minutes in range
+  if (+mo! < 1 || +mo! > 12 || new Date(Date.UTC(+y!, +mo! - 1, +d!)).getUTCDate() !== +d! || +h! > 23 || +mi! > 59 || +s > 59) return undefined;
+  const z = /^[+-]\d{2}$/.test(zone) ? `${zone}:00` : /^[+-]\d{4}$/.test(zone) ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone.toUpperCase();
+  const t = Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${s}${frac ? `.${frac.slice(0, 3).padEnd(3, '0')}` : ''}${z}`);
+  if (Number.isNaN(t)) return undefined;
+  const iso = new Date(t).toISOString();
+  const rest = iso.slice(16, 23) === ':00.000' ? '' : iso.slice(19, 23) === '.000' ? iso.slice(16, 19) : iso.slice(16, 23);
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)}${rest} UTC`;
+}
+
 /**
  * A ledger's changes (the ledger-wide change feed, `GET …/changes`) in the order the API gives
  * them — the order they were detected, oldest first — filtered by type and by a day since which
  * (in the URL, so a reload or a shared link shows the same), a page at a time; and its daily
  * change sets, downloadable.
+ *
+ * The filter form and the list stay in the page when the filters change (they were made anew for
+ * each filter, and the control that applied it went with the old form: focus fell to the page, a
+ * web tester's case); the contacts' names are kept for the ledger, across filters and pages.
  */
 export function Changes(props: { orgId: string; ledgerId: string }) {
   const { orgId, ledgerId } = props;
   const q = useLocation().query;
   const type = q.get('type') ?? '';
   const since = q.get('since') ?? '';
+  const names = useNames(orgId, ledgerId);
   return (
     <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="changes">
-      <ChangeFilters key={`${type}|${since}`} type={type} since={since} />
-      {/* another filter is another list: none of the pages read under the one before */}
-      <ChangeList key={`${type}|${since}`} orgId={orgId} ledgerId={ledgerId} type={type} since={since} />
+      <ChangeFilters type={type} since={since} />
+      <ChangeList orgId={orgId} ledgerId={ledgerId} type={type} since={since} names={names} />
       <DailySets orgId={orgId} ledgerId={ledgerId} />
     </LedgerHead>
   );
 }
 
+/** "Clear the filters" of the list's messages: the filters go, and focus to the form's Clear, as if it had been pressed (the message goes). */
+const clearFilters = (opts?: { replace?: boolean }) => {
+  document.getElementById('chg-clear')?.focus();
+  setQuery({}, opts);
+};
+
 function ChangeFilters(props: { type: string; since: string }) {
   const [type, setType] = useState(props.type);
   const [since, setSince] = useState(props.since);
+  // the filters of the entry shown (Back, Forward, a link, Clear): the same form, its values updated
+  useEffect(() => {
+    setType(props.type);
+    setSince(props.since);
+  }, [props.type, props.since]);
+  // a moment (not a day) the link gives, which the API applies and the date field cannot show: said in words
+  const moment = since && !PLAIN_DAY.test(since) ? momentOf(since) : undefined;
   return (
     <form
       class="filters"
@@ -89,16 +128,24 @@ function ChangeFilters(props: { type: string; since: string }) {
         </div>
         <div class="field">
           <label for="chg-since">Detected since</label>
-          <input id="chg-since" type="date" aria-describedby="chg-since-hint" value={/^\d{4}-\d{2}-\d{2}$/.test(since) ? since : ''} onInput={(e) => setSince(e.currentTarget.value)} />
+          <input id="chg-since" type="date" aria-describedby={moment ? 'chg-since-moment chg-since-hint' : 'chg-since-hint'} value={PLAIN_DAY.test(since) ? since : ''} onInput={(e) => setSince(e.currentTarget.value)} />
         </div>
       </div>
+      {moment && (
+        <p class="hint" id="chg-since-moment">
+          Detected since <strong>{moment}</strong>: the link gives a moment, not a day. A day chosen above replaces it.
+        </p>
+      )}
       <p class="hint" id="chg-since-hint">
         Changes are listed in the order they were detected, oldest first. “Detected since” is a whole day in UTC, included from its start.
       </p>
       <div class="actions left">
-        <button type="submit">Apply filters</button>
+        <button type="submit" id="chg-apply">
+          Apply filters
+        </button>
         <button
           type="button"
+          id="chg-clear"
           class="secondary"
           onClick={() => {
             setType('');
@@ -113,126 +160,203 @@ function ChangeFilters(props: { type: string; since: string }) {
   );
 }
 
-/** The contacts' names, by id, read once each (the feed gives only the ids); null: deleted meanwhile. */
-function useNames(orgId: string, ledgerId: string) {
-  const names = useRef(new Map<string, string | null>());
-  return async (ids: string[], signal?: AbortSignal) => {
-    const todo = [...new Set(ids)].filter((id) => !names.current.has(id));
-    // a few at a time: a page of 50 changes may name 50 contacts
-    for (let i = 0; i < todo.length; i += 6) {
-      await Promise.all(
-        todo.slice(i, i + 6).map(async (id) => {
-          try {
-            const c = await api<{ name: string }>('GET', `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/contacts/${id}`, { signal });
-            names.current.set(id, c.name);
-          } catch (e) {
-            if (e instanceof ApiError && e.status === 404) names.current.set(id, null);
-            else throw e;
-          }
-        }),
-      );
+/** A contact's name as read for a change: loading, read, deleted meanwhile (404), or not readable (another error). */
+type Name = { state: 'loading' } | { state: 'read'; name: string } | { state: 'deleted' } | { state: 'failed' };
+interface Names {
+  get(id: string): Name | undefined;
+  /** Reads the names of these contacts not read yet (and again those that failed), six at a time. */
+  want(ids: string[]): void;
+}
+
+/**
+ * The contacts' names, by id (the feed gives only the ids), kept for the ledger: another filter or
+ * "Show more" reads only contacts not read yet (each filter read all of them again). The changes
+ * are shown at once and each name fills in as it arrives (all 50 were awaited, and one failed read
+ * failed the page: a web tester's case); six requests at a time.
+ */
+function useNames(orgId: string, ledgerId: string): Names {
+  const [, setTick] = useState(0);
+  const store = useMemo(() => ({ names: new Map<string, Name>(), queue: [] as string[], running: 0, ctl: new AbortController() }), [orgId, ledgerId]);
+  useEffect(() => () => store.ctl.abort(), [store]);
+  const pump = () => {
+    while (store.running < 6 && store.queue.length > 0) {
+      const id = store.queue.shift()!;
+      store.running++;
+      api<{ name: string }>('GET', `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/contacts/${id}`, { signal: store.ctl.signal })
+        .then(
+          (c) => store.names.set(id, { state: 'read', name: c.name }),
+          (e: unknown) => store.names.set(id, e instanceof ApiError && e.status === 404 ? { state: 'deleted' } : { state: 'failed' }),
+        )
+        .finally(() => {
+          store.running--;
+          if (store.ctl.signal.aborted) return;
+          setTick((n) => n + 1);
+          pump();
+        });
     }
-    return new Map(names.current);
+  };
+  return {
+    get: (id) => store.names.get(id),
+    want(ids) {
+      for (const id of new Set(ids)) {
+        const known = store.names.get(id);
+        if (known && known.state !== 'failed') continue;
+        store.names.set(id, { state: 'loading' });
+        store.queue.push(id);
+      }
+      pump();
+    },
   };
 }
 
-function ChangeList(props: { orgId: string; ledgerId: string; type: string; since: string }) {
-  const { orgId, ledgerId, type, since } = props;
+/** The contact of a change: its name linking to its page, a placeholder while it is read, or why there is none. */
+function Who(props: { orgId: string; ledgerId: string; id: string; name: Name | undefined }) {
+  const { name, id } = props;
+  const href = `/orgs/${props.orgId}/ledgers/${props.ledgerId}/contacts/${id}`;
+  if (name?.state === 'deleted') return <span class="muted">A deleted contact</span>;
+  if (name?.state === 'read')
+    return (
+      <Link href={href}>
+        <bdi>{name.name}</bdi>
+      </Link>
+    );
+  if (name?.state === 'failed')
+    return (
+      <>
+        <Link href={href} class="mono">
+          {id}
+        </Link>{' '}
+        <span class="muted">(its name could not be read)</span>
+      </>
+    );
+  return <span class="muted">Loading the contact's name…</span>;
+}
+
+/** A refused filter of the link, named by its own value. */
+function refusedText(error: ApiError, type: string, since: string): string {
+  const paths = error.errors.map((e) => e.path);
+  const said: string[] = [];
+  if (since && (paths.includes('since') || paths.length === 0)) said.push(`“Detected since” is “${since}”, which is not a date.`);
+  if (type && (paths.includes('type') || (paths.length === 0 && !TYPES.some(([v]) => v === type)))) said.push(`“Type” is “${type}”, which is not one of the types (job or information changes).`);
+  return said.length ? said.join(' ') : 'The type must be job or information changes, and “Detected since” a day.';
+}
+
+function ChangeList(props: { orgId: string; ledgerId: string; type: string; since: string; names: Names }) {
+  const { orgId, ledgerId, type, since, names } = props;
   const path = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/changes`;
-  const names = useNames(orgId, ledgerId);
-  const read = async (cursor: string | undefined, signal?: AbortSignal) => {
-    // a cursor carries its filters: sent alone (docs/tracking.md)
-    const page = await api<ChangeFeed>('GET', path, { query: cursor ? { limit: PAGE, cursor } : { limit: PAGE, type, since }, signal });
-    return { ...page, names: await names(page.changes.map((c) => c.contactId), signal) };
-  };
-  const first = useRequest((signal) => read(undefined, signal), [path, type, since]);
-  const [later, setLater] = useState<Awaited<ReturnType<typeof read>>[]>([]);
+  const key = `${type}|${since}`;
+  const keyNow = useRef(key);
+  keyNow.current = key;
+  // a cursor carries its filters: sent alone (docs/tracking.md)
+  const first = useRequest((signal) => api<ChangeFeed>('GET', path, { query: { limit: PAGE, type, since }, signal }), [path, type, since]);
+  // the pages "Show more" read, of the filters they were read under (another filter is another list)
+  const [later, setLater] = useState<{ of: string; pages: ChangeFeed[] }>({ of: key, pages: [] });
   const more = useAction(async (cursor: string) => {
-    const page = await read(cursor);
-    setLater((l) => [...l, page]);
+    const of = key;
+    const page = await api<ChangeFeed>('GET', path, { query: { limit: PAGE, cursor } });
+    if (of !== keyNow.current) return;
+    setLater((l) => ({ of, pages: [...(l.of === of ? l.pages : []), page] }));
     // focus on the first change the page added, so a keyboard user reads on from there
     requestAnimationFrame(() => document.getElementById(`chg-${page.changes[0]?.id}`)?.focus());
   });
+  useEffect(() => more.setError(undefined), [key]);
+  const d = first.data && !first.stale ? first.data : undefined;
+  const pages = d ? [d, ...(later.of === key ? later.pages : [])] : [];
+  const all = pages.flatMap((p) => p.changes);
+  useEffect(() => names.want(all.map((c) => c.contactId)), [d, later]);
+
+  // Back or Forward to another filter: once its list is shown, focus on the list's heading (the
+  // control that had it belonged to the filter left), as on the contacts list
+  const popped = useRef(false);
+  useEffect(() => {
+    if (lastNavigation() === 'pop') popped.current = true;
+  }, [key]);
+  useEffect(() => {
+    if (!popped.current || first.loading) return;
+    popped.current = false;
+    const at = document.activeElement as HTMLElement | null;
+    if (!at || at === document.body || !at.isConnected || at.closest('form.filters')) document.getElementById('changes-title')?.focus({ preventScroll: true });
+  }, [first.loading, first.data, first.error]);
+
   const refused = first.error?.code === 'invalid_parameter' || first.error?.status === 400;
   const filtered = Boolean(type || since);
-  if (refused)
-    return (
-      <div class="state error" role="alert">
-        <p>
-          <strong>The changes cannot be filtered this way.</strong> {since && !/^\d{4}-\d{2}-\d{2}$/.test(since) ? `“Detected since” is “${since}”, which is not a date.` : 'The type must be job or information changes, and “Detected since” a day.'}
-        </p>
-        <button type="button" class="secondary" onClick={() => setQuery({}, { replace: true })}>
+  const next = pages.at(-1)?.nextCursor ?? null;
+  const empty = d !== undefined && all.length === 0;
+  // One live region, in the page before the list is read and updated with it (the list's summary
+  // used to come with the list, and "no match" was plain text: neither was announced)
+  const said = refused || (first.error && !d) ? null : !d ? (
+    <>
+      <span class="spinner" aria-hidden="true" /> Loading changes…
+    </>
+  ) : empty ? (
+    filtered ? (
+      <p>
+        No change matches these filters.{' '}
+        <button type="button" class="link" onClick={() => clearFilters()}>
           Clear the filters
         </button>
-      </div>
-    );
+      </p>
+    ) : (
+      <p>No change has been recorded in this ledger yet. Job and information changes appear here once the person-data feed finds them for its contacts.</p>
+    )
+  ) : next ? (
+    `The first ${fmtNumber(all.length)} changes${filtered ? ' that match' : ''} are shown.`
+  ) : (
+    `${all.length === 1 ? 'The one change' : `All ${fmtNumber(all.length)} changes`}${filtered ? ' that match' : ''} ${all.length === 1 ? 'is' : 'are'} shown.`
+  );
   return (
     <section aria-labelledby="changes-title">
-      <h2 id="changes-title">Changes</h2>
-      <Async
-        req={first}
-        label="Loading changes…"
-        empty={(d) => d.changes.length === 0}
-        emptyText={
-          filtered ? (
-            <p>
-              No change matches these filters.{' '}
-              <button type="button" class="link" onClick={() => setQuery({})}>
-                Clear the filters
-              </button>
-            </p>
-          ) : (
-            <p>No change has been recorded in this ledger yet. Job and information changes appear here once the person-data feed finds them for its contacts.</p>
-          )
-        }
-      >
-        {(d) => {
-          const pages = [d, ...later];
-          const all = pages.flatMap((p) => p.changes.map((c) => ({ c, name: p.names.get(c.contactId) })));
-          const next = pages.at(-1)!.nextCursor;
-          return (
-            <div aria-busy={more.busy}>
-              <ol class="timeline changes">
-                {all.map(({ c, name }) => (
-                  <li key={c.id} id={`chg-${c.id}`} class={c.type} tabIndex={-1}>
-                    <p class="when">
-                      <Time iso={c.detectedAt} />
-                      <span class={`badge ${c.type === 'job' ? 'job' : ''}`}>{c.type === 'job' ? 'job change' : `${FIELD_WORDS[c.field ?? ''] ?? c.field ?? 'info'} changed`}</span>
-                    </p>
-                    <p class="who-changed">
-                      {name === null ? (
-                        <span class="muted">A deleted contact</span>
-                      ) : (
-                        <Link href={`/orgs/${orgId}/ledgers/${ledgerId}/contacts/${c.contactId}`}>
-                          <bdi>{name ?? c.contactId}</bdi>
-                        </Link>
-                      )}
-                    </p>
-                    {c.type === 'job' ? (
-                      <p>
-                        <Value v={c.from?.title} /> at <strong><Value v={c.from?.company} /></strong> → <Value v={c.to?.title} /> at <strong><Value v={c.to?.company} /></strong>
-                      </p>
-                    ) : (
-                      <p>
-                        <Value v={valueOf(c.from, c.field)} /> → <strong><Value v={valueOf(c.to, c.field)} /></strong>
-                      </p>
-                    )}
-                  </li>
-                ))}
-              </ol>
-              <p class="muted" role="status">
-                {next ? `The first ${fmtNumber(all.length)} changes${filtered ? ' that match' : ''} are shown.` : `${all.length === 1 ? 'The one change' : `All ${fmtNumber(all.length)} changes`}${filtered ? ' that match' : ''} ${all.length === 1 ? 'is' : 'are'} shown.`}
-              </p>
-              <FormError error={more.error} />
-              {next && (
-                <button type="button" class="secondary" disabled={more.busy} onClick={() => void more.run(next)}>
-                  {more.busy ? 'Loading…' : 'Show more changes'}
-                </button>
-              )}
-            </div>
-          );
-        }}
-      </Async>
+      <h2 id="changes-title" tabIndex={-1}>
+        Changes
+      </h2>
+      {refused ? (
+        <div class="state error" role="alert">
+          <p>
+            <strong>The changes cannot be filtered this way.</strong> {refusedText(first.error!, type, since)}
+          </p>
+          <button type="button" class="secondary" onClick={() => clearFilters({ replace: true })}>
+            Clear the filters
+          </button>
+        </div>
+      ) : (
+        first.error && <ErrorBox error={first.error} retry={first.reload} title={d ? 'Could not refresh.' : undefined} />
+      )}
+      <div aria-busy={more.busy}>
+        {all.length > 0 && (
+          <ol class="timeline changes">
+            {all.map((c) => (
+              <li key={c.id} id={`chg-${c.id}`} class={c.type} tabIndex={-1}>
+                <p class="when">
+                  <Time iso={c.detectedAt} />
+                  <span class={`badge ${c.type === 'job' ? 'job' : ''}`}>{c.type === 'job' ? 'job change' : `${FIELD_WORDS[c.field ?? ''] ?? c.field ?? 'info'} changed`}</span>
+                </p>
+                <p class="who-changed">
+                  <Who orgId={orgId} ledgerId={ledgerId} id={c.contactId} name={names.get(c.contactId)} />
+                </p>
+                {c.type === 'job' ? (
+                  <p>
+                    <Value v={c.from?.title} /> at <strong><Value v={c.from?.company} /></strong> → <Value v={c.to?.title} /> at <strong><Value v={c.to?.company} /></strong>
+                  </p>
+                ) : (
+                  <p>
+                    <Value v={valueOf(c.from, c.field)} /> → <strong><Value v={valueOf(c.to, c.field)} /></strong>
+                  </p>
+                )}
+              </li>
+            ))}
+          </ol>
+        )}
+        <div id="changes-said" role="status" class={said === null ? undefined : !d ? 'state loading' : empty ? 'state empty' : 'muted'}>
+          {said}
+        </div>
+        <FormError error={more.error} />
+        {next && (
+          <button type="button" class="secondary" disabled={more.busy} onClick={() => void more.run(next)}>
+            {more.busy ? 'Loading…' : 'Show more changes'}
+          </button>
+        )}
+      </div>
+      <p class="hint">A contact's changes are deleted with it: a deleted contact's changes are no longer listed.</p>
     </section>
   );
 }
