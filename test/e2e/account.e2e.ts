@@ -84,9 +84,12 @@ A('a changed password: other sessions end, this one stays (also over a reload), 
   await page.getByLabel('Current password', { exact: true }).fill(FIRST);
   await page.getByLabel('New password', { exact: true }).fill(SECOND);
   await page.getByLabel('Confirm the new password').fill(SECOND);
-  await page.getByRole('button', { name: 'Change password' }).click();
-  await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
+  await page.getByLabel('Confirm the new password').press('Enter');
+  const notice = page.getByRole('status').filter({ hasText: 'Your password was changed.' });
+  await notice.waitFor();
   assert.is(await page.getByLabel('Current password', { exact: true }).inputValue(), '', 'the fields are emptied');
+  // focus on the notice, not left in the emptied confirmation
+  await until(() => hasFocus(notice), 'focus on the success notice', 5000);
   const refused = await call('POST', `${ID}/session`, { body: { grantType: 'refreshToken', refreshToken: other.body.refreshToken } });
   assert.is(refused.status, 401, `the other session ended: ${refused.text}`);
   // this tab: still signed in, also after a reload (its cookie's session was kept)
@@ -122,6 +125,7 @@ A('should the session end after the change all the same, the page signs in again
   });
   await page.getByRole('button', { name: 'Change password' }).click();
   await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
+  await until(() => hasFocus(page.getByRole('status').filter({ hasText: 'Your password was changed.' })), 'focus on the notice after signing in again', 5000);
   await page.unroute('**/api/identity/v1/session');
   assert.ok(refusedOnce, 'the refresh was refused');
   assert.is(new URL(page.url()).pathname, '/account');

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, ID, refresh, signIn } from '../api.ts';
 import { navigate, takeNotice } from '../router.ts';
 import { Field, fieldErrors, FormError, Notice, PageHead, useAction, useSession } from '../ui.tsx';
@@ -56,6 +56,16 @@ export function Account() {
     }
     setDone(CHANGED);
   });
+  // The change done, focus goes to the notice that says so: it stayed in the emptied confirmation
+  // (or fell to the page, the button disabled while the request ran), and a screen reader said
+  // nothing of the outcome (a web tester's case). Notice is a role=status <div>, focusable from here.
+  const noticeAt = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const notice = done ? noticeAt.current?.querySelector<HTMLElement>('[role="status"]') : null;
+    if (!notice) return;
+    notice.tabIndex = -1;
+    notice.focus();
+  }, [done]);
   const err = fieldErrors(act.error, FIELDS);
   if (!user)
     return (
@@ -67,7 +77,7 @@ export function Account() {
   return (
     <>
       <PageHead title="Your account" sub={user.name ? `${user.name} · ${user.email}` : user.email} />
-      {done && <Notice onDismiss={() => setDone(undefined)}>{done}</Notice>}
+      <div ref={noticeAt}>{done && <Notice onDismiss={() => setDone(undefined)}>{done}</Notice>}</div>
       <form
         class="card form"
         aria-labelledby="password-title"
