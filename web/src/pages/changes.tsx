@@ -1,11 +1,10 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, download, LEDGER, listAll } from '../api.ts';
 import { lastNavigation, setQuery, useLocation } from '../router.ts';
-import { Async, ErrorBox, fmtCount, fmtDate, fmtNumber, FormError, Link, Notice, refocusWhenDone, Time, useAction, useRequest } from '../ui.tsx';
+import { Async, ErrorBox, fmtCount, fmtDate, fmtNumber, FormError, Link, Notice, refocusWhenDone, useAction, useRequest } from '../ui.tsx';
+import { ChangeWhat, ChangeWhen, type ChangePage } from '../change-view.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
-/** The information fields of a change, in words (as on the contact page). */
-const FIELD_WORDS: Record<string, string> = { title: 'title', location: 'location', email: 'e-mail', emailStatus: 'e-mail status', hasMultipleJobs: 'several jobs', jobStartedAt: 'job start' };
 const TYPES: [string, string][] = [
   ['', 'All changes'],
   ['job', 'Job changes'],
@@ -14,31 +13,12 @@ const TYPES: [string, string][] = [
 /** Changes a page: each needs its contact's name (one request a contact), so not the API's 1000. */
 const PAGE = 50;
 
-interface Change {
-  id: string;
-  contactId: string;
-  type: 'job' | 'info';
-  field?: string;
-  from: Record<string, unknown> | null;
-  to: Record<string, unknown> | null;
-  detectedAt: string;
-  observedAt: string | null;
-}
-interface ChangeFeed {
-  changes: Change[];
-  nextCursor: string | null;
-}
 interface DailySet {
   date: string;
   createdAt: string;
   files: { name: string; bytes: number; contacts: number; url: string }[];
 }
 
-const valueOf = (side: Record<string, unknown> | null | undefined, field: string | null | undefined) =>
-  side && field && Object.prototype.hasOwnProperty.call(side, field) ? side[field] : side;
-const show = (v: unknown) => (v === null || v === undefined || v === '' ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
-/** A contact's value isolated from the words around it (right-to-left text: see contact.tsx). */
-const Value = (props: { v: unknown }) => <bdi>{show(props.v)}</bdi>;
 /** YYYYMMDD (a daily set's UTC day) as an ISO day. */
 const isoDay = (d: string) => `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6, 8)}`;
 const fmtBytes = (n: number) => (n < 1024 ? `${n} bytes` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} kB` : `${(n / 1024 / 1024).toFixed(1)} MB`);
@@ -248,12 +228,12 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
   const keyNow = useRef(key);
   keyNow.current = key;
   // a cursor carries its filters: sent alone (docs/tracking.md)
-  const first = useRequest((signal) => api<ChangeFeed>('GET', path, { query: { limit: PAGE, type, since }, signal }), [path, type, since]);
+  const first = useRequest((signal) => api<ChangePage>('GET', path, { query: { limit: PAGE, type, since }, signal }), [path, type, since]);
   // the pages "Show more" read, of the filters they were read under (another filter is another list)
-  const [later, setLater] = useState<{ of: string; pages: ChangeFeed[] }>({ of: key, pages: [] });
+  const [later, setLater] = useState<{ of: string; pages: ChangePage[] }>({ of: key, pages: [] });
   const more = useAction(async (cursor: string) => {
     const of = key;
-    const page = await api<ChangeFeed>('GET', path, { query: { limit: PAGE, cursor } });
+    const page = await api<ChangePage>('GET', path, { query: { limit: PAGE, cursor } });
     if (of !== keyNow.current) return;
     setLater((l) => ({ of, pages: [...(l.of === of ? l.pages : []), page] }));
     // focus on the first change the page added, so a keyboard user reads on from there
@@ -326,22 +306,11 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
           <ol class="timeline changes">
             {all.map((c) => (
               <li key={c.id} id={`chg-${c.id}`} class={c.type} tabIndex={-1}>
-                <p class="when">
-                  <Time iso={c.detectedAt} />
-                  <span class={`badge ${c.type === 'job' ? 'job' : ''}`}>{c.type === 'job' ? 'job change' : `${FIELD_WORDS[c.field ?? ''] ?? c.field ?? 'info'} changed`}</span>
-                </p>
+                <ChangeWhen change={c} />
                 <p class="who-changed">
                   <Who orgId={orgId} ledgerId={ledgerId} id={c.contactId} name={names.get(c.contactId)} />
                 </p>
-                {c.type === 'job' ? (
-                  <p>
-                    <Value v={c.from?.title} /> at <strong><Value v={c.from?.company} /></strong> → <Value v={c.to?.title} /> at <strong><Value v={c.to?.company} /></strong>
-                  </p>
-                ) : (
-                  <p>
-                    <Value v={valueOf(c.from, c.field)} /> → <strong><Value v={valueOf(c.to, c.field)} /></strong>
-                  </p>
-                )}
+                <ChangeWhat change={c} />
               </li>
             ))}
           </ol>

@@ -3,37 +3,10 @@ import { api, LEDGER } from '../api.ts';
 import { entryState, navigate } from '../router.ts';
 import { Async, atLeast, Confirm, Email, fmtNumber, FormError, Link, Time, useAction, useRequest, useRole } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
+import { ChangeWhat, ChangeWhen, show, Value, type ChangePage } from '../change-view.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
-/** The information fields of a change, in words (the API's names are its fields': "emailStatus changed" read as code, a tester's case). */
-const FIELD_WORDS: Record<string, string> = { title: 'title', location: 'location', email: 'e-mail', emailStatus: 'e-mail status', hasMultipleJobs: 'several jobs', jobStartedAt: 'job start' };
-
-interface Change {
-  id: string;
-  type: 'job' | 'info';
-  field?: string;
-  from: Record<string, unknown> | null;
-  to: Record<string, unknown> | null;
-  detectedAt: string;
-  observedAt: string | null;
-}
-
-interface ChangePage {
-  changes: Change[];
-  nextCursor: string | null;
-}
 const PAGE = 100;
-
-/** The changed field's value in a change's from/to object; null (shown as —) is a value too. The whole object only when it does not hold the field. */
-const valueOf = (side: Record<string, unknown> | null | undefined, field: string | null | undefined) =>
-  side && field && Object.prototype.hasOwnProperty.call(side, field) ? side[field] : side;
-const show = (v: unknown) => (v === null || v === undefined || v === '' ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
-/**
- * A value of the contact's, isolated from the text around it (<bdi>): a right-to-left title or
- * company in "X at Y → Z at W" otherwise took the words around it into its own direction, and the
- * old and new companies read swapped (a web tester's Arabic contact).
- */
-const Value = (props: { v: unknown }) => <bdi>{show(props.v)}</bdi>;
 
 /** One contact: current and imported values, and its change history as a timeline. */
 export function ContactDetail(props: { orgId: string; ledgerId: string; contactId: string }) {
@@ -177,19 +150,8 @@ function History(props: { path: string }) {
             <ol class="timeline">
               {changes.map((ch) => (
                 <li key={ch.id} class={ch.type}>
-                  <p class="when">
-                    <Time iso={ch.detectedAt} />
-                    <span class={`badge ${ch.type === 'job' ? 'job' : ''}`}>{ch.type === 'job' ? 'job change' : `${FIELD_WORDS[ch.field ?? ''] ?? ch.field ?? 'info'} changed`}</span>
-                  </p>
-                  {ch.type === 'job' ? (
-                    <p>
-                      <Value v={ch.from?.title} /> at <strong><Value v={ch.from?.company} /></strong> → <Value v={ch.to?.title} /> at <strong><Value v={ch.to?.company} /></strong>
-                    </p>
-                  ) : (
-                    <p>
-                      <Value v={valueOf(ch.from, ch.field)} /> → <strong><Value v={valueOf(ch.to, ch.field)} /></strong>
-                    </p>
-                  )}
+                  <ChangeWhen change={ch} />
+                  <ChangeWhat change={ch} />
                   {ch.observedAt && (
                     <p class="muted small">
                       observed <Time iso={ch.observedAt} dateOnly />
