@@ -335,8 +335,9 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
 export const CONFIG_FLAGS: readonly string[] = SETTINGS.map((s) => s!.flag);
 
 /** Help lines for `--help`. */
-export function configHelp(): string {
-  return SETTINGS.map((s) => `  --${s!.flag.padEnd(34)} ${s!.env.padEnd(32)} ${s!.help}`).join('\n');
+/** The settings' help lines: those whose flags are given, or all. */
+export function configHelp(only?: readonly string[]): string {
+  return SETTINGS.filter((s) => !only || only.includes(s!.flag)).map((s) => `  --${s!.flag.padEnd(34)} ${s!.env.padEnd(32)} ${s!.help}`).join('\n');
 }
 
 /** The prefix of the program's own environment variables: one that names no setting is a mistake. */

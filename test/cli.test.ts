@@ -353,6 +353,10 @@ C('unknown commands and flags are usage errors (2); --help and version succeed (
   const short = run(['backup', '-h']);
   assert.is(short.status, 0, 'each command takes -h as --help');
   assert.match(short.stdout, /^Usage: contact-ledger backup <file>/);
+  // a command's help lists the settings it acts on, not the server's 40 (a tester's "backup --help" listed PORT)
+  assert.match(short.stdout, /CONTACT_LEDGER_DATA/);
+  assert.not.match(short.stdout, /\bPORT\b|WEBHOOK_ALLOW_HOSTS/);
+  assert.match(short.stdout, /the server's other settings, in contact-ledger serve --help, are checked too/);
   const help = run(['--help']);
   assert.is(help.status, 0);
   assert.match(help.stdout, /Commands:/);

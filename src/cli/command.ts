@@ -38,6 +38,12 @@ interface CommandInfo {
   flags?: Record<string, { type: 'string' | 'boolean'; help: string }>;
   /** Writes into the data folder as the user who runs it: refused to root on a folder another user owns (data-owner.ts). */
   writesData?: true;
+  /**
+   * The settings (their flags) the command acts on, which its --help lists; the server's others
+   * are read and checked too but change nothing it does (every command's help listed all 40).
+   * Left out: all of them (serve).
+   */
+  settings?: readonly string[];
 }
 
 /**
@@ -87,7 +93,10 @@ export function commandHelp(cmd: Command): string {
     lines.push('', 'Options:');
     for (const [name, f] of own) lines.push(`  --${(name + (f.type === 'string' ? ' <value>' : '')).padEnd(34)} ${f.help}`);
   }
-  if (cmd.takesConfig) lines.push('', 'Configuration (flag, environment variable; flags win; secrets also read VAR_FILE):', configHelp());
+  if (cmd.takesConfig) {
+    lines.push('', 'Configuration (flag, environment variable; flags win; secrets also read VAR_FILE):', configHelp(cmd.settings));
+    if (cmd.settings) lines.push("  (the server's other settings, in contact-ledger serve --help, are checked too; they change nothing here)");
+  }
   lines.push('  --help                             show this help');
   return lines.join('\n');
 }

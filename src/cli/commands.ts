@@ -6,6 +6,9 @@ import { paths } from '../paths.ts';
 import { VERSION } from '../version.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Command } from './command.ts';
 
+/** The settings a command that only reads or rewrites the database acts on (its --help lists them alone). */
+const MAINTENANCE_SETTINGS = ['data', 'log-level'] as const;
+
 export const USER_USAGE = 'user add --email <e-mail> --password <password | -> [--name <name>] [--superuser] | user passwd --email <e-mail> | --id <userId> --password <password | ->';
 
 const serveCommand: Command = {
@@ -26,6 +29,7 @@ const initCommand: Command = {
     password: { type: 'string', help: 'its password; "-" reads it from standard input (or CONTACT_LEDGER_ADMIN_PASSWORD[_FILE])' },
     org: { type: 'string', help: 'also create this organization, with the superuser as its admin' },
   },
+  settings: ['data', 'admin-email', 'admin-password', 'bcrypt-cost', 'log-level'],
   takesConfig: true,
   load: async () => (await import('./init.ts')).run,
 };
@@ -42,6 +46,7 @@ const userCommand: Command = {
     name: { type: 'string', help: 'display name (add)' },
     superuser: { type: 'boolean', help: 'make the new user a superuser (add)' },
   },
+  settings: ['data', 'bcrypt-cost', 'log-level'],
   takesConfig: true,
   load: async () => (await import('./user.ts')).run,
 };
@@ -51,6 +56,7 @@ const migrateCommand: Command = {
   writesData: true,
   summary: 'Apply pending database migrations (after an automatic backup into <data>/backups/). The server must be stopped.',
   usage: 'migrate [options]',
+  settings: MAINTENANCE_SETTINGS,
   takesConfig: true,
   load: async () => (await import('./migrate.ts')).run,
 };
@@ -60,6 +66,7 @@ const compactCommand: Command = {
   writesData: true,
   summary: 'Rewrite the database without its free pages: the file shrinks after large deletions, and no deleted value stays behind in it. The server must be stopped.',
   usage: 'compact [options]',
+  settings: MAINTENANCE_SETTINGS,
   takesConfig: true,
   load: async () => (await import('./compact.ts')).run,
 };
@@ -68,6 +75,7 @@ const backupCommand: Command = {
   name: 'backup',
   summary: 'Write a consistent copy of the database to <file>, also while the server runs (online backup). The file must not exist.',
   usage: 'backup <file> [options]',
+  settings: MAINTENANCE_SETTINGS,
   takesConfig: true,
   load: async () => (await import('./backup.ts')).run,
 };
@@ -77,6 +85,7 @@ const restoreCommand: Command = {
   writesData: true,
   summary: 'Replace the database with a backup file (checked first; the current database is kept in <data>/backups/). The server must be stopped.',
   usage: 'restore <file> [options]',
+  settings: MAINTENANCE_SETTINGS,
   takesConfig: true,
   load: async () => (await import('./restore.ts')).run,
 };
@@ -87,6 +96,7 @@ const importCommand: Command = {
   summary: 'Import contacts from a CSV file into a ledger, showing progress. The server must be stopped (while it runs, upload through the API).',
   usage: 'import <orgId> <ledgerId> <file.csv> [--mapping <json>] [options]',
   flags: { mapping: { type: 'string', help: 'column mapping as JSON, e.g. {"referenceId":"CRM Id"} (as the API\'s mapping field)' } },
+  settings: ['data', 'max-stored-rejections', 'log-level'],
   takesConfig: true,
   load: async () => (await import('./import.ts')).run,
 };
@@ -95,6 +105,7 @@ const feedCommand: Command = {
   name: 'feed',
   summary: 'Ingest a person-data feed file (.jsonl, .ndjson, .csv or .json, optionally .gz) and report the changes it caused.',
   usage: 'feed <file> [options]',
+  settings: ['data', 'max-stored-rejections', 'log-level'],
   takesConfig: true,
   load: async () => (await import('./feed.ts')).run,
 };
@@ -104,6 +115,7 @@ const keysCommand: Command = {
   writesData: true,
   summary: 'Rotate the access-token signing key: a new key signs from the next start, and every key that signed tokens still alive keeps verifying until they expire. Restart the server afterwards.',
   usage: 'keys rotate [options]',
+  settings: MAINTENANCE_SETTINGS,
   takesConfig: true,
   load: async () => (await import('./keys.ts')).run,
 };
