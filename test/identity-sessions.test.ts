@@ -619,6 +619,11 @@ S("password policy: the account's own e-mail address, its local part or name, an
   expectStatus(member, 422, 'a new member whose password is their address\'s local part');
   assert.match(member.body.errors[0].message, /e-mail address or name/);
   const created = await t.call('POST', `${ID}/users`, { token: w.root, body: { email: 'mina@a.test', name: 'Mina Murray Harker', password: 'mina murray harker' } });
+  const nameAsMember = await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'arthur@a.test', name: 'Arthur Holmwood', role: 'viewer', password: 'arthur holmwood' } });
+  expectStatus(nameAsMember, 422, 'a new member whose password is the name the admin gave them (an org tester\'s case)');
+  assert.match(nameAsMember.body.errors[0].message, /e-mail address or name/);
+  const nameAsAdmin = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Carfax', adminEmail: 'quincey@a.test', adminName: 'Quincey Morris', adminPassword: 'Quincey-Morris' } });
+  expectStatus(nameAsAdmin, 422, "a new organization's new admin likewise");
   expectStatus(created, 422, 'a new user whose password is their name');
   assert.match(created.body.errors[0].message, /e-mail address or name/, created.text);
   expectStatus(await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'lucy@a.test', role: 'viewer', password: 'lucy westenra of whitby' } }), 201, 'a passphrase with the name in it is a passphrase');

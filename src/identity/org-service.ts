@@ -92,7 +92,7 @@ export function createOrgService(d: OrgDeps) {
    * Resolves the user an e-mail names, preparing a password hash when a new user must be created.
    * Async work happens here, before the transaction.
    */
-  const prepareUser = async (email: string, password: string | undefined, field: string, orgId?: string) => {
+  const prepareUser = async (email: string, password: string | undefined, field: string, name: string | undefined, orgId?: string) => {
     const existing = d.users.findUserByEmail(email);
     if (existing) {
       // an account that may not join says so now, not after "add them without a password" (an upgrade tester's case)
@@ -101,7 +101,8 @@ export function createOrgService(d: OrgDeps) {
       return { existing };
     }
     if (password === undefined) throw invalidField(field, `no user has the e-mail ${email}; give a password to create one`);
-    checkPasswordPolicy(password, field, { email });
+    // the new account's own e-mail and name are no password (an org tester's admin chose the name)
+    checkPasswordPolicy(password, field, { email, name });
     return { passwordHash: await d.hasher.hash(password) };
   };
 
@@ -120,7 +121,7 @@ export function createOrgService(d: OrgDeps) {
      */
     async createOrg(by: Caller, input: { name: string; adminEmail?: string; adminName?: string; adminPassword?: string }): Promise<OrgWithRole> {
       const adminEmail = input.adminEmail === undefined ? undefined : accountEmail(input.adminEmail);
-      const prepared = adminEmail ? await prepareUser(adminEmail, input.adminPassword, 'adminPassword') : undefined;
+      const prepared = adminEmail ? await prepareUser(adminEmail, input.adminPassword, 'adminPassword', input.adminName) : undefined;
       return d.db.tx(() => {
         const now = d.clock.now();
         const org: Org = { id: newId('o'), name: input.name, createdAt: now, updatedAt: now };
@@ -184,7 +185,7 @@ export function createOrgService(d: OrgDeps) {
     async addMember(by: Caller, orgId: string, input: NewMemberInput): Promise<Member> {
       requireOrg(orgId);
       const email = accountEmail(input.email);
-      const prepared = await prepareUser(email, input.password, 'password', orgId);
+      const prepared = await prepareUser(email, input.password, 'password', input.name, orgId);
       return d.db.tx(() => {
         const org = requireOrg(orgId);
         const user = resolvePreparedUser(prepared, email, input.name ?? '', { orgId, by });
