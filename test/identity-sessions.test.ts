@@ -629,6 +629,16 @@ S("password policy: the account's own e-mail address, its local part or name, an
   expectStatus(await t.call('POST', `${ID}/orgs/${w.orgId}/members`, { token: w.tokens.admin, body: { email: 'lucy@a.test', role: 'viewer', password: 'lucy westenra of whitby' } }), 201, 'a passphrase with the name in it is a passphrase');
 });
 
+S("a superuser changes their own password with the current one, as everyone: PATCH /users/:id of oneself is refused (a stolen token could take the account over)", async ({ t, w }) => {
+  const me = (await t.call('GET', `${ID}/session`, { token: w.root })).body.user.id as string;
+  const own = await t.call('PATCH', `${ID}/users/${me}`, { token: w.root, body: { password: 'A-Whole-New-Password-77' } });
+  expectStatus(own, 422);
+  assert.equal(own.body.errors[0], { path: 'password', message: 'is your own: change it with PATCH /users/me, giving currentPassword' });
+  expectStatus(await t.call('GET', `${ID}/session`, { token: w.root }), 200, 'the session stays');
+  expectStatus(await t.call('PATCH', `${ID}/users/${me}`, { token: w.root, body: { name: 'Root Renamed' } }), 200, 'the rest of one\'s own account may be patched there');
+  expectStatus(await t.call('PATCH', `${ID}/users/${w.users.viewer}`, { token: w.root, body: { password: 'Reset-By-Root-55' } }), 200, "another account's password a superuser may reset");
+});
+
 S.run();
 
 // ── throttling gets its own app: it deliberately locks accounts ─────────────

@@ -201,6 +201,12 @@ export function createUserService(d: UserDeps) {
       const user = requireUser(userId);
       let passwordHash: string | undefined;
       if (patch.password !== undefined) {
+        // one's own password is changed with the current one (PATCH /users/me, throttled): a
+        // superuser's stolen access token set a new one here without it, ending the owner's
+        // sessions everywhere (an org tester's case). Another account's, a superuser may reset.
+        if (by.actor.type === 'user' && by.actor.id === userId) {
+          throw invalidField('password', 'is your own: change it with PATCH /users/me, giving currentPassword');
+        }
         checkPasswordPolicy(patch.password, 'password', { email: user.email, name: patch.name ?? user.name });
         passwordHash = await d.hasher.hash(patch.password);
       }
