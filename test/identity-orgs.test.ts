@@ -282,6 +282,21 @@ O('organization get, rename (admin), members list paging', async ({ t, w }) => {
   const p = await t.call('PATCH', `${ID}/orgs/${w.orgId}`, { token: w.tokens.admin, body: { name: 'Org A renamed' } });
   expectStatus(p, 200);
   assert.is(p.body.name, 'Org A renamed');
+  // the same name again, and users patched with what they have: nothing moves, nothing is audited
+  const audited = () => t.rt.db.raw.prepare("SELECT count(*) FROM audit_log WHERE action IN ('org.updated', 'user.updated')").pluck().get();
+  const entries = audited();
+  t.clock.advance(1000);
+  const same = await t.call('PATCH', `${ID}/orgs/${w.orgId}`, { token: w.tokens.admin, body: { name: ' Org A renamed ' } });
+  expectStatus(same, 200);
+  assert.is(same.body.updatedAt, p.body.updatedAt, 'updatedAt stays');
+  const viewer = await t.call('GET', `${ID}/users/${w.users.viewer}`, { token: w.root });
+  const unchanged = await t.call('PATCH', `${ID}/users/${w.users.viewer}`, { token: w.root, body: { disabled: false, superuser: false, name: viewer.body.name } });
+  expectStatus(unchanged, 200);
+  assert.is(unchanged.body.updatedAt, viewer.body.updatedAt);
+  const me = await t.call('PATCH', `${ID}/users/me`, { token: w.tokens.viewer, body: { name: viewer.body.name } });
+  expectStatus(me, 200);
+  assert.is(me.body.updatedAt, viewer.body.updatedAt);
+  assert.is(audited(), entries, 'no entry for a PATCH that changed nothing');
   const page1 = await t.call('GET', `${ID}/orgs/${w.orgId}/members?limit=2`, { token: w.tokens.viewer });
   assert.is(page1.body.members.length, 2);
   assert.type(page1.body.nextCursor, 'string');

