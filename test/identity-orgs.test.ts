@@ -285,7 +285,7 @@ O('organization get, rename (admin), members list paging', async ({ t, w }) => {
   // the same name again, and users patched with what they have: nothing moves, nothing is audited
   const audited = () => t.rt.db.raw.prepare("SELECT count(*) FROM audit_log WHERE action IN ('org.updated', 'user.updated')").pluck().get();
   const entries = audited();
-  t.clock.advance(1000);
+  (t.clock as ManualClock).advance(1000);
   const same = await t.call('PATCH', `${ID}/orgs/${w.orgId}`, { token: w.tokens.admin, body: { name: ' Org A renamed ' } });
   expectStatus(same, 200);
   assert.is(same.body.updatedAt, p.body.updatedAt, 'updatedAt stays');
