@@ -29,6 +29,23 @@ O('superuser creates an organization with an admin given by e-mail (new user wit
   assert.is(members.body.nextCursor, null);
 });
 
+O('an account made through an organization is audited installation-wide (user.created), so the record outlives the organization; an admin\'s name or password without adminEmail is refused', async ({ t, w }) => {
+  const org = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'Shortlived', adminEmail: 'dan@short.test', adminPassword: 'dans own passphrase' } });
+  expectStatus(org, 201);
+  const added = await t.call('POST', `${ID}/orgs/${org.body.id}/members`, { token: w.root, body: { email: 'carol@short.test', role: 'viewer', password: 'carols passphrase' } });
+  expectStatus(added, 201);
+  expectStatus(await t.call('DELETE', `${ID}/orgs/${org.body.id}`, { token: w.root }), 204);
+  const audit = await t.call('GET', `${ID}/audit?limit=50`, { token: w.root });
+  const made = audit.body.events.filter((e: any) => e.action === 'user.created').map((e: any) => [e.orgId, e.data.email, e.data.inOrg]);
+  assert.ok(made.some((m: any) => m[1] === 'dan@short.test' && m[0] === null && m[2] === org.body.id), JSON.stringify(made));
+  assert.ok(made.some((m: any) => m[1] === 'carol@short.test' && m[0] === null && m[2] === org.body.id), JSON.stringify(made));
+  for (const body of [{ name: 'No Admin', adminPassword: 'a passphrase here' }, { name: 'No Admin', adminName: 'Nobody' }]) {
+    const r = await t.call('POST', `${ID}/orgs`, { token: w.root, body });
+    expectStatus(r, 422, JSON.stringify(body));
+    assert.match(r.body.errors[0].message, /give adminEmail too/);
+  }
+});
+
 O('creating an organization for an unknown e-mail without a password → 422; non-superusers → 403', async ({ t, w }) => {
   const r = await t.call('POST', `${ID}/orgs`, { token: w.root, body: { name: 'X', adminEmail: 'ghost@x.test' } });
   assert.is(r.status, 422);

@@ -83,7 +83,11 @@ export function createOrgService(d: OrgDeps) {
     // an existing account prepareUser let join (only a new account gets a password's organization)
     if (prepared.existing) return prepared.existing;
     if (d.users.findUserByEmail(email)) throw userExists(email);
-    return insertNewUser(email, name, prepared.passwordHash!, isSuperuser(into.by) ? null : into.orgId);
+    const user = insertNewUser(email, name, prepared.passwordHash!, isSuperuser(into.by) ? null : into.orgId);
+    // installation-wide, as POST /users's: an organization's own entries go with it when it is
+    // deleted, and with them every trace of who made the account (an org tester's case)
+    d.audit.record(into.by, { orgId: null, action: 'user.created', target: { type: 'user', id: user.id }, data: { email, superuser: false, inOrg: into.orgId } });
+    return user;
   };
 
   const isSuperuser = (by: Caller) => by.actor.type === 'user' && by.actor.superuser;

@@ -44,12 +44,20 @@ const newPassword = z
   // the document states the policy's bounds; the schema lets up to 1024 through to the policy, whose message says why
   .meta({ description: `${PASSWORD_MIN} to ${PASSWORD_MAX} characters, not one of the most common passwords`, minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX });
 
-export const NewOrg = z.strictObject({
-  name: text(256),
-  adminEmail: emailField.optional(),
-  adminName: text(256).optional(),
-  adminPassword: newPassword.optional(),
-});
+export const NewOrg = z
+  .strictObject({
+    name: text(256),
+    adminEmail: emailField.optional(),
+    adminName: text(256).optional(),
+    adminPassword: newPassword.optional(),
+  })
+  // an admin's name or password without the admin's e-mail describe nobody: refused, not dropped
+  // (an org tester's password vanished without a word, and the creator became the admin)
+  .superRefine((o, ctx) => {
+    for (const k of ['adminName', 'adminPassword'] as const) {
+      if (o[k] !== undefined && o.adminEmail === undefined) ctx.addIssue({ code: 'custom', path: [k], message: 'is for the admin named by adminEmail; give adminEmail too, or leave it out' });
+    }
+  });
 
 /** A PATCH must change something: `{}` is a 422 naming what it may give, not a 200 that records a change that never happened. */
 const givesOneOf = (...keys: string[]) => [(p: Record<string, unknown>) => keys.some((k) => p[k] !== undefined), `give at least one of ${keys.join(', ')}`] as const;
