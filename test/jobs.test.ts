@@ -3,6 +3,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
@@ -453,6 +454,40 @@ async function recordedRun(db: Db, queue: ReturnType<typeof createQueue>, kind: 
   await scheduler.stop();
   return seen;
 }
+
+S('a job deleted while it ran (its ledger or organization deleted) is logged as such, not as a lease another worker took', async () => {
+  const { db, clock } = fixture();
+  const queue = createQueue(db, clock);
+  const lines: string[] = [];
+  const log = createLogger('info', new Writable({ write: (chunk, _enc, done) => void (lines.push(String(chunk)), done()) }));
+  db.tx(() => {
+    queue.enqueue('job_gone', 'gone', {});
+    queue.enqueue('job_taken', 'taken', {});
+  });
+  const runners: Record<string, Runner> = {};
+  for (const kind of ['gone', 'taken']) {
+    runners[kind] = {
+      pruneFinishedAfterMs: null,
+      async run(lease) {
+        // gone: the job's row deleted (as a ledger's deletion does); taken: another worker's lease on it
+        if (kind === 'gone') db.raw.prepare('DELETE FROM jobs WHERE id = ?').run(lease.job.id);
+        else db.raw.prepare("UPDATE jobs SET lease_token = lease_token + 1 WHERE id = ?").run(lease.job.id);
+        db.tx(() => lease.renew());
+        return 'done';
+      },
+    };
+  }
+  const scheduler = createScheduler({ db, queue, log, runners });
+  scheduler.start();
+  await until('both runs ended', () => lines.filter((l) => /deleted while it ran|lost the lease/.test(l)).length === 2, Boolean, 10_000);
+  await scheduler.stop();
+  const said = lines.map((l) => JSON.parse(l)).filter((l) => /deleted while it ran|lost the lease/.test(l.msg)).map((l) => [l.level, l.msg]).sort();
+  assert.equal(said, [
+    ['info', 'job deleted while it ran (its ledger or organization was deleted); its run stopped'],
+    ['warn', 'lost the lease; another worker owns the job now'],
+  ]);
+  db.close();
+});
 
 S('a job whose process died on every attempt is failed, not run again', async () => {
   const { db, clock } = fixture();

@@ -146,7 +146,10 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
       if (ended?.status === 'failed') log.info({ error: ended.error }, 'job failed');
     } catch (err) {
       if (err instanceof LeaseLostError) {
-        log.warn('lost the lease; another worker owns the job now');
+        // a job deleted while it ran (its ledger or organization was deleted) is no lost lease: said
+        // as what it is, not as another worker's doing (an org tester's misleading warning)
+        if (d.queue.find(lease.job.id) === undefined) log.info('job deleted while it ran (its ledger or organization was deleted); its run stopped');
+        else log.warn('lost the lease; another worker owns the job now');
         return;
       }
       const message = (err as Error).message || String(err);
