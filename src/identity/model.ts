@@ -40,6 +40,8 @@ export interface Member {
   userId: string;
   email: string;
   name: string;
+  /** The user's account is disabled: a member who can reach nothing, and an admin who does not count as one. */
+  disabled: boolean;
   role: Role;
   addedAt: number;
 }

@@ -38,7 +38,7 @@ export type OrgService = ReturnType<typeof createOrgService>;
 /** Organizations and their members (SPEC §3.2). Role checks happen in the route table. */
 export function createOrgService(d: OrgDeps) {
   const lastAdmin = (email: string, org: Org) =>
-    conflict('last_admin', `${email} is the last admin of ${JSON.stringify(org.name)} (${org.id}); make another member admin first.`);
+    conflict('last_admin', `${email} is the last admin of ${JSON.stringify(org.name)} (${org.id}) who can sign in (a disabled admin does not count); make another member admin first.`);
   const requireOrg = (orgId: string): Org => {
     const org = d.orgs.findOrgById(orgId);
     if (!org) throw notFound('organization', orgId);

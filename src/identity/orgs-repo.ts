@@ -12,6 +12,7 @@ interface MemberRow {
   org_id: string;
   user_id: string;
   email: string;
+  disabled: number;
   name: string;
   role: Role;
   added_at: number;
@@ -21,7 +22,7 @@ export interface OrgWithRole extends Org {
 }
 
 const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, createdAt: r.created_at, updatedAt: r.updated_at });
-const toMember = (r: MemberRow): Member => ({ orgId: r.org_id, userId: r.user_id, email: r.email, name: r.name, role: r.role, addedAt: r.added_at });
+const toMember = (r: MemberRow): Member => ({ orgId: r.org_id, userId: r.user_id, email: r.email, name: r.name, disabled: r.disabled === 1, role: r.role, addedAt: r.added_at });
 
 export type OrgsRepo = ReturnType<typeof createOrgsRepo>;
 
@@ -48,14 +49,14 @@ export function createOrgsRepo(db: Db) {
       'SELECT o.id, o.name, o.created_at, o.updated_at, m.role FROM members m JOIN orgs o ON o.id = m.org_id WHERE m.user_id = ? AND (o.created_at > ? OR (o.created_at = ? AND o.id > ?)) ORDER BY o.created_at, o.id LIMIT ?',
     ),
     member: db.raw.prepare<[string, string], MemberRow>(
-      'SELECT m.org_id, m.user_id, u.email, u.name, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? AND m.user_id = ?',
+      'SELECT m.org_id, m.user_id, u.email, u.name, u.disabled, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? AND m.user_id = ?',
     ),
     role: db.raw.prepare<[string, string], Role>('SELECT role FROM members WHERE org_id = ? AND user_id = ?').pluck(),
     membersFirst: db.raw.prepare<[string, number], MemberRow>(
-      'SELECT m.org_id, m.user_id, u.email, u.name, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? ORDER BY m.added_at, m.user_id LIMIT ?',
+      'SELECT m.org_id, m.user_id, u.email, u.name, u.disabled, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? ORDER BY m.added_at, m.user_id LIMIT ?',
     ),
     membersAfter: db.raw.prepare<[string, number, number, string, number], MemberRow>(
-      'SELECT m.org_id, m.user_id, u.email, u.name, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? AND (m.added_at > ? OR (m.added_at = ? AND m.user_id > ?)) ORDER BY m.added_at, m.user_id LIMIT ?',
+      'SELECT m.org_id, m.user_id, u.email, u.name, u.disabled, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? AND (m.added_at > ? OR (m.added_at = ? AND m.user_id > ?)) ORDER BY m.added_at, m.user_id LIMIT ?',
     ),
     insertMember: db.raw.prepare('INSERT INTO members (org_id, user_id, role, added_at) VALUES (@orgId, @userId, @role, @addedAt)'),
     updateRole: db.raw.prepare<[Role, string, string]>('UPDATE members SET role = ? WHERE org_id = ? AND user_id = ?'),

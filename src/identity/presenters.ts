@@ -35,7 +35,7 @@ export const OrgAnswer = z
   .meta({ id: 'Organization' });
 
 export const MemberAnswer = z
-  .strictObject({ userId: idOf('u'), email: z.string(), name: z.string(), role, addedAt: isoTime })
+  .strictObject({ userId: idOf('u'), email: z.string(), name: z.string(), role, disabled: z.boolean().meta({ description: "The user's account is disabled (by a superuser): they reach nothing, and as an admin they do not count against the last-admin rule" }), addedAt: isoTime })
   .meta({ id: 'Member' });
 
 const serviceAccountBase = {
@@ -155,6 +155,7 @@ export const presentMember = (m: Member): z.output<typeof MemberAnswer> => ({
   email: m.email,
   name: m.name,
   role: m.role,
+  disabled: m.disabled,
   addedAt: isoZ(m.addedAt),
 });
 

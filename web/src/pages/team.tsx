@@ -7,6 +7,8 @@ interface Member {
   email: string;
   name: string;
   role: Role;
+  /** Disabled by a superuser: reaches nothing, and an admin who does not count as one. */
+  disabled: boolean;
   addedAt: string;
 }
 const ROLES: { role: Role; text: string }[] = [
@@ -23,7 +25,7 @@ function plain(e: unknown, m: Member, orgName: string | undefined): ApiError {
   const err = asApiError(e);
   if (err.code !== 'last_admin') return err;
   const who = m.name || m.email;
-  return new ApiError(err.status, err.code, `${who} is the last admin of ${orgName ?? 'this organization'}: make another member an admin first.`, err.errors);
+  return new ApiError(err.status, err.code, `${who} is the last admin of ${orgName ?? 'this organization'} who can sign in (a disabled admin does not count): make another member an admin first.`, err.errors);
 }
 
 /**
@@ -141,6 +143,11 @@ export function Team(props: { orgId: string }) {
                     <th scope="row">
                       {m.name || '—'}
                       {m.userId === me?.id && <span class="badge">you</span>}
+                      {m.disabled && (
+                        <span class="badge" title="Disabled by a superuser: signs in nowhere, and as an admin does not count">
+                          disabled
+                        </span>
+                      )}
                     </th>
                     <td class="email" data-label="E-mail">
                       <Email address={m.email} />
