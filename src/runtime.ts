@@ -198,7 +198,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     if (exposed.length) {
       log.warn(
         { accounts: exposed.slice(0, 100), count: exposed.length },
-        "accounts whose password an organization's admin may have chosen (passwordFrom; 'unknown': an organization since deleted) are superusers or members of other organizations, made so before this version checked it (docs/security.md): whoever chose it may sign in there as them; a superuser sets each one's password (PATCH /api/identity/v1/users/:userId, or contact-ledger user passwd) and gives it to its owner, or removes them",
+        "accounts whose password an organization's admin may have chosen (passwordFrom; 'unknown': an organization since deleted) are superusers or members of other organizations, made so before this version checked it (docs/security.md): whoever chose it may sign in there as them; a superuser sets each one's password (PATCH /api/identity/v1/users/:userId; a superuser's own by another superuser, or contact-ledger user passwd) and gives it to its owner, or removes them",
       );
     }
     const unfound = identity.users.accountsNotFoundBySignIn();

@@ -105,7 +105,7 @@ export function problems(log: Logger): Koa.Middleware {
         // otherwise write a stack trace per request)
         // /readyz's own "not ready" is its answer, polled by every load balancer and unit while the
         // server starts: info, not a warning per poll (an upgrade tester's log filled with them)
-        if (e.headers['Retry-After'] !== undefined && ctx.path === '/readyz') log.info({ ...request, code: e.code }, `readiness: ${e.message}`);
+        if (e.code === 'not_ready' && ctx.path === '/readyz') log.info({ ...request, code: e.code }, `readiness: ${e.message}`);
         else if (e.headers['Retry-After'] !== undefined) log.warn({ ...request, code: e.code }, `request turned away: ${e.message}`);
         // the client hung up while its body was read (an upload cancelled): nothing failed here,
         // and nobody is left to answer (it was an error with a stack, a feed tester's case)

@@ -20,5 +20,5 @@ export const passwordOfAnotherOrg = (u: User) =>
   conflict(
     'password_set_by_another_org',
     `The account ${u.email} has a password that an organization's administrator chose when they made it, who may know it: ` +
-      `a superuser must set a new password for it first (PATCH /api/identity/v1/users/${u.id}, or contact-ledger user passwd on the server) and give it to its owner; then try again.`,
+      `a superuser must set a new password for it first (PATCH /api/identity/v1/users/${u.id} — by another superuser, should it be a superuser's own — or contact-ledger user passwd on the server) and give it to its owner; then try again.`,
   );

@@ -135,6 +135,37 @@ A('should the session end after the change all the same, the page signs in again
   await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
 });
 
+A('a refresh that fails after the change (not an ended session) leaves the change said as made, with a note, never as a failure', async (ctx) => {
+  const { page, base } = ctx.e;
+  const FOURTH = 'fourth passphrase of paula';
+  const change = async (from: string, to: string, before?: () => Promise<void>) => {
+    await page.goto(`${base}/account`);
+    await page.getByLabel('Current password', { exact: true }).fill(from);
+    await page.getByLabel('New password', { exact: true }).fill(to);
+    await page.getByLabel('Confirm the new password').fill(to);
+    await before?.(); // (after the page's own start, which refreshes its session too)
+    await page.getByRole('button', { name: 'Change password' }).click();
+  };
+  let failedOnce = false;
+  // the refresh after the change fails once, as a server too busy to answer would
+  const failRefresh = async () => {
+    await page.route('**/api/identity/v1/session', async (route) => {
+      if (!failedOnce && route.request().method() === 'POST' && (route.request().postData() ?? '').includes('refreshToken')) {
+        failedOnce = true;
+        await route.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'Retry-After': '1' }, body: JSON.stringify({ code: 'service_unavailable', detail: 'Busy.' }) });
+      } else await route.continue();
+    });
+  };
+  await change(THIRD, FOURTH, failRefresh);
+  await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).filter({ hasText: 'could not refresh its session' }).waitFor();
+  await page.unroute('**/api/identity/v1/session');
+  assert.ok(failedOnce);
+  assert.is(await page.locator('.form-error').count(), 0, 'no "That did not work"');
+  // back to the password the next test starts from
+  await change(FOURTH, THIRD);
+  await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
+});
+
 A('wrong current passwords count against the sign-in throttle: the pause is said with how long to wait', async (ctx) => {
   const { page } = ctx.e;
   for (let i = 0; i < 3; i++) {

@@ -47,11 +47,23 @@ export function Account() {
     // The API keeps this session and ends every other one. Should this one have ended all the same
     // (its refresh refused), the page signs in again with the new password rather than leaving the
     // user on the sign-in page wondering whether the change was made.
+    // The change is made whatever happens next: a refresh or a sign-in that fails says so beside
+    // the news, never as the change's failure (a reviewer's case: a network blip read as "That did
+    // not work" after the password was changed).
     try {
       await refresh();
     } catch (e) {
-      if (!(e instanceof ApiError) || (e.status !== 401 && e.status !== 403) || !user) throw e;
-      await signIn(user.email, password);
+      if (!(e instanceof ApiError) || (e.status !== 401 && e.status !== 403) || !user) {
+        setDone(`${CHANGED} (This page could not refresh its session just now; if it stops working, sign in again with the new password.)`);
+        return;
+      }
+      try {
+        await signIn(user.email, password);
+      } catch {
+        // this page is gone (the session ended): the sign-in page says it
+        navigate('/signin', { replace: true, state: { notice: `${CHANGED} Sign in with the new password.` } });
+        return;
+      }
       navigate('/account', { replace: true, state: { notice: CHANGED } });
     }
     setDone(CHANGED);
@@ -95,7 +107,7 @@ export function Account() {
         <Field label="Current password" error={err.currentPassword}>
           {(id, d, invalid) => <input id={id} type="password" autocomplete="current-password" required aria-describedby={d} aria-invalid={invalid} value={current} onInput={(e) => setCurrent(e.currentTarget.value)} />}
         </Field>
-        <Field label="New password" hint="At least 8 characters, not a common password; under 15 characters, not a run or repetition like abcdefgh or aaaaaaaa. A passphrase of a few words is best." error={err.password}>
+        <Field label="New password" hint="At least 8 characters, not a common password, not your e-mail address or name, and not the current one; under 15 characters, not a run or repetition like abcdefgh or aaaaaaaa. A passphrase of a few words is best." error={err.password}>
           {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" required minLength={8} maxLength={256} aria-describedby={d} aria-invalid={invalid} value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
         </Field>
         <Field label="Confirm the new password" error={err.confirm}>

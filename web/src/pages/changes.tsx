@@ -76,13 +76,18 @@ const clearFilters = (opts?: { replace?: boolean }) => {
   setQuery({}, opts);
 };
 
+/** A `since` the form can show (a day) or say (a moment); a refused one is not kept to be sent again unseen. */
+const shownSince = (s: string) => (isDay(s) || momentOf(s) ? s : '');
+/** A real day of the calendar (2026-02-30 has the shape of one). */
+const isDay = (s: string) => PLAIN_DAY.test(s) && !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().slice(0, 10) === s;
+
 function ChangeFilters(props: { type: string; since: string }) {
   const [type, setType] = useState(props.type);
-  const [since, setSince] = useState(props.since);
+  const [since, setSince] = useState(shownSince(props.since));
   // the filters of the entry shown (Back, Forward, a link, Clear): the same form, its values updated
   useEffect(() => {
     setType(props.type);
-    setSince(props.since);
+    setSince(shownSince(props.since));
   }, [props.type, props.since]);
   // a moment (not a day) the link gives, which the API applies and the date field cannot show: said in words
   const moment = since && !PLAIN_DAY.test(since) ? momentOf(since) : undefined;
@@ -239,7 +244,11 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
     // focus on the first change the page added, so a keyboard user reads on from there
     requestAnimationFrame(() => document.getElementById(`chg-${page.changes[0]?.id}`)?.focus());
   });
-  useEffect(() => more.setError(undefined), [key]);
+  // another filter starts the list afresh: the pages read under this one are not kept for a return to it
+  useEffect(() => {
+    more.setError(undefined);
+    setLater((l) => (l.of === key ? l : { of: key, pages: [] }));
+  }, [key]);
   const d = first.data && !first.stale ? first.data : undefined;
   const pages = d ? [d, ...(later.of === key ? later.pages : [])] : [];
   const all = pages.flatMap((p) => p.changes);
@@ -249,7 +258,8 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
   // control that had it belonged to the filter left), as on the contacts list
   const popped = useRef(false);
   useEffect(() => {
-    if (lastNavigation() === 'pop') popped.current = true;
+    // (set for this entry alone: a filter applied before a popped list arrived takes it back)
+    popped.current = lastNavigation() === 'pop';
   }, [key]);
   useEffect(() => {
     if (!popped.current || first.loading) return;

@@ -146,7 +146,8 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   // (the contact's link useReturnPosition gave it back to).
   const popped = useRef(false);
   useEffect(() => {
-    if (lastNavigation() === 'pop') popped.current = true;
+    // (set for this entry alone: a filter applied before a popped list arrived takes it back)
+    popped.current = lastNavigation() === 'pop';
   }, [key]);
   useEffect(() => {
     if (!popped.current || list.loading) return;

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, signIn, takeSessionEnded } from '../api.ts';
 import { Notice, useAction } from '../ui.tsx';
+import { takeNotice } from '../router.ts';
 
 /** Sign in with e-mail and password; clear messages for wrong credentials and throttling. */
 export function SignIn() {
@@ -9,6 +10,8 @@ export function SignIn() {
   const act = useAction(() => signIn(email.trim(), password));
   // a session that ended by itself (its refresh refused) lands here: said, unlike a first visit or a sign-out
   const [ended] = useState(takeSessionEnded);
+  // what the page before handed over (the account page's password changed, its session then gone)
+  const [handed] = useState(takeNotice);
   useEffect(() => {
     document.title = 'Sign in · contact-ledger';
     // the page's one task starts in its first field (focus was on the body: Tab through the page to reach it)
@@ -39,7 +42,7 @@ export function SignIn() {
           <span>contact-ledger</span>
         </div>
         <h1 id="signin-title">Sign in</h1>
-        {ended && <Notice>Your session ended. Sign in again.</Notice>}
+        {handed ? <Notice>{handed}</Notice> : ended && <Notice>Your session ended. Sign in again.</Notice>}
         <div class="field">
           <label for="email">E-mail</label>
           <input id="email" type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
