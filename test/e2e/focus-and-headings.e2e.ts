@@ -130,7 +130,10 @@ F('import history has its heading; a new service account opens on its secret; de
   // Enter there keeps it (on "×" it closed the dialog)
   await page.keyboard.press('Enter');
   assert.ok(await secret.isVisible(), 'still shown');
+  const mark = await page.evaluate('history.state && history.state.dialog');
   await page.getByRole('button', { name: 'I have stored the secret' }).click();
+  // the dialog takes its history step back as it closes (asynchronously): a goto meanwhile was aborted
+  await until(async () => (await page.evaluate('history.state && history.state.dialog')) !== mark, 'the dialog\'s history step gone', 5000);
 
   await page.goto(`${ctx.e.base}/orgs/${ctx.orgId}/ledgers`);
   await page.getByRole('button', { name: 'Delete Focus list' }).click();

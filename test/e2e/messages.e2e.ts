@@ -148,8 +148,11 @@ M('Back with a secret shown once closes its dialog and stays on the page (a web 
   await page.getByRole('dialog', { name: 'Back after reload is ready' }).waitFor({ state: 'detached' });
   assert.match(page.url(), /\/service-accounts$/);
   await create('Back twice');
+  const mark = await page.evaluate('history.state && history.state.dialog');
   await page.getByRole('dialog', { name: 'Back twice is ready' }).getByRole('button', { name: 'I have stored the secret' }).click();
   await page.getByRole('dialog').waitFor({ state: 'detached' });
+  // its history step is taken back as it closes, asynchronously: a Back before that raced it
+  await until(async () => (await page.evaluate('history.state && history.state.dialog')) !== mark, 'the dialog\'s history step gone', 5000);
   await page.goBack();
   // (the entry the reload left is one step: the page itself, again)
   await page.goBack();
