@@ -1,12 +1,33 @@
 // A small history router: the path is the state; links push it; the server answers every
 // application path with index.html, so a reload or a shared link opens the same page.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 const listeners = new Set<() => void>();
 const notify = () => listeners.forEach((fn) => fn());
 /** How the app last went to another entry: a link or step (push), a correction or redirect (replace), Back or Forward (pop). */
 let lastKind: 'push' | 'replace' | 'pop' = 'push';
 export const lastNavigation = () => lastKind;
+
+/**
+ * Back or Forward to another entry of a list (`key`: its filters, sort and page): the control that
+ * had focus went with the old list, and focus fell to the page (a web tester's case). Once the list
+ * the entry names is shown (`loading` false; `shown` changes with its answer), the element
+ * `headingId` gets focus — unless focus is somewhere already, or (`leaveFrom`) inside what
+ * belonged to the entry left. The mark holds for its entry alone: a filter applied before a popped
+ * list arrived takes it back.
+ */
+export function useFocusAfterPop(key: string, loading: boolean, shown: unknown[], headingId: string, leaveFrom?: string): void {
+  const popped = useRef(false);
+  useEffect(() => {
+    popped.current = lastNavigation() === 'pop';
+  }, [key]);
+  useEffect(() => {
+    if (!popped.current || loading) return;
+    popped.current = false;
+    const at = document.activeElement as HTMLElement | null;
+    if (!at || at === document.body || !at.isConnected || (leaveFrom !== undefined && at.closest(leaveFrom))) document.getElementById(headingId)?.focus({ preventScroll: true });
+  }, [loading, ...shown]);
+}
 window.addEventListener('popstate', () => {
   lastKind = 'pop';
   notify();

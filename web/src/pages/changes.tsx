@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, download, LEDGER, listAll } from '../api.ts';
-import { lastNavigation, setQuery, useLocation } from '../router.ts';
+import { setQuery, useFocusAfterPop, useLocation } from '../router.ts';
 import { Async, ErrorBox, fmtCount, fmtDate, fmtNumber, FormError, Link, Notice, refocusWhenDone, useAction, useRequest } from '../ui.tsx';
 import { ChangeWhat, ChangeWhen, type ChangePage } from '../change-view.tsx';
 import { LedgerHead } from './ledger-head.tsx';
@@ -256,17 +256,7 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
 
   // Back or Forward to another filter: once its list is shown, focus on the list's heading (the
   // control that had it belonged to the filter left), as on the contacts list
-  const popped = useRef(false);
-  useEffect(() => {
-    // (set for this entry alone: a filter applied before a popped list arrived takes it back)
-    popped.current = lastNavigation() === 'pop';
-  }, [key]);
-  useEffect(() => {
-    if (!popped.current || first.loading) return;
-    popped.current = false;
-    const at = document.activeElement as HTMLElement | null;
-    if (!at || at === document.body || !at.isConnected || at.closest('form.filters')) document.getElementById('changes-title')?.focus({ preventScroll: true });
-  }, [first.loading, first.data, first.error]);
+  useFocusAfterPop(key, first.loading, [first.data, first.error], 'changes-title', 'form.filters');
 
   const refused = first.error?.code === 'invalid_parameter' || first.error?.status === 400;
   const filtered = Boolean(type || since);

@@ -1,6 +1,6 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
-import { lastNavigation, setQuery, takeNotice, useLocation, useReturnPosition } from '../router.ts';
+import { setQuery, takeNotice, useFocusAfterPop, useLocation, useReturnPosition } from '../router.ts';
 import { Async, Email, ErrorBox, fmtNumber, Link, Notice, Time, useAction, useChoice, useRequest } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
@@ -144,17 +144,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   // with the old list, and focus fell to the page (a web tester's case). Once the list the entry
   // names is shown, its heading ("Contacts, page 2") gets focus, unless focus is somewhere already
   // (the contact's link useReturnPosition gave it back to).
-  const popped = useRef(false);
-  useEffect(() => {
-    // (set for this entry alone: a filter applied before a popped list arrived takes it back)
-    popped.current = lastNavigation() === 'pop';
-  }, [key]);
-  useEffect(() => {
-    if (!popped.current || list.loading) return;
-    popped.current = false;
-    const at = document.activeElement as HTMLElement | null;
-    if (!at || at === document.body || !at.isConnected) document.getElementById('contacts-list-title')?.focus({ preventScroll: true });
-  }, [list.loading, list.data, list.error]);
+  useFocusAfterPop(key, list.loading, [list.data, list.error], 'contacts-list-title');
   // the rows, count and download shown belong to the filter, sort and page asked for, or wait
   const loading = list.loading || count.loading;
   const dl = useAction(async () => {
