@@ -639,8 +639,10 @@ D('every JSON answer of both documents has a schema: 2xx from the route declarat
   assert.equal(list.anyOf[1].required, ['count'], 'view=count');
   assert.equal(json(ledger.paths[`${L}/contacts/{contactId}`].get), { $ref: '#/components/schemas/Contact' });
   assert.equal(json(ledger.paths[`${L}/contacts`].post, '202'), { $ref: '#/components/schemas/ImportJob' });
-  assert.equal(json(ledger.paths[`${L}/changes`].get).properties.changes.items, { $ref: '#/components/schemas/Change' });
-  const { Contact, Ledger, Problem } = ledger.components.schemas;
+  assert.equal(json(ledger.paths[`${L}/contacts/{contactId}/changes`].get).properties.changes.items, { $ref: '#/components/schemas/Change' });
+  assert.equal(json(ledger.paths[`${L}/changes`].get).properties.changes.items, { $ref: '#/components/schemas/ChangeFeedItem' }, 'a Change, with its contact under include=contact');
+  const { Contact, Ledger, Problem, ChangeFeedItem } = ledger.components.schemas;
+  for (const kind of ChangeFeedItem.oneOf ?? ChangeFeedItem.anyOf) assert.equal(kind.properties.contact.anyOf, [{ $ref: '#/components/schemas/Contact' }, { type: 'null' }], JSON.stringify(kind.properties.contact));
   assert.equal(Ledger.properties.description.type, ['string', 'null'], "a ledger's description is a string or null");
   assert.equal(Contact.properties.contactInfo.properties.emailStatus.anyOf.find((x: any) => x.enum).enum, ['valid', 'catch-all', 'best-guess']);
   assert.match(Contact.properties.createdAt.pattern, /\\\.\\d\{3\}\(\?:Z\)/, 'times with milliseconds and Z');

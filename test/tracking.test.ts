@@ -923,6 +923,47 @@ T('the change feed read as a log: resumeCursor continues after the last page, al
   }
 });
 
+T('include=contact: each change of the feed carries its contact as it is now, the same as GET of the contact; without it the changes are as before', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'with contacts', [
+    { name: 'Ina Inc', company: 'Inc Co', title: 'Clerk', linkedin: 'linkedin.com/in/ina-inc', referenceId: 'ina' },
+    { name: 'Oto Out', company: 'Out Co', title: 'Clerk', linkedin: 'linkedin.com/in/oto-out', referenceId: 'oto' },
+  ]);
+  await feed(t, w.root, ndjson(
+    { linkedin: 'linkedin.com/in/ina-inc', name: 'Ina Inc', company: 'Inc Co', title: 'Head Clerk' },
+    { linkedin: 'linkedin.com/in/oto-out', name: 'Oto Out', company: 'Elsewhere', title: 'Clerk' },
+  ));
+  await feed(t, w.root, ndjson({ linkedin: 'linkedin.com/in/ina-inc', name: 'Ina Inc', company: 'New Inc', title: 'Head Clerk' }));
+  const read = async (q: string) => {
+    const r = await t.call('GET', `${path}/changes?${q}`, { token: w.tokens.viewer });
+    expectStatus(r, 200, q);
+    return r.body;
+  };
+  const plain = await read('limit=10');
+  const withContacts = await read('limit=10&include=contact');
+  assert.is(plain.changes.length, 3);
+  assert.ok(plain.changes.every((c: any) => !('contact' in c)), 'no contact unless asked for');
+  assert.equal(withContacts.changes.map(({ contact, ...c }: any) => c), plain.changes, 'the same changes');
+  for (const c of withContacts.changes) {
+    const one = await t.call('GET', `${path}/contacts/${c.contactId}`, { token: w.tokens.viewer });
+    assert.equal(c.contact, one.body, 'the contact as GET gives it (as it is now: Ina at New Inc for all her changes)');
+  }
+  assert.equal(withContacts.changes.map((c: any) => c.contact.company), ['New Inc', 'Elsewhere', 'New Inc']);
+  // with the type filter, paging (the cursor does not carry include) and a bad value
+  const p1 = await read('limit=1&type=job&include=contact');
+  assert.is(p1.changes[0].contact.referenceId, 'oto');
+  const p2 = await read(`limit=1&cursor=${p1.nextCursor}&include=contact`);
+  assert.equal([p2.changes[0].contact.referenceId, p2.nextCursor], ['ina', null]);
+  const p2Plain = await read(`limit=1&cursor=${p1.nextCursor}`);
+  assert.not.ok('contact' in p2Plain.changes[0]);
+  const bad = await t.call('GET', `${path}/changes?include=contacts`, { token: w.tokens.viewer });
+  expectStatus(bad, 400, 'an unknown include');
+  assert.equal(bad.body.errors.map((e: any) => e.path), ['include']);
+  // a deleted contact's changes go with it: the feed never gives a change without its contact
+  const oto = withContacts.changes.find((c: any) => c.contact.referenceId === 'oto').contactId;
+  expectStatus(await t.call('DELETE', `${path}/contacts/${oto}`, { token: w.tokens.editor }), 204, 'delete');
+  assert.equal((await read('include=contact')).changes.map((c: any) => c.contact.referenceId), ['ina', 'ina']);
+});
+
 T('the change feed walks one index in seq order from the cursor; with a type, only the rows of that type (ledger_id, type, seq)', async ({ t, w, path, ledgerId }) => {
   const repo = t.rt.tracking.repos.changes;
   for (const since of [undefined, 0]) {

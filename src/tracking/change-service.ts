@@ -2,6 +2,7 @@ import type { Cursors, Page } from '../cursor.ts';
 import { isoZ } from '../clock.ts';
 import { badRequest, type FieldError, notFound } from '../errors.ts';
 import type { ContactsRepo } from '../ledger/contacts-repo.ts';
+import type { Contact } from '../ledger/model.ts';
 import type { LedgersRepo } from '../ledger/ledgers-repo.ts';
 import { ledgerLookup } from '../ledger/require-ledger.ts';
 import type { Db } from '../storage/db.ts';
@@ -34,7 +35,7 @@ export function createChangeService(d: { ledgers: LedgersRepo; contacts: Contact
      * recorded since. A feed started by `since` first lets a write in flight end, so that it
      * begins after every change detected before the request (Db.writesInFlightSettled).
      */
-    async ofLedger(orgId: string, ledgerId: string, opts: { since?: number; type?: ChangeType; limit: number; cursor?: string }): Promise<Page<Change> & { resumeCursor: string }> {
+    async ofLedger(orgId: string, ledgerId: string, opts: { since?: number; type?: ChangeType; limit: number; cursor?: string; withContacts?: boolean }): Promise<Page<Change> & { resumeCursor: string; contacts?: Map<string, Contact> }> {
       requireLedger(orgId, ledgerId);
       if (opts.cursor === undefined && opts.since !== undefined) await d.db.writesInFlightSettled();
       const key = `ledger-feed:${ledgerId}`;
@@ -51,9 +52,24 @@ export function createChangeService(d: { ledgers: LedgersRepo; contacts: Contact
       }
       const sealAt = (seq: number) => d.cursors.encode(key, [seq, feed.type ?? '', feed.since ?? null]);
       const out = page(d.changes.listOfLedger(ledgerId, { ...feed, afterSeq: after, limit: opts.limit + 1 }), opts.limit, sealAt);
-      return { ...out, resumeCursor: sealAt(out.items.at(-1)?.seq ?? after) };
+      return { ...out, resumeCursor: sealAt(out.items.at(-1)?.seq ?? after), ...(opts.withContacts ? { contacts: contactsOf(ledgerId, out.items) } : {}) };
     },
   };
+
+  /**
+   * The contacts of a page of changes as they are now, by id (`include=contact`): one look-up by
+   * primary key a contact, in the same turn as the page. A contact deleted after the page was read
+   * (its changes go with it) is missing from the map.
+   */
+  function contactsOf(ledgerId: string, changes: Change[]): Map<string, Contact> {
+    const found = new Map<string, Contact>();
+    for (const { contactId } of changes) {
+      if (found.has(contactId)) continue;
+      const c = d.contacts.findContact(ledgerId, contactId);
+      if (c) found.set(contactId, c);
+    }
+    return found;
+  }
 
   /**
    * The position and filters a feed cursor holds, checked against the filters sent beside it.

@@ -4,7 +4,7 @@ import { countOf, idOf, isoTime, pageSchema } from '../http/common-schemas.ts';
 import { JOB_STATUSES } from '../jobs/queue-repo.ts';
 import { FEED_FORMATS } from './feed-reader.ts';
 import { FEED_SOURCES, unchangedRecords, type FeedJob } from './feeds-repo.ts';
-import { EMAIL_STATUSES } from '../ledger/presenters.ts';
+import { ContactAnswer, EMAIL_STATUSES } from '../ledger/presenters.ts';
 import { INFO_FIELDS, type Change } from './model.ts';
 import type { StoredPerson } from './people-service.ts';
 
@@ -38,8 +38,14 @@ export const ChangeAnswer = z
   .meta({ id: 'Change' });
 
 export const ChangePage = pageSchema('changes', ChangeAnswer);
+
+/** `include=contact`: each change of the feed with its contact as it is now (null: deleted since the change was read). */
+const withContact = { contact: ContactAnswer.nullable().optional().meta({ description: 'With include=contact: the contact as it is now; null when it was deleted as the page was read' }) };
+const ChangeFeedItem = z
+  .discriminatedUnion('type', [ChangeAnswer.options[0].extend(withContact), ChangeAnswer.options[1].extend(withContact)])
+  .meta({ id: 'ChangeFeedItem' });
 /** The ledger-wide change feed: a page, and where to go on from later (resumeCursor, always set). */
-export const ChangeFeedAnswer = ChangePage.extend({ resumeCursor: z.string().meta({ description: 'Continues after this page, also later, when more changes were recorded' }) });
+export const ChangeFeedAnswer = pageSchema('changes', ChangeFeedItem).extend({ resumeCursor: z.string().meta({ description: 'Continues after this page, also later, when more changes were recorded' }) });
 
 export const FeedJobAnswer = z
   .strictObject({

@@ -13,6 +13,8 @@ import { receiveBodyToFile, uploadedFileName } from '../http/upload.ts';
 import { newId } from '../ids.ts';
 import type { FileSpace } from '../storage/free-space.ts';
 import type { ChangeService } from './change-service.ts';
+import type { Change } from './model.ts';
+import { presentContact } from '../ledger/presenters.ts';
 import type { DailySets } from './daily-sets.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import type { ArrivingFeeds } from './feed-files.ts';
@@ -47,6 +49,7 @@ const ChangesQuery = z.strictObject({
   type: z.enum(['job', 'info'], { error: 'must be job or info' }).optional(),
   limit: limitParam,
   cursor: cursorParam,
+  include: z.enum(['contact'], { error: 'must be contact' }).optional().meta({ description: 'contact: each change carries its contact as it is now (`contact`), saving a request a contact' }),
 });
 
 const personKey = z.string().trim().min(1, 'must not be empty').max(1000);
@@ -204,8 +207,14 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
     ctx.body = pageOf('changes', svc.changes.ofContact(params.orgId!, params.ledgerId!, params.contactId!, query.limit ?? 100, query.cursor), presentChange);
   });
   r.add({ method: 'get', path: `${ONE}/changes`, access: { org: 'viewer' }, query: ChangesQuery, summary: 'The ledger-wide change feed, in the order changes were detected', responses: { 200: { schema: ChangeFeedAnswer, description: '{changes, nextCursor, resumeCursor}: nextCursor is null on the last page; resumeCursor (always set) continues after this page, also later, when more changes were recorded' }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {
-    const feed = await svc.changes.ofLedger(params.orgId!, params.ledgerId!, { since: query.since, type: query.type, limit: query.limit ?? 100, cursor: query.cursor });
-    ctx.body = { ...pageOf('changes', feed, presentChange), resumeCursor: feed.resumeCursor };
+    const feed = await svc.changes.ofLedger(params.orgId!, params.ledgerId!, { since: query.since, type: query.type, limit: query.limit ?? 100, cursor: query.cursor, withContacts: query.include === 'contact' });
+    const { contacts } = feed;
+    const present = (c: Change) => {
+      if (!contacts) return presentChange(c);
+      const contact = contacts.get(c.contactId);
+      return { ...presentChange(c), contact: contact ? presentContact(contact) : null };
+    };
+    ctx.body = { ...pageOf('changes', feed, present), resumeCursor: feed.resumeCursor };
   });
 
   r.add({ method: 'get', path: `${ONE}/streams/daily`, access: { org: 'viewer' }, query: pageQuery, summary: 'Daily change sets of the ledger, newest day first', description: 'writtenThrough is the last UTC day (YYYYMMDD) up to which every day of the last 31 (the catch-up window) with changes has its set: such a day up to it that is not listed had no changes; a later one may still get its set; an older one is never written any more.', responses: { 200: { description: 'A page of daily change sets {streams, nextCursor, writtenThrough}', schema: DailySetPage }, 503: SINCE_READ_503 } }, async (ctx, { params, query }) => {

@@ -1,8 +1,8 @@
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, download, LEDGER, listAll } from '../api.ts';
 import { setQuery, useFocusAfterPop, useLocation } from '../router.ts';
 import { Async, ErrorBox, fmtCount, fmtDate, fmtNumber, FormError, Link, Notice, refocusWhenDone, useAction, useRequest } from '../ui.tsx';
-import { ChangeWhat, ChangeWhen, type ChangePage } from '../change-view.tsx';
+import { ChangeWhat, ChangeWhen, type Change, type ChangePage } from '../change-view.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 const TYPES: [string, string][] = [
@@ -10,7 +10,7 @@ const TYPES: [string, string][] = [
   ['job', 'Job changes'],
   ['info', 'Information changes'],
 ];
-/** Changes a page: each needs its contact's name (one request a contact), so not the API's 1000. */
+/** Changes a page, each with its contact (`include=contact`), as many as the contacts list shows. */
 const PAGE = 50;
 
 interface DailySet {
@@ -53,18 +53,18 @@ function momentOf(since: string): string | undefined {
  *
  * The filter form and the list stay in the page when the filters change (they were made anew for
  * each filter, and the control that applied it went with the old form: focus fell to the page, a
- * web tester's case); the contacts' names are kept for the ledger, across filters and pages.
+ * web tester's case). Each change comes with its contact (`include=contact`: the feed gave ids
+ * only, and the page read each contact's name, a request each, until the forty-fifth session).
  */
 export function Changes(props: { orgId: string; ledgerId: string }) {
   const { orgId, ledgerId } = props;
   const q = useLocation().query;
   const type = q.get('type') ?? '';
   const since = q.get('since') ?? '';
-  const names = useNames(orgId, ledgerId);
   return (
     <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="changes">
       <ChangeFilters type={type} since={since} />
-      <ChangeList orgId={orgId} ledgerId={ledgerId} type={type} since={since} names={names} />
+      <ChangeList orgId={orgId} ledgerId={ledgerId} type={type} since={since} />
       <DailySets orgId={orgId} ledgerId={ledgerId} />
     </LedgerHead>
   );
@@ -145,76 +145,19 @@ function ChangeFilters(props: { type: string; since: string }) {
   );
 }
 
-/** A contact's name as read for a change: loading, read, deleted meanwhile (404), or not readable (another error). */
-type Name = { state: 'loading' } | { state: 'read'; name: string } | { state: 'deleted' } | { state: 'failed' };
-interface Names {
-  get(id: string): Name | undefined;
-  /** Reads the names of these contacts not read yet (and again those that failed), six at a time. */
-  want(ids: string[]): void;
-}
+/** A change of the feed read with `include=contact`: its contact as it is now, null when deleted as the page was read. */
+type FeedChange = Change & { contact: { name: string } | null };
+type FeedPage = Omit<ChangePage, 'changes'> & { changes: FeedChange[] };
 
-/**
- * The contacts' names, by id (the feed gives only the ids), kept for the ledger: another filter or
- * "Show more" reads only contacts not read yet (each filter read all of them again). The changes
- * are shown at once and each name fills in as it arrives (all 50 were awaited, and one failed read
- * failed the page: a web tester's case); six requests at a time.
- */
-function useNames(orgId: string, ledgerId: string): Names {
-  const [, setTick] = useState(0);
-  const store = useMemo(() => ({ names: new Map<string, Name>(), queue: [] as string[], running: 0, ctl: new AbortController() }), [orgId, ledgerId]);
-  useEffect(() => () => store.ctl.abort(), [store]);
-  const pump = () => {
-    while (store.running < 6 && store.queue.length > 0) {
-      const id = store.queue.shift()!;
-      store.running++;
-      api<{ name: string }>('GET', `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/contacts/${id}`, { signal: store.ctl.signal })
-        .then(
-          (c) => store.names.set(id, { state: 'read', name: c.name }),
-          (e: unknown) => store.names.set(id, e instanceof ApiError && e.status === 404 ? { state: 'deleted' } : { state: 'failed' }),
-        )
-        .finally(() => {
-          store.running--;
-          if (store.ctl.signal.aborted) return;
-          setTick((n) => n + 1);
-          pump();
-        });
-    }
-  };
-  return {
-    get: (id) => store.names.get(id),
-    want(ids) {
-      for (const id of new Set(ids)) {
-        const known = store.names.get(id);
-        if (known && known.state !== 'failed') continue;
-        store.names.set(id, { state: 'loading' });
-        store.queue.push(id);
-      }
-      pump();
-    },
-  };
-}
-
-/** The contact of a change: its name linking to its page, a placeholder while it is read, or why there is none. */
-function Who(props: { orgId: string; ledgerId: string; id: string; name: Name | undefined }) {
-  const { name, id } = props;
-  const href = `/orgs/${props.orgId}/ledgers/${props.ledgerId}/contacts/${id}`;
-  if (name?.state === 'deleted') return <span class="muted">A deleted contact</span>;
-  if (name?.state === 'read')
-    return (
-      <Link href={href}>
-        <bdi>{name.name}</bdi>
-      </Link>
-    );
-  if (name?.state === 'failed')
-    return (
-      <>
-        <Link href={href} class="mono">
-          {id}
-        </Link>{' '}
-        <span class="muted">(its name could not be read)</span>
-      </>
-    );
-  return <span class="muted">Loading the contact's name…</span>;
+/** The contact of a change: its name linking to its page, or that it was deleted. */
+function Who(props: { orgId: string; ledgerId: string; change: FeedChange }) {
+  const { contact, contactId } = props.change;
+  if (!contact) return <span class="muted">A deleted contact</span>;
+  return (
+    <Link href={`/orgs/${props.orgId}/ledgers/${props.ledgerId}/contacts/${contactId}`}>
+      <bdi>{contact.name}</bdi>
+    </Link>
+  );
 }
 
 /** A refused filter of the link, named by its own value. */
@@ -226,19 +169,19 @@ function refusedText(error: ApiError, type: string, since: string): string {
   return said.length ? said.join(' ') : 'The type must be job or information changes, and “Detected since” a day.';
 }
 
-function ChangeList(props: { orgId: string; ledgerId: string; type: string; since: string; names: Names }) {
-  const { orgId, ledgerId, type, since, names } = props;
+function ChangeList(props: { orgId: string; ledgerId: string; type: string; since: string }) {
+  const { orgId, ledgerId, type, since } = props;
   const path = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/changes`;
   const key = `${type}|${since}`;
   const keyNow = useRef(key);
   keyNow.current = key;
   // a cursor carries its filters: sent alone (docs/tracking.md)
-  const first = useRequest((signal) => api<ChangePage>('GET', path, { query: { limit: PAGE, type, since }, signal }), [path, type, since]);
+  const first = useRequest((signal) => api<FeedPage>('GET', path, { query: { limit: PAGE, type, since, include: 'contact' }, signal }), [path, type, since]);
   // the pages "Show more" read, of the filters they were read under (another filter is another list)
-  const [later, setLater] = useState<{ of: string; pages: ChangePage[] }>({ of: key, pages: [] });
+  const [later, setLater] = useState<{ of: string; pages: FeedPage[] }>({ of: key, pages: [] });
   const more = useAction(async (cursor: string) => {
     const of = key;
-    const page = await api<ChangePage>('GET', path, { query: { limit: PAGE, cursor } });
+    const page = await api<FeedPage>('GET', path, { query: { limit: PAGE, cursor, include: 'contact' } });
     if (of !== keyNow.current) return;
     setLater((l) => ({ of, pages: [...(l.of === of ? l.pages : []), page] }));
     // focus on the first change the page added, so a keyboard user reads on from there
@@ -252,7 +195,6 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
   const d = first.data && !first.stale ? first.data : undefined;
   const pages = d ? [d, ...(later.of === key ? later.pages : [])] : [];
   const all = pages.flatMap((p) => p.changes);
-  useEffect(() => names.want(all.map((c) => c.contactId)), [d, later]);
 
   // Back or Forward to another filter: once its list is shown, focus on the list's heading (the
   // control that had it belonged to the filter left), as on the contacts list
@@ -308,7 +250,7 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
               <li key={c.id} id={`chg-${c.id}`} class={c.type} tabIndex={-1}>
                 <ChangeWhen change={c} />
                 <p class="who-changed">
-                  <Who orgId={orgId} ledgerId={ledgerId} id={c.contactId} name={names.get(c.contactId)} />
+                  <Who orgId={orgId} ledgerId={ledgerId} change={c} />
                 </p>
                 <ChangeWhat change={c} />
               </li>
