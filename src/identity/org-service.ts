@@ -96,11 +96,11 @@ export function createOrgService(d: OrgDeps) {
    * Resolves the user an e-mail names, preparing a password hash when a new user must be created.
    * Async work happens here, before the transaction.
    */
-  const prepareUser = async (email: string, password: string | undefined, field: string, name: string | undefined, orgId?: string) => {
+  const prepareUser = async (by: Caller, email: string, password: string | undefined, field: string, name: string | undefined, orgId?: string) => {
     const existing = d.users.findUserByEmail(email);
     if (existing) {
       // an account that may not join says so now, not after "add them without a password" (an upgrade tester's case)
-      if (!mayJoin(existing, orgId)) throw passwordOfAnotherOrg(existing);
+      if (!mayJoin(existing, orgId)) throw passwordOfAnotherOrg(existing, isSuperuser(by));
       if (password !== undefined) throw userExists(email);
       return { existing };
     }
@@ -125,7 +125,7 @@ export function createOrgService(d: OrgDeps) {
      */
     async createOrg(by: Caller, input: { name: string; adminEmail?: string; adminName?: string; adminPassword?: string }): Promise<OrgWithRole> {
       const adminEmail = input.adminEmail === undefined ? undefined : accountEmail(input.adminEmail);
-      const prepared = adminEmail ? await prepareUser(adminEmail, input.adminPassword, 'adminPassword', input.adminName) : undefined;
+      const prepared = adminEmail ? await prepareUser(by, adminEmail, input.adminPassword, 'adminPassword', input.adminName) : undefined;
       return d.db.tx(() => {
         const now = d.clock.now();
         const org: Org = { id: newId('o'), name: input.name, createdAt: now, updatedAt: now };
@@ -192,7 +192,7 @@ export function createOrgService(d: OrgDeps) {
     async addMember(by: Caller, orgId: string, input: NewMemberInput): Promise<Member> {
       requireOrg(orgId);
       const email = accountEmail(input.email);
-      const prepared = await prepareUser(email, input.password, 'password', input.name, orgId);
+      const prepared = await prepareUser(by, email, input.password, 'password', input.name, orgId);
       return d.db.tx(() => {
         const org = requireOrg(orgId);
         const user = resolvePreparedUser(prepared, email, input.name ?? '', { orgId, by });

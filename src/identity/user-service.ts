@@ -225,7 +225,7 @@ export function createUserService(d: UserDeps) {
           updatedAt: d.clock.now(),
         };
         // a superuser is an admin of every organization: not an account an organization's admin may know the password of
-        if (next.superuser && !u.superuser && !mayJoin(next)) throw passwordOfAnotherOrg(u);
+        if (next.superuser && !u.superuser && !mayJoin(next)) throw passwordOfAnotherOrg(u, true);
         // nothing that changes (the same name, flags as they are): updatedAt stays and nothing is
         // audited, as for a ledger (an org tester's `{"disabled":false}` wrote an empty entry)
         if (!passwordHash && next.name === u.name && next.superuser === u.superuser && next.disabled === u.disabled) return u;
