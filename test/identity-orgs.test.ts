@@ -481,6 +481,31 @@ U('names are one line: control characters (NUL, ESC, tabs, line breaks) are refu
   assert.is(bidi.body.name, 'علي\u200d \u202eAli');
 });
 
+U('names that show nothing (only spaces and invisible characters: zero-width, fillers, a byte order mark) are refused; an empty person name and an emoji are names', async ({ t, w }) => {
+  const blank = '\u200b\u3164 \u00a0\ufeff\u2800\u200d';
+  const cases: [string, string, object][] = [
+    ['PATCH', `${ID}/users/me`, { name: blank }],
+    ['POST', `${ID}/users`, { email: 'blank@a.test', password: PASSWORD, name: '\u115f' }],
+    ['POST', `${ID}/orgs`, { name: blank }],
+    ['POST', `${ID}/orgs`, { name: 'Named', adminEmail: 'new.admin@a.test', adminPassword: PASSWORD, adminName: '\u200b' }],
+    ['PATCH', `${ID}/orgs/${w.orgId}`, { name: '\u200b' }],
+    ['POST', `${ID}/orgs/${w.orgId}/members`, { email: 'blank.member@a.test', role: 'viewer', password: PASSWORD, name: '\u3164' }],
+    ['POST', `${ID}/orgs/${w.orgId}/service-accounts`, { name: '\u2060', role: 'viewer' }],
+    ['POST', ledgerPath(w.orgId), { name: '\u200b\u200b' }],
+  ];
+  for (const [method, path, body] of cases) {
+    const r = await t.call(method, path, { token: w.root, body });
+    expectStatus(r, 422, `${method} ${path} ${JSON.stringify(body)}`);
+    assert.match(r.body.errors[0].message, /must show at least one character/);
+    assert.match(r.body.errors[0].path, /^(name|adminName)$/);
+  }
+  assert.is((await t.call('GET', `${ID}/users?limit=1000`, { token: w.root })).body.users.filter((u: any) => ['blank@a.test', 'blank.member@a.test', 'new.admin@a.test'].includes(u.email)).length, 0, 'no account made');
+  const empty = await t.call('PATCH', `${ID}/users/me`, { token: w.tokens.editor, body: { name: '' } });
+  expectStatus(empty, 200, 'a person name may be empty');
+  const rocket = await t.call('POST', ledgerPath(w.orgId), { token: w.root, body: { name: '\u{1f680}' } });
+  expectStatus(rocket, 201, 'an emoji shows');
+});
+
 U('password change needs the current password and ends every other session (A5b)', async ({ t }) => {
   const keep = await signIn(t, 'viewer@a.test', PASSWORD);
   const other = await signIn(t, 'viewer@a.test', PASSWORD);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { parseTimestamp, TIMESTAMP_RULE } from '../clock.ts';
 import { MAX_CURSOR_LENGTH } from '../cursor.ts';
 import type { IdPrefix } from '../ids.ts';
-import { emailProblem } from '../normalize.ts';
+import { emailProblem, INVISIBLE_ALL } from '../normalize.ts';
 
 /** Schemas shared by every service's route declarations. */
 
@@ -64,11 +64,19 @@ export const noNul = <S extends z.ZodType<string>>(schema: S) => schema.refine((
  */
 export const noControl = <S extends z.ZodType<string>>(schema: S) => schema.refine((s) => !/[\x01-\x1f\x7f-\x9f]/.test(s), 'must not contain control characters (tabs, line breaks, escape sequences)');
 
-/** A person's display name: trimmed, at most 256 characters, may be empty; no NUL, no control character. */
-export const personName = noControl(noNul(z.string().trim().max(256, 'must be at most 256 characters')));
+/**
+ * Whether a name shows anything: a character other than white space and the characters that show
+ * nothing (INVISIBLE: a zero-width space, a Hangul filler, a byte order mark…; and the blank
+ * braille pattern). A name made only of those passed as not empty and listed as a blank line.
+ */
+const showsSomething = (s: string) => s.replace(INVISIBLE_ALL, '').replace(/[\p{White_Space}\p{Cf}\u2800]/gu, '') !== '';
+const VISIBLE_RULE = 'must show at least one character (not only spaces or invisible characters)';
 
-/** A name or label: trimmed, 1 to `max` characters, no NUL, no control character. */
-export const text = (max: number) => noControl(noNul(z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`)));
+/** A person's display name: trimmed, at most 256 characters, may be empty (not only invisible characters); no NUL, no control character. */
+export const personName = noControl(noNul(z.string().trim().max(256, 'must be at most 256 characters'))).refine((s) => s === '' || showsSomething(s), `${VISIBLE_RULE}, or be empty`);
+
+/** A name or label: trimmed, 1 to `max` characters, at least one that shows; no NUL, no control character. */
+export const text = (max: number) => noControl(noNul(z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`))).refine((s) => s === '' || showsSomething(s), VISIBLE_RULE);
 
 /** A user account's e-mail address: trimmed, at most 320 characters, in the shape a contact's must have, with no invisible or control character. */
 export const emailField = z
