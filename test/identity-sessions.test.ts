@@ -731,6 +731,12 @@ T('a locked address stops guesses, not unguessable credentials: a valid refresh 
     assert.equal(counted, [5], 'failures met by the lock are not counted again');
     const perClient = t.rt.db.raw.prepare("SELECT failures FROM auth_throttle WHERE key LIKE 'client:%'").pluck().all();
     assert.equal(perClient, [1], 'but a wrong secret still counts against its client id, whose own lock holds from any address');
+    // made-up client ids from the locked address write nothing: each would be a row of its own (a reviewer's case)
+    const rows = t.rt.db.raw.prepare('SELECT count(*) FROM auth_throttle').pluck();
+    const before = rows.get();
+    for (let i = 0; i < 30; i++) expectStatus(await grant({ grantType: 'clientCredentials', clientId: `sa_madeup${i}${'x'.repeat(20)}`, clientSecret: 'cls_wrong' }), 429);
+    for (let i = 0; i < 10; i++) expectStatus(await grant({ grantType: 'clientCredentials', clientId: `not-an-id-${i}`, clientSecret: 'cls_wrong' }), 429);
+    assert.is(rows.get(), before, 'no row for a client id that names no service account');
   } finally {
     await t.close();
   }

@@ -205,10 +205,13 @@ export function createSessionService(d: SessionDeps) {
     const match = digestsEqual(sha256(clientSecret), sa ? sa.secretHash : NO_SECRET);
     if (!sa || !match) {
       // the address locked: 429, not audited again (the lock bounds the log's growth), but counted
-      // against the client id, whose own lock then holds however many addresses guess at it
+      // against the client id, whose own lock then holds however many addresses guess at it — a
+      // service account's only: a made-up client id each time would write a row each, unbounded
+      // (a reviewer's case; a locked address wrote nothing before), and guesses at no account
+      // need no lock of their own
       const wait = d.throttle.lockedFor(keys);
       if (wait > 0) {
-        d.db.tx(() => d.throttle.recordFailure([keys[0]!]));
+        if (sa) d.db.tx(() => d.throttle.recordFailure([keys[0]!]));
         throw d.throttle.lockedError(wait);
       }
       d.db.tx(() => {
