@@ -227,6 +227,38 @@ C('names: each change comes with its contact (include=contact), no request a con
   }
 });
 
+C('a "Show more" still being read when another filter is applied is dropped: no busy button, no late error, no page of the list left (a reviewer\'s case)', async (ctx) => {
+  const { page } = ctx.e;
+  await page.goto(changesUrl(ctx));
+  await until(async () => (await changeItems(ctx).count()) === 50, 'the first page');
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let handled!: () => void;
+  const done = new Promise<void>((r) => (handled = r));
+  const isNext = (url: URL) => url.pathname.startsWith('/api/') && url.searchParams.has('cursor');
+  await page.route(isNext, async (route) => {
+    await held;
+    // the request was aborted: fulfilling it fails, which is what this test wants
+    await route.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'retry-after': '1' }, body: JSON.stringify({ status: 503, code: 'busy', detail: 'The server is busy.' }) }).catch(() => undefined);
+    handled();
+  });
+  try {
+    await page.getByRole('button', { name: 'Show more changes' }).click();
+    await page.getByRole('button', { name: 'Loading…' }).waitFor();
+    await page.getByLabel('Type').selectOption('job');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/type=job/);
+    await until(async () => (await changeItems(ctx).count()) === 50 && (await page.getByRole('button', { name: 'Show more changes' }).isEnabled()), "the job changes' first page, its own button ready");
+    release();
+    await done;
+    await page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');
+    assert.equal(await page.getByRole('alert').allInnerTexts(), [], 'no error of the list left');
+    assert.is(await changeItems(ctx).count(), 50);
+  } finally {
+    await page.unroute(isNext);
+  }
+});
+
 C('a "since" that is a moment is shown in words and kept; a refused value is named as the link gives it', async (ctx) => {
   const { page } = ctx.e;
   const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);

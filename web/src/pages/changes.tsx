@@ -179,9 +179,20 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
   const first = useRequest((signal) => api<FeedPage>('GET', path, { query: { limit: PAGE, type, since, include: 'contact' }, signal }), [path, type, since]);
   // the pages "Show more" read, of the filters they were read under (another filter is another list)
   const [later, setLater] = useState<{ of: string; pages: FeedPage[] }>({ of: key, pages: [] });
+  // the "Show more" request in flight, aborted when another filter is applied: its late answer,
+  // its failure and its busy button belonged to the list left (a reviewer's case)
+  const moreCtl = useRef<AbortController | undefined>(undefined);
   const more = useAction(async (cursor: string) => {
     const of = key;
-    const page = await api<FeedPage>('GET', path, { query: { limit: PAGE, cursor, include: 'contact' } });
+    const ctl = new AbortController();
+    moreCtl.current = ctl;
+    let page: FeedPage;
+    try {
+      page = await api<FeedPage>('GET', path, { query: { limit: PAGE, cursor, include: 'contact' }, signal: ctl.signal });
+    } catch (e) {
+      if (of !== keyNow.current) return;
+      throw e;
+    }
     if (of !== keyNow.current) return;
     setLater((l) => ({ of, pages: [...(l.of === of ? l.pages : []), page] }));
     // focus on the first change the page added, so a keyboard user reads on from there
@@ -189,6 +200,7 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
   });
   // another filter starts the list afresh: the pages read under this one are not kept for a return to it
   useEffect(() => {
+    moreCtl.current?.abort();
     more.setError(undefined);
     setLater((l) => (l.of === key ? l : { of: key, pages: [] }));
   }, [key]);
