@@ -229,6 +229,8 @@ C('names: each change comes with its contact (include=contact), no request a con
 
 C('a "Show more" still being read when another filter is applied is dropped: no busy button, no late error, no page of the list left (a reviewer\'s case)', async (ctx) => {
   const { page } = ctx.e;
+  // a new entry: going to the same URL keeps the entry's state, and with it the pages the test before read
+  await page.goto('about:blank');
   await page.goto(changesUrl(ctx));
   await until(async () => (await changeItems(ctx).count()) === 50, 'the first page');
   let release!: () => void;
@@ -257,6 +259,31 @@ C('a "Show more" still being read when another filter is applied is dropped: no 
   } finally {
     await page.unroute(isNext);
   }
+});
+
+C('Back from a contact opened from a later page: the pages read again, scrolled to where it was, focus on the link followed', async (ctx) => {
+  const { page } = ctx.e;
+  await page.goto(changesUrl(ctx, '?type=job'));
+  await until(async () => (await changeItems(ctx).count()) === 50, 'the first page');
+  await page.getByRole('button', { name: 'Show more changes' }).click();
+  await until(async () => (await changeItems(ctx).count()) === PEOPLE, 'the second page');
+  const link = changeItems(ctx).nth(51).getByRole('link', { name: 'Person 51' });
+  await link.scrollIntoViewIfNeeded();
+  const scrolled = Number(await page.evaluate('window.scrollY'));
+  assert.ok(scrolled > 0, 'scrolled down to the second page');
+  await link.click();
+  await page.getByRole('heading', { level: 1, name: 'Person 51' }).waitFor();
+  await page.goBack();
+  await until(async () => (await changeItems(ctx).count()) === PEOPLE, 'both pages again');
+  await until(() => hasFocus(changeItems(ctx).nth(51).getByRole('link', { name: 'Person 51' })), 'focus on the link followed');
+  assert.ok(Math.abs(Number(await page.evaluate('window.scrollY')) - scrolled) < 5, 'where it was');
+  assert.match(await page.getByRole('status').filter({ hasText: 'changes' }).innerText(), `All ${PEOPLE} changes that match are shown.`);
+  // a reload keeps them too (the entry's state); another filter starts at its first page
+  await page.reload();
+  await until(async () => (await changeItems(ctx).count()) === PEOPLE, 'both pages after a reload');
+  await page.getByLabel('Type').selectOption('');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await until(async () => (await changeItems(ctx).count()) === 50, 'every type: its first page only');
 });
 
 C('a "since" that is a moment is shown in words and kept; a refused value is named as the link gives it', async (ctx) => {

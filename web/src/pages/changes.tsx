@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, download, LEDGER, listAll } from '../api.ts';
-import { setQuery, useFocusAfterPop, useLocation } from '../router.ts';
+import { entryState, setQuery, useFocusAfterPop, useLocation, useReturnPosition } from '../router.ts';
 import { Async, ErrorBox, fmtCount, fmtDate, fmtNumber, FormError, Link, Notice, refocusWhenDone, useAction, useRequest } from '../ui.tsx';
 import { ChangeWhat, ChangeWhen, type Change, type ChangePage } from '../change-view.tsx';
 import { LedgerHead } from './ledger-head.tsx';
@@ -169,21 +169,46 @@ function refusedText(error: ApiError, type: string, since: string): string {
   return said.length ? said.join(' ') : 'The type must be job or information changes, and “Detected since” a day.';
 }
 
+/** Where an entry keeps the cursors of the pages "Show more" read, of its filters (`of`). */
+const SHOWN = 'changePages';
+/** Pages read again on a return: at most this many after the first (1,000 changes). */
+const MAX_SHOWN = 19;
+/** The cursors of the pages "Show more" read in this history entry under the filters `of`. */
+function shownCursors(of: string): string[] {
+  const kept = entryState(SHOWN) as { of?: unknown; cursors?: unknown } | undefined;
+  if (kept?.of !== of || !Array.isArray(kept.cursors)) return [];
+  return kept.cursors.filter((c): c is string => typeof c === 'string').slice(0, MAX_SHOWN);
+}
+
 function ChangeList(props: { orgId: string; ledgerId: string; type: string; since: string }) {
   const { orgId, ledgerId, type, since } = props;
   const path = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/changes`;
   const key = `${type}|${since}`;
   const keyNow = useRef(key);
   keyNow.current = key;
-  // a cursor carries its filters: sent alone (docs/tracking.md)
-  const first = useRequest((signal) => api<FeedPage>('GET', path, { query: { limit: PAGE, type, since, include: 'contact' }, signal }), [path, type, since]);
+  // a cursor carries its filters: sent alone (docs/tracking.md). The first page, and again the
+  // pages "Show more" had read when this entry is come back to (Back from a contact)
+  const first = useRequest(
+    async (signal) => {
+      const pages = [await api<FeedPage>('GET', path, { query: { limit: PAGE, type, since, include: 'contact' }, signal })];
+      for (const cursor of shownCursors(key)) {
+        if (!pages.at(-1)!.nextCursor) break;
+        pages.push(await api<FeedPage>('GET', path, { query: { limit: PAGE, cursor, include: 'contact' }, signal }));
+      }
+      return pages;
+    },
+    [path, type, since],
+  );
   // the pages "Show more" read, of the filters they were read under (another filter is another list)
-  const [later, setLater] = useState<{ of: string; pages: FeedPage[] }>({ of: key, pages: [] });
+  // (`after`: the answer of the first request they continue; a reload of it, which reads again
+  // the pages kept for the entry, replaces them)
+  const [later, setLater] = useState<{ of: string; after?: FeedPage[]; pages: FeedPage[] }>({ of: key, pages: [] });
   // the "Show more" request in flight, aborted when another filter is applied: its late answer,
   // its failure and its busy button belonged to the list left (a reviewer's case)
   const moreCtl = useRef<AbortController | undefined>(undefined);
   const more = useAction(async (cursor: string) => {
     const of = key;
+    const after = d;
     const ctl = new AbortController();
     moreCtl.current = ctl;
     let page: FeedPage;
@@ -194,7 +219,9 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
       throw e;
     }
     if (of !== keyNow.current) return;
-    setLater((l) => ({ of, pages: [...(l.of === of ? l.pages : []), page] }));
+    setLater((l) => ({ of, after, pages: [...(l.of === of && l.after === after ? l.pages : []), page] }));
+    // kept with this history entry, to be read again on a return to it
+    history.replaceState({ ...((history.state as Record<string, unknown> | null) ?? {}), [SHOWN]: { of, cursors: [...shownCursors(of), cursor] } }, '');
     // focus on the first change the page added, so a keyboard user reads on from there
     requestAnimationFrame(() => document.getElementById(`chg-${page.changes[0]?.id}`)?.focus());
   });
@@ -205,9 +232,11 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
     setLater((l) => (l.of === key ? l : { of: key, pages: [] }));
   }, [key]);
   const d = first.data && !first.stale ? first.data : undefined;
-  const pages = d ? [d, ...(later.of === key ? later.pages : [])] : [];
+  const pages = d ? [...d, ...(later.of === key && later.after === d ? later.pages : [])] : [];
   const all = pages.flatMap((p) => p.changes);
 
+  // Back to this list from a contact: where it was scrolled to, and focus on the contact's link
+  useReturnPosition(d !== undefined && !first.loading);
   // Back or Forward to another filter: once its list is shown, focus on the list's heading (the
   // control that had it belonged to the filter left), as on the contacts list
   useFocusAfterPop(key, first.loading, [first.data, first.error], 'changes-title', 'form.filters');
