@@ -25,7 +25,6 @@ export const INBOX_SETTLE_MS = 2000;
 const kindOf = (e: Dirent): string =>
   e.isSymbolicLink() ? 'a link' : e.isDirectory() ? 'a folder' : e.isFIFO() ? 'a named pipe' : e.isSocket() ? 'a socket' : e.isBlockDevice() || e.isCharacterDevice() ? 'a device' : 'not a file';
 
-
 /**
  * … or for this long when its last line has no line break (CSV and NDJSON, not gzip): the writer
  * may only have paused in the middle of a record, and a CSV cut after "Hoo" of "Hooli" reads as a
