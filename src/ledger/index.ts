@@ -64,6 +64,7 @@ export function createLedgerModule(d: {
     ...repos,
     uploadsDir: uploadsDir(d.config.dataDir),
     maxApiContacts: d.config.maxApiContacts,
+    maxJsonBytes: d.config.maxJsonBytes,
     onEndedAtOnce: (job) => importListeners.forEach((l) => l(job)),
   });
   const rowsCounter = d.metrics.counter({ name: 'contact_ledger_import_rows_total', help: 'Import rows processed, by outcome (imported, duplicate, invalid).', labelNames: ['outcome'] });
