@@ -1404,6 +1404,39 @@ U.before(async (ctx) => {
 });
 U.after(async (ctx) => ctx.t.close());
 
+/** Sends a multipart head that announces `announced` bytes and stops after its first part; resolves with the answer's status, or 'no answer' when none came before the body would have to be read. */
+function answerBeforeBody(t: TestApp, path: string, token: string, announced: number): Promise<number | 'no answer'> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(path, t.base);
+    const boundary = 'b0undary';
+    const head = Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.csv"\r\ncontent-type: text/csv\r\n\r\nname,company\n`);
+    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(announced) } }, (res) => {
+      res.resume();
+      resolve(res.statusCode!);
+      req.destroy();
+    });
+    req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve('no answer') : reject(err)));
+    req.write(head);
+    // the server has all it needs to answer; without an answer within the bound, it waits for the body
+    setTimeout(() => {
+      resolve('no answer');
+      req.destroy();
+    }, 5_000).unref();
+  });
+}
+
+U('an upload to a ledger that is not there (none, deleted, of another organization) is a 404 before its body is read (a tester\'s 121 MB were read first)', async ({ t, w }) => {
+  const gone = await createLedger(t, w.tokens.editor, w.orgId, 'deleted');
+  expectStatus(await t.call('DELETE', ledgerPath(w.orgId, gone), { token: w.tokens.admin }), 204);
+  const others = await createLedger(t, w.tokens.otherAdmin, w.otherOrgId, 'theirs');
+  for (const ledgerId of ['l_nonexistent000000000000', gone, others]) {
+    for (const tail of ['imports', 'imports/preview', 'contacts/imports']) {
+      const path = `${ledgerPath(w.orgId, ledgerId)}/${tail}`;
+      assert.is(await answerBeforeBody(t, path, w.tokens.editor, 100 * 1024 ** 2), 404, path);
+    }
+  }
+});
+
 /** A CSV of exactly `bytes` bytes. */
 function csvOfSize(bytes: number): string {
   const head = 'name,company\n';

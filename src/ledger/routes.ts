@@ -261,6 +261,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         responses: { ...JOB_ANSWERS, 413: { description: 'Over the upload limit' }, 415: { description: 'Not a CSV file' }, 422: { description: 'Unusable file: empty, no header or no rows, no name/company column, a bad mapping' } },
       },
       async (ctx, { caller, params, headers, recheckAccess }) => {
+        svc.ledgers.get(params.orgId!, params.ledgerId!); // no such ledger: 404 before the body is read (a tester's 121 MB were)
         const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'], space: opts.uploadSpace });
         try {
           await recheckAccess(); // the upload may have taken minutes
@@ -285,6 +286,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         responses: { 200: { description: 'The columns, the first rows and the mapping the import would use', schema: ImportPreviewAnswer } },
       },
       async (ctx, { params }) => {
+        svc.ledgers.get(params.orgId!, params.ledgerId!); // as the upload's
         const upload = await receiveUpload(ctx, { tmpRoot: opts.uploadTmpDir, maxBytes: opts.maxUploadBytes, fields: ['mapping'], space: opts.uploadSpace });
         try {
           ctx.body = await svc.imports.preview(params.orgId!, params.ledgerId!, upload, upload.fields.mapping);
