@@ -635,6 +635,21 @@ P('rows with too many or too few columns are rejected with their line; the good 
   ]);
 });
 
+P('a row that repeats the header (two exports joined) is rejected with its line, not imported as a contact named "Full Name"; a contact whose one cell is a column name is kept', async ({ t, w }) => {
+  const csv = '\ufeffFull Name;Company;Job Title;Email\r\nAnn Lee;Acme;CEO;ann@acme.test\r\nFull Name;Company;Job Title;\r\nFULL NAME ; company;;\r\nBob Chen;Globex;CTO;bob@globex.test\r\nTitle Person;Acme;Job Title;\r\n';
+  const { ledgerId, job, contacts } = await importInto(t, w, csv);
+  assert.equal([job.status, job.submitted, job.imported, job.invalid], ['completed', 5, 3, 2]);
+  assert.equal(view(contacts).map((c) => c.name), ['Ann Lee', 'Bob Chen', 'Title Person']);
+  const errors = await errorsOf(t, w, ledgerId, job.id);
+  assert.equal(errors.slice(1).map((r) => [r[0], r[r.length - 2], r[r.length - 1]]), [
+    ['Full Name', 'the row repeats the header (two files joined into one?); it is not a contact', '3'],
+    ['FULL NAME ', 'the row repeats the header (two files joined into one?); it is not a contact', '4'],
+  ]);
+  // with first and last name columns, the same
+  const split = await importInto(t, w, 'First Name,Last Name,Company\nAda,Lovelace,Acme\nFirst Name,Last Name,Company\n');
+  assert.equal([split.job.imported, split.job.invalid], [1, 1]);
+});
+
 P('a header cell with a line break in it (Alt+Enter in a spreadsheet) does not hide the delimiter', async ({ t, w }) => {
   const csv = '"Full\nName";"Company\r\n(current)"\nAda Lovelace;Acme, Inc.\nBob;Globex\n';
   const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'multi-line header');

@@ -256,6 +256,22 @@ const mappedFields = (mapping: ColumnMapping): [string, number][] => [
 /** The columns a mapping reads. */
 export const mappedColumns = (mapping: ColumnMapping): number[] => mappedFields(mapping).map(([, i]) => i);
 
+/**
+ * Whether a row repeats the header: each of its mapped cells that is not empty is its column's
+ * name, and at least two are — two exports joined into one file put the second one's header among
+ * the rows, and it was imported as a contact named "Full Name" at "Company" (a tester's case).
+ */
+export function repeatsHeader(cells: readonly string[], columns: readonly string[], mapping: ColumnMapping): boolean {
+  let same = 0;
+  for (const i of mappedColumns(mapping)) {
+    const cell = cells[i]?.trim() ?? '';
+    if (cell === '') continue;
+    if (columns[i] === undefined || headerKey(cell) !== headerKey(columns[i]!) || headerKey(cell) === '') return false;
+    same++;
+  }
+  return same >= 2;
+}
+
 /** The contact object of one CSV row under a mapping (empty cells are absent values). */
 export function rowToInput(cells: string[], mapping: ColumnMapping): Record<string, string> {
   const out: Record<string, string> = {};

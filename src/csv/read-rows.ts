@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
-import { mappedColumns, REJECTION_COLUMNS, rowToInput } from './columns.ts';
+import { mappedColumns, REJECTION_COLUMNS, repeatsHeader, rowToInput } from './columns.ts';
 import { unescapeFormula } from './write.ts';
 import { isId } from '../ids.ts';
 import { validateContact, type ContactDraft } from '../ledger/contact-input.ts';
@@ -14,6 +14,9 @@ import type { CsvFormat } from '../ledger/model.ts';
  */
 
 export const MAX_RECORD_BYTES = 1 << 20;
+
+/** The reason of a row that repeats the header (columns.ts repeatsHeader). */
+export const HEADER_AGAIN = 'the row repeats the header (two files joined into one?); it is not a contact';
 
 export interface ResumePoint {
   /** Byte offset of the next unread record. */
@@ -145,6 +148,7 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       const noted = annotation && read.length >= annotation;
       const cells = fitToHeader(noted ? read.slice(0, -annotation) : read, width, needed, named);
       if (!cells) rows.push({ line, endBytes, endLine, reason: widthReason(record.length), raw: read });
+      else if (repeatsHeader(cells, format.columns, format.mapping)) rows.push({ line, endBytes, endLine, reason: HEADER_AGAIN, raw: noted ? [...cells, ...read.slice(-annotation)] : cells });
       else {
         const res = validateContact(rowToInput(cells, format.mapping));
         // the cells go along with a valid row too: it may still be rejected as a duplicate, and the
