@@ -1069,13 +1069,21 @@ P('invalid UTF-8 → the job fails naming the line, nothing imported, never a si
   assert.equal((await find('Zoë')).map((c: any) => c.company), ['Ça va 日本 🙂']);
 });
 
-P('UTF-16, NUL bytes → the job fails; PNG, ZIP and other binaries named .csv → 415', async ({ t, w }) => {
+/** ASCII text in UTF-32, little endian. */
+const utf32le = (text: string) => Buffer.from([...text].flatMap((c) => [c.charCodeAt(0), 0, 0, 0]));
+
+P('UTF-16, UTF-32, NUL bytes → the job fails; PNG, ZIP and other binaries named .csv → 415', async ({ t, w }) => {
   await failAll(t, w, [
     [Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('name,company\r\nA,B\r\n', 'utf16le')]), /UTF-16 \(little endian\); save it as UTF-8 CSV/],
     [Buffer.from([0xfe, 0xff, 0x00, 0x6e, 0x00, 0x61]), /UTF-16 \(big endian\)/],
     [Buffer.from('name,company\nA,B\nC\0,D\n'), /NUL bytes \(line 3\)/],
     [Buffer.from('name,company\r\nA,B\r\n', 'utf16le'), /the file is UTF-16 \(little endian\); save it as UTF-8 CSV/], // without a byte order mark
     [Buffer.from('name,company\r\nA,B\r\n', 'utf16le').swap16(), /the file is UTF-16 \(big endian\)/],
+    // UTF-32 is named so (a tester's file was called UTF-16): with a mark, and without one
+    [Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), utf32le('name,company\nA,B\n')]), /the file is UTF-32 \(little endian\); save it as UTF-8 CSV/],
+    [Buffer.concat([Buffer.from([0, 0, 0xfe, 0xff]), utf32le('name,company\nA,B\n').swap32()]), /the file is UTF-32 \(big endian\)/],
+    [utf32le('name,company\nA,B\n'), /the file is UTF-32 \(little endian\)/],
+    [utf32le('name,company\nA,B\n').swap32(), /the file is UTF-32 \(big endian\)/],
     [Buffer.from('n\0a\0m\0e\0,\0c\0\0\0\0'), /NUL bytes \(line 1\)/], // NULs not in every other place: no UTF-16 text
   ]);
   const answers = await refuseAll(t, w, [

@@ -2333,16 +2333,18 @@ T('Idempotency-Key on feed uploads: a retry of the same records answers 200 with
   assert.equal(readdirSync(join(t.dataDir, 'feeds', 'tmp')), [], 'no upload left behind');
 });
 
-T('a feed in UTF-16, with or without a byte order mark, fails saying so (it was "not valid UTF-8" record by record)', async ({ t, w }) => {
+T('a feed in UTF-16 or UTF-32, with or without a byte order mark, fails saying so (it was "not valid UTF-8" record by record)', async ({ t, w }) => {
   const text = `${JSON.stringify({ name: 'Uta Sixteen', company: 'Wide' })}\n`;
   for (const [body, type, order] of [
     [Buffer.from(text, 'utf16le'), 'application/x-ndjson', 'little endian'],
     [Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from('name,company\nUta Sixteen,Wide\n', 'utf16le').swap16()]), 'text/csv', 'big endian'],
     [gzipSync(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`[${text}]`, 'utf16le')])), 'application/json', 'little endian'],
+    // UTF-32, named so (it was called UTF-16)
+    [Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), Buffer.from([...text].flatMap((c) => [c.charCodeAt(0), 0, 0, 0]))]), 'application/x-ndjson', 'UTF-32 (little endian)'],
   ] as const) {
     const f = await feed(t, w.root, body, type);
     assert.equal([f.status, f.received, f.personsUpdated], ['failed', 0, 0], type);
-    assert.match(f.message, `the file is UTF-16 (${order}); save it as UTF-8`);
+    assert.match(f.message, `the file is ${order.startsWith('UTF') ? order : `UTF-16 (${order})`}; save it as UTF-8`);
   }
   assert.is(t.rt.db.raw.prepare("SELECT count(*) FROM people WHERE name = 'Uta Sixteen'").pluck().get(), 0);
 });

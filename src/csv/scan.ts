@@ -141,15 +141,30 @@ function delimiterVotes(text: string): Record<string, number> {
 }
 
 /**
- * The byte order of a text in UTF-16, told by its byte order mark or, without one, by NUL bytes in
- * every other place of its first bytes (the NUL halves of ASCII characters): Windows tools save
- * "Unicode" text so. Undefined for anything else. An upload or feed in UTF-16 is refused as such
- * (it used to be "contains NUL bytes" without a mark, and "not valid UTF-8" for a feed).
+ * The encoding of a text in UTF-16 or UTF-32, with its byte order ("UTF-16 (little endian)"), told
+ * by its byte order mark or, without one, by NUL bytes in the places of its first bytes where ASCII
+ * characters have them (every other byte; three of every four): Windows tools save "Unicode" text
+ * so. Undefined for anything else. An upload or feed in such an encoding is refused as such (it
+ * used to be "contains NUL bytes" without a mark, and "not valid UTF-8" for a feed; UTF-32 was
+ * called UTF-16 — forty-fifth session, a tester's case).
  */
-export function utf16ByteOrder(first: Buffer): 'little endian' | 'big endian' | undefined {
-  if (first[0] === 0xff && first[1] === 0xfe) return 'little endian';
-  if (first[0] === 0xfe && first[1] === 0xff) return 'big endian';
-  const pairs = Math.min(first.length, 512) >> 1;
+export function wideTextEncoding(first: Buffer): string | undefined {
+  // UTF-32's marks first: FF FE 00 00 begins like UTF-16's little-endian one
+  if (first[0] === 0xff && first[1] === 0xfe && first[2] === 0 && first[3] === 0) return 'UTF-32 (little endian)';
+  if (first[0] === 0 && first[1] === 0 && first[2] === 0xfe && first[3] === 0xff) return 'UTF-32 (big endian)';
+  if (first[0] === 0xff && first[1] === 0xfe) return 'UTF-16 (little endian)';
+  if (first[0] === 0xfe && first[1] === 0xff) return 'UTF-16 (big endian)';
+  const bytes = Math.min(first.length, 512);
+  const quads = bytes >> 2;
+  if (quads >= 2) {
+    // a NUL at each place of a quad (UTF-32: ASCII has three, where its byte order puts them)
+    const nul = [0, 0, 0, 0];
+    for (let i = 0; i < quads * 4; i++) if (first[i] === 0) nul[i & 3]!++;
+    const all = (places: number[]) => places.every((p) => nul[p]! >= quads * 0.9);
+    if (all([1, 2, 3]) && nul[0] === 0) return 'UTF-32 (little endian)';
+    if (all([0, 1, 2]) && nul[3] === 0) return 'UTF-32 (big endian)';
+  }
+  const pairs = bytes >> 1;
   if (pairs < 2) return undefined;
   let evenNul = 0;
   let oddNul = 0;
@@ -157,8 +172,8 @@ export function utf16ByteOrder(first: Buffer): 'little endian' | 'big endian' | 
     if (first[2 * i] === 0) evenNul++;
     if (first[2 * i + 1] === 0) oddNul++;
   }
-  if (oddNul >= pairs * 0.6 && evenNul === 0) return 'little endian';
-  if (evenNul >= pairs * 0.6 && oddNul === 0) return 'big endian';
+  if (oddNul >= pairs * 0.6 && evenNul === 0) return 'UTF-16 (little endian)';
+  if (evenNul >= pairs * 0.6 && oddNul === 0) return 'UTF-16 (big endian)';
   return undefined;
 }
 
@@ -249,8 +264,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
 
   for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     if (offset === 0) {
-      const utf16 = utf16ByteOrder(chunk);
-      if (utf16) return unreadable(`the file is UTF-16 (${utf16}); save it as UTF-8 CSV`);
+      const wide = wideTextEncoding(chunk);
+      if (wide) return unreadable(`the file is ${wide}; save it as UTF-8 CSV`);
       for (const [what, bytes] of MAGIC) if (bytes.every((b, i) => chunk[i] === b)) return fail(415, `the file is ${what}, not a CSV text file`);
       const sep = sepLine(chunk);
       delimiterByte = (sep?.delimiter ?? headerDelimiter(chunk)).charCodeAt(0);

@@ -3,7 +3,7 @@ import { createGunzip } from 'node:zlib';
 import { CsvError, parse } from 'csv-parse';
 import { fitToHeader, holdsOnlySpaces, isBlankRecord, lineBreaksIn, namedWidth, wrongWidth } from '../csv/read-rows.ts';
 import { RecordLimiter } from '../csv/record-limit.ts';
-import { headerDelimiter, sepLine, utf16ByteOrder } from '../csv/scan.ts';
+import { headerDelimiter, sepLine, wideTextEncoding } from '../csv/scan.ts';
 import { ADDRESS_BOOK_ALIASES, ALIASES, headerKey } from '../csv/columns.ts';
 import { firstDuplicateKey, hasLoneSurrogate } from '../exact-json.ts';
 import { invalidUtf8At, utf8OrUndefined } from '../utf8.ts';
@@ -430,8 +430,8 @@ export async function* readFeed(path: string, format: FeedFormat, gzip: boolean,
   const input = open(path, gzip, size);
   try {
     const head = await peek(input);
-    const utf16 = head && utf16ByteOrder(head);
-    if (utf16) throw new FeedReadError(`the file is UTF-16 (${utf16}); save it as UTF-8`);
+    const wide = head && wideTextEncoding(head);
+    if (wide) throw new FeedReadError(`the file is ${wide}; save it as UTF-8`);
     // still gzip after the one decompression: compressed twice (`gzip` of a .gz), which read as
     // "line 1 is not valid UTF-8" (a feed tester's case)
     if (gzip && head && head[0] === 0x1f && head[1] === 0x8b) throw new FeedReadError('the file is gzip-compressed twice; decompress it once and send it again');
