@@ -136,9 +136,11 @@ export function createImportService(d: ImportServiceDeps) {
    * Creates an import job and its queue entry in one transaction. With an Idempotency-Key that
    * the caller has sent to this ledger before, nothing is created: the earlier job is returned (`replayed`) when the
    * request is the same, and 422 answers a different request under the same key. With `failure`,
-   * the job is `failed` from the start, with that message (nothing to process).
+   * the job is `failed` from the start, with that message (nothing to process). `payload`: an API
+   * batch's contacts; `lane`: the scheduler's lane (docs/decisions.md, the scheduler).
    */
-  function createJob(by: Caller, orgId: string, job: Omit<NewImport, 'createdAt' | 'createdBy'>, payload?: unknown[], failure?: string, lane: JobLane = 'bulk'): Created {
+  function createJob(by: Caller, orgId: string, job: Omit<NewImport, 'createdAt' | 'createdBy'>, opts: { payload?: unknown[]; failure?: string; lane?: JobLane } = {}): Created {
+    const { payload, failure, lane = 'bulk' } = opts;
     const created = d.db.tx((): Created => {
       requireLedger(orgId, job.ledgerId);
       const now = d.clock.now();
@@ -238,7 +240,7 @@ export function createImportService(d: ImportServiceDeps) {
       const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
       // (JSON.stringify: the fingerprint before 239622b, which jobs stored then still have)
       const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: sha256(canonicalJson(contacts)), earlierHashes: [sha256(JSON.stringify(contacts))] };
-      return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'api', fileName: null, filePath: null, format: null, submitted: contacts.length, idempotency }, contacts, undefined, 'express');
+      return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'api', fileName: null, filePath: null, format: null, submitted: contacts.length, idempotency }, { payload: contacts, lane: 'express' });
     },
 
     /** A CSV upload: scanned, moved into the uploads folder, processed by the scheduler (202). */
@@ -262,7 +264,7 @@ export function createImportService(d: ImportServiceDeps) {
         // SPEC §4.3: a file that cannot be parsed fails its job with a message naming the line. Found
         // before any row was imported, so none is: the fixed file can be uploaded again as a whole.
         const failure = `the file cannot be read: ${inspected.unreadable.message} (nothing was imported)`;
-        return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'csv', fileName: file.fileName, filePath: null, format: null, submitted: 0, idempotency }, undefined, failure);
+        return createJob(by, orgId, { id: newId('imp'), ledgerId, source: 'csv', fileName: file.fileName, filePath: null, format: null, submitted: 0, idempotency }, { failure });
       }
       const { scan, mapping, ours, download } = inspected;
       // as small as an API batch: no more rows, no more bytes (a tester's 2-row upload waited 14–21 s
@@ -284,7 +286,7 @@ export function createImportService(d: ImportServiceDeps) {
         ...(ours || download ? { rawUnescaped: true } : {}),
       };
       try {
-        const created = createJob(by, orgId, { id, ledgerId, source: 'csv', fileName: file.fileName, filePath: stored, format, submitted: scan.rows, idempotency }, undefined, undefined, lane);
+        const created = createJob(by, orgId, { id, ledgerId, source: 'csv', fileName: file.fileName, filePath: stored, format, submitted: scan.rows, idempotency }, { lane });
         if (created.replayed) unlinkSync(stored); // another request with the key won meanwhile
         return created;
       } catch (err) {
