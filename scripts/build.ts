@@ -58,6 +58,19 @@ function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?:
   return r.stdout;
 }
 
+/**
+ * The commit being built, for the executable's `version` (src/version.ts): HEAD's 40 hex digits,
+ * `-modified` after them when tracked files differ from it (what was built is then not that commit);
+ * undefined outside a git checkout (a source archive), where `version` names no commit.
+ */
+function sourceCommit(): string | undefined {
+  const head = spawnSync('git', ['rev-parse', '--verify', 'HEAD'], { cwd: root, encoding: 'utf8' });
+  if (head.status !== 0 || !/^[0-9a-f]{40}\n$/.test(head.stdout)) return undefined;
+  const changes = spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' });
+  return `${head.stdout.trim()}${changes.status === 0 && changes.stdout === '' ? '' : '-modified'}`;
+}
+const commit = sourceCommit();
+
 /** The packaged src/paths.ts: shipped files live in the snapshot, relative to dist/bundle/main.cjs. */
 const snapshotPaths: Plugin = {
   name: 'snapshot-paths',
@@ -132,7 +145,8 @@ async function bundle(): Promise<string[]> {
     // bytes do not depend on where that folder is.
     preserveSymlinks: true,
     // ESM-only dependencies (node-cron) read import.meta.url at load time; give them the bundle's URL.
-    define: { 'import.meta.url': '__bundleUrl' },
+    // The commit built, for `version` (src/version.ts).
+    define: { 'import.meta.url': '__bundleUrl', ...(commit ? { __CONTACT_LEDGER_COMMIT__: JSON.stringify(commit) } : {}) },
     banner: { js: "const __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
     legalComments: 'none',
     logLevel: 'warning',

@@ -2,7 +2,8 @@
 // (docs/operations.md, Verifying an executable). Not part of `npm test`: each build takes 30–60 s
 // of both cores.
 //
-//   node scripts/check-reproducible.ts [--ref <commit>] [--against <executable>] [--keep]
+//   npm run check:reproducible -- [--ref <commit>] [--against <executable>] [--keep]
+//   (the project's Node 22: node_modules/.bin/node scripts/check-reproducible.ts …)
 //
 // Each build is a fresh clone of the commit (default HEAD: uncommitted changes are not in it), in
 // folders of different names and depths, with `npm run build`:
@@ -25,7 +26,7 @@ import { differences } from './sea-blob.ts';
 const root = join(import.meta.dirname, '..');
 
 function usage(message: string): never {
-  process.stderr.write(`${message}\nusage: node scripts/check-reproducible.ts [--ref <commit>] [--against <executable>] [--keep]\n`);
+  process.stderr.write(`${message}\nusage: npm run check:reproducible -- [--ref <commit>] [--against <executable>] [--keep]\n`);
   process.exit(2);
 }
 
@@ -38,7 +39,10 @@ for (let i = 0; i < args.length; i++) {
   if (a === '--ref') ref = args[++i] ?? usage('--ref needs a commit');
   else if (a === '--against') against = resolve(args[++i] ?? usage('--against needs a file'));
   else if (a === '--keep') keep = true;
-  else usage(`unknown argument ${a}`);
+  else if (a === '--help' || a === '-h') {
+    process.stdout.write('usage: npm run check:reproducible -- [--ref <commit>] [--against <executable>] [--keep]\n  (or node_modules/.bin/node scripts/check-reproducible.ts …)\n');
+    process.exit(0);
+  } else usage(`unknown argument ${a}`);
 }
 if (against && !existsSync(against)) usage(`${against} does not exist`);
 

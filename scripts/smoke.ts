@@ -132,7 +132,10 @@ async function main(): Promise<void> {
   step(`${bin} (${(statSync(bin).size / 1024 ** 2).toFixed(1)} MiB), PATH=${emptyPath} (empty)`);
 
   const version = command(['version'], join(dir, 'unused'));
-  check(version.status === 0 && /^\d+\.\d+\.\d+\n$/.test(version.stdout), `version: ${version.status} ${version.stdout}${version.stderr}`);
+  // the version, and the commit it was built from (a build outside a git checkout names none)
+  const head = spawnSync('git', ['rev-parse', '--verify', 'HEAD'], { cwd: join(import.meta.dirname, '..'), encoding: 'utf8' });
+  const built = head.status === 0 ? new RegExp(`^\\d+\\.\\d+\\.\\d+ \\(commit ${head.stdout.trim()}(?:-modified)?\\)\n$`) : /^\d+\.\d+\.\d+\n$/;
+  check(version.status === 0 && built.test(version.stdout), `version: ${version.status} ${version.stdout}${version.stderr} (expected ${built})`);
   // the licenses of what the executable holds, from inside it
   const licenses = command(['licenses'], join(dir, 'unused'));
   check(licenses.status === 0, `licenses: ${licenses.status} ${licenses.stderr}`);

@@ -3,7 +3,7 @@
 // so `--help`, `version` and a configuration error take a fraction of the server's start-up.
 import { existsSync, readFileSync } from 'node:fs';
 import { paths } from '../paths.ts';
-import { VERSION } from '../version.ts';
+import { VERSION_LINE } from '../version.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Command } from './command.ts';
 
 /** The settings a command that only reads or rewrites the database acts on (its --help lists them alone). */
@@ -127,7 +127,7 @@ const versionCommand: Command = {
   takesConfig: false,
   load: async () => async (args, io) => {
     refuseArguments(args);
-    io.out(VERSION);
+    io.out(VERSION_LINE);
     return EXIT_OK;
   },
 };

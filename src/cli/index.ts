@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../config.ts';
 import { StartupError } from '../errors.ts';
-import { VERSION } from '../version.ts';
+import { VERSION, VERSION_LINE } from '../version.ts';
 import { commandHelp, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, parseCommandArgs, UsageError, type Io } from './command.ts';
 import { COMMANDS, DEFAULT_COMMAND } from './commands.ts';
 import { refuseRootOnForeignFolder } from './data-owner.ts';
@@ -26,7 +26,7 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     return EXIT_OK;
   }
   if (first === '--version' || first === '-v') {
-    io.out(VERSION);
+    io.out(VERSION_LINE);
     return EXIT_OK;
   }
   const named = first !== undefined && !first.startsWith('-');

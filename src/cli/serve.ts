@@ -7,7 +7,7 @@ import { createHttpServer } from '../http/server.ts';
 import { bootstrapSuperuser, openRuntime, type Runtime } from '../runtime.ts';
 import { BULK_THREAD_JOBS } from '../bulk-thread/client.ts';
 import { StartupError } from '../storage/db.ts';
-import { VERSION } from '../version.ts';
+import { BUILT_FROM, VERSION } from '../version.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Io, type ParsedArgs } from './command.ts';
 import { refuseInsideInstallation } from './common.ts';
 
@@ -184,7 +184,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   rt.scheduler.start();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  log.info({ version: VERSION, host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https, limits: started.limits() }, 'listening');
+  log.info({ version: VERSION, ...(BUILT_FROM ? { commit: BUILT_FROM } : {}), host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https, limits: started.limits() }, 'listening');
   if (config.host === '127.0.0.1' || config.host === 'localhost') {
     io.err(`contact-ledger ${VERSION} listening on ${https ? 'https' : 'http'}://${config.host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
   }
