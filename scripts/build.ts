@@ -308,7 +308,8 @@ function check(): void {
   const cwd = mkdtempSync(join(tmpdir(), 'contact-ledger-build-'));
   try {
     const got = run(output, ['version'], { cwd, env: { PATH: '/usr/bin:/bin', HOME: cwd } }).trim();
-    const want = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+    const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+    const want = commit ? `${version} (commit ${commit})` : version;
     if (got !== want) throw new Error(`dist/contact-ledger version printed "${got}", expected ${want}`);
   } finally {
     rmSync(cwd, { recursive: true, force: true });
