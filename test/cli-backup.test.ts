@@ -293,7 +293,7 @@ C('serve refuses a damaged database and an unusable data folder with exit 1 and 
   assert.is(unusable.status, 2, 'a configuration error: a restart cannot fix it');
   assert.match(unusable.stderr, /data folder .*a-file\/data is not usable .* set CONTACT_LEDGER_DATA to a writable folder/);
   const nodb = await cli(['backup', join(dir, 'x.db')], { CONTACT_LEDGER_DATA: tempDir() });
-  assert.is(nodb.status, 1);
+  assert.is(nodb.status, 2, 'the same command line fails again: exit 2, as migrate, compact and feed (an operator tester\'s case: it was 1)');
   assert.match(nodb.stderr, /there is no database in/);
   // a database cut to 0 bytes: said as a start says it (it was "not a contact-ledger database"), no backup file left
   const cut = tempDir();

@@ -57,8 +57,9 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
       return EXIT_USAGE;
     }
     if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
+    // the same command line fails again until the setting changes: a configuration error, as migrate, compact and feed say it
     io.err(`contact-ledger backup: there is no database in ${config.dataDir} (set CONTACT_LEDGER_DATA or --data)`);
-    return EXIT_FAILURE;
+    return EXIT_USAGE;
   }
   // SQLite reads the database with its -wal and writes its -shm (the index of the -wal)
   for (const [path, mode] of [[file, constants.R_OK], [`${file}-wal`, constants.R_OK], [`${file}-shm`, constants.R_OK | constants.W_OK]] as const) {

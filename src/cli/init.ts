@@ -1,6 +1,6 @@
 import { loadConfig, type Config } from '../config.ts';
 import type { Caller } from '../identity/model.ts';
-import { EXIT_FAILURE, EXIT_OK, refuseArguments, UsageError, type Io, type ParsedArgs } from './command.ts';
+import { EXIT_OK, EXIT_USAGE, refuseArguments, UsageError, type Io, type ParsedArgs } from './command.ts';
 import { passwordPolicyProblem } from '../identity/passwords.ts';
 import { flagValue, openForCommand, passwordArg } from './common.ts';
 import { emailField, text } from '../http/common-schemas.ts';
@@ -29,8 +29,9 @@ export async function run(args: ParsedArgs, io: Io, base: Config): Promise<numbe
   const rt = await openForCommand(io, config, 'init sets up a new installation only; use "contact-ledger user add" or the API', { bootstrap: true });
   try {
     if (!rt.bootstrap) {
+      // run again it fails again (as user add of an existing user): exit 2
       io.err(`contact-ledger init: ${config.dataDir} is already set up (it has users); use "contact-ledger user add" to add one`);
-      return EXIT_FAILURE;
+      return EXIT_USAGE;
     }
     const user = rt.identity.repos.users.findUserByEmail(rt.bootstrap.email)!;
     io.out(`created the superuser ${user.email} (${user.id}) in ${config.dataDir}`);
