@@ -18,8 +18,17 @@ export function refuseRootOnForeignFolder(dataDir: string, command: string): voi
   if (uid === undefined) return;
   throw new ConfigError(
     `the data folder ${dataDir} is uid ${uid}'s, and ${command} runs as root: what it writes there would be root's, which the server, running as uid ${uid}, may not read. ` +
-      `Run it as that user: sudo -u '#${uid}' contact-ledger ${command} … (in a container: docker exec -u ${uid} …)`,
+      `Run it as that user: sudo -u '#${uid}' env CONTACT_LEDGER_DATA=${resolve(dataDir)} ${programPath()} ${command} … (sudo clears the environment and may not search /usr/local/bin; in a container: docker exec -u ${uid} …)`,
   );
+}
+
+/**
+ * How to name this program in a command to copy: the executable's full path (sudo may not find it
+ * on its own PATH), or `contact-ledger` when run from source (process.execPath is then node's).
+ */
+function programPath(): string {
+  const exe = process.execPath;
+  return /(?:^|\/)node(?:\.exe)?$/.test(exe) ? 'contact-ledger' : exe;
 }
 
 /**
