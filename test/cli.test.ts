@@ -577,7 +577,7 @@ C('an inbox file the server may not read goes to failed/ with the reason, and th
     writeFileSync(join(inbox, 'b-good.jsonl'), record);
     chownSync(join(inbox, 'b-good.jsonl'), 65534, 65534);
     await until('the good file in done/ and the unreadable one in failed/', () => [...readdirSync(join(inbox, 'done')), ...readdirSync(join(inbox, 'failed'))], (names) => names.includes('b-good.jsonl') && names.includes('a-root.jsonl'));
-    assert.match(readFileSync(join(inbox, 'failed', 'a-root.jsonl.reason.txt'), 'utf8'), /may not read this file \(it belongs to uid 0, mode 600\); copy feed files in as the data folder's owner, e\.g\. install -m 0600 -o 65534 /);
+    assert.match(readFileSync(join(inbox, 'failed', 'a-root.jsonl.reason.txt'), 'utf8'), /may not read this file \(it belongs to uid 0, mode 600\); copy feed files in as the data folder's owner under a hidden name, then rename them, e\.g\. install -m 0600 -o 65534 <file> \S+\/inbox\/\.incoming && mv \S+\/inbox\/\.incoming /);
     assert.equal(readdirSync(inbox).filter((n) => !['done', 'failed', 'processing'].includes(n)), [], 'nothing left waiting');
     // the feed command run as root hands the server a copy it may read
     const file = join(tempDir(), 'by-root.jsonl');

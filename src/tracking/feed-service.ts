@@ -169,7 +169,7 @@ export function createFeedService(d: {
       path,
       name,
       `the server (uid ${process.getuid?.() ?? '?'}) may not read this file (it belongs to uid ${st.uid}, mode ${(st.mode & 0o777).toString(8).padStart(3, '0')}); ` +
-        `copy feed files in as the data folder's owner, e.g. install -m 0600 -o ${owner} <file> ${inbox}/, or give this file to that user, and move it back into the inbox`,
+        `copy feed files in as the data folder's owner under a hidden name, then rename them, e.g. install -m 0600 -o ${owner} <file> ${inbox}/.incoming && mv ${inbox}/.incoming ${inbox}/<file's name>, or give this file to that user and move it back into the inbox`,
     );
     d.log.warn({ file: name, moved: basename(target) }, 'inbox: a file the server may not read was moved to failed/ with the reason');
   }
