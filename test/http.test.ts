@@ -452,6 +452,11 @@ I('security headers on API responses; no CORS unless configured', async ({ t, w 
   assert.match(r.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
   assert.is(r.headers.get('referrer-policy'), 'no-referrer');
   assert.is(r.headers.get('access-control-allow-origin'), null);
+  // the routes match case-insensitively, and so do the headers meant for them
+  const upper = await t.call('GET', `${ID.toUpperCase()}/orgs`, { token: w.root });
+  assert.is(upper.status, 200);
+  assert.is(upper.headers.get('cache-control'), 'no-store');
+  assert.match(upper.headers.get('content-security-policy') ?? '', /default-src 'none'/);
 });
 
 I.run();

@@ -65,7 +65,9 @@ export function securityHeaders(opts: { https: boolean }): Koa.Middleware {
     ctx.set('X-Frame-Options', 'DENY');
     ctx.set('Cross-Origin-Opener-Policy', 'same-origin');
     if (opts.https) ctx.set('Strict-Transport-Security', 'max-age=31536000');
-    if (ctx.path.startsWith('/api/') || ctx.path.endsWith('/session')) {
+    // the routes match case-insensitively, so these paths are compared the same way: /API/… is API data too
+    const path = ctx.path.toLowerCase();
+    if (path.startsWith('/api/') || path.endsWith('/session')) {
       ctx.set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
       ctx.set('Cache-Control', 'no-store');
     }
