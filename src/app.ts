@@ -3,7 +3,7 @@ import { AppError } from './errors.ts';
 import { buildOpenApi, OpenApiDocumentAnswer } from './http/openapi.ts';
 import { jsonBodies } from './http/json-body.ts';
 import { abandonedBody, problems } from './http/problem.ts';
-import { cors, requestContext, securityHeaders } from './http/request-context.ts';
+import { cors, forwardedClient, requestContext, securityHeaders } from './http/request-context.ts';
 import { ApiRouter, type RouterDeps } from './http/route.ts';
 import { serveUi } from './http/static.ts';
 import { IDENTITY_PREFIX, registerIdentityRoutes } from './identity/routes.ts';
@@ -71,6 +71,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
     else if (ctx && abandonedBody(ctx, err)) return;
     else rt.log.error({ err, requestId }, 'response failed after it started');
   });
+  if (config.trustProxy) app.use(forwardedClient(rt.log));
   app.use(requestContext(rt.log, httpObserver(rt.metrics)));
   app.use(securityHeaders({ https: Boolean(config.tlsCert) }));
   app.use(cors(config.corsOrigins));

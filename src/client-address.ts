@@ -38,3 +38,17 @@ function ipv6Groups(address: string): number[] {
   const right = split(tail);
   return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
 }
+
+/**
+ * The client address in a reverse proxy's X-Forwarded-For entry, without the port some proxies
+ * add (`203.0.113.9:51234`, `[2001:db8::1]:443`: a new port per connection would make every
+ * connection a client of its own to the sign-in throttle, a reviewer's case); undefined when the
+ * entry is no address at all (`unknown`, a hostname, garbage), which then names nobody.
+ */
+export function forwardedAddress(entry: string): string | undefined {
+  const text = entry.trim();
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(text);
+  const withPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(text);
+  const address = bracketed?.[1] ?? withPort?.[1] ?? text;
+  return isIP(address) ? address : undefined;
+}

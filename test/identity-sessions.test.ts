@@ -704,6 +704,29 @@ T('behind a trusted proxy the address is the one the proxy added, not what the c
   } finally {
     await t.close();
   }
+  // a proxy that adds the client's port (a new one per connection) or writes no address at all
+  for (const [what, forwarded] of [
+    ['IPv4 with a port', (i: number) => `203.0.113.7:${40000 + i}`],
+    ['IPv6 with a port', (i: number) => `[2001:db8::7]:${40000 + i}`],
+    ['no address', (i: number) => (i % 2 ? 'unknown' : `client-${i}.example`)],
+  ] as const) {
+    const t = await startApp({ config: { trustProxy: true, loginMaxFailuresPerAccount: 1000, loginMaxFailuresPerAddress: 5, loginWindowSeconds: 900 } });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        const r = await t.call('POST', `${ID}/session`, { body: { email: `nobody${i}@a.test`, password: 'not the password' }, headers: { 'x-forwarded-for': forwarded(i) } });
+        statuses.push(r.status);
+      }
+      assert.equal(statuses, [401, 401, 401, 401, 401, 429, 429], `${what}: one client`);
+      const lines = t.logs.filter((l) => l.includes('"msg":"request"') && l.includes('/session'));
+      if (what === 'no address') {
+        assert.ok(lines.every((l) => /"ip":"(?:::ffff:)?127\.0\.0\.1"/.test(l)), 'counted as the proxy itself');
+        assert.is(t.logs.filter((l) => l.includes('names no address')).length, 1, 'said once');
+      } else assert.ok(lines.every((l) => l.includes(what.startsWith('IPv4') ? '"ip":"203.0.113.7"' : '"ip":"2001:db8::7"')), 'the address without its port');
+    } finally {
+      await t.close();
+    }
+  }
 });
 
 T('a locked address stops guesses, not unguessable credentials: a valid refresh token and a right client secret still get tokens, their failures get 429 (A2, ASVS 5.0 6.1.1)', async () => {

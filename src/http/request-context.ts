@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import { randomUUID } from 'node:crypto';
+import { forwardedAddress } from '../client-address.ts';
 import { clientClosed } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { noteRequestId, statusAnsweredByServer } from './server.ts';
@@ -54,6 +55,26 @@ export function requestContext(log: Logger, observe?: RequestObserver): Koa.Midd
       );
     });
     await next();
+  };
+}
+
+/**
+ * Behind a trusted reverse proxy (TRUST_PROXY) the client's address is the X-Forwarded-For entry
+ * the outermost of our proxies added (Koa's `ctx.ip`, with maxIpsCount), without a port; an entry
+ * that is no address counts as the proxy's own address (logged once), never as a client of its own.
+ */
+export function forwardedClient(log: Logger): Koa.Middleware {
+  let warned = false;
+  return (ctx, next) => {
+    const entry = ctx.request.ips[0];
+    if (entry === undefined) return next();
+    const address = forwardedAddress(entry);
+    if (address === undefined && !warned) {
+      warned = true;
+      log.warn({ entry: entry.slice(0, 64) }, "an X-Forwarded-For entry from the proxy names no address; such requests count as the proxy's own address (check the proxy's configuration)");
+    }
+    ctx.request.ip = address ?? ctx.socket.remoteAddress ?? '';
+    return next();
   };
 }
 
