@@ -394,7 +394,7 @@ B('an import job whose upload is gone (a database restored without uploads/) fai
     t.rt.scheduler.start();
     const job = await waitForImport(t, root, orgId, ledgerId, up.body.id);
     assert.is(job.status, 'failed');
-    assert.match(job.message, /the uploaded file is no longer there/);
+    assert.is(job.message, `the uploaded file is no longer there (uploads/${up.body.id}.csv in the data folder)`, 'named within the data folder: the server\'s layout is not the org\'s business');
   } finally {
     await t.close();
   }

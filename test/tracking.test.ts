@@ -2885,7 +2885,7 @@ I('an inbox file removed from processing/ before its feed ran is said so in the 
   const list = await t.call('GET', FEED, { token: (await signInRoot(t)).accessToken });
   const job = list.body.feeds.find((f: any) => f.id === warned.feed);
   assert.equal([job.status, job.fileName], ['failed', 'removed.jsonl']);
-  assert.match(job.message, /the feed file is no longer there/);
+  assert.match(job.message, /^the feed file is no longer there \(inbox\/processing\/\S*removed\.jsonl in the data folder\)/);
   // the job's failure is in the log too, with its reason (an operator found one in the API alone)
   const failed = await until('the job failed line', () => t.logs.map((l) => JSON.parse(l) as { msg: string; job?: string; error?: string }).find((l) => l.msg === 'job failed' && l.job === warned.feed), Boolean, 10_000);
   assert.match(failed?.error ?? '', /the feed file is no longer there/);

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
+import { basename } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { readUpload, type StartCsvWorker } from '../csv/csv-worker-client.ts';
 import { CsvReadError, type CsvRow } from '../csv/read-rows.ts';
@@ -258,7 +259,8 @@ export function createImportRunner(d: RunnerDeps): Runner {
       if (imp.source === 'csv' && !existsSync(imp.filePath!)) {
         // e.g. a database restored without its uploads/ folder: retrying cannot bring the file back.
         const done = imp.cursorRows > 0 ? `; the ${imp.cursorRows} rows before were imported` : '';
-        finish(lease, imp, `the uploaded file is no longer there (${imp.filePath})${done}`, true);
+        // named within the data folder: the job's message is read by the org's users, not the server's operator
+        finish(lease, imp, `the uploaded file is no longer there (uploads/${basename(imp.filePath!)} in the data folder)${done}`, true);
         return 'done';
       }
       try {

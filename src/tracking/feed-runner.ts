@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { relative } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { betweenChunks, CHUNK_BUDGET_MS, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import { beginWork, RENEW_LEASE_AFTER_MS, renewBetweenChunks } from '../jobs/queue.ts';
@@ -72,7 +73,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       }
       if (!existsSync(feed.filePath!)) {
         // e.g. a database restored without its feeds/ folder: retrying cannot bring the file back.
-        finish(lease, feed, `the feed file is no longer there (${feed.filePath})${feed.cursorRecords ? `; records 1–${feed.cursorRecords} were applied` : ''}`);
+        finish(lease, feed, `the feed file is no longer there (${relative(d.dataDir, feed.filePath!)} in the data folder)${feed.cursorRecords ? `; records 1–${feed.cursorRecords} were applied` : ''}`);
         return 'done';
       }
       d.db.tx(() => {
