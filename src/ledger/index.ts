@@ -9,7 +9,7 @@ import { deleteInChunks } from '../jobs/chunk-pacing.ts';
 import { rejectionsPruner } from '../jobs/rejections-retention.ts';
 import type { Runner, Scheduler } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
-import type { MetricsRegistry } from '../ops/metrics.ts';
+import { everySeries, type MetricsRegistry } from '../ops/metrics.ts';
 import { dataFiles } from '../storage/data-files.ts';
 import type { Db } from '../storage/db.ts';
 import { createContactService } from './contact-service.ts';
@@ -67,7 +67,11 @@ export function createLedgerModule(d: {
     maxJsonBytes: d.config.maxJsonBytes,
     onEndedAtOnce: (job) => importListeners.forEach((l) => l(job)),
   });
-  const rowsCounter = d.metrics.counter({ name: 'contact_ledger_import_rows_total', help: 'Import rows processed, by outcome (imported, duplicate, invalid).', labelNames: ['outcome'] });
+  const rowsCounter = everySeries(
+    d.metrics.counter({ name: 'contact_ledger_import_rows_total', help: 'Import rows processed, by outcome (imported, duplicate, invalid).', labelNames: ['outcome'] }),
+    'outcome',
+    ['imported', 'duplicate', 'invalid'],
+  );
   const countImportRows = (c: ChunkCounts) => {
     rowsCounter.inc({ outcome: 'imported' }, c.imported);
     rowsCounter.inc({ outcome: 'duplicate' }, c.duplicates);

@@ -10,6 +10,16 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Counte
  * process-global registry, because they describe the process, not a runtime.
  */
 
+/**
+ * A counter by one label whose every value is a series from the first scrape, at 0 until counted:
+ * a series born with its first event hides that event from `rate()` and `increase()`, and an alert
+ * on a series that is not there yet cannot tell "none" from "not measured".
+ */
+export function everySeries<L extends string>(counter: Counter<L>, label: L, values: readonly string[]): Counter<L> {
+  for (const value of values) counter.inc({ [label]: value } as Partial<Record<L, string>>, 0);
+  return counter;
+}
+
 /** What a module gets to register its metrics with (prom-client's own types). */
 export interface MetricsRegistry {
   counter<L extends string>(c: Omit<CounterConfiguration<L>, 'registers'>): Counter<L>;
@@ -55,12 +65,15 @@ export function createMetrics(): Metrics {
     labelNames: ['method', 'route'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
   });
-  const busy = reg.counter({
-    name: 'contact_ledger_sqlite_busy_total',
-    help: 'Writes that did not get the database lock in time (SQLITE_BUSY): requests answered 503, jobs and periodic tasks retried.',
-    labelNames: ['where'],
-  });
-  for (const where of ['request', 'job', 'task']) busy.inc({ where }, 0); // every series from the first scrape
+  const busy = everySeries(
+    reg.counter({
+      name: 'contact_ledger_sqlite_busy_total',
+      help: 'Writes that did not get the database lock in time (SQLITE_BUSY): requests answered 503, jobs and periodic tasks retried.',
+      labelNames: ['where'],
+    }),
+    'where',
+    ['request', 'job', 'task'],
+  );
   return {
     ...reg,
     registry,
@@ -122,6 +135,10 @@ export function metricsTokenMatches(presented: string, expected: string): boolea
 /** Webhook delivery attempts (src/webhooks/index.ts counts each recorded attempt). */
 export function registerWebhookMetrics(reg: MetricsRegistry) {
   return {
-    deliveries: reg.counter({ name: 'contact_ledger_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed), and deliveries dropped unsent because their contact or ledger was deleted (dropped).', labelNames: ['outcome'] }),
+    deliveries: everySeries(
+      reg.counter({ name: 'contact_ledger_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed), and deliveries dropped unsent because their contact or ledger was deleted (dropped).', labelNames: ['outcome'] }),
+      'outcome',
+      ['delivered', 'retry', 'failed', 'dropped'],
+    ),
   };
 }

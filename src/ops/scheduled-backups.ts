@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { backupTo, fileStamp, pruneBackups } from '../storage/backup.ts';
 import type { Db } from '../storage/db.ts';
-import type { MetricsRegistry } from './metrics.ts';
+import { everySeries, type MetricsRegistry } from './metrics.ts';
 
 export type ScheduledBackups = ReturnType<typeof createScheduledBackups>;
 
@@ -31,7 +31,7 @@ export function createScheduledBackups(d: {
    */
   pauseOtherWriters: <T>(fn: () => Promise<T>) => Promise<T>;
 }) {
-  const outcomes = d.metrics.counter({ name: 'contact_ledger_backups_total', help: 'Scheduled backups by outcome (ok, failed).', labelNames: ['outcome'] });
+  const outcomes = everySeries(d.metrics.counter({ name: 'contact_ledger_backups_total', help: 'Scheduled backups by outcome (ok, failed).', labelNames: ['outcome'] }), 'outcome', ['ok', 'failed']);
   const lastOk = d.metrics.gauge({ name: 'contact_ledger_backup_last_success_timestamp_seconds', help: 'When the last scheduled backup completed (Unix time).' });
   // from the newest scheduled backup on disk: 0 after every restart made an alert on its age fire
   // until the next backup, up to a day later (a tester's case)

@@ -11,7 +11,7 @@ import { newId } from '../ids.ts';
 import type { Queue } from '../jobs/queue.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import type { Logger } from '../log.ts';
-import type { MetricsRegistry } from '../ops/metrics.ts';
+import { everySeries, type MetricsRegistry } from '../ops/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
 import { endsInsideALine, feedsDir, formatOfName, freeName, InboxFolderError, inboxDir, inboxFolder, inboxName, inboxSafeName, isGzip, isInboxFile, settleFeedFile, UNSAFE_NAME_CHARS, writeSidecar } from './feed-files.ts';
@@ -56,8 +56,12 @@ export function createFeedService(d: {
   audit: Audit;
 }) {
   const inbox = inboxDir(d.dataDir);
-  const records = d.metrics.counter({ name: 'contact_ledger_feed_records_total', help: 'Person-feed records processed, by outcome (applied, stale, repeated, invalid).', labelNames: ['outcome'] });
-  const changes = d.metrics.counter({ name: 'contact_ledger_changes_total', help: 'Contact changes detected from the feed, by type (job, info).', labelNames: ['type'] });
+  const records = everySeries(
+    d.metrics.counter({ name: 'contact_ledger_feed_records_total', help: 'Person-feed records processed, by outcome (applied, stale, repeated, invalid).', labelNames: ['outcome'] }),
+    'outcome',
+    ['applied', 'stale', 'repeated', 'invalid'],
+  );
+  const changes = everySeries(d.metrics.counter({ name: 'contact_ledger_changes_total', help: 'Contact changes detected from the feed, by type (job, info).', labelNames: ['type'] }), 'type', ['job', 'info']);
 
   /** A feed chunk committed (here or on the bulk thread): the metrics. */
   function countChunk(p: FeedProgress): void {
