@@ -189,7 +189,6 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
     io.err(`contact-ledger ${VERSION} listening on ${https ? 'https' : 'http'}://${config.host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
   }
 
-
   const signal = await stopRequested;
   log.info({ signal }, 'shutting down');
   rt.state.shuttingDown = true;
