@@ -407,14 +407,14 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; refuse
   return (
     <form
       class="filters"
-      aria-labelledby="flt-title"
+      aria-labelledby="filters-heading"
       onSubmit={(e) => {
         e.preventDefault();
         noteFocus();
         props.onApply(f);
       }}
     >
-      <h2 id="flt-title" class="visually-hidden">
+      <h2 id="filters-heading" class="visually-hidden">
         Filter contacts
       </h2>
       <div class="quick" role="group" aria-label="Quick filters">
