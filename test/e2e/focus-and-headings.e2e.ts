@@ -76,10 +76,7 @@ F('"Clear the filters" in the empty result gives focus to the form\'s Clear; hea
   // the Title filter's label names its field: the heading's id was the field's too (flt-title), and
   // the label named the heading (a web tester's case)
   assert.is(await page.getByLabel('Title contains', { exact: true }).evaluate((el) => el.tagName), 'INPUT');
-  const repeated = await page.evaluate(() => {
-    const ids = [...document.querySelectorAll('[id]')].map((el) => el.id);
-    return ids.filter((id, i) => ids.indexOf(id) !== i);
-  });
+  const repeated = await page.evaluate("(() => { const ids = [...document.querySelectorAll('[id]')].map((el) => el.id); return ids.filter((id, i) => ids.indexOf(id) !== i); })()");
   assert.equal(repeated, [], 'every id on the page once');
   await page.getByRole('heading', { level: 2, name: 'Contacts', exact: true }).waitFor({ state: 'attached' });
 });

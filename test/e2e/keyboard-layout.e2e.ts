@@ -219,6 +219,40 @@ K('a dialog whose request failed keeps focus: on the field the API named, else o
   await dialog.waitFor({ state: 'detached' });
 });
 
+K('a dialog whose request is on its way stays open until the answer: Cancel, × and Escape wait (a web tester closed one and the ledger was created all the same)', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers`);
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let held = false;
+  const isCreate = (u: URL) => u.pathname.endsWith(`/orgs/${ctx.orgId}/ledgers`);
+  await page.route(isCreate, async (route) => {
+    if (route.request().method() !== 'POST') return route.continue();
+    held = true;
+    await released;
+    await route.continue().catch(() => undefined); // the page may be gone by then (a failed run)
+  });
+  try {
+    await page.getByRole('button', { name: 'New ledger' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Name', { exact: true }).fill('Made while waiting');
+    await dialog.getByRole('button', { name: 'Create ledger' }).click();
+    await until(() => held, 'the request on its way');
+    await dialog.getByRole('button', { name: 'Saving…' }).waitFor();
+    assert.ok(await dialog.getByRole('button', { name: 'Cancel' }).isDisabled(), 'Cancel waits');
+    assert.ok(await dialog.getByRole('button', { name: 'Close' }).isDisabled(), '× waits');
+    await page.keyboard.press('Escape');
+    assert.is(await dialog.count(), 1, 'Escape does not close it either');
+    release();
+    await dialog.waitFor({ state: 'detached' });
+    await page.waitForURL(new RegExp(`/orgs/${ctx.orgId}/ledgers/[^/?]+$`)); // the new ledger's page
+    await page.getByRole('heading', { level: 1, name: 'Made while waiting' }).waitFor();
+  } finally {
+    release();
+    await page.unroute(isCreate);
+  }
+});
+
 K('after a rotated secret is closed (button or Escape), focus is back on "Rotate secret"', async (ctx) => {
   const { page, base } = ctx.e;
   await page.goto(`${base}/orgs/${ctx.orgId}/service-accounts`);

@@ -349,9 +349,15 @@ const focusable = (el: HTMLElement) => el.isConnected && el !== document.body &&
  * closes it instead of leaving the page — for what cannot be shown again (a secret shown once: a
  * web tester's Back lost one, the page gone with it). Closed otherwise, it takes its entry back.
  * Only for dialogs that do not navigate as they close (a Back then would undo the navigation).
+ *
+ * `busy`: its request is on its way (a form's Save, a confirmed deletion): "×" and Escape wait for
+ * the answer, as the form's Cancel does. The request cannot be called back, and a dialog closed
+ * meanwhile still created the ledger or member it was told to create (a web tester's case).
  */
-export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean; backCloses?: boolean }) {
+export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean; backCloses?: boolean; busy?: boolean }) {
   const ref = useRef<HTMLDialogElement>(null);
+  const busy = useRef(props.busy);
+  busy.current = props.busy;
   const titleId = useRef(`dialog-title-${++dialogSeq}`).current; // one per dialog: two can be open at once
   const onClose = useRef(props.onClose);
   onClose.current = props.onClose;
@@ -386,7 +392,7 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
     d.querySelector<HTMLElement>('[data-autofocus]')?.focus();
     const onCancel = (e: Event) => {
       e.preventDefault();
-      props.onClose();
+      if (!busy.current) props.onClose();
     };
     d.addEventListener('cancel', onCancel);
     return () => {
@@ -405,7 +411,7 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
     <dialog ref={ref} class={props.wide ? 'wide' : ''} aria-labelledby={titleId}>
       <div class="dialog-head">
         <h2 id={titleId}>{props.title}</h2>
-        <button type="button" class="icon" aria-label="Close" onClick={props.onClose}>
+        <button type="button" class="icon" aria-label="Close" disabled={props.busy} onClick={props.onClose}>
           ×
         </button>
       </div>
@@ -468,12 +474,12 @@ export function refocusWhenDone(el: HTMLElement | null): void {
 export function Confirm(props: { title: string; children: ComponentChildren; confirm: string; danger?: boolean; onConfirm: () => Promise<unknown>; onClose: () => void }) {
   const act = useAction(props.onConfirm);
   return (
-    <Dialog title={props.title} onClose={props.onClose}>
+    <Dialog title={props.title} onClose={props.onClose} busy={act.busy}>
       <div class="dialog-body">{props.children}</div>
       <FormError error={act.error} />
       <div class="actions">
         {/* focus starts here, the action that changes nothing (not "×" or the confirmation) */}
-        <button type="button" class="secondary" data-autofocus onClick={props.onClose}>
+        <button type="button" class="secondary" data-autofocus disabled={act.busy} onClick={props.onClose}>
           Cancel
         </button>
         <button

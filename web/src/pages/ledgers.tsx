@@ -154,7 +154,7 @@ export function LedgerForm(props: { orgId: string; ledger?: Ledger; onClose: () 
   const fields = ['name', 'description'] as const;
   const err = fieldErrors(act.error, fields);
   return (
-    <Dialog title={props.ledger ? 'Rename ledger' : 'New ledger'} onClose={props.onClose}>
+    <Dialog title={props.ledger ? 'Rename ledger' : 'New ledger'} onClose={props.onClose} busy={act.busy}>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -169,7 +169,7 @@ export function LedgerForm(props: { orgId: string; ledger?: Ledger; onClose: () 
         </Field>
         <FormError error={act.error} fields={fields} />
         <div class="actions">
-          <button type="button" class="secondary" onClick={props.onClose}>
+          <button type="button" class="secondary" disabled={act.busy} onClick={props.onClose}>
             Cancel
           </button>
           <button type="submit" disabled={act.busy}>

@@ -169,7 +169,7 @@ function CreateServiceAccount(props: { orgId: string; onClose: () => void; onDon
   const fields = ['name', 'role'] as const;
   const err = fieldErrors(act.error, fields);
   return (
-    <Dialog title="New service account" onClose={props.onClose}>
+    <Dialog title="New service account" onClose={props.onClose} busy={act.busy}>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -190,7 +190,7 @@ function CreateServiceAccount(props: { orgId: string; onClose: () => void; onDon
         </Field>
         <FormError error={act.error} fields={fields} />
         <div class="actions">
-          <button type="button" class="secondary" onClick={props.onClose}>
+          <button type="button" class="secondary" disabled={act.busy} onClick={props.onClose}>
             Cancel
           </button>
           <button type="submit" disabled={act.busy}>

@@ -224,7 +224,7 @@ function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Memb
   const fields = ['email', 'role', 'name', 'password'] as const;
   const err = fieldErrors(act.error, fields);
   return (
-    <Dialog title="Add a member" onClose={props.onClose}>
+    <Dialog title="Add a member" onClose={props.onClose} busy={act.busy}>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -253,7 +253,7 @@ function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Memb
         </Field>
         <FormError error={act.error} fields={fields} />
         <div class="actions">
-          <button type="button" class="secondary" onClick={props.onClose}>
+          <button type="button" class="secondary" disabled={act.busy} onClick={props.onClose}>
             Cancel
           </button>
           <button type="submit" disabled={act.busy}>

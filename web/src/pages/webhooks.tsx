@@ -784,7 +784,7 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
     if (act.error) act.setError(undefined);
   };
   return (
-    <Dialog title={old ? 'Edit webhook' : 'New webhook'} onClose={props.onClose}>
+    <Dialog title={old ? 'Edit webhook' : 'New webhook'} onClose={props.onClose} busy={act.busy}>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -879,7 +879,7 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
         )}
         <FormError error={act.error} fields={FORM_FIELDS} />
         <div class="actions">
-          <button type="button" class="secondary" onClick={props.onClose}>
+          <button type="button" class="secondary" disabled={act.busy} onClick={props.onClose}>
             Cancel
           </button>
           <button type="submit" disabled={act.busy || noEvents || noLedgers}>
