@@ -237,7 +237,7 @@ K('a dialog whose request is on its way stays open until the answer: Cancel, × 
     const dialog = page.getByRole('dialog');
     await dialog.getByLabel('Name', { exact: true }).fill('Made while waiting');
     await dialog.getByRole('button', { name: 'Create ledger' }).click();
-    await until(() => held, 'the request on its way');
+    await until(async () => held, 'the request on its way');
     await dialog.getByRole('button', { name: 'Saving…' }).waitFor();
     assert.ok(await dialog.getByRole('button', { name: 'Cancel' }).isDisabled(), 'Cancel waits');
     assert.ok(await dialog.getByRole('button', { name: 'Close' }).isDisabled(), '× waits');
