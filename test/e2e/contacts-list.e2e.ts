@@ -268,6 +268,37 @@ L('a contact or ledger that does not exist: said so, without "Try again", filter
     assert.is(await page.getByText('Loading').count(), 0, `nothing loading for it${tail}`);
   }
   await shoot(page, 'ledger-not-found');
+
+  // deleted while its page is open: the next list asked for says the ledger does not exist
+  const doomed = (await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token: ctx.token, body: { name: 'Deleted while open' } })).body.id as string;
+  await page.goto(`${ctx.e.base}/orgs/${ctx.orgId}/ledgers/${doomed}`);
+  await page.getByRole('heading', { level: 1, name: 'Deleted while open' }).waitFor();
+  await page.getByText('This ledger has no contacts yet.').waitFor();
+  assert.is((await call('DELETE', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${doomed}`, { token: ctx.token })).status, 204);
+  await page.getByLabel('Sort').selectOption('-name');
+  await page.getByText('This ledger does not exist').waitFor();
+  assert.is(await page.getByRole('button', { name: 'Try again' }).count(), 0, 'no "Try again"');
+  assert.is(await page.getByRole('navigation', { name: 'Ledger' }).count(), 0, 'no tabs');
+});
+
+L('"Try again" after the page failed to load asks again for the list, its count and the ledger\'s heading', async (ctx) => {
+  const { page } = ctx.e;
+  const ledgerPath = `/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}`;
+  const ours = (u: URL) => u.pathname.includes(`/api/ledger/v1${ledgerPath}`);
+  await page.route(ours, (route) => route.fulfill({ status: 503, contentType: 'application/problem+json', body: JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503, code: 'service_unavailable', detail: 'The server is restarting.' }) }));
+  try {
+    await page.goto(listUrl(ctx));
+    await page.getByRole('button', { name: 'Try again' }).waitFor();
+    assert.is(await page.getByRole('heading', { level: 1, name: 'Big list' }).count(), 0, 'the heading could not be read either');
+    await count(ctx, 'Count unavailable').waitFor();
+  } finally {
+    await page.unroute(ours);
+  }
+  await page.getByRole('button', { name: 'Try again' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Big list' }).waitFor();
+  await count(ctx, '59 contacts').waitFor();
+  await page.locator('.page-head p.sub', { hasText: '59 contacts' }).waitFor();
+  assert.is(await page.getByRole('button', { name: 'Try again' }).count(), 0);
 });
 
 L.run();

@@ -153,18 +153,19 @@ export function Empty(props: { children: ComponentChildren }) {
  * Loading → error → empty → content, for one request. Data of other deps (the rows of the filter
  * before) is not shown while the current request loads: its loading state is (`keepStale` keeps
  * it, for a list that only grows: the Ledgers' "Load more"). `notFound`: what a 404 means here,
- * said without a "Try again" that would only ask again for what does not exist.
+ * said without a "Try again" that would only ask again for what does not exist. `retry`: what
+ * "Try again" does when more than this request failed with it (the page's heading and count too).
  */
-export function Async<T>(props: { req: Request<T>; empty?: (d: T) => boolean; emptyText?: ComponentChildren; label?: string; keepStale?: boolean; notFound?: ComponentChildren; children: (d: T) => ComponentChildren }) {
+export function Async<T>(props: { req: Request<T>; empty?: (d: T) => boolean; emptyText?: ComponentChildren; label?: string; keepStale?: boolean; notFound?: ComponentChildren; retry?: () => void; children: (d: T) => ComponentChildren }) {
   const { req } = props;
   if (req.data === undefined || (req.stale && !props.keepStale)) {
     if (req.error && req.error.status === 404 && props.notFound) return <NotFoundState>{props.notFound}</NotFoundState>;
-    if (req.error) return <ErrorBox error={req.error} retry={req.reload} />;
+    if (req.error) return <ErrorBox error={req.error} retry={props.retry ?? req.reload} />;
     return <Loading label={props.label} />;
   }
   return (
     <>
-      {req.error && <ErrorBox error={req.error} retry={req.reload} title="Could not refresh." />}
+      {req.error && <ErrorBox error={req.error} retry={props.retry ?? req.reload} title="Could not refresh." />}
       {props.empty?.(req.data) ? <Empty>{props.emptyText}</Empty> : props.children(req.data)}
     </>
   );

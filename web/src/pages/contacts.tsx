@@ -159,10 +159,21 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   // tester's case). Refused either way, it is disabled and described by the message saying why.
   const applied = Object.keys(filters).filter((k) => !refused.some((e) => e.path === k)).length;
   const start = cursors.length * size;
+  // "Try again" after a failure asks again for all the page shows: the list, its count and the
+  // ledger's heading (only the list was, and the heading stayed "Ledger" without its count: a web
+  // tester's case). A ledger deleted while its page is open answers the list with 404: the heading
+  // is read again, and says the ledger does not exist, instead of an error with "Try again".
+  const [again, setAgain] = useState(0);
+  const retry = () => {
+    list.reload();
+    count.reload();
+    setAgain((n) => n + 1);
+  };
+  const gone = list.error?.status === 404 || count.error?.status === 404;
 
   return (
     <>
-      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="contacts">
+      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="contacts" refresh={[gone, again]}>
         <FilterForm key={JSON.stringify(filters)} initial={filters} refused={refused.map((e) => e.path)} refusedBy="list-refused" onApply={apply} />
         {/* the list's own heading, as the other pages' sections have: found by headings, and where focus goes after Back or Forward */}
         <h2 id="contacts-list-title" class="visually-hidden" tabIndex={-1}>
@@ -211,6 +222,7 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
         ) : (
           <Async
             req={list}
+            retry={retry}
             label="Loading contacts…"
             empty={(d) => d.contacts.length === 0}
             emptyText={

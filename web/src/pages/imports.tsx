@@ -560,14 +560,17 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
   const req = useRequest((signal) => api<{ imports: ImportJob[]; nextCursor: string | null }>('GET', base, { query: { limit: 50, cursor: cursors.at(-1) }, signal }), [base, cursors.join()]);
   const [open, setOpen] = useState<ImportJob>();
   const running = req.data?.imports.some((i) => !done(i.status));
+  // a ledger deleted while its history is open answers 404: no more polling, and the heading is
+  // read again, which then says the ledger does not exist
+  const gone = req.error?.status === 404;
   useEffect(() => {
-    if (!running || req.loading) return;
+    if (!running || req.loading || gone) return;
     const t = setTimeout(req.reload, 1000);
     return () => clearTimeout(t);
   }, [running, req.loading, req.data]);
   return (
     <>
-      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="imports">
+      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="imports" refresh={gone}>
         {/* the page's own heading under the ledger's (the tab above says it to the eye; headings navigation found none) */}
         <h2 class="visually-hidden">Import history</h2>
         <Async req={req} label="Loading imports…" empty={(d) => d.imports.length === 0} emptyText={<p>Nothing was imported into this ledger yet.</p>}>

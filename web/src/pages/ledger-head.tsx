@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import { useRef } from 'preact/hooks';
 import { api, LEDGER } from '../api.ts';
 import { atLeast, fmtCount, Link, NotFoundState, PageHead, useRequest, useRole } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
@@ -7,15 +8,20 @@ import type { Ledger } from './ledgers.tsx';
  * The ledger's title, breadcrumb and tabs (Contacts, Changes, Import CSV, Import history), around the
  * page's own content (`children`). A ledger that does not exist (a wrong link, or deleted) is said
  * so, and nothing else is shown: no tabs, filters or import picker for a ledger that is not there.
- * `refresh`: read the ledger again when it changes (its count, after an import).
+ * `refresh`: read the ledger again when it changes (its count, after an import; a list of the
+ * ledger's that answered 404: the ledger was deleted meanwhile).
  * `back`: where the ledger's crumb leads (a contact page: the filtered list it was opened from).
  */
 export function LedgerHead(props: { orgId: string; ledgerId: string; tab: 'contacts' | 'changes' | 'import' | 'imports' | 'contact'; title?: string; back?: string; refresh?: unknown; children?: ComponentChildren }) {
   const { orgId, ledgerId } = props;
   const role = useRole(orgId);
-  const req = useRequest((signal) => api<Ledger>('GET', `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}`, { signal }), [orgId, ledgerId], props.refresh);
+  // A ledger found missing stays missing (ids are never given again): a refresh asked for after
+  // that (its list answered 404 too) neither reads it again nor shows the tabs while it would.
+  const knownMissing = useRef<string | undefined>(undefined);
+  const req = useRequest((signal) => api<Ledger>('GET', `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}`, { signal }), [orgId, ledgerId], knownMissing.current === ledgerId ? 'missing' : props.refresh);
   const base = `/orgs/${orgId}/ledgers/${ledgerId}`;
-  const missing = req.error?.status === 404;
+  if (req.error?.status === 404) knownMissing.current = ledgerId;
+  const missing = knownMissing.current === ledgerId;
   const name = req.data?.name ?? (req.error ? 'Ledger' : '…');
   const tabs = [
     { id: 'contacts', href: base, label: 'Contacts' },
