@@ -348,6 +348,24 @@ W('one disabled by hand whose last ledger is deleted says both, not that deliver
   await page.goto(`${base}/orgs/${ctx.orgId}/webhooks`);
 });
 
+W('deleted elsewhere while its log follows a retry: the page says it does not exist, and its log stops asking', async (ctx) => {
+  const { page, base } = ctx.e;
+  const made = await ctx.e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/webhooks`, { token: ctx.root, body: { url: `${ctx.rx.url}/broken`, events: ['import.completed'], ledgerIds: [ctx.ledgerId] } });
+  assert.is(made.status, 201, made.text);
+  const path = `/orgs/${ctx.orgId}/webhooks/${made.body.id}`;
+  await page.goto(`${base}${path}`);
+  await page.getByText('Nothing was sent yet.').waitFor();
+  await importContact(ctx, { name: 'Retry Person', company: 'Retry Co' });
+  // its delivery fails and waits 5 s for a retry, which the log follows
+  const pending = page.getByRole('region', { name: 'Deliveries' }).locator('tbody tr', { hasText: 'import ended' });
+  await until(async () => (await pending.count()) > 0 || (await page.getByRole('button', { name: 'Refresh', exact: true }).click(), false), 'the failing delivery in the log');
+  assert.is((await ctx.e.call('DELETE', `${LEDGER}${path}`, { token: ctx.root })).status, 204);
+  await page.getByText('This webhook does not exist').waitFor({ timeout: 10_000 });
+  // the log, whose following kept asking every 2 s, is gone with the webhook
+  assert.is(await page.getByRole('heading', { name: 'Delivery log' }).count(), 0, 'no log, and nothing following it');
+  await page.goto(`${base}/orgs/${ctx.orgId}/webhooks`); // where the next test starts
+});
+
 W('delete with confirmation: gone from the list, its page says so', async (ctx) => {
   const { page, base } = ctx.e;
   await card(ctx).getByRole('link', { name: 'Delivery log' }).click();

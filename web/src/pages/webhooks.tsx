@@ -276,13 +276,18 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
           </section>
         )}
       </Async>
-      {w && <DeliveryLog path={path} tick={logTick} />}
+      {w && <DeliveryLog path={path} tick={logTick} onGone={req.reload} />}
     </>
   );
 }
 
-/** A webhook's deliveries; `tick` reloads the page shown (a test sent, the webhook changed). */
-function DeliveryLog(props: { path: string; tick: number }) {
+/**
+ * A webhook's deliveries; `tick` reloads the page shown (a test sent, the webhook changed).
+ * `onGone`: the log answered 404, the webhook was deleted meanwhile (in another tab, by another
+ * admin): no more following, and the page reads the webhook again, which says it does not exist
+ * (the log asked every 2 s for good, "Could not refresh" under the old settings: a web tester's case).
+ */
+function DeliveryLog(props: { path: string; tick: number; onGone: () => void }) {
   const loc = useLocation();
   const raw = loc.query.get('status');
   const status = STATUSES.some((s) => s.value === raw) ? (raw as Status) : undefined;
@@ -299,11 +304,15 @@ function DeliveryLog(props: { path: string; tick: number }) {
   const [open, setOpen] = useState<Delivery>();
   // while a delivery on this page is due within a minute, follow it (a retry waits 5 s, then 1 min, …)
   const due = req.data?.deliveries.some((x) => x.status === 'pending' && !x.held && x.nextAttemptAt && Date.parse(x.nextAttemptAt) - Date.now() < 60_000);
+  const gone = req.error?.status === 404;
   useEffect(() => {
-    if (!due || req.loading) return;
+    if (!due || req.loading || gone) return;
     const t = setTimeout(req.reload, 2000);
     return () => clearTimeout(t);
-  }, [due, req.loading, req.data]);
+  }, [due, req.loading, req.data, gone]);
+  useEffect(() => {
+    if (gone) props.onGone();
+  }, [gone]);
   const filtered = status ? STATUSES.find((s) => s.value === status)!.label.toLowerCase() : undefined;
   return (
     <section aria-labelledby="log-title">
