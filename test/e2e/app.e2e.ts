@@ -4,7 +4,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { chromium } from 'playwright-core';
-import { apiToken, CHROMIUM, dialogEntryGone, type E2E, readText, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until } from './harness.ts';
+import { apiToken, CHROMIUM, dialogEntryGone, type E2E, hasFocus, readText, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until } from './harness.ts';
 
 const ID = '/api/identity/v1';
 const LEDGER = '/api/ledger/v1';
@@ -263,6 +263,8 @@ A('download the CSV of the current filter', async (ctx) => {
   assert.is(lines.length, 2, 'the header and the one matching contact');
   assert.ok(lines[1]!.includes('Ada Lovelace') && lines[1]!.includes('Babbage Computing'));
   await page.getByText(/Downloaded ledger-l_.*\.csv/).waitFor();
+  // the button, disabled while the file was prepared, has focus again (it fell to the page)
+  await until(() => hasFocus(page.getByRole('button', { name: 'Download these as CSV' })), 'focus back on the download button', 5000);
   // without a filter: every contact
   await page.getByRole('button', { name: 'Clear' }).click();
   await page.locator('p.count').getByText(`${GOOD.toLocaleString('en-GB')} contacts`).waitFor();

@@ -205,6 +205,9 @@ K('a dialog whose request failed keeps focus: on the field the API named, else o
   assert.match(await message.innerText(), `${ROOT_EMAIL} is already a member of "Organisation`);
   assert.not.match(await message.innerText(), ctx.orgId);
   await until(() => hasFocus(message, true), 'focus on the message');
+  // another e-mail typed: the message about the one before goes (it stayed until the next Add)
+  await dialog.getByLabel('E-mail').fill('someone.else@keyboard.test');
+  assert.is(await message.count(), 0, 'the refusal of the address before is gone');
   await page.keyboard.press('Escape');
   await dialog.waitFor({ state: 'detached' });
 

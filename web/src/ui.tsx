@@ -197,7 +197,17 @@ export function useAction<A extends unknown[], R>(fn: (...a: A) => Promise<R>) {
       setBusy(false);
     }
   };
-  return { run, busy, error, setError };
+  /**
+   * A field's setter that also takes the refusal away: a message about the value before misleads
+   * once it is changed (an e-mail "already a member", then another one typed: a web tester's case).
+   */
+  const edited =
+    <V,>(set: (v: V) => void) =>
+    (v: V) => {
+      set(v);
+      setError(undefined);
+    };
+  return { run, busy, error, setError, edited };
 }
 
 /** A server's field message as a sentence: "must not be empty" → "Must not be empty." */

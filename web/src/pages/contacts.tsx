@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
 import { setQuery, takeNotice, useFocusAfterPop, useLocation, useReturnPosition } from '../router.ts';
-import { Async, Email, ErrorBox, fmtNumber, Link, Notice, Time, useAction, useChoice, useRequest } from '../ui.tsx';
+import { Async, Email, ErrorBox, fmtNumber, Link, Notice, refocusWhenDone, Time, useAction, useChoice, useRequest } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
 export interface Contact {
@@ -194,7 +194,11 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
           </p>
           <div class="toolbar-right">
             <ViewChoice id="sort" label="Sort" value={sortBy} options={SORTS} onTake={(v) => go({ sortBy: v, page: undefined })} />
-            <button type="button" class="secondary" disabled={dl.busy || loading || !!list.error || count.data?.count === 0} aria-describedby={refused.length > 0 ? 'list-refused' : undefined} onClick={() => void dl.run()}>
+            <button type="button" class="secondary" disabled={dl.busy || loading || !!list.error || count.data?.count === 0} aria-describedby={refused.length > 0 ? 'list-refused' : undefined} onClick={(e) => {
+                // disabled while the file is prepared, which dropped focus to the page (a web tester's case)
+                refocusWhenDone(e.currentTarget);
+                void dl.run();
+              }}>
               {dl.busy ? 'Preparing CSV…' : applied ? 'Download these as CSV' : 'Download CSV'}
             </button>
           </div>

@@ -162,10 +162,10 @@ export function LedgerForm(props: { orgId: string; ledger?: Ledger; onClose: () 
         }}
       >
         <Field label="Name" error={err.name}>
-          {(id, d, invalid) => <input id={id} required maxLength={200} aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => setName(e.currentTarget.value)} autoFocus />}
+          {(id, d, invalid) => <input id={id} required maxLength={200} aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => act.edited(setName)(e.currentTarget.value)} autoFocus />}
         </Field>
         <Field label="Description (optional)" error={err.description}>
-          {(id, d, invalid) => <textarea id={id} rows={3} maxLength={2000} aria-describedby={d} aria-invalid={invalid} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
+          {(id, d, invalid) => <textarea id={id} rows={3} maxLength={2000} aria-describedby={d} aria-invalid={invalid} value={description} onInput={(e) => act.edited(setDescription)(e.currentTarget.value)} />}
         </Field>
         <FormError error={act.error} fields={fields} />
         <div class="actions">

@@ -177,11 +177,11 @@ function CreateServiceAccount(props: { orgId: string; onClose: () => void; onDon
         }}
       >
         <Field label="Name" hint="What uses it, e.g. “CRM sync”." error={err.name}>
-          {(id, d, invalid) => <input id={id} required maxLength={256} autoFocus aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => setName(e.currentTarget.value)} />}
+          {(id, d, invalid) => <input id={id} required maxLength={256} autoFocus aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => act.edited(setName)(e.currentTarget.value)} />}
         </Field>
         <Field label="Role" hint="Give the least it needs: viewer to read and download, editor to import." error={err.role}>
           {(id, d, invalid) => (
-            <select id={id} aria-describedby={d} aria-invalid={invalid} value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+            <select id={id} aria-describedby={d} aria-invalid={invalid} value={role} onChange={(e) => act.edited(setRole)(e.currentTarget.value as Role)}>
               <option value="viewer">viewer</option>
               <option value="editor">editor</option>
               <option value="admin">admin</option>

@@ -232,11 +232,11 @@ function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Memb
         }}
       >
         <Field label="E-mail" error={err.email}>
-          {(id, d, invalid) => <input id={id} type="email" required autoFocus aria-describedby={d} aria-invalid={invalid} value={email} onInput={(e) => setEmail(e.currentTarget.value)} />}
+          {(id, d, invalid) => <input id={id} type="email" required autoFocus aria-describedby={d} aria-invalid={invalid} value={email} onInput={(e) => act.edited(setEmail)(e.currentTarget.value)} />}
         </Field>
         <Field label="Role" error={err.role}>
           {(id, d, invalid) => (
-            <select id={id} aria-describedby={d} aria-invalid={invalid} value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+            <select id={id} aria-describedby={d} aria-invalid={invalid} value={role} onChange={(e) => act.edited(setRole)(e.currentTarget.value as Role)}>
               {ROLES.map((r) => (
                 <option key={r.role} value={r.role}>
                   {r.role} — {r.text}
@@ -246,10 +246,10 @@ function AddMember(props: { orgId: string; onClose: () => void; onDone: (m: Memb
           )}
         </Field>
         <Field label="Name (optional)" error={err.name}>
-          {(id, d, invalid) => <input id={id} aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => setName(e.currentTarget.value)} />}
+          {(id, d, invalid) => <input id={id} aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => act.edited(setName)(e.currentTarget.value)} />}
         </Field>
         <Field label="Initial password (for a new user)" hint="Leave empty to add someone who already has an account. For a new user, give a password of at least 8 characters and tell it to them; they change it on their Account page (their name at the top of every page)." error={err.password}>
-          {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} aria-invalid={invalid} value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
+          {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} aria-invalid={invalid} value={password} onInput={(e) => act.edited(setPassword)(e.currentTarget.value)} />}
         </Field>
         <FormError error={act.error} fields={fields} />
         <div class="actions">

@@ -787,11 +787,6 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
     props.onSaved(await api<Webhook>('PATCH', `${webhooksPath(props.orgId)}/${old.id}`, { body }), true);
   });
   const err = fieldErrors(act.error, FORM_FIELDS);
-  /** A value edited after a refusal: the message about the value before goes (a URL refused, then changed). */
-  const edited = (set: (v: string) => void, v: string) => {
-    set(v);
-    if (act.error) act.setError(undefined);
-  };
   return (
     <Dialog title={old ? 'Edit webhook' : 'New webhook'} onClose={props.onClose} busy={act.busy}>
       <form
@@ -810,7 +805,7 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
           }
         >
           {(id, describedBy, invalid) => (
-            <input id={id} type="url" required maxLength={2048} autoFocus spellcheck={false} autocomplete="off" placeholder="https://crm.example.com/hooks/contact-ledger" aria-describedby={describedBy} aria-invalid={invalid} value={url} onInput={(e) => edited(setUrl, e.currentTarget.value)} />
+            <input id={id} type="url" required maxLength={2048} autoFocus spellcheck={false} autocomplete="off" placeholder="https://crm.example.com/hooks/contact-ledger" aria-describedby={describedBy} aria-invalid={invalid} value={url} onInput={(e) => act.edited(setUrl)(e.currentTarget.value)} />
           )}
         </Field>
         <fieldset aria-describedby={noEvents ? 'wh-events-error' : undefined}>
@@ -881,10 +876,10 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
               <input type="radio" name="wh-token-mode" checked={tokenMode === 'remove'} onChange={() => setTokenMode('remove')} />
               <span>Remove it</span>
             </label>
-            {tokenMode === 'set' && <TokenInput label="New token" value={token} onInput={(v) => edited(setToken, v)} error={err.token} required />}
+            {tokenMode === 'set' && <TokenInput label="New token" value={token} onInput={act.edited(setToken)} error={err.token} required />}
           </fieldset>
         ) : (
-          <TokenInput label="Token (optional)" value={token} onInput={(v) => edited(setToken, v)} error={err.token} />
+          <TokenInput label="Token (optional)" value={token} onInput={act.edited(setToken)} error={err.token} />
         )}
         <FormError error={act.error} fields={FORM_FIELDS} />
         <div class="actions">
