@@ -355,4 +355,18 @@ C('a daily change set is listed and downloads with the session (written by the r
   await page.getByRole('status').filter({ hasText: `Downloaded ${file}.` }).waitFor();
 });
 
+C('a ledger deleted while its changes are open: the next list says it does not exist', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  const doomed = (await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token: ctx.token, body: { name: 'Deleted while watched' } })).body.id as string;
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${doomed}/changes`);
+  await page.getByRole('heading', { level: 1, name: 'Deleted while watched' }).waitFor();
+  await page.getByRole('button', { name: 'Apply filters' }).waitFor();
+  assert.is((await call('DELETE', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${doomed}`, { token: ctx.token })).status, 204);
+  await page.getByLabel('Type').selectOption('job');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await page.getByText('This ledger does not exist').waitFor();
+  assert.is(await page.getByRole('button', { name: 'Try again' }).count(), 0, 'no "Try again"');
+  assert.is(await page.getByRole('navigation', { name: 'Ledger' }).count(), 0, 'no tabs');
+});
+
 C.run();

@@ -61,10 +61,13 @@ export function Changes(props: { orgId: string; ledgerId: string }) {
   const q = useLocation().query;
   const type = q.get('type') ?? '';
   const since = q.get('since') ?? '';
+  // a ledger deleted while its changes are open: the list answers 404, and the heading, read
+  // again, says the ledger does not exist (it showed "Ledger not found" with "Try again")
+  const [gone, setGone] = useState(false);
   return (
-    <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="changes">
+    <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="changes" refresh={gone}>
       <ChangeFilters type={type} since={since} />
-      <ChangeList orgId={orgId} ledgerId={ledgerId} type={type} since={since} />
+      <ChangeList orgId={orgId} ledgerId={ledgerId} type={type} since={since} onGone={() => setGone(true)} />
       <DailySets orgId={orgId} ledgerId={ledgerId} />
     </LedgerHead>
   );
@@ -180,7 +183,7 @@ function shownCursors(of: string): string[] {
   return kept.cursors.filter((c): c is string => typeof c === 'string').slice(0, MAX_SHOWN);
 }
 
-function ChangeList(props: { orgId: string; ledgerId: string; type: string; since: string }) {
+function ChangeList(props: { orgId: string; ledgerId: string; type: string; since: string; onGone: () => void }) {
   const { orgId, ledgerId, type, since } = props;
   const path = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/changes`;
   const key = `${type}|${since}`;
@@ -231,6 +234,9 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
     more.setError(undefined);
     setLater((l) => (l.of === key ? l : { of: key, pages: [] }));
   }, [key]);
+  useEffect(() => {
+    if (first.error?.status === 404 || more.error?.status === 404) props.onGone();
+  }, [first.error, more.error]);
   const d = first.data && !first.stale ? first.data : undefined;
   const pages = d ? [...d, ...(later.of === key && later.after === d ? later.pages : [])] : [];
   const all = pages.flatMap((p) => p.changes);
