@@ -108,6 +108,22 @@ M('team errors in plain words: the missing password at its field, the last admin
   await page.keyboard.press('Escape');
 });
 
+M('something deleted meanwhile is named in words, not by the id the API gives', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  const added = await call('POST', `${ID}/orgs/${ctx.orgId}/members`, { token: ctx.token, body: { email: 'gone.soon@x.test', role: 'viewer', password: 'a long enough passphrase 7' } });
+  assert.is(added.status, 201, added.text);
+  await page.goto(`${base}/orgs/${ctx.orgId}/team`);
+  await page.getByRole('button', { name: 'Remove gone.soon@x.test' }).click();
+  // removed meanwhile, in another tab
+  assert.is((await call('DELETE', `${ID}/orgs/${ctx.orgId}/members/${added.body.userId}`, { token: ctx.token })).status, 204);
+  await page.getByRole('dialog').getByRole('button', { name: 'Remove member' }).click();
+  const err = page.getByRole('dialog').locator('.form-error');
+  await err.waitFor();
+  assert.match(await err.innerText(), 'This member does not exist (it may have been deleted meanwhile).');
+  assert.not.match(await err.innerText(), /u_\w+/);
+  await page.keyboard.press('Escape');
+});
+
 M("the service account's help names no token lifetime of its own: the answer's expiresIn says it", async (ctx) => {
   const { page, base } = ctx.e;
   await page.goto(`${base}/orgs/${ctx.orgId}/service-accounts`);

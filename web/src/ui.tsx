@@ -114,6 +114,10 @@ export function asApiError(e: unknown): ApiError {
 
 /** Explains an error in words a person can act on. */
 export function explain(e: ApiError): string {
+  // the API names what is missing by its id ("No member with id u_…."), which tells a person
+  // nothing they can act on: what is missing, and why it may be (a web tester's case)
+  const missing = e.status === 404 && /^No (.+) with id \S+\.$/.exec(e.message);
+  if (missing) return `This ${missing[1]} does not exist (it may have been deleted meanwhile).`;
   if (e.status === 403) return `You do not have permission to do this. ${e.message}`;
   if (e.status === 429) return `Too many attempts. Try again ${e.retryAfter ? `in ${wait(e.retryAfter)}` : 'later'}.`;
   if (e.status >= 500) return `Something went wrong on the server. ${e.message}`;
