@@ -194,11 +194,17 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
           </p>
           <div class="toolbar-right">
             <ViewChoice id="sort" label="Sort" value={sortBy} options={SORTS} onTake={(v) => go({ sortBy: v, page: undefined })} />
-            <button type="button" class="secondary" disabled={dl.busy || loading || !!list.error || count.data?.count === 0} aria-describedby={refused.length > 0 ? 'list-refused' : undefined} onClick={(e) => {
+            <button
+              type="button"
+              class="secondary"
+              disabled={dl.busy || loading || !!list.error || count.data?.count === 0}
+              aria-describedby={refused.length > 0 ? 'list-refused' : undefined}
+              onClick={(e) => {
                 // disabled while the file is prepared, which dropped focus to the page (a web tester's case)
                 refocusWhenDone(e.currentTarget);
                 void dl.run();
-              }}>
+              }}
+            >
               {dl.busy ? 'Preparing CSV…' : applied ? 'Download these as CSV' : 'Download CSV'}
             </button>
           </div>
