@@ -567,7 +567,7 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
     if (!running || req.loading || gone) return;
     const t = setTimeout(req.reload, 1000);
     return () => clearTimeout(t);
-  }, [running, req.loading, req.data]);
+  }, [running, req.loading, req.data, gone]);
   return (
     <>
       <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="imports" refresh={gone}>
