@@ -364,6 +364,9 @@ C('a ledger deleted while its changes are open: the next list says it does not e
   assert.is((await call('DELETE', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${doomed}`, { token: ctx.token })).status, 204);
   await page.getByLabel('Type').selectOption('job');
   await page.getByRole('button', { name: 'Apply filters' }).click();
+  // the page's own "not found" (the list's error box, before the heading is read again, says
+  // "This ledger does not exist" too, with a "Try again")
+  await page.getByRole('heading', { level: 1, name: 'Ledger not found' }).waitFor();
   await page.getByText('This ledger does not exist').waitFor();
   assert.is(await page.getByRole('button', { name: 'Try again' }).count(), 0, 'no "Try again"');
   assert.is(await page.getByRole('navigation', { name: 'Ledger' }).count(), 0, 'no tabs');
