@@ -88,13 +88,14 @@ M('requests by route and status, latency, queue depth, import rows, event-loop d
   assert.is(metric(text, 'contact_ledger_sqlite_busy_total', { where: 'job' }), 0);
   // every outcome of a counter is a series from the first scrape, at 0 before its first event
   // (rate() misses the event a series is born with; an operator tester's case)
-  const zero: [string, Record<string, string>][] = [
-    ...['applied', 'stale', 'repeated', 'invalid'].map((outcome) => ['contact_ledger_feed_records_total', { outcome }] as [string, Record<string, string>]),
-    ...['job', 'info'].map((type) => ['contact_ledger_changes_total', { type }] as [string, Record<string, string>]),
-    ...['delivered', 'retry', 'failed', 'dropped'].map((outcome) => ['contact_ledger_webhook_deliveries_total', { outcome }] as [string, Record<string, string>]),
-    ...['ok', 'failed'].map((outcome) => ['contact_ledger_backups_total', { outcome }] as [string, Record<string, string>]),
-  ];
-  for (const [name, labels] of zero) assert.is(metric(text, name, labels), 0, `${name} ${JSON.stringify(labels)}`);
+  for (const [name, label, values] of [
+    ['contact_ledger_feed_records_total', 'outcome', ['applied', 'stale', 'repeated', 'invalid']],
+    ['contact_ledger_changes_total', 'type', ['job', 'info']],
+    ['contact_ledger_webhook_deliveries_total', 'outcome', ['delivered', 'retry', 'failed', 'dropped']],
+    ['contact_ledger_backups_total', 'outcome', ['ok', 'failed']],
+  ] as const) {
+    for (const value of values) assert.is(metric(text, name, { [label]: value }), 0, `${name}{${label}="${value}"}`);
+  }
 });
 
 M('queue depth and the oldest job\'s age come from the jobs table', async ({ t }) => {

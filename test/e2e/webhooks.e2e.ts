@@ -357,8 +357,7 @@ W('deleted elsewhere while its log follows a retry: the page says it does not ex
   await page.getByText('Nothing was sent yet.').waitFor();
   await importContact(ctx, { name: 'Retry Person', company: 'Retry Co' });
   // its delivery fails and waits 5 s for a retry, which the log follows
-  const pending = page.getByRole('region', { name: 'Deliveries' }).locator('tbody tr', { hasText: 'import ended' });
-  await until(async () => (await pending.count()) > 0 || (await page.getByRole('button', { name: 'Refresh', exact: true }).click(), false), 'the failing delivery in the log');
+  await inLog(ctx, 'the failing delivery in the log', 'import ended');
   assert.is((await ctx.e.call('DELETE', `${LEDGER}${path}`, { token: ctx.root })).status, 204);
   await page.getByText('This webhook does not exist').waitFor({ timeout: 10_000 });
   // the log, whose following kept asking every 2 s, is gone with the webhook
