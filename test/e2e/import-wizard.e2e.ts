@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Request } from 'playwright-core';
+import { csvForm } from '../helpers.ts';
 import { apiToken, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
 
 const ID = '/api/identity/v1';
@@ -290,6 +291,24 @@ W('a role lost mid-wizard is said in an alert that has focus', async (ctx) => {
     await ctx.e.context.clearCookies();
     await signInUi(page, base, ROOT_EMAIL, ROOT_PASSWORD);
   }
+});
+
+W('a ledger deleted while an import runs: the history says it does not exist and stops asking', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  // an import long enough to be seen running (tens of thousands of rows take seconds)
+  const rows = Array.from({ length: 40_000 }, (_, i) => `Person ${i},Company ${i % 97},person${i}@example.test`);
+  const r = await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`, { token: ctx.root, raw: csvForm(`name,company,email\n${rows.join('\n')}\n`, { fileName: 'long.csv' }) });
+  assert.is(r.status, 202, r.text);
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`);
+  await page.getByRole('region', { name: 'Imports' }).getByRole('progressbar').waitFor();
+  assert.is((await call('DELETE', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}`, { token: ctx.root })).status, 204);
+  await page.getByRole('heading', { level: 1, name: 'Ledger not found' }).waitFor();
+  // it asked every second while the import ran: in three seconds more it would ask twice or thrice
+  await page.waitForRequest((q) => new URL(q.url()).pathname.endsWith('/imports'), { timeout: 3000 }).then(
+    (q) => assert.unreachable(`asked again after the 404: ${q.url()}`),
+    () => undefined,
+  );
+  assert.is(await page.getByRole('navigation', { name: 'Ledger' }).count(), 0, 'no tabs');
 });
 
 W.run();
