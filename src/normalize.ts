@@ -26,6 +26,9 @@ export function canonicalLinkedin(input: string): string | undefined {
 /** The full parse behind canonicalLinkedin (exported for the test that compares it with the fast path). */
 export function parseLinkedin(input: string): string | undefined {
   let text = input.trim();
+  // the URL parser drops every tab and line break, wherever it is: ann<TAB>smith would be the
+  // profile annsmith (a tester's case, forty-seventh session)
+  if (/[\u0000-\u001f\u007f]/.test(text)) return undefined;
   if (!/^https?:\/\//i.test(text)) text = `https://${text}`;
   let url: URL;
   try {

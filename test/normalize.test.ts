@@ -37,6 +37,12 @@ N('anything that is not a person\'s profile is refused', () => {
     'https://user:pw@www.linkedin.com/in/ann-lee',
     'https://www.linkedin.com:8443/in/ann-lee',
     'https://www.linkedin.com/in/ann lee',
+    // the URL parser drops tabs and line breaks: no other profile made of the slug's two halves
+    'https://www.linkedin.com/in/ann\tsmith',
+    'https://www.linkedin.com/in/ann\nsmith',
+    'https://www.linkedin.com/in/ann\r\nsmith',
+    'https://www.linkedin.com/i\tn/ann-t',
+    'linkedin.com/in/ann\u0000smith',
     'https://www.linkedin.com/in/%E0%A4%A',
     'not a url at all',
   ]) assert.is(canonicalLinkedin(s), undefined, s);
