@@ -1427,8 +1427,12 @@ U.before(async (ctx) => {
 });
 U.after(async (ctx) => ctx.t.close());
 
-/** Sends a multipart head that announces `announced` bytes and stops after its first part; resolves with the answer's status, or 'no answer' when none came before the body would have to be read. */
-function answerBeforeBody(t: TestApp, path: string, token: string, announced: number): Promise<number | 'no answer'> {
+/**
+ * Sends a multipart head that announces `announced` bytes and stops after its first part; resolves
+ * with the answer's status, or 'no answer' when none came before the body would have to be read;
+ * `ended` when the server then closed the connection instead of waiting for the rest of the body.
+ */
+function answerBeforeBody(t: TestApp, path: string, token: string, announced: number, ended?: (closed: boolean, connection: string | undefined) => void): Promise<number | 'no answer'> {
   return new Promise((resolve, reject) => {
     const url = new URL(path, t.base);
     const boundary = 'b0undary';
@@ -1436,7 +1440,15 @@ function answerBeforeBody(t: TestApp, path: string, token: string, announced: nu
     const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(announced) } }, (res) => {
       res.resume();
       resolve(res.statusCode!);
-      req.destroy();
+      if (!ended) return req.destroy();
+      const waited = setTimeout(() => {
+        ended(false, res.headers.connection);
+        req.destroy();
+      }, 5_000);
+      res.socket.once('close', () => {
+        clearTimeout(waited);
+        ended(true, res.headers.connection);
+      });
     });
     req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve('no answer') : reject(err)));
     req.write(head);
@@ -1455,7 +1467,11 @@ U('an upload to a ledger that is not there (none, deleted, of another organizati
   for (const ledgerId of ['l_nonexistent000000000000', gone, others]) {
     for (const tail of ['imports', 'imports/preview', 'contacts/imports']) {
       const path = `${ledgerPath(w.orgId, ledgerId)}/${tail}`;
-      assert.is(await answerBeforeBody(t, path, w.tokens.editor, 100 * 1024 ** 2), 404, path);
+      let ended!: (closed: boolean, connection: string | undefined) => void;
+      const closed = new Promise<[boolean, string | undefined]>((r) => (ended = (...end) => r(end)));
+      assert.is(await answerBeforeBody(t, path, w.tokens.editor, 100 * 1024 ** 2, ended), 404, path);
+      // not the rest of the 100 MB read and dropped on a kept-alive connection (a reviewer's case)
+      assert.equal(await closed, [true, 'close'], `${path}: the server closes the connection after its answer`);
     }
   }
 });

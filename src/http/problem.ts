@@ -81,6 +81,12 @@ export function abandonedBody(ctx: Koa.Context, cause: unknown): boolean {
   return ctx.req.destroyed && (cause as Error | undefined)?.message === 'aborted';
 }
 
+/** A request with a body that nothing has begun to read, nor to drop (load shedding drains the bodies it refuses, on a kept-alive connection). */
+function bodyLeftUnread(req: Koa.Context['req']): boolean {
+  if (req.complete || req.destroyed || req.readableFlowing !== null) return false;
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
 /**
  * The only place that writes an error body (P3): every failure below it — thrown errors, unknown
  * routes, wrong methods — leaves as application/problem+json. 5xx details are logged, never sent.
@@ -114,6 +120,15 @@ export function problems(log: Logger): Koa.Middleware {
       }
       if (ctx.headerSent || !ctx.writable) return; // a stream already started: nothing more to say
       for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
+      if (bodyLeftUnread(ctx.req)) {
+        // refused before its body was read (a ledger that is not there, a type not taken): the
+        // connection closes after the answer instead of receiving the rest (a reviewer's case: an
+        // upload's 100 MB were read and dropped on a kept-alive connection, and a next request on it
+        // waited behind them); the bytes on their way meanwhile flow, so that the answer gets out
+        // rather than a client stuck writing into a full socket (koajs/koa-body#253)
+        ctx.set('Connection', 'close');
+        ctx.req.resume();
+      }
       ctx.status = e.status;
       ctx.type = 'application/problem+json';
       ctx.body = problemBody(e, requestId);

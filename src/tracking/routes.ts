@@ -138,15 +138,11 @@ export function registerTrackingRoutes(r: ApiRouter, svc: { feeds: FeedService; 
       // another charset would lose every record with a non-ASCII letter, so it is refused whole
       const charset = ctx.request.charset;
       if (!readableAsUtf8(charset)) {
-        ctx.set('Connection', 'close');
-        ctx.req.resume();
         throw unsupportedMediaType(`Send the records in UTF-8; charset=${charset} is not supported.`);
       }
       const coding = ctx.get('Content-Encoding').trim().toLowerCase();
       if (coding && !FEED_CODINGS.has(coding)) {
-        // refused before the body is read: let the client finish sending and get this answer (koajs/koa-body#253)
-        ctx.set('Connection', 'close');
-        ctx.req.resume();
+        // refused before the body is read: problems() closes the connection after the answer
         throw unsupportedMediaType(`Content-Encoding "${coding}" is not supported for feeds; send the records uncompressed or gzip-compressed (Content-Encoding: gzip, or none: gzip is recognised by its content).`);
       }
       mkdirSync(opts.tmpDir, { recursive: true, mode: 0o700 });
