@@ -765,6 +765,20 @@ T('a locked address stops guesses, not unguessable credentials: a valid refresh 
   }
 });
 
+T('made-up client ids from an address that is not locked write one row, the address\'s: none of their own (a reviewer\'s case)', async () => {
+  const t = await startApp({ config: { loginMaxFailuresPerAccount: 1000, loginMaxFailuresPerAddress: 100, loginWindowSeconds: 900 } });
+  try {
+    const w = await seedWorld(t);
+    for (let i = 0; i < 20; i++) expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: `sa_madeup${i}${'x'.repeat(20)}`, clientSecret: 'cls_wrong' } }), 401);
+    for (let i = 0; i < 5; i++) expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: `not-an-id-${i}`, clientSecret: 'cls_wrong' } }), 401);
+    expectStatus(await t.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: w.serviceAccounts.saEditor.id, clientSecret: 'cls_wrong' } }), 401);
+    const keys = t.rt.db.raw.prepare('SELECT key, failures FROM auth_throttle ORDER BY key').all() as { key: string; failures: number }[];
+    assert.equal(keys.map((k) => [k.key.split(':')[0], k.failures]), [['address', 26], ['client', 1]], 'the address counts every failure, the one service account its own');
+  } finally {
+    await t.close();
+  }
+});
+
 T('an IPv6 client is counted by its /64, and an IPv4 address as itself also when carried in IPv6 (A2)', async () => {
   const t = await startApp({ config: { trustProxy: true, loginMaxFailuresPerAccount: 1000, loginMaxFailuresPerAddress: 5, loginWindowSeconds: 900 } });
   try {

@@ -206,16 +206,16 @@ export function createSessionService(d: SessionDeps) {
     if (!sa || !match) {
       // the address locked: 429, not audited again (the lock bounds the log's growth), but counted
       // against the client id, whose own lock then holds however many addresses guess at it — a
-      // service account's only: a made-up client id each time would write a row each, unbounded
-      // (a reviewer's case; a locked address wrote nothing before), and guesses at no account
-      // need no lock of their own
+      // service account's only, locked or not: a made-up client id each time would write a row
+      // each (two reviewers' cases), and guesses at no account need no lock of their own
       const wait = d.throttle.lockedFor(keys);
       if (wait > 0) {
         if (sa) d.db.tx(() => d.throttle.recordFailure([keys[0]!]));
         throw d.throttle.lockedError(wait);
       }
       d.db.tx(() => {
-        d.throttle.recordFailure(keys);
+        // the client id's counter only for a service account's, as above
+        d.throttle.recordFailure(sa ? keys : [keys[1]!]);
         // installation-wide like every sign-in (docs/decisions.md): not in the organization's log;
         // the client id only when it is one — else it may be the secret, typed into the wrong field
         const client = isId('sa', clientId) ? { clientId } : { clientId: null, clientIdNotAnId: true };
