@@ -1625,3 +1625,38 @@ L("without WEBHOOK_ALLOW_LOCAL, the addresses of this machine's own network inte
 });
 
 L.run();
+
+const K = suite('the sender\'s sockets');
+K('an answer that is no 2xx frees its socket at once: a receiver that sends its error slowly does not hold the sockets other webhooks of its host wait for (a tester\'s case)', async () => {
+  const open = new Set<import('node:net').Socket>();
+  const server = http.createServer((req, res) => {
+    req.resume();
+    if (req.url === '/ok') return void res.end('ok');
+    // 500 at once, then a byte every 200 ms, never the end
+    res.writeHead(500, { 'content-type': 'text/plain' });
+    res.write('e');
+    const drip = setInterval(() => res.write('e'), 200);
+    res.on('close', () => clearInterval(drip));
+  });
+  server.on('connection', (s) => {
+    open.add(s);
+    s.on('close', () => open.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const sender = createSender('test', { allowLocal: true });
+  try {
+    // as many failing attempts as the agent has sockets for one host (16)
+    const failed = await Promise.all(Array.from({ length: 16 }, (_, i) => sender.send(`${base}/err/${i}`, {}, Buffer.from('{}'), { timeoutMs: 20_000 })));
+    assert.ok(failed.every((r) => !r.ok && r.status === 500 && r.error === 'answered 500'), JSON.stringify(failed[0]));
+    // another webhook on that host: its attempt does not queue behind the slow error bodies
+    const ok = await sender.send(`${base}/ok`, {}, Buffer.from('{}'), { timeoutMs: 3_000 });
+    assert.equal([ok.ok, ok.status, ok.error], [true, 200, null]);
+    assert.ok(open.size <= 1, `the failed attempts' connections are closed: ${open.size} open`);
+  } finally {
+    sender.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+});
+K.run();

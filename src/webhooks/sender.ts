@@ -145,14 +145,23 @@ export function createSender(userAgent: string, policy: { allowLocal?: boolean; 
         });
         req.on('response', (res) => {
           const status = (answered = res.statusCode ?? 0);
-          if (status >= 300 && status < 400) settle({ ok: false, status, error: `answered ${status}; redirects are not followed` });
-          else if (status < 200 || status >= 300) settle({ ok: false, status, error: `answered ${status}` });
-          // The answer's body is read and dropped, never kept (so the connection can be reused), within
-          // the same deadline; a 2xx is a success only once the whole answer arrived.
           res.on('error', () => undefined);
+          if (status < 200 || status >= 300) {
+            // A failure is settled by its status, and its body is not waited for: the connection
+            // closes at once. Read to its end, a slow error body held its socket to the deadline
+            // after the attempt had freed its slot, and the agent's 16 sockets for the host were
+            // soon all held so: other organizations' attempts queued behind them and timed out
+            // (a tester's case).
+            done();
+            settle({ ok: false, status, error: status >= 300 && status < 400 ? `answered ${status}; redirects are not followed` : `answered ${status}` });
+            req.destroy();
+            return;
+          }
+          // A 2xx answer's body is read and dropped, never kept (so the connection can be reused),
+          // within the same deadline; it is a success only once the whole answer arrived.
           res.on('end', () => {
             done();
-            settle({ ok: true, status, error: null }); // a no-op unless 2xx: a failure was settled above
+            settle({ ok: true, status, error: null });
           });
           res.on('close', () => {
             done();
