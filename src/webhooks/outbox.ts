@@ -51,9 +51,9 @@ export function createOutbox(d: {
 
   /**
    * Writes one event for every enabled webhook of the ledger's organization that wants it. `at` is
-   * the event's time (its `createdAt`): a change's `detectedAt`, so that a receiver may take either
-   * for the change's time (a feed chunk's changes share one detection time, which the event used
-   * to miss by up to the chunk's length); now when left out.
+   * the event's time (its `createdAt`): a change's `detectedAt`, an import's `finishedAt`, so that
+   * a receiver may take either for when it happened (a feed chunk's changes share one detection
+   * time, which the event used to miss by up to the chunk's length); now when left out.
    */
   function emit(ledgerId: string, type: WebhookEvent, data: () => Record<string, unknown>, at?: number): void {
     if (d.currentTx && readInTx !== d.currentTx()) {
@@ -81,7 +81,7 @@ export function createOutbox(d: {
     },
     /** An import listener: `import.completed` (completed or failed), inside the job's last transaction. */
     importFinished(imp: ImportJob): void {
-      emit(imp.ledgerId, 'import.completed', () => ({ import: presentImport(imp, ledgerUrl(d.baseUrl, imp.orgId, imp.ledgerId)) }));
+      emit(imp.ledgerId, 'import.completed', () => ({ import: presentImport(imp, ledgerUrl(d.baseUrl, imp.orgId, imp.ledgerId)) }), imp.finishedAt ?? undefined);
     },
     /** A test ping for one webhook (sent even while it is disabled); returns the delivery id. */
     ping(w: Webhook): string {
