@@ -52,8 +52,9 @@ function rebuild(e: SentError & { leaseLost?: boolean }): Error {
 /**
  * The main thread's side of the bulk thread (worker.ts): runs import and feed jobs there, as their
  * runners' `run` (the scheduler claims, releases and fails them here as for any job). The thread
- * starts with the first such job and stays until close(); should it die, the runs in flight fail
- * (the scheduler retries them) and the next job starts a new one.
+ * starts with warm() (the server calls it as it starts) or the first such job, and stays until
+ * close(); should it die, the runs in flight fail (the scheduler retries them) and the next job
+ * starts a new one.
  */
 export function createBulkThread(o: BulkThreadOptions) {
   const lock = o.db.processWriteLock();
@@ -107,6 +108,7 @@ export function createBulkThread(o: BulkThreadOptions) {
 
   function start(): Worker {
     const data: ThreadData = { file: o.db.file, dataDir: o.dataDir, baseUrl: o.baseUrl, time: sharedTime(o.clock), lock: lock.shared, control, walLimitBytes: o.db.reliefAboveBytes ?? BULK_WAL_LIMIT_BYTES, maxStoredRejections: o.maxStoredRejections ?? MAX_STORED_REJECTIONS, feedChunkDeadlineMs: o.feedChunkDeadlineMs };
+    const started = performance.now();
     const w = new Worker(o.workerFile ?? paths.bulkThread, { workerData: data });
     w.unref();
     ready = new Promise<void>((resolve) => {
@@ -117,6 +119,7 @@ export function createBulkThread(o: BulkThreadOptions) {
     w.on('message', (m: FromThread) => {
       switch (m.type) {
         case 'ready':
+          o.log.debug({ ms: Math.round(performance.now() - started) }, 'the bulk thread is ready');
           markReady?.();
           break;
         case 'ended':
