@@ -3,7 +3,7 @@
 // trip the refresh-token re-use detection, sign-out ends the session everywhere.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { apiToken, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, type E2E } from './harness.ts';
+import { apiToken, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until, type E2E } from './harness.ts';
 
 const S = suite<{ e: E2E }>('web application: sessions');
 S.before(async (ctx) => {
@@ -122,6 +122,48 @@ S('a session that ended by itself (its refresh refused, in the page or at a relo
   await page.getByRole('button', { name: 'Sign out' }).first().click();
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   assert.is(await ended.count(), 0, 'not after a sign-out');
+});
+
+S('a sign-out keeps no deep link: the next person to sign in on this browser lands on their own start page, not on the page of the one who signed out (a tester\'s case)', async ({ e }) => {
+  const { page, context, base } = e;
+  const token = await apiToken(e, ROOT_EMAIL, ROOT_PASSWORD);
+  const orgId = (await e.call('POST', '/api/identity/v1/orgs', { token, body: { name: 'Left Behind Org' } })).body.id as string;
+  const ledgerId = (await e.call('POST', `/api/ledger/v1/orgs/${orgId}/ledgers`, { token, body: { name: 'Private leads' } })).body.id as string;
+  const other = await e.call('POST', '/api/identity/v1/orgs', { token, body: { name: 'Next User Org', adminEmail: 'next.user@session.test', adminName: 'Next User', adminPassword: 'next user passphrase 4' } });
+  assert.is(other.status, 201, other.text);
+  // signed in from a link (kept as next), then on through the app to a filtered list: one page load
+  await page.goto(`${base}/orgs/${orgId}/ledgers`);
+  await page.getByLabel('E-mail').fill(ROOT_EMAIL);
+  await page.getByLabel('Password').fill(ROOT_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('link', { name: 'Private leads' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Private leads' }).waitFor();
+  await page.getByText('More filters').click();
+  await page.getByLabel('E-mail (exact)').fill('searched@secret.test');
+  await page.getByLabel('E-mail (exact)').press('Enter');
+  await page.waitForURL((u) => u.pathname === `/orgs/${orgId}/ledgers/${ledgerId}` && u.searchParams.get('email') === 'searched@secret.test');
+  const second = await context.newPage();
+  await second.goto(`${base}/orgs/${orgId}/team`);
+  await signedIn(second);
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  assert.is(new URL(page.url()).pathname + new URL(page.url()).search, '/signin', 'no next after a sign-out');
+  await until(async () => new URL(second.url()).pathname === '/signin', 'the other tab on the sign-in page');
+  assert.is(new URL(second.url()).search, '', 'no next in the other tab either');
+  await second.close();
+  // Back to the pages of the user who signed out (the list before the filter): the sign-in page, still without them as next
+  await page.goBack();
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  assert.not.match(page.url(), 'next=');
+  // the next person signs in and gets their own organization, not the ledger of the one before
+  await page.getByLabel('E-mail').fill('next.user@session.test');
+  await page.getByLabel('Password').fill('next user passphrase 4');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signedIn(page);
+  await until(async () => new URL(page.url()).pathname === `/orgs/${other.body.id}/ledgers`, 'their own organization opened');
+  assert.is(await page.getByRole('heading', { name: 'Not found' }).count(), 0);
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 });
 
 S('throttling: repeated failures say when to try again', async ({ e }) => {

@@ -44,19 +44,25 @@ interface Held {
 let held: Held | null = null;
 let refreshTimer: number | undefined;
 let inFlight: Promise<Principal> | null = null;
-const listeners = new Set<(p: Principal | null) => void>();
+/**
+ * Why there is no session: signed out on purpose (here or in another tab), ended by itself (its
+ * refresh refused after it had started in the page, or a cookie the server refused), or none to
+ * resume (a first visit).
+ */
+export type NoSession = 'signed-out' | 'ended' | 'none';
+const listeners = new Set<(p: Principal | null, why?: NoSession) => void>();
 
-/** Told when the session starts, is refreshed, or ends (here or in another tab). */
-export function onSession(fn: (p: Principal | null) => void): () => void {
+/** Told when the session starts, is refreshed, or ends (here or in another tab), and why it ended. */
+export function onSession(fn: (p: Principal | null, why?: NoSession) => void): () => void {
   listeners.add(fn);
   return () => listeners.delete(fn);
 }
-const emit = (p: Principal | null) => listeners.forEach((fn) => fn(p));
+const emit = (p: Principal | null, why?: NoSession) => listeners.forEach((fn) => fn(p, why));
 
 // Other tabs: a sign-out anywhere ends the session everywhere.
 const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('contact-ledger-session') : null;
 channel?.addEventListener('message', (e: MessageEvent) => {
-  if (e.data === 'signed-out') drop();
+  if (e.data === 'signed-out') drop('signed-out');
 });
 
 /** A session was started or resumed in this page (so a refused refresh means it ended, not that there was none). */
@@ -64,12 +70,12 @@ let hadSession = false;
 /** The session ended without a sign-out (its refresh refused: expired, revoked); the sign-in page says so once. */
 let ended = false;
 
-function drop(expired = false): void {
-  ended = expired;
+function drop(why: NoSession): void {
+  ended = why === 'ended';
   hadSession = false;
   held = null;
   clearTimeout(refreshTimer);
-  emit(null);
+  emit(null, why);
 }
 
 async function readError(res: Response): Promise<ApiError> {
@@ -155,7 +161,7 @@ export function refresh(): Promise<Principal> {
     .catch((err: unknown) => {
       // ended: one that started in this page, or a cookie the server refused (revoked, re-used) —
       // not none at all (a first visit, a sign-out: `no_session`)
-      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) drop(hadSession || (err.status === 401 && err.code !== 'no_session'));
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) drop(hadSession || (err.status === 401 && err.code !== 'no_session') ? 'ended' : 'none');
       throw err;
     })
     .finally(() => {
@@ -193,7 +199,7 @@ export async function signOut(): Promise<void> {
   try {
     await api('DELETE', `${ID}/session`);
   } finally {
-    drop();
+    drop('signed-out');
     channel?.postMessage('signed-out');
   }
 }

@@ -19,15 +19,16 @@ import { NewOrg } from './pages/new-org.tsx';
 import { Account } from './pages/account.tsx';
 import { Changes } from './pages/changes.tsx';
 
-type Boot = { kind: 'booting' } | { kind: 'signed-out' } | { kind: 'signed-in'; principal: Principal } | { kind: 'failed'; error: ApiError };
+/** `signed-out`: `byUser` when the user signed out (here or in another tab), not when the session ended by itself or there was none. */
+type Boot = { kind: 'booting' } | { kind: 'signed-out'; byUser: boolean } | { kind: 'signed-in'; principal: Principal } | { kind: 'failed'; error: ApiError };
 
 function App() {
   const [boot, setBoot] = useState<Boot>({ kind: 'booting' });
   const [attempt, setAttempt] = useState(0);
-  useEffect(() => onSession((p) => setBoot(p ? { kind: 'signed-in', principal: p } : { kind: 'signed-out' })), []);
+  useEffect(() => onSession((p, why) => setBoot(p ? { kind: 'signed-in', principal: p } : { kind: 'signed-out', byUser: why === 'signed-out' })), []);
   useEffect(() => {
     resume().then(
-      (p) => setBoot(p ? { kind: 'signed-in', principal: p } : { kind: 'signed-out' }),
+      (p) => setBoot(p ? { kind: 'signed-in', principal: p } : { kind: 'signed-out', byUser: false }),
       (error: unknown) => setBoot({ kind: 'failed', error: error instanceof ApiError ? error : new ApiError(0, 'client_error', String(error)) }),
     );
   }, [attempt]);
@@ -45,7 +46,12 @@ function App() {
   if (boot.kind === 'signed-out') {
     signedOut.current = true;
     if (loc.path !== '/signin') {
-      const next = loc.path === '/' ? '' : `?next=${encodeURIComponent(loc.path + location.search)}`;
+      // A deep link is kept for a session that ended by itself (expired, revoked: the same user
+      // signs in again and goes on) and for a first visit. A sign-out keeps none: the next person
+      // to sign in on this browser landed on the page of the one who signed out — another
+      // organization's "Not found", or a contacts list filtered by the e-mail they had searched
+      // for (a tester's case). Back to their pages after it leads here the same way.
+      const next = loc.path === '/' || boot.byUser ? '' : `?next=${encodeURIComponent(loc.path + location.search)}`;
       navigate(`/signin${next}`, { replace: true });
     }
     return <SignIn />;
