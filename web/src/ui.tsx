@@ -237,7 +237,8 @@ export function fieldErrors(error: ApiError | undefined, paths: readonly string[
  * When the failure left focus nowhere (the submit button was disabled while the request ran, so
  * the browser moved focus to the page), focus goes to the first field marked invalid, else to the
  * message: a keyboard or screen-reader user stays in the dialog and hears what is wrong. Focus in
- * another field of the form moves to the first marked one too.
+ * another field of the form (Enter pressed there) moves the same way: to the first marked one, else
+ * to the message.
  */
 export function FormError(props: { error: ApiError | undefined; fields?: readonly string[] }) {
   const ref = useRef<HTMLDivElement>(null);
@@ -251,8 +252,13 @@ export function FormError(props: { error: ApiError | undefined; fields?: readonl
     if (lost) (invalid ?? box).focus();
     // Enter pressed in one field of the form, the error about another: focus goes to that one (a
     // web tester's case: an unknown member's address sent from E-mail, the password named, focus
-    // left on E-mail). A field the error marks keeps it.
-    else if (invalid && scope?.contains(active) && !active!.matches('[aria-invalid="true"]')) invalid.focus();
+    // left on E-mail); about no field, to the message, as when the button was clicked (a tester's
+    // case: an "already a member" sent with Enter left focus on E-mail, and the alert unread with
+    // it). A field the error marks keeps it.
+    else if (scope?.contains(active) && !active!.matches('[aria-invalid="true"]')) {
+      if (invalid) invalid.focus();
+      else if (active!.matches('input, select, textarea')) box.focus();
+    }
   }, [props.error]);
   if (!props.error) return null;
   const e = props.error;
