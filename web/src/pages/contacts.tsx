@@ -1,6 +1,6 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
-import { setQuery, takeNotice, useFocusAfterPop, useLocation, useReturnPosition } from '../router.ts';
+import { lastNavigation, setQuery, takeNotice, useFocusAfterPop, useLocation, useReturnPosition } from '../router.ts';
 import { Async, Email, ErrorBox, fmtNumber, Link, Notice, refocusWhenDone, Time, useAction, useChoice, useRequest } from '../ui.tsx';
 import { LedgerHead } from './ledger-head.tsx';
 
@@ -105,6 +105,17 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
     setQuery({ ...Object.fromEntries(FILTERS.map((k) => [k, f[k]])), sortBy: sortBy === '+createdAt' ? undefined : sortBy, limit: size === 50 ? undefined : String(size), page: undefined });
   // a notice handed over by the page before (the contact page: "Deleted …")
   const [notice, setNotice] = useState<string | undefined>(takeNotice);
+  // A notice tells of one outcome (a contact deleted, a file saved, a link corrected): it goes at
+  // the user's next step through the list — a page, a page size, a sort, a filter, Back — where
+  // "Deleted Ann Example." stayed through all of them (a tester's case). A correction the page
+  // makes itself (an entry replaced: a refused cursor, a page size not offered) keeps the notice
+  // that says so.
+  const noticeOf = useRef(key);
+  useEffect(() => {
+    if (noticeOf.current === key) return;
+    noticeOf.current = key;
+    if (lastNavigation() !== 'replace') setNotice(undefined);
+  }, [key]);
   // A cursor the API refuses (a link or a reload of a page whose filters changed since, or a
   // cursor of another list) is no page of this list: start the list again at its first page and
   // say so, instead of an error whose "Try again" sends the same cursor again.
