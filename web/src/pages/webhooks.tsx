@@ -238,7 +238,7 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
               <dt>Events</dt>
               <dd>{w.events.map((e) => EVENTS.find((x) => x.event === e)?.label ?? e).join('; ')}</dd>
               <dt>Ledgers</dt>
-              <dd>{scopeText(w, ledgers.data)}</dd>
+              <dd>{scopeText(w, ledgers.data, true)}</dd>
               <dt>Token</dt>
               <dd>{w.hasToken ? 'sent as X-Ledger-Token (not shown)' : 'none'}</dd>
               <dt>Last event delivered</dt>
@@ -487,12 +487,28 @@ function useLedgers(orgId: string) {
   return useRequest(async (signal) => ({ ledgers: (await listAll<Ledger>(`${LEDGER}/orgs/${orgId}/ledgers`, 'ledgers', { signal })).items }), [orgId]);
 }
 
-function scopeText(w: Webhook, ledgers: { ledgers: Ledger[] } | undefined): string {
+/**
+ * The ledgers a webhook reports on, in words; `bare`: without the "ledgers:" before them (the
+ * webhook page's "Ledgers" says it). One whose ledgers were all deleted names none (the server
+ * took them out of its list): it read "ledgers:" with nothing after (a tester's case).
+ */
+function scopeText(w: Webhook, ledgers: { ledgers: Ledger[] } | undefined, bare = false): string {
   if (!w.ledgerIds) return 'every ledger';
+  if (w.ledgerIds.length === 0) return bare ? 'none: its ledgers were deleted' : 'no ledger: its ledgers were deleted';
   if (!ledgers) return w.ledgerIds.length === 1 ? '1 ledger' : `${w.ledgerIds.length} ledgers`;
   const names = w.ledgerIds.map((id) => ledgers?.ledgers.find((l) => l.id === id)?.name ?? 'a deleted ledger');
-  return `${w.ledgerIds.length === 1 ? 'ledger' : 'ledgers'}: ${names.join(', ')}`;
+  return bare ? names.join(', ') : `${w.ledgerIds.length === 1 ? 'ledger' : 'ledgers'}: ${names.join(', ')}`;
 }
+
+/**
+ * Why the webhook is disabled, as a sentence. The server names the ledger whose deletion left it
+ * none by its id, "(the last: l_…)", for API clients; here that id tells nobody anything (the
+ * ledger is gone), so it is left out.
+ */
+const reasonText = (reason: string) => {
+  const r = reason.replace(/ \(the last: [^)]*\)/, '');
+  return r.charAt(0).toUpperCase() + r.slice(1);
+};
 
 function StateBadge(props: { w: Webhook }) {
   const { w } = props;
@@ -521,7 +537,7 @@ function DisabledNote(props: { w: Webhook }) {
     return (
       <div class="callout" role="note">
         <p>
-          <strong class="break">{w.disabledReason ? w.disabledReason.charAt(0).toUpperCase() + w.disabledReason.slice(1) : 'Disabled'}</strong>
+          <strong class="break">{w.disabledReason ? reasonText(w.disabledReason) : 'Disabled'}</strong>
           {w.disabledAt && (
             <>
               {' '}
