@@ -43,6 +43,12 @@ A('the header links to the account page; mismatch, wrong current and weak passwo
   assert.is(await confirm.getAttribute('autocomplete'), 'new-password');
   assert.is(await page.getByLabel('E-mail').getAttribute('autocomplete'), 'username');
   assert.match(await page.locator('main').innerText(), 'signs you out everywhere else');
+  // the rule about runs holds below 15 characters, and the hint must not read as a maximum length
+  // ("…; under 15 characters, not a run…" did: a tester's case; docs/security.md)
+  const hint = await page.locator(`#${(await next.getAttribute('aria-describedby'))!.split(' ')[0]}`).innerText();
+  assert.match(hint, 'At least 8 characters');
+  assert.match(hint, 'One shorter than 15 characters must also not be a run or a repetition');
+  assert.not.match(hint, /under 15 characters/i);
 
   // the confirmation differs: said at it, nothing sent
   await current.fill(FIRST);

@@ -107,7 +107,7 @@ export function Account() {
         <Field label="Current password" error={err.currentPassword}>
           {(id, d, invalid) => <input id={id} type="password" autocomplete="current-password" required aria-describedby={d} aria-invalid={invalid} value={current} onInput={(e) => setCurrent(e.currentTarget.value)} />}
         </Field>
-        <Field label="New password" hint="At least 8 characters, not a common password, not your e-mail address or name, and not the current one; under 15 characters, not a run or repetition like abcdefgh or aaaaaaaa. A passphrase of a few words is best." error={err.password}>
+        <Field label="New password" hint="At least 8 characters, not a common password, not your e-mail address or name, and not the current one. One shorter than 15 characters must also not be a run or a repetition, like abcdefgh or aaaaaaaa; longer ones may be any length up to 256. A passphrase of a few words is best." error={err.password}>
           {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" required minLength={8} maxLength={256} aria-describedby={d} aria-invalid={invalid} value={password} onInput={(e) => setPassword(e.currentTarget.value)} />}
         </Field>
         <Field label="Confirm the new password" error={err.confirm}>
