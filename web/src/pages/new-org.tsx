@@ -7,7 +7,9 @@ import { Field, fieldErrors, FormError, PageHead, useAction, useSession } from '
  * Superusers create organizations; the creator (or the named admin) becomes its admin. The first
  * admin may be someone without an account yet: with a name and an initial password the API
  * creates the user (`adminName`, `adminPassword`), as the Team page's "Add member" does. Those
- * two fields show once an e-mail is typed.
+ * two fields show once an e-mail is typed. Editing a field takes a refusal away (useAction's
+ * `edited`, as the dialog forms do): "give a password to create one" stayed under the password
+ * typed next, until the next Create (a reviewer's case).
  */
 export function NewOrg() {
   const s = useSession();
@@ -43,18 +45,18 @@ export function NewOrg() {
         }}
       >
         <Field label="Name" error={err.name}>
-          {(id, d, invalid) => <input id={id} required maxLength={256} aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => setName(e.currentTarget.value)} />}
+          {(id, d, invalid) => <input id={id} required maxLength={256} aria-describedby={d} aria-invalid={invalid} value={name} onInput={(e) => act.edited(setName)(e.currentTarget.value)} />}
         </Field>
         <Field label="First admin's e-mail (optional)" hint="Who becomes its admin. Leave empty to be its admin yourself; add the team afterwards." error={err.adminEmail}>
-          {(id, d, invalid) => <input id={id} type="email" aria-describedby={d} aria-invalid={invalid} value={adminEmail} onInput={(e) => setAdminEmail(e.currentTarget.value)} />}
+          {(id, d, invalid) => <input id={id} type="email" aria-describedby={d} aria-invalid={invalid} value={adminEmail} onInput={(e) => act.edited(setAdminEmail)(e.currentTarget.value)} />}
         </Field>
         {adminEmail.trim() && (
           <>
             <Field label="First admin's initial password (for a new user)" hint="Leave empty when they already have an account. For someone new, give a password of at least 8 characters and tell it to them; they change it on their Account page (their name at the top of every page)." error={err.adminPassword}>
-              {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} aria-invalid={invalid} value={adminPassword} onInput={(e) => setAdminPassword(e.currentTarget.value)} />}
+              {(id, d, invalid) => <input id={id} type="password" autocomplete="new-password" minLength={8} aria-describedby={d} aria-invalid={invalid} value={adminPassword} onInput={(e) => act.edited(setAdminPassword)(e.currentTarget.value)} />}
             </Field>
             <Field label="First admin's name (optional, for a new user)" error={err.adminName}>
-              {(id, d, invalid) => <input id={id} maxLength={256} aria-describedby={d} aria-invalid={invalid} value={adminName} onInput={(e) => setAdminName(e.currentTarget.value)} />}
+              {(id, d, invalid) => <input id={id} maxLength={256} aria-describedby={d} aria-invalid={invalid} value={adminName} onInput={(e) => act.edited(setAdminName)(e.currentTarget.value)} />}
             </Field>
           </>
         )}
