@@ -320,4 +320,28 @@ L('"Try again" after the page failed to load asks again for the list, its count 
   assert.is(await page.getByRole('button', { name: 'Try again' }).count(), 0);
 });
 
+L('"Try again" on the Changes tab and in Import history asks again for the ledger\'s heading too, as on Contacts (it stayed "Ledger": a reviewer\'s case)', async (ctx) => {
+  const { page } = ctx.e;
+  const ledgerPath = `/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}`;
+  const ours = (u: URL) => u.pathname.includes(`/api/ledger/v1${ledgerPath}`);
+  for (const [tail, loaded] of [
+    ['/changes', page.getByRole('status').filter({ hasText: 'No change has been recorded' })],
+    ['/imports', page.getByRole('region', { name: 'Imports' })],
+  ] as const) {
+    // the network fails for the ledger and its lists (no answer at all), then comes back
+    await page.route(ours, (route) => route.abort('connectionfailed'));
+    try {
+      await page.goto(listUrl(ctx, tail));
+      await page.locator('main').getByRole('button', { name: 'Try again' }).first().waitFor();
+      assert.is(await page.getByRole('heading', { level: 1, name: 'Big list' }).count(), 0, `the heading could not be read either${tail}`);
+    } finally {
+      await page.unroute(ours);
+    }
+    await page.locator('main').getByRole('button', { name: 'Try again' }).first().click();
+    await loaded.waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Big list' }).waitFor({ timeout: 5000 });
+    await page.locator('.page-head p.sub', { hasText: '59 contacts' }).waitFor();
+  }
+});
+
 L.run();

@@ -64,10 +64,13 @@ export function Changes(props: { orgId: string; ledgerId: string }) {
   // a ledger deleted while its changes are open: the list answers 404, and the heading, read
   // again, says the ledger does not exist (it showed "Ledger not found" with "Try again")
   const [gone, setGone] = useState(false);
+  // "Try again" asks again for the heading too, as on the Contacts tab: the list alone was, and the
+  // heading stayed "Ledger" (a reviewer's case)
+  const [again, setAgain] = useState(0);
   return (
-    <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="changes" refresh={gone}>
+    <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="changes" refresh={[gone, again]}>
       <ChangeFilters type={type} since={since} />
-      <ChangeList orgId={orgId} ledgerId={ledgerId} type={type} since={since} onGone={() => setGone(true)} />
+      <ChangeList orgId={orgId} ledgerId={ledgerId} type={type} since={since} onGone={() => setGone(true)} onRetry={() => setAgain((n) => n + 1)} />
       <DailySets orgId={orgId} ledgerId={ledgerId} />
     </LedgerHead>
   );
@@ -183,7 +186,7 @@ function shownCursors(of: string): string[] {
   return kept.cursors.filter((c): c is string => typeof c === 'string').slice(0, MAX_SHOWN);
 }
 
-function ChangeList(props: { orgId: string; ledgerId: string; type: string; since: string; onGone: () => void }) {
+function ChangeList(props: { orgId: string; ledgerId: string; type: string; since: string; onGone: () => void; onRetry: () => void }) {
   const { orgId, ledgerId, type, since } = props;
   const path = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/changes`;
   const key = `${type}|${since}`;
@@ -288,7 +291,16 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
           </button>
         </div>
       ) : (
-        first.error && <ErrorBox error={first.error} retry={first.reload} title={d ? 'Could not refresh.' : undefined} />
+        first.error && (
+          <ErrorBox
+            error={first.error}
+            retry={() => {
+              first.reload();
+              props.onRetry();
+            }}
+            title={d ? 'Could not refresh.' : undefined}
+          />
+        )
       )}
       <div aria-busy={more.busy}>
         {all.length > 0 && (

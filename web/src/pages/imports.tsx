@@ -568,12 +568,19 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
     const t = setTimeout(req.reload, 1000);
     return () => clearTimeout(t);
   }, [running, req.loading, req.data, gone]);
+  // "Try again" asks again for the heading too, as on the Contacts tab: the list alone was, and the
+  // heading stayed "Ledger" (a reviewer's case)
+  const [again, setAgain] = useState(0);
+  const retry = () => {
+    req.reload();
+    setAgain((n) => n + 1);
+  };
   return (
     <>
-      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="imports" refresh={gone}>
+      <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="imports" refresh={[gone, again]}>
         {/* the page's own heading under the ledger's (the tab above says it to the eye; headings navigation found none) */}
         <h2 class="visually-hidden">Import history</h2>
-        <Async req={req} label="Loading imports…" empty={(d) => d.imports.length === 0} emptyText={<p>Nothing was imported into this ledger yet.</p>}>
+        <Async req={req} retry={retry} label="Loading imports…" empty={(d) => d.imports.length === 0} emptyText={<p>Nothing was imported into this ledger yet.</p>}>
           {(d) => (
             <>
               <div class="table-wrap" tabIndex={0} role="region" aria-label="Imports">
