@@ -311,4 +311,25 @@ W('a ledger deleted while an import runs: the history says it does not exist and
   assert.is(await page.getByRole('navigation', { name: 'Ledger' }).count(), 0, 'no tabs');
 });
 
+W('a ledger deleted while the wizard follows its import: the heading says it does not exist, and the wizard stops asking (a reviewer\'s case)', async (ctx) => {
+  const { page, call } = ctx.e;
+  // an import long enough to be seen running (tens of thousands of rows take seconds)
+  const rows = Array.from({ length: 40_000 }, (_, i) => `Person ${i},Company ${i % 97},person${i}@example.test`);
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('long.csv', `name,company,email\n${rows.join('\n')}\n`));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  await page.getByRole('button', { name: /^Import 40,000 rows/ }).click();
+  await page.getByRole('heading', { name: 'Importing…' }).waitFor();
+  const [job] = await imports(ctx);
+  assert.ok(job && !['completed', 'failed'].includes(job.status), `still running: ${job?.status}`);
+  assert.is((await call('DELETE', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}`, { token: ctx.root })).status, 204);
+  await page.getByRole('heading', { level: 1, name: 'Ledger not found' }).waitFor();
+  assert.is(await page.getByText('Lost track of the import').count(), 0, 'no error box under the old heading');
+  assert.is(await page.getByRole('navigation', { name: 'Ledger' }).count(), 0, 'no tabs');
+  // it asked every 400 ms while the import ran
+  await page.waitForRequest((q) => new URL(q.url()).pathname.endsWith(`/imports/${job!.id}`), { timeout: 3000 }).then(
+    (q) => assert.unreachable(`asked again after the 404: ${q.url()}`),
+    () => undefined,
+  );
+});
+
 W.run();

@@ -181,7 +181,8 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
     if (uploading && (!active || active === document.body || active.disabled)) document.getElementById('upload-status')?.focus();
   }, [!!uploading]);
 
-  // live progress: poll the job until it is done
+  // live progress: poll the job until it is done (a failed poll ends it: the effect runs again only
+  // for a new answer)
   useEffect(() => {
     if (!job || done(job.status)) return;
     let stop = false;
@@ -256,7 +257,10 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
 
   return (
     <>
-      <LedgerHead refresh={job?.status} orgId={orgId} ledgerId={ledgerId} tab="import">
+      {/* read again as the import goes on (its count), and when a poll answers 404: the ledger was
+          deleted meanwhile, and the heading then says it does not exist, instead of "Lost track of
+          the import" under its old heading and tabs (a reviewer's case; Import history does the same) */}
+      <LedgerHead refresh={[job?.status, pollError?.status === 404]} orgId={orgId} ledgerId={ledgerId} tab="import">
         <ol class="steps" aria-label="Import steps">
           {[1, 2, 3].map((i) => (
             <li key={i} class={i === step ? 'current' : i < step ? 'done' : ''} aria-current={i === step ? 'step' : undefined}>
