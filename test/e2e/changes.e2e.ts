@@ -261,6 +261,40 @@ C('a "Show more" still being read when another filter is applied is dropped: no 
   }
 });
 
+C('a "Show more" still being read when the page is left is cancelled: its late answer changes nothing on the page gone to (a reviewer\'s case)', async (ctx) => {
+  const { page } = ctx.e;
+  await page.goto('about:blank');
+  await page.goto(changesUrl(ctx));
+  await until(async () => (await changeItems(ctx).count()) === 50, 'the first page');
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let handled!: () => void;
+  const done = new Promise<void>((r) => (handled = r));
+  const isNext = (url: URL) => url.pathname.startsWith('/api/') && url.searchParams.has('cursor');
+  await page.route(isNext, async (route) => {
+    await held;
+    // the server's own answer, late; going on with a request the page aborted fails, as wanted
+    await route.continue().catch(() => undefined);
+    handled();
+  });
+  try {
+    await page.getByRole('button', { name: 'Show more changes' }).click();
+    await page.getByRole('button', { name: 'Loading…' }).waitFor();
+    const link = changeItems(ctx).first().getByRole('link');
+    const name = await link.innerText();
+    await link.click();
+    await page.getByRole('heading', { level: 1, name }).waitFor();
+    const contactUrl = page.url();
+    release();
+    await done;
+    await page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');
+    assert.is(page.url(), contactUrl);
+    assert.is(await page.evaluate('(history.state && history.state.changePages) ?? null'), null, "no cursors of the list written into the contact page's entry");
+  } finally {
+    await page.unroute(isNext);
+  }
+});
+
 C('Back from a contact opened from a later page: the pages read again, scrolled to where it was, focus on the link followed', async (ctx) => {
   const { page } = ctx.e;
   await page.goto(changesUrl(ctx, '?type=job'));

@@ -221,16 +221,20 @@ function ChangeList(props: { orgId: string; ledgerId: string; type: string; sinc
     try {
       page = await api<FeedPage>('GET', path, { query: { limit: PAGE, cursor, include: 'contact' }, signal: ctl.signal });
     } catch (e) {
-      if (of !== keyNow.current) return;
+      if (ctl.signal.aborted || of !== keyNow.current) return;
       throw e;
     }
-    if (of !== keyNow.current) return;
+    if (ctl.signal.aborted || of !== keyNow.current) return;
     setLater((l) => ({ of, after, pages: [...(l.of === of && l.after === after ? l.pages : []), page] }));
     // kept with this history entry, to be read again on a return to it
     history.replaceState({ ...((history.state as Record<string, unknown> | null) ?? {}), [SHOWN]: { of, cursors: [...shownCursors(of), cursor] } }, '');
     // focus on the first change the page added, so a keyboard user reads on from there
     requestAnimationFrame(() => document.getElementById(`chg-${page.changes[0]?.id}`)?.focus());
   });
+  // Leaving the page cancels it too: its late answer wrote its cursors into the history entry of
+  // whatever page was shown by then (a contact's), and set the state of a list no longer there (a
+  // reviewer's case).
+  useEffect(() => () => moreCtl.current?.abort(), []);
   // another filter starts the list afresh: the pages read under this one are not kept for a return to it
   useEffect(() => {
     moreCtl.current?.abort();
