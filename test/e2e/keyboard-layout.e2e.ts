@@ -265,6 +265,78 @@ K('a dialog whose request is on its way stays open until the answer: Cancel, × 
   }
 });
 
+K('a create answered after Back left its page does not navigate: the page gone back to stays (a reviewer\'s case); the ledger and the organization are made all the same', async (ctx) => {
+  const { page, base } = ctx.e;
+  const cases = [
+    {
+      what: 'a new ledger',
+      from: async () => {
+        await page.goto(`${base}/orgs/${ctx.orgId}/team`);
+        await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Ledgers' }).click();
+        await page.getByRole('button', { name: 'New ledger' }).click();
+        await page.getByRole('dialog').getByLabel('Name', { exact: true }).fill('Made after Back');
+        await page.getByRole('dialog').getByRole('button', { name: 'Create ledger' }).click();
+      },
+      isCreate: (u: URL) => u.pathname.endsWith(`/orgs/${ctx.orgId}/ledgers`),
+      left: `/orgs/${ctx.orgId}/team`,
+      made: async () => ((await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers`, { token: ctx.token })).body.ledgers as { name: string }[]).some((l) => l.name === 'Made after Back'),
+      // the page's last step after the answer (it navigated right away)
+      settled: async () => undefined,
+    },
+    {
+      what: 'a new organization',
+      from: async () => {
+        await page.goto(`${base}/orgs/${ctx.orgId}/team`);
+        await page.getByRole('button', { name: 'Add member' }).waitFor();
+        await page.getByLabel('Organization').selectOption('__new');
+        await page.getByLabel('Name', { exact: true }).fill('Org made after Back');
+        await page.getByRole('button', { name: 'Create organization' }).click();
+      },
+      isCreate: (u: URL) => u.pathname === `${ID}/orgs`,
+      left: `/orgs/${ctx.orgId}/team`,
+      made: async () => ((await ctx.e.call('GET', `${ID}/orgs?limit=1000`, { token: ctx.token })).body.orgs as { name: string }[]).some((o) => o.name === 'Org made after Back'),
+      // the page reads the organizations again (the switcher lists the new one), then navigated
+      settled: () => page.getByLabel('Organization').locator('option', { hasText: 'Org made after Back' }).waitFor({ state: 'attached' }),
+    },
+  ];
+  for (const c of cases) {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let held = false;
+    let answered!: () => void;
+    const answer = new Promise<void>((r) => (answered = r));
+    await page.route(c.isCreate, async (route) => {
+      if (route.request().method() !== 'POST') return route.continue();
+      held = true;
+      await released;
+      await route.continue().catch(() => undefined);
+    });
+    page.on('requestfinished', function done(r) {
+      if (r.method() === 'POST' && c.isCreate(new URL(r.url()))) {
+        page.off('requestfinished', done);
+        answered();
+      }
+    });
+    try {
+      await c.from();
+      await until(async () => held, `${c.what}: the request on its way`);
+      // the dialog (or the page's button) waits for the answer; the browser's Back does not
+      await page.goBack();
+      await page.waitForURL(`${base}${c.left}`);
+      await page.getByRole('heading', { level: 1, name: 'Team' }).waitFor();
+      release();
+      await answer;
+      await c.settled();
+      await page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');
+      assert.is(new URL(page.url()).pathname, c.left, `${c.what}: still on the page Back went to`);
+      assert.ok(await c.made(), `${c.what}: made all the same`);
+    } finally {
+      release();
+      await page.unroute(c.isCreate);
+    }
+  }
+});
+
 K('after a rotated secret is closed (button or Escape), focus is back on "Rotate secret"', async (ctx) => {
   const { page, base } = ctx.e;
   await page.goto(`${base}/orgs/${ctx.orgId}/service-accounts`);

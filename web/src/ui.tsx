@@ -184,6 +184,23 @@ export function NotFoundState(props: { children: ComponentChildren }) {
   );
 }
 
+/**
+ * Whether the component is still in the page. A dialog's request cannot be called back, and while
+ * it is on its way the browser's Back still leaves the page (Dialog's `busy` holds only Cancel, ×
+ * and Escape): its late success may refresh data, but must not navigate from whatever page the
+ * user went to (a reviewer's case: the new ledger's page opened over the page Back had led to).
+ */
+export function useMounted(): { readonly current: boolean } {
+  const mounted = useRef(true);
+  useEffect(() => {
+    mounted.current = true;
+    return () => {
+      mounted.current = false;
+    };
+  }, []);
+  return mounted;
+}
+
 // ── forms ─────────────────────────────────────────────────────────────────
 /** A form whose submit runs an async action, with busy and error states. */
 export function useAction<A extends unknown[], R>(fn: (...a: A) => Promise<R>) {

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, LEDGER } from '../api.ts';
 import { entryState, navigate } from '../router.ts';
-import { Async, atLeast, Confirm, Email, fmtNumber, FormError, Link, Time, useAction, useRequest, useRole } from '../ui.tsx';
+import { Async, atLeast, Confirm, Email, fmtNumber, FormError, Link, Time, useAction, useMounted, useRequest, useRole } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
 import { ChangeWhat, ChangeWhen, show, Value, type ChangePage } from '../change-view.tsx';
 import { LedgerHead } from './ledger-head.tsx';
@@ -15,6 +15,7 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
   const path = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/contacts/${contactId}`;
   const contact = useRequest((signal) => api<Contact>('GET', path, { signal }), [path]);
   const [confirm, setConfirm] = useState(false);
+  const here = useMounted();
   // the list this contact was opened from (its filters, sort and page), to go back to
   const listPath = `/orgs/${orgId}/ledgers/${ledgerId}`;
   const from = entryState('list');
@@ -117,8 +118,9 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
             onClose={() => setConfirm(false)}
             onConfirm={async () => {
               await api('DELETE', path);
-              // back to the list it came from, filters and all, saying what happened
-              navigate(back, { state: { notice: `Deleted ${contact.data!.name}.` } });
+              // back to the list it came from, filters and all, saying what happened (not when
+              // Back left this page while the deletion was on its way: the page gone to stays)
+              if (here.current) navigate(back, { state: { notice: `Deleted ${contact.data!.name}.` } });
               return true;
             }}
           >

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, LEDGER, listAll } from '../api.ts';
 import { navigate } from '../router.ts';
-import { Async, atLeast, Confirm, Dialog, Field, fieldErrors, fmtCount, fmtNumber, FormError, Link, Notice, PageHead, Time, useAction, useRequest, useRole, useSession } from '../ui.tsx';
+import { Async, atLeast, Confirm, Dialog, Field, fieldErrors, fmtCount, fmtNumber, FormError, Link, Notice, PageHead, Time, useAction, useMounted, useRequest, useRole, useSession } from '../ui.tsx';
 
 export interface Ledger {
   id: string;
@@ -30,6 +30,7 @@ export function Ledgers(props: { orgId: string }) {
   const [dialog, setDialog] = useState<{ kind: 'new' } | { kind: 'rename' | 'delete'; ledger: Ledger } | null>(null);
   const [notice, setNotice] = useState<string>();
   const close = () => setDialog(null);
+  const here = useMounted();
 
   return (
     <>
@@ -103,7 +104,8 @@ export function Ledgers(props: { orgId: string }) {
           onClose={close}
           onDone={(l) => {
             close();
-            navigate(`/orgs/${orgId}/ledgers/${l.id}`);
+            // not when Back left this page while the ledger was created: the page gone to stays
+            if (here.current) navigate(`/orgs/${orgId}/ledgers/${l.id}`);
           }}
         />
       )}

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, ID } from '../api.ts';
 import { navigate } from '../router.ts';
-import { Field, fieldErrors, FormError, PageHead, useAction, useSession } from '../ui.tsx';
+import { Field, fieldErrors, FormError, PageHead, useAction, useMounted, useSession } from '../ui.tsx';
 
 /**
  * Superusers create organizations; the creator (or the named admin) becomes its admin. The first
@@ -17,12 +17,14 @@ export function NewOrg() {
   const [adminEmail, setAdminEmail] = useState('');
   const [adminName, setAdminName] = useState('');
   const [adminPassword, setAdminPassword] = useState('');
+  const here = useMounted();
   const act = useAction(async () => {
     const email = adminEmail.trim();
     const body = { name: name.trim(), ...(email ? { adminEmail: email, ...(adminName.trim() ? { adminName: adminName.trim() } : {}), ...(adminPassword ? { adminPassword } : {}) } : {}) };
     const org = await api<{ id: string }>('POST', `${ID}/orgs`, { body });
     await s.reloadOrgs();
-    navigate(`/orgs/${org.id}/ledgers`);
+    // not when this page was left while the organization was created: the page gone to stays
+    if (here.current) navigate(`/orgs/${org.id}/ledgers`);
   });
   const fields = ['name', 'adminEmail', 'adminName', 'adminPassword'] as const;
   const err = fieldErrors(act.error, fields);

@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, LEDGER, listAll, type ApiError } from '../api.ts';
 import { navigate, setQuery, takeNotice, useLocation } from '../router.ts';
-import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, Time, useAction, useRequest, useRole, type Request } from '../ui.tsx';
+import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, Time, useAction, useMounted, useRequest, useRole, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
 // Webhooks of an organization (SPEC §6, docs/webhooks.md), on the real API of src/webhooks/routes.ts:
@@ -205,6 +205,7 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
   const ledgers = useLedgers(orgId);
   const [notice, setNotice] = useState<string>();
   const [logTick, setLogTick] = useState(0);
+  const here = useMounted();
   const crumbs = [{ href: `/orgs/${orgId}/webhooks`, label: 'Webhooks' }];
   if (req.error?.status === 404)
     return (
@@ -266,7 +267,8 @@ function WebhookDetail(props: { orgId: string; webhookId: string }) {
                 setLogTick((n) => n + 1);
               }}
               onDeleted={(message) => {
-                navigate(`/orgs/${orgId}/webhooks`, { state: { notice: message } });
+                // not when Back left this page while the deletion was on its way
+                if (here.current) navigate(`/orgs/${orgId}/webhooks`, { state: { notice: message } });
               }}
               onPinged={() => {
                 req.reload();
