@@ -6,6 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { Route } from 'playwright-core';
 import { apiToken, type E2E, hasFocus, ROOT_EMAIL, ROOT_PASSWORD, shoot, signInUi, start, until } from './harness.ts';
 import { serve, type Running } from '../child-server.ts';
 import { addContacts, feedAndWait, ID, LEDGER, startApp } from '../helpers.ts';
@@ -125,6 +126,28 @@ C('the type and "since" filters are in the URL; no match and a ledger without ch
 // a "since" that is a moment; a refused value named; what deletion does to changes.
 const changesUrl = (ctx: Ctx, query = '') => `${ctx.e.base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/changes${query}`;
 const changeItems = (ctx: Ctx) => ctx.e.page.locator('ol.changes > li');
+/**
+ * Opens the Changes tab afresh on its first page, then holds every "Show more" request until
+ * `release()`, when `answer` takes it; `done` resolves once it has. `stop()` ends the holding.
+ */
+async function holdShowMore(ctx: Ctx, answer: (route: Route) => Promise<void>) {
+  const { page } = ctx.e;
+  // a new entry: going to the same URL keeps the entry's state, and with it the pages a test before read
+  await page.goto('about:blank');
+  await page.goto(changesUrl(ctx));
+  await until(async () => (await changeItems(ctx).count()) === 50, 'the first page');
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let handled!: () => void;
+  const done = new Promise<void>((r) => (handled = r));
+  const isNext = (url: URL) => url.pathname.startsWith('/api/') && url.searchParams.has('cursor');
+  await page.route(isNext, async (route) => {
+    await held;
+    await answer(route).catch(() => undefined); // a request the page aborted fails, as the tests want
+    handled();
+  });
+  return { release, done, stop: () => page.unroute(isNext) };
+}
 /** A GET of one contact (the name of a change's contact). */
 const isNameRead = (url: URL | string) => /\/ledgers\/[^/]+\/contacts\/c_[^/?]+$/.test(typeof url === 'string' ? new URL(url).pathname : url.pathname);
 
@@ -229,21 +252,9 @@ C('names: each change comes with its contact (include=contact), no request a con
 
 C('a "Show more" still being read when another filter is applied is dropped: no busy button, no late error, no page of the list left (a reviewer\'s case)', async (ctx) => {
   const { page } = ctx.e;
-  // a new entry: going to the same URL keeps the entry's state, and with it the pages the test before read
-  await page.goto('about:blank');
-  await page.goto(changesUrl(ctx));
-  await until(async () => (await changeItems(ctx).count()) === 50, 'the first page');
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
-  let handled!: () => void;
-  const done = new Promise<void>((r) => (handled = r));
-  const isNext = (url: URL) => url.pathname.startsWith('/api/') && url.searchParams.has('cursor');
-  await page.route(isNext, async (route) => {
-    await held;
-    // the request was aborted: fulfilling it fails, which is what this test wants
-    await route.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'retry-after': '1' }, body: JSON.stringify({ status: 503, code: 'busy', detail: 'The server is busy.' }) }).catch(() => undefined);
-    handled();
-  });
+  const { release, done, stop } = await holdShowMore(ctx, (route) =>
+    route.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'retry-after': '1' }, body: JSON.stringify({ status: 503, code: 'busy', detail: 'The server is busy.' }) }),
+  );
   try {
     await page.getByRole('button', { name: 'Show more changes' }).click();
     await page.getByRole('button', { name: 'Loading…' }).waitFor();
@@ -257,26 +268,14 @@ C('a "Show more" still being read when another filter is applied is dropped: no 
     assert.equal(await page.getByRole('alert').allInnerTexts(), [], 'no error of the list left');
     assert.is(await changeItems(ctx).count(), 50);
   } finally {
-    await page.unroute(isNext);
+    await stop();
   }
 });
 
 C('a "Show more" still being read when the page is left is cancelled: its late answer changes nothing on the page gone to (a reviewer\'s case)', async (ctx) => {
   const { page } = ctx.e;
-  await page.goto('about:blank');
-  await page.goto(changesUrl(ctx));
-  await until(async () => (await changeItems(ctx).count()) === 50, 'the first page');
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
-  let handled!: () => void;
-  const done = new Promise<void>((r) => (handled = r));
-  const isNext = (url: URL) => url.pathname.startsWith('/api/') && url.searchParams.has('cursor');
-  await page.route(isNext, async (route) => {
-    await held;
-    // the server's own answer, late; going on with a request the page aborted fails, as wanted
-    await route.continue().catch(() => undefined);
-    handled();
-  });
+  // the server's own answer, late
+  const { release, done, stop } = await holdShowMore(ctx, (route) => route.continue());
   try {
     await page.getByRole('button', { name: 'Show more changes' }).click();
     await page.getByRole('button', { name: 'Loading…' }).waitFor();
@@ -291,7 +290,7 @@ C('a "Show more" still being read when the page is left is cancelled: its late a
     assert.is(page.url(), contactUrl);
     assert.is(await page.evaluate('(history.state && history.state.changePages) ?? null'), null, "no cursors of the list written into the contact page's entry");
   } finally {
-    await page.unroute(isNext);
+    await stop();
   }
 });
 
