@@ -3,7 +3,7 @@ import { api, ApiError, download, LEDGER, listAll } from '../api.ts';
 import { entryState, setQuery, useFocusAfterPop, useLocation, useReturnPosition } from '../router.ts';
 import { Async, ErrorBox, fmtCount, fmtDate, fmtNumber, FormError, Link, Notice, refocusWhenDone, useAction, useRequest } from '../ui.tsx';
 import { ChangeWhat, ChangeWhen, type Change, type ChangePage } from '../change-view.tsx';
-import { LedgerHead } from './ledger-head.tsx';
+import { LedgerHead, useRetryWithHead } from './ledger-head.tsx';
 
 const TYPES: [string, string][] = [
   ['', 'All changes'],
@@ -64,13 +64,12 @@ export function Changes(props: { orgId: string; ledgerId: string }) {
   // a ledger deleted while its changes are open: the list answers 404, and the heading, read
   // again, says the ledger does not exist (it showed "Ledger not found" with "Try again")
   const [gone, setGone] = useState(false);
-  // "Try again" asks again for the heading too, as on the Contacts tab: the list alone was, and the
-  // heading stayed "Ledger" (a reviewer's case)
-  const [again, setAgain] = useState(0);
+  // "Try again" asks again for the heading too (ChangeList reloads its own list)
+  const { again, retry } = useRetryWithHead();
   return (
     <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="changes" refresh={[gone, again]}>
       <ChangeFilters type={type} since={since} />
-      <ChangeList orgId={orgId} ledgerId={ledgerId} type={type} since={since} onGone={() => setGone(true)} onRetry={() => setAgain((n) => n + 1)} />
+      <ChangeList orgId={orgId} ledgerId={ledgerId} type={type} since={since} onGone={() => setGone(true)} onRetry={retry} />
       <DailySets orgId={orgId} ledgerId={ledgerId} />
     </LedgerHead>
   );

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
 import { lastNavigation, setQuery, takeNotice, useFocusAfterPop, useLocation, useReturnPosition } from '../router.ts';
 import { Async, Email, ErrorBox, fmtNumber, Link, Notice, refocusWhenDone, Time, useAction, useChoice, useRequest } from '../ui.tsx';
-import { LedgerHead } from './ledger-head.tsx';
+import { LedgerHead, useRetryWithHead } from './ledger-head.tsx';
 
 export interface Contact {
   id: string;
@@ -171,15 +171,9 @@ export function Contacts(props: { orgId: string; ledgerId: string }) {
   const applied = Object.keys(filters).filter((k) => !refused.some((e) => e.path === k)).length;
   const start = cursors.length * size;
   // "Try again" after a failure asks again for all the page shows: the list, its count and the
-  // ledger's heading (only the list was, and the heading stayed "Ledger" without its count: a web
-  // tester's case). A ledger deleted while its page is open answers the list with 404: the heading
+  // ledger's heading. A ledger deleted while its page is open answers the list with 404: the heading
   // is read again, and says the ledger does not exist, instead of an error with "Try again".
-  const [again, setAgain] = useState(0);
-  const retry = () => {
-    list.reload();
-    count.reload();
-    setAgain((n) => n + 1);
-  };
+  const { again, retry } = useRetryWithHead(list.reload, count.reload);
   const gone = list.error?.status === 404 || count.error?.status === 404;
 
   return (

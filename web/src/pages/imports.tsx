@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, fetchText, LEDGER, parseCsv, upload, type ApiError } from '../api.ts';
 import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, fmtCount, fmtDateTime, fmtNumber, FormError, Link, Loading, Notice, refocusWhenDone, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
-import { LedgerHead } from './ledger-head.tsx';
+import { LedgerHead, useRetryWithHead } from './ledger-head.tsx';
 
 export interface ImportJob {
   id: string;
@@ -572,13 +572,8 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
     const t = setTimeout(req.reload, 1000);
     return () => clearTimeout(t);
   }, [running, req.loading, req.data, gone]);
-  // "Try again" asks again for the heading too, as on the Contacts tab: the list alone was, and the
-  // heading stayed "Ledger" (a reviewer's case)
-  const [again, setAgain] = useState(0);
-  const retry = () => {
-    req.reload();
-    setAgain((n) => n + 1);
-  };
+  // "Try again" asks again for the heading too
+  const { again, retry } = useRetryWithHead(req.reload);
   return (
     <>
       <LedgerHead orgId={orgId} ledgerId={ledgerId} tab="imports" refresh={[gone, again]}>

@@ -1,8 +1,25 @@
 import type { ComponentChildren } from 'preact';
-import { useRef } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api, LEDGER } from '../api.ts';
 import { atLeast, fmtCount, Link, NotFoundState, PageHead, useRequest, useRole } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
+
+/**
+ * "Try again" for a ledger's tab: `retry` reloads the tab's own requests (`reloads`) and, through
+ * `again` in LedgerHead's `refresh`, the heading too. The list alone was asked again, and the
+ * heading stayed "Ledger" without its count (a web tester's case on Contacts, a reviewer's on
+ * Changes and Import history).
+ */
+export function useRetryWithHead(...reloads: (() => void)[]): { again: number; retry: () => void } {
+  const [again, setAgain] = useState(0);
+  return {
+    again,
+    retry: () => {
+      for (const reload of reloads) reload();
+      setAgain((n) => n + 1);
+    },
+  };
+}
 
 /**
  * The ledger's title, breadcrumb and tabs (Contacts, Changes, Import CSV, Import history), around the
