@@ -133,7 +133,7 @@ export async function openRuntime(config: Readonly<Config>, opts: { clock?: Cloc
     ledger.onImportFinished((imp) => webhooks.outbox.importFinished(imp));
     const runners = { ...ledger.runners, ...tracking.runners, ...webhooks.runners };
     jobKinds = Object.keys(runners).sort();
-    scheduler = createScheduler({ db, queue, log, runners, onBusy: (where) => metrics.countBusy(where) });
+    scheduler = createScheduler({ db, queue, log, runners, dataDir: config.dataDir, onBusy: (where) => metrics.countBusy(where) });
     ledger.schedule(scheduler);
     tracking.schedule(scheduler);
     webhooks.schedule(scheduler);

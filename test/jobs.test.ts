@@ -489,6 +489,40 @@ S('a job deleted while it ran (its ledger or organization deleted) is logged as 
   db.close();
 });
 
+S("a failed job's message, which users read, names the data folder <data>, not where the server keeps it; the log keeps the whole path (a reviewer's case)", async () => {
+  const { db, clock } = fixture();
+  const queue = createQueue(db, clock);
+  const dataDir = tempDir();
+  const lines: string[] = [];
+  const log = createLogger('info', new Writable({ write: (chunk, _enc, done) => void (lines.push(String(chunk)), done()) }));
+  db.tx(() => {
+    queue.enqueue('job_once', 'denied', { maxAttempts: 1 });
+    queue.enqueue('job_again', 'denied', { maxAttempts: 2 });
+  });
+  const lastWords: string[] = [];
+  const runners: Record<string, Runner> = {
+    denied: {
+      pruneFinishedAfterMs: null,
+      async run(lease) {
+        throw new Error(`EACCES: permission denied, open '${join(dataDir, 'uploads', `${lease.job.id}.csv`)}' (not '${dataDir}-old')`);
+      },
+      failed: (jobId, message) => void lastWords.push(`${jobId}: ${message}`),
+    },
+  };
+  const scheduler = createScheduler({ db, queue, log, runners, dataDir });
+  scheduler.start();
+  await until('both tried', () => queue.find('job_once')?.status === 'failed' && queue.find('job_again')?.attempts === 1, Boolean, 10_000);
+  await scheduler.stop();
+  const said = (id: string) => `EACCES: permission denied, open '<data>/uploads/${id}.csv' (not '${dataDir}-old')`;
+  assert.is(queue.find('job_once')!.lastError, said('job_once'));
+  assert.equal(lastWords, [`job_once: ${said('job_once')}`], "the runner's last word, which the import's or feed's message becomes");
+  assert.equal([queue.find('job_again')!.status, queue.find('job_again')!.lastError], ['pending', said('job_again')], 'shown while the job waits to be tried again');
+  const logged = lines.map((l) => JSON.parse(l)).filter((l) => /job failed/.test(l.msg));
+  assert.is(logged.length, 2);
+  for (const l of logged) assert.ok(String(l.error ?? l.err?.message).includes(join(dataDir, 'uploads')), `the operator's log names the path: ${JSON.stringify(l)}`);
+  db.close();
+});
+
 S('a job whose process died on every attempt is failed, not run again', async () => {
   const { db, clock } = fixture();
   const queue = createQueue(db, clock);

@@ -2898,6 +2898,18 @@ I('an inbox file removed from processing/ before its feed ran is said so in the 
   assert.match(failed?.error ?? '', /the feed file is no longer there/);
 });
 
+I('a feed file stored by its full path in another folder (an older version\'s, a database restored elsewhere) is named by its file name alone when it is not there, not by a way out of the data folder (a reviewer\'s case)', async ({ t }) => {
+  let id = '';
+  await takeThen(t, 'far.jsonl', ndjson({ name: 'Far Away', company: 'Elsewhere Co' }), (path) => {
+    id = /(feed_[0-9a-z]+)-far\.jsonl$/.exec(path)![1]!;
+    rmSync(path);
+    t.rt.db.raw.prepare('UPDATE feed_jobs SET file_path = ? WHERE id = ?').run(`/srv/old-data/inbox/processing/${id}-far.jsonl`, id);
+  });
+  const root = (await signInRoot(t)).accessToken;
+  const job = await until('the feed ended', async () => (await t.call('GET', `${FEED}/${id}`, { token: root })).body, (b) => b.status === 'failed', 10_000);
+  assert.is(job.message, `the feed file is no longer there (${id}-far.jsonl in the data folder)`);
+});
+
 I('an inbox file with a name too long to file with its feed id is taken under a shorter name, its extension kept (it was never moved, and stayed in the inbox)', async ({ t }) => {
   const inbox = join(t.dataDir, 'inbox');
   const old = new Date(Date.now() - 10_000);

@@ -1,6 +1,7 @@
 import cron, { type ScheduledTask } from 'node-cron';
 import { isBusyError, isStorageFullError, type Db } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
+import { withoutDataFolderPath } from '../storage/data-files.ts';
 import { deleteInChunks, type DeleteStep } from './chunk-pacing.ts';
 import { WAITING_FOR_DISK_SPACE } from './queue-repo.ts';
 import { LEASE_MS, LeaseLostError, type JobLane, type Lease, type Queue } from './queue.ts';
@@ -66,7 +67,16 @@ export const FINISHED_JOB_RETENTION_MS = 30 * 86_400_000;
 /** Jobs run at once per lane: long jobs share the bulk slots; small ones never wait behind them. */
 export const LANE_SLOTS: Readonly<Record<JobLane, number>> = { express: 2, bulk: 2 };
 
-export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners: Record<string, Runner>; concurrency?: number; onBusy?: (where: 'job' | 'task') => void }) {
+export function createScheduler(d: {
+  db: Db;
+  queue: Queue;
+  log: Logger;
+  runners: Record<string, Runner>;
+  concurrency?: number;
+  onBusy?: (where: 'job' | 'task') => void;
+  /** The data folder, written `<data>` in the messages of failed jobs, which users read (the log keeps it). */
+  dataDir?: string;
+}) {
   /** The kinds whose runners mark their work themselves: claimed idle (queue-repo.ts claim). */
   const selfMarking = Object.entries(d.runners).flatMap(([kind, r]) => (r.marksWork ? [kind] : []));
   const slots: Record<JobLane, number> = d.concurrency ? { express: d.concurrency, bulk: d.concurrency } : { ...LANE_SLOTS };
@@ -152,7 +162,8 @@ export function createScheduler(d: { db: Db; queue: Queue; log: Logger; runners:
         else log.warn('lost the lease; another worker owns the job now');
         return;
       }
-      const message = (err as Error).message || String(err);
+      const said = (err as Error).message || String(err);
+      const message = d.dataDir ? withoutDataFolderPath(d.dataDir, said) : said;
       if (isBusyError(err)) d.onBusy?.('job');
       if (isStorageFullError(err)) {
         // Not the job's fault: wait for space without using up its attempts (RELIABILITY.md D3).

@@ -1,4 +1,4 @@
-import { isAbsolute, relative, resolve } from 'node:path';
+import { basename, isAbsolute, relative, resolve, sep } from 'node:path';
 
 /**
  * Paths of files inside the data folder (uploads, feed files) as the database stores them:
@@ -22,4 +22,28 @@ export function dataFiles(dataDir: string): DataFiles {
     },
     fromStored: (stored) => resolve(root, stored),
   };
+}
+
+/**
+ * How a message that an organization's users read (a job's) names a file: relative to the data
+ * folder when it is inside it ("uploads/imp_….csv"), else by its name alone (a path an older
+ * version stored absolute, in the folder a database was restored from). Where the server keeps its
+ * files is its operator's business, not the organization's.
+ */
+export function nameInDataFolder(dataDir: string, path: string): string {
+  const rel = relative(resolve(dataDir), resolve(path));
+  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? basename(path) : rel;
+}
+
+/**
+ * An error's message as users may read it: the data folder's absolute path, which system errors
+ * carry ("EACCES: permission denied, open '/var/lib/…/uploads/imp_….csv'"), written `<data>`, as
+ * the documentation names it. The server's log keeps the whole error.
+ */
+export function withoutDataFolderPath(dataDir: string, message: string): string {
+  const root = resolve(dataDir);
+  if (root === sep) return message;
+  // the folder itself or a path in it, not a sibling whose name begins alike (/srv/cl, /srv/cl-old)
+  const quoted = root.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
+  return message.replace(new RegExp(`${quoted}(?=[\\\\/'"\\s,;:)]|$)`, 'g'), '<data>');
 }

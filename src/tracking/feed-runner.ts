@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
-import { relative } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { betweenChunks, CHUNK_BUDGET_MS, ChunkSizer } from '../jobs/chunk-pacing.ts';
 import { beginWork, RENEW_LEASE_AFTER_MS, renewBetweenChunks } from '../jobs/queue.ts';
 import { RejectionCap } from '../jobs/rejections.ts';
 import type { Runner } from '../jobs/scheduler.ts';
 import { isConstraintError, type Db } from '../storage/db.ts';
+import { nameInDataFolder } from '../storage/data-files.ts';
 import { changedSinceTaken, settleFeedFile, type FeedLog } from './feed-files.ts';
 import { FeedListing } from './feed-listing.ts';
 import { validateFeedRecord } from './feed-input.ts';
@@ -73,7 +73,7 @@ export function createFeedRunner(d: FeedRunnerDeps): Runner {
       }
       if (!existsSync(feed.filePath!)) {
         // e.g. a database restored without its feeds/ folder: retrying cannot bring the file back.
-        finish(lease, feed, `the feed file is no longer there (${relative(d.dataDir, feed.filePath!)} in the data folder)${feed.cursorRecords ? `; records 1–${feed.cursorRecords} were applied` : ''}`);
+        finish(lease, feed, `the feed file is no longer there (${nameInDataFolder(d.dataDir, feed.filePath!)} in the data folder)${feed.cursorRecords ? `; records 1–${feed.cursorRecords} were applied` : ''}`);
         return 'done';
       }
       d.db.tx(() => {
