@@ -73,7 +73,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   });
   if (config.trustProxy) app.use(forwardedClient(rt.log));
   app.use(requestContext(rt.log, httpObserver(rt.metrics)));
-  app.use(securityHeaders({ https: Boolean(config.tlsCert) }));
+  app.use(securityHeaders({ https: Boolean(config.tlsCert), authPath: config.authPath }));
   app.use(cors(config.corsOrigins));
   app.use(jsonBodies());
   app.use(problems(rt.log));

@@ -459,6 +459,24 @@ I('security headers on API responses; no CORS unless configured', async ({ t, w 
   assert.match(upper.headers.get('content-security-policy') ?? '', /default-src 'none'/);
 });
 
+I("the tokens of the auth alias are never cacheable, at any spelling the route takes (a trailing slash, another case) and under another AUTH_URL (a reviewer's case)", async () => {
+  const t = await startApp({ env: { AUTH_URL: '/Login' } });
+  try {
+    await seedWorld(t);
+    for (const path of ['/login/v1/session', '/login/v1/session/', '/LOGIN/V1/SESSION/']) {
+      const r = await t.call('POST', path, { form: { username: 'viewer@a.test', password: PASSWORD } });
+      expectStatus(r, 200, path);
+      assert.ok(r.body.access_token, path);
+      assert.is(r.headers.get('cache-control'), 'no-store', path);
+      assert.match(r.headers.get('content-security-policy') ?? '', /^default-src 'none'/, path);
+    }
+    const unknown = await t.call('GET', '/login/v1/nothing');
+    assert.equal([unknown.status, unknown.headers.get('cache-control')], [404, 'no-store'], 'the rest of the alias is API too');
+  } finally {
+    await t.close();
+  }
+});
+
 I.run();
 
 const L = suite<{ t: TestApp; w: World; ledgerId: string }>('large JSON bodies are parsed on their own thread (L2)');

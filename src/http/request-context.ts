@@ -78,8 +78,15 @@ export function forwardedClient(log: Logger): Koa.Middleware {
   };
 }
 
-/** Headers that make responses safe by default (nosniff, no framing, no caching of API data). */
-export function securityHeaders(opts: { https: boolean }): Koa.Middleware {
+/**
+ * Headers that make responses safe by default (nosniff, no framing), and on API data, which is
+ * everything under `/api/` and under the `{auth_url}` alias, a CSP that allows nothing and no
+ * caching (tokens and contacts never land in a cache). Every path under the alias counts, not only
+ * its `/session`: the routes take a trailing slash as well (`/auth/v1/session/` answered its tokens
+ * cacheable), and what they take next is theirs too.
+ */
+export function securityHeaders(opts: { https: boolean; authPath: string }): Koa.Middleware {
+  const apiPrefixes = ['/api/', `${opts.authPath.toLowerCase()}/`];
   return async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Referrer-Policy', 'no-referrer');
@@ -88,7 +95,7 @@ export function securityHeaders(opts: { https: boolean }): Koa.Middleware {
     if (opts.https) ctx.set('Strict-Transport-Security', 'max-age=31536000');
     // the routes match case-insensitively, so these paths are compared the same way: /API/… is API data too
     const path = ctx.path.toLowerCase();
-    if (path.startsWith('/api/') || path.endsWith('/session')) {
+    if (apiPrefixes.some((prefix) => path.startsWith(prefix))) {
       ctx.set('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
       ctx.set('Cache-Control', 'no-store');
     }
