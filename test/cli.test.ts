@@ -329,6 +329,14 @@ C('serve, init and restore refuse to make an installation inside another install
     assert.match(r.stderr, new RegExp(`has no installation and is inside the installation in ${data.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}; name the folder meant`), args[0]);
     assert.not.ok(existsSync(inside), `${args[0]} made ${inside}`);
   }
+  // a folder whose name a shell would split: the setting to copy names it as one word (a reviewer's case)
+  const spaced = join(tempDir(), "client's data");
+  assert.is(run(['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], { CONTACT_LEDGER_DATA: spaced }).status, 0);
+  const told = run(['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], { CONTACT_LEDGER_DATA: join(spaced, 'data') });
+  assert.is(told.status, 2, told.stderr);
+  const word = /\(CONTACT_LEDGER_DATA=(.+) or --data /.exec(told.stderr)?.[1];
+  assert.ok(word, told.stderr);
+  assert.is(execFileSync('sh', ['-c', `printf %s ${word}`], { encoding: 'utf8' }), spaced, `${word} is the folder to a shell`);
   assert.is(run(['restore', backup], { CONTACT_LEDGER_DATA: data }).status, 0, 'the installation itself is restored');
   // a backup named contact-ledger.db is no installation: a new one may be made below it (a reviewer's case)
   const backups = tempDir();
@@ -530,6 +538,15 @@ C('root\'s commands that write the data folder are refused on a folder the servi
     assert.match(r.stderr, new RegExp(`the data folder .* is uid 65534's, and ${args[0]} runs as root: .* Run it as that user: sudo -u '#65534' env CONTACT_LEDGER_DATA=/\\S+ contact-ledger ${args[0]}`), args[0]);
   }
   assert.is(listing(), '', 'nothing of root\'s in the folder');
+  // a folder whose name a shell would split or leave a quote open in: the command to copy names it as one word (a reviewer's case)
+  const spaced = join(tempDir(), "client's data $HOME");
+  assert.is(run(['init', '--email', 'a@b.test', '--password', 'passphrase 12345'], { CONTACT_LEDGER_DATA: spaced }).status, 0);
+  execFileSync('chown', ['-R', '65534:65534', spaced]);
+  const refused = run(['migrate'], { CONTACT_LEDGER_DATA: spaced });
+  assert.is(refused.status, 2, refused.stderr);
+  const word = /env CONTACT_LEDGER_DATA=(.+) contact-ledger migrate …/.exec(refused.stderr)?.[1];
+  assert.ok(word, refused.stderr);
+  assert.is(execFileSync('sh', ['-c', `printf %s ${word}`], { encoding: 'utf8' }), spaced, `${word} is the folder to a shell`);
   // feed as root beside a process that holds the folder and ends first: the file waits in the inbox
   // for the next start; the command does not open the folder itself (a reviewer's case: root's files)
   const lockModule = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'lock.ts')).href;

@@ -9,6 +9,7 @@ import { DataDirLockedError } from '../storage/lock.ts';
 import { systemClock } from '../clock.ts';
 import { DB_FILE, openStorage, restoringFile, secretsDir, type Migrated, type Storage } from '../storage/storage.ts';
 import { UsageError, type Io } from './command.ts';
+import { shellWord } from './shell-word.ts';
 
 /**
  * Who the audit log and `createdBy` name for work done from the command line: the operator at the
@@ -176,7 +177,7 @@ export function refuseInsideInstallation(config: Readonly<Config>): void {
   const outer = enclosingInstallation(config.dataDir);
   if (outer === undefined) return;
   throw new ConfigError(
-    `the data folder ${config.dataDir} has no installation and is inside the installation in ${outer}; name the folder meant (CONTACT_LEDGER_DATA=${outer} or --data ${outer}: ` +
+    `the data folder ${config.dataDir} has no installation and is inside the installation in ${outer}; name the folder meant (CONTACT_LEDGER_DATA=${shellWord(outer)} or --data ${shellWord(outer)}: ` +
       'sudo clears the environment), or use a folder outside it for a new installation',
   );
 }

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config.ts';
+import { shellWord } from './shell-word.ts';
 
 /** The database's file name (src/storage/storage.ts DB_FILE; not imported: this module loads before any command's, with none of the storage). */
 const DB_FILE = 'contact-ledger.db';
@@ -18,7 +19,7 @@ export function refuseRootOnForeignFolder(dataDir: string, command: string): voi
   if (uid === undefined) return;
   throw new ConfigError(
     `the data folder ${dataDir} is uid ${uid}'s, and ${command} runs as root: what it writes there would be root's, which the server, running as uid ${uid}, may not read. ` +
-      `Run it as that user: sudo -u '#${uid}' env CONTACT_LEDGER_DATA=${resolve(dataDir)} ${programPath()} ${command} … (sudo clears the environment and may not search /usr/local/bin; in a container: docker exec -u ${uid} …)`,
+      `Run it as that user: sudo -u '#${uid}' env CONTACT_LEDGER_DATA=${shellWord(resolve(dataDir))} ${shellWord(programPath())} ${command} … (sudo clears the environment and may not search /usr/local/bin; in a container: docker exec -u ${uid} …)`,
   );
 }
 
