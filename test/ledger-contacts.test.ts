@@ -1073,6 +1073,9 @@ Q('bad parameters are 400 naming the parameter and never reach SQL (I5, I6)', as
   await bad('createdAfter=0000-01-01', 'createdAfter');
   await bad('isVerified=yes', 'isVerified');
   await bad('importId=1%20OR%201=1', 'importId');
+  // what an import id looks like, not only its prefix (a tester's imp_nope was told it must be imp_…)
+  const shape = await t.call('GET', `${path}?importId=imp_nope`, { token: w.tokens.viewer });
+  assert.equal(shape.body.errors, [{ path: 'importId', message: 'must be an import id as its import was answered with: imp_ and 26 lower-case letters or digits' }]);
   await bad('linkedin=https://example.com/x', 'linkedin');
   await bad('view=all', 'view');
   await bad('view=count&limit=5', 'limit');

@@ -110,7 +110,7 @@ const filters = {
   company: substring,
   title: substring,
   isVerified: bool,
-  importId: z.string().refine((s) => isId('imp', s), 'must be an import id (imp_…)').optional(),
+  importId: z.string().refine((s) => isId('imp', s), 'must be an import id as its import was answered with: imp_ and 26 lower-case letters or digits').optional(),
   createdAfter: timestampParam,
   createdBefore: timestampParam,
   sortBy,
