@@ -47,7 +47,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
       ? [408, 'request_timeout', 'The request was not received in time.']
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'headers_too_large', 'The request head is too large.']
-        : [400, 'malformed_request', 'The request is not valid HTTP; characters outside ASCII in the URL must be percent-encoded (as UTF-8).'];
+        : [400, 'malformed_request', malformedDetail(err)];
   // the id of the request the application is reading (a 408 mid-body: the one its access line
   // logs), else one of its own, as every answer has (SPEC §2): a head not read carries none
   const requestId = requestIds.get(socket) ?? randomUUID();
@@ -58,6 +58,20 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   // closes its side would keep the descriptor for ever. It gets a moment to read the answer, then the
   // socket is gone.
   setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
+}
+
+/**
+ * What was wrong with a request Node's parser refused, in the parser's own words ("Invalid header
+ * token", "Duplicate Content-Length": fixed texts of llhttp, never the request's bytes), and how to
+ * write a URL when the URL is what it could not read. Every refusal said the URL's characters
+ * outside ASCII had to be percent-encoded, whatever was wrong (a reviewer's case).
+ */
+function malformedDetail(err: NodeJS.ErrnoException & { reason?: string }): string {
+  const reason = (err.reason ?? err.message.replace(/^Parse Error:\s*/, '')).replace(/\.$/, '');
+  // a space in the request line ends the URL early: the parser then looks for the version there
+  const inUrl = err.code === 'HPE_INVALID_URL' || (err.code === 'HPE_INVALID_CONSTANT' && /^Expected HTTP\//.test(reason));
+  const url = inUrl ? '; spaces and characters outside ASCII in the URL must be percent-encoded (as UTF-8)' : '';
+  return `The request is not valid HTTP: ${reason}${url}.`;
 }
 
 const answeredHere = new WeakMap<Duplex, number>();
