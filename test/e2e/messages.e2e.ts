@@ -179,4 +179,103 @@ M('Back with a secret shown once closes its dialog and stays on the page (a web 
   await until(async () => /\/ledgers$/.test(page.url()), 'Back to the ledgers, the dialog leaving no step behind', 5000);
 });
 
+M('a secret answered after Back left its page is shown all the same, over the page Back led to (a reviewer\'s case: the credential was made, and its secret shown to nobody)', async (ctx) => {
+  const { page, base } = ctx.e;
+  const ledgers = `/orgs/${ctx.orgId}/ledgers`;
+  const orgPath = (api: string) => `${api}/orgs/${ctx.orgId}`;
+  const cases = [
+    {
+      what: 'a new service account',
+      tab: 'Service accounts',
+      start: async () => {
+        await page.getByRole('button', { name: 'New service account' }).click();
+        await page.getByRole('dialog').getByLabel('Name').fill('Late sync');
+        await page.getByRole('dialog').getByRole('button', { name: 'Create' }).click();
+      },
+      isPost: (u: URL) => u.pathname === `${orgPath(ID)}/service-accounts`,
+      dialog: 'Late sync is ready',
+      label: 'client secret',
+      secret: (b: Record<string, string>) => b.clientSecret,
+    },
+    {
+      what: 'a rotated service-account secret',
+      tab: 'Service accounts',
+      start: async () => {
+        await page.getByRole('button', { name: 'Rotate the secret of Late sync' }).click();
+        await page.getByRole('dialog').getByRole('button', { name: 'Rotate secret' }).click();
+      },
+      isPost: (u: URL) => u.pathname.startsWith(`${orgPath(ID)}/service-accounts/`) && u.pathname.endsWith('/rotate'),
+      dialog: 'New secret for Late sync',
+      label: 'client secret',
+      secret: (b: Record<string, string>) => b.clientSecret,
+    },
+    {
+      what: 'a new webhook',
+      tab: 'Webhooks',
+      start: async () => {
+        await page.getByRole('button', { name: 'New webhook' }).click();
+        await page.getByRole('dialog').getByLabel('URL').fill('https://hooks.example.test/late');
+        await page.getByRole('dialog').getByRole('button', { name: 'Create webhook' }).click();
+      },
+      isPost: (u: URL) => u.pathname === `${orgPath(LEDGER)}/webhooks`,
+      dialog: 'Webhook created',
+      label: 'signing secret',
+      secret: (b: Record<string, string>) => b.secret,
+    },
+    {
+      what: "a webhook's rotated secret",
+      tab: 'Webhooks',
+      start: async () => {
+        await page.getByRole('button', { name: 'Rotate secret of https://hooks.example.test/late' }).click();
+        await page.getByRole('dialog').getByRole('button', { name: 'Rotate secret' }).click();
+      },
+      isPost: (u: URL) => u.pathname.startsWith(`${orgPath(LEDGER)}/webhooks/`) && u.pathname.endsWith('/rotate'),
+      dialog: 'New signing secret',
+      label: 'signing secret',
+      secret: (b: Record<string, string>) => b.secret,
+    },
+  ];
+  for (const c of cases) {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let held = false;
+    let answer: Record<string, string> | undefined;
+    await page.route(c.isPost, async (route) => {
+      if (route.request().method() !== 'POST') return route.continue();
+      held = true;
+      await released;
+      const res = await route.fetch();
+      answer = (await res.json()) as Record<string, string>;
+      await route.fulfill({ response: res });
+    });
+    try {
+      await page.goto(`${base}${ledgers}`);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: c.tab }).click();
+      await c.start();
+      await until(async () => held, `${c.what}: the request on its way`);
+      // the dialog waits for the answer; the browser's Back does not
+      await page.goBack();
+      await page.waitForURL(`${base}${ledgers}`);
+      await page.getByRole('heading', { level: 1, name: 'Ledgers' }).waitFor();
+      release();
+      const dialog = page.getByRole('dialog', { name: c.dialog });
+      await dialog.waitFor();
+      assert.ok(answer, `${c.what}: answered`);
+      assert.is(await dialog.getByLabel(c.label, { exact: true }).inputValue(), c.secret(answer!), `${c.what}: the secret the server answered is shown`);
+      assert.is(new URL(page.url()).pathname, ledgers, `${c.what}: on the page Back led to`);
+      if (c.label === 'client secret') {
+        const signedIn = await ctx.e.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: answer!.clientId, clientSecret: answer!.clientSecret } });
+        assert.is(signedIn.status, 200, `${c.what}: the secret shown works`);
+      }
+      await dialog.getByRole('button', { name: 'I have stored the secret' }).click();
+      await dialog.waitFor({ state: 'detached' });
+      await dialogEntryGone(page);
+      assert.is(new URL(page.url()).pathname, ledgers, `${c.what}: closing it leaves the page where it is`);
+    } finally {
+      release();
+      await page.unroute(c.isPost);
+    }
+  }
+});
+
 M.run();

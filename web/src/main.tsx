@@ -4,7 +4,7 @@ import { Fragment, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, ID, listAll, onForbidden, onSession, resume, signOut, type Principal } from './api.ts';
 import { lastNavigation, match, navigate, useLocation } from './router.ts';
-import { ErrorBox, LAST_ORG, Link, Loading, Session, useChoice, useSession, type Org, type SessionState } from './ui.tsx';
+import { ErrorBox, LAST_ORG, Link, Loading, SecretHost, Session, useChoice, useSecretHost, useSession, type Org, type SessionState } from './ui.tsx';
 import { SignIn } from './pages/signin.tsx';
 import { Home } from './pages/home.tsx';
 import { Ledgers } from './pages/ledgers.tsx';
@@ -141,6 +141,8 @@ function Shell(props: { fromSignIn: boolean }) {
   const org = session.orgs.find((o) => o.id === orgId);
   const [menu, setMenu] = useState(false);
   const menuButton = useRef<HTMLButtonElement>(null);
+  // secrets shown once live here, not in their page: one answered after its page was left is shown all the same
+  const secrets = useSecretHost();
   useEffect(() => {
     if (orgId) localStorage.setItem(LAST_ORG, orgId);
     setMenu(false);
@@ -218,7 +220,7 @@ function Shell(props: { fromSignIn: boolean }) {
     : [];
 
   return (
-    <>
+    <SecretHost.Provider value={secrets.show}>
       <a class="skip" href="#main">
         Skip to content
       </a>
@@ -269,7 +271,8 @@ function Shell(props: { fromSignIn: boolean }) {
       <main id="main" tabIndex={-1}>
         {page ?? <NotFound what="page" />}
       </main>
-    </>
+      {secrets.shown}
+    </SecretHost.Provider>
   );
 }
 

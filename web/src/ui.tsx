@@ -1,6 +1,6 @@
 // Shared building blocks: links, requests with loading/error/empty states, dialogs, fields.
 import type { AnchorHTMLAttributes, ComponentChildren } from 'preact';
-import { createContext } from 'preact';
+import { createContext, Fragment } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type Principal, type Role } from './api.ts';
 import { navigate } from './router.ts';
@@ -569,6 +569,30 @@ export function SecretOnce(props: { label: string; value: string; extra?: Compon
       </p>
     </div>
   );
+}
+
+/**
+ * Shows a dialog with a secret shown once (a new service account's or webhook's, a rotated one)
+ * from the shell, over whatever page is open when the server answers: `render` gets the dialog's
+ * close. The page that asked is not where it lives: a create or rotation answered after Back had
+ * left that page set its secret in the page gone, and the credential existed with a secret nobody
+ * had seen (a reviewer's case). Signing out ends it with the shell, secret and all.
+ */
+export type ShowSecret = (render: (close: () => void) => ComponentChildren) => void;
+export const SecretHost = createContext<ShowSecret | null>(null);
+export function useShowSecret(): ShowSecret {
+  const show = useContext(SecretHost);
+  if (!show) throw new Error('useShowSecret outside the shell');
+  return show;
+}
+let secretSeq = 0;
+/** The shell's side of useShowSecret: the secrets answered, shown one at a time, the first first. */
+export function useSecretHost(): { show: ShowSecret; shown: ComponentChildren } {
+  const [queue, setQueue] = useState<{ key: number; render: (close: () => void) => ComponentChildren }[]>([]);
+  const show = useCallback<ShowSecret>((render) => setQueue((q) => [...q, { key: ++secretSeq, render }]), []);
+  const first = queue[0];
+  const shown = first ? <Fragment key={first.key}>{first.render(() => setQueue((q) => q.filter((x) => x.key !== first.key)))}</Fragment> : null;
+  return { show, shown };
 }
 
 // ── formatting ────────────────────────────────────────────────────────────

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ID, listAll, type Role } from '../api.ts';
-import { Async, Confirm, Dialog, Empty, Field, fieldErrors, FormError, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole } from '../ui.tsx';
+import { Async, Confirm, Dialog, Empty, Field, fieldErrors, FormError, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, useShowSecret } from '../ui.tsx';
 
 interface ServiceAccount {
   id: string;
@@ -20,7 +20,8 @@ export function ServiceAccounts(props: { orgId: string }) {
   const path = `${ID}/orgs/${orgId}/service-accounts`;
   const req = useRequest(async (signal) => ({ serviceAccounts: role === 'admin' ? (await listAll<ServiceAccount>(path, 'serviceAccounts', { signal })).items : [] }), [path, role]);
   const [creating, setCreating] = useState(false);
-  const [secret, setSecret] = useState<{ sa: WithSecret; rotated: boolean }>();
+  // shown by the shell: also when the answer comes after this page was left (Back)
+  const showSecret = useShowSecret();
   const [rotating, setRotating] = useState<ServiceAccount>();
   const [deleting, setDeleting] = useState<ServiceAccount>();
   const [notice, setNotice] = useState<string>();
@@ -91,41 +92,10 @@ export function ServiceAccounts(props: { orgId: string }) {
           onClose={() => setCreating(false)}
           onDone={(sa) => {
             setCreating(false);
-            setSecret({ sa, rotated: false });
+            showSecret((close) => <SecretDialog sa={sa} rotated={false} onClose={close} />);
             req.reload();
           }}
         />
-      )}
-      {secret && (
-        <Dialog title={secret.rotated ? `New secret for ${secret.sa.name}` : `${secret.sa.name} is ready`} onClose={() => setSecret(undefined)} wide backCloses>
-          <SecretOnce
-            label="client secret"
-            value={secret.sa.clientSecret}
-            extra={
-              <div class="field">
-                <label for="client-id">Client id</label>
-                <input id="client-id" class="mono" readOnly value={secret.sa.clientId} onFocus={(e) => e.currentTarget.select()} />
-              </div>
-            }
-          />
-          <details>
-            <summary>How the integration signs in</summary>
-            <pre class="code">{`POST ${location.origin}/api/identity/v1/session
-Content-Type: application/json
-
-{"grantType": "clientCredentials",
- "clientId": "${secret.sa.clientId}",
- "clientSecret": "<the secret above>"}`}</pre>
-            <p class="hint">
-              The answer holds an access token, good for the number of seconds its <code>expiresIn</code> says, and a refresh token. API documentation: /api/identity/v1/openapi.json and /api/ledger/v1/openapi.json.
-            </p>
-          </details>
-          <div class="actions">
-            <button type="button" onClick={() => setSecret(undefined)}>
-              I have stored the secret
-            </button>
-          </div>
-        </Dialog>
       )}
       {rotating && (
         <Confirm
@@ -134,7 +104,7 @@ Content-Type: application/json
           onClose={() => setRotating(undefined)}
           onConfirm={async () => {
             const sa = await api<WithSecret>('POST', `${ID}/orgs/${orgId}/service-accounts/${rotating.id}/rotate`);
-            setSecret({ sa, rotated: true });
+            showSecret((close) => <SecretDialog sa={sa} rotated onClose={close} />);
             req.reload();
             return true;
           }}
@@ -159,6 +129,42 @@ Content-Type: application/json
         </Confirm>
       )}
     </>
+  );
+}
+
+/** The new or rotated secret of a service account, shown once (by the shell: useShowSecret). */
+function SecretDialog(props: { sa: WithSecret; rotated: boolean; onClose: () => void }) {
+  const { sa, rotated } = props;
+  return (
+    <Dialog title={rotated ? `New secret for ${sa.name}` : `${sa.name} is ready`} onClose={props.onClose} wide backCloses>
+      <SecretOnce
+        label="client secret"
+        value={sa.clientSecret}
+        extra={
+          <div class="field">
+            <label for="client-id">Client id</label>
+            <input id="client-id" class="mono" readOnly value={sa.clientId} onFocus={(e) => e.currentTarget.select()} />
+          </div>
+        }
+      />
+      <details>
+        <summary>How the integration signs in</summary>
+        <pre class="code">{`POST ${location.origin}/api/identity/v1/session
+Content-Type: application/json
+
+{"grantType": "clientCredentials",
+ "clientId": "${sa.clientId}",
+ "clientSecret": "<the secret above>"}`}</pre>
+        <p class="hint">
+          The answer holds an access token, good for the number of seconds its <code>expiresIn</code> says, and a refresh token. API documentation: /api/identity/v1/openapi.json and /api/ledger/v1/openapi.json.
+        </p>
+      </details>
+      <div class="actions">
+        <button type="button" onClick={props.onClose}>
+          I have stored the secret
+        </button>
+      </div>
+    </Dialog>
   );
 }
 

@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, LEDGER, listAll, type ApiError } from '../api.ts';
 import { navigate, setQuery, takeNotice, useLocation } from '../router.ts';
-import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, Time, useAction, useMounted, useRequest, useRole, type Request } from '../ui.tsx';
+import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, Time, useAction, useMounted, useRequest, useRole, useShowSecret, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
 // Webhooks of an organization (SPEC §6, docs/webhooks.md), on the real API of src/webhooks/routes.ts:
@@ -107,7 +107,8 @@ function WebhookList(props: { orgId: string }) {
   const req = useRequest(async (signal) => ({ webhooks: (await listAll<Webhook>(path, 'webhooks', { signal })).items }), [path]);
   const ledgers = useLedgers(orgId);
   const [creating, setCreating] = useState(false);
-  const [secret, setSecret] = useState<WithSecret>();
+  // shown by the shell: also when the answer comes after this page was left (Back)
+  const showSecret = useShowSecret();
   // the webhook page that deleted its webhook says so here (navigate's notice)
   const [notice, setNotice] = useState<string | undefined>(takeNotice);
   return (
@@ -178,12 +179,11 @@ function WebhookList(props: { orgId: string }) {
           onSaved={(w) => {
             setCreating(false);
             setNotice(undefined);
-            setSecret(w as WithSecret);
+            showSecret((close) => <SecretDialog title="Webhook created" w={w as WithSecret} onClose={close} />);
             req.reload();
           }}
         />
       )}
-      {secret && <SecretDialog title="Webhook created" w={secret} onClose={() => setSecret(undefined)} />}
     </>
   );
 }
@@ -577,7 +577,8 @@ function WebhookActions(props: {
   const [editing, setEditing] = useState(false);
   const [rotating, setRotating] = useState(false);
   const [deleting, setDeleting] = useState(false);
-  const [secret, setSecret] = useState<WithSecret>();
+  const showSecret = useShowSecret();
+  const here = useMounted();
   const ping = usePing(path, props.onPinged);
   const toggle = useAction(async () => {
     await api('PATCH', path, { body: { enabled: !w.enabled } });
@@ -634,22 +635,23 @@ function WebhookActions(props: {
           confirm="Rotate secret"
           onClose={() => setRotating(false)}
           onConfirm={async () => {
-            setSecret(await api<WithSecret>('POST', `${path}/rotate`));
+            const rotated = await api<WithSecret>('POST', `${path}/rotate`);
+            // shown by the shell, also after Back left this page meanwhile; the notice only here
+            showSecret((close) => (
+              <SecretDialog
+                title="New signing secret"
+                w={rotated}
+                onClose={() => {
+                  close();
+                  if (here.current) props.onChanged(`Rotated the signing secret of ${w.url}.`);
+                }}
+              />
+            ));
             return true;
           }}
         >
           <p>A new secret is made and shown once. Every attempt from now on, retries included, is signed with it: signatures made with the old secret stop at once, so update the receiver right after.</p>
         </Confirm>
-      )}
-      {secret && (
-        <SecretDialog
-          title="New signing secret"
-          w={secret}
-          onClose={() => {
-            setSecret(undefined);
-            props.onChanged(`Rotated the signing secret of ${w.url}.`);
-          }}
-        />
       )}
       {deleting && (
         <Confirm
