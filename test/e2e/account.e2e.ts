@@ -172,6 +172,68 @@ A('a refresh that fails after the change (not an ended session) leaves the chang
   await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
 });
 
+A('a change answered after the page was left does not open the account page over the page gone to, also when the page signs in again (a reviewer\'s case); the password is changed all the same', async (ctx) => {
+  const { page, base } = ctx.e;
+  const FIFTH = 'fifth passphrase of paula';
+  await page.goto(`${base}/`);
+  await page.getByRole('heading', { level: 1, name: 'Welcome' }).waitFor();
+  await page.getByRole('link', { name: /Your account: Paula Password/ }).click();
+  await page.getByLabel('Current password', { exact: true }).fill(THIRD);
+  await page.getByLabel('New password', { exact: true }).fill(FIFTH);
+  await page.getByLabel('Confirm the new password').fill(FIFTH);
+  const isChange = (u: URL) => u.pathname === `${ID}/users/me`;
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let held = false;
+  await page.route(isChange, async (route) => {
+    if (route.request().method() !== 'PATCH') return route.continue();
+    held = true;
+    await released;
+    await route.continue().catch(() => undefined);
+  });
+  // the refresh after the change refused once, as if the server had ended this session too: the page signs in again
+  let refused = false;
+  const refuseRefresh = async () =>
+    page.route('**/api/identity/v1/session', async (route) => {
+      if (!refused && route.request().method() === 'POST' && (route.request().postData() ?? '').includes('refreshToken')) {
+        refused = true;
+        await route.fulfill({ status: 401, contentType: 'application/problem+json', body: JSON.stringify({ code: 'invalid_grant', detail: 'The session has ended.' }) });
+      } else await route.continue();
+    });
+  let signedInAgain = false;
+  const onFinished = (r: { method(): string; url(): string; postData(): string | null }) => {
+    if (r.method() === 'POST' && r.url().endsWith('/session') && (r.postData() ?? '').includes('"password"')) signedInAgain = true;
+  };
+  page.on('requestfinished', onFinished);
+  try {
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await until(async () => held, 'the change on its way');
+    await page.goBack();
+    await page.waitForURL(`${base}/`);
+    await page.getByRole('heading', { level: 1, name: 'Welcome' }).waitFor();
+    await refuseRefresh();
+    release();
+    await until(async () => refused && signedInAgain, 'the refresh refused, then signed in again with the new password');
+    await page.getByRole('button', { name: 'Sign out' }).first().waitFor();
+    await page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');
+    assert.is(new URL(page.url()).pathname, '/', 'still on the page Back went to');
+    await page.getByRole('heading', { level: 1, name: 'Welcome' }).waitFor();
+  } finally {
+    release();
+    page.off('requestfinished', onFinished);
+    await page.unroute(isChange);
+    await page.unroute('**/api/identity/v1/session');
+  }
+  assert.ok((await apiToken(ctx.e, EMAIL, FIFTH)).length > 0, 'changed all the same');
+  // back to the password the next test starts from
+  await page.goto(`${base}/account`);
+  await page.getByLabel('Current password', { exact: true }).fill(FIFTH);
+  await page.getByLabel('New password', { exact: true }).fill(THIRD);
+  await page.getByLabel('Confirm the new password').fill(THIRD);
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
+});
+
 A('wrong current passwords count against the sign-in throttle: the pause is said with how long to wait', async (ctx) => {
   const { page } = ctx.e;
   for (let i = 0; i < 3; i++) {

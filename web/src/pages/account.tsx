@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, ID, refresh, signIn } from '../api.ts';
 import { navigate, takeNotice } from '../router.ts';
-import { Field, fieldErrors, FormError, Notice, PageHead, useAction, useSession } from '../ui.tsx';
+import { Field, fieldErrors, FormError, Notice, PageHead, useAction, useMounted, useSession } from '../ui.tsx';
 
 const FIELDS = ['currentPassword', 'password', 'confirm'] as const;
 const wait = (s: number) => (s < 90 ? `${s} seconds` : `${Math.ceil(s / 60)} minutes`);
@@ -33,6 +33,7 @@ export function Account() {
   const [confirm, setConfirm] = useState('');
   // said once after the page came back from signing in again (below)
   const [done, setDone] = useState<string | undefined>(takeNotice);
+  const here = useMounted();
   const act = useAction(async () => {
     setDone(undefined);
     if (password !== confirm) throw new ApiError(422, 'mismatch', 'The passwords differ.', [{ path: 'confirm', message: 'This does not match the new password. Type the same password twice.' }]);
@@ -44,6 +45,9 @@ export function Account() {
     setCurrent('');
     setPassword('');
     setConfirm('');
+    // Whether this page was still shown when the change was answered, asked now: a session that
+    // ends below takes the page away too (the sign-in page replaces the app).
+    const stayed = here.current;
     // The API keeps this session and ends every other one. Should this one have ended all the same
     // (its refresh refused), the page signs in again with the new password rather than leaving the
     // user on the sign-in page wondering whether the change was made.
@@ -57,14 +61,17 @@ export function Account() {
         setDone(`${CHANGED} (This page could not refresh its session just now; if it stops working, sign in again with the new password.)`);
         return;
       }
+      // Not when the user had left this page while the change was on its way (Back, a link): signed
+      // in again, the app goes back to the page they were on, as after any ended session; the
+      // account page opened over it (a reviewer's case). The password is changed all the same.
       try {
         await signIn(user.email, password);
       } catch {
         // this page is gone (the session ended): the sign-in page says it
-        navigate('/signin', { replace: true, state: { notice: `${CHANGED} Sign in with the new password.` } });
+        if (stayed) navigate('/signin', { replace: true, state: { notice: `${CHANGED} Sign in with the new password.` } });
         return;
       }
-      navigate('/account', { replace: true, state: { notice: CHANGED } });
+      if (stayed) navigate('/account', { replace: true, state: { notice: CHANGED } });
     }
     setDone(CHANGED);
   });
