@@ -166,6 +166,69 @@ S('a sign-out keeps no deep link: the next person to sign in on this browser lan
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 });
 
+S('the organization last opened is remembered for each user of the browser: the next one to sign in opens their own, and one they may no longer open is forgotten (a tester\'s case)', async ({ e }) => {
+  const { page, base } = e;
+  const ID = '/api/identity/v1';
+  const token = await apiToken(e, ROOT_EMAIL, ROOT_PASSWORD);
+  const ann = { email: 'ann@last-org.test', password: 'ann passphrase of orgs 5' };
+  const ben = { email: 'ben@last-org.test', password: 'ben passphrase of orgs 6' };
+  // two organizations, Ann the admin of both, Ben a viewer of both
+  const first = await e.call('POST', `${ID}/orgs`, { token, body: { name: 'Shared Alpha', adminEmail: ann.email, adminName: 'Ann', adminPassword: ann.password } });
+  assert.is(first.status, 201, first.text);
+  const second = await e.call('POST', `${ID}/orgs`, { token, body: { name: 'Shared Beta', adminEmail: ann.email } });
+  assert.is(second.status, 201, second.text);
+  const added = await e.call('POST', `${ID}/orgs/${first.body.id}/members`, { token, body: { email: ben.email, name: 'Ben', role: 'viewer', password: ben.password } });
+  assert.is(added.status, 201, added.text);
+  assert.is((await e.call('POST', `${ID}/orgs/${second.body.id}/members`, { token, body: { email: ben.email, role: 'viewer' } })).status, 201);
+  const benId = added.body.userId as string;
+  // as the app lists them for Ben: x is the one his start page opens first, y the other
+  const [x, y] = ((await e.call('GET', `${ID}/orgs?limit=1000`, { token: await apiToken(e, ben.email, ben.password) })).body.orgs as { id: string }[]).map((o) => o.id) as [string, string];
+  const stored = () => page.evaluate('Object.values(localStorage)') as Promise<string[]>;
+  const open = async (orgId: string) => {
+    await page.goto(`${base}/orgs/${orgId}/ledgers`);
+    await page.getByRole('heading', { level: 1, name: 'Ledgers' }).waitFor();
+    await until(async () => (await stored()).includes(orgId), 'the organization remembered');
+  };
+  const signOut = async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  };
+  const startPage = async (who: string, path: string) => {
+    await until(async () => new URL(page.url()).pathname === path, `${who}'s start page: ${path}`);
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    assert.is(await page.getByRole('heading', { name: 'Not found' }).count(), 0, `${who}: no "Not found"`);
+  };
+
+  try {
+    await signInUi(page, base, ben.email, ben.password);
+    await startPage('Ben, the first time', `/orgs/${x}/ledgers`);
+    await open(y);
+    await signOut();
+    await signInUi(page, base, ann.email, ann.password);
+    await open(x);
+    await signOut();
+    // Ben's own, not the one Ann opened last on this browser
+    await signInUi(page, base, ben.email, ben.password);
+    await startPage('Ben', `/orgs/${y}/ledgers`);
+    await signOut();
+
+    // Ben removed from both: his start page says he has none, and what he had opened is forgotten
+    for (const orgId of [x, y]) assert.is((await e.call('DELETE', `${ID}/orgs/${orgId}/members/${benId}`, { token })).status, 204);
+    await signInUi(page, base, ben.email, ben.password);
+    await startPage('Ben, a member of nothing', '/');
+    await page.getByText('You are not a member of any organization yet.').waitFor();
+    assert.not.ok((await stored()).includes(y), `Ben's organization forgotten: ${JSON.stringify(await stored())}`);
+    await signOut();
+    // and Ann's is still hers
+    await signInUi(page, base, ann.email, ann.password);
+    await startPage('Ann', `/orgs/${x}/ledgers`);
+    await signOut();
+  } finally {
+    // a failure leaves nobody signed in for the next test
+    if (await page.getByRole('button', { name: 'Sign out' }).count()) await signOut();
+  }
+});
+
 S('throttling: repeated failures say when to try again', async ({ e }) => {
   const { page, base } = e;
   await page.goto(`${base}/signin`);

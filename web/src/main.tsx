@@ -4,7 +4,7 @@ import { Fragment, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, ID, listAll, onForbidden, onSession, resume, signOut, type Principal } from './api.ts';
 import { lastNavigation, match, navigate, useLocation } from './router.ts';
-import { ErrorBox, LAST_ORG, Link, Loading, SecretHost, Session, useChoice, useSecretHost, useSession, type Org, type SessionState } from './ui.tsx';
+import { ErrorBox, lastOrgKey, Link, Loading, SecretHost, Session, useChoice, useSecretHost, useSession, type Org, type SessionState } from './ui.tsx';
 import { SignIn } from './pages/signin.tsx';
 import { Home } from './pages/home.tsx';
 import { Ledgers } from './pages/ledgers.tsx';
@@ -144,7 +144,8 @@ function Shell(props: { fromSignIn: boolean }) {
   // secrets shown once live here, not in their page: one answered after its page was left is shown all the same
   const secrets = useSecretHost();
   useEffect(() => {
-    if (orgId) localStorage.setItem(LAST_ORG, orgId);
+    // only one this user may open (not the "Not found" of another's link)
+    if (org) localStorage.setItem(lastOrgKey(session.principal), org.id);
     setMenu(false);
   }, [orgId, loc.path]);
   // the phone menu closes with Escape, as a disclosure should, and focus goes back to its button

@@ -17,8 +17,13 @@ export function Email({ address }: { address: string }) {
 }
 
 // ── session context ───────────────────────────────────────────────────────
-/** The organization last opened (an id, not a secret), so the start page reopens it. */
+/**
+ * The organization last opened (an id, not a secret), so the start page reopens it: one key a user
+ * of the browser, by their id. `LAST_ORG` alone was the key every user of the browser shared, and
+ * the next one to sign in went to the organization of the one before (a tester's case).
+ */
 export const LAST_ORG = 'contact-ledger-last-org';
+export const lastOrgKey = (p: Principal) => `${LAST_ORG}:${p.user?.id ?? 'none'}`;
 export interface Org {
   id: string;
   name: string;
