@@ -2065,6 +2065,10 @@ T('feed readers: an NDJSON line over 1 MiB is rejected alone; a BOM is not part 
   const asCsv = await feed(t, w.root, ndjson({ name: 'Json Line', company: 'Csv' }, { name: 'Json Two', company: 'Csv' }), 'text/csv');
   assert.equal([asCsv.status, asCsv.received], ['failed', 0]);
   assert.match(asCsv.message, /the file is JSON, not CSV .*application\/x-ndjson/);
+  // a JSON array sent as NDJSON: failed whole, not its last element applied alone (the one line without a comma after it) and the rest rejected
+  const asNdjson = await feed(t, w.root, '\ufeff[\n{"name":"Arr One","company":"ArrCo"},\n{"name":"Arr Two","company":"ArrCo"}\n]\n');
+  assert.equal([asNdjson.status, asNdjson.received, asNdjson.personsUpdated], ['failed', 0, 0]);
+  assert.match(asNdjson.message, /^the file is a JSON array, not NDJSON \(it begins with \[\); send it as a JSON array \(application\/json\) or name it \.json/);
   // two files joined (`cat a.jsonl b.jsonl`), the second saved with a BOM: its first line is a record like any other
   const joined = await feed(t, w.root, `${ndjson({ name: 'Cat One', company: 'Joined' })}\ufeff${ndjson({ name: 'Cat Two', company: 'Joined' })}`);
   assert.equal([joined.status, joined.received, joined.invalid, joined.personsUpdated], ['completed', 2, 0, 2]);

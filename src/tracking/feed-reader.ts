@@ -439,6 +439,11 @@ export async function* readFeed(path: string, format: FeedFormat, gzip: boolean,
     if (format === 'csv' && head && /^(?:\uFEFF)?\s*(?:\{\s*"|\[\s*[{\]])/.test(head.subarray(0, 64).toString('utf8'))) {
       throw new FeedReadError('the file is JSON, not CSV (it begins with {" or [{); send it as NDJSON (application/x-ndjson) or a JSON array (application/json), or name it .jsonl or .json');
     }
+    // a JSON array sent or named as NDJSON: its lines read one by one, only an element on a line of
+    // its own without a comma after it (the last) was a record, and the job completed (a feed tester's case)
+    if (format === 'ndjson' && head && /^(?:\uFEFF)?\s*\[/.test(head.subarray(0, 64).toString('utf8'))) {
+      throw new FeedReadError('the file is a JSON array, not NDJSON (it begins with [); send it as a JSON array (application/json) or name it .json, or write one record a line');
+    }
     yield* format === 'ndjson' ? ndjson(input) : format === 'csv' ? csv(input) : jsonArray(input);
   } catch (err) {
     throw readError(err);
