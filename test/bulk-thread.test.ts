@@ -184,6 +184,14 @@ T('feeds run on the thread too: the records go through its connection, writes me
     const metrics = (await t.call('GET', '/metrics', { token: w.root })).text;
     assert.match(metrics, new RegExp(`contact_ledger_feed_records_total\\{outcome="applied"\\} ${2 * known}\\b`));
     assert.match(metrics, new RegExp(`contact_ledger_changes_total\\{type="job"\\} ${known}\\b`));
+    // the same records again update nobody: unchanged, as the job counts them, not applied (a feed tester's case)
+    const again = await t.call('POST', `${LEDGER}/feed`, { token: w.root, raw: `${records.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } });
+    expectStatus(again, 202);
+    const replayed = await until('the replay ended', () => t.call('GET', `${LEDGER}/feed/${again.body.id}`, { token: w.root }).then((r) => r.body), (b) => b.status === 'completed', 30_000);
+    assert.equal([replayed.personsUpdated, replayed.unchanged], [0, 2 * known]);
+    const after = (await t.call('GET', '/metrics', { token: w.root })).text;
+    assert.match(after, new RegExp(`contact_ledger_feed_records_total\\{outcome="applied"\\} ${2 * known}\\b`));
+    assert.match(after, new RegExp(`contact_ledger_feed_records_total\\{outcome="unchanged"\\} ${2 * known}\\b`));
   } finally {
     await t.close();
   }

@@ -89,7 +89,7 @@ M('requests by route and status, latency, queue depth, import rows, event-loop d
   // every outcome of a counter is a series from the first scrape, at 0 before its first event
   // (rate() misses the event a series is born with; an operator tester's case)
   for (const [name, label, values] of [
-    ['contact_ledger_feed_records_total', 'outcome', ['applied', 'stale', 'repeated', 'invalid']],
+    ['contact_ledger_feed_records_total', 'outcome', ['applied', 'unchanged', 'stale', 'repeated', 'invalid']],
     ['contact_ledger_changes_total', 'type', ['job', 'info']],
     ['contact_ledger_webhook_deliveries_total', 'outcome', ['delivered', 'retry', 'failed', 'dropped']],
     ['contact_ledger_backups_total', 'outcome', ['ok', 'failed']],

@@ -17,7 +17,7 @@ import { makeDirDurably, moveDurably } from '../storage/durable-files.ts';
 import { endsInsideALine, feedsDir, formatOfName, freeName, InboxFolderError, inboxDir, inboxFolder, inboxName, inboxSafeName, isGzip, isInboxFile, settleFeedFile, UNSAFE_NAME_CHARS, writeSidecar } from './feed-files.ts';
 import type { FeedFormat } from './feed-reader.ts';
 import { FEED_JOB, feedRunnerOnMain } from './feed-runner.ts';
-import type { FeedJob, FeedProgress, FeedsRepo, FeedSource, Idempotency } from './feeds-repo.ts';
+import { unchangedRecords, type FeedJob, type FeedProgress, type FeedsRepo, type FeedSource, type Idempotency } from './feeds-repo.ts';
 
 /** An inbox file is taken once its size and time have not changed for this long. */
 export const INBOX_SETTLE_MS = 2000;
@@ -57,9 +57,13 @@ export function createFeedService(d: {
 }) {
   const inbox = inboxDir(d.dataDir);
   const records = everySeries(
-    d.metrics.counter({ name: 'contact_ledger_feed_records_total', help: 'Person-feed records processed, by outcome (applied, stale, repeated, invalid).', labelNames: ['outcome'] }),
+    d.metrics.counter({
+      name: 'contact_ledger_feed_records_total',
+      help: 'Person-feed records processed, by outcome (applied: a person updated; unchanged: what was known already; stale, repeated, invalid), as the feed job counts them.',
+      labelNames: ['outcome'],
+    }),
     'outcome',
-    ['applied', 'stale', 'repeated', 'invalid'],
+    ['applied', 'unchanged', 'stale', 'repeated', 'invalid'],
   );
   const changes = everySeries(d.metrics.counter({ name: 'contact_ledger_changes_total', help: 'Contact changes detected from the feed, by type (job, info).', labelNames: ['type'] }), 'type', ['job', 'info']);
 
@@ -68,7 +72,10 @@ export function createFeedService(d: {
     records.inc({ outcome: 'invalid' }, p.invalid);
     records.inc({ outcome: 'stale' }, p.stale);
     records.inc({ outcome: 'repeated' }, p.repeated);
-    records.inc({ outcome: 'applied' }, p.received - p.invalid - p.stale - p.repeated);
+    // as the job's personsUpdated and unchanged: a replay updates nobody, and counted as applied it
+    // showed activity on a dashboard while nothing changed (a feed tester's case)
+    records.inc({ outcome: 'applied' }, p.personsUpdated);
+    records.inc({ outcome: 'unchanged' }, unchangedRecords(p));
     changes.inc({ type: 'job' }, p.jobChanges);
     changes.inc({ type: 'info' }, p.infoChanges);
   }
