@@ -558,8 +558,17 @@ S('a hash made before BCRYPT_COST was raised is made again at the new cost when 
   try {
     const hash = again.rt.db.raw.prepare<[string], string>('SELECT password_hash FROM users WHERE email = ?').pluck();
     assert.is(bcrypt.getRounds(hash.get(ROOT_EMAIL)!), 4, 'made at the old cost');
+    // a wrong password costs the account as much bcrypt work as an unknown e-mail's check at the new
+    // cost, so the time does not tell an account not signed in since the raise (A3; a contract tester's case)
+    const work = () => again.rt.identity.hasher.stats().compareWork;
+    const beforeUnknown = work();
+    assert.is((await again.call('POST', `${ID}/session`, { body: { email: 'nobody-at-all@a.test', password: 'not the password' } })).status, 401);
+    const unknownWork = work() - beforeUnknown;
+    assert.is(unknownWork, 2 ** 5, 'an unknown e-mail: one compare at the new cost');
+    const beforeWrong = work();
     const wrong = await again.call('POST', `${ID}/session`, { body: { email: ROOT_EMAIL, password: 'not the password' } });
     assert.is(wrong.status, 401);
+    assert.is(work() - beforeWrong, unknownWork, 'a wrong password against the old hash: the same work');
     assert.is(bcrypt.getRounds(hash.get(ROOT_EMAIL)!), 4, 'a failed sign-in changes nothing');
     await signInRoot(again);
     assert.is(bcrypt.getRounds(hash.get(ROOT_EMAIL)!), 5, 'the new cost after a sign-in');
