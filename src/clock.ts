@@ -85,8 +85,13 @@ const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 // the offset as ±hh:mm, ±hhmm or ±hh (ISO 8601 allows the hours alone: "+05", "-03")
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2})(?::?(\d{2}))?)?$/i;
 
-/** What a timestamp filter accepts, for the messages of the parameters that take one. */
-export const TIMESTAMP_RULE = 'an ISO 8601 timestamp or a date (2026-11-01), years 0001–9999 (ending before year 10000 in UTC, to the millisecond rounded up), zone offsets up to ±23:59';
+/**
+ * What a timestamp filter accepts, for the messages of the parameters that take one: which of
+ * ISO 8601's forms, since "must be an ISO 8601 timestamp" refused forms ISO 8601 has (the basic
+ * 20261202T114024Z, ten fractional digits; two testers' cases).
+ */
+export const TIMESTAMP_RULE =
+  "a timestamp in ISO 8601's extended format, 2026-11-01T09:30:00.5Z (the seconds, up to nine fractional digits and the zone may be left out: no zone is UTC; a zone is Z, ±hh:mm, ±hhmm or ±hh), or a date (2026-11-01); years 0001–9999 (ending before year 10000 in UTC, to the millisecond rounded up), zone offsets up to ±23:59";
 
 /**
  * Parses a timestamp filter (SPEC §2): ISO 8601 with or without zone (no zone = UTC) or a plain

@@ -1097,6 +1097,9 @@ Q('bad parameters are 400 naming the parameter and never reach SQL (I5, I6)', as
   const offset = await t.call('GET', `${path}?lastInfoChangedAt=2026-11-23T22:00%2B99:99`, { token: w.tokens.viewer });
   const error = offset.body.errors.find((e: any) => e.path === 'lastInfoChangedAt');
   assert.match(error.message, /ISO 8601.*years 0001–9999 \(ending before year 10000 in UTC, to the millisecond rounded up\).*±23:59/, 'the message says what is accepted, also of the last nanoseconds of 9999 (a tester\'s case)');
+  // which of ISO 8601's forms: the basic one is ISO 8601 too, and was told it must be ISO 8601 (two testers' cases)
+  const basic = await t.call('GET', `${path}?lastJobChangedAt=20261202T114024Z`, { token: w.tokens.viewer });
+  assert.match(basic.body.errors[0].message, /^must be a timestamp in ISO 8601's extended format, 2026-11-01T09:30:00\.5Z \(.*up to nine fractional digits.*\), or a date \(2026-11-01\)/);
   // years below 100 are the years written (not 1900–1999): every contact was created after 0001-01-01
   for (const q of ['createdAfter=0001-01-01', 'createdAfter=0001-01-01T00:00%2B01:00', 'createdAfter=0099-12-31T23:59:59.999Z', 'createdBefore=9999-12-31']) {
     const all = await t.call('GET', `${path}?${q}&view=count`, { token: w.tokens.viewer });
