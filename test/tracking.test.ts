@@ -2483,10 +2483,12 @@ T('feed access and request errors', async ({ t, w }) => {
   }
   const unnamed = await t.call('POST', FEED, { token: w.root, raw: ndjson({ name: 'Named File', company: 'Json' }), headers: { 'content-type': 'application/x-ndjson' } });
   assert.is(unnamed.body.fileName, null);
-  for (const bad of ['attachment; filename=', 'filename="x"', 'attachment; filename=".."']) {
+  // bytes that are not UTF-8 in a UTF-8 filename*: refused, not kept with U+FFFD in their place (a feed tester's case)
+  for (const bad of ['attachment; filename=', 'filename="x"', 'attachment; filename=".."', "attachment; filename*=UTF-8''%FF%FE.jsonl", "attachment; filename=\"x.jsonl\"; filename*=utf8''caf%E9.jsonl"]) {
     const r = await t.call('POST', FEED, { token: w.root, raw: ndjson({ name: 'Named File', company: 'Json' }), headers: { 'content-type': 'application/x-ndjson', 'content-disposition': bad } });
     expectStatus(r, 400, bad);
     assert.is(r.body.code, 'invalid_content_disposition', bad);
+    if (bad.includes('%')) assert.match(r.body.errors[0].message, /^its filename\* is not UTF-8 once percent-decoded/, bad);
   }
   expectStatus(await t.call('GET', `${FEED}/feed_00000000000000000000000000`, { token: w.root }), 404);
   const list = await t.call('GET', `${FEED}?limit=2`, { token: w.serviceAccounts.feed.token });

@@ -89,6 +89,16 @@ const PeopleQuery = z
 const extValueEncoded = (raw: string): string =>
   raw.replace(/(;\s*filename\*\s*=\s*[^';"]*'[^';"]*')([^;"]*)(?=;|$)/i, (_, head: string, value: string) => head + value.replace(/[()'*!]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
 
+/** Whether percent-encoded text names UTF-8 bytes (decodeURIComponent refuses any that are not). */
+function decodesAsUtf8(encoded: string): boolean {
+  try {
+    decodeURIComponent(encoded);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The file name of a feed sent as the request body, in a Content-Disposition header as a response
  * would give it (RFC 6266: `attachment; filename="…"` or `filename*=UTF-8''…`), kept as the feed
@@ -98,8 +108,16 @@ const extValueEncoded = (raw: string): string =>
 const FEED_FILE_NAME: HeaderSpec = {
   schema: z.string().transform((raw, ctx) => {
     let name: string | undefined;
+    const header = extValueEncoded(raw);
+    // bytes that are not UTF-8 in a UTF-8 filename*: refused, as a name is stored as sent or not at
+    // all; the parser put U+FFFD in their place and the feed was kept as "��.jsonl" (a feed tester's case)
+    const utf8 = /;\s*filename\*\s*=\s*utf-?8'[^';"]*'([^;"]*)/i.exec(header)?.[1];
+    if (utf8 !== undefined && !decodesAsUtf8(utf8)) {
+      ctx.addIssue({ code: 'custom', message: `its filename* is not UTF-8 once percent-decoded; encode the name's UTF-8 bytes, got "${raw.slice(0, 100)}"` });
+      return z.NEVER;
+    }
     try {
-      name = uploadedFileName(contentDisposition.parse(extValueEncoded(raw)).parameters.filename ?? '');
+      name = uploadedFileName(contentDisposition.parse(header).parameters.filename ?? '');
     } catch {
       // reported below
     }
