@@ -2829,6 +2829,8 @@ I('inbox files are taken once they stopped changing, then moved to done/ with th
   const kept = readdirSync(join(inbox, 'failed')).filter((n) => n.endsWith('notes.txt'));
   assert.is(kept.length, 2, kept.join());
   assert.equal(kept.map((n) => readFileSync(join(inbox, 'failed', n), 'utf8')).sort(), ['hello', 'hello again']);
+  // named with a prefix that is no feed job's id: it never became one, and an operator looked it up (a feed tester's case)
+  assert.match(kept.find((n) => n !== 'notes.txt') ?? '', /^copy-[0-9a-f]{8}-notes\.txt$/);
   assert.ok(existsSync(join(inbox, '.incoming.jsonl.partial')));
   const list = await t.call('GET', FEED, { token: (await signInRoot(t)).accessToken });
   const good = list.body.feeds.find((f: any) => f.fileName === 'good.jsonl');

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { closeSync, type Dirent, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FeedFormat } from './feed-reader.ts';
@@ -189,11 +190,19 @@ export function pruneInboxDone(dataDir: string, endedBefore: number, log: FeedLo
   return removed;
 }
 
-/** `dir/name`, or `dir/<prefix>-name` when a file of that name (or one beside it) is already there (never overwritten). */
-export function freeName(dir: string, name: string, prefix: string): string {
+/**
+ * `dir/name`, or `dir/<prefix>-name` when a file of that name (or one beside it) is already there
+ * (never overwritten). The prefix is the feed job's id for a file that is one; any other file gets
+ * `copy-<8 hex digits>` (copyPrefix): an id of no feed job was looked up, and not found, by an
+ * operator (a feed tester's case).
+ */
+export function freeName(dir: string, name: string, prefix: string = copyPrefix()): string {
   const taken = [name, ...Object.values(SIDECARS).map((s) => `${name}${s}`)].some((n) => existsSync(join(dir, n)));
   return taken ? join(dir, `${prefix}-${name}`) : join(dir, name);
 }
+
+/** The prefix of a file that is no feed job's, when its name is taken: `copy-` and 32 random bits. */
+const copyPrefix = () => `copy-${randomBytes(4).toString('hex')}`;
 
 /** What feed code logs (the server's logger; on the bulk thread, messages to it). */
 export interface FeedLog {

@@ -154,7 +154,7 @@ export function createFeedService(d: {
       try {
         // links and folders are left where they are, as any other (the scan names them once)
         if (!lstatSync(path).isFile()) continue;
-        const target = freeName(inbox, inboxSafeName(name.replace(/\uFFFD/g, '_')), newId('feed'));
+        const target = freeName(inbox, inboxSafeName(name.replace(/\uFFFD/g, '_')));
         renameSync(path, target);
         d.log.warn({ file: basename(target) }, `inbox: a file name ${what} was renamed to ${basename(target)}`);
       } catch (err) {
@@ -187,7 +187,7 @@ export function createFeedService(d: {
 
   /** Moves an inbox file that never became a feed job to failed/, its reason beside it; returns where it went. */
   function toFailed(path: string, name: string, reason: string): string {
-    const target = freeName(inboxFolder(d.dataDir, 'failed'), inboxName(name), newId('feed'));
+    const target = freeName(inboxFolder(d.dataDir, 'failed'), inboxName(name));
     writeSidecar(target, 'reason', reason);
     renameSync(path, target);
     return target;
@@ -314,7 +314,7 @@ export function createFeedService(d: {
       const feed = id ? d.feeds.findFeed(id, d.clock.now()) : undefined;
       if (feed) settleFeedFile(d.dataDir, d.log, { ...feed, filePath: path }, feed.status === 'failed' ? (feed.message ?? 'failed') : null);
       else {
-        renameSync(path, freeName(inbox, id ? name.slice(id.length + 1) : name, id ?? newId('feed')));
+        renameSync(path, freeName(inbox, id ? name.slice(id.length + 1) : name));
       }
       moved++;
     }
