@@ -42,7 +42,7 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
   });
   // built once, with every route declared: a document that cannot be built (two operations of one
   // id) stops the start instead of failing its GET
-  const identityDocument = buildOpenApi({ title: 'contact-ledger identity service', version: VERSION, baseUrl: config.baseUrl, main: identityApi, extra: [authAlias], tag: 'identity' });
+  const identityDocument = buildOpenApi({ title: 'contact-ledger identity service', version: VERSION, baseUrl: config.baseUrl, main: identityApi, extra: [{ router: authAlias, serverUrl: config.authServerUrl }], tag: 'identity' });
 
   const ledgerApi = new ApiRouter(LEDGER_PREFIX, deps);
   registerLedgerRoutes(ledgerApi, rt.ledger, { baseUrl: config.baseUrl, uploadTmpDir: uploadTmpDir(config.dataDir), maxUploadBytes: config.maxUploadBytes, uploadSpace: rt.uploadSpace, now: () => rt.clock.now() });

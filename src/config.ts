@@ -16,8 +16,12 @@ export interface Config {
   port: number;
   host: string;
   baseUrl: string;
-  /** Path prefix of the `{auth_url}/v1/session` alias, e.g. `/auth`. */
+  /** AUTH_URL as given and checked: a path (`/auth`) or a full URL (`https://login.example.com/sso`). */
+  authUrl: string;
+  /** Path prefix of the `{auth_url}/v1/session` alias, e.g. `/auth` (AUTH_URL's path). */
   authPath: string;
+  /** Where clients reach the alias (the OpenAPI document's server for it): AUTH_URL's origin when it is a full URL, else BASE_URL. */
+  authServerUrl: string;
   adminEmail: string | undefined;
   adminPassword: string | undefined;
   tokenTtlSeconds: number;
@@ -196,16 +200,18 @@ const issuer: Parse<string> = (raw, name) => {
   if (/[\s\p{C}]/u.test(raw)) throw new ConfigError(`${name} must be a name or URL without spaces or control characters, got ${JSON.stringify(raw)}`);
   return raw;
 };
+/**
+ * AUTH_URL: a path, or a full URL whose path is where the alias is served and whose origin is
+ * where clients reach it (a proxy's host); kept as `origin` + path, or the path alone. A query or
+ * credentials in it, which BASE_URL refuses, are let be and dropped.
+ */
 const authUrl: Parse<string> = (raw, name) => {
-  // Either a full URL (its path is used) or a path.
-  let path = raw;
-  // (only the path is used: a query or credentials in it, which BASE_URL refuses, are let be here)
-  if (/^https?:\/\//i.test(raw)) path = URL.canParse(raw) ? new URL(raw).pathname : path;
-  path = `/${path.replace(/^\/+|\/+$/g, '')}`;
+  const full = /^https?:\/\//i.test(raw) && URL.canParse(raw) ? new URL(raw) : undefined;
+  const path = `/${(full ? full.pathname : raw).replace(/^\/+|\/+$/g, '')}`;
   if (path === '/' || !/^(\/[A-Za-z0-9._~-]+)+$/.test(path) || path.startsWith('/api/')) {
     throw new ConfigError(`${name} must be a URL or path such as /auth (not / and not under /api/), got "${redactUserinfo(raw)}"`);
   }
-  return path;
+  return full ? `${full.origin}${path}` : path;
 };
 const logLevel: Parse<LogLevel> = (raw, name) => {
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
@@ -250,7 +256,7 @@ const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
   { key: 'port', env: 'PORT', flag: 'port', help: 'TCP port to listen on', parse: int(0, 65535) },
   { key: 'host', env: 'HOST', flag: 'host', help: 'address to listen on', parse: listenHost },
   { key: 'baseUrl', env: 'BASE_URL', flag: 'base-url', help: 'public URL of this service', parse: url },
-  { key: 'authPath', env: 'AUTH_URL', flag: 'auth-url', help: 'URL or path of the {auth_url}/v1/session alias', parse: authUrl },
+  { key: 'authUrl', env: 'AUTH_URL', flag: 'auth-url', help: 'URL or path of the {auth_url}/v1/session alias', parse: authUrl },
   { key: 'adminEmail', env: 'CONTACT_LEDGER_ADMIN_EMAIL', flag: 'admin-email', secret: true, help: 'first superuser e-mail (first start)', parse: email },
   { key: 'adminPassword', env: 'CONTACT_LEDGER_ADMIN_PASSWORD', flag: 'admin-password', secret: true, help: 'first superuser password (first start)', parse: optStr },
   { key: 'tokenTtlSeconds', env: 'TOKEN_TTL_SECONDS', flag: 'token-ttl-seconds', help: 'access-token lifetime', parse: int(60, 86_400) },
@@ -292,7 +298,9 @@ const DEFAULTS: Omit<Config, 'baseUrl'> & { baseUrl?: string } = {
   dataDir: resolve('data'),
   port: 8080,
   host: '127.0.0.1',
+  authUrl: '/auth',
   authPath: '/auth',
+  authServerUrl: '',
   adminEmail: undefined,
   adminPassword: undefined,
   tokenTtlSeconds: 3600,
@@ -468,6 +476,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     // a HOST no URL can hold (an IPv6 address with a zone, fe80::1%eth0) needs BASE_URL said outright
     if (!URL.canParse(c.baseUrl)) throw new ConfigError(`HOST ${c.host} cannot be written in a URL; set BASE_URL to the service's public URL`);
   }
+  const auth = c.authUrl.startsWith('/') ? undefined : new URL(c.authUrl);
+  c.authPath = auth ? auth.pathname : c.authUrl;
+  c.authServerUrl = auth ? auth.origin : c.baseUrl;
   if (Boolean(c.tlsCert) !== Boolean(c.tlsKey)) throw new ConfigError('TLS_CERT and TLS_KEY must be set together');
   // read by the server alone: a command (a backup run by an operator who may not read the key, or
   // from the service's environment file while the certificate was moved) is not stopped by them

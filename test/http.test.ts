@@ -575,6 +575,19 @@ D('each service documents exactly its routes, with the validating schemas', asyn
   assert.equal(listOrgs.sort(), ['cursor', 'limit']);
 });
 
+D("an AUTH_URL on another host is the auth alias's server in the document, not BASE_URL: a client built from it called the wrong host (a contract tester's case)", async () => {
+  const t = await startApp({ env: { AUTH_URL: 'https://user:pw@login.example.com/sso/?q=1' } });
+  try {
+    const doc = (await t.call('GET', `${ID}/openapi.json`)).body;
+    assert.equal(doc.paths['/sso/v1/session'].servers, [{ url: 'https://login.example.com' }]);
+    assert.is(doc.servers[0].url, `http://ledger.test${ID}`, 'the rest stays at BASE_URL');
+    await seedWorld(t);
+    expectStatus(await t.call('POST', '/sso/v1/session', { form: { username: 'viewer@a.test', password: PASSWORD } }), 200, 'served at its path');
+  } finally {
+    await t.close();
+  }
+});
+
 D('every route documents the statuses its kind answers: 413 and 415, 503 with Retry-After for a write and for a read with a "since" (a tester found 413 and 415 undocumented)', async ({ t }) => {
   const L = '/orgs/{orgId}/ledgers/{ledgerId}';
   for (const prefix of [ID, LEDGER]) {

@@ -170,7 +170,7 @@ function operation(r: RouteSpec, tag: string, components: Record<string, unknown
  * that validate requests). `extra` routers (e.g. the auth alias) are documented with their own
  * server URL.
  */
-export function buildOpenApi(opts: { title: string; version: string; baseUrl: string; main: ApiRouter; extra?: ApiRouter[]; tag: string; webhooks?: Record<string, OutgoingRequest> }) {
+export function buildOpenApi(opts: { title: string; version: string; baseUrl: string; main: ApiRouter; extra?: { router: ApiRouter; serverUrl: string }[]; tag: string; webhooks?: Record<string, OutgoingRequest> }) {
   const paths: Record<string, Record<string, unknown>> = {};
   const components: Record<string, unknown> = {};
   jsonSchemaOf(Problem, 'output', components);
@@ -189,7 +189,7 @@ export function buildOpenApi(opts: { title: string; version: string; baseUrl: st
     }
   };
   add(opts.main);
-  for (const x of opts.extra ?? []) add(x, [{ url: opts.baseUrl }]);
+  for (const x of opts.extra ?? []) add(x.router, [{ url: x.serverUrl }]);
   const webhooks = Object.fromEntries(Object.entries(opts.webhooks ?? {}).map(([name, o]) => [name, outgoing(o, components)]));
   return {
     openapi: '3.1.0',
