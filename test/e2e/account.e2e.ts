@@ -234,6 +234,53 @@ A('a change answered after the page was left does not open the account page over
   await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
 });
 
+A('should signing in again fail too, the sign-in page already shown says the password was changed, not that the session ended (a reviewer\'s case)', async (ctx) => {
+  const { page, base } = ctx.e;
+  const SIXTH = 'sixth passphrase of paula';
+  await page.goto(`${base}/account`);
+  await page.getByLabel('Current password', { exact: true }).fill(THIRD);
+  await page.getByLabel('New password', { exact: true }).fill(SIXTH);
+  await page.getByLabel('Confirm the new password').fill(SIXTH);
+  // the refresh after the change refused, as if the server had ended this session too (the
+  // sign-in page replaces the app at once), then the page's sign-in with the new password fails
+  let refused = false;
+  let failed = false;
+  await page.route('**/api/identity/v1/session', async (route) => {
+    const body = route.request().postData() ?? '';
+    if (route.request().method() !== 'POST') return route.continue();
+    if (!refused && body.includes('refreshToken')) {
+      refused = true;
+      await route.fulfill({ status: 401, contentType: 'application/problem+json', body: JSON.stringify({ code: 'invalid_grant', detail: 'The session has ended.' }) });
+    } else if (refused && !failed && body.includes('"password"')) {
+      failed = true;
+      await route.fulfill({ status: 503, contentType: 'application/problem+json', body: JSON.stringify({ code: 'service_unavailable', detail: 'Busy.' }) });
+    } else await route.continue();
+  });
+  try {
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await until(async () => failed, 'the refresh refused, then the sign-in again failed');
+    const notice = page.getByRole('status').filter({ hasText: 'Your password was changed. Sign in with the new password.' });
+    await notice.waitFor();
+    assert.is(new URL(page.url()).pathname, '/signin');
+    await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    assert.is(await page.getByText('Your session ended').count(), 0, 'not "Your session ended": the user would try the old password');
+  } finally {
+    await page.unroute('**/api/identity/v1/session');
+  }
+  // the new password signs in
+  await page.getByLabel('E-mail').fill(EMAIL);
+  await page.getByLabel('Password').fill(SIXTH);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).first().waitFor();
+  // back to the password the next test starts from
+  await page.goto(`${base}/account`);
+  await page.getByLabel('Current password', { exact: true }).fill(SIXTH);
+  await page.getByLabel('New password', { exact: true }).fill(THIRD);
+  await page.getByLabel('Confirm the new password').fill(THIRD);
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
+});
+
 A('wrong current passwords count against the sign-in throttle: the pause is said with how long to wait', async (ctx) => {
   const { page } = ctx.e;
   for (let i = 0; i < 3; i++) {

@@ -113,6 +113,28 @@ export function takeNotice(): string | undefined {
   return notice;
 }
 
+/**
+ * takeNotice for a page that may be shown already when the notice is handed to it: taken as the
+ * page mounts and again on each navigation that stays on its path. The sign-in page replaces the
+ * app as soon as a session ends, so the account page's "Your password was changed. Sign in with
+ * the new password." (its sign-in again failed after that) came to a sign-in page already shown,
+ * which said "Your session ended" instead (a reviewer's case: the old password was tried next).
+ */
+export function useNotice(): string | undefined {
+  const [notice, setNotice] = useState(takeNotice);
+  useEffect(() => {
+    const path = location.pathname;
+    const fn = () => {
+      if (location.pathname !== path) return; // another page's: it takes its own
+      const n = takeNotice();
+      if (n !== undefined) setNotice(n);
+    };
+    listeners.add(fn);
+    return () => void listeners.delete(fn);
+  }, []);
+  return notice;
+}
+
 /** A value this history entry was given by `navigate(…, { state })` (undefined when none). */
 export function entryState(key: string): unknown {
   return (history.state as Record<string, unknown> | null)?.[key];

@@ -67,8 +67,9 @@ export function Account() {
       try {
         await signIn(user.email, password);
       } catch {
-        // this page is gone (the session ended): the sign-in page says it
-        if (stayed) navigate('/signin', { replace: true, state: { notice: `${CHANGED} Sign in with the new password.` } });
+        // this page is gone (the session ended): the sign-in page, shown by then, says it (not
+        // CHANGED, whose "this one stays signed in" it contradicts)
+        if (stayed) navigate('/signin', { replace: true, state: { notice: 'Your password was changed. Sign in with the new password.' } });
         return;
       }
       if (stayed) navigate('/account', { replace: true, state: { notice: CHANGED } });

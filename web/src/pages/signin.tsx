@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, signIn, takeSessionEnded } from '../api.ts';
 import { Notice, useAction } from '../ui.tsx';
-import { takeNotice } from '../router.ts';
+import { useNotice } from '../router.ts';
 
 /** Sign in with e-mail and password; clear messages for wrong credentials and throttling. */
 export function SignIn() {
@@ -10,8 +10,9 @@ export function SignIn() {
   const act = useAction(() => signIn(email.trim(), password));
   // a session that ended by itself (its refresh refused) lands here: said, unlike a first visit or a sign-out
   const [ended] = useState(takeSessionEnded);
-  // what the page before handed over (the account page's password changed, its session then gone)
-  const [handed] = useState(takeNotice);
+  // what the page before handed over (the account page's password changed, its session then gone):
+  // also once this page is shown, as it is by then (the ended session put it there)
+  const handed = useNotice();
   useEffect(() => {
     document.title = 'Sign in · contact-ledger';
     // the page's one task starts in its first field (focus was on the body: Tab through the page to reach it)
