@@ -179,7 +179,14 @@ M('Back with a secret shown once closes its dialog and stays on the page (a web 
   await until(async () => /\/ledgers$/.test(page.url()), 'Back to the ledgers, the dialog leaving no step behind', 5000);
 });
 
-M('a secret answered after Back left its page is shown all the same, over the page Back led to (a reviewer\'s case: the credential was made, and its secret shown to nobody)', async (ctx) => {
+/**
+ * Each secret shown once — a new service account (`account`), its rotated secret, a new webhook
+ * (`url`), its rotated secret — asked for on a page of Second Org, its POST held with page.route
+ * while the browser's Back leaves the page and `away` goes on from there, then let through: the
+ * dialog the shell shows is `title(its usual title)` (exactly), over the page `at`, with the secret
+ * the server answered.
+ */
+async function lateSecrets(ctx: Ctx, names: { account: string; url: string }, opts: { away: () => Promise<void>; at: string; title: (usual: string) => string }): Promise<void> {
   const { page, base } = ctx.e;
   const ledgers = `/orgs/${ctx.orgId}/ledgers`;
   const orgPath = (api: string) => `${api}/orgs/${ctx.orgId}`;
@@ -189,11 +196,11 @@ M('a secret answered after Back left its page is shown all the same, over the pa
       tab: 'Service accounts',
       start: async () => {
         await page.getByRole('button', { name: 'New service account' }).click();
-        await page.getByRole('dialog').getByLabel('Name').fill('Late sync');
+        await page.getByRole('dialog').getByLabel('Name').fill(names.account);
         await page.getByRole('dialog').getByRole('button', { name: 'Create' }).click();
       },
       isPost: (u: URL) => u.pathname === `${orgPath(ID)}/service-accounts`,
-      dialog: 'Late sync is ready',
+      dialog: `${names.account} is ready`,
       label: 'client secret',
       secret: (b: Record<string, string>) => b.clientSecret,
     },
@@ -201,11 +208,11 @@ M('a secret answered after Back left its page is shown all the same, over the pa
       what: 'a rotated service-account secret',
       tab: 'Service accounts',
       start: async () => {
-        await page.getByRole('button', { name: 'Rotate the secret of Late sync' }).click();
+        await page.getByRole('button', { name: `Rotate the secret of ${names.account}` }).click();
         await page.getByRole('dialog').getByRole('button', { name: 'Rotate secret' }).click();
       },
       isPost: (u: URL) => u.pathname.startsWith(`${orgPath(ID)}/service-accounts/`) && u.pathname.endsWith('/rotate'),
-      dialog: 'New secret for Late sync',
+      dialog: `New secret for ${names.account}`,
       label: 'client secret',
       secret: (b: Record<string, string>) => b.clientSecret,
     },
@@ -214,7 +221,7 @@ M('a secret answered after Back left its page is shown all the same, over the pa
       tab: 'Webhooks',
       start: async () => {
         await page.getByRole('button', { name: 'New webhook' }).click();
-        await page.getByRole('dialog').getByLabel('URL').fill('https://hooks.example.test/late');
+        await page.getByRole('dialog').getByLabel('URL').fill(names.url);
         await page.getByRole('dialog').getByRole('button', { name: 'Create webhook' }).click();
       },
       isPost: (u: URL) => u.pathname === `${orgPath(LEDGER)}/webhooks`,
@@ -226,7 +233,7 @@ M('a secret answered after Back left its page is shown all the same, over the pa
       what: "a webhook's rotated secret",
       tab: 'Webhooks',
       start: async () => {
-        await page.getByRole('button', { name: 'Rotate secret of https://hooks.example.test/late' }).click();
+        await page.getByRole('button', { name: `Rotate secret of ${names.url}` }).click();
         await page.getByRole('dialog').getByRole('button', { name: 'Rotate secret' }).click();
       },
       isPost: (u: URL) => u.pathname.startsWith(`${orgPath(LEDGER)}/webhooks/`) && u.pathname.endsWith('/rotate'),
@@ -257,12 +264,13 @@ M('a secret answered after Back left its page is shown all the same, over the pa
       await page.goBack();
       await page.waitForURL(`${base}${ledgers}`);
       await page.getByRole('heading', { level: 1, name: 'Ledgers' }).waitFor();
+      await opts.away();
       release();
-      const dialog = page.getByRole('dialog', { name: c.dialog });
+      const dialog = page.getByRole('dialog', { name: opts.title(c.dialog), exact: true });
       await dialog.waitFor();
       assert.ok(answer, `${c.what}: answered`);
       assert.is(await dialog.getByLabel(c.label, { exact: true }).inputValue(), c.secret(answer!), `${c.what}: the secret the server answered is shown`);
-      assert.is(new URL(page.url()).pathname, ledgers, `${c.what}: on the page Back led to`);
+      assert.is(new URL(page.url()).pathname, opts.at, `${c.what}: on the page gone to`);
       if (c.label === 'client secret') {
         const signedIn = await ctx.e.call('POST', `${ID}/session`, { body: { grantType: 'clientCredentials', clientId: answer!.clientId, clientSecret: answer!.clientSecret } });
         assert.is(signedIn.status, 200, `${c.what}: the secret shown works`);
@@ -270,12 +278,32 @@ M('a secret answered after Back left its page is shown all the same, over the pa
       await dialog.getByRole('button', { name: 'I have stored the secret' }).click();
       await dialog.waitFor({ state: 'detached' });
       await dialogEntryGone(page);
-      assert.is(new URL(page.url()).pathname, ledgers, `${c.what}: closing it leaves the page where it is`);
+      assert.is(new URL(page.url()).pathname, opts.at, `${c.what}: closing it leaves the page where it is`);
     } finally {
       release();
       await page.unroute(c.isPost);
     }
   }
+}
+
+M('a secret answered after Back left its page is shown all the same, over the page Back led to (a reviewer\'s case: the credential was made, and its secret shown to nobody)', async (ctx) => {
+  // over a page of its own organization, the title as on its page: the header names the organization
+  await lateSecrets(ctx, { account: 'Late sync', url: 'https://hooks.example.test/late' }, { away: async () => undefined, at: `/orgs/${ctx.orgId}/ledgers`, title: (usual) => usual });
+});
+
+M("a secret answered once another organization is shown names its own in the dialog's title (a reviewer's case: nothing said whose credential it was)", async (ctx) => {
+  const { page, base } = ctx.e;
+  const other = (await ctx.e.call('POST', `${ID}/orgs`, { token: ctx.token, body: { name: 'Elsewhere Org' } })).body.id as string;
+  await lateSecrets(ctx, { account: 'Far sync', url: 'https://hooks.example.test/far' }, {
+    // Back, then the switcher to another organization, before the answer
+    away: async () => {
+      await page.getByLabel('Organization').selectOption(other);
+      await page.waitForURL(`${base}/orgs/${other}/ledgers`);
+      await page.getByRole('heading', { level: 1, name: 'Ledgers' }).waitFor();
+    },
+    at: `/orgs/${other}/ledgers`,
+    title: (usual) => `${usual} in Second Org`,
+  });
 });
 
 M.run();

@@ -4,7 +4,7 @@ import { Fragment, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, ID, listAll, onForbidden, onSession, resume, signOut, type Principal } from './api.ts';
 import { lastNavigation, match, navigate, useLocation } from './router.ts';
-import { ErrorBox, lastOrgKey, Link, Loading, SecretHost, Session, useChoice, useSecretHost, useSession, type Org, type SessionState } from './ui.tsx';
+import { ErrorBox, lastOrgKey, Link, Loading, orgOfPath, SecretHost, Session, useChoice, useSecretHost, useSession, type Org, type SessionState } from './ui.tsx';
 import { SignIn } from './pages/signin.tsx';
 import { Home } from './pages/home.tsx';
 import { Ledgers } from './pages/ledgers.tsx';
@@ -136,8 +136,7 @@ function Shell(props: { fromSignIn: boolean }) {
   const loc = useLocation();
   const session = useSession();
   const user = session.principal.user;
-  const orgMatch = /^\/orgs\/(o_[^/]+)/.exec(loc.path);
-  const orgId = orgMatch?.[1];
+  const orgId = orgOfPath(loc.path);
   const org = session.orgs.find((o) => o.id === orgId);
   const [menu, setMenu] = useState(false);
   const menuButton = useRef<HTMLButtonElement>(null);

@@ -3,7 +3,7 @@ import type { AnchorHTMLAttributes, ComponentChildren } from 'preact';
 import { createContext, Fragment } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type Principal, type Role } from './api.ts';
-import { navigate } from './router.ts';
+import { navigate, useLocation } from './router.ts';
 
 // ── text ──────────────────────────────────────────────────────────────────
 /**
@@ -39,6 +39,20 @@ export function useSession(): SessionState {
   const s = useContext(Session);
   if (!s) throw new Error('useSession outside a session');
   return s;
+}
+/** The organization whose page `path` is (`/orgs/o_…/…`), if any. */
+export const orgOfPath = (path: string): string | undefined => /^\/orgs\/(o_[^/]+)/.exec(path)?.[1];
+/**
+ * The name of organization `orgId` while the page shown is not one of its own (another
+ * organization's, or none: the account page), else undefined: for what is shown over whatever page
+ * is open (a secret's dialog, useShowSecret), which then has to say whose it is — the header names
+ * the other one (a reviewer's case).
+ */
+export function useOrgNameElsewhere(orgId: string): string | undefined {
+  const s = useSession();
+  const { path } = useLocation();
+  if (orgOfPath(path) === orgId) return undefined;
+  return s.orgs.find((o) => o.id === orgId)?.name ?? 'another organization';
 }
 const RANK: Record<Role, number> = { viewer: 1, editor: 2, admin: 3 };
 export const atLeast = (role: Role | undefined, need: Role) => role !== undefined && RANK[role] >= RANK[need];

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ID, listAll, type Role } from '../api.ts';
-import { Async, Confirm, Dialog, Empty, Field, fieldErrors, FormError, Notice, PageHead, SecretOnce, Time, useAction, useRequest, useRole, useShowSecret } from '../ui.tsx';
+import { Async, Confirm, Dialog, Empty, Field, fieldErrors, FormError, Notice, PageHead, SecretOnce, Time, useAction, useOrgNameElsewhere, useRequest, useRole, useShowSecret } from '../ui.tsx';
 
 interface ServiceAccount {
   id: string;
@@ -92,7 +92,7 @@ export function ServiceAccounts(props: { orgId: string }) {
           onClose={() => setCreating(false)}
           onDone={(sa) => {
             setCreating(false);
-            showSecret((close) => <SecretDialog sa={sa} rotated={false} onClose={close} />);
+            showSecret((close) => <SecretDialog orgId={orgId} sa={sa} rotated={false} onClose={close} />);
             req.reload();
           }}
         />
@@ -104,7 +104,7 @@ export function ServiceAccounts(props: { orgId: string }) {
           onClose={() => setRotating(undefined)}
           onConfirm={async () => {
             const sa = await api<WithSecret>('POST', `${ID}/orgs/${orgId}/service-accounts/${rotating.id}/rotate`);
-            showSecret((close) => <SecretDialog sa={sa} rotated onClose={close} />);
+            showSecret((close) => <SecretDialog orgId={orgId} sa={sa} rotated onClose={close} />);
             req.reload();
             return true;
           }}
@@ -132,11 +132,16 @@ export function ServiceAccounts(props: { orgId: string }) {
   );
 }
 
-/** The new or rotated secret of a service account, shown once (by the shell: useShowSecret). */
-function SecretDialog(props: { sa: WithSecret; rotated: boolean; onClose: () => void }) {
+/**
+ * The new or rotated secret of a service account, shown once (by the shell: useShowSecret) over
+ * any page: over one not of its organization, its title names the organization.
+ */
+function SecretDialog(props: { orgId: string; sa: WithSecret; rotated: boolean; onClose: () => void }) {
   const { sa, rotated } = props;
+  const org = useOrgNameElsewhere(props.orgId);
+  const title = rotated ? `New secret for ${sa.name}` : `${sa.name} is ready`;
   return (
-    <Dialog title={rotated ? `New secret for ${sa.name}` : `${sa.name} is ready`} onClose={props.onClose} wide backCloses>
+    <Dialog title={org ? `${title} in ${org}` : title} onClose={props.onClose} wide backCloses>
       <SecretOnce
         label="client secret"
         value={sa.clientSecret}

@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, LEDGER, listAll, type ApiError } from '../api.ts';
 import { navigate, setQuery, takeNotice, useLocation } from '../router.ts';
-import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, Time, useAction, useMounted, useRequest, useRole, useShowSecret, type Request } from '../ui.tsx';
+import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, Time, useAction, useMounted, useOrgNameElsewhere, useRequest, useRole, useShowSecret, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
 // Webhooks of an organization (SPEC §6, docs/webhooks.md), on the real API of src/webhooks/routes.ts:
@@ -179,7 +179,7 @@ function WebhookList(props: { orgId: string }) {
           onSaved={(w) => {
             setCreating(false);
             setNotice(undefined);
-            showSecret((close) => <SecretDialog title="Webhook created" w={w as WithSecret} onClose={close} />);
+            showSecret((close) => <SecretDialog title="Webhook created" orgId={orgId} w={w as WithSecret} onClose={close} />);
             req.reload();
           }}
         />
@@ -640,6 +640,7 @@ function WebhookActions(props: {
             showSecret((close) => (
               <SecretDialog
                 title="New signing secret"
+                orgId={props.orgId}
                 w={rotated}
                 onClose={() => {
                   close();
@@ -738,9 +739,11 @@ function PingOutcome(props: { state: PingState | undefined }) {
   );
 }
 
-function SecretDialog(props: { title: string; w: WithSecret; onClose: () => void }) {
+/** A webhook's new or rotated signing secret, shown once by the shell over any page: over one not of its organization, its title names the organization. */
+function SecretDialog(props: { title: string; orgId: string; w: WithSecret; onClose: () => void }) {
+  const org = useOrgNameElsewhere(props.orgId);
   return (
-    <Dialog title={props.title} onClose={props.onClose} wide backCloses>
+    <Dialog title={org ? `${props.title} in ${org}` : props.title} onClose={props.onClose} wide backCloses>
       <p class="muted break">
         Webhook <span class="mono">{props.w.url}</span>
       </p>
