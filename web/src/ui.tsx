@@ -555,6 +555,17 @@ export function Confirm(props: { title: string; children: ComponentChildren; con
   );
 }
 
+/** The one way out of a dialog that shows a secret once: the user says it is stored. */
+export function SecretStored(props: { onClose: () => void }) {
+  return (
+    <div class="actions">
+      <button type="button" onClick={props.onClose}>
+        I have stored the secret
+      </button>
+    </div>
+  );
+}
+
 /** A secret shown exactly once, with a copy button and a warning; `why` says why it cannot be shown again. */
 export function SecretOnce(props: { label: string; value: string; extra?: ComponentChildren; why?: string }) {
   const [copied, setCopied] = useState<'yes' | 'no' | undefined>();

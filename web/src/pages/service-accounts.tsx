@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ID, listAll, type Role } from '../api.ts';
-import { Async, Confirm, Dialog, Empty, Field, fieldErrors, FormError, Notice, PageHead, SecretOnce, Time, useAction, useOrgNameElsewhere, useRequest, useRole, useShowSecret } from '../ui.tsx';
+import { Async, Confirm, Dialog, Empty, Field, fieldErrors, FormError, Notice, PageHead, SecretOnce, SecretStored, Time, useAction, useOrgNameElsewhere, useRequest, useRole, useShowSecret } from '../ui.tsx';
 
 interface ServiceAccount {
   id: string;
@@ -164,11 +164,7 @@ Content-Type: application/json
           The answer holds an access token, good for the number of seconds its <code>expiresIn</code> says, and a refresh token. API documentation: /api/identity/v1/openapi.json and /api/ledger/v1/openapi.json.
         </p>
       </details>
-      <div class="actions">
-        <button type="button" onClick={props.onClose}>
-          I have stored the secret
-        </button>
-      </div>
+      <SecretStored onClose={props.onClose} />
     </Dialog>
   );
 }

@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, LEDGER, listAll, type ApiError } from '../api.ts';
 import { navigate, setQuery, takeNotice, useLocation } from '../router.ts';
-import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, Time, useAction, useMounted, useOrgNameElsewhere, useRequest, useRole, useShowSecret, type Request } from '../ui.tsx';
+import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, SecretStored, Time, useAction, useMounted, useOrgNameElsewhere, useRequest, useRole, useShowSecret, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
 // Webhooks of an organization (SPEC §6, docs/webhooks.md), on the real API of src/webhooks/routes.ts:
@@ -759,11 +759,7 @@ const expected = createHmac('sha256', SECRET).update(\`\${t}.\`).update(rawBody)
 const ok = timingSafeEqual(expected, Buffer.from(v1, 'hex'))
   && Math.abs(Date.now() / 1000 - Number(t)) < 300;`}</pre>
       </details>
-      <div class="actions">
-        <button type="button" onClick={props.onClose}>
-          I have stored the secret
-        </button>
-      </div>
+      <SecretStored onClose={props.onClose} />
     </Dialog>
   );
 }
