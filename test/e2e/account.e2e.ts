@@ -16,6 +16,16 @@ const FIRST = 'first password of paula';
 const SECOND = 'second password of paula';
 const THIRD = 'third password of paula';
 
+/** Opens the account page, fills its form to change `from` to `to` and sends it (`before` runs right before the click). */
+async function changePassword(e: E2E, from: string, to: string, before?: () => Promise<void>): Promise<void> {
+  await e.page.goto(`${e.base}/account`);
+  await e.page.getByLabel('Current password', { exact: true }).fill(from);
+  await e.page.getByLabel('New password', { exact: true }).fill(to);
+  await e.page.getByLabel('Confirm the new password').fill(to);
+  await before?.(); // (after the page's own start, which refreshes its session too)
+  await e.page.getByRole('button', { name: 'Change password' }).click();
+}
+
 const A = suite<Ctx>('web application: the account page and a password change');
 A.before(async (ctx) => {
   // three wrong current passwords lock the account (10 by default): the throttle's message is tested too
@@ -144,14 +154,7 @@ A('should the session end after the change all the same, the page signs in again
 A('a refresh that fails after the change (not an ended session) leaves the change said as made, with a note, never as a failure', async (ctx) => {
   const { page, base } = ctx.e;
   const FOURTH = 'fourth passphrase of paula';
-  const change = async (from: string, to: string, before?: () => Promise<void>) => {
-    await page.goto(`${base}/account`);
-    await page.getByLabel('Current password', { exact: true }).fill(from);
-    await page.getByLabel('New password', { exact: true }).fill(to);
-    await page.getByLabel('Confirm the new password').fill(to);
-    await before?.(); // (after the page's own start, which refreshes its session too)
-    await page.getByRole('button', { name: 'Change password' }).click();
-  };
+  const change = (from: string, to: string, before?: () => Promise<void>) => changePassword(ctx.e, from, to, before);
   let failedOnce = false;
   // the refresh after the change fails once, as a server too busy to answer would
   const failRefresh = async () => {
@@ -226,11 +229,7 @@ A('a change answered after the page was left does not open the account page over
   }
   assert.ok((await apiToken(ctx.e, EMAIL, FIFTH)).length > 0, 'changed all the same');
   // back to the password the next test starts from
-  await page.goto(`${base}/account`);
-  await page.getByLabel('Current password', { exact: true }).fill(FIFTH);
-  await page.getByLabel('New password', { exact: true }).fill(THIRD);
-  await page.getByLabel('Confirm the new password').fill(THIRD);
-  await page.getByRole('button', { name: 'Change password' }).click();
+  await changePassword(ctx.e, FIFTH, THIRD);
   await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
 });
 
@@ -273,11 +272,7 @@ A('should signing in again fail too, the sign-in page already shown says the pas
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).first().waitFor();
   // back to the password the next test starts from
-  await page.goto(`${base}/account`);
-  await page.getByLabel('Current password', { exact: true }).fill(SIXTH);
-  await page.getByLabel('New password', { exact: true }).fill(THIRD);
-  await page.getByLabel('Confirm the new password').fill(THIRD);
-  await page.getByRole('button', { name: 'Change password' }).click();
+  await changePassword(ctx.e, SIXTH, THIRD);
   await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();
 });
 
