@@ -271,6 +271,9 @@ A('should signing in again fail too, the sign-in page already shown says the pas
   await page.getByLabel('Password').fill(SIXTH);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).first().waitFor();
+  // and leads back to the account page, as after any ended session (it led to the start page)
+  await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+  assert.is(new URL(page.url()).pathname, '/account');
   // back to the password the next test starts from
   await changePassword(ctx.e, SIXTH, THIRD);
   await page.getByRole('status').filter({ hasText: 'Your password was changed.' }).waitFor();

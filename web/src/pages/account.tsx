@@ -68,8 +68,9 @@ export function Account() {
         await signIn(user.email, password);
       } catch {
         // this page is gone (the session ended): the sign-in page, shown by then, says it (not
-        // CHANGED, whose "this one stays signed in" it contradicts)
-        if (stayed) navigate('/signin', { replace: true, state: { notice: 'Your password was changed. Sign in with the new password.' } });
+        // CHANGED, whose "this one stays signed in" it contradicts), and leads back here after, as
+        // after any ended session (it led to the start page)
+        if (stayed) navigate(`/signin?next=${encodeURIComponent('/account')}`, { replace: true, state: { notice: 'Your password was changed. Sign in with the new password.' } });
         return;
       }
       if (stayed) navigate('/account', { replace: true, state: { notice: CHANGED } });
