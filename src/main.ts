@@ -1,7 +1,13 @@
 #!/usr/bin/env node
-// The program's entry point: the only module that touches process-wide state (argv, exit, signals
-// are handled by the commands it dispatches to).
+// The program's entry point: the only module that touches process-wide state (argv, exit; signals
+// are handled by the commands it dispatches to, but for SIGUSR1, below).
 import { runCli } from './cli/index.ts';
+
+// SIGUSR1 would open Node's debugger on 127.0.0.1:9229, and any user of the machine could run code
+// there as this process: read the signing keys, forge a superuser's token (an operator tester's
+// case: `kill -USR1`, as nginx reopens its logs). A listener of our own keeps it shut, in the
+// executable as from source; the signal does nothing else.
+process.on('SIGUSR1', () => {});
 
 process.on('unhandledRejection', (reason) => {
   process.stderr.write(`contact-ledger: unhandled rejection: ${reason instanceof Error ? reason.stack : String(reason)}\n`);

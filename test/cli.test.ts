@@ -35,6 +35,28 @@ C('the program runs from its TypeScript source as `npm start` runs it (the other
   assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
 });
 
+C("SIGUSR1 opens no debugger: Node would listen on 127.0.0.1:9229 for any user of the machine to run code as the server (an operator tester's case); the server serves on, and SIGTERM stops it", async () => {
+  const s = await serve({ CONTACT_LEDGER_DATA: tempDir(), CONTACT_LEDGER_ADMIN_EMAIL: 'usr1@example.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'a usr1 run passphrase' });
+  s.child.kill('SIGUSR1');
+  // a sign-in after the signal: a whole round trip through the event loop that took it
+  const r = await request(`http://127.0.0.1:${s.port}`, 'POST', `${ID}/session`, { body: { grantType: 'password', email: 'usr1@example.test', password: 'a usr1 run passphrase' } });
+  assert.is(r.status, 200, 'still serving');
+  s.child.kill('SIGTERM');
+  assert.is(await s.exit, 0, s.stderr().slice(-2000));
+  assert.not.match(s.stderr(), /Debugger listening/);
+});
+
+C("SIGHUP stops the server in order, as SIGTERM does, with exit status 129: under the systemd unit's Restart=on-failure it starts again, its configuration read anew (a SIGHUP death counted as a clean stop and left the service down; an operator tester's case)", async () => {
+  const data = tempDir();
+  const s = await serve({ CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'hup@example.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'a hup run passphrase' });
+  s.child.kill('SIGHUP');
+  assert.is(await s.exit, 129, s.stderr().slice(-2000));
+  const said = s.stdout().split('\n').filter(Boolean).map((l) => JSON.parse(l).msg as string);
+  assert.ok(said.some((m) => /^shutting down \(SIGHUP: the configuration is read only at start/.test(m)), said.join('\n'));
+  assert.ok(said.includes('stopped'), 'the shutdown ran to its end');
+  assert.not.ok(existsSync(join(data, 'contact-ledger.lock')), 'the lock released');
+});
+
 C('--help, version, an unknown command and a configuration error load no module of the server (storage, HTTP, services): commands load their code when they run', () => {
   // a module hook that names every source module the program loads
   const hook = join(tempDir(), 'hook.mjs');
