@@ -54,10 +54,10 @@ async function stopWhenThere(args: string[], env: Record<string, string>, file: 
 /** Files in `dir` whose names start with a dot (partial copies and the like). */
 const dotFiles = (dir: string) => readdirSync(dir).filter((n) => n.startsWith('.'));
 
-C('backup <file> stopped by SIGINT or SIGTERM: exit 1, "interrupted" on one line, and no partial file left beside the target', async () => {
-  // A tester's case: SIGINT exited 130 without a word and left .b.db.partial (65 MB) and its -journal, which nothing removes.
+C('backup <file> stopped by SIGINT, SIGTERM or SIGHUP (a closed terminal): exit 1, "interrupted" on one line, and no partial file left beside the target', async () => {
+  // A tester's case: SIGINT exited 130 without a word and left .b.db.partial (65 MB) and its -journal, which nothing removes; so did SIGHUP (an operator tester's case)
   const { data } = await bigDataFolder();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     const out = tempDir();
     const dest = join(out, 'b.db');
     const r = await stopWhenThere(['backup', dest], { CONTACT_LEDGER_DATA: data }, join(out, '.b.db.partial'), sig);

@@ -19,7 +19,7 @@ const C = operatorSuite('commands interrupted');
  * pending with no lease, its progress (`progressSql` of its id) between none and `total` and as
  * reported. Returns the job id.
  */
-async function interrupt(data: string, env: Record<string, string>, args: string[], sig: 'SIGINT' | 'SIGTERM', started: RegExp, said: RegExp, progressSql: string, total: number): Promise<string> {
+async function interrupt(data: string, env: Record<string, string>, args: string[], sig: 'SIGINT' | 'SIGTERM' | 'SIGHUP', started: RegExp, said: RegExp, progressSql: string, total: number): Promise<string> {
   const child = spawn(process.execPath, [MAIN, ...args], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d));
@@ -66,13 +66,14 @@ async function finished(data: string, ids: string[], sql: string): Promise<unkno
   }
 }
 
-C('import <file> with no server running: SIGINT or SIGTERM hands the job back with its progress and releases the folder; the server finishes it, every row once', async () => {
+C('import <file> with no server running: SIGINT, SIGTERM or SIGHUP (a closed terminal) hands the job back with its progress and releases the folder; the server finishes it, every row once', async () => {
   const { data, env, s, orgId, ledgerId } = await serverWithLedger();
   await stop(s);
   // enough rows that the signal, sent at the first progress line, lands well before the end
   const ROWS = 20_000;
   const ids: string[] = [];
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  for (const sig of signals) {
     const file = join(tempDir(), `${sig}.csv`);
     writeFileSync(file, csv(ROWS).replaceAll(',ref-', `,${sig}-`)); // reference ids of its own: none a duplicate of the other file's
     const said = new RegExp(`(imp_[0-9a-z]+): interrupted after (\\d+) of ${ROWS} rows; the job keeps its progress and the server finishes it when it starts`);
@@ -82,7 +83,7 @@ C('import <file> with no server running: SIGINT or SIGTERM hands the job back wi
   assert.equal(done, ids.map(() => ({ status: 'completed', imported: ROWS, duplicates: 0, invalid: 0 })));
   const db = new Database(join(data, 'contact-ledger.db'), { readonly: true });
   try {
-    assert.is(db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId), 2 * ROWS, 'every row once');
+    assert.is(db.prepare('SELECT count(*) FROM contacts WHERE ledger_id = ?').pluck().get(ledgerId), signals.length * ROWS, 'every row once');
   } finally {
     db.close();
   }

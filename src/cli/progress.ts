@@ -46,7 +46,14 @@ export function progress(io: Io, label: string, opts: { lineEveryMs?: number } =
   };
 }
 
-/** Resolves when SIGINT or SIGTERM arrives, and `fired` says whether one has (the listeners are removed by `dispose`). */
+/**
+ * The signals that stop a command or the server in order: Ctrl-C, a service manager's stop, and a
+ * terminal or session that closed (SIGHUP: by default it killed them with nothing let go — the
+ * lock, a backup's partial file, an import's job not handed back; an operator tester's case).
+ */
+export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Resolves when one of STOP_SIGNALS arrives, and `fired` says whether one has (the listeners are removed by `dispose`). */
 export function interrupted(): { signal: Promise<NodeJS.Signals>; readonly fired: boolean; dispose(): void } {
   let on: ((s: NodeJS.Signals) => void) | undefined;
   let fired = false;
@@ -55,8 +62,7 @@ export function interrupted(): { signal: Promise<NodeJS.Signals>; readonly fired
       fired = true;
       resolve(s);
     };
-    process.once('SIGINT', on);
-    process.once('SIGTERM', on);
+    for (const s of STOP_SIGNALS) process.once(s, on);
   });
   return {
     signal,
@@ -64,8 +70,7 @@ export function interrupted(): { signal: Promise<NodeJS.Signals>; readonly fired
       return fired;
     },
     dispose() {
-      process.off('SIGINT', on!);
-      process.off('SIGTERM', on!);
+      for (const s of STOP_SIGNALS) process.off(s, on!);
     },
   };
 }

@@ -10,21 +10,28 @@ import { StartupError } from '../storage/db.ts';
 import { BUILT_FROM, VERSION } from '../version.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Io, type ParsedArgs } from './command.ts';
 import { refuseInsideInstallation } from './common.ts';
+import { STOP_SIGNALS } from './progress.ts';
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
-/** Resolves with the first of SIGTERM / SIGINT. */
+/** Resolves with the first of STOP_SIGNALS. */
 function shutdownSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     const on = (sig: NodeJS.Signals) => {
-      process.off('SIGTERM', on);
-      process.off('SIGINT', on);
+      for (const s of STOP_SIGNALS) process.off(s, on);
       resolve(sig);
     };
-    process.on('SIGTERM', on);
-    process.on('SIGINT', on);
+    for (const s of STOP_SIGNALS) process.on(s, on);
   });
 }
+
+/**
+ * The exit status after a stop by SIGHUP: the one a death by it gives (128 + 1), but after the
+ * shutdown in order. Not 0: systemd counts a SIGHUP death as a clean stop, and the unit's
+ * Restart=on-failure left the service down after a `kill -HUP` (a reload by habit); with this
+ * status it starts the server again, which reads its configuration anew (an operator tester's case).
+ */
+const EXIT_HANGUP = 129;
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -194,7 +201,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   }
 
   const signal = await stopRequested;
-  log.info({ signal }, 'shutting down');
+  log.info({ signal }, signal === 'SIGHUP' ? `shutting down (SIGHUP: the configuration is read only at start; the exit status ${EXIT_HANGUP} lets a service manager that restarts on failure start it again)` : 'shutting down');
   rt.state.shuttingDown = true;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   // Connections without a request in flight close now; the others once their answer is out.
@@ -214,5 +221,5 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   await rt.close();
   log.info('stopped');
   log.flush();
-  return timedOut ? EXIT_FAILURE : EXIT_OK;
+  return timedOut ? EXIT_FAILURE : signal === 'SIGHUP' ? EXIT_HANGUP : EXIT_OK;
 }
