@@ -224,6 +224,30 @@ B('BACKUP_CRON writes online backups into <data>/backups and BACKUP_KEEP keeps t
   }
 });
 
+B("a scheduled backup named ahead of the clock (written while it ran ahead) is pruned first, not each new backup; its time does not count as the last success (an operator tester's case)", async () => {
+  const dataDir = tempDir();
+  const dir = join(dataDir, 'backups');
+  mkdirSync(dir, { recursive: true });
+  const ahead = join(dir, 'scheduled-20991202T030000000Z.db');
+  copyFileSync(join(import.meta.dirname, '..', 'package.json'), ahead); // its content is not read
+  const future = new Date('2099-12-02T03:00:00Z');
+  utimesSync(ahead, future, future);
+  const t = await startApp({ clock: systemClock, dataDir, config: { backupCron: '0 0 3 1 1 *', backupKeep: 1 } });
+  try {
+    const root = (await signInRoot(t)).accessToken;
+    const lastSuccess = async () => metric((await t.call('GET', '/metrics', { token: root })).text, 'contact_ledger_backup_last_success_timestamp_seconds');
+    assert.ok(((await lastSuccess()) ?? 0) < Date.now() / 1000, 'the file dated 2099 is no success');
+    assert.ok(await t.rt.scheduler.runNow('backup'));
+    const kept = readdirSync(dir).filter((f) => f.startsWith('scheduled-'));
+    assert.is(kept.length, 1, kept.join(', '));
+    assert.match(kept[0]!, /^scheduled-20\d\d/);
+    assert.is.not(kept[0], 'scheduled-20991202T030000000Z.db', 'the new backup is kept, the one named ahead pruned');
+    assert.ok(!existsSync(ahead));
+  } finally {
+    await t.close();
+  }
+});
+
 B('a database behind this version is backed up before it is migrated; nothing else is backed up', async () => {
   const dir = tempDir();
   const migrations = loadMigrations(paths.migrations);

@@ -1,5 +1,5 @@
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { backupTo, fileStamp, pruneBackups } from '../storage/backup.ts';
@@ -35,7 +35,7 @@ export function createScheduledBackups(d: {
   const lastOk = d.metrics.gauge({ name: 'contact_ledger_backup_last_success_timestamp_seconds', help: 'When the last scheduled backup completed (Unix time).' });
   // from the newest scheduled backup on disk: 0 after every restart made an alert on its age fire
   // until the next backup, up to a day later (a tester's case)
-  const newest = lastScheduledBackupAt(d.dir);
+  const newest = lastScheduledBackupAt(d.dir, d.clock.now());
   if (newest !== undefined) lastOk.set(newest / 1000);
   return {
     /** Takes one backup now; logs and counts a failure instead of throwing. Returns the file. */
@@ -46,7 +46,7 @@ export function createScheduledBackups(d: {
         mkdirSync(d.dir, { recursive: true, mode: 0o700 });
         const copy = () => backupTo(d.db.raw, file);
         const { bytes, restarts } = await d.pauseOtherWriters(copy);
-        const pruned = pruneBackups(d.dir, SCHEDULED_BACKUP, d.keep);
+        const pruned = pruneBackups(d.dir, SCHEDULED_BACKUP, d.keep, basename(file));
         outcomes.inc({ outcome: 'ok' });
         lastOk.set(d.clock.now() / 1000);
         d.log.info({ file, bytes, restarts, ms: d.clock.now() - started, pruned }, 'scheduled backup written');
@@ -60,8 +60,12 @@ export function createScheduledBackups(d: {
   };
 }
 
-/** When the newest scheduled backup in `dir` was completed (its file's last write, epoch ms), if there is one. */
-function lastScheduledBackupAt(dir: string): number | undefined {
+/**
+ * When the newest scheduled backup in `dir` was completed (its file's last write, epoch ms), if
+ * there is one. A file dated after `now` (written while the clock was ahead) is not counted: its
+ * time says nothing of how old it is, and it made an alert on the backups' age impossible.
+ */
+function lastScheduledBackupAt(dir: string, now: number): number | undefined {
   let newest: number | undefined;
   let names: string[];
   try {
@@ -72,7 +76,7 @@ function lastScheduledBackupAt(dir: string): number | undefined {
   for (const name of names) {
     if (!SCHEDULED_BACKUP.test(name)) continue;
     const at = statSync(join(dir, name), { throwIfNoEntry: false })?.mtimeMs;
-    if (at !== undefined && (newest === undefined || at > newest)) newest = at;
+    if (at !== undefined && at <= now && (newest === undefined || at > newest)) newest = at;
   }
   return newest;
 }

@@ -290,17 +290,21 @@ export function checkDatabaseFile(path: string, latest: number, opts: { name?: s
   }
 }
 
-/** Deletes the oldest files of `dir` whose names match `pattern` until `keep` remain. Returns what it deleted. */
-export function pruneBackups(dir: string, pattern: RegExp, keep: number): string[] {
+/** Deletes the oldest files of `dir` whose names match `pattern` until `keep` remain; `written` is the newest, just written. Returns what it deleted. */
+export function pruneBackups(dir: string, pattern: RegExp, keep: number, written: string): string[] {
   let names: string[];
   try {
     names = readdirSync(dir).filter((n) => pattern.test(n));
   } catch {
     return [];
   }
-  // The names carry a sortable UTC time stamp: newest last.
-  names.sort();
-  const doomed = names.slice(0, Math.max(0, names.length - keep));
+  // The names carry a sortable UTC time stamp: newest last. A name after the one just written was
+  // written while the clock was ahead, so it is older than that one: it goes first. Sorted by name
+  // alone, a backup named a year ahead stayed the newest, and with BACKUP_KEEP=1 each new backup
+  // was deleted as soon as it was written (an operator tester's case).
+  const ahead = names.filter((n) => n > written).sort();
+  const inOrder = [...ahead, ...names.filter((n) => n <= written).sort()];
+  const doomed = inOrder.slice(0, Math.max(0, inOrder.length - keep));
   for (const n of doomed) rmSync(join(dir, n), { force: true });
   return doomed;
 }
