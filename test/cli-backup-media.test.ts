@@ -119,9 +119,18 @@ C('a backup this user may not read is refused on one line, nothing changed (a re
   const before = sha(join(data, 'contact-ledger.db'));
   chmodSync(closed, 0o755);
   const r = asNobody(['restore', backup]);
-  assert.is(r.status, 1, r.stderr);
-  assert.match(r.stderr, /^contact-ledger restore: refused: cannot read .*b\.db.*\. Nothing was changed\.\n$/);
+  // as a closed folder is: a usage error (2) saying permission denied, not "unable to open database file" with exit 1 (an operator tester's case)
+  assert.is(r.status, 2, r.stderr);
+  assert.ok(r.stderr.startsWith(`contact-ledger restore: ${backup}: permission denied: run the command as a user who may read it`), r.stderr);
   assert.is(sha(join(data, 'contact-ledger.db')), before);
+  // and so for the files import and feed read (a raw EACCES, exit 1)
+  for (const [args, file] of [[['import', 'o_x', 'l_x'], 'rows.csv'], [['feed'], 'people.jsonl']] as const) {
+    const path = join(closed, file);
+    writeFileSync(path, 'name,company\n', { mode: 0o600 });
+    const refused = asNobody([...args, path]);
+    assert.is(refused.status, 2, refused.stderr);
+    assert.ok(refused.stderr.startsWith(`contact-ledger ${args[0]}: ${path}: permission denied: run the command as a user who may read it`), refused.stderr);
+  }
 });
 
 C.run();

@@ -69,7 +69,12 @@ export function requireFile(file: string): void {
     // a folder on the way this user may not enter: not "does not exist" (a review's case)
     if ((err as NodeJS.ErrnoException).code === 'EACCES') throw permissionDenied(file);
   }
-  if (stat?.isFile()) return;
+  // a file this user may not read (root's 0600 backup, restored as the service user): the same
+  // usage error, not "unable to open database file" or a raw EACCES with exit 1 (an operator tester's case)
+  if (stat?.isFile()) {
+    if (!mayAccess(file, constants.R_OK)) throw permissionDenied(file);
+    return;
+  }
   if (file.includes('\uFFFD')) throw new UsageError(`${file}: the file name is not UTF-8, and this program can only open files by UTF-8 names; rename the file (e.g. with convmv) and try again`);
   throw new UsageError(existsSync(file) ? `${file} is not a file` : `${file} does not exist`);
 }
