@@ -214,7 +214,8 @@ const authUrl: Parse<string> = (raw, name) => {
   return full ? `${full.origin}${path}` : path;
 };
 const logLevel: Parse<LogLevel> = (raw, name) => {
-  if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  // quoted as JSON: a carriage return left by an environment file saved on Windows is shown (\r), not "info" (an operator tester's case)
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
   return raw as LogLevel;
 };
 const cronExpr: Parse<string | undefined> = (raw, name) => {
@@ -222,7 +223,10 @@ const cronExpr: Parse<string | undefined> = (raw, name) => {
   if (!cron.validate(raw)) throw new ConfigError(`${name} must be a cron expression such as "0 3 * * *", got "${raw}"`);
   return raw;
 };
-const secretToken: Parse<string | undefined> = (raw, name) => {
+const secretToken: Parse<string | undefined> = (given, name) => {
+  // a token holds no white space: what surrounds it in its file (a blank line after it, spaces) is
+  // the file's, as Prometheus's own token files are read (an operator tester's refused METRICS_TOKEN_FILE)
+  const raw = given.trim();
   if (raw === '') return undefined;
   // a bearer token is sent as RFC 6750's token68: letters, digits and - . _ ~ + / (then any '=')
   if (raw.length < 16 || !/^[A-Za-z0-9._~+/-]+=*$/.test(raw)) {

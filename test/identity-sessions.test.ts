@@ -4,6 +4,7 @@ import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import bcrypt from 'bcryptjs';
 import type { ManualClock } from '../src/clock.ts';
@@ -539,6 +540,12 @@ S('password hashes are bcrypt at the configured cost; the default cost is 12 (A1
   // METRICS_TOKEN is a bearer token: only characters a bearer token can carry (RFC 6750 token68)
   assert.throws(() => loadConfig({ METRICS_TOKEN: 'Sup3r!Secret#Token@2026' }), /METRICS_TOKEN must be at least 16 characters of/);
   assert.is(loadConfig({ METRICS_TOKEN: 'abc-DEF_123.456~+/xyz==' }).metricsToken, 'abc-DEF_123.456~+/xyz==');
+  // a token file with a blank line after it or spaces around it: the token, as Prometheus reads such files (an operator tester's case)
+  const tokenFile = join(tempDir(), 'metrics-token');
+  writeFileSync(tokenFile, '  abc-DEF_123.456~+/xyz==\n\n');
+  assert.is(loadConfig({ METRICS_TOKEN_FILE: tokenFile }).metricsToken, 'abc-DEF_123.456~+/xyz==');
+  // a carriage return from a file saved on Windows is shown, not hidden in "info"
+  assert.throws(() => loadConfig({ LOG_LEVEL: 'info\r' }), (e: Error) => e.message === 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "info\\r"');
   // BASE_URL is written as links are made from it: no slash at its end, the host as URLs write it
   assert.is(loadConfig({ BASE_URL: ' https://Contacts.Example.org/ledger/ ' }).baseUrl, 'https://contacts.example.org/ledger');
   assert.throws(() => loadConfig({ BASE_URL: 'https://x.example/?q=1' }), /without a query, fragment or credentials/);
