@@ -57,6 +57,28 @@ C("SIGHUP stops the server in order, as SIGTERM does, with exit status 129: unde
   assert.not.ok(existsSync(join(data, 'contact-ledger.lock')), 'the lock released');
 });
 
+C("a second server or a restore from another PID namespace (another container on the same volume) is refused: the pid in the lock file names nobody there, and the kernel's lock on the folder decides (an operator tester's case: both served, and a restore lost a write)", async () => {
+  if (process.getuid?.() !== 0 || spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status !== 0) return; // needs root and unshare(1)
+  const data = tempDir();
+  const s = await serve({ CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'ns@example.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'a namespace passphrase' });
+  try {
+    const backup = join(tempDir(), 'b.db');
+    assert.is(run(['backup', backup], { CONTACT_LEDGER_DATA: data }).status, 0);
+    const inOtherNamespace = (args: string[]) =>
+      spawnSync('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, MAIN, ...args], { env: { ...baseEnv, CONTACT_LEDGER_DATA: data }, encoding: 'utf8', timeout: 60_000 });
+    for (const args of [['serve', '--port', '0'], ['restore', backup]]) {
+      const r = inOtherNamespace(args);
+      assert.is.not(r.status, 0, `${args[0]}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, /\(pid \d+ as its own PID namespace numbers it: another container, or a process this one cannot see\) is using the data folder/, `${args[0]}: ${r.stderr}`);
+    }
+    const r = await request(`http://127.0.0.1:${s.port}`, 'POST', `${ID}/session`, { body: { grantType: 'password', email: 'ns@example.test', password: 'a namespace passphrase' } });
+    assert.is(r.status, 200, 'the first server serves on, its database in place');
+  } finally {
+    s.child.kill('SIGTERM');
+  }
+  assert.is(await s.exit, 0, s.stderr().slice(-2000));
+});
+
 C('--help, version, an unknown command and a configuration error load no module of the server (storage, HTTP, services): commands load their code when they run', () => {
   // a module hook that names every source module the program loads
   const hook = join(tempDir(), 'hook.mjs');

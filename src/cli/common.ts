@@ -95,7 +95,7 @@ export async function openForCommand(io: Io, config: Readonly<Config>, instead: 
     return await openRuntime(config, { log: commandLogger(io, config), bootstrap: opts.bootstrap ?? false, onMigrated: sayMigrated(io) });
   } catch (err) {
     if (err instanceof DataDirLockedError) {
-      throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; ${instead}`, err.pid);
+      throw new DataDirLockedError(`a contact-ledger server or command (${err.holder}) is using the data folder ${config.dataDir}; ${instead}`, err.pid, err.holder);
     }
     throw err;
   }
@@ -214,7 +214,7 @@ export async function openExistingStorage(io: Io, config: Readonly<Config>, comm
     // `migrate` says it on stdout, as its result; another command (compact) beside its own
     return await openStorage(config, commandLogger(io, config), systemClock, command === 'migrate' ? undefined : sayMigrated(io));
   } catch (err) {
-    if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; ${whileLocked}`, err.pid);
+    if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a contact-ledger server or command (${err.holder}) is using the data folder ${config.dataDir}; ${whileLocked}`, err.pid, err.holder);
     throw err;
   }
 }

@@ -51,7 +51,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
     lock = lockDataDir(config.dataDir);
   } catch (err) {
     stop.dispose();
-    if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a contact-ledger server or command (pid ${err.pid}) is using the data folder ${config.dataDir}; stop it before restoring`, err.pid);
+    if (err instanceof DataDirLockedError) throw new DataDirLockedError(`a contact-ledger server or command (${err.holder}) is using the data folder ${config.dataDir}; stop it before restoring`, err.pid, err.holder);
     throw err;
   }
   try {

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { notPermitted, notPermittedCode } from './access-errors.ts';
-import { StartupError } from './db.ts';
+import { isBusyError, StartupError } from './db.ts';
 
 /**
  * One process per data folder: `<data>/contact-ledger.lock` holds the owner's pid (and, on Linux,
@@ -17,9 +18,12 @@ const held = new Set<string>();
 export class DataDirLockedError extends StartupError {
   override name = 'DataDirLockedError';
   readonly pid: number;
-  constructor(message: string, pid: number) {
+  /** Who holds the folder, as a message says it: `pid 123`, or more where this process cannot see it. */
+  readonly holder: string;
+  constructor(message: string, pid: number, holder = `pid ${pid}`) {
     super(message);
     this.pid = pid;
+    this.holder = holder;
   }
 }
 
@@ -180,9 +184,61 @@ const liveOther = (owner: Owner | undefined) => owner !== undefined && owner.pid
  * Files left by a process killed inside these few steps (`contact-ledger.lock.*`) are harmless.
  */
 export function lockDataDir(dataDir: string): DataLock {
-  return acquire(join(dataDir, 'contact-ledger.lock'), `the data folder ${dataDir}`, (owner) => {
-    throw new DataDirLockedError(`another contact-ledger (pid ${owner.pid}) is using the data folder ${dataDir}; stop it first`, owner.pid);
-  });
+  const file = join(dataDir, 'contact-ledger.lock');
+  if (held.has(file)) throw new StartupError(`the data folder ${dataDir} is already open in this process`);
+  const kernel = kernelLock(dataDir);
+  if (kernel === 'held') {
+    // held by a process this one cannot see: another container or PID namespace on the same folder
+    const owner = readLock(file);
+    const who = `${owner ? `pid ${owner.pid} as its own PID namespace numbers it` : 'a process of another PID namespace'}: another container, or a process this one cannot see`;
+    throw new DataDirLockedError(`another contact-ledger (${who}) is using the data folder ${dataDir}; stop it first`, owner?.pid ?? 0, who);
+  }
+  try {
+    const lock = acquire(file, `the data folder ${dataDir}`, (owner) => {
+      throw new DataDirLockedError(`another contact-ledger (pid ${owner.pid}) is using the data folder ${dataDir}; stop it first`, owner.pid);
+    });
+    return {
+      release() {
+        lock.release();
+        kernel?.close();
+      },
+    };
+  } catch (err) {
+    kernel?.close();
+    throw err;
+  }
+}
+
+/** The file whose lock the kernel holds for the data folder's owner (kernelLock). */
+export const KERNEL_LOCK_FILE = 'contact-ledger.lock.db';
+
+/**
+ * The data folder's lock as the kernel keeps it: an exclusive SQLite lock (fcntl) on
+ * `<data>/contact-ledger.lock.db`, held while the connection is open and let go by the kernel when
+ * the process ends, however it ends. The lock file's pid and start time say who holds the folder
+ * only within one PID namespace: a server in another container on the same volume looked dead, so a
+ * second server started beside the first, and a restore run from the host replaced the database
+ * under a running server, whose next acknowledged write was lost (an operator tester's case). File
+ * locks are the kernel's, the same in every namespace. 'held': another process holds it;
+ * undefined: this file system cannot lock (or the file cannot be made: the pid lock says why).
+ */
+function kernelLock(dataDir: string): Database.Database | 'held' | undefined {
+  let db: Database.Database | undefined;
+  try {
+    const file = join(dataDir, KERNEL_LOCK_FILE);
+    db = new Database(file, { timeout: 0 });
+    if (statSync(file).uid === process.getuid?.()) chmodSync(file, 0o600); // the owner's alone, as every file of the folder
+    db.pragma('journal_mode = MEMORY'); // its content is nothing to keep: no journal file beside it
+    db.pragma('locking_mode = EXCLUSIVE');
+    // a write takes the exclusive lock, which this locking mode keeps until the connection closes
+    db.exec('BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS holder (pid INTEGER); DELETE FROM holder;');
+    db.prepare('INSERT INTO holder VALUES (?)').run(process.pid);
+    db.exec('COMMIT');
+    return db;
+  } catch (err) {
+    db?.close();
+    return isBusyError(err) ? 'held' : undefined;
+  }
 }
 
 /**
