@@ -188,8 +188,9 @@ export function lockDataDir(dataDir: string): DataLock {
   if (held.has(file)) throw new StartupError(`the data folder ${dataDir} is already open in this process`);
   const kernel = kernelLock(dataDir);
   if (kernel === 'held') {
-    // held by a process this one cannot see: another container or PID namespace on the same folder
     const owner = readLock(file);
+    if (liveOther(owner)) throw new DataDirLockedError(`another contact-ledger (pid ${owner!.pid}) is using the data folder ${dataDir}; stop it first`, owner!.pid);
+    // held by a process this one cannot see: another container or PID namespace on the same folder
     const who = `${owner ? `pid ${owner.pid} as its own PID namespace numbers it` : 'a process of another PID namespace'}: another container, or a process this one cannot see`;
     throw new DataDirLockedError(`another contact-ledger (${who}) is using the data folder ${dataDir}; stop it first`, owner?.pid ?? 0, who);
   }
@@ -223,10 +224,24 @@ export const KERNEL_LOCK_FILE = 'contact-ledger.lock.db';
  * undefined: this file system cannot lock (or the file cannot be made: the pid lock says why).
  */
 function kernelLock(dataDir: string): Database.Database | 'held' | undefined {
+  // Processes starting at once meet on SQLite's shared lock on the way to the exclusive one and may
+  // all be turned away (each holds what the other waits for): 'held' is said only after several
+  // tries, a few milliseconds apart, found it held every time.
+  for (let attempt = 1; ; attempt++) {
+    const got = tryKernelLock(dataDir);
+    if (got !== 'held' || attempt === KERNEL_LOCK_TRIES) return got;
+    pauseMs(2 + Math.floor(Math.random() * 10));
+  }
+}
+
+/** How often kernelLock tries before it says the lock is held. */
+const KERNEL_LOCK_TRIES = 10;
+
+function tryKernelLock(dataDir: string): Database.Database | 'held' | undefined {
   let db: Database.Database | undefined;
   try {
     const file = join(dataDir, KERNEL_LOCK_FILE);
-    db = new Database(file, { timeout: 0 });
+    db = new Database(file, { timeout: 10 });
     if (statSync(file).uid === process.getuid?.()) chmodSync(file, 0o600); // the owner's alone, as every file of the folder
     db.pragma('journal_mode = MEMORY'); // its content is nothing to keep: no journal file beside it
     db.pragma('locking_mode = EXCLUSIVE');
