@@ -158,7 +158,8 @@ function inspect(file: string): { ino: bigint; owner: Owner | undefined } | unde
 const liveOther = (owner: Owner | undefined) => owner !== undefined && owner.pid !== process.pid && ownerAlive(owner.pid, owner.started);
 
 /**
- * Takes the data folder for this process.
+ * Takes the data folder for this process: first the kernel's lock on it (kernelLock), which holds
+ * across PID namespaces, then the lock file below, which names the holder.
  *
  * The lock is made whole before it appears: this process writes its pid to a file of its own
  * (`mine`) and link()s it to `contact-ledger.lock`, which fails with EEXIST where a lock is (an
@@ -186,17 +187,17 @@ const liveOther = (owner: Owner | undefined) => owner !== undefined && owner.pid
 export function lockDataDir(dataDir: string): DataLock {
   const file = join(dataDir, 'contact-ledger.lock');
   if (held.has(file)) throw new StartupError(`the data folder ${dataDir} is already open in this process`);
+  const lockedBy = (pid: number, holder = `pid ${pid}`) => new DataDirLockedError(`another contact-ledger (${holder}) is using the data folder ${dataDir}; stop it first`, pid, holder);
   const kernel = kernelLock(dataDir);
   if (kernel === 'held') {
     const owner = readLock(file);
-    if (liveOther(owner)) throw new DataDirLockedError(`another contact-ledger (pid ${owner!.pid}) is using the data folder ${dataDir}; stop it first`, owner!.pid);
+    if (liveOther(owner)) throw lockedBy(owner!.pid);
     // held by a process this one cannot see: another container or PID namespace on the same folder
-    const who = `${owner ? `pid ${owner.pid} as its own PID namespace numbers it` : 'a process of another PID namespace'}: another container, or a process this one cannot see`;
-    throw new DataDirLockedError(`another contact-ledger (${who}) is using the data folder ${dataDir}; stop it first`, owner?.pid ?? 0, who);
+    throw lockedBy(owner?.pid ?? 0, `${owner ? `pid ${owner.pid} as its own PID namespace numbers it` : 'a process of another PID namespace'}: another container, or a process this one cannot see`);
   }
   try {
     const lock = acquire(file, `the data folder ${dataDir}`, (owner) => {
-      throw new DataDirLockedError(`another contact-ledger (pid ${owner.pid}) is using the data folder ${dataDir}; stop it first`, owner.pid);
+      throw lockedBy(owner.pid);
     });
     return {
       release() {
