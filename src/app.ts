@@ -17,6 +17,7 @@ import { registerTrackingRoutes } from './tracking/routes.ts';
 import { registerWebhookRoutes, WEBHOOK_DELIVERY } from './webhooks/routes.ts';
 import { join } from 'node:path';
 import { paths } from './paths.ts';
+import { regExpLiteral } from './regexp-literal.ts';
 import type { Runtime } from './runtime.ts';
 import { VERSION } from './version.ts';
 
@@ -99,6 +100,6 @@ export function buildApp(rt: Runtime, opts: { webDir?: string; extend?: (app: Ko
  */
 function under(prefix: string, mw: Koa.Middleware): Koa.Middleware {
   if (!prefix) return mw;
-  const inside = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:/|$)`, 'i');
+  const inside = new RegExp(`^${regExpLiteral(prefix)}(?:/|$)`, 'i');
   return (ctx, next) => (inside.test(ctx.path) ? mw(ctx, next) : next());
 }

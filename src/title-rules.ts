@@ -12,6 +12,7 @@
  */
 
 import { HAS_LETTER_OR_DIGIT } from './normalize.ts';
+import { regExpLiteral } from './regexp-literal.ts';
 
 export const TITLE_LEVELS = ['c_suite', 'vp', 'director', 'manager', 'staff', 'intern'] as const;
 export const TITLE_DOMAINS = ['engineering', 'sales', 'marketing', 'finance', 'people', 'operations', 'product', 'legal', 'other'] as const;
@@ -276,8 +277,7 @@ function compile<T>(rules: readonly Rule<T>[]): Compiled<T> {
 const LEVELS = compile(LEVEL_RULES);
 const DOMAINS = compile(DOMAIN_RULES);
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const ABBREVIATION_SOURCE = `\\b(?:${alternation(Object.keys(TITLE_ABBREVIATIONS).sort((a, b) => b.length - a.length).map(escape))})\\b`;
+const ABBREVIATION_SOURCE = `\\b(?:${alternation(Object.keys(TITLE_ABBREVIATIONS).sort((a, b) => b.length - a.length).map(regExpLiteral))})\\b`;
 const HAS_ABBREVIATION = new RegExp(ABBREVIATION_SOURCE);
 const ABBREVIATION = new RegExp(ABBREVIATION_SOURCE, 'g');
 const expand = (word: string): string => TITLE_ABBREVIATIONS[word] ?? word;

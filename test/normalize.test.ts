@@ -2,6 +2,7 @@
 // have suites of their own: tracking.test.ts, title-rules.test.ts).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { regExpLiteral } from '../src/regexp-literal.ts';
 import { accountEmail, canonicalLinkedin, emailKey, emailProblem, isEmail, parseLinkedin, placeholderProblem, storedEmailKey } from '../src/normalize.ts';
 
 const N = suite('canonical LinkedIn URLs and e-mails');
@@ -134,6 +135,16 @@ N('e-mail keys: Unicode case and composed form in the local part, the domain in 
     if (/^[\x00-\x7f]*$/.test(e)) assert.is(storedEmailKey(e), null, `${e}: nothing stored for an ASCII address`);
   }
   assert.is(storedEmailKey(null), null);
+});
+
+N('a pattern built from data matches that text and nothing else (folder paths, prefixes, abbreviations)', () => {
+  for (const text of ['/srv/cl (old)/data', 'a.b*c+d?e^f$g{1}h|i[j]k\\l', 'Sr.', 'C++', '$&']) {
+    const exact = new RegExp(`^${regExpLiteral(text)}$`);
+    assert.ok(exact.test(text), text);
+    assert.not.ok(exact.test(`${text}x`), text);
+  }
+  assert.not.ok(new RegExp(`^${regExpLiteral('Sr.')}$`).test('Srx'));
+  assert.not.ok(new RegExp(`^${regExpLiteral('a*')}$`).test('aaa'));
 });
 
 N.run();

@@ -1,4 +1,5 @@
 import { basename, isAbsolute, relative, resolve, sep } from 'node:path';
+import { regExpLiteral } from '../regexp-literal.ts';
 
 /**
  * Paths of files inside the data folder (uploads, feed files) as the database stores them:
@@ -44,6 +45,5 @@ export function withoutDataFolderPath(dataDir: string, message: string): string 
   const root = resolve(dataDir);
   if (root === sep) return message;
   // the folder itself or a path in it, not a sibling whose name begins alike (/srv/cl, /srv/cl-old)
-  const quoted = root.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
-  return message.replace(new RegExp(`${quoted}(?=[\\\\/'"\\s,;:)]|$)`, 'g'), '<data>');
+  return message.replace(new RegExp(`${regExpLiteral(root)}(?=[\\\\/'"\\s,;:)]|$)`, 'g'), '<data>');
 }
