@@ -3,7 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rotateSigningKeys } from '../src/identity/signing-keys.ts';
 import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
@@ -74,6 +74,24 @@ C("a second server or a restore from another PID namespace (another container on
     const r = await request(`http://127.0.0.1:${s.port}`, 'POST', `${ID}/session`, { body: { grantType: 'password', email: 'ns@example.test', password: 'a namespace passphrase' } });
     assert.is(r.status, 200, 'the first server serves on, its database in place');
   } finally {
+    s.child.kill('SIGTERM');
+  }
+  assert.is(await s.exit, 0, s.stderr().slice(-2000));
+});
+
+C("a server started by another user (root) beside a folder this user may enter is named as the holder of its lock, with what to do (exit 2): it was a bare EACCES on the lock file, exit 1 (an operator tester's case)", async () => {
+  if (process.getuid?.() !== 0) return; // needs a second user
+  const data = tempDir();
+  const s = await serve({ CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: 'rootlock@example.test', CONTACT_LEDGER_ADMIN_PASSWORD: 'a root lock passphrase' });
+  try {
+    chmodSync(data, 0o777); // the service user may enter and write the folder; root's files stay root's (0600)
+    const r = spawnSync(process.execPath, [MAIN, 'serve', '--port', '0'], { env: { ...baseEnv, CONTACT_LEDGER_DATA: data, HOME: data }, encoding: 'utf8', timeout: 60_000, uid: 65534, gid: 65534 });
+    assert.is(r.status, 2, r.stderr);
+    assert.match(r.stderr, /cannot read \S*contact-ledger\.lock \(EACCES; it is uid 0's, whose contact-ledger may be using the data folder now: stop it first\): run contact-ledger as the user that owns the data folder/);
+    const signIn = await request(`http://127.0.0.1:${s.port}`, 'POST', `${ID}/session`, { body: { grantType: 'password', email: 'rootlock@example.test', password: 'a root lock passphrase' } });
+    assert.is(signIn.status, 200, 'the first server serves on');
+  } finally {
+    chmodSync(data, 0o700);
     s.child.kill('SIGTERM');
   }
   assert.is(await s.exit, 0, s.stderr().slice(-2000));

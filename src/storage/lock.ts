@@ -140,6 +140,9 @@ function inspect(file: string): { ino: bigint; owner: Owner | undefined } | unde
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
+    const denied = notPermittedCode(err);
+    // another user's lock (a server run as root beside the service user's folder): who it is, not a bare EACCES (an operator tester's case)
+    if (denied) throw notPermitted('cannot read', file, denied, `; it is uid ${ownerUid(file)}'s, whose contact-ledger may be using the data folder now: stop it first`);
     throw new StartupError(`cannot read ${file}: ${notAFile(file) ? `it is ${notAFile(file)}, not a lock file; remove it while no contact-ledger runs` : (err as Error).message}`);
   }
   if (!fstatSync(fd).isFile()) {
@@ -152,6 +155,15 @@ function inspect(file: string): { ino: bigint; owner: Owner | undefined } | unde
     return { ino, owner: ownerIn(readFileSync(fd, 'utf8')) };
   } finally {
     closeSync(fd);
+  }
+}
+
+/** The uid that owns `file`, or `?` when it cannot be told. */
+function ownerUid(file: string): number | '?' {
+  try {
+    return statSync(file).uid;
+  } catch {
+    return '?';
   }
 }
 
