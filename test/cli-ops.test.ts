@@ -345,7 +345,17 @@ C('HTTPS with TLS_CERT and TLS_KEY', async () => {
   // Plain HTTP on the HTTPS port gets no API answer.
   const plain = await fetch(`http://127.0.0.1:${s.port}/readyz`).then((r) => r.status, () => 'refused');
   assert.ok(plain !== 200);
+  assert.not.match(s.stdout(), /may be read by every user/, 'a 0600 key is not warned about');
   await stop(s);
+  // a key every user of the machine may read starts (Docker secrets are 0444) with a warning naming it (an operator tester's case: silence)
+  chmodSync(key, 0o644);
+  const open = await start({ CONTACT_LEDGER_DATA: join(dir, 'data'), TLS_CERT: cert, TLS_KEY: key });
+  assert.match(open.stdout(), /"level":"warn".*"mode":"644".*TLS_KEY \S+key\.pem may be read by every user of this machine \(mode 644\): chmod 600 it/);
+  await stop(open);
+  chmodSync(key, 0o640);
+  const group = await start({ CONTACT_LEDGER_DATA: join(dir, 'data'), TLS_CERT: cert, TLS_KEY: key });
+  assert.not.match(group.stdout(), /may be read by every user/, 'a group may read it (ssl-cert)');
+  await stop(group);
   const missing = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: join(dir, 'nope.pem'), TLS_KEY: key });
   assert.is(missing.status, 2);
   assert.match(missing.stderr, /TLS_CERT: cannot read .*nope\.pem/);

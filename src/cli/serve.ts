@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import type http from 'node:http';
 import { createSecureContext as tlsContext } from 'node:tls';
 import { buildApp } from '../app.ts';
@@ -79,6 +79,18 @@ function usableTls(certFile: string, keyFile: string): { cert: Buffer; key: Buff
     throw new ConfigError(`TLS_CERT / TLS_KEY cannot be used: ${(err as Error).message}`);
   }
   return tls;
+}
+
+/**
+ * A TLS key every user of the machine may read is said at start (a warning, not a refusal: Docker
+ * secrets are mounted 0444 by default, in a container of one user; an operator tester's case found
+ * a 0644 key on a shared host accepted in silence). A group may read it (ssl-cert, a deploy hook's).
+ */
+function warnKeyOpenToOthers(log: Runtime['log'], keyFile: string): void {
+  const mode = statSync(keyFile, { throwIfNoEntry: false })?.mode;
+  if (mode === undefined || (mode & 0o007) === 0) return;
+  const octal = (mode & 0o777).toString(8).padStart(3, '0');
+  log.warn({ file: keyFile, mode: octal }, `TLS_KEY ${keyFile} may be read by every user of this machine (mode ${octal}): chmod 600 it, or 640 with a group of its own (docs/operations.md, HTTPS)`);
 }
 
 /**
@@ -177,6 +189,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   for (const { variable, meant } of environmentWarnings(io.env)) {
     log.warn({ variable, meant }, `the environment variable ${variable} is not read; if it is meant as ${meant}, rename it`);
   }
+  if (tls) warnKeyOpenToOthers(log, config.tlsKey!);
   // Whatever fails from here until the server listens closes the runtime (its threads, the data
   // folder's lock) before the error is reported: a process left open with nothing listening would
   // hold the folder and wait for a signal that is already taken (a tester's bad HOST).
