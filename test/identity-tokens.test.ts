@@ -89,6 +89,25 @@ A('exp 31 s in the past → 401; 29 s is within the tolerance', async (ctx) => {
   expectStatus(await ctx.t.call('GET', `${ID}/users/me`, { token: await forge(ctx, { claims: { exp: now - 29 } }) }), 200);
 });
 
+A("no token outlives the lifetime the server gives: an iat in the future → 401, an exp years away ends an hour after its iat, remembered or not (a reviewer's case)", async (ctx) => {
+  const clock = ctx.t.clock as ManualClock;
+  const now = Math.floor(clock.now() / 1000);
+  await expect401(ctx, await forge(ctx, { claims: { iat: now + 120 } }), 'iat in the future');
+  expectStatus(await ctx.t.call('GET', `${ID}/users/me`, { token: await forge(ctx, { claims: { iat: now + 29 } }) }), 200, 'within the clock tolerance');
+  const farExp = { claims: { iat: now, exp: now + 10 * 365 * 86_400 } };
+  const seen = await forge(ctx, farExp);
+  expectStatus(await ctx.t.call('GET', `${ID}/users/me`, { token: seen }), 200, 'within its hour');
+  clock.set((now + 3600 + 1 + 29) * 1000);
+  expectStatus(await ctx.t.call('GET', `${ID}/users/me`, { token: seen }), 200, 'the tolerance holds as for exp');
+  clock.set((now + 3600 + 1 + 31) * 1000);
+  await expect401(ctx, seen, 'remembered, past its hour');
+  clock.set(now * 1000);
+  const unseen = await forge(ctx, farExp);
+  clock.set((now + 3600 + 1 + 31) * 1000);
+  await expect401(ctx, unseen, 'never seen, past its hour');
+  clock.set(Date.now());
+});
+
 A('a real token expires after its hour (manual clock)', async (ctx) => {
   const s = await signIn(ctx.t, 'viewer@a.test', PASSWORD);
   (ctx.t.clock as ManualClock).advance(3600_000 + 31_000);

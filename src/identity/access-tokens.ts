@@ -41,28 +41,29 @@ export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, c
   const byKid = new Map<string, KeyObject>(keys.map((k) => [k.kid, createSecretKey(k.secret)]));
   const signing = keys[keys.length - 1]!;
   const signingKey = byKid.get(signing.kid)!;
-  const verified = new Map<string, AccessClaims & { nbf: number | undefined }>();
+  const verified = new Map<string, AccessClaims & { nbf: number | undefined; until: number }>();
 
   /** The verified claims of a token seen before, while its time claims still hold (jose's rules). */
   function remembered(key: string): AccessClaims | undefined {
     const c = verified.get(key);
     if (!c) return undefined;
     const now = Math.floor(clock.now() / 1000);
-    if (c.exp <= now - CLOCK_TOLERANCE_S || (c.nbf !== undefined && c.nbf > now + CLOCK_TOLERANCE_S)) {
+    if (c.until <= now - CLOCK_TOLERANCE_S || (c.nbf !== undefined && c.nbf > now + CLOCK_TOLERANCE_S)) {
       verified.delete(key); // jose decides (and explains) from here on
       return undefined;
     }
     return c;
   }
 
-  function remember(key: string, claims: AccessClaims, nbf: number | undefined): void {
+  /** `until`: when jose would refuse the token (its exp, or iat plus the longest lifetime, maxTokenAge). */
+  function remember(key: string, claims: AccessClaims, nbf: number | undefined, until: number): void {
     if (verified.size >= VERIFIED_CACHE_MAX) {
       const now = Math.floor(clock.now() / 1000);
-      for (const [k, c] of verified) if (c.exp <= now - CLOCK_TOLERANCE_S) verified.delete(k);
+      for (const [k, c] of verified) if (c.until <= now - CLOCK_TOLERANCE_S) verified.delete(k);
       // still full of live tokens: forget the oldest (Map iterates in insertion order)
       if (verified.size >= VERIFIED_CACHE_MAX) verified.delete(verified.keys().next().value!);
     }
-    verified.set(key, { ...claims, nbf });
+    verified.set(key, { ...claims, nbf, until });
   }
 
   return {
@@ -115,6 +116,10 @@ export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, c
             audience: cfg.audience,
             requiredClaims: ['exp', 'iat', 'sub', 'sid'],
             clockTolerance: CLOCK_TOLERANCE_S,
+            // no token outlives the lifetime this server gives (a reviewer's case: an iat in the
+            // future and an exp decades away were accepted; only a holder of the key can make
+            // either, but nothing we sign looks so)
+            maxTokenAge: cfg.ttlSeconds + 1,
             currentDate: new Date(clock.now()),
           },
         ));
@@ -126,7 +131,7 @@ export function createAccessTokens(keys: SigningKey[], cfg: AccessTokenConfig, c
       if (typeof sub !== 'string' || typeof sid !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') {
         throw unauthenticated('The access token is not valid.');
       }
-      remember(key, { sub, sid, iat, exp }, nbf);
+      remember(key, { sub, sid, iat, exp }, nbf, Math.min(exp, iat + cfg.ttlSeconds + 1));
       return { sub, sid, iat, exp };
     },
   };
