@@ -1,7 +1,6 @@
-import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Config } from '../config.ts';
-import { compactDatabase } from '../storage/compact.ts';
+import { compactDatabase, giveBackWal, liveBytes } from '../storage/compact.ts';
 import { isStorageFullError } from '../storage/db.ts';
 import { freeBytes } from '../storage/free-space.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Io, type ParsedArgs } from './command.ts';
@@ -23,20 +22,29 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   refuseArguments(args);
   const storage = await openExistingStorage(io, config, 'compact', 'stop it before compacting');
   try {
+    const tmp = process.env.SQLITE_TMPDIR || process.env.TMPDIR || '/var/tmp';
+    const beside = dirname(storage.db.file);
+    // the room there is now, before the attempt: a failed one leaves the -wal grown by what it wrote
+    // back, so measured after it the message understated what the disk had (an operator tester's case)
+    const room = { tmp: freeBytes(tmp), beside: freeBytes(beside) };
+    const needed = liveBytes(storage.db);
+    const noRoom = () => {
+      io.err(
+        `contact-ledger compact: not enough disk space; nothing was changed. It needs about ${mib(needed)} free in the temporary folder (${tmp}: ${mib(room.tmp ?? Number.NaN)} free; ` +
+          `SQLITE_TMPDIR chooses another) and as much beside the database (${beside}: ${mib(room.beside ?? Number.NaN)} free)`,
+      );
+      return EXIT_FAILURE;
+    };
+    // too little where it is known: said before anything is written
+    if ((room.tmp ?? Infinity) < needed || (room.beside ?? Infinity) < needed) return noRoom();
     let c;
     try {
       c = compactDatabase(storage.db);
     } catch (err) {
       if (!isStorageFullError(err)) throw err;
       // which of the two places ran out cannot be told apart by SQLite's error: both are named
-      const size = statSync(storage.db.file).size;
-      const tmp = process.env.SQLITE_TMPDIR || process.env.TMPDIR || '/var/tmp';
-      const free = (dir: string) => freeBytes(dir) ?? Number.NaN;
-      io.err(
-        `contact-ledger compact: not enough disk space; nothing was changed. It needs about ${mib(size)} free in the temporary folder (${tmp}: ${mib(free(tmp))} free; ` +
-          `SQLITE_TMPDIR chooses another) and as much beside the database (${dirname(storage.db.file)}: ${mib(free(dirname(storage.db.file)))} free)`,
-      );
-      return EXIT_FAILURE;
+      giveBackWal(storage.db);
+      return noRoom();
     }
     // rewritten whole: also the unused space inside pages in use, where an old version's deletions may be (a tester read "0 free pages" as nothing cleaned)
     io.out(`compacted ${storage.db.file}: ${mib(c.bytesBefore)} → ${mib(c.bytesAfter)}, rewritten whole (${c.freePages} free page${c.freePages === 1 ? '' : 's'} of ${c.pageSize} bytes dropped; no deleted value is left in unused space)`);

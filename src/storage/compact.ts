@@ -31,3 +31,19 @@ export function compactDatabase(db: Db): Compacted {
   raw.pragma('wal_checkpoint(TRUNCATE)');
   return { bytesBefore, bytesAfter: statSync(db.file).size, freePages, pageSize };
 }
+
+/** What the database holds in pages in use: about what VACUUM writes to its temporary file and back. */
+export function liveBytes(db: Db): number {
+  const raw = db.raw;
+  const pages = Number(raw.pragma('page_count', { simple: true })) - Number(raw.pragma('freelist_count', { simple: true }));
+  return pages * Number(raw.pragma('page_size', { simple: true }));
+}
+
+/** After a VACUUM that failed (rolled back): the -wal it grew cut back to nothing, its space given back to the disk. */
+export function giveBackWal(db: Db): void {
+  try {
+    db.raw.pragma('wal_checkpoint(TRUNCATE)');
+  } catch {
+    // a disk still too full to checkpoint: the -wal is cut back at the next start's checkpoint
+  }
+}
