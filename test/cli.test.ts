@@ -71,6 +71,18 @@ C("a second server or a restore from another PID namespace (another container on
       assert.is.not(r.status, 0, `${args[0]}: ${r.stdout}${r.stderr}`);
       assert.match(r.stderr, /\(pid \d+ as its own PID namespace numbers it: another container, or a process this one cannot see\) is using the data folder/, `${args[0]}: ${r.stderr}`);
     }
+    // the commands that work beside a server see it there too (they took it for no holder): keys
+    // rotate names it, feed hands its file to its inbox and the server ingests it
+    assert.is(inOtherNamespace(['keys', 'rotate']).status, 0);
+    const keys = inOtherNamespace(['keys', 'rotate']); // the second: the server's key is kept, and it says whose
+    assert.is(keys.status, 0, keys.stderr);
+    assert.match(keys.stdout, /which the running server \(pid \d+ as its own PID namespace numbers it: another container, or a process this one cannot see\) still signs with/);
+    const feedFile = join(tempDir(), 'ns-people.jsonl');
+    writeFileSync(feedFile, '{"name":"Ann Namespace","company":"Acme","linkedinUrl":"https://www.linkedin.com/in/ann-namespace"}\n');
+    const fed = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, MAIN, 'feed', feedFile], { env: { ...baseEnv, CONTACT_LEDGER_DATA: data }, encoding: 'utf8', timeout: 120_000 });
+    assert.is(fed.status, 0, fed.stderr);
+    assert.match(fed.stderr, /a contact-ledger server or command \(pid \d+ as its own PID namespace numbers it: [^)]*\) holds the data folder: handed ns-people\.jsonl to its inbox/);
+    assert.match(fed.stdout, /ingested \d+-ns-people\.jsonl: /);
     const r = await request(`http://127.0.0.1:${s.port}`, 'POST', `${ID}/session`, { body: { grantType: 'password', email: 'ns@example.test', password: 'a namespace passphrase' } });
     assert.is(r.status, 200, 'the first server serves on, its database in place');
   } finally {
@@ -627,6 +639,26 @@ C('root\'s commands that write the data folder are refused on a folder the servi
     holder.kill('SIGKILL');
   }
   assert.is(listing(), '', 'nothing of root\'s in the folder, the handed copy included');
+  // the same from another PID namespace (root's container beside the service's): the holder is
+  // found by the kernel's lock on the folder, not refused as if none ran (it was exit 2)
+  if (spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status === 0) {
+    const unseen = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', `const { lockDataDir } = await import(${JSON.stringify(lockModule)}); lockDataDir(${JSON.stringify(data)}); console.log('locked'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'], uid: 65534, gid: 65534 });
+    try {
+      await once(unseen.stdout!, 'data');
+      const waiting = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, MAIN, 'feed', feedFile], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      const handed = new Promise<void>((resolve) => waiting.stderr!.on('data', (d: Buffer) => ((err += d), /handed people\.jsonl to its inbox/.test(err) && resolve())));
+      const exited = new Promise<number | null>((resolve) => waiting.on('exit', resolve));
+      await Promise.race([handed, exited]);
+      assert.match(err, /\(pid \d+ as its own PID namespace numbers it: another container, or a process this one cannot see\) holds the data folder: handed people\.jsonl/);
+      unseen.kill('SIGKILL');
+      assert.is(await exited, 1, err);
+      assert.match(err, /has ended before it ingested \d+-people\.jsonl: the file is in its inbox/);
+    } finally {
+      unseen.kill('SIGKILL');
+    }
+    assert.is(listing(), '', 'nothing of root\'s in the folder across namespaces either');
+  }
   // a data folder not made yet, in a folder the service user owns (the systemd layout before the first start): init as root is refused too
   const parent = tempDir();
   chownSync(parent, 65534, 65534);

@@ -13,10 +13,15 @@ import { interrupted, progress, waitForOwnJob, type Progress } from './progress.
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Whether a process exists (signal 0 only checks; EPERM means it exists under another user). */
-function isAlive(pid: number): boolean {
+/**
+ * Whether the process that held the data folder still holds it: its pid exists (signal 0 only
+ * checks; EPERM means it exists under another user), or — one this process cannot see, in another
+ * container — the folder is still held.
+ */
+function holding(held: { pid: number; holder: string }, dataDir: string): boolean {
+  if (held.pid === 0) return dataDirHolder(dataDir) !== undefined;
   try {
-    process.kill(pid, 0);
+    process.kill(held.pid, 0);
     return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
@@ -56,7 +61,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
    * operator's case: it went nowhere, and this command waited for ever) — the inbox too, when it
    * has to be made (a reviewer's case).
    */
-  const handOver = async (pid: number, handTo?: { uid: number; gid: number }): Promise<number> => {
+  const handOver = async (held: { pid: number; holder: string }, handTo?: { uid: number; gid: number }): Promise<number> => {
     const inbox = inboxDir(config.dataDir);
     const inboxThere = existsSync(inbox);
     mkdirSync(inbox, { recursive: true, mode: 0o700 });
@@ -70,11 +75,11 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
     if (format !== 'json' && endsInsideALine(partial)) appendFileSync(partial, '\n');
     if (handTo) chownSync(partial, handTo.uid, handTo.gid);
     renameSync(partial, join(inbox, name));
-    io.err(`a contact-ledger server or command (pid ${pid}) holds the data folder: handed ${basename(file)} to its inbox as ${name}`);
+    io.err(`a contact-ledger server or command (${held.holder}) holds the data folder: handed ${basename(file)} to its inbox as ${name}`);
     // Whoever holds the data folder may be another command that ends before it looks at the
     // inbox: when it is gone, this command opens the folder itself and its own scheduler takes
     // the file (a file left half-processed is put back into the inbox at start).
-    let holder = pid;
+    let holder = held;
     let own: Runtime | undefined;
     try {
       for (let waited = 0; ; waited += 500) {
@@ -92,31 +97,31 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
           io.err(`the feed failed: ${reason}`);
           return EXIT_FAILURE;
         }
-        if (!own && !isAlive(holder)) {
+        if (!own && !holding(holder, config.dataDir)) {
           if (handTo) {
             // a server restarted meanwhile holds the folder again: wait for that one (a reviewer's case)
             const next = dataDirHolder(config.dataDir);
             if (next) {
-              holder = next.pid;
+              holder = next;
               continue;
             }
             bar.done();
-            io.err(`the process that held the data folder (pid ${holder}) has ended before it ingested ${name}: the file is in its inbox, and the server ingests it when it starts (run as root, this command does not open the service user's folder itself)`);
+            io.err(`the process that held the data folder (${holder.holder}) has ended before it ingested ${name}: the file is in its inbox, and the server ingests it when it starts (run as root, this command does not open the service user's folder itself)`);
             return EXIT_FAILURE;
           }
           try {
             own = await openRuntime(config, { log: commandLogger(io, config), bootstrap: false, onMigrated: sayMigrated(io) });
             own.scheduler.start({ tasks: [INBOX_TASK] });
-            io.err(`the process that held the data folder (pid ${holder}) has ended: ingesting ${name} here`);
+            io.err(`the process that held the data folder (${holder.holder}) has ended: ingesting ${name} here`);
           } catch (again) {
             if (!(again instanceof DataDirLockedError)) throw again;
-            holder = again.pid;
+            holder = again;
           }
         }
         if (stop.fired) {
           bar.done();
           // the file stays in the inbox (one half ingested here is put back at the next start)
-          io.err(own ? `interrupted: ${name} stays in the inbox, and the server ingests it when it starts` : `stopped waiting: ${name} is in the inbox of the process holding the data folder (pid ${holder}), which ingests it`);
+          io.err(own ? `interrupted: ${name} stays in the inbox, and the server ingests it when it starts` : `stopped waiting: ${name} is in the inbox of the process holding the data folder (${holder.holder}), which ingests it`);
           return EXIT_FAILURE;
         }
         bar.update(Math.round(waited / 1000), undefined, `s waiting for ${own ? 'the inbox' : 'the server'} to ingest ${name}`);
@@ -132,7 +137,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
   if (serviceUser) {
     const holder = dataDirHolder(config.dataDir);
     if (!holder) refuseRootOnForeignFolder(config.dataDir, 'feed');
-    return handOver(holder!.pid, serviceUser);
+    return handOver(holder!, serviceUser);
   }
   let rt;
   try {
@@ -140,7 +145,7 @@ async function feed(file: string, format: NonNullable<ReturnType<typeof formatOf
   } catch (err) {
     if (!(err instanceof DataDirLockedError)) throw err;
     // The server runs: give it the file through its inbox.
-    return handOver(err.pid);
+    return handOver(err);
   }
   try {
     if (stop.fired) {

@@ -11,7 +11,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   prepareDataDir(config.dataDir);
   const server = dataDirHolder(config.dataDir);
   const r = rotateSigningKeys(config.dataDir, Date.now());
-  const kept = r.signing ? `; kept ${r.signing}, which the ${server ? `running server (pid ${server.pid}) still signs with` : 'server signed with when it last ran'}` : '';
+  const kept = r.signing ? `; kept ${r.signing}, which the ${server ? `running server (${server.holder}) still signs with` : 'server signed with when it last ran'}` : '';
   io.out(`new signing key ${r.kid}${r.retired.length ? `; removed ${r.retired.join(', ')} (every token they signed has expired)` : ''}${kept}. Restart the server to use it.`);
   return EXIT_OK;
 }

@@ -17,6 +17,7 @@ const held = new Set<string>();
 /** The data folder is in use by another live process (usually the server). */
 export class DataDirLockedError extends StartupError {
   override name = 'DataDirLockedError';
+  /** The holder's pid as this process sees it; 0 for one it cannot see (another PID namespace). */
   readonly pid: number;
   /** Who holds the folder, as a message says it: `pid 123`, or more where this process cannot see it. */
   readonly holder: string;
@@ -93,16 +94,40 @@ function readLock(file: string): Owner | undefined {
 
 /**
  * The live process holding the data folder (usually the server) and when it took it (the lock
- * file's time), or undefined when none does.
+ * file's time), or undefined when none does. `holder` names it as a refusal would: `pid 123`, or,
+ * when it runs where this process cannot see it (another container on the same volume: its pid
+ * means nothing here), what the kernel's lock on the folder tells (it was taken for no holder, so
+ * `feed` run as root refused to hand its file over, and `keys rotate` named no running server).
  */
-export function dataDirHolder(dataDir: string): { pid: number; since: number } | undefined {
+export function dataDirHolder(dataDir: string): { pid: number; since: number; holder: string } | undefined {
   const file = join(dataDir, 'contact-ledger.lock');
   const owner = readLock(file);
-  if (!owner || owner.pid === process.pid || !ownerAlive(owner.pid, owner.started)) return undefined;
+  if (held.has(file)) return undefined; // this process holds it
+  const visible = owner !== undefined && ownerAlive(owner.pid, owner.started);
+  if (!visible && !kernelLockHeldElsewhere(dataDir)) return undefined;
+  const since = statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? Date.now();
+  return visible ? { pid: owner.pid, since, holder: `pid ${owner.pid}` } : { pid: 0, since, holder: unseenHolder(owner) };
+}
+
+/** A holder of the folder this process cannot see, as messages name it. */
+const unseenHolder = (owner: Owner | undefined) =>
+  `${owner ? `pid ${owner.pid} as its own PID namespace numbers it` : 'a process of another PID namespace'}: another container, or a process this one cannot see`;
+
+/**
+ * Whether another process holds the kernel's lock on the folder (kernelLock), asked without taking
+ * it and without making its file: a read needs SQLite's shared lock, which the holder's exclusive
+ * one refuses at once.
+ */
+function kernelLockHeldElsewhere(dataDir: string): boolean {
+  let db: Database.Database | undefined;
   try {
-    return { pid: owner.pid, since: statSync(file).mtimeMs };
-  } catch {
-    return undefined;
+    db = new Database(join(dataDir, KERNEL_LOCK_FILE), { readonly: true, fileMustExist: true, timeout: 0 });
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+    return false;
+  } catch (err) {
+    return isBusyError(err);
+  } finally {
+    db?.close();
   }
 }
 
@@ -205,7 +230,7 @@ export function lockDataDir(dataDir: string): DataLock {
     const owner = readLock(file);
     if (liveOther(owner)) throw lockedBy(owner!.pid);
     // held by a process this one cannot see: another container or PID namespace on the same folder
-    throw lockedBy(owner?.pid ?? 0, `${owner ? `pid ${owner.pid} as its own PID namespace numbers it` : 'a process of another PID namespace'}: another container, or a process this one cannot see`);
+    throw lockedBy(0, unseenHolder(owner));
   }
   try {
     const lock = acquire(file, `the data folder ${dataDir}`, (owner) => {
