@@ -65,30 +65,65 @@ export class MappingError extends Error {
   }
 }
 
+/** A field the mapping reads from a column that another column could be as well (findAmbiguities). */
+export interface Ambiguity {
+  field: ContactField;
+  /** The columns that could be the field, by their place (from 0), in the header's order. */
+  columns: number[];
+  /** Why, and what a mapping does about it (the import's 422 says this). */
+  message: string;
+}
+
 /**
- * Throws MappingError when a column the mapping reads has the same (normalized) name as another
- * column and which of the two was meant cannot be told: the same text twice (a mapping names
- * columns by name), or names alike but for case, spaces and `_ - .` (`Email`, `E-mail`) that no
- * explicit mapping chose between by its exact text. Columns nobody imports may share a name: CRM
- * exports repeat some (`Phone`, `phone`, two `Notes`).
+ * The columns the mapping reads whose (normalized) name another column has too, so that which of
+ * them was meant cannot be told: the same text twice (a mapping names columns by name), or names
+ * alike but for case, spaces and `_ - .` (`Email`, `E-mail`) that no explicit mapping chose between
+ * by its exact text. Columns nobody imports may share a name: CRM exports repeat some (`Phone`,
+ * `phone`, two `Notes`). In the mapping's order, a field once (its first column found so).
  */
-export function checkMappedColumns(columns: string[], mapping: ColumnMapping): void {
+export function findAmbiguities(columns: string[], mapping: ColumnMapping): Ambiguity[] {
+  const out: Ambiguity[] = [];
   for (const [field, i] of mappedFields(mapping)) {
+    if (out.some((a) => a.field === field)) continue;
     const key = headerKey(columns[i]!);
     const text = exactText(columns[i]!);
     const same = columns.findIndex((c, j) => j !== i && exactText(c) === text);
+    const exactly = mapping.namedExactly?.includes(i) === true;
+    // every column that competes: the same text, and (unless the mapping named this one by its exact text) names alike
+    const rivals = columns.flatMap((c, j) => (j !== i && (exactText(c) === text || (!exactly && headerKey(c) === key)) ? [j] : []));
+    if (!rivals.length) continue;
+    const competing = [i, ...rivals].sort((a, b) => a - b);
+    const f = field as ContactField;
     if (same >= 0) {
       const [a, b] = [Math.min(i, same), Math.max(i, same)];
-      throw new MappingError(`the header names column "${text}" twice (columns ${a + 1} and ${b + 1}), and it is imported; rename one of them, or map its field to another column or to null`, 'file');
+      out.push({ field: f, columns: competing, message: `the header names column "${text}" twice (columns ${a + 1} and ${b + 1}), and it is imported; rename one of them, or map its field to another column or to null` });
+      continue;
     }
-    const alike = columns.findIndex((c, j) => j !== i && headerKey(c) === key);
-    if (alike < 0 || mapping.namedExactly?.includes(i)) continue;
+    const alike = rivals[0]!;
     const [a, b] = [Math.min(i, alike), Math.max(i, alike)];
-    throw new MappingError(
-      `columns "${columns[a]!.trim()}" and "${columns[b]!.trim()}" (${a + 1} and ${b + 1}) could both be the ${field}; name the one to import in the mapping (e.g. {"${field}": "${columns[b]!.trim()}"}), or map the ${field} to null`,
-      'file',
-    );
+    out.push({
+      field: f,
+      columns: competing,
+      message: `columns "${columns[a]!.trim()}" and "${columns[b]!.trim()}" (${a + 1} and ${b + 1}) could both be the ${field}; name the one to import in the mapping (e.g. {"${field}": "${columns[b]!.trim()}"}), or map the ${field} to null`,
+    });
   }
+  return out;
+}
+
+/** Throws MappingError for the first column the mapping reads that cannot be told from another (findAmbiguities). */
+export function checkMappedColumns(columns: string[], mapping: ColumnMapping): void {
+  const [first] = findAmbiguities(columns, mapping);
+  if (first) throw new MappingError(first.message, 'file');
+}
+
+/** The mapping without these fields (a field's last-name column too): what is left of it when they cannot be read. */
+export function withoutFields(mapping: ColumnMapping, fields: readonly ContactField[]): ColumnMapping {
+  const out: ColumnMapping = { ...mapping, fields: { ...mapping.fields } };
+  for (const f of fields) {
+    delete out.fields[f];
+    if (f === 'name') delete out.lastNameColumn;
+  }
+  return out;
 }
 
 /** The mapping the header suggests; fields without a recognizable column are absent. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
-import { checkMappedColumns, endsWithRejectionColumns, mappedColumns, mappingByName, MappingError, ownColumns, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
+import { checkMappedColumns, endsWithRejectionColumns, findAmbiguities, withoutFields, type Ambiguity, mappedColumns, mappingByName, MappingError, ownColumns, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
 import { scanUpload } from '../csv/csv-worker-client.ts';
 import { namedWidth } from '../csv/read-rows.ts';
 import type { ScanFailure, ScanResult } from '../csv/scan.ts';
@@ -64,6 +64,8 @@ interface Inspected {
   ours: boolean;
   /** A download of ours uploaded again (isOwnDownload). */
   download: boolean;
+  /** Fields left out of `mapping` because two columns or more could be them (a preview's only: an import refuses them). */
+  ambiguous: Ambiguity[];
 }
 
 const DOWNLOAD_COLUMNS: ReadonlySet<string> = new Set(DOWNLOAD_HEADER);
@@ -191,31 +193,37 @@ export function createImportService(d: ImportServiceDeps) {
 
   /**
    * Scans the file and works out how to read it; throws the 415/422 answer when it cannot be used —
-   * except, for an import (`acceptUnreadable`), a text that cannot be read as CSV: its job fails
-   * instead (SPEC §4.3), so that failure is returned.
+   * except, for an import, a text that cannot be read as CSV: its job fails instead (SPEC §4.3), so
+   * that failure is returned. A preview is where the mapping is chosen: it is not refused for
+   * required fields no column gives, nor for a field two columns could be (Inspected.ambiguous).
    */
-  async function inspect(orgId: string, file: ReceivedFile, explicit: unknown, requireComplete: false): Promise<Inspected>;
-  async function inspect(orgId: string, file: ReceivedFile, explicit: unknown, requireComplete: true, acceptUnreadable: true): Promise<Inspected | { unreadable: ScanFailure }>;
-  async function inspect(orgId: string, file: ReceivedFile, explicit: unknown, requireComplete: boolean, acceptUnreadable = false): Promise<Inspected | { unreadable: ScanFailure }> {
+  async function inspect(orgId: string, file: ReceivedFile, explicit: unknown, mode: 'preview'): Promise<Inspected>;
+  async function inspect(orgId: string, file: ReceivedFile, explicit: unknown, mode: 'import'): Promise<Inspected | { unreadable: ScanFailure }>;
+  async function inspect(orgId: string, file: ReceivedFile, explicit: unknown, mode: 'preview' | 'import'): Promise<Inspected | { unreadable: ScanFailure }> {
     const scanned = await scanUpload(file.path);
     if (!scanned.ok) {
-      if (scanned.unreadable && acceptUnreadable) return { unreadable: scanned };
+      if (scanned.unreadable && mode === 'import') return { unreadable: scanned };
       throw uploadProblem(scanned.status, scanned.message, scanned.line);
     }
     const read = (ours: boolean): Inspected => {
       // a rejected-rows CSV's header names had their formula escaping too ("'@handle"): a mapping names the column as first sent
       const scan = ours ? { ...scanned, columns: scanned.columns.map(unescapeFormula) } : scanned;
       // (our annotation may repeat a name of the file's own, its `Reason` column: no contact field reads either)
-      const mapping = resolveMapping(scan.columns, explicit);
-      checkMappedColumns(scan.columns, mapping);
-      return { scan, mapping, ours, download: !ours && isOwnDownload(scan) };
+      const resolved = resolveMapping(scan.columns, explicit);
+      if (mode === 'import') checkMappedColumns(scan.columns, resolved);
+      // the preview leaves a field two columns could be out of its mapping, and says which compete (a
+      // web tester's `name,company,email,E-mail` was refused at preview, and the wizard never showed
+      // the mapping step where the column is chosen)
+      const ambiguous = mode === 'preview' ? findAmbiguities(scan.columns, resolved) : [];
+      const mapping = ambiguous.length ? withoutFields(resolved, ambiguous.map((a) => a.field)) : resolved;
+      return { scan, mapping, ambiguous, ours, download: !ours && isOwnDownload(scan) };
     };
     try {
       let inspected = read(isOwnRejectedRows(orgId, scanned));
       // a mapping that reads the reason or line column says they hold the file's own data: not ours
       const annotation = scanned.columns.length - REJECTION_COLUMNS.length;
       if (inspected.ours && mappedColumns(inspected.mapping).some((i) => i >= annotation)) inspected = read(false);
-      if (requireComplete) requireMapped(inspected.mapping, inspected.scan.delimiter, inspected.scan.tiedWith);
+      if (mode === 'import') requireMapped(inspected.mapping, inspected.scan.delimiter, inspected.scan.tiedWith);
       return inspected;
     } catch (err) {
       if (err instanceof MappingError) throw invalid(`The upload cannot be imported: ${err.message}.`, [{ path: err.path, message: err.message }]);
@@ -259,7 +267,7 @@ export function createImportService(d: ImportServiceDeps) {
         // Replayed before scanning (the answer does not depend on the file being readable now).
         if (earlier && sameRequest(earlier.requestHash, idempotency)) return { job: d.imports.findImport(earlier.id, d.clock.now())!, replayed: true };
       }
-      const inspected = await inspect(orgId, file, explicit, true, true);
+      const inspected = await inspect(orgId, file, explicit, 'import');
       if ('unreadable' in inspected) {
         // SPEC §4.3: a file that cannot be parsed fails its job with a message naming the line. Found
         // before any row was imported, so none is: the fixed file can be uploaded again as a whole.
@@ -295,21 +303,28 @@ export function createImportService(d: ImportServiceDeps) {
       }
     },
 
-    /** What an upload would import: columns, the first rows, the suggested mapping; stores nothing. */
+    /**
+     * What an upload would import: columns, the first rows, the mapping; stores nothing. A field
+     * two columns or more could be is left out of `mapping` (and of `suggestedMapping`, whose
+     * import would be refused) and named in `ambiguous` with the columns that compete.
+     */
     async preview(orgId: string, ledgerId: string, file: ReceivedFile, mappingText: string | undefined) {
       requireLedger(orgId, ledgerId);
-      const { scan, mapping, ours, download } = await inspect(orgId, file, parseMapping(mappingText), false);
+      const { scan, mapping, ambiguous, ours, download } = await inspect(orgId, file, parseMapping(mappingText), 'preview');
       const missing = (['name', 'company'] as const).filter((f) => mapping.fields[f] === undefined);
       // the rows as the import reads them: a rejected-rows CSV's or a download's cells without their formula escaping
       const rows = scan.head.slice(0, 10);
+      const suggested = suggestMapping(scan.columns);
+      const unsettled = findAmbiguities(scan.columns, suggested).map((a) => a.field);
       return {
         columns: scan.columns,
         delimiter: scan.delimiter,
         rowCount: scan.rows,
         rows: ours || download ? rows.map((r) => r.map(unescapeFormula)) : rows,
-        suggestedMapping: mappingByName(scan.columns, suggestMapping(scan.columns)),
+        suggestedMapping: mappingByName(scan.columns, withoutFields(suggested, unsettled)),
         mapping: mappingByName(scan.columns, mapping),
         missing,
+        ambiguous,
       };
     },
 

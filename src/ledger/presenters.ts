@@ -103,6 +103,18 @@ export const ImportPreviewAnswer = z.strictObject({
   suggestedMapping: ColumnMappingAnswer,
   mapping: ColumnMappingAnswer.meta({ description: 'The mapping the import would use (the one sent, or the suggested one)' }),
   missing: z.array(z.enum(['name', 'company'])).meta({ description: 'Required fields no column is mapped to' }),
+  ambiguous: z
+    .array(
+      z.strictObject({
+        field: z.enum(CONTACT_FIELDS),
+        columns: z.array(z.int().nonnegative()).min(2).meta({ description: 'The columns that could be the field, by their place in `columns` (0 is the first)' }),
+        message: z.string().meta({ description: 'Why, and what a mapping does about it: what the import answers (422) when it is sent without one' }),
+      }),
+    )
+    .meta({
+      description:
+        'Fields left out of `mapping` and `suggestedMapping` because two columns or more could be them (names alike but for case, spaces and `_ - .`, or the same name twice). An import refuses such a file unless its mapping names the column by its exact text (`{"email": "E-mail"}`) or maps the field to null; columns with the same text cannot be told apart by a mapping: rename one',
+    }),
 });
 
 /** Where the ledger API lives, under the service's base URL. */
