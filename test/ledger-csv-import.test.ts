@@ -1371,6 +1371,7 @@ V('preview with a mapping, with first + last name, and of a file missing a requi
   expectStatus(await pv(''), 422);
   const png = await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0])) });
   expectStatus(png, 415);
+  assert.equal(png.body.errors, [{ path: 'file', message: 'the file is a PNG image, not a CSV text file' }], 'the reason alone, as a 422 gives it, for a client that words it itself');
   expectStatus(await t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.viewer, raw: csvForm('name,company\nA,B\n') }), 403);
   const jobs = await t.call('GET', importsPath(w, ledgerId), { token: w.tokens.viewer });
   assert.is(jobs.body.imports.length, 0);

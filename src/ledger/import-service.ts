@@ -110,8 +110,11 @@ function hasUnnamedColumns(scan: ScanResult, ours: boolean): boolean {
   return named < own.length && filled * 2 > scan.head.length;
 }
 
+/** The refusal of an upload; `errors` gives the reason alone at `file`, for a client that says it in its own words (the web app's wizard). */
 const uploadProblem = (status: 415 | 422, message: string, line?: number) =>
-  status === 415 ? new AppError(415, 'unsupported_media_type', `The upload is not a CSV file: ${message}.`) : invalid(`The upload cannot be imported: ${message}.`, [{ path: 'file', message: line && !message.includes(`line ${line}`) ? `line ${line}: ${message}` : message }]);
+  status === 415
+    ? new AppError(415, 'unsupported_media_type', `The upload is not a CSV file: ${message}.`, { errors: [{ path: 'file', message }] })
+    : invalid(`The upload cannot be imported: ${message}.`, [{ path: 'file', message: line && !message.includes(`line ${line}`) ? `line ${line}: ${message}` : message }]);
 
 function parseMapping(text: string | undefined): unknown {
   if (text === undefined || text.trim() === '') return undefined;

@@ -236,6 +236,72 @@ W('focus follows the steps: the preview\'s heading, the import\'s heading, the f
   await until(() => hasFocus(input), 'focus on the file input after "Import another file"', 5000);
 });
 
+// A black-box tester's findings: a file with two columns that could both be one field was refused at
+// preview, with a message that told the user to name the column in a mapping (JSON) they were never
+// shown; the refusal said "cannot be imported" twice; focus went to <main> after a 422, to the file
+// input after a 415.
+W('two columns that could both be the e-mail: the mapping step says so at the field, and the column chosen is imported', async (ctx) => {
+  const { page } = ctx.e;
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('mails.csv', 'name,company,email,E-mail\nAda,Engines,ada@work.test,ada@home.test\n'));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  const select = page.getByLabel('E-mail', { exact: true });
+  assert.is(await shown(ctx, 'E-mail'), '— not imported —', 'neither column is chosen for the user');
+  const note = page.locator(`#${await select.getAttribute('aria-describedby')}`);
+  assert.is((await note.textContent())?.trim(), '“email” and “E-mail” (columns 3 and 4) could both be the E-mail: choose the one to import, or leave it not imported.');
+  assert.ok(await page.getByRole('button', { name: 'Import 1 row' }).isEnabled(), 'the e-mail is not required');
+  await shoot(page, 'wizard-ambiguous-column');
+  await select.selectOption({ label: 'E-mail' });
+  assert.is(await page.locator('table.preview thead th').nth(3).textContent(), 'E-mail→ E-mail');
+  await page.getByRole('button', { name: 'Import 1 row' }).click();
+  await page.getByRole('heading', { name: 'Import finished' }).waitFor();
+  const [c] = await contacts(ctx);
+  assert.equal([c?.name, c?.contactInfo.email], ['Ada', 'ada@home.test']);
+});
+
+W('two columns that could both be the name (a required field): the user picks one; the same name twice is said at the field before anything is sent', async (ctx) => {
+  const { page } = ctx.e;
+  const input = page.getByLabel('CSV file', { exact: true });
+  await input.setInputFiles(file('names.csv', 'Name,NAME,company\nAda,ADA,Engines\n'));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  assert.is(await shown(ctx, 'Name (required)'), '— not imported —');
+  await page.getByText('“Name” and “NAME” (columns 1 and 2) could both be the Name: choose the one to import.').waitFor();
+  assert.ok(await page.getByRole('button', { name: 'Import 1 row' }).isDisabled(), 'a name is needed');
+  await page.getByLabel('Name (required)', { exact: true }).selectOption({ label: 'NAME' });
+  await page.getByRole('button', { name: 'Import 1 row' }).click();
+  await page.getByRole('heading', { name: 'Import finished' }).waitFor();
+  assert.equal((await contacts(ctx)).map((c) => c.name), ['ADA']);
+  // the same text twice: a mapping names columns by their text, so neither can be chosen; said before Import
+  await page.getByRole('button', { name: 'Import another file' }).click();
+  await input.setInputFiles(file('twice.csv', 'name,name,company\nAda,Bo,Engines\n'));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  const name = page.getByLabel('Name (required)', { exact: true });
+  await page.getByText('The header names “name” twice (columns 1 and 2): the import cannot tell them apart. Rename one of them in the file, then choose it.').waitFor();
+  await name.selectOption({ index: 1 });
+  assert.is(await name.getAttribute('aria-invalid'), 'true');
+  assert.ok(await page.getByRole('button', { name: 'Import 1 row' }).isDisabled(), 'nothing is sent that the server would refuse');
+  assert.is((await imports(ctx)).length, 1, 'only the first import');
+});
+
+W('a file refused at preview is said once, and focus goes to the file input (422 and 415 alike)', async (ctx) => {
+  const { page } = ctx.e;
+  const input = page.getByLabel('CSV file', { exact: true });
+  for (const [name, bytes, reason] of [
+    ['header.csv', Buffer.from('name,company\n'), /^This file cannot be imported: the file has a header row but no contacts\.$/],
+    ['image.csv', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0]), /^This file cannot be imported: the file is a PNG image, not a CSV text file\.$/],
+  ] as const) {
+    await input.setInputFiles({ name, mimeType: 'text/csv', buffer: bytes });
+    const alert = page.getByRole('alert').filter({ hasText: 'This file cannot be imported' });
+    await alert.waitFor();
+    const text = (await alert.textContent())!.trim();
+    assert.match(text, reason, text);
+    assert.is(text.match(/cannot be imported/g)?.length, 1, `said once: ${text}`);
+    await until(() => hasFocus(input), `focus on the file input after ${name}`, 5000);
+    await page.waitForTimeout(300);
+    assert.ok(await hasFocus(input), `focus stays on the file input after ${name}`);
+    assert.is(await input.getAttribute('aria-describedby'), await alert.getAttribute('id'), 'the input is described by the refusal');
+  }
+});
+
 /** Imports a file whose third column has no name and whose second row has no company; opens its rejected rows. */
 async function rejectedOfUnnamed(ctx: Ctx) {
   const { page } = ctx.e;

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, fetchText, LEDGER, parseCsv, upload, type ApiError } from '../api.ts';
-import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, fmtCount, fmtDateTime, fmtNumber, FormError, Link, Loading, Notice, refocusWhenDone, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
+import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, explain, fmtCount, fmtDateTime, fmtNumber, FormError, Link, Loading, Notice, refocusWhenDone, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
 import { LedgerHead, useRetryWithHead } from './ledger-head.tsx';
 
 export interface ImportJob {
@@ -32,6 +32,8 @@ interface Preview {
   suggestedMapping: Record<string, string | string[]>;
   mapping: Record<string, string | string[]>;
   missing: string[];
+  /** Fields two columns or more could be: left out of the mappings, for the user to choose. */
+  ambiguous: { field: string; columns: number[]; message: string }[];
 }
 
 const FIELDS: { field: string; label: string; required?: boolean }[] = [
@@ -51,6 +53,32 @@ const col = (i: number) => `c${i}`;
 const colIndex = (v: string | undefined) => (v && /^c\d+$/.test(v) ? Number(v.slice(1)) : -1);
 /** What a column is called in the page: its header, or "(column 5)" when the header is blank. */
 const colName = (columns: string[], i: number) => (columns[i]!.trim() === '' ? `(column ${i + 1})` : columns[i]!);
+/** The columns whose header is the same text as column i's (trimmed): a mapping, which names columns by their text, cannot choose between them. */
+const twinsOf = (columns: string[], i: number) => {
+  const text = (c: string) => c.normalize('NFC').trim();
+  return columns.flatMap((c, j) => (j !== i && text(c) === text(columns[i]!) ? [j] : []));
+};
+/** “a”, “b” and “c” */
+const inWords = (items: string[]) => (items.length < 2 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`);
+/** Columns by their place, 1 being the first: "columns 3 and 4". */
+const places = (js: number[]) => `column${js.length === 1 ? '' : 's'} ${inWords(js.map((j) => String(j + 1)))}`;
+/** What a column named twice is said to be, at the field it is chosen for (the import would refuse it). */
+const twiceText = (columns: string[], js: number[]) =>
+  columns[js[0]!]!.trim() === ''
+    ? `${places(js)} have no header: the import cannot tell them apart. Give one of them a header in the file, then choose it.`
+    : `The header names “${columns[js[0]!]!.trim()}” ${js.length === 2 ? 'twice' : `${js.length} times`} (${places(js)}): the import cannot tell them apart. Rename one of them in the file, then choose it.`;
+/**
+ * A field the preview left unmapped because several columns could be it, in the page's words
+ * (the API's message tells of a JSON mapping the user never sees).
+ */
+function ambiguityText(columns: string[], a: Preview['ambiguous'][number], label: string, required: boolean): string {
+  const twins = a.columns.filter((j) => twinsOf(columns, j).length > 0);
+  const choosable = a.columns.filter((j) => !twins.includes(j));
+  const names = (js: number[]) => inWords(js.map((j) => `“${colName(columns, j)}”`));
+  if (twins.length === 0)
+    return `${names(a.columns)} (${places(a.columns)}) could ${a.columns.length === 2 ? 'both' : 'all'} be the ${label}: choose the one to import${required ? '.' : ', or leave it not imported.'}`;
+  return `${twiceText(columns, twins)}${choosable.length ? ` Or choose ${names(choosable)}.` : ''}`;
+}
 const DELIMITERS: Record<string, string> = { ',': 'comma', ';': 'semicolon', '\t': 'tab' };
 const done = (s: ImportJob['status']) => s === 'completed' || s === 'failed';
 
@@ -175,6 +203,11 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
     focusNext.current = undefined;
     if (id) document.getElementById(id)?.focus();
   }, [step]);
+  // a file refused at preview: focus goes to the file input, the field the refusal names and where
+  // the user acts next (it went to <main> after a 422 and stayed on the input after a 415)
+  useEffect(() => {
+    if (readError) document.getElementById('csv-file')?.focus();
+  }, [readError]);
   // "Import" is disabled while the file is sent: focus goes to what the upload says (not <body>)
   useEffect(() => {
     const active = document.activeElement as HTMLButtonElement | null;
@@ -254,6 +287,17 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
    */
   const shared = preview ? preview.p.columns.map((_, j) => ({ j, fields: mapsTo(preview.p.columns, j) })).filter((x) => x.fields.length > 1) : [];
   const sharedFields = new Set(shared.flatMap((x) => x.fields.map((f) => f.field)));
+  /** Fields given a column whose header another column has too: the import would refuse it, so it is said at the field. */
+  const twice = preview
+    ? FIELDS.flatMap((f) => {
+        const j = colIndex(choice[f.field]);
+        const twins = j < 0 ? [] : twinsOf(preview.p.columns, j);
+        return twins.length ? [{ field: f.field, columns: [j, ...twins].sort((a, b) => a - b) }] : [];
+      })
+    : [];
+  const ambiguous = new Map((preview?.p.ambiguous ?? []).map((a) => [a.field, a]));
+  const describedBy = (field: string) =>
+    [sharedFields.has(field) && 'columns-shared', ambiguous.has(field) && `ambiguous-${field}`, twice.some((t) => t.field === field) && `twice-${field}`].filter(Boolean).join(' ') || undefined;
 
   return (
     <>
@@ -282,6 +326,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
                 id="csv-file"
                 type="file"
                 accept=".csv,.tsv,.txt,text/csv"
+                aria-describedby={readError ? 'read-error' : undefined}
                 onChange={(e) => {
                   const f = e.currentTarget.files?.[0];
                   if (f) void choose(f);
@@ -289,7 +334,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
               />
             </div>
             {reading && <Loading label={`Reading ${reading.file.name}…`} />}
-            {readError && <ErrorBox error={readError} title="This file cannot be imported." />}
+            {readError && <FileRefused error={readError} />}
           </section>
         )}
 
@@ -310,8 +355,8 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
                     id={`map-${field}`}
                     value={choice[field] ?? NONE}
                     disabled={!!uploading}
-                    aria-invalid={sharedFields.has(field) || undefined}
-                    aria-describedby={sharedFields.has(field) ? 'columns-shared' : undefined}
+                    aria-invalid={sharedFields.has(field) || twice.some((t) => t.field === field) || undefined}
+                    aria-describedby={describedBy(field)}
                     onChange={(e) => setChoice({ ...choice, [field]: e.currentTarget.value })}
                   >
                     <option value={NONE}>— not imported —</option>
@@ -322,6 +367,18 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
                       </option>
                     ))}
                   </select>
+                  {ambiguous.has(field) && (
+                    <p class="hint" id={`ambiguous-${field}`}>
+                      {ambiguityText(preview.p.columns, ambiguous.get(field)!, label, required === true)}
+                    </p>
+                  )}
+                  {twice
+                    .filter((t) => t.field === field && !ambiguous.has(field))
+                    .map((t) => (
+                      <p class="form-error" role="alert" id={`twice-${field}`} key={field}>
+                        {twiceText(preview.p.columns, t.columns)}
+                      </p>
+                    ))}
                 </div>
               ))}
             </div>
@@ -378,7 +435,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
               <button type="button" class="secondary" disabled={uploading?.sent} onClick={reset}>
                 Choose another file
               </button>
-              <button type="button" disabled={missing.length > 0 || shared.length > 0 || !!uploading} onClick={() => void start()}>
+              <button type="button" disabled={missing.length > 0 || shared.length > 0 || twice.length > 0 || !!uploading} onClick={() => void start()}>
                 {uploading ? 'Uploading…' : `Import ${fmtCount(preview.p.rowCount, 'row')}`}
               </button>
             </div>
@@ -405,6 +462,31 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
         )}
       </LedgerHead>
     </>
+  );
+}
+
+/**
+ * A file the preview refused, said once: the API's message repeats "The upload cannot be imported"
+ * (a tester read "This file cannot be imported. The upload cannot be imported: …"), so its reason
+ * alone (`errors` at `file`, for a 415 as for a 422) follows the page's own words.
+ */
+function FileRefused(props: { error: ApiError }) {
+  const e = props.error;
+  const reason = e.status === 415 || e.status === 422 ? e.errors.find((x) => x.path === 'file')?.message : undefined;
+  return (
+    <div class="state error" role="alert" id="read-error">
+      <p>
+        {reason ? (
+          <>
+            <strong>This file cannot be imported:</strong> {reason.replace(/\.$/, '')}.
+          </>
+        ) : (
+          <>
+            <strong>This file cannot be imported.</strong> {explain(e)}
+          </>
+        )}
+      </p>
+    </div>
   );
 }
 
