@@ -302,6 +302,56 @@ W('a file refused at preview is said once, and focus goes to the file input (422
   }
 });
 
+// A black-box tester's finding: Back while "Importing…", then Forward or a reload, opened the wizard
+// afresh at "Choose a CSV file", with no sign of the import that went on — an invitation to import again.
+W('the running import is kept in the URL: Back then Forward, and a reload, show its progress and its result', async (ctx) => {
+  const { page, base } = ctx.e;
+  // from the ledger's contacts, as the tester went: Back returns there
+  const contactsUrl = `${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}`;
+  await page.goto(contactsUrl);
+  await page.getByRole('navigation', { name: 'Ledger' }).getByRole('link', { name: 'Import CSV' }).click();
+  await page.getByRole('heading', { name: 'Choose a CSV file' }).waitFor();
+  const rows = Array.from({ length: 60_000 }, (_, i) => `Person ${i},Company ${i % 97},person${i}@example.test`);
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('big.csv', `name,company,email\n${rows.join('\n')}\n`));
+  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  await page.getByRole('button', { name: 'Import 60,000 rows' }).click();
+  await page.getByRole('heading', { name: /^Import(ing…| finished)$/ }).waitFor();
+  const [job] = await imports(ctx);
+  assert.ok(job);
+  const url = `${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/import?import=${job!.id}`;
+  assert.is(page.url(), url, 'the import is in the URL');
+  await page.goBack();
+  await until(async () => page.url() === contactsUrl, 'Back to the contacts', 5000);
+  await page.goForward();
+  await page.getByRole('heading', { name: /^Import(ing…| finished)$/ }).waitFor();
+  assert.is(await page.getByRole('heading', { name: 'Choose a CSV file' }).count(), 0, 'not the first step');
+  await page.getByRole('progressbar', { name: 'Import big.csv' }).waitFor();
+  await page.reload();
+  await page.getByRole('progressbar', { name: 'Import big.csv' }).waitFor();
+  await page.getByRole('heading', { name: 'Import finished' }).waitFor({ timeout: 60_000 });
+  await page.getByText('60,000 of 60,000 rows').waitFor();
+  // "Import another file" starts afresh, and takes the import out of the URL
+  await page.getByRole('button', { name: 'Import another file' }).click();
+  await page.getByRole('heading', { name: 'Choose a CSV file' }).waitFor();
+  assert.is(page.url(), `${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/import`);
+  assert.is((await imports(ctx)).length, 1, 'one import');
+});
+
+W('the wizard opened while the ledger has an import running says so, with a link to follow it', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  const rows = Array.from({ length: 60_000 }, (_, i) => `Person ${i},Company ${i % 97},person${i}@example.test`);
+  const r = await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`, { token: ctx.root, raw: csvForm(`name,company,email\n${rows.join('\n')}\n`, { fileName: 'running.csv' }) });
+  assert.is(r.status, 202, r.text);
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/import`);
+  await page.getByRole('heading', { name: 'Choose a CSV file' }).waitFor();
+  const notice = page.getByText(/^An import of running\.csv is running/);
+  await notice.waitFor();
+  await page.getByRole('link', { name: 'Follow the import of running.csv' }).click();
+  await page.getByRole('progressbar', { name: 'Import running.csv' }).waitFor();
+  assert.is(page.url(), `${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/import?import=${r.body.id}`);
+  await page.getByRole('heading', { name: 'Import finished' }).waitFor({ timeout: 60_000 });
+});
+
 /** Imports a file whose third column has no name and whose second row has no company; opens its rejected rows. */
 async function rejectedOfUnnamed(ctx: Ctx) {
   const { page } = ctx.e;

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, download, fetchText, LEDGER, parseCsv, upload, type ApiError } from '../api.ts';
+import { navigate, useLocation } from '../router.ts';
 import { Async, CursorPager, JobStatus, atLeast, Dialog, Empty, ErrorBox, explain, fmtCount, fmtDateTime, fmtNumber, FormError, Link, Loading, Notice, refocusWhenDone, Time, useAction, useRequest, useRole, asApiError } from '../ui.tsx';
 import { LedgerHead, useRetryWithHead } from './ledger-head.tsx';
 
@@ -100,6 +101,11 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
   const { orgId, ledgerId } = props;
   const role = useRole(orgId);
   const base = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/imports`;
+  const wizardPath = `/orgs/${orgId}/ledgers/${ledgerId}/import`;
+  // the import started (or followed) is in the URL, `?import=<id>`: Back then Forward, or a reload,
+  // shows its progress and its result (a tester's case: the wizard opened afresh, with no sign of
+  // the import that went on, which invited a second one)
+  const importId = useLocation().query.get('import') ?? undefined;
   // the file being read for a preview; choosing another one cancels it, and an answer for a file
   // no longer chosen is dropped (a big file's preview could otherwise replace a small one's)
   const [reading, setReading] = useState<{ file: File; ctl: AbortController }>();
@@ -119,6 +125,19 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
   // API answered 403 and the roles were reloaded) is said, not the wizard silently replaced
   const wasEditor = useRef(false);
   if (atLeast(role, 'editor')) wasEditor.current = true;
+  // an import in the URL that this page did not start: read, then followed like one it started
+  useEffect(() => {
+    if (!importId || job?.id === importId) return;
+    let stop = false;
+    setPollError(undefined);
+    api<ImportJob>('GET', `${base}/${encodeURIComponent(importId)}`).then(
+      (j) => !stop && setJob(j),
+      (e: unknown) => !stop && setPollError(asApiError(e)),
+    );
+    return () => {
+      stop = true;
+    };
+  }, [importId]);
   // Leaving the wizard (another page of the app, back or forward) cancels what it still has on the
   // way, as "Choose another file" does: an upload still sending never reaches the server whole, so
   // no import is made for a file the user walked away from. One already sent is the server's: its
@@ -185,7 +204,11 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
       });
       if (!ctl.signal.aborted) {
         focusNext.current = 'run-title';
+        // the preview goes: nothing on this page offers to import the file again
+        setPreview(undefined);
         setJob(j);
+        // the same entry, now naming the import (Back leaves the wizard, as before)
+        navigate(`${wizardPath}?import=${encodeURIComponent(j.id)}`, { replace: true });
       }
     } catch (e) {
       if (!ctl.signal.aborted) setUploadError(asApiError(e));
@@ -197,11 +220,23 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
     }
   };
 
-  const step = job ? 3 : preview ? 2 : 1;
+  // the import shown is the one the URL names (another entry of the wizard's path names none)
+  const shownJob = job && job.id === importId ? job : undefined;
+  const step = importId ? 3 : preview ? 2 : 1;
+  const firstStep = useRef(true);
   useEffect(() => {
     const id = focusNext.current;
     focusNext.current = undefined;
+    const first = firstStep.current;
+    firstStep.current = false;
     if (id) document.getElementById(id)?.focus();
+    else if (!first) {
+      // a step shown by the URL (a running import followed, Back to the first step): the control
+      // used went with the step before, and focus goes to the new step's heading, not to <body>
+      const at = document.activeElement as HTMLElement | null;
+      if (at && at !== document.body && at.isConnected) return;
+      document.getElementById(step === 3 ? 'run-title' : step === 2 ? 'columns-title' : 'choose-title')?.focus();
+    }
   }, [step]);
   // a file refused at preview: focus goes to the file input, the field the refusal names and where
   // the user acts next (it went to <main> after a 422 and stayed on the input after a 415)
@@ -217,7 +252,8 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
   // live progress: poll the job until it is done (a failed poll ends it: the effect runs again only
   // for a new answer)
   useEffect(() => {
-    if (!job || done(job.status)) return;
+    if (!shownJob || done(shownJob.status)) return;
+    const job = shownJob;
     let stop = false;
     const t = setTimeout(async () => {
       try {
@@ -231,7 +267,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
       stop = true;
       clearTimeout(t);
     };
-  }, [job]);
+  }, [shownJob]);
 
   /** Back to step 1. An upload still sending is cancelled (the server gets no complete file, so no import). */
   const reset = () => {
@@ -251,6 +287,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
     setReadError(undefined);
     setUploadError(undefined);
     setPollError(undefined);
+    if (importId) navigate(wizardPath, { replace: true });
   };
 
   if (!atLeast(role, 'editor') && wasEditor.current)
@@ -317,6 +354,7 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
           <section class="card" aria-labelledby="choose-title">
             <h2 id="choose-title" tabIndex={-1}>Choose a CSV file</h2>
             {cancelled && <Notice onDismiss={() => setCancelled(undefined)}>{cancelled}</Notice>}
+            <RunningImports base={base} wizardPath={wizardPath} />
             <p class="muted">
               A header row is needed. Columns such as <em>name</em> (or <em>first name</em> + <em>last name</em>), <em>company</em>, <em>title</em>, <em>email</em>, <em>linkedin</em> and <em>reference id</em> are recognised; you can change the mapping next. Comma, semicolon or tab separated; UTF-8.
             </p>
@@ -442,14 +480,34 @@ export function ImportWizard(props: { orgId: string; ledgerId: string }) {
           </section>
         )}
 
-        {step === 3 && job && (
+        {step === 3 && !shownJob && (
           <section class="card" aria-labelledby="run-title">
-            <h2 id="run-title" tabIndex={-1}>{job.status === 'completed' ? 'Import finished' : job.status === 'failed' ? 'Import failed' : 'Importing…'}</h2>
-            <JobProgress job={job} />
+            <h2 id="run-title" tabIndex={-1}>
+              Import
+            </h2>
+            {pollError ? (
+              <>
+                <ErrorBox error={pollError} title="This import cannot be shown." />
+                <div class="actions">
+                  <button type="button" class="secondary" onClick={reset}>
+                    Choose a CSV file
+                  </button>
+                </div>
+              </>
+            ) : (
+              <Loading label="Reading the import…" />
+            )}
+          </section>
+        )}
+
+        {step === 3 && shownJob && (
+          <section class="card" aria-labelledby="run-title">
+            <h2 id="run-title" tabIndex={-1}>{shownJob.status === 'completed' ? 'Import finished' : shownJob.status === 'failed' ? 'Import failed' : 'Importing…'}</h2>
+            <JobProgress job={shownJob} />
             {pollError && <ErrorBox error={pollError} title="Lost track of the import; it goes on in the background." />}
-            {done(job.status) && <JobResult job={job} orgId={orgId} ledgerId={ledgerId} />}
+            {done(shownJob.status) && <JobResult job={shownJob} orgId={orgId} ledgerId={ledgerId} />}
             <div class="actions">
-              {done(job.status) && (
+              {done(shownJob.status) && (
                 <button type="button" class="secondary" onClick={reset}>
                   Import another file
                 </button>
@@ -487,6 +545,31 @@ function FileRefused(props: { error: ApiError }) {
         )}
       </p>
     </div>
+  );
+}
+
+/**
+ * The ledger's imports still running, said on the first step with a link that follows each: one
+ * started here and left (another tab, a link without its `?import=`) goes on, and nothing said so
+ * (a tester's case: a second import of the same file was one click away).
+ */
+function RunningImports(props: { base: string; wizardPath: string }) {
+  const req = useRequest((signal) => api<{ imports: ImportJob[] }>('GET', props.base, { query: { limit: 20 }, signal }), [props.base]);
+  const running = (req.data?.imports ?? []).filter((i) => !done(i.status));
+  if (!running.length) return null;
+  const name = (i: ImportJob) => (i.source === 'csv' ? (i.fileName ?? 'an upload') : 'contacts sent by API');
+  return (
+    <>
+      {running.map((i) => (
+        <Notice key={i.id}>
+          An import of {name(i)} is running ({fmtNumber(i.processed)} of {fmtCount(i.submitted, 'row')}, started <Time iso={i.createdAt} />).{' '}
+          <Link href={`${props.wizardPath}?import=${encodeURIComponent(i.id)}`} aria-label={`Follow the import of ${name(i)}`}>
+            Follow it
+          </Link>{' '}
+          or see <Link href={props.wizardPath.replace(/\/import$/, '/imports')}>Import history</Link>.
+        </Notice>
+      ))}
+    </>
   );
 }
 
