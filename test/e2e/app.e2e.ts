@@ -242,7 +242,7 @@ A('feed a job change; "job changed since" finds the contact; its timeline shows 
   await page.getByText('More filters').click();
   await page.getByLabel('LinkedIn URL').fill('someone');
   await page.getByRole('button', { name: 'Apply filters' }).click();
-  await page.getByText(/“LinkedIn URL” is “someone”: it must be a LinkedIn profile URL/).first().waitFor();
+  await page.getByText(/“LinkedIn URL” is “someone”, which is not a LinkedIn profile URL\./).first().waitFor();
   assert.ok(await page.getByRole('button', { name: 'Remove that filter' }).isVisible(), 'a way out');
   assert.is(await page.getByRole('region', { name: 'Contacts' }).locator('tbody tr').count(), 0, 'the rows of the earlier filter are gone');
   assert.ok(await page.getByRole('button', { name: 'Download these as CSV' }).isDisabled());

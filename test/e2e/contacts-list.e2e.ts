@@ -128,6 +128,43 @@ L('a link with a filter or sort the API refuses: said in the page\'s words, and 
   await until(async () => (await rows(ctx).count()) === 25, 'the first page in the default order');
 });
 
+L('every filter the page offers, refused, reads as a plain sentence in the page\'s words (an e-mail read "it email … is not an e-mail address")', async (ctx) => {
+  const { page } = ctx.e;
+  // typed in the form, as the tester did: More filters, E-mail (exact), Apply
+  await page.goto(listUrl(ctx));
+  await count(ctx, '60 contacts').waitFor();
+  await page.getByText('More filters').click();
+  await page.getByLabel('E-mail (exact)').fill('not-an-email');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  const alert = page.locator('#list-refused');
+  await alert.getByText('The list cannot be filtered this way.').waitFor();
+  assert.match(await alert.innerText(), /“E-mail \(exact\)” is “not-an-email”, which is not an e-mail address \(the filter finds one address, written whole\)\./);
+  // and each of the others from a link: what the API refused, said by the page
+  const long = 'x'.repeat(300);
+  const cases: [string, RegExp][] = [
+    ['email=not-an-email', /“E-mail \(exact\)” is “not-an-email”, which is not an e-mail address/],
+    ['email=%20%20', /“E-mail \(exact\)” is “\s*”, which is empty once its spaces are taken off\./],
+    ['email=ann%E2%80%8B%40list.test', /“E-mail \(exact\)” is “ann.@list\.test”, which holds an invisible character \(U\+200B\), so it would never match what is typed without it\./],
+    ['importId=zzz', /“Import id” is “zzz”, which is not the id of an import \(imp_ followed by 26 lower-case letters or digits\)\./],
+    ['isVerified=yes', /“Verified” is “yes”, which is neither “true” nor “false”\./],
+    ['linkedin=someone', /“LinkedIn URL” is “someone”, which is not a LinkedIn profile URL\./],
+    ['referenceId=%20', /“Reference id \(exact\)” is “\s*”, which is empty once its spaces are taken off\./],
+    [`name=${long}`, /“Name contains” is “x{60}…”, which is longer than the 256 characters it may have\./],
+    [`company=${long}`, /“Company contains” is “x{60}…”, which is longer than the 256 characters it may have\./],
+    [`title=${long}`, /“Title contains” is “x{60}…”, which is longer than the 256 characters it may have\./],
+    ['lastInfoChangedAt=soon', /“Info changed since” is “soon”, which is not a date\./],
+    ['createdAfter=2026-13-01', /“Added on or after” is “2026-13-01”, which is not a date\./],
+  ];
+  for (const [query, sentence] of cases) {
+    await page.goto(listUrl(ctx, `?${query}`));
+    await alert.getByText('The list cannot be filtered this way.').waitFor();
+    const text = await alert.innerText();
+    assert.match(text, sentence, `${query}: ${text}`);
+    // none of the API's wording: "it must …", a field's name, "as its import was answered with"
+    assert.not.match(text, /: it |\bmust\b|answered with|email "|invisible character \(U\+200B\);/, `${query}: ${text}`);
+  }
+});
+
 L('the download says the same for a refused filter as for a refused sort: disabled, and described by the message', async (ctx) => {
   const { page } = ctx.e;
   const labels: string[] = [];

@@ -368,14 +368,44 @@ function ViewChoice(props: { id: string; label: string; value: string; options: 
   );
 }
 
-/** A refused filter or sort of a link, in the page's words (`message`: the API's, for the other filters). */
+/** A value of a link shown in a sentence: a very long one cut short (the refusal of 300 characters quoted them all). */
+const quoted = (value: string) => `“${value.length > 60 ? `${value.slice(0, 60)}…` : value}”`;
+
+/**
+ * Why the API refused a filter's value, as the end of a sentence that begins "“Label” is “value”,"
+ * — in the page's words, never the API's message spliced in (`it email "x" is not an e-mail
+ * address`, `it must be an import id as its import was answered with: …`: a tester's cases).
+ * The API's message only tells which of a filter's rules the value broke.
+ */
+function refusedWhy(key: FilterKey, message: string): string {
+  const invisible = /invisible character \((U\+[0-9A-F]+)\)/.exec(message);
+  if (invisible) return `which holds an invisible character (${invisible[1]}), so it would never match what is typed without it`;
+  if (/NUL|control character/.test(message)) return 'which holds a control character';
+  const longer = /at most (\d+) characters/.exec(message);
+  if (longer) return `which is longer than the ${longer[1]} characters it may have`;
+  if (/must not be empty/.test(message)) return 'which is empty once its spaces are taken off';
+  switch (key) {
+    case 'email':
+      return 'which is not an e-mail address (the filter finds one address, written whole)';
+    case 'linkedin':
+      return 'which is not a LinkedIn profile URL';
+    case 'isVerified':
+      return 'which is neither “true” nor “false”';
+    case 'importId':
+      return 'which is not the id of an import (imp_ followed by 26 lower-case letters or digits)';
+    default:
+      return 'which the server does not accept';
+  }
+}
+
+/** A refused filter or sort of a link, in the page's words (`message`: the API's, telling which rule was broken). */
 function refusedText(key: string, value: string, message: string): string {
   if (key === 'sortBy') return `It sorts by “${value}”, which is not one of the list's orders.`;
   const label = FILTER_LABELS[key as FilterKey];
   // the URL holds the day after the last one included (an exclusive bound): said as the link's own value, not as that last day
   if (key === 'createdBefore') return `The link's createdBefore=${value} (“${label}” the day before it) is not a date.`;
-  if (DATE_FILTERS.includes(key as FilterKey)) return `“${label}” is “${value}”, which is not a date.`;
-  return `“${label}” is “${value}”: it ${message}.`;
+  if (DATE_FILTERS.includes(key as FilterKey)) return `“${label}” is ${quoted(value)}, which is not a date.`;
+  return `“${label}” is ${quoted(value)}, ${refusedWhy(key as FilterKey, message)}.`;
 }
 
 /**
