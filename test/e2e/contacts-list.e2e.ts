@@ -266,6 +266,24 @@ L('"Added on or after" and "on or before" the same day find that day\'s contacts
   await page.waitForURL((u) => u.searchParams.get('createdBefore') === today);
 });
 
+L('"Job changed in the last 7/30/90 days" is today and the 6/29/89 days before, in UTC (7 sent 8 calendar days)', async (ctx) => {
+  const { page } = ctx.e;
+  await page.goto(listUrl(ctx));
+  await count(ctx, '60 contacts').waitFor();
+  for (const n of [7, 30, 90]) {
+    const chip = page.getByRole('group', { name: 'Quick filters' }).getByRole('button', { name: `${n} days` });
+    await chip.click();
+    await page.waitForURL((u) => u.searchParams.has('lastJobChangedAt'));
+    const since = new URL(page.url()).searchParams.get('lastJobChangedAt')!;
+    const today = (await page.evaluate('new Date().toISOString().slice(0, 10)')) as string;
+    const days = (Date.parse(`${today}T00:00:00Z`) - Date.parse(`${since}T00:00:00Z`)) / 86_400_000 + 1;
+    assert.is(days, n, `the last ${n} days from ${since} to ${today} (both included) are ${days} days`);
+    await until(async () => (await chip.getAttribute('aria-pressed')) === 'true', `${n} days shown pressed`);
+    await chip.click(); // pressed again, taken off
+    await page.waitForURL((u) => !u.searchParams.has('lastJobChangedAt'));
+  }
+});
+
 L('a contact deleted from a filtered list: back to that list, filters kept, and told once (the next step through the list takes the notice away)', async (ctx) => {
   const { page } = ctx.e;
   await page.goto(listUrl(ctx, '?company=Bolt&sortBy=-name'));

@@ -58,7 +58,12 @@ const SORTS: [string, string][] = [
 const SIZES = [25, 50, 100];
 
 const DAY = 86_400_000;
-const daysAgo = (n: number) => new Date(Date.now() - n * DAY).toISOString().slice(0, 10);
+/**
+ * The first day of "the last n days": today (UTC) and the n − 1 days before it, so "the last 7 days"
+ * on 2 December starts on 26 November. It was today minus n days (25 November): 8 calendar days, as
+ * the filter includes its first day whole (a tester's case).
+ */
+const lastDays = (n: number) => new Date(Date.now() - (n - 1) * DAY).toISOString().slice(0, 10);
 /**
  * "Added before" is a day the person wants included, the API's `createdBefore` an exclusive bound
  * (docs/decisions.md "List semantics"): the URL and the request hold the API's value — the next
@@ -481,12 +486,12 @@ function FilterForm(props: { initial: Partial<Record<FilterKey, string>>; refuse
             key={n}
             id={`flt-last-${n}`}
             type="button"
-            class={`chip${props.initial.lastJobChangedAt === daysAgo(n) ? ' on' : ''}`}
-            aria-pressed={props.initial.lastJobChangedAt === daysAgo(n)}
+            class={`chip${props.initial.lastJobChangedAt === lastDays(n) ? ' on' : ''}`}
+            aria-pressed={props.initial.lastJobChangedAt === lastDays(n)}
             onClick={() => {
               noteFocus();
               // the other filters applied stay (they were dropped: an accessibility tester's case); pressed again, it is taken off
-              props.onApply({ ...props.initial, lastJobChangedAt: props.initial.lastJobChangedAt === daysAgo(n) ? undefined : daysAgo(n) });
+              props.onApply({ ...props.initial, lastJobChangedAt: props.initial.lastJobChangedAt === lastDays(n) ? undefined : lastDays(n) });
             }}
           >
             {n} days
