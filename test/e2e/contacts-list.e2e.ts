@@ -319,6 +319,30 @@ L('a contact deleted from a filtered list: back to that list, filters kept, and 
   assert.is(await page.getByText('Deleted Bolt person 29.').count(), 0);
 });
 
+L('Back after deleting a contact goes to the page before it, not to "This contact does not exist"', async (ctx) => {
+  const { page } = ctx.e;
+  // a contact of its own, so the other tests' counts stay
+  assert.is((await addContacts(ctx.e, ctx.token, ctx.orgId, ctx.ledgerId, [{ name: 'Temp person', company: 'Temporary' }])).status, 'completed');
+  await page.goto(listUrl(ctx, '?company=Temporary'));
+  await count(ctx, '1 contact matches the filter').waitFor();
+  await page.getByRole('link', { name: 'Temp person' }).click();
+  await page.getByRole('heading', { name: 'Temp person' }).waitFor();
+  const length = await page.evaluate('history.length');
+  await page.getByRole('button', { name: 'Delete contact' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Delete contact' }).click();
+  await page.getByRole('status').filter({ hasText: 'Deleted Temp person.' }).waitFor();
+  await page.getByText('No contact matches these filters.').waitFor();
+  assert.is(await page.evaluate('history.length'), length, "the list took the contact's entry: no new one");
+  await page.goBack();
+  await page.waitForURL((u) => !u.pathname.includes('/contacts/'), { timeout: 5000 });
+  assert.is(new URL(page.url()).searchParams.get('company'), 'Temporary', 'the list the contact was opened from');
+  await page.getByText('No contact matches these filters.').waitFor();
+  assert.is(await page.getByText('This contact does not exist').count(), 0);
+  await page.goForward();
+  await page.getByText('No contact matches these filters.').waitFor();
+  assert.not.match(page.url(), /\/contacts\//);
+});
+
 L('a contact or ledger that does not exist: said so, without "Try again", filters, tabs or import picker', async (ctx) => {
   const { page, call } = ctx.e;
   assert.ok(ctx.deletedContact, 'the test before deleted a contact');

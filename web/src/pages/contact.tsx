@@ -119,8 +119,10 @@ export function ContactDetail(props: { orgId: string; ledgerId: string; contactI
             onConfirm={async () => {
               await api('DELETE', path);
               // back to the list it came from, filters and all, saying what happened (not when
-              // Back left this page while the deletion was on its way: the page gone to stays)
-              if (here.current) navigate(back, { state: { notice: `Deleted ${contact.data!.name}.` } });
+              // Back left this page while the deletion was on its way: the page gone to stays).
+              // The list takes the contact's history entry: Back then goes to the page before the
+              // contact, not to "This contact does not exist" (a tester's case)
+              if (here.current) navigate(back, { replace: true, state: { notice: `Deleted ${contact.data!.name}.` } });
               return true;
             }}
           >
