@@ -128,6 +128,24 @@ M('something deleted meanwhile is named in words, not by the id the API gives', 
   await page.keyboard.press('Escape');
 });
 
+M('a success answer that is not the API\'s JSON (a captive portal\'s page, 200 text/html) is said in words, not as the parser\'s error', async (ctx) => {
+  const { page, base } = ctx.e;
+  const ledgers = (u: URL) => u.pathname === `/api/ledger/v1/orgs/${ctx.orgId}/ledgers`;
+  await page.route(ledgers, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<html>captive portal: sign in to the hotel network</html>' }));
+  try {
+    await page.goto(`${base}/orgs/${ctx.orgId}/ledgers`);
+    const box = page.getByRole('alert').filter({ hasText: 'That did not work.' });
+    await box.waitFor();
+    const text = await box.innerText();
+    assert.match(text, "The server answered 200 OK with a web page instead of the app's data: a proxy or a network's sign-in page may be answering in its place.");
+    assert.not.match(text, /Unexpected token|JSON|<html>/);
+  } finally {
+    await page.unroute(ledgers);
+  }
+  await page.getByRole('button', { name: 'Try again' }).click();
+  await page.getByRole('link', { name: 'Leads' }).first().waitFor();
+});
+
 M("the service account's help names no token lifetime of its own: the answer's expiresIn says it", async (ctx) => {
   const { page, base } = ctx.e;
   await page.goto(`${base}/orgs/${ctx.orgId}/service-accounts`);

@@ -95,6 +95,29 @@ async function readError(res: Response): Promise<ApiError> {
   );
 }
 
+/**
+ * A success answer whose body is not the API's JSON: something between the browser and the server
+ * answered in its place — a captive portal or a proxy's sign-in page answering 200 with HTML. Said
+ * in words, as "The server answered 502 Bad Gateway." is, where the page showed the parser's own
+ * error (`Unexpected token '<', "<html>capt"... is not valid JSON`: a tester's case).
+ */
+const notTheApi = (status: number, statusText: string, type: string | null) =>
+  new ApiError(
+    status,
+    'not_json',
+    `The server answered ${status}${statusText ? ` ${statusText}` : ''} with ${/html/i.test(type ?? '') ? 'a web page' : 'something'} instead of the app's data: a proxy or a network's sign-in page may be answering in its place. Sign in to the network if it asks you to, then try again.`,
+  );
+
+/** The JSON body of a success answer; one that is not JSON is a notTheApi error. */
+async function readJson<T>(res: Response): Promise<T> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw notTheApi(res.status, res.statusText, res.headers.get('Content-Type'));
+  }
+}
+
 /** A request that never got an answer (fetch and the upload's XHR alike). */
 const unreachable = () => new ApiError(0, 'network_error', 'The server cannot be reached. Check the connection and try again.');
 
@@ -117,7 +140,7 @@ async function sessionRequest(body: Record<string, string>): Promise<Principal> 
     credentials: 'same-origin',
   });
   if (!res.ok) throw await readError(res);
-  const s = (await res.json()) as { accessToken: string; expiresIn: number; user: SessionUser | null; orgs: Principal['orgs'] };
+  const s = await readJson<{ accessToken: string; expiresIn: number; user: SessionUser | null; orgs: Principal['orgs'] }>(res);
   const lifetime = Math.max(30, s.expiresIn - 60) * 1000;
   held = { token: s.accessToken, refreshAt: Date.now() + lifetime };
   hadSession = true;
@@ -271,7 +294,7 @@ const forbidden = (e: ApiError) => forbiddenListeners.forEach((fn) => fn(e));
 export async function api<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
   const res = await authorized(method, path, opts);
   if (res.status === 204) return undefined as T;
-  return (await res.json()) as T;
+  return readJson<T>(res);
 }
 
 /** The largest page the server's lists give (`limit` 1–1000 on every list endpoint). */
@@ -340,7 +363,12 @@ export async function upload<T = unknown>(method: string, path: string, form: Fo
     if (xhr.status === 403) forbidden(err);
     throw err;
   }
-  return (xhr.status === 204 ? undefined : JSON.parse(xhr.responseText)) as T;
+  if (xhr.status === 204) return undefined as T;
+  try {
+    return JSON.parse(xhr.responseText) as T;
+  } catch {
+    throw notTheApi(xhr.status, xhr.statusText, xhr.getResponseHeader('Content-Type'));
+  }
 }
 
 /**

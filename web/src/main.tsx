@@ -4,7 +4,7 @@ import { Fragment, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, ID, listAll, onForbidden, onSession, resume, signOut, type Principal } from './api.ts';
 import { lastNavigation, match, navigate, useLocation } from './router.ts';
-import { ErrorBox, lastOrgKey, Link, Loading, orgOfPath, SecretHost, Session, useChoice, useSecretHost, useSession, type Org, type SessionState } from './ui.tsx';
+import { asApiError, ErrorBox, lastOrgKey, Link, Loading, orgOfPath, SecretHost, Session, useChoice, useSecretHost, useSession, type Org, type SessionState } from './ui.tsx';
 import { SignIn } from './pages/signin.tsx';
 import { Home } from './pages/home.tsx';
 import { Ledgers } from './pages/ledgers.tsx';
@@ -29,7 +29,7 @@ function App() {
   useEffect(() => {
     resume().then(
       (p) => setBoot(p ? { kind: 'signed-in', principal: p } : { kind: 'signed-out', byUser: false }),
-      (error: unknown) => setBoot({ kind: 'failed', error: error instanceof ApiError ? error : new ApiError(0, 'client_error', String(error)) }),
+      (error: unknown) => setBoot({ kind: 'failed', error: asApiError(error) }),
     );
   }, [attempt]);
   const loc = useLocation();

@@ -125,10 +125,16 @@ export function useRequest<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unk
   return { data: state.data, error: state.errorOf === key ? state.error : undefined, loading: state.loading || !settled, stale, reload };
 }
 
+/**
+ * A failure as an ApiError. One that is no answer of the server — an error of the page itself — is
+ * said in words, its JavaScript message left to the console: the page showed `Unexpected token '<',
+ * "<html>capt"... is not valid JSON` as it came (a tester's case; api.ts now says that one itself).
+ */
 export function asApiError(e: unknown): ApiError {
   if (e instanceof ApiError) return e;
   if (e instanceof DOMException && e.name === 'AbortError') return new ApiError(0, 'aborted', 'Cancelled.');
-  return new ApiError(0, 'client_error', e instanceof Error ? e.message : String(e));
+  console.error(e);
+  return new ApiError(0, 'client_error', 'Something went wrong in this page. Reload it and try again.');
 }
 
 /** Explains an error in words a person can act on. */
