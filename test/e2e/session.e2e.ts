@@ -229,6 +229,59 @@ S('the organization last opened is remembered for each user of the browser: the 
   }
 });
 
+/** Whether focus is on the sign-in form's error message (FormError: the alert, focusable). */
+const focusOnAlert = (page: E2E['page']) => page.evaluate('document.activeElement?.getAttribute("role") === "alert" && document.activeElement.classList.contains("form-error")') as Promise<boolean>;
+
+S('a refused sign-in is said in words, never the API\'s or the parser\'s message, and focus goes to it (it fell to the page)', async ({ e }) => {
+  const { page, base } = e;
+  await page.goto(`${base}/signin`);
+  await page.getByLabel('E-mail').waitFor();
+  const attempt = async (email: string) => {
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  };
+  // a wrong password (an account that does not exist: the throttle test below counts the superuser's)
+  await attempt('nobody@example.com');
+  const alert = page.locator('.form-error');
+  await alert.getByText('The e-mail or password is incorrect.').waitFor();
+  await until(() => focusOnAlert(page), 'focus on the message after a wrong password', 5000);
+
+  // the sign-in answered by someone else: a captive portal's page, 200 text/html
+  const answers: Record<string, { status: number; contentType: string; body: string } | 'abort'> = {
+    portal: { status: 200, contentType: 'text/html', body: '<html>captive portal: sign in to the hotel network</html>' },
+    badRequest: { status: 400, contentType: 'application/problem+json', body: JSON.stringify({ code: 'invalid_request', detail: 'grantType: Invalid discriminator value', errors: [{ path: 'grantType', message: 'Invalid discriminator value' }] }) },
+    down: 'abort',
+  };
+  let answer: keyof typeof answers = 'portal';
+  await page.route('**/api/identity/v1/session', async (route) => {
+    if (!(route.request().postData() ?? '').includes('"password"')) return route.continue();
+    const a = answers[answer]!;
+    if (a === 'abort') return route.abort('connectionrefused');
+    return route.fulfill(a);
+  });
+  try {
+    await attempt(ROOT_EMAIL);
+    await alert.getByText("The server answered 200 OK with a web page instead of the app's data", { exact: false }).waitFor();
+    assert.not.match(await alert.innerText(), /Unexpected token|JSON/);
+    await until(() => focusOnAlert(page), 'focus on the message after an answer that is not JSON', 5000);
+    await shoot(page, '26a-signin-captive-portal');
+
+    answer = 'badRequest';
+    await attempt(ROOT_EMAIL);
+    await alert.getByText('The server did not accept this sign-in (it answered 400).', { exact: false }).waitFor();
+    assert.not.match(await alert.innerText(), /grantType|discriminator/);
+    await until(() => focusOnAlert(page), 'focus on the message after a 400', 5000);
+
+    answer = 'down';
+    await attempt(ROOT_EMAIL);
+    await alert.getByText('The server cannot be reached.', { exact: false }).waitFor();
+    await until(() => focusOnAlert(page), 'focus on the message when the server is down', 5000);
+  } finally {
+    await page.unroute('**/api/identity/v1/session');
+  }
+});
+
 S('throttling: repeated failures say when to try again', async ({ e }) => {
   const { page, base } = e;
   await page.goto(`${base}/signin`);
@@ -241,6 +294,7 @@ S('throttling: repeated failures say when to try again', async ({ e }) => {
   await page.getByLabel('Password').fill(ROOT_PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByText(/Too many failed attempts\. .* try again in \d+ (seconds|minutes)\./).waitFor();
+  await until(() => focusOnAlert(page), 'focus on the message when throttled (it stayed on the page)', 5000);
   await shoot(page, '26-signin-throttled');
 });
 

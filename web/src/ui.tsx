@@ -275,14 +275,15 @@ export function fieldErrors(error: ApiError | undefined, paths: readonly string[
 
 /**
  * A form's error. `fields`: the paths the form shows at their fields (the ones it gave fieldErrors)
- * — then this says only to look there, and lists in words what no field shows.
+ * — then this says only to look there, and lists in words what no field shows. `text`: the form's
+ * own words for the error, said instead (the sign-in page's).
  * When the failure left focus nowhere (the submit button was disabled while the request ran, so
  * the browser moved focus to the page), focus goes to the first field marked invalid, else to the
  * message: a keyboard or screen-reader user stays in the dialog and hears what is wrong. Focus in
  * another field of the form (Enter pressed there) moves the same way: to the first marked one, else
  * to the message.
  */
-export function FormError(props: { error: ApiError | undefined; fields?: readonly string[] }) {
+export function FormError(props: { error: ApiError | undefined; fields?: readonly string[]; text?: string | undefined }) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const box = ref.current;
@@ -311,10 +312,12 @@ export function FormError(props: { error: ApiError | undefined; fields?: readonl
   if (e.errors.length > 0 && rest.length === 0) lead = atFields.length === 1 ? 'Check the marked field.' : 'Check the marked fields.';
   else if (e.errors.length > 0 && e.code === 'validation_failed') lead = rest.length === 1 ? `${rest[0]!.path}: ${sentence(rest[0]!.message)}` : 'Some values were not accepted:';
   else lead = explain(e);
+  // a form that says its own refusals in its own words (the sign-in page): they replace the lead
+  if (props.text !== undefined) lead = props.text;
   return (
     <div class="form-error" role="alert" tabIndex={-1} ref={ref}>
       <p>{lead}</p>
-      {rest.length > 1 && (
+      {props.text === undefined && rest.length > 1 && (
         <ul>
           {rest.map((x) => (
             <li key={x.path}>

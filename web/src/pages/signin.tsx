@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, signIn, takeSessionEnded } from '../api.ts';
-import { Notice, useAction } from '../ui.tsx';
+import { FormError, Notice, useAction } from '../ui.tsx';
 import { useNotice } from '../router.ts';
 
 /** Sign in with e-mail and password; clear messages for wrong credentials and throttling. */
@@ -19,6 +19,9 @@ export function SignIn() {
     const at = document.activeElement;
     if (!at || at === document.body) document.getElementById('email')?.focus();
   }, []);
+  // Every refusal in words: the API's own message (a 400's "grantType: Invalid discriminator
+  // value") was shown as it came (a tester's case). The app's own messages — the server not
+  // reached, an answer that is not the API's (a captive portal's page) — are words already.
   const message = (e: ApiError) => {
     if (e.code === 'invalid_grant') return 'The e-mail or password is incorrect.';
     if (e.status === 429) {
@@ -26,7 +29,10 @@ export function SignIn() {
       return `Too many failed attempts. For your safety, signing in is paused: try again in ${s < 90 ? `${s} seconds` : `${Math.ceil(s / 60)} minutes`}.`;
     }
     if (e.status === 422) return 'Enter your e-mail address and password.';
-    return e.message;
+    if (e.status === 0 || e.code === 'not_json' || e.code === 'client_error') return e.message;
+    if (e.status >= 500) return `The server could not sign you in just now (it answered ${e.status}). Try again in a moment.`;
+    if (e.status === 403) return 'The server refused to sign in from this page. Open contact-ledger at its own address and sign in there.';
+    return `The server did not accept this sign-in (it answered ${e.status}). Reload the page and try again; if it happens again, tell your administrator.`;
   };
   return (
     <main class="signin" id="main">
@@ -52,11 +58,8 @@ export function SignIn() {
           <label for="password">Password</label>
           <input id="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
         </div>
-        {act.error && (
-          <div class="form-error" role="alert">
-            <p>{message(act.error)}</p>
-          </div>
-        )}
+        {/* the shared FormError: focus goes to the message when the sign-in is refused (it fell to the page: an accessibility tester's case) */}
+        <FormError error={act.error} text={act.error && message(act.error)} />
         <button type="submit" class="block" disabled={act.busy}>
           {act.busy ? 'Signing in…' : 'Sign in'}
         </button>
