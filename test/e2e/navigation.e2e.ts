@@ -244,4 +244,24 @@ N('an editor demoted by another admin: the 403 of the next change brings the vie
   await signOut(ctx);
 });
 
+N('a superuser who makes themself a viewer is told they keep admin rights, and keeps the controls (it read "is now viewer." alone)', async (ctx) => {
+  const { page, base, call } = ctx.e;
+  // an organization of their own with a second admin, so the last-admin rule does not refuse it
+  const org = (await call('POST', `${ID}/orgs`, { token: ctx.root, body: { name: 'Gamma Org' } })).body.id as string;
+  const added = await call('POST', `${ID}/orgs/${org}/members`, { token: ctx.root, body: { email: 'gamma.admin@gamma.test', role: 'admin', password: PASSWORD } });
+  assert.is(added.status, 201, added.text);
+  await ctx.e.context.clearCookies();
+  await signInUi(page, base, ROOT_EMAIL, ROOT_PASSWORD);
+  await page.goto(`${base}/orgs/${org}/team`);
+  await page.getByLabel(`Role of ${ROOT_EMAIL}`).selectOption('viewer');
+  const notice = page.getByRole('status').filter({ hasText: 'is now viewer.' });
+  await notice.waitFor();
+  assert.match(await notice.innerText(), "As a superuser you keep an admin's rights here and in every organization, whatever your member role");
+  // and so they do: the header, the controls and the API say admin
+  await until(async () => (await page.getByLabel(`Role of ${ROOT_EMAIL}`).inputValue()) === 'viewer', 'the member role shown as viewer');
+  assert.match(await page.locator('header .who').innerText(), '· admin');
+  assert.ok(await page.getByRole('button', { name: 'Add member' }).isVisible());
+  await signOut(ctx);
+});
+
 N.run();

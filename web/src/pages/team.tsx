@@ -90,7 +90,10 @@ export function Team(props: { orgId: string }) {
     let changed = false;
     try {
       await api('PATCH', `${path}/${m.userId}`, { body: { role: r } });
-      setNotice(`${m.name || m.email} is now ${r}.`);
+      // a superuser is an admin in every organization whatever their member role: "is now viewer"
+      // alone read as a loss of rights that the header and the controls then did not show (a tester's case)
+      const own = m.userId === me?.id && me.superuser && r !== 'admin';
+      setNotice(`${m.name || m.email} is now ${r}.${own ? ` As a superuser you keep an admin's rights here and in every organization, whatever your member role: what you may do does not change.` : ''}`);
       changed = true;
       if (m.userId === me?.id) void session.reloadOrgs(); // their own role: the controls follow it at once
     } catch (e) {
