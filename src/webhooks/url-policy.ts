@@ -183,7 +183,7 @@ export function checkWebhookUrl(raw: string, allowHosts: readonly string[], allo
   if (!u.hostname) return { ok: false, code: 'invalid_url', reason: 'must name a host' };
   if (!isIP(bare(u.hostname)) && !isHostName(u.hostname)) return { ok: false, code: 'invalid_url', reason: `host ${u.hostname} is not a host name that can be looked up (labels of letters, digits, - and _, not starting or ending with -, none empty)` };
   if (u.port === '0') return { ok: false, code: 'invalid_url', reason: 'port 0 is not a port: it must be between 1 and 65535' };
-  if (u.username || u.password) return { ok: false, code: 'invalid_url', reason: 'must not contain a user name or password; use token to authenticate to the receiver' };
+  if (u.username || u.password) return { ok: false, code: 'invalid_url', reason: 'must not contain a user name or password: give the receiver the webhook\'s token instead, sent with every delivery as X-Ledger-Token' };
   if (u.hash || raw.includes('#')) return { ok: false, code: 'invalid_url', reason: 'must not contain a fragment (#…)' };
   const port = u.port === '' ? (u.protocol === 'https:' ? 443 : 80) : Number(u.port);
   if (allowHosts.length && !hostAllowed(u.hostname, allowHosts, port)) {

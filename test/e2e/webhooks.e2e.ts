@@ -132,6 +132,16 @@ W('empty state; create a webhook: events, one ledger, a token; the signing secre
   assert.is(await url.getAttribute('aria-invalid'), 'true');
   assert.match(await dialog.locator('.form-error').innerText(), 'Check the marked field.');
   assert.not.match(await dialog.innerText(), 'url:');
+  // a user name and password in the URL: said in plain words that say what to use instead (it read "use token to authenticate to the receiver")
+  await url.fill('https://user:pw@hooks.example.test/');
+  await dialog.getByRole('button', { name: 'Create webhook' }).click();
+  const userinfo = dialog.locator('.field-error').filter({ hasText: 'user name or password' });
+  await userinfo.waitFor();
+  assert.match(await userinfo.innerText(), "Must not contain a user name or password: give the receiver the webhook's token instead, sent with every delivery as X-Ledger-Token.");
+  assert.not.match(await userinfo.innerText(), 'use token');
+  // the token's hint says what a token may hold (the server refuses anything but printable ASCII)
+  const tokenHint = await dialog.getByLabel('Token (optional)').getAttribute('aria-describedby');
+  assert.match(await dialog.locator(`[id="${tokenHint}"]`).innerText(), 'up to 512 printable ASCII characters');
   // and gone once the URL is edited: it was about the URL before
   await url.fill(ctx.hookUrl);
   await dialog.locator('.form-error').waitFor({ state: 'detached' });

@@ -916,7 +916,11 @@ function WebhookForm(props: { orgId: string; ledgers: Request<{ ledgers: Ledger[
 
 function TokenInput(props: { label: string; value: string; onInput: (v: string) => void; error?: string | undefined; required?: boolean }) {
   return (
-    <Field label={props.label} error={props.error} hint={<>Sent as <code>X-Ledger-Token</code> with every delivery, for receivers that check a shared value. It is never shown again.</>}>
+    <Field label={props.label} error={props.error} hint={
+        <>
+          Sent as <code>X-Ledger-Token</code> with every delivery, for receivers that check a shared value: up to 512 printable ASCII characters (letters A–Z, digits, punctuation; spaces only between them), no accented letters or line breaks. It is never shown again.
+        </>
+      }>
       {(id, describedBy, invalid) => (
         <input
           id={id}
