@@ -488,6 +488,34 @@ K('the contacts table on a phone: one block per contact, no word broken, nothing
   await page.setViewportSize({ width: 1280, height: 800 });
 });
 
+K('Service accounts at 360 px: one labelled block per account, as the Team page, with Rotate secret and Delete in sight (the table scrolled sideways, its buttons off-screen)', async (ctx) => {
+  const { page, base } = ctx.e;
+  await page.setViewportSize({ width: 360, height: 800 });
+  try {
+    for (const [what, path, region, buttons] of [
+      ['Service accounts', 'service-accounts', 'Service accounts', ['Rotate the secret of CRM sync', 'Delete CRM sync']],
+      ['Team', 'team', 'Members', [`Remove ${ROOT_EMAIL}`]],
+    ] as const) {
+      await page.goto(`${base}/orgs/${ctx.orgId}/${path}`);
+      const frame = page.getByRole('region', { name: region });
+      await page.getByRole('button', { name: buttons[0] }).waitFor();
+      const [scroll, client] = (await frame.evaluate((w) => [w.scrollWidth, w.clientWidth])) as [number, number];
+      assert.ok(scroll <= client, `${what} at 360 px scrolls sideways: ${scroll} px in ${client}`);
+      for (const name of buttons) {
+        const box = (await page.getByRole('button', { name }).boundingBox())!;
+        assert.ok(box.x >= 0 && box.x + box.width <= 360, `${what}: "${name}" in sight at 360 px (${box.x}–${box.x + box.width})`);
+      }
+      await fits(page, `${what} at 360 px`);
+    }
+    assert.ok(await page.getByRole('region', { name: 'Members' }).locator('td[data-label="Role"]').first().isVisible());
+    await page.goto(`${base}/orgs/${ctx.orgId}/service-accounts`);
+    await page.getByRole('region', { name: 'Service accounts' }).locator('td[data-label="Client id"]').first().waitFor();
+    await shoot(page, 'service-accounts-phone');
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
+});
+
 K('the quick "job changed in the last N days" filters keep the other filters; pressed again, theirs is taken off', async (ctx) => {
   const { page, base } = ctx.e;
   await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}?name=Plain`);

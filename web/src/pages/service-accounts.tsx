@@ -48,7 +48,8 @@ export function ServiceAccounts(props: { orgId: string }) {
       >
         {(d) => (
           <div class="table-wrap" tabIndex={0} role="region" aria-label="Service accounts">
-            <table>
+            {/* one labelled block per account below 720 px, as the Team page: the table scrolled sideways with Rotate secret and Delete out of sight (a tester's case) */}
+            <table class="stack service-accounts">
               <thead>
                 <tr>
                   <th scope="col">Name</th>
@@ -65,12 +66,14 @@ export function ServiceAccounts(props: { orgId: string }) {
                 {d.serviceAccounts.map((sa) => (
                   <tr key={sa.id}>
                     <th scope="row">{sa.name}</th>
-                    <td class="mono">{sa.clientId}</td>
-                    <td>{sa.role}</td>
-                    <td>
+                    <td class="mono" data-label="Client id">
+                      {sa.clientId}
+                    </td>
+                    <td data-label="Role">{sa.role}</td>
+                    <td data-label="Created">
                       <Time iso={sa.createdAt} dateOnly />
                     </td>
-                    <td>{sa.lastUsedAt ? <Time iso={sa.lastUsedAt} /> : <span class="muted">never</span>}</td>
+                    <td data-label="Last used">{sa.lastUsedAt ? <Time iso={sa.lastUsedAt} /> : <span class="muted">never</span>}</td>
                     <td class="cell-actions">
                       <button type="button" class="secondary small" aria-label={`Rotate the secret of ${sa.name}`} onClick={() => setRotating(sa)}>
                         Rotate secret
