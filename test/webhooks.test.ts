@@ -6,7 +6,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../src/clock.ts';
@@ -1660,6 +1660,52 @@ K('an answer that is no 2xx frees its socket at once: a receiver that sends its 
   } finally {
     sender.close();
     server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+});
+K('a kept-alive connection the receiver closed while idle is not its failure: the request goes once more on a new connection, and only there (a tester\'s case: a ping said "the connection was reset")', async () => {
+  // a raw receiver: the first request on a connection gets 204 and the connection stays open; a
+  // second one on it is reset, as a peer that closed its idle end meanwhile resets the write
+  const seen: { connection: number; request: number }[] = [];
+  let connections = 0;
+  let resetAll = false;
+  const server = createNetServer((socket) => {
+    const connection = ++connections;
+    let requests = 0;
+    let text = '';
+    socket.on('error', () => undefined);
+    socket.on('data', (d) => {
+      text += d.toString('latin1');
+      while (text.includes('\r\n\r\n') && text.indexOf('{}') > text.indexOf('\r\n\r\n')) {
+        text = text.slice(text.indexOf('{}') + 2);
+        requests++;
+        if (requests > 1 || resetAll) {
+          if (resetAll) seen.push({ connection, request: requests });
+          return void socket.resetAndDestroy();
+        }
+        seen.push({ connection, request: requests });
+        socket.write('HTTP/1.1 204 No Content\r\n\r\n');
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  const sender = createSender('test', { allowLocal: true });
+  try {
+    const results = [];
+    for (let i = 0; i < 3; i++) results.push(await sender.send(url, { 'content-type': 'application/json' }, Buffer.from('{}'), { timeoutMs: 5_000 }));
+    assert.equal(results.map((r) => [r.ok, r.status, r.error]), [[true, 204, null], [true, 204, null], [true, 204, null]]);
+    assert.equal(seen, [{ connection: 1, request: 1 }, { connection: 2, request: 1 }, { connection: 3, request: 1 }], 'each request received once, the retries on new connections');
+    // a receiver that resets a new connection fails the attempt, sent once (the retry schedule's business)
+    resetAll = true;
+    seen.length = 0;
+    const another = createSender('test', { allowLocal: true });
+    const reset = await another.send(url, {}, Buffer.from('{}'), { timeoutMs: 5_000 });
+    another.close();
+    assert.equal([reset.ok, reset.status, reset.error], [false, null, 'the connection was reset']);
+    assert.is(seen.length, 1, 'sent once');
+  } finally {
+    sender.close();
     await new Promise((r) => server.close(r));
   }
 });

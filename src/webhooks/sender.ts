@@ -123,58 +123,75 @@ export function createSender(userAgent: string, policy: { allowLocal?: boolean; 
           return;
         }
         const mod = url.protocol === 'https:' ? https : http;
-        const req = mod.request(url, {
-          method: 'POST',
-          headers: { ...headers, 'user-agent': userAgent, 'content-length': String(body.length) },
-          agent: url.protocol === 'https:' ? agents.https : agents.http,
-          signal: ac.signal,
-        });
-        // A 101 (Switching Protocols) is no answer to a POST a webhook can give: Node hands the
-        // socket to 'upgrade' listeners, or destroys it without an 'error' when there is none (a
-        // tester's receiver held its webhook's slots, then its organization's, until a restart).
-        req.on('upgrade', (res, socket) => {
-          socket.destroy();
-          done();
-          settle({ ok: false, status: res.statusCode ?? 101, error: `answered ${res.statusCode ?? 101} (switching protocols); a webhook must answer 2xx` });
-        });
-        req.on('close', () => {
-          // the request ended without an answer, an error or an upgrade: nothing else will settle it
-          if (answered !== undefined) return; // the answer's own events settle it
-          done();
-          settle({ ok: false, status: null, error: 'the connection closed without an answer' });
-        });
-        req.on('response', (res) => {
-          const status = (answered = res.statusCode ?? 0);
-          res.on('error', () => undefined);
-          if (status < 200 || status >= 300) {
-            // A failure is settled by its status, and its body is not waited for: the connection
-            // closes at once. Read to its end, a slow error body held its socket to the deadline
-            // after the attempt had freed its slot, and the agent's 16 sockets for the host were
-            // soon all held so: other organizations' attempts queued behind them and timed out
-            // (a tester's case).
-            done();
-            settle({ ok: false, status, error: status >= 300 && status < 400 ? `answered ${status}; redirects are not followed` : `answered ${status}` });
-            req.destroy();
-            return;
-          }
-          // A 2xx answer's body is read and dropped, never kept (so the connection can be reused),
-          // within the same deadline; it is a success only once the whole answer arrived.
-          res.on('end', () => {
-            done();
-            settle({ ok: true, status, error: null });
+        /** Sends the request: on a kept-alive connection of the pool, or (`fresh`) on one of its own. */
+        const post = (fresh: boolean) => {
+          const req = mod.request(url, {
+            method: 'POST',
+            headers: { ...headers, 'user-agent': userAgent, 'content-length': String(body.length) },
+            // the retry on a connection of its own (with the same lookup and its refusals): another
+            // idle one of the pool may have been closed by the receiver as well
+            ...(fresh ? { agent: false, lookup } : { agent: url.protocol === 'https:' ? agents.https : agents.http }),
+            signal: ac.signal,
           });
-          res.on('close', () => {
+          // A 101 (Switching Protocols) is no answer to a POST a webhook can give: Node hands the
+          // socket to 'upgrade' listeners, or destroys it without an 'error' when there is none (a
+          // tester's receiver held its webhook's slots, then its organization's, until a restart).
+          req.on('upgrade', (res, socket) => {
+            socket.destroy();
             done();
-            settle({ ok: false, status, error: incomplete(status) }); // a no-op after 'end'
+            settle({ ok: false, status: res.statusCode ?? 101, error: `answered ${res.statusCode ?? 101} (switching protocols); a webhook must answer 2xx` });
           });
-          res.resume();
-        });
-        req.on('error', (err) => {
-          done();
-          if (answered !== undefined) return settle({ ok: false, status: answered, error: incomplete(answered) });
-          settle({ ok: false, status: null, error: describe(err, url, ac.signal.aborted ? ac.signal.reason : undefined, opts.timeoutMs) });
-        });
-        req.end(body);
+          req.on('close', () => {
+            // the request ended without an answer, an error or an upgrade: nothing else will settle it
+            if (answered !== undefined) return; // the answer's own events settle it
+            done();
+            settle({ ok: false, status: null, error: 'the connection closed without an answer' });
+          });
+          req.on('response', (res) => {
+            const status = (answered = res.statusCode ?? 0);
+            res.on('error', () => undefined);
+            if (status < 200 || status >= 300) {
+              // A failure is settled by its status, and its body is not waited for: the connection
+              // closes at once. Read to its end, a slow error body held its socket to the deadline
+              // after the attempt had freed its slot, and the agent's 16 sockets for the host were
+              // soon all held so: other organizations' attempts queued behind them and timed out
+              // (a tester's case).
+              done();
+              settle({ ok: false, status, error: status >= 300 && status < 400 ? `answered ${status}; redirects are not followed` : `answered ${status}` });
+              req.destroy();
+              return;
+            }
+            // A 2xx answer's body is read and dropped, never kept (so the connection can be reused),
+            // within the same deadline; it is a success only once the whole answer arrived.
+            res.on('end', () => {
+              done();
+              settle({ ok: true, status, error: null });
+            });
+            res.on('close', () => {
+              done();
+              settle({ ok: false, status, error: incomplete(status) }); // a no-op after 'end'
+            });
+            res.resume();
+          });
+          req.on('error', (err) => {
+            // A kept-alive connection the receiver closed while idle (a load balancer's, a server
+            // that does not announce its Keep-Alive timeout) resets as the request is written: the
+            // request never reached the receiver, which was healthy, so it is sent once more on a
+            // new connection (Node's advice for req.reusedSocket). It counted as the receiver's
+            // failure: a ping said "failed", an event's delivery waited 5 s and its webhook lost
+            // its good standing (a tester's case). Receivers deduplicate by X-Ledger-Delivery anyway.
+            if (answered === undefined && !fresh && req.reusedSocket && !ac.signal.aborted && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
+              req.removeAllListeners('close');
+              post(true);
+              return;
+            }
+            done();
+            if (answered !== undefined) return settle({ ok: false, status: answered, error: incomplete(answered) });
+            settle({ ok: false, status: null, error: describe(err, url, ac.signal.aborted ? ac.signal.reason : undefined, opts.timeoutMs) });
+          });
+          req.end(body);
+        };
+        post(false);
       });
     },
     close() {
