@@ -650,7 +650,7 @@ C('root\'s commands that write the data folder are refused on a folder the servi
       const handed = new Promise<void>((resolve) => waiting.stderr!.on('data', (d: Buffer) => ((err += d), /handed people\.jsonl to its inbox/.test(err) && resolve())));
       const exited = new Promise<number | null>((resolve) => waiting.on('exit', resolve));
       await Promise.race([handed, exited]);
-      assert.match(err, /\(pid \d+ as its own PID namespace numbers it: another container, or a process this one cannot see\) holds the data folder: handed people\.jsonl/);
+      assert.match(err, /\(pid \d+ as its own PID namespace numbers it: another container, or a process this one cannot see\) holds the data folder: handed people\.jsonl/, err);
       unseen.kill('SIGKILL');
       assert.is(await exited, 1, err);
       assert.match(err, /has ended before it ingested \d+-people\.jsonl: the file is in its inbox/);

@@ -3,6 +3,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import Database from 'better-sqlite3';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -68,6 +70,23 @@ K('a FIFO where the lock file should be holds nobody up: dataDirHolder (the keys
   assert.is(run.error, undefined, 'the child finished');
   assert.is(run.stdout, 'null', run.stderr);
   assert.ok(lstatSync(lockFile(dir)).isFIFO(), 'left as it is');
+});
+
+K("the kernel's lock is held as long as the folder is, also by a holder that keeps no handle of it: the garbage collector closed its connection, and the lock went with it (a test's holder lost it)", async () => {
+  const dir = tempDir();
+  const child = spawn(process.execPath, [...process.execArgv, '--expose-gc', '--input-type=module', '-e', `const { lockDataDir } = await import(${JSON.stringify(lockModule)}); lockDataDir(${JSON.stringify(dir)}); for (let i = 0; i < 5; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 20)); } console.log('collected'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    await once(child.stdout!, 'data');
+    // asked as dataDirHolder asks it: a read is refused while the holder's exclusive lock stands
+    const reader = new Database(join(dir, KERNEL_LOCK_FILE), { readonly: true, fileMustExist: true, timeout: 0 });
+    try {
+      assert.throws(() => reader.prepare('SELECT count(*) FROM sqlite_master').get(), /database is locked/);
+    } finally {
+      reader.close();
+    }
+  } finally {
+    child.kill('SIGKILL');
+  }
 });
 
 K('a live owner keeps the folder: DataDirLockedError naming its pid', () => {

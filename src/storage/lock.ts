@@ -13,6 +13,12 @@ import { isBusyError, StartupError } from './db.ts';
  */
 
 const held = new Set<string>();
+/**
+ * The kernel locks this process holds (kernelLock), by data folder: referenced here while held, as
+ * a connection nothing references is closed by the garbage collector, which lets its lock go (a
+ * holder that kept no handle of its DataLock, as a test's did, lost the lock at the next collection).
+ */
+const kernelLocks = new Map<string, Database.Database>();
 
 /** The data folder is in use by another live process (usually the server). */
 export class DataDirLockedError extends StartupError {
@@ -236,9 +242,11 @@ export function lockDataDir(dataDir: string): DataLock {
     const lock = acquire(file, `the data folder ${dataDir}`, (owner) => {
       throw lockedBy(owner.pid);
     });
+    if (kernel) kernelLocks.set(file, kernel);
     return {
       release() {
         lock.release();
+        kernelLocks.delete(file);
         kernel?.close();
       },
     };
