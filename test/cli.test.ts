@@ -109,6 +109,29 @@ C("a server started by another user (root) beside a folder this user may enter i
   assert.is(await s.exit, 0, s.stderr().slice(-2000));
 });
 
+C("a backups folder the service user may not write is said at start when BACKUP_CRON is set: the first scheduled backup failed hours after a start that said ready (an operator tester's case)", async () => {
+  if (process.getuid?.() !== 0) return; // needs a second user
+  const data = tempDir();
+  assert.is(run(['init', '--email', 'bk@example.test', '--password', 'a backups passphrase'], { CONTACT_LEDGER_DATA: data }).status, 0);
+  execFileSync('chown', ['-R', '65534:65534', data]);
+  mkdirSync(join(data, 'backups'), { mode: 0o755 }); // root's, as a root `restore` or a hand left it
+  const s = await serve({ CONTACT_LEDGER_DATA: data, HOME: data, BACKUP_CRON: '0 3 * * *' }, [], MAIN, { uid: 65534, gid: 65534 });
+  try {
+    assert.match(s.stdout(), /"level":"warn".*scheduled backups \(BACKUP_CRON\) will fail: this user \(uid 65534\) may not write in \S+\/backups \(EACCES; it is uid 0's, mode 755\); give it to the service user \(chown\) or remove it/);
+  } finally {
+    s.child.kill('SIGTERM');
+  }
+  assert.is(await s.exit, 0, s.stderr().slice(-2000));
+  execFileSync('chown', ['65534:65534', join(data, 'backups')]);
+  const mended = await serve({ CONTACT_LEDGER_DATA: data, HOME: data, BACKUP_CRON: '0 3 * * *' }, [], MAIN, { uid: 65534, gid: 65534 });
+  try {
+    assert.not.match(mended.stdout(), /will fail/, 'the service user\'s folder: nothing to say');
+  } finally {
+    mended.child.kill('SIGTERM');
+  }
+  assert.is(await mended.exit, 0);
+});
+
 C('--help, version, an unknown command and a configuration error load no module of the server (storage, HTTP, services): commands load their code when they run', () => {
   // a module hook that names every source module the program loads
   const hook = join(tempDir(), 'hook.mjs');

@@ -4,7 +4,8 @@ import { createSecureContext as tlsContext } from 'node:tls';
 import { buildApp } from '../app.ts';
 import { ConfigError, environmentWarnings, unreadableFile, type Config } from '../config.ts';
 import { createHttpServer } from '../http/server.ts';
-import { bootstrapSuperuser, openRuntime, type Runtime } from '../runtime.ts';
+import { backupsDir, bootstrapSuperuser, openRuntime, type Runtime } from '../runtime.ts';
+import { backupsUnwritable } from '../ops/scheduled-backups.ts';
 import { BULK_THREAD_JOBS } from '../bulk-thread/client.ts';
 import { StartupError } from '../storage/db.ts';
 import { BUILT_FROM, VERSION } from '../version.ts';
@@ -190,6 +191,8 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
     log.warn({ variable, meant }, `the environment variable ${variable} is not read; if it is meant as ${meant}, rename it`);
   }
   if (tls) warnKeyOpenToOthers(log, config.tlsKey!);
+  const backupsProblem = config.backupCron ? backupsUnwritable(backupsDir(config.dataDir)) : undefined;
+  if (backupsProblem) log.warn({ dir: backupsDir(config.dataDir) }, backupsProblem);
   // Whatever fails from here until the server listens closes the runtime (its threads, the data
   // folder's lock) before the error is reported: a process left open with nothing listening would
   // hold the folder and wait for a signal that is already taken (a tester's bad HOST).

@@ -1,5 +1,5 @@
-import { mkdirSync, readdirSync, statSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { accessSync, constants, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { backupTo, fileStamp, pruneBackups } from '../storage/backup.ts';
@@ -79,4 +79,24 @@ function lastScheduledBackupAt(dir: string, now: number): number | undefined {
     if (at !== undefined && at <= now && (newest === undefined || at > newest)) newest = at;
   }
   return newest;
+}
+
+/**
+ * Why scheduled backups into `dir` would fail for this process, or undefined: the folder (or, not
+ * made yet, the data folder it is made in) may not be written by this user — one made by root's
+ * `restore` or by hand (an operator tester's case: nothing said so until the first scheduled
+ * backup failed, hours after a start that said "ready").
+ */
+export function backupsUnwritable(dir: string): string | undefined {
+  const st = statSync(dir, { throwIfNoEntry: false });
+  const target = st ? dir : dirname(dir);
+  try {
+    accessSync(target, constants.W_OK | constants.X_OK);
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'an error';
+    const owner = statSync(target, { throwIfNoEntry: false });
+    const whose = owner ? `; it is uid ${owner.uid}'s, mode ${(owner.mode & 0o777).toString(8)}` : '';
+    return `scheduled backups (BACKUP_CRON) will fail: this user (uid ${process.getuid?.() ?? '?'}) may not ${st ? 'write in' : 'make'} ${st ? dir : `${dir} in ${target}`} (${code}${whose}); give it to the service user (chown) or remove it`;
+  }
 }
