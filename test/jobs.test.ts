@@ -455,6 +455,43 @@ async function recordedRun(db: Db, queue: ReturnType<typeof createQueue>, kind: 
   return seen;
 }
 
+S("a wall clock set back while the server runs: the times of day are planned again from now (node-cron waited for the clock to reach the time it had planned: backups stopped for as long as the clock had been ahead; an operator tester's case)", async () => {
+  const RealDate = Date;
+  let aheadMs = 120_000; // the clock two minutes ahead, as NTP finds it
+  class ShiftedDate extends RealDate {
+    constructor(...args: unknown[]) {
+      if (args.length === 0) super(RealDate.now() + aheadMs);
+      else super(...(args as [string]));
+    }
+    static override now() {
+      return RealDate.now() + aheadMs;
+    }
+  }
+  globalThis.Date = ShiftedDate as DateConstructor;
+  const { db, clock } = fixture();
+  const lines: string[] = [];
+  const log = createLogger('info', new Writable({ write: (chunk, _enc, done) => void (lines.push(String(chunk)), done()) }));
+  const scheduler = createScheduler({ db, queue: createQueue(db, clock), log, runners: {} });
+  try {
+    let runs = 0;
+    scheduler.every('* * * * * *', 'every-second', () => void runs++);
+    scheduler.start();
+    await until('it runs while the clock is ahead', () => runs, (n) => n >= 2, 10_000);
+    aheadMs = 0; // set right: two minutes back
+    const before = runs;
+    await until('it runs again within seconds, not two minutes later', () => runs, (n) => n >= before + 2, 10_000);
+    const said = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'the wall clock went back: the times of day are planned again from now');
+    assert.ok(said, lines.join(''));
+    assert.is(said.level, 'warn');
+    assert.ok(said.tasks.includes('every-second'), said.tasks.join());
+    assert.ok(said.backSeconds >= 119 && said.backSeconds <= 121, String(said.backSeconds));
+  } finally {
+    await scheduler.stop();
+    globalThis.Date = RealDate;
+    db.close();
+  }
+});
+
 S('a job deleted while it ran (its ledger or organization deleted) is logged as such, not as a lease another worker took', async () => {
   const { db, clock } = fixture();
   const queue = createQueue(db, clock);

@@ -49,6 +49,8 @@ export interface Runner {
 
 /** How often the jobs table is polled (besides the kicks of new and finished jobs). */
 const POLL_MS = 1000;
+/** How far the wall clock must go back between two polls for the cron tasks to be planned again (replanAfterClockBack). */
+const CLOCK_BACK_MS = 2000;
 
 /** How long a job waits after the disk was full before it tries again. */
 export const FULL_DISK_RETRY_MS = 30_000;
@@ -226,6 +228,29 @@ export function createScheduler(d: {
     });
   }
 
+  /**
+   * node-cron waits for the wall clock to reach the time it planned: a clock set back (NTP after a
+   * clock that ran ahead, an operator setting a wrong clock right) stopped every time-of-day task —
+   * backups, daily change sets, retention — for as long as the clock had been ahead, and the backup
+   * age alert stayed quiet (an operator tester's case, docs/operations.md promises a jumping clock
+   * is fine). Against the monotonic clock, a wall clock that went back by more than
+   * CLOCK_BACK_MS between two polls has its cron tasks planned again from now (a jump forward is
+   * node-cron's `execution:missed`, above). Returns the clocks to compare with at the next poll.
+   */
+  function replanAfterClockBack(last: { wall: number; mono: number }): { wall: number; mono: number } {
+    const now = { wall: Date.now(), mono: performance.now() };
+    const back = now.mono - last.mono - (now.wall - last.wall);
+    if (back > CLOCK_BACK_MS) {
+      const replanned = periodic.filter((p) => p.task);
+      for (const p of replanned) {
+        void p.task!.stop();
+        void p.task!.start();
+      }
+      if (replanned.length) d.log.warn({ backSeconds: Math.round(back / 1000), tasks: replanned.map((p) => p.name) }, 'the wall clock went back: the times of day are planned again from now');
+    }
+    return now;
+  }
+
   return {
     /**
      * Recovery sweep at once (not at the first tick), then the cron poll. `tasks` names the periodic
@@ -252,7 +277,11 @@ export function createScheduler(d: {
       });
       const recovered = d.queue.recover();
       if (recovered) d.log.info({ recovered }, 'jobs of a previous process are claimable again');
-      poll = setInterval(tick, POLL_MS);
+      let clocks = { wall: Date.now(), mono: performance.now() };
+      poll = setInterval(() => {
+        clocks = replanAfterClockBack(clocks);
+        tick();
+      }, POLL_MS);
       for (const p of periodic) {
         if (!wanted(p.name)) continue;
         const run = () => runBackground(p.name, p.fn);
