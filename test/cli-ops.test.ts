@@ -306,8 +306,9 @@ C('import and feed from the command line leave webhook deliveries to the server,
   }
 });
 
-C('SIGTERM with a download in flight: new connections refused, the download completes, exit 0 (D6)', async () => {
-  const { data, env, s, call, orgId, ledgerId, base } = await serverWithLedger();
+C('SIGTERM with a download in flight: new connections refused, the download completes, exit 0 (D6); no periodic task starts meanwhile', async () => {
+  // a backup every second: none may start once the stop is asked (one did while the last requests drained, and the stop waited for it: an operator tester's case)
+  const { data, env, s, call, orgId, ledgerId, base } = await serverWithLedger({ BACKUP_CRON: '* * * * * *', BACKUP_KEEP: '2' });
   const importId = (await call('POST', `${base}/imports`, { raw: csvForm(csv(30_000)) })).body.id;
   await jobEnd(call, `${base}/imports/${importId}`);
   const token = (await request(`http://127.0.0.1:${s.port}`, 'POST', `${ID}/session`, { body: { grantType: 'password', email: EMAIL, password: PASSWORD } })).body.accessToken;
@@ -326,6 +327,7 @@ C('SIGTERM with a download in flight: new connections refused, the download comp
     if (!refused) await new Promise((r) => setTimeout(r, 20));
   }
   assert.ok(refused, 'new connections are refused during the drain');
+  await new Promise((r) => setTimeout(r, 2500)); // the download held past two backup times
   let body = '';
   download.setEncoding('utf8');
   download.on('data', (d: string) => (body += d));
@@ -335,6 +337,10 @@ C('SIGTERM with a download in flight: new connections refused, the download comp
   assert.is(await s.exit, 0, s.stderr().slice(-2000));
   ended(s);
   assert.match(s.stdout(), /"msg":"shutting down".*"msg":"stopped"/s);
+  const afterStop = s.stdout().slice(s.stdout().indexOf('"msg":"shutting down"'));
+  assert.ok(/"msg":"scheduled backup written"/.test(s.stdout().slice(0, s.stdout().indexOf('"msg":"shutting down"'))), 'backups ran before');
+  const late = afterStop.match(/"msg":"scheduled backup written"/g)?.length ?? 0;
+  assert.ok(late <= 1, `none started after the stop was asked (one already running then may end): ${late}`);
   assert.is(statSync(join(data, 'contact-ledger.db-wal'), { throwIfNoEntry: false })?.size ?? 0, 0, 'WAL checkpointed');
   assert.not.ok(existsSync(join(data, 'contact-ledger.lock')), 'lock released');
 });

@@ -121,9 +121,9 @@ export async function jobEnd(call: Awaited<ReturnType<typeof client>>, path: str
 }
 
 /** A fresh data folder served by a child, with an organization and a ledger in it. */
-export async function serverWithLedger() {
+export async function serverWithLedger(more: Record<string, string> = {}) {
   const data = tempDir();
-  const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: EMAIL, CONTACT_LEDGER_ADMIN_PASSWORD: PASSWORD };
+  const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: EMAIL, CONTACT_LEDGER_ADMIN_PASSWORD: PASSWORD, ...more };
   const s = await start(env);
   const call = await client(s);
   const orgId = (await call('POST', `${ID}/orgs`, { body: { name: 'Ops' } })).body.id as string;

@@ -219,6 +219,9 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const signal = await stopRequested;
   log.info({ signal }, signal === 'SIGHUP' ? `shutting down (SIGHUP: the configuration is read only at start; the exit status ${EXIT_HANGUP} lets a service manager that restarts on failure start it again)` : 'shutting down');
   rt.state.shuttingDown = true;
+  // no job is claimed and no periodic task starts while the last requests drain (a backup did, and
+  // the stop waited for it); what runs finishes its chunk, and rt.close() waits for it
+  void rt.scheduler.stop();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   // Connections without a request in flight close now; the others once their answer is out.
   closeQuietConnections();

@@ -93,6 +93,8 @@ export function createScheduler(d: {
     signal: shutdown.signal,
   };
   let started = false;
+  /** The stop under way (stop). */
+  let stopped: Promise<void> | undefined;
   let poll: NodeJS.Timeout | undefined;
   let pending = false;
   const startHooks: { name: string; fn: BackgroundTask }[] = [];
@@ -322,17 +324,26 @@ export function createScheduler(d: {
     isRunning: () => started && !ctl.stopping,
     /** Active job ids (for tests and metrics). */
     active: () => [...running.keys()].map((k) => k.slice(0, k.lastIndexOf('#'))),
-    /** Stops claiming, lets each runner finish its chunk and hand its job back. */
-    async stop(): Promise<void> {
-      if (!started) return;
-      shutdown.abort();
-      clearInterval(poll);
-      for (const p of periodic) {
-        clearInterval(p.timer);
-        await p.task?.stop();
-      }
-      await Promise.allSettled([...[...running.values()].map((r) => r.done), ...background.values()]);
-      started = false;
+    /**
+     * Stops claiming and starting periodic work, lets each runner finish its chunk and hand its job
+     * back. Called again while it waits, returns the same wait (a server's shutdown calls it first,
+     * when the stop is asked: a backup started while the last requests drained, and the stop
+     * waited for it — an operator tester's case; its runtime's close then waits for that).
+     */
+    stop(): Promise<void> {
+      if (!started) return Promise.resolve();
+      stopped ??= (async () => {
+        shutdown.abort();
+        clearInterval(poll);
+        for (const p of periodic) {
+          clearInterval(p.timer);
+          await p.task?.stop();
+        }
+        await Promise.allSettled([...[...running.values()].map((r) => r.done), ...background.values()]);
+        started = false;
+        stopped = undefined;
+      })();
+      return stopped;
     },
   };
 }
