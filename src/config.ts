@@ -1,4 +1,4 @@
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import cron from 'node-cron';
@@ -218,10 +218,26 @@ const logLevel: Parse<LogLevel> = (raw, name) => {
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
   return raw as LogLevel;
 };
-const cronExpr: Parse<string | undefined> = (raw, name) => {
-  if (raw.trim() === '') return undefined;
-  if (!cron.validate(raw)) throw new ConfigError(`${name} must be a cron expression such as "0 3 * * *", got "${raw}"`);
+const cronExpr: Parse<string | undefined> = (given, name) => {
+  // blanks around it (a carriage return from an environment file saved with Windows line ends) say nothing (an operator tester's case)
+  const raw = given.trim();
+  if (raw === '') return undefined;
+  if (!cron.validate(raw)) throw new ConfigError(`${name} must be a cron expression such as "0 3 * * *", got ${JSON.stringify(given)}`);
   return raw;
+};
+
+/**
+ * The data folder as given: blanks or a carriage return at either end are refused unless a folder
+ * of exactly that name exists — a value quoted with a space inside (Docker's --env-file keeps it)
+ * or from a file with Windows line ends made a new, empty installation beside the real one and
+ * printed its new superuser's password (an operator tester's case).
+ */
+const dataFolder: Parse<string> = (raw, name) => {
+  if (raw.trim() === '') return DEFAULTS.dataDir; // empty, as unit templates leave it, is the default (./data), never the working directory itself
+  if (raw !== raw.trim() && !existsSync(resolve(raw))) {
+    throw new ConfigError(`${name} ${JSON.stringify(raw)} begins or ends with a blank or a carriage return, which would be part of the folder's name, and no such folder exists; remove it (${JSON.stringify(raw.trim())}${existsSync(resolve(raw.trim())) ? ' exists' : ''})`);
+  }
+  return resolve(raw);
 };
 const secretToken: Parse<string | undefined> = (given, name) => {
   // a token holds no white space: what surrounds it in its file (a blank line after it, spaces) is
@@ -255,8 +271,7 @@ const bcryptCost: Parse<number> = (raw, name) => {
 };
 
 const SETTINGS: { [K in keyof Config]?: Setting<K> }[keyof Config][] = [
-  // empty, as unit templates leave it, is the default (./data), never the working directory itself
-  { key: 'dataDir', env: 'CONTACT_LEDGER_DATA', flag: 'data', help: 'data folder (database, keys, uploads)', parse: (raw) => (raw.trim() === '' ? DEFAULTS.dataDir : resolve(raw)) },
+  { key: 'dataDir', env: 'CONTACT_LEDGER_DATA', flag: 'data', help: 'data folder (database, keys, uploads)', parse: dataFolder },
   { key: 'port', env: 'PORT', flag: 'port', help: 'TCP port to listen on', parse: int(0, 65535) },
   { key: 'host', env: 'HOST', flag: 'host', help: 'address to listen on', parse: listenHost },
   { key: 'baseUrl', env: 'BASE_URL', flag: 'base-url', help: 'public URL of this service', parse: url },

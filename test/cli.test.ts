@@ -304,12 +304,21 @@ C('bad configuration values stop with exit code 2 and name the setting', () => {
     [{ PORT_FILE: '/etc/hostname' }, [], /PORT_FILE is not read: only secrets are read from a file/],
     // a file in the way of the data folder (exit 1 made systemd restart it for ever)
     [{ CONTACT_LEDGER_DATA: aFile() }, [], /is not usable \(ENOTDIR\)/],
+    // a blank or a carriage return at an end of the data folder made a new installation beside the real one (an operator tester's case)
+    [{ CONTACT_LEDGER_DATA: `${tempDir()} ` }, [], /CONTACT_LEDGER_DATA "\S+ " begins or ends with a blank or a carriage return, which would be part of the folder's name, and no such folder exists; remove it \("\S+" exists\)/],
+    [{ CONTACT_LEDGER_DATA: `${tempDir()}\r` }, [], /CONTACT_LEDGER_DATA "\S+\\r" begins or ends with a blank/],
   ];
   for (const [env, args, msg] of cases) {
     const r = run(['serve', ...args], { CONTACT_LEDGER_DATA: tempDir(), ...env });
     assert.is(r.status, 2, `${JSON.stringify(env)} ${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, msg);
   }
+  // a folder whose name does end so is used as named; blanks around a cron expression (a carriage return) are no part of it
+  const spaced = `${tempDir()} `;
+  mkdirSync(spaced);
+  const made = run(['init', '--email', 'sp@example.test', '--password', 'a spaced passphrase'], { CONTACT_LEDGER_DATA: spaced, BACKUP_CRON: '0 3 * * *\r' });
+  assert.is(made.status, 0, made.stderr);
+  assert.ok(existsSync(join(spaced, 'contact-ledger.db')));
 });
 
 C('a URL setting refused for its value never prints the credentials in it: the userinfo is ***', () => {
