@@ -373,4 +373,37 @@ C('backup by a user who may not read the data folder says so (permission denied 
   assert.match(d.stderr, new RegExp(`permission denied on ${closed.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: choose a folder this user may write`));
 });
 
+C('backups to one file at once, with or without a server: one is written, the others refused (exit 2), never "disk I/O error", no partial file left', async () => {
+  // An operator tester's case: two (or three) `backup <same file>` at once all exited 1 with "disk
+  // I/O error" (also ENOENT on chmod of the partial file) and none was written: each removed or
+  // wrote into the one partial file `.<name>.partial` the others were writing.
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data, CONTACT_LEDGER_ADMIN_EMAIL: EMAIL, CONTACT_LEDGER_ADMIN_PASSWORD: PASSWORD };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], { CONTACT_LEDGER_DATA: data })).status, 0);
+  const db = new Database(join(data, 'contact-ledger.db'));
+  // about 25 MiB: each copy takes long enough for the others to start meanwhile
+  db.exec('CREATE TABLE filler (x BLOB); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 25000) INSERT INTO filler SELECT randomblob(1000) FROM n');
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  for (const serving of [false, true]) {
+    const s = serving ? await start(env) : undefined;
+    const out = tempDir();
+    const dest = join(out, 'race.db');
+    const runs = await Promise.all(Array.from({ length: 4 }, () => runAsync(['backup', dest], env)));
+    if (s) await stop(s);
+    const what = `${serving ? 'with' : 'without'} a server: ${runs.map((r) => `${r.status} ${r.stdout}${r.stderr}`).join(' | ')}`;
+    assert.is(runs.filter((r) => r.status === 0).length, 1, `exactly one is written, ${what}`);
+    for (const r of runs.filter((r) => r.status !== 0)) {
+      assert.is(r.status, 2, what);
+      assert.match(r.stderr, /^contact-ledger backup: .*race\.db (already exists( \(written by another backup meanwhile\))?; choose a new file name|is being written by another backup \(pid \d+(, pid \d+)*\); choose a new file name)/, what);
+    }
+    assert.not.match(runs.map((r) => r.stderr).join(''), /disk I\/O error|ENOENT/, what);
+    assert.equal(readdirSync(out), ['race.db'], `no partial file left, ${what}`);
+    const copy = new Database(dest, { readonly: true });
+    assert.is(copy.prepare('PRAGMA integrity_check').pluck().get(), 'ok', what);
+    assert.is(copy.prepare('SELECT count(*) FROM filler').pluck().get(), 25000, what);
+    copy.close();
+  }
+});
+
 C.run();

@@ -35,20 +35,30 @@ function bigDataFolder(): Promise<{ data: string; backup: string }> {
   return big;
 }
 
-/** Runs the command and sends it `sig` as soon as `file` exists (its partial copy); returns its exit code (or signal) and stderr. */
-async function stopWhenThere(args: string[], env: Record<string, string>, file: string, sig: NodeJS.Signals): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+/** The partial file a backup to `<dir>/<name>` is writing (`.<name>.<pid>-<hex>.partial`), if there is one. */
+const partialIn = (dir: string, name: string): string | undefined => {
+  const found = readdirSync(dir).find((n) => n.startsWith(`.${name}.`) && /\.\d+-[0-9a-f]{8}\.partial$/.test(n));
+  return found === undefined ? undefined : join(dir, found);
+};
+
+/**
+ * Runs the command and sends it `sig` as soon as the file `there` finds exists (its partial copy);
+ * returns its exit code (or signal), stderr and that file.
+ */
+async function stopWhenThere(args: string[], env: Record<string, string>, there: () => string | undefined, sig: NodeJS.Signals): Promise<{ code: number | null; signal: string | null; stderr: string; file: string | undefined }> {
   const child = spawn(process.execPath, [MAIN, ...args], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d));
   const exit = once(child, 'exit');
+  let file: string | undefined;
   try {
-    await until(`${file} to appear`, () => existsSync(file) || child.exitCode !== null, undefined, 60_000);
+    await until(`the partial file of ${args.join(' ')} to appear`, () => (file = there()) !== undefined || child.exitCode !== null, undefined, 60_000);
   } finally {
     child.kill(sig);
   }
   const [code, signal] = await exit;
   assert.ok(code !== 0, `${args[0]} was stopped before it ended: ${stderr}`);
-  return { code, signal, stderr };
+  return { code, signal, stderr, file };
 }
 
 /** Files in `dir` whose names start with a dot (partial copies and the like). */
@@ -60,9 +70,10 @@ C('backup <file> stopped by SIGINT, SIGTERM or SIGHUP (a closed terminal): exit 
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     const out = tempDir();
     const dest = join(out, 'b.db');
-    const r = await stopWhenThere(['backup', dest], { CONTACT_LEDGER_DATA: data }, join(out, '.b.db.partial'), sig);
+    const r = await stopWhenThere(['backup', dest], { CONTACT_LEDGER_DATA: data }, () => partialIn(out, 'b.db'), sig);
     assert.is(r.code, 1, `${sig}: ${r.signal} ${r.stderr}`);
-    assert.match(r.stderr, /^contact-ledger backup: interrupted: no backup was written \(its partial file .*\.b\.db\.partial was removed\)\n$/, sig);
+    assert.match(r.stderr, /^contact-ledger backup: interrupted: no backup was written \(its partial file .*\.b\.db\.\d+-[0-9a-f]{8}\.partial was removed\)\n$/, sig);
+    assert.ok(r.stderr.includes(r.file!), `${sig}: the file it wrote is named`);
     assert.equal(readdirSync(out), [], `${sig}: nothing left beside the target`);
   }
 });
@@ -75,7 +86,7 @@ C('restore <file> stopped by SIGINT or SIGTERM: exit 1, "interrupted", no partia
   const live = join(data, 'contact-ledger.db');
   const before = sha(live);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    const r = await stopWhenThere(['restore', backup], { CONTACT_LEDGER_DATA: data }, join(data, '..contact-ledger.db.restoring.partial'), sig);
+    const r = await stopWhenThere(['restore', backup], { CONTACT_LEDGER_DATA: data }, () => partialIn(data, '.contact-ledger.db.restoring'), sig);
     assert.is(r.code, 1, `${sig}: ${r.signal} ${r.stderr}`);
     assert.match(r.stderr, /^contact-ledger restore: interrupted before the database was replaced; its partial copy was removed\. Nothing was changed\.\n$/, sig);
     assert.equal(dotFiles(data), [], `${sig}: no partial copy left`);
@@ -87,14 +98,15 @@ C('restore <file> stopped by SIGINT or SIGTERM: exit 1, "interrupted", no partia
 
 C('a restore killed while it copies: the next start (migrate, serve, restore) removes its partial copy by every name it writes', async () => {
   // A tester's case: ..contact-ledger.db.restoring.partial and its -journal survived serve and migrate (the start looked for .restoring only).
+  // (Its name is ..contact-ledger.db.restoring.<pid>-<hex>.partial since the fiftieth session.)
   const { backup } = await bigDataFolder();
   const data = tempDir();
   const env = { CONTACT_LEDGER_DATA: data };
   assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
-  const partial = join(data, '..contact-ledger.db.restoring.partial');
   const killed = async () => {
-    const r = await stopWhenThere(['restore', backup], env, partial, 'SIGKILL');
+    const r = await stopWhenThere(['restore', backup], env, () => partialIn(data, '.contact-ledger.db.restoring'), 'SIGKILL');
     assert.is(r.signal, 'SIGKILL');
+    const partial = r.file!;
     assert.ok(existsSync(partial), 'the killed restore left its partial copy');
     // and what SQLite may write beside it while it is open, and the private copy of a source on
     // read-only media (with its side files) that a restore may be killed while reading

@@ -9,7 +9,7 @@ import { ManualClock, systemClock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
 import { DB_FILE, openRuntime } from '../src/runtime.ts';
-import { backupTo, copyProgress } from '../src/storage/backup.ts';
+import { BackupRefused, backupTo, copyProgress } from '../src/storage/backup.ts';
 import { openDb } from '../src/storage/db.ts';
 import { loadMigrations, migrate } from '../src/storage/migrate.ts';
 import { planSchemaRepair } from '../src/storage/schema-reconcile.ts';
@@ -149,14 +149,17 @@ B('a backup is readable by its owner only from its first byte, not only once com
     for (let i = 0; i < 20_000; i++) ins.run('y'.repeat(400)); // a few thousand pages: the copy takes several steps
   })();
   const dest = join(dir, 'copy.db');
-  const partial = join(dir, '.copy.db.partial');
   const before = process.umask(0o022);
   try {
     let done = false;
     const copying = backupTo(source, dest).finally(() => (done = true));
     const modes = new Set<number>();
     while (!done) {
-      for (const f of [partial, `${partial}-journal`]) if (existsSync(f)) modes.add(statSync(f).mode & 0o777);
+      // .copy.db.<pid>-<hex>.partial and its -journal
+      for (const f of readdirSync(dir).filter((n) => n.startsWith('.copy.db.') && n.includes('.partial'))) {
+        const st = statSync(join(dir, f), { throwIfNoEntry: false }); // (gone meanwhile: linked into place)
+        if (st) modes.add(st.mode & 0o777);
+      }
       await new Promise((r) => setImmediate(r));
     }
     await copying;
@@ -166,6 +169,34 @@ B('a backup is readable by its owner only from its first byte, not only once com
   } finally {
     process.umask(before);
     source.close();
+  }
+});
+
+B('backups to one file at once: one is written, the others refused (BackupRefused), and no partial file is left', async () => {
+  // An operator tester's case: backups to one name shared one partial file, `.<name>.partial`;
+  // each removed or wrote into the others', and all failed ("disk I/O error").
+  const dir = tempDir();
+  const file = join(dir, 'source.db');
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.exec('CREATE TABLE t (x TEXT)');
+  const ins = db.prepare('INSERT INTO t VALUES (?)');
+  db.transaction(() => {
+    for (let i = 0; i < 20_000; i++) ins.run('y'.repeat(400)); // several steps each: the copies overlap
+  })();
+  const sources = [1, 2, 3].map(() => new Database(file, { readonly: true }));
+  const dest = join(dir, 'copy.db');
+  try {
+    const results = await Promise.allSettled(sources.map((s) => backupTo(s, dest)));
+    assert.is(results.filter((r) => r.status === 'fulfilled').length, 1, JSON.stringify(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))));
+    for (const r of results) if (r.status === 'rejected') assert.instance(r.reason, BackupRefused, String(r.reason));
+    assert.equal(readdirSync(dir).filter((n) => n.startsWith('.copy.db')), [], 'no partial file left');
+    const copy = new Database(dest, { readonly: true });
+    assert.is(copy.prepare('SELECT count(*) FROM t').pluck().get(), 20_000);
+    copy.close();
+  } finally {
+    for (const s of sources) s.close();
+    db.close();
   }
 });
 

@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { spawn, spawnSync } from 'node:child_process';
 import { ConfigError } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
 import { paths } from '../src/paths.ts';
@@ -761,14 +762,30 @@ S('a start removes what a killed restore or backup left in the data folder, and 
   const dir = tempDir();
   await (await openRuntime(testConfig(dir), quiet)).close();
   mkdirSync(join(dir, 'backups'), { recursive: true });
-  const leftovers = [join(dir, `.${DB_FILE}.restoring`), join(dir, 'backups', '.scheduled-20261124T100000000Z.db.partial')];
-  for (const f of leftovers) writeFileSync(f, 'half a copy');
-  const rt = await openRuntime(testConfig(dir), quiet);
+  const dead = spawnSync('true').pid!; // a process that ended
+  const live = spawn('sleep', ['60'], { stdio: 'ignore' }); // a `backup` command writing into backups/ meanwhile
+  const backups = join(dir, 'backups');
+  const leftovers = [
+    join(dir, `.${DB_FILE}.restoring`),
+    join(backups, '.scheduled-20261124T100000000Z.db.partial'), // the name before pids
+    join(backups, `.scheduled-20261124T100000000Z.db.${dead}-0123abcd.partial`),
+    join(backups, `.scheduled-20261124T100000000Z.db.${dead}-0123abcd.partial-journal`),
+    // this process's pid, no backup under way in it: a killed server's, whose pid the restarted one got again (pid 1 in a container)
+    join(backups, `.scheduled-20261124T110000000Z.db.${process.pid}-4567abcd.partial`),
+  ];
+  const kept = [join(backups, `.mine.db.${live.pid}-89abcdef.partial`), join(backups, `.mine.db.${live.pid}-89abcdef.partial-journal`)];
+  for (const f of [...leftovers, ...kept]) writeFileSync(f, 'half a copy');
   try {
-    for (const f of leftovers) assert.not.ok(existsSync(f), f);
-    assert.ok(existsSync(join(dir, DB_FILE)));
+    const rt = await openRuntime(testConfig(dir), quiet);
+    try {
+      for (const f of leftovers) assert.not.ok(existsSync(f), f);
+      for (const f of kept) assert.ok(existsSync(f), `a live process's partial file is kept: ${f}`);
+      assert.ok(existsSync(join(dir, DB_FILE)));
+    } finally {
+      await rt.close();
+    }
   } finally {
-    await rt.close();
+    live.kill();
   }
 });
 

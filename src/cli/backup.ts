@@ -2,7 +2,7 @@ import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../config.ts';
 import { DB_FILE } from '../storage/storage.ts';
-import { BackupInterrupted, backupTo, openBackupSource, partialOf } from '../storage/backup.ts';
+import { BackupInterrupted, BackupRefused, backupTo, openBackupSource } from '../storage/backup.ts';
 import { loadSqliteLibrary } from '../storage/sqlite-addon.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Io, type ParsedArgs } from './command.ts';
 import { NICE, setThreadNice } from '../thread-priority.ts';
@@ -123,8 +123,14 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
     io.out(`backed up ${file} to ${dest} (${(bytes / 1024 ** 2).toFixed(1)} MiB, integrity ok) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     return EXIT_OK;
   } catch (err) {
+    // another backup to the same name, at the same time: the file exists now, or is being written
+    // (both failed with "disk I/O error" and none was written: an operator tester's case)
+    if (err instanceof BackupRefused) {
+      io.err(`contact-ledger backup: ${err.message}`);
+      return EXIT_USAGE;
+    }
     if (!(err instanceof BackupInterrupted)) throw err;
-    io.err(`contact-ledger backup: interrupted: no backup was written (its partial file ${partialOf(dest)} was removed)`);
+    io.err(`contact-ledger backup: interrupted: no backup was written (its partial file ${err.partial} was removed)`);
     return EXIT_FAILURE;
   } finally {
     stop.dispose();

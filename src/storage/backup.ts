@@ -1,15 +1,17 @@
-import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { accessSync, chmodSync, closeSync, constants, existsSync, linkSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { nextTurn } from '../event-loop.ts';
 import { checkProblems, EMPTY_DATABASE, isEmptyDatabase, readHead } from './db.ts';
 import { copyOwnerOnly, fsyncFile } from './durable-files.ts';
+import { processAlive } from './lock.ts';
 
 /**
  * Online backups through SQLite's backup API (RELIABILITY.md D5). A backup is written beside its
- * destination as `<file>.partial`, turned into a self-contained rollback-journal database (no -wal
- * needed beside it), flushed to disk and then renamed into place, so a file with the final name is
- * always a complete backup.
+ * destination as a partial file of its own (partialOf), turned into a self-contained
+ * rollback-journal database (no -wal needed beside it), flushed to disk and then linked to its name
+ * (never replacing a file there), so a file with the final name is always a complete backup.
  */
 
 /** A UTC time stamp for file names that sorts by time: 20261122T103200123Z. */
@@ -19,16 +21,72 @@ export class BackupError extends Error {
   override name = 'BackupError';
 }
 
+/**
+ * A backup refused because its destination is taken: the file exists (before the copy began, or
+ * written meanwhile by another backup to the same name), or another live process is writing a
+ * backup to that name. The same command line fails again: the caller says so as a usage error.
+ */
+export class BackupRefused extends BackupError {
+  override name = 'BackupRefused';
+}
+
 /** A backup stopped by its `interrupted` option (SIGINT, SIGTERM): its partial files are removed, nothing got the final name. */
 export class BackupInterrupted extends BackupError {
   override name = 'BackupInterrupted';
-  constructor() {
+  /** The partial file it was writing (removed). */
+  readonly partial: string;
+  constructor(partial: string) {
     super('interrupted');
+    this.partial = partial;
   }
 }
 
-/** Where a backup to `dest` is written until it is complete (renamed into place then). */
-export const partialOf = (dest: string) => join(dirname(dest), `.${basename(dest)}.partial`);
+/**
+ * Where a backup to `dest` is written until it is complete (linked into place then):
+ * `.<name>.<pid>-<8 hex>.partial` beside it, a name of this process's and this backup's own. With one
+ * fixed name (`.<name>.partial`, until the fiftieth session), two backups to one file at once each
+ * removed or wrote into the other's file, and both failed with "disk I/O error" (an operator
+ * tester's case). The pid tells the partial file of a live process from one a killed backup left
+ * (removeStalePartials).
+ */
+export const partialOf = (dest: string) => join(dirname(dest), `.${basename(dest)}.${process.pid}-${randomBytes(4).toString('hex')}.partial`);
+
+/** A partial file's name (or its side files'): the destination's name and the writer's pid (none in the names before pids). */
+const PARTIAL_NAME = /^\.(.+?)(?:\.(\d+)-[0-9a-f]{8})?\.partial(?:-journal|-wal|-shm)?$/;
+
+/** The partial files this process is writing (backupTo), which are never stale whatever their pid. */
+const writing = new Set<string>();
+
+/**
+ * Removes the partial files (with their side files) in `dir` that no live process writes: those of
+ * a pid that no longer runs, of this process but no backup under way in it (a killed server's,
+ * whose pid the restarted one got again, as pid 1 in a container), and those of the names before
+ * pids; only those of the destination name `dest` when given, and, with `all`, also those of live
+ * processes (for a caller that holds the data folder, inside which nobody else writes one).
+ * Returns the pids of the other live processes writing one (to `dest`, when given) that it kept.
+ */
+export function removeStalePartials(dir: string, opts: { dest?: string; all?: boolean } = {}): number[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const live = new Set<number>();
+  for (const n of names) {
+    const m = PARTIAL_NAME.exec(n);
+    if (!m || (opts.dest !== undefined && m[1] !== opts.dest)) continue;
+    const pid = m[2] === undefined ? undefined : Number(m[2]);
+    const file = join(dir, n);
+    if (writing.has(resolve(file.replace(/-(journal|wal|shm)$/, '')))) continue;
+    if (!opts.all && pid !== undefined && pid !== process.pid && processAlive(pid)) {
+      live.add(pid);
+      continue;
+    }
+    rmSync(file, { force: true });
+  }
+  return [...live];
+}
 
 /**
  * A database file and the files SQLite may write beside it: its rollback journal, and its -wal and
@@ -54,7 +112,7 @@ export interface BackupOptions {
   /** Run `PRAGMA integrity_check` on the copy before it gets its final name. */
   verify?: boolean;
   /**
-   * Asked after each step of the copy and before the check and the rename: true stops the backup
+   * Asked after each step of the copy and before the check and the link into place: true stops the backup
    * with BackupInterrupted, its partial files removed. (A step, and the check, run on the event loop
    * at one go: a signal is seen when the one under way ends.)
    */
@@ -91,18 +149,53 @@ export function copyProgress(): { step(totalPages: number, remainingPages: numbe
   };
 }
 
-/** Copies the database `source` into `dest` (which must not exist yet). */
+/** Why a backup to `dest` may not be written: the file is there. */
+const destinationExists = (dest: string, meanwhile = false) =>
+  new BackupRefused(`${dest} already exists${meanwhile ? ' (written by another backup meanwhile)' : ''}; choose a new file name (a backup never overwrites a file)`);
+
+/** Errors of link(2) on a file system without hard links (vfat, exFAT, some network ones). */
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EMLINK']);
+
+/**
+ * Gives the complete `partial` the name `dest`, never replacing a file there: link(2) fails with
+ * EEXIST where `dest` appeared meanwhile (another backup to the same name finished first), where a
+ * rename would have replaced it. Where the file system has no hard links, a rename after a last
+ * look (another backup finishing between the two would be replaced by this one, as complete).
+ */
+function linkIntoPlace(partial: string, dest: string): void {
+  try {
+    linkSync(partial, dest);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    if (code === 'EEXIST') throw destinationExists(dest, true);
+    if (!NO_HARD_LINKS.has(code)) throw err;
+    if (existsSync(dest)) throw destinationExists(dest, true);
+    renameSync(partial, dest);
+    return;
+  }
+  rmSync(partial, { force: true });
+}
+
+/**
+ * Copies the database `source` into `dest` (which must not exist yet). Refuses (BackupRefused) when
+ * it exists, or when another live process is writing a backup to that name — or wrote it
+ * meanwhile: of backups to one name at once, one is written and the others are refused.
+ */
 export async function backupTo(source: Database.Database, dest: string, opts: BackupOptions = {}): Promise<BackupResult> {
-  if (existsSync(dest)) throw new BackupError(`${dest} already exists; choose a new file name`);
+  if (existsSync(dest)) throw destinationExists(dest);
   if (!existsSync(dirname(dest))) throw new BackupError(`the folder ${dirname(dest)} does not exist`);
+  // what killed backups to this name left goes; one another process is writing stays, and refuses this one
+  const others = removeStalePartials(dirname(dest), { dest: basename(dest) });
+  if (others.length)
+    throw new BackupRefused(`${dest} is being written by another backup (pid ${others.join(', pid ')}); choose a new file name, or wait for it to end (it then exists)`);
   const partial = partialOf(dest);
-  removeWithSideFiles(partial); // what a killed backup left
+  writing.add(resolve(partial));
   // A signal's listener runs only when the event loop turns, never between the synchronous calls
-  // that follow a step (the check, the rename): the loop is let turn once before each look.
+  // that follow a step (the check, the link into place): the loop is let turn once before each look.
   const stopHere = async () => {
     if (!opts.interrupted) return;
     await nextTurn();
-    if (opts.interrupted()) throw new BackupInterrupted();
+    if (opts.interrupted()) throw new BackupInterrupted(partial);
   };
   try {
     // A backup holds password hashes and every contact: readable by its owner only from its first
@@ -113,7 +206,7 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
     await source.backup(partial, {
       progress: ({ totalPages, remainingPages }) => {
         progress.step(totalPages, remainingPages);
-        if (opts.interrupted?.()) throw new BackupInterrupted(); // the loop turned since the last step
+        if (opts.interrupted?.()) throw new BackupInterrupted(partial); // the loop turned since the last step
         return opts.oneStep ? 0x7fffffff : PAGES_PER_STEP;
       },
     });
@@ -134,13 +227,15 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
     await stopHere();
     chmodSync(partial, 0o600); // whatever the umask did to the mode asked for at creation
     fsyncFile(partial);
-    renameSync(partial, dest);
+    linkIntoPlace(partial, dest);
     fsyncFile(dirname(dest));
     return { bytes: statSync(dest).size, restarts };
   } catch (err) {
     removeWithSideFiles(partial);
     if (err instanceof BackupError) throw err;
     throw new BackupError(`backup to ${dest} failed: ${(err as Error).message}`);
+  } finally {
+    writing.delete(resolve(partial));
   }
 }
 
@@ -319,13 +414,11 @@ export function checkpointDatabaseFile(file: string): void {
   }
 }
 
-/** Leftovers of backups interrupted by a crash: `.<name>.partial` and its side files (withSideFiles). */
+/**
+ * Leftovers of backups interrupted by a crash: partial files (partialOf) and their side files
+ * (withSideFiles) of processes no longer running. Those of a backup under way (a `backup` command
+ * into the folder, which does not hold the data folder) are kept.
+ */
 export function removePartialBackups(dir: string): void {
-  let names: string[] = [];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const n of names) if (/^\..*\.partial(-journal|-wal|-shm)?$/.test(n)) rmSync(join(dir, n), { force: true });
+  removeStalePartials(dir);
 }

@@ -34,7 +34,8 @@ export class DataDirLockedError extends StartupError {
   }
 }
 
-const alive = (pid: number) => {
+/** Whether a process of this pid runs (as this process's PID namespace numbers it): one of another user's counts. */
+export const processAlive = (pid: number) => {
   try {
     process.kill(pid, 0);
     return true;
@@ -60,7 +61,7 @@ function startTicks(pid: number): string | undefined {
 
 /** True when the lock's owner still runs: the pid is alive and, where known, started when the lock says. */
 function ownerAlive(pid: number, started: string | undefined): boolean {
-  if (!alive(pid)) return false;
+  if (!processAlive(pid)) return false;
   if (started === undefined) return true;
   const now = startTicks(pid);
   return now === undefined || now === started;

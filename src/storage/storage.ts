@@ -1,10 +1,10 @@
 import { accessSync, chmodSync, constants, existsSync, renameSync, type Stats, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
-import { backupTo, fileStamp, partialOf, removePartialBackups, removeWithSideFiles } from './backup.ts';
+import { backupTo, fileStamp, removePartialBackups, removeStalePartials, removeWithSideFiles } from './backup.ts';
 import { EMPTY_DATABASE, foreignTables, isEmptyDatabase, openDb, StartupError, type Db } from './db.ts';
 import { loadSqliteLibrary } from './sqlite-addon.ts';
 import { lockDataDir } from './lock.ts';
@@ -77,13 +77,13 @@ export const restoreSourceCopy = (dataDir: string) => `${restoringFile(dataDir)}
 
 /**
  * Removes every file a restore writes in the data folder before its copy is complete: the copy being
- * written (`..contact-ledger.db.restoring.partial`, backupTo's name for a copy to the restoring
- * file), the private copy of its source (restoreSourceCopy), and their side files. None is ever a
+ * written (`..contact-ledger.db.restoring.<pid>-<hex>.partial`, backupTo's name for a copy to the
+ * restoring file: any such file, as no other process writes one in a folder this one holds), the private copy of its source (restoreSourceCopy), and their side files. None is ever a
  * whole database of the folder: a restore removes them when it ends or is stopped by a signal, and
  * the next start, or restore, removes what a killed one left. The caller holds the data folder's lock.
  */
 export function removeRestoreScratch(dataDir: string): void {
-  removeWithSideFiles(partialOf(restoringFile(dataDir)));
+  removeStalePartials(dataDir, { dest: basename(restoringFile(dataDir)), all: true });
   removeWithSideFiles(restoreSourceCopy(dataDir));
 }
 
