@@ -44,7 +44,7 @@ export class BackupInterrupted extends BackupError {
 /**
  * Where a backup to `dest` is written until it is complete (linked into place then):
  * `.<name>.<pid>-<8 hex>.partial` beside it, a name of this process's and this backup's own. With one
- * fixed name (`.<name>.partial`, until the fiftieth session), two backups to one file at once each
+ * fixed name (`.<name>.partial`, until the forty-ninth session), two backups to one file at once each
  * removed or wrote into the other's file, and both failed with "disk I/O error" (an operator
  * tester's case). The pid tells the partial file of a live process from one a killed backup left
  * (removeStalePartials).
