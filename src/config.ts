@@ -215,8 +215,10 @@ const authUrl: Parse<string> = (raw, name) => {
 };
 const logLevel: Parse<LogLevel> = (raw, name) => {
   // quoted as JSON: a carriage return left by an environment file saved on Windows is shown (\r), not "info" (an operator tester's case)
-  if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
-  return raw as LogLevel;
+  // WARN, Info: the level whatever its case, as booleans are read (an operator tester's case)
+  const level = raw.trim().toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
+  return level as LogLevel;
 };
 const cronExpr: Parse<string | undefined> = (given, name) => {
   // blanks around it (a carriage return from an environment file saved with Windows line ends) say nothing (an operator tester's case)
@@ -419,7 +421,9 @@ function refuseUnknownOwnVariables(env: NodeJS.ProcessEnv): void {
   for (const name of Object.keys(env).sort()) {
     if (!name.startsWith(OWN_PREFIX) || known.has(name)) continue;
     if (name.endsWith('_FILE') && known.has(name.slice(0, -'_FILE'.length))) continue; // refused below, saying which settings take a file
-    const meant = closest(name, own, 2) ?? own.filter((k) => name.startsWith(`${k}_`)).sort((a, b) => b.length - a.length)[0];
+    // CONTACT_LEDGER_METRICS_TOKEN: a setting of ours read without the prefix (an operator tester's case: no hint)
+    const unprefixed = name.slice(OWN_PREFIX.length);
+    const meant = (known.has(unprefixed) ? unprefixed : undefined) ?? closest(name, own, 2) ?? own.filter((k) => name.startsWith(`${k}_`)).sort((a, b) => b.length - a.length)[0];
     throw new ConfigError(`${name} is not a setting${meant ? ` (did you mean ${meant}?)` : ''}; contact-ledger reads no such variable — remove or rename it (contact-ledger serve --help lists the settings)`);
   }
 }

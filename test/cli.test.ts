@@ -351,6 +351,9 @@ C('a CONTACT_LEDGER_ variable that names no setting is a configuration error (2)
     [{ CONTACT_LEDGER_ADMIN_PASWORD: 'a long passphrase', CONTACT_LEDGER_ADMIN_EMAIL: 'a@b.test' }, /CONTACT_LEDGER_ADMIN_PASWORD is not a setting \(did you mean CONTACT_LEDGER_ADMIN_PASSWORD\?\)/],
     [{ CONTACT_LEDGER_ADMIN_EMIAL_FILE: '/run/credentials/email' }, /CONTACT_LEDGER_ADMIN_EMIAL_FILE is not a setting \(did you mean CONTACT_LEDGER_ADMIN_EMAIL_FILE\?\)/],
     [{ CONTACT_LEDGER_COLOUR: 'blue' }, /CONTACT_LEDGER_COLOUR is not a setting; contact-ledger reads no such variable/],
+    // a setting read without our prefix, given with it (an operator tester's case: no hint)
+    [{ CONTACT_LEDGER_METRICS_TOKEN: 'a-metrics-token-0123456789' }, /CONTACT_LEDGER_METRICS_TOKEN is not a setting \(did you mean METRICS_TOKEN\?\)/],
+    [{ CONTACT_LEDGER_PORT: '8080' }, /CONTACT_LEDGER_PORT is not a setting \(did you mean PORT\?\)/],
     // NAME_FILE of a setting that is no secret keeps its own refusal, which says which ones take a file
     [{ CONTACT_LEDGER_DATA_FILE: '/etc/hostname' }, /CONTACT_LEDGER_DATA_FILE is not read: only secrets are read from a file/],
   ];
