@@ -116,14 +116,19 @@ C('backup while an import writes is consistent and complete (D5); restore refuse
   await stop(s3);
 });
 
-C('a restore killed between moving the old database and its -wal aside: the -wal is never read into the restored database', async () => {
+/** A new installation, a backup of it, and its database file: what the restore tests start from. */
+async function installationAndBackup() {
   const data = tempDir();
   const env = { CONTACT_LEDGER_DATA: data };
   assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
   const backup = join(tempDir(), 'backup.db');
   assert.is((await cli(['backup', backup], env)).status, 0);
+  return { data, env, backup, live: join(data, 'contact-ledger.db') };
+}
+
+C('a restore killed between moving the old database and its -wal aside: the -wal is never read into the restored database', async () => {
+  const { data, env, backup, live } = await installationAndBackup();
   // the old database with writes still in its -wal (a server killed before a checkpoint)
-  const live = join(data, 'contact-ledger.db');
   const wal = `${copyWithWritesInWal(live, "CREATE TABLE only_in_the_old_wal (x TEXT); INSERT INTO only_in_the_old_wal VALUES ('old')")}-wal`;
   // a restore of an earlier version got as far as moving the database aside, not its -wal
   rmSync(live);
@@ -414,12 +419,7 @@ C('restore when <data>/backups is another file system (a mount, or a link to one
     console.log('  (skipped: mounting a file system needs root)');
     return;
   }
-  const data = tempDir();
-  const env = { CONTACT_LEDGER_DATA: data };
-  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
-  const backup = join(tempDir(), 'backup.db');
-  assert.is((await cli(['backup', backup], env)).status, 0);
-  const live = join(data, 'contact-ledger.db');
+  const { data, env, backup, live } = await installationAndBackup();
   const elsewhere = tempDir(); // the other file system, for the link
   for (const how of ['mount', 'link'] as const) {
     const backups = join(data, 'backups');
