@@ -341,6 +341,14 @@ C('SIGTERM with a download in flight: new connections refused, the download comp
   assert.ok(/"msg":"scheduled backup written"/.test(s.stdout().slice(0, s.stdout().indexOf('"msg":"shutting down"'))), 'backups ran before');
   const late = afterStop.match(/"msg":"scheduled backup written"/g)?.length ?? 0;
   assert.ok(late <= 1, `none started after the stop was asked (one already running then may end): ${late}`);
+  // six fields: said, the first being seconds (an operator tester's hourly backups at minute 3)
+  assert.match(s.stdout(), /"level":"warn".*BACKUP_CRON has six fields: the first is read as seconds/);
+  // the admin settings on a start of an installation with users: said unused (an operator tester's case: nothing said), on IPv6 loopback with its hint
+  const again = await start({ ...env, BACKUP_CRON: '0 3 * * *', HOST: '::1' });
+  assert.match(again.stdout(), /"level":"info".*CONTACT_LEDGER_ADMIN_EMAIL \/ CONTACT_LEDGER_ADMIN_PASSWORD are read on the first start only: this installation has users, so they were not used/);
+  assert.not.match(again.stdout(), /six fields/);
+  assert.match(again.stderr(), /listening on http:\/\/\[::1\]:\d+ \(only this machine/);
+  await stop(again);
   assert.is(statSync(join(data, 'contact-ledger.db-wal'), { throwIfNoEntry: false })?.size ?? 0, 0, 'WAL checkpointed');
   assert.not.ok(existsSync(join(data, 'contact-ledger.lock')), 'lock released');
 });

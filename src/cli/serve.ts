@@ -167,6 +167,9 @@ async function startServing(rt: Runtime, config: Config, tls: { cert: Buffer; ke
       );
     } else if (rt.bootstrap) {
       log.info({ email: rt.bootstrap.email }, 'created the first superuser from CONTACT_LEDGER_ADMIN_EMAIL');
+    } else if (config.adminEmail !== undefined || config.adminPassword !== undefined) {
+      // read at the first start only: an operator who set them to reset a password was told nothing (an operator tester's case)
+      log.info('CONTACT_LEDGER_ADMIN_EMAIL / CONTACT_LEDGER_ADMIN_PASSWORD are read on the first start only: this installation has users, so they were not used (to set a password: contact-ledger user passwd, with the server stopped)');
     }
     // a job the bulk thread runs is waiting (accepted before, or a previous process's): the thread
     // is loaded before the job is claimed, so that a claim, which counts an attempt, is followed by
@@ -191,6 +194,8 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
     log.warn({ variable, meant }, `the environment variable ${variable} is not read; if it is meant as ${meant}, rename it`);
   }
   if (tls) warnKeyOpenToOthers(log, config.tlsKey!);
+  // six fields: node-cron reads the first as seconds ("0 3 * * * *" is hourly at minute 3; with BACKUP_KEEP=14, 14 hours of backups: an operator tester's case)
+  if (config.backupCron?.split(/\s+/).length === 6) log.warn({ BACKUP_CRON: config.backupCron }, 'BACKUP_CRON has six fields: the first is read as seconds, the second as minutes (five fields, "0 3 * * *", are minute, hour, day, month, weekday)');
   const backupsProblem = config.backupCron ? backupsUnwritable(backupsDir(config.dataDir)) : undefined;
   if (backupsProblem) log.warn({ dir: backupsDir(config.dataDir) }, backupsProblem);
   // Whatever fails from here until the server listens closes the runtime (its threads, the data
@@ -212,8 +217,9 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   log.info({ version: VERSION, ...(BUILT_FROM ? { commit: BUILT_FROM } : {}), host: config.host, port, dataDir: config.dataDir, baseUrl: config.baseUrl, https, limits: started.limits() }, 'listening');
-  if (config.host === '127.0.0.1' || config.host === 'localhost') {
-    io.err(`contact-ledger ${VERSION} listening on ${https ? 'https' : 'http'}://${config.host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
+  if (config.host === '127.0.0.1' || config.host === 'localhost' || config.host === '::1') {
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    io.err(`contact-ledger ${VERSION} listening on ${https ? 'https' : 'http'}://${host}:${port} (only this machine; set HOST=0.0.0.0 to accept other machines)`);
   }
 
   const signal = await stopRequested;
