@@ -15,11 +15,17 @@ process.on('unhandledRejection', (reason) => {
 });
 
 // A reader that stops early (`contact-ledger licenses | head`) closes the pipe: the rest of the
-// output goes nowhere and the command ends as it would have, without a stack trace of EPIPE.
+// output goes nowhere and the command ends as it would have, without a stack trace of EPIPE. Output
+// that cannot be written (a full disk: `version > /dev/full`) is said in one line, exit 1: it was a
+// stack trace (an operator tester's case).
 let stdoutClosed = false;
+let outputLost = false;
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code !== 'EPIPE') throw err;
   stdoutClosed = true;
+  if (err.code === 'EPIPE') return;
+  if (!outputLost) process.stderr.write(`contact-ledger: cannot write its output: ${err.code ? `${err.code}: ` : ''}${err.message.replace(/^\w+: /, '')}\n`);
+  outputLost = true;
+  if (!process.exitCode) process.exitCode = 1; // the error may come after the command ended (below)
 });
 
 void runCli(process.argv.slice(2), {
@@ -31,5 +37,5 @@ void runCli(process.argv.slice(2), {
   env: process.env,
   isTTY: Boolean(process.stderr.isTTY),
 }).then((code) => {
-  process.exitCode = code;
+  process.exitCode = outputLost && code === 0 ? 1 : code;
 });

@@ -132,6 +132,21 @@ C("a backups folder the service user may not write is said at start when BACKUP_
   assert.is(await mended.exit, 0);
 });
 
+C("output that cannot be written (a full disk) is said in one line, exit 1: it was a stack trace (an operator tester's case)", () => {
+  if (!existsSync('/dev/full')) return;
+  for (const args of [['version'], ['--help']]) {
+    const full = openSync('/dev/full', 'w');
+    try {
+      const r = spawnSync(process.execPath, [MAIN, ...args], { env: { ...baseEnv, CONTACT_LEDGER_DATA: tempDir() }, stdio: ['ignore', full, 'pipe'], encoding: 'utf8', timeout: 30_000 });
+      assert.is(r.status, 1, `${args[0]}: ${r.stderr}`);
+      assert.match(r.stderr, /^contact-ledger: cannot write its output: ENOSPC: no space left on device/m, args[0]!);
+      assert.not.match(r.stderr, /^\s+at /m, `${args[0]}: no stack trace`);
+    } finally {
+      closeSync(full);
+    }
+  }
+});
+
 C('--help, version, an unknown command and a configuration error load no module of the server (storage, HTTP, services): commands load their code when they run', () => {
   // a module hook that names every source module the program loads
   const hook = join(tempDir(), 'hook.mjs');
