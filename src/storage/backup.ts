@@ -413,12 +413,3 @@ export function checkpointDatabaseFile(file: string): void {
     db.close();
   }
 }
-
-/**
- * Leftovers of backups interrupted by a crash: partial files (partialOf) and their side files
- * (withSideFiles) of processes no longer running. Those of a backup under way (a `backup` command
- * into the folder, which does not hold the data folder) are kept.
- */
-export function removePartialBackups(dir: string): void {
-  removeStalePartials(dir);
-}

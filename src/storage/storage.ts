@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { paths } from '../paths.ts';
-import { backupTo, fileStamp, removePartialBackups, removeStalePartials, removeWithSideFiles } from './backup.ts';
+import { backupTo, fileStamp, removeStalePartials, removeWithSideFiles } from './backup.ts';
 import { EMPTY_DATABASE, foreignTables, isEmptyDatabase, openDb, StartupError, type Db } from './db.ts';
 import { loadSqliteLibrary } from './sqlite-addon.ts';
 import { lockDataDir } from './lock.ts';
@@ -282,7 +282,7 @@ export async function openStorage(config: Readonly<Config>, log: Logger, clock: 
     const pending = pendingMigrations(db, migrations);
     const from = schemaVersion(db);
     const latest = migrations.at(-1)!.version;
-    removePartialBackups(backupsDir(config.dataDir));
+    removeStalePartials(backupsDir(config.dataDir)); // killed backups' leftovers; one a running `backup` command writes stays
     let preMigrationBackup: string | undefined;
     if (pending.length && from > 0) {
       // Forward-only upgrades: keep the way back (SPEC §8).
