@@ -18,6 +18,15 @@ interface Ctx {
   orgId: string;
   ledgerId: string;
 }
+/** A CSV of `count` generated contacts: long enough, in the tens of thousands, to be seen running. */
+const longCsv = (count: number) => `name,company,email\n${Array.from({ length: count }, (_, i) => `Person ${i},Company ${i % 97},person${i}@example.test`).join('\n')}\n`;
+
+/** Starts an import of longCsv(count) through the API, named `fileName`; returns its id. */
+async function startLongImport(ctx: Ctx, count: number, fileName: string): Promise<string> {
+  const r = await ctx.e.call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`, { token: ctx.root, raw: csvForm(longCsv(count), { fileName }) });
+  assert.is(r.status, 202, r.text);
+  return r.body.id as string;
+}
 const W = suite<Ctx>('web application: the import wizard');
 W.before(async (ctx) => {
   ctx.e = await start();
@@ -311,8 +320,7 @@ W('the running import is kept in the URL: Back then Forward, and a reload, show 
   await page.goto(contactsUrl);
   await page.getByRole('navigation', { name: 'Ledger' }).getByRole('link', { name: 'Import CSV' }).click();
   await page.getByRole('heading', { name: 'Choose a CSV file' }).waitFor();
-  const rows = Array.from({ length: 60_000 }, (_, i) => `Person ${i},Company ${i % 97},person${i}@example.test`);
-  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('big.csv', `name,company,email\n${rows.join('\n')}\n`));
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('big.csv', longCsv(60_000)));
   await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
   await page.getByRole('button', { name: 'Import 60,000 rows' }).click();
   await page.getByRole('heading', { name: /^Import(ing…| finished)$/ }).waitFor();
@@ -338,17 +346,15 @@ W('the running import is kept in the URL: Back then Forward, and a reload, show 
 });
 
 W('the wizard opened while the ledger has an import running says so, with a link to follow it', async (ctx) => {
-  const { page, base, call } = ctx.e;
-  const rows = Array.from({ length: 60_000 }, (_, i) => `Person ${i},Company ${i % 97},person${i}@example.test`);
-  const r = await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`, { token: ctx.root, raw: csvForm(`name,company,email\n${rows.join('\n')}\n`, { fileName: 'running.csv' }) });
-  assert.is(r.status, 202, r.text);
+  const { page, base } = ctx.e;
+  const importId = await startLongImport(ctx, 60_000, 'running.csv');
   await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/import`);
   await page.getByRole('heading', { name: 'Choose a CSV file' }).waitFor();
   const notice = page.getByText(/^An import of running\.csv is running/);
   await notice.waitFor();
   await page.getByRole('link', { name: 'Follow the import of running.csv' }).click();
   await page.getByRole('progressbar', { name: 'Import running.csv' }).waitFor();
-  assert.is(page.url(), `${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/import?import=${r.body.id}`);
+  assert.is(page.url(), `${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/import?import=${importId}`);
   await page.getByRole('heading', { name: 'Import finished' }).waitFor({ timeout: 60_000 });
 });
 
@@ -412,9 +418,7 @@ W('a role lost mid-wizard is said in an alert that has focus', async (ctx) => {
 W('a ledger deleted while an import runs: the history says it does not exist and stops asking', async (ctx) => {
   const { page, base, call } = ctx.e;
   // an import long enough to be seen running (tens of thousands of rows take seconds)
-  const rows = Array.from({ length: 40_000 }, (_, i) => `Person ${i},Company ${i % 97},person${i}@example.test`);
-  const r = await call('POST', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`, { token: ctx.root, raw: csvForm(`name,company,email\n${rows.join('\n')}\n`, { fileName: 'long.csv' }) });
-  assert.is(r.status, 202, r.text);
+  await startLongImport(ctx, 40_000, 'long.csv');
   await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`);
   await page.getByRole('region', { name: 'Imports' }).getByRole('progressbar').waitFor();
   assert.is((await call('DELETE', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}`, { token: ctx.root })).status, 204);
@@ -430,8 +434,7 @@ W('a ledger deleted while an import runs: the history says it does not exist and
 W('a ledger deleted while the wizard follows its import: the heading says it does not exist, and the wizard stops asking (a reviewer\'s case)', async (ctx) => {
   const { page, call } = ctx.e;
   // an import long enough to be seen running (tens of thousands of rows take seconds)
-  const rows = Array.from({ length: 40_000 }, (_, i) => `Person ${i},Company ${i % 97},person${i}@example.test`);
-  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('long.csv', `name,company,email\n${rows.join('\n')}\n`));
+  await page.getByLabel('CSV file', { exact: true }).setInputFiles(file('long.csv', longCsv(40_000)));
   await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
   await page.getByRole('button', { name: /^Import 40,000 rows/ }).click();
   await page.getByRole('heading', { name: 'Importing…' }).waitFor();
