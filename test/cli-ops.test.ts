@@ -347,6 +347,11 @@ C('SIGTERM with a download in flight: new connections refused, the download comp
   const again = await start({ ...env, BACKUP_CRON: '0 3 * * *', HOST: '::1' });
   assert.match(again.stdout(), /"level":"info".*CONTACT_LEDGER_ADMIN_EMAIL \/ CONTACT_LEDGER_ADMIN_PASSWORD are read on the first start only: this installation has users, so they were not used/);
   assert.not.match(again.stdout(), /six fields/);
+  // the next scheduled backup is said at start, in UTC (an operator tester's case: nothing said until the first one)
+  const next = new Date();
+  next.setUTCHours(3, 0, 0, 0);
+  if (next.getTime() <= Date.now()) next.setUTCDate(next.getUTCDate() + 1);
+  assert.match(again.stdout(), new RegExp(`"level":"info".*"next":"${next.toISOString().replace(/\./g, '\\.')}".*scheduled backups: the next at ${next.toISOString().replace(/\./g, '\\.')} \\(UTC\\)`));
   assert.match(again.stderr(), /listening on http:\/\/\[::1\]:\d+ \(only this machine/);
   await stop(again);
   assert.is(statSync(join(data, 'contact-ledger.db-wal'), { throwIfNoEntry: false })?.size ?? 0, 0, 'WAL checkpointed');

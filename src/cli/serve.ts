@@ -210,6 +210,10 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   }
   const { server, closeQuietConnections, tls: https } = started;
   rt.scheduler.start();
+  // the schedule as node-cron reads it, in UTC: an expression meant in local time, or a typo that
+  // is still a valid expression, shows here and not at the first backup (an operator tester's case)
+  const nextBackup = rt.scheduler.nextRun('backup');
+  if (nextBackup) log.info({ BACKUP_CRON: config.backupCron, next: nextBackup.toISOString(), keep: config.backupKeep }, `scheduled backups: the next at ${nextBackup.toISOString()} (UTC)`);
   // nothing waiting: the thread is loaded now all the same, in the background, so that the first
   // import after a start does not wait for it (~0.5 s on an idle machine, 1.4–3 s on a busy one:
   // a tester's first batch, where SPEC §4 wants one within a second)

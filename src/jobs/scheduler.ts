@@ -321,6 +321,10 @@ export function createScheduler(d: {
       await background.get(name);
       return true;
     },
+    /** When a started time-of-day task (a cron expression) runs next; undefined for others or before start(). */
+    nextRun(name: string): Date | undefined {
+      return periodic.find((p) => p.name === name)?.task?.getNextRun() ?? undefined;
+    },
     isRunning: () => started && !ctl.stopping,
     /** Active job ids (for tests and metrics). */
     active: () => [...running.keys()].map((k) => k.slice(0, k.lastIndexOf('#'))),
