@@ -405,7 +405,22 @@ C('HTTPS with TLS_CERT and TLS_KEY', async () => {
   execFileSync('openssl', ['genpkey', '-algorithm', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', otherKey], { stdio: 'ignore' });
   const mismatched = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: cert, TLS_KEY: otherKey });
   assert.is(mismatched.status, 2, mismatched.stderr);
-  assert.match(mismatched.stderr, /TLS_CERT \/ TLS_KEY cannot be used: .*key values mismatch/);
+  assert.match(mismatched.stderr, /TLS_CERT \/ TLS_KEY cannot be used: TLS_KEY \S+other-key\.pem is not the private key of the certificate in TLS_CERT \S+cert\.pem \(OpenSSL: .*key values mismatch\)/);
+  // files given in the wrong places are named in words, not by OpenSSL's decoder alone (an operator tester's case)
+  const tlsRefusal = (env: Record<string, string>) => {
+    const r = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', ...env });
+    assert.is(r.status, 2, r.stderr);
+    return r.stderr;
+  };
+  assert.match(tlsRefusal({ TLS_CERT: cert, TLS_KEY: cert }), /TLS_KEY \S+cert\.pem holds a certificate where its private key belongs \(OpenSSL: /);
+  assert.match(tlsRefusal({ TLS_CERT: key, TLS_KEY: cert }), /TLS_CERT holds a private key and TLS_KEY a certificate: swap them/);
+  assert.match(tlsRefusal({ TLS_CERT: key, TLS_KEY: key }), /TLS_CERT \S+key\.pem holds a private key where the certificate belongs/);
+  const der = join(dir, 'cert.der');
+  execFileSync('openssl', ['x509', '-in', cert, '-outform', 'der', '-out', der], { stdio: 'ignore' });
+  assert.match(tlsRefusal({ TLS_CERT: der, TLS_KEY: key }), /TLS_CERT \S+cert\.der is no PEM text \(a certificate in DER form converts with: openssl x509 -inform der -in \S+cert\.der -out cert\.pem\)/);
+  const locked = join(dir, 'locked-key.pem');
+  execFileSync('openssl', ['pkey', '-in', key, '-out', locked, '-aes256', '-passout', 'pass:secret'], { stdio: 'ignore' });
+  assert.match(tlsRefusal({ TLS_CERT: cert, TLS_KEY: locked }), /TLS_KEY \S+locked-key\.pem is protected by a passphrase, which the server cannot ask for/);
   const folder = run(['serve'], { CONTACT_LEDGER_DATA: join(dir, 'data'), PORT: '0', TLS_CERT: dir, TLS_KEY: key });
   assert.is(folder.status, 2, folder.stderr);
   assert.match(folder.stderr, /TLS_CERT: cannot read .*: EISDIR/);

@@ -77,9 +77,37 @@ function usableTls(certFile: string, keyFile: string): { cert: Buffer; key: Buff
   try {
     tlsContext(tls);
   } catch (err) {
-    throw new ConfigError(`TLS_CERT / TLS_KEY cannot be used: ${(err as Error).message}`);
+    const problem = tlsFilesProblem(tls, certFile, keyFile, (err as { code?: string }).code);
+    throw new ConfigError(`TLS_CERT / TLS_KEY cannot be used: ${problem ? `${problem} (OpenSSL: ${(err as Error).message})` : (err as Error).message}`);
   }
   return tls;
+}
+
+/**
+ * What is wrong with TLS files OpenSSL refused, in words, before its own message: a certificate
+ * given as TLS_KEY read "DECODER routines::unsupported", files given the other way round "PEM
+ * routines::no start line" (an operator tester's case). Read from the PEM block labels alone:
+ * nothing of a key's content is said.
+ */
+function tlsFilesProblem(tls: { cert: Buffer; key: Buffer }, certFile: string, keyFile: string, code: string | undefined): string | undefined {
+  const labels = (pem: Buffer) => [...pem.toString('latin1').matchAll(/-----BEGIN ([A-Z0-9 ]+)-----/g)].map((m) => m[1]!);
+  const cert = labels(tls.cert);
+  const key = labels(tls.key);
+  const isKey = (label: string) => label.endsWith('PRIVATE KEY');
+  if (!cert.includes('CERTIFICATE') && cert.some(isKey) && key.includes('CERTIFICATE')) return 'TLS_CERT holds a private key and TLS_KEY a certificate: swap them';
+  if (!cert.includes('CERTIFICATE')) {
+    if (cert.some(isKey)) return `TLS_CERT ${certFile} holds a private key where the certificate belongs`;
+    if (!cert.length) return `TLS_CERT ${certFile} is no PEM text (a certificate in DER form converts with: openssl x509 -inform der -in ${certFile} -out cert.pem)`;
+  }
+  if (!key.some(isKey)) {
+    if (key.includes('CERTIFICATE')) return `TLS_KEY ${keyFile} holds a certificate where its private key belongs`;
+    if (!key.length) return `TLS_KEY ${keyFile} is no PEM text (a key in DER form converts with: openssl pkey -inform der -in ${keyFile} -out key.pem)`;
+  }
+  if (key.includes('ENCRYPTED PRIVATE KEY') || /^Proc-Type: 4,ENCRYPTED/m.test(tls.key.toString('latin1'))) {
+    return `TLS_KEY ${keyFile} is protected by a passphrase, which the server cannot ask for: write it without one (openssl pkey -in ${keyFile} -out key.pem) and chmod 600 that file`;
+  }
+  if (code === 'ERR_OSSL_X509_KEY_VALUES_MISMATCH') return `TLS_KEY ${keyFile} is not the private key of the certificate in TLS_CERT ${certFile}`;
+  return undefined;
 }
 
 /**
