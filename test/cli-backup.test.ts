@@ -376,6 +376,12 @@ C('backup by a user who may not read the data folder says so (permission denied 
   const d = spawnSync(process.execPath, [MAIN, 'backup', join(closed, 'd.db')], { env: { ...baseEnv, ...env, HOME: out }, encoding: 'utf8', timeout: 60_000, uid: 65534, gid: 65534 });
   assert.is(d.status, 2, d.stderr);
   assert.match(d.stderr, new RegExp(`permission denied on ${closed.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: choose a folder this user may write`));
+  // run from a folder closed to that user without CONTACT_LEDGER_DATA (sudo -u from /root): the
+  // folder meant is not set, no permission is missing (an operator tester's case named /root's)
+  const home = tempDir(); // root's, 0700
+  const e = spawnSync(process.execPath, [MAIN, 'backup', join(out, 'e.db')], { cwd: home, env: { ...baseEnv, HOME: out }, encoding: 'utf8', timeout: 60_000, uid: 65534, gid: 65534 });
+  assert.is(e.status, 2, e.stderr);
+  assert.match(e.stderr, new RegExp(`permission denied on ${home.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, above the data folder \\S+/data: CONTACT_LEDGER_DATA is not set, so the data folder is \\./data in the working directory; set CONTACT_LEDGER_DATA or --data`));
 });
 
 C('backups to one file at once, with or without a server: one is written, the others refused (exit 2), never "disk I/O error", no partial file left', async () => {

@@ -1,5 +1,5 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import type { Config } from '../config.ts';
 import { DB_FILE } from '../storage/storage.ts';
 import { BackupInterrupted, BackupRefused, backupTo, openBackupSource } from '../storage/backup.ts';
@@ -20,6 +20,9 @@ import { firstClosedFolder, mayAccess } from './common.ts';
  * final name only when complete. SIGINT or SIGTERM stops it when the copy or the check under way
  * ends: its partial file is removed, "interrupted" said, exit 1.
  */
+/** Whether `path` is `folder` or inside it. */
+const isInside = (path: string, folder: string) => !relative(resolve(folder), resolve(path)).startsWith('..');
+
 /** Why this user may not access `path` as `mode` (its error code), or undefined when it may. */
 function accessRefusal(path: string, mode: number): string | undefined {
   try {
@@ -37,6 +40,15 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   // what this user may not read is said as such (a tester's user without access to the data
   // folder was told "there is no database"): a permission is a configuration error, exit 2
   const denied = (path: string) => {
+    // a folder above the default ./data (a command run from /root by another user, sudo having
+    // cleared CONTACT_LEDGER_DATA) is the wrong folder, not a permission to ask for (an operator tester's case)
+    const defaulted = io.env.CONTACT_LEDGER_DATA === undefined && args.config.data === undefined;
+    if (defaulted && !isInside(path, config.dataDir)) {
+      io.err(
+        `contact-ledger backup: permission denied on ${path}, above the data folder ${config.dataDir}: CONTACT_LEDGER_DATA is not set, so the data folder is ./data in the working directory; set CONTACT_LEDGER_DATA or --data to the server's data folder (sudo clears the environment)`,
+      );
+      return EXIT_USAGE;
+    }
     io.err(`contact-ledger backup: permission denied on ${path}: run the command as the user the server runs as (e.g. sudo -u contact-ledger), or give this user read access`);
     return EXIT_USAGE;
   };
