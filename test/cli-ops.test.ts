@@ -193,7 +193,11 @@ C('compact rewrites the database without its free pages: no value deleted before
 
   const done = await cli(['compact'], env);
   assert.is(done.status, 0, done.stderr);
-  assert.match(done.stdout, /^compacted .*contact-ledger\.db: \d+\.\d MiB → \d+\.\d MiB, rewritten whole \(\d+ free pages of 4096 bytes dropped; no deleted value is left in unused space\)\n$/);
+  const said = /^compacted .*contact-ledger\.db: (\d+\.\d) MiB → (\d+\.\d) MiB, rewritten whole \(\d+ free pages dropped, (\d+\.\d) MiB; pages in use packed, (\d+\.\d) MiB; no deleted value is left in unused space\)\n$/.exec(done.stdout);
+  assert.ok(said, done.stdout);
+  // the shrink is the two parts said (an operator tester read a count of free pages against the shrink as wrong)
+  const [from, to, free, packed] = said!.slice(1).map(Number) as [number, number, number, number];
+  assert.ok(Math.abs(from - to - free - packed) <= 0.2, done.stdout);
   assert.not.ok(readFileSync(file).includes(marker), 'no deleted value is left in the file');
   assert.ok(statSync(file).size < before, 'the file shrank');
   assert.is((await cli(['migrate'], env)).status, 0, 'the database opens and checks as before');
