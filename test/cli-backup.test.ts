@@ -502,4 +502,34 @@ C('restore when <data>/backups is another file system (a mount, or a link to one
   await stop(started);
 });
 
+C('backup and restore on a disk without room for the copy say how much it needs and how much was free, and change nothing (an operator tester\'s case: "database or disk is full")', async () => {
+  const data = tempDir();
+  const env = { CONTACT_LEDGER_DATA: data };
+  assert.is((await cli(['init', '--email', EMAIL, '--password', PASSWORD], env)).status, 0);
+  // a database of a few MiB: a feed of people fills it
+  const feed = join(tempDir(), 'people.ndjson');
+  writeFileSync(feed, Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ name: `Person ${i}`, company: `Company ${i % 300}`, email: `p${i}@example.com`, title: `Engineer ${i}` })).join('\n') + '\n');
+  assert.is(run(['feed', feed], env).status, 0);
+  const good = join(tempDir(), 'good.db');
+  assert.is(run(['backup', good], env).status, 0);
+  const size = statSync(good).size;
+  assert.ok(size > 3 * 1024 ** 2, `a database larger than the small disk: ${size}`);
+  const small = tempDir();
+  await withSmallDisk(small, '2m', () => {
+    const backup = run(['backup', join(small, 'b.db')], env);
+    assert.is(backup.status, 1, backup.stderr);
+    assert.match(backup.stderr, new RegExp(`^contact-ledger backup: not enough disk space in ${small.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: the copy needs about \\d+\\.\\d MiB there, and [0-2]\\.\\d MiB were free when it began\\n$`));
+    assert.equal(readdirSync(small), [], 'no partial file');
+    // a restore into an installation on the small disk: the database there stays
+    const there = { CONTACT_LEDGER_DATA: join(small, 'data') };
+    assert.is(run(['init', '--email', EMAIL, '--password', '-'], there, `${PASSWORD}\n`).status, 0);
+    const before = sha(join(small, 'data', 'contact-ledger.db'));
+    const restore = run(['restore', good], there);
+    assert.is(restore.status, 1, restore.stderr);
+    assert.match(restore.stderr, /^contact-ledger restore: not enough disk space in \S+\/data: the copy needs about \d+\.\d MiB there, and [0-2]\.\d MiB were free when it began\. Nothing was changed\.\n$/);
+    assert.is(sha(join(small, 'data', 'contact-ledger.db')), before, 'the database is untouched');
+    assert.not.ok(readdirSync(join(small, 'data')).some((f) => f.includes('restoring')), 'no partial copy');
+  });
+});
+
 C.run();

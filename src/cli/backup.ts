@@ -8,6 +8,7 @@ import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Io, type ParsedArgs
 import { NICE, setThreadNice } from '../thread-priority.ts';
 import { interrupted } from './progress.ts';
 import { firstClosedFolder, mayAccess } from './common.ts';
+import { mib } from '../storage/free-space.ts';
 
 /**
  * `contact-ledger backup <file>`: an online, consistent copy of the database, whether or not a
@@ -132,7 +133,7 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
   const stop = interrupted();
   try {
     const { bytes } = await backupTo(source, dest, { oneStep: true, verify: true, interrupted: () => stop.fired });
-    io.out(`backed up ${file} to ${dest} (${(bytes / 1024 ** 2).toFixed(1)} MiB, integrity ok) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    io.out(`backed up ${file} to ${dest} (${mib(bytes)}, integrity ok) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     return EXIT_OK;
   } catch (err) {
     // another backup to the same name, at the same time: the file exists now, or is being written

@@ -2,12 +2,9 @@ import { dirname } from 'node:path';
 import type { Config } from '../config.ts';
 import { compactDatabase, giveBackWal, liveBytes } from '../storage/compact.ts';
 import { isStorageFullError } from '../storage/db.ts';
-import { freeBytes } from '../storage/free-space.ts';
+import { freeBytes, mib } from '../storage/free-space.ts';
 import { EXIT_FAILURE, EXIT_OK, refuseArguments, type Io, type ParsedArgs } from './command.ts';
 import { openExistingStorage } from './common.ts';
-
-const MIB = 1024 * 1024;
-const mib = (bytes: number) => `${(bytes / MIB).toFixed(1)} MiB`;
 
 /**
  * `contact-ledger compact`: rewrites the database without its free pages (SQLite's VACUUM), with
@@ -30,8 +27,8 @@ export async function run(args: ParsedArgs, io: Io, config: Config): Promise<num
     const needed = liveBytes(storage.db);
     const noRoom = () => {
       io.err(
-        `contact-ledger compact: not enough disk space; nothing was changed. It needs about ${mib(needed)} free in the temporary folder (${tmp}: ${mib(room.tmp ?? Number.NaN)} free; ` +
-          `SQLITE_TMPDIR chooses another) and as much beside the database (${beside}: ${mib(room.beside ?? Number.NaN)} free)`,
+        `contact-ledger compact: not enough disk space; nothing was changed. It needs about ${mib(needed)} free in the temporary folder (${tmp}: ${mib(room.tmp)} free; ` +
+          `SQLITE_TMPDIR chooses another) and as much beside the database (${beside}: ${mib(room.beside)} free)`,
       );
       return EXIT_FAILURE;
     };

@@ -3,7 +3,8 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, linkSync, open
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { nextTurn } from '../event-loop.ts';
-import { checkProblems, EMPTY_DATABASE, isEmptyDatabase, readHead } from './db.ts';
+import { checkProblems, EMPTY_DATABASE, isEmptyDatabase, isStorageFullError, readHead } from './db.ts';
+import { freeBytes, mib } from './free-space.ts';
 import { copyOwnerOnly, fsyncFile } from './durable-files.ts';
 import { processAlive } from './lock.ts';
 
@@ -189,6 +190,9 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
   if (others.length)
     throw new BackupRefused(`${dest} is being written by another backup (pid ${others.join(', pid ')}); choose a new file name, or wait for it to end (it then exists)`);
   const partial = partialOf(dest);
+  // for a copy the disk has no room for: what it needed, and had
+  const size = Number(source.pragma('page_count', { simple: true })) * Number(source.pragma('page_size', { simple: true }));
+  const room = freeBytes(dirname(dest));
   writing.add(resolve(partial));
   // A signal's listener runs only when the event loop turns, never between the synchronous calls
   // that follow a step (the check, the link into place): the loop is let turn once before each look.
@@ -233,6 +237,13 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
   } catch (err) {
     removeWithSideFiles(partial);
     if (err instanceof BackupError) throw err;
+    // the room it needed and had, not SQLite's "database or disk is full" alone (an operator tester's restore on a full disk)
+    if (isStorageFullError(err)) {
+      throw new BackupError(
+        `not enough disk space in ${dirname(dest)}: the copy needs about ${mib(size)} there, and ${mib(room)} were free when it began`,
+        { cause: err },
+      );
+    }
     throw new BackupError(`backup to ${dest} failed: ${(err as Error).message}`);
   } finally {
     writing.delete(resolve(partial));

@@ -7,6 +7,9 @@ import { statfsSync } from 'node:fs';
  */
 const GROWN_BYTES = 64 * 1024 ** 2;
 
+/** A size as the commands say it: `12.3 MiB` (unknown: `? MiB`). */
+export const mib = (bytes: number | undefined): string => (bytes === undefined || Number.isNaN(bytes) ? '? MiB' : `${(bytes / 1024 ** 2).toFixed(1)} MiB`);
+
 /** Bytes this process may still write on the file system of `dir`; undefined when it cannot be asked. */
 export function freeBytes(dir: string): number | undefined {
   try {
