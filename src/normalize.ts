@@ -27,8 +27,9 @@ export function canonicalLinkedin(input: string): string | undefined {
 export function parseLinkedin(input: string): string | undefined {
   let text = input.trim();
   // the URL parser drops every tab and line break, wherever it is: ann<TAB>smith would be the
-  // profile annsmith (a tester's case, forty-seventh session)
-  if (/[\u0000-\u001f\u007f]/.test(text)) return undefined;
+  // profile annsmith (a tester's case, forty-seventh session); it reads a backslash as a slash:
+  // …/in/ann19\x would be the profile ann19's sub-page, somebody else's key (an API tester's case)
+  if (/[\u0000-\u001f\u007f\\]/.test(text)) return undefined;
   if (!/^https?:\/\//i.test(text)) text = `https://${text}`;
   let url: URL;
   try {

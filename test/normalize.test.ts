@@ -44,6 +44,10 @@ N('anything that is not a person\'s profile is refused', () => {
     'https://www.linkedin.com/in/ann\r\nsmith',
     'https://www.linkedin.com/i\tn/ann-t',
     'linkedin.com/in/ann\u0000smith',
+    // nor does it take a backslash for a slash: not the profile ann19's sub-page
+    'https://www.linkedin.com/in/ann19\\x',
+    'https://www.linkedin.com/in/ann-lee\\details',
+    'https://www.linkedin.com\\in\\ann-lee',
     'https://www.linkedin.com/in/%E0%A4%A',
     'not a url at all',
   ]) assert.is(canonicalLinkedin(s), undefined, s);
