@@ -1623,6 +1623,10 @@ U('parts are read by their name: "file" without a Content-Type or a filename is 
   const job = await waitForImport(t, w.tokens.editor, w.orgId, ledgerId, untyped.body.id);
   assert.equal([job.status, job.imported, job.fileName], ['completed', 2, 'contacts.csv']);
   assert.equal(job.mapping.referenceId, 'Ref', 'the mapping sent as a file was applied');
+  // a mapping file that begins with a byte order mark (Notepad, PowerShell 5's Out-File -Encoding utf8) is JSON all the same (an API tester's 422 "must be JSON")
+  const marked = await t.call('POST', `${path}/preview`, { token: w.tokens.editor, ...multipart(['Content-Disposition: form-data; name="file"; filename="contacts.csv"', csv], ['Content-Disposition: form-data; name="mapping"; filename="mapping.json"', `\ufeff${mapping}\r\n`]) });
+  expectStatus(marked, 200);
+  assert.is(marked.body.mapping.referenceId, 'Ref');
   // curl -F "file=<contacts.csv": the file's text as a plain part, no filename
   const plain = await t.call('POST', `${path}/preview`, { token: w.tokens.editor, ...multipart(['Content-Disposition: form-data; name="file"', csv]) });
   expectStatus(plain, 200);

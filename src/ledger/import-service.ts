@@ -116,7 +116,9 @@ const uploadProblem = (status: 415 | 422, message: string, line?: number) =>
     ? new AppError(415, 'unsupported_media_type', `The upload is not a CSV file: ${message}.`, { errors: [{ path: 'file', message }] })
     : invalid(`The upload cannot be imported: ${message}.`, [{ path: 'file', message: line && !message.includes(`line ${line}`) ? `line ${line}: ${message}` : message }]);
 
-function parseMapping(text: string | undefined): unknown {
+function parseMapping(sent: string | undefined): unknown {
+  // a mapping file written with a byte order mark (Notepad, PowerShell 5) is JSON all the same, as a CSV with one is a CSV
+  const text = sent?.replace(/^\uFEFF/, '');
   if (text === undefined || text.trim() === '') return undefined;
   let value: unknown;
   try {
