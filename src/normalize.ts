@@ -291,6 +291,8 @@ const SPLIT_SUFFIXES = [
   // twenty-ninth session (a tester's cases): L.P., G.K. and Y.K. spelt out, and Japan's forms in the
   // other common romanisation of 会社 (gaisha: Kabushiki Gaisha, Yugen Gaisha, Godo Gaisha)
   ['limited', 'partnership'], ['godo', 'kaisha'], ['yugen', 'kaisha'], ['kabushiki', 'gaisha'], ['godo', 'gaisha'], ['yugen', 'gaisha'],
+  // fiftieth session (a tester's case): "& Co." in French and Spanish, abbreviated or spelt out
+  ['and', 'cie'], ['et', 'cie'], ['and', 'compagnie'], ['et', 'compagnie'], ['y', 'cia'], ['and', 'cia'], ['y', 'compania'],
 ];
 
 // Latin letters that are not a base letter with an accent, so NFKD leaves them whole: spelt as
@@ -425,18 +427,20 @@ function computeCompanyKey(company: string): string {
   const withoutCjkForm = plain.replace(CJK_LEGAL_FORMS, ' ');
   // a name that is only a legal form keeps it, as "Inc" alone does
   const words = foldedWords(HAS_LETTER_OR_DIGIT.test(withoutCjkForm) ? withoutCjkForm : plain);
+  // a legal form opening the name goes first, so that a suffix is never dropped down to it alone:
+  // "The Company", "The Limited" and "The Co" were all "the", one company (a tester's case)
+  if (words.length > 1 && COMPANY_PREFIXES.has(words[0]!)) words.shift();
   let popped = false;
   while (words.length > 1) {
     const last = words[words.length - 1]!;
-    if (COMPANY_SUFFIXES.has(last) || (popped && SUFFIX_QUALIFIERS.has(last)) || isNationalBankForm(words)) words.pop();
-    else {
-      const split = SPLIT_SUFFIXES.find((form) => words.length > form.length && form.every((w, i) => words[words.length - form.length + i] === w));
-      if (!split) break;
-      words.length -= split.length;
-    }
+    // a form of more words first: "y Cía" goes whole, where its "Cía" alone (a qualifier after
+    // "Ltda.") left the "y" ("Acme y Cía. Ltda." was "acmey")
+    const split = SPLIT_SUFFIXES.find((form) => words.length > form.length && form.every((w, i) => words[words.length - form.length + i] === w));
+    if (split) words.length -= split.length;
+    else if (COMPANY_SUFFIXES.has(last) || (popped && SUFFIX_QUALIFIERS.has(last)) || isNationalBankForm(words)) words.pop();
+    else break;
     popped = true;
   }
-  if (words.length > 1 && COMPANY_PREFIXES.has(words[0]!)) words.shift();
   return words.join(' ');
 }
 

@@ -187,7 +187,7 @@ export const DOMAIN_RULES: readonly Rule<TitleDomain>[] = [
     'personal(?! (?:assistant|trainer|banker|shopper|care|chef|stylist|loan))',
   ], 'human resources, recruiting, people operations'],
   ['finance', [
-    'financ\\w*', 'accounting', 'accountants?', 'accounts (?:payable|receivable)', 'bookkeep\\w*', 'controller', 'comptroller',
+    'financ\\w*', 'accounting', 'accountants?', 'accounts (?:payable|receivable)', 'bookkeep\\w*', '(?<!(?:traffic|flight|mission|game|motion) )controller', 'comptroller',
     'controlling', 'treasur\\w*', 'tax', 'audit\\w*', 'payroll', 'investor relations', 'mergers and acquisitions', 'corporate development',
     'actuar\\w*', 'underwrit\\w*', 'credit', 'billing',
     'finanz\\w*', 'buchhalt\\w*', 'steuer\\w*', 'wirtschaftsprufer\\w*', 'comptab\\w*', 'contab\\w*', 'contador\\w*', 'fiscal\\w*',

@@ -730,6 +730,42 @@ S('migration 0042 recomputes company keys without spaces (Wal-Mart = Walmart) an
   db.close();
 });
 
+S('migration 0049 recomputes company keys with the article dropped before the suffixes ("The Company" is no longer "the") and without "& Cie", and unmatches contacts whose match the rule undoes', () => {
+  const { db, raw, apply } = justBefore('0049_');
+  const k = keyRows(raw);
+  const updatedAt = raw.prepare('SELECT max(updated_at) FROM contacts').pluck();
+  k.contact('c_1', 'Tom Walt', 'The Limited', 'tom walt', 'the');
+  k.contact('c_2', 'Ana Ruiz', 'Acme & Cie', 'ana ruiz', 'acmeandcie');
+  // keys made equal by the rule: "Company, The" and "The Company" are one company, Di Moe at it two namesakes
+  const first = k.person('Di Moe', 'di moe', 'Company, The', 'company');
+  k.person('Di Moe', 'di moe', 'The Company', 'the');
+  k.contact('c_3', 'Di Moe', 'Company, The', 'di moe', 'company');
+  k.matchByName('c_3', first);
+  // keys the rule makes different: "The Corporation" is no longer the contact's "The Co"
+  const corp = k.person('Eve Roe', 'eve roe', 'The Corporation', 'the');
+  k.contact('c_4', 'Eve Roe', 'The Co', 'eve roe', 'the');
+  k.matchByName('c_4', corp);
+  // a match the rule leaves as it was
+  const same = k.person('Fay Wed', 'fay wed', 'Initech', 'initech');
+  k.contact('c_5', 'Fay Wed', 'Initech', 'fay wed', 'initech');
+  k.matchByName('c_5', same);
+  // a controller that is no finance title, and one that is
+  raw.exec("UPDATE contacts SET title = 'Air Traffic Controller', title_level = 'staff', title_domain = 'finance' WHERE id = 'c_1'");
+  raw.exec("UPDATE contacts SET title = 'Financial Controller', title_level = 'staff', title_domain = 'finance' WHERE id = 'c_2'");
+  apply();
+  assert.equal(raw.prepare('SELECT id, company_key FROM contacts ORDER BY id').raw().all(), [
+    ['c_1', 'limited'], ['c_2', 'acme'], ['c_3', 'company'], ['c_4', 'co'], ['c_5', 'initech'],
+  ]);
+  assert.equal(raw.prepare("SELECT id, title_domain FROM contacts WHERE id IN ('c_1', 'c_2') ORDER BY id").raw().all(), [['c_1', 'other'], ['c_2', 'finance']]);
+  assert.equal(raw.prepare('SELECT company_key FROM people ORDER BY seq').pluck().all(), ['company', 'company', 'corporation', 'initech']);
+  assert.equal(k.matchOf('c_3'), UNMATCHED_AMBIGUOUS, 'now one of two namesakes: unmatched');
+  assert.equal(k.matchOf('c_4'), UNMATCHED_AMBIGUOUS, 'its keys are no longer its person\'s: unmatched');
+  assert.equal(k.matchOf('c_5'), { person_id: String(same), matched_by: 'name', is_verified: 1 }, 'a match the rule does not touch stays');
+  assert.is(updatedAt.get(), 1, 'the migration changes keys only');
+  assert.is(raw.pragma('integrity_check', { simple: true }), 'ok');
+  db.close();
+});
+
 S('processes preparing one new data folder at the same moment all succeed (one made a folder the other then failed to make: exit 2, "not usable (EEXIST)")', async () => {
   const module = pathToFileURL(join(import.meta.dirname, '..', 'src', 'storage', 'storage.ts')).href;
   for (let round = 0; round < 5; round++) {
