@@ -503,6 +503,33 @@ T('a person merged away leaves their seq unused: a replay of a record applied to
   assert.is(db.prepare("SELECT company FROM people WHERE linkedin_slug = 'zed-other'").pluck().get(), 'ZedNewCo');
 });
 
+T('a person listed by an address, then joined to a LinkedIn-known one by a later listing of the same feed: the first listing stands, and replays change nothing, also once the replays are forgotten (a feed tester\'s case)', async ({ t, w }) => {
+  const { path } = await ledgerWith(t, w, 'joined listings', [
+    { name: 'Ann Lee', company: 'Initech', title: 'Engineer', linkedin: 'linkedin.com/in/ann-joined', referenceId: 'ann' },
+    { name: 'Bo Lee', company: 'Initech', title: 'Engineer', linkedin: 'linkedin.com/in/bo-joined', referenceId: 'bo' },
+  ]);
+  const state = async (ref: string) => { const c = await contact(t, w, path, ref); return [c.company, c.title]; };
+  const db = t.rt.db.raw;
+  for (const [ref, observedAt] of [['ann', undefined], ['bo', daysAgo(t, 5)]] as const) {
+    const name = ref === 'ann' ? 'Ann Lee' : 'Bo Lee';
+    await feed(t, w.root, ndjson({ name, company: 'Initech', title: 'Engineer', linkedin: `linkedin.com/in/${ref}-joined`, observedAt: daysAgo(t, 20) }));
+    const at = observedAt === undefined ? {} : { observedAt };
+    // the address-known row first (a new person), then the LinkedIn row with the address: one person
+    const both = ndjson({ name, company: 'Hooli', email: `${ref}@hooli.test`, title: 'VP Sales', ...at }, { name, company: 'Hooli', linkedin: `linkedin.com/in/${ref}-joined`, email: `${ref}@hooli.test`, title: 'CEO', ...at });
+    const first = await feed(t, w.root, both);
+    assert.equal([first.jobChanges, first.infoChanges], [1, 1], `${ref}: one job change, and the address: ${JSON.stringify(first)}`);
+    assert.equal(await state(ref), ['Hooli', 'VP Sales'], `${ref}: the first listing stands (the later one's CEO stood)`);
+    assert.is(db.prepare('SELECT count(*) FROM people WHERE name = ?').pluck().get(name), 1, 'one person');
+    for (const replay of ['at once', 'once the replays are forgotten']) {
+      // (as the nightly feed-replays-prune does FEED_REPLAY_DAYS later: then the person's digests tell a replay)
+      if (replay !== 'at once') db.exec('DELETE FROM feed_records_applied');
+      const again = await feed(t, w.root, both);
+      assert.equal([again.jobChanges, again.infoChanges], [0, 0], `${ref}, replayed ${replay}: ${JSON.stringify(again)}`);
+      assert.equal(await state(ref), ['Hooli', 'VP Sales'], `${ref}, replayed ${replay}`);
+    }
+  }
+});
+
 T('property: random small feeds of people sharing names, companies, addresses, profiles and personIds, each replayed twice, add nothing at their replays (SPEC §5)', async ({ t, w }) => {
   // 80 independent groups (a tag in every name, address and id keeps them apart) in one feed: two
   // names, three companies, three addresses, two profiles and two personIds each, 2–6 records at

@@ -158,6 +158,13 @@ function hasSeen(seen: Buffer | null, digest: Buffer): boolean {
   return false;
 }
 
+/** The digests of `a` and then those of `b` not in it, keeping the latest RECORDS_SEEN_MAX (two people joined). */
+function seenBoth(a: Buffer | null, b: Buffer | null): Buffer | null {
+  let seen = a;
+  for (let i = 0; b && i + DIGEST_BYTES <= b.length; i += DIGEST_BYTES) seen = withSeen(seen, b.subarray(i, i + DIGEST_BYTES));
+  return seen;
+}
+
 /** `seen` with `digest` added last (unless it is there), keeping the latest RECORDS_SEEN_MAX. */
 const withSeen = (seen: Buffer | null, digest: Buffer): Buffer =>
   !seen ? Buffer.from(digest) : hasSeen(seen, digest) ? seen : Buffer.concat([seen.subarray(Math.max(0, seen.length - (RECORDS_SEEN_MAX - 1) * DIGEST_BYTES)), digest]);
@@ -500,11 +507,28 @@ export function createTracker(d: TrackerDeps) {
         keysLeft.push(twin);
         // the newer observation of the two stands (SPEC §5: no rollback): a record between their
         // times joined them, and the address-known one had been seen later (a tester's case: her
-        // contact took the older company back, a false job change)
-        if (comparePeople(twin, p, now) > 0) {
-          const joined = joinedLater(p, twin, now);
+        // contact took the older company back, a false job change). So does the first listing of
+        // this feed: the address-known one listed before this record, which is no later
+        // observation, is this record's person listed before it (a feed tester's case: the later
+        // listing's title stood, and a replay, finding the one person by the address first, put
+        // the first listing's back — an info change at every replay).
+        // (not when this one was listed first, nor over what it knew of a later time: no rollback)
+        const listedFirst =
+          listing?.has(twin.seq) === true &&
+          !listing.has(existing.seq) &&
+          !older &&
+          compareExactTimes(knownTime(personTime(existing), now), knownTime(personTime(twin), now)) <= 0 &&
+          !(record.observedAt !== undefined && compareExactTimes(recordTime(record, now), knownTime(personTime(twin), now)) > 0);
+        // the records seen at one time stay seen when the two were observed at it: a replay of the
+        // address-known one's record is a replay, not a correction, also after FEED_REPLAY_DAYS
+        const seen = compareExactTimes(personTime(twin), personTime(p)) === 0 ? seenBoth(p.seenRecords, twin.seenRecords) : undefined;
+        if (listedFirst || comparePeople(twin, p, now) > 0) {
+          const joined = { ...joinedLater(p, twin, now), ...(seen ? { seenRecords: seen } : {}) };
           d.people.updatePerson(p.seq, joined);
           p = { ...joined, seq: p.seq, id: p.id };
+        } else if (seen) {
+          d.people.setSeenRecords(p.seq, seen);
+          p = { ...p, seenRecords: seen };
         }
       }
     }
