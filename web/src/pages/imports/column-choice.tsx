@@ -1,0 +1,201 @@
+// The wizard's second step: the column each contact field takes, from the preview of the file
+// (POST …/imports/preview), and the mapping Import sends for it.
+import { fmtCount } from '../../ui.tsx';
+import { colName, inWords, places, twiceText, twinsOf } from './column-names.ts';
+
+/** What POST …/imports/preview answers: the file's columns, its first rows and the mapping suggested. */
+export interface Preview {
+  columns: string[];
+  delimiter: string;
+  rowCount: number;
+  rows: string[][];
+  suggestedMapping: Record<string, string | string[]>;
+  mapping: Record<string, string | string[]>;
+  missing: string[];
+  /** Fields two columns or more could be: left out of the mappings, for the user to choose. */
+  ambiguous: { field: string; columns: number[]; message: string }[];
+}
+
+/** The column chosen for each contact field (a select's value: see SPLIT, NONE and col). */
+export type Choice = Record<string, string>;
+
+const FIELDS: { field: string; label: string; required?: boolean }[] = [
+  { field: 'name', label: 'Name', required: true },
+  { field: 'company', label: 'Company', required: true },
+  { field: 'title', label: 'Title' },
+  { field: 'email', label: 'E-mail' },
+  { field: 'linkedin', label: 'LinkedIn URL' },
+  { field: 'location', label: 'Location' },
+  { field: 'referenceId', label: 'Reference id (your CRM id)' },
+];
+// A choice is "not imported", the suggested first + last name pair, or a column by its place
+// (`c3`): a header may be blank or repeat another, so its text cannot be the choice's value.
+const SPLIT = 'split';
+const NONE = '';
+const col = (i: number) => `c${i}`;
+const colIndex = (v: string | undefined) => (v && /^c\d+$/.test(v) ? Number(v.slice(1)) : -1);
+/**
+ * A field the preview left unmapped because several columns could be it, in the page's words
+ * (the API's message tells of a JSON mapping the user never sees).
+ */
+function ambiguityText(columns: string[], a: Preview['ambiguous'][number], label: string, required: boolean): string {
+  const twins = a.columns.filter((j) => twinsOf(columns, j).length > 0);
+  const choosable = a.columns.filter((j) => !twins.includes(j));
+  const names = (js: number[]) => inWords(js.map((j) => `“${colName(columns, j)}”`));
+  if (twins.length === 0)
+    return `${names(a.columns)} (${places(a.columns)}) could ${a.columns.length === 2 ? 'both' : 'all'} be the ${label}: choose the one to import${required ? '.' : ', or leave it not imported.'}`;
+  return `${twiceText(columns, twins)}${choosable.length ? ` Or choose ${names(choosable)}.` : ''}`;
+}
+const DELIMITERS: Record<string, string> = { ',': 'comma', ';': 'semicolon', '\t': 'tab' };
+
+/** The choice the preview suggests: its mapping's columns, by their place. */
+export function suggestedChoice(p: Preview): Choice {
+  const c: Choice = {};
+  for (const { field } of FIELDS) {
+    const m = p.suggestedMapping[field];
+    c[field] = Array.isArray(m) ? SPLIT : m === undefined || !p.columns.includes(m) ? NONE : col(p.columns.indexOf(m));
+  }
+  return c;
+}
+
+/** The mapping Import sends for a choice: each field's column by its header's text, or null. */
+export function mappingOf(p: Preview, choice: Choice): Record<string, string | null> {
+  const mapping: Record<string, string | null> = {};
+  for (const { field } of FIELDS) {
+    const v = choice[field] ?? NONE;
+    if (v === SPLIT) continue; // keep the suggested first name + last name
+    const i = colIndex(v);
+    mapping[field] = i < 0 ? null : p.columns[i]!; // the server takes a column by its header's text ("" for a blank one)
+  }
+  return mapping;
+}
+
+/** What is wrong with a choice, said at the mapping step before anything is sent; `blocked`: Import waits. */
+export function checkChoice(p: Preview, choice: Choice) {
+  const missing = FIELDS.filter((f) => f.required && !(choice[f.field] ?? NONE));
+  const splitName = Array.isArray(p.suggestedMapping.name) ? p.suggestedMapping.name : undefined;
+  /** The fields a column gives, as its header in the preview says. */
+  const mapsTo = (j: number) =>
+    FIELDS.filter((f) => {
+      const v = choice[f.field];
+      if (v === SPLIT) return splitName?.some((n) => p.columns.indexOf(n) === j) ?? false;
+      return colIndex(v) === j;
+    });
+  /** The columns no field takes: said in words, so that none is left out unnoticed (a tester's "City / Location"). */
+  const left = p.columns.map((_, j) => j).filter((j) => mapsTo(j).length === 0);
+  /**
+   * Columns chosen for two fields or more: said at those fields before anything is sent, in the
+   * page's words (a web tester got the server's refusal, "mapping.title: … or one of them to null",
+   * below the table, and no field marked).
+   */
+  const shared = p.columns.map((_, j) => ({ j, fields: mapsTo(j) })).filter((x) => x.fields.length > 1);
+  const sharedFields = new Set(shared.flatMap((x) => x.fields.map((f) => f.field)));
+  /** Fields given a column whose header another column has too: the import would refuse it, so it is said at the field. */
+  const twice = FIELDS.flatMap((f) => {
+    const j = colIndex(choice[f.field]);
+    const twins = j < 0 ? [] : twinsOf(p.columns, j);
+    return twins.length ? [{ field: f.field, columns: [j, ...twins].sort((a, b) => a - b) }] : [];
+  });
+  const ambiguous = new Map(p.ambiguous.map((a) => [a.field, a]));
+  return { missing, splitName, mapsTo, left, shared, sharedFields, twice, ambiguous, blocked: missing.length > 0 || shared.length > 0 || twice.length > 0 };
+}
+export type ChoiceCheck = ReturnType<typeof checkChoice>;
+
+/**
+ * The mapping step: a select per contact field, what is wrong with the choice said at its fields,
+ * the columns left out, and the file's first rows with the field each column gives.
+ */
+export function ColumnChoice(props: { fileName: string; p: Preview; choice: Choice; check: ChoiceCheck; disabled: boolean; onChoice: (c: Choice) => void }) {
+  const { p, choice, check } = props;
+  const { missing, splitName, mapsTo, left, shared, sharedFields, twice, ambiguous } = check;
+  const describedBy = (field: string) =>
+    [sharedFields.has(field) && 'columns-shared', ambiguous.has(field) && `ambiguous-${field}`, twice.some((t) => t.field === field) && `twice-${field}`].filter(Boolean).join(' ') || undefined;
+  return (
+    <>
+      <p class="muted">
+        <strong>{props.fileName}</strong>: {fmtCount(p.rowCount, 'row')}, {DELIMITERS[p.delimiter] ?? p.delimiter} separated, {fmtCount(p.columns.length, 'column')}. Each contact field below takes its value from the column you choose.
+      </p>
+      <div class="mapping">
+        {FIELDS.map(({ field, label, required }) => (
+          <div class="field" key={field}>
+            <label for={`map-${field}`}>
+              {label}
+              {required && <span class="req"> (required)</span>}
+            </label>
+            <select
+              id={`map-${field}`}
+              value={choice[field] ?? NONE}
+              disabled={props.disabled}
+              aria-invalid={sharedFields.has(field) || twice.some((t) => t.field === field) || undefined}
+              aria-describedby={describedBy(field)}
+              onChange={(e) => props.onChoice({ ...choice, [field]: e.currentTarget.value })}
+            >
+              <option value={NONE}>— not imported —</option>
+              {field === 'name' && splitName && <option value={SPLIT}>{splitName.join(' + ')}</option>}
+              {p.columns.map((_, i) => (
+                <option key={i} value={col(i)}>
+                  {colName(p.columns, i)}
+                </option>
+              ))}
+            </select>
+            {ambiguous.has(field) && (
+              <p class="hint" id={`ambiguous-${field}`}>
+                {ambiguityText(p.columns, ambiguous.get(field)!, label, required === true)}
+              </p>
+            )}
+            {twice
+              .filter((t) => t.field === field && !ambiguous.has(field))
+              .map((t) => (
+                <p class="form-error" role="alert" id={`twice-${field}`} key={field}>
+                  {twiceText(p.columns, t.columns)}
+                </p>
+              ))}
+          </div>
+        ))}
+      </div>
+      {missing.length > 0 && (
+        <p class="form-error" role="alert">
+          Choose a column for {missing.map((m) => m.label).join(' and ')}: every contact needs them.
+        </p>
+      )}
+      {shared.length > 0 && (
+        <p class="form-error" role="alert" id="columns-shared">
+          {shared.map((x) => `“${colName(p.columns, x.j)}” is chosen for ${x.fields.map((f) => f.label).join(' and ')}`).join('; ')}: choose a column of its own for each field, or “— not imported —” for all but one.
+        </p>
+      )}
+      {left.length > 0 && (
+        <p class="muted" id="columns-left">
+          Not imported: {left.map((j) => colName(p.columns, j)).join(', ')}. To import one, choose it for a field above.
+        </p>
+      )}
+      <h3>First rows of the file</h3>
+      <div class="table-wrap" tabIndex={0} role="region" aria-label="First rows of the file">
+        <table class="preview">
+          <thead>
+            <tr>
+              {p.columns.map((_, j) => (
+                <th scope="col" key={j}>
+                  {colName(p.columns, j)}
+                  <span class="maps">
+                    {mapsTo(j)
+                      .map((f) => `→ ${f.label}`)
+                      .join(', ')}
+                  </span>
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {p.rows.map((r, i) => (
+              <tr key={i}>
+                {p.columns.map((_, j) => (
+                  <td key={j}>{r[j] ?? ''}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
+  );
+}
