@@ -358,6 +358,22 @@ W('the wizard opened while the ledger has an import running says so, with a link
   await page.getByRole('heading', { name: 'Import finished' }).waitFor({ timeout: 60_000 });
 });
 
+// A reviewer's case: the note stayed as the page first read it, its count frozen and an import that
+// had ended still named as running, until a reload.
+W('the note of imports still running follows them live: its count goes on, and it goes once the import has ended', async (ctx) => {
+  const { page, base } = ctx.e;
+  await startLongImport(ctx, 60_000, 'live.csv');
+  await page.goto(`${base}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/import`);
+  const note = page.locator('.notice').filter({ hasText: /^An import of live\.csv is running/ });
+  await note.waitFor();
+  const first = await note.textContent();
+  await until(async () => (await note.textContent({ timeout: 1000 }).catch(() => null)) !== first, 'the count to go on without a reload', 30_000);
+  assert.is(await page.getByRole('status').filter({ hasText: 'An import of live.csv' }).count(), 0, 'shown, not read out at every change of its count');
+  await note.waitFor({ state: 'detached', timeout: 60_000 });
+  assert.equal((await imports(ctx)).map((i) => i.status), ['completed'], 'gone because the import ended');
+  assert.is(await page.getByRole('heading', { name: 'Choose a CSV file' }).count(), 1, 'still the first step');
+});
+
 /** Imports a file whose third column has no name and whose second row has no company; opens its rejected rows. */
 async function rejectedOfUnnamed(ctx: Ctx) {
   const { page } = ctx.e;

@@ -677,10 +677,13 @@ export function JobStatus(props: { status: string; message: string | null }) {
   );
 }
 
-/** Announces short results of actions to screen readers and sighted users alike. */
-export function Notice(props: { children: ComponentChildren; onDismiss?: () => void }) {
+/**
+ * Announces short results of actions to screen readers and sighted users alike. `quiet`: shown, not
+ * announced — a text that changes by itself (a running import's count) would be read out at each change.
+ */
+export function Notice(props: { children: ComponentChildren; onDismiss?: () => void; quiet?: boolean }) {
   return (
-    <div class="notice" role="status">
+    <div class="notice" role={props.quiet ? undefined : 'status'}>
       <span>{props.children}</span>
       {props.onDismiss && (
         <button type="button" class="icon" aria-label="Dismiss" onClick={props.onDismiss}>

@@ -1,8 +1,9 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, LEDGER } from '../../api.ts';
-import { Async, CursorPager, fmtNumber, JobStatus, Link, Time, useRequest } from '../../ui.tsx';
+import { useState } from 'preact/hooks';
+import { LEDGER } from '../../api.ts';
+import { Async, CursorPager, fmtNumber, JobStatus, Link, Time } from '../../ui.tsx';
 import { LedgerHead, useRetryWithHead } from '../ledger-head.tsx';
 import { done, importName, JobProgress, type ImportJob } from './import-job.tsx';
+import { useLiveImports } from './live-imports.ts';
 import { Rejected } from './rejected-rows.tsx';
 
 /** Import jobs of the ledger, newest first; running ones update live. */
@@ -10,17 +11,10 @@ export function ImportHistory(props: { orgId: string; ledgerId: string }) {
   const { orgId, ledgerId } = props;
   const base = `${LEDGER}/orgs/${orgId}/ledgers/${ledgerId}/imports`;
   const [cursors, setCursors] = useState<string[]>([]);
-  const req = useRequest((signal) => api<{ imports: ImportJob[]; nextCursor: string | null }>('GET', base, { query: { limit: 50, cursor: cursors.at(-1) }, signal }), [base, cursors.join()]);
-  const [open, setOpen] = useState<ImportJob>();
-  const running = req.data?.imports.some((i) => !done(i.status));
   // a ledger deleted while its history is open answers 404: no more polling, and the heading is
   // read again, which then says the ledger does not exist
-  const gone = req.error?.status === 404;
-  useEffect(() => {
-    if (!running || req.loading || gone) return;
-    const t = setTimeout(req.reload, 1000);
-    return () => clearTimeout(t);
-  }, [running, req.loading, req.data, gone]);
+  const { req, gone } = useLiveImports(base, { limit: 50, cursor: cursors.at(-1) });
+  const [open, setOpen] = useState<ImportJob>();
   // "Try again" asks again for the heading too
   const { again, retry } = useRetryWithHead(req.reload);
   return (
