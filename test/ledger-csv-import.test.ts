@@ -1361,6 +1361,31 @@ V('preview with a mapping, with first + last name, and of a file missing a requi
   r = await pv('Location,City / Region,First Name,Last Name,Company (Contact)\nRome,Lazio,Ada,L,Acme\n');
   expectStatus(r, 200);
   assert.equal(r.body.suggestedMapping, { name: ['First Name', 'Last Name'], company: 'Company (Contact)', location: 'Location' }, 'a field named exactly keeps its column; the first and last name stay a pair');
+  // the columns a name pair can be made of (nameParts): the suggestion takes the first of each, a
+  // mapping may pair another (the wizard could not offer `Given name` + `Last Name`, a reviewer's case)
+  const givenCsv = 'First Name,Given name,Last Name,Company\nAda,Augusta,Lovelace,Engines\n';
+  r = await pv(givenCsv);
+  expectStatus(r, 200);
+  assert.equal([r.body.suggestedMapping.name, r.body.nameParts, r.body.ambiguous], [['First Name', 'Last Name'], { first: [0, 1], last: [2] }, []]);
+  const given = await importInto(t, w, givenCsv, { mapping: { name: ['Given name', 'Last Name'] } });
+  assert.equal(view(given.contacts).map((c) => c.name), ['Augusta Lovelace']);
+  r = await pv('name,company\nA,B\n');
+  assert.equal(r.body.nameParts, { first: [], last: [] });
+  // two first names alike: the name is ambiguous, and the message names a pair to send (one of the
+  // columns alone, as it said, would have been the whole name: "Augusta")
+  const firstsCsv = 'First Name,first_name,Last Name,Company\nAda,Augusta,Lovelace,Engines\n';
+  r = await pv(firstsCsv);
+  expectStatus(r, 200);
+  assert.equal([r.body.suggestedMapping, r.body.missing, r.body.nameParts], [{ company: 'Company' }, ['name'], { first: [0, 1], last: [2] }]);
+  const pairMessage = 'columns "First Name" and "first_name" (1 and 2) could both be the first name; name the pair to import in the mapping (e.g. {"name": ["first_name", "Last Name"]}), or map the name to null';
+  assert.equal(r.body.ambiguous, [{ field: 'name', columns: [0, 1], message: pairMessage }]);
+  const refused = await t.call('POST', importsPath(w, ledgerId), { token: w.tokens.editor, raw: csvForm(firstsCsv) });
+  expectStatus(refused, 422);
+  assert.is(refused.body.errors[0].message, pairMessage);
+  const paired = await importInto(t, w, firstsCsv, { mapping: { name: ['first_name', 'Last Name'] } });
+  assert.equal(view(paired.contacts).map((c) => c.name), ['Augusta Lovelace']);
+  r = await pv('First Name,Last Name,last_name,Company\nAda,Lovelace,King,Engines\n');
+  assert.match(r.body.ambiguous[0].message, /could both be the last name; name the pair to import in the mapping \(e\.g\. \{"name": \["First Name", "last_name"\]\}\)/);
   // the first part says what a column is: "Company (Contact)" is no name, though "contact" names one
   r = await pv('Company (Contact),Person / Contact,Notes\nAcme,Ada,x\n');
   expectStatus(r, 200);

@@ -101,10 +101,20 @@ export function findAmbiguities(columns: string[], mapping: ColumnMapping): Ambi
     }
     const alike = rivals[0]!;
     const [a, b] = [Math.min(i, alike), Math.max(i, alike)];
+    const alikeText = `columns "${columns[a]!.trim()}" and "${columns[b]!.trim()}" (${a + 1} and ${b + 1}) could both be the`;
+    // a half of a first + last name pair: the mapping names the pair (one of the columns named alone
+    // would be the whole name, its first name only; that was what the message said to send)
+    const last = f === 'name' ? mapping.lastNameColumn : undefined;
+    if (last !== undefined) {
+      const half = i === last ? 'last' : 'first';
+      const pair = (half === 'first' ? [b, last] : [mapping.fields.name!, b]).map((j) => `"${columns[j]!.trim()}"`).join(', ');
+      out.push({ field: f, columns: competing, message: `${alikeText} ${half} name; name the pair to import in the mapping (e.g. {"name": [${pair}]}), or map the name to null` });
+      continue;
+    }
     out.push({
       field: f,
       columns: competing,
-      message: `columns "${columns[a]!.trim()}" and "${columns[b]!.trim()}" (${a + 1} and ${b + 1}) could both be the ${field}; name the one to import in the mapping (e.g. {"${field}": "${columns[b]!.trim()}"}), or map the ${field} to null`,
+      message: `${alikeText} ${field}; name the one to import in the mapping (e.g. {"${field}": "${columns[b]!.trim()}"}), or map the ${field} to null`,
     });
   }
   return out;
@@ -124,6 +134,17 @@ export function withoutFields(mapping: ColumnMapping, fields: readonly ContactFi
     if (f === 'name') delete out.lastNameColumn;
   }
   return out;
+}
+
+/**
+ * The columns whose header names a first name, and those naming a last name (ALIASES), each in the
+ * header's order: what a `name` pair can be made of. The suggestion takes the first of each; a
+ * client offers the others (a file with `First Name` and `Given name`: the wizard could not pair the latter).
+ */
+export function nameParts(columns: string[]): { first: number[]; last: number[] } {
+  const keys = columns.map(headerKey);
+  const of = (aliases: string[]) => keys.flatMap((k, i) => (aliases.includes(k) ? [i] : []));
+  return { first: of(ALIASES.firstName), last: of(ALIASES.lastName) };
 }
 
 /** The mapping the header suggests; fields without a recognizable column are absent. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.ts';
-import { checkMappedColumns, endsWithRejectionColumns, findAmbiguities, withoutFields, type Ambiguity, mappedColumns, mappingByName, MappingError, ownColumns, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
+import { checkMappedColumns, endsWithRejectionColumns, findAmbiguities, withoutFields, type Ambiguity, mappedColumns, mappingByName, MappingError, nameParts, ownColumns, rejectedRowsHeader, REJECTION_COLUMNS, requireMapped, resolveMapping, suggestMapping, type ColumnMapping } from '../csv/columns.ts';
 import { scanUpload } from '../csv/csv-worker-client.ts';
 import { namedWidth } from '../csv/read-rows.ts';
 import type { ScanFailure, ScanResult } from '../csv/scan.ts';
@@ -330,6 +330,7 @@ export function createImportService(d: ImportServiceDeps) {
         mapping: mappingByName(scan.columns, mapping),
         missing,
         ambiguous,
+        nameParts: nameParts(scan.columns),
       };
     },
 

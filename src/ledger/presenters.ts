@@ -115,6 +115,15 @@ export const ImportPreviewAnswer = z.strictObject({
       description:
         'Fields left out of `mapping` and `suggestedMapping` because two columns or more could be them (names alike but for case, spaces and `_ - .`, or the same name twice). An import refuses such a file unless its mapping names the column by its exact text (`{"email": "E-mail"}`) or maps the field to null; columns with the same text cannot be told apart by a mapping: rename one',
     }),
+  nameParts: z
+    .strictObject({
+      first: z.array(z.int().nonnegative()),
+      last: z.array(z.int().nonnegative()),
+    })
+    .meta({
+      description:
+        'The columns whose header names a first name (`First Name`, `Given name`, …) and those naming a last name, by their place in `columns` (0 is the first), in the header\'s order: what a `name` pair (`{"name": ["Given name", "Last Name"]}`) can be made of. The suggestion takes the first of each, unless a name column is there or the name is ambiguous',
+    }),
 });
 
 /** Where the ledger API lives, under the service's base URL. */

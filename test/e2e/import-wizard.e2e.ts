@@ -47,6 +47,16 @@ const file = (name: string, text: string) => ({ name, mimeType: 'text/csv', buff
 /** The text of the option a labelled select shows. */
 const shown = (ctx: Ctx, label: string) => ctx.e.page.getByLabel(label, { exact: true }).evaluate((s) => (s as unknown as { selectedOptions: { textContent: string | null }[] }).selectedOptions[0]?.textContent ?? '');
 const imports = async (ctx: Ctx) => (await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/imports`, { token: ctx.root })).body.imports as { id: string; status: string; fileName: string }[];
+/** Chooses a file on the first step and waits for its columns (the mapping step). */
+async function previewFile(ctx: Ctx, name: string, text: string) {
+  await ctx.e.page.getByLabel('CSV file', { exact: true }).setInputFiles(file(name, text));
+  await ctx.e.page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+}
+/** Imports the file previewed (its one row) and waits for the import's end. */
+async function importOneRow(ctx: Ctx) {
+  await ctx.e.page.getByRole('button', { name: 'Import 1 row' }).click();
+  await ctx.e.page.getByRole('heading', { name: 'Import finished' }).waitFor();
+}
 const contacts = async (ctx: Ctx) => (await ctx.e.call('GET', `${LEDGER}/orgs/${ctx.orgId}/ledgers/${ctx.ledgerId}/contacts`, { token: ctx.root })).body.contacts as { name: string; company: string; contactInfo: { email: string | null } }[];
 
 W('a preview that answers after another file was chosen is discarded; the import reads the file previewed', async (ctx) => {
@@ -269,26 +279,47 @@ W('two columns that could both be the e-mail: the mapping step says so at the fi
 
 W('two columns that could both be the name (a required field): the user picks one; the same name twice is said at the field before anything is sent', async (ctx) => {
   const { page } = ctx.e;
-  const input = page.getByLabel('CSV file', { exact: true });
-  await input.setInputFiles(file('names.csv', 'Name,NAME,company\nAda,ADA,Engines\n'));
-  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
+  const name = page.getByLabel('Name (required)', { exact: true });
+  await previewFile(ctx, 'names.csv', 'Name,NAME,company\nAda,ADA,Engines\n');
   assert.is(await shown(ctx, 'Name (required)'), '— not imported —');
   await page.getByText('“Name” and “NAME” (columns 1 and 2) could both be the Name: choose the one to import.').waitFor();
   assert.ok(await page.getByRole('button', { name: 'Import 1 row' }).isDisabled(), 'a name is needed');
-  await page.getByLabel('Name (required)', { exact: true }).selectOption({ label: 'NAME' });
-  await page.getByRole('button', { name: 'Import 1 row' }).click();
-  await page.getByRole('heading', { name: 'Import finished' }).waitFor();
+  await name.selectOption({ label: 'NAME' });
+  await importOneRow(ctx);
   assert.equal((await contacts(ctx)).map((c) => c.name), ['ADA']);
   // the same text twice: a mapping names columns by their text, so neither can be chosen; said before Import
   await page.getByRole('button', { name: 'Import another file' }).click();
-  await input.setInputFiles(file('twice.csv', 'name,name,company\nAda,Bo,Engines\n'));
-  await page.getByRole('heading', { name: 'Check the columns' }).waitFor();
-  const name = page.getByLabel('Name (required)', { exact: true });
+  await previewFile(ctx, 'twice.csv', 'name,name,company\nAda,Bo,Engines\n');
   await page.getByText('The header names “name” twice (columns 1 and 2): the import cannot tell them apart. Rename one of them in the file, then choose it.').waitFor();
   await name.selectOption({ index: 1 });
   assert.is(await name.getAttribute('aria-invalid'), 'true');
   assert.ok(await page.getByRole('button', { name: 'Import 1 row' }).isDisabled(), 'nothing is sent that the server would refuse');
   assert.is((await imports(ctx)).length, 1, 'only the first import');
+});
+
+// A reviewer's case: of two first-name columns only the one the suggestion took could make the
+// name's pair (`Given name` + `Last Name` was not offered), and two alike (`First Name`, `first_name`)
+// left no pair to choose at all, only single columns, each of which would have been the whole name.
+W('two first-name columns: the name offers each with the last name, and the pair chosen is imported', async (ctx) => {
+  const { page } = ctx.e;
+  const name = page.getByLabel('Name (required)', { exact: true });
+  // different names: the suggestion takes the first, and the other can be chosen
+  await previewFile(ctx, 'given.csv', 'First Name,Given name,Last Name,Company\nAda,Augusta,Lovelace,Engines\n');
+  assert.is(await shown(ctx, 'Name (required)'), 'First Name + Last Name');
+  await name.selectOption({ label: 'Given name + Last Name' });
+  assert.equal(await page.locator('table.preview thead th').allTextContents(), ['First Name', 'Given name→ Name', 'Last Name→ Name', 'Company→ Company']);
+  await importOneRow(ctx);
+  assert.equal((await contacts(ctx)).map((c) => c.name), ['Augusta Lovelace']);
+  // names alike: neither is chosen for the user, and the note says a pair is to be chosen
+  await page.getByRole('button', { name: 'Import another file' }).click();
+  await previewFile(ctx, 'firsts.csv', 'First Name,first_name,Last Name,Company\nAda,Augusta,King,Engines\n');
+  assert.is(await shown(ctx, 'Name (required)'), '— not imported —');
+  const note = page.locator(`#${await name.getAttribute('aria-describedby')}`);
+  assert.is((await note.textContent())?.trim(), '“First Name” and “first_name” (columns 1 and 2) could both be the first name: choose the first name + last name pair to import.');
+  assert.ok(await page.getByRole('button', { name: 'Import 1 row' }).isDisabled(), 'a name is needed');
+  await name.selectOption({ label: 'first_name + Last Name' });
+  await importOneRow(ctx);
+  assert.equal((await contacts(ctx)).map((c) => c.name).sort(), ['Augusta King', 'Augusta Lovelace']);
 });
 
 W('a file refused at preview is said once, and focus goes to the file input (422 and 415 alike)', async (ctx) => {

@@ -14,9 +14,11 @@ export interface Preview {
   missing: string[];
   /** Fields two columns or more could be: left out of the mappings, for the user to choose. */
   ambiguous: { field: string; columns: number[]; message: string }[];
+  /** The columns whose header names a first name, and a last name: what a name pair can be made of. */
+  nameParts: { first: number[]; last: number[] };
 }
 
-/** The column chosen for each contact field (a select's value: see SPLIT, NONE and col). */
+/** The column chosen for each contact field (a select's value: see NONE, col and pair). */
 export type Choice = Record<string, string>;
 
 const FIELDS: { field: string; label: string; required?: boolean }[] = [
@@ -28,22 +30,28 @@ const FIELDS: { field: string; label: string; required?: boolean }[] = [
   { field: 'location', label: 'Location' },
   { field: 'referenceId', label: 'Reference id (your CRM id)' },
 ];
-// A choice is "not imported", the suggested first + last name pair, or a column by its place
-// (`c3`): a header may be blank or repeat another, so its text cannot be the choice's value.
-const SPLIT = 'split';
+// A choice is "not imported", a column by its place (`c3`), or for the name a first + last name
+// pair of them (`c0+c2`): a header may be blank or repeat another, so its text cannot be the choice's value.
 const NONE = '';
 const col = (i: number) => `c${i}`;
-const colIndex = (v: string | undefined) => (v && /^c\d+$/.test(v) ? Number(v.slice(1)) : -1);
+const pair = (first: number, last: number) => `${col(first)}+${col(last)}`;
+/** The columns a choice takes, by their place: none, one, or a name's first and last. */
+const columnsOf = (v: string | undefined): number[] => (v && /^c\d+(\+c\d+)?$/.test(v) ? v.split('+').map((c) => Number(c.slice(1))) : []);
+/** The pairs a name can be made of: each first-name column with each last-name column (the preview's nameParts). */
+const namePairs = (p: Preview) => p.nameParts.first.flatMap((f) => p.nameParts.last.filter((l) => l !== f).map((l) => [f, l] as const));
 /**
  * A field the preview left unmapped because several columns could be it, in the page's words
  * (the API's message tells of a JSON mapping the user never sees).
  */
-function ambiguityText(columns: string[], a: Preview['ambiguous'][number], label: string, required: boolean): string {
+function ambiguityText(p: Preview, a: Preview['ambiguous'][number], label: string, required: boolean): string {
+  const { columns } = p;
   const twins = a.columns.filter((j) => twinsOf(columns, j).length > 0);
   const choosable = a.columns.filter((j) => !twins.includes(j));
   const names = (js: number[]) => inWords(js.map((j) => `“${colName(columns, j)}”`));
+  // the columns compete as a half of the name: the choice is a pair (one of them alone would be the whole name)
+  const half = a.field !== 'name' ? undefined : a.columns.every((j) => p.nameParts.first.includes(j)) ? 'first name' : a.columns.every((j) => p.nameParts.last.includes(j)) ? 'last name' : undefined;
   if (twins.length === 0)
-    return `${names(a.columns)} (${places(a.columns)}) could ${a.columns.length === 2 ? 'both' : 'all'} be the ${label}: choose the one to import${required ? '.' : ', or leave it not imported.'}`;
+    return `${names(a.columns)} (${places(a.columns)}) could ${a.columns.length === 2 ? 'both' : 'all'} be the ${half ?? label}: choose the ${half ? 'first name + last name pair' : 'one'} to import${required ? '.' : ', or leave it not imported.'}`;
   return `${twiceText(columns, twins)}${choosable.length ? ` Or choose ${names(choosable)}.` : ''}`;
 }
 const DELIMITERS: Record<string, string> = { ',': 'comma', ';': 'semicolon', '\t': 'tab' };
@@ -53,19 +61,18 @@ export function suggestedChoice(p: Preview): Choice {
   const c: Choice = {};
   for (const { field } of FIELDS) {
     const m = p.suggestedMapping[field];
-    c[field] = Array.isArray(m) ? SPLIT : m === undefined || !p.columns.includes(m) ? NONE : col(p.columns.indexOf(m));
+    c[field] = Array.isArray(m) ? pair(p.columns.indexOf(m[0]!), p.columns.indexOf(m[1]!)) : m === undefined || !p.columns.includes(m) ? NONE : col(p.columns.indexOf(m));
   }
   return c;
 }
 
-/** The mapping Import sends for a choice: each field's column by its header's text, or null. */
-export function mappingOf(p: Preview, choice: Choice): Record<string, string | null> {
-  const mapping: Record<string, string | null> = {};
+/** The mapping Import sends for a choice: each field's column by its header's text (the name's pair as [first, last]), or null. */
+export function mappingOf(p: Preview, choice: Choice): Record<string, string | string[] | null> {
+  const mapping: Record<string, string | string[] | null> = {};
   for (const { field } of FIELDS) {
-    const v = choice[field] ?? NONE;
-    if (v === SPLIT) continue; // keep the suggested first name + last name
-    const i = colIndex(v);
-    mapping[field] = i < 0 ? null : p.columns[i]!; // the server takes a column by its header's text ("" for a blank one)
+    // the server takes a column by its header's text ("" for a blank one)
+    const texts = columnsOf(choice[field]).map((i) => p.columns[i]!);
+    mapping[field] = texts.length === 0 ? null : texts.length === 1 ? texts[0]! : texts;
   }
   return mapping;
 }
@@ -73,14 +80,8 @@ export function mappingOf(p: Preview, choice: Choice): Record<string, string | n
 /** What is wrong with a choice, said at the mapping step before anything is sent; `blocked`: Import waits. */
 export function checkChoice(p: Preview, choice: Choice) {
   const missing = FIELDS.filter((f) => f.required && !(choice[f.field] ?? NONE));
-  const splitName = Array.isArray(p.suggestedMapping.name) ? p.suggestedMapping.name : undefined;
   /** The fields a column gives, as its header in the preview says. */
-  const mapsTo = (j: number) =>
-    FIELDS.filter((f) => {
-      const v = choice[f.field];
-      if (v === SPLIT) return splitName?.some((n) => p.columns.indexOf(n) === j) ?? false;
-      return colIndex(v) === j;
-    });
+  const mapsTo = (j: number) => FIELDS.filter((f) => columnsOf(choice[f.field]).includes(j));
   /** The columns no field takes: said in words, so that none is left out unnoticed (a tester's "City / Location"). */
   const left = p.columns.map((_, j) => j).filter((j) => mapsTo(j).length === 0);
   /**
@@ -92,12 +93,11 @@ export function checkChoice(p: Preview, choice: Choice) {
   const sharedFields = new Set(shared.flatMap((x) => x.fields.map((f) => f.field)));
   /** Fields given a column whose header another column has too: the import would refuse it, so it is said at the field. */
   const twice = FIELDS.flatMap((f) => {
-    const j = colIndex(choice[f.field]);
-    const twins = j < 0 ? [] : twinsOf(p.columns, j);
-    return twins.length ? [{ field: f.field, columns: [j, ...twins].sort((a, b) => a - b) }] : [];
+    const j = columnsOf(choice[f.field]).find((i) => twinsOf(p.columns, i).length > 0);
+    return j === undefined ? [] : [{ field: f.field, columns: [j, ...twinsOf(p.columns, j)].sort((a, b) => a - b) }];
   });
   const ambiguous = new Map(p.ambiguous.map((a) => [a.field, a]));
-  return { missing, splitName, mapsTo, left, shared, sharedFields, twice, ambiguous, blocked: missing.length > 0 || shared.length > 0 || twice.length > 0 };
+  return { missing, mapsTo, left, shared, sharedFields, twice, ambiguous, blocked: missing.length > 0 || shared.length > 0 || twice.length > 0 };
 }
 export type ChoiceCheck = ReturnType<typeof checkChoice>;
 
@@ -107,7 +107,7 @@ export type ChoiceCheck = ReturnType<typeof checkChoice>;
  */
 export function ColumnChoice(props: { fileName: string; p: Preview; choice: Choice; check: ChoiceCheck; disabled: boolean; onChoice: (c: Choice) => void }) {
   const { p, choice, check } = props;
-  const { missing, splitName, mapsTo, left, shared, sharedFields, twice, ambiguous } = check;
+  const { missing, mapsTo, left, shared, sharedFields, twice, ambiguous } = check;
   const describedBy = (field: string) =>
     [sharedFields.has(field) && 'columns-shared', ambiguous.has(field) && `ambiguous-${field}`, twice.some((t) => t.field === field) && `twice-${field}`].filter(Boolean).join(' ') || undefined;
   return (
@@ -131,7 +131,12 @@ export function ColumnChoice(props: { fileName: string; p: Preview; choice: Choi
               onChange={(e) => props.onChoice({ ...choice, [field]: e.currentTarget.value })}
             >
               <option value={NONE}>— not imported —</option>
-              {field === 'name' && splitName && <option value={SPLIT}>{splitName.join(' + ')}</option>}
+              {field === 'name' &&
+                namePairs(p).map(([f, l]) => (
+                  <option key={pair(f, l)} value={pair(f, l)}>
+                    {colName(p.columns, f)} + {colName(p.columns, l)}
+                  </option>
+                ))}
               {p.columns.map((_, i) => (
                 <option key={i} value={col(i)}>
                   {colName(p.columns, i)}
@@ -140,7 +145,7 @@ export function ColumnChoice(props: { fileName: string; p: Preview; choice: Choi
             </select>
             {ambiguous.has(field) && (
               <p class="hint" id={`ambiguous-${field}`}>
-                {ambiguityText(p.columns, ambiguous.get(field)!, label, required === true)}
+                {ambiguityText(p, ambiguous.get(field)!, label, required === true)}
               </p>
             )}
             {twice
