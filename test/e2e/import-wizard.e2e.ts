@@ -297,6 +297,31 @@ W('two columns that could both be the name (a required field): the user picks on
   assert.is((await imports(ctx)).length, 1, 'only the first import');
 });
 
+// A reviewer's case: with `name,name` the selects offered "name" twice, which could not be told
+// apart, and a twin chosen left the note about them a muted hint beside a select marked invalid,
+// Import disabled and no error said. (No mapping can choose either: it names columns by their text.)
+W('a header that names a column twice: its columns are offered by their place, and one chosen is said once, as an error at the field', async (ctx) => {
+  const { page } = ctx.e;
+  const name = page.getByLabel('Name (required)', { exact: true });
+  const why = 'The header names “name” twice (columns 1 and 2): the import cannot tell them apart. Rename one of them in the file, then choose it.';
+  await previewFile(ctx, 'twins.csv', 'name,name,company\nAda,Bo,Engines\n');
+  assert.equal(await name.locator('option').allTextContents(), ['— not imported —', 'name (column 1)', 'name (column 2)', 'company']);
+  assert.equal(await page.locator('table.preview thead th').allTextContents(), ['name (column 1)', 'name (column 2)', 'company→ Company']);
+  await page.getByText(why).waitFor();
+  assert.is(await page.getByRole('alert').filter({ hasText: why }).count(), 0, 'a hint while neither is chosen');
+  await name.selectOption({ label: 'name (column 2)' });
+  const error = page.getByRole('alert').filter({ hasText: why });
+  await error.waitFor();
+  assert.is(await page.getByText(why).count(), 1, 'said once');
+  assert.is(await name.getAttribute('aria-describedby'), await error.getAttribute('id'), 'the select is described by it');
+  assert.is(await name.getAttribute('aria-invalid'), 'true');
+  assert.ok(await page.getByRole('button', { name: 'Import 1 row' }).isDisabled(), 'nothing is sent that the server would refuse');
+  await shoot(page, 'wizard-header-twice');
+  await name.selectOption({ label: '— not imported —' });
+  await until(async () => (await page.getByRole('alert').filter({ hasText: why }).count()) === 0, 'a hint again once no twin is chosen', 5000);
+  assert.equal(await imports(ctx), []);
+});
+
 // A reviewer's case: of two first-name columns only the one the suggestion took could make the
 // name's pair (`Given name` + `Last Name` was not offered), and two alike (`First Name`, `first_name`)
 // left no pair to choose at all, only single columns, each of which would have been the whole name.

@@ -1,7 +1,7 @@
 // The wizard's second step: the column each contact field takes, from the preview of the file
 // (POST …/imports/preview), and the mapping Import sends for it.
 import { fmtCount } from '../../ui.tsx';
-import { colName, inWords, places, twiceText, twinsOf } from './column-names.ts';
+import { colName, inWords, placedName, places, twiceText, twinsOf } from './column-names.ts';
 
 /** What POST …/imports/preview answers: the file's columns, its first rows and the mapping suggested. */
 export interface Preview {
@@ -108,55 +108,68 @@ export type ChoiceCheck = ReturnType<typeof checkChoice>;
 export function ColumnChoice(props: { fileName: string; p: Preview; choice: Choice; check: ChoiceCheck; disabled: boolean; onChoice: (c: Choice) => void }) {
   const { p, choice, check } = props;
   const { missing, mapsTo, left, shared, sharedFields, twice, ambiguous } = check;
-  const describedBy = (field: string) =>
-    [sharedFields.has(field) && 'columns-shared', ambiguous.has(field) && `ambiguous-${field}`, twice.some((t) => t.field === field) && `twice-${field}`].filter(Boolean).join(' ') || undefined;
+  /**
+   * What is said at a field, once: the columns that compete for it (a hint), or the column chosen
+   * that another has the header of (an error: its twin was chosen, or another one). Until the
+   * fiftieth session a twin chosen among those the hint named left that hint as it was, muted,
+   * beside a select marked invalid, and Import disabled with no error said.
+   */
+  const noteOf = (field: string, label: string, required: boolean) => {
+    const a = ambiguous.get(field);
+    const t = twice.find((x) => x.field === field);
+    if (!a && !t) return undefined;
+    const text = a && (!t || a.columns.includes(t.columns[0]!)) ? ambiguityText(p, a, label, required) : twiceText(p.columns, t!.columns);
+    return { id: t ? `twice-${field}` : `ambiguous-${field}`, error: t !== undefined, text };
+  };
   return (
     <>
       <p class="muted">
         <strong>{props.fileName}</strong>: {fmtCount(p.rowCount, 'row')}, {DELIMITERS[p.delimiter] ?? p.delimiter} separated, {fmtCount(p.columns.length, 'column')}. Each contact field below takes its value from the column you choose.
       </p>
       <div class="mapping">
-        {FIELDS.map(({ field, label, required }) => (
-          <div class="field" key={field}>
-            <label for={`map-${field}`}>
-              {label}
-              {required && <span class="req"> (required)</span>}
-            </label>
-            <select
-              id={`map-${field}`}
-              value={choice[field] ?? NONE}
-              disabled={props.disabled}
-              aria-invalid={sharedFields.has(field) || twice.some((t) => t.field === field) || undefined}
-              aria-describedby={describedBy(field)}
-              onChange={(e) => props.onChoice({ ...choice, [field]: e.currentTarget.value })}
-            >
-              <option value={NONE}>— not imported —</option>
-              {field === 'name' &&
-                namePairs(p).map(([f, l]) => (
-                  <option key={pair(f, l)} value={pair(f, l)}>
-                    {colName(p.columns, f)} + {colName(p.columns, l)}
+        {FIELDS.map(({ field, label, required }) => {
+          const note = noteOf(field, label, required === true);
+          return (
+            <div class="field" key={field}>
+              <label for={`map-${field}`}>
+                {label}
+                {required && <span class="req"> (required)</span>}
+              </label>
+              <select
+                id={`map-${field}`}
+                value={choice[field] ?? NONE}
+                disabled={props.disabled}
+                aria-invalid={sharedFields.has(field) || twice.some((t) => t.field === field) || undefined}
+                aria-describedby={[sharedFields.has(field) && 'columns-shared', note?.id].filter(Boolean).join(' ') || undefined}
+                onChange={(e) => props.onChoice({ ...choice, [field]: e.currentTarget.value })}
+              >
+                <option value={NONE}>— not imported —</option>
+                {field === 'name' &&
+                  namePairs(p).map(([f, l]) => (
+                    <option key={pair(f, l)} value={pair(f, l)}>
+                      {placedName(p.columns, f)} + {placedName(p.columns, l)}
+                    </option>
+                  ))}
+                {p.columns.map((_, i) => (
+                  <option key={i} value={col(i)}>
+                    {placedName(p.columns, i)}
                   </option>
                 ))}
-              {p.columns.map((_, i) => (
-                <option key={i} value={col(i)}>
-                  {colName(p.columns, i)}
-                </option>
-              ))}
-            </select>
-            {ambiguous.has(field) && (
-              <p class="hint" id={`ambiguous-${field}`}>
-                {ambiguityText(p, ambiguous.get(field)!, label, required === true)}
-              </p>
-            )}
-            {twice
-              .filter((t) => t.field === field && !ambiguous.has(field))
-              .map((t) => (
-                <p class="form-error" role="alert" id={`twice-${field}`} key={field}>
-                  {twiceText(p.columns, t.columns)}
-                </p>
-              ))}
-          </div>
-        ))}
+              </select>
+              {/* (keyed: an error replaces the hint as a new element, so that it is announced) */}
+              {note &&
+                (note.error ? (
+                  <p class="form-error" role="alert" id={note.id} key="error">
+                    {note.text}
+                  </p>
+                ) : (
+                  <p class="hint" id={note.id} key="hint">
+                    {note.text}
+                  </p>
+                ))}
+            </div>
+          );
+        })}
       </div>
       {missing.length > 0 && (
         <p class="form-error" role="alert">
@@ -165,12 +178,12 @@ export function ColumnChoice(props: { fileName: string; p: Preview; choice: Choi
       )}
       {shared.length > 0 && (
         <p class="form-error" role="alert" id="columns-shared">
-          {shared.map((x) => `“${colName(p.columns, x.j)}” is chosen for ${x.fields.map((f) => f.label).join(' and ')}`).join('; ')}: choose a column of its own for each field, or “— not imported —” for all but one.
+          {shared.map((x) => `“${placedName(p.columns, x.j)}” is chosen for ${x.fields.map((f) => f.label).join(' and ')}`).join('; ')}: choose a column of its own for each field, or “— not imported —” for all but one.
         </p>
       )}
       {left.length > 0 && (
         <p class="muted" id="columns-left">
-          Not imported: {left.map((j) => colName(p.columns, j)).join(', ')}. To import one, choose it for a field above.
+          Not imported: {left.map((j) => placedName(p.columns, j)).join(', ')}. To import one, choose it for a field above.
         </p>
       )}
       <h3>First rows of the file</h3>
@@ -180,7 +193,7 @@ export function ColumnChoice(props: { fileName: string; p: Preview; choice: Choi
             <tr>
               {p.columns.map((_, j) => (
                 <th scope="col" key={j}>
-                  {colName(p.columns, j)}
+                  {placedName(p.columns, j)}
                   <span class="maps">
                     {mapsTo(j)
                       .map((f) => `→ ${f.label}`)

@@ -17,3 +17,9 @@ export const twiceText = (columns: string[], js: number[]) =>
   columns[js[0]!]!.trim() === ''
     ? `${places(js)} have no header: the import cannot tell them apart. Give one of them a header in the file, then choose it.`
     : `The header names “${columns[js[0]!]!.trim()}” ${js.length === 2 ? 'twice' : `${js.length} times`} (${places(js)}): the import cannot tell them apart. Rename one of them in the file, then choose it.`;
+/**
+ * A column as the mapping step offers and lists it: its name, with its place when another column
+ * has the same header ("name (column 2)"), as the message about them says (the selects offered
+ * "name" twice, which could not be told apart).
+ */
+export const placedName = (columns: string[], i: number) => (columns[i]!.trim() !== '' && twinsOf(columns, i).length > 0 ? `${columns[i]} (column ${i + 1})` : colName(columns, i));
