@@ -8,14 +8,25 @@ import { Utf8Check } from '../utf8.ts';
  * a one-cell marker record, so that the CSV parser after it reads on past such a record instead of
  * failing the file, or reading it with U+FFFD in place of the bad bytes (csv-parse decodes with
  * replacement). `skipped(record)` tells a marker apart from data — the marker carries a random
- * nonce no file can guess — and says why the record was dropped and how many line breaks it held,
- * so line numbers stay right.
+ * nonce no file can guess — and says why the record was dropped, how many line breaks it held, so
+ * line numbers stay right, and how many bytes of the input it stood for, so offsets into the input
+ * can be worked out from the parser's (`shift`). The feed reader and the import's row reader
+ * (src/csv/read-rows.ts) read through it as a stream; the upload scanner keeps the head of a file
+ * through it (`passOn`, `passRest`), so that a long row among the first ones is not held either.
  *
  * Records end at a line break (LF, CR or CRLF) outside quotes; quotes follow csv-parse's
  * `relax_quotes` rule as the upload scanner reads them (src/csv/scan.ts): a quote opens a quoted
  * field only at the start of a field, or right after the quote that closed one (a doubled quote).
  */
-export type SkippedRecord = { why: 'long' | 'utf8'; breaks: number };
+export interface SkippedRecord {
+  why: 'long' | 'utf8';
+  /** Line breaks inside its quoted fields (a CRLF counts once). */
+  breaks: number;
+  /** Its bytes in the input, without the line break that ends it. */
+  bytes: number;
+  /** How many more bytes of the input it took than its marker does in the output. */
+  shift: number;
+}
 
 export class RecordLimiter extends Transform {
   private readonly nonce = `record-limit-${randomBytes(12).toString('hex')}:`;
@@ -27,9 +38,10 @@ export class RecordLimiter extends Transform {
   private breaks = 0;
   /** The line the current record starts on (a CRLF, inside quotes or not, is one line break). */
   private recordLine = 1;
-  /** The current record's bytes from earlier chunks, not passed on yet. */
+  /** The current record's bytes from earlier chunks, not passed on yet (none once it is skipped). */
   private held: Buffer[] = [];
-  private heldSize = 0;
+  /** The current record's bytes in earlier chunks (held or dropped). */
+  private size = 0;
   /** The current record is longer than the limit: its bytes are being dropped. */
   private skipping = false;
   /** The current record has bytes that are not UTF-8 (RFC 3629). */
@@ -55,19 +67,34 @@ export class RecordLimiter extends Transform {
     return this.quoted ? this.recordLine : undefined;
   }
 
-  /** For a marker record, why its record was dropped and the line breaks it held; undefined for data. */
+  /** For a marker record (as the parser read it: one cell), what its record was; undefined for data. */
   skipped(record: string[]): SkippedRecord | undefined {
     const cell = record.length === 1 ? record[0]! : '';
     if (!cell.startsWith(this.nonce)) return undefined;
-    const [why, breaks] = cell.slice(this.nonce.length).split(':');
-    return { why: why === 'utf8' ? 'utf8' : 'long', breaks: Number(breaks) };
+    const [why, breaks, bytes] = cell.slice(this.nonce.length).split(':');
+    // the marker is ASCII, in quotes (marker())
+    return { why: why === 'utf8' ? 'utf8' : 'long', breaks: Number(breaks), bytes: Number(bytes), shift: Number(bytes) - (cell.length + 2) };
   }
 
-  private marker(why: SkippedRecord['why']): Buffer {
-    return Buffer.from(`"${this.nonce}${why}:${this.breaks}"`);
+  private marker(why: SkippedRecord['why'], bytes: number): Buffer {
+    return Buffer.from(`"${this.nonce}${why}:${this.breaks}:${bytes}"`);
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    for (const b of this.passOn(chunk)) this.push(b);
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    for (const b of this.passRest()) this.push(b);
+    done();
+  }
+
+  /**
+   * The bytes to pass on for the next chunk of the input: every record that ends in it, long
+   * ones as their markers (the record it ends inside is held back, or dropped once too long).
+   */
+  passOn(chunk: Buffer): Buffer[] {
     const out: Buffer[] = [];
     let emitFrom = 0; // bytes before this are passed on (or dropped)
     let recStart = 0; // where the current record starts in this chunk (0: in an earlier chunk)
@@ -108,14 +135,15 @@ export class RecordLimiter extends Transform {
         }
         // the end of a record (the LF of a CRLF ends an empty one: not another line)
         if (!(b === 0x0a && this.prevCR)) this.recordLine += 1 + this.breaks;
-        const tooLong = this.skipping || this.heldSize + (i - recStart) > this.limit;
+        const bytes = this.size + (i - recStart);
+        const tooLong = this.skipping || bytes > this.limit;
         if (tooLong || this.badUtf8) {
           if (recStart > emitFrom) out.push(chunk.subarray(emitFrom, recStart));
-          out.push(this.marker(tooLong ? 'long' : 'utf8'));
+          out.push(this.marker(tooLong ? 'long' : 'utf8', bytes));
           emitFrom = i; // the line break goes on with what follows
-        } else if (this.heldSize) out.push(...this.held); // emitFrom is 0: nothing of this chunk passed on yet
+        } else if (this.size) out.push(...this.held); // emitFrom is 0: nothing of this chunk passed on yet
         this.held = [];
-        this.heldSize = 0;
+        this.size = 0;
         this.skipping = false;
         this.badUtf8 = false;
         this.breaks = 0;
@@ -129,26 +157,25 @@ export class RecordLimiter extends Transform {
       this.fieldStart = !this.quoted && b === delimiter;
     }
     if (recStart > emitFrom) out.push(chunk.subarray(emitFrom, recStart));
+    this.size += chunk.length - recStart;
     if (!this.skipping) {
-      const size = this.heldSize + (chunk.length - recStart);
-      if (size > this.limit) {
+      if (this.size > this.limit) {
         this.skipping = true;
         this.held = [];
-        this.heldSize = 0;
-      } else if (recStart < chunk.length) {
-        this.held.push(chunk.subarray(recStart));
-        this.heldSize = size;
-      }
+      } else if (recStart < chunk.length) this.held.push(chunk.subarray(recStart));
     }
-    for (const b of out) this.push(b);
-    done();
+    return out;
   }
 
-  override _flush(done: TransformCallback): void {
-    if (this.skipping) this.push(this.marker('long'));
-    else if (this.badUtf8 || this.utf8.need > 0) this.push(this.marker('utf8'));
-    else for (const b of this.held) this.push(b);
+  /** The bytes to pass on once the input has ended: its last record, if no line break ended it. */
+  passRest(): Buffer[] {
+    const held = this.held;
     this.held = [];
-    done();
+    // The input ended inside a quoted field: the parser is to fail so, on the record's bytes, or on
+    // a quote standing for the record dropped (a marker would read as a whole record).
+    if (this.quoted) return this.skipping ? [Buffer.from('"')] : held;
+    if (this.skipping) return [this.marker('long', this.size)];
+    if (this.badUtf8 || this.utf8.need > 0) return [this.marker('utf8', this.size)];
+    return held;
   }
 }
