@@ -11,7 +11,7 @@ import { gzipSync } from 'node:zlib';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'csv-parse/sync';
-import { fitToHeader, lineBreaksIn, namedWidth, readRows } from '../src/csv/read-rows.ts';
+import { fitToHeader, lineBreaksIn, LONG_ROW, MAX_RECORD_BYTES, namedWidth, readRows, type CsvRow } from '../src/csv/read-rows.ts';
 import { RecordLimiter } from '../src/csv/record-limit.ts';
 import { prng } from '../scripts/prng.ts';
 import { detectDelimiter, scanCsv } from '../src/csv/scan.ts';
@@ -1910,6 +1910,95 @@ R('an upload whose sign-in reaches its absolute lifetime while it arrives is no 
 
 R.run();
 
+
+const B = suite('rows over 1 MiB: each rejected alone, the rest read');
+
+/**
+ * A file whose rows over the reader's limit are of every kind — unquoted, quoted with line breaks
+ * inside (LF and CRLF), one byte over, a blank one (separators alone), the last one without a line
+ * break — between rows it reads, one exactly at the limit; with where each row must end (its
+ * `endBytes` and `endLine`: byte offsets and lines of the file, worked out as it is built).
+ */
+function longRowsFile(eol: string) {
+  const header = `name,company,notes${eol}`;
+  const at = (name: string, fill: string, extra: number) => `${name},Acme,${fill.repeat(MAX_RECORD_BYTES - `${name},Acme,`.length + extra)}`;
+  const rows = [
+    'Ada,Acme,short',
+    at('Big1', 'x', 10),
+    'Bob,Beta,after',
+    `Big2,Acme,"${'y'.repeat(600_000)}\n${'y'.repeat(300_000)}\r\n${'z'.repeat(200_000)}"`,
+    'Cy,Gamma,"two\nlines"',
+    at('Edge', 'e', 0), // exactly at the limit: read
+    at('Over', 'o', 1),
+    ','.repeat(MAX_RECORD_BYTES + 1),
+    'Dee,Delta,x',
+    `Big3,Acme,"${'w'.repeat(MAX_RECORD_BYTES)}"`,
+  ];
+  const long = (text: string) => Buffer.byteLength(text) > MAX_RECORD_BYTES;
+  let bytes = Buffer.byteLength(header);
+  let line = 2;
+  const expected = rows.map((text, i) => {
+    const last = i === rows.length - 1;
+    bytes += Buffer.byteLength(text) + (last ? 0 : Buffer.byteLength(eol));
+    const endLine = line + (text.match(/\r\n|\n|\r/g)?.length ?? 0);
+    const row = { line, endLine, endBytes: bytes, what: long(text) ? LONG_ROW : text.split(',')[0]! };
+    line = endLine + 1;
+    return row;
+  });
+  return { text: header + rows.join(eol), dataStart: Buffer.byteLength(header), expected };
+}
+
+/** What a row read says: where it starts and ends, and its name or why it is rejected (a long row's cells are empty). */
+const rowSaid = (r: CsvRow) => {
+  if ('draft' in r) return { line: r.line, endLine: r.endLine, endBytes: r.endBytes, what: r.draft.name };
+  assert.equal(r.raw, r.reason === LONG_ROW ? ['', '', ''] : r.raw, `a long row's cells are empty, as many as the columns (line ${r.line})`);
+  return { line: r.line, endLine: r.endLine, endBytes: r.endBytes, what: r.reason };
+};
+
+B('the row reader rejects each row over 1 MiB alone, reads every other, and a read resumed after any row (a long one too) goes on exactly where it ended', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cl-long-'));
+  try {
+    for (const eol of ['\n', '\r\n']) {
+      const { text, dataStart, expected } = longRowsFile(eol);
+      const path = join(dir, `long-${eol.length}.csv`);
+      writeFileSync(path, text);
+      const format = { delimiter: ',', dataStart, headerLines: 1, columns: ['name', 'company', 'notes'], mapping: { fields: { name: 0, company: 1 } } } as CsvFormat;
+      const read = async (from: { bytes: number; lines: number }, batchRows: number) => {
+        const rows: CsvRow[] = [];
+        await readRows(path, format, from, batchRows, async (b) => {
+          // a batch ends where its last row does (an empty last batch where the one before did)
+          if (b.rows.length) assert.equal([b.endBytes, b.endLine], [b.rows.at(-1)!.endBytes, b.rows.at(-1)!.endLine], 'a batch ends with its last row');
+          rows.push(...b.rows);
+        });
+        return rows;
+      };
+      const all = await read({ bytes: dataStart, lines: 1 }, 1);
+      assert.equal(all.map(rowSaid), expected, `every row, its line and its end in the file (${JSON.stringify(eol)})`);
+      assert.equal((await read({ bytes: dataStart, lines: 1 }, 4)).map(rowSaid), expected, 'alike in batches of 4');
+      // a job stopped after any row resumes at its end: nothing read twice, nothing skipped, lines as before
+      for (const [i, row] of all.entries()) {
+        assert.equal((await read({ bytes: row.endBytes, lines: row.endLine }, 3)).map(rowSaid), expected.slice(i + 1), `resumed after row ${i + 1} (line ${row.line}, ${JSON.stringify(eol)})`);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+B('a quote never closed in a row over 1 MiB still fails the read at the line where it opened (a file changed after its scan): the row is not rejected as too long', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cl-long-'));
+  try {
+    const path = join(dir, 'unclosed.csv');
+    writeFileSync(path, `name,company\nA,B\n"two\nlines",C\nBig,"${'x\r\n'.repeat(MAX_RECORD_BYTES / 2)}\nD,E\n`);
+    const format = { delimiter: ',', dataStart: 13, headerLines: 1, columns: ['name', 'company'], mapping: { fields: { name: 0, company: 1 } } } as CsvFormat;
+    const err = await readRows(path, format, { bytes: 13, lines: 1 }, 100, async () => {}).then(() => undefined, (e: Error) => e);
+    assert.is(err?.message, 'line 5: a quoted field is never closed');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+B.run();
 
 const Q = suite('quotes: the upload scanner and the row reader read a file alike');
 

@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import { mappedColumns, REJECTION_COLUMNS, repeatsHeader, rowToInput } from './columns.ts';
+import { RecordLimiter } from './record-limit.ts';
 import { unescapeFormula } from './write.ts';
 import { isId } from '../ids.ts';
 import { validateContact, type ContactDraft } from '../ledger/contact-input.ts';
@@ -13,7 +14,15 @@ import type { CsvFormat } from '../ledger/model.ts';
  * a record boundary: the batch's `endBytes`/`endLine` is where a resumed job starts reading.
  */
 
+/** The longest data row read, in bytes (without its line break); a longer one is rejected alone (LONG_ROW). */
 export const MAX_RECORD_BYTES = 1 << 20;
+
+/**
+ * The reason of a row longer than MAX_RECORD_BYTES. Its bytes are dropped as they are read, never
+ * held (src/csv/record-limit.ts), so its cells are not kept: the rejected-rows CSV gives it as
+ * empty cells, as many as the file's columns, and the file has it at the row's line.
+ */
+export const LONG_ROW = `the row is longer than ${MAX_RECORD_BYTES} bytes (1 MiB); it is not imported, and its cells are not kept (shorten it in the file, at its line)`;
 
 /** The reason of a row that repeats the header (columns.ts repeatsHeader). */
 export const HEADER_AGAIN = 'the row repeats the header (two files joined into one?); it is not a contact';
@@ -48,8 +57,8 @@ export class CsvReadError extends Error {
 }
 
 // Quotes are read with `relax_quotes` (a quote inside an unquoted field, or right after a closing
-// quote, is a literal character, as spreadsheets read it), so what is left is a quote never closed
-// and a row too long.
+// quote, is a literal character, as spreadsheets read it), so what is left is a quote never closed;
+// a row too long never reaches the parser (RecordLimiter), its limit is a backstop.
 const REASONS: Record<string, string> = {
   CSV_QUOTE_NOT_CLOSED: 'a quoted field is never closed',
   CSV_MAX_RECORD_SIZE: `a row is longer than ${MAX_RECORD_BYTES} bytes`,
@@ -112,11 +121,19 @@ export function lineBreaksIn(record: string[]): number {
   return n;
 }
 
-/** Reads batches of up to `batchRows` rows; `send` may wait (back-pressure). Throws CsvReadError. */
+/**
+ * Reads batches of up to `batchRows` rows; `send` may wait (back-pressure). A row longer than
+ * MAX_RECORD_BYTES is a rejected row (LONG_ROW). Throws CsvReadError.
+ */
 export async function readRows(path: string, format: CsvFormat, from: ResumePoint, batchRows: number, send: (b: CsvBatch) => Promise<void>): Promise<void> {
   const parser = parse({ delimiter: format.delimiter, record_delimiter: ['\r\n', '\n', '\r'], info: true, relax_column_count: true, relax_quotes: true, max_record_size: MAX_RECORD_BYTES, bom: false });
+  // A row longer than the limit reaches the parser as a marker record (its bytes dropped as they
+  // come): the parser's byte count (`info.bytes`) then falls short of the file's by `shift`, the
+  // bytes of such rows less their markers', added back so that resume points stay file offsets.
+  const limiter = new RecordLimiter(format.delimiter.charCodeAt(0), MAX_RECORD_BYTES);
+  let shift = 0;
   // pipeline, not pipe: a read error of the file must reach the loop below, not end the process
-  pipeline(createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }), parser, () => {});
+  pipeline(createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }), limiter, parser, () => {});
   const escaped = format.formulasEscaped === true || format.download === true;
   // In a rejected-rows CSV of ours the last two columns are our reason and line, and every row
   // ends in them: a row's own cells are the ones before, fitted to the file's own columns as in the
@@ -131,6 +148,8 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   // a column named `id`, as downloads name it: a row whose cell there is a contact id (c_…) came from a download
   const idColumn = format.columns.indexOf('id');
   const needed = Math.max(namedColumns, ...mappedColumns(format.mapping).map((i) => i + 1));
+  // a long row's cells in the rejected-rows CSV: empty, as many as the file's columns (our annotation too, in a file of ours)
+  const longRowCells = Array<string>(format.columns.length).fill('');
   const widthReason = (cells: number) => (annotation && cells >= annotation ? `${wrongWidth(cells - annotation, needed)} (besides ${REJECTION_COLUMNS.join(' and ')})` : wrongWidth(cells, needed));
   let nextLine = from.lines + 1;
   let rows: CsvRow[] = [];
@@ -138,26 +157,36 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { bytes: number } }>) {
       const line = nextLine;
-      nextLine = line + lineBreaksIn(record) + 1;
-      endBytes = from.bytes + info.bytes;
-      if (isBlankRecord(record)) continue;
+      const skipped = limiter.skipped(record);
+      if (skipped?.why === 'utf8') {
+        // the scan found the file to be UTF-8: it changed on disk since, and fails as a file that is not
+        if (rows.length) await send({ rows, endBytes, endLine: line - 1 });
+        throw new CsvReadError(`line ${line}: the row is not valid UTF-8`, line);
+      }
+      nextLine = line + (skipped ? skipped.breaks : lineBreaksIn(record)) + 1;
+      shift += skipped?.shift ?? 0;
+      endBytes = from.bytes + info.bytes + shift;
       const endLine = nextLine - 1;
-      // a file of ours (a rejected-rows CSV, a download) has our formula escaping to take off: its
-      // cells are read, and kept for a rejected row, as they were before it
-      const read = escaped ? record.map(unescapeFormula) : record;
-      const noted = annotation && read.length >= annotation;
-      const cells = fitToHeader(noted ? read.slice(0, -annotation) : read, width, needed, named);
-      if (!cells) rows.push({ line, endBytes, endLine, reason: widthReason(record.length), raw: read });
-      else if (repeatsHeader(cells, format.columns, format.mapping)) rows.push({ line, endBytes, endLine, reason: HEADER_AGAIN, raw: noted ? [...cells, ...read.slice(-annotation)] : cells });
+      if (skipped) rows.push({ line, endBytes, endLine, reason: LONG_ROW, raw: longRowCells });
+      else if (isBlankRecord(record)) continue;
       else {
-        const res = validateContact(rowToInput(cells, format.mapping));
-        // the cells go along with a valid row too: it may still be rejected as a duplicate, and the
-        // rejected-rows CSV gives rows back as they were — as wide as the header, annotation and all
-        const raw = noted ? [...cells, ...read.slice(-annotation)] : cells;
-        if (!res.ok) rows.push({ line, endBytes, endLine, reason: res.reason, raw });
+        // a file of ours (a rejected-rows CSV, a download) has our formula escaping to take off: its
+        // cells are read, and kept for a rejected row, as they were before it
+        const read = escaped ? record.map(unescapeFormula) : record;
+        const noted = annotation && read.length >= annotation;
+        const cells = fitToHeader(noted ? read.slice(0, -annotation) : read, width, needed, named);
+        if (!cells) rows.push({ line, endBytes, endLine, reason: widthReason(record.length), raw: read });
+        else if (repeatsHeader(cells, format.columns, format.mapping)) rows.push({ line, endBytes, endLine, reason: HEADER_AGAIN, raw: noted ? [...cells, ...read.slice(-annotation)] : cells });
         else {
-          const id = idColumn >= 0 ? cells[idColumn]!.trim() : '';
-          rows.push({ line, endBytes, endLine, draft: res.draft, raw, ...(isId('c', id) ? { downloadedAs: id } : {}) });
+          const res = validateContact(rowToInput(cells, format.mapping));
+          // the cells go along with a valid row too: it may still be rejected as a duplicate, and the
+          // rejected-rows CSV gives rows back as they were — as wide as the header, annotation and all
+          const raw = noted ? [...cells, ...read.slice(-annotation)] : cells;
+          if (!res.ok) rows.push({ line, endBytes, endLine, reason: res.reason, raw });
+          else {
+            const id = idColumn >= 0 ? cells[idColumn]!.trim() : '';
+            rows.push({ line, endBytes, endLine, draft: res.draft, raw, ...(isId('c', id) ? { downloadedAs: id } : {}) });
+          }
         }
       }
       if (rows.length >= batchRows) {
@@ -166,10 +195,12 @@ export async function readRows(path: string, format: CsvFormat, from: ResumePoin
       }
     }
   } catch (err) {
-    // Every parser error is about the file (a quote never closed, a record too long…): the job fails with
-    // the line, at once; anything else (an I/O error) is retried by the scheduler.
+    // Every parser error is about the file (a quote never closed…): the job fails with the line, at
+    // once; anything else (an I/O error) is retried by the scheduler.
     if (!(err instanceof CsvError)) throw err;
-    const at = from.lines + ((err as CsvError & { lines?: number }).lines ?? 1);
+    // where the quote opened as the limiter counted it: the parser's count misses the line breaks
+    // of long rows it got as markers, and counts a CRLF inside quotes twice
+    const at = from.lines + (limiter.unclosedQuoteLine ?? (err as CsvError & { lines?: number }).lines ?? 1);
     // the rows read before the bad one are still imported; the job then fails at the bad one
     if (rows.length) await send({ rows, endBytes, endLine: nextLine - 1 });
     throw new CsvReadError(`line ${at}: ${REASONS[err.code] ?? err.message}`, at);
