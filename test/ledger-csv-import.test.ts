@@ -1167,6 +1167,7 @@ P('an unterminated quote → the job fails naming the line where it opened, noth
     ['name,company\nA,"Acme\nB,C\nD,E\n', /a quoted field opened on line 2 is never closed/],
     ['name,company\nA,B\n' + 'C,D\n'.repeat(5000) + 'E,"unterminated', /opened on line 5003 is never closed/],
     ['name,company\r\nA,B\r\nC,"D\r\nE,F\r\n', /opened on line 3 is never closed/], // an unclosed quote among the first rows is found at upload too
+    [`name,company\nA,B\nBig,"${'x\n'.repeat(600_000)}C,D\n`, /opened on line 3 is never closed/], // in a row over 1 MiB (not rejected alone as too long)
   ]);
 });
 
@@ -1183,22 +1184,35 @@ P('stray quotes are literal characters, as a spreadsheet reads them: every row i
   assert.ok(byName.has('After'));
 });
 
-P('a row over 1 MiB → the job fails naming its line (the reader could not read past it), quoted or not, anywhere in the file', async ({ t, w }) => {
-  const big = 'x'.repeat(1024 * 1024 + 1);
+P('a row over 1 MiB is rejected alone with its line and every other row imported, quoted or not, anywhere in the file (a tester: line 27 of 50 failed the file, its 49 good rows lost)', async ({ t, w }) => {
+  const big = 'x'.repeat(1.1 * 1024 * 1024);
+  // the tester's file: a 1.1 MiB cell on line 27, in a column nobody imports
+  const rows = Array.from({ length: 50 }, (_, i) => `Person ${i + 1},Acme,${i + 2 === 27 ? big : 'a note'}`);
+  const tester = await importInto(t, w, `name,company,notes\n${rows.join('\n')}\n`);
+  assert.equal([tester.job.status, tester.job.submitted, tester.job.imported, tester.job.invalid, tester.job.duplicates], ['completed', 50, 49, 1, 0]);
+  assert.equal(tester.posted.body.submitted, 50, 'the upload counts it');
+  assert.not.ok(tester.contacts.some((c: any) => c.name === 'Person 26'));
+  // its cells are not kept: empty in the rejected-rows CSV (uploaded again unfixed, it is rejected again)
+  assert.equal(await errorsOf(t, w, tester.ledgerId, tester.job.id), [['name', 'company', 'notes', 'reason', 'line'], ['', '', '', LONG_ROW, '27']]);
+
+  // quoted with line breaks inside (the lines after it stay right), and the last row with no line break after it
   const many = Array.from({ length: 3000 }, (_, i) => `P${i},Acme`).join('\n');
-  await failAll(t, w, [
-    [`name,company\nA,B\nBig,${big}\nC,D\n`, /: line 3: a row is longer than 1048576 bytes; split the file or shorten the row/],
-    [`name,company\n${many}\nBig,"${big.slice(0, 600_000)}\n${big.slice(0, 600_000)}"\nC,D\n`, /: line 3002: a row is longer/],
-    [`name,company\nA,B\nBig,${big}`, /: line 3: a row is longer/], // the last row, no line break after it
-  ]);
-  // exactly at the limit is fine
-  const { job } = await importInto(t, w, `name,company\nA,B\nEdge,${'y'.repeat(1024 * 1024 - 'Edge,'.length)}\n`);
-  assert.equal([job.status, job.submitted, job.imported + job.invalid], ['completed', 2, 2]);
+  const csv = `name,company\n${many}\nBig,"${big.slice(0, 600_000)}\r\n${big.slice(0, 600_000)}\n"\nNo company,\nLast,Acme\nBig again,${big}`;
+  const { ledgerId, job } = await importInto(t, w, csv);
+  assert.equal([job.status, job.submitted, job.imported, job.invalid], ['completed', 3004, 3001, 3]);
+  const errors = (await errorsOf(t, w, ledgerId, job.id)).slice(1);
+  assert.equal(errors.map((r) => [r[0], r.at(-1), r.at(-2) === LONG_ROW]), [['', '3002', true], ['No company', '3005', false], ['', '3007', true]]);
+
+  // exactly at the limit is read
+  const edge = await importInto(t, w, `name,company\nA,B\nEdge,${'y'.repeat(1024 * 1024 - 'Edge,'.length)}\n`);
+  assert.equal([edge.job.status, edge.job.submitted, edge.job.imported + edge.job.invalid], ['completed', 2, 2]);
 });
 
 P('a file with no line break in its first 256 KiB (a header that long) → the job fails, no hang', async ({ t, w }) => {
   await failAll(t, w, [
     [`name,company,${'x'.repeat(1024 * 1024)}`, /header row is longer than/],
+    [`name,company,${'x'.repeat(1024 * 1024)}\nA,B\n`, /header row is longer than/], // over a data row's limit too (not rejected as a row)
+    [`${'"a note above the header"'.repeat(50_000)}\nname,company\nA,B\n`, /header row is longer than/],
     [`name,company,"${'x\n'.repeat(200 * 1024)}"\nA,B\n`, /header row is longer than/],
   ]);
 });
@@ -1294,6 +1308,22 @@ V('preview: a long cell does not hide the rows after it; it shows the first 10 r
   const header = await pv(`name,company,"${'h'.repeat(300 * 1024)}"\nA,B,C\n`);
   expectStatus(header, 422);
   assert.match(header.body.message, /header row is longer than 262144 bytes/);
+});
+
+V('preview: a row over 1 MiB among the first ten is left out of `rows` (the import rejects it), the rows after it shown in its place; rowCount counts it', async ({ t, w }) => {
+  const ledgerId = await createLedger(t, w.tokens.editor, w.orgId, 'preview long rows');
+  const pv = (csv: string) => t.call('POST', `${importsPath(w, ledgerId)}/preview`, { token: w.tokens.editor, raw: csvForm(csv) });
+  const big = 'x'.repeat(1.1 * 1024 * 1024);
+  const rows = Array.from({ length: 14 }, (_, i) => (i === 3 ? `Big,Acme,${big}` : i === 6 ? `Big quoted,Acme,"${big.slice(0, 700_000)}\r\n${big.slice(0, 700_000)}"` : `P${i},Acme,n`));
+  const r = await pv(`name,company,note\r\n${rows.join('\r\n')}\r\n`);
+  expectStatus(r, 200);
+  assert.is(r.body.rowCount, 14);
+  assert.equal(r.body.rows, ['P0', 'P1', 'P2', 'P4', 'P5', 'P7', 'P8', 'P9', 'P10', 'P11'].map((name) => [name, 'Acme', 'n']));
+  // twelve of them first, 13 MiB, more than the preview keeps of a file's start: not kept, the rows after them are
+  const longFirst = await pv(`name,company,note\n${Array.from({ length: 12 }, () => `Big,Acme,${big}`).join('\n')}\nAda,Acme,n\nBob,Acme,n`);
+  expectStatus(longFirst, 200);
+  assert.is(longFirst.body.rowCount, 14);
+  assert.equal(longFirst.body.rows, [['Ada', 'Acme', 'n'], ['Bob', 'Acme', 'n']]);
 });
 
 V('preview of a file two of whose columns could be one field: 200, the field unmapped and named in ambiguous; the import still refuses it without a mapping (a web tester\'s case)', async ({ t, w }) => {
@@ -2002,43 +2032,51 @@ B.run();
 
 const Q = suite('quotes: the upload scanner and the row reader read a file alike');
 
-Q('on random files, the scanner counts exactly the rows the reader yields, and refuses exactly what csv-parse cannot read', async () => {
+Q('on random files, with a row limit they often pass, the scanner counts exactly the rows the reader yields (a row over the limit rejected alone), and refuses exactly what csv-parse cannot read', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'cl-quotes-'));
   try {
     const rnd = prng(7_331);
     const chars = ['a', 'b', ' ', ',', ',', '"', '"', '"', '\n', '\r\n', '\r', 'é'];
     const text = () => Array.from({ length: 1 + Math.floor(rnd() * 30) }, () => chars[Math.floor(rnd() * chars.length)]!).join('');
     let read = 0;
+    let longRead = 0;
     for (let i = 0; i < 1500; i++) {
-      const csv = `name,company\n${text()}`;
+      const csv = `n,c\n${text()}`;
+      const shown = JSON.stringify(csv);
+      // rows of a few bytes up to ~30 against a limit of 4 (past the header's length: it has a limit of its own) to 23
+      const limit = 4 + Math.floor(rnd() * 20);
+      // a record's bytes without its line break (csv-parse's raw text of a record ends in the \r alone of a CRLF)
+      const long = (r: { raw: string }) => Buffer.byteLength(r.raw.replace(/(\r\n|\n|\r)$/, '')) > limit;
       const path = join(dir, `${i}.csv`);
       writeFileSync(path, csv);
-      const scan = await scanCsv(path);
-      let records: string[][];
+      const scan = await scanCsv(path, limit);
+      let records: { record: string[]; raw: string }[];
       try {
-        records = (parse(csv, { relax_quotes: true, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][]).filter((r) => r.some((cell) => cell !== ''));
+        // blank records are passed over; one over the limit is a row whatever it holds (rejected)
+        records = (parse(csv, { relax_quotes: true, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'], raw: true }) as never as typeof records).filter((r) => long(r) || r.record.some((cell) => cell !== ''));
       } catch (err) {
-        assert.is((err as { code?: string }).code, 'CSV_QUOTE_NOT_CLOSED', JSON.stringify(csv));
-        assert.ok(!scan.ok && /never closed/.test(scan.message), `refused: ${JSON.stringify(csv)} ${JSON.stringify(scan)}`);
+        assert.is((err as { code?: string }).code, 'CSV_QUOTE_NOT_CLOSED', shown);
+        assert.ok(!scan.ok && /never closed/.test(scan.message), `refused: ${shown} ${JSON.stringify(scan)}`);
         continue;
       }
       if (records.length < 2) {
-        assert.ok(!scan.ok && /no contacts/.test(scan.message), `header only: ${JSON.stringify(csv)} ${JSON.stringify(scan)}`);
+        assert.ok(!scan.ok && /no contacts/.test(scan.message), `header only: ${shown} ${JSON.stringify(scan)}`);
         continue;
       }
-      assert.ok(scan.ok, `accepted: ${JSON.stringify(csv)} ${JSON.stringify(scan)}`);
+      assert.ok(scan.ok, `accepted: ${shown} ${JSON.stringify(scan)}`);
       if (!scan.ok) continue;
-      assert.is(scan.rows, records.length - 1, `rows of ${JSON.stringify(csv)}`);
+      assert.is(scan.rows, records.length - 1, `rows of ${shown}`);
       const rows: string[][] = [];
       const format = { delimiter: scan.delimiter, dataStart: scan.dataStart, headerLines: scan.headerLines, columns: scan.columns, mapping: { fields: { name: 0, company: 1 } } } as CsvFormat;
-      await readRows(path, format, { bytes: scan.dataStart, lines: scan.headerLines }, 100, async (b) => void rows.push(...b.rows.map((r) => r.raw)));
-      // as read, made as wide as the header where a trailing separator is the only difference
-      const width = records[0]!.length;
-      const needed = Math.max(namedWidth(records[0]!), 2);
-      assert.equal(rows, records.slice(1).map((r) => fitToHeader(r, width, needed) ?? r), `cells of ${JSON.stringify(csv)}`);
+      await readRows(path, format, { bytes: scan.dataStart, lines: scan.headerLines }, 100, async (b) => void rows.push(...b.rows.map((r) => r.raw)), limit);
+      // as read, made as wide as the header where a trailing separator is the only difference; a long row as empty cells
+      const width = records[0]!.record.length;
+      const needed = Math.max(namedWidth(records[0]!.record), 2);
+      assert.equal(rows, records.slice(1).map((r) => (long(r) ? ['', ''] : (fitToHeader(r.record, width, needed) ?? r.record))), `cells of ${shown}`);
       read++;
+      if (records.some(long)) longRead++;
     }
-    assert.ok(read > 500, `most random files are readable (${read})`);
+    assert.ok(read > 500 && longRead > 200, `most random files are readable (${read}), many with a row over the limit (${longRead})`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

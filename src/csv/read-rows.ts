@@ -123,14 +123,14 @@ export function lineBreaksIn(record: string[]): number {
 
 /**
  * Reads batches of up to `batchRows` rows; `send` may wait (back-pressure). A row longer than
- * MAX_RECORD_BYTES is a rejected row (LONG_ROW). Throws CsvReadError.
+ * `recordLimit` (MAX_RECORD_BYTES; tests give a small one) is a rejected row (LONG_ROW). Throws CsvReadError.
  */
-export async function readRows(path: string, format: CsvFormat, from: ResumePoint, batchRows: number, send: (b: CsvBatch) => Promise<void>): Promise<void> {
+export async function readRows(path: string, format: CsvFormat, from: ResumePoint, batchRows: number, send: (b: CsvBatch) => Promise<void>, recordLimit = MAX_RECORD_BYTES): Promise<void> {
   const parser = parse({ delimiter: format.delimiter, record_delimiter: ['\r\n', '\n', '\r'], info: true, relax_column_count: true, relax_quotes: true, max_record_size: MAX_RECORD_BYTES, bom: false });
   // A row longer than the limit reaches the parser as a marker record (its bytes dropped as they
   // come): the parser's byte count (`info.bytes`) then falls short of the file's by `shift`, the
   // bytes of such rows less their markers', added back so that resume points stay file offsets.
-  const limiter = new RecordLimiter(format.delimiter.charCodeAt(0), MAX_RECORD_BYTES);
+  const limiter = new RecordLimiter(format.delimiter.charCodeAt(0), recordLimit);
   let shift = 0;
   // pipeline, not pipe: a read error of the file must reach the loop below, not end the process
   pipeline(createReadStream(path, { start: from.bytes, highWaterMark: 1 << 20 }), limiter, parser, () => {});

@@ -3,6 +3,7 @@ import { parse as parseSync } from 'csv-parse/sync';
 import { Utf8Check } from '../utf8.ts';
 import { suggestMapping } from './columns.ts';
 import { holdsOnlySpaces, isBlankRecord, MAX_RECORD_BYTES } from './read-rows.ts';
+import { RecordLimiter } from './record-limit.ts';
 
 /**
  * One pass over an uploaded file before it is accepted (runs in the CSV worker thread): proves
@@ -20,9 +21,12 @@ export interface ScanResult {
   dataStart: number;
   /** Lines taken by the BOM-less header row. */
   headerLines: number;
-  /** Data records (blank records — empty lines, `,,,` — do not count). */
+  /**
+   * Data records (blank records — empty lines, `,,,` — do not count; a record longer than
+   * MAX_RECORD_BYTES does, whatever it holds: the reader rejects it).
+   */
   rows: number;
-  /** The first data rows, as cells. */
+  /** The first data rows, as cells; a row longer than MAX_RECORD_BYTES is left out (its cells are not kept). */
   head: string[][];
   /**
    * Every data record's last cell is a line number as the `line` column of a rejected-rows CSV of
@@ -47,8 +51,8 @@ export interface ScanFailure {
   ok: false;
   status: 415 | 422;
   /**
-   * The file's text cannot be read as CSV (not UTF-8, NUL bytes, a quote never closed, a row over
-   * the reader's limit): an upload makes an import job that fails naming the line (SPEC §4.3).
+   * The file's text cannot be read as CSV (not UTF-8, NUL bytes, a quote never closed, a header
+   * over its limit): an upload makes an import job that fails naming the line (SPEC §4.3).
    * Otherwise (a binary format, no header, no rows) the upload is refused at once.
    */
   unreadable: boolean;
@@ -88,7 +92,8 @@ const HEADER_BYTES = 256 * 1024;
 /**
  * The most of a file's start kept for its header and the preview's first rows: enough for ten
  * rows as long as a row may be, so one long cell (a note pasted into a CRM field) does not hide the
- * rows after it. Only as much as those rows take is kept (usually a few KiB).
+ * rows after it; a row longer than that is kept as a marker (RecordLimiter), not at all. Only as
+ * much as those rows take is kept (usually a few KiB).
  */
 const HEAD_BYTES = HEADER_BYTES + PREVIEW_ROWS * (MAX_RECORD_BYTES + 2) + NOTE_ROWS * 4096 + 4096; // + line ends, a BOM, a sep= line, blank lines
 
@@ -214,12 +219,16 @@ export function sepLine(first: Buffer): { delimiter: string; bytes: number } | u
   return sep ? { delimiter: sep[1]!, bytes: bom + sep[0].length } : undefined;
 }
 
-/** Scans the whole file; see the module comment. */
-export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
+/** Scans the whole file; see the module comment. `recordLimit` is the row reader's (readRows'; tests give a small one). */
+export async function scanCsv(path: string, recordLimit = MAX_RECORD_BYTES): Promise<ScanResult | ScanFailure> {
+  // The file's start, through a RecordLimiter: the header and the preview's rows, each record
+  // whole (a record longer than the reader's limit as its marker), until they have ended.
   const headParts: Buffer[] = [];
   let headLength = 0;
-  // where the header and the preview's rows end, once they have
-  let headEnd: number | undefined;
+  let headLimiter: RecordLimiter | undefined;
+  let headOpen = true;
+  // records longer than the limit among those kept (the preview leaves them out and shows the next)
+  let headLong = 0;
   let offset = 0;
   let line = 1;
   let records = 0;
@@ -243,7 +252,6 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   // mark, blank too (the reader sees one cell "\x1a" either way): 0 no, 1 `\x1a`, 2 `"\x1a`, 3 `"\x1a"`
   let eofMark = 0;
   let recStart = 0;
-  let recLine = 1;
   // the current cell: digits in it, and whether anything else is (lastCellsNumbers)
   let cellDigits = 0;
   let cellOther = false;
@@ -254,10 +262,9 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   let formulaCells = false;
   // as we write a line number: no leading zero, a line after the header (2 or more), at most 15 digits
   const lineNumberCell = () => !cellOther && cellDigits > 0 && cellDigits <= 15 && cellValue >= 2 && cellValue >= 10 ** (cellDigits - 1);
-  // A data record longer than the row reader's limit would fail the job halfway: refuse it here
-  // (the header has its own, lower limit below).
-  const tooLong = (end: number) => records > 0 && end - recStart > MAX_RECORD_BYTES;
-  const tooLongFail = () => unreadable(`line ${recLine}: a row is longer than ${MAX_RECORD_BYTES} bytes; split the file or shorten the row`, recLine);
+  // A record longer than the row reader's limit is counted whatever it holds (a blank one too):
+  // the reader rejects it as too long (read-rows.ts LONG_ROW); the header has its own, lower limit below.
+  const tooLong = (end: number) => end - recStart > recordLimit;
   let prevCR = false;
   const utf8 = new Utf8Check();
   const notUtf8 = () => unreadable(`the file is not valid UTF-8 (line ${line}); save it as UTF-8 CSV`, line);
@@ -272,15 +279,16 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       sepLines = sep ? 1 : 0;
       preamble = sep ? sep.bytes : bomLength(chunk);
       line += sepLines;
-      recLine = line;
-    }
-    if (headEnd === undefined && headLength < HEAD_BYTES) {
-      const part = chunk.subarray(0, HEAD_BYTES - headLength);
-      headParts.push(part);
-      headLength += part.length;
+      headLimiter = new RecordLimiter(delimiterByte, recordLimit);
     }
     const start = offset === 0 ? preamble : 0;
     if (start) recStart = start;
+    if (headOpen) {
+      for (const part of headLimiter!.passOn(chunk.subarray(start))) {
+        headParts.push(part);
+        headLength += part.length;
+      }
+    }
     for (let i = start; i < chunk.length; i++) {
       const b = chunk[i]!;
       if (b >= 0x80 || utf8.need > 0) {
@@ -301,11 +309,12 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
           fieldStart = true;
           cellStart = true;
           if (lineEnd) {
-            if (tooLong(offset + i)) return tooLongFail();
-            if (!blank) {
+            const long = tooLong(offset + i);
+            if (!blank || long) {
               if (records > 0) lastCellsNumbers &&= lineNumberCell();
               records++;
-              if (records === HEAD_RECORDS && headEnd === undefined) headEnd = offset + i + 1;
+              if (long && headOpen) headLong++;
+              if (records - headLong === HEAD_RECORDS) headOpen = false;
             }
             blank = true;
             eofMark = 0;
@@ -320,7 +329,6 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
           cellStart = false;
         }
         if (lineEnd) line++;
-        if (!quoted) recLine = line;
         prevCR = b === 0x0d;
         continue;
       }
@@ -378,40 +386,30 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
       }
     }
     offset += chunk.length;
+    if (headLength >= HEAD_BYTES) headOpen = false;
   }
   if (utf8.need > 0) return notUtf8();
   if (quoted) return unreadable(`a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
-  if (tooLong(offset)) return tooLongFail();
-  if (!blank) {
+  const lastLong = tooLong(offset);
+  if (!blank || lastLong) {
     if (records > 0) lastCellsNumbers &&= lineNumberCell();
     records++;
+    if (lastLong && headOpen) headLong++;
   }
   if (records === 0) return fail(422, 'the file is empty; it needs a header row and at least one contact');
 
-  // The header and the first rows, from the head of the file (cut after the last full line).
-  const head = Buffer.concat(headParts, headLength).subarray(0, headEnd);
-  let text = head.subarray(preamble);
-  // cut short: the file goes on past the bytes kept, and they do not hold the preview's rows whole
-  const truncated = offset > head.length && (headEnd === undefined || headEnd > headLength);
+  // The header and the first rows, from the head of the file: whole records (every quote is closed,
+  // the pass above proved it), so the file's last one too when the head holds it.
+  if (headOpen) for (const part of headLimiter!.passRest()) headParts.push(part);
+  const text = Buffer.concat(headParts);
   const headerTooLong = () => unreadable(`the header row is longer than ${HEADER_BYTES} bytes`, 1);
-  if (truncated) {
-    const lastBreak = Math.max(text.lastIndexOf(0x0a), text.lastIndexOf(0x0d));
-    if (lastBreak < 0) return headerTooLong();
-    text = text.subarray(0, lastBreak + 1);
-  }
   const delimiter = String.fromCharCode(delimiterByte);
   let parsed: { record: string[]; info: { bytes: number; lines: number } }[];
-  const options = { delimiter, info: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, to: HEAD_RECORDS, record_delimiter: ['\r\n', '\n', '\r'] };
   try {
-    parsed = parseSync(text, options) as never;
+    parsed = parseSync(text, { delimiter, info: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, to: HEAD_RECORDS + headLong, record_delimiter: ['\r\n', '\n', '\r'] }) as never;
   } catch (err) {
-    const e = err as { message: string; code?: string; lines?: number; records?: number };
-    // The head was cut inside a quoted field that goes on past it (the whole-file pass above proved
-    // every quote is closed): keep the records read before that field.
-    if (truncated && e.code === 'CSV_QUOTE_NOT_CLOSED') {
-      if (!e.records) return headerTooLong();
-      parsed = parseSync(text, { ...options, to: Math.min(e.records, HEAD_RECORDS) }) as never;
-    } else return unreadable(e.lines ? `line ${e.lines}: ${e.message}` : e.message, e.lines);
+    const e = err as { message: string; lines?: number };
+    return unreadable(e.lines ? `line ${e.lines}: ${e.message}` : e.message, e.lines);
   }
   // rows with nothing but spaces before the header (`,,,`, as a sheet with blank rows at its top
   // exports it) are passed over, as empty lines are; those that hold spaces were counted as records
@@ -420,7 +418,8 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
   const header = parsed[at];
   if (!header) return fail(422, 'the first line must be a header row naming the columns');
   const dataRecords = records - parsed.slice(0, at + 1).filter((p) => !isBlankRecord(p.record)).length;
-  if (header.info.bytes > HEADER_BYTES) return headerTooLong();
+  // (a record over the reader's limit up to the header: the header's offset would be the marker's)
+  if (header.info.bytes > HEADER_BYTES || parsed.slice(0, at + 1).some((p) => headLimiter!.skipped(p.record))) return headerTooLong();
   if (dataRecords === 0) return fail(422, 'the file has a header row but no contacts');
   const headerText = text.subarray(0, header.info.bytes).toString('utf8');
   // the vote on the delimiter reads the header row alone, not rows passed over above it (notes: a reviewer's case)
@@ -440,7 +439,7 @@ export async function scanCsv(path: string): Promise<ScanResult | ScanFailure> {
     head: parsed
       .slice(at + 1)
       .map((p) => p.record)
-      .filter((r) => !isBlankRecord(r))
+      .filter((r) => !isBlankRecord(r) && !headLimiter!.skipped(r))
       .slice(0, PREVIEW_ROWS),
   };
 }

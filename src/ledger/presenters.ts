@@ -99,7 +99,7 @@ export const ImportPreviewAnswer = z.strictObject({
   columns: z.array(z.string()),
   delimiter: z.string().meta({ description: 'The field delimiter detected' }),
   rowCount: countOf.meta({ description: 'Data rows in the file' }),
-  rows: z.array(z.array(z.string())).meta({ description: 'The first 10 rows, cells as the import reads them' }),
+  rows: z.array(z.array(z.string())).meta({ description: 'The first 10 rows, cells as the import reads them; a row over 1 MiB is left out (the import rejects it), the next shown in its place' }),
   suggestedMapping: ColumnMappingAnswer,
   mapping: ColumnMappingAnswer.meta({ description: 'The mapping the import would use (the one sent, or the suggested one)' }),
   missing: z.array(z.enum(['name', 'company'])).meta({ description: 'Required fields no column is mapped to' }),

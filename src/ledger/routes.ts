@@ -254,7 +254,7 @@ export function registerLedgerRoutes(r: ApiRouter, svc: LedgerServices, opts: Le
         bulk: true,
         summary: `Upload a CSV file to import${note}`,
         description:
-          'Answers 202 with the import job; a file whose text cannot be read as CSV (not UTF-8, a quote never closed, a row over 1 MiB…) gets a job that is failed from the start, its message naming the line, and nothing is imported. ' +
+          'Answers 202 with the import job; a file whose text cannot be read as CSV (not UTF-8, a quote never closed, a header over 256 KiB…) gets a job that is failed from the start, its message naming the line, and nothing is imported. A row over 1 MiB is rejected alone, its cells not kept. ' +
           'An Idempotency-Key header makes a retry of the same file and mapping answer 200 with the first job.',
         rawBody: { contentTypes: ['multipart/form-data'], description: 'field "file": the CSV; optional field "mapping": JSON {field: column name | null}; name may be [first name column, last name column]', fields: UPLOAD_FIELDS },
         headers: IDEMPOTENCY_KEY,
