@@ -101,10 +101,11 @@ function startWorker(data: string): ImportWorker {
 /**
  * Rows of an import as the runner must end up with them: every 500th row has no company (invalid),
  * every 701st repeats the referenceId of the row before (duplicate), and every third row has no
- * referenceId at all, so that the unique index cannot hide a row stored twice.
+ * referenceId at all, so that the unique index cannot hide a row stored twice. The rows `long`
+ * picks are over the CSV reader's 1 MiB limit (invalid; csvText writes them so).
  */
-function crashRows(n: number): { rows: { name: string; company: string; referenceId?: string }[]; imported: number; duplicates: number; invalid: number; rejectedRows: number[] } {
-  const rows: { name: string; company: string; referenceId?: string }[] = [];
+function crashRows(n: number, long: (i: number) => boolean = () => false): { rows: { name: string; company: string; referenceId?: string; long?: true }[]; imported: number; duplicates: number; invalid: number; rejectedRows: number[] } {
+  const rows: { name: string; company: string; referenceId?: string; long?: true }[] = [];
   const seen = new Set<string>();
   let imported = 0;
   let duplicates = 0;
@@ -113,8 +114,8 @@ function crashRows(n: number): { rows: { name: string; company: string; referenc
   for (let i = 1; i <= n; i++) {
     const company = i % 500 === 0 ? '' : `Company ${i % 50}`;
     const ref = i % 701 === 0 ? `ref-${i - 1}` : i % 3 === 0 ? undefined : `ref-${i}`;
-    rows.push({ name: `Person ${i}`, company, ...(ref ? { referenceId: ref } : {}) });
-    if (!company) {
+    rows.push({ name: `Person ${i}`, company, ...(ref ? { referenceId: ref } : {}), ...(long(i) ? { long: true as const } : {}) });
+    if (!company || long(i)) {
       invalid++;
       rejectedRows.push(i);
     } else if (ref && seen.has(ref)) {
@@ -127,6 +128,13 @@ function crashRows(n: number): { rows: { name: string; company: string; referenc
   }
   return { rows, imported, duplicates, invalid, rejectedRows };
 }
+
+/** A notes cell over the CSV reader's 1 MiB limit, quoted, with two line breaks (LF and CRLF) inside. */
+const LONG_NOTE = `"${'x'.repeat(400_000)}\n${'y'.repeat(400_000)}\r\n${'z'.repeat(400_000)}"`;
+const LONG_NOTE_BREAKS = 2;
+
+/** The CSV upload of crashRows' rows, a long one with LONG_NOTE in its notes. */
+const csvText = (rows: ReturnType<typeof crashRows>['rows']) => ['name,company,referenceId,notes', ...rows.map((r) => `${r.name},${r.company},${r.referenceId ?? ''},${r.long ? LONG_NOTE : ''}`)].join('\n');
 
 const HARNESS_CSV_ROWS = 15_000;
 const HARNESS_API_ROWS = 5_000;
@@ -161,9 +169,9 @@ C('SIGKILL at 20–30 random moments of a seeded schedule: every row exactly onc
   expectStatus(org, 201);
   const csvLedger = await createLedger(t, root, org.body.id, 'csv');
   const apiLedger = await createLedger(t, root, org.body.id, 'api');
-  const csv = crashRows(HARNESS_CSV_ROWS);
-  const text = ['name,company,referenceId', ...csv.rows.map((r) => `${r.name},${r.company},${r.referenceId ?? ''}`)].join('\n');
-  const up = await t.call('POST', `${ledgerPath(org.body.id, csvLedger)}/imports`, { token: root, raw: csvForm(text) });
+  // three rows over the reader's 1 MiB limit, rejected alone: a resume after one must neither read it again nor skip a row
+  const csv = crashRows(HARNESS_CSV_ROWS, (i) => i % 5000 === 2500);
+  const up = await t.call('POST', `${ledgerPath(org.body.id, csvLedger)}/imports`, { token: root, raw: csvForm(csvText(csv.rows)) });
   expectStatus(up, 202);
   const api = crashRows(HARNESS_API_ROWS);
   const batch = await t.call('POST', `${ledgerPath(org.body.id, apiLedger)}/contacts`, { token: root, body: { contacts: api.rows } });
@@ -311,6 +319,10 @@ C('SIGKILL at 20–30 random moments of a seeded schedule: every row exactly onc
       const rejected = db.prepare('SELECT row_no FROM import_rejections WHERE import_id = ? ORDER BY row_no').pluck().all(id) as number[];
       assert.equal(rejected, expected.rejectedRows, why(`${what}: each rejected row recorded exactly once`));
     }
+    // the CSV's rejected rows on their lines (a long row's line breaks count for the lines after it), the long ones as such
+    const lines = db.prepare("SELECT row_no AS row, line, reason LIKE 'the row is longer than 1048576 bytes%' AS long FROM import_rejections WHERE import_id = ? ORDER BY row_no").all(up.body.id);
+    const longBefore = (i: number) => csv.rows.slice(0, i - 1).filter((r) => r.long).length;
+    assert.equal(lines, csv.rejectedRows.map((i) => ({ row: i, line: i + 1 + LONG_NOTE_BREAKS * longBefore(i), long: csv.rows[i - 1]!.long ? 1 : 0 })), why('CSV: the lines of the rejected rows'));
   } finally {
     db.close();
   }
