@@ -3,7 +3,7 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, linkSync, open
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { nextTurn } from '../event-loop.ts';
-import { checkProblems, EMPTY_DATABASE, isEmptyDatabase, isStorageFullError, readHead } from './db.ts';
+import { checkProblems, EMPTY_DATABASE, isEmptyDatabase, readHead } from './db.ts';
 import { freeBytes, mib } from './free-space.ts';
 import { copyOwnerOnly, fsyncFile } from './durable-files.ts';
 import { processAlive } from './lock.ts';
@@ -237,8 +237,10 @@ export async function backupTo(source: Database.Database, dest: string, opts: Ba
   } catch (err) {
     removeWithSideFiles(partial);
     if (err instanceof BackupError) throw err;
-    // the room it needed and had, not SQLite's "database or disk is full" alone (an operator tester's restore on a full disk)
-    if (isStorageFullError(err)) {
+    // the room it needed and had, not SQLite's "database or disk is full" alone (an operator tester's
+    // restore on a full disk); an I/O error stays SQLite's words (isStorageFullError counts it too)
+    const code = (err as { code?: unknown }).code;
+    if (code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT') {
       throw new BackupError(
         `not enough disk space in ${dirname(dest)}: the copy needs about ${mib(size)} there, and ${mib(room)} were free when it began`,
         { cause: err },
