@@ -2,7 +2,7 @@
 // one summary line "N passed, N failed" that .ci/run adds up. `npm test -- <word>` runs only the
 // files whose path contains <word>. A file that crashes or hangs counts as one failure.
 // With --e2e it runs the browser tests instead (test/e2e/*.e2e.ts, one at a time: each drives Chromium).
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -79,20 +79,56 @@ if (!process.env.NODE_COMPILE_CACHE) removeOldEntries(COMPILE_CACHE);
 
 const strip = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
+/** The files running, each the leader of its process group: a stop of the run (Ctrl-C) stops their groups too. */
+const running = new Set<ChildProcess>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const child of running) {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    process.exit(130);
+  });
+}
+
 function runFile(file: string): Promise<Result> {
   const started = Date.now();
   const timeoutMs = fileTimeoutMs(file);
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', STRIP_TYPES_CACHE, file], { cwd: root, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', NODE_COMPILE_CACHE: COMPILE_CACHE }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A group of its own, killed whole: a process the file started (a server, a lock holder) and
+    // left behind when it was killed at its timeout held the output pipe open, and the run waited
+    // for it for ever (a session's npm test, the file's grandchild alive half an hour later).
+    const child = spawn(process.execPath, ['--import', STRIP_TYPES_CACHE, file], { cwd: root, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', NODE_COMPILE_CACHE: COMPILE_CACHE }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    running.add(child);
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* the group is gone */
+      }
+    };
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     const timer = setTimeout(() => {
       output += `\n[run-tests] ${relative(root, file)} did not finish within ${timeoutMs} ms; killed\n`;
-      child.kill('SIGKILL');
+      killGroup();
     }, timeoutMs);
+    // the file ended, its output still open after a while: what it started and left holds it
+    let lingering: NodeJS.Timeout | undefined;
+    child.on('exit', () => {
+      lingering = setTimeout(() => {
+        output += `\n[run-tests] ${relative(root, file)} ended, leaving processes that hold its output; killed\n`;
+        killGroup();
+      }, 10_000);
+    });
     child.on('close', (code) => {
+      running.delete(child);
       clearTimeout(timer);
+      clearTimeout(lingering);
       const text = strip(output);
       const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? 0);
       const passed = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? 0);
