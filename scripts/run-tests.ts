@@ -30,7 +30,7 @@ const filters = process.argv.slice(2).filter((a) => a !== '--e2e');
 // Longest first, so the workers end together: by the durations of the last run on this machine
 // (.cache/test-times.json), else the files known to be slow (child processes, big imports).
 const TIMES = join(root, '.cache', e2e ? 'e2e-times.json' : 'test-times.json');
-const SLOW = ['import-crash', 'cli-ops', 'cli-interrupt', 'cli-backup', 'cli.test', 'ledger-csv-import', 'webhooks-crash', 'authz-matrix', 'webhooks.test'];
+const SLOW = ['import-crash', 'cli-ops', 'cli-interrupt', 'cli-backup', 'cli.test', 'cli-data-folder', 'ledger-csv-import', 'webhooks-crash', 'authz-matrix', 'webhooks.test'];
 let lastTimes: Record<string, number> = {};
 try {
   lastTimes = JSON.parse(readFileSync(TIMES, 'utf8')) as Record<string, number>;
