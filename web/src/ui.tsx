@@ -99,6 +99,18 @@ export interface Request<T> {
  * `refresh` runs it again as `reload()` does: the same request asked again (a log after an event),
  * whose data stays current meanwhile, unlike data of other deps.
  */
+/**
+ * Asks `req` again `ms` after each answer while `follow` holds — something the page shows is still
+ * running or due (imports, feeds, webhook retries) — never while a request is under way.
+ */
+export function useReloadWhile(req: Request<unknown>, follow: boolean, ms: number): void {
+  useEffect(() => {
+    if (!follow || req.loading) return;
+    const t = setTimeout(req.reload, ms);
+    return () => clearTimeout(t);
+  }, [follow, req.loading, req.data, ms]);
+}
+
 export function useRequest<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unknown[], refresh?: unknown): Request<T> {
   // `of`: the deps the data was fetched under. A failed reload of the same request keeps showing
   // its data under the error ("could not refresh"); data of other deps (the list before a filter

@@ -1,6 +1,6 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, download, LEDGER } from '../api.ts';
-import { Async, CursorPager, JobStatus, Empty, ErrorBox, fmtNumber, FormError, PageHead, Time, useAction, useRequest, useSession } from '../ui.tsx';
+import { Async, CursorPager, JobStatus, Empty, ErrorBox, fmtNumber, FormError, PageHead, Time, useAction, useReloadWhile, useRequest, useSession } from '../ui.tsx';
 
 interface FeedJob {
   id: string;
@@ -34,11 +34,7 @@ export function Feed() {
     [cursors.join(), superuser],
   );
   const running = req.data?.feeds.some((f) => f.status === 'pending' || f.status === 'processing');
-  useEffect(() => {
-    if (!running || req.loading) return;
-    const t = setTimeout(req.reload, 1500);
-    return () => clearTimeout(t);
-  }, [running, req.loading, req.data]);
+  useReloadWhile(req, Boolean(running), 1500);
   const [file, setFile] = useState<File>();
   const upload = useAction(async () => {
     const f = file!;

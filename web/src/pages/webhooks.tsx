@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, LEDGER, listAll, type ApiError } from '../api.ts';
 import { navigate, setQuery, takeNotice, useLocation } from '../router.ts';
-import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, SecretStored, Time, useAction, useMounted, useOrgNameElsewhere, useRequest, useRole, useShowSecret, type Request } from '../ui.tsx';
+import { asApiError, Async, CursorPager, Confirm, Dialog, Empty, ErrorBox, Field, fieldErrors, FormError, Link, Loading, NotFoundState, Notice, PageHead, refocusWhenDone, SecretOnce, SecretStored, Time, useAction, useMounted, useOrgNameElsewhere, useReloadWhile, useRequest, useRole, useShowSecret, type Request } from '../ui.tsx';
 import type { Ledger } from './ledgers.tsx';
 
 // Webhooks of an organization (SPEC §6, docs/webhooks.md), on the real API of src/webhooks/routes.ts:
@@ -307,11 +307,7 @@ function DeliveryLog(props: { path: string; tick: number; onGone: () => void }) 
   // while a delivery on this page is due within a minute, follow it (a retry waits 5 s, then 1 min, …)
   const due = req.data?.deliveries.some((x) => x.status === 'pending' && !x.held && x.nextAttemptAt && Date.parse(x.nextAttemptAt) - Date.now() < 60_000);
   const gone = req.error?.status === 404;
-  useEffect(() => {
-    if (!due || req.loading || gone) return;
-    const t = setTimeout(req.reload, 2000);
-    return () => clearTimeout(t);
-  }, [due, req.loading, req.data, gone]);
+  useReloadWhile(req, Boolean(due) && !gone, 2000);
   useEffect(() => {
     if (gone) props.onGone();
   }, [gone]);

@@ -1,6 +1,5 @@
-import { useEffect } from 'preact/hooks';
 import { api } from '../../api.ts';
-import { useRequest, type Request } from '../../ui.tsx';
+import { useReloadWhile, useRequest, type Request } from '../../ui.tsx';
 import { done, type ImportJob } from './import-job.tsx';
 
 /**
@@ -12,10 +11,6 @@ export function useLiveImports(base: string, query: { limit: number; cursor?: st
   const req = useRequest((signal) => api<{ imports: ImportJob[]; nextCursor: string | null }>('GET', base, { query, signal }), [base, query.limit, query.cursor]);
   const running = req.data?.imports.some((i) => !done(i.status));
   const gone = req.error?.status === 404;
-  useEffect(() => {
-    if (!running || req.loading || gone) return;
-    const t = setTimeout(req.reload, 1000);
-    return () => clearTimeout(t);
-  }, [running, req.loading, req.data, gone]);
+  useReloadWhile(req, Boolean(running) && !gone, 1000);
   return { req, gone };
 }
